@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Configures (once) and builds gantry incrementally into $GANTRY_BUILD_DIR. Extra args go to cmake configure.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+if [[ ! -f "$GANTRY_BUILD_DIR/CMakeCache.txt" || $# -gt 0 ]]; then
+  cmake -S "$GANTRY_ROOT" -B "$GANTRY_BUILD_DIR" -DCMAKE_BUILD_TYPE="$GANTRY_BUILD_TYPE" \
+    "${launcher[@]}" "$@" >/dev/null
+fi
+cmake --build "$GANTRY_BUILD_DIR" -j "$GANTRY_JOBS"

@@ -1,0 +1,24 @@
+# Shared settings for deploy/local scripts. Source it; do not run it.
+# Everything a script needs to know about where things live is decided here, once.
+GANTRY_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+export GANTRY_ROOT
+export GANTRY_BUILD_DIR="${GANTRY_BUILD_DIR:-$GANTRY_ROOT/build}"
+export GANTRY_BUILD_TYPE="${GANTRY_BUILD_TYPE:-Release}"
+export GANTRY_VAR="${GANTRY_VAR:-$GANTRY_ROOT/var}"
+# The private PostgreSQL: data directory, unix socket directory, and the unprivileged OS user that owns
+# them (initdb refuses to run as root).
+export GANTRY_PG_DIR="${GANTRY_PG_DIR:-$GANTRY_VAR/pg}"
+export GANTRY_PG_USER="${GANTRY_PG_USER:-postgres}"
+export GANTRY_PG_BIN="${GANTRY_PG_BIN:-/usr/lib/postgresql/15/bin}"
+export GANTRY_PG_DB="${GANTRY_PG_DB:-gantry}"
+# Debian packages the build, the tests and the demo need. One list, used by deps.sh.
+GANTRY_APT_PACKAGES=(
+  build-essential cmake pkg-config ccache git
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libabsl-dev libpqxx-dev postgresql-15 libgoogle-glog-dev libgtest-dev libgmock-dev
+  libbenchmark-dev libssl-dev
+  libtorch-dev libgloo-dev libhdf5-dev libopenblas0-pthread
+  python3 python3-torch python3-h5py python3-grpcio python3-numpy
+)
+# Parallelism of the build (2 cores here).
+export GANTRY_JOBS="${GANTRY_JOBS:-$(nproc)}"
