@@ -1,6 +1,6 @@
-// A ShowerSet is a block of calorimeter showers with their generation conditions, held in memory in GeV.
-// It is the common currency of workers/: the HDF5 reader and the toy Monte Carlo produce it, the trainer
-// consumes it, generation produces it, physics validation compares two of them.
+// A ShowerSet is a block of calorimeter showers with their generation conditions, held in memory in
+// GeV. It is the common currency of workers/: the HDF5 reader and the toy Monte Carlo produce it,
+// the trainer consumes it, generation produces it, physics validation compares two of them.
 #ifndef GANTRY_WORKERS_DATA_SHOWER_SET_H_
 #define GANTRY_WORKERS_DATA_SHOWER_SET_H_
 

@@ -1,0 +1,1 @@
+#include "workers/data/toy_mc.h"

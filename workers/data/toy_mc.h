@@ -1,0 +1,88 @@
+// ToyMc: a fast GFlash-parameterised electromagnetic shower simulator (reference section F) that
+// fills ShowerSets in the 3DGAN grids (25x25x25 at 90 degrees, 51x51x25 at 60-120 degrees), for
+// tests, demos and training without Geant4.
+#ifndef GANTRY_WORKERS_DATA_TOY_MC_H_
+#define GANTRY_WORKERS_DATA_TOY_MC_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "workers/data/shower_set.h"
+
+namespace gantry::data {
+
+struct ToyMcConfig {
+  // kFixedAngle3DGan (25x25x25, theta = 90 degrees) or kVariableAngle3DGan (51x51x25).
+  Layout layout = Layout::kFixedAngle3DGan;
+  int64_t events = 1000;
+  // Primary energy drawn uniformly in [min, max] GeV (min == max gives a single energy).
+  double energy_min_gev = 10.0;
+  double energy_max_gev = 500.0;
+  // Incidence angle from the beam axis, drawn uniformly (variable-angle layout only; the
+  // fixed-angle layout always uses pi/2 and leaves ShowerSet::theta_rad empty).
+  double theta_min_rad = 1.0471975511965976;  // 60 degrees
+  double theta_max_rad = 2.0943951023931953;  // 120 degrees
+  uint64_t seed = 1;
+  std::string particle = "Ele";  // recorded only; the physics is always an electromagnetic shower
+  // Distortions for validation tests: all deposited energies are multiplied by energy_scale; the
+  // longitudinal profile is stretched in depth by depth_scale (shower maximum and length x
+  // depth_scale).
+  double energy_scale = 1.0;
+  double depth_scale = 1.0;
+  // Worker threads. The output depends only on the seed, never on the thread count: event i always
+  // uses its own RNG stream derived from (seed, i).
+  int threads = 1;
+};
+
+// Checks ranges (events >= 0, 0 < emin <= emax, angles inside (0, pi), scales > 0, 1 <= threads <=
+// 256, layout is a 3DGAN layout). INVALID_ARGUMENT names the bad field.
+absl::Status ValidateToyMcConfig(const ToyMcConfig& config);
+
+// Simulates config.events showers. Deterministic by config.seed.
+absl::StatusOr<ShowerSet> SimulateToyMc(const ToyMcConfig& config);
+
+// Simulates events [first_event, first_event + count) of the sample described by `config`
+// (config.events is ignored); identical to the same slice of SimulateToyMc(config). Lets a trainer
+// stream a toy sample in batches without holding it all.
+absl::StatusOr<ShowerSet> SimulateToyMcRange(const ToyMcConfig& config, int64_t first_event,
+                                             int64_t count);
+
+// Parses "toymc:layout=25,events=1000,seed=1,emin=10,emax=500,theta=60:120" (theta in degrees; also
+// particle=Ele|Gamma|Pi0|ChPi, escale=, dscale=, threads=). layout is 25 or 51 (or fixed /
+// variable). Missing keys keep the ToyMcConfig defaults. INVALID_ARGUMENT names the bad key or
+// value.
+absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec);
+
+// The canonical spec string of a config (all keys, fixed order); ParseToyMcSpec(FormatToyMcSpec(c))
+// == c.
+std::string FormatToyMcSpec(const ToyMcConfig& config);
+
+// Detector constants of the simulated CLIC-like ECAL (reference section F), exposed for tests.
+namespace toymc {
+inline constexpr double kX0Mm = 3.504;       // tungsten radiation length
+inline constexpr double kMoliereMm = 9.327;  // tungsten Moliere radius
+inline constexpr double kCriticalGev = 7.97e-3;
+inline constexpr double kZ = 74.0;
+inline constexpr double kCellMm = 5.1;  // silicon cell pitch in x and y
+inline constexpr int kLayers = 25;      // 17 x 2.4 mm W then 8 x 4.8 mm W
+inline constexpr int kThinLayers = 17;
+inline constexpr double kThinMm = 2.4;
+inline constexpr double kThickMm = 4.8;
+inline constexpr double kSiliconMm = 0.5;         // active layer thickness (sets F_s)
+inline constexpr double kGapMm = 2.7;             // silicon + readout behind each absorber plate
+inline constexpr double kVisibleFraction = 0.02;  // raw sampling fraction
+}  // namespace toymc
+
+// Absorber depth at the centre of layer `layer` (0-based), in radiation lengths along the detector
+// normal.
+double LayerCentreX0(int layer);
+// Physical depth of the centre of layer `layer` behind the front face, in mm (absorber + gap per
+// layer: 5.1 mm for the thin layers, 7.5 mm for the thick ones). Used to measure incidence angles.
+double LayerCentreMm(int layer);
+
+}  // namespace gantry::data
+
+#endif  // GANTRY_WORKERS_DATA_TOY_MC_H_

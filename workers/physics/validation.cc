@@ -1,0 +1,1 @@
+#include "workers/physics/validation.h"

@@ -1,0 +1,88 @@
+// Validation: the physics comparison of generated showers with reference Monte Carlo (reference
+// section D): sampling fraction, profiles, moments, angle, figure of merit and CaloChallenge
+// separation power, per energy (and angle) bin, with the histograms they come from kept as data.
+#ifndef GANTRY_WORKERS_PHYSICS_VALIDATION_H_
+#define GANTRY_WORKERS_PHYSICS_VALIDATION_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "workers/data/shower_set.h"
+
+namespace gantry::physics {
+
+struct ValidationOptions {
+  // Energy bins, first match wins: explicit edges [e0,e1), [e1,e2), ... (GeV); else centres +- half
+  // width; else `default_energy_bins` equal-width bins over the reference sample's energy range.
+  std::vector<double> energy_edges_gev;
+  std::vector<double> energy_centres_gev;
+  double energy_half_width_gev = 5.0;
+  int default_energy_bins = 4;
+  // Angle bins (variable-angle data only): centres +- half width; empty = all angles in one bin.
+  std::vector<double> theta_centres_rad;
+  double theta_half_width_rad = 0.1;
+  // A cell counts as a hit above this deposit (GeV).
+  double hit_threshold_gev = 3e-4;
+  // Bins of the feature histograms behind the separation power.
+  int feature_bins = 30;
+  // Bins with fewer events than this in either sample are skipped (listed in
+  // ValidationReport::skipped_bins).
+  int64_t min_events_per_bin = 2;
+};
+
+// One histogram pair (reference and generated) kept for the registry and for plots. Profiles are
+// "mean per event" curves with edges at slice boundaries; distributions are normalised to unit sum.
+struct Histogram {
+  std::string
+      name;  // e.g. "profile_z", "sampling_fraction", "cell_energy", "hits", "feature/total_energy"
+  std::string x_label;        // e.g. "layer", "E_cell [GeV]"
+  std::vector<double> edges;  // size = bins + 1
+  std::vector<double> reference;
+  std::vector<double> generated;
+  int energy_bin = -1;  // index into ValidationReport::bins; -1 for summaries across bins
+};
+
+// The metrics of one (energy, angle) bin. Every metric M comes with M_null: its expected value for
+// two independent samples of the same distribution with these event counts (the statistical floor),
+// estimated from the per-event spread.
+struct BinMetrics {
+  double energy_lo_gev = 0, energy_hi_gev = 0;
+  double theta_lo_rad = 0, theta_hi_rad = 0;  // both 0 when not binned in angle
+  int64_t reference_events = 0, generated_events = 0;
+  // Keys: sf_reference, sf_generated, sf_relative_error (+ _null), eprof, eprof_x, eprof_y,
+  // eprof_z, pos, pos_<axis>_mu1, pos_<axis>_mu2 (+ _null), ang, ang_reference (variable angle
+  // only), fom, separation_power (mean over features) and separation_power/<feature> (+ _null).
+  std::map<std::string, double> metrics;
+};
+
+struct ValidationReport {
+  // Means over bins of the per-bin metrics: sf_mre, eprof, pos, ang, fom, separation_power (+
+  // _null), and bins_used.
+  std::map<std::string, double> metrics;
+  std::vector<BinMetrics> bins;
+  std::vector<Histogram> histograms;
+  std::vector<std::string> skipped_bins;  // "energy 10-20 GeV: 1 reference, 0 generated events"
+};
+
+// Compares `generated` with `reference`. Both must have the same layout and shape. INVALID_ARGUMENT
+// on a layout/shape mismatch, empty samples or bad options; FAILED_PRECONDITION when no bin has
+// enough events in both samples.
+absl::StatusOr<ValidationReport> ValidateShowers(const data::ShowerSet& reference,
+                                                 const data::ShowerSet& generated,
+                                                 const ValidationOptions& options);
+
+// The incidence angle of one shower measured from its per-layer x barycentres (weighted
+// straight-line fit of x against the physical depth of the layers): theta = atan2(1, dx/ddepth), in
+// (0, pi). Variable-angle 3DGAN grid only; NaN when fewer than two layers have energy.
+double MeasureTheta(const data::ShowerSet& set, int64_t event);
+
+// Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
+// here).
+double SeparationPower(const std::vector<double>& h1, const std::vector<double>& h2);
+
+}  // namespace gantry::physics
+
+#endif  // GANTRY_WORKERS_PHYSICS_VALIDATION_H_
