@@ -1,1 +1,478 @@
+// GFlash toy Monte Carlo. Per shower: draw E (and theta), the correlated (ln T, ln a) of the
+// longitudinal Gamma profile with the sampling-calorimeter corrections, split ~10.3/c_s E^0.959
+// energy spots over the layers (multinomial on the Gamma CDF), scatter each spot radially
+// (core/tail), and smear each cell's total with Gamma(n k, c_s^2), which equals the sum of the
+// per-spot Gamma(k, c_s^2) smearings it replaces.
 #include "workers/data/toy_mc.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "gantry/base/status_macros.h"
+
+namespace gantry::data {
+namespace {
+
+using namespace toymc;  // NOLINT: detector constants
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kSpotSigma = 0.11;  // c_s: sampling fluctuation per sqrt(GeV)
+// Visible fraction of the energy deposited in a thin (2.4 mm W) layer; a thick layer samples half
+// as often, so its visible fraction is half. Gives ~2% overall at 100 GeV (reference section F).
+constexpr double kVisibleThin = 0.025;
+
+// xoshiro256++ seeded through splitmix64: small, fast and a UniformRandomBitGenerator.
+class Rng {
+ public:
+  using result_type = uint64_t;
+  Rng(uint64_t seed, uint64_t stream) {
+    uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1));
+    for (auto& s : s_) s = SplitMix(x);
+  }
+  static constexpr uint64_t min() { return 0; }
+  static constexpr uint64_t max() { return std::numeric_limits<uint64_t>::max(); }
+  uint64_t operator()() {
+    const uint64_t result = Rotl(s_[0] + s_[3], 23) + s_[0];
+    const uint64_t t = s_[1] << 17;
+    s_[2] ^= s_[0];
+    s_[3] ^= s_[1];
+    s_[1] ^= s_[2];
+    s_[0] ^= s_[3];
+    s_[2] ^= t;
+    s_[3] = Rotl(s_[3], 45);
+    return result;
+  }
+  // Uniform in [0, 1).
+  double Uniform() { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
+  // Uniform in (0, 1).
+  double UniformOpen() { return (static_cast<double>((*this)() >> 11) + 0.5) * 0x1.0p-53; }
+  double Normal() {  // Marsaglia polar method, one value per call (no cached state).
+    double u, v, s;
+    do {
+      u = 2.0 * Uniform() - 1.0;
+      v = 2.0 * Uniform() - 1.0;
+      s = u * u + v * v;
+    } while (s >= 1.0 || s == 0.0);
+    return u * std::sqrt(-2.0 * std::log(s) / s);
+  }
+  // Gamma(k, 1) by Marsaglia and Tsang; k < 1 through the u^(1/k) boost.
+  double Gamma(double k) {
+    if (k <= 0) return 0.0;
+    if (k < 1.0) return Gamma(k + 1.0) * std::pow(UniformOpen(), 1.0 / k);
+    const double d = k - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+      double x, v;
+      do {
+        x = Normal();
+        v = 1.0 + c * x;
+      } while (v <= 0.0);
+      v = v * v * v;
+      const double u = UniformOpen();
+      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+    }
+  }
+
+ private:
+  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+  static uint64_t SplitMix(uint64_t& x) {
+    uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+  }
+  uint64_t s_[4];
+};
+
+// Regularised lower incomplete gamma P(a, x) (series below a + 1, continued fraction above).
+double GammaP(double a, double x) {
+  if (x <= 0) return 0.0;
+  const double gln = std::lgamma(a);
+  if (x < a + 1.0) {
+    double ap = a, sum = 1.0 / a, del = sum;
+    for (int n = 0; n < 500; ++n) {
+      ap += 1.0;
+      del *= x / ap;
+      sum += del;
+      if (std::fabs(del) < std::fabs(sum) * 1e-12) break;
+    }
+    return sum * std::exp(-x + a * std::log(x) - gln);
+  }
+  double b = x + 1.0 - a, c = 1.0 / 1e-300, d = 1.0 / b, h = d;
+  for (int i = 1; i < 500; ++i) {
+    const double an = -i * (i - a);
+    b += 2.0;
+    d = an * d + b;
+    if (std::fabs(d) < 1e-300) d = 1e-300;
+    c = b + an / c;
+    if (std::fabs(c) < 1e-300) c = 1e-300;
+    d = 1.0 / d;
+    const double del = d * c;
+    h *= del;
+    if (std::fabs(del - 1.0) < 1e-12) break;
+  }
+  return 1.0 - std::exp(-x + a * std::log(x) - gln) * h;
+}
+
+// Per-layer geometry, computed once.
+struct Geometry {
+  double x0_lo[kLayers], x0_hi[kLayers];  // absorber depth boundaries in X0
+  double centre_mm[kLayers];              // physical depth of the layer centre
+  double visible[kLayers];                // visible fraction of the energy deposited in the layer
+  double total_mm = 0;
+  double sampling_fs = 0;  // GFlash F_s of the thin section (where showers peak)
+  double ehat = 0;
+  Geometry() {
+    double x0 = 0, mm = 0;
+    for (int l = 0; l < kLayers; ++l) {
+      const double w = l < kThinLayers ? kThinMm : kThickMm;
+      x0_lo[l] = x0;
+      x0 += w / kX0Mm;
+      x0_hi[l] = x0;
+      centre_mm[l] = mm + 0.5 * (w + kGapMm);
+      mm += w + kGapMm;
+      visible[l] = kVisibleThin * kThinMm / w;
+    }
+    total_mm = mm;
+    constexpr double kX0SiliconMm = 93.7;
+    const double x0_eff = (kThinMm + kSiliconMm) / (kThinMm / kX0Mm + kSiliconMm / kX0SiliconMm);
+    sampling_fs = x0_eff / (kThinMm + kSiliconMm);
+    ehat = 1.0 / (1.0 + 0.007 * (kZ - 14.0));  // Z_active = 14 (silicon); ~0.70
+  }
+};
+
+const Geometry& Geo() {
+  static const Geometry* geometry = new Geometry();
+  return *geometry;
+}
+
+std::array<int64_t, 3> ShapeOf(Layout layout) {
+  return layout == Layout::kVariableAngle3DGan ? std::array<int64_t, 3>{51, 51, 25}
+                                               : std::array<int64_t, 3>{25, 25, 25};
+}
+
+// Simulates one shower into `cells` (zeroed by the caller, shape nx*ny*25). Scratch buffers are
+// reused.
+struct Scratch {
+  std::vector<int32_t> counts;
+  std::vector<int32_t> touched;
+};
+
+void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<int64_t, 3>& shape,
+                 float* cells, float* energy_out, float* theta_out, Scratch* scratch) {
+  const Geometry& g = Geo();
+  Rng rng(c.seed, event_index);
+  const double energy = c.energy_min_gev + (c.energy_max_gev - c.energy_min_gev) * rng.Uniform();
+  double theta = kPi / 2;
+  if (c.layout == Layout::kVariableAngle3DGan) {
+    theta = c.theta_min_rad + (c.theta_max_rad - c.theta_min_rad) * rng.Uniform();
+  }
+  *energy_out = static_cast<float>(energy);
+  if (theta_out != nullptr) *theta_out = static_cast<float>(theta);
+
+  // Longitudinal parameters (GFlash, homogeneous then sampling corrections) with correlated
+  // fluctuations.
+  const double lny = std::log(energy / kCriticalGev);
+  const double t_hom = std::max(lny - 0.812, 0.1);
+  const double a_hom = std::max(0.81 + (0.458 + 2.26 / kZ) * lny, 0.1);
+  const double mean_ln_t =
+      std::log(std::max(t_hom - 0.55 / g.sampling_fs - 0.69 * (1.0 - g.ehat), 0.5));
+  const double mean_ln_a = std::log(std::max(a_hom - 0.476 / g.sampling_fs, 1.2));
+  const double sigma_ln_t = std::min(0.5, 1.0 / std::max(-1.4 + 1.26 * lny, 2.0));
+  const double sigma_ln_a = std::min(0.5, 1.0 / std::max(-0.58 + 0.86 * lny, 2.0));
+  const double rho = std::clamp(0.705 - 0.023 * lny, -1.0, 1.0);
+  const double z1 = rng.Normal(), z2 = rng.Normal();
+  const double t_max = std::exp(mean_ln_t + sigma_ln_t * z1);
+  const double alpha =
+      std::max(1.05, std::exp(mean_ln_a + sigma_ln_a * (rho * z1 + std::sqrt(1 - rho * rho) * z2)));
+  const double beta = (alpha - 1.0) / t_max;
+
+  // Spots and their split over layers. Along the axis the spot depth is depth_scale * Gamma(alpha,
+  // 1/beta) X0; the normal depth is that times sin(theta).
+  const int64_t spots =
+      std::max<int64_t>(1, std::llround(10.3 / kSpotSigma * std::pow(energy, 0.959)));
+  const double spot_energy = energy / static_cast<double>(spots);
+  const double sin_t = std::sin(theta), cot_t = std::cos(theta) / std::sin(theta);
+  const double axis_per_normal =
+      1.0 / (sin_t * c.depth_scale);  // unstretched axis X0 per normal X0
+  double cdf_lo = 0.0;
+  double layer_p[kLayers];
+  for (int l = 0; l < kLayers; ++l) {
+    const double cdf_hi = GammaP(alpha, beta * g.x0_hi[l] * axis_per_normal);
+    layer_p[l] = std::max(0.0, cdf_hi - cdf_lo);
+    cdf_lo = cdf_hi;
+  }
+  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
+  const double cell_inv = 1.0 / kCellMm;
+  const double x_centre = 0.5 * static_cast<double>(nx) * kCellMm;
+  const double y_centre = 0.5 * static_cast<double>(ny) * kCellMm;
+  const double depth_centre = 0.5 * g.total_mm;  // the axis crosses the grid centre at mid depth
+  const double ln_e = std::log(energy);
+  const double rt_scale = 0.659 - 0.00309 * kZ;
+  const double k4 = 0.3585 + 0.0412 * ln_e;
+  const double p_scale = 2.632 - 0.00094 * kZ;
+  const double p2 = 0.401 + 0.00187 * kZ, p3 = 1.313 - 0.0686 * ln_e;
+
+  std::vector<int32_t>& counts = scratch->counts;
+  std::vector<int32_t>& touched = scratch->touched;
+  counts.assign(static_cast<size_t>(nx * ny * nz), 0);
+  touched.clear();
+
+  int64_t remaining = spots;
+  double remaining_p = 1.0;
+  for (int l = 0; l < kLayers && remaining > 0 && remaining_p > 0; ++l) {
+    const double q = std::clamp(layer_p[l] / remaining_p, 0.0, 1.0);
+    int64_t n = 0;
+    if (q >= 1.0) {
+      n = remaining;
+    } else if (q > 0.0) {
+      n = std::binomial_distribution<int64_t>(remaining, q)(rng);
+    }
+    remaining -= n;
+    remaining_p -= layer_p[l];
+    if (n == 0) continue;
+    // Radial shape at this layer: tau = (axis depth, unstretched) / T.
+    const double x0_mid = 0.5 * (g.x0_lo[l] + g.x0_hi[l]);
+    const double tau = x0_mid * axis_per_normal / t_max;
+    const double r_core = std::max(0.01, 0.0251 + 0.00319 * ln_e + (0.1162 - 0.000381 * kZ) * tau);
+    const double r_tail =
+        std::max(0.01, rt_scale * (std::exp(-2.59 * (tau - 0.645)) + std::exp(k4 * (tau - 0.645))));
+    const double pe = (p2 - tau) / p3;
+    const double p_core = std::clamp(p_scale * std::exp(pe - std::exp(pe)), 0.0, 1.0);
+    const double core_mm = r_core * kMoliereMm, tail_mm = r_tail * kMoliereMm;
+    const double x_axis = x_centre + (g.centre_mm[l] - depth_centre) * cot_t;
+    const int64_t layer_offset = l;
+    for (int64_t s = 0; s < n; ++s) {
+      const double r_scale = rng.Uniform() < p_core ? core_mm : tail_mm;
+      const double u = rng.Uniform();
+      const double r = r_scale * std::sqrt(u / (1.0 - u));
+      double vx, vy, s2;
+      do {
+        vx = 2.0 * rng.Uniform() - 1.0;
+        vy = 2.0 * rng.Uniform() - 1.0;
+        s2 = vx * vx + vy * vy;
+      } while (s2 >= 1.0 || s2 == 0.0);
+      const double k = r / std::sqrt(s2);
+      const double x = (x_axis + k * vx * sin_t) * cell_inv;
+      const double y = (y_centre + k * vy) * cell_inv;
+      if (!(x >= 0.0 && x < static_cast<double>(nx) && y >= 0.0 && y < static_cast<double>(ny))) {
+        continue;  // lateral leakage
+      }
+      const int64_t idx =
+          (static_cast<int64_t>(x) * ny + static_cast<int64_t>(y)) * nz + layer_offset;
+      if (counts[idx]++ == 0) touched.push_back(static_cast<int32_t>(idx));
+    }
+  }
+  // Sampling fluctuations: the sum of n Gamma(k, c_s^2) deposits is Gamma(n k, c_s^2).
+  const double theta_s = kSpotSigma * kSpotSigma;
+  const double k_spot = spot_energy / theta_s;
+  std::sort(touched.begin(), touched.end());  // fixed RNG order, independent of scatter order
+  for (int32_t idx : touched) {
+    const int l = static_cast<int>(idx % nz);
+    const double deposit = theta_s * rng.Gamma(k_spot * counts[idx]);
+    cells[idx] = static_cast<float>(deposit * g.visible[l] * c.energy_scale);
+  }
+}
+
+bool IsKnownParticle(absl::string_view p) {
+  return p == "Ele" || p == "Gamma" || p == "Pi0" || p == "ChPi";
+}
+
+// Shortest decimal that parses back to exactly `v` after `to_internal`.
+template <typename F>
+std::string ShortestRoundTrip(double shown, double internal, F to_internal) {
+  for (int precision = 6; precision <= 17; ++precision) {
+    std::string s = absl::StrFormat("%.*g", precision, shown);
+    double back = 0;
+    if (absl::SimpleAtod(s, &back) && to_internal(back) == internal) return s;
+  }
+  return absl::StrFormat("%.17g", shown);
+}
+
+std::string Num(double v) {
+  return ShortestRoundTrip(v, v, [](double x) { return x; });
+}
+std::string Deg(double rad) {
+  return ShortestRoundTrip(rad * 180.0 / kPi, rad, [](double d) { return d * kPi / 180.0; });
+}
+
+}  // namespace
+
+double LayerCentreX0(int layer) {
+  const Geometry& g = Geo();
+  layer = std::clamp(layer, 0, kLayers - 1);
+  return 0.5 * (g.x0_lo[layer] + g.x0_hi[layer]);
+}
+
+double LayerCentreMm(int layer) { return Geo().centre_mm[std::clamp(layer, 0, kLayers - 1)]; }
+
+absl::Status ValidateToyMcConfig(const ToyMcConfig& c) {
+  if (c.layout != Layout::kFixedAngle3DGan && c.layout != Layout::kVariableAngle3DGan) {
+    return absl::InvalidArgumentError(
+        "toy MC: layout must be the 3DGAN fixed (25) or variable (51) grid");
+  }
+  if (c.events < 0 || c.events > 100'000'000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: events must be in [0, 1e8], got ", c.events));
+  }
+  if (!(c.energy_min_gev >= 0.1) || !(c.energy_max_gev >= c.energy_min_gev) ||
+      !(c.energy_max_gev <= 10000.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: need 0.1 <= emin <= emax <= 10000 GeV, got emin=", c.energy_min_gev,
+                     " emax=", c.energy_max_gev));
+  }
+  if (c.layout == Layout::kVariableAngle3DGan &&
+      !(c.theta_min_rad > 0.0 && c.theta_max_rad >= c.theta_min_rad && c.theta_max_rad < kPi)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: theta range must lie inside (0, 180) degrees with min <= max, got ",
+                     c.theta_min_rad * 180 / kPi, ":", c.theta_max_rad * 180 / kPi));
+  }
+  if (!(c.energy_scale > 0.0 && c.energy_scale < 100.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: escale must be in (0, 100), got ", c.energy_scale));
+  }
+  if (!(c.depth_scale > 0.0 && c.depth_scale < 100.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: dscale must be in (0, 100), got ", c.depth_scale));
+  }
+  if (c.threads < 1 || c.threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: threads must be in [1, 256], got ", c.threads));
+  }
+  if (!IsKnownParticle(c.particle)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: particle must be Ele, Gamma, Pi0 or ChPi, got '", c.particle, "'"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShowerSet> SimulateToyMcRange(const ToyMcConfig& config, int64_t first_event,
+                                             int64_t count) {
+  ToyMcConfig checked = config;
+  checked.events = count;
+  RETURN_IF_ERROR(ValidateToyMcConfig(checked));
+  if (first_event < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC: first event must be >= 0, got ", first_event));
+  }
+  ShowerSet set;
+  set.layout = config.layout;
+  set.shape = ShapeOf(config.layout);
+  set.particle = config.particle;
+  set.cells.assign(static_cast<size_t>(count * set.cells_per_event()), 0.0f);
+  set.energy_gev.assign(static_cast<size_t>(count), 0.0f);
+  const bool has_theta = config.layout == Layout::kVariableAngle3DGan;
+  if (has_theta) set.theta_rad.assign(static_cast<size_t>(count), 0.0f);
+
+  auto run = [&](int64_t begin, int64_t end) {
+    Scratch scratch;
+    for (int64_t i = begin; i < end; ++i) {
+      SimulateOne(config, static_cast<uint64_t>(first_event + i), set.shape, set.mutable_event(i),
+                  &set.energy_gev[i], has_theta ? &set.theta_rad[i] : nullptr, &scratch);
+    }
+  };
+  const int64_t threads = std::min<int64_t>(config.threads, std::max<int64_t>(count, 1));
+  if (threads <= 1) {
+    run(0, count);
+  } else {
+    std::vector<std::thread> pool;
+    for (int64_t t = 0; t < threads; ++t) {
+      pool.emplace_back(run, count * t / threads, count * (t + 1) / threads);
+    }
+    for (auto& th : pool) th.join();
+  }
+  return set;
+}
+
+absl::StatusOr<ShowerSet> SimulateToyMc(const ToyMcConfig& config) {
+  return SimulateToyMcRange(config, 0, config.events);
+}
+
+absl::StatusOr<ToyMcConfig> ParseToyMcSpec(absl::string_view spec_in) {
+  // Debian's Abseil has its own string_view type.
+  const absl::string_view spec(spec_in.data(), spec_in.size());
+  ToyMcConfig c;
+  absl::string_view body = spec;
+  absl::ConsumePrefix(&body, "toymc:");
+  auto bad = [&](absl::string_view key, absl::string_view value, absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat("toy MC spec '", spec, "': key '", key,
+                                                   "' has bad value '", value, "' (", why, ")"));
+  };
+  for (absl::string_view item : absl::StrSplit(body, ',', absl::SkipWhitespace())) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(item, absl::MaxSplits('=', 1));
+    const absl::string_view key = absl::StripAsciiWhitespace(kv.first);
+    const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
+    if (item.find('=') == absl::string_view::npos) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("toy MC spec '", spec, "': item '", item, "' is not key=value"));
+    }
+    double d = 0;
+    if (key == "layout") {
+      if (value == "25" || value == "fixed") {
+        c.layout = Layout::kFixedAngle3DGan;
+      } else if (value == "51" || value == "variable") {
+        c.layout = Layout::kVariableAngle3DGan;
+      } else {
+        return bad(key, value, "use 25 or 51");
+      }
+    } else if (key == "events") {
+      if (!absl::SimpleAtoi(value, &c.events)) return bad(key, value, "not an integer");
+    } else if (key == "seed") {
+      if (!absl::SimpleAtoi(value, &c.seed)) return bad(key, value, "not an unsigned integer");
+    } else if (key == "threads") {
+      if (!absl::SimpleAtoi(value, &c.threads)) return bad(key, value, "not an integer");
+    } else if (key == "emin" || key == "emax" || key == "escale" || key == "dscale") {
+      if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) return bad(key, value, "not a number");
+      (key == "emin"     ? c.energy_min_gev
+       : key == "emax"   ? c.energy_max_gev
+       : key == "escale" ? c.energy_scale
+                         : c.depth_scale) = d;
+    } else if (key == "theta") {
+      std::pair<absl::string_view, absl::string_view> range = absl::StrSplit(value, ':');
+      double lo = 0, hi = 0;
+      if (!absl::SimpleAtod(range.first, &lo)) return bad(key, value, "use degrees, e.g. 60:120");
+      hi = lo;
+      if (value.find(':') != absl::string_view::npos && !absl::SimpleAtod(range.second, &hi)) {
+        return bad(key, value, "use degrees, e.g. 60:120");
+      }
+      c.theta_min_rad = lo * kPi / 180.0;
+      c.theta_max_rad = hi * kPi / 180.0;
+    } else if (key == "particle") {
+      c.particle = std::string(value);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "toy MC spec '", spec, "': unknown key '", key,
+          "' (known: layout, events, seed, emin, emax, theta, particle, escale, dscale, threads)"));
+    }
+  }
+  absl::Status valid = ValidateToyMcConfig(c);
+  if (!valid.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("toy MC spec '", spec, "': ", valid.message()));
+  }
+  return c;
+}
+
+std::string FormatToyMcSpec(const ToyMcConfig& c) {
+  const bool variable = c.layout == Layout::kVariableAngle3DGan;
+  std::string s =
+      absl::StrCat("toymc:layout=", variable ? "51" : "25", ",events=", c.events, ",seed=", c.seed,
+                   ",emin=", Num(c.energy_min_gev), ",emax=", Num(c.energy_max_gev));
+  if (variable) absl::StrAppend(&s, ",theta=", Deg(c.theta_min_rad), ":", Deg(c.theta_max_rad));
+  absl::StrAppend(&s, ",particle=", c.particle);
+  if (c.energy_scale != 1.0) absl::StrAppend(&s, ",escale=", Num(c.energy_scale));
+  if (c.depth_scale != 1.0) absl::StrAppend(&s, ",dscale=", Num(c.depth_scale));
+  return s;
+}
+
+}  // namespace gantry::data

@@ -56,8 +56,10 @@ absl::StatusOr<ShowerSet> SimulateToyMcRange(const ToyMcConfig& config, int64_t 
 // value.
 absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec);
 
-// The canonical spec string of a config (all keys, fixed order); ParseToyMcSpec(FormatToyMcSpec(c))
-// == c.
+// The canonical spec string of a config: the keys that change the showers, in a fixed order
+// (threads is left out since it never changes the output; theta only for the variable-angle layout;
+// escale and dscale only when not 1). ParseToyMcSpec(FormatToyMcSpec(c)) gives back c up to those
+// fields. Usable as a cache key for the sample.
 std::string FormatToyMcSpec(const ToyMcConfig& config);
 
 // Detector constants of the simulated CLIC-like ECAL (reference section F), exposed for tests.
