@@ -30,10 +30,12 @@ struct DatasetInfo {
 
 // Reads a whole file into memory (GeV). Layout detected from the keys: "showers" +
 // "incident_energies" is CaloChallenge (MeV, converted); "ECAL" + "target" is 3DGAN fixed angle;
-// "ECAL" + "energy" (+ "theta") is 3DGAN variable angle. float64 datasets are converted. HCAL,
-// mtheta, eta, sum are ignored. Errors: NOT_FOUND (no file), INVALID_ARGUMENT (not HDF5, missing
-// key, wrong rank/shape, unsupported voxel count), DATA_LOSS (truncated or unreadable data, NaN/Inf
-// or negative energies).
+// "ECAL" + "energy" + "theta" (or "mtheta" when "theta" is absent) is 3DGAN variable angle. float64
+// and integer datasets are converted. HCAL, mtheta, eta, sum are otherwise ignored.
+// Errors: NOT_FOUND (no file); INVALID_ARGUMENT (not HDF5, missing key, wrong rank/shape,
+// unsupported voxel count, NaN/Inf or negative cells, non-positive primary energies, angles outside
+// [0, pi]); DATA_LOSS (truncated or unreadable data). Messages start with the path and name the
+// dataset (and the event where it applies).
 absl::StatusOr<ShowerSet> ReadShowerFile(const std::string& path);
 
 // Reads events [first, first + count) only (count is clipped at the end of the file).
@@ -44,15 +46,15 @@ absl::StatusOr<ShowerSet> ReadShowerEvents(const std::string& path, int64_t firs
 absl::StatusOr<DatasetInfo> InspectShowerFile(const std::string& path);
 
 struct WriteOptions {
-  bool write_hcal =
-      false;  // fixed angle: also write a zero HCAL (N,25,25,60) as the original files have
-  int gzip_level = 4;  // 0 disables compression (CaloChallenge files are gzip in the original)
+  bool write_hcal = false;  // fixed angle: also write a zero HCAL (N,5,5,60) placeholder
+  int gzip_level = 4;       // 0 disables compression (CaloChallenge files are gzip in the original)
 };
 
 // Writes `set` in its layout so h5py and the Python reference implementations read it: fixed angle
-// writes ECAL float32 (N,25,25,25) and target float32 (N,4) = [0, E, 0, 0]; variable angle writes
-// ECAL, energy, theta, mtheta (measured barycentre angle) and sum; CaloChallenge writes
-// incident_energies (N,1) and showers (N, voxels) in MeV. Overwrites `path`.
+// writes ECAL float32 (N,25,25,25) and target float32 (N,4) = [PDG id, E, 0, 0]; variable angle
+// writes ECAL, energy, theta, mtheta (MeasureThetaRad), eta and sum; CaloChallenge writes
+// incident_energies (N,1) and showers (N, voxels) in MeV. Every file gets a root string attribute
+// "particle". Overwrites `path`.
 absl::Status WriteShowerFile(const std::string& path, const ShowerSet& set,
                              const WriteOptions& options = {});
 

@@ -316,6 +316,33 @@ double LayerCentreX0(int layer) {
 
 double LayerCentreMm(int layer) { return Geo().centre_mm[std::clamp(layer, 0, kLayers - 1)]; }
 
+double MeasureThetaRad(const float* cells, const std::array<int64_t, 3>& shape) {
+  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
+  double sw = 0, sd = 0, sx = 0, sdd = 0, sdx = 0;
+  int layers_with_energy = 0;
+  for (int64_t z = 0; z < nz; ++z) {
+    double w = 0, wx = 0;
+    for (int64_t x = 0; x < nx; ++x) {
+      double row = 0;
+      for (int64_t y = 0; y < ny; ++y) row += cells[(x * ny + y) * nz + z];
+      w += row;
+      wx += row * (static_cast<double>(x) + 0.5) * kCellMm;
+    }
+    if (!(w > 0)) continue;
+    ++layers_with_energy;
+    const double d = LayerCentreMm(static_cast<int>(z)), xb = wx / w;
+    sw += w;
+    sd += w * d;
+    sx += w * xb;
+    sdd += w * d * d;
+    sdx += w * d * xb;
+  }
+  const double denom = sw * sdd - sd * sd;
+  if (layers_with_energy < 2 || !(denom > 0)) return std::numeric_limits<double>::quiet_NaN();
+  const double slope = (sw * sdx - sd * sx) / denom;
+  return std::atan2(1.0, slope);
+}
+
 absl::Status ValidateToyMcConfig(const ToyMcConfig& c) {
   if (c.layout != Layout::kFixedAngle3DGan && c.layout != Layout::kVariableAngle3DGan) {
     return absl::InvalidArgumentError(

@@ -4,6 +4,7 @@
 #ifndef GANTRY_WORKERS_DATA_TOY_MC_H_
 #define GANTRY_WORKERS_DATA_TOY_MC_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -84,6 +85,13 @@ double LayerCentreX0(int layer);
 // Physical depth of the centre of layer `layer` behind the front face, in mm (absorber + gap per
 // layer: 5.1 mm for the thin layers, 7.5 mm for the thick ones). Used to measure incidence angles.
 double LayerCentreMm(int layer);
+
+// The incidence angle of one shower on the 3DGAN grid (shape (nx, ny, 25), x-major), measured from
+// its per-layer x barycentres: a weighted straight-line fit of x (mm) against LayerCentreMm
+// (weights: layer energies), theta = atan2(1, dx/ddepth) in (0, pi). NaN when fewer than two layers
+// have energy. This is the "mtheta" written to variable-angle files and the measured angle of
+// physics validation.
+double MeasureThetaRad(const float* cells, const std::array<int64_t, 3>& shape);
 
 }  // namespace gantry::data
 
