@@ -1,0 +1,48 @@
+// DatasetRepository: metadata of uploaded datasets (the bytes live in the BlobStore by sha256).
+#ifndef GANTRY_STORAGE_DATASET_REPOSITORY_H_
+#define GANTRY_STORAGE_DATASET_REPOSITORY_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gantry/v1/datasets.pb.h"
+#include "storage/database.h"
+#include "storage/page.h"
+
+namespace gantry::storage {
+
+// Thread-safe (stateless over a Database, which must outlive it). Names are unique per owner.
+// `owner` arguments: a tenant name restricts to that tenant (another tenant's dataset is NOT_FOUND);
+// the empty string means "any owner" (admins, workers fetching a dataset for a job).
+class DatasetRepository {
+ public:
+  explicit DatasetRepository(Database& db) : db_(db) {}
+
+  // Stores `dataset` (owner and name required, INVALID_ARGUMENT otherwise). Assigns id "ds-<uuid>"
+  // when empty and created_at. ALREADY_EXISTS when the owner already has a dataset of that name.
+  absl::StatusOr<gantry::v1::Dataset> Create(const gantry::v1::Dataset& dataset);
+
+  // By id ("ds-...") or by name within `owner`'s namespace (by name needs a non-empty owner).
+  absl::StatusOr<gantry::v1::Dataset> Get(const std::string& owner, const std::string& id_or_name);
+
+  // Newest first; `name` non-empty = exact name only.
+  absl::StatusOr<Page<gantry::v1::Dataset>> List(const std::string& owner, const std::string& name,
+                                                 int page_size, const std::string& page_token);
+
+  // Deletes the record (id or name). FAILED_PRECONDITION while a QUEUED/PLACING/RUNNING/RESTARTING/
+  // CANCELLING job of that owner has spec.dataset equal to the dataset's id or name. Returns the
+  // deleted record so the caller can drop the blob when no other dataset shares its sha256
+  // (see CountBySha256).
+  absl::StatusOr<gantry::v1::Dataset> Delete(const std::string& owner, const std::string& id_or_name);
+
+  // How many dataset records (any owner) reference the blob `sha256`.
+  absl::StatusOr<int64_t> CountBySha256(const std::string& sha256);
+
+ private:
+  Database& db_;
+};
+
+}  // namespace gantry::storage
+
+#endif  // GANTRY_STORAGE_DATASET_REPOSITORY_H_

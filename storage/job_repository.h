@@ -1,0 +1,76 @@
+// JobRepository: training jobs, their state machine transitions and their event log.
+#ifndef GANTRY_STORAGE_JOB_REPOSITORY_H_
+#define GANTRY_STORAGE_JOB_REPOSITORY_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "gantry/v1/training.pb.h"
+#include "storage/database.h"
+#include "storage/page.h"
+
+namespace gantry::storage {
+
+// Thread-safe (stateless over a Database, which must outlive it). The spec is stored as protobuf
+// bytes next to the queryable columns (owner, state, labels jsonb, priority, dataset, created_at).
+// `owner` arguments: a tenant name restricts to that tenant's jobs (another tenant's job is NOT_FOUND);
+// the empty string means "any owner" (admins, the scheduler).
+class JobRepository {
+ public:
+  explicit JobRepository(Database& db) : db_(db) {}
+
+  // Stores a new job: id "job-<uuid>", state QUEUED, reason "Submitted", message "waiting for
+  // <world_size> free slots", and its first event (sequence 1, a state_change to QUEUED). With a
+  // non-empty request_id, a second Create by the same owner with the same request_id returns the job
+  // the first call created (its spec is not compared).
+  absl::StatusOr<gantry::v1::Job> Create(const std::string& owner, const gantry::v1::JobSpec& spec,
+                                         const std::string& request_id);
+
+  absl::StatusOr<gantry::v1::Job> Get(const std::string& owner, const std::string& id);
+
+  // Newest first (keyset pagination on the insertion order). Empty `states` = all states; every
+  // label_selector pair must be among the job's spec labels.
+  absl::StatusOr<Page<gantry::v1::Job>> List(const std::string& owner,
+                                             const std::vector<gantry::v1::JobState>& states,
+                                             const std::map<std::string, std::string>& label_selector,
+                                             int page_size, const std::string& page_token);
+
+  // Atomically moves job `id` from one of `allowed_from` to `to` (row locked with SELECT ... FOR
+  // UPDATE), sets reason/message/updated_at, started_at on the first RUNNING, finished_at on
+  // SUCCEEDED/FAILED/CANCELLED, restarts+1 on RESTARTING, and appends a state_change event in the same
+  // transaction. FAILED_PRECONDITION "job <id> is <STATE>; ..." when the current state is not allowed;
+  // NOT_FOUND for an unknown id.
+  absl::StatusOr<gantry::v1::Job> Transition(const std::string& id,
+                                             const std::vector<gantry::v1::JobState>& allowed_from,
+                                             gantry::v1::JobState to, const std::string& reason,
+                                             const std::string& message);
+
+  // Appends an event; storage assigns its sequence (per job, 1, 2, ...) and time (now), ignoring
+  // those fields of `event`. Returns the sequence. NOT_FOUND for an unknown job.
+  absl::StatusOr<int64_t> AppendEvent(const std::string& id, const gantry::v1::JobEvent& event);
+
+  // Events with sequence > after_sequence in increasing order, at most `limit` (<= 0: 1000).
+  absl::StatusOr<std::vector<gantry::v1::JobEvent>> ListEvents(const std::string& id,
+                                                               int64_t after_sequence, int limit);
+
+  // Replaces the job's latest progress (no event is appended; call AppendEvent for that).
+  absl::Status UpdateProgress(const std::string& id, const gantry::v1::Progress& progress);
+
+  // Records the registered model ("name:version") of a job.
+  absl::Status SetModelRef(const std::string& id, const std::string& model_ref);
+
+  // Every job (of any owner) in one of `states`, oldest first (for the scheduler).
+  absl::StatusOr<std::vector<gantry::v1::Job>> ListByState(
+      const std::vector<gantry::v1::JobState>& states);
+
+ private:
+  Database& db_;
+};
+
+}  // namespace gantry::storage
+
+#endif  // GANTRY_STORAGE_JOB_REPOSITORY_H_

@@ -1,0 +1,153 @@
+// The schema. Append new migrations at the end; never edit one that has shipped.
+#include "storage/migrations.h"
+
+namespace gantry::storage {
+
+namespace {
+
+// Version 1: the whole schema of issue 2.
+constexpr const char* kV1 = R"sql(
+-- Microseconds since the epoch <-> timestamptz, exact (EXTRACT returns numeric).
+CREATE FUNCTION gantry_us(t timestamptz) RETURNS bigint
+  LANGUAGE sql IMMUTABLE AS $$ SELECT (EXTRACT(EPOCH FROM t) * 1000000)::bigint $$;
+CREATE FUNCTION gantry_ts(us bigint) RETURNS timestamptz
+  LANGUAGE sql IMMUTABLE AS $$ SELECT timestamptz 'epoch' + us * interval '1 microsecond' $$;
+
+CREATE TABLE tenants (
+  name text PRIMARY KEY,
+  admin boolean NOT NULL DEFAULT false,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+
+-- Tokens are stored only as lower-case hex SHA-256 of the secret.
+CREATE TABLE api_tokens (
+  id text PRIMARY KEY,
+  sha256 text NOT NULL UNIQUE,
+  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,
+  description text NOT NULL DEFAULT '',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked_at timestamptz
+);
+CREATE INDEX api_tokens_tenant ON api_tokens (tenant);
+
+CREATE TABLE join_tokens (
+  id text PRIMARY KEY,
+  sha256 text NOT NULL UNIQUE,
+  description text NOT NULL DEFAULT '',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  revoked_at timestamptz
+);
+
+CREATE TABLE jobs (
+  seq bigserial NOT NULL UNIQUE,           -- insertion order: keyset pagination, newest first
+  id text PRIMARY KEY,                     -- job-<uuid>
+  owner text NOT NULL REFERENCES tenants (name),
+  state text NOT NULL,                     -- gantry.v1.JobState name
+  reason text NOT NULL DEFAULT '',
+  message text NOT NULL DEFAULT '',
+  spec bytea NOT NULL,                     -- gantry.v1.JobSpec
+  labels jsonb NOT NULL DEFAULT '{}',      -- spec.labels, for label selectors
+  priority integer NOT NULL DEFAULT 0,
+  dataset text NOT NULL DEFAULT '',        -- spec.dataset
+  request_id text,                         -- idempotency key, unique per owner
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  started_at timestamptz,
+  finished_at timestamptz,
+  progress bytea,                          -- gantry.v1.Progress
+  restarts integer NOT NULL DEFAULT 0,
+  model_ref text NOT NULL DEFAULT '',
+  last_sequence bigint NOT NULL DEFAULT 0, -- of job_events
+  UNIQUE (owner, request_id)
+);
+CREATE INDEX jobs_owner_seq ON jobs (owner, seq DESC);
+CREATE INDEX jobs_state_seq ON jobs (state, seq);
+CREATE INDEX jobs_labels ON jobs USING gin (labels jsonb_path_ops);
+CREATE INDEX jobs_owner_dataset ON jobs (owner, dataset);
+
+CREATE TABLE job_events (
+  job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  sequence bigint NOT NULL,
+  time timestamptz NOT NULL DEFAULT now(),
+  event bytea NOT NULL,                    -- gantry.v1.JobEvent
+  PRIMARY KEY (job_id, sequence)
+);
+
+CREATE TABLE datasets (
+  seq bigserial NOT NULL UNIQUE,
+  id text PRIMARY KEY,                     -- ds-<uuid>
+  owner text NOT NULL REFERENCES tenants (name),
+  name text NOT NULL,
+  sha256 text NOT NULL,
+  size_bytes bigint NOT NULL DEFAULT 0,
+  record bytea NOT NULL,                   -- gantry.v1.Dataset
+  created_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (owner, name)
+);
+CREATE INDEX datasets_owner_seq ON datasets (owner, seq DESC);
+CREATE INDEX datasets_sha256 ON datasets (sha256);
+
+-- Model names are per owner: (owner, name, version) is unique.
+CREATE TABLE models (
+  id bigserial PRIMARY KEY,
+  owner text NOT NULL REFERENCES tenants (name),
+  name text NOT NULL,
+  version integer NOT NULL,
+  visibility text NOT NULL,                -- gantry.v1.Visibility name
+  status text NOT NULL,                    -- gantry.v1.ModelStatus name
+  record bytea NOT NULL,                   -- gantry.v1.ModelVersion without tags/aliases/metrics/histograms
+  histograms bytea,                        -- gantry.v1.ModelVersion carrying only histograms
+  created_at timestamptz NOT NULL DEFAULT now(),
+  UNIQUE (owner, name, version)
+);
+CREATE INDEX models_name ON models (name, version);
+CREATE INDEX models_public ON models (visibility, id) WHERE visibility = 'VISIBILITY_PUBLIC';
+
+CREATE TABLE model_aliases (
+  owner text NOT NULL,
+  name text NOT NULL,
+  alias text NOT NULL,
+  version integer NOT NULL,
+  PRIMARY KEY (owner, name, alias),
+  FOREIGN KEY (owner, name, version) REFERENCES models (owner, name, version) ON DELETE CASCADE
+);
+
+CREATE TABLE model_tags (
+  model_id bigint NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+  key text NOT NULL,
+  value text NOT NULL,
+  PRIMARY KEY (model_id, key)
+);
+CREATE INDEX model_tags_key_value ON model_tags (key, value);
+
+CREATE TABLE model_metrics (
+  model_id bigint NOT NULL REFERENCES models (id) ON DELETE CASCADE,
+  name text NOT NULL,
+  value double precision NOT NULL,
+  PRIMARY KEY (model_id, name)
+);
+CREATE INDEX model_metrics_name_value ON model_metrics (name, value, model_id);
+
+CREATE TABLE workers (
+  id text PRIMARY KEY,                     -- wrk-<uuid>, stable per name
+  name text NOT NULL UNIQUE,
+  registration bytea NOT NULL,             -- gantry.v1.RegisterRequest
+  slots integer NOT NULL,
+  free_slots integer NOT NULL,
+  connected boolean NOT NULL DEFAULT true,
+  cached_datasets jsonb NOT NULL DEFAULT '[]',
+  registered_at timestamptz NOT NULL DEFAULT now(),
+  last_heartbeat timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
+}  // namespace
+
+const std::vector<Migration>& EmbeddedMigrations() {
+  static const std::vector<Migration>* const kMigrations = new std::vector<Migration>{
+      {1, "tenants, tokens, jobs, job events, datasets, models, workers", kV1},
+  };
+  return *kMigrations;
+}
+
+}  // namespace gantry::storage

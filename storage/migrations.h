@@ -1,0 +1,20 @@
+// Migration: one versioned step of the embedded SQL schema (storage-internal).
+#ifndef GANTRY_STORAGE_MIGRATIONS_H_
+#define GANTRY_STORAGE_MIGRATIONS_H_
+
+#include <vector>
+
+namespace gantry::storage {
+
+struct Migration {
+  int version;              // 1, 2, ... without gaps
+  const char* description;  // one line, recorded in schema_version
+  const char* sql;          // executed as one script inside the migration transaction
+};
+
+// Every migration this binary knows, in increasing version order.
+const std::vector<Migration>& EmbeddedMigrations();
+
+}  // namespace gantry::storage
+
+#endif  // GANTRY_STORAGE_MIGRATIONS_H_
