@@ -186,7 +186,7 @@ absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t f
                                                 const char* name, int64_t events, int column,
                                                 double scale) {
   ASSIGN_OR_RETURN(Dataset ds, OpenDataset(path, file, name));
-  const bool rank1 = ds.dims.size() == 1;
+  const bool rank1 = ds.dims.size() == 1 && column == 0;
   const bool rank2 = ds.dims.size() == 2 && ds.dims[1] > static_cast<hsize_t>(column);
   if (!rank1 && !rank2) {
     return Invalid(path, absl::StrCat("dataset '", name, "' has shape ", ShapeText(ds.dims),

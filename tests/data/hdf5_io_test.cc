@@ -1,0 +1,365 @@
+// Tests of workers/data/hdf5_io: round trips, files exchanged with h5py, and malformed files.
+#include "workers/data/hdf5_io.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <numeric>
+#include <string>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "workers/data/toy_mc.h"
+
+namespace gantry::data {
+namespace {
+
+// A path in a per-process directory (file names keep their particle prefix).
+std::string TempPath(const std::string& name) {
+  static const std::string dir = [] {
+    std::string d = ::testing::TempDir() + "/gantry_data_test_" + std::to_string(::getpid());
+    ::mkdir(d.c_str(), 0755);
+    return d;
+  }();
+  return dir + "/" + name;
+}
+
+// Runs a Python script with arguments; returns its exit code and stdout.
+std::pair<int, std::string> RunPython(const std::string& script, const std::string& args) {
+  const std::string file = TempPath("script.py");
+  {
+    std::ofstream out(file);
+    out << script;
+  }
+  const std::string cmd = std::string(GANTRY_PYTHON3) + " " + file + " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) return {-1, "popen failed"};
+  std::string output;
+  char buf[4096];
+  while (size_t n = fread(buf, 1, sizeof(buf), pipe)) output.append(buf, n);
+  const int status = ::pclose(pipe);
+  return {WEXITSTATUS(status), output};
+}
+
+ShowerSet Toy(Layout layout, int64_t events, uint64_t seed) {
+  ToyMcConfig c;
+  c.layout = layout;
+  c.events = events;
+  c.seed = seed;
+  c.energy_min_gev = 10;
+  c.energy_max_gev = 200;
+  absl::StatusOr<ShowerSet> s = SimulateToyMc(c);
+  EXPECT_TRUE(s.ok()) << s.status();
+  return *std::move(s);
+}
+
+double Sum(const std::vector<float>& v) { return std::accumulate(v.begin(), v.end(), 0.0); }
+
+TEST(Hdf5IoTest, FixedAngleRoundTripAndInspect) {
+  const ShowerSet set = Toy(Layout::kFixedAngle3DGan, 12, 1);
+  const std::string path = TempPath("EleEscan_rt.h5");
+  ASSERT_TRUE(WriteShowerFile(path, set).ok());
+  absl::StatusOr<ShowerSet> back = ReadShowerFile(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->layout, Layout::kFixedAngle3DGan);
+  EXPECT_EQ(back->shape, set.shape);
+  EXPECT_EQ(back->cells, set.cells);
+  EXPECT_EQ(back->energy_gev, set.energy_gev);
+  EXPECT_TRUE(back->theta_rad.empty());
+  EXPECT_EQ(back->particle, "Ele");
+
+  absl::StatusOr<DatasetInfo> info = InspectShowerFile(path);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->layout, Layout::kFixedAngle3DGan);
+  EXPECT_EQ(info->events, 12);
+  EXPECT_EQ(info->shape, (std::array<int64_t, 3>{25, 25, 25}));
+  EXPECT_FLOAT_EQ(info->energy_min_gev,
+                  *std::min_element(set.energy_gev.begin(), set.energy_gev.end()));
+  EXPECT_FLOAT_EQ(info->energy_max_gev,
+                  *std::max_element(set.energy_gev.begin(), set.energy_gev.end()));
+  EXPECT_FALSE(info->has_theta);
+  EXPECT_EQ(info->particle, "Ele");
+  EXPECT_NEAR(info->total_deposit_gev, Sum(set.cells), 1e-6 * Sum(set.cells));
+}
+
+TEST(Hdf5IoTest, VariableAngleRoundTripAndSlice) {
+  ShowerSet set = Toy(Layout::kVariableAngle3DGan, 6, 2);
+  set.particle = "Gamma";
+  const std::string path = TempPath("no_prefix_variable.h5");
+  ASSERT_TRUE(WriteShowerFile(path, set).ok());
+  absl::StatusOr<ShowerSet> back = ReadShowerFile(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->layout, Layout::kVariableAngle3DGan);
+  EXPECT_EQ(back->shape, (std::array<int64_t, 3>{51, 51, 25}));
+  EXPECT_EQ(back->cells, set.cells);
+  EXPECT_EQ(back->theta_rad, set.theta_rad);
+  EXPECT_EQ(back->particle, "Gamma");  // from the attribute: the name has no prefix
+
+  absl::StatusOr<ShowerSet> slice = ReadShowerEvents(path, 2, 3);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  ASSERT_EQ(slice->events(), 3);
+  EXPECT_EQ(slice->energy_gev[0], set.energy_gev[2]);
+  EXPECT_EQ(slice->theta_rad[2], set.theta_rad[4]);
+  EXPECT_TRUE(std::equal(slice->cells.begin(), slice->cells.end(), set.event(2)));
+  absl::StatusOr<ShowerSet> tail = ReadShowerEvents(path, 5, 100);  // clipped at the end
+  ASSERT_TRUE(tail.ok());
+  EXPECT_EQ(tail->events(), 1);
+
+  absl::StatusOr<DatasetInfo> info = InspectShowerFile(path);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_TRUE(info->has_theta);
+  EXPECT_FLOAT_EQ(info->theta_min_rad,
+                  *std::min_element(set.theta_rad.begin(), set.theta_rad.end()));
+  EXPECT_FLOAT_EQ(info->theta_max_rad,
+                  *std::max_element(set.theta_rad.begin(), set.theta_rad.end()));
+}
+
+ShowerSet CaloChallengeSet(int64_t events) {
+  ShowerSet s;
+  s.layout = Layout::kCaloChallenge;
+  s.shape = {45, 16, 9};
+  s.cells.resize(events * s.cells_per_event());
+  for (size_t i = 0; i < s.cells.size(); ++i) s.cells[i] = (i % 7 == 0) ? 0.001f * (i % 13) : 0.0f;
+  for (int64_t i = 0; i < events; ++i) s.energy_gev.push_back(1.0f + 10.0f * i);
+  return s;
+}
+
+TEST(Hdf5IoTest, CaloChallengeConvertsMeV) {
+  const ShowerSet set = CaloChallengeSet(4);
+  const std::string path = TempPath("calo_rt.h5");
+  ASSERT_TRUE(WriteShowerFile(path, set).ok());
+  absl::StatusOr<ShowerSet> back = ReadShowerFile(path);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->layout, Layout::kCaloChallenge);
+  EXPECT_EQ(back->shape, (std::array<int64_t, 3>{45, 16, 9}));
+  ASSERT_EQ(back->cells.size(), set.cells.size());
+  for (size_t i = 0; i < set.cells.size(); ++i) {
+    ASSERT_NEAR(back->cells[i], set.cells[i], 1e-6f * set.cells[i] + 1e-12f) << i;
+  }
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(back->energy_gev[i], set.energy_gev[i], 1e-5f);
+  // h5py sees MeV, shape (N, 6480), (N, 1) energies, gzip.
+  auto [rc, out] = RunPython(R"(
+import sys, h5py
+f = h5py.File(sys.argv[1], 'r')
+s, e = f['showers'], f['incident_energies']
+assert s.shape == (4, 6480), s.shape
+assert e.shape == (4, 1), e.shape
+assert s.compression == 'gzip', s.compression
+print(float(e[3, 0]), float(s[:].sum()))
+)",
+                             path);
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::string> parts = absl::StrSplit(out, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  ASSERT_EQ(parts.size(), 2u) << out;
+  double e3 = 0, total = 0;
+  ASSERT_TRUE(absl::SimpleAtod(parts[0], &e3) && absl::SimpleAtod(parts[1], &total));
+  EXPECT_NEAR(e3, 31000.0, 0.1);  // 31 GeV in MeV
+  EXPECT_NEAR(total, 1000.0 * Sum(set.cells), 1e-4 * 1000.0 * Sum(set.cells));
+}
+
+TEST(Hdf5IoTest, H5pyReads3DGanFilesWeWrite) {
+  const ShowerSet fixed = Toy(Layout::kFixedAngle3DGan, 5, 3);
+  const ShowerSet variable = Toy(Layout::kVariableAngle3DGan, 4, 4);
+  const std::string fixed_path = TempPath("EleEscan_h5py.h5");
+  const std::string variable_path = TempPath("variable_h5py.h5");
+  WriteOptions with_hcal;
+  with_hcal.write_hcal = true;
+  ASSERT_TRUE(WriteShowerFile(fixed_path, fixed, with_hcal).ok());
+  ASSERT_TRUE(WriteShowerFile(variable_path, variable).ok());
+  // What the Python reference implementations do: X = f['ECAL'], energy = f['target'][:, 1]
+  // (fixed), f['energy'] and f['theta'] / f['mtheta'] (variable).
+  auto [rc, out] = RunPython(R"(
+import sys, h5py, numpy as np
+f = h5py.File(sys.argv[1], 'r')
+x = np.array(f['ECAL']); y = np.array(f['target'])[:, 1]
+assert x.shape == (5, 25, 25, 25) and x.dtype == np.float32, (x.shape, x.dtype)
+assert f['HCAL'].shape == (5, 5, 5, 60)
+print(repr(float(x.astype(np.float64).sum())), repr(float(y.astype(np.float64).sum())), repr(float(x[2, 12, 12, 10])))
+g = h5py.File(sys.argv[2], 'r')
+x = np.array(g['ECAL']); e = np.array(g['energy']); t = np.array(g['theta']); m = np.array(g['mtheta'])
+assert x.shape == (4, 51, 51, 25), x.shape
+assert e.shape == (4,) and t.shape == (4,) and m.shape == (4,)
+assert np.allclose(np.array(g['sum']), x.sum(axis=(1, 2, 3)), rtol=1e-4)
+assert np.all(np.abs(m - t) < 0.2), (m, t)
+print(repr(float(t.astype(np.float64).sum())), g.attrs['particle'].decode() if isinstance(g.attrs['particle'], bytes) else g.attrs['particle'])
+)",
+                             fixed_path + " " + variable_path);
+  ASSERT_EQ(rc, 0) << out;
+  std::vector<std::string> parts = absl::StrSplit(out, absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  ASSERT_EQ(parts.size(), 5u) << out;
+  double cells = 0, energies = 0, one_cell = 0, thetas = 0;
+  ASSERT_TRUE(absl::SimpleAtod(parts[0], &cells));
+  ASSERT_TRUE(absl::SimpleAtod(parts[1], &energies));
+  ASSERT_TRUE(absl::SimpleAtod(parts[2], &one_cell));
+  ASSERT_TRUE(absl::SimpleAtod(parts[3], &thetas));
+  EXPECT_NEAR(cells, Sum(fixed.cells), 1e-9 * Sum(fixed.cells));
+  EXPECT_NEAR(energies, Sum(fixed.energy_gev), 1e-9 * Sum(fixed.energy_gev));
+  EXPECT_EQ(static_cast<float>(one_cell), fixed.event(2)[(12 * 25 + 12) * 25 + 10]);
+  EXPECT_NEAR(thetas, Sum(variable.theta_rad), 1e-6);
+  EXPECT_EQ(parts[4], "Ele");
+}
+
+TEST(Hdf5IoTest, ReadsH5pyWrittenFloat64Files) {
+  const std::string fixed_path = TempPath("Pi0Escan_py.h5");
+  const std::string calo_path = TempPath("calo_py.h5");
+  const std::string variable_path = TempPath("ChPi_var_py.h5");
+  auto [rc, out] = RunPython(R"(
+import sys, h5py, numpy as np
+n = 3
+i, x, y, z = np.meshgrid(np.arange(n), np.arange(25), np.arange(25), np.arange(25), indexing='ij')
+with h5py.File(sys.argv[1], 'w') as f:
+    f['ECAL'] = ((i + 1) * 1e-3 * (x + 2 * y + 3 * z)).astype(np.float64)
+    f['HCAL'] = np.zeros((n, 5, 5, 60))
+    f['target'] = np.stack([np.full(n, 111.0), 10.0 + np.arange(n), np.zeros(n), np.zeros(n)], axis=1)
+with h5py.File(sys.argv[2], 'w') as f:
+    f.create_dataset('incident_energies', data=np.array([[1000.0], [2000.0]]), compression='gzip')
+    f.create_dataset('showers', data=np.arange(2 * 40500, dtype=np.float64).reshape(2, 40500) * 1e-3, compression='gzip')
+with h5py.File(sys.argv[3], 'w') as f:
+    f['ECAL'] = np.ones((2, 51, 51, 25), dtype=np.float32)
+    f['energy'] = np.array([100.0, 150.0])
+    f['mtheta'] = np.array([1.2, 1.9])
+)",
+                             fixed_path + " " + calo_path + " " + variable_path);
+  ASSERT_EQ(rc, 0) << out;
+
+  absl::StatusOr<ShowerSet> fixed = ReadShowerFile(fixed_path);
+  ASSERT_TRUE(fixed.ok()) << fixed.status();
+  EXPECT_EQ(fixed->particle, "Pi0");
+  ASSERT_EQ(fixed->events(), 3);
+  EXPECT_EQ(fixed->energy_gev, (std::vector<float>{10, 11, 12}));
+  for (int i = 0; i < 3; ++i) {
+    for (int x : {0, 7, 24}) {
+      for (int z : {0, 13, 24}) {
+        const int y = 5;
+        EXPECT_FLOAT_EQ(fixed->event(i)[(x * 25 + y) * 25 + z],
+                        static_cast<float>((i + 1) * 1e-3 * (x + 2 * y + 3 * z)));
+      }
+    }
+  }
+  absl::StatusOr<DatasetInfo> info = InspectShowerFile(fixed_path);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->particle, "Pi0");
+  EXPECT_DOUBLE_EQ(info->energy_min_gev, 10.0);
+  EXPECT_DOUBLE_EQ(info->energy_max_gev, 12.0);
+
+  absl::StatusOr<ShowerSet> calo = ReadShowerFile(calo_path);
+  ASSERT_TRUE(calo.ok()) << calo.status();
+  EXPECT_EQ(calo->shape, (std::array<int64_t, 3>{45, 50, 18}));
+  EXPECT_EQ(calo->energy_gev, (std::vector<float>{1.0f, 2.0f}));
+  EXPECT_FLOAT_EQ(calo->cells[40500 + 17], static_cast<float>((40500 + 17) * 1e-3 * 1e-3));
+
+  absl::StatusOr<ShowerSet> variable = ReadShowerFile(variable_path);
+  ASSERT_TRUE(variable.ok()) << variable.status();
+  EXPECT_EQ(variable->particle, "ChPi");
+  EXPECT_EQ(variable->layout, Layout::kVariableAngle3DGan);
+  EXPECT_EQ(variable->theta_rad, (std::vector<float>{1.2f, 1.9f}));  // mtheta when theta is absent
+}
+
+// Writes a malformed file with h5py and expects `code` with every fragment in the message.
+void ExpectBadFile(const std::string& name, const std::string& python_body, absl::StatusCode code,
+                   const std::vector<std::string>& fragments) {
+  const std::string path = TempPath(name);
+  auto [rc, out] = RunPython("import sys, h5py, numpy as np\nf = h5py.File(sys.argv[1], 'w')\n" +
+                                 python_body + "\nf.close()\n",
+                             path);
+  ASSERT_EQ(rc, 0) << out;
+  for (bool inspect : {false, true}) {
+    absl::Status status =
+        inspect ? InspectShowerFile(path).status() : ReadShowerFile(path).status();
+    EXPECT_EQ(status.code(), code) << name << ": " << status;
+    EXPECT_NE(status.message().find(path), std::string::npos) << status;
+    for (const std::string& f : fragments) {
+      EXPECT_NE(status.message().find(f), std::string::npos) << "'" << f << "' not in " << status;
+    }
+  }
+}
+
+TEST(Hdf5IoTest, MalformedFilesNameFileDatasetAndProblem) {
+  const auto kInvalid = absl::StatusCode::kInvalidArgument;
+  ExpectBadFile("no_keys.h5", "f['X'] = np.zeros(3)", kInvalid, {"no known layout"});
+  ExpectBadFile("ecal_only.h5", "f['ECAL'] = np.zeros((2, 25, 25, 25))", kInvalid,
+                {"'target'", "'energy'"});
+  ExpectBadFile("bad_shape.h5",
+                "f['ECAL'] = np.zeros((2, 25, 25, 20))\nf['target'] = np.ones((2, 4))", kInvalid,
+                {"'ECAL'", "(2,25,25,20)"});
+  ExpectBadFile("bad_rank.h5", "f['ECAL'] = np.zeros((2, 25, 25, 25))\nf['target'] = np.ones(2)",
+                kInvalid, {"'target'", "(2)"});
+  ExpectBadFile("count_mismatch.h5",
+                "f['ECAL'] = np.zeros((2, 25, 25, 25))\nf['target'] = np.ones((3, 4))", kInvalid,
+                {"'target'", "3 events"});
+  ExpectBadFile("nan_cell.h5",
+                "e = np.zeros((3, 25, 25, 25)); e[1, 4, 5, 6] = np.nan\nf['ECAL'] = e\n"
+                "f['target'] = np.ones((3, 4))",
+                kInvalid, {"'ECAL'", "event 1", "NaN"});
+  ExpectBadFile("negative_cell.h5",
+                "e = np.zeros((3, 51, 51, 25)); e[2, 0, 0, 3] = -0.5\nf['ECAL'] = e\n"
+                "f['energy'] = np.ones(3)\nf['theta'] = np.ones(3)",
+                kInvalid, {"'ECAL'", "event 2", "negative"});
+  ExpectBadFile("negative_energy.h5",
+                "f['ECAL'] = np.zeros((2, 25, 25, 25))\nf['target'] = np.array([[0, 5, 0, 0], "
+                "[0, -1, 0, 0]])",
+                kInvalid, {"'target'", "event 1"});
+  ExpectBadFile("no_theta.h5", "f['ECAL'] = np.zeros((2, 51, 51, 25))\nf['energy'] = np.ones(2)",
+                kInvalid, {"'theta'"});
+  ExpectBadFile("calo_voxels.h5",
+                "f['showers'] = np.zeros((2, 1000))\nf['incident_energies'] = np.ones((2, 1))",
+                kInvalid, {"'showers'", "1000 voxels"});
+  ExpectBadFile("calo_missing.h5", "f['showers'] = np.zeros((2, 6480))", kInvalid,
+                {"'incident_energies'"});
+  ExpectBadFile("strings.h5", "f['ECAL'] = np.array([b'a', b'b'])\nf['target'] = np.ones((2, 4))",
+                kInvalid, {"'ECAL'", "not numeric"});
+}
+
+TEST(Hdf5IoTest, MissingNotHdf5AndTruncatedFiles) {
+  EXPECT_EQ(ReadShowerFile(TempPath("does_not_exist.h5")).status().code(),
+            absl::StatusCode::kNotFound);
+  const std::string text = TempPath("text.h5");
+  std::ofstream(text) << "not hdf5 at all\n";
+  absl::Status not_hdf5 = InspectShowerFile(text).status();
+  EXPECT_EQ(not_hdf5.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(not_hdf5.message().find("not an HDF5 file"), std::string::npos) << not_hdf5;
+
+  // A valid uncompressed file cut in half: the data behind the header is gone.
+  const ShowerSet set = Toy(Layout::kFixedAngle3DGan, 40, 5);
+  const std::string path = TempPath("EleEscan_truncated.h5");
+  WriteOptions plain;
+  plain.gzip_level = 0;
+  ASSERT_TRUE(WriteShowerFile(path, set, plain).ok());
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_GT(bytes.size(), 40u * 25 * 25 * 25 * 4);
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size() / 2);
+  for (bool inspect : {false, true}) {
+    absl::Status status =
+        inspect ? InspectShowerFile(path).status() : ReadShowerFile(path).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find(path), std::string::npos) << status;
+  }
+}
+
+TEST(Hdf5IoTest, WriterRejectsInconsistentSets) {
+  ShowerSet set = Toy(Layout::kVariableAngle3DGan, 2, 6);
+  set.theta_rad.pop_back();
+  EXPECT_EQ(WriteShowerFile(TempPath("bad_write.h5"), set).code(),
+            absl::StatusCode::kInvalidArgument);
+  ShowerSet fixed = Toy(Layout::kFixedAngle3DGan, 2, 6);
+  fixed.cells.pop_back();
+  EXPECT_EQ(WriteShowerFile(TempPath("bad_write.h5"), fixed).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Hdf5IoTest, ParticleFromFileNamePrefix) {
+  EXPECT_EQ(ParticleFromFileName("/data/EleEscan_1_1.h5"), "Ele");
+  EXPECT_EQ(ParticleFromFileName("Pi0Escan_2_3.h5"), "Pi0");
+  EXPECT_EQ(ParticleFromFileName("x/ChPiEscan_1.h5"), "ChPi");
+  EXPECT_EQ(ParticleFromFileName("GammaEscan_1.h5"), "Gamma");
+  EXPECT_EQ(ParticleFromFileName("/Ele/dataset_1.h5"), "");
+}
+
+}  // namespace
+}  // namespace gantry::data
