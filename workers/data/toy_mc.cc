@@ -425,7 +425,7 @@ absl::StatusOr<ShowerSet> SimulateToyMc(const ToyMcConfig& config) {
   return SimulateToyMcRange(config, 0, config.events);
 }
 
-absl::StatusOr<ToyMcConfig> ParseToyMcSpec(absl::string_view spec_in) {
+absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec_in) {
   // Debian's Abseil has its own string_view type.
   const absl::string_view spec(spec_in.data(), spec_in.size());
   ToyMcConfig c;
