@@ -1,41 +1,277 @@
 #include "storage/job_repository.h"
 
+#include <algorithm>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gantry/base/status_macros.h"
+#include "storage/sql_util.h"
+#include "storage/transaction.h"
+
 namespace gantry::storage {
 
-absl::StatusOr<gantry::v1::Job> JobRepository::Create(const std::string&, const gantry::v1::JobSpec&, const std::string&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+namespace {
+
+using gantry::v1::Job;
+using gantry::v1::JobEvent;
+using gantry::v1::JobState;
+
+#define JOB_COLUMNS                                                                             \
+  "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), "   \
+  "gantry_us(started_at), gantry_us(finished_at), progress, restarts, model_ref, seq"
+
+absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
+  Job job;
+  job.set_id(row[0].as<std::string>());
+  job.set_owner(row[1].as<std::string>());
+  RETURN_IF_ERROR(sql::ParseBytes(row[2], job.mutable_spec()));
+  JobState state;
+  if (!gantry::v1::JobState_Parse(row[3].as<std::string>(), &state)) {
+    return absl::InternalError(absl::StrCat("job ", job.id(), " has unknown state ", row[3].c_str()));
+  }
+  job.set_state(state);
+  job.set_reason(row[4].as<std::string>());
+  job.set_message(row[5].as<std::string>());
+  sql::SetTimestamp(row[6], job.mutable_created_at());
+  sql::SetTimestamp(row[7], job.mutable_updated_at());
+  sql::SetTimestamp(row[8], job.mutable_started_at());
+  sql::SetTimestamp(row[9], job.mutable_finished_at());
+  if (!row[10].is_null()) RETURN_IF_ERROR(sql::ParseBytes(row[10], job.mutable_progress()));
+  job.set_restarts(row[11].as<int>());
+  job.set_model_ref(row[12].as<std::string>());
+  return job;
 }
 
-absl::StatusOr<gantry::v1::Job> JobRepository::Get(const std::string&, const std::string&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+// A PostgreSQL text[] literal of enum names (identifiers, no quoting needed).
+std::string StateArray(const std::vector<JobState>& states) {
+  std::vector<std::string> names;
+  for (JobState s : states) names.push_back(gantry::v1::JobState_Name(s));
+  return absl::StrCat("{", absl::StrJoin(names, ","), "}");
 }
 
-absl::StatusOr<Page<gantry::v1::Job>> JobRepository::List(const std::string&, const std::vector<gantry::v1::JobState>&, const std::map<std::string, std::string>&, int, const std::string&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+bool IsTerminal(JobState s) {
+  return s == gantry::v1::SUCCEEDED || s == gantry::v1::FAILED || s == gantry::v1::CANCELLED;
 }
 
-absl::StatusOr<gantry::v1::Job> JobRepository::Transition(const std::string&, const std::vector<gantry::v1::JobState>&, gantry::v1::JobState, const std::string&, const std::string&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+// Appends `event` to job `id` inside `tx`; returns its sequence. Empty result = no such job.
+pqxx::result InsertEvent(Transaction& tx, const std::string& id, const JobEvent& event) {
+  JobEvent stored = event;
+  stored.clear_sequence();
+  stored.clear_time();
+  return tx.Exec("job_event_insert",
+                 "WITH s AS (UPDATE jobs SET last_sequence = last_sequence + 1 WHERE id = $1 "
+                 "           RETURNING last_sequence) "
+                 "INSERT INTO job_events (job_id, sequence, event) "
+                 "SELECT $1, last_sequence, $2 FROM s RETURNING sequence",
+                 id, sql::Bytes(stored));
 }
 
-absl::StatusOr<int64_t> JobRepository::AppendEvent(const std::string&, const gantry::v1::JobEvent&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+JobEvent StateChangeEvent(JobState from, JobState to, const std::string& reason,
+                          const std::string& message) {
+  JobEvent e;
+  auto* sc = e.mutable_state_change();
+  sc->set_from(from);
+  sc->set_to(to);
+  sc->set_reason(reason);
+  sc->set_message(message);
+  return e;
 }
 
-absl::StatusOr<std::vector<gantry::v1::JobEvent>> JobRepository::ListEvents(const std::string&, int64_t, int) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+absl::Status JobNotFound(const std::string& id) {
+  return absl::NotFoundError(absl::StrCat("job ", id, " does not exist"));
 }
 
-absl::Status JobRepository::UpdateProgress(const std::string&, const gantry::v1::Progress&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+}  // namespace
+
+absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry::v1::JobSpec& spec,
+                                          const std::string& request_id) {
+  if (owner.empty()) return absl::InvalidArgumentError("a job needs an owner");
+  const std::string message =
+      absl::StrCat("waiting for ", std::max(1, spec.world_size()), " free slots");
+  std::map<std::string, std::string> labels(spec.labels().begin(), spec.labels().end());
+  const char* request = request_id.empty() ? nullptr : request_id.c_str();
+  Job job;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec(
+        "job_create",
+        "INSERT INTO jobs (id, owner, state, reason, message, spec, labels, priority, dataset, "
+        "request_id) VALUES ($1, $2, 'QUEUED', 'Submitted', $3, $4, $5::jsonb, $6, $7, $8) "
+        "ON CONFLICT (owner, request_id) DO NOTHING RETURNING " JOB_COLUMNS,
+        sql::NewId("job"), owner, message, sql::Bytes(spec), sql::JsonObject(labels),
+        spec.priority(), spec.dataset(), request);
+    if (r.empty()) {
+      // Same owner and request_id: the job an earlier call created.
+      pqxx::result existing = tx.Exec(
+          "job_by_request", "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = $1 AND request_id = $2",
+          owner, request_id);
+      if (existing.empty()) return absl::AbortedError("concurrent submit; retry");
+      ASSIGN_OR_RETURN(job, JobFromRow(existing[0]));
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
+    InsertEvent(tx, job.id(),
+                StateChangeEvent(gantry::v1::JOB_STATE_UNSPECIFIED, gantry::v1::QUEUED,
+                                 "Submitted", message));
+    return absl::OkStatus();
+  }));
+  return job;
 }
 
-absl::Status JobRepository::SetModelRef(const std::string&, const std::string&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+absl::StatusOr<Job> JobRepository::Get(const std::string& owner, const std::string& id) {
+  Job job;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("job_get",
+                             "SELECT " JOB_COLUMNS " FROM jobs WHERE id = $1 AND ($2 = '' OR owner = $2)",
+                             id, owner);
+    if (r.empty()) return JobNotFound(id);
+    ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
+    return absl::OkStatus();
+  }));
+  return job;
 }
 
-absl::StatusOr<std::vector<gantry::v1::Job>> JobRepository::ListByState(const std::vector<gantry::v1::JobState>&) {
-  return absl::UnimplementedError("storage: JobRepository is being written");
+absl::StatusOr<Page<Job>> JobRepository::List(const std::string& owner,
+                                              const std::vector<JobState>& states,
+                                              const std::map<std::string, std::string>& label_selector,
+                                              int page_size, const std::string& page_token) {
+  ASSIGN_OR_RETURN(int limit, sql::PageSize(page_size));
+  int64_t before = 0;
+  if (!page_token.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> keys, sql::DecodePageToken("jobs", page_token, 1));
+    if (!absl::SimpleAtoi(keys[0], &before) || before <= 0) {
+      return absl::InvalidArgumentError("page_token is malformed; pass next_page_token unchanged");
+    }
+  }
+  Page<Job> page;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    page = {};
+    pqxx::result r = tx.Exec(
+        "job_list",
+        "SELECT " JOB_COLUMNS " FROM jobs WHERE ($1 = '' OR owner = $1) "
+        "AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[])) AND labels @> $3::jsonb "
+        "AND ($4::bigint = 0 OR seq < $4) ORDER BY seq DESC LIMIT $5",
+        owner, StateArray(states), sql::JsonObject(label_selector), before, limit + 1);
+    int64_t last_seq = 0;
+    for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {
+      ASSIGN_OR_RETURN(Job job, JobFromRow(r[i]));
+      page.items.push_back(std::move(job));
+      last_seq = r[i][13].as<int64_t>();
+    }
+    if (static_cast<int>(r.size()) > limit) {
+      page.next_page_token = sql::EncodePageToken("jobs", {absl::StrCat(last_seq)});
+    }
+    return absl::OkStatus();
+  }));
+  return page;
+}
+
+absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
+                                              const std::vector<JobState>& allowed_from,
+                                              JobState to, const std::string& reason,
+                                              const std::string& message) {
+  Job job;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result cur = tx.Exec("job_lock", "SELECT state FROM jobs WHERE id = $1 FOR UPDATE", id);
+    if (cur.empty()) return JobNotFound(id);
+    JobState from = gantry::v1::JOB_STATE_UNSPECIFIED;
+    gantry::v1::JobState_Parse(cur[0][0].as<std::string>(), &from);
+    if (std::find(allowed_from.begin(), allowed_from.end(), from) == allowed_from.end()) {
+      std::vector<std::string> allowed;
+      for (JobState s : allowed_from) allowed.push_back(gantry::v1::JobState_Name(s));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", gantry::v1::JobState_Name(from), "; it can become ",
+          gantry::v1::JobState_Name(to), " only from ", absl::StrJoin(allowed, ", ")));
+    }
+    const std::string to_name = gantry::v1::JobState_Name(to);
+    pqxx::result r = tx.Exec(
+        "job_transition",
+        "UPDATE jobs SET state = $2::text, reason = $3, message = $4, updated_at = now(), "
+        "started_at = CASE WHEN $2::text = 'RUNNING' AND started_at IS NULL THEN now() "
+        "             ELSE started_at END, "
+        "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, "
+        "restarts = restarts + CASE WHEN $2::text = 'RESTARTING' THEN 1 ELSE 0 END "
+        "WHERE id = $1 RETURNING " JOB_COLUMNS,
+        id, to_name, reason, message, IsTerminal(to));
+    ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
+    InsertEvent(tx, id, StateChangeEvent(from, to, reason, message));
+    return absl::OkStatus();
+  }));
+  return job;
+}
+
+absl::StatusOr<int64_t> JobRepository::AppendEvent(const std::string& id, const JobEvent& event) {
+  int64_t sequence = 0;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = InsertEvent(tx, id, event);
+    if (r.empty()) return JobNotFound(id);
+    sequence = r[0][0].as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return sequence;
+}
+
+absl::StatusOr<std::vector<JobEvent>> JobRepository::ListEvents(const std::string& id,
+                                                                int64_t after_sequence, int limit) {
+  if (limit <= 0 || limit > 1000) limit = 1000;
+  std::vector<JobEvent> events;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    events.clear();
+    pqxx::result r = tx.Exec("job_events_list",
+                             "SELECT sequence, gantry_us(time), event FROM job_events "
+                             "WHERE job_id = $1 AND sequence > $2 ORDER BY sequence LIMIT $3",
+                             id, after_sequence, limit);
+    if (r.empty()) {
+      pqxx::result exists = tx.Exec("job_exists", "SELECT 1 FROM jobs WHERE id = $1", id);
+      if (exists.empty()) return JobNotFound(id);
+    }
+    for (const pqxx::row& row : r) {
+      JobEvent e;
+      RETURN_IF_ERROR(sql::ParseBytes(row[2], &e));
+      e.set_sequence(row[0].as<int64_t>());
+      sql::SetTimestamp(row[1], e.mutable_time());
+      events.push_back(std::move(e));
+    }
+    return absl::OkStatus();
+  }));
+  return events;
+}
+
+absl::Status JobRepository::UpdateProgress(const std::string& id,
+                                           const gantry::v1::Progress& progress) {
+  return db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec(
+        "job_progress", "UPDATE jobs SET progress = $2, updated_at = now() WHERE id = $1 RETURNING id",
+        id, sql::Bytes(progress));
+    if (r.empty()) return JobNotFound(id);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status JobRepository::SetModelRef(const std::string& id, const std::string& model_ref) {
+  return db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec(
+        "job_model_ref", "UPDATE jobs SET model_ref = $2, updated_at = now() WHERE id = $1 RETURNING id",
+        id, model_ref);
+    if (r.empty()) return JobNotFound(id);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<Job>> JobRepository::ListByState(const std::vector<JobState>& states) {
+  std::vector<Job> jobs;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    jobs.clear();
+    pqxx::result r = tx.Exec("job_by_state",
+                             "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ANY($1::text[]) ORDER BY seq",
+                             StateArray(states));
+    for (const pqxx::row& row : r) {
+      ASSIGN_OR_RETURN(Job job, JobFromRow(row));
+      jobs.push_back(std::move(job));
+    }
+    return absl::OkStatus();
+  }));
+  return jobs;
 }
 
 }  // namespace gantry::storage

@@ -3,6 +3,7 @@
 #define GANTRY_STORAGE_TRANSACTION_H_
 
 #include <pqxx/pqxx>
+#include <string>
 #include <utility>
 
 namespace gantry::storage {
@@ -16,7 +17,7 @@ class Transaction {
   // Executes the prepared statement `name` (SQL text `sql`, parameters $1..$n) with `args`.
   // Throws pqxx exceptions; Database::Transact maps them to a Status.
   template <typename... Args>
-  pqxx::result Exec(const char* name, const char* sql, Args&&... args) {
+  pqxx::result Exec(const std::string& name, const std::string& sql, Args&&... args) {
     work_.conn().prepare(name, sql);
     return work_.exec_prepared(name, std::forward<Args>(args)...);
   }
