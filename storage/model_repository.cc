@@ -1,33 +1,413 @@
 #include "storage/model_repository.h"
 
+#include <cmath>
+#include <unordered_map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gantry/base/status_macros.h"
+#include "storage/sql_util.h"
+#include "storage/transaction.h"
+
 namespace gantry::storage {
 
-absl::StatusOr<gantry::v1::ModelVersion> ModelRepository::Register(const gantry::v1::ModelVersion&) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+namespace {
+
+using gantry::v1::ModelVersion;
+
+#define MODEL_COLUMNS                                                                          \
+  "m.id, m.owner, m.name, m.version, m.visibility, m.status, m.record, gantry_us(m.created_at)"
+
+// The visibility and listing filters shared by both orderings of List.
+#define MODEL_LIST_WHERE                                                                        \
+  "($1 = '' OR m.owner = $1 OR m.visibility = 'VISIBILITY_PUBLIC') "                          \
+  "AND ($2 = '' OR m.name = $2) AND ($3 OR m.status <> 'MODEL_ARCHIVED') "                    \
+  "AND NOT EXISTS (SELECT 1 FROM jsonb_each_text($4::jsonb) f WHERE NOT EXISTS ("             \
+  "  SELECT 1 FROM model_tags t WHERE t.model_id = m.id AND t.key = f.key "                   \
+  "  AND t.value = f.value)) "                                                                 \
+  "AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($5::jsonb) AS f(name text, lo float8, "   \
+  "  hi float8) WHERE NOT EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id "      \
+  "  AND x.name = f.name AND (f.lo IS NULL OR x.value >= f.lo) "                               \
+  "  AND (f.hi IS NULL OR x.value <= f.hi))) "
+
+// A parsed reference: [owner/]name:version or [owner/]name@alias.
+struct ModelRef {
+  std::string owner;  // empty = unqualified
+  std::string name;
+  int version = 0;    // > 0 for name:version
+  std::string alias;  // non-empty for name@alias
+};
+
+absl::StatusOr<ModelRef> ParseRef(const std::string& ref) {
+  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
+      "model reference \"", ref.substr(0, 200),
+      "\" is malformed; write name:version (e.g. electrons:3) or name@alias (e.g. electrons@champion), "
+      "optionally prefixed by owner/"));
+  ModelRef out;
+  std::string rest = ref;
+  if (size_t slash = rest.find('/'); slash != std::string::npos) {
+    out.owner = rest.substr(0, slash);
+    rest = rest.substr(slash + 1);
+    if (out.owner.empty()) return bad;
+  }
+  if (size_t at = rest.find('@'); at != std::string::npos) {
+    out.name = rest.substr(0, at);
+    out.alias = rest.substr(at + 1);
+    if (out.name.empty() || out.alias.empty()) return bad;
+    return out;
+  }
+  size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return bad;
+  out.name = rest.substr(0, colon);
+  if (out.name.empty() || !absl::SimpleAtoi(rest.substr(colon + 1), &out.version) ||
+      out.version <= 0) {
+    return bad;
+  }
+  return out;
 }
 
-absl::StatusOr<gantry::v1::ModelVersion> ModelRepository::Resolve(const std::string&, const std::string&) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+absl::StatusOr<ModelVersion> ModelFromRow(const pqxx::row& row) {
+  ModelVersion m;
+  RETURN_IF_ERROR(sql::ParseBytes(row[6], &m));
+  m.set_owner(row[1].as<std::string>());
+  m.set_name(row[2].as<std::string>());
+  m.set_version(row[3].as<int>());
+  gantry::v1::Visibility visibility = gantry::v1::VISIBILITY_PRIVATE;
+  gantry::v1::Visibility_Parse(row[4].as<std::string>(), &visibility);
+  m.set_visibility(visibility);
+  gantry::v1::ModelStatus status = gantry::v1::MODEL_READY;
+  gantry::v1::ModelStatus_Parse(row[5].as<std::string>(), &status);
+  m.set_status(status);
+  sql::SetTimestamp(row[7], m.mutable_created_at());
+  return m;
 }
 
-absl::StatusOr<Page<gantry::v1::ModelVersion>> ModelRepository::List(const std::string&, const ModelFilter&, int, const std::string&) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+std::string IdArray(const std::vector<int64_t>& ids) {
+  return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
 }
 
-absl::StatusOr<gantry::v1::ModelVersion> ModelRepository::SetAlias(const std::string&, const std::string&, const std::string&, int) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+// Fills tags, metrics and aliases of `models` (whose row ids are `ids`, same order).
+void LoadExtras(Transaction& tx, const std::vector<int64_t>& ids, std::vector<ModelVersion*> models) {
+  if (ids.empty()) return;
+  std::unordered_map<int64_t, ModelVersion*> by_id;
+  for (size_t i = 0; i < ids.size(); ++i) by_id[ids[i]] = models[i];
+  const std::string array = IdArray(ids);
+  for (const pqxx::row& row : tx.Exec("model_tags_load",
+                                      "SELECT model_id, key, value FROM model_tags "
+                                      "WHERE model_id = ANY($1::bigint[])",
+                                      array)) {
+    (*by_id[row[0].as<int64_t>()]->mutable_tags())[row[1].as<std::string>()] =
+        row[2].as<std::string>();
+  }
+  for (const pqxx::row& row : tx.Exec("model_metrics_load",
+                                      "SELECT model_id, name, value FROM model_metrics "
+                                      "WHERE model_id = ANY($1::bigint[])",
+                                      array)) {
+    (*by_id[row[0].as<int64_t>()]->mutable_metrics())[row[1].as<std::string>()] =
+        row[2].as<double>();
+  }
+  for (const pqxx::row& row : tx.Exec("model_aliases_load",
+                                      "SELECT m.id, a.alias FROM model_aliases a JOIN models m "
+                                      "ON m.owner = a.owner AND m.name = a.name AND "
+                                      "m.version = a.version WHERE m.id = ANY($1::bigint[]) "
+                                      "ORDER BY a.alias",
+                                      array)) {
+    by_id[row[0].as<int64_t>()]->add_aliases(row[1].as<std::string>());
+  }
 }
 
-absl::Status ModelRepository::DeleteAlias(const std::string&, const std::string&, const std::string&) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+// Loads one version by row id, with extras and (optionally) histograms.
+absl::StatusOr<ModelVersion> LoadById(Transaction& tx, int64_t id, bool histograms) {
+  pqxx::result r = tx.Exec("model_by_id",
+                           "SELECT " MODEL_COLUMNS ", m.histograms FROM models m WHERE m.id = $1", id);
+  if (r.empty()) return absl::NotFoundError("model version vanished");
+  ASSIGN_OR_RETURN(ModelVersion m, ModelFromRow(r[0]));
+  if (histograms && !r[0][8].is_null()) {
+    ModelVersion h;
+    RETURN_IF_ERROR(sql::ParseBytes(r[0][8], &h));
+    *m.mutable_histograms() = h.histograms();
+  }
+  LoadExtras(tx, {id}, {&m});
+  return m;
 }
 
-absl::StatusOr<gantry::v1::ModelVersion> ModelRepository::SetTags(const std::string&, const std::string&, const std::map<std::string, std::string>&, const std::vector<std::string>&) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+// Resolves `ref` for `viewer` (see the header) and returns the row id.
+absl::StatusOr<int64_t> ResolveId(Transaction& tx, const std::string& viewer,
+                                  const std::string& ref_text) {
+  ASSIGN_OR_RETURN(ModelRef ref, ParseRef(ref_text));
+  pqxx::result r;
+  if (ref.alias.empty()) {
+    r = tx.Exec("model_resolve_version",
+                "SELECT m.id, m.owner FROM models m WHERE m.name = $2 AND m.version = $3 "
+                "AND ($4 = '' OR m.owner = $4) "
+                "AND ($1 = '' OR m.owner = $1 OR m.visibility = 'VISIBILITY_PUBLIC') "
+                "ORDER BY (m.owner = $1) DESC, m.owner LIMIT 2",
+                viewer, ref.name, ref.version, ref.owner);
+  } else {
+    r = tx.Exec("model_resolve_alias",
+                "SELECT m.id, m.owner FROM model_aliases a JOIN models m ON m.owner = a.owner "
+                "AND m.name = a.name AND m.version = a.version WHERE a.name = $2 AND a.alias = $3 "
+                "AND ($4 = '' OR m.owner = $4) "
+                "AND ($1 = '' OR m.owner = $1 OR m.visibility = 'VISIBILITY_PUBLIC') "
+                "ORDER BY (m.owner = $1) DESC, m.owner LIMIT 2",
+                viewer, ref.name, ref.alias, ref.owner);
+  }
+  if (r.empty()) {
+    return absl::NotFoundError(absl::StrCat("model ", ref_text, " does not exist"));
+  }
+  if (r.size() > 1 && r[0][1].as<std::string>() != viewer) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model reference ", ref_text, " is ambiguous: public models of owners ", r[0][1].c_str(),
+        " and ", r[1][1].c_str(), " match; qualify it as owner/", ref_text));
+  }
+  return r[0][0].as<int64_t>();
 }
 
-absl::StatusOr<gantry::v1::ModelVersion> ModelRepository::Archive(const std::string&, const std::string&) {
-  return absl::UnimplementedError("storage: ModelRepository is being written");
+// Resolves `ref` for a change by `owner`; only the owner (or an admin, owner "") may change it.
+absl::StatusOr<int64_t> ResolveForChange(Transaction& tx, const std::string& owner,
+                                         const std::string& ref) {
+  ASSIGN_OR_RETURN(int64_t id, ResolveId(tx, owner, ref));
+  pqxx::result r = tx.Exec("model_owner_lock",
+                           "SELECT owner FROM models WHERE id = $1 FOR UPDATE", id);
+  if (!owner.empty() && r[0][0].as<std::string>() != owner) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "model ", ref, " belongs to ", r[0][0].c_str(), "; only its owner may change it"));
+  }
+  return id;
+}
+
+std::string MetricsJson(const google::protobuf::Map<std::string, double>& metrics) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [name, value] : metrics) {
+    if (!std::isfinite(value)) continue;
+    if (!first) out += ",";
+    first = false;
+    absl::StrAppend(&out, sql::JsonString(name), ":", sql::JsonNumber(value));
+  }
+  return out + "}";
+}
+
+}  // namespace
+
+absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model) {
+  if (model.owner().empty() || model.name().empty()) {
+    return absl::InvalidArgumentError("a model version needs an owner and a name");
+  }
+  ModelVersion record = model;
+  record.clear_version();
+  record.clear_tags();
+  record.clear_aliases();
+  record.clear_metrics();
+  record.clear_histograms();
+  record.clear_status();
+  record.clear_created_at();
+  ModelVersion histograms;
+  *histograms.mutable_histograms() = model.histograms();
+  const gantry::v1::Visibility visibility = model.visibility() == gantry::v1::VISIBILITY_PUBLIC
+                                                ? gantry::v1::VISIBILITY_PUBLIC
+                                                : gantry::v1::VISIBILITY_PRIVATE;
+  record.set_visibility(visibility);
+  std::map<std::string, std::string> tags(model.tags().begin(), model.tags().end());
+  ModelVersion stored;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    // Serialises version allocation per (owner, name); concurrent names proceed in parallel.
+    tx.Exec("model_register_lock", "SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))",
+            model.owner(), model.name());
+    pqxx::result r = tx.Exec(
+        "model_register",
+        "INSERT INTO models (owner, name, version, visibility, status, record, histograms) "
+        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_READY', $4, $5 FROM models "
+        "WHERE owner = $1 AND name = $2 RETURNING id",
+        model.owner(), model.name(), gantry::v1::Visibility_Name(visibility), sql::Bytes(record),
+        sql::Bytes(histograms));
+    const int64_t id = r[0][0].as<int64_t>();
+    tx.Exec("model_tags_insert",
+            "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
+            "FROM jsonb_each_text($2::jsonb)",
+            id, sql::JsonObject(tags));
+    tx.Exec("model_metrics_insert",
+            "INSERT INTO model_metrics (model_id, name, value) SELECT $1, key, value::float8 "
+            "FROM jsonb_each_text($2::jsonb)",
+            id, MetricsJson(model.metrics()));
+    ASSIGN_OR_RETURN(stored, LoadById(tx, id, true));
+    return absl::OkStatus();
+  }));
+  return stored;
+}
+
+absl::StatusOr<ModelVersion> ModelRepository::Resolve(const std::string& viewer,
+                                                      const std::string& ref) {
+  ModelVersion m;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t id, ResolveId(tx, viewer, ref));
+    ASSIGN_OR_RETURN(m, LoadById(tx, id, true));
+    return absl::OkStatus();
+  }));
+  return m;
+}
+
+absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& viewer,
+                                                         const ModelFilter& filter, int page_size,
+                                                         const std::string& page_token) {
+  ASSIGN_OR_RETURN(int limit, sql::PageSize(page_size));
+  std::string order_metric;
+  if (filter.order_by.rfind("metric:", 0) == 0) {
+    order_metric = filter.order_by.substr(7);
+    if (order_metric.empty()) {
+      return absl::InvalidArgumentError("order_by \"metric:\" needs a metric name, e.g. metric:fom");
+    }
+  } else if (!filter.order_by.empty() && filter.order_by != "created_at") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "order_by \"", filter.order_by.substr(0, 100),
+        "\" is not supported; use created_at (newest first) or metric:<name> (ascending)"));
+  }
+  const bool by_metric = !order_metric.empty();
+  int64_t after_id = 0;
+  double after_value = 0;
+  if (!page_token.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                     sql::DecodePageToken(by_metric ? "models-m:" + order_metric : "models",
+                                          page_token, by_metric ? 2 : 1));
+    if (!absl::SimpleAtoi(keys[0], &after_id) || after_id <= 0 ||
+        (by_metric && !absl::SimpleAtod(keys[1], &after_value))) {
+      return absl::InvalidArgumentError("page_token is malformed; pass next_page_token unchanged");
+    }
+  }
+  std::string metric_json = "[";
+  for (size_t i = 0; i < filter.metric_filters.size(); ++i) {
+    const gantry::v1::MetricFilter& f = filter.metric_filters[i];
+    absl::StrAppend(&metric_json, i > 0 ? "," : "", "{\"name\":", sql::JsonString(f.metric()),
+                    ",\"lo\":", sql::JsonNumber(f.has_min() ? std::optional<double>(f.min()) : std::nullopt),
+                    ",\"hi\":", sql::JsonNumber(f.has_max() ? std::optional<double>(f.max()) : std::nullopt),
+                    "}");
+  }
+  metric_json += "]";
+  const std::string tags_json = sql::JsonObject(filter.tags);
+
+  Page<ModelVersion> page;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    page = {};
+    pqxx::result r;
+    if (by_metric) {
+      r = tx.Exec("model_list_by_metric",
+                  "SELECT " MODEL_COLUMNS ", om.value FROM models m JOIN model_metrics om "
+                  "ON om.model_id = m.id AND om.name = $8 WHERE " MODEL_LIST_WHERE
+                  "AND ($6::bigint = 0 OR (om.value, m.id) > ($9::float8, $6::bigint)) "
+                  "ORDER BY om.value, m.id LIMIT $7",
+                  viewer, filter.name, filter.include_archived, tags_json, metric_json, after_id,
+                  limit + 1, order_metric, after_value);
+    } else {
+      r = tx.Exec("model_list_by_created",
+                  "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE
+                  "AND ($6::bigint = 0 OR m.id < $6) ORDER BY m.id DESC LIMIT $7",
+                  viewer, filter.name, filter.include_archived, tags_json, metric_json, after_id,
+                  limit + 1);
+    }
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {
+      ASSIGN_OR_RETURN(ModelVersion m, ModelFromRow(r[i]));
+      page.items.push_back(std::move(m));
+      ids.push_back(r[i][0].as<int64_t>());
+    }
+    std::vector<ModelVersion*> ptrs;
+    for (ModelVersion& m : page.items) ptrs.push_back(&m);
+    LoadExtras(tx, ids, ptrs);
+    if (static_cast<int>(r.size()) > limit) {
+      const pqxx::row& last = r[limit - 1];
+      if (by_metric) {
+        char value[40];
+        std::snprintf(value, sizeof(value), "%.17g", last[8].as<double>());
+        page.next_page_token = sql::EncodePageToken(
+            "models-m:" + order_metric, {absl::StrCat(last[0].as<int64_t>()), value});
+      } else {
+        page.next_page_token =
+            sql::EncodePageToken("models", {absl::StrCat(last[0].as<int64_t>())});
+      }
+    }
+    return absl::OkStatus();
+  }));
+  return page;
+}
+
+absl::StatusOr<ModelVersion> ModelRepository::SetAlias(const std::string& owner,
+                                                       const std::string& name,
+                                                       const std::string& alias, int version) {
+  if (alias.empty()) return absl::InvalidArgumentError("the alias is empty");
+  ModelVersion m;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("model_alias_target",
+                             "SELECT id, status FROM models WHERE owner = $1 AND name = $2 "
+                             "AND version = $3 FOR UPDATE",
+                             owner, name, version);
+    if (r.empty()) {
+      return absl::NotFoundError(absl::StrCat("model ", name, ":", version, " does not exist"));
+    }
+    if (r[0][1].as<std::string>() == "MODEL_ARCHIVED") {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model ", name, ":", version, " is archived; point the alias at a ready version"));
+    }
+    tx.Exec("model_alias_set",
+            "INSERT INTO model_aliases (owner, name, alias, version) VALUES ($1, $2, $3, $4) "
+            "ON CONFLICT (owner, name, alias) DO UPDATE SET version = EXCLUDED.version",
+            owner, name, alias, version);
+    ASSIGN_OR_RETURN(m, LoadById(tx, r[0][0].as<int64_t>(), false));
+    return absl::OkStatus();
+  }));
+  return m;
+}
+
+absl::Status ModelRepository::DeleteAlias(const std::string& owner, const std::string& name,
+                                          const std::string& alias) {
+  return db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("model_alias_delete",
+                             "DELETE FROM model_aliases WHERE owner = $1 AND name = $2 AND alias = $3 "
+                             "RETURNING version",
+                             owner, name, alias);
+    if (r.empty()) {
+      return absl::NotFoundError(absl::StrCat("model ", name, " has no alias \"", alias, "\""));
+    }
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<ModelVersion> ModelRepository::SetTags(const std::string& owner,
+                                                      const std::string& ref,
+                                                      const std::map<std::string, std::string>& set,
+                                                      const std::vector<std::string>& remove) {
+  ModelVersion m;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t id, ResolveForChange(tx, owner, ref));
+    tx.Exec("model_tags_remove",
+            "DELETE FROM model_tags WHERE model_id = $1 "
+            "AND key IN (SELECT jsonb_array_elements_text($2::jsonb))",
+            id, sql::JsonArray(remove));
+    tx.Exec("model_tags_upsert",
+            "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
+            "FROM jsonb_each_text($2::jsonb) "
+            "ON CONFLICT (model_id, key) DO UPDATE SET value = EXCLUDED.value",
+            id, sql::JsonObject(set));
+    ASSIGN_OR_RETURN(m, LoadById(tx, id, false));
+    return absl::OkStatus();
+  }));
+  return m;
+}
+
+absl::StatusOr<ModelVersion> ModelRepository::Archive(const std::string& owner,
+                                                      const std::string& ref) {
+  ModelVersion m;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t id, ResolveForChange(tx, owner, ref));
+    tx.Exec("model_archive", "UPDATE models SET status = 'MODEL_ARCHIVED' WHERE id = $1", id);
+    tx.Exec("model_archive_aliases",
+            "DELETE FROM model_aliases a USING models m WHERE m.id = $1 AND a.owner = m.owner "
+            "AND a.name = m.name AND a.version = m.version",
+            id);
+    ASSIGN_OR_RETURN(m, LoadById(tx, id, false));
+    return absl::OkStatus();
+  }));
+  return m;
 }
 
 }  // namespace gantry::storage
