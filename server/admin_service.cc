@@ -1,0 +1,86 @@
+#include "server/admin_service.h"
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gantry/base/status_macros.h"
+#include "server/validation.h"
+
+namespace gantry::server {
+
+namespace v1 = ::gantry::v1;
+
+grpc::Status AdminService::CreateTenant(grpc::ServerContext* context,
+                                        const v1::CreateTenantRequest* request,
+                                        v1::Tenant* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateTenantName(request->name(), "name"));
+    ASSIGN_OR_RETURN(*response, backend_.tenants->CreateTenant(request->name(), request->admin()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::ListTenants(grpc::ServerContext* context,
+                                       const v1::ListTenantsRequest* request,
+                                       v1::ListTenantsResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
+    ASSIGN_OR_RETURN(auto page,
+                     backend_.tenants->ListTenants(page_size, request->page().page_token()));
+    for (v1::Tenant& t : page.items) *response->add_tenants() = std::move(t);
+    response->set_next_page_token(page.next_page_token);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::CreateToken(grpc::ServerContext* context,
+                                       const v1::CreateTokenRequest* request,
+                                       v1::CreateTokenResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
+    RETURN_IF_ERROR(ValidateDescription(request->description(), "description"));
+    ASSIGN_OR_RETURN(storage::IssuedToken token,
+                     backend_.tokens->CreateToken(request->tenant(), request->description()));
+    response->set_token_id(token.token_id);
+    response->set_token(token.secret);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::RevokeToken(grpc::ServerContext* context,
+                                       const v1::RevokeTokenRequest* request,
+                                       v1::RevokeTokenResponse* /*response*/) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    const std::string& id = request->token_id();
+    if (absl::StartsWith(id, "jtk-")) {
+      RETURN_IF_ERROR(ValidateId(id, "jtk-", "token_id"));
+    } else {
+      RETURN_IF_ERROR(ValidateId(id, "tok-", "token_id"));
+    }
+    return backend_.tokens->RevokeToken(id);
+  });
+}
+
+grpc::Status AdminService::CreateJoinToken(grpc::ServerContext* context,
+                                           const v1::CreateJoinTokenRequest* request,
+                                           v1::CreateTokenResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateDescription(request->description(), "description"));
+    ASSIGN_OR_RETURN(storage::IssuedToken token,
+                     backend_.tokens->CreateJoinToken(request->description()));
+    response->set_token_id(token.token_id);
+    response->set_token(token.secret);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::ListWorkers(grpc::ServerContext* context,
+                                       const v1::ListWorkersRequest* /*request*/,
+                                       v1::ListWorkersResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
+    for (v1::WorkerInfo& w : workers) *response->add_workers() = std::move(w);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace gantry::server

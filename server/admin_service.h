@@ -1,0 +1,41 @@
+// AdminService: tenants, API tokens, worker join tokens and the worker list
+// (gantry.v1.AdminService); the auth interceptor lets only admin tenants' tokens through.
+#ifndef GANTRY_SERVER_ADMIN_SERVICE_H_
+#define GANTRY_SERVER_ADMIN_SERVICE_H_
+
+#include "gantry/v1/admin.grpc.pb.h"
+#include "server/backend.h"
+
+namespace gantry::server {
+
+// Thread-safe; `backend` must outlive it.
+class AdminService final : public gantry::v1::AdminService::Service {
+ public:
+  explicit AdminService(Backend& backend) : backend_(backend) {}
+
+  grpc::Status CreateTenant(grpc::ServerContext* context,
+                            const gantry::v1::CreateTenantRequest* request,
+                            gantry::v1::Tenant* response) override;
+  grpc::Status ListTenants(grpc::ServerContext* context,
+                           const gantry::v1::ListTenantsRequest* request,
+                           gantry::v1::ListTenantsResponse* response) override;
+  grpc::Status CreateToken(grpc::ServerContext* context,
+                           const gantry::v1::CreateTokenRequest* request,
+                           gantry::v1::CreateTokenResponse* response) override;
+  grpc::Status RevokeToken(grpc::ServerContext* context,
+                           const gantry::v1::RevokeTokenRequest* request,
+                           gantry::v1::RevokeTokenResponse* response) override;
+  grpc::Status CreateJoinToken(grpc::ServerContext* context,
+                               const gantry::v1::CreateJoinTokenRequest* request,
+                               gantry::v1::CreateTokenResponse* response) override;
+  grpc::Status ListWorkers(grpc::ServerContext* context,
+                           const gantry::v1::ListWorkersRequest* request,
+                           gantry::v1::ListWorkersResponse* response) override;
+
+ private:
+  Backend& backend_;
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_ADMIN_SERVICE_H_

@@ -1,0 +1,95 @@
+#include "server/auth.h"
+
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
+namespace gantry::server {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// Authenticates on the received initial metadata and forgets the result when the call ends.
+class AuthInterceptor : public grpc::experimental::Interceptor {
+ public:
+  AuthInterceptor(AuthInterceptorFactory* factory, grpc::experimental::ServerRpcInfo* info)
+      : factory_(factory), info_(info) {}
+  ~AuthInterceptor() override { factory_->Forget(info_->server_context()); }
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      factory_->Authenticate(info_, methods->GetRecvInitialMetadata());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  AuthInterceptorFactory* factory_;
+  grpc::experimental::ServerRpcInfo* info_;
+};
+
+}  // namespace
+
+Audience AudienceOf(absl::string_view method) {
+  if (absl::StartsWith(method, "/gantry.v1.AdminService/")) return Audience::kAdmin;
+  if (absl::StartsWith(method, "/gantry.v1.WorkerService/")) return Audience::kWorker;
+  if (method == "/gantry.v1.DatasetService/ReadDataset") return Audience::kTenantOrWorker;
+  if (absl::StartsWith(method, "/gantry.v1.")) return Audience::kTenant;
+  return Audience::kNone;
+}
+
+AuthInterceptorFactory::AuthInterceptorFactory(TokenVerifier verifier)
+    : verifier_(std::move(verifier)) {}
+
+grpc::experimental::Interceptor* AuthInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  if (AudienceOf(info->method()) == Audience::kNone) return nullptr;
+  return new AuthInterceptor(this, info);
+}
+
+void AuthInterceptorFactory::Authenticate(
+    grpc::experimental::ServerRpcInfo* info,
+    std::multimap<grpc::string_ref, grpc::string_ref>* metadata) {
+  const Audience audience = AudienceOf(info->method());
+  absl::StatusOr<Principal> result = absl::UnauthenticatedError(
+      "missing authorization metadata; send \"authorization: Bearer "
+      "<token>\" (gantry CLI: --token or GANTRY_TOKEN)");
+  if (metadata != nullptr) {
+    auto it = metadata->find("authorization");
+    if (it != metadata->end()) {
+      const std::string value(it->second.data(), it->second.size());
+      constexpr absl::string_view kBearer = "Bearer ";
+      if (!absl::StartsWithIgnoreCase(value, kBearer)) {
+        result = absl::UnauthenticatedError("authorization metadata must be \"Bearer <token>\"");
+      } else {
+        const std::string secret(absl::StripAsciiWhitespace(value.substr(kBearer.size())));
+        if (secret.empty() || secret.size() > 512) {
+          result = absl::UnauthenticatedError("the bearer token is empty or too long");
+        } else {
+          result = verifier_(audience, secret);
+        }
+      }
+    }
+  }
+  absl::MutexLock lock(&mu_);
+  calls_.insert_or_assign(info->server_context(), std::move(result));
+}
+
+void AuthInterceptorFactory::Forget(const grpc::ServerContextBase* context) {
+  absl::MutexLock lock(&mu_);
+  calls_.erase(context);
+}
+
+absl::StatusOr<Principal> AuthInterceptorFactory::PrincipalOf(
+    const grpc::ServerContextBase* context) const {
+  absl::MutexLock lock(&mu_);
+  auto it = calls_.find(context);
+  if (it == calls_.end()) {
+    return absl::UnauthenticatedError("the call was not authenticated");
+  }
+  return it->second;
+}
+
+}  // namespace gantry::server

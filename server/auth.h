@@ -1,0 +1,69 @@
+// Auth: a server interceptor that authenticates every gantry.v1 call from its `authorization:
+// Bearer <token>` metadata and hands the result (a Principal or the error) to the handlers through
+// the call's ServerContext. Health checking and reflection need no token.
+#ifndef GANTRY_SERVER_AUTH_H_
+#define GANTRY_SERVER_AUTH_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/server_context.h"
+#include "grpcpp/support/server_interceptor.h"
+
+namespace gantry::server {
+
+// Who is calling: a tenant (possibly an admin) or a worker holding a join token.
+struct Principal {
+  std::string tenant;  // empty for workers
+  bool admin = false;
+  bool worker = false;
+};
+
+// What a method needs: nothing (health, reflection), a tenant token, an admin tenant's token, a
+// worker join token, or either a tenant token or a join token (ReadDataset, which workers use to
+// fill caches).
+enum class Audience { kNone, kTenant, kAdmin, kWorker, kTenantOrWorker };
+
+// The audience of a full method name such as "/gantry.v1.AdminService/CreateTenant".
+Audience AudienceOf(absl::string_view method);
+
+// Checks a bearer secret for an audience: UNAUTHENTICATED for an unknown, revoked or wrong-kind
+// token, PERMISSION_DENIED for a non-admin on kAdmin. Called on the RPC's thread; must be
+// thread-safe.
+using TokenVerifier =
+    std::function<absl::StatusOr<Principal>(Audience audience, const std::string& secret)>;
+
+// The per-call results, keyed by the call's ServerContext. Thread-safe. Owned by the server;
+// outlives it.
+class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit AuthInterceptorFactory(TokenVerifier verifier);
+
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override;
+
+  // The principal of a running call, or why it has none. Handlers of authenticated services call
+  // this first and return its error unchanged.
+  absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase* context) const;
+
+  // Used by the interceptor.
+  void Authenticate(grpc::experimental::ServerRpcInfo* info,
+                    std::multimap<grpc::string_ref, grpc::string_ref>* metadata);
+  void Forget(const grpc::ServerContextBase* context);
+
+ private:
+  TokenVerifier verifier_;
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<const grpc::ServerContextBase*, absl::StatusOr<Principal>> calls_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_AUTH_H_

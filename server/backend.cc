@@ -1,0 +1,97 @@
+#include "server/backend.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "gantry/base/status_macros.h"
+#include "storage/migrator.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const char* flag) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  std::string secret(absl::StripAsciiWhitespace(buffer.str()));
+  if (secret.size() < 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": the token in ", path, " is shorter than 16 characters"));
+  }
+  return secret;
+}
+
+absl::Status BootstrapAdmin(Backend& backend, const std::string& path) {
+  ASSIGN_OR_RETURN(std::string secret, ReadSecretFile(path, "--admin-token-file"));
+  absl::StatusOr<v1::Tenant> tenant = backend.tenants->CreateTenant("admin", true);
+  if (absl::IsAlreadyExists(tenant.status())) tenant = backend.tenants->GetTenant("admin");
+  RETURN_IF_ERROR(tenant.status());
+  if (!tenant->admin()) {
+    return absl::FailedPreconditionError(
+        "tenant \"admin\" exists but is not an admin; --admin-token-file cannot use it");
+  }
+  return backend.tokens->ImportToken("admin", secret, "bootstrap (--admin-token-file)").status();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& options) {
+  std::unique_ptr<Backend> backend(new Backend(options));
+  ASSIGN_OR_RETURN(backend->db, storage::Database::Create(options.db_dsn, options.db_pool_size));
+  ASSIGN_OR_RETURN(backend->migrations_applied, storage::Migrator::Apply(*backend->db));
+  ASSIGN_OR_RETURN(backend->blobs, storage::BlobStore::Create(options.data_dir));
+  storage::Database& db = *backend->db;
+  backend->tenants = std::make_unique<storage::TenantRepository>(db);
+  backend->tokens = std::make_unique<storage::TokenRepository>(db);
+  backend->jobs = std::make_unique<storage::JobRepository>(db);
+  backend->datasets = std::make_unique<storage::DatasetRepository>(db);
+  backend->models = std::make_unique<storage::ModelRepository>(db);
+  backend->workers = std::make_unique<storage::WorkerRepository>(db);
+  if (!options.admin_token_file.empty()) {
+    RETURN_IF_ERROR(BootstrapAdmin(*backend, options.admin_token_file));
+  }
+  if (!options.join_token_file.empty()) {
+    ASSIGN_OR_RETURN(std::string secret,
+                     ReadSecretFile(options.join_token_file, "--join-token-file"));
+    RETURN_IF_ERROR(
+        backend->tokens->ImportJoinToken(secret, "bootstrap (--join-token-file)").status());
+  }
+  return backend;
+}
+
+absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::string& secret) {
+  if (audience == Audience::kWorker) {
+    absl::Status valid = tokens->IsValidJoinToken(secret);
+    if (absl::IsUnauthenticated(valid)) {
+      return absl::UnauthenticatedError(
+          "WorkerService needs a valid worker join token (gantry-worker --join-token-file)");
+    }
+    RETURN_IF_ERROR(valid);
+    return Principal{"", false, true};
+  }
+  absl::StatusOr<storage::Principal> tenant = tokens->Authenticate(secret);
+  if (absl::IsUnauthenticated(tenant.status()) && audience == Audience::kTenantOrWorker &&
+      tokens->IsValidJoinToken(secret).ok()) {
+    return Principal{"", false, true};
+  }
+  if (absl::IsUnauthenticated(tenant.status())) {
+    return absl::UnauthenticatedError(
+        "the bearer token is unknown or revoked; ask an admin for a "
+        "token (AdminService.CreateToken)");
+  }
+  RETURN_IF_ERROR(tenant.status());
+  if (audience == Audience::kAdmin && !tenant->admin) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("AdminService needs an admin tenant's token; tenant \"", tenant->tenant,
+                     "\" is not an admin"));
+  }
+  return Principal{tenant->tenant, tenant->admin, false};
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,66 @@
+// Backend: the storage a running gantry-server works on (database pool, repositories, blob store)
+// plus the per-call authentication results; built once at start (migrations, bootstrap tokens) and
+// shared by every service.
+#ifndef GANTRY_SERVER_BACKEND_H_
+#define GANTRY_SERVER_BACKEND_H_
+
+#include <atomic>
+#include <memory>
+#include <utility>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/server_context.h"
+#include "server/auth.h"
+#include "server/server_options.h"
+#include "server/status_mapping.h"
+#include "storage/blob_store.h"
+#include "storage/database.h"
+#include "storage/dataset_repository.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/tenant_repository.h"
+#include "storage/token_repository.h"
+#include "storage/worker_repository.h"
+
+namespace gantry::server {
+
+// Thread-safe: every member is. Owns the storage objects; `auth` is owned by the grpc::Server
+// (which the Backend must outlive only while calls run).
+class Backend {
+ public:
+  // Connects to options.db_dsn, applies migrations (migrations_applied tells how many), opens the
+  // blob store under options.data_dir and imports the bootstrap tokens. FAILED_PRECONDITION for a
+  // database newer than this binary.
+  static absl::StatusOr<std::unique_ptr<Backend>> Create(const ServerOptions& options);
+
+  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier).
+  absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
+
+  // Runs `fn(principal)` for an authenticated call and maps its status to gRPC (the one mapping).
+  template <typename Fn>
+  grpc::Status Serve(const grpc::ServerContextBase* context, Fn&& fn) {
+    absl::StatusOr<Principal> principal = auth->PrincipalOf(context);
+    if (!principal.ok()) return ToGrpcStatus(principal.status());
+    return ToGrpcStatus(std::forward<Fn>(fn)(*principal));
+  }
+
+  const ServerOptions options;
+  std::unique_ptr<storage::Database> db;
+  std::unique_ptr<storage::BlobStore> blobs;
+  std::unique_ptr<storage::TenantRepository> tenants;
+  std::unique_ptr<storage::TokenRepository> tokens;
+  std::unique_ptr<storage::JobRepository> jobs;
+  std::unique_ptr<storage::DatasetRepository> datasets;
+  std::unique_ptr<storage::ModelRepository> models;
+  std::unique_ptr<storage::WorkerRepository> workers;
+  AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
+  int migrations_applied = 0;
+  std::atomic<bool> shutting_down{false};  // streams end when set
+
+ private:
+  explicit Backend(ServerOptions options) : options(std::move(options)) {}
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_BACKEND_H_

@@ -1,0 +1,102 @@
+#include "server/catalog_service.h"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gantry/base/status_macros.h"
+#include "server/validation.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+absl::Status ValidateNameAndAlias(const std::string& name, const std::string& alias) {
+  if (name.empty()) return absl::InvalidArgumentError("name: is missing; give the model's name");
+  RETURN_IF_ERROR(ValidateModelName(name, "name"));
+  if (alias.empty()) return absl::InvalidArgumentError("alias: is missing, e.g. \"champion\"");
+  return ValidateAlias(alias, "alias");
+}
+
+}  // namespace
+
+grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
+                                        const v1::ListModelsRequest* request,
+                                        v1::ListModelsResponse* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateListModels(*request));
+    ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
+    storage::ModelFilter filter;
+    filter.name = request->name();
+    filter.tags.insert(request->tags().begin(), request->tags().end());
+    filter.metric_filters.assign(request->metric_filters().begin(),
+                                 request->metric_filters().end());
+    filter.order_by = request->order_by();
+    filter.include_archived = request->include_archived();
+    ASSIGN_OR_RETURN(auto page, backend_.models->List(p.tenant, filter, page_size,
+                                                      request->page().page_token()));
+    for (v1::ModelVersion& m : page.items) *response->add_models() = std::move(m);
+    response->set_next_page_token(page.next_page_token);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CatalogService::GetModel(grpc::ServerContext* context,
+                                      const v1::GetModelRequest* request,
+                                      v1::ModelVersion* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ParseModelRef(request->model(), "model").status());
+    ASSIGN_OR_RETURN(*response, backend_.models->Resolve(p.tenant, request->model()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CatalogService::SetAlias(grpc::ServerContext* context,
+                                      const v1::SetAliasRequest* request,
+                                      v1::ModelVersion* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateNameAndAlias(request->name(), request->alias()));
+    if (request->version() <= 0) {
+      return absl::InvalidArgumentError(absl::StrCat("version: is ", request->version(),
+                                                     "; give the version number (1, 2, ...)"));
+    }
+    ASSIGN_OR_RETURN(*response, backend_.models->SetAlias(p.tenant, request->name(),
+                                                          request->alias(), request->version()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CatalogService::DeleteAlias(grpc::ServerContext* context,
+                                         const v1::DeleteAliasRequest* request,
+                                         v1::DeleteAliasResponse* /*response*/) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateNameAndAlias(request->name(), request->alias()));
+    return backend_.models->DeleteAlias(p.tenant, request->name(), request->alias());
+  });
+}
+
+grpc::Status CatalogService::SetTags(grpc::ServerContext* context,
+                                     const v1::SetTagsRequest* request,
+                                     v1::ModelVersion* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateSetTags(*request));
+    std::map<std::string, std::string> set(request->set().begin(), request->set().end());
+    std::vector<std::string> remove(request->remove().begin(), request->remove().end());
+    ASSIGN_OR_RETURN(*response, backend_.models->SetTags(p.tenant, request->model(), set, remove));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CatalogService::ArchiveModel(grpc::ServerContext* context,
+                                          const v1::ArchiveModelRequest* request,
+                                          v1::ModelVersion* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ParseModelRef(request->model(), "model").status());
+    ASSIGN_OR_RETURN(*response, backend_.models->Archive(p.tenant, request->model()));
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,218 @@
+#include "server/dataset_service.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gantry/base/status_macros.h"
+#include "google/protobuf/util/time_util.h"
+#include "server/validation.h"
+#include "workers/data/hdf5_io.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+constexpr size_t kReadChunkBytes = 1 << 20;
+
+v1::Particle ParticleFromName(const std::string& name) {
+  if (name == "Ele") return v1::PARTICLE_ELECTRON;
+  if (name == "Gamma") return v1::PARTICLE_PHOTON;
+  if (name == "Pi0") return v1::PARTICLE_PI0;
+  if (name == "ChPi") return v1::PARTICLE_CHARGED_PION;
+  return v1::PARTICLE_UNSPECIFIED;
+}
+
+v1::DatasetLayout ToProto(data::Layout layout) {
+  switch (layout) {
+    case data::Layout::kFixedAngle3DGan:
+      return v1::LAYOUT_3DGAN_FIXED_ANGLE;
+    case data::Layout::kVariableAngle3DGan:
+      return v1::LAYOUT_3DGAN_VARIABLE_ANGLE;
+    case data::Layout::kCaloChallenge:
+      return v1::LAYOUT_CALOCHALLENGE;
+  }
+  return v1::DATASET_LAYOUT_UNSPECIFIED;
+}
+
+absl::Status ValidateIdOrName(const std::string& value, absl::string_view field) {
+  if (absl::StartsWith(value, "ds-")) return ValidateId(value, "ds-", field);
+  if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": is missing"));
+  return ValidateDatasetName(value, field);
+}
+
+}  // namespace
+
+grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
+                                           grpc::ServerReader<v1::UploadDatasetRequest>* reader,
+                                           v1::Dataset* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    v1::UploadDatasetRequest message;
+    if (!reader->Read(&message)) {
+      return absl::InvalidArgumentError("header: the stream is empty; send the header first");
+    }
+    if (!message.has_header()) {
+      return absl::InvalidArgumentError(
+          "header: the first message must carry the header, the file's bytes follow");
+    }
+    const v1::UploadDatasetHeader header = message.header();
+    RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
+    absl::StatusOr<v1::Dataset> existing = backend_.datasets->Get(p.tenant, header.name());
+    if (existing.ok()) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("header.name: you already have a dataset named \"", header.name(), "\" (",
+                       existing->id(), "); pick another name or delete it"));
+    }
+    if (!absl::IsNotFound(existing.status())) return existing.status();
+
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
+    while (reader->Read(&message)) {
+      if (!message.has_chunk()) {
+        return absl::InvalidArgumentError("chunk: only the first message may carry a header");
+      }
+      if (static_cast<int64_t>(message.chunk().size()) > kMaxUploadChunkBytes) {
+        return absl::InvalidArgumentError(absl::StrCat("chunk: ", message.chunk().size(),
+                                                       " bytes; send chunks of at most ",
+                                                       kMaxUploadChunkBytes, " bytes"));
+      }
+      if (writer->bytes_written() + static_cast<int64_t>(message.chunk().size()) >
+          header.size_bytes()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("header.size_bytes: ", header.size_bytes(), " but more bytes arrived"));
+      }
+      RETURN_IF_ERROR(writer->Append(message.chunk()));
+    }
+    if (context->IsCancelled()) return absl::CancelledError("the upload was cancelled");
+    if (writer->bytes_written() != header.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("header.size_bytes: ", header.size_bytes(),
+                                                     " but the stream ended after ",
+                                                     writer->bytes_written(), " bytes"));
+    }
+    std::optional<std::string> expected;
+    if (!header.sha256().empty()) expected = header.sha256();
+    absl::StatusOr<storage::BlobInfo> blob = writer->Commit(expected);
+    if (absl::IsDataLoss(blob.status())) {
+      return absl::InvalidArgumentError(absl::StrCat("header.sha256: ", blob.status().message()));
+    }
+    RETURN_IF_ERROR(blob.status());
+    // A blob no dataset record uses is removed again when the file is refused.
+    auto drop_unused_blob = [&]() {
+      absl::StatusOr<int64_t> users = backend_.datasets->CountBySha256(blob->sha256);
+      if (users.ok() && *users == 0) backend_.blobs->Remove(blob->sha256).IgnoreError();
+    };
+    absl::StatusOr<data::DatasetInfo> info =
+        data::InspectShowerFile(backend_.blobs->Path(blob->sha256));
+    if (!info.ok()) {
+      drop_unused_blob();
+      return absl::InvalidArgumentError(
+          absl::StrCat("file: not a usable shower file: ", info.status().message()));
+    }
+    v1::Dataset dataset;
+    dataset.set_name(header.name());
+    dataset.set_owner(p.tenant);
+    dataset.set_layout(ToProto(info->layout));
+    for (int64_t d : info->shape) dataset.add_shape(d);
+    dataset.set_events(info->events);
+    dataset.mutable_energy_range_gev()->set_min(info->energy_min_gev);
+    dataset.mutable_energy_range_gev()->set_max(info->energy_max_gev);
+    if (info->has_theta) {
+      dataset.mutable_theta_range_rad()->set_min(info->theta_min_rad);
+      dataset.mutable_theta_range_rad()->set_max(info->theta_max_rad);
+    }
+    v1::Particle particle = header.particle();
+    if (particle == v1::PARTICLE_UNSPECIFIED) {
+      particle = ParticleFromName(data::ParticleFromFileName(header.file_name()));
+    }
+    if (particle == v1::PARTICLE_UNSPECIFIED) particle = ParticleFromName(info->particle);
+    dataset.set_particle(particle);
+    dataset.set_sha256(blob->sha256);
+    dataset.set_size_bytes(blob->size_bytes);
+    dataset.mutable_labels()->insert(header.labels().begin(), header.labels().end());
+    absl::StatusOr<v1::Dataset> created = backend_.datasets->Create(dataset);
+    if (!created.ok()) {
+      drop_unused_blob();
+      return created.status();
+    }
+    *response = *std::move(created);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status DatasetService::ListDatasets(grpc::ServerContext* context,
+                                          const v1::ListDatasetsRequest* request,
+                                          v1::ListDatasetsResponse* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    if (!request->name().empty()) RETURN_IF_ERROR(ValidateDatasetName(request->name(), "name"));
+    ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
+    ASSIGN_OR_RETURN(auto page, backend_.datasets->List(p.tenant, request->name(), page_size,
+                                                        request->page().page_token()));
+    for (v1::Dataset& d : page.items) *response->add_datasets() = std::move(d);
+    response->set_next_page_token(page.next_page_token);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status DatasetService::GetDataset(grpc::ServerContext* context,
+                                        const v1::GetDatasetRequest* request,
+                                        v1::Dataset* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
+    ASSIGN_OR_RETURN(*response, backend_.datasets->Get(p.tenant, request->dataset_id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status DatasetService::DeleteDataset(grpc::ServerContext* context,
+                                           const v1::DeleteDatasetRequest* request,
+                                           v1::DeleteDatasetResponse* /*response*/) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
+    ASSIGN_OR_RETURN(v1::Dataset deleted,
+                     backend_.datasets->Delete(p.tenant, request->dataset_id()));
+    ASSIGN_OR_RETURN(int64_t users, backend_.datasets->CountBySha256(deleted.sha256()));
+    if (users == 0) {
+      absl::Status removed = backend_.blobs->Remove(deleted.sha256());
+      if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
+                                         const v1::ReadDatasetRequest* request,
+                                         grpc::ServerWriter<v1::DatasetChunk>* writer) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
+    if (request->offset() < 0) return absl::InvalidArgumentError("offset: must be >= 0");
+    // Workers (join token) may read any dataset a job needs.
+    const std::string owner = p.worker || p.admin ? "" : p.tenant;
+    if (owner.empty() && !absl::StartsWith(request->dataset_id(), "ds-")) {
+      return absl::InvalidArgumentError("dataset_id: workers and admins must give the \"ds-\" id");
+    }
+    ASSIGN_OR_RETURN(v1::Dataset dataset, backend_.datasets->Get(owner, request->dataset_id()));
+    if (request->offset() > dataset.size_bytes()) {
+      return absl::OutOfRangeError(absl::StrCat("offset: ", request->offset(),
+                                                " is past the end of the file (",
+                                                dataset.size_bytes(), " bytes)"));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobReader> blob,
+                     backend_.blobs->Open(dataset.sha256(), request->offset()));
+    bool first = true;
+    while (true) {
+      if (context->IsCancelled()) return absl::CancelledError("the client cancelled the read");
+      v1::DatasetChunk chunk;
+      chunk.set_offset(blob->offset());
+      ASSIGN_OR_RETURN(*chunk.mutable_data(), blob->Read(kReadChunkBytes));
+      const bool end = chunk.data().empty();
+      if (end && !first) return absl::OkStatus();
+      chunk.set_total_bytes(dataset.size_bytes());
+      if (first) chunk.set_sha256(dataset.sha256());
+      first = false;
+      if (!writer->Write(chunk)) return absl::OkStatus();
+      if (end) return absl::OkStatus();
+    }
+  });
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,38 @@
+// DatasetService: upload (checked with the data library's InspectShowerFile before anything is
+// recorded), list, get, delete and read back HDF5 shower datasets (gantry.v1.DatasetService).
+#ifndef GANTRY_SERVER_DATASET_SERVICE_H_
+#define GANTRY_SERVER_DATASET_SERVICE_H_
+
+#include "gantry/v1/datasets.grpc.pb.h"
+#include "server/backend.h"
+
+namespace gantry::server {
+
+// Thread-safe; `backend` must outlive it.
+class DatasetService final : public gantry::v1::DatasetService::Service {
+ public:
+  explicit DatasetService(Backend& backend) : backend_(backend) {}
+
+  grpc::Status UploadDataset(grpc::ServerContext* context,
+                             grpc::ServerReader<gantry::v1::UploadDatasetRequest>* reader,
+                             gantry::v1::Dataset* response) override;
+  grpc::Status ListDatasets(grpc::ServerContext* context,
+                            const gantry::v1::ListDatasetsRequest* request,
+                            gantry::v1::ListDatasetsResponse* response) override;
+  grpc::Status GetDataset(grpc::ServerContext* context,
+                          const gantry::v1::GetDatasetRequest* request,
+                          gantry::v1::Dataset* response) override;
+  grpc::Status DeleteDataset(grpc::ServerContext* context,
+                             const gantry::v1::DeleteDatasetRequest* request,
+                             gantry::v1::DeleteDatasetResponse* response) override;
+  grpc::Status ReadDataset(grpc::ServerContext* context,
+                           const gantry::v1::ReadDatasetRequest* request,
+                           grpc::ServerWriter<gantry::v1::DatasetChunk>* writer) override;
+
+ private:
+  Backend& backend_;
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_DATASET_SERVICE_H_

@@ -1,0 +1,123 @@
+#include "server/gantry_server.h"
+
+#include <fstream>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gantry/base/status_macros.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/security/server_credentials.h"
+#include "grpcpp/server_builder.h"
+
+namespace gantry::server {
+namespace {
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
+  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+  }
+  if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  grpc::SslServerCredentialsOptions ssl;
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.private_key, ReadFile(o.tls_key_file, "--tls-key"));
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(o.tls_cert_file, "--tls-cert"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  return grpc::SslServerCredentials(ssl);
+}
+
+// The host part of "host:port" ("[::1]:0" keeps its brackets).
+std::string HostOf(const std::string& listen) {
+  const size_t colon = listen.rfind(':');
+  return colon == std::string::npos ? listen : listen.substr(0, colon);
+}
+
+}  // namespace
+
+GantryServer::GantryServer(std::unique_ptr<Backend> backend)
+    : backend_(std::move(backend)),
+      training_(*backend_),
+      generation_(*backend_),
+      catalog_(*backend_),
+      datasets_(*backend_),
+      workers_(*backend_),
+      admin_(*backend_) {}
+
+GantryServer::~GantryServer() {
+  if (server_ != nullptr) {
+    Shutdown();
+    server_->Wait();
+  }
+}
+
+absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOptions& options) {
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, Credentials(options));
+  ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(options));
+  std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
+  Backend* b = server->backend_.get();
+
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(options.listen, creds, &port);
+  builder.RegisterService(&server->training_);
+  builder.RegisterService(&server->generation_);
+  builder.RegisterService(&server->catalog_);
+  builder.RegisterService(&server->datasets_);
+  builder.RegisterService(&server->workers_);
+  builder.RegisterService(&server->admin_);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // Long-lived streams (WatchJob, worker Connect): ping idle connections, and accept client pings.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  auto auth =
+      std::make_unique<AuthInterceptorFactory>([b](Audience audience, const std::string& secret) {
+        return b->VerifyToken(audience, secret);
+      });
+  b->auth = auth.get();
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  interceptors.push_back(std::move(auth));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || port == 0) {
+    server->server_.reset();
+    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen,
+                                               " (address in use or invalid)"));
+  }
+  server->address_ = absl::StrCat(HostOf(options.listen), ":", port);
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  health->SetServingStatus(true);
+  for (const char* name :
+       {"gantry.v1.TrainingService", "gantry.v1.GenerationService", "gantry.v1.CatalogService",
+        "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
+    health->SetServingStatus(name, true);
+  }
+  return server;
+}
+
+void GantryServer::Shutdown() {
+  if (backend_->shutting_down.exchange(true)) return;
+  server_->GetHealthCheckService()->SetServingStatus(false);
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + backend_->options.shutdown_grace));
+}
+
+void GantryServer::Wait() { server_->Wait(); }
+
+}  // namespace gantry::server

@@ -1,0 +1,56 @@
+// GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking,
+// reflection, the auth interceptor, keepalive and message-size limits on one grpc::Server.
+#ifndef GANTRY_SERVER_GANTRY_SERVER_H_
+#define GANTRY_SERVER_GANTRY_SERVER_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "grpcpp/server.h"
+#include "server/admin_service.h"
+#include "server/backend.h"
+#include "server/catalog_service.h"
+#include "server/dataset_service.h"
+#include "server/generation_service.h"
+#include "server/server_options.h"
+#include "server/training_service.h"
+#include "server/worker_service.h"
+
+namespace gantry::server {
+
+// Start() returns a serving server; Shutdown() may be called from any thread, once.
+class GantryServer {
+ public:
+  // Connects to the database (applying migrations), binds options.listen (TLS when cert and key are
+  // given) and starts serving with every health status SERVING.
+  static absl::StatusOr<std::unique_ptr<GantryServer>> Start(const ServerOptions& options);
+  ~GantryServer();
+
+  // "host:port" actually bound (port resolved when options.listen asked for port 0).
+  const std::string& address() const { return address_; }
+  int migrations_applied() const { return backend_->migrations_applied; }
+
+  // Marks health NOT_SERVING, ends streams and waits up to options.shutdown_grace for calls to
+  // finish, then cancels the rest.
+  void Shutdown();
+  // Blocks until the server has shut down.
+  void Wait();
+
+ private:
+  explicit GantryServer(std::unique_ptr<Backend> backend);
+
+  std::unique_ptr<Backend> backend_;
+  TrainingService training_;
+  GenerationService generation_;
+  CatalogService catalog_;
+  DatasetService datasets_;
+  WorkerService workers_;
+  AdminService admin_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_GANTRY_SERVER_H_

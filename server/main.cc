@@ -1,0 +1,84 @@
+// gantry-server: the front server. Flags are parsed here only, into ServerOptions.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <thread>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "server/gantry_server.h"
+#include "server/server_options.h"
+
+namespace {
+
+std::string DefaultDsn() {
+  if (const char* env = std::getenv("GANTRY_DB"); env != nullptr && *env != '\0') return env;
+  return std::string("host=") + GANTRY_SOURCE_DIR +
+         "/var/pg/run port=5432 dbname=gantry user=postgres";
+}
+
+}  // namespace
+
+ABSL_FLAG(
+    std::string, listen, "127.0.0.1:50051",
+    "host:port to serve on; port 0 picks a free port (printed as \"listening on HOST:PORT\")");
+ABSL_FLAG(std::string, db, DefaultDsn(),
+          "libpq DSN of the PostgreSQL database (default: $GANTRY_DB, else deploy/local's private "
+          "instance)");
+ABSL_FLAG(std::string, data_dir, std::string(GANTRY_SOURCE_DIR) + "/var/data",
+          "directory of the blob store (datasets, checkpoints)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain; TLS is on when --tls-cert and --tls-key "
+          "are given");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
+ABSL_FLAG(std::string, admin_token_file, "",
+          "file holding a token for the admin tenant \"admin\" (created when missing)");
+ABSL_FLAG(std::string, join_token_file, "", "file holding a worker join token to accept");
+ABSL_FLAG(int64_t, max_dataset_bytes, int64_t{64} << 30, "largest dataset upload accepted");
+ABSL_FLAG(int, shutdown_grace_seconds, 5, "seconds calls get to finish on SIGINT/SIGTERM");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("gantry-server: the gantry gRPC front server");
+  absl::ParseCommandLine(argc, argv);
+
+  gantry::server::ServerOptions options;
+  options.listen = absl::GetFlag(FLAGS_listen);
+  options.db_dsn = absl::GetFlag(FLAGS_db);
+  options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
+  options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
+  options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  options.max_dataset_bytes = absl::GetFlag(FLAGS_max_dataset_bytes);
+  options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+
+  // Signals are taken synchronously by sigwait below; block them before any thread starts.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  absl::StatusOr<std::unique_ptr<gantry::server::GantryServer>> server =
+      gantry::server::GantryServer::Start(options);
+  if (!server.ok()) {
+    std::cerr << "gantry-server: cannot start: " << server.status().message() << std::endl;
+    return 1;
+  }
+  std::cerr << "gantry-server " << GANTRY_VERSION << " (" << GANTRY_GIT_COMMIT
+            << "): " << (*server)->migrations_applied() << " migration(s) applied, data in "
+            << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on") << std::endl;
+  std::cout << "listening on " << (*server)->address() << std::endl;
+
+  int signal = 0;
+  sigwait(&signals, &signal);
+  std::cerr << "gantry-server: signal " << signal << ", shutting down" << std::endl;
+  (*server)->Shutdown();
+  (*server)->Wait();
+  server->reset();
+  std::cerr << "gantry-server: stopped" << std::endl;
+  return 0;
+}

@@ -1,0 +1,32 @@
+// ServerOptions: everything gantry-server is configured with (filled from flags in main.cc only).
+#ifndef GANTRY_SERVER_SERVER_OPTIONS_H_
+#define GANTRY_SERVER_SERVER_OPTIONS_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+
+namespace gantry::server {
+
+struct ServerOptions {
+  std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  std::string db_dsn;                      // libpq DSN
+  std::string data_dir;                    // blob store root
+  std::string tls_cert_file;               // PEM; TLS only when both cert and key are given
+  std::string tls_key_file;
+  std::string admin_token_file;  // bootstrap: tenant "admin" gets this token
+  std::string join_token_file;   // bootstrap: a worker join token
+  int db_pool_size = 16;
+  int64_t max_dataset_bytes = int64_t{64} << 30;    // 64 GiB
+  int64_t max_checkpoint_bytes = int64_t{4} << 30;  // 4 GiB
+  int max_message_bytes = 16 << 20;                 // gRPC max send/receive message size
+  absl::Duration watch_poll_interval = absl::Milliseconds(200);
+  absl::Duration shutdown_grace = absl::Seconds(5);
+  int heartbeat_interval_ms = 2000;
+  int lease_timeout_ms = 15000;
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_SERVER_OPTIONS_H_

@@ -1,0 +1,193 @@
+#include "server/training_service.h"
+
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gantry/base/status_macros.h"
+#include "server/validation.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+// Admins see every tenant's jobs; everyone else only their own.
+std::string Scope(const Principal& p) { return p.admin ? "" : p.tenant; }
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+absl::Status WithField(const absl::Status& status, absl::string_view field) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
+}
+
+}  // namespace
+
+grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
+                                        const v1::SubmitJobRequest* request, v1::Job* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    if (p.worker) return absl::PermissionDeniedError("workers cannot submit jobs");
+    if (!request->has_spec()) return absl::InvalidArgumentError("spec: is missing");
+    if (request->request_id().size() > 128) {
+      return absl::InvalidArgumentError("request_id: is longer than 128 characters");
+    }
+    RETURN_IF_ERROR(ValidateJobSpec(request->spec()));
+    v1::JobSpec spec = request->spec();
+    ASSIGN_OR_RETURN(DatasetRefKind kind,
+                     ValidateDatasetRef(spec.dataset(), spec.model_preset(), "spec.dataset"));
+    if (kind == DatasetRefKind::kUploaded) {
+      RETURN_IF_ERROR(
+          WithField(backend_.datasets->Get(p.tenant, spec.dataset()).status(), "spec.dataset"));
+    }
+    if (!spec.initial_model().empty()) {
+      absl::StatusOr<v1::ModelVersion> model =
+          backend_.models->Resolve(p.tenant, spec.initial_model());
+      RETURN_IF_ERROR(WithField(model.status(), "spec.initial_model"));
+      if (model->status() == v1::MODEL_ARCHIVED) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("spec.initial_model: ", spec.initial_model(),
+                         " is archived; fine-tune from a ready "
+                         "version"));
+      }
+    }
+    if (spec.hyper_parameters().seed() == 0) {
+      // "0 = chosen by the server and recorded".
+      std::random_device rd;
+      const uint64_t seed = (uint64_t{rd()} << 32 | rd()) | 1;
+      spec.mutable_hyper_parameters()->set_seed(seed);
+    }
+    ASSIGN_OR_RETURN(*response, backend_.jobs->Create(p.tenant, spec, request->request_id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TrainingService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
+                                     v1::Job* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
+    ASSIGN_OR_RETURN(*response, backend_.jobs->Get(Scope(p), request->job_id()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TrainingService::ListJobs(grpc::ServerContext* context,
+                                       const v1::ListJobsRequest* request,
+                                       v1::ListJobsResponse* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateListJobs(*request));
+    ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
+    const std::string owner = p.admin ? request->owner() : p.tenant;
+    std::vector<v1::JobState> states;
+    for (int s : request->states()) states.push_back(static_cast<v1::JobState>(s));
+    std::map<std::string, std::string> labels(request->label_selector().begin(),
+                                              request->label_selector().end());
+    ASSIGN_OR_RETURN(auto page, backend_.jobs->List(owner, states, labels, page_size,
+                                                    request->page().page_token()));
+    for (v1::Job& job : page.items) *response->add_jobs() = std::move(job);
+    response->set_next_page_token(page.next_page_token);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
+                                        const v1::CancelJobRequest* request, v1::Job* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
+    if (request->reason().size() > 1024) {
+      return absl::InvalidArgumentError("reason: is longer than 1024 characters");
+    }
+    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
+    if (IsTerminal(job.state())) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", job.id(), " is already ", v1::JobState_Name(job.state()),
+                       "; only QUEUED, PLACING, RUNNING or RESTARTING jobs can be cancelled"));
+    }
+    if (job.state() == v1::CANCELLING) {
+      *response = std::move(job);
+      return absl::OkStatus();
+    }
+    const std::string message =
+        absl::StrCat("cancelled by ", p.tenant,
+                     request->reason().empty() ? "" : absl::StrCat(": ", request->reason()));
+    // A queued job has nothing running: it ends at once. Running ranks must stop first (issue 4's
+    // scheduler completes CANCELLING -> CANCELLED).
+    if (job.state() == v1::QUEUED) {
+      ASSIGN_OR_RETURN(*response, backend_.jobs->Transition(job.id(), {v1::QUEUED}, v1::CANCELLED,
+                                                            "CancelledByUser", message));
+    } else {
+      ASSIGN_OR_RETURN(
+          *response, backend_.jobs->Transition(job.id(), {v1::PLACING, v1::RUNNING, v1::RESTARTING},
+                                               v1::CANCELLING, "CancelRequested", message));
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TrainingService::WatchJob(grpc::ServerContext* context,
+                                       const v1::WatchJobRequest* request,
+                                       grpc::ServerWriter<v1::JobEvent>* writer) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
+    if (request->after_sequence() < 0) {
+      return absl::InvalidArgumentError("after_sequence: must be >= 0 (0 = from the beginning)");
+    }
+    const std::string scope = Scope(p);
+    int64_t after = request->after_sequence();
+    constexpr int kBatch = 500;
+    while (true) {
+      // The state is read before the events: a terminal transition and its event commit together,
+      // so once a terminal state is seen the following read includes its event.
+      ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(scope, request->job_id()));
+      std::vector<v1::JobEvent> events;
+      do {
+        ASSIGN_OR_RETURN(events, backend_.jobs->ListEvents(job.id(), after, kBatch));
+        for (const v1::JobEvent& event : events) {
+          if (!writer->Write(event)) return absl::OkStatus();  // the client went away
+          after = event.sequence();
+        }
+      } while (static_cast<int>(events.size()) == kBatch);
+      if (IsTerminal(job.state())) return absl::OkStatus();
+      const absl::Time until = absl::Now() + backend_.options.watch_poll_interval;
+      while (absl::Now() < until) {
+        if (context->IsCancelled()) return absl::CancelledError("the client cancelled the watch");
+        if (backend_.shutting_down) return absl::UnavailableError("the server is shutting down");
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+    }
+  });
+}
+
+grpc::Status TrainingService::GetJobLogs(grpc::ServerContext* context,
+                                         const v1::GetJobLogsRequest* request,
+                                         v1::GetJobLogsResponse* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateGetJobLogs(*request));
+    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
+    std::vector<v1::LogLine> lines;
+    int64_t after = 0;
+    constexpr int kBatch = 1000;
+    while (true) {
+      ASSIGN_OR_RETURN(std::vector<v1::JobEvent> events,
+                       backend_.jobs->ListEvents(job.id(), after, kBatch));
+      for (const v1::JobEvent& event : events) {
+        after = event.sequence();
+        if (!event.has_log()) continue;
+        if (request->rank() >= 0 && event.log().rank() != request->rank()) continue;
+        lines.push_back(event.log());
+      }
+      if (static_cast<int>(events.size()) < kBatch) break;
+    }
+    const size_t limit = request->tail() > 0 ? request->tail() : kMaxLogTail;
+    const size_t first = lines.size() > limit ? lines.size() - limit : 0;
+    for (size_t i = first; i < lines.size(); ++i) *response->add_lines() = std::move(lines[i]);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,151 @@
+#include "server/worker_service.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gantry/base/status_macros.h"
+#include "server/validation.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+constexpr size_t kFetchChunkBytes = 1 << 20;
+
+}  // namespace
+
+grpc::Status WorkerService::Register(grpc::ServerContext* context,
+                                     const v1::RegisterRequest* request,
+                                     v1::RegisterResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateRegister(*request));
+    ASSIGN_OR_RETURN(std::string id, backend_.workers->Upsert(*request));
+    response->set_worker_id(id);
+    response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
+    response->set_lease_timeout_ms(backend_.options.lease_timeout_ms);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status WorkerService::Connect(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::ServerMessage, v1::WorkerMessage>* stream) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    v1::WorkerMessage message;
+    if (!stream->Read(&message)) {
+      return absl::InvalidArgumentError("hello: the stream ended before the hello");
+    }
+    if (!message.has_hello()) {
+      return absl::InvalidArgumentError("hello: the first message must be a hello");
+    }
+    const std::string id = message.hello().worker_id();
+    if (id.empty()) {
+      return absl::InvalidArgumentError("hello.worker_id: is missing; call Register first");
+    }
+    absl::StatusOr<v1::WorkerInfo> worker = backend_.workers->Get(id);
+    if (!worker.ok()) {
+      return absl::Status(
+          worker.status().code(),
+          absl::StrCat("hello.worker_id: ", worker.status().message(), "; call Register first"));
+    }
+    // Until the scheduler exists (issue 4) the stream records liveness only: every heartbeat is
+    // stored and acknowledged; rank status, progress, logs and results have no job to belong to
+    // yet.
+    absl::Status result = absl::OkStatus();
+    while (!backend_.shutting_down && stream->Read(&message)) {
+      if (!message.has_heartbeat()) continue;
+      const v1::Heartbeat& hb = message.heartbeat();
+      if (hb.free_slots() < 0 || hb.free_slots() > worker->slots()) {
+        result = absl::InvalidArgumentError(absl::StrCat(
+            "heartbeat.free_slots: is ", hb.free_slots(), "; it must be in 0..", worker->slots()));
+        break;
+      }
+      std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
+      result = backend_.workers->Heartbeat(id, hb.free_slots(), cached, absl::Now());
+      if (!result.ok()) break;
+      v1::ServerMessage ack;
+      ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
+      if (!stream->Write(ack)) break;
+    }
+    backend_.workers->MarkDisconnected(id).IgnoreError();
+    return result;
+  });
+}
+
+grpc::Status WorkerService::UploadCheckpoint(
+    grpc::ServerContext* context, grpc::ServerReader<v1::UploadCheckpointRequest>* reader,
+    v1::UploadCheckpointResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    v1::UploadCheckpointRequest message;
+    if (!reader->Read(&message) || !message.has_header()) {
+      return absl::InvalidArgumentError("header: the first message must carry the header");
+    }
+    const v1::CheckpointHeader header = message.header();
+    RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
+    RETURN_IF_ERROR(backend_.jobs->Get("", header.job_id()).status());
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
+    while (reader->Read(&message)) {
+      if (!message.has_chunk()) {
+        return absl::InvalidArgumentError("chunk: only the first message may carry a header");
+      }
+      if (static_cast<int64_t>(message.chunk().size()) > kMaxUploadChunkBytes ||
+          writer->bytes_written() + static_cast<int64_t>(message.chunk().size()) >
+              header.size_bytes()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("chunk: chunks must be at most ", kMaxUploadChunkBytes,
+                         " bytes and add up to header.size_bytes (", header.size_bytes(), ")"));
+      }
+      RETURN_IF_ERROR(writer->Append(message.chunk()));
+    }
+    if (writer->bytes_written() != header.size_bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat("header.size_bytes: ", header.size_bytes(),
+                                                     " but the stream ended after ",
+                                                     writer->bytes_written(), " bytes"));
+    }
+    ASSIGN_OR_RETURN(storage::BlobInfo blob, writer->Commit(header.sha256()));
+    v1::JobEvent event;
+    v1::CheckpointSaved* saved = event.mutable_checkpoint_saved();
+    saved->set_epoch(header.epoch());
+    saved->set_step(header.step());
+    saved->set_sha256(blob.sha256);
+    saved->set_size_bytes(blob.size_bytes);
+    RETURN_IF_ERROR(backend_.jobs->AppendEvent(header.job_id(), event).status());
+    response->set_sha256(blob.sha256);
+    response->set_size_bytes(blob.size_bytes);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
+                                            const v1::FetchCheckpointRequest* request,
+                                            grpc::ServerWriter<v1::CheckpointChunk>* writer) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateSha256(request->sha256(), "sha256"));
+    if (request->offset() < 0) return absl::InvalidArgumentError("offset: must be >= 0");
+    ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(request->sha256()));
+    if (request->offset() > size) {
+      return absl::OutOfRangeError(absl::StrCat(
+          "offset: ", request->offset(), " is past the end of the checkpoint (", size, " bytes)"));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobReader> blob,
+                     backend_.blobs->Open(request->sha256(), request->offset()));
+    bool first = true;
+    while (true) {
+      if (context->IsCancelled()) return absl::CancelledError("the client cancelled the fetch");
+      v1::CheckpointChunk chunk;
+      chunk.set_offset(blob->offset());
+      chunk.set_total_bytes(size);
+      ASSIGN_OR_RETURN(*chunk.mutable_data(), blob->Read(kFetchChunkBytes));
+      const bool end = chunk.data().empty();
+      if (end && !first) return absl::OkStatus();
+      first = false;
+      if (!writer->Write(chunk)) return absl::OkStatus();
+      if (end) return absl::OkStatus();
+    }
+  });
+}
+
+}  // namespace gantry::server
