@@ -1,0 +1,307 @@
+#include "clients/cli/cli_app.h"
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "clients/cli/arg_parser.h"
+#include "clients/cli/connection.h"
+#include "clients/cli/table.h"
+
+namespace gantry::cli {
+namespace {
+
+constexpr double kDefaultTimeoutSeconds = 30;
+
+struct GlobalValues {
+  ConfigFlags config;
+  bool json = false;
+  bool help = false;
+  std::optional<std::string> timeout;
+};
+
+const FlagSpec* FindGlobal(const std::vector<FlagSpec>& globals, const std::string& name) {
+  for (const auto& flag : globals) {
+    if (flag.name == name) return &flag;
+  }
+  return nullptr;
+}
+
+// Removes the global flags from `args` (anywhere before "--") into `values`.
+absl::StatusOr<std::vector<std::string>> ExtractGlobals(const std::vector<std::string>& args,
+                                                        GlobalValues* values) {
+  const std::vector<FlagSpec> globals = GlobalFlags();
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg == "--") {
+      rest.insert(rest.end(), args.begin() + i, args.end());
+      break;
+    }
+    if (arg == "-h" || arg == "--help") {
+      values->help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      rest.push_back(arg);
+      continue;
+    }
+    std::string name = arg.substr(2);
+    std::optional<std::string> value;
+    if (size_t eq = name.find('='); eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    const FlagSpec* spec = FindGlobal(globals, name);
+    if (spec == nullptr) {
+      rest.push_back(arg);
+      continue;
+    }
+    if (spec->metavar.empty()) {
+      values->json = !value.has_value() || *value == "true";
+      continue;
+    }
+    if (!value.has_value()) {
+      if (i + 1 >= args.size()) {
+        return UsageError(absl::StrCat("flag --", name, " needs a value (", spec->metavar, ")"));
+      }
+      value = args[++i];
+    }
+    if (name == "server") values->config.server = *value;
+    if (name == "token") values->config.token = *value;
+    if (name == "ca-cert") values->config.ca_cert = *value;
+    if (name == "config") values->config.config_path = *value;
+    if (name == "timeout") values->timeout = *value;
+  }
+  return rest;
+}
+
+void PrintFlags(const std::vector<FlagSpec>& flags, std::ostream& out) {
+  std::vector<std::vector<std::string>> rows;
+  size_t width = 0;
+  for (const auto& flag : flags) {
+    std::string left =
+        absl::StrCat("  --", flag.name, flag.metavar.empty() ? "" : " ", flag.metavar);
+    width = std::max(width, left.size());
+    rows.push_back({left, absl::StrCat(flag.help, flag.repeatable ? " [repeatable]" : "")});
+  }
+  for (const auto& row : rows) {
+    out << row[0] << std::string(width - row[0].size() + 2, ' ') << row[1] << '\n';
+  }
+}
+
+std::string UsageLine(const Command& command) {
+  std::string line = absl::StrCat("gantry ", absl::StrJoin(command.path, " "));
+  for (const auto& positional : command.positionals) {
+    std::string name = positional.variadic ? absl::StrCat(positional.name, "...") : positional.name;
+    absl::StrAppend(&line, " ", positional.optional ? absl::StrCat("[", name, "]") : name);
+  }
+  if (!command.flags.empty()) absl::StrAppend(&line, " [flags]");
+  return line;
+}
+
+}  // namespace
+
+std::vector<FlagSpec> GlobalFlags() {
+  return {
+      {"server", "HOST:PORT", "gantry-server address (env GANTRY_SERVER; default localhost:50051)"},
+      {"token", "TOKEN", "API token (env GANTRY_TOKEN)"},
+      {"ca-cert", "FILE", "PEM CA bundle: connect with TLS (env GANTRY_CA_CERT)"},
+      {"config", "FILE", "config file (env GANTRY_CONFIG; default ~/.config/gantry/config)"},
+      {"timeout", "SECONDS", "deadline of each ordinary call (default 30)"},
+      {"json", "", "print protobuf JSON instead of tables"},
+  };
+}
+
+const Command* CliApp::Find(const std::vector<std::string>& words, size_t* consumed) const {
+  const Command* best = nullptr;
+  *consumed = 0;
+  for (const auto& command : commands_) {
+    const auto& path = command.path;
+    if (path.size() > words.size() || path.size() <= *consumed) continue;
+    if (std::equal(path.begin(), path.end(), words.begin())) {
+      best = &command;
+      *consumed = path.size();
+    }
+  }
+  return best;
+}
+
+bool CliApp::PrintGroupHelp(const std::vector<std::string>& prefix, std::ostream& out) const {
+  Table table({"COMMAND", "DESCRIPTION"});
+  for (const auto& command : commands_) {
+    if (command.path.size() > prefix.size() &&
+        std::equal(prefix.begin(), prefix.end(), command.path.begin())) {
+      table.AddRow({absl::StrCat("gantry ", absl::StrJoin(command.path, " ")), command.summary});
+    }
+  }
+  if (table.rows() == 0) return false;
+  out << "Commands under 'gantry " << absl::StrJoin(prefix, " ") << "':\n";
+  table.Render(out);
+  return true;
+}
+
+void CliApp::PrintUsage(std::ostream& out) const {
+  out << "gantry: command-line client of the gantry training service for calorimeter-shower "
+         "GANs\n\n"
+      << "Usage: gantry <command> [arguments] [flags]\n\nCommands:\n";
+  size_t width = 0;
+  for (const auto& command : commands_) {
+    width = std::max(width, absl::StrJoin(command.path, " ").size());
+  }
+  for (const auto& command : commands_) {
+    std::string name = absl::StrJoin(command.path, " ");
+    out << "  " << name << std::string(width - name.size() + 2, ' ') << command.summary << '\n';
+  }
+  out << "\nGlobal flags (anywhere on the line):\n";
+  std::vector<FlagSpec> flags = GlobalFlags();
+  flags.push_back({"help, -h", "", "show help (also 'gantry help <command>')"});
+  PrintFlags(flags, out);
+  out << "\nRun 'gantry <command> --help' for a command's arguments and flags.\n"
+      << "Exit codes: 0 success, 1 error reported by the server or the system, 2 usage error.\n";
+}
+
+void CliApp::PrintCommandHelp(const Command& command, std::ostream& out) const {
+  out << "Usage: " << UsageLine(command) << "\n\n" << command.summary << "\n";
+  if (!command.description.empty()) out << "\n" << command.description << "\n";
+  if (!command.positionals.empty()) {
+    out << "\nArguments:\n";
+    size_t width = 0;
+    for (const auto& positional : command.positionals)
+      width = std::max(width, positional.name.size());
+    for (const auto& positional : command.positionals) {
+      out << "  " << positional.name << std::string(width - positional.name.size() + 2, ' ')
+          << positional.help << '\n';
+    }
+  }
+  if (!command.flags.empty()) {
+    out << "\nFlags:\n";
+    PrintFlags(command.flags, out);
+  }
+  out << "\nGlobal flags: --server, --token, --ca-cert, --config, --timeout, --json "
+         "(see 'gantry help').\n";
+}
+
+int CliApp::Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+                bool err_is_tty) const {
+  auto usage_error = [&](const absl::Status& status, const std::string& hint) {
+    err << "gantry: usage: " << status.message() << '\n';
+    if (!hint.empty()) err << hint << '\n';
+    return kExitUsage;
+  };
+
+  GlobalValues globals;
+  absl::StatusOr<std::vector<std::string>> rest = ExtractGlobals(args, &globals);
+  if (!rest.ok()) return usage_error(rest.status(), "Run 'gantry help' for usage.");
+
+  std::vector<std::string> words;
+  for (const auto& token : *rest) {
+    if (!token.empty() && token[0] == '-') break;
+    words.push_back(token);
+  }
+  if (words.empty()) {
+    if (globals.help) {
+      PrintUsage(out);
+      return kExitOk;
+    }
+    PrintUsage(err);
+    return kExitUsage;
+  }
+  if (words[0] == "help") {
+    std::vector<std::string> topic(words.begin() + 1, words.end());
+    if (topic.empty()) {
+      PrintUsage(out);
+      return kExitOk;
+    }
+    size_t consumed = 0;
+    const Command* command = Find(topic, &consumed);
+    if (command != nullptr && consumed == topic.size()) {
+      PrintCommandHelp(*command, out);
+      return kExitOk;
+    }
+    if (PrintGroupHelp(topic, out)) return kExitOk;
+    return usage_error(
+        UsageError(absl::StrCat("unknown command '", absl::StrJoin(topic, " "), "'")),
+        "Run 'gantry help' for the list of commands.");
+  }
+
+  size_t consumed = 0;
+  const Command* command = Find(words, &consumed);
+  if (command == nullptr) {
+    // A group name alone ("gantry jobs") or a typo below a group ("gantry jobs lst").
+    size_t group = 0;
+    for (size_t n = words.size(); n > 0 && group == 0; --n) {
+      for (const auto& c : commands_) {
+        if (c.path.size() > n && std::equal(words.begin(), words.begin() + n, c.path.begin())) {
+          group = n;
+        }
+      }
+    }
+    if (group > 0) {
+      std::vector<std::string> prefix(words.begin(), words.begin() + group);
+      if (group == words.size() && globals.help) {
+        PrintGroupHelp(prefix, out);
+        return kExitOk;
+      }
+      if (group == words.size()) {
+        err << "gantry: usage: 'gantry " << absl::StrJoin(prefix, " ") << "' needs a subcommand\n";
+      } else {
+        err << "gantry: usage: unknown command 'gantry "
+            << absl::StrJoin(words.begin(), words.begin() + group + 1, " ") << "'\n";
+      }
+      PrintGroupHelp(prefix, err);
+      return kExitUsage;
+    }
+    return usage_error(UsageError(absl::StrCat("unknown command '", words[0], "'")),
+                       "Run 'gantry help' for the list of commands.");
+  }
+  const std::string name = absl::StrJoin(command->path, " ");
+  if (globals.help) {
+    PrintCommandHelp(*command, out);
+    return kExitOk;
+  }
+  const std::string hint = absl::StrCat("Run 'gantry ", name, " --help' for usage.");
+  std::vector<std::string> command_args(rest->begin() + consumed, rest->end());
+  absl::StatusOr<ParsedArgs> parsed =
+      ParseArgs(name, command_args, command->flags, command->positionals);
+  if (!parsed.ok()) return usage_error(parsed.status(), hint);
+
+  double timeout_seconds = kDefaultTimeoutSeconds;
+  if (globals.timeout.has_value()) {
+    absl::StatusOr<double> value = ParseDoubleFlag("timeout", *globals.timeout);
+    if (!value.ok() || *value <= 0) {
+      return usage_error(
+          UsageError(absl::StrCat("--timeout: '", *globals.timeout, "' is not a positive number")),
+          hint);
+    }
+    timeout_seconds = *value;
+  }
+
+  std::unique_ptr<Connection> connection;
+  CommandContext context{*parsed, globals.json, err_is_tty, out, err, nullptr};
+  context.connect = [&]() -> absl::StatusOr<Connection*> {
+    if (connection == nullptr) {
+      absl::StatusOr<CliConfig> config = ResolveConfig(globals.config, env_);
+      if (!config.ok()) return config.status();
+      absl::StatusOr<std::unique_ptr<Connection>> created =
+          Connection::Create(*config, absl::Seconds(timeout_seconds));
+      if (!created.ok()) return created.status();
+      connection = std::move(*created);
+    }
+    return connection.get();
+  };
+  absl::Status status = command->run(context);
+  out.flush();
+  if (!status.ok()) {
+    if (IsUsageError(status)) return usage_error(status, hint);
+    err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+        << '\n';
+    return kExitError;
+  }
+  return context.exit_code;
+}
+
+}  // namespace gantry::cli

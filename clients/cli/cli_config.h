@@ -1,0 +1,58 @@
+// CliConfig: where the CLI connects and as whom, resolved from flags > environment > config file.
+#ifndef GANTRY_CLIENTS_CLI_CLI_CONFIG_H_
+#define GANTRY_CLIENTS_CLI_CLI_CONFIG_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+
+namespace gantry::cli {
+
+// The server address used when nothing else names one.
+inline constexpr char kDefaultServer[] = "localhost:50051";
+
+struct CliConfig {
+  std::string server;   // host:port
+  std::string token;    // API token sent as "authorization: Bearer <token>"; may be empty
+  std::string ca_cert;  // path of a PEM CA bundle; non-empty = TLS
+  // Where each value came from ("flag", "env", "file <path>", "default"), for `gantry config`.
+  std::string server_source;
+  std::string token_source;
+  std::string ca_cert_source;
+};
+
+// Values given as command-line flags (unset = not given).
+struct ConfigFlags {
+  std::optional<std::string> server;
+  std::optional<std::string> token;
+  std::optional<std::string> ca_cert;
+  std::optional<std::string> config_path;  // --config
+};
+
+// The outside world the resolver reads; injectable so tests need no real environment or files.
+struct ConfigEnvironment {
+  // Returns the environment variable's value, or nullopt when unset.
+  std::function<std::optional<std::string>(const std::string&)> getenv;
+  // Returns the file's contents, NOT_FOUND when it does not exist, another error when unreadable.
+  std::function<absl::StatusOr<std::string>(const std::string&)> read_file;
+};
+
+// The real process environment and file system.
+ConfigEnvironment SystemEnvironment();
+
+// Parses the config file format: `key = value` lines (keys server, token, ca_cert), '#' comments
+// and blank lines ignored. Unknown keys and malformed lines are errors naming `path` and the line
+// number.
+absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::string& contents);
+
+// Resolves the configuration. The file is --config, else $GANTRY_CONFIG, else
+// $HOME/.config/gantry/config (absent default file = no file; an explicitly named missing file is
+// an error). Each value: flag, else GANTRY_SERVER / GANTRY_TOKEN / GANTRY_CA_CERT, else the file,
+// else the default (server only).
+absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEnvironment& env);
+
+}  // namespace gantry::cli
+
+#endif  // GANTRY_CLIENTS_CLI_CLI_CONFIG_H_

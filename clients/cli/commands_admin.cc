@@ -1,0 +1,178 @@
+// `gantry admin ...`: tenants, API tokens, worker join tokens and the worker list (admin tokens
+// only).
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "clients/cli/command.h"
+#include "clients/cli/command_helpers.h"
+#include "clients/cli/format.h"
+#include "clients/cli/json_output.h"
+#include "clients/cli/table.h"
+#include "gantry/base/status_macros.h"
+#include "gantry/v1/admin.grpc.pb.h"
+
+namespace gantry::cli {
+namespace {
+
+using v1::AdminService;
+
+void PrintTenantsTable(const std::vector<const v1::Tenant*>& tenants, std::ostream& out) {
+  Table table({"TENANT", "ADMIN", "CREATED"});
+  for (const v1::Tenant* t : tenants) {
+    table.AddRow({t->name(), t->admin() ? "yes" : "no", FormatTimestamp(t->created_at())});
+  }
+  table.Render(out);
+}
+
+absl::Status TenantsCreate(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::CreateTenantRequest request;
+  request.set_name(context.args.Positional(0));
+  request.set_admin(context.args.Has("admin"));
+  v1::Tenant tenant;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->CreateTenant(rpc.get(), request, &tenant), connection->config().server));
+  if (context.json) return PrintJson(context.out, tenant);
+  PrintTenantsTable({&tenant}, context.out);
+  return absl::OkStatus();
+}
+
+absl::Status TenantsList(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::ListTenantsRequest request;
+  std::vector<v1::Tenant> tenants;
+  std::string page_token;
+  do {
+    request.mutable_page()->set_page_token(page_token);
+    request.mutable_page()->set_page_size(1000);
+    v1::ListTenantsResponse response;
+    auto rpc = connection->NewContext();
+    RETURN_IF_ERROR(
+        FromGrpc(stub->ListTenants(rpc.get(), request, &response), connection->config().server));
+    for (auto& t : *response.mutable_tenants()) tenants.push_back(std::move(t));
+    page_token = response.next_page_token();
+  } while (!page_token.empty());
+  std::vector<const v1::Tenant*> pointers;
+  for (const auto& t : tenants) pointers.push_back(&t);
+  if (context.json) {
+    return PrintJsonArray(context.out, std::vector<const google::protobuf::Message*>(
+                                           pointers.begin(), pointers.end()));
+  }
+  PrintTenantsTable(pointers, context.out);
+  return absl::OkStatus();
+}
+
+absl::Status PrintSecret(CommandContext& context, const v1::CreateTokenResponse& response,
+                         const std::string& what) {
+  if (context.json) return PrintJson(context.out, response);
+  if (context.args.Has("quiet")) {
+    context.out << response.token() << '\n';
+    return absl::OkStatus();
+  }
+  context.out << "token_id: " << response.token_id() << '\n'
+              << "token:    " << response.token() << '\n';
+  context.err << "This " << what << " is shown only once; store it now.\n";
+  return absl::OkStatus();
+}
+
+absl::Status TokensCreate(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::CreateTokenRequest request;
+  request.set_tenant(context.args.Positional(0));
+  request.set_description(context.args.Get("description").value_or(""));
+  v1::CreateTokenResponse response;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->CreateToken(rpc.get(), request, &response), connection->config().server));
+  return PrintSecret(context, response, "API token");
+}
+
+absl::Status TokensRevoke(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::RevokeTokenRequest request;
+  request.set_token_id(context.args.Positional(0));
+  v1::RevokeTokenResponse response;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->RevokeToken(rpc.get(), request, &response), connection->config().server));
+  if (context.json) return PrintJson(context.out, response);
+  context.out << "revoked " << request.token_id() << '\n';
+  return absl::OkStatus();
+}
+
+absl::Status JoinTokensCreate(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::CreateJoinTokenRequest request;
+  request.set_description(context.args.Get("description").value_or(""));
+  v1::CreateTokenResponse response;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->CreateJoinToken(rpc.get(), request, &response), connection->config().server));
+  return PrintSecret(context, response, "join token");
+}
+
+absl::Status Workers(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::ListWorkersRequest request;
+  v1::ListWorkersResponse response;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->ListWorkers(rpc.get(), request, &response), connection->config().server));
+  if (context.json) return PrintJsonArray(context.out, response.workers());
+  if (response.workers().empty()) {
+    context.out << "No workers.\n";
+    return absl::OkStatus();
+  }
+  Table table({"ID", "NAME", "DEVICE", "SLOTS", "FREE", "CONNECTED", "LAST_HEARTBEAT", "LABELS",
+               "VERSION"});
+  const absl::Time now = absl::Now();
+  for (const auto& w : response.workers()) {
+    table.AddRow({w.id(), w.name(), DeviceName(w.device()), absl::StrCat(w.slots()),
+                  absl::StrCat(w.free_slots()), w.connected() ? "yes" : "no",
+                  FormatAge(w.last_heartbeat(), now), FormatLabels(w.labels()), w.version()});
+  }
+  table.Render(context.out);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddAdminCommands(std::vector<Command>* commands) {
+  commands->push_back({{"admin", "tenants", "create"},
+                       "Create a tenant",
+                       "",
+                       {{"NAME", "[a-z][a-z0-9-]{0,62}"}},
+                       {{"admin", "", "the tenant's tokens may call the admin commands"}},
+                       TenantsCreate});
+  commands->push_back({{"admin", "tenants", "list"}, "List tenants", "", {}, {}, TenantsList});
+  commands->push_back({{"admin", "tokens", "create"},
+                       "Issue an API token for a tenant (the secret is shown once)",
+                       "",
+                       {{"TENANT", "tenant name"}},
+                       {{"description", "TEXT", "what the token is for"},
+                        {"quiet", "", "print only the secret (for scripts)"}},
+                       TokensCreate});
+  commands->push_back({{"admin", "tokens", "revoke"},
+                       "Revoke an API token",
+                       "",
+                       {{"TOKEN_ID", "the token_id printed by 'admin tokens create'"}},
+                       {},
+                       TokensRevoke});
+  commands->push_back({{"admin", "join-tokens", "create"},
+                       "Issue a worker join token (the secret is shown once)",
+                       "",
+                       {},
+                       {{"description", "TEXT", "what the token is for"},
+                        {"quiet", "", "print only the secret (for scripts)"}},
+                       JoinTokensCreate});
+  commands->push_back({{"admin", "workers"}, "List registered workers", "", {}, {}, Workers});
+}
+
+}  // namespace gantry::cli

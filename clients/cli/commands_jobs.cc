@@ -1,0 +1,270 @@
+// `gantry jobs ...`: submit, list, get, cancel, watch and read the logs of training jobs.
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "clients/cli/command.h"
+#include "clients/cli/command_helpers.h"
+#include "clients/cli/format.h"
+#include "clients/cli/job_spec_builder.h"
+#include "clients/cli/json_output.h"
+#include "clients/cli/table.h"
+#include "gantry/base/status_macros.h"
+#include "gantry/v1/training.grpc.pb.h"
+
+namespace gantry::cli {
+namespace {
+
+using v1::TrainingService;
+
+void PrintJobsTable(const std::vector<const v1::Job*>& jobs, std::ostream& out) {
+  Table table({"ID", "NAME", "STATE", "REASON", "AGE", "PROGRESS", "OWNER"});
+  const absl::Time now = absl::Now();
+  for (const v1::Job* job : jobs) {
+    table.AddRow({job->id(), job->spec().display_name(), JobStateName(job->state()), job->reason(),
+                  FormatAge(job->created_at(), now), FormatProgressCell(job->progress()),
+                  job->owner()});
+  }
+  table.Render(out);
+}
+
+absl::Status PrintJob(CommandContext& context, const v1::Job& job) {
+  if (context.json) return PrintJson(context.out, job);
+  PrintJobsTable({&job}, context.out);
+  return absl::OkStatus();
+}
+
+absl::Status Submit(CommandContext& context) {
+  ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(context.args, ReadWholeFile));
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  request.set_request_id(context.args.Get("request-id").value_or(""));
+  v1::Job job;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(FromGrpc(stub->SubmitJob(rpc.get(), request, &job), connection->config().server));
+  return PrintJob(context, job);
+}
+
+absl::Status List(CommandContext& context) {
+  v1::ListJobsRequest request;
+  for (const std::string& text : context.args.GetAll("state")) {
+    absl::StatusOr<v1::JobState> state = ParseJobState(text);
+    if (!state.ok()) return UsageError(absl::StrCat("--state: ", state.status().message()));
+    request.add_states(*state);
+  }
+  request.set_owner(context.args.Get("owner").value_or(""));
+  RETURN_IF_ERROR(AddKeyValues(context.args, "label", request.mutable_label_selector()));
+  ASSIGN_OR_RETURN(int limit, IntFlagOr(context.args, "limit", 50));
+  if (limit < 0) return UsageError("--limit: must be >= 0 (0 = all)");
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+
+  std::vector<v1::Job> jobs;
+  std::string page_token;
+  do {
+    request.mutable_page()->set_page_token(page_token);
+    int remaining = limit == 0 ? 1000 : limit - static_cast<int>(jobs.size());
+    request.mutable_page()->set_page_size(std::min(remaining, 1000));
+    v1::ListJobsResponse response;
+    auto rpc = connection->NewContext();
+    RETURN_IF_ERROR(
+        FromGrpc(stub->ListJobs(rpc.get(), request, &response), connection->config().server));
+    for (auto& job : *response.mutable_jobs()) jobs.push_back(std::move(job));
+    page_token = response.next_page_token();
+  } while (!page_token.empty() && (limit == 0 || static_cast<int>(jobs.size()) < limit));
+  if (limit > 0 && static_cast<int>(jobs.size()) > limit) jobs.resize(limit);
+
+  std::vector<const v1::Job*> pointers;
+  for (const auto& job : jobs) pointers.push_back(&job);
+  if (context.json) {
+    return PrintJsonArray(context.out, std::vector<const google::protobuf::Message*>(
+                                           pointers.begin(), pointers.end()));
+  }
+  if (jobs.empty()) {
+    context.out << "No jobs.\n";
+    return absl::OkStatus();
+  }
+  PrintJobsTable(pointers, context.out);
+  if (!page_token.empty()) {
+    context.err << "(more jobs: raise --limit, or --limit 0 for all)\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Job> FetchJob(CommandContext& context, const std::string& id) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::GetJobRequest request;
+  request.set_job_id(id);
+  v1::Job job;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(FromGrpc(stub->GetJob(rpc.get(), request, &job), connection->config().server));
+  return job;
+}
+
+absl::Status Get(CommandContext& context) {
+  ASSIGN_OR_RETURN(v1::Job job, FetchJob(context, context.args.Positional(0)));
+  if (context.json) return PrintJson(context.out, job);
+  const v1::JobSpec& spec = job.spec();
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"ID", job.id()},
+      {"Name", spec.display_name()},
+      {"Owner", job.owner()},
+      {"State", JobStateName(job.state())},
+      {"Reason", job.reason()},
+      {"Message", job.message()},
+      {"Created", FormatTimestamp(job.created_at())},
+      {"Started", FormatTimestamp(job.started_at())},
+      {"Finished", FormatTimestamp(job.finished_at())},
+      {"Preset", spec.model_preset()},
+      {"Dataset", spec.dataset()},
+      {"World size",
+       absl::StrCat(spec.world_size(), " x ", DeviceName(spec.resources_per_rank().device()))},
+      {"Epochs", absl::StrCat(spec.hyper_parameters().epochs())},
+      {"Batch per rank", absl::StrCat(spec.hyper_parameters().batch_per_rank())},
+      {"Learning rate", absl::StrCat(spec.hyper_parameters().learning_rate())},
+      {"Priority", absl::StrCat(spec.priority())},
+      {"Labels", FormatLabels(spec.labels())},
+      {"Worker selector", FormatLabels(spec.worker_selector())},
+      {"Progress", FormatProgressCell(job.progress())},
+      {"Losses", FormatMetrics(job.progress().losses())},
+      {"Restarts", absl::StrCat(job.restarts(), " of max ", spec.max_restarts())},
+      {"Workers", absl::StrJoin(job.assigned_workers(), ",")},
+      {"Model", job.model_ref()},
+  };
+  for (auto& [key, value] : rows) {
+    context.out << key << ":" << std::string(17 - key.size(), ' ') << (value.empty() ? "-" : value)
+                << '\n';
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Cancel(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::CancelJobRequest request;
+  request.set_job_id(context.args.Positional(0));
+  request.set_reason(context.args.Get("reason").value_or(""));
+  v1::Job job;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(FromGrpc(stub->CancelJob(rpc.get(), request, &job), connection->config().server));
+  return PrintJob(context, job);
+}
+
+absl::Status Watch(CommandContext& context) {
+  const std::string id = context.args.Positional(0);
+  ASSIGN_OR_RETURN(int after, IntFlagOr(context.args, "after", 0));
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::WatchJobRequest request;
+  request.set_job_id(id);
+  request.set_after_sequence(after);
+  // No deadline: a watch follows the job for as long as it runs.
+  auto rpc = connection->NewLongContext(std::nullopt);
+  auto reader = stub->WatchJob(rpc.get(), request);
+  v1::JobEvent event;
+  v1::JobState last_state = v1::JOB_STATE_UNSPECIFIED;
+  std::string last_reason, last_message;
+  while (reader->Read(&event)) {
+    if (context.json) {
+      RETURN_IF_ERROR(PrintJson(context.out, event));
+    } else {
+      context.out << FormatJobEvent(event) << '\n';
+    }
+    context.out.flush();
+    if (event.has_state_change()) {
+      last_state = event.state_change().to();
+      last_reason = event.state_change().reason();
+      last_message = event.state_change().message();
+    }
+  }
+  RETURN_IF_ERROR(FromGrpc(reader->Finish(), connection->config().server));
+  if (!IsTerminal(last_state)) {
+    // The stream closed without a final state in view (e.g. watched from a late sequence): ask.
+    ASSIGN_OR_RETURN(v1::Job job, FetchJob(context, id));
+    last_state = job.state();
+    last_reason = job.reason();
+    last_message = job.message();
+  }
+  if (last_state == v1::SUCCEEDED) return absl::OkStatus();
+  context.err << "gantry: job " << id << " ended " << JobStateName(last_state);
+  if (!last_reason.empty()) context.err << " (" << last_reason << ": " << last_message << ")";
+  context.err << '\n';
+  context.exit_code = 1;
+  return absl::OkStatus();
+}
+
+absl::Status Logs(CommandContext& context) {
+  ASSIGN_OR_RETURN(int rank, IntFlagOr(context.args, "rank", -1));
+  ASSIGN_OR_RETURN(int tail, IntFlagOr(context.args, "tail", 0));
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::GetJobLogsRequest request;
+  request.set_job_id(context.args.Positional(0));
+  request.set_rank(rank);
+  request.set_tail(tail);
+  v1::GetJobLogsResponse response;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->GetJobLogs(rpc.get(), request, &response), connection->config().server));
+  if (context.json) return PrintJsonArray(context.out, response.lines());
+  for (const auto& line : response.lines()) {
+    context.out << "[rank " << line.rank() << "] " << (line.level().empty() ? "INFO" : line.level())
+                << " " << line.text() << '\n';
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void AddJobCommands(std::vector<Command>* commands) {
+  std::vector<FlagSpec> submit_flags = JobSpecFlags();
+  submit_flags.push_back({"request-id", "ID", "idempotency key: a retry returns the same job"});
+  commands->push_back(
+      {{"jobs", "submit"},
+       "Submit a training job (it is stored as QUEUED and the command returns at once)",
+       "Builds a JobSpec from --spec (protobuf JSON) and/or the flags (flags win), e.g.\n"
+       "  gantry jobs submit --name ele-25 --preset 3dgan-25 --dataset ds-<id> --epochs 30 \\\n"
+       "      --batch 64 --world-size 4 --label team=calo",
+       {},
+       submit_flags,
+       Submit});
+  commands->push_back({{"jobs", "list"},
+                       "List jobs (newest first)",
+                       "",
+                       {},
+                       {{"state", "STATE", "only jobs in this state, e.g. queued", true},
+                        {"owner", "TENANT", "only jobs of this tenant (admins)"},
+                        {"label", "K=V", "only jobs carrying this label", true},
+                        {"limit", "N", "at most N jobs (default 50; 0 = all)"}},
+                       List});
+  commands->push_back({{"jobs", "get"}, "Show one job", "", {{"JOB_ID", "job-<uuid>"}}, {}, Get});
+  commands->push_back({{"jobs", "cancel"},
+                       "Cancel a job (QUEUED jobs end at once, running ones go CANCELLING)",
+                       "",
+                       {{"JOB_ID", "job-<uuid>"}},
+                       {{"reason", "TEXT", "recorded in the transition message"}},
+                       Cancel});
+  commands->push_back(
+      {{"jobs", "watch"},
+       "Follow a job's events until it ends; exit 0 only if it SUCCEEDED",
+       "Prints state changes (with reason and message), progress (epoch, step, losses, samples/s,\n"
+       "ETA), log lines, checkpoints and the registered model, one line each. With --json, one\n"
+       "JobEvent object per line.",
+       {{"JOB_ID", "job-<uuid>"}},
+       {{"after", "SEQ", "start after this event sequence number (default 0: from the start)"}},
+       Watch});
+  commands->push_back(
+      {{"jobs", "logs"},
+       "Print a job's log lines",
+       "",
+       {{"JOB_ID", "job-<uuid>"}},
+       {{"rank", "N", "only this rank (default: all)"}, {"tail", "N", "only the last N lines"}},
+       Logs});
+}
+
+}  // namespace gantry::cli

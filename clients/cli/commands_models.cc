@@ -1,0 +1,269 @@
+// `gantry models ...`: the model registry: list, show, aliases, tags, archive.
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "clients/cli/command.h"
+#include "clients/cli/command_helpers.h"
+#include "clients/cli/format.h"
+#include "clients/cli/json_output.h"
+#include "clients/cli/table.h"
+#include "gantry/base/status_macros.h"
+#include "gantry/v1/catalog.grpc.pb.h"
+
+namespace gantry::cli {
+namespace {
+
+using v1::CatalogService;
+
+std::string ModelRef(const v1::ModelVersion& model) {
+  return absl::StrCat(model.name(), ":", model.version());
+}
+
+void PrintModelsTable(const std::vector<const v1::ModelVersion*>& models, std::ostream& out) {
+  Table table(
+      {"MODEL", "STATUS", "ALIASES", "PRESET", "PARTICLE", "FOM", "VISIBILITY", "OWNER", "AGE"});
+  const absl::Time now = absl::Now();
+  for (const v1::ModelVersion* m : models) {
+    auto fom = m->metrics().find("fom");
+    table.AddRow({ModelRef(*m), ModelStatusName(m->status()), absl::StrJoin(m->aliases(), ","),
+                  m->lineage().model_preset(), ParticleName(m->particle()),
+                  fom == m->metrics().end() ? "" : absl::StrFormat("%.4g", fom->second),
+                  VisibilityName(m->visibility()), m->owner(), FormatAge(m->created_at(), now)});
+  }
+  table.Render(out);
+}
+
+absl::Status PrintModel(CommandContext& context, const v1::ModelVersion& model) {
+  if (context.json) return PrintJson(context.out, model);
+  PrintModelsTable({&model}, context.out);
+  return absl::OkStatus();
+}
+
+// "--max-metric fom=0.2" -> MetricFilter{metric: fom, max: 0.2}.
+absl::Status AddMetricFilters(const ParsedArgs& args, const std::string& flag, bool is_max,
+                              v1::ListModelsRequest* request) {
+  for (const std::string& text : args.GetAll(flag)) {
+    ASSIGN_OR_RETURN(auto pair, ParseKeyValueFlag(flag, text));
+    ASSIGN_OR_RETURN(double bound, ParseDoubleFlag(flag, pair.second));
+    v1::MetricFilter* filter = request->add_metric_filters();
+    filter->set_metric(pair.first);
+    if (is_max) {
+      filter->set_max(bound);
+    } else {
+      filter->set_min(bound);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status List(CommandContext& context) {
+  v1::ListModelsRequest request;
+  request.set_name(context.args.Get("name").value_or(""));
+  RETURN_IF_ERROR(AddKeyValues(context.args, "tag", request.mutable_tags()));
+  RETURN_IF_ERROR(AddMetricFilters(context.args, "max-metric", true, &request));
+  RETURN_IF_ERROR(AddMetricFilters(context.args, "min-metric", false, &request));
+  request.set_order_by(context.args.Get("order-by").value_or(""));
+  request.set_include_archived(context.args.Has("include-archived"));
+  ASSIGN_OR_RETURN(int limit, IntFlagOr(context.args, "limit", 50));
+  if (limit < 0) return UsageError("--limit: must be >= 0 (0 = all)");
+  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  std::vector<v1::ModelVersion> models;
+  std::string page_token;
+  do {
+    request.mutable_page()->set_page_token(page_token);
+    int remaining = limit == 0 ? 1000 : limit - static_cast<int>(models.size());
+    request.mutable_page()->set_page_size(std::min(remaining, 1000));
+    v1::ListModelsResponse response;
+    auto rpc = connection->NewContext();
+    RETURN_IF_ERROR(
+        FromGrpc(stub->ListModels(rpc.get(), request, &response), connection->config().server));
+    for (auto& m : *response.mutable_models()) models.push_back(std::move(m));
+    page_token = response.next_page_token();
+  } while (!page_token.empty() && (limit == 0 || static_cast<int>(models.size()) < limit));
+  if (limit > 0 && static_cast<int>(models.size()) > limit) models.resize(limit);
+  std::vector<const v1::ModelVersion*> pointers;
+  for (const auto& m : models) pointers.push_back(&m);
+  if (context.json) {
+    return PrintJsonArray(context.out, std::vector<const google::protobuf::Message*>(
+                                           pointers.begin(), pointers.end()));
+  }
+  if (models.empty()) {
+    context.out << "No models.\n";
+    return absl::OkStatus();
+  }
+  PrintModelsTable(pointers, context.out);
+  return absl::OkStatus();
+}
+
+absl::Status Get(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::GetModelRequest request;
+  request.set_model(context.args.Positional(0));
+  v1::ModelVersion m;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(FromGrpc(stub->GetModel(rpc.get(), request, &m), connection->config().server));
+  if (context.json) return PrintJson(context.out, m);
+  const v1::Lineage& lineage = m.lineage();
+  std::vector<std::pair<std::string, std::string>> rows = {
+      {"Model", ModelRef(m)},
+      {"Status", ModelStatusName(m.status())},
+      {"Aliases", absl::StrJoin(m.aliases(), ",")},
+      {"Owner", m.owner()},
+      {"Visibility", VisibilityName(m.visibility())},
+      {"Description", m.description()},
+      {"Tags", FormatLabels(m.tags())},
+      {"Created", FormatTimestamp(m.created_at())},
+      {"Particle", ParticleName(m.particle())},
+      {"Energy [GeV]", FormatRange(m.energy_range_gev())},
+      {"Theta [rad]", FormatRange(m.theta_range_rad())},
+      {"Checkpoint",
+       absl::StrCat(FormatBytes(m.checkpoint_size_bytes()), " sha256 ", m.checkpoint_sha256())},
+      {"Metrics", FormatMetrics(m.metrics())},
+      {"Job", lineage.job_id()},
+      {"Preset", lineage.model_preset()},
+      {"Dataset",
+       absl::StrCat(lineage.dataset(), lineage.dataset_sha256().empty() ? "" : " sha256 ",
+                    lineage.dataset_sha256())},
+      {"World size", absl::StrCat(lineage.world_size())},
+      {"Parent model", lineage.parent_model()},
+      {"Code version", lineage.code_version()},
+      {"Hyper-params", FormatLabels(lineage.hyper_parameters())},
+  };
+  std::vector<std::string> histograms;
+  for (const auto& h : m.histograms()) {
+    histograms.push_back(
+        h.energy_bin().empty() ? h.name() : absl::StrCat(h.name(), " [", h.energy_bin(), "]"));
+  }
+  rows.push_back({"Histograms", absl::StrJoin(histograms, ", ")});
+  for (auto& [key, value] : rows) {
+    context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
+                << '\n';
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AliasSet(CommandContext& context) {
+  absl::StatusOr<int> version = ParseIntFlag("version", context.args.Positional(2));
+  if (!version.ok() || *version <= 0) {
+    return UsageError(absl::StrCat("VERSION: '", context.args.Positional(2),
+                                   "' is not a version number (1, 2, ...)"));
+  }
+  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::SetAliasRequest request;
+  request.set_name(context.args.Positional(0));
+  request.set_alias(context.args.Positional(1));
+  request.set_version(*version);
+  v1::ModelVersion m;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(FromGrpc(stub->SetAlias(rpc.get(), request, &m), connection->config().server));
+  return PrintModel(context, m);
+}
+
+absl::Status AliasDelete(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::DeleteAliasRequest request;
+  request.set_name(context.args.Positional(0));
+  request.set_alias(context.args.Positional(1));
+  v1::DeleteAliasResponse response;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->DeleteAlias(rpc.get(), request, &response), connection->config().server));
+  if (context.json) return PrintJson(context.out, response);
+  context.out << "deleted alias " << request.name() << "@" << request.alias() << '\n';
+  return absl::OkStatus();
+}
+
+absl::Status Tag(CommandContext& context) {
+  v1::SetTagsRequest request;
+  request.set_model(context.args.Positional(0));
+  const auto& positionals = context.args.positionals();
+  for (size_t i = 1; i < positionals.size(); ++i) {
+    ASSIGN_OR_RETURN(auto pair, ParseKeyValueFlag("tag", positionals[i]));
+    (*request.mutable_set())[pair.first] = pair.second;
+  }
+  for (const std::string& key : context.args.GetAll("remove")) request.add_remove(key);
+  if (request.set().empty() && request.remove().empty()) {
+    return UsageError("give at least one KEY=VALUE to set or --remove KEY");
+  }
+  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::ModelVersion m;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(FromGrpc(stub->SetTags(rpc.get(), request, &m), connection->config().server));
+  if (context.json) return PrintJson(context.out, m);
+  context.out << ModelRef(m) << " tags: " << FormatLabels(m.tags()) << '\n';
+  return absl::OkStatus();
+}
+
+absl::Status Archive(CommandContext& context) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  v1::ArchiveModelRequest request;
+  request.set_model(context.args.Positional(0));
+  v1::ModelVersion m;
+  auto rpc = connection->NewContext();
+  RETURN_IF_ERROR(
+      FromGrpc(stub->ArchiveModel(rpc.get(), request, &m), connection->config().server));
+  return PrintModel(context, m);
+}
+
+}  // namespace
+
+void AddModelCommands(std::vector<Command>* commands) {
+  commands->push_back(
+      {{"models", "list"},
+       "List model versions (newest first)",
+       "",
+       {},
+       {{"name", "NAME", "only versions of this model"},
+        {"tag", "K=V", "only versions carrying this tag", true},
+        {"max-metric", "M=X", "only versions with metric M <= X, e.g. fom=0.2", true},
+        {"min-metric", "M=X", "only versions with metric M >= X", true},
+        {"order-by", "KEY", "created_at (default) or metric:<name> (ascending)"},
+        {"include-archived", "", "also list archived versions"},
+        {"limit", "N", "at most N versions (default 50; 0 = all)"}},
+       List});
+  commands->push_back({{"models", "get"},
+                       "Show a model version: metrics, lineage, histograms",
+                       "",
+                       {{"MODEL", "name:version or name@alias"}},
+                       {},
+                       Get});
+  commands->push_back({{"models", "alias", "set"},
+                       "Point an alias (e.g. champion) at a version",
+                       "",
+                       {{"NAME", "model name"},
+                        {"ALIAS", "[a-z][a-z0-9_-]{0,62}, not a number"},
+                        {"VERSION", "version number"}},
+                       {},
+                       AliasSet});
+  commands->push_back({{"models", "alias", "delete"},
+                       "Remove an alias",
+                       "",
+                       {{"NAME", "model name"}, {"ALIAS", "the alias"}},
+                       {},
+                       AliasDelete});
+  commands->push_back({{"models", "tag"},
+                       "Set or remove tags of a model version",
+                       "",
+                       {{"MODEL", "name:version or name@alias"},
+                        {"KEY=VALUE", "tags to add or overwrite", true, true}},
+                       {{"remove", "KEY", "tag key to remove", true}},
+                       Tag});
+  commands->push_back({{"models", "archive"},
+                       "Archive a version (hidden from listings, no generation; kept for lineage)",
+                       "",
+                       {{"MODEL", "name:version or name@alias"}},
+                       {},
+                       Archive});
+}
+
+}  // namespace gantry::cli

@@ -1,0 +1,54 @@
+// Connection: the channel to gantry-server (plain or TLS) and per-call contexts carrying the API
+// token and a deadline.
+#ifndef GANTRY_CLIENTS_CLI_CONNECTION_H_
+#define GANTRY_CLIENTS_CLI_CONNECTION_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "clients/cli/cli_config.h"
+
+namespace gantry::cli {
+
+class Connection {
+ public:
+  // Builds the channel from `config` (reads the CA bundle when ca_cert is set). `timeout` is the
+  // deadline of ordinary calls. No network traffic happens until the first call.
+  static absl::StatusOr<std::unique_ptr<Connection>> Create(const CliConfig& config,
+                                                            absl::Duration timeout);
+
+  const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
+  const CliConfig& config() const { return config_; }
+
+  // A context with the token metadata and the ordinary call deadline.
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+  // A context for a long call: `deadline` from now, or none (nullopt) for streams that follow a
+  // job.
+  std::unique_ptr<grpc::ClientContext> NewLongContext(std::optional<absl::Duration> deadline) const;
+
+  // Calls grpc.health.v1.Health/Check for `service` ("" = the whole server). Returns the serving
+  // status name ("SERVING", "NOT_SERVING", "SERVICE_UNKNOWN", "UNKNOWN").
+  absl::StatusOr<std::string> CheckHealth(const std::string& service) const;
+
+ private:
+  Connection(CliConfig config, std::shared_ptr<grpc::Channel> channel, absl::Duration timeout)
+      : config_(std::move(config)), channel_(std::move(channel)), timeout_(timeout) {}
+
+  CliConfig config_;
+  std::shared_ptr<grpc::Channel> channel_;
+  absl::Duration timeout_;
+};
+
+// Converts a gRPC status to an absl::Status with the same code and message. A DEADLINE_EXCEEDED or
+// UNAVAILABLE gets a hint naming the server address.
+absl::Status FromGrpc(const grpc::Status& status, const std::string& server = "");
+
+}  // namespace gantry::cli
+
+#endif  // GANTRY_CLIENTS_CLI_CONNECTION_H_

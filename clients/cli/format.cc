@@ -1,0 +1,268 @@
+#include "clients/cli/format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+
+namespace gantry::cli {
+namespace {
+
+std::string Normalize(const std::string& text) {
+  std::string lower = absl::AsciiStrToLower(text);
+  absl::StrReplaceAll({{"_", "-"}}, &lower);
+  return lower;
+}
+
+// Trims "10.000" to "10", "0.50" to "0.5".
+std::string Number(double value) {
+  std::string text = absl::StrFormat("%.6g", value);
+  return text;
+}
+
+std::string Short(double value) { return absl::StrFormat("%.3g", value); }
+
+}  // namespace
+
+std::string JobStateName(v1::JobState state) {
+  if (state == v1::JOB_STATE_UNSPECIFIED) return "-";
+  const std::string& name = v1::JobState_Name(state);
+  return name.empty() ? absl::StrCat("STATE_", static_cast<int>(state)) : name;
+}
+
+absl::StatusOr<v1::JobState> ParseJobState(const std::string& text) {
+  v1::JobState state;
+  if (v1::JobState_Parse(absl::AsciiStrToUpper(text), &state) &&
+      state != v1::JOB_STATE_UNSPECIFIED) {
+    return state;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown job state '", text,
+      "' (one of queued, placing, running, restarting, succeeded, failed, cancelling, cancelled)"));
+}
+
+bool IsTerminal(v1::JobState state) {
+  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+}
+
+std::string ParticleName(v1::Particle particle) {
+  switch (particle) {
+    case v1::PARTICLE_ELECTRON:
+      return "electron";
+    case v1::PARTICLE_PHOTON:
+      return "photon";
+    case v1::PARTICLE_PI0:
+      return "pi0";
+    case v1::PARTICLE_CHARGED_PION:
+      return "charged-pion";
+    default:
+      return "-";
+  }
+}
+
+absl::StatusOr<v1::Particle> ParseParticle(const std::string& text) {
+  const std::string name = Normalize(text);
+  if (name == "electron" || name == "ele" || name == "e") return v1::PARTICLE_ELECTRON;
+  if (name == "photon" || name == "gamma") return v1::PARTICLE_PHOTON;
+  if (name == "pi0") return v1::PARTICLE_PI0;
+  if (name == "charged-pion" || name == "chpi" || name == "pion") return v1::PARTICLE_CHARGED_PION;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown particle '", text, "' (one of electron, photon, pi0, charged-pion)"));
+}
+
+std::string DeviceName(v1::DeviceKind device) {
+  return device == v1::DEVICE_KIND_GPU ? "gpu" : "cpu";
+}
+
+absl::StatusOr<v1::DeviceKind> ParseDevice(const std::string& text) {
+  const std::string name = Normalize(text);
+  if (name == "cpu") return v1::DEVICE_KIND_CPU;
+  if (name == "gpu" || name == "cuda") return v1::DEVICE_KIND_GPU;
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", text, "' (cpu or gpu)"));
+}
+
+std::string VisibilityName(v1::Visibility visibility) {
+  return visibility == v1::VISIBILITY_PUBLIC ? "public" : "private";
+}
+
+absl::StatusOr<v1::Visibility> ParseVisibility(const std::string& text) {
+  const std::string name = Normalize(text);
+  if (name == "private") return v1::VISIBILITY_PRIVATE;
+  if (name == "public") return v1::VISIBILITY_PUBLIC;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown visibility '", text, "' (private or public)"));
+}
+
+std::string LayoutName(v1::DatasetLayout layout) {
+  switch (layout) {
+    case v1::LAYOUT_3DGAN_FIXED_ANGLE:
+      return "3dgan-fixed-angle";
+    case v1::LAYOUT_3DGAN_VARIABLE_ANGLE:
+      return "3dgan-variable-angle";
+    case v1::LAYOUT_CALOCHALLENGE:
+      return "calochallenge";
+    default:
+      return "-";
+  }
+}
+
+std::string ModelStatusName(v1::ModelStatus status) {
+  switch (status) {
+    case v1::MODEL_READY:
+      return "ready";
+    case v1::MODEL_ARCHIVED:
+      return "archived";
+    default:
+      return "-";
+  }
+}
+
+absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
+  const std::string name = Normalize(text);
+  if (name == "fp32" || name == "float32") return v1::PRECISION_FP32;
+  if (name == "bf16" || name == "bfloat16") return v1::PRECISION_BF16;
+  return absl::InvalidArgumentError(absl::StrCat("unknown precision '", text, "' (fp32 or bf16)"));
+}
+
+std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp) {
+  if (timestamp.seconds() == 0 && timestamp.nanos() == 0) return "-";
+  absl::Time time = absl::FromUnixSeconds(timestamp.seconds());
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", time, absl::UTCTimeZone());
+}
+
+std::string FormatAge(const google::protobuf::Timestamp& timestamp, absl::Time now) {
+  if (timestamp.seconds() == 0 && timestamp.nanos() == 0) return "-";
+  int64_t seconds = absl::ToInt64Seconds(now - absl::FromUnixSeconds(timestamp.seconds()));
+  if (seconds < 0) seconds = 0;
+  if (seconds < 120) return absl::StrCat(seconds, "s");
+  if (seconds < 120 * 60) return absl::StrCat(seconds / 60, "m");
+  if (seconds < 48 * 3600) return absl::StrCat(seconds / 3600, "h");
+  return absl::StrCat(seconds / 86400, "d");
+}
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "-";
+  int64_t total = static_cast<int64_t>(std::llround(seconds));
+  int64_t hours = total / 3600, minutes = (total % 3600) / 60, secs = total % 60;
+  if (hours > 0) return absl::StrFormat("%dh%02dm", hours, minutes);
+  if (minutes > 0) return absl::StrFormat("%dm%02ds", minutes, secs);
+  return absl::StrFormat("%ds", secs);
+}
+
+std::string FormatBytes(int64_t bytes) {
+  if (bytes < 1024) return absl::StrCat(bytes, " B");
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = -1;
+  while (value >= 1024 && unit < 3) {
+    value /= 1024;
+    ++unit;
+  }
+  return absl::StrFormat(value < 10 ? "%.2f %s" : "%.1f %s", value, units[unit]);
+}
+
+std::string FormatProgressCell(const v1::Progress& progress) {
+  if (progress.epochs() <= 0) return "-";
+  double fraction = static_cast<double>(progress.epoch()) / progress.epochs();
+  if (progress.steps_per_epoch() > 0 && progress.epoch() < progress.epochs()) {
+    double within = static_cast<double>(progress.step() % progress.steps_per_epoch()) /
+                    progress.steps_per_epoch();
+    fraction = (progress.epoch() + within) / progress.epochs();
+  }
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  return absl::StrFormat("%d/%d %d%%", progress.epoch(), progress.epochs(),
+                         static_cast<int>(fraction * 100));
+}
+
+std::string FormatShape(const google::protobuf::RepeatedField<int64_t>& shape) {
+  if (shape.empty()) return "-";
+  return absl::StrCat("[", absl::StrJoin(shape, ","), "]");
+}
+
+std::string FormatRange(const v1::Range& range) {
+  if (range.min() == 0 && range.max() == 0) return "-";
+  return absl::StrCat(Number(range.min()), "-", Number(range.max()));
+}
+
+std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& labels) {
+  std::map<std::string, std::string> sorted(labels.begin(), labels.end());
+  return absl::StrJoin(sorted, ",", absl::PairFormatter("="));
+}
+
+std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metrics) {
+  std::map<std::string, double> sorted(metrics.begin(), metrics.end());
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : sorted) parts.push_back(absl::StrCat(name, "=", Short(value)));
+  return absl::StrJoin(parts, " ");
+}
+
+std::string FormatJobEvent(const v1::JobEvent& event) {
+  std::string time = "--:--:--";
+  if (event.has_time()) {
+    time = absl::FormatTime("%H:%M:%S", absl::FromUnixSeconds(event.time().seconds()),
+                            absl::UTCTimeZone());
+  }
+  std::string body;
+  switch (event.kind_case()) {
+    case v1::JobEvent::kStateChange: {
+      const auto& change = event.state_change();
+      body =
+          absl::StrCat("state    ", JobStateName(change.from()), " -> ", JobStateName(change.to()));
+      if (!change.reason().empty() || !change.message().empty()) {
+        absl::StrAppend(&body, " (", change.reason(),
+                        change.reason().empty() || change.message().empty() ? "" : ": ",
+                        change.message(), ")");
+      }
+      break;
+    }
+    case v1::JobEvent::kProgress: {
+      const auto& progress = event.progress();
+      body = absl::StrCat("progress epoch ", progress.epoch(), "/", progress.epochs(), " step ",
+                          progress.step());
+      if (!progress.losses().empty()) absl::StrAppend(&body, " ", FormatMetrics(progress.losses()));
+      if (progress.samples_per_second() > 0) {
+        absl::StrAppend(&body, absl::StrFormat(" %.1f samples/s", progress.samples_per_second()));
+      }
+      if (progress.eta_seconds() > 0) {
+        absl::StrAppend(&body, " ETA ", FormatDuration(progress.eta_seconds()));
+      }
+      if (progress.data_stall_fraction() > 0) {
+        absl::StrAppend(
+            &body, absl::StrFormat(" data-stall %.0f%%", 100 * progress.data_stall_fraction()));
+      }
+      break;
+    }
+    case v1::JobEvent::kLog: {
+      const auto& log = event.log();
+      body = absl::StrCat("log      [rank ", log.rank(), "] ",
+                          log.level().empty() ? "INFO" : log.level(), " ", log.text());
+      break;
+    }
+    case v1::JobEvent::kCheckpointSaved: {
+      const auto& checkpoint = event.checkpoint_saved();
+      body = absl::StrCat("checkpoint epoch ", checkpoint.epoch(), " step ", checkpoint.step(), " ",
+                          FormatBytes(checkpoint.size_bytes()), " sha256 ",
+                          checkpoint.sha256().substr(0, 12));
+      break;
+    }
+    case v1::JobEvent::kModelRegistered: {
+      const auto& model = event.model_registered();
+      body = absl::StrCat("model    registered ", model.model_ref());
+      if (!model.metrics().empty()) absl::StrAppend(&body, " ", FormatMetrics(model.metrics()));
+      break;
+    }
+    default:
+      body = "(unknown event)";
+  }
+  return absl::StrCat(time, "  #", event.sequence(), "  ", body);
+}
+
+}  // namespace gantry::cli

@@ -1,0 +1,152 @@
+#include "clients/cli/job_spec_builder.h"
+
+#include <google/protobuf/util/json_util.h>
+
+#include "absl/strings/str_cat.h"
+#include "clients/cli/format.h"
+#include "gantry/base/status_macros.h"
+
+namespace gantry::cli {
+namespace {
+
+// Applies `--flag` (when given) through `apply`, which receives the raw text.
+template <typename Apply>
+absl::Status IfGiven(const ParsedArgs& args, const std::string& flag, Apply apply) {
+  std::optional<std::string> value = args.Get(flag);
+  if (!value.has_value()) return absl::OkStatus();
+  return apply(*value);
+}
+
+// Wraps an enum parse error as a usage error naming the flag.
+template <typename T>
+absl::StatusOr<T> FlagEnum(const std::string& flag, absl::StatusOr<T> parsed) {
+  if (!parsed.ok()) return UsageError(absl::StrCat("--", flag, ": ", parsed.status().message()));
+  return parsed;
+}
+
+}  // namespace
+
+std::vector<FlagSpec> JobSpecFlags() {
+  return {
+      {"spec", "FILE", "JobSpec as protobuf JSON; flags below override its fields"},
+      {"name", "TEXT", "display name (also the default model name)"},
+      {"preset", "NAME", "architecture: 3dgan-25, 3dgan-51 or tiny"},
+      {"dataset", "REF", "ds-<id>, dataset name, toymc:<key=value,...> or file:///path.h5"},
+      {"epochs", "N", "training epochs (1..10000)"},
+      {"batch", "N", "batch size per rank (1..4096)"},
+      {"lr", "X", "learning rate (> 0)"},
+      {"optimizer", "NAME", "rmsprop or adam"},
+      {"world-size", "N", "number of data-parallel ranks (1..256)"},
+      {"device", "KIND", "cpu or gpu"},
+      {"gpus", "N", "GPUs per rank"},
+      {"threads", "N", "intra-op threads per rank (0 = worker default)"},
+      {"label", "K=V", "job label", true},
+      {"selector", "K=V", "worker label the job needs, e.g. pool=onprem", true},
+      {"priority", "N", "higher runs first (-100..100)"},
+      {"seed", "N", "random seed (0 = chosen by the server)"},
+      {"model-name", "NAME", "register the trained model under this name"},
+      {"visibility", "V", "of the registered model: private or public"},
+      {"from-model", "REF", "fine-tune from name:version or name@alias"},
+      {"checkpoint-every", "N", "save a checkpoint every N epochs (0 = only at the end)"},
+      {"max-restarts", "N", "restarts from the latest checkpoint after a failure (0..100)"},
+      {"no-validation", "", "skip the physics validation at the end"},
+  };
+}
+
+absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReader& read_file) {
+  v1::JobSpec spec;
+  if (std::optional<std::string> path = args.Get("spec"); path.has_value()) {
+    absl::StatusOr<std::string> contents = read_file(*path);
+    if (!contents.ok()) {
+      return UsageError(absl::StrCat("--spec: ", contents.status().message()));
+    }
+    google::protobuf::util::JsonParseOptions options;
+    options.ignore_unknown_fields = false;
+    auto status = google::protobuf::util::JsonStringToMessage(*contents, &spec, options);
+    if (!status.ok()) {
+      return UsageError(absl::StrCat(
+          "--spec ", *path, ": not a valid JobSpec JSON: ", std::string(status.message())));
+    }
+  }
+
+  auto int_flag = [&](const std::string& flag, auto setter) {
+    return IfGiven(args, flag, [&](const std::string& text) -> absl::Status {
+      ASSIGN_OR_RETURN(int value, ParseIntFlag(flag, text));
+      setter(value);
+      return absl::OkStatus();
+    });
+  };
+  auto* hyper = spec.mutable_hyper_parameters();
+  auto* resources = spec.mutable_resources_per_rank();
+
+  RETURN_IF_ERROR(IfGiven(args, "name", [&](const std::string& v) {
+    spec.set_display_name(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "preset", [&](const std::string& v) {
+    spec.set_model_preset(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "dataset", [&](const std::string& v) {
+    spec.set_dataset(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(int_flag("epochs", [&](int v) { hyper->set_epochs(v); }));
+  RETURN_IF_ERROR(int_flag("batch", [&](int v) { hyper->set_batch_per_rank(v); }));
+  RETURN_IF_ERROR(IfGiven(args, "lr", [&](const std::string& text) -> absl::Status {
+    ASSIGN_OR_RETURN(double value, ParseDoubleFlag("lr", text));
+    if (value <= 0) return UsageError(absl::StrCat("--lr: must be > 0, got ", text));
+    hyper->set_learning_rate(value);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "optimizer", [&](const std::string& v) {
+    hyper->set_optimizer(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(int_flag("world-size", [&](int v) { spec.set_world_size(v); }));
+  RETURN_IF_ERROR(IfGiven(args, "device", [&](const std::string& text) -> absl::Status {
+    ASSIGN_OR_RETURN(v1::DeviceKind device, FlagEnum("device", ParseDevice(text)));
+    resources->set_device(device);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(int_flag("gpus", [&](int v) { resources->set_count(v); }));
+  RETURN_IF_ERROR(int_flag("threads", [&](int v) { resources->set_threads(v); }));
+  for (const std::string& text : args.GetAll("label")) {
+    ASSIGN_OR_RETURN(auto pair, ParseKeyValueFlag("label", text));
+    (*spec.mutable_labels())[pair.first] = pair.second;
+  }
+  for (const std::string& text : args.GetAll("selector")) {
+    ASSIGN_OR_RETURN(auto pair, ParseKeyValueFlag("selector", text));
+    (*spec.mutable_worker_selector())[pair.first] = pair.second;
+  }
+  RETURN_IF_ERROR(int_flag("priority", [&](int v) { spec.set_priority(v); }));
+  RETURN_IF_ERROR(IfGiven(args, "seed", [&](const std::string& text) -> absl::Status {
+    ASSIGN_OR_RETURN(uint64_t seed, ParseUint64Flag("seed", text));
+    hyper->set_seed(seed);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "model-name", [&](const std::string& v) {
+    spec.set_model_name(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "visibility", [&](const std::string& text) -> absl::Status {
+    ASSIGN_OR_RETURN(v1::Visibility visibility, FlagEnum("visibility", ParseVisibility(text)));
+    spec.set_model_visibility(visibility);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "from-model", [&](const std::string& v) {
+    spec.set_initial_model(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(int_flag("checkpoint-every",
+                           [&](int v) { spec.mutable_checkpoint_policy()->set_every_epochs(v); }));
+  RETURN_IF_ERROR(int_flag("max-restarts", [&](int v) { spec.set_max_restarts(v); }));
+  if (args.Has("no-validation")) spec.mutable_validation()->set_disabled(true);
+
+  // Keep the spec minimal: drop sub-messages that no flag or file touched.
+  if (hyper->ByteSizeLong() == 0) spec.clear_hyper_parameters();
+  if (resources->ByteSizeLong() == 0) spec.clear_resources_per_rank();
+  return spec;
+}
+
+}  // namespace gantry::cli

@@ -1,0 +1,154 @@
+// Tests of Table rendering and of the text formatting helpers.
+#include "clients/cli/table.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "clients/cli/format.h"
+
+namespace gantry::cli {
+namespace {
+
+TEST(TableTest, AlignsColumnsWithoutTrailingSpaces) {
+  Table table({"ID", "NAME", "STATE"});
+  table.AddRow({"job-1", "a-long-name", "QUEUED"});
+  table.AddRow({"job-22", "", "RUNNING"});
+  std::ostringstream out;
+  table.Render(out);
+  EXPECT_EQ(out.str(),
+            "ID      NAME         STATE\n"
+            "job-1   a-long-name  QUEUED\n"
+            "job-22  -            RUNNING\n");
+}
+
+TEST(TableTest, MissingCellsAreDashesAndLastColumnUnpadded) {
+  Table table({"A", "B"});
+  table.AddRow({"x"});
+  table.AddRow({"yyyy", "z"});
+  std::ostringstream out;
+  table.Render(out);
+  EXPECT_EQ(out.str(), "A     B\nx     -\nyyyy  z\n");
+  EXPECT_EQ(table.rows(), 2u);
+}
+
+TEST(TableTest, CountsUtf8CodePoints) {
+  EXPECT_EQ(DisplayWidth("abc"), 3u);
+  EXPECT_EQ(DisplayWidth("\xce\xbc"
+                         "s"),
+            2u);  // "µs"
+  Table table({"UNIT", "X"});
+  table.AddRow(
+      {"\xce\xbc"
+       "s",
+       "1"});
+  std::ostringstream out;
+  table.Render(out);
+  EXPECT_EQ(out.str(),
+            "UNIT  X\n\xce\xbc"
+            "s    1\n");
+}
+
+TEST(FormatTest, AgeAndDuration) {
+  google::protobuf::Timestamp t;
+  absl::Time now = absl::FromUnixSeconds(1'000'000);
+  EXPECT_EQ(FormatAge(t, now), "-");
+  t.set_seconds(1'000'000 - 42);
+  EXPECT_EQ(FormatAge(t, now), "42s");
+  t.set_seconds(1'000'000 - 600);
+  EXPECT_EQ(FormatAge(t, now), "10m");
+  t.set_seconds(1'000'000 - 5 * 3600);
+  EXPECT_EQ(FormatAge(t, now), "5h");
+  t.set_seconds(1'000'000 - 3 * 86400);
+  EXPECT_EQ(FormatAge(t, now), "3d");
+  t.set_seconds(1'000'000 + 10);  // clock skew
+  EXPECT_EQ(FormatAge(t, now), "0s");
+  EXPECT_EQ(FormatDuration(45), "45s");
+  EXPECT_EQ(FormatDuration(200), "3m20s");
+  EXPECT_EQ(FormatDuration(3720), "1h02m");
+  EXPECT_EQ(FormatDuration(-1), "-");
+}
+
+TEST(FormatTest, BytesProgressAndRanges) {
+  EXPECT_EQ(FormatBytes(512), "512 B");
+  EXPECT_EQ(FormatBytes(1536), "1.50 KiB");
+  EXPECT_EQ(FormatBytes(27 * 1024 * 1024), "27.0 MiB");
+  v1::Progress progress;
+  EXPECT_EQ(FormatProgressCell(progress), "-");
+  progress.set_epoch(3);
+  progress.set_epochs(10);
+  EXPECT_EQ(FormatProgressCell(progress), "3/10 30%");
+  progress.set_steps_per_epoch(100);
+  progress.set_step(350);
+  EXPECT_EQ(FormatProgressCell(progress), "3/10 35%");
+  v1::Range range;
+  EXPECT_EQ(FormatRange(range), "-");
+  range.set_min(10);
+  range.set_max(500);
+  EXPECT_EQ(FormatRange(range), "10-500");
+}
+
+TEST(FormatTest, EnumNamesRoundTrip) {
+  EXPECT_EQ(JobStateName(v1::QUEUED), "QUEUED");
+  EXPECT_EQ(JobStateName(v1::JOB_STATE_UNSPECIFIED), "-");
+  EXPECT_EQ(*ParseJobState("cancelled"), v1::CANCELLED);
+  EXPECT_EQ(*ParseJobState("Running"), v1::RUNNING);
+  EXPECT_FALSE(ParseJobState("done").ok());
+  EXPECT_FALSE(ParseJobState("JOB_STATE_UNSPECIFIED").ok());
+  EXPECT_TRUE(IsTerminal(v1::SUCCEEDED));
+  EXPECT_FALSE(IsTerminal(v1::CANCELLING));
+  for (auto particle :
+       {v1::PARTICLE_ELECTRON, v1::PARTICLE_PHOTON, v1::PARTICLE_PI0, v1::PARTICLE_CHARGED_PION}) {
+    EXPECT_EQ(*ParseParticle(ParticleName(particle)), particle);
+  }
+  EXPECT_EQ(*ParseParticle("Ele"), v1::PARTICLE_ELECTRON);
+  EXPECT_FALSE(ParseParticle("muon").ok());
+  EXPECT_EQ(*ParseDevice("GPU"), v1::DEVICE_KIND_GPU);
+  EXPECT_FALSE(ParseDevice("tpu").ok());
+  EXPECT_EQ(*ParseVisibility("public"), v1::VISIBILITY_PUBLIC);
+  EXPECT_EQ(*ParsePrecision("bf16"), v1::PRECISION_BF16);
+}
+
+TEST(FormatTest, JobEventLines) {
+  v1::JobEvent event;
+  event.set_sequence(3);
+  event.mutable_time()->set_seconds(3600 * 22 + 60 * 40 + 3);
+  auto* change = event.mutable_state_change();
+  change->set_from(v1::QUEUED);
+  change->set_to(v1::CANCELLED);
+  change->set_reason("CancelledByUser");
+  change->set_message("cancelled by alice");
+  EXPECT_EQ(FormatJobEvent(event),
+            "22:40:03  #3  state    QUEUED -> CANCELLED (CancelledByUser: cancelled by alice)");
+
+  v1::JobEvent progress_event;
+  progress_event.set_sequence(9);
+  auto* progress = progress_event.mutable_progress();
+  progress->set_epoch(2);
+  progress->set_epochs(30);
+  progress->set_step(120);
+  progress->set_steps_per_epoch(64);
+  (*progress->mutable_losses())["g_loss"] = 1.234567;
+  (*progress->mutable_losses())["d_loss"] = 0.5;
+  progress->set_samples_per_second(812.3);
+  progress->set_eta_seconds(3720);
+  std::string line = FormatJobEvent(progress_event);
+  EXPECT_EQ(line,
+            "--:--:--  #9  progress epoch 2/30 step 120 d_loss=0.5 g_loss=1.23 812.3 "
+            "samples/s ETA 1h02m");
+
+  v1::JobEvent model_event;
+  model_event.set_sequence(20);
+  model_event.mutable_model_registered()->set_model_ref("ele:1");
+  (*model_event.mutable_model_registered()->mutable_metrics())["fom"] = 0.0421;
+  EXPECT_THAT(FormatJobEvent(model_event), ::testing::HasSubstr("registered ele:1 fom=0.0421"));
+
+  v1::JobEvent log_event;
+  log_event.mutable_log()->set_rank(1);
+  log_event.mutable_log()->set_text("hello");
+  EXPECT_THAT(FormatJobEvent(log_event), ::testing::HasSubstr("[rank 1] INFO hello"));
+}
+
+}  // namespace
+}  // namespace gantry::cli
