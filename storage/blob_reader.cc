@@ -59,9 +59,9 @@ absl::StatusOr<std::string> BlobReader::Read(size_t max_bytes) {
     actual += kDigits[digest[i] & 0xf];
   }
   if (offset_ != size_ || actual != sha256_) {
-    end_status_ = absl::DataLossError(absl::StrCat("blob ", sha256_, " is corrupted: its ", offset_,
-                                                   " stored bytes hash to ", actual,
-                                                   "; restore it from a backup or upload it again"));
+    end_status_ = absl::DataLossError(
+        absl::StrCat("blob ", sha256_, " is corrupted: its ", offset_, " stored bytes hash to ",
+                     actual, "; restore it from a backup or upload it again"));
     return end_status_;
   }
   return std::string();

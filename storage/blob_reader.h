@@ -2,11 +2,11 @@
 #ifndef GANTRY_STORAGE_BLOB_READER_H_
 #define GANTRY_STORAGE_BLOB_READER_H_
 
+#include <openssl/evp.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <openssl/evp.h>
 
 #include "absl/status/statusor.h"
 #include "storage/file_system.h"
@@ -20,15 +20,15 @@ class BlobReader {
   BlobReader(const BlobReader&) = delete;
   BlobReader& operator=(const BlobReader&) = delete;
 
-  // Returns the next chunk of at most max_bytes (> 0). At the end of the file the whole-file hash is
-  // checked: an empty string means "end, and the bytes were intact"; DATA_LOSS means the stored bytes
-  // do not match the blob's name (every chunk already returned must then be discarded). A size
-  // change during the read is DATA_LOSS too.
+  // Returns the next chunk of at most max_bytes (> 0). At the end of the file the whole-file hash
+  // is checked: an empty string means "end, and the bytes were intact"; DATA_LOSS means the stored
+  // bytes do not match the blob's name (every chunk already returned must then be discarded). A
+  // size change during the read is DATA_LOSS too.
   absl::StatusOr<std::string> Read(size_t max_bytes);
 
   const std::string& sha256() const { return sha256_; }
   int64_t size_bytes() const { return size_; }  // of the whole blob
-  int64_t offset() const { return offset_; }     // of the next byte Read returns
+  int64_t offset() const { return offset_; }    // of the next byte Read returns
 
  private:
   friend class BlobStore;

@@ -102,7 +102,8 @@ absl::StatusOr<int64_t> BlobStore::Size(const std::string& sha256) {
 absl::Status BlobStore::Remove(const std::string& sha256) {
   if (!IsValidSha256(sha256)) return BadSha(sha256);
   absl::Status s = fs_->Remove(Path(sha256));
-  if (absl::IsNotFound(s)) return absl::NotFoundError(absl::StrCat("blob ", sha256, " is not stored"));
+  if (absl::IsNotFound(s))
+    return absl::NotFoundError(absl::StrCat("blob ", sha256, " is not stored"));
   return s;
 }
 

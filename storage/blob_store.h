@@ -15,15 +15,15 @@
 namespace gantry::storage {
 
 // Thread-safe. A blob is named by the lower-case hex SHA-256 of its bytes and stored at
-// <data_dir>/blobs/<first 2 hex>/<64 hex>. Writers stage into <data_dir>/blobs/tmp/ (same filesystem)
-// and rename only after the file and directories are fsynced, so a crash never leaves a partial
-// blob under a blob name. Writing the same content twice is fine (same name, same bytes).
-// Errors: INVALID_ARGUMENT for a string that is not 64 lower-case hex digits, NOT_FOUND for a missing
-// blob, DATA_LOSS when stored bytes do not match their name.
+// <data_dir>/blobs/<first 2 hex>/<64 hex>. Writers stage into <data_dir>/blobs/tmp/ (same
+// filesystem) and rename only after the file and directories are fsynced, so a crash never leaves a
+// partial blob under a blob name. Writing the same content twice is fine (same name, same bytes).
+// Errors: INVALID_ARGUMENT for a string that is not 64 lower-case hex digits, NOT_FOUND for a
+// missing blob, DATA_LOSS when stored bytes do not match their name.
 class BlobStore {
  public:
-  // Creates the directories when missing and removes stale temp files of earlier runs. `fs` defaults
-  // to FileSystem::Default() and must outlive the store.
+  // Creates the directories when missing and removes stale temp files of earlier runs. `fs`
+  // defaults to FileSystem::Default() and must outlive the store.
   static absl::StatusOr<std::unique_ptr<BlobStore>> Create(const std::string& data_dir,
                                                            FileSystem* fs = nullptr);
 

@@ -2,12 +2,12 @@
 #ifndef GANTRY_STORAGE_BLOB_WRITER_H_
 #define GANTRY_STORAGE_BLOB_WRITER_H_
 
+#include <openssl/evp.h>
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <openssl/evp.h>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -23,8 +23,8 @@ struct BlobInfo {
 };
 
 // Not thread-safe; one writer per upload. Obtained from BlobStore::NewWriter. Destroying a writer
-// that was not committed aborts it (removes the temp file); a crash leaves only a temp file, which the
-// next BlobStore::Create removes.
+// that was not committed aborts it (removes the temp file); a crash leaves only a temp file, which
+// the next BlobStore::Create removes.
 class BlobWriter {
  public:
   ~BlobWriter();
@@ -36,8 +36,8 @@ class BlobWriter {
 
   // Fsyncs the temp file, checks the hash and renames it to its blob path (then fsyncs the
   // directories). With `expected_sha256`, a different hash of the received bytes is DATA_LOSS ("the
-  // received bytes hash to X, not the expected Y") and nothing is stored. After Commit (successful or
-  // not) the writer is finished; further calls are FAILED_PRECONDITION.
+  // received bytes hash to X, not the expected Y") and nothing is stored. After Commit (successful
+  // or not) the writer is finished; further calls are FAILED_PRECONDITION.
   absl::StatusOr<BlobInfo> Commit(const std::optional<std::string>& expected_sha256 = std::nullopt);
 
   // Drops the temp file. Idempotent.

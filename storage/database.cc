@@ -34,7 +34,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Create(const std::string& ds
   std::unique_ptr<Database> db(new Database(dsn, pool_size));
   absl::Status ping = db->Ping();
   if (!ping.ok()) {
-    return absl::Status(ping.code(), absl::StrCat("cannot use the database (--db): ", ping.message()));
+    return absl::Status(ping.code(),
+                        absl::StrCat("cannot use the database (--db): ", ping.message()));
   }
   return db;
 }
@@ -42,7 +43,8 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Create(const std::string& ds
 std::unique_ptr<PooledConnection> Database::Acquire() {
   absl::MutexLock lock(&mu_);
   mu_.Await(absl::Condition(
-      +[](std::vector<std::unique_ptr<PooledConnection>>* idle) { return !idle->empty(); }, &idle_));
+      +[](std::vector<std::unique_ptr<PooledConnection>>* idle) { return !idle->empty(); },
+      &idle_));
   std::unique_ptr<PooledConnection> conn = std::move(idle_.back());
   idle_.pop_back();
   ++in_use_;

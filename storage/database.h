@@ -27,14 +27,15 @@ class Database {
  public:
   // Connects once to check the DSN (UNAVAILABLE when the server cannot be reached, INVALID_ARGUMENT
   // for a malformed DSN). pool_size must be >= 1.
-  static absl::StatusOr<std::unique_ptr<Database>> Create(const std::string& dsn, int pool_size = 8);
+  static absl::StatusOr<std::unique_ptr<Database>> Create(const std::string& dsn,
+                                                          int pool_size = 8);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
 
   // Runs `fn` in a READ COMMITTED transaction on a pooled connection and commits when it returns OK
-  // (rolls back otherwise and returns its status). `fn` may run more than once (retries), so it must
-  // reset whatever it captures on entry. Blocks while all connections are in use.
+  // (rolls back otherwise and returns its status). `fn` may run more than once (retries), so it
+  // must reset whatever it captures on entry. Blocks while all connections are in use.
   absl::Status Transact(const std::function<absl::Status(Transaction&)>& fn);
 
   // Runs `SELECT 1`; OK when the database answers.

@@ -29,13 +29,15 @@ pqxx::result FindDataset(Transaction& tx, const std::string& owner, const std::s
                          bool for_update) {
   if (for_update) {
     return tx.Exec("dataset_find_for_update",
-                   "SELECT " DATASET_COLUMNS " FROM datasets "
+                   "SELECT " DATASET_COLUMNS
+                   " FROM datasets "
                    "WHERE (id = $2 OR ($1 <> '' AND name = $2)) AND ($1 = '' OR owner = $1) "
                    "ORDER BY (id = $2) DESC LIMIT 1 FOR UPDATE",
                    owner, id_or_name);
   }
   return tx.Exec("dataset_find",
-                 "SELECT " DATASET_COLUMNS " FROM datasets "
+                 "SELECT " DATASET_COLUMNS
+                 " FROM datasets "
                  "WHERE (id = $2 OR ($1 <> '' AND name = $2)) AND ($1 = '' OR owner = $1) "
                  "ORDER BY (id = $2) DESC LIMIT 1",
                  owner, id_or_name);
@@ -56,13 +58,12 @@ absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset) {
   record.clear_created_at();
   Dataset stored;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec(
-        "dataset_create",
-        "INSERT INTO datasets (id, owner, name, sha256, size_bytes, record) "
-        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, name) DO NOTHING "
-        "RETURNING " DATASET_COLUMNS,
-        record.id(), record.owner(), record.name(), record.sha256(), record.size_bytes(),
-        sql::Bytes(record));
+    pqxx::result r = tx.Exec("dataset_create",
+                             "INSERT INTO datasets (id, owner, name, sha256, size_bytes, record) "
+                             "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, name) DO NOTHING "
+                             "RETURNING " DATASET_COLUMNS,
+                             record.id(), record.owner(), record.name(), record.sha256(),
+                             record.size_bytes(), sql::Bytes(record));
     if (r.empty()) {
       return absl::AlreadyExistsError(absl::StrCat("dataset \"", record.name(),
                                                    "\" already exists; choose another name or "
@@ -92,7 +93,8 @@ absl::StatusOr<Page<Dataset>> DatasetRepository::List(const std::string& owner,
   ASSIGN_OR_RETURN(int limit, sql::PageSize(page_size));
   int64_t before = 0;
   if (!page_token.empty()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> keys, sql::DecodePageToken("datasets", page_token, 1));
+    ASSIGN_OR_RETURN(std::vector<std::string> keys,
+                     sql::DecodePageToken("datasets", page_token, 1));
     if (!absl::SimpleAtoi(keys[0], &before) || before <= 0) {
       return absl::InvalidArgumentError("page_token is malformed; pass next_page_token unchanged");
     }
@@ -101,7 +103,8 @@ absl::StatusOr<Page<Dataset>> DatasetRepository::List(const std::string& owner,
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     page = {};
     pqxx::result r = tx.Exec("dataset_list",
-                             "SELECT " DATASET_COLUMNS " FROM datasets "
+                             "SELECT " DATASET_COLUMNS
+                             " FROM datasets "
                              "WHERE ($1 = '' OR owner = $1) AND ($2 = '' OR name = $2) "
                              "AND ($3::bigint = 0 OR seq < $3) ORDER BY seq DESC LIMIT $4",
                              owner, name, before, limit + 1);
@@ -126,12 +129,12 @@ absl::StatusOr<Dataset> DatasetRepository::Delete(const std::string& owner,
     pqxx::result r = FindDataset(tx, owner, id_or_name, true);
     if (r.empty()) return DatasetNotFound(id_or_name);
     ASSIGN_OR_RETURN(d, DatasetFromRow(r[0]));
-    pqxx::result users = tx.Exec(
-        "dataset_users",
-        "SELECT id, state FROM jobs WHERE owner = $1 AND dataset IN ($2, $3) "
-        "AND state IN ('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING', 'CANCELLING') "
-        "ORDER BY seq LIMIT 1",
-        d.owner(), d.id(), d.name());
+    pqxx::result users =
+        tx.Exec("dataset_users",
+                "SELECT id, state FROM jobs WHERE owner = $1 AND dataset IN ($2, $3) "
+                "AND state IN ('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING', 'CANCELLING') "
+                "ORDER BY seq LIMIT 1",
+                d.owner(), d.id(), d.name());
     if (!users.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "dataset ", d.id(), " is used by job ", users[0][0].c_str(), " (", users[0][1].c_str(),

@@ -13,8 +13,8 @@
 namespace gantry::storage {
 
 // Thread-safe (stateless over a Database, which must outlive it). Names are unique per owner.
-// `owner` arguments: a tenant name restricts to that tenant (another tenant's dataset is NOT_FOUND);
-// the empty string means "any owner" (admins, workers fetching a dataset for a job).
+// `owner` arguments: a tenant name restricts to that tenant (another tenant's dataset is
+// NOT_FOUND); the empty string means "any owner" (admins, workers fetching a dataset for a job).
 class DatasetRepository {
  public:
   explicit DatasetRepository(Database& db) : db_(db) {}
@@ -34,7 +34,8 @@ class DatasetRepository {
   // CANCELLING job of that owner has spec.dataset equal to the dataset's id or name. Returns the
   // deleted record so the caller can drop the blob when no other dataset shares its sha256
   // (see CountBySha256).
-  absl::StatusOr<gantry::v1::Dataset> Delete(const std::string& owner, const std::string& id_or_name);
+  absl::StatusOr<gantry::v1::Dataset> Delete(const std::string& owner,
+                                             const std::string& id_or_name);
 
   // How many dataset records (any owner) reference the blob `sha256`.
   absl::StatusOr<int64_t> CountBySha256(const std::string& sha256);

@@ -125,7 +125,8 @@ class PosixFileSystem : public FileSystem {
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override {
     std::error_code ec;
     std::vector<std::string> names;
-    for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec)) {
+    for (std::filesystem::directory_iterator it(path, ec), end; !ec && it != end;
+         it.increment(ec)) {
       names.push_back(it->path().filename().string());
     }
     if (ec) return absl::InternalError(absl::StrCat("cannot list ", path, ": ", ec.message()));

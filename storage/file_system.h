@@ -32,14 +32,16 @@ class ReadableFile {
   virtual absl::Status Skip(int64_t n) = 0;
 };
 
-// File operations the blob store needs. Implementations must be thread-safe. Errors: NOT_FOUND for a
-// missing file, INTERNAL (with errno text) otherwise.
+// File operations the blob store needs. Implementations must be thread-safe. Errors: NOT_FOUND for
+// a missing file, INTERNAL (with errno text) otherwise.
 class FileSystem {
  public:
   virtual ~FileSystem() = default;
   // Creates (or truncates) a file for writing, mode 0600.
-  virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
-  virtual absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(const std::string& path) = 0;
+  virtual absl::StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(
+      const std::string& path) = 0;
+  virtual absl::StatusOr<std::unique_ptr<ReadableFile>> NewReadableFile(
+      const std::string& path) = 0;
   // Atomically replaces `to` with `from` (rename(2)).
   virtual absl::Status Rename(const std::string& from, const std::string& to) = 0;
   virtual absl::Status Remove(const std::string& path) = 0;

@@ -17,8 +17,8 @@ using gantry::v1::Job;
 using gantry::v1::JobEvent;
 using gantry::v1::JobState;
 
-#define JOB_COLUMNS                                                                             \
-  "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), "   \
+#define JOB_COLUMNS                                                                         \
+  "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), " \
   "gantry_us(started_at), gantry_us(finished_at), progress, restarts, model_ref, seq"
 
 absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
@@ -28,7 +28,8 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   RETURN_IF_ERROR(sql::ParseBytes(row[2], job.mutable_spec()));
   JobState state;
   if (!gantry::v1::JobState_Parse(row[3].as<std::string>(), &state)) {
-    return absl::InternalError(absl::StrCat("job ", job.id(), " has unknown state ", row[3].c_str()));
+    return absl::InternalError(
+        absl::StrCat("job ", job.id(), " has unknown state ", row[3].c_str()));
   }
   job.set_state(state);
   job.set_reason(row[4].as<std::string>());
@@ -111,8 +112,8 @@ absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry
     }
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     InsertEvent(tx, job.id(),
-                StateChangeEvent(gantry::v1::JOB_STATE_UNSPECIFIED, gantry::v1::QUEUED,
-                                 "Submitted", message));
+                StateChangeEvent(gantry::v1::JOB_STATE_UNSPECIFIED, gantry::v1::QUEUED, "Submitted",
+                                 message));
     return absl::OkStatus();
   }));
   return job;
@@ -121,9 +122,9 @@ absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry
 absl::StatusOr<Job> JobRepository::Get(const std::string& owner, const std::string& id) {
   Job job;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("job_get",
-                             "SELECT " JOB_COLUMNS " FROM jobs WHERE id = $1 AND ($2 = '' OR owner = $2)",
-                             id, owner);
+    pqxx::result r = tx.Exec(
+        "job_get", "SELECT " JOB_COLUMNS " FROM jobs WHERE id = $1 AND ($2 = '' OR owner = $2)", id,
+        owner);
     if (r.empty()) return JobNotFound(id);
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     return absl::OkStatus();
@@ -131,10 +132,10 @@ absl::StatusOr<Job> JobRepository::Get(const std::string& owner, const std::stri
   return job;
 }
 
-absl::StatusOr<Page<Job>> JobRepository::List(const std::string& owner,
-                                              const std::vector<JobState>& states,
-                                              const std::map<std::string, std::string>& label_selector,
-                                              int page_size, const std::string& page_token) {
+absl::StatusOr<Page<Job>> JobRepository::List(
+    const std::string& owner, const std::vector<JobState>& states,
+    const std::map<std::string, std::string>& label_selector, int page_size,
+    const std::string& page_token) {
   ASSIGN_OR_RETURN(int limit, sql::PageSize(page_size));
   int64_t before = 0;
   if (!page_token.empty()) {
@@ -148,7 +149,8 @@ absl::StatusOr<Page<Job>> JobRepository::List(const std::string& owner,
     page = {};
     pqxx::result r = tx.Exec(
         "job_list",
-        "SELECT " JOB_COLUMNS " FROM jobs WHERE ($1 = '' OR owner = $1) "
+        "SELECT " JOB_COLUMNS
+        " FROM jobs WHERE ($1 = '' OR owner = $1) "
         "AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[])) AND labels @> $3::jsonb "
         "AND ($4::bigint = 0 OR seq < $4) ORDER BY seq DESC LIMIT $5",
         owner, StateArray(states), sql::JsonObject(label_selector), before, limit + 1);
@@ -179,20 +181,20 @@ absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
     if (std::find(allowed_from.begin(), allowed_from.end(), from) == allowed_from.end()) {
       std::vector<std::string> allowed;
       for (JobState s : allowed_from) allowed.push_back(gantry::v1::JobState_Name(s));
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", gantry::v1::JobState_Name(from), "; it can become ",
-          gantry::v1::JobState_Name(to), " only from ", absl::StrJoin(allowed, ", ")));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", gantry::v1::JobState_Name(from), "; it can become ",
+                       gantry::v1::JobState_Name(to), " only from ", absl::StrJoin(allowed, ", ")));
     }
     const std::string to_name = gantry::v1::JobState_Name(to);
-    pqxx::result r = tx.Exec(
-        "job_transition",
-        "UPDATE jobs SET state = $2::text, reason = $3, message = $4, updated_at = now(), "
-        "started_at = CASE WHEN $2::text = 'RUNNING' AND started_at IS NULL THEN now() "
-        "             ELSE started_at END, "
-        "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, "
-        "restarts = restarts + CASE WHEN $2::text = 'RESTARTING' THEN 1 ELSE 0 END "
-        "WHERE id = $1 RETURNING " JOB_COLUMNS,
-        id, to_name, reason, message, IsTerminal(to));
+    pqxx::result r =
+        tx.Exec("job_transition",
+                "UPDATE jobs SET state = $2::text, reason = $3, message = $4, updated_at = now(), "
+                "started_at = CASE WHEN $2::text = 'RUNNING' AND started_at IS NULL THEN now() "
+                "             ELSE started_at END, "
+                "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, "
+                "restarts = restarts + CASE WHEN $2::text = 'RESTARTING' THEN 1 ELSE 0 END "
+                "WHERE id = $1 RETURNING " JOB_COLUMNS,
+                id, to_name, reason, message, IsTerminal(to));
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     InsertEvent(tx, id, StateChangeEvent(from, to, reason, message));
     return absl::OkStatus();
@@ -240,9 +242,10 @@ absl::StatusOr<std::vector<JobEvent>> JobRepository::ListEvents(const std::strin
 absl::Status JobRepository::UpdateProgress(const std::string& id,
                                            const gantry::v1::Progress& progress) {
   return db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec(
-        "job_progress", "UPDATE jobs SET progress = $2, updated_at = now() WHERE id = $1 RETURNING id",
-        id, sql::Bytes(progress));
+    pqxx::result r =
+        tx.Exec("job_progress",
+                "UPDATE jobs SET progress = $2, updated_at = now() WHERE id = $1 RETURNING id", id,
+                sql::Bytes(progress));
     if (r.empty()) return JobNotFound(id);
     return absl::OkStatus();
   });
@@ -250,9 +253,10 @@ absl::Status JobRepository::UpdateProgress(const std::string& id,
 
 absl::Status JobRepository::SetModelRef(const std::string& id, const std::string& model_ref) {
   return db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec(
-        "job_model_ref", "UPDATE jobs SET model_ref = $2, updated_at = now() WHERE id = $1 RETURNING id",
-        id, model_ref);
+    pqxx::result r =
+        tx.Exec("job_model_ref",
+                "UPDATE jobs SET model_ref = $2, updated_at = now() WHERE id = $1 RETURNING id", id,
+                model_ref);
     if (r.empty()) return JobNotFound(id);
     return absl::OkStatus();
   });
@@ -262,9 +266,10 @@ absl::StatusOr<std::vector<Job>> JobRepository::ListByState(const std::vector<Jo
   std::vector<Job> jobs;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     jobs.clear();
-    pqxx::result r = tx.Exec("job_by_state",
-                             "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ANY($1::text[]) ORDER BY seq",
-                             StateArray(states));
+    pqxx::result r =
+        tx.Exec("job_by_state",
+                "SELECT " JOB_COLUMNS " FROM jobs WHERE state = ANY($1::text[]) ORDER BY seq",
+                StateArray(states));
     for (const pqxx::row& row : r) {
       ASSIGN_OR_RETURN(Job job, JobFromRow(row));
       jobs.push_back(std::move(job));

@@ -17,16 +17,16 @@ namespace gantry::storage {
 
 // Thread-safe (stateless over a Database, which must outlive it). The spec is stored as protobuf
 // bytes next to the queryable columns (owner, state, labels jsonb, priority, dataset, created_at).
-// `owner` arguments: a tenant name restricts to that tenant's jobs (another tenant's job is NOT_FOUND);
-// the empty string means "any owner" (admins, the scheduler).
+// `owner` arguments: a tenant name restricts to that tenant's jobs (another tenant's job is
+// NOT_FOUND); the empty string means "any owner" (admins, the scheduler).
 class JobRepository {
  public:
   explicit JobRepository(Database& db) : db_(db) {}
 
   // Stores a new job: id "job-<uuid>", state QUEUED, reason "Submitted", message "waiting for
   // <world_size> free slots", and its first event (sequence 1, a state_change to QUEUED). With a
-  // non-empty request_id, a second Create by the same owner with the same request_id returns the job
-  // the first call created (its spec is not compared).
+  // non-empty request_id, a second Create by the same owner with the same request_id returns the
+  // job the first call created (its spec is not compared).
   absl::StatusOr<gantry::v1::Job> Create(const std::string& owner, const gantry::v1::JobSpec& spec,
                                          const std::string& request_id);
 
@@ -34,16 +34,16 @@ class JobRepository {
 
   // Newest first (keyset pagination on the insertion order). Empty `states` = all states; every
   // label_selector pair must be among the job's spec labels.
-  absl::StatusOr<Page<gantry::v1::Job>> List(const std::string& owner,
-                                             const std::vector<gantry::v1::JobState>& states,
-                                             const std::map<std::string, std::string>& label_selector,
-                                             int page_size, const std::string& page_token);
+  absl::StatusOr<Page<gantry::v1::Job>> List(
+      const std::string& owner, const std::vector<gantry::v1::JobState>& states,
+      const std::map<std::string, std::string>& label_selector, int page_size,
+      const std::string& page_token);
 
   // Atomically moves job `id` from one of `allowed_from` to `to` (row locked with SELECT ... FOR
   // UPDATE), sets reason/message/updated_at, started_at on the first RUNNING, finished_at on
-  // SUCCEEDED/FAILED/CANCELLED, restarts+1 on RESTARTING, and appends a state_change event in the same
-  // transaction. FAILED_PRECONDITION "job <id> is <STATE>; ..." when the current state is not allowed;
-  // NOT_FOUND for an unknown id.
+  // SUCCEEDED/FAILED/CANCELLED, restarts+1 on RESTARTING, and appends a state_change event in the
+  // same transaction. FAILED_PRECONDITION "job <id> is <STATE>; ..." when the current state is not
+  // allowed; NOT_FOUND for an unknown id.
   absl::StatusOr<gantry::v1::Job> Transition(const std::string& id,
                                              const std::vector<gantry::v1::JobState>& allowed_from,
                                              gantry::v1::JobState to, const std::string& reason,

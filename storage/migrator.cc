@@ -13,7 +13,8 @@ constexpr int64_t kMigrationLockKey = 0x67616e7472790001;  // "gantry" 1
 
 // Reads the recorded version; 0 when the table does not exist yet.
 int ReadVersion(Transaction& tx) {
-  pqxx::result exists = tx.Exec("migrator_exists", "SELECT to_regclass('schema_version') IS NOT NULL");
+  pqxx::result exists =
+      tx.Exec("migrator_exists", "SELECT to_regclass('schema_version') IS NOT NULL");
   if (!exists[0][0].as<bool>()) return 0;
   pqxx::result r =
       tx.Exec("migrator_version", "SELECT COALESCE(MAX(version), 0) FROM schema_version");
@@ -47,15 +48,16 @@ absl::StatusOr<int> Migrator::Apply(Database& db) {
     const int current = ReadVersion(tx);
     const int latest = LatestVersion();
     if (current > latest) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("database schema version ", current, " is newer than this gantry-server (max ",
-                       latest, "); upgrade the server"));
+      return absl::FailedPreconditionError(absl::StrCat("database schema version ", current,
+                                                        " is newer than this gantry-server (max ",
+                                                        latest, "); upgrade the server"));
     }
     for (const Migration& m : EmbeddedMigrations()) {
       if (m.version <= current) continue;
       tx.work().exec(m.sql);
-      tx.Exec("migrator_record", "INSERT INTO schema_version (version, description) VALUES ($1, $2)",
-              m.version, m.description);
+      tx.Exec("migrator_record",
+              "INSERT INTO schema_version (version, description) VALUES ($1, $2)", m.version,
+              m.description);
       ++applied;
     }
     return absl::OkStatus();

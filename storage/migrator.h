@@ -14,8 +14,8 @@ class Migrator {
   // Applies every migration newer than the database's version, all in ONE transaction under
   // pg_advisory_xact_lock (so concurrent servers serialise). Returns how many were applied (0 when
   // the schema is current). A database whose schema is newer than this binary knows is refused with
-  // FAILED_PRECONDITION "database schema version N is newer than this gantry-server (max M); upgrade
-  // the server".
+  // FAILED_PRECONDITION "database schema version N is newer than this gantry-server (max M);
+  // upgrade the server".
   static absl::StatusOr<int> Apply(Database& db);
 
   // The schema version recorded in the database (0 for an empty database).

@@ -16,19 +16,19 @@ namespace {
 
 using gantry::v1::ModelVersion;
 
-#define MODEL_COLUMNS                                                                          \
+#define MODEL_COLUMNS \
   "m.id, m.owner, m.name, m.version, m.visibility, m.status, m.record, gantry_us(m.created_at)"
 
 // The visibility and listing filters shared by both orderings of List.
-#define MODEL_LIST_WHERE                                                                        \
-  "($1 = '' OR m.owner = $1 OR m.visibility = 'VISIBILITY_PUBLIC') "                          \
-  "AND ($2 = '' OR m.name = $2) AND ($3 OR m.status <> 'MODEL_ARCHIVED') "                    \
-  "AND NOT EXISTS (SELECT 1 FROM jsonb_each_text($4::jsonb) f WHERE NOT EXISTS ("             \
-  "  SELECT 1 FROM model_tags t WHERE t.model_id = m.id AND t.key = f.key "                   \
-  "  AND t.value = f.value)) "                                                                 \
-  "AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($5::jsonb) AS f(name text, lo float8, "   \
-  "  hi float8) WHERE NOT EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id "      \
-  "  AND x.name = f.name AND (f.lo IS NULL OR x.value >= f.lo) "                               \
+#define MODEL_LIST_WHERE                                                                    \
+  "($1 = '' OR m.owner = $1 OR m.visibility = 'VISIBILITY_PUBLIC') "                        \
+  "AND ($2 = '' OR m.name = $2) AND ($3 OR m.status <> 'MODEL_ARCHIVED') "                  \
+  "AND NOT EXISTS (SELECT 1 FROM jsonb_each_text($4::jsonb) f WHERE NOT EXISTS ("           \
+  "  SELECT 1 FROM model_tags t WHERE t.model_id = m.id AND t.key = f.key "                 \
+  "  AND t.value = f.value)) "                                                              \
+  "AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($5::jsonb) AS f(name text, lo float8, " \
+  "  hi float8) WHERE NOT EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id "   \
+  "  AND x.name = f.name AND (f.lo IS NULL OR x.value >= f.lo) "                            \
   "  AND (f.hi IS NULL OR x.value <= f.hi))) "
 
 // A parsed reference: [owner/]name:version or [owner/]name@alias.
@@ -40,10 +40,11 @@ struct ModelRef {
 };
 
 absl::StatusOr<ModelRef> ParseRef(const std::string& ref) {
-  const absl::Status bad = absl::InvalidArgumentError(absl::StrCat(
-      "model reference \"", ref.substr(0, 200),
-      "\" is malformed; write name:version (e.g. electrons:3) or name@alias (e.g. electrons@champion), "
-      "optionally prefixed by owner/"));
+  const absl::Status bad = absl::InvalidArgumentError(
+      absl::StrCat("model reference \"", ref.substr(0, 200),
+                   "\" is malformed; write name:version (e.g. electrons:3) or name@alias (e.g. "
+                   "electrons@champion), "
+                   "optionally prefixed by owner/"));
   ModelRef out;
   std::string rest = ref;
   if (size_t slash = rest.find('/'); slash != std::string::npos) {
@@ -88,7 +89,8 @@ std::string IdArray(const std::vector<int64_t>& ids) {
 }
 
 // Fills tags, metrics and aliases of `models` (whose row ids are `ids`, same order).
-void LoadExtras(Transaction& tx, const std::vector<int64_t>& ids, std::vector<ModelVersion*> models) {
+void LoadExtras(Transaction& tx, const std::vector<int64_t>& ids,
+                std::vector<ModelVersion*> models) {
   if (ids.empty()) return;
   std::unordered_map<int64_t, ModelVersion*> by_id;
   for (size_t i = 0; i < ids.size(); ++i) by_id[ids[i]] = models[i];
@@ -119,8 +121,8 @@ void LoadExtras(Transaction& tx, const std::vector<int64_t>& ids, std::vector<Mo
 
 // Loads one version by row id, with extras and (optionally) histograms.
 absl::StatusOr<ModelVersion> LoadById(Transaction& tx, int64_t id, bool histograms) {
-  pqxx::result r = tx.Exec("model_by_id",
-                           "SELECT " MODEL_COLUMNS ", m.histograms FROM models m WHERE m.id = $1", id);
+  pqxx::result r = tx.Exec(
+      "model_by_id", "SELECT " MODEL_COLUMNS ", m.histograms FROM models m WHERE m.id = $1", id);
   if (r.empty()) return absl::NotFoundError("model version vanished");
   ASSIGN_OR_RETURN(ModelVersion m, ModelFromRow(r[0]));
   if (histograms && !r[0][8].is_null()) {
@@ -168,11 +170,11 @@ absl::StatusOr<int64_t> ResolveId(Transaction& tx, const std::string& viewer,
 absl::StatusOr<int64_t> ResolveForChange(Transaction& tx, const std::string& owner,
                                          const std::string& ref) {
   ASSIGN_OR_RETURN(int64_t id, ResolveId(tx, owner, ref));
-  pqxx::result r = tx.Exec("model_owner_lock",
-                           "SELECT owner FROM models WHERE id = $1 FOR UPDATE", id);
+  pqxx::result r =
+      tx.Exec("model_owner_lock", "SELECT owner FROM models WHERE id = $1 FOR UPDATE", id);
   if (!owner.empty() && r[0][0].as<std::string>() != owner) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "model ", ref, " belongs to ", r[0][0].c_str(), "; only its owner may change it"));
+    return absl::PermissionDeniedError(absl::StrCat("model ", ref, " belongs to ", r[0][0].c_str(),
+                                                    "; only its owner may change it"));
   }
   return id;
 }
@@ -256,7 +258,8 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
   if (filter.order_by.rfind("metric:", 0) == 0) {
     order_metric = filter.order_by.substr(7);
     if (order_metric.empty()) {
-      return absl::InvalidArgumentError("order_by \"metric:\" needs a metric name, e.g. metric:fom");
+      return absl::InvalidArgumentError(
+          "order_by \"metric:\" needs a metric name, e.g. metric:fom");
     }
   } else if (!filter.order_by.empty() && filter.order_by != "created_at") {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -278,10 +281,11 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
   std::string metric_json = "[";
   for (size_t i = 0; i < filter.metric_filters.size(); ++i) {
     const gantry::v1::MetricFilter& f = filter.metric_filters[i];
-    absl::StrAppend(&metric_json, i > 0 ? "," : "", "{\"name\":", sql::JsonString(f.metric()),
-                    ",\"lo\":", sql::JsonNumber(f.has_min() ? std::optional<double>(f.min()) : std::nullopt),
-                    ",\"hi\":", sql::JsonNumber(f.has_max() ? std::optional<double>(f.max()) : std::nullopt),
-                    "}");
+    absl::StrAppend(
+        &metric_json, i > 0 ? "," : "", "{\"name\":", sql::JsonString(f.metric()),
+        ",\"lo\":", sql::JsonNumber(f.has_min() ? std::optional<double>(f.min()) : std::nullopt),
+        ",\"hi\":", sql::JsonNumber(f.has_max() ? std::optional<double>(f.max()) : std::nullopt),
+        "}");
   }
   metric_json += "]";
   const std::string tags_json = sql::JsonObject(filter.tags);
@@ -292,7 +296,8 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
     pqxx::result r;
     if (by_metric) {
       r = tx.Exec("model_list_by_metric",
-                  "SELECT " MODEL_COLUMNS ", om.value FROM models m JOIN model_metrics om "
+                  "SELECT " MODEL_COLUMNS
+                  ", om.value FROM models m JOIN model_metrics om "
                   "ON om.model_id = m.id AND om.name = $8 WHERE " MODEL_LIST_WHERE
                   "AND ($6::bigint = 0 OR (om.value, m.id) > ($9::float8, $6::bigint)) "
                   "ORDER BY om.value, m.id LIMIT $7",
@@ -319,8 +324,8 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
       if (by_metric) {
         char value[40];
         std::snprintf(value, sizeof(value), "%.17g", last[8].as<double>());
-        page.next_page_token = sql::EncodePageToken(
-            "models-m:" + order_metric, {absl::StrCat(last[0].as<int64_t>()), value});
+        page.next_page_token = sql::EncodePageToken("models-m:" + order_metric,
+                                                    {absl::StrCat(last[0].as<int64_t>()), value});
       } else {
         page.next_page_token =
             sql::EncodePageToken("models", {absl::StrCat(last[0].as<int64_t>())});
@@ -361,10 +366,11 @@ absl::StatusOr<ModelVersion> ModelRepository::SetAlias(const std::string& owner,
 absl::Status ModelRepository::DeleteAlias(const std::string& owner, const std::string& name,
                                           const std::string& alias) {
   return db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("model_alias_delete",
-                             "DELETE FROM model_aliases WHERE owner = $1 AND name = $2 AND alias = $3 "
-                             "RETURNING version",
-                             owner, name, alias);
+    pqxx::result r =
+        tx.Exec("model_alias_delete",
+                "DELETE FROM model_aliases WHERE owner = $1 AND name = $2 AND alias = $3 "
+                "RETURNING version",
+                owner, name, alias);
     if (r.empty()) {
       return absl::NotFoundError(absl::StrCat("model ", name, " has no alias \"", alias, "\""));
     }

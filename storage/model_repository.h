@@ -16,8 +16,8 @@ namespace gantry::storage {
 
 // What ListModels filters and sorts by.
 struct ModelFilter {
-  std::string name;                                  // exact name; empty = all names
-  std::map<std::string, std::string> tags;           // every pair must match
+  std::string name;                                      // exact name; empty = all names
+  std::map<std::string, std::string> tags;               // every pair must match
   std::vector<gantry::v1::MetricFilter> metric_filters;  // every filter must hold (min <= v <= max)
   // "" or "created_at": newest first. "metric:<name>": ascending by that metric (lower is better);
   // versions without that metric are left out. Anything else is INVALID_ARGUMENT.
@@ -27,15 +27,15 @@ struct ModelFilter {
 
 // Thread-safe (stateless over a Database, which must outlive it).
 //
-// Namespaces: model names are per owner (tenant); (owner, name, version) is unique and versions count
-// 1, 2, ... per (owner, name). A reference is "name:version" or "name@alias", optionally qualified as
-// "owner/name:version" / "owner/name@alias". An unqualified reference resolves in the viewer's own
-// namespace first, then among PUBLIC versions of other owners; when several other owners have a
-// matching public version it is FAILED_PRECONDITION ("ambiguous ...; qualify it as owner/name...").
-// A version is visible to a viewer when viewer == owner or it is PUBLIC; invisible = NOT_FOUND.
-// viewer "" means an admin view (everything visible).
-// Changes: only the owner may change a version; a non-owner gets NOT_FOUND for a private version and
-// PERMISSION_DENIED for a public one.
+// Namespaces: model names are per owner (tenant); (owner, name, version) is unique and versions
+// count 1, 2, ... per (owner, name). A reference is "name:version" or "name@alias", optionally
+// qualified as "owner/name:version" / "owner/name@alias". An unqualified reference resolves in the
+// viewer's own namespace first, then among PUBLIC versions of other owners; when several other
+// owners have a matching public version it is FAILED_PRECONDITION ("ambiguous ...; qualify it as
+// owner/name..."). A version is visible to a viewer when viewer == owner or it is PUBLIC; invisible
+// = NOT_FOUND. viewer "" means an admin view (everything visible). Changes: only the owner may
+// change a version; a non-owner gets NOT_FOUND for a private version and PERMISSION_DENIED for a
+// public one.
 class ModelRepository {
  public:
   explicit ModelRepository(Database& db) : db_(db) {}
@@ -46,9 +46,11 @@ class ModelRepository {
   // ignored. Returns the stored record (with histograms).
   absl::StatusOr<gantry::v1::ModelVersion> Register(const gantry::v1::ModelVersion& model);
 
-  // Resolves a reference (see above). Archived versions resolve too (status MODEL_ARCHIVED); callers
-  // that generate must refuse them. Histograms included. INVALID_ARGUMENT for a malformed reference.
-  absl::StatusOr<gantry::v1::ModelVersion> Resolve(const std::string& viewer, const std::string& ref);
+  // Resolves a reference (see above). Archived versions resolve too (status MODEL_ARCHIVED);
+  // callers that generate must refuse them. Histograms included. INVALID_ARGUMENT for a malformed
+  // reference.
+  absl::StatusOr<gantry::v1::ModelVersion> Resolve(const std::string& viewer,
+                                                   const std::string& ref);
 
   // Visible versions matching `filter` (no histograms). Archived ones only with include_archived.
   absl::StatusOr<Page<gantry::v1::ModelVersion>> List(const std::string& viewer,
@@ -56,9 +58,10 @@ class ModelRepository {
                                                       const std::string& page_token);
 
   // Points `alias` of owner/name at `version`, moving it atomically if it pointed elsewhere (one
-  // version per alias per name). NOT_FOUND when the version does not exist; FAILED_PRECONDITION when
-  // it is archived. Returns the version now carrying the alias.
-  absl::StatusOr<gantry::v1::ModelVersion> SetAlias(const std::string& owner, const std::string& name,
+  // version per alias per name). NOT_FOUND when the version does not exist; FAILED_PRECONDITION
+  // when it is archived. Returns the version now carrying the alias.
+  absl::StatusOr<gantry::v1::ModelVersion> SetAlias(const std::string& owner,
+                                                    const std::string& name,
                                                     const std::string& alias, int version);
   // NOT_FOUND when the alias does not exist.
   absl::Status DeleteAlias(const std::string& owner, const std::string& name,
@@ -70,7 +73,8 @@ class ModelRepository {
                                                    const std::vector<std::string>& remove);
 
   // Marks the referenced version MODEL_ARCHIVED (idempotent) and drops its aliases; returns it.
-  absl::StatusOr<gantry::v1::ModelVersion> Archive(const std::string& owner, const std::string& ref);
+  absl::StatusOr<gantry::v1::ModelVersion> Archive(const std::string& owner,
+                                                   const std::string& ref);
 
  private:
   Database& db_;

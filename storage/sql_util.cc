@@ -80,11 +80,21 @@ std::string JsonString(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];
@@ -160,7 +170,8 @@ std::string EncodePageToken(const std::string& kind, const std::vector<std::stri
 absl::StatusOr<std::vector<std::string>> DecodePageToken(const std::string& kind,
                                                          const std::string& token, size_t n) {
   const absl::Status bad = absl::InvalidArgumentError(
-      "page_token is not one this listing returned; pass next_page_token unchanged, or empty for the "
+      "page_token is not one this listing returned; pass next_page_token unchanged, or empty for "
+      "the "
       "first page");
   std::string raw;
   if (!absl::WebSafeBase64Unescape(token, &raw)) return bad;

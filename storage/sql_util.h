@@ -5,10 +5,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <pqxx/pqxx>
 #include <string>
 #include <vector>
-
-#include <pqxx/pqxx>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,7 +27,8 @@ google::protobuf::Timestamp TimestampFromMicros(int64_t micros);
 // Sets *ts from a nullable gantry_us(...) column; leaves it unset when NULL.
 void SetTimestamp(const pqxx::field& f, google::protobuf::Timestamp* ts);
 
-// A JSON object {"k":"v",...} / array ["a",...] with proper escaping (passed as a ::jsonb parameter).
+// A JSON object {"k":"v",...} / array ["a",...] with proper escaping (passed as a ::jsonb
+// parameter).
 std::string JsonObject(const std::map<std::string, std::string>& m);
 std::string JsonArray(const std::vector<std::string>& v);
 // A JSON number or null.

@@ -9,7 +9,6 @@ namespace gantry::storage {
 
 namespace {
 
-
 gantry::v1::Tenant FromRow(const pqxx::row& row) {
   gantry::v1::Tenant t;
   t.set_name(row[0].as<std::string>());
@@ -43,9 +42,9 @@ absl::StatusOr<gantry::v1::Tenant> TenantRepository::CreateTenant(const std::str
 absl::StatusOr<gantry::v1::Tenant> TenantRepository::GetTenant(const std::string& name) {
   gantry::v1::Tenant tenant;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("tenant_get",
-                             "SELECT name, admin, gantry_us(created_at) FROM tenants WHERE name = $1",
-                             name);
+    pqxx::result r =
+        tx.Exec("tenant_get",
+                "SELECT name, admin, gantry_us(created_at) FROM tenants WHERE name = $1", name);
     if (r.empty()) return absl::NotFoundError(absl::StrCat("tenant \"", name, "\" does not exist"));
     tenant = FromRow(r[0]);
     return absl::OkStatus();

@@ -22,7 +22,8 @@ class TenantRepository {
   // NOT_FOUND when there is no such tenant.
   absl::StatusOr<gantry::v1::Tenant> GetTenant(const std::string& name);
   // Ordered by name.
-  absl::StatusOr<Page<gantry::v1::Tenant>> ListTenants(int page_size, const std::string& page_token);
+  absl::StatusOr<Page<gantry::v1::Tenant>> ListTenants(int page_size,
+                                                       const std::string& page_token);
 
  private:
   Database& db_;

@@ -38,8 +38,10 @@ absl::StatusOr<std::string> TokenRepository::ImportToken(const std::string& tena
   const std::string hash = HashSecret(secret);
   std::string id;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result t = tx.Exec("token_tenant_exists", "SELECT 1 FROM tenants WHERE name = $1", tenant);
-    if (t.empty()) return absl::NotFoundError(absl::StrCat("tenant \"", tenant, "\" does not exist"));
+    pqxx::result t =
+        tx.Exec("token_tenant_exists", "SELECT 1 FROM tenants WHERE name = $1", tenant);
+    if (t.empty())
+      return absl::NotFoundError(absl::StrCat("tenant \"", tenant, "\" does not exist"));
     tx.Exec("token_import",
             "INSERT INTO api_tokens (id, sha256, tenant, description) VALUES ($1, $2, $3, $4) "
             "ON CONFLICT (sha256) DO NOTHING",
@@ -105,8 +107,9 @@ absl::StatusOr<IssuedToken> TokenRepository::CreateJoinToken(const std::string& 
   token.secret = "gjt_" + sql::RandomHex(32);
   const std::string hash = HashSecret(token.secret);
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    tx.Exec("join_token_create", "INSERT INTO join_tokens (id, sha256, description) VALUES ($1, $2, $3)",
-            token.token_id, hash, description);
+    tx.Exec("join_token_create",
+            "INSERT INTO join_tokens (id, sha256, description) VALUES ($1, $2, $3)", token.token_id,
+            hash, description);
     return absl::OkStatus();
   }));
   return token;
@@ -122,7 +125,8 @@ absl::StatusOr<std::string> TokenRepository::ImportJoinToken(const std::string& 
             "INSERT INTO join_tokens (id, sha256, description) VALUES ($1, $2, $3) "
             "ON CONFLICT (sha256) DO NOTHING",
             sql::NewId("jtk"), hash, description);
-    pqxx::result r = tx.Exec("join_token_by_hash", "SELECT id FROM join_tokens WHERE sha256 = $1", hash);
+    pqxx::result r =
+        tx.Exec("join_token_by_hash", "SELECT id FROM join_tokens WHERE sha256 = $1", hash);
     if (r.empty()) return absl::InternalError("imported join token vanished");
     id = r[0][0].as<std::string>();
     return absl::OkStatus();
@@ -132,13 +136,15 @@ absl::StatusOr<std::string> TokenRepository::ImportJoinToken(const std::string& 
 
 absl::Status TokenRepository::IsValidJoinToken(const std::string& secret) {
   const absl::Status denied = absl::UnauthenticatedError(
-      "the join token is unknown or revoked; ask an admin to issue one (AdminService.CreateJoinToken)");
+      "the join token is unknown or revoked; ask an admin to issue one "
+      "(AdminService.CreateJoinToken)");
   if (secret.empty()) return denied;
   const std::string hash = HashSecret(secret);
   bool valid = false;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("join_token_valid",
-                             "SELECT 1 FROM join_tokens WHERE sha256 = $1 AND revoked_at IS NULL", hash);
+    pqxx::result r =
+        tx.Exec("join_token_valid",
+                "SELECT 1 FROM join_tokens WHERE sha256 = $1 AND revoked_at IS NULL", hash);
     valid = !r.empty();
     return absl::OkStatus();
   }));

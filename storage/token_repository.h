@@ -28,11 +28,13 @@ class TokenRepository {
   explicit TokenRepository(Database& db) : db_(db) {}
 
   // Issues an API token for an existing tenant (NOT_FOUND otherwise).
-  absl::StatusOr<IssuedToken> CreateToken(const std::string& tenant, const std::string& description);
-  // Stores a given secret as an API token of `tenant` (bootstrap from --admin-token-file). Idempotent:
-  // importing the same secret for the same tenant again returns the existing token_id (and un-revokes
-  // nothing: a revoked token stays revoked). ALREADY_EXISTS when the secret belongs to another tenant;
-  // NOT_FOUND when the tenant does not exist; INVALID_ARGUMENT for an empty secret.
+  absl::StatusOr<IssuedToken> CreateToken(const std::string& tenant,
+                                          const std::string& description);
+  // Stores a given secret as an API token of `tenant` (bootstrap from --admin-token-file).
+  // Idempotent: importing the same secret for the same tenant again returns the existing token_id
+  // (and un-revokes nothing: a revoked token stays revoked). ALREADY_EXISTS when the secret belongs
+  // to another tenant; NOT_FOUND when the tenant does not exist; INVALID_ARGUMENT for an empty
+  // secret.
   absl::StatusOr<std::string> ImportToken(const std::string& tenant, const std::string& secret,
                                           const std::string& description);
   // UNAUTHENTICATED when the secret is unknown or revoked.

@@ -1,4 +1,5 @@
-// Transaction: one open database transaction handed to Database::Transact callbacks (storage-internal).
+// Transaction: one open database transaction handed to Database::Transact callbacks
+// (storage-internal).
 #ifndef GANTRY_STORAGE_TRANSACTION_H_
 #define GANTRY_STORAGE_TRANSACTION_H_
 

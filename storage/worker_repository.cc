@@ -61,11 +61,12 @@ absl::Status WorkerRepository::Heartbeat(const std::string& id, int free_slots,
                                          const std::vector<std::string>& cached_datasets,
                                          absl::Time now) {
   return db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("worker_heartbeat",
-                             "UPDATE workers SET free_slots = $2, cached_datasets = $3::jsonb, "
-                             "last_heartbeat = gantry_ts($4), connected = true WHERE id = $1 "
-                             "RETURNING id",
-                             id, free_slots, sql::JsonArray(cached_datasets), absl::ToUnixMicros(now));
+    pqxx::result r =
+        tx.Exec("worker_heartbeat",
+                "UPDATE workers SET free_slots = $2, cached_datasets = $3::jsonb, "
+                "last_heartbeat = gantry_ts($4), connected = true WHERE id = $1 "
+                "RETURNING id",
+                id, free_slots, sql::JsonArray(cached_datasets), absl::ToUnixMicros(now));
     if (r.empty()) return WorkerNotFound(id);
     return absl::OkStatus();
   });
@@ -74,7 +75,8 @@ absl::Status WorkerRepository::Heartbeat(const std::string& id, int free_slots,
 absl::StatusOr<WorkerInfo> WorkerRepository::Get(const std::string& id) {
   WorkerInfo w;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("worker_get", "SELECT " WORKER_COLUMNS " FROM workers WHERE id = $1", id);
+    pqxx::result r =
+        tx.Exec("worker_get", "SELECT " WORKER_COLUMNS " FROM workers WHERE id = $1", id);
     if (r.empty()) return WorkerNotFound(id);
     ASSIGN_OR_RETURN(w, WorkerFromRow(r[0]));
     return absl::OkStatus();

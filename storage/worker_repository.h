@@ -19,9 +19,9 @@ class WorkerRepository {
  public:
   explicit WorkerRepository(Database& db) : db_(db) {}
 
-  // Inserts or updates the worker named request.name() (INVALID_ARGUMENT when empty) and returns its
-  // id "wrk-<uuid>", stable per name across re-registrations. Marks it connected, free_slots = slots,
-  // last_heartbeat = now.
+  // Inserts or updates the worker named request.name() (INVALID_ARGUMENT when empty) and returns
+  // its id "wrk-<uuid>", stable per name across re-registrations. Marks it connected, free_slots =
+  // slots, last_heartbeat = now.
   absl::StatusOr<std::string> Upsert(const gantry::v1::RegisterRequest& request);
 
   // Records a heartbeat: free slots, the sha256 of cached datasets, time `now`; marks it connected.

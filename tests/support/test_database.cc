@@ -76,8 +76,8 @@ TestDatabase::TestDatabase() : admin_dsn_(AdminDsnFromEnv()), name_("test_" + Ra
     pqxx::nontransaction tx(conn);
     tx.exec("CREATE DATABASE " + tx.quote_name(name_));
   } catch (const std::exception& e) {
-    Die(absl::StrCat("cannot create a test database through GANTRY_TEST_DSN=\"", admin_dsn_,
-                     "\": ", e.what(), " (run deploy/local/test, which starts a private PostgreSQL)"));
+    Die(absl::StrCat("cannot create a test database through GANTRY_TEST_DSN=\"", admin_dsn_, "\": ",
+                     e.what(), " (run deploy/local/test, which starts a private PostgreSQL)"));
   }
   dsn_ = WithDatabase(admin_dsn_, name_);
 }
@@ -93,10 +93,11 @@ TestDatabase::~TestDatabase() {
   }
 }
 
-std::string TestDatabase::Query(const std::string& sql) const {
+namespace {
+std::string RunQuery(const std::string& dsn, const std::string& sql) {
   std::string out;
   try {
-    pqxx::connection conn(dsn_);
+    pqxx::connection conn(dsn);
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec(sql);
     for (const pqxx::row& row : r) {
@@ -109,6 +110,13 @@ std::string TestDatabase::Query(const std::string& sql) const {
     ADD_FAILURE() << "test query failed: " << sql << ": " << e.what();
   }
   return out;
+}
+}  // namespace
+
+std::string TestDatabase::Query(const std::string& sql) const { return RunQuery(dsn_, sql); }
+
+std::string TestDatabase::AdminQuery(const std::string& sql) const {
+  return RunQuery(admin_dsn_, sql);
 }
 
 }  // namespace gantry::testing
