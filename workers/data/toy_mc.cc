@@ -156,6 +156,23 @@ const Geometry& Geo() {
   return *geometry;
 }
 
+// cos and sin of 4096 azimuths at bin centres.
+struct Azimuths {
+  double cos[4096], sin[4096];
+  Azimuths() {
+    for (int i = 0; i < 4096; ++i) {
+      const double phi = (i + 0.5) * 2.0 * kPi / 4096.0;
+      cos[i] = std::cos(phi);
+      sin[i] = std::sin(phi);
+    }
+  }
+};
+
+const Azimuths& AzimuthTable() {
+  static const Azimuths* table = new Azimuths();
+  return *table;
+}
+
 std::array<int64_t, 3> ShapeOf(Layout layout) {
   return layout == Layout::kVariableAngle3DGan ? std::array<int64_t, 3>{51, 51, 25}
                                                : std::array<int64_t, 3>{25, 25, 25};
@@ -252,22 +269,23 @@ void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<in
     const double core_mm = r_core * kMoliereMm, tail_mm = r_tail * kMoliereMm;
     const double x_axis = x_centre + (g.centre_mm[l] - depth_centre) * cot_t;
     const int64_t layer_offset = l;
+    // One 64-bit draw per spot: 24 bits choose core or tail, 12 bits the azimuth (a 4096-entry
+    // table, at most 0.05 mm off at 6 R_M), 28 bits the radius quantile u.
+    const double x0 = x_axis * cell_inv, y0 = y_centre * cell_inv;
+    const double core_x = core_mm * cell_inv * sin_t, core_y = core_mm * cell_inv;
+    const double tail_x = tail_mm * cell_inv * sin_t, tail_y = tail_mm * cell_inv;
+    const uint64_t core_cut = static_cast<uint64_t>(p_core * 16777216.0);
+    const double fnx = static_cast<double>(nx), fny = static_cast<double>(ny);
+    const Azimuths& az = AzimuthTable();
     for (int64_t s = 0; s < n; ++s) {
-      const double r_scale = rng.Uniform() < p_core ? core_mm : tail_mm;
-      const double u = rng.Uniform();
-      const double r = r_scale * std::sqrt(u / (1.0 - u));
-      double vx, vy, s2;
-      do {
-        vx = 2.0 * rng.Uniform() - 1.0;
-        vy = 2.0 * rng.Uniform() - 1.0;
-        s2 = vx * vx + vy * vy;
-      } while (s2 >= 1.0 || s2 == 0.0);
-      const double k = r / std::sqrt(s2);
-      const double x = (x_axis + k * vx * sin_t) * cell_inv;
-      const double y = (y_centre + k * vy) * cell_inv;
-      if (!(x >= 0.0 && x < static_cast<double>(nx) && y >= 0.0 && y < static_cast<double>(ny))) {
-        continue;  // lateral leakage
-      }
+      const uint64_t w = rng();
+      const bool core = (w >> 40) < core_cut;
+      const int phi = static_cast<int>((w >> 28) & 4095);
+      const double u = (static_cast<double>(w & 0xFFFFFFF) + 0.5) * 0x1.0p-28;
+      const double q = std::sqrt(u / (1.0 - u));
+      const double x = x0 + q * (core ? core_x : tail_x) * az.cos[phi];
+      const double y = y0 + q * (core ? core_y : tail_y) * az.sin[phi];
+      if (!(x >= 0.0 && x < fnx && y >= 0.0 && y < fny)) continue;  // lateral leakage
       const int64_t idx =
           (static_cast<int64_t>(x) * ny + static_cast<int64_t>(y)) * nz + layer_offset;
       if (counts[idx]++ == 0) touched.push_back(static_cast<int32_t>(idx));
