@@ -95,7 +95,10 @@ TEST(ValidationTest, IndependentSampleOfSameSettingsScoresAtTheStatisticalFloor)
 TEST(ValidationTest, EnergyScaleShiftGivesTenPercentMre) {
   const ValidationReport r = Validate(Toy(2, 1.1));
   EXPECT_NEAR(M(r, "sf_mre"), 0.1, 3.0 * M(r, "sf_mre_null") + 0.002);
-  EXPECT_GT(M(r, "eprof"), 0.1 - 2.0 * M(r, "eprof_null"));
+  // Each slice's term |0.1 + noise| has expectation between 0.1 and 0.1 + its null (E|a + n| >= |a|
+  // for symmetric noise, <= |a| + E|n|); the mean over 75 slices fluctuates much less than one
+  // slice.
+  EXPECT_GT(M(r, "eprof"), 0.1 - 0.5 * M(r, "eprof_null"));
   EXPECT_LT(M(r, "eprof"), 0.1 + 1.5 * M(r, "eprof_null"));
   EXPECT_LT(M(r, "pos"), 2.5 * M(r, "pos_null"));
   for (const BinMetrics& b : r.bins) {
