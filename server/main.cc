@@ -5,6 +5,8 @@
 #include <iostream>
 #include <string>
 #include <thread>
+#include <vector>
+#include <algorithm>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -18,6 +20,25 @@ std::string DefaultDsn() {
   if (const char* env = std::getenv("GANTRY_DB"); env != nullptr && *env != '\0') return env;
   return std::string("host=") + GANTRY_SOURCE_DIR +
          "/var/pg/run port=5432 dbname=gantry user=postgres";
+}
+
+// Abseil flag names are identifiers; accept the documented dashed spelling (--data-dir) as well by
+// rewriting dashes in a flag's name (never in its value) to underscores.
+std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
+  storage->reserve(argc);
+  std::vector<char*> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      const size_t end = std::min(arg.find('='), arg.size());
+      for (size_t k = 2; k < end; ++k) {
+        if (arg[k] == '-') arg[k] = '_';
+      }
+    }
+    storage->push_back(std::move(arg));
+    out.push_back(storage->back().data());
+  }
+  return out;
 }
 
 }  // namespace
@@ -42,7 +63,9 @@ ABSL_FLAG(int, shutdown_grace_seconds, 5, "seconds calls get to finish on SIGINT
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("gantry-server: the gantry gRPC front server");
-  absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> arg_storage;
+  std::vector<char*> args = NormalizeFlagNames(argc, argv, &arg_storage);
+  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
 
   gantry::server::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);

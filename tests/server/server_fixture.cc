@@ -1,0 +1,98 @@
+#include "tests/server/server_fixture.h"
+
+#include <fstream>
+#include <random>
+
+namespace gantry::testing {
+
+namespace v1 = ::gantry::v1;
+
+std::string Describe(const grpc::Status& status) {
+  return std::to_string(static_cast<int>(status.error_code())) + ": " + status.error_message();
+}
+
+void ServerFixture::SetUp() {
+  std::random_device rd;
+  admin_token_ = "admin-secret-" + std::to_string(rd()) + std::to_string(rd());
+  std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
+  StartServer();
+}
+
+void ServerFixture::TearDown() {
+  if (server_ != nullptr) {
+    const int code = server_->Terminate();
+    EXPECT_EQ(code, 0) << "gantry-server did not exit cleanly on SIGTERM; stderr:\n"
+                       << server_->Stderr();
+  }
+}
+
+std::vector<std::string> ServerFixture::StandardArgs() const {
+  return {"--db=" + db_.dsn(), "--data-dir=" + dir_.File("data"),
+          "--admin-token-file=" + dir_.File("admin.token")};
+}
+
+void ServerFixture::StartServer(const std::vector<std::string>& extra) {
+  std::vector<std::string> args = StandardArgs();
+  args.insert(args.end(), extra.begin(), extra.end());
+  std::string error;
+  server_ = ServerProcess::Start(args, dir_.File("server.stderr"), &error);
+  ASSERT_NE(server_, nullptr) << error;
+  channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  training_ = v1::TrainingService::NewStub(channel_);
+  generation_ = v1::GenerationService::NewStub(channel_);
+  catalog_ = v1::CatalogService::NewStub(channel_);
+  datasets_ = v1::DatasetService::NewStub(channel_);
+  worker_ = v1::WorkerService::NewStub(channel_);
+  admin_ = v1::AdminService::NewStub(channel_);
+  health_ = grpc::health::v1::Health::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> ServerFixture::Ctx(const std::string& token,
+                                                        int deadline_ms) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+  if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);
+  return ctx;
+}
+
+std::string ServerFixture::NewTenant(const std::string& name, bool admin) {
+  v1::CreateTenantRequest create;
+  create.set_name(name);
+  create.set_admin(admin);
+  v1::Tenant tenant;
+  grpc::Status s = admin_->CreateTenant(Ctx(admin_token_).get(), create, &tenant);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  v1::CreateTokenRequest token_request;
+  token_request.set_tenant(name);
+  token_request.set_description("test");
+  v1::CreateTokenResponse token;
+  s = admin_->CreateToken(Ctx(admin_token_).get(), token_request, &token);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  EXPECT_FALSE(token.token().empty());
+  return token.token();
+}
+
+v1::JobSpec ServerFixture::GoodSpec() {
+  v1::JobSpec spec;
+  spec.set_display_name("test job");
+  (*spec.mutable_labels())["team"] = "calo";
+  spec.set_model_preset("tiny");
+  spec.set_dataset("toymc:layout=25,events=64,seed=3,emin=10,emax=100");
+  spec.mutable_hyper_parameters()->set_epochs(2);
+  spec.mutable_hyper_parameters()->set_batch_per_rank(8);
+  spec.mutable_hyper_parameters()->set_learning_rate(1e-3);
+  spec.set_world_size(2);
+  spec.set_priority(5);
+  return spec;
+}
+
+int ServerFixture::HealthStatus(const std::string& service) {
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  grpc::Status s = health_->Check(Ctx("").get(), request, &response);
+  if (!s.ok()) return -static_cast<int>(s.error_code());
+  return response.status();
+}
+
+}  // namespace gantry::testing

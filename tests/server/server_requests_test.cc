@@ -1,0 +1,591 @@
+// Integration tests of request handling: a barrage of bad requests (exact code, message naming the field,
+// server still serving), and the job life cycle (submit, list, get, cancel, watch, logs).
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/server/server_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+class ServerRequestsTest : public ServerFixture {
+ protected:
+  grpc::Status Submit(const std::string& token, const v1::JobSpec& spec, v1::Job* job,
+                      const std::string& request_id = "") {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = spec;
+    request.set_request_id(request_id);
+    return training_->SubmitJob(Ctx(token).get(), request, job);
+  }
+  grpc::Status SubmitWith(const std::function<void(v1::JobSpec&)>& edit) {
+    v1::JobSpec spec = GoodSpec();
+    edit(spec);
+    v1::Job job;
+    return Submit(admin_token_, spec, &job);
+  }
+  grpc::Status Generate(const v1::GenerateRequest& request) {
+    auto ctx = Ctx(admin_token_);
+    auto reader = generation_->Generate(ctx.get(), request);
+    v1::GenerateChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return reader->Finish();
+  }
+  grpc::Status Upload(const std::vector<v1::UploadDatasetRequest>& messages) {
+    auto ctx = Ctx(admin_token_);
+    v1::Dataset dataset;
+    auto writer = datasets_->UploadDataset(ctx.get(), &dataset);
+    for (const auto& m : messages) {
+      if (!writer->Write(m)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+  static v1::UploadDatasetRequest Header(const std::string& name, int64_t size) {
+    v1::UploadDatasetRequest m;
+    m.mutable_header()->set_name(name);
+    m.mutable_header()->set_size_bytes(size);
+    return m;
+  }
+};
+
+struct BadRequest {
+  std::string what;
+  std::function<grpc::Status()> call;
+  grpc::StatusCode code;
+  std::string must_mention;  // the offending field (or value) named in the message
+};
+
+TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServerKeepsServing) {
+  using C = grpc::StatusCode;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  v1::CreateJoinTokenRequest join_request;
+  v1::CreateTokenResponse join;
+  ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), join_request, &join).ok());
+  const std::string join_token = join.token();
+
+  std::vector<BadRequest> cases = {
+      {"submit without spec",
+       [&] {
+         v1::Job job;
+         return training_->SubmitJob(Ctx(admin_token_).get(), v1::SubmitJobRequest(), &job);
+       },
+       C::INVALID_ARGUMENT, "spec"},
+      {"missing preset", [&] { return SubmitWith([](auto& s) { s.clear_model_preset(); }); },
+       C::INVALID_ARGUMENT, "spec.model_preset"},
+      {"unknown preset",
+       [&] { return SubmitWith([](auto& s) { s.set_model_preset("3dgan-99"); }); },
+       C::INVALID_ARGUMENT, "spec.model_preset"},
+      {"world_size 0", [&] { return SubmitWith([](auto& s) { s.set_world_size(0); }); },
+       C::INVALID_ARGUMENT, "spec.world_size"},
+      {"world_size huge", [&] { return SubmitWith([](auto& s) { s.set_world_size(1000); }); },
+       C::INVALID_ARGUMENT, "spec.world_size"},
+      {"batch 0",
+       [&] { return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_batch_per_rank(0); }); },
+       C::INVALID_ARGUMENT, "hyper_parameters.batch_per_rank"},
+      {"batch huge",
+       [&] {
+         return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_batch_per_rank(1 << 20); });
+       },
+       C::INVALID_ARGUMENT, "hyper_parameters.batch_per_rank"},
+      {"epochs 0",
+       [&] { return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_epochs(0); }); },
+       C::INVALID_ARGUMENT, "hyper_parameters.epochs"},
+      {"negative learning rate",
+       [&] {
+         return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_learning_rate(-1); });
+       },
+       C::INVALID_ARGUMENT, "hyper_parameters.learning_rate"},
+      {"NaN learning rate",
+       [&] {
+         return SubmitWith([&](auto& s) { s.mutable_hyper_parameters()->set_learning_rate(nan); });
+       },
+       C::INVALID_ARGUMENT, "hyper_parameters.learning_rate"},
+      {"unknown optimizer",
+       [&] {
+         return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_optimizer("sgd"); });
+       },
+       C::INVALID_ARGUMENT, "hyper_parameters.optimizer"},
+      {"priority out of range", [&] { return SubmitWith([](auto& s) { s.set_priority(500); }); },
+       C::INVALID_ARGUMENT, "spec.priority"},
+      {"max_restarts negative", [&] { return SubmitWith([](auto& s) { s.set_max_restarts(-1); }); },
+       C::INVALID_ARGUMENT, "spec.max_restarts"},
+      {"missing dataset", [&] { return SubmitWith([](auto& s) { s.clear_dataset(); }); },
+       C::INVALID_ARGUMENT, "spec.dataset"},
+      {"unknown dataset scheme",
+       [&] { return SubmitWith([](auto& s) { s.set_dataset("s3://bucket/showers.h5"); }); },
+       C::INVALID_ARGUMENT, "spec.dataset"},
+      {"relative file path",
+       [&] { return SubmitWith([](auto& s) { s.set_dataset("file://data/showers.h5"); }); },
+       C::INVALID_ARGUMENT, "spec.dataset"},
+      {"bad toymc spec",
+       [&] { return SubmitWith([](auto& s) { s.set_dataset("toymc:layout=99,events=10"); }); },
+       C::INVALID_ARGUMENT, "spec.dataset"},
+      {"toymc layout does not fit the preset",
+       [&] {
+         return SubmitWith([](auto& s) {
+           s.set_model_preset("3dgan-25");
+           s.set_dataset("toymc:layout=51,events=10");
+         });
+       },
+       C::INVALID_ARGUMENT, "spec.dataset"},
+      {"unknown uploaded dataset",
+       [&] { return SubmitWith([](auto& s) { s.set_dataset("ds-00000000-0000-0000-0000-000000000000"); }); },
+       C::NOT_FOUND, "spec.dataset"},
+      {"bad label key",
+       [&] { return SubmitWith([](auto& s) { (*s.mutable_labels())["bad key!"] = "x"; }); },
+       C::INVALID_ARGUMENT, "spec.labels"},
+      {"malformed initial model",
+       [&] { return SubmitWith([](auto& s) { s.set_initial_model("no-version"); }); },
+       C::INVALID_ARGUMENT, "spec.initial_model"},
+      {"unknown initial model",
+       [&] { return SubmitWith([](auto& s) { s.set_initial_model("ghost:1"); }); }, C::NOT_FOUND,
+       "spec.initial_model"},
+      {"negative validation energy",
+       [&] { return SubmitWith([](auto& s) { s.mutable_validation()->add_energies(-5); }); },
+       C::INVALID_ARGUMENT, "spec.validation.energies[0]"},
+      {"label flip probability 0.7",
+       [&] {
+         return SubmitWith(
+             [](auto& s) { s.mutable_hyper_parameters()->set_label_flip_probability(0.7); });
+       },
+       C::INVALID_ARGUMENT, "hyper_parameters.label_flip_probability"},
+      {"get job without id",
+       [&] {
+         v1::Job job;
+         return training_->GetJob(Ctx(admin_token_).get(), v1::GetJobRequest(), &job);
+       },
+       C::INVALID_ARGUMENT, "job_id"},
+      {"get job with a malformed id",
+       [&] {
+         v1::GetJobRequest r;
+         r.set_job_id("12345");
+         v1::Job job;
+         return training_->GetJob(Ctx(admin_token_).get(), r, &job);
+       },
+       C::INVALID_ARGUMENT, "job_id"},
+      {"get unknown job",
+       [&] {
+         v1::GetJobRequest r;
+         r.set_job_id("job-00000000-0000-0000-0000-000000000000");
+         v1::Job job;
+         return training_->GetJob(Ctx(admin_token_).get(), r, &job);
+       },
+       C::NOT_FOUND, "job-00000000-0000-0000-0000-000000000000"},
+      {"page size too big",
+       [&] {
+         v1::ListJobsRequest r;
+         r.mutable_page()->set_page_size(5000);
+         v1::ListJobsResponse out;
+         return training_->ListJobs(Ctx(admin_token_).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "page.page_size"},
+      {"negative page size",
+       [&] {
+         v1::ListJobsRequest r;
+         r.mutable_page()->set_page_size(-1);
+         v1::ListJobsResponse out;
+         return training_->ListJobs(Ctx(admin_token_).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "page.page_size"},
+      {"unknown job state filter",
+       [&] {
+         v1::ListJobsRequest r;
+         r.add_states(static_cast<v1::JobState>(99));
+         v1::ListJobsResponse out;
+         return training_->ListJobs(Ctx(admin_token_).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "states[0]"},
+      {"log tail too long",
+       [&] {
+         v1::GetJobLogsRequest r;
+         r.set_job_id("job-1");
+         r.set_tail(20000);
+         v1::GetJobLogsResponse out;
+         return training_->GetJobLogs(Ctx(admin_token_).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "tail"},
+      {"watch with negative sequence",
+       [&] {
+         v1::WatchJobRequest r;
+         r.set_job_id("job-1");
+         r.set_after_sequence(-1);
+         auto ctx = Ctx(admin_token_);
+         auto reader = training_->WatchJob(ctx.get(), r);
+         v1::JobEvent e;
+         while (reader->Read(&e)) {
+         }
+         return reader->Finish();
+       },
+       C::INVALID_ARGUMENT, "after_sequence"},
+      {"generate without model",
+       [&] {
+         v1::GenerateRequest r;
+         r.mutable_list()->add_items()->set_energy_gev(50);
+         return Generate(r);
+       },
+       C::INVALID_ARGUMENT, "model"},
+      {"generate without conditions",
+       [&] {
+         v1::GenerateRequest r;
+         r.set_model("calo:1");
+         return Generate(r);
+       },
+       C::INVALID_ARGUMENT, "conditions"},
+      {"generate a negative energy",
+       [&] {
+         v1::GenerateRequest r;
+         r.set_model("calo:1");
+         r.mutable_list()->add_items()->set_energy_gev(-5);
+         return Generate(r);
+       },
+       C::INVALID_ARGUMENT, "list.items[0].energy_gev"},
+      {"generate a NaN energy",
+       [&] {
+         v1::GenerateRequest r;
+         r.set_model("calo:1");
+         r.mutable_list()->add_items()->set_energy_gev(50);
+         r.mutable_list()->add_items()->set_energy_gev(nan);
+         return Generate(r);
+       },
+       C::INVALID_ARGUMENT, "list.items[1].energy_gev"},
+      {"generate too many showers",
+       [&] {
+         v1::GenerateRequest r;
+         r.set_model("calo:1");
+         r.mutable_range()->mutable_energy_gev()->set_min(10);
+         r.mutable_range()->mutable_energy_gev()->set_max(100);
+         r.mutable_range()->set_count(1000000000);
+         return Generate(r);
+       },
+       C::RESOURCE_EXHAUSTED, "range.count"},
+      {"generate from an unknown model",
+       [&] {
+         v1::GenerateRequest r;
+         r.set_model("ghost:1");
+         r.mutable_list()->add_items()->set_energy_gev(50);
+         return Generate(r);
+       },
+       C::NOT_FOUND, "model"},
+      {"model reference with a bad alias",
+       [&] {
+         v1::GetModelRequest r;
+         r.set_model("calo@1bad");
+         v1::ModelVersion m;
+         return catalog_->GetModel(Ctx(admin_token_).get(), r, &m);
+       },
+       C::INVALID_ARGUMENT, "alias"},
+      {"numeric alias",
+       [&] {
+         v1::SetAliasRequest r;
+         r.set_name("calo");
+         r.set_alias("42");
+         r.set_version(1);
+         v1::ModelVersion m;
+         return catalog_->SetAlias(Ctx(admin_token_).get(), r, &m);
+       },
+       C::INVALID_ARGUMENT, "alias"},
+      {"alias to version 0",
+       [&] {
+         v1::SetAliasRequest r;
+         r.set_name("calo");
+         r.set_alias("champion");
+         v1::ModelVersion m;
+         return catalog_->SetAlias(Ctx(admin_token_).get(), r, &m);
+       },
+       C::INVALID_ARGUMENT, "version"},
+      {"unknown model order",
+       [&] {
+         v1::ListModelsRequest r;
+         r.set_order_by("size");
+         v1::ListModelsResponse out;
+         return catalog_->ListModels(Ctx(admin_token_).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "order_by"},
+      {"set no tags",
+       [&] {
+         v1::SetTagsRequest r;
+         r.set_model("calo:1");
+         v1::ModelVersion m;
+         return catalog_->SetTags(Ctx(admin_token_).get(), r, &m);
+       },
+       C::INVALID_ARGUMENT, "set"},
+      {"get dataset without id",
+       [&] {
+         v1::Dataset d;
+         return datasets_->GetDataset(Ctx(admin_token_).get(), v1::GetDatasetRequest(), &d);
+       },
+       C::INVALID_ARGUMENT, "dataset_id"},
+      {"upload without header",
+       [&] {
+         v1::UploadDatasetRequest chunk;
+         chunk.set_chunk("HDF");
+         return Upload({chunk});
+       },
+       C::INVALID_ARGUMENT, "header"},
+      {"upload with a bad name", [&] { return Upload({Header("bad name!", 10)}); },
+       C::INVALID_ARGUMENT, "header.name"},
+      {"upload of size 0", [&] { return Upload({Header("empty", 0)}); }, C::INVALID_ARGUMENT,
+       "header.size_bytes"},
+      {"upload over the size limit", [&] { return Upload({Header("huge", int64_t{1} << 50)}); },
+       C::RESOURCE_EXHAUSTED, "header.size_bytes"},
+      {"read a dataset from a negative offset",
+       [&] {
+         v1::ReadDatasetRequest r;
+         r.set_dataset_id("ds-1");
+         r.set_offset(-1);
+         auto ctx = Ctx(admin_token_);
+         auto reader = datasets_->ReadDataset(ctx.get(), r);
+         v1::DatasetChunk c;
+         while (reader->Read(&c)) {
+         }
+         return reader->Finish();
+       },
+       C::INVALID_ARGUMENT, "offset"},
+      {"tenant with a bad name",
+       [&] {
+         v1::CreateTenantRequest r;
+         r.set_name("Bad_Name");
+         v1::Tenant t;
+         return admin_->CreateTenant(Ctx(admin_token_).get(), r, &t);
+       },
+       C::INVALID_ARGUMENT, "name"},
+      {"tenant that exists",
+       [&] {
+         v1::CreateTenantRequest r;
+         r.set_name("admin");
+         v1::Tenant t;
+         return admin_->CreateTenant(Ctx(admin_token_).get(), r, &t);
+       },
+       C::ALREADY_EXISTS, "admin"},
+      {"token for an unknown tenant",
+       [&] {
+         v1::CreateTokenRequest r;
+         r.set_tenant("nobody");
+         v1::CreateTokenResponse t;
+         return admin_->CreateToken(Ctx(admin_token_).get(), r, &t);
+       },
+       C::NOT_FOUND, "nobody"},
+      {"revoke without token id",
+       [&] {
+         v1::RevokeTokenResponse out;
+         return admin_->RevokeToken(Ctx(admin_token_).get(), v1::RevokeTokenRequest(), &out);
+       },
+       C::INVALID_ARGUMENT, "token_id"},
+      {"worker with zero slots",
+       [&] {
+         v1::RegisterRequest r;
+         r.set_name("w1");
+         r.set_advertise_host("127.0.0.1");
+         v1::RegisterResponse out;
+         return worker_->Register(Ctx(join_token).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "slots"},
+      {"worker without advertise host",
+       [&] {
+         v1::RegisterRequest r;
+         r.set_name("w1");
+         r.set_slots(2);
+         v1::RegisterResponse out;
+         return worker_->Register(Ctx(join_token).get(), r, &out);
+       },
+       C::INVALID_ARGUMENT, "advertise_host"},
+      {"fetch a checkpoint by a malformed hash",
+       [&] {
+         v1::FetchCheckpointRequest r;
+         r.set_sha256("xyz");
+         auto ctx = Ctx(join_token);
+         auto reader = worker_->FetchCheckpoint(ctx.get(), r);
+         v1::CheckpointChunk c;
+         while (reader->Read(&c)) {
+         }
+         return reader->Finish();
+       },
+       C::INVALID_ARGUMENT, "sha256"},
+  };
+  ASSERT_GE(cases.size(), 30u);
+  std::set<std::string> names;
+  for (const BadRequest& c : cases) {
+    SCOPED_TRACE(c.what);
+    EXPECT_TRUE(names.insert(c.what).second) << "duplicate case";
+    const grpc::Status s = c.call();
+    EXPECT_EQ(s.error_code(), c.code) << Describe(s);
+    EXPECT_NE(s.error_message().find(c.must_mention), std::string::npos)
+        << "message does not name \"" << c.must_mention << "\": " << s.error_message();
+  }
+  // Nothing crashed and nothing was stored; the server still serves.
+  EXPECT_EQ(HealthStatus(), 1);
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(training_->ListJobs(Ctx(admin_token_).get(), {}, &listed).ok());
+  EXPECT_EQ(listed.jobs_size(), 0);
+  v1::Job job;
+  grpc::Status s = Submit(admin_token_, GoodSpec(), &job);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(job.state(), v1::QUEUED);
+}
+
+TEST_F(ServerRequestsTest, SubmitGetListAndCancel) {
+  const std::string alice = NewTenant("alice");
+  v1::Job job;
+  grpc::Status s = Submit(alice, GoodSpec(), &job);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(job.id().rfind("job-", 0), 0u) << job.id();
+  EXPECT_EQ(job.owner(), "alice");
+  EXPECT_EQ(job.state(), v1::QUEUED);
+  EXPECT_EQ(job.reason(), "Submitted");
+  EXPECT_NE(job.spec().hyper_parameters().seed(), 0u) << "the server chooses and records a seed";
+  EXPECT_EQ(job.spec().dataset(), GoodSpec().dataset());
+
+  v1::GetJobRequest get;
+  get.set_job_id(job.id());
+  v1::Job got;
+  ASSERT_TRUE(training_->GetJob(Ctx(alice).get(), get, &got).ok());
+  EXPECT_EQ(got.id(), job.id());
+  EXPECT_EQ(got.spec().hyper_parameters().seed(), job.spec().hyper_parameters().seed());
+
+  // Idempotent retries with a request id.
+  v1::Job first, retry;
+  ASSERT_TRUE(Submit(alice, GoodSpec(), &first, "req-42").ok());
+  ASSERT_TRUE(Submit(alice, GoodSpec(), &retry, "req-42").ok());
+  EXPECT_EQ(first.id(), retry.id());
+
+  v1::JobSpec other = GoodSpec();
+  (*other.mutable_labels())["team"] = "tracker";
+  v1::Job third;
+  ASSERT_TRUE(Submit(alice, other, &third).ok());
+
+  v1::ListJobsRequest list;
+  v1::ListJobsResponse listed;
+  ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 3);
+  EXPECT_EQ(listed.jobs(0).id(), third.id()) << "newest first";
+
+  (*list.mutable_label_selector())["team"] = "tracker";
+  ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_EQ(listed.jobs(0).id(), third.id());
+
+  // Pages of 2 then 1.
+  list.clear_label_selector();
+  list.mutable_page()->set_page_size(2);
+  ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 2);
+  ASSERT_FALSE(listed.next_page_token().empty());
+  std::set<std::string> seen{listed.jobs(0).id(), listed.jobs(1).id()};
+  list.mutable_page()->set_page_token(listed.next_page_token());
+  ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  seen.insert(listed.jobs(0).id());
+  EXPECT_EQ(seen, (std::set<std::string>{job.id(), first.id(), third.id()}));
+  EXPECT_TRUE(listed.next_page_token().empty());
+
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job.id());
+  cancel.set_reason("wrong learning rate");
+  v1::Job cancelled;
+  s = training_->CancelJob(Ctx(alice).get(), cancel, &cancelled);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(cancelled.state(), v1::CANCELLED);
+  EXPECT_FALSE(cancelled.reason().empty());
+  EXPECT_NE(cancelled.message().find("wrong learning rate"), std::string::npos)
+      << cancelled.message();
+  EXPECT_TRUE(cancelled.has_finished_at());
+
+  // State filter.
+  list.Clear();
+  list.add_states(v1::CANCELLED);
+  ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_EQ(listed.jobs(0).id(), job.id());
+
+  // Cancelling a finished job names its state.
+  s = training_->CancelJob(Ctx(alice).get(), cancel, &cancelled);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(s);
+  EXPECT_NE(s.error_message().find("CANCELLED"), std::string::npos) << s.error_message();
+
+  // Logs of a job that never ran: none.
+  v1::GetJobLogsRequest logs_request;
+  logs_request.set_job_id(job.id());
+  logs_request.set_rank(-1);
+  v1::GetJobLogsResponse logs;
+  ASSERT_TRUE(training_->GetJobLogs(Ctx(alice).get(), logs_request, &logs).ok());
+  EXPECT_EQ(logs.lines_size(), 0);
+}
+
+TEST_F(ServerRequestsTest, WatchJobStreamsTheCancelAndEnds) {
+  const std::string alice = NewTenant("alice");
+  v1::Job job;
+  ASSERT_TRUE(Submit(alice, GoodSpec(), &job).ok());
+
+  v1::WatchJobRequest watch;
+  watch.set_job_id(job.id());
+  auto ctx = Ctx(alice, 20000);
+  auto reader = training_->WatchJob(ctx.get(), watch);
+  v1::JobEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.sequence(), 1);
+  ASSERT_TRUE(event.has_state_change());
+  EXPECT_EQ(event.state_change().to(), v1::QUEUED);
+
+  // Cancel from another connection while the watch is open.
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    v1::CancelJobRequest cancel;
+    cancel.set_job_id(job.id());
+    v1::Job cancelled;
+    EXPECT_TRUE(training_->CancelJob(Ctx(alice).get(), cancel, &cancelled).ok());
+  });
+  ASSERT_TRUE(reader->Read(&event));
+  canceller.join();
+  EXPECT_EQ(event.sequence(), 2);
+  ASSERT_TRUE(event.has_state_change());
+  EXPECT_EQ(event.state_change().from(), v1::QUEUED);
+  EXPECT_EQ(event.state_change().to(), v1::CANCELLED);
+  EXPECT_FALSE(reader->Read(&event)) << "the stream ends once the job is terminal";
+  grpc::Status s = reader->Finish();
+  EXPECT_TRUE(s.ok()) << Describe(s);
+
+  // A later watch from after_sequence 1 replays only the cancel and ends.
+  watch.set_after_sequence(1);
+  auto ctx2 = Ctx(alice);
+  auto replay = training_->WatchJob(ctx2.get(), watch);
+  std::vector<v1::JobEvent> events;
+  while (replay->Read(&event)) events.push_back(event);
+  EXPECT_TRUE(replay->Finish().ok());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].state_change().to(), v1::CANCELLED);
+}
+
+TEST_F(ServerRequestsTest, ClientCancellingAWatchLeavesTheServerHealthy) {
+  v1::Job job;
+  ASSERT_TRUE(Submit(admin_token_, GoodSpec(), &job).ok());
+  v1::WatchJobRequest watch;
+  watch.set_job_id(job.id());
+  for (int i = 0; i < 5; ++i) {
+    auto ctx = Ctx(admin_token_);
+    auto reader = training_->WatchJob(ctx.get(), watch);
+    v1::JobEvent event;
+    ASSERT_TRUE(reader->Read(&event));
+    ctx->TryCancel();
+    while (reader->Read(&event)) {
+    }
+    EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  }
+  EXPECT_EQ(HealthStatus(), 1);
+  v1::Job got;
+  v1::GetJobRequest get;
+  get.set_job_id(job.id());
+  EXPECT_TRUE(training_->GetJob(Ctx(admin_token_).get(), get, &got).ok());
+}
+
+}  // namespace
+}  // namespace gantry::testing
