@@ -294,7 +294,6 @@ void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<in
   // Sampling fluctuations: the sum of n Gamma(k, c_s^2) deposits is Gamma(n k, c_s^2).
   const double theta_s = kSpotSigma * kSpotSigma;
   const double k_spot = spot_energy / theta_s;
-  std::sort(touched.begin(), touched.end());  // fixed RNG order, independent of scatter order
   for (int32_t idx : touched) {
     const int l = static_cast<int>(idx % nz);
     const double deposit = theta_s * rng.Gamma(k_spot * counts[idx]);
