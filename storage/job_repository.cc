@@ -36,8 +36,8 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.set_message(row[5].as<std::string>());
   sql::SetTimestamp(row[6], job.mutable_created_at());
   sql::SetTimestamp(row[7], job.mutable_updated_at());
-  sql::SetTimestamp(row[8], job.mutable_started_at());
-  sql::SetTimestamp(row[9], job.mutable_finished_at());
+  if (!row[8].is_null()) sql::SetTimestamp(row[8], job.mutable_started_at());
+  if (!row[9].is_null()) sql::SetTimestamp(row[9], job.mutable_finished_at());
   if (!row[10].is_null()) RETURN_IF_ERROR(sql::ParseBytes(row[10], job.mutable_progress()));
   job.set_restarts(row[11].as<int>());
   job.set_model_ref(row[12].as<std::string>());

@@ -24,7 +24,8 @@ std::string Sha256Hex(const std::string& data);
 
 // Microseconds since the epoch (as produced by SQL gantry_us(timestamptz)) to a Timestamp.
 google::protobuf::Timestamp TimestampFromMicros(int64_t micros);
-// Sets *ts from a nullable gantry_us(...) column; leaves it unset when NULL.
+// Sets *ts from a gantry_us(...) column; leaves it untouched when NULL (check is_null() first when
+// the field must stay unset: taking mutable_x() already sets it).
 void SetTimestamp(const pqxx::field& f, google::protobuf::Timestamp* ts);
 
 // A JSON object {"k":"v",...} / array ["a",...] with proper escaping (passed as a ::jsonb

@@ -101,7 +101,7 @@ std::string RunQuery(const std::string& dsn, const std::string& sql) {
     pqxx::nontransaction tx(conn);
     pqxx::result r = tx.exec(sql);
     for (const pqxx::row& row : r) {
-      for (size_t i = 0; i < row.size(); ++i) {
+      for (pqxx::row::size_type i = 0; i < row.size(); ++i) {
         absl::StrAppend(&out, i > 0 ? "\t" : "", row[i].is_null() ? "NULL" : row[i].c_str());
       }
       out += "\n";

@@ -1,0 +1,96 @@
+#include "storage/database.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "storage/migrator.h"
+#include "storage/tenant_repository.h"
+#include "tests/support/test_database.h"
+
+namespace gantry::storage {
+namespace {
+
+TEST(DatabaseTest, UnreachableServerIsUnavailable) {
+  auto db = Database::Create(
+      "host=/nonexistent-gantry-socket-dir port=5432 dbname=x user=x "
+      "connect_timeout=2");
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable) << db.status();
+}
+
+TEST(DatabaseTest, RejectsZeroPool) {
+  gantry::testing::TestDatabase tdb;
+  EXPECT_EQ(Database::Create(tdb.dsn(), 0).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Kills every server session of the test database from the outside.
+void TerminateSessions(const gantry::testing::TestDatabase& tdb) {
+  tdb.AdminQuery("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
+                 tdb.name() + "' AND pid <> pg_backend_pid()");
+}
+
+TEST(DatabaseTest, BrokenConnectionsAreReplaced) {
+  gantry::testing::TestDatabase tdb;
+  auto db = Database::Create(tdb.dsn(), 2);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(Migrator::Apply(**db).ok());
+  TenantRepository tenants(**db);
+  ASSERT_TRUE(tenants.CreateTenant("alice", false).ok());
+  TerminateSessions(tdb);
+  // The pooled connection is dead; the call must transparently reconnect.
+  auto t = tenants.GetTenant("alice");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->name(), "alice");
+}
+
+TEST(DatabaseTest, OutageIsUnavailableAndRecovers) {
+  gantry::testing::TestDatabase tdb;
+  auto db = Database::Create(tdb.dsn(), 2);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(Migrator::Apply(**db).ok());
+  TenantRepository tenants(**db);
+  ASSERT_TRUE(tenants.CreateTenant("alice", false).ok());
+
+  // Outage: no new sessions allowed, existing ones killed.
+  tdb.AdminQuery("ALTER DATABASE \"" + tdb.name() + "\" ALLOW_CONNECTIONS false");
+  TerminateSessions(tdb);
+  auto during = tenants.GetTenant("alice");
+  ASSERT_FALSE(during.ok());
+  EXPECT_EQ(during.status().code(), absl::StatusCode::kUnavailable) << during.status();
+  EXPECT_EQ(tenants.CreateTenant("bob", false).status().code(), absl::StatusCode::kUnavailable);
+
+  tdb.AdminQuery("ALTER DATABASE \"" + tdb.name() + "\" ALLOW_CONNECTIONS true");
+  auto after = tenants.GetTenant("alice");
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE((*db)->Ping().ok());
+}
+
+TEST(DatabaseTest, ConcurrentCallsShareASmallPool) {
+  gantry::testing::TestDatabase tdb;
+  auto db = Database::Create(tdb.dsn(), 2);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE(Migrator::Apply(**db).ok());
+  TenantRepository tenants(**db);
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([&, i] {
+      for (int j = 0; j < 10; ++j) {
+        if (tenants.CreateTenant("t" + std::to_string(i) + "-" + std::to_string(j), false).ok())
+          ++ok;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(ok.load(), 80);
+  auto page = tenants.ListTenants(1000, "");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->items.size(), 80u);
+}
+
+}  // namespace
+}  // namespace gantry::storage

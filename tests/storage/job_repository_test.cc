@@ -1,0 +1,307 @@
+#include "storage/job_repository.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <map>
+#include <set>
+#include <thread>
+
+#include "tests/storage/storage_fixture.h"
+
+namespace gantry::storage {
+namespace {
+
+using gantry::v1::Job;
+using gantry::v1::JobSpec;
+using gantry::v1::JobState;
+
+JobSpec Spec(const std::string& name, std::map<std::string, std::string> labels = {}) {
+  JobSpec spec;
+  spec.set_display_name(name);
+  spec.set_model_preset("tiny");
+  spec.set_dataset("toymc:events=100");
+  spec.set_world_size(2);
+  spec.set_priority(5);
+  spec.mutable_hyper_parameters()->set_epochs(3);
+  for (const auto& [k, v] : labels) (*spec.mutable_labels())[k] = v;
+  return spec;
+}
+
+using JobRepositoryTest = StorageFixture;
+
+TEST_F(JobRepositoryTest, CreateStoresQueuedJobWithFirstEvent) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("first"), "");
+  ASSERT_TRUE(job.ok()) << job.status();
+  EXPECT_EQ(job->id().rfind("job-", 0), 0u);
+  EXPECT_EQ(job->id().size(), 4u + 36u);
+  EXPECT_EQ(job->owner(), "alice");
+  EXPECT_EQ(job->state(), gantry::v1::QUEUED);
+  EXPECT_EQ(job->reason(), "Submitted");
+  EXPECT_EQ(job->message(), "waiting for 2 free slots");
+  EXPECT_EQ(job->spec().display_name(), "first");
+  EXPECT_EQ(job->spec().hyper_parameters().epochs(), 3);
+  EXPECT_GT(job->created_at().seconds(), 1600000000);
+  EXPECT_FALSE(job->has_started_at());
+
+  auto got = jobs.Get("alice", job->id());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->SerializeAsString(), job->SerializeAsString());
+  auto events = jobs.ListEvents(job->id(), 0, 0);
+  ASSERT_TRUE(events.ok()) << events.status();
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ((*events)[0].sequence(), 1);
+  EXPECT_EQ((*events)[0].state_change().to(), gantry::v1::QUEUED);
+  EXPECT_EQ((*events)[0].state_change().reason(), "Submitted");
+}
+
+TEST_F(JobRepositoryTest, TenantIsolationIsNotFound) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("a"), "");
+  ASSERT_TRUE(job.ok());
+  EXPECT_EQ(jobs.Get("bob", job->id()).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(jobs.Get("", job->id()).ok());  // admin view
+  EXPECT_EQ(jobs.Get("alice", "job-nonexistent").status().code(), absl::StatusCode::kNotFound);
+  auto bob_list = jobs.List("bob", {}, {}, 0, "");
+  ASSERT_TRUE(bob_list.ok());
+  EXPECT_TRUE(bob_list->items.empty());
+  // Unknown owner (no such tenant) is refused.
+  EXPECT_FALSE(jobs.Create("mallory", Spec("x"), "").ok());
+}
+
+TEST_F(JobRepositoryTest, IdempotentSubmit) {
+  JobRepository jobs(*db_);
+  auto a = jobs.Create("alice", Spec("a"), "req-1");
+  auto b = jobs.Create("alice", Spec("different"), "req-1");
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->id(), b->id());
+  EXPECT_EQ(b->spec().display_name(), "a");
+  // Another owner may use the same key.
+  auto c = jobs.Create("bob", Spec("c"), "req-1");
+  ASSERT_TRUE(c.ok());
+  EXPECT_NE(c->id(), a->id());
+  // No key: always new.
+  auto d = jobs.Create("alice", Spec("a"), "");
+  auto e = jobs.Create("alice", Spec("a"), "");
+  ASSERT_TRUE(d.ok() && e.ok());
+  EXPECT_NE(d->id(), e->id());
+  EXPECT_EQ(test_db_.Query("SELECT count(*) FROM jobs"), "4\n");
+  // Only one first event for the deduplicated job.
+  EXPECT_EQ(jobs.ListEvents(a->id(), 0, 0)->size(), 1u);
+
+  // Concurrent retries with one key create one job.
+  std::vector<std::string> ids(6);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 6; ++i) {
+    threads.emplace_back([&, i] {
+      auto j = jobs.Create("alice", Spec("race"), "req-race");
+      if (j.ok()) ids[i] = j->id();
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& id : ids) EXPECT_EQ(id, ids[0]);
+  EXPECT_FALSE(ids[0].empty());
+}
+
+TEST_F(JobRepositoryTest, ListFiltersAndPaginates) {
+  JobRepository jobs(*db_);
+  std::vector<std::string> ids;
+  for (int i = 0; i < 7; ++i) {
+    auto j =
+        jobs.Create("alice", Spec("j" + std::to_string(i), {{"team", i % 2 ? "odd" : "even"}}), "");
+    ASSERT_TRUE(j.ok());
+    ids.push_back(j->id());
+  }
+  ASSERT_TRUE(jobs.Create("bob", Spec("b", {{"team", "odd"}}), "").ok());
+  ASSERT_TRUE(
+      jobs.Transition(ids[0], {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "").ok());
+
+  // Newest first, pages of 3: 6 5 4 | 3 2 1 | 0.
+  std::vector<std::string> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    auto page = jobs.List("alice", {}, {}, 3, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const Job& j : page->items) seen.push_back(j.id());
+    token = page->next_page_token;
+    ++pages;
+  } while (!token.empty() && pages < 10);
+  EXPECT_EQ(pages, 3);
+  std::vector<std::string> expected(ids.rbegin(), ids.rend());
+  EXPECT_EQ(seen, expected);
+
+  auto odd = jobs.List("alice", {}, {{"team", "odd"}}, 0, "");
+  ASSERT_TRUE(odd.ok());
+  EXPECT_EQ(odd->items.size(), 3u);
+  for (const Job& j : odd->items) EXPECT_EQ(j.spec().labels().at("team"), "odd");
+  auto none = jobs.List("alice", {}, {{"team", "odd"}, {"x", "y"}}, 0, "");
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->items.empty());
+
+  auto cancelled = jobs.List("alice", {gantry::v1::CANCELLED}, {}, 0, "");
+  ASSERT_TRUE(cancelled.ok());
+  ASSERT_EQ(cancelled->items.size(), 1u);
+  EXPECT_EQ(cancelled->items[0].id(), ids[0]);
+  auto queued_or_cancelled =
+      jobs.List("alice", {gantry::v1::QUEUED, gantry::v1::CANCELLED}, {}, 0, "");
+  EXPECT_EQ(queued_or_cancelled->items.size(), 7u);
+
+  auto all = jobs.List("", {}, {{"team", "odd"}}, 0, "");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->items.size(), 4u);
+
+  EXPECT_EQ(jobs.List("alice", {}, {}, 0, "bm90LWEtdG9rZW4").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // A token of another listing kind is refused too.
+  TenantRepository tenants(*db_);
+  auto tp = tenants.ListTenants(1, "");
+  ASSERT_FALSE(tp->next_page_token.empty());
+  EXPECT_EQ(jobs.List("alice", {}, {}, 0, tp->next_page_token).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(JobRepositoryTest, TransitionsAllowedAndRefused) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("t"), "");
+  ASSERT_TRUE(job.ok());
+  const std::string id = job->id();
+
+  auto refused = jobs.Transition(id, {gantry::v1::RUNNING}, gantry::v1::SUCCEEDED, "Done", "");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.status().message().find("is QUEUED"), absl::string_view::npos)
+      << refused.status();
+
+  auto placing =
+      jobs.Transition(id, {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "2 slots");
+  ASSERT_TRUE(placing.ok()) << placing.status();
+  EXPECT_EQ(placing->state(), gantry::v1::PLACING);
+  EXPECT_EQ(placing->reason(), "Placed");
+  EXPECT_EQ(placing->message(), "2 slots");
+  auto running = jobs.Transition(id, {gantry::v1::PLACING}, gantry::v1::RUNNING, "Started", "");
+  ASSERT_TRUE(running.ok());
+  EXPECT_TRUE(running->has_started_at());
+  auto restarting =
+      jobs.Transition(id, {gantry::v1::RUNNING}, gantry::v1::RESTARTING, "RankFailed", "rank 1");
+  ASSERT_TRUE(restarting.ok());
+  EXPECT_EQ(restarting->restarts(), 1);
+  auto running2 = jobs.Transition(id, {gantry::v1::RESTARTING}, gantry::v1::RUNNING, "Resumed", "");
+  ASSERT_TRUE(running2.ok());
+  EXPECT_EQ(running2->started_at().SerializeAsString(), running->started_at().SerializeAsString());
+  EXPECT_FALSE(running2->has_finished_at());
+  auto done = jobs.Transition(id, {gantry::v1::RUNNING}, gantry::v1::SUCCEEDED, "Succeeded", "ok");
+  ASSERT_TRUE(done.ok());
+  EXPECT_TRUE(done->has_finished_at());
+  EXPECT_EQ(jobs.Transition(id, {gantry::v1::QUEUED, gantry::v1::RUNNING}, gantry::v1::CANCELLED,
+                            "Cancelled", "")
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(jobs.Transition("job-none", {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "", "")
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+
+  // Every transition left a state_change event, in order.
+  auto events = jobs.ListEvents(id, 0, 0);
+  ASSERT_TRUE(events.ok());
+  std::vector<JobState> to;
+  for (const auto& e : *events) to.push_back(e.state_change().to());
+  EXPECT_EQ(to, (std::vector<JobState>{gantry::v1::QUEUED, gantry::v1::PLACING, gantry::v1::RUNNING,
+                                       gantry::v1::RESTARTING, gantry::v1::RUNNING,
+                                       gantry::v1::SUCCEEDED}));
+  EXPECT_EQ((*events)[3].state_change().from(), gantry::v1::RUNNING);
+  EXPECT_EQ((*events)[3].state_change().message(), "rank 1");
+}
+
+TEST_F(JobRepositoryTest, ConcurrentTransitionsOnlyOneWins) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("race"), "");
+  ASSERT_TRUE(job.ok());
+  std::atomic<int> wins{0}, refused{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      auto r =
+          jobs.Transition(job->id(), {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "");
+      if (r.ok()) ++wins;
+      if (r.status().code() == absl::StatusCode::kFailedPrecondition) ++refused;
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(wins.load(), 1);
+  EXPECT_EQ(refused.load(), 3);
+}
+
+TEST_F(JobRepositoryTest, EventsAreOrderedAndPaged) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("ev"), "");
+  ASSERT_TRUE(job.ok());
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 10; ++i) {
+        gantry::v1::JobEvent e;
+        e.mutable_log()->set_rank(t);
+        e.mutable_log()->set_text("line " + std::to_string(i));
+        e.set_sequence(999);  // ignored
+        ASSERT_TRUE(jobs.AppendEvent(job->id(), e).ok());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  auto all = jobs.ListEvents(job->id(), 0, 0);
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 41u);
+  for (size_t i = 0; i < all->size(); ++i)
+    EXPECT_EQ((*all)[i].sequence(), static_cast<int64_t>(i + 1));
+  // Per rank, lines keep their order.
+  std::map<int, int> next;
+  for (size_t i = 1; i < all->size(); ++i) {
+    const auto& log = (*all)[i].log();
+    EXPECT_EQ(log.text(), "line " + std::to_string(next[log.rank()]++));
+  }
+  auto tail = jobs.ListEvents(job->id(), 38, 0);
+  ASSERT_TRUE(tail.ok());
+  ASSERT_EQ(tail->size(), 3u);
+  EXPECT_EQ((*tail)[0].sequence(), 39);
+  auto limited = jobs.ListEvents(job->id(), 0, 5);
+  EXPECT_EQ(limited->size(), 5u);
+  EXPECT_EQ(jobs.ListEvents("job-none", 0, 0).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(jobs.AppendEvent("job-none", gantry::v1::JobEvent()).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(JobRepositoryTest, ProgressModelRefAndListByState) {
+  JobRepository jobs(*db_);
+  auto a = jobs.Create("alice", Spec("a"), "");
+  auto b = jobs.Create("bob", Spec("b"), "");
+  ASSERT_TRUE(a.ok() && b.ok());
+  gantry::v1::Progress p;
+  p.set_epoch(2);
+  p.set_step(1234);
+  (*p.mutable_losses())["d_loss"] = 0.5;
+  ASSERT_TRUE(jobs.UpdateProgress(a->id(), p).ok());
+  ASSERT_TRUE(jobs.SetModelRef(a->id(), "tiny:1").ok());
+  auto got = jobs.Get("alice", a->id());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->progress().step(), 1234);
+  EXPECT_EQ(got->progress().losses().at("d_loss"), 0.5);
+  EXPECT_EQ(got->model_ref(), "tiny:1");
+  EXPECT_EQ(jobs.UpdateProgress("job-none", p).code(), absl::StatusCode::kNotFound);
+
+  ASSERT_TRUE(
+      jobs.Transition(b->id(), {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "").ok());
+  auto queued = jobs.ListByState({gantry::v1::QUEUED});
+  ASSERT_TRUE(queued.ok());
+  ASSERT_EQ(queued->size(), 1u);
+  EXPECT_EQ((*queued)[0].id(), a->id());
+  auto both = jobs.ListByState({gantry::v1::QUEUED, gantry::v1::PLACING});
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0].id(), a->id());  // oldest first
+}
+
+}  // namespace
+}  // namespace gantry::storage
