@@ -107,7 +107,7 @@ std::string UsageLine(const Command& command) {
 
 std::vector<FlagSpec> GlobalFlags() {
   return {
-      {"server", "HOST:PORT", "gantry-server address (env GANTRY_SERVER; default localhost:50051)"},
+      {"server", "HOST:PORT", "gantry-server address (env GANTRY_SERVER; default 127.0.0.1:50051)"},
       {"token", "TOKEN", "API token (env GANTRY_TOKEN)"},
       {"ca-cert", "FILE", "PEM CA bundle: connect with TLS (env GANTRY_CA_CERT)"},
       {"config", "FILE", "config file (env GANTRY_CONFIG; default ~/.config/gantry/config)"},

@@ -11,7 +11,7 @@
 namespace gantry::cli {
 
 // The server address used when nothing else names one.
-inline constexpr char kDefaultServer[] = "localhost:50051";
+inline constexpr char kDefaultServer[] = "127.0.0.1:50051";
 
 struct CliConfig {
   std::string server;   // host:port

@@ -1,0 +1,406 @@
+// End-to-end tests of the `gantry` CLI: a real gantry-server process on a fresh PostgreSQL database
+// (GANTRY_TEST_DSN), driven by the real `gantry` binary run as a subprocess.
+#include <gmock/gmock.h>
+#include <google/protobuf/util/json_util.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include "gantry/v1/admin.pb.h"
+#include "gantry/v1/catalog.pb.h"
+#include "gantry/v1/datasets.pb.h"
+#include "gantry/v1/training.pb.h"
+#include "storage/database.h"
+#include "storage/model_repository.h"
+#include "tests/cli/child_process.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/test_database.h"
+#include "workers/data/hdf5_io.h"
+#include "workers/data/toy_mc.h"
+
+namespace gantry::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr char kAdminToken[] = "cli-e2e-admin-token-0123456789abcdef";
+
+template <typename Message>
+Message ParseJson(const std::string& json) {
+  Message message;
+  auto status = google::protobuf::util::JsonStringToMessage(json, &message);
+  EXPECT_TRUE(status.ok()) << status.message() << "\nin: " << json;
+  return message;
+}
+
+// Parses a JSON array of objects by wrapping it as the repeated field `field` of `Wrapper`.
+template <typename Wrapper>
+Wrapper ParseJsonArray(const std::string& field, const std::string& json) {
+  return ParseJson<Wrapper>("{\"" + field + "\": " + json + "}");
+}
+
+std::string FirstMatch(const std::string& text, const std::string& pattern) {
+  std::smatch match;
+  if (std::regex_search(text, match, std::regex(pattern))) return match.str(0);
+  return "";
+}
+
+std::string ReadBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+class CliEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_.File("admin-token")) << kAdminToken << "\n";
+    std::string error;
+    server_ = ChildProcess::StartServer(
+        {GANTRY_SERVER_BINARY, "--listen", "127.0.0.1:0", "--db", db_.dsn(), "--data-dir",
+         dir_.File("data"), "--admin-token-file", dir_.File("admin-token")},
+        dir_.File("server.err"), &error);
+    ASSERT_NE(server_, nullptr) << error;
+
+    // The admin creates tenant alice and a token for her, through the CLI.
+    CommandResult tenant = Admin({"admin", "tenants", "create", "alice"});
+    ASSERT_EQ(tenant.exit_code, 0) << tenant.err;
+    EXPECT_THAT(tenant.out, HasSubstr("alice"));
+    CommandResult token = Admin({"admin", "tokens", "create", "alice", "--quiet"});
+    ASSERT_EQ(token.exit_code, 0) << token.err;
+    alice_token_ = token.out.substr(0, token.out.find('\n'));
+    ASSERT_GE(alice_token_.size(), 16u) << token.out;
+  }
+
+  // Runs `gantry args...` with a clean environment: no GANTRY_* variables and a HOME without a
+  // config file, plus `env`.
+  CommandResult Gantry(const std::vector<std::string>& args, EnvChanges env = {}) {
+    std::vector<std::string> argv = {GANTRY_CLI_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    EnvChanges full = {{"GANTRY_SERVER", std::nullopt},
+                       {"GANTRY_TOKEN", std::nullopt},
+                       {"GANTRY_CONFIG", std::nullopt},
+                       {"GANTRY_CA_CERT", std::nullopt},
+                       {"HOME", dir_.path()}};
+    for (auto& [name, value] : env) full[name] = value;
+    return ChildProcess::Run(argv, full, dir_.path());
+  }
+  // As alice, server and token given as flags.
+  CommandResult Alice(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", server_->address(), "--token", alice_token_});
+    return Gantry(args);
+  }
+  CommandResult Admin(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", server_->address(), "--token", kAdminToken});
+    return Gantry(args);
+  }
+
+  std::string SubmitToyJob(const std::string& name) {
+    CommandResult submit = Alice({"jobs", "submit", "--name", name, "--preset", "tiny", "--dataset",
+                                  "toymc:events=200,seed=3", "--epochs", "2", "--batch", "16",
+                                  "--world-size", "1", "--label", "suite=cli"});
+    EXPECT_EQ(submit.exit_code, 0) << submit.err;
+    return FirstMatch(submit.out, "job-[0-9a-f-]+");
+  }
+
+  TestDatabase db_;
+  TempDir dir_;
+  std::unique_ptr<ChildProcess> server_;
+  std::string alice_token_;
+};
+
+TEST_F(CliEndToEndTest, HealthIsServing) {
+  CommandResult health = Gantry({"health", "--server", server_->address()});
+  EXPECT_EQ(health.exit_code, 0) << health.err;
+  EXPECT_EQ(health.out, "SERVING\n");
+}
+
+TEST_F(CliEndToEndTest, SubmitListGetCancelWatch) {
+  CommandResult submit = Alice({"jobs", "submit", "--name", "ele-toy", "--preset", "tiny",
+                                "--dataset", "toymc:events=200,seed=3", "--epochs", "2", "--batch",
+                                "16", "--world-size", "1", "--label", "suite=cli"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string id = FirstMatch(submit.out, "job-[0-9a-f-]+");
+  ASSERT_FALSE(id.empty()) << submit.out;
+  EXPECT_THAT(submit.out, StartsWith("ID"));
+  EXPECT_THAT(submit.out, HasSubstr("QUEUED"));
+  EXPECT_THAT(submit.out, HasSubstr("ele-toy"));
+  EXPECT_THAT(submit.out, HasSubstr("alice"));
+
+  CommandResult list = Alice({"jobs", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr(id));
+  EXPECT_THAT(list.out, HasSubstr("QUEUED"));
+
+  CommandResult json = Alice({"jobs", "list", "--json", "--label", "suite=cli"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto jobs = ParseJsonArray<v1::ListJobsResponse>("jobs", json.out);
+  ASSERT_EQ(jobs.jobs_size(), 1) << json.out;
+  EXPECT_EQ(jobs.jobs(0).id(), id);
+  EXPECT_EQ(jobs.jobs(0).state(), v1::QUEUED);
+  EXPECT_EQ(jobs.jobs(0).spec().hyper_parameters().epochs(), 2);
+  EXPECT_EQ(jobs.jobs(0).spec().labels().at("suite"), "cli");
+  CommandResult other_label = Alice({"--json", "jobs", "list", "--label", "suite=other"});
+  EXPECT_EQ(other_label.out, "[]\n");
+
+  CommandResult get = Alice({"jobs", "get", id, "--json"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(ParseJson<v1::Job>(get.out).spec().display_name(), "ele-toy");
+
+  CommandResult cancel = Alice({"jobs", "cancel", id, "--reason", "e2e test"});
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_THAT(cancel.out, HasSubstr("CANCELLED"));
+  CommandResult after = Alice({"jobs", "get", id, "--json"});
+  EXPECT_EQ(ParseJson<v1::Job>(after.out).state(), v1::CANCELLED);
+  CommandResult cancelled = Alice({"jobs", "list", "--state", "cancelled"});
+  EXPECT_THAT(cancelled.out, HasSubstr(id));
+  CommandResult queued = Alice({"jobs", "list", "--state", "queued"});
+  EXPECT_EQ(queued.out, "No jobs.\n");
+
+  // The job has ended, so a watch replays its events and exits non-zero: it did not succeed.
+  CommandResult watch = Alice({"jobs", "watch", id});
+  EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
+  EXPECT_THAT(watch.out, HasSubstr("QUEUED -> CANCELLED"));
+  EXPECT_THAT(watch.err, HasSubstr("ended CANCELLED"));
+
+  CommandResult logs = Alice({"jobs", "logs", id});
+  EXPECT_EQ(logs.exit_code, 0) << logs.err;
+}
+
+TEST_F(CliEndToEndTest, SpecFileAndFlagsOverride) {
+  std::ofstream(dir_.File("job.json"))
+      << R"({"displayName": "from-file", "modelPreset": "tiny", "dataset": "toymc:events=100",
+             "hyperParameters": {"epochs": 3, "batchPerRank": 8}, "worldSize": 1})";
+  CommandResult submit =
+      Alice({"--json", "jobs", "submit", "--spec", dir_.File("job.json"), "--epochs", "5"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  v1::Job job = ParseJson<v1::Job>(submit.out);
+  EXPECT_EQ(job.spec().display_name(), "from-file");
+  EXPECT_EQ(job.spec().hyper_parameters().epochs(), 5);
+  EXPECT_EQ(job.spec().hyper_parameters().batch_per_rank(), 8);
+  EXPECT_EQ(job.state(), v1::QUEUED);
+}
+
+TEST_F(CliEndToEndTest, ErrorsExitNonZeroWithCodeAndMessage) {
+  CommandResult missing = Alice({"jobs", "get", "job-00000000-0000-0000-0000-000000000000"});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, StartsWith("gantry: NOT_FOUND: "));
+  EXPECT_EQ(missing.out, "");
+
+  CommandResult bad_epochs =
+      Alice({"jobs", "submit", "--preset", "tiny", "--dataset", "toymc:events=100", "--epochs", "0",
+             "--batch", "8", "--world-size", "1"});
+  EXPECT_EQ(bad_epochs.exit_code, 1);
+  EXPECT_THAT(bad_epochs.err, StartsWith("gantry: INVALID_ARGUMENT: "));
+  EXPECT_THAT(bad_epochs.err, HasSubstr("epochs"));
+
+  CommandResult usage = Alice({"jobs", "submit", "--epochs", "ten"});
+  EXPECT_EQ(usage.exit_code, 2);
+  EXPECT_THAT(usage.err, HasSubstr("--epochs: 'ten' is not an integer"));
+
+  CommandResult bad_token =
+      Gantry({"jobs", "list", "--server", server_->address(), "--token", "not-a-real-token-xx"});
+  EXPECT_EQ(bad_token.exit_code, 1);
+  EXPECT_THAT(bad_token.err, StartsWith("gantry: UNAUTHENTICATED: "));
+
+  CommandResult no_token = Gantry({"jobs", "list", "--server", server_->address()});
+  EXPECT_EQ(no_token.exit_code, 1);
+  EXPECT_THAT(no_token.err, StartsWith("gantry: UNAUTHENTICATED: "));
+
+  CommandResult not_admin = Alice({"admin", "tenants", "list"});
+  EXPECT_EQ(not_admin.exit_code, 1);
+  EXPECT_THAT(not_admin.err, StartsWith("gantry: PERMISSION_DENIED: "));
+
+  CommandResult duplicate = Admin({"admin", "tenants", "create", "alice"});
+  EXPECT_EQ(duplicate.exit_code, 1);
+  EXPECT_THAT(duplicate.err, StartsWith("gantry: ALREADY_EXISTS: "));
+
+  CommandResult unknown_model = Alice({"generate", "nope:1", "--energy", "100"});
+  EXPECT_EQ(unknown_model.exit_code, 1);
+  EXPECT_THAT(unknown_model.err, StartsWith("gantry: NOT_FOUND: "));
+
+  // Nothing listens on port 1.
+  CommandResult down = Gantry({"jobs", "list", "--server", "127.0.0.1:1", "--timeout", "5"});
+  EXPECT_EQ(down.exit_code, 1);
+  EXPECT_THAT(down.err, StartsWith("gantry: UNAVAILABLE: "));
+}
+
+TEST_F(CliEndToEndTest, EnvironmentAndConfigFileAreHonoured) {
+  const std::string id = SubmitToyJob("env-job");
+  ASSERT_FALSE(id.empty());
+  // GANTRY_SERVER and GANTRY_TOKEN alone.
+  CommandResult env = Gantry(
+      {"jobs", "list"}, {{"GANTRY_SERVER", server_->address()}, {"GANTRY_TOKEN", alice_token_}});
+  ASSERT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_THAT(env.out, HasSubstr(id));
+  // A flag beats a wrong token in the environment...
+  CommandResult flag_wins =
+      Gantry({"jobs", "list", "--token", alice_token_},
+             {{"GANTRY_SERVER", server_->address()}, {"GANTRY_TOKEN", "wrong-token-wrong-token"}});
+  EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.err;
+  // ...and the environment beats the config file.
+  std::ofstream(dir_.File("gantry.conf"))
+      << "# test\nserver = " << server_->address() << "\ntoken = wrong-token-from-file\n";
+  CommandResult env_wins = Gantry({"jobs", "list"}, {{"GANTRY_CONFIG", dir_.File("gantry.conf")},
+                                                     {"GANTRY_TOKEN", alice_token_}});
+  EXPECT_EQ(env_wins.exit_code, 0) << env_wins.err;
+  CommandResult file_only = Gantry({"jobs", "list"}, {{"GANTRY_CONFIG", dir_.File("gantry.conf")}});
+  EXPECT_EQ(file_only.exit_code, 1);
+  EXPECT_THAT(file_only.err, StartsWith("gantry: UNAUTHENTICATED: "));
+  // The default config file under $HOME.
+  std::filesystem::create_directories(dir_.File(".config/gantry"));
+  std::ofstream(dir_.File(".config/gantry/config"))
+      << "server = " << server_->address() << "\ntoken = " << alice_token_ << "\n";
+  CommandResult home = Gantry({"jobs", "list"});
+  EXPECT_EQ(home.exit_code, 0) << home.err;
+  EXPECT_THAT(home.out, HasSubstr(id));
+}
+
+TEST_F(CliEndToEndTest, AdminCommands) {
+  CommandResult tenants = Admin({"admin", "tenants", "list", "--json"});
+  ASSERT_EQ(tenants.exit_code, 0) << tenants.err;
+  auto list = ParseJsonArray<v1::ListTenantsResponse>("tenants", tenants.out);
+  std::vector<std::string> names;
+  for (const auto& t : list.tenants()) names.push_back(t.name());
+  EXPECT_THAT(names, ::testing::UnorderedElementsAre("admin", "alice"));
+
+  CommandResult created =
+      Admin({"--json", "admin", "tokens", "create", "alice", "--description", "second"});
+  ASSERT_EQ(created.exit_code, 0) << created.err;
+  auto token = ParseJson<v1::CreateTokenResponse>(created.out);
+  ASSERT_FALSE(token.token().empty());
+  CommandResult works =
+      Gantry({"jobs", "list", "--server", server_->address()}, {{"GANTRY_TOKEN", token.token()}});
+  EXPECT_EQ(works.exit_code, 0) << works.err;
+  CommandResult revoke = Admin({"admin", "tokens", "revoke", token.token_id()});
+  ASSERT_EQ(revoke.exit_code, 0) << revoke.err;
+  CommandResult revoked =
+      Gantry({"jobs", "list", "--server", server_->address()}, {{"GANTRY_TOKEN", token.token()}});
+  EXPECT_EQ(revoked.exit_code, 1);
+  EXPECT_THAT(revoked.err, StartsWith("gantry: UNAUTHENTICATED: "));
+
+  CommandResult join = Admin({"admin", "join-tokens", "create", "--quiet"});
+  EXPECT_EQ(join.exit_code, 0) << join.err;
+  EXPECT_GE(join.out.size(), 16u);
+  CommandResult workers = Admin({"admin", "workers"});
+  EXPECT_EQ(workers.exit_code, 0) << workers.err;
+  EXPECT_EQ(workers.out, "No workers.\n");
+}
+
+TEST_F(CliEndToEndTest, DatasetRoundTrip) {
+  data::ToyMcConfig config;
+  config.events = 40;
+  config.energy_min_gev = 10;
+  config.energy_max_gev = 100;
+  auto showers = data::SimulateToyMc(config);
+  ASSERT_TRUE(showers.ok()) << showers.status();
+  const std::string file = dir_.File("Ele_toy.h5");
+  ASSERT_TRUE(data::WriteShowerFile(file, *showers).ok());
+
+  CommandResult upload = Alice({"datasets", "upload", file, "--name", "ele-toy"});
+  ASSERT_EQ(upload.exit_code, 0) << upload.err;
+  EXPECT_THAT(upload.out, HasSubstr("3dgan-fixed-angle"));
+  EXPECT_THAT(upload.out, HasSubstr("electron"));
+  const std::string id = FirstMatch(upload.out, "ds-[0-9a-f-]+");
+  ASSERT_FALSE(id.empty()) << upload.out;
+
+  CommandResult list = Alice({"datasets", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  auto datasets = ParseJsonArray<v1::ListDatasetsResponse>("datasets", list.out);
+  ASSERT_EQ(datasets.datasets_size(), 1);
+  EXPECT_EQ(datasets.datasets(0).events(), 40);
+  EXPECT_EQ(datasets.datasets(0).size_bytes(), static_cast<int64_t>(ReadBytes(file).size()));
+
+  CommandResult get = Alice({"datasets", "get", "ele-toy"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_THAT(get.out, HasSubstr(id));
+  EXPECT_THAT(get.out, HasSubstr("[25,25,25]"));
+
+  CommandResult download = Alice({"datasets", "download", id, "--output", dir_.File("copy.h5")});
+  ASSERT_EQ(download.exit_code, 0) << download.err;
+  EXPECT_EQ(ReadBytes(dir_.File("copy.h5")), ReadBytes(file));
+
+  CommandResult again = Alice({"datasets", "upload", file, "--name", "ele-toy"});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, StartsWith("gantry: ALREADY_EXISTS: "));
+
+  // A queued job that uses the dataset keeps it from being deleted.
+  CommandResult submit = Alice({"jobs", "submit", "--preset", "3dgan-25", "--dataset", id,
+                                "--epochs", "1", "--batch", "8", "--world-size", "1"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string job = FirstMatch(submit.out, "job-[0-9a-f-]+");
+  CommandResult refused = Alice({"datasets", "delete", id});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_THAT(refused.err, StartsWith("gantry: FAILED_PRECONDITION: "));
+  ASSERT_EQ(Alice({"jobs", "cancel", job}).exit_code, 0);
+  CommandResult deleted = Alice({"datasets", "delete", id});
+  EXPECT_EQ(deleted.exit_code, 0) << deleted.err;
+  CommandResult gone = Alice({"datasets", "get", id});
+  EXPECT_EQ(gone.exit_code, 1);
+  EXPECT_THAT(gone.err, StartsWith("gantry: NOT_FOUND: "));
+}
+
+TEST_F(CliEndToEndTest, ModelsAndGeneration) {
+  CommandResult empty = Alice({"models", "list"});
+  ASSERT_EQ(empty.exit_code, 0) << empty.err;
+  EXPECT_EQ(empty.out, "No models.\n");
+  EXPECT_EQ(Alice({"models", "list", "--json"}).out, "[]\n");
+
+  // Training arrives with issue 4; register a version the way a finished job will, in storage.
+  auto database = storage::Database::Create(db_.dsn(), 1);
+  ASSERT_TRUE(database.ok()) << database.status();
+  storage::ModelRepository models(**database);
+  v1::ModelVersion model;
+  model.set_owner("alice");
+  model.set_name("ele");
+  model.set_particle(v1::PARTICLE_ELECTRON);
+  model.mutable_energy_range_gev()->set_min(10);
+  model.mutable_energy_range_gev()->set_max(500);
+  model.mutable_lineage()->set_model_preset("3dgan-25");
+  (*model.mutable_metrics())["fom"] = 0.0421;
+  ASSERT_TRUE(models.Register(model).ok());
+
+  CommandResult list = Alice({"models", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("ele:1"));
+  EXPECT_THAT(list.out, HasSubstr("0.0421"));
+
+  CommandResult alias = Alice({"models", "alias", "set", "ele", "champion", "1"});
+  ASSERT_EQ(alias.exit_code, 0) << alias.err;
+  CommandResult get = Alice({"--json", "models", "get", "ele@champion"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  auto got = ParseJson<v1::ModelVersion>(get.out);
+  EXPECT_EQ(got.version(), 1);
+  EXPECT_THAT(got.aliases(), ::testing::ElementsAre("champion"));
+
+  CommandResult tag = Alice({"models", "tag", "ele:1", "stage=prod"});
+  ASSERT_EQ(tag.exit_code, 0) << tag.err;
+  EXPECT_THAT(tag.out, HasSubstr("stage=prod"));
+  CommandResult tagged = Alice({"models", "list", "--tag", "stage=prod"});
+  EXPECT_THAT(tagged.out, HasSubstr("ele:1"));
+
+  // A valid request for a registered model: generation serving is issue 5.
+  CommandResult generate =
+      Alice({"generate", "ele@champion", "--energy", "100", "--energy", "200"});
+  EXPECT_EQ(generate.exit_code, 1);
+  EXPECT_THAT(generate.err, StartsWith("gantry: UNIMPLEMENTED: "));
+  CommandResult outside = Alice({"generate", "ele:1", "--energy", "900"});
+  EXPECT_EQ(outside.exit_code, 1);
+  EXPECT_THAT(outside.err, ::testing::Not(HasSubstr("UNIMPLEMENTED"))) << outside.err;
+
+  CommandResult unalias = Alice({"models", "alias", "delete", "ele", "champion"});
+  EXPECT_EQ(unalias.exit_code, 0) << unalias.err;
+  CommandResult archive = Alice({"models", "archive", "ele:1"});
+  ASSERT_EQ(archive.exit_code, 0) << archive.err;
+  EXPECT_THAT(archive.out, HasSubstr("archived"));
+  EXPECT_EQ(Alice({"models", "list"}).out, "No models.\n");
+  EXPECT_THAT(Alice({"models", "list", "--include-archived"}).out, HasSubstr("ele:1"));
+}
+
+}  // namespace
+}  // namespace gantry::testing
