@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""Plain PyTorch (eager) 3DGAN models, layer for layer the same as workers/gan, for side-by-side speed
+comparisons with the LibTorch implementation (tests/bench/run_gan_bench.sh).
+
+  pytorch_3dgan.py generate --preset 3dgan-25 --batch 128 --threads 2 --iters 10
+  pytorch_3dgan.py train    --preset 3dgan-25 --batch 64  --threads 2 --iters 5
+
+Prints one line "RESULT <mode> <preset> <figure> <unit>". Needs Debian's python3-torch (run with
+/usr/bin/python3 when a pyenv shim shadows it).
+"""
+import argparse
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+PRESETS = {
+    # latent, dense (x,y,z,c), G filters, D filters, bn eps
+    "3dgan-25": dict(latent=200, dense_c=8, g=[64, 6, 6], d=[32, 8, 8, 8], eps=1e-3),
+    "tiny": dict(latent=32, dense_c=4, g=[16, 4, 4], d=[4, 4, 4, 4], eps=1e-3),
+}
+
+
+def same_pad(k):
+    # TensorFlow "same" for stride 1: left (k-1)//2, right the rest; F.pad order is z, y, x.
+    p = []
+    for kk in reversed(k):
+        p += [(kk - 1) // 2, kk - 1 - (kk - 1) // 2]
+    return p
+
+
+def sym_pad(x, y, z):
+    return [z, z, y, y, x, x]
+
+
+class Generator(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        g = c["g"]
+        self.dense_c = c["dense_c"]
+        self.fc = nn.Linear(c["latent"], 7 * 7 * 8 * c["dense_c"])
+        self.c1 = nn.Conv3d(c["dense_c"], g[0], (6, 6, 8))
+        self.b1 = nn.BatchNorm3d(g[0], eps=c["eps"], momentum=0.01)
+        self.c2 = nn.Conv3d(g[0], g[1], (6, 5, 8))
+        self.b2 = nn.BatchNorm3d(g[1], eps=c["eps"], momentum=0.01)
+        self.c3 = nn.Conv3d(g[1], g[2], (3, 3, 8))
+        self.c4 = nn.Conv3d(g[2], 1, (2, 2, 2), bias=False)
+
+    def forward(self, z):
+        x = self.fc(z).view(-1, self.dense_c, 7, 7, 8)
+        x = self.b1(F.leaky_relu(self.c1(F.pad(x, same_pad((6, 6, 8)))), 0.3))
+        x = F.interpolate(x, scale_factor=(2, 2, 2), mode="nearest")
+        x = self.b2(F.leaky_relu(self.c2(F.pad(x, sym_pad(2, 2, 0))), 0.3))
+        x = F.interpolate(x, scale_factor=(2, 2, 3), mode="nearest")
+        x = F.leaky_relu(self.c3(F.pad(x, sym_pad(1, 0, 3))), 0.3)
+        return F.relu(self.c4(x))
+
+
+class Discriminator(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["d"]
+        self.c1 = nn.Conv3d(1, d[0], 5)
+        self.c2 = nn.Conv3d(d[0], d[1], 5)
+        self.b2 = nn.BatchNorm3d(d[1], eps=c["eps"], momentum=0.01)
+        self.c3 = nn.Conv3d(d[1], d[2], 5)
+        self.b3 = nn.BatchNorm3d(d[2], eps=c["eps"], momentum=0.01)
+        self.c4 = nn.Conv3d(d[2], d[3], 5)
+        self.b4 = nn.BatchNorm3d(d[3], eps=c["eps"], momentum=0.01)
+        feat = 11 * 11 * 11 * d[3]
+        self.fake = nn.Linear(feat, 1)
+        self.aux = nn.Linear(feat, 1)
+
+    def forward(self, img):
+        x = F.dropout(F.leaky_relu(self.c1(F.pad(img, same_pad((5, 5, 5)))), 0.3), 0.2, self.training)
+        x = F.dropout(self.b2(F.leaky_relu(self.c2(F.pad(x, sym_pad(2, 2, 2))), 0.3)), 0.2, self.training)
+        x = F.dropout(self.b3(F.leaky_relu(self.c3(F.pad(x, sym_pad(2, 2, 2))), 0.3)), 0.2, self.training)
+        x = F.dropout(self.b4(F.leaky_relu(self.c4(F.pad(x, sym_pad(1, 1, 1))), 0.3)), 0.2, self.training)
+        x = F.avg_pool3d(x, 2).flatten(1)
+        return torch.sigmoid(self.fake(x)), self.aux(x), img.sum(dim=(1, 2, 3, 4)).unsqueeze(1)
+
+
+def mape(pred, label):
+    return 100.0 * ((label - pred).abs() / label.abs().clamp_min(1e-7)).mean()
+
+
+def bce(pred, label):
+    return F.binary_cross_entropy(pred.clamp(1e-7, 1 - 1e-7), label)
+
+
+def ecal_target(e100):
+    ratio = 0.0018 * e100**4 - 0.023 * e100**3 + 0.11 * e100**2 - 0.28 * e100 + 2.21
+    return ratio * e100 * 100.0
+
+
+class Gan:
+    def __init__(self, preset, seed=1):
+        torch.manual_seed(seed)
+        self.c = PRESETS[preset]
+        self.g, self.d = Generator(self.c), Discriminator(self.c)
+        self.go = torch.optim.RMSprop(self.g.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
+        self.do = torch.optim.RMSprop(self.d.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
+
+    def noise(self, n):
+        e100 = torch.empty(n, 1).uniform_(0.1, 5.0)
+        return e100 * torch.randn(n, self.c["latent"]), e100
+
+    def d_loss(self, img, lab, e100, ecal):
+        f, e, s = self.d(img)
+        return 2.0 * bce(f, lab) + 0.1 * mape(e, e100) + 0.1 * mape(s, ecal)
+
+    def step(self, images, e100, flip=0.05):
+        n = images.shape[0]
+        self.g.train(); self.d.train()
+        z, fe = self.noise(n)
+        with torch.no_grad():
+            fake = self.g(z)
+        ecal = images.sum(dim=(1, 2, 3, 4)).unsqueeze(1)
+        for img, lab, en, ec in ((images, 1.0, e100, ecal), (fake, 0.0, fe, ecal_target(fe))):
+            labels = torch.full((n, 1), lab)
+            flipm = torch.rand(n, 1) < flip
+            labels = torch.where(flipm, 1 - labels, labels)
+            self.do.zero_grad()
+            self.d_loss(img, labels, en, ec).backward()
+            self.do.step()
+        for _ in range(2):
+            z, fe = self.noise(n)
+            self.go.zero_grad()
+            self.d_loss(self.g(z), torch.ones(n, 1), fe, ecal_target(fe)).backward()
+            self.go.step()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["generate", "train"])
+    ap.add_argument("--preset", default="3dgan-25")
+    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--iters", type=int, default=10)
+    ap.add_argument("--warmup", type=int, default=2)
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    gan = Gan(a.preset)
+    if a.mode == "generate":
+        gan.g.eval()
+        z, _ = gan.noise(a.batch)
+        with torch.inference_mode():
+            for _ in range(a.warmup):
+                gan.g(z)
+            t = time.perf_counter()
+            for _ in range(a.iters):
+                gan.g(z)
+            dt = time.perf_counter() - t
+        print(f"RESULT generate {a.preset} {1000.0 * dt / (a.iters * a.batch):.3f} ms/shower")
+    else:
+        images = torch.rand(a.batch, 1, 25, 25, 25) * 0.01
+        e100 = torch.empty(a.batch, 1).uniform_(0.1, 5.0)
+        for _ in range(a.warmup):
+            gan.step(images, e100)
+        t = time.perf_counter()
+        for _ in range(a.iters):
+            gan.step(images, e100)
+        dt = time.perf_counter() - t
+        print(f"RESULT train {a.preset} {a.iters * a.batch / dt:.2f} samples/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,238 @@
+// Tests of the 3DGAN networks: parameter counts, shapes, heads, losses, config round trip.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/nn/module.h>
+
+#include <cmath>
+
+#include "workers/gan/discriminator.h"
+#include "workers/gan/generator.h"
+#include "workers/gan/losses.h"
+#include "workers/gan/model_config.h"
+#include "workers/gan/preprocessing.h"
+
+namespace gantry::gan {
+namespace {
+
+int64_t TrainableParameters(const torch::nn::Module& m) {
+  int64_t n = 0;
+  for (const auto& p : m.parameters()) {
+    if (p.requires_grad()) n += p.numel();
+  }
+  return n;
+}
+
+ModelConfig Preset(const std::string& name) {
+  auto c = PresetConfig(name);
+  EXPECT_TRUE(c.ok()) << c.status();
+  return *c;
+}
+
+TEST(ModelsTest, FixedAngleParameterCountsMatchReference) {
+  const ModelConfig c = Preset("3dgan-25");
+  // Reference section A: 872,808 for the generator.
+  EXPECT_EQ(TrainableParameters(*Generator(c)), 872808);
+  // Hand count (docs/MODELS.md): convs 4,032 + 32,008 + 8,008 + 8,008, BN 3 x 16, heads 2 x 10,649.
+  EXPECT_EQ(TrainableParameters(*Discriminator(c)), 73402);
+}
+
+TEST(ModelsTest, VariableAngleParameterCountsMatchReference) {
+  const ModelConfig c = Preset("3dgan-51");
+  // Dense 1,332,288; convs 18,440 + 4,614 + 2 x 3,462 + 1,626 + 978 + 48; BN 16 + 4 x 12.
+  EXPECT_EQ(TrainableParameters(*Generator(c)), 1364982);
+  // Convs 2,896 + 23,048 + 2 x 11,528; BN 3 x 16; heads 2 x 19,153 (19,152 features).
+  EXPECT_EQ(TrainableParameters(*Discriminator(c)), 87354);
+}
+
+TEST(ModelsTest, FixedAngleShapesAndHeads) {
+  const ModelConfig c = Preset("3dgan-25");
+  Generator g(c);
+  Discriminator d(c);
+  g->eval();
+  d->eval();
+  const at::Tensor energy = at::full({2, 1}, 1.5);
+  const at::Tensor input = g->MakeInput(energy, at::Tensor(), at::randn({2, g->noise_dim()}));
+  EXPECT_EQ(input.size(1), 200);
+  const at::Tensor image = g->forward(input);
+  EXPECT_EQ(image.sizes(), (at::IntArrayRef{2, 1, 25, 25, 25}));
+  EXPECT_GE(image.min().item<float>(), 0.0f);  // final ReLU
+  const DiscriminatorOutput out = d->forward(image);
+  EXPECT_EQ(out.real_probability.sizes(), (at::IntArrayRef{2, 1}));
+  EXPECT_GE(out.real_probability.min().item<float>(), 0.0f);
+  EXPECT_LE(out.real_probability.max().item<float>(), 1.0f);
+  EXPECT_EQ(out.energy.sizes(), (at::IntArrayRef{2, 1}));
+  EXPECT_FALSE(out.theta.defined());
+  // ecal = plain sum of the input image.
+  EXPECT_NEAR(out.ecal[1][0].item<float>(), image[1].sum().item<float>(), 1e-3);
+}
+
+TEST(ModelsTest, MultiplicativeConditioningScalesLatent) {
+  const ModelConfig c = Preset("tiny");
+  Generator g(c);
+  const at::Tensor noise = at::randn({1, g->noise_dim()});
+  const at::Tensor a = g->MakeInput(at::full({1, 1}, 2.0), at::Tensor(), noise);
+  EXPECT_TRUE(at::allclose(a, noise * 2.0));
+}
+
+TEST(ModelsTest, VariableAngleShapesAndHeads) {
+  const ModelConfig c = Preset("3dgan-51");
+  Generator g(c);
+  Discriminator d(c);
+  g->eval();
+  d->eval();
+  const at::Tensor input =
+      g->MakeInput(at::full({1, 1}, 1.0), at::full({1, 1}, 1.2), at::randn({1, g->noise_dim()}));
+  EXPECT_EQ(input.size(1), 256);
+  EXPECT_FLOAT_EQ(input[0][0].item<float>(), 1.0f);  // concat[E/100, theta, noise]
+  EXPECT_FLOAT_EQ(input[0][1].item<float>(), 1.2f);
+  const at::Tensor image = g->forward(input);
+  EXPECT_EQ(image.sizes(), (at::IntArrayRef{1, 1, 51, 51, 25}));
+  const DiscriminatorOutput out = d->forward(image);
+  ASSERT_TRUE(out.theta.defined());
+  EXPECT_EQ(out.theta.sizes(), (at::IntArrayRef{1, 1}));
+  // ecal = sum of image^(1/0.85).
+  EXPECT_NEAR(out.ecal.item<float>(), at::pow(image, 1.0 / 0.85).sum().item<float>(),
+              1e-3 * std::max(1.0f, out.ecal.item<float>()));
+}
+
+// A straight track tilted along x by dx per layer has barycentre angle pi/2 - atan(dx). Layer
+// weights grow with depth so that no layer sits exactly at the barycentre depth.
+TEST(ModelsTest, BarycentreAngleOfTiltedTrack) {
+  double wsum = 0, zsum = 0;
+  for (int z = 0; z < 25; ++z) {
+    wsum += (z + 1.0) * (z + 1.0);
+    zsum += (z + 0.5) * (z + 1.0) * (z + 1.0);
+  }
+  const double z_ref = zsum / wsum;
+  for (double dx : {-0.5, 0.0, 0.4}) {
+    at::Tensor image = at::zeros({1, 1, 51, 51, 25});
+    for (int z = 0; z < 25; ++z) {
+      const double p = 25.0 + dx * (z + 0.5 - z_ref);  // barycentre in cell coordinates
+      const int i0 = static_cast<int>(std::floor(p - 0.5));
+      const double frac = p - 0.5 - i0;  // split between two cells so the barycentre is exact
+      image[0][0][i0][25][z] = (1.0 - frac) * (z + 1.0) * (z + 1.0);
+      image[0][0][i0 + 1][25][z] = frac * (z + 1.0) * (z + 1.0);
+    }
+    const double theta = BarycentreAngle(image).item<double>();
+    EXPECT_NEAR(theta, M_PI / 2 - std::atan(dx), 1e-4) << "dx " << dx;
+  }
+  EXPECT_FLOAT_EQ(BarycentreAngle(at::zeros({1, 1, 51, 51, 25})).item<float>(), 100.0f);
+}
+
+TEST(ModelsTest, BarycentreAngleHasFiniteGradients) {
+  at::Tensor image = at::rand({2, 1, 51, 51, 25});
+  image[1].zero_();  // an empty image must not poison the gradient with NaN
+  image.set_requires_grad(true);
+  BarycentreAngle(image).sum().backward();
+  EXPECT_TRUE(at::isfinite(image.grad()).all().item<bool>());
+}
+
+TEST(ModelsTest, LossesFollowKeras) {
+  // MAPE divides by the label, not the prediction.
+  EXPECT_NEAR(
+      MeanAbsolutePercentageError(at::full({2, 1}, 1.0), at::full({2, 1}, 2.0)).item<float>(), 50.0,
+      1e-4);
+  EXPECT_NEAR(MeanAbsolutePercentageError(at::zeros({3, 1}), at::full({3, 1}, 7.0)).item<float>(),
+              100.0, 1e-4);
+  // BCE clips the probability at 1e-7: log(1e-7) = -16.118.
+  EXPECT_NEAR(BinaryCrossEntropy(at::zeros({1, 1}), at::ones({1, 1})).item<float>(), 16.118, 1e-3);
+  EXPECT_NEAR(MeanAbsoluteError(at::full({2, 1}, 1.0), at::full({2, 1}, 1.5)).item<float>(), 0.5,
+              1e-6);
+}
+
+TEST(ModelsTest, WeightedHeadLosses) {
+  const ModelConfig c = Preset("3dgan-25");
+  DiscriminatorOutput out;
+  out.real_probability = at::full({1, 1}, 0.5);
+  out.energy = at::full({1, 1}, 1.0);
+  out.ecal = at::full({1, 1}, 150.0);
+  HeadLabels labels;
+  labels.real = at::ones({1, 1});
+  labels.energy100 = at::full({1, 1}, 2.0);
+  labels.ecal = at::full({1, 1}, 200.0);
+  const LossTerms t = HeadLosses(c, out, labels);
+  ASSERT_EQ(t.parts.size(), 3u);
+  EXPECT_NEAR(t.total.item<float>(), 2.0 * std::log(2.0) + 0.1 * 50.0 + 0.1 * 25.0, 1e-4);
+}
+
+TEST(ModelsTest, EcalTargetPolynomial) {
+  const ModelConfig c = Preset("3dgan-25");
+  // E = 100 GeV: ratio = 0.0018 - 0.023 + 0.11 - 0.28 + 2.21 = 2.0188; target = 2.0188 * 1 * 100.
+  EXPECT_NEAR(EcalTarget(c, at::ones({1, 1})).item<float>(), 201.88, 1e-3);
+  // E = 200 GeV: 0.0018*16 - 0.023*8 + 0.11*4 - 0.28*2 + 2.21 = 1.9348; x 2 x 100.
+  EXPECT_NEAR(EcalTarget(c, at::full({1, 1}, 2.0)).item<float>(), 386.96, 1e-2);
+}
+
+TEST(ModelsTest, PreprocessingFixedAngle) {
+  const ModelConfig c = Preset("3dgan-25");
+  data::ShowerSet set;
+  set.cells.assign(2 * 25 * 25 * 25, 0.0f);
+  set.cells[5] = 0.5f;   // 0.5 GeV -> 50
+  set.cells[6] = 1e-9f;  // x100 = 1e-7 < 1e-6 -> 0
+  set.energy_gev = {120.0f, 30.0f};
+  auto t = PreprocessShowers(c, set);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FLOAT_EQ(t->images.flatten()[5].item<float>(), 50.0f);
+  EXPECT_FLOAT_EQ(t->images.flatten()[6].item<float>(), 0.0f);
+  EXPECT_FLOAT_EQ(t->energy100[0][0].item<float>(), 1.2f);
+  EXPECT_FLOAT_EQ(t->ecal[0][0].item<float>(), 50.0f);
+  // And back to GeV.
+  const at::Tensor gev = UndoCellPreprocessing(c, t->images);
+  EXPECT_EQ(gev.sizes(), (at::IntArrayRef{2, 25, 25, 25}));
+  EXPECT_FLOAT_EQ(gev.flatten()[5].item<float>(), 0.5f);
+}
+
+TEST(ModelsTest, PreprocessingVariableAngleAndErrors) {
+  const ModelConfig c = Preset("3dgan-51");
+  data::ShowerSet set;
+  set.layout = data::Layout::kVariableAngle3DGan;
+  set.shape = {51, 51, 25};
+  set.cells.assign(2 * 51 * 51 * 25, 0.0f);
+  set.cells[10] = 2.0f;
+  set.energy_gev = {100.0f, 50.0f};  // the second event is empty and is dropped
+  set.theta_rad = {1.5f, 1.2f};
+  auto t = PreprocessShowers(c, set);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->images.size(0), 1);
+  EXPECT_EQ(t->dropped_events, 1);
+  EXPECT_NEAR(t->images.flatten()[10].item<float>(), std::pow(2.0, 0.85), 1e-5);
+  EXPECT_FLOAT_EQ(t->ecal[0][0].item<float>(), 2.0f);  // linear GeV sum
+  EXPECT_FLOAT_EQ(t->theta[0][0].item<float>(), 1.5f);
+  set.theta_rad.clear();
+  EXPECT_EQ(PreprocessShowers(c, set).status().code(), absl::StatusCode::kInvalidArgument);
+  // 51-grid data for the 25^3 model.
+  EXPECT_EQ(PreprocessShowers(Preset("3dgan-25"), set).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelsTest, ConfigRoundTripAndValidation) {
+  for (const std::string& name : PresetNames()) {
+    const ModelConfig c = Preset(name);
+    EXPECT_TRUE(ValidateModelConfig(c).ok()) << name;
+    auto back = ParseModelConfig(SerializeModelConfig(c));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(SerializeModelConfig(*back), SerializeModelConfig(c));
+  }
+  EXPECT_EQ(PresetConfig("3dgan-99").status().code(), absl::StatusCode::kNotFound);
+  ModelConfig bad = Preset("3dgan-25");
+  bad.loss_weights = {1.0};
+  EXPECT_EQ(ValidateModelConfig(bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ParseModelConfig("preset=x\n").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ModelsTest, KerasEquivalentLayerSettings) {
+  const ModelConfig c = Preset("3dgan-25");
+  const auto g = GeneratorStages(c);
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_EQ(g[0].pad[0][0], 2);  // "same" for an even kernel: 2 before, 3 after
+  EXPECT_EQ(g[0].pad[0][1], 3);
+  EXPECT_EQ(g[1].upsample[2], 2);
+  EXPECT_EQ(g[2].upsample[2], 3);
+  EXPECT_DOUBLE_EQ(g[0].bn_momentum, 0.01);
+  EXPECT_DOUBLE_EQ(g[0].leaky_slope, 0.3);
+  EXPECT_FALSE(g[3].bias);
+  EXPECT_EQ(Preset("3dgan-51").generator_bn_eps, 1e-6);
+}
+
+}  // namespace
+}  // namespace gantry::gan

@@ -1,0 +1,39 @@
+// Small deterministic shower samples for the gan tests: the toy Monte Carlo of workers/data.
+#ifndef GANTRY_TESTS_GAN_TEST_DATA_H_
+#define GANTRY_TESTS_GAN_TEST_DATA_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "workers/data/shower_set.h"
+#include "workers/data/toy_mc.h"
+
+namespace gantry::gan::testing {
+
+// `events` toy MC showers in the 25^3 layout, 10-500 GeV.
+inline data::ShowerSet FixedAngleShowers(int64_t events, uint64_t seed = 7) {
+  data::ToyMcConfig config;
+  config.layout = data::Layout::kFixedAngle3DGan;
+  config.events = events;
+  config.seed = seed;
+  config.threads = 2;
+  auto set = data::SimulateToyMc(config);
+  return set.ok() ? *std::move(set) : data::ShowerSet{};
+}
+
+// Mean longitudinal (z) profile of a set, in GeV per layer.
+inline std::vector<double> MeanLongitudinalProfile(const data::ShowerSet& set) {
+  std::vector<double> profile(static_cast<size_t>(set.shape[2]), 0.0);
+  const int64_t nz = set.shape[2];
+  for (int64_t i = 0; i < set.events(); ++i) {
+    const float* e = set.event(i);
+    for (int64_t c = 0; c < set.cells_per_event(); ++c) profile[c % nz] += e[c];
+  }
+  for (double& v : profile) v /= static_cast<double>(std::max<int64_t>(1, set.events()));
+  return profile;
+}
+
+}  // namespace gantry::gan::testing
+
+#endif  // GANTRY_TESTS_GAN_TEST_DATA_H_

@@ -1,0 +1,220 @@
+#include "workers/gan/checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/util/Exception.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "workers/gan/sha256.h"
+
+namespace gantry::gan {
+namespace {
+
+constexpr char kMagic[] = "GANTRY-CHECKPOINT 1";
+
+// Keras initialisers of the reference: he_uniform for the generator convs, glorot_normal for its
+// last conv, glorot_uniform for dense layers and discriminator convs, zero biases.
+void InitKerasStyle(torch::nn::Module& module, bool is_generator, int64_t last_stage,
+                    at::Generator& rng) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : module.named_parameters()) {
+    const std::string& name = item.key();
+    at::Tensor p = item.value();
+    if (name.find(".bn.") != std::string::npos)
+      continue;  // BatchNorm: gamma 1, beta 0 (torch default)
+    if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
+      p.zero_();
+      continue;
+    }
+    const int64_t receptive = p.dim() > 2 ? p[0][0].numel() : 1;
+    const double fan_in = static_cast<double>(p.size(1) * receptive);
+    const double fan_out = static_cast<double>(p.size(0) * receptive);
+    const bool conv = p.dim() == 5;
+    const bool last = name.rfind("stage" + std::to_string(last_stage) + ".", 0) == 0;
+    if (is_generator && conv && last) {
+      p.normal_(0.0, std::sqrt(2.0 / (fan_in + fan_out)), rng);
+    } else if (is_generator && conv) {
+      const double limit = std::sqrt(6.0 / fan_in);
+      p.uniform_(-limit, limit, rng);
+    } else {
+      const double limit = std::sqrt(6.0 / (fan_in + fan_out));
+      p.uniform_(-limit, limit, rng);
+    }
+  }
+}
+
+void MakeOptimizers(TrainingState& s) {
+  auto options = [&s]() {
+    return torch::optim::RMSpropOptions(s.config.learning_rate)
+        .alpha(s.config.rms_rho)
+        .eps(s.config.rms_eps);
+  };
+  s.generator_optimizer =
+      std::make_unique<torch::optim::RMSprop>(s.generator->parameters(), options());
+  s.discriminator_optimizer =
+      std::make_unique<torch::optim::RMSprop>(s.discriminator->parameters(), options());
+}
+
+at::Tensor BytesTensor(const std::string& bytes) {
+  at::Tensor t = at::empty({static_cast<int64_t>(bytes.size())}, at::kByte);
+  if (!bytes.empty()) std::memcpy(t.data_ptr<uint8_t>(), bytes.data(), bytes.size());
+  return t;
+}
+
+std::string TensorBytes(const at::Tensor& t) {
+  const at::Tensor c = t.to(at::kByte).contiguous();
+  return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()),
+                     static_cast<size_t>(c.numel()));
+}
+
+absl::StatusOr<std::string> SerializePayload(const TrainingState& s) {
+  try {
+    torch::serialize::OutputArchive archive;
+    torch::serialize::OutputArchive g, d, go, dopt;
+    s.generator->save(g);
+    s.discriminator->save(d);
+    archive.write("generator", g);
+    archive.write("discriminator", d);
+    s.generator_optimizer->save(go);
+    s.discriminator_optimizer->save(dopt);
+    archive.write("generator_optimizer", go);
+    archive.write("discriminator_optimizer", dopt);
+    archive.write("config", BytesTensor(SerializeModelConfig(s.config)));
+    archive.write("counters", at::tensor(std::vector<int64_t>{s.epoch, s.step, s.epoch_cursor,
+                                                              static_cast<int64_t>(s.seed)}));
+    archive.write("rng_state", s.rng.get_state());
+    archive.write("permutation",
+                  s.permutation.defined() ? s.permutation : at::empty({0}, at::kLong));
+    std::ostringstream out;
+    archive.save_to(out);
+    return out.str();
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("serialising checkpoint: ", e.what_without_backtrace()));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<TrainingState> NewTrainingState(const ModelConfig& config, uint64_t seed) {
+  if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;
+  try {
+    TrainingState s;
+    s.config = config;
+    s.seed = seed;
+    s.rng = at::make_generator<at::CPUGeneratorImpl>(seed);
+    s.generator = Generator(config);
+    s.discriminator = Discriminator(config);
+    InitKerasStyle(*s.generator, /*is_generator=*/true,
+                   static_cast<int64_t>(GeneratorStages(config).size()) - 1, s.rng);
+    InitKerasStyle(*s.discriminator, /*is_generator=*/false, -1, s.rng);
+    s.discriminator->set_dropout_generator(s.rng);
+    MakeOptimizers(s);
+    return s;
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("building models: ", e.what_without_backtrace()));
+  }
+}
+
+absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state) {
+  absl::StatusOr<std::string> payload = SerializePayload(state);
+  if (!payload.ok()) return payload.status();
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
+    out << kMagic << "\n"
+        << "sha256 " << Sha256Hex(*payload) << "\n"
+        << "bytes " << payload->size() << "\n";
+    out.write(payload->data(), static_cast<std::streamsize>(payload->size()));
+    out.flush();
+    if (!out) return absl::UnavailableError(absl::StrCat("writing checkpoint ", tmp, " failed"));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("checkpoint ", path, " cannot be opened"));
+  std::string magic, sha_line, bytes_line;
+  std::getline(in, magic);
+  if (magic != kMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a gantry checkpoint"));
+  }
+  std::getline(in, sha_line);
+  std::getline(in, bytes_line);
+  uint64_t size = 0;
+  if (sha_line.rfind("sha256 ", 0) != 0 || sha_line.size() != 7 + 64 ||
+      bytes_line.rfind("bytes ", 0) != 0 || !absl::SimpleAtoi(bytes_line.substr(6), &size)) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": damaged header"));
+  }
+  std::string payload((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (payload.size() != size) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated or padded: ",
+                                            payload.size(), " payload bytes, header says ", size));
+  }
+  if (Sha256Hex(payload) != sha_line.substr(7)) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": sha256 mismatch (corrupted)"));
+  }
+  try {
+    torch::serialize::InputArchive archive;
+    std::istringstream stream(payload);
+    archive.load_from(stream);
+    at::Tensor config_bytes;
+    archive.read("config", config_bytes);
+    absl::StatusOr<ModelConfig> config = ParseModelConfig(TensorBytes(config_bytes));
+    if (!config.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint ", path, ": ", config.status().message()));
+    }
+    at::Tensor counters;
+    archive.read("counters", counters);
+    if (counters.numel() != 4) return absl::DataLossError("checkpoint counters damaged");
+    absl::StatusOr<TrainingState> state =
+        NewTrainingState(*config, static_cast<uint64_t>(counters[3].item<int64_t>()));
+    if (!state.ok()) return state.status();
+    TrainingState& s = *state;
+    torch::serialize::InputArchive g, d;
+    archive.read("generator", g);
+    archive.read("discriminator", d);
+    s.generator->load(g);
+    s.discriminator->load(d);
+    if (load_optimizers) {
+      torch::serialize::InputArchive go, dopt;
+      archive.read("generator_optimizer", go);
+      archive.read("discriminator_optimizer", dopt);
+      s.generator_optimizer->load(go);
+      s.discriminator_optimizer->load(dopt);
+    }
+    s.epoch = counters[0].item<int64_t>();
+    s.step = counters[1].item<int64_t>();
+    s.epoch_cursor = counters[2].item<int64_t>();
+    at::Tensor rng_state;
+    archive.read("rng_state", rng_state);
+    s.rng.set_state(rng_state);
+    at::Tensor permutation;
+    archive.read("permutation", permutation);
+    if (permutation.numel() > 0) s.permutation = permutation;
+    return state;
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " cannot be decoded: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " cannot be decoded: ", e.what()));
+  }
+}
+
+}  // namespace gantry::gan

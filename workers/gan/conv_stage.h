@@ -1,0 +1,62 @@
+// ConvStage: one "[upsample] -> zero pad -> Conv3d -> activation -> [BatchNorm] -> [dropout]" block
+// of the 3DGAN networks, with Keras-equivalent padding and BatchNorm settings.
+#ifndef GANTRY_WORKERS_GAN_CONV_STAGE_H_
+#define GANTRY_WORKERS_GAN_CONV_STAGE_H_
+
+#include <c10/util/Optional.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/pimpl.h>
+
+#include <array>
+#include <cstdint>
+
+namespace gantry::gan {
+
+enum class Activation { kLeakyRelu, kRelu };
+
+struct ConvStageSpec {
+  std::array<double, 3> upsample{1, 1, 1};  // nearest-neighbour factors applied first
+  // Zero padding before the conv, (before, after) per axis x, y, z.
+  std::array<std::array<int64_t, 2>, 3> pad{{{0, 0}, {0, 0}, {0, 0}}};
+  int64_t in_channels = 1;
+  int64_t out_channels = 1;
+  std::array<int64_t, 3> kernel{1, 1, 1};
+  bool bias = true;
+  Activation activation = Activation::kLeakyRelu;
+  double leaky_slope = 0.3;
+  bool batch_norm = false;
+  double bn_eps = 1e-3;
+  double bn_momentum = 0.01;
+  double dropout = 0.0;  // applied in training mode only
+
+  // TensorFlow "same" padding for a stride-1 kernel: (k-1)/2 before, the rest after.
+  static std::array<std::array<int64_t, 2>, 3> Same(std::array<int64_t, 3> kernel);
+  static std::array<std::array<int64_t, 2>, 3> Symmetric(int64_t x, int64_t y, int64_t z);
+};
+
+class ConvStageImpl : public torch::nn::Module {
+ public:
+  explicit ConvStageImpl(const ConvStageSpec& spec);
+
+  // `generator` drives the dropout mask (nullopt: the global default generator).
+  torch::Tensor forward(torch::Tensor x,
+                        const c10::optional<at::Generator>& generator = c10::nullopt);
+
+  const ConvStageSpec& spec() const { return spec_; }
+
+ private:
+  ConvStageSpec spec_;
+  // The symmetric part of the padding lives inside the conv (no copy); only the asymmetric
+  // remainder is applied with an explicit pad. F.pad order: z, y, x.
+  std::array<int64_t, 6> extra_pad_{};
+  bool has_extra_pad_ = false;
+  torch::nn::Conv3d conv_{nullptr};
+  torch::nn::BatchNorm3d bn_{nullptr};
+};
+TORCH_MODULE(ConvStage);
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_CONV_STAGE_H_

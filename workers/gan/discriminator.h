@@ -1,0 +1,57 @@
+// Discriminator: the 3DGAN discriminator network with its heads (real/fake probability, energy
+// regression, ecal sum and, for 3dgan-51, the barycentre angle). Works in preprocessed units.
+#ifndef GANTRY_WORKERS_GAN_DISCRIMINATOR_H_
+#define GANTRY_WORKERS_GAN_DISCRIMINATOR_H_
+
+#include <c10/util/Optional.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "workers/gan/conv_stage.h"
+#include "workers/gan/model_config.h"
+
+namespace gantry::gan {
+
+// All heads, each (N, 1). theta is undefined for the fixed-angle architecture.
+struct DiscriminatorOutput {
+  torch::Tensor real_probability;  // sigmoid
+  torch::Tensor energy;            // regression of E / energy_scale
+  torch::Tensor theta;             // measured barycentre angle (rad), 100 for empty images
+  torch::Tensor ecal;              // sum of the image in ecal-target units
+};
+
+class DiscriminatorImpl : public torch::nn::Module {
+ public:
+  explicit DiscriminatorImpl(const ModelConfig& config);
+
+  // image: (N, 1, x, y, z) preprocessed. The discriminator never receives E or theta.
+  DiscriminatorOutput forward(const torch::Tensor& image);
+
+  // Dropout masks come from this generator (deterministic training); unset: global default.
+  void set_dropout_generator(c10::optional<at::Generator> generator) {
+    dropout_generator_ = std::move(generator);
+  }
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  ModelConfig config_;
+  std::vector<ConvStage> stages_;
+  torch::nn::Linear real_fake_{nullptr};
+  torch::nn::Linear energy_{nullptr};
+  c10::optional<at::Generator> dropout_generator_;
+};
+TORCH_MODULE(Discriminator);
+
+std::vector<ConvStageSpec> DiscriminatorStages(const ModelConfig& config);
+
+// The 3dgan-51 angle head: differentiable barycentre angle (rad) of raw (N, 1, x, y, z) images in
+// linear energy units; the shower axis tilts along x with depth z. 100 for empty images.
+torch::Tensor BarycentreAngle(const torch::Tensor& image);
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_DISCRIMINATOR_H_

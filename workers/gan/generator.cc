@@ -1,0 +1,87 @@
+#include "workers/gan/generator.h"
+
+#include <ATen/ATen.h>
+
+namespace gantry::gan {
+
+std::vector<ConvStageSpec> GeneratorStages(const ModelConfig& c) {
+  const auto& f = c.generator_filters;
+  auto stage = [&c](int64_t in, int64_t out, std::array<int64_t, 3> k, bool bn) {
+    ConvStageSpec s;
+    s.in_channels = in;
+    s.out_channels = out;
+    s.kernel = k;
+    s.leaky_slope = c.leaky_slope;
+    s.batch_norm = bn;
+    s.bn_eps = c.generator_bn_eps;
+    s.bn_momentum = c.bn_momentum;
+    return s;
+  };
+  std::vector<ConvStageSpec> stages;
+  if (!c.variable_angle()) {
+    // Reference section A, steps 2-7.
+    ConvStageSpec s0 = stage(c.dense_channels, f[0], {6, 6, 8}, true);
+    s0.pad = ConvStageSpec::Same(s0.kernel);
+    ConvStageSpec s1 = stage(f[0], f[1], {6, 5, 8}, true);
+    s1.upsample = {2, 2, 2};
+    s1.pad = ConvStageSpec::Symmetric(2, 2, 0);
+    ConvStageSpec s2 = stage(f[1], f[2], {3, 3, 8}, false);
+    s2.upsample = {2, 2, 3};
+    s2.pad = ConvStageSpec::Symmetric(1, 0, 3);
+    ConvStageSpec s3 = stage(f[2], 1, {2, 2, 2}, false);
+    s3.bias = false;
+    s3.activation = Activation::kRelu;
+    stages = {s0, s1, s2, s3};
+  } else {
+    // Reference section B.
+    ConvStageSpec s0 = stage(c.dense_channels, f[0], {6, 6, 8}, true);
+    s0.upsample = {6, 6, 6};
+    stages.push_back(s0);
+    for (int i = 1; i <= 3; ++i) {
+      ConvStageSpec s = stage(f[i - 1], f[i], {4, 4, 6}, true);
+      s.pad = ConvStageSpec::Symmetric(2, 2, 1);
+      stages.push_back(s);
+    }
+    ConvStageSpec s4 = stage(f[3], f[4], {3, 3, 5}, true);
+    s4.pad = ConvStageSpec::Symmetric(1, 1, 0);
+    ConvStageSpec s5 = stage(f[4], f[5], {3, 3, 3}, false);
+    s5.pad = ConvStageSpec::Symmetric(1, 1, 0);
+    ConvStageSpec s6 = stage(f[5], 1, {2, 2, 2}, false);
+    s6.bias = false;
+    stages.push_back(s4);
+    stages.push_back(s5);
+    stages.push_back(s6);
+    for (auto& s : stages) s.activation = Activation::kRelu;
+  }
+  return stages;
+}
+
+GeneratorImpl::GeneratorImpl(const ModelConfig& config) : config_(config) {
+  dense_shape_ = config.variable_angle() ? std::array<int64_t, 4>{config.dense_channels, 9, 9, 8}
+                                         : std::array<int64_t, 4>{config.dense_channels, 7, 7, 8};
+  const int64_t dense_out = dense_shape_[0] * dense_shape_[1] * dense_shape_[2] * dense_shape_[3];
+  dense_ = register_module("dense", torch::nn::Linear(config.latent, dense_out));
+  int i = 0;
+  for (const ConvStageSpec& spec : GeneratorStages(config)) {
+    stages_.push_back(register_module("stage" + std::to_string(i++), ConvStage(spec)));
+  }
+}
+
+torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
+  torch::Tensor x = dense_->forward(input).view(
+      {-1, dense_shape_[0], dense_shape_[1], dense_shape_[2], dense_shape_[3]});
+  for (auto& stage : stages_) x = stage->forward(x);
+  return x;
+}
+
+int64_t GeneratorImpl::noise_dim() const {
+  return config_.variable_angle() ? config_.latent - 2 : config_.latent;
+}
+
+torch::Tensor GeneratorImpl::MakeInput(const torch::Tensor& energy100, const torch::Tensor& theta,
+                                       const torch::Tensor& noise) const {
+  if (!config_.variable_angle()) return noise * energy100;
+  return at::cat({energy100, theta, noise}, 1);
+}
+
+}  // namespace gantry::gan

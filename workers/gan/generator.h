@@ -1,0 +1,49 @@
+// Generator: the 3DGAN generator network (reference sections A and B), conditioned on primary
+// energy (and, for 3dgan-51, incidence angle). Works in preprocessed units (see preprocessing.h).
+#ifndef GANTRY_WORKERS_GAN_GENERATOR_H_
+#define GANTRY_WORKERS_GAN_GENERATOR_H_
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/nn/pimpl.h>
+
+#include <vector>
+
+#include "workers/gan/conv_stage.h"
+#include "workers/gan/model_config.h"
+
+namespace gantry::gan {
+
+class GeneratorImpl : public torch::nn::Module {
+ public:
+  // `config` must pass ValidateModelConfig.
+  explicit GeneratorImpl(const ModelConfig& config);
+
+  // input: (N, latent) as built by MakeInput. Returns (N, 1, x, y, z), >= 0.
+  torch::Tensor forward(const torch::Tensor& input);
+
+  // The conditioned latent vector: (E/100) * noise for 3dgan-25 (noise (N, latent)); concat[E/100,
+  // theta, noise] for 3dgan-51 (noise (N, latent - 2)). energy100, theta: (N, 1); theta is ignored
+  // (may be undefined) for the fixed-angle architecture.
+  torch::Tensor MakeInput(const torch::Tensor& energy100, const torch::Tensor& theta,
+                          const torch::Tensor& noise) const;
+  // Width of the noise MakeInput expects.
+  int64_t noise_dim() const;
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  ModelConfig config_;
+  std::array<int64_t, 4> dense_shape_{};  // channels, x, y, z after the Linear
+  torch::nn::Linear dense_{nullptr};
+  std::vector<ConvStage> stages_;
+};
+TORCH_MODULE(Generator);
+
+// Layer specs of the generator's conv stages (also used by docs and tests).
+std::vector<ConvStageSpec> GeneratorStages(const ModelConfig& config);
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_GENERATOR_H_

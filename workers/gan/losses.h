@@ -1,0 +1,40 @@
+// Losses: the Keras-equivalent loss functions of the 3DGAN and the weighted sum over the
+// discriminator heads.
+#ifndef GANTRY_WORKERS_GAN_LOSSES_H_
+#define GANTRY_WORKERS_GAN_LOSSES_H_
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+#include "workers/gan/discriminator.h"
+#include "workers/gan/model_config.h"
+
+namespace gantry::gan {
+
+// Keras binary_crossentropy: predictions clipped to [1e-7, 1 - 1e-7].
+at::Tensor BinaryCrossEntropy(const at::Tensor& probability, const at::Tensor& label);
+// Keras MAPE: 100 * mean(|label - pred| / max(|label|, 1e-7)) (divides by the label).
+at::Tensor MeanAbsolutePercentageError(const at::Tensor& prediction, const at::Tensor& label);
+at::Tensor MeanAbsoluteError(const at::Tensor& prediction, const at::Tensor& label);
+
+// Labels of one discriminator evaluation, each (N, 1).
+struct HeadLabels {
+  at::Tensor real;       // 1 real, 0 fake (after label flipping)
+  at::Tensor energy100;  // E / energy_scale
+  at::Tensor theta;      // rad; variable angle only
+  at::Tensor ecal;       // ecal-sum label
+};
+
+// parts = [BCE, MAPE(E), MAPE(ecal)] or [BCE, MAPE(E), MAE(theta), MAPE(ecal)];
+// total = sum of loss_weights[i] * parts[i].
+struct LossTerms {
+  at::Tensor total;
+  std::vector<at::Tensor> parts;
+};
+LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
+                     const HeadLabels& labels);
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_LOSSES_H_

@@ -1,0 +1,262 @@
+#include "workers/gan/model_config.h"
+
+#include <map>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
+namespace gantry::gan {
+namespace {
+
+ModelConfig Fixed25() { return ModelConfig{}; }  // the struct defaults are the 3dgan-25 reference
+
+ModelConfig Variable51() {
+  ModelConfig c;
+  c.preset = "3dgan-51";
+  c.architecture = Architecture::kVariableAngle51;
+  c.grid = {51, 51, 25};
+  c.latent = 256;
+  c.dense_channels = 8;
+  c.generator_filters = {8, 6, 6, 6, 6, 6};
+  c.generator_bn_eps = 1e-6;
+  c.discriminator_filters = {16, 8, 8, 8};
+  c.loss_weights = {3.0, 0.1, 25.0, 0.1};
+  c.default_batch = 64;
+  c.cell_scale = 1.0;
+  c.cell_power = 0.85;
+  c.ecal_fit_scale = 1.0;     // the ecal head sums image^(1/0.85), i.e. GeV
+  c.min_event_sum_gev = 0.0;  // see docs/MODELS.md: the reference's "sum > 10" is in its file units
+  return c;
+}
+
+ModelConfig Tiny() {
+  ModelConfig c;
+  c.preset = "tiny";
+  c.latent = 32;
+  c.dense_channels = 4;
+  c.generator_filters = {16, 4, 4};
+  c.discriminator_filters = {4, 4, 4, 4};
+  c.default_batch = 8;
+  return c;
+}
+
+std::string Join(const std::vector<int64_t>& v) { return absl::StrJoin(v, ","); }
+std::string Join(const std::vector<double>& v) {
+  return absl::StrJoin(v, ",", [](std::string* out, double d) {
+    absl::StrAppend(out, absl::StrFormat("%.17g", d));
+  });
+}
+
+}  // namespace
+
+absl::StatusOr<ModelConfig> PresetConfig(absl::string_view name) {
+  if (name == "3dgan-25") {
+    ModelConfig c = Fixed25();
+    c.preset = "3dgan-25";
+    return c;
+  }
+  if (name == "3dgan-51") return Variable51();
+  if (name == "tiny") return Tiny();
+  return absl::NotFoundError(absl::StrCat("unknown model preset \"", name,
+                                          "\"; known: ", absl::StrJoin(PresetNames(), ", ")));
+}
+
+std::vector<std::string> PresetNames() { return {"3dgan-25", "3dgan-51", "tiny"}; }
+
+absl::Status ValidateModelConfig(const ModelConfig& c) {
+  auto bad = [](absl::string_view what) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid model config: ", what));
+  };
+  const bool v = c.variable_angle();
+  const std::array<int64_t, 3> want_grid =
+      v ? std::array<int64_t, 3>{51, 51, 25} : std::array<int64_t, 3>{25, 25, 25};
+  if (c.grid != want_grid) return bad("grid must be 25x25x25 (fixed angle) or 51x51x25 (variable)");
+  if (c.latent < (v ? 3 : 1)) return bad("latent too small");
+  if (c.dense_channels < 1) return bad("dense_channels must be >= 1");
+  if (c.generator_filters.size() != (v ? 6u : 3u)) {
+    return bad(v ? "generator_filters needs 6 entries" : "generator_filters needs 3 entries");
+  }
+  for (int64_t f : c.generator_filters) {
+    if (f < 1) return bad("generator_filters must be >= 1");
+  }
+  if (c.discriminator_filters.size() != 4u) return bad("discriminator_filters needs 4 entries");
+  for (int64_t f : c.discriminator_filters) {
+    if (f < 1) return bad("discriminator_filters must be >= 1");
+  }
+  if (static_cast<int64_t>(c.loss_weights.size()) != c.num_losses()) {
+    return bad(v ? "loss_weights needs 4 entries" : "loss_weights needs 3 entries");
+  }
+  if (!(c.learning_rate > 0)) return bad("learning_rate must be > 0");
+  if (!(c.rms_rho > 0 && c.rms_rho < 1)) return bad("rms_rho must be in (0, 1)");
+  if (!(c.rms_eps > 0)) return bad("rms_eps must be > 0");
+  if (!(c.label_flip >= 0 && c.label_flip < 0.5)) return bad("label_flip must be in [0, 0.5)");
+  if (c.generator_steps < 1) return bad("generator_steps must be >= 1");
+  if (c.default_batch < 1) return bad("default_batch must be >= 1");
+  if (!(c.dropout >= 0 && c.dropout < 1)) return bad("dropout must be in [0, 1)");
+  if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
+    return bad("cell_scale, cell_power and energy_scale must be > 0");
+  }
+  if (!(c.fake_energy_min_gev > 0 && c.fake_energy_min_gev <= c.fake_energy_max_gev)) {
+    return bad("fake energy range must satisfy 0 < min <= max");
+  }
+  if (!(c.fake_theta_min_rad > 0 && c.fake_theta_min_rad <= c.fake_theta_max_rad &&
+        c.fake_theta_max_rad < 3.14159265358979)) {
+    return bad("fake theta range must lie inside (0, pi)");
+  }
+  if (c.ecal_fit.empty()) return bad("ecal_fit needs at least one coefficient");
+  return absl::OkStatus();
+}
+
+std::string SerializeModelConfig(const ModelConfig& c) {
+  std::string out;
+  auto put = [&out](absl::string_view key, const std::string& value) {
+    absl::StrAppend(&out, key, "=", value, "\n");
+  };
+  auto num = [](double d) { return absl::StrFormat("%.17g", d); };
+  put("preset", c.preset);
+  put("architecture", c.variable_angle() ? "variable_angle_51" : "fixed_angle_25");
+  put("grid", Join(std::vector<int64_t>(c.grid.begin(), c.grid.end())));
+  put("latent", absl::StrCat(c.latent));
+  put("dense_channels", absl::StrCat(c.dense_channels));
+  put("generator_filters", Join(c.generator_filters));
+  put("generator_bn_eps", num(c.generator_bn_eps));
+  put("discriminator_filters", Join(c.discriminator_filters));
+  put("discriminator_bn_eps", num(c.discriminator_bn_eps));
+  put("dropout", num(c.dropout));
+  put("bn_momentum", num(c.bn_momentum));
+  put("leaky_slope", num(c.leaky_slope));
+  put("loss_weights", Join(c.loss_weights));
+  put("learning_rate", num(c.learning_rate));
+  put("rms_rho", num(c.rms_rho));
+  put("rms_eps", num(c.rms_eps));
+  put("label_flip", num(c.label_flip));
+  put("generator_steps", absl::StrCat(c.generator_steps));
+  put("default_batch", absl::StrCat(c.default_batch));
+  put("cell_scale", num(c.cell_scale));
+  put("cell_power", num(c.cell_power));
+  put("energy_scale", num(c.energy_scale));
+  put("cell_threshold", num(c.cell_threshold));
+  put("min_event_sum_gev", num(c.min_event_sum_gev));
+  put("fake_energy_min_gev", num(c.fake_energy_min_gev));
+  put("fake_energy_max_gev", num(c.fake_energy_max_gev));
+  put("fake_theta_min_rad", num(c.fake_theta_min_rad));
+  put("fake_theta_max_rad", num(c.fake_theta_max_rad));
+  put("ecal_fit", Join(c.ecal_fit));
+  put("ecal_fit_scale", num(c.ecal_fit_scale));
+  put("collapse_ecal_loss", num(c.collapse_ecal_loss));
+  return out;
+}
+
+absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
+  std::map<std::string, std::string, std::less<>> kv;
+  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> p = absl::StrSplit(line, absl::MaxSplits('=', 1));
+    kv[p.first] = p.second;
+  }
+  ModelConfig c;
+  absl::Status status;
+  auto get = [&](absl::string_view key) -> const std::string* {
+    auto it = kv.find(key);
+    if (it == kv.end()) {
+      if (status.ok())
+        status = absl::InvalidArgumentError(absl::StrCat("model config: missing ", key));
+      return nullptr;
+    }
+    return &it->second;
+  };
+  auto dbl = [&](absl::string_view key, double* out) {
+    const std::string* s = get(key);
+    if (s != nullptr && !absl::SimpleAtod(*s, out) && status.ok()) {
+      status = absl::InvalidArgumentError(absl::StrCat("model config: bad number for ", key));
+    }
+  };
+  auto i64 = [&](absl::string_view key, int64_t* out) {
+    const std::string* s = get(key);
+    if (s != nullptr && !absl::SimpleAtoi(*s, out) && status.ok()) {
+      status = absl::InvalidArgumentError(absl::StrCat("model config: bad integer for ", key));
+    }
+  };
+  auto ints = [&](absl::string_view key, std::vector<int64_t>* out) {
+    const std::string* s = get(key);
+    if (s == nullptr) return;
+    out->clear();
+    for (absl::string_view part : absl::StrSplit(*s, ',', absl::SkipEmpty())) {
+      int64_t v;
+      if (!absl::SimpleAtoi(part, &v)) {
+        if (status.ok())
+          status = absl::InvalidArgumentError(absl::StrCat("model config: bad ", key));
+        return;
+      }
+      out->push_back(v);
+    }
+  };
+  auto dbls = [&](absl::string_view key, std::vector<double>* out) {
+    const std::string* s = get(key);
+    if (s == nullptr) return;
+    out->clear();
+    for (absl::string_view part : absl::StrSplit(*s, ',', absl::SkipEmpty())) {
+      double v;
+      if (!absl::SimpleAtod(part, &v)) {
+        if (status.ok())
+          status = absl::InvalidArgumentError(absl::StrCat("model config: bad ", key));
+        return;
+      }
+      out->push_back(v);
+    }
+  };
+  if (const std::string* s = get("preset")) c.preset = *s;
+  if (const std::string* s = get("architecture")) {
+    if (*s == "fixed_angle_25") {
+      c.architecture = Architecture::kFixedAngle25;
+    } else if (*s == "variable_angle_51") {
+      c.architecture = Architecture::kVariableAngle51;
+    } else if (status.ok()) {
+      status = absl::InvalidArgumentError("model config: unknown architecture " + *s);
+    }
+  }
+  std::vector<int64_t> grid;
+  ints("grid", &grid);
+  if (grid.size() == 3) {
+    c.grid = {grid[0], grid[1], grid[2]};
+  } else if (status.ok()) {
+    status = absl::InvalidArgumentError("model config: grid needs 3 entries");
+  }
+  i64("latent", &c.latent);
+  i64("dense_channels", &c.dense_channels);
+  ints("generator_filters", &c.generator_filters);
+  dbl("generator_bn_eps", &c.generator_bn_eps);
+  ints("discriminator_filters", &c.discriminator_filters);
+  dbl("discriminator_bn_eps", &c.discriminator_bn_eps);
+  dbl("dropout", &c.dropout);
+  dbl("bn_momentum", &c.bn_momentum);
+  dbl("leaky_slope", &c.leaky_slope);
+  dbls("loss_weights", &c.loss_weights);
+  dbl("learning_rate", &c.learning_rate);
+  dbl("rms_rho", &c.rms_rho);
+  dbl("rms_eps", &c.rms_eps);
+  dbl("label_flip", &c.label_flip);
+  i64("generator_steps", &c.generator_steps);
+  i64("default_batch", &c.default_batch);
+  dbl("cell_scale", &c.cell_scale);
+  dbl("cell_power", &c.cell_power);
+  dbl("energy_scale", &c.energy_scale);
+  dbl("cell_threshold", &c.cell_threshold);
+  dbl("min_event_sum_gev", &c.min_event_sum_gev);
+  dbl("fake_energy_min_gev", &c.fake_energy_min_gev);
+  dbl("fake_energy_max_gev", &c.fake_energy_max_gev);
+  dbl("fake_theta_min_rad", &c.fake_theta_min_rad);
+  dbl("fake_theta_max_rad", &c.fake_theta_max_rad);
+  dbls("ecal_fit", &c.ecal_fit);
+  dbl("ecal_fit_scale", &c.ecal_fit_scale);
+  dbl("collapse_ecal_loss", &c.collapse_ecal_loss);
+  if (!status.ok()) return status;
+  if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;
+  return c;
+}
+
+}  // namespace gantry::gan

@@ -1,0 +1,93 @@
+// ModelConfig: every number that defines a 3DGAN variant (architecture, losses, optimiser, data
+// normalisation), with the named presets "3dgan-25", "3dgan-51" and "tiny". Torch-free.
+#ifndef GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
+#define GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gantry::gan {
+
+// The two reference topologies (docs/MODELS.md has the layer tables).
+enum class Architecture {
+  kFixedAngle25,     // reference section A: 25x25x25, multiplicative energy conditioning
+  kVariableAngle51,  // reference section B: 51x51x25, input = [E/100, theta, noise]
+};
+
+struct ModelConfig {
+  std::string preset;  // "3dgan-25", "3dgan-51", "tiny" or "custom"
+  Architecture architecture = Architecture::kFixedAngle25;
+  std::array<int64_t, 3> grid{25, 25, 25};  // generated image (x, y, z); z is depth
+
+  // Generator. latent is the full input width (for 3dgan-51 it includes E/100 and theta).
+  int64_t latent = 200;
+  int64_t dense_channels = 8;  // channels of the reshaped Linear output
+  // Conv filters in order, the final 1-filter conv excluded: 3 for kFixedAngle25, 6 for
+  // kVariableAngle51.
+  std::vector<int64_t> generator_filters{64, 6, 6};
+  double generator_bn_eps = 1e-3;  // Keras default; 3dgan-51 uses 1e-6
+
+  // Discriminator: the four conv filter counts.
+  std::vector<int64_t> discriminator_filters{32, 8, 8, 8};
+  double discriminator_bn_eps = 1e-3;
+  double dropout = 0.2;
+
+  double bn_momentum = 0.01;  // torch convention (= Keras momentum 0.99)
+  double leaky_slope = 0.3;   // Keras LeakyReLU default
+
+  // Losses: weights of [BCE, MAPE(E), MAPE(ecal)] (25) or [BCE, MAPE(E), MAE(theta), MAPE(ecal)]
+  // (51).
+  std::vector<double> loss_weights{2.0, 0.1, 0.1};
+
+  // RMSprop (torch alpha = Keras rho).
+  double learning_rate = 1e-3;
+  double rms_rho = 0.9;
+  double rms_eps = 1e-7;
+  double label_flip = 0.05;     // probability to flip each discriminator label
+  int64_t generator_steps = 2;  // generator updates per discriminator update
+  int64_t default_batch = 128;
+
+  // Data normalisation (applied to GeV cells and GeV energies; undone on generation).
+  double cell_scale = 100.0;     // cells x cell_scale ...
+  double cell_power = 1.0;       // ... then ^cell_power (0.85 for 3dgan-51)
+  double energy_scale = 100.0;   // energies / energy_scale
+  double cell_threshold = 1e-6;  // scaled cells below this become 0
+  // Events whose raw cell sum (GeV) is <= this are dropped before training; negative keeps all.
+  double min_event_sum_gev = -1.0;
+
+  // Fake conditions: energies U(min, max) GeV, angles U(min, max) rad (51 only).
+  double fake_energy_min_gev = 10.0;
+  double fake_energy_max_gev = 500.0;
+  double fake_theta_min_rad = 1.0471975511965976;
+  double fake_theta_max_rad = 2.0943951023931953;
+  // Sampling-fraction fit: ratio = polyval(ecal_fit, E/100); target ecal = ratio * E/100 *
+  // ecal_fit_scale.
+  std::vector<double> ecal_fit{0.0018, -0.023, 0.11, -0.28, 2.21};
+  double ecal_fit_scale = 100.0;
+  // Training aborts when the discriminator's fake-batch ecal MAPE reaches this (empty images).
+  double collapse_ecal_loss = 100.0;
+
+  bool variable_angle() const { return architecture == Architecture::kVariableAngle51; }
+  int64_t num_losses() const { return variable_angle() ? 4 : 3; }
+};
+
+// The named presets. NOT_FOUND lists the known names.
+absl::StatusOr<ModelConfig> PresetConfig(absl::string_view name);
+std::vector<std::string> PresetNames();
+
+// INVALID_ARGUMENT naming the first inconsistent field.
+absl::Status ValidateModelConfig(const ModelConfig& config);
+
+// A line-oriented "key=value" text form (stored inside checkpoints); Parse(Serialize(c)) == c.
+std::string SerializeModelConfig(const ModelConfig& config);
+absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text);
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_MODEL_CONFIG_H_

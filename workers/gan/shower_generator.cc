@@ -1,0 +1,79 @@
+#include "workers/gan/shower_generator.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/preprocessing.h"
+
+namespace gantry::gan {
+
+absl::StatusOr<std::unique_ptr<ShowerGenerator>> ShowerGenerator::Load(
+    const std::string& checkpoint_path) {
+  absl::StatusOr<TrainingState> state = ReadCheckpoint(checkpoint_path, /*load_optimizers=*/false);
+  if (!state.ok()) return state.status();
+  return std::make_unique<ShowerGenerator>(state->config, state->generator);
+}
+
+ShowerGenerator::ShowerGenerator(ModelConfig config, Generator generator)
+    : config_(std::move(config)), generator_(std::move(generator)) {
+  generator_->eval();
+}
+
+absl::StatusOr<data::ShowerSet> ShowerGenerator::Generate(const GenerationRequest& request) {
+  const int64_t n = static_cast<int64_t>(request.energy_gev.size());
+  if (n == 0) return absl::InvalidArgumentError("no energies to generate showers for");
+  if (request.batch_size < 1) return absl::InvalidArgumentError("batch_size must be >= 1");
+  for (float e : request.energy_gev) {
+    if (!(e > 0) || !std::isfinite(e)) {
+      return absl::InvalidArgumentError(absl::StrCat("energy must be > 0 GeV, got ", e));
+    }
+  }
+  const bool angles = config_.variable_angle();
+  if (angles && static_cast<int64_t>(request.theta_rad.size()) != n) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("preset ", config_.preset, " needs one angle per energy (", n, " energies, ",
+                     request.theta_rad.size(), " angles)"));
+  }
+  data::ShowerSet out;
+  out.layout = angles ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan;
+  out.shape = config_.grid;
+  out.energy_gev = request.energy_gev;
+  if (angles) out.theta_rad = request.theta_rad;
+  const int64_t cells = out.cells_per_event();
+  out.cells.resize(static_cast<size_t>(n * cells));
+  try {
+    c10::InferenceMode guard;
+    at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(request.seed);
+    const at::Tensor energy =
+        at::from_blob(const_cast<float*>(request.energy_gev.data()), {n, 1}, at::kFloat) /
+        config_.energy_scale;
+    at::Tensor theta;
+    if (angles) {
+      theta = at::from_blob(const_cast<float*>(request.theta_rad.data()), {n, 1}, at::kFloat);
+    }
+    for (int64_t first = 0; first < n; first += request.batch_size) {
+      const int64_t count = std::min(request.batch_size, n - first);
+      const at::Tensor noise = at::randn({count, generator_->noise_dim()}, rng, at::kFloat);
+      const at::Tensor input = generator_->MakeInput(
+          energy.slice(0, first, first + count),
+          angles ? theta.slice(0, first, first + count) : at::Tensor(), noise);
+      const at::Tensor showers = UndoCellPreprocessing(config_, generator_->forward(input));
+      std::memcpy(out.cells.data() + first * cells, showers.data_ptr<float>(),
+                  sizeof(float) * static_cast<size_t>(count * cells));
+    }
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("generation failed: ", e.what_without_backtrace()));
+  }
+  return out;
+}
+
+}  // namespace gantry::gan

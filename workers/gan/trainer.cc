@@ -1,0 +1,247 @@
+#include "workers/gan/trainer.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <torch/autograd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "workers/gan/losses.h"
+
+namespace gantry::gan {
+namespace {
+
+std::vector<double> Values(const LossTerms& t) {
+  std::vector<double> v{t.total.item<double>()};
+  for (const auto& p : t.parts) v.push_back(p.item<double>());
+  return v;
+}
+
+void Accumulate(std::vector<double>& sum, const std::vector<double>& v, double weight) {
+  if (sum.size() < v.size()) sum.resize(v.size(), 0.0);
+  for (size_t i = 0; i < v.size(); ++i) sum[i] += weight * v[i];
+}
+
+void SetRequiresGrad(torch::nn::Module& m, bool on) {
+  for (auto& p : m.parameters()) p.set_requires_grad(on);
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainingState state, TrainingTensors data, const TrainerOptions& options)
+    : state_(std::move(state)), data_(std::move(data)), options_(options) {
+  const int64_t n = data_.images.size(0);
+  batch_size_ = std::min<int64_t>(
+      options.batch_size > 0 ? options.batch_size : state_.config.default_batch, n);
+  steps_per_epoch_ = std::max<int64_t>(1, n / batch_size_);
+  if (options.max_steps_per_epoch > 0) {
+    steps_per_epoch_ = std::min(steps_per_epoch_, options.max_steps_per_epoch);
+  }
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromTensors(TrainingState state,
+                                                                    TrainingTensors data,
+                                                                    const TrainerOptions& options) {
+  if (options.batch_size < 0 || options.epochs < 0 || options.threads < 0 ||
+      options.max_steps_per_epoch < 0) {
+    return absl::InvalidArgumentError("batch, epochs, threads and max steps must be >= 0");
+  }
+  if (!data.images.defined() || data.images.size(0) == 0) {
+    return absl::InvalidArgumentError("no training events");
+  }
+  if (options.threads > 0) at::set_num_threads(options.threads);
+  return std::unique_ptr<Trainer>(new Trainer(std::move(state), std::move(data), options));
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ModelConfig& config,
+                                                         const data::ShowerSet& showers,
+                                                         const TrainerOptions& options) {
+  absl::StatusOr<TrainingTensors> data = PreprocessShowers(config, showers);
+  if (!data.ok()) return data.status();
+  absl::StatusOr<TrainingState> state = NewTrainingState(config, options.seed);
+  if (!state.ok()) return state.status();
+  return CreateFromTensors(std::move(*state), std::move(*data), options);
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(const std::string& checkpoint_path,
+                                                         const data::ShowerSet& showers,
+                                                         const TrainerOptions& options) {
+  absl::StatusOr<TrainingState> state = ReadCheckpoint(checkpoint_path);
+  if (!state.ok()) return state.status();
+  absl::StatusOr<TrainingTensors> data = PreprocessShowers(state->config, showers);
+  if (!data.ok()) return data.status();
+  if (state->permutation.defined() && state->permutation.size(0) != data->images.size(0)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint was taken mid-epoch on ", state->permutation.size(0),
+                     " events but the data set has ", data->images.size(0)));
+  }
+  return CreateFromTensors(std::move(*state), std::move(*data), options);
+}
+
+absl::Status Trainer::RunHook(TrainPhase phase, torch::nn::Module& model) {
+  if (!gradient_hook_) return absl::OkStatus();
+  return gradient_hook_(phase, model);
+}
+
+absl::StatusOr<StepReport> Trainer::Step() {
+  const auto start = std::chrono::steady_clock::now();
+  TrainingState& s = state_;
+  const ModelConfig& c = s.config;
+  at::Generator& rng = s.rng;
+  StepReport report;
+  report.epoch = s.epoch;
+  try {
+    const int64_t n_events = data_.images.size(0);
+    if (s.epoch_cursor == 0 || !s.permutation.defined()) {
+      s.permutation = at::randperm(n_events, rng, at::kLong);
+      s.epoch_cursor = 0;
+    }
+    const at::Tensor index = s.permutation.slice(0, s.epoch_cursor, s.epoch_cursor + batch_size_);
+    const int64_t n = index.size(0);
+    const at::Tensor images = data_.images.index_select(0, index);
+    HeadLabels real;
+    real.energy100 = data_.energy100.index_select(0, index);
+    real.ecal = data_.ecal.index_select(0, index);
+    if (c.variable_angle()) real.theta = data_.theta.index_select(0, index);
+
+    auto sample_conditions = [&](HeadLabels& labels) {
+      labels.energy100 = at::empty({n, 1}, at::kFloat)
+                             .uniform_(c.fake_energy_min_gev / c.energy_scale,
+                                       c.fake_energy_max_gev / c.energy_scale, rng);
+      if (c.variable_angle()) {
+        labels.theta =
+            at::empty({n, 1}, at::kFloat).uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng);
+      }
+      labels.ecal = EcalTarget(c, labels.energy100);
+      const at::Tensor noise = at::randn({n, s.generator->noise_dim()}, rng, at::kFloat);
+      return s.generator->MakeInput(labels.energy100, labels.theta, noise);
+    };
+    auto real_fake_labels = [&](double value) {
+      at::Tensor labels = at::full({n, 1}, value, at::kFloat);
+      if (c.label_flip > 0) {
+        const at::Tensor flip =
+            at::empty({n, 1}, at::kFloat).uniform_(0.0, 1.0, rng).lt(c.label_flip);
+        labels = at::where(flip, 1.0 - labels, labels);
+      }
+      return labels;
+    };
+
+    s.generator->train();
+    s.discriminator->train();
+    // Generated batch for the discriminator update (no generator gradients needed).
+    HeadLabels fake;
+    at::Tensor generated;
+    {
+      const at::Tensor input = sample_conditions(fake);
+      torch::NoGradGuard no_grad;
+      generated = s.generator->forward(input);
+    }
+    real.real = real_fake_labels(1.0);
+    fake.real = real_fake_labels(0.0);
+
+    // Discriminator: one update on the real batch, one on the generated batch (Keras
+    // train_on_batch twice).
+    s.discriminator_optimizer->zero_grad();
+    LossTerms d_real = HeadLosses(c, s.discriminator->forward(images), real);
+    d_real.total.backward();
+    if (absl::Status st = RunHook(TrainPhase::kDiscriminatorReal, *s.discriminator); !st.ok())
+      return st;
+    s.discriminator_optimizer->step();
+
+    s.discriminator_optimizer->zero_grad();
+    LossTerms d_fake = HeadLosses(c, s.discriminator->forward(generated), fake);
+    d_fake.total.backward();
+    if (absl::Status st = RunHook(TrainPhase::kDiscriminatorFake, *s.discriminator); !st.ok())
+      return st;
+    s.discriminator_optimizer->step();
+    report.discriminator_real_loss = Values(d_real);
+    report.discriminator_fake_loss = Values(d_fake);
+    const double fake_ecal_loss = report.discriminator_fake_loss.back();
+    if (fake_ecal_loss >= c.collapse_ecal_loss - 1e-4) {
+      return absl::AbortedError(absl::StrFormat(
+          "generator collapsed to empty showers at step %d (epoch %d): fake ecal MAPE %.2f >= "
+          "%.0f; training aborted (try another seed or a lower learning rate)",
+          s.step + 1, s.epoch + 1, fake_ecal_loss, c.collapse_ecal_loss));
+    }
+
+    // Generator: updates through the discriminator with its weights frozen and "real" labels.
+    SetRequiresGrad(*s.discriminator, false);
+    std::vector<double> g_sum;
+    for (int64_t k = 0; k < c.generator_steps; ++k) {
+      HeadLabels trick;
+      const at::Tensor input = sample_conditions(trick);
+      trick.real = at::ones({n, 1}, at::kFloat);
+      s.generator_optimizer->zero_grad();
+      LossTerms g = HeadLosses(c, s.discriminator->forward(s.generator->forward(input)), trick);
+      g.total.backward();
+      absl::Status st = RunHook(TrainPhase::kGenerator, *s.generator);
+      if (!st.ok()) {
+        SetRequiresGrad(*s.discriminator, true);
+        return st;
+      }
+      s.generator_optimizer->step();
+      Accumulate(g_sum, Values(g), 1.0 / static_cast<double>(c.generator_steps));
+    }
+    SetRequiresGrad(*s.discriminator, true);
+    report.generator_loss = g_sum;
+
+    s.step += 1;
+    s.epoch_cursor += n;
+    if (s.epoch_cursor / batch_size_ >= steps_per_epoch_ ||
+        s.epoch_cursor + batch_size_ > n_events) {
+      s.epoch += 1;
+      s.epoch_cursor = 0;
+      s.permutation = at::Tensor();
+    }
+    report.step = s.step;
+    report.seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report.samples_per_second = report.seconds > 0 ? n / report.seconds : 0;
+  } catch (const c10::Error& e) {
+    SetRequiresGrad(*s.discriminator, true);
+    return absl::InternalError(absl::StrCat("training step failed: ", e.what_without_backtrace()));
+  }
+  if (step_callback_) step_callback_(report);
+  return report;
+}
+
+absl::StatusOr<EpochReport> Trainer::RunEpoch() {
+  EpochReport report;
+  report.epoch = state_.epoch;
+  const int64_t epoch = state_.epoch;
+  double samples = 0;
+  while (state_.epoch == epoch) {
+    absl::StatusOr<StepReport> step = Step();
+    if (!step.ok()) return step.status();
+    ++report.steps;
+    Accumulate(report.discriminator_loss, step->discriminator_real_loss, 0.5);
+    Accumulate(report.discriminator_loss, step->discriminator_fake_loss, 0.5);
+    Accumulate(report.generator_loss, step->generator_loss, 1.0);
+    report.seconds += step->seconds;
+    samples += step->samples_per_second * step->seconds;
+  }
+  for (double& v : report.discriminator_loss) v /= report.steps;
+  for (double& v : report.generator_loss) v /= report.steps;
+  report.samples_per_second = report.seconds > 0 ? samples / report.seconds : 0;
+  if (epoch_callback_) epoch_callback_(report);
+  return report;
+}
+
+absl::Status Trainer::Train() {
+  while (state_.epoch < options_.epochs) {
+    absl::StatusOr<EpochReport> epoch = RunEpoch();
+    if (!epoch.ok()) return epoch.status();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::SaveCheckpoint(const std::string& path) const {
+  return WriteCheckpoint(path, state_);
+}
+
+}  // namespace gantry::gan

@@ -1,0 +1,115 @@
+// Trainer: the reference 3DGAN training loop (per iteration: discriminator on a real batch, on a
+// generated batch, then two generator updates through the frozen discriminator), deterministic on
+// CPU for a given seed and thread count, with hooks for progress and gradient all-reduce.
+#ifndef GANTRY_WORKERS_GAN_TRAINER_H_
+#define GANTRY_WORKERS_GAN_TRAINER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "workers/data/shower_set.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/model_config.h"
+#include "workers/gan/preprocessing.h"
+
+namespace gantry::gan {
+
+struct TrainerOptions {
+  int64_t batch_size = 0;  // 0: the preset's default batch
+  uint64_t seed = 1;       // initial weights and every random draw
+  int64_t epochs = 1;      // Train() runs until this many epochs are complete
+  // Intra-op threads (at::set_num_threads, process-wide); 0 leaves the current setting.
+  int threads = 0;
+  // 0: an epoch is floor(events / batch) iterations (as the reference); otherwise at most this many
+  // (tests and benchmarks bound the work).
+  int64_t max_steps_per_epoch = 0;
+};
+
+// Loss vectors are [total, part...] with parts in HeadLosses order.
+struct StepReport {
+  int64_t epoch = 0;  // 0-based epoch the step belongs to
+  int64_t step = 0;   // iterations completed so far, this one included
+  std::vector<double> discriminator_real_loss;
+  std::vector<double> discriminator_fake_loss;
+  std::vector<double> generator_loss;  // mean over the generator updates
+  double seconds = 0;
+  double samples_per_second = 0;  // real samples of the batch / seconds
+};
+
+struct EpochReport {
+  int64_t epoch = 0;  // 0-based
+  int64_t steps = 0;
+  std::vector<double> discriminator_loss;  // mean of real and fake, averaged over the epoch
+  std::vector<double> generator_loss;
+  double seconds = 0;
+  double samples_per_second = 0;
+};
+
+// Which update's gradients are ready.
+enum class TrainPhase { kDiscriminatorReal, kDiscriminatorFake, kGenerator };
+
+class Trainer {
+ public:
+  // Called after backward, before the optimiser step; the gradients of `model`'s parameters are
+  // ready (issue 4 all-reduces them here). A non-OK status aborts the step.
+  using GradientHook = std::function<absl::Status(TrainPhase phase, torch::nn::Module& model)>;
+  using StepCallback = std::function<void(const StepReport&)>;
+  using EpochCallback = std::function<void(const EpochReport&)>;
+
+  // Fresh models. `showers` are raw GeV showers; they are preprocessed here (PreprocessShowers).
+  static absl::StatusOr<std::unique_ptr<Trainer>> Create(const ModelConfig& config,
+                                                         const data::ShowerSet& showers,
+                                                         const TrainerOptions& options);
+  // Continues from a checkpoint; options.seed is ignored (the checkpoint's RNG state is used).
+  static absl::StatusOr<std::unique_ptr<Trainer>> Resume(const std::string& checkpoint_path,
+                                                         const data::ShowerSet& showers,
+                                                         const TrainerOptions& options);
+  // As Create, from already preprocessed tensors.
+  static absl::StatusOr<std::unique_ptr<Trainer>> CreateFromTensors(TrainingState state,
+                                                                    TrainingTensors data,
+                                                                    const TrainerOptions& options);
+
+  // One iteration on the next batch (starting a new epoch when needed). ABORTED when the
+  // generator collapsed (fake ecal loss reached config.collapse_ecal_loss).
+  absl::StatusOr<StepReport> Step();
+  // The rest of the current epoch.
+  absl::StatusOr<EpochReport> RunEpoch();
+  // Epochs until options.epochs are complete.
+  absl::Status Train();
+
+  absl::Status SaveCheckpoint(const std::string& path) const;
+
+  void set_gradient_hook(GradientHook hook) { gradient_hook_ = std::move(hook); }
+  void set_step_callback(StepCallback callback) { step_callback_ = std::move(callback); }
+  void set_epoch_callback(EpochCallback callback) { epoch_callback_ = std::move(callback); }
+
+  const TrainingState& state() const { return state_; }
+  TrainingState& mutable_state() { return state_; }
+  const ModelConfig& config() const { return state_.config; }
+  int64_t batch_size() const { return batch_size_; }
+  int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  int64_t events() const { return data_.images.size(0); }
+
+ private:
+  Trainer(TrainingState state, TrainingTensors data, const TrainerOptions& options);
+
+  absl::Status RunHook(TrainPhase phase, torch::nn::Module& model);
+
+  TrainingState state_;
+  TrainingTensors data_;
+  TrainerOptions options_;
+  int64_t batch_size_ = 0;
+  int64_t steps_per_epoch_ = 0;
+  GradientHook gradient_hook_;
+  StepCallback step_callback_;
+  EpochCallback epoch_callback_;
+};
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_TRAINER_H_
