@@ -7,6 +7,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <numeric>
@@ -24,6 +26,11 @@ std::string TempPath(const std::string& name) {
   static const std::string dir = [] {
     std::string d = ::testing::TempDir() + "/gantry_data_test_" + std::to_string(::getpid());
     ::mkdir(d.c_str(), 0755);
+    std::atexit([] {
+      std::error_code ignored;
+      std::filesystem::remove_all(
+          ::testing::TempDir() + "/gantry_data_test_" + std::to_string(::getpid()), ignored);
+    });
     return d;
   }();
   return dir + "/" + name;
@@ -295,7 +302,7 @@ TEST(Hdf5IoTest, MalformedFilesNameFileDatasetAndProblem) {
   ExpectBadFile("nan_cell.h5",
                 "e = np.zeros((3, 25, 25, 25)); e[1, 4, 5, 6] = np.nan\nf['ECAL'] = e\n"
                 "f['target'] = np.ones((3, 4))",
-                kInvalid, {"'ECAL'", "event 1", "NaN"});
+                kInvalid, {"'ECAL'", "event 1 cell (4,5,6)", "NaN"});
   ExpectBadFile("negative_cell.h5",
                 "e = np.zeros((3, 51, 51, 25)); e[2, 0, 0, 3] = -0.5\nf['ECAL'] = e\n"
                 "f['energy'] = np.ones(3)\nf['theta'] = np.ones(3)",
@@ -339,6 +346,28 @@ TEST(Hdf5IoTest, MissingNotHdf5AndTruncatedFiles) {
         inspect ? InspectShowerFile(path).status() : ReadShowerFile(path).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
     EXPECT_NE(status.message().find(path), std::string::npos) << status;
+  }
+}
+
+TEST(Hdf5IoTest, CorruptedCompressedDataNamesTheDataset) {
+  // Garbage in the middle of a gzip file hits chunk data (most of the file): the header and the
+  // keys are fine, inflating a chunk of ECAL fails.
+  const ShowerSet set = Toy(Layout::kFixedAngle3DGan, 200, 7);
+  const std::string path = TempPath("EleEscan_corrupted.h5");
+  ASSERT_TRUE(WriteShowerFile(path, set).ok());
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  f.seekg(0, std::ios::end);
+  const std::streamoff size = f.tellg();
+  const std::string garbage(4096, '\xff');
+  f.seekp(size / 2);
+  f.write(garbage.data(), garbage.size());
+  f.close();
+  for (bool inspect : {false, true}) {
+    absl::Status status =
+        inspect ? InspectShowerFile(path).status() : ReadShowerFile(path).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_NE(status.message().find(path), std::string::npos) << status;
+    EXPECT_NE(status.message().find("'ECAL'"), std::string::npos) << status;
   }
 }
 

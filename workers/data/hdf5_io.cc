@@ -312,6 +312,12 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path) {
   return f;
 }
 
+// "(x,y,z)" of a flat cell index within an event.
+std::string CellText(const std::array<int64_t, 3>& shape, int64_t cell) {
+  return absl::StrCat("(", cell / (shape[1] * shape[2]), ",", (cell / shape[2]) % shape[1], ",",
+                      cell % shape[2], ")");
+}
+
 // Reads cells of events [first, first + count) into out (GeV), checking every value.
 absl::Status ReadCells(const ShowerFile& f, int64_t first, int64_t count, float* out) {
   const int64_t per_event = f.shape[0] * f.shape[1] * f.shape[2];
@@ -324,11 +330,12 @@ absl::Status ReadCells(const ShowerFile& f, int64_t first, int64_t count, float*
     for (int64_t i = 0; i < n * per_event; ++i) {
       float v = dst[i];
       if (!(v >= 0.0f) || !std::isfinite(v)) {
-        return Invalid(f.path, absl::StrCat("dataset '", f.cells.name, "' event ",
-                                            first + b + i / per_event, " cell ", i % per_event,
-                                            std::isnan(v) ? " is NaN"
-                                            : v < 0       ? absl::StrCat(" is negative (", v, ")")
-                                                          : " is infinite"));
+        return Invalid(
+            f.path, absl::StrCat("dataset '", f.cells.name, "' event ", first + b + i / per_event,
+                                 " cell ", CellText(f.shape, i % per_event),
+                                 std::isnan(v) ? " is NaN"
+                                 : v < 0       ? absl::StrCat(" is negative (", v, ")")
+                                               : " is infinite"));
       }
       if (f.to_gev != 1.0) dst[i] = static_cast<float>(v * f.to_gev);
     }
