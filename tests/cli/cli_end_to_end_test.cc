@@ -402,5 +402,31 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   EXPECT_THAT(Alice({"models", "list", "--include-archived"}).out, HasSubstr("ele:1"));
 }
 
+TEST_F(CliEndToEndTest, PythonClientExample) {
+  // The Debian python3 (with python3-grpcio) runs the example on the generated stubs.
+  const std::string example =
+      std::string(GANTRY_SOURCE_DIR) + "/clients/python/examples/submit_and_list.py";
+  CommandResult run = ChildProcess::Run({GANTRY_PYTHON3, example},
+                                        {{"PYTHONPATH", std::string(GANTRY_PY_STUBS_DIR) + ":" +
+                                                            GANTRY_SOURCE_DIR + "/clients/python"},
+                                         {"GANTRY_SERVER", server_->address()},
+                                         {"GANTRY_TOKEN", alice_token_},
+                                         {"GANTRY_CONFIG", std::nullopt},
+                                         {"HOME", dir_.path()}},
+                                        dir_.path());
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
+  const std::string id = FirstMatch(run.out, "job-[0-9a-f-]+");
+  ASSERT_FALSE(id.empty()) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("submitted " + id + " QUEUED"));
+  EXPECT_THAT(run.out, HasSubstr("listed " + id + " python-example QUEUED"));
+  EXPECT_THAT(run.out, HasSubstr("cancelled " + id + " CANCELLED"));
+  EXPECT_THAT(run.out, HasSubstr("models 0"));
+  EXPECT_THAT(run.out, HasSubstr("error NOT_FOUND: "));
+  // The job the Python client made is visible to the CLI under the same token.
+  CommandResult get = Alice({"--json", "jobs", "get", id});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(ParseJson<v1::Job>(get.out).spec().labels().at("client"), "python");
+}
+
 }  // namespace
 }  // namespace gantry::testing
