@@ -9,6 +9,7 @@
 
 #include "storage/migrator.h"
 #include "storage/tenant_repository.h"
+#include "storage/transaction.h"
 #include "tests/support/test_database.h"
 
 namespace gantry::storage {
@@ -66,6 +67,38 @@ TEST(DatabaseTest, OutageIsUnavailableAndRecovers) {
   tdb.AdminQuery("ALTER DATABASE \"" + tdb.name() + "\" ALLOW_CONNECTIONS true");
   auto after = tenants.GetTenant("alice");
   ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_TRUE((*db)->Ping().ok());
+}
+
+TEST(DatabaseTest, ExceptionsBecomeStatuses) {
+  gantry::testing::TestDatabase tdb;
+  auto db = Database::Create(tdb.dsn(), 1);
+  ASSERT_TRUE(db.ok());
+  absl::Status syntax = (*db)->Transact([](Transaction& tx) {
+    tx.work().exec("SELEKT nonsense");
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(syntax.code(), absl::StatusCode::kInternal) << syntax;
+  ASSERT_TRUE((*db)
+                  ->Transact([](Transaction& tx) {
+                    tx.work().exec("CREATE TABLE u (k text PRIMARY KEY)");
+                    tx.Exec("u_insert", "INSERT INTO u VALUES ($1)", "a");
+                    return absl::OkStatus();
+                  })
+                  .ok());
+  absl::Status dup = (*db)->Transact([](Transaction& tx) {
+    tx.Exec("u_insert", "INSERT INTO u VALUES ($1)", "a");
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(dup.code(), absl::StatusCode::kAlreadyExists) << dup;
+  // A callback's error rolls the transaction back.
+  absl::Status rolled = (*db)->Transact([](Transaction& tx) {
+    tx.Exec("u_insert", "INSERT INTO u VALUES ($1)", "b");
+    return absl::FailedPreconditionError("changed my mind");
+  });
+  EXPECT_EQ(rolled.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(tdb.Query("SELECT k FROM u ORDER BY k"), "a\n");
+  // The single pooled connection is still usable after all that.
   EXPECT_TRUE((*db)->Ping().ok());
 }
 

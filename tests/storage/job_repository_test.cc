@@ -67,7 +67,8 @@ TEST_F(JobRepositoryTest, TenantIsolationIsNotFound) {
   ASSERT_TRUE(bob_list.ok());
   EXPECT_TRUE(bob_list->items.empty());
   // Unknown owner (no such tenant) is refused.
-  EXPECT_FALSE(jobs.Create("mallory", Spec("x"), "").ok());
+  EXPECT_EQ(jobs.Create("mallory", Spec("x"), "").status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(JobRepositoryTest, IdempotentSubmit) {
