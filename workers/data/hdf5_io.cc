@@ -527,7 +527,9 @@ absl::Status WriteShowerFile(const std::string& path, const ShowerSet& set,
         double total = 0;
         for (int64_t c = 0; c < set.cells_per_event(); ++c) total += ev[c];
         sum[i] = static_cast<float>(total);
-        mtheta[i] = static_cast<float>(MeasureThetaRad(ev, set.shape));
+        const double measured = MeasureThetaRad(ev, set.shape);
+        mtheta[i] =
+            std::isfinite(measured) ? static_cast<float>(measured) : 100.0f;  // as the reference
         eta[i] = static_cast<float>(-std::log(std::tan(0.5 * set.theta_rad[i])));
       }
       RETURN_IF_ERROR(WriteFloat(path, fid, "energy", {n}, set.energy_gev.data(), 0));

@@ -52,9 +52,9 @@ struct WriteOptions {
 
 // Writes `set` in its layout so h5py and the Python reference implementations read it: fixed angle
 // writes ECAL float32 (N,25,25,25) and target float32 (N,4) = [PDG id, E, 0, 0]; variable angle
-// writes ECAL, energy, theta, mtheta (MeasureThetaRad), eta and sum; CaloChallenge writes
-// incident_energies (N,1) and showers (N, voxels) in MeV. Every file gets a root string attribute
-// "particle". Overwrites `path`.
+// writes ECAL, energy, theta, mtheta (MeasureThetaRad; 100 for an empty shower, as the reference),
+// eta and sum; CaloChallenge writes incident_energies (N,1) and showers (N, voxels) in MeV. Every
+// file gets a root string attribute "particle". Overwrites `path`.
 absl::Status WriteShowerFile(const std::string& path, const ShowerSet& set,
                              const WriteOptions& options = {});
 

@@ -139,8 +139,8 @@ struct Geometry {
       x0_lo[l] = x0;
       x0 += w / kX0Mm;
       x0_hi[l] = x0;
-      centre_mm[l] = mm + 0.5 * (w + kGapMm);
-      mm += w + kGapMm;
+      centre_mm[l] = mm + 0.5 * kLayerPitchMm;
+      mm += kLayerPitchMm;
       visible[l] = kVisibleThin * kThinMm / w;
     }
     total_mm = mm;
@@ -335,29 +335,45 @@ double LayerCentreMm(int layer) { return Geo().centre_mm[std::clamp(layer, 0, kL
 
 double MeasureThetaRad(const float* cells, const std::array<int64_t, 3>& shape) {
   const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
-  double sw = 0, sd = 0, sx = 0, sdd = 0, sdx = 0;
-  int layers_with_energy = 0;
-  for (int64_t z = 0; z < nz; ++z) {
-    double w = 0, wx = 0;
-    for (int64_t x = 0; x < nx; ++x) {
-      double row = 0;
-      for (int64_t y = 0; y < ny; ++y) row += cells[(x * ny + y) * nz + z];
-      w += row;
-      wx += row * (static_cast<double>(x) + 0.5) * kCellMm;
+  // Per-layer sums and barycentres in cell units (index + 0.5).
+  std::vector<double> sum_z(nz, 0.0), x_z(nz, 0.0), y_z(nz, 0.0);
+  double total = 0, x_ref = 0, y_ref = 0, z_ref = 0;
+  for (int64_t x = 0; x < nx; ++x) {
+    for (int64_t y = 0; y < ny; ++y) {
+      const float* column = cells + (x * ny + y) * nz;
+      for (int64_t z = 0; z < nz; ++z) {
+        const double v = column[z];
+        sum_z[z] += v;
+        x_z[z] += v * (static_cast<double>(x) + 0.5);
+        y_z[z] += v * (static_cast<double>(y) + 0.5);
+      }
     }
-    if (!(w > 0)) continue;
-    ++layers_with_energy;
-    const double d = LayerCentreMm(static_cast<int>(z)), xb = wx / w;
-    sw += w;
-    sd += w * d;
-    sx += w * xb;
-    sdd += w * d * d;
-    sdx += w * d * xb;
   }
-  const double denom = sw * sdd - sd * sd;
-  if (layers_with_energy < 2 || !(denom > 0)) return std::numeric_limits<double>::quiet_NaN();
-  const double slope = (sw * sdx - sd * sx) / denom;
-  return std::atan2(1.0, slope);
+  for (int64_t z = 0; z < nz; ++z) {
+    total += sum_z[z];
+    x_ref += x_z[z];
+    y_ref += y_z[z];
+    z_ref += sum_z[z] * (static_cast<double>(z) + 0.5);
+  }
+  if (!(total > 0)) return std::numeric_limits<double>::quiet_NaN();
+  x_ref /= total;
+  y_ref /= total;
+  z_ref /= total;
+  constexpr double kEps = 1e-7;  // as the reference (Keras epsilon)
+  double weighted = 0, weights = 0;
+  for (int64_t z = 0; z < nz; ++z) {
+    if (!(sum_z[z] > 0)) continue;
+    const double dz = static_cast<double>(z) + 0.5 - z_ref;
+    const double dy = y_z[z] / sum_z[z] - y_ref;
+    const double proj = std::sqrt(std::max(dy * dy + dz * dz, kEps));
+    if (proj < std::sqrt(kEps)) continue;
+    double m = (x_z[z] / sum_z[z] - x_ref) / proj;
+    if (dz < 0) m = -m;
+    const double w = static_cast<double>(z) + 0.5;
+    weighted += w * (kPi / 2 - std::atan(m));
+    weights += w;
+  }
+  return weights > 0 ? weighted / weights : std::numeric_limits<double>::quiet_NaN();
 }
 
 absl::Status ValidateToyMcConfig(const ToyMcConfig& c) {

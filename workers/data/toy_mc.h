@@ -74,23 +74,29 @@ inline constexpr int kLayers = 25;      // 17 x 2.4 mm W then 8 x 4.8 mm W
 inline constexpr int kThinLayers = 17;
 inline constexpr double kThinMm = 2.4;
 inline constexpr double kThickMm = 4.8;
-inline constexpr double kSiliconMm = 0.5;         // active layer thickness (sets F_s)
-inline constexpr double kGapMm = 2.7;             // silicon + readout behind each absorber plate
+inline constexpr double kSiliconMm = 0.5;  // active layer thickness (sets F_s)
+// Layer pitch used for the shower axis: every layer counts as one cell pitch deep (see
+// LayerCentreMm).
+inline constexpr double kLayerPitchMm = 5.1;
 inline constexpr double kVisibleFraction = 0.02;  // raw sampling fraction
 }  // namespace toymc
 
 // Absorber depth at the centre of layer `layer` (0-based), in radiation lengths along the detector
 // normal.
 double LayerCentreX0(int layer);
-// Physical depth of the centre of layer `layer` behind the front face, in mm (absorber + gap per
-// layer: 5.1 mm for the thin layers, 7.5 mm for the thick ones). Used to measure incidence angles.
+// Depth of the centre of layer `layer` along the detector normal as the shower axis sees it, in mm:
+// (layer + 0.5) x 5.1 mm. Every layer counts as one cell pitch deep (true for the thin layers, 2.4
+// mm W + 2.7 mm silicon and readout; a simplification for the thick ones), so that the barycentre
+// angle in cell units, which is what the 3DGAN angle head measures, equals the true incidence
+// angle.
 double LayerCentreMm(int layer);
 
-// The incidence angle of one shower on the 3DGAN grid (shape (nx, ny, 25), x-major), measured from
-// its per-layer x barycentres: a weighted straight-line fit of x (mm) against LayerCentreMm
-// (weights: layer energies), theta = atan2(1, dx/ddepth) in (0, pi). NaN when fewer than two layers
-// have energy. This is the "mtheta" written to variable-angle files and the measured angle of
-// physics validation.
+// The incidence angle of one shower on the 3DGAN grid (shape (nx, ny, nz), x-major), measured as
+// the 3DGAN reference does (and gantry's discriminator angle head): barycentres in cell units
+// (index + 0.5); for every layer with energy, m = (x_layer - x_ref) / sqrt((y_layer - y_ref)^2 + (z
+// - z_ref)^2), with the sign of (z - z_ref), and angle pi/2 - atan(m); the result is the mean over
+// layers weighted by (z + 0.5). theta < pi/2 means x grows with depth. NaN for an empty shower.
+// Written as "mtheta" to variable-angle files and used by physics validation.
 double MeasureThetaRad(const float* cells, const std::array<int64_t, 3>& shape);
 
 }  // namespace gantry::data
