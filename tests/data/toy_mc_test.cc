@@ -147,6 +147,15 @@ TEST(ToyMcTest, DeterministicBySeedNotByThreads) {
   }
 }
 
+TEST(ToyMcTest, RefusesSamplesTooLargeForMemory) {
+  ToyMcConfig c;
+  c.layout = Layout::kVariableAngle3DGan;
+  c.events = 1'000'000;  // 65,025 cells each: 260 GB
+  absl::StatusOr<ShowerSet> s = SimulateToyMc(c);
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kResourceExhausted) << s.status();
+  EXPECT_NE(s.status().message().find("SimulateToyMcRange"), std::string::npos);
+}
+
 TEST(ToyMcTest, EnergiesAndAnglesInRange) {
   ToyMcConfig c;
   c.layout = Layout::kVariableAngle3DGan;

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -444,7 +445,13 @@ absl::StatusOr<ShowerSet> ReadShowerEvents(const std::string& path, int64_t firs
   if (!f.theta_rad.empty()) {
     set.theta_rad.assign(f.theta_rad.begin() + first, f.theta_rad.begin() + first + count);
   }
-  set.cells.resize(static_cast<size_t>(count * set.cells_per_event()));
+  try {
+    set.cells.resize(static_cast<size_t>(count * set.cells_per_event()));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(path, ": cannot allocate ", count * set.cells_per_event() * 4 / (1 << 20),
+                     " MiB for ", count, " events; read it in slices with ReadShowerEvents"));
+  }
   RETURN_IF_ERROR(ReadCells(f, first, count, set.cells.data()));
   return set;
 }

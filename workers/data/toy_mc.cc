@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <new>
 #include <random>
 #include <thread>
 #include <vector>
@@ -30,6 +31,8 @@ constexpr double kSpotSigma = 0.11;  // c_s: sampling fluctuation per sqrt(GeV)
 // Visible fraction of the energy deposited in a thin (2.4 mm W) layer; a thick layer samples half
 // as often, so its visible fraction is half. Gives ~2% overall at 100 GeV (reference section F).
 constexpr double kVisibleThin = 0.025;
+// At most 4 GiB of cells in one ShowerSet; larger samples are simulated in slices.
+constexpr int64_t kMaxCellsInMemory = int64_t{1} << 30;
 
 // xoshiro256++ seeded through splitmix64: small, fast and a UniformRandomBitGenerator.
 class Rng {
@@ -429,7 +432,18 @@ absl::StatusOr<ShowerSet> SimulateToyMcRange(const ToyMcConfig& config, int64_t 
   set.layout = config.layout;
   set.shape = ShapeOf(config.layout);
   set.particle = config.particle;
-  set.cells.assign(static_cast<size_t>(count * set.cells_per_event()), 0.0f);
+  const int64_t cells = count * set.cells_per_event();
+  if (cells > kMaxCellsInMemory) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "toy MC: ", count, " showers need ", cells * 4 / (1 << 20),
+        " MiB in memory (limit 4096 MiB); simulate in slices with SimulateToyMcRange"));
+  }
+  try {
+    set.cells.assign(static_cast<size_t>(cells), 0.0f);
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "toy MC: cannot allocate ", cells * 4 / (1 << 20), " MiB for ", count, " showers"));
+  }
   set.energy_gev.assign(static_cast<size_t>(count), 0.0f);
   const bool has_theta = config.layout == Layout::kVariableAngle3DGan;
   if (has_theta) set.theta_rad.assign(static_cast<size_t>(count), 0.0f);

@@ -42,7 +42,8 @@ struct ToyMcConfig {
 // 256, layout is a 3DGAN layout). INVALID_ARGUMENT names the bad field.
 absl::Status ValidateToyMcConfig(const ToyMcConfig& config);
 
-// Simulates config.events showers. Deterministic by config.seed.
+// Simulates config.events showers. Deterministic by config.seed. RESOURCE_EXHAUSTED when the cells
+// would take more than 4 GiB (simulate such samples in slices with SimulateToyMcRange).
 absl::StatusOr<ShowerSet> SimulateToyMc(const ToyMcConfig& config);
 
 // Simulates events [first_event, first_event + count) of the sample described by `config`
