@@ -1,4 +1,5 @@
 // gantry-server: the front server. Flags are parsed here only, into ServerOptions.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -6,7 +7,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-#include <algorithm>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"

@@ -1,12 +1,12 @@
-// Integration tests of gantry-server as a process: health, reflection, auth, migrations on restart, TLS,
-// crash recovery and clean shutdown.
+// Integration tests of gantry-server as a process: health, reflection, auth, migrations on restart,
+// TLS, crash recovery and clean shutdown.
+#include <gtest/gtest.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/server/server_fixture.h"
@@ -20,13 +20,14 @@ class ServerApiTest : public ServerFixture {};
 
 TEST_F(ServerApiTest, HealthIsServingForServerAndEveryService) {
   EXPECT_EQ(HealthStatus(""), 1);
-  for (const char* name : {"gantry.v1.TrainingService", "gantry.v1.GenerationService",
-                           "gantry.v1.CatalogService", "gantry.v1.DatasetService",
-                           "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
+  for (const char* name :
+       {"gantry.v1.TrainingService", "gantry.v1.GenerationService", "gantry.v1.CatalogService",
+        "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
     EXPECT_EQ(HealthStatus(name), 1) << name;
   }
   // An unknown service is NOT_FOUND per the health protocol.
-  EXPECT_EQ(HealthStatus("gantry.v1.NoSuchService"), -static_cast<int>(grpc::StatusCode::NOT_FOUND));
+  EXPECT_EQ(HealthStatus("gantry.v1.NoSuchService"),
+            -static_cast<int>(grpc::StatusCode::NOT_FOUND));
 }
 
 TEST_F(ServerApiTest, ReflectionListsEveryService) {
@@ -40,10 +41,10 @@ TEST_F(ServerApiTest, ReflectionListsEveryService) {
   ASSERT_TRUE(stream->Read(&response));
   std::set<std::string> names;
   for (const auto& s : response.list_services_response().service()) names.insert(s.name());
-  for (const char* name : {"gantry.v1.TrainingService", "gantry.v1.GenerationService",
-                           "gantry.v1.CatalogService", "gantry.v1.DatasetService",
-                           "gantry.v1.WorkerService", "gantry.v1.AdminService",
-                           "grpc.health.v1.Health"}) {
+  for (const char* name :
+       {"gantry.v1.TrainingService", "gantry.v1.GenerationService", "gantry.v1.CatalogService",
+        "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService",
+        "grpc.health.v1.Health"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
   // The descriptor of a service is served too (what grpcurl needs).
@@ -178,8 +179,7 @@ TEST_F(ServerApiTest, SecondStartAppliesNoMigrationsAndTooNewDatabaseIsRefused) 
   EXPECT_EQ(server_->Stderr().find(" 0 migration(s) applied"), std::string::npos)
       << server_->Stderr();
   const std::string versions = db_.Query("SELECT count(*) FROM schema_version");
-  ASSERT_EQ(server_->Terminate(), 0);
-  server_.reset();
+  ASSERT_EQ(StopServer(), 0);
   std::remove(dir_.File("server.stderr").c_str());
   StartServer();
   EXPECT_NE(server_->Stderr().find(" 0 migration(s) applied"), std::string::npos)
@@ -240,6 +240,9 @@ TEST_F(ServerApiTest, TlsWithASelfSignedCertificate) {
       grpc::CreateChannel(tls_server->address(), grpc::InsecureChannelCredentials()));
   s = plain->ListJobs(Ctx(admin_token_, 3000).get(), {}, &jobs);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << Describe(s);
+  training.reset();
+  plain.reset();
+  channel.reset();
   EXPECT_EQ(tls_server->Terminate(), 0) << tls_server->Stderr();
 }
 
@@ -259,7 +262,6 @@ TEST_F(ServerApiTest, KilledServerRestartsWithEveryJob) {
   ASSERT_TRUE(training_->CancelJob(Ctx(alice).get(), cancel, &cancelled).ok());
 
   server_->Kill();
-  server_.reset();
   StartServer();
   v1::ListJobsResponse listed;
   ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), {}, &listed).ok());

@@ -1,6 +1,7 @@
-// Integration tests of datasets (real HDF5 upload, read-back, refusal of bad files), the model catalog
-// (versions inserted through ModelRepository, as issue 4's jobs will), generation request checks and
-// the worker protocol.
+// Integration tests of datasets (real HDF5 upload, read-back, refusal of bad files), the model
+// catalog (versions inserted through ModelRepository, as issue 4's jobs will), generation request
+// checks and the worker protocol.
+#include <gtest/gtest.h>
 #include <openssl/evp.h>
 
 #include <cstdio>
@@ -10,8 +11,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "storage/database.h"
 #include "storage/model_repository.h"
@@ -352,7 +351,8 @@ TEST_F(ServerDataTest, CatalogListsResolvesAliasesTagsAndArchivesWithTenantVisib
   ASSERT_TRUE(catalog_->ListModels(Ctx(alice).get(), list, &listed).ok());
   EXPECT_EQ(listed.models_size(), 3);
 
-  // Bob: alice's private versions do not exist for him, her public one does but is not his to change.
+  // Bob: alice's private versions do not exist for him, her public one does but is not his to
+  // change.
   get.set_model("calo:2");
   s = catalog_->GetModel(Ctx(bob).get(), get, &model);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
@@ -400,8 +400,7 @@ TEST_F(ServerDataTest, GenerateChecksTheRequestAgainstTheModelThenSaysUnimplemen
   request.mutable_range()->set_count(10);
   s = generate(request);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
-  EXPECT_NE(s.error_message().find("range.energy_gev.min"), std::string::npos)
-      << s.error_message();
+  EXPECT_NE(s.error_message().find("range.energy_gev.min"), std::string::npos) << s.error_message();
 
   request.mutable_range()->mutable_energy_gev()->set_min(10);
   request.set_particle(v1::PARTICLE_PHOTON);

@@ -20,10 +20,25 @@ void ServerFixture::SetUp() {
 
 void ServerFixture::TearDown() {
   if (server_ != nullptr) {
-    const int code = server_->Terminate();
-    EXPECT_EQ(code, 0) << "gantry-server did not exit cleanly on SIGTERM; stderr:\n"
-                       << server_->Stderr();
+    const int code = StopServer();
+    EXPECT_EQ(code, 0) << "gantry-server did not exit cleanly on SIGTERM";
   }
+}
+
+int ServerFixture::StopServer() {
+  // Idle client connections would hold the server's graceful shutdown until its grace period ends.
+  training_.reset();
+  generation_.reset();
+  catalog_.reset();
+  datasets_.reset();
+  worker_.reset();
+  admin_.reset();
+  health_.reset();
+  channel_.reset();
+  const int code = server_->Terminate();
+  if (code != 0) ADD_FAILURE() << "exit code " << code << "; stderr:\n" << server_->Stderr();
+  server_.reset();
+  return code;
 }
 
 std::vector<std::string> ServerFixture::StandardArgs() const {
@@ -47,8 +62,7 @@ void ServerFixture::StartServer(const std::vector<std::string>& extra) {
   health_ = grpc::health::v1::Health::NewStub(channel_);
 }
 
-std::unique_ptr<grpc::ClientContext> ServerFixture::Ctx(const std::string& token,
-                                                        int deadline_ms) {
+std::unique_ptr<grpc::ClientContext> ServerFixture::Ctx(const std::string& token, int deadline_ms) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
   if (!token.empty()) ctx->AddMetadata("authorization", "Bearer " + token);

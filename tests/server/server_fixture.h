@@ -3,12 +3,12 @@
 #ifndef GANTRY_TESTS_SERVER_SERVER_FIXTURE_H_
 #define GANTRY_TESTS_SERVER_SERVER_FIXTURE_H_
 
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "gantry/v1/admin.grpc.pb.h"
 #include "gantry/v1/catalog.grpc.pb.h"
@@ -31,6 +31,8 @@ class ServerFixture : public ::testing::Test {
 
   // (Re)starts the server with the standard flags plus `extra` and connects the stubs.
   void StartServer(const std::vector<std::string>& extra = {});
+  // Closes the stubs, sends SIGTERM and returns the exit code (0 = clean shutdown).
+  int StopServer();
   // The standard flags: --db, --data-dir, --admin-token-file.
   std::vector<std::string> StandardArgs() const;
 

@@ -14,8 +14,8 @@ namespace gantry::testing {
 class ServerProcess {
  public:
   // Runs GANTRY_SERVER_BINARY with `args` (plus --listen 127.0.0.1:0 unless args has --listen) and
-  // waits up to 60 s for its address. Returns null and sets *error (with the server's stderr) when it
-  // exits or does not come up. stderr goes to `stderr_path`.
+  // waits up to 60 s for its address. Returns null and sets *error (with the server's stderr) when
+  // it exits or does not come up. stderr goes to `stderr_path`.
   static std::unique_ptr<ServerProcess> Start(const std::vector<std::string>& args,
                                               const std::string& stderr_path, std::string* error);
   // Terminates it (SIGTERM, then SIGKILL after 10 s) if still running.

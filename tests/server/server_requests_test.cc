@@ -1,5 +1,8 @@
-// Integration tests of request handling: a barrage of bad requests (exact code, message naming the field,
-// server still serving), and the job life cycle (submit, list, get, cancel, watch, logs).
+// Integration tests of request handling: a barrage of bad requests (exact code, message naming the
+// field, server still serving), and the job life cycle (submit, list, get, cancel, watch, logs).
+#include <gtest/gtest.h>
+
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -7,8 +10,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/server/server_fixture.h"
 
@@ -90,11 +91,14 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
       {"world_size huge", [&] { return SubmitWith([](auto& s) { s.set_world_size(1000); }); },
        C::INVALID_ARGUMENT, "spec.world_size"},
       {"batch 0",
-       [&] { return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_batch_per_rank(0); }); },
+       [&] {
+         return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_batch_per_rank(0); });
+       },
        C::INVALID_ARGUMENT, "hyper_parameters.batch_per_rank"},
       {"batch huge",
        [&] {
-         return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_batch_per_rank(1 << 20); });
+         return SubmitWith(
+             [](auto& s) { s.mutable_hyper_parameters()->set_batch_per_rank(1 << 20); });
        },
        C::INVALID_ARGUMENT, "hyper_parameters.batch_per_rank"},
       {"epochs 0",
@@ -139,7 +143,10 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
        },
        C::INVALID_ARGUMENT, "spec.dataset"},
       {"unknown uploaded dataset",
-       [&] { return SubmitWith([](auto& s) { s.set_dataset("ds-00000000-0000-0000-0000-000000000000"); }); },
+       [&] {
+         return SubmitWith(
+             [](auto& s) { s.set_dataset("ds-00000000-0000-0000-0000-000000000000"); });
+       },
        C::NOT_FOUND, "spec.dataset"},
       {"bad label key",
        [&] { return SubmitWith([](auto& s) { (*s.mutable_labels())["bad key!"] = "x"; }); },
@@ -585,6 +592,32 @@ TEST_F(ServerRequestsTest, ClientCancellingAWatchLeavesTheServerHealthy) {
   v1::GetJobRequest get;
   get.set_job_id(job.id());
   EXPECT_TRUE(training_->GetJob(Ctx(admin_token_).get(), get, &got).ok());
+}
+
+TEST_F(ServerRequestsTest, SigtermEndsOpenWatchStreamsAndExitsCleanly) {
+  v1::Job job;
+  ASSERT_TRUE(Submit(admin_token_, GoodSpec(), &job).ok());
+  v1::WatchJobRequest watch;
+  watch.set_job_id(job.id());
+  auto channel = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  auto training = v1::TrainingService::NewStub(channel);
+  auto ctx = Ctx(admin_token_, 30000);
+  auto reader = training->WatchJob(ctx.get(), watch);
+  v1::JobEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  const auto start = std::chrono::steady_clock::now();
+  int exit_code = -1;
+  std::thread stopper([&] { exit_code = StopServer(); });
+  while (reader->Read(&event)) {
+  }
+  const grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << Describe(s);
+  reader.reset();
+  training.reset();
+  channel.reset();
+  stopper.join();
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 }  // namespace
