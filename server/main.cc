@@ -62,7 +62,9 @@ ABSL_FLAG(int64_t, max_dataset_bytes, int64_t{64} << 30, "largest dataset upload
 ABSL_FLAG(int, shutdown_grace_seconds, 5, "seconds calls get to finish on SIGINT/SIGTERM");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage("gantry-server: the gantry gRPC front server");
+  absl::SetProgramUsageMessage(
+      "gantry-server: the gantry gRPC front server. Flags may be spelled with dashes or "
+      "underscores (--data-dir = --data_dir).");
   std::vector<std::string> arg_storage;
   std::vector<char*> args = NormalizeFlagNames(argc, argv, &arg_storage);
   absl::ParseCommandLine(static_cast<int>(args.size()), args.data());

@@ -1,0 +1,187 @@
+// Unit tests of the pure request checks (server/validation.h), the status mapping and the audience
+// of each method, without a server.
+#include "server/validation.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "server/auth.h"
+#include "server/status_mapping.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+v1::JobSpec Good() {
+  v1::JobSpec spec;
+  spec.set_model_preset("3dgan-25");
+  spec.set_dataset("toymc:layout=25,events=100");
+  spec.mutable_hyper_parameters()->set_epochs(3);
+  spec.mutable_hyper_parameters()->set_batch_per_rank(16);
+  spec.set_world_size(4);
+  return spec;
+}
+
+// Expects INVALID_ARGUMENT whose message starts with `field`.
+void ExpectInvalid(const absl::Status& status, const std::string& field) {
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_EQ(std::string(status.message()).rfind(field, 0), 0u)
+      << "message does not start with " << field << ": " << status.message();
+}
+
+TEST(ValidationTest, AGoodSpecPasses) {
+  EXPECT_TRUE(ValidateJobSpec(Good()).ok()) << ValidateJobSpec(Good());
+  v1::JobSpec spec = Good();
+  spec.set_dataset("file:///data/Ele_1.h5");
+  spec.set_initial_model("alice/calo@champion");
+  spec.set_model_name("calo-v2");
+  EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+}
+
+TEST(ValidationTest, JobSpecFieldsAreChecked) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Case {
+    void (*edit)(v1::JobSpec&, double);
+    const char* field;
+  };
+  const Case cases[] = {
+      {[](v1::JobSpec& s, double) { s.set_model_preset("gan"); }, "spec.model_preset"},
+      {[](v1::JobSpec& s, double) { s.set_world_size(257); }, "spec.world_size"},
+      {[](v1::JobSpec& s, double) { s.set_world_size(-1); }, "spec.world_size"},
+      {[](v1::JobSpec& s, double) { s.mutable_hyper_parameters()->set_epochs(10001); },
+       "spec.hyper_parameters.epochs"},
+      {[](v1::JobSpec& s, double n) { s.mutable_hyper_parameters()->set_learning_rate(n); },
+       "spec.hyper_parameters.learning_rate"},
+      {[](v1::JobSpec& s, double) {
+         s.mutable_hyper_parameters()->mutable_loss_weights()->set_energy(-0.1);
+       },
+       "spec.hyper_parameters.loss_weights.energy"},
+      {[](v1::JobSpec& s, double) { s.mutable_hyper_parameters()->set_warmup_epochs(4); },
+       "spec.hyper_parameters.warmup_epochs"},
+      {[](v1::JobSpec& s, double) { s.set_priority(-101); }, "spec.priority"},
+      {[](v1::JobSpec& s, double) { s.set_dataset("ds-"); }, "spec.dataset"},
+      {[](v1::JobSpec& s, double) { s.set_dataset("file:///data/../etc/passwd"); }, "spec.dataset"},
+      {[](v1::JobSpec& s, double) { s.set_initial_model("calo:0"); }, "spec.initial_model"},
+      {[](v1::JobSpec& s, double) { s.set_initial_model("calo:x1"); }, "spec.initial_model"},
+      {[](v1::JobSpec& s, double) { s.set_model_name("-bad"); }, "spec.model_name"},
+      {[](v1::JobSpec& s, double) { s.mutable_validation()->set_holdout_fraction(0.95); },
+       "spec.validation.holdout_fraction"},
+      {[](v1::JobSpec& s, double) { s.mutable_resources_per_rank()->set_count(17); },
+       "spec.resources_per_rank.count"},
+      {[](v1::JobSpec& s, double) { (*s.mutable_worker_selector())[""] = "x"; },
+       "spec.worker_selector"},
+      {[](v1::JobSpec& s, double) { s.set_model_visibility(static_cast<v1::Visibility>(7)); },
+       "spec.model_visibility"},
+      {[](v1::JobSpec& s, double) { s.mutable_checkpoint_policy()->set_keep_last(-2); },
+       "spec.checkpoint_policy.keep_last"},
+  };
+  for (const Case& c : cases) {
+    v1::JobSpec spec = Good();
+    c.edit(spec, nan);
+    SCOPED_TRACE(c.field);
+    ExpectInvalid(ValidateJobSpec(spec), c.field);
+  }
+}
+
+TEST(ValidationTest, ModelReferences) {
+  auto ref = ParseModelRef("calo:12", "model");
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(ref->name, "calo");
+  EXPECT_EQ(ref->version, 12);
+  ref = ParseModelRef("alice/calo@champion", "model");
+  ASSERT_TRUE(ref.ok());
+  EXPECT_EQ(ref->owner, "alice");
+  EXPECT_EQ(ref->alias, "champion");
+  for (const char* bad : {"", "calo", "calo:", "calo:-1", ":3", "calo@", "calo@Champion",
+                          "Bad Owner/calo:1", "calo:1.5"}) {
+    SCOPED_TRACE(bad);
+    ExpectInvalid(ParseModelRef(bad, "model").status(), "model");
+  }
+}
+
+TEST(ValidationTest, GenerateAgainstTheModelsTrainingRange) {
+  v1::ModelVersion model;
+  model.set_name("calo");
+  model.set_version(1);
+  model.set_status(v1::MODEL_READY);
+  model.mutable_energy_range_gev()->set_min(10);
+  model.mutable_energy_range_gev()->set_max(500);
+  model.mutable_theta_range_rad()->set_min(1.0);
+  model.mutable_theta_range_rad()->set_max(2.0);
+  v1::GenerateRequest request;
+  request.set_model("calo:1");
+  v1::Condition* c = request.mutable_list()->add_items();
+  c->set_energy_gev(100);
+  ASSERT_TRUE(ValidateGenerateRequest(request).ok());
+  EXPECT_TRUE(ValidateGenerateForModel(request, model).ok());
+  c->set_theta_rad(2.5);
+  ExpectInvalid(ValidateGenerateForModel(request, model), "list.items[0].theta_rad");
+  c->set_theta_rad(0);
+  c->set_energy_gev(9);
+  ExpectInvalid(ValidateGenerateForModel(request, model), "list.items[0].energy_gev");
+  c->set_energy_gev(std::numeric_limits<double>::infinity());
+  ExpectInvalid(ValidateGenerateRequest(request), "list.items[0].energy_gev");
+  request.set_chunk_showers(5000);
+  c->set_energy_gev(50);
+  ExpectInvalid(ValidateGenerateRequest(request), "chunk_showers");
+}
+
+TEST(ValidationTest, UploadHeaderAndPages) {
+  v1::UploadDatasetHeader header;
+  header.set_name("electrons-1");
+  header.set_size_bytes(1000);
+  EXPECT_TRUE(ValidateUploadHeader(header, 1 << 20).ok());
+  header.set_sha256("ABC");
+  ExpectInvalid(ValidateUploadHeader(header, 1 << 20), "header.sha256");
+  header.clear_sha256();
+  header.set_file_name("../x.h5");
+  ExpectInvalid(ValidateUploadHeader(header, 1 << 20), "header.file_name");
+  header.clear_file_name();
+  EXPECT_EQ(ValidateUploadHeader(header, 999).code(), absl::StatusCode::kResourceExhausted);
+
+  v1::PageRequest page;
+  EXPECT_EQ(*ValidatePage(page, "page"), kDefaultPageSize);
+  page.set_page_size(1000);
+  EXPECT_EQ(*ValidatePage(page, "page"), 1000);
+  page.set_page_size(1001);
+  ExpectInvalid(ValidatePage(page, "page").status(), "page.page_size");
+}
+
+TEST(ValidationTest, NamesAliasesAndIds) {
+  EXPECT_TRUE(ValidateTenantName("physics-2", "name").ok());
+  ExpectInvalid(ValidateTenantName("2physics", "name"), "name");
+  ExpectInvalid(ValidateTenantName(std::string(64, 'a'), "name"), "name");
+  EXPECT_TRUE(ValidateAlias("champion_2", "alias").ok());
+  ExpectInvalid(ValidateAlias("7", "alias"), "alias");
+  EXPECT_TRUE(ValidateId("job-1234-abcd", "job-", "job_id").ok());
+  ExpectInvalid(ValidateId("job-12;drop", "job-", "job_id"), "job_id");
+  ExpectInvalid(ValidateId("ds-1", "job-", "job_id"), "job_id");
+}
+
+TEST(StatusMappingTest, CodesAndMessagesPassThrough) {
+  const grpc::Status s = ToGrpcStatus(absl::NotFoundError("job job-1 not found"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(s.error_message(), "job job-1 not found");
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+  EXPECT_EQ(ToGrpcStatus(absl::DataLossError("x")).error_code(), grpc::StatusCode::DATA_LOSS);
+  EXPECT_EQ(ToGrpcStatus(absl::UnauthenticatedError("x")).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST(AuthTest, AudienceOfEachMethod) {
+  EXPECT_EQ(AudienceOf("/gantry.v1.TrainingService/SubmitJob"), Audience::kTenant);
+  EXPECT_EQ(AudienceOf("/gantry.v1.AdminService/CreateTenant"), Audience::kAdmin);
+  EXPECT_EQ(AudienceOf("/gantry.v1.WorkerService/Connect"), Audience::kWorker);
+  EXPECT_EQ(AudienceOf("/gantry.v1.DatasetService/ReadDataset"), Audience::kTenantOrWorker);
+  EXPECT_EQ(AudienceOf("/gantry.v1.DatasetService/UploadDataset"), Audience::kTenant);
+  EXPECT_EQ(AudienceOf("/grpc.health.v1.Health/Check"), Audience::kNone);
+  EXPECT_EQ(AudienceOf("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"),
+            Audience::kNone);
+}
+
+}  // namespace
+}  // namespace gantry::server
