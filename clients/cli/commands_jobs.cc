@@ -3,6 +3,7 @@
 #include <map>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "clients/cli/command.h"
@@ -12,6 +13,7 @@
 #include "clients/cli/json_output.h"
 #include "clients/cli/table.h"
 #include "gantry/base/status_macros.h"
+#include "gantry/v1/datasets.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 
 namespace gantry::cli {
@@ -40,6 +42,23 @@ absl::Status Submit(CommandContext& context) {
   ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(context.args, ReadWholeFile));
   ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
   ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  // The API takes "ds-<id>"; let people name their uploaded dataset instead.
+  const std::string& dataset = spec.dataset();
+  if (!dataset.empty() && !absl::StartsWith(dataset, "ds-") &&
+      !absl::StartsWith(dataset, "toymc:") && !absl::StartsWith(dataset, "file://")) {
+    auto datasets = v1::DatasetService::NewStub(connection->channel());
+    v1::GetDatasetRequest lookup;
+    lookup.set_dataset_id(dataset);
+    v1::Dataset found;
+    auto lookup_rpc = connection->NewContext();
+    absl::Status status = FromGrpc(datasets->GetDataset(lookup_rpc.get(), lookup, &found),
+                                   connection->config().server);
+    if (!status.ok()) {
+      return absl::Status(status.code(),
+                          absl::StrCat("--dataset ", dataset, ": ", status.message()));
+    }
+    spec.set_dataset(found.id());
+  }
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
   request.set_request_id(context.args.Get("request-id").value_or(""));
@@ -126,7 +145,9 @@ absl::Status Get(CommandContext& context) {
        absl::StrCat(spec.world_size(), " x ", DeviceName(spec.resources_per_rank().device()))},
       {"Epochs", absl::StrCat(spec.hyper_parameters().epochs())},
       {"Batch per rank", absl::StrCat(spec.hyper_parameters().batch_per_rank())},
-      {"Learning rate", absl::StrCat(spec.hyper_parameters().learning_rate())},
+      {"Learning rate", spec.hyper_parameters().learning_rate() > 0
+                            ? absl::StrCat(spec.hyper_parameters().learning_rate())
+                            : "preset default"},
       {"Priority", absl::StrCat(spec.priority())},
       {"Labels", FormatLabels(spec.labels())},
       {"Worker selector", FormatLabels(spec.worker_selector())},

@@ -24,7 +24,7 @@ std::string Normalize(const std::string& text) {
 
 // Trims "10.000" to "10", "0.50" to "0.5".
 std::string Number(double value) {
-  std::string text = absl::StrFormat("%.6g", value);
+  std::string text = absl::StrFormat("%.4g", value);
   return text;
 }
 
@@ -214,8 +214,9 @@ std::string FormatJobEvent(const v1::JobEvent& event) {
   switch (event.kind_case()) {
     case v1::JobEvent::kStateChange: {
       const auto& change = event.state_change();
-      body =
-          absl::StrCat("state    ", JobStateName(change.from()), " -> ", JobStateName(change.to()));
+      const std::string from =
+          change.from() == v1::JOB_STATE_UNSPECIFIED ? "(new)" : JobStateName(change.from());
+      body = absl::StrCat("state    ", from, " -> ", JobStateName(change.to()));
       if (!change.reason().empty() || !change.message().empty()) {
         absl::StrAppend(&body, " (", change.reason(),
                         change.reason().empty() || change.message().empty() ? "" : ": ",

@@ -330,10 +330,16 @@ TEST_F(CliEndToEndTest, DatasetRoundTrip) {
   EXPECT_THAT(again.err, StartsWith("gantry: ALREADY_EXISTS: "));
 
   // A queued job that uses the dataset keeps it from being deleted.
-  CommandResult submit = Alice({"jobs", "submit", "--preset", "3dgan-25", "--dataset", id,
-                                "--epochs", "1", "--batch", "8", "--world-size", "1"});
+  // (named by its name: the CLI resolves it to the ds- id the API takes).
+  CommandResult submit = Alice({"--json", "jobs", "submit", "--preset", "3dgan-25", "--dataset",
+                                "ele-toy", "--epochs", "1", "--batch", "8", "--world-size", "1"});
   ASSERT_EQ(submit.exit_code, 0) << submit.err;
-  const std::string job = FirstMatch(submit.out, "job-[0-9a-f-]+");
+  const std::string job = ParseJson<v1::Job>(submit.out).id();
+  EXPECT_EQ(ParseJson<v1::Job>(submit.out).spec().dataset(), id);
+  CommandResult unknown = Alice({"jobs", "submit", "--preset", "3dgan-25", "--dataset", "nope",
+                                 "--epochs", "1", "--batch", "8", "--world-size", "1"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, StartsWith("gantry: NOT_FOUND: --dataset nope: "));
   CommandResult refused = Alice({"datasets", "delete", id});
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_THAT(refused.err, StartsWith("gantry: FAILED_PRECONDITION: "));

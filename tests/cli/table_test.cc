@@ -87,6 +87,9 @@ TEST(FormatTest, BytesProgressAndRanges) {
   range.set_min(10);
   range.set_max(500);
   EXPECT_EQ(FormatRange(range), "10-500");
+  range.set_min(10.5242);
+  range.set_max(99.9123);
+  EXPECT_EQ(FormatRange(range), "10.52-99.91");
 }
 
 TEST(FormatTest, EnumNamesRoundTrip) {
@@ -121,6 +124,13 @@ TEST(FormatTest, JobEventLines) {
   change->set_message("cancelled by alice");
   EXPECT_EQ(FormatJobEvent(event),
             "22:40:03  #3  state    QUEUED -> CANCELLED (CancelledByUser: cancelled by alice)");
+
+  v1::JobEvent created;
+  created.set_sequence(1);
+  created.mutable_state_change()->set_to(v1::QUEUED);
+  created.mutable_state_change()->set_reason("Submitted");
+  EXPECT_THAT(FormatJobEvent(created),
+              ::testing::EndsWith("#1  state    (new) -> QUEUED (Submitted)"));
 
   v1::JobEvent progress_event;
   progress_event.set_sequence(9);
