@@ -74,9 +74,8 @@ absl::StatusOr<ValidationReport> ValidateShowers(const data::ShowerSet& referenc
                                                  const data::ShowerSet& generated,
                                                  const ValidationOptions& options);
 
-// The incidence angle of one shower measured from its per-layer x barycentres (weighted
-// straight-line fit of x against the physical depth of the layers): theta = atan2(1, dx/ddepth), in
-// (0, pi). Variable-angle 3DGAN grid only; NaN when fewer than two layers have energy.
+// The incidence angle (rad) of one shower, measured from its per-layer barycentres as the 3DGAN
+// reference does (data::MeasureThetaRad). Variable-angle 3DGAN grid; NaN for an empty shower.
 double MeasureTheta(const data::ShowerSet& set, int64_t event);
 
 // Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
