@@ -273,5 +273,37 @@ TEST_F(ServerApiTest, KilledServerRestartsWithEveryJob) {
   EXPECT_EQ(states[ids[2]], v1::QUEUED);
 }
 
+TEST_F(ServerApiTest, DatabaseOutageIsUnavailableAndTheServerRecovers) {
+  const std::string alice = NewTenant("alice");
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = GoodSpec();
+  v1::Job job;
+  ASSERT_TRUE(training_->SubmitJob(Ctx(alice).get(), submit, &job).ok());
+
+  db_.AdminQuery("ALTER DATABASE " + db_.name() + " ALLOW_CONNECTIONS false");
+  db_.AdminQuery("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '" +
+                 db_.name() + "'");
+  v1::ListJobsResponse listed;
+  grpc::Status s = training_->ListJobs(Ctx(alice).get(), {}, &listed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << Describe(s);
+  EXPECT_EQ(HealthStatus(), 1) << "the process stays up";
+
+  db_.AdminQuery("ALTER DATABASE " + db_.name() + " ALLOW_CONNECTIONS true");
+  s = training_->ListJobs(Ctx(alice).get(), {}, &listed);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  ASSERT_EQ(listed.jobs_size(), 1);
+  EXPECT_EQ(listed.jobs(0).id(), job.id());
+}
+
+TEST_F(ServerApiTest, OversizeMessagesAreRefusedByTheTransport) {
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = GoodSpec();
+  submit.mutable_spec()->set_display_name(std::string(17 << 20, 'x'));
+  v1::Job job;
+  grpc::Status s = training_->SubmitJob(Ctx(admin_token_, 30000).get(), submit, &job);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << Describe(s);
+  EXPECT_EQ(HealthStatus(), 1);
+}
+
 }  // namespace
 }  // namespace gantry::testing

@@ -187,6 +187,13 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   s = Read(alice, dataset.id(), bytes.size() + 1, &read);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE) << Describe(s);
 
+  // Workers read datasets by id with their join token (to fill their caches).
+  v1::CreateTokenResponse join;
+  ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join).ok());
+  s = Read(join.token(), dataset.id(), 0, &read);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_TRUE(read == bytes);
+
   // The same name twice is refused; another tenant sees nothing.
   v1::Dataset again;
   s = Upload(alice, "electrons", "Ele_sample.h5", bytes, sha, &again);

@@ -341,6 +341,13 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
        C::INVALID_ARGUMENT, "header"},
       {"upload with a bad name", [&] { return Upload({Header("bad name!", 10)}); },
        C::INVALID_ARGUMENT, "header.name"},
+      {"upload chunk over 4 MiB",
+       [&] {
+         v1::UploadDatasetRequest chunk;
+         chunk.set_chunk(std::string(5 << 20, 'x'));
+         return Upload({Header("big-chunks", 6 << 20), chunk});
+       },
+       C::INVALID_ARGUMENT, "chunk"},
       {"upload of size 0", [&] { return Upload({Header("empty", 0)}); }, C::INVALID_ARGUMENT,
        "header.size_bytes"},
       {"upload over the size limit", [&] { return Upload({Header("huge", int64_t{1} << 50)}); },
