@@ -295,6 +295,24 @@ TEST_F(ServerApiTest, DatabaseOutageIsUnavailableAndTheServerRecovers) {
   EXPECT_EQ(listed.jobs(0).id(), job.id());
 }
 
+TEST_F(ServerApiTest, BootstrapJoinTokenFileLetsWorkersRegister) {
+  const std::string join = "gjt_bootstrap_join_token_0123456789";
+  std::ofstream(dir_.File("join.token")) << join << "\n";
+  ASSERT_EQ(StopServer(), 0);
+  StartServer({"--join-token-file=" + dir_.File("join.token")});
+  v1::RegisterRequest reg;
+  reg.set_name("w-boot");
+  reg.set_slots(1);
+  reg.set_advertise_host("127.0.0.1");
+  v1::RegisterResponse registered;
+  grpc::Status s = worker_->Register(Ctx(join).get(), reg, &registered);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(registered.worker_id().rfind("wrk-", 0), 0u) << registered.worker_id();
+  // The admin token survives restarts (imported once, idempotently).
+  v1::ListTenantsResponse tenants;
+  EXPECT_TRUE(admin_->ListTenants(Ctx(admin_token_).get(), {}, &tenants).ok());
+}
+
 TEST_F(ServerApiTest, OversizeMessagesAreRefusedByTheTransport) {
   v1::SubmitJobRequest submit;
   *submit.mutable_spec() = GoodSpec();
