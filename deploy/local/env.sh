@@ -16,7 +16,7 @@ GANTRY_APT_PACKAGES=(
   build-essential cmake pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libpqxx-dev postgresql-15 libgoogle-glog-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libssl-dev
+  libbenchmark-dev libssl-dev openssl
   libtorch-dev libgloo-dev libhdf5-dev libopenblas0-pthread
   python3 python3-torch python3-h5py python3-grpcio python3-numpy
 )

@@ -434,5 +434,49 @@ TEST_F(CliEndToEndTest, PythonClientExample) {
   EXPECT_EQ(ParseJson<v1::Job>(get.out).spec().labels().at("client"), "python");
 }
 
+// TLS: a server with --tls-cert/--tls-key is reached with --ca-cert (or GANTRY_CA_CERT, or ca_cert
+// in the config file) and refuses plaintext clients.
+TEST(CliTlsTest, CaCertConnectsAndPlaintextDoesNot) {
+  TestDatabase db;
+  TempDir dir;
+  CommandResult cert = ChildProcess::Run(
+      {"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+       dir.File("key.pem"), "-out", dir.File("cert.pem"), "-days", "1", "-subj", "/CN=localhost",
+       "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"},
+      {}, dir.path());
+  ASSERT_EQ(cert.exit_code, 0) << cert.err;
+  std::ofstream(dir.File("admin-token")) << kAdminToken << "\n";
+  std::string error;
+  auto server = ChildProcess::StartServer(
+      {GANTRY_SERVER_BINARY, "--listen", "127.0.0.1:0", "--db", db.dsn(), "--data-dir",
+       dir.File("data"), "--admin-token-file", dir.File("admin-token"), "--tls-cert",
+       dir.File("cert.pem"), "--tls-key", dir.File("key.pem")},
+      dir.File("server.err"), &error);
+  ASSERT_NE(server, nullptr) << error;
+  auto gantry = [&](const std::vector<std::string>& args, EnvChanges env) {
+    std::vector<std::string> argv = {GANTRY_CLI_BINARY, "--server", server->address(), "--timeout",
+                                     "10"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    env["HOME"] = dir.path();
+    env["GANTRY_SERVER"] = std::nullopt;
+    env["GANTRY_CONFIG"] = std::nullopt;
+    if (!env.count("GANTRY_CA_CERT")) env["GANTRY_CA_CERT"] = std::nullopt;
+    env["GANTRY_TOKEN"] = kAdminToken;
+    return ChildProcess::Run(argv, env, dir.path());
+  };
+  CommandResult flag = gantry({"--ca-cert", dir.File("cert.pem"), "admin", "tenants", "list"}, {});
+  EXPECT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_THAT(flag.out, HasSubstr("admin"));
+  CommandResult env = gantry({"health"}, {{"GANTRY_CA_CERT", dir.File("cert.pem")}});
+  EXPECT_EQ(env.exit_code, 0) << env.err;
+  EXPECT_EQ(env.out, "SERVING\n");
+  CommandResult plaintext = gantry({"health"}, {});
+  EXPECT_EQ(plaintext.exit_code, 1);
+  EXPECT_THAT(plaintext.err, StartsWith("gantry: UNAVAILABLE: "));
+  CommandResult missing_ca = gantry({"--ca-cert", dir.File("nope.pem"), "health"}, {});
+  EXPECT_EQ(missing_ca.exit_code, 1);
+  EXPECT_THAT(missing_ca.err, HasSubstr("nope.pem"));
+}
+
 }  // namespace
 }  // namespace gantry::testing
