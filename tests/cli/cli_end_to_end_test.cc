@@ -8,6 +8,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "gantry/v1/admin.pb.h"
 #include "gantry/v1/catalog.pb.h"
@@ -170,6 +171,34 @@ TEST_F(CliEndToEndTest, SubmitListGetCancelWatch) {
 
   CommandResult logs = Alice({"jobs", "logs", id});
   EXPECT_EQ(logs.exit_code, 0) << logs.err;
+}
+
+TEST_F(CliEndToEndTest, WatchFollowsALiveJobUntilItEnds) {
+  const std::string id = SubmitToyJob("live-watch");
+  ASSERT_FALSE(id.empty());
+  CommandResult watch;
+  std::thread watcher([&] { watch = Alice({"jobs", "watch", id}); });
+  // Give the watch time to replay the history and wait for news, then end the job.
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  CommandResult cancel = Alice({"jobs", "cancel", id, "--reason", "seen live"});
+  watcher.join();
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
+  EXPECT_THAT(watch.out, HasSubstr("(new) -> QUEUED (Submitted"));
+  EXPECT_THAT(watch.out,
+              HasSubstr("QUEUED -> CANCELLED (CancelledByUser: cancelled by alice: seen live)"));
+  EXPECT_THAT(watch.err, HasSubstr("ended CANCELLED"));
+
+  // --json: one JobEvent per line; --after skips what was seen.
+  CommandResult json = Alice({"--json", "jobs", "watch", id, "--after", "1"});
+  EXPECT_EQ(json.exit_code, 1);
+  std::istringstream lines(json.out);
+  std::string line;
+  std::vector<v1::JobEvent> events;
+  while (std::getline(lines, line)) events.push_back(ParseJson<v1::JobEvent>(line));
+  ASSERT_EQ(events.size(), 1u) << json.out;
+  EXPECT_EQ(events[0].sequence(), 2);
+  EXPECT_EQ(events[0].state_change().to(), v1::CANCELLED);
 }
 
 TEST_F(CliEndToEndTest, SpecFileAndFlagsOverride) {
