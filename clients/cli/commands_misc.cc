@@ -1,5 +1,4 @@
 // `gantry health`, `gantry generate` and `gantry config`.
-#include <fstream>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +8,7 @@
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
 #include "clients/cli/json_output.h"
+#include "clients/cli/npy_writer.h"
 #include "gantry/base/status_macros.h"
 #include "gantry/v1/generation.grpc.pb.h"
 
@@ -103,29 +103,6 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args)
   return request;
 }
 
-// Writes showers as a NumPy .npy file of little-endian float32 with shape `shape`.
-absl::Status WriteNpy(const std::string& path, const std::vector<int64_t>& shape,
-                      const std::string& data) {
-  std::string dict = absl::StrCat("{'descr': '<f4', 'fortran_order': False, 'shape': (",
-                                  absl::StrJoin(shape, ", "), shape.size() == 1 ? ",), }" : "), }");
-  // Magic (6) + version (2) + length (2) + dict + padding + '\n' must be a multiple of 64.
-  size_t total = 10 + dict.size() + 1;
-  dict.append((64 - total % 64) % 64, ' ');
-  dict.push_back('\n');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", path));
-  const char magic[] = {'\x93', 'N', 'U', 'M', 'P', 'Y', 1, 0};
-  out.write(magic, sizeof(magic));
-  const uint16_t length = static_cast<uint16_t>(dict.size());
-  const char length_bytes[] = {static_cast<char>(length & 0xFF), static_cast<char>(length >> 8)};
-  out.write(length_bytes, 2);
-  out << dict;
-  out.write(data.data(), static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out) return absl::DataLossError(absl::StrCat("write error on ", path));
-  return absl::OkStatus();
-}
-
 absl::Status Generate(CommandContext& context) {
   ASSIGN_OR_RETURN(v1::GenerateRequest request, BuildGenerateRequest(context.args));
   ASSIGN_OR_RETURN(auto stub, NewStub<v1::GenerationService>(context));
@@ -149,7 +126,7 @@ absl::Status Generate(CommandContext& context) {
   RETURN_IF_ERROR(FromGrpc(reader->Finish(), connection->config().server));
   if (!shape.empty()) shape[0] = showers;
   if (auto output = context.args.Get("output"); output.has_value()) {
-    RETURN_IF_ERROR(WriteNpy(*output, shape, data));
+    RETURN_IF_ERROR(WriteNpyFloat32(*output, shape, data));
   }
   if (!context.json) {
     context.out << "generated " << showers << " showers of shape " << absl::StrJoin(shape, "x")
