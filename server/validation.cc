@@ -238,6 +238,11 @@ absl::Status ValidateDatasetName(absl::string_view name, absl::string_view field
     return Invalid(field, absl::StrCat("dataset name \"", name,
                                        "\" is invalid; use 1-128 characters [A-Za-z0-9._-]"));
   }
+  if (absl::StartsWith(name, "ds-")) {
+    return Invalid(field,
+                   absl::StrCat("dataset name \"", name,
+                                "\" starts with \"ds-\", which marks dataset ids; rename it"));
+  }
   return absl::OkStatus();
 }
 

@@ -155,6 +155,9 @@ TEST(ValidationTest, NamesAliasesAndIds) {
   EXPECT_TRUE(ValidateTenantName("physics-2", "name").ok());
   ExpectInvalid(ValidateTenantName("2physics", "name"), "name");
   ExpectInvalid(ValidateTenantName(std::string(64, 'a'), "name"), "name");
+  EXPECT_TRUE(ValidateDatasetName("Ele_1-10GeV.h5", "name").ok());
+  ExpectInvalid(ValidateDatasetName("ds-lookalike", "name"), "name");
+  ExpectInvalid(ValidateDatasetName("a b", "name"), "name");
   EXPECT_TRUE(ValidateAlias("champion_2", "alias").ok());
   ExpectInvalid(ValidateAlias("7", "alias"), "alias");
   EXPECT_TRUE(ValidateId("job-1234-abcd", "job-", "job_id").ok());
