@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
@@ -20,6 +21,9 @@ namespace gantry::cli {
 namespace {
 
 using v1::TrainingService;
+
+// Reconnection attempts of `jobs watch` after UNAVAILABLE or CANCELLED (about two minutes in all).
+constexpr int kWatchRetries = 15;
 
 void PrintJobsTable(const std::vector<const v1::Job*>& jobs, std::ostream& out) {
   Table table({"ID", "NAME", "STATE", "REASON", "AGE", "PROGRESS", "OWNER"});
@@ -181,29 +185,51 @@ absl::Status Watch(CommandContext& context) {
   ASSIGN_OR_RETURN(int after, IntFlagOr(context.args, "after", 0));
   ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
   ASSIGN_OR_RETURN(Connection * connection, context.connect());
-  v1::WatchJobRequest request;
-  request.set_job_id(id);
-  request.set_after_sequence(after);
-  // No deadline: a watch follows the job for as long as it runs.
-  auto rpc = connection->NewLongContext(std::nullopt);
-  auto reader = stub->WatchJob(rpc.get(), request);
-  v1::JobEvent event;
   v1::JobState last_state = v1::JOB_STATE_UNSPECIFIED;
   std::string last_reason, last_message;
-  while (reader->Read(&event)) {
-    if (context.json) {
-      RETURN_IF_ERROR(PrintJson(context.out, event));
-    } else {
-      context.out << FormatJobEvent(event) << '\n';
+  int64_t last_sequence = after;
+  int retries = 0;
+  bool streamed = false;  // only a watch that worked once retries; a wrong address fails at once
+  while (true) {
+    v1::WatchJobRequest request;
+    request.set_job_id(id);
+    request.set_after_sequence(last_sequence);
+    // No deadline: a watch follows the job for as long as it runs.
+    auto rpc = connection->NewLongContext(std::nullopt);
+    auto reader = stub->WatchJob(rpc.get(), request);
+    v1::JobEvent event;
+    while (reader->Read(&event)) {
+      if (context.json) {
+        RETURN_IF_ERROR(PrintJson(context.out, event));
+      } else {
+        context.out << FormatJobEvent(event) << '\n';
+      }
+      context.out.flush();
+      last_sequence = event.sequence();
+      retries = 0;
+      streamed = true;
+      if (event.has_state_change()) {
+        last_state = event.state_change().to();
+        last_reason = event.state_change().reason();
+        last_message = event.state_change().message();
+      }
     }
-    context.out.flush();
-    if (event.has_state_change()) {
-      last_state = event.state_change().to();
-      last_reason = event.state_change().reason();
-      last_message = event.state_change().message();
-    }
+    absl::Status status = FromGrpc(reader->Finish(), connection->config().server);
+    if (status.ok()) break;
+    // A restarting server or a network blip must not end a watch of a long training: resume
+    // after the last event seen, so nothing is printed twice or lost.
+    // The CLI never cancels its own watch, so CANCELLED here comes from the transport (a call that
+    // raced with the old server's shutdown) and is retried like UNAVAILABLE.
+    const bool transient = status.code() == absl::StatusCode::kUnavailable ||
+                           status.code() == absl::StatusCode::kCancelled;
+    if (!streamed || !transient || retries >= kWatchRetries) return status;
+    const absl::Duration delay =
+        std::min(absl::Seconds(1) * (1 << std::min(retries, 4)), absl::Seconds(10));
+    ++retries;
+    context.err << "gantry: watch interrupted (" << status.message() << "); reconnecting in "
+                << absl::FormatDuration(delay) << " from event #" << last_sequence << '\n';
+    absl::SleepFor(delay);
   }
-  RETURN_IF_ERROR(FromGrpc(reader->Finish(), connection->config().server));
   if (!IsTerminal(last_state)) {
     // The stream closed without a final state in view (e.g. watched from a late sequence): ask.
     ASSIGN_OR_RETURN(v1::Job job, FetchJob(context, id));
@@ -275,7 +301,8 @@ void AddJobCommands(std::vector<Command>* commands) {
        "Follow a job's events until it ends; exit 0 only if it SUCCEEDED",
        "Prints state changes (with reason and message), progress (epoch, step, losses, samples/s,\n"
        "ETA), log lines, checkpoints and the registered model, one line each. With --json, one\n"
-       "JobEvent object per line.",
+       "JobEvent object per line. If the connection drops (UNAVAILABLE) it reconnects and resumes\n"
+       "after the last event seen, for about two minutes.",
        {{"JOB_ID", "job-<uuid>"}},
        {{"after", "SEQ", "start after this event sequence number (default 0: from the start)"}},
        Watch});

@@ -1,8 +1,12 @@
 // End-to-end tests of the `gantry` CLI: a real gantry-server process on a fresh PostgreSQL database
 // (GANTRY_TEST_DSN), driven by the real `gantry` binary run as a subprocess.
+#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -461,6 +465,99 @@ TEST_F(CliEndToEndTest, PythonClientExample) {
   CommandResult get = Alice({"--json", "jobs", "get", id});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_EQ(ParseJson<v1::Job>(get.out).spec().labels().at("client"), "python");
+}
+
+// A free loopback port (the kernel's choice, released again) so a server can come back on it.
+int FreePort() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    close(fd);
+    return 0;
+  }
+  close(fd);
+  return ntohs(address.sin_port);
+}
+
+// `jobs watch` survives a server restart: it reconnects and resumes after the last event it
+// printed.
+TEST(CliWatchReconnectTest, ResumesAfterServerRestart) {
+  TestDatabase db;
+  TempDir dir;
+  std::ofstream(dir.File("admin-token")) << kAdminToken << "\n";
+  const int port = FreePort();
+  ASSERT_GT(port, 0);
+  const std::string listen = "127.0.0.1:" + std::to_string(port);
+  const std::vector<std::string> server_argv = {GANTRY_SERVER_BINARY,
+                                                "--listen",
+                                                listen,
+                                                "--db",
+                                                db.dsn(),
+                                                "--data-dir",
+                                                dir.File("data"),
+                                                "--admin-token-file",
+                                                dir.File("admin-token")};
+  std::string error;
+  auto server = ChildProcess::StartServer(server_argv, dir.File("server1.err"), &error);
+  ASSERT_NE(server, nullptr) << error;
+  auto gantry = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> argv = {GANTRY_CLI_BINARY};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return ChildProcess::Run(argv,
+                             {{"GANTRY_SERVER", listen},
+                              {"GANTRY_TOKEN", kAdminToken},
+                              {"GANTRY_CONFIG", std::nullopt},
+                              {"HOME", dir.path()}},
+                             dir.path());
+  };
+  CommandResult submit =
+      gantry({"--json", "jobs", "submit", "--preset", "tiny", "--dataset", "toymc:events=100",
+              "--epochs", "1", "--batch", "8", "--world-size", "1"});
+  ASSERT_EQ(submit.exit_code, 0) << submit.err;
+  const std::string id = ParseJson<v1::Job>(submit.out).id();
+
+  // The watch writes its stdout to a file so the test can see it connect before the restart.
+  CommandResult watch;
+  const std::string watch_out = dir.File("watch.out");
+  std::thread watcher([&] {
+    watch =
+        ChildProcess::Run({"/bin/sh", "-c", std::string("exec \"$0\" jobs watch \"$1\" > \"$2\""),
+                           GANTRY_CLI_BINARY, id, watch_out},
+                          {{"GANTRY_SERVER", listen},
+                           {"GANTRY_TOKEN", kAdminToken},
+                           {"GANTRY_CONFIG", std::nullopt},
+                           {"HOME", dir.path()}},
+                          dir.path());
+  });
+  for (int i = 0; i < 600 && ReadBytes(watch_out).find("#1 ") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_THAT(ReadBytes(watch_out), HasSubstr("#1 "));
+  server.reset();  // SIGTERM: the open watch stream ends with UNAVAILABLE
+  server = ChildProcess::StartServer(server_argv, dir.File("server2.err"), &error);
+  ASSERT_NE(server, nullptr) << error;
+  CommandResult cancel = gantry({"jobs", "cancel", id});
+  watcher.join();
+  ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
+  EXPECT_EQ(watch.exit_code, 1) << watch.out << watch.err;
+  EXPECT_THAT(watch.err, HasSubstr("reconnecting"));
+  EXPECT_THAT(watch.err, HasSubstr("from event #1"));
+  EXPECT_THAT(watch.err, HasSubstr("ended CANCELLED"));
+  // Each event exactly once.
+  watch.out = ReadBytes(watch_out);
+  EXPECT_EQ(watch.out.find("#1 "), watch.out.rfind("#1 ")) << watch.out;
+  EXPECT_THAT(watch.out, HasSubstr("#2  state    QUEUED -> CANCELLED")) << watch.out;
+
+  // A watch that never connected fails at once instead of retrying.
+  CommandResult nowhere = ChildProcess::Run(
+      {GANTRY_CLI_BINARY, "--server", "127.0.0.1:1", "--token", kAdminToken, "jobs", "watch", id},
+      {{"HOME", dir.path()}, {"GANTRY_CONFIG", std::nullopt}}, dir.path(), 20);
+  EXPECT_EQ(nowhere.exit_code, 1);
+  EXPECT_THAT(nowhere.err, StartsWith("gantry: UNAVAILABLE: "));
 }
 
 // TLS: a server with --tls-cert/--tls-key is reached with --ca-cert (or GANTRY_CA_CERT, or ca_cert
