@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -80,6 +81,10 @@ class CliEndToEndTest : public ::testing::Test {
     ASSERT_EQ(token.exit_code, 0) << token.err;
     alice_token_ = token.out.substr(0, token.out.find('\n'));
     ASSERT_GE(alice_token_.size(), 16u) << token.out;
+  }
+
+  void TearDown() override {
+    if (HasFailure()) std::cerr << "gantry-server stderr:\n" << ReadBytes(dir_.File("server.err"));
   }
 
   // Runs `gantry args...` with a clean environment: no GANTRY_* variables and a HOME without a
