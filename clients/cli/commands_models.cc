@@ -145,6 +145,19 @@ absl::Status Get(CommandContext& context) {
     context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
                 << '\n';
   }
+  if (auto wanted = context.args.Get("histogram"); wanted.has_value()) {
+    int shown = 0;
+    for (const auto& h : m.histograms()) {
+      if (*wanted != "all" && h.name() != *wanted) continue;
+      context.out << '\n' << FormatHistogram(h);
+      ++shown;
+    }
+    if (shown == 0) {
+      return absl::NotFoundError(absl::StrCat(ModelRef(m), " has no histogram \"", *wanted,
+                                              "\" (it has: ", absl::StrJoin(histograms, ", "),
+                                              ")"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -235,7 +248,8 @@ void AddModelCommands(std::vector<Command>* commands) {
                        "Show a model version: metrics, lineage, histograms",
                        "",
                        {{"MODEL", "name:version or name@alias"}},
-                       {},
+                       {{"histogram", "NAME",
+                         "also print this validation histogram's bins (every energy bin), or all"}},
                        Get});
   commands->push_back({{"models", "alias", "set"},
                        "Point an alias (e.g. champion) at a version",

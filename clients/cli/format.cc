@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "clients/cli/table.h"
 
 namespace gantry::cli {
 namespace {
@@ -202,6 +204,30 @@ std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metr
   std::vector<std::string> parts;
   for (const auto& [name, value] : sorted) parts.push_back(absl::StrCat(name, "=", Short(value)));
   return absl::StrJoin(parts, " ");
+}
+
+std::string FormatHistogram(const v1::Histogram& histogram) {
+  std::string title = histogram.name();
+  if (!histogram.energy_bin().empty()) absl::StrAppend(&title, " [", histogram.energy_bin(), "]");
+  const int bins = std::max(histogram.reference_size(), histogram.generated_size());
+  const bool edges = histogram.edges_size() == bins + 1;
+  Table table({histogram.x_label().empty() ? "BIN" : histogram.x_label(), "REFERENCE", "GENERATED",
+               "RATIO"});
+  for (int i = 0; i < bins; ++i) {
+    const bool has_ref = i < histogram.reference_size();
+    const bool has_gen = i < histogram.generated_size();
+    const double ref = has_ref ? histogram.reference(i) : 0;
+    const double gen = has_gen ? histogram.generated(i) : 0;
+    table.AddRow(
+        {edges ? absl::StrCat(Number(histogram.edges(i)), "-", Number(histogram.edges(i + 1)))
+               : absl::StrCat(i),
+         has_ref ? absl::StrFormat("%.4g", ref) : "", has_gen ? absl::StrFormat("%.4g", gen) : "",
+         has_ref && has_gen && ref != 0 ? absl::StrFormat("%.3f", gen / ref) : ""});
+  }
+  std::ostringstream out;
+  out << title << '\n';
+  table.Render(out);
+  return out.str();
 }
 
 std::string FormatJobEvent(const v1::JobEvent& event) {

@@ -54,6 +54,10 @@ std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& 
 // "d_loss=0.412 g_loss=1.03": sorted by name, 3 significant digits.
 std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metrics);
 
+// A validation histogram as an aligned table: one row per bin with its edges (or index), the Monte
+// Carlo reference, the GAN value and their ratio, under a title line naming it and its energy bin.
+std::string FormatHistogram(const v1::Histogram& histogram);
+
 // One readable line for a WatchJob event, e.g.
 // "22:40:03  state QUEUED -> RUNNING (Started: 2 ranks on w1,w2)".
 std::string FormatJobEvent(const v1::JobEvent& event);

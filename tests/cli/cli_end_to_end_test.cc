@@ -407,6 +407,11 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   model.mutable_energy_range_gev()->set_max(500);
   model.mutable_lineage()->set_model_preset("3dgan-25");
   (*model.mutable_metrics())["fom"] = 0.0421;
+  v1::Histogram* profile = model.add_histograms();
+  profile->set_name("longitudinal_profile");
+  profile->set_x_label("layer");
+  for (double r : {1.0, 3.0}) profile->add_reference(r);
+  for (double g : {1.5, 3.0}) profile->add_generated(g);
   ASSERT_TRUE(models.Register(model).ok());
 
   CommandResult list = Alice({"models", "list"});
@@ -421,6 +426,17 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   auto got = ParseJson<v1::ModelVersion>(get.out);
   EXPECT_EQ(got.version(), 1);
   EXPECT_THAT(got.aliases(), ::testing::ElementsAre("champion"));
+
+  CommandResult histogram =
+      Alice({"models", "get", "ele:1", "--histogram", "longitudinal_profile"});
+  ASSERT_EQ(histogram.exit_code, 0) << histogram.err;
+  EXPECT_THAT(
+      histogram.out,
+      HasSubstr("layer  REFERENCE  GENERATED  RATIO\n0      1          1.5        1.500\n"));
+  CommandResult no_histogram = Alice({"models", "get", "ele:1", "--histogram", "nope"});
+  EXPECT_EQ(no_histogram.exit_code, 1);
+  EXPECT_THAT(no_histogram.err,
+              HasSubstr("has no histogram \"nope\" (it has: longitudinal_profile)"));
 
   CommandResult tag = Alice({"models", "tag", "ele:1", "stage=prod"});
   ASSERT_EQ(tag.exit_code, 0) << tag.err;

@@ -113,6 +113,23 @@ TEST(FormatTest, EnumNamesRoundTrip) {
   EXPECT_EQ(*ParsePrecision("bf16"), v1::PRECISION_BF16);
 }
 
+TEST(FormatTest, HistogramTable) {
+  v1::Histogram h;
+  h.set_name("longitudinal_profile");
+  h.set_x_label("layer");
+  h.set_energy_bin("100-110 GeV");
+  for (double r : {2.0, 4.0, 0.0}) h.add_reference(r);
+  for (double g : {1.0, 5.0, 0.5}) h.add_generated(g);
+  EXPECT_EQ(FormatHistogram(h),
+            "longitudinal_profile [100-110 GeV]\n"
+            "layer  REFERENCE  GENERATED  RATIO\n"
+            "0      2          1          0.500\n"
+            "1      4          5          1.250\n"
+            "2      0          0.5        -\n");
+  for (double e : {0.0, 10.0, 20.0, 30.0}) h.add_edges(e);
+  EXPECT_THAT(FormatHistogram(h), ::testing::HasSubstr("\n10-20  4 "));
+}
+
 TEST(FormatTest, JobEventLines) {
   v1::JobEvent event;
   event.set_sequence(3);
