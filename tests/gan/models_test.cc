@@ -127,6 +127,31 @@ TEST(ModelsTest, BarycentreAngleHasFiniteGradients) {
   EXPECT_TRUE(at::isfinite(image.grad()).all().item<bool>());
 }
 
+// The stage's conv computes its input gradient with a forward conv (FastGradConv3d); it must
+// agree with ATen's own backward.
+TEST(ModelsTest, ConvStageGradientsMatchAten) {
+  ConvStageSpec spec;
+  spec.in_channels = 3;
+  spec.out_channels = 2;
+  spec.kernel = {5, 4, 3};
+  spec.pad = {{{2, 2}, {1, 2}, {0, 0}}};
+  ConvStage stage(spec);
+  auto named = stage->named_parameters();
+  const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
+  const at::Tensor x = at::randn({2, 3, 9, 8, 7}).set_requires_grad(true);
+  const at::Tensor probe = at::randn({2, 2, 9, 8, 5});
+  (stage->forward(x) * probe).sum().backward();
+  const at::Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+  x.grad().zero_();
+  w.grad().zero_();
+  b.grad().zero_();
+  const at::Tensor padded = at::constant_pad_nd(x, {0, 0, 1, 2, 2, 2}, 0);
+  (at::leaky_relu(at::conv3d(padded, w, b), 0.3) * probe).sum().backward();
+  EXPECT_TRUE(at::allclose(gx, x.grad(), 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-4, 1e-5));
+}
+
 TEST(ModelsTest, LossesFollowKeras) {
   // MAPE divides by the label, not the prediction.
   EXPECT_NEAR(

@@ -1,10 +1,62 @@
 #include "workers/gan/conv_stage.h"
 
 #include <ATen/ATen.h>
+#include <torch/autograd.h>
 
 #include <algorithm>
 
 namespace gantry::gan {
+
+namespace {
+
+// Stride-1 Conv3d whose input gradient is computed as a forward convolution with the flipped,
+// transposed kernel. oneDNN's backward-data kernel in LibTorch 1.13 is 4-8x slower than its forward
+// kernel for the few-channel 3D convolutions of the 3DGAN (e.g. 2->2 channels, 5^3 kernel on 25^3:
+// 0.26 s against 0.064 s at batch 4); the weight gradient keeps ATen's kernel, which is fine.
+class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
+                            const at::Tensor& weight, const at::Tensor& bias, int64_t px,
+                            int64_t py, int64_t pz) {
+    ctx->save_for_backward({input, weight});
+    ctx->saved_data["px"] = px;
+    ctx->saved_data["py"] = py;
+    ctx->saved_data["pz"] = pz;
+    ctx->saved_data["bias"] = bias.defined();
+    return at::conv3d(input, weight, bias, {1, 1, 1}, {px, py, pz});
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const auto saved = ctx->get_saved_variables();
+    const at::Tensor& input = saved[0];
+    const at::Tensor& weight = saved[1];
+    const std::vector<int64_t> pad = {ctx->saved_data["px"].toInt(), ctx->saved_data["py"].toInt(),
+                                      ctx->saved_data["pz"].toInt()};
+    const bool has_bias = ctx->saved_data["bias"].toBool();
+    const at::Tensor grad = grads[0].contiguous();
+    at::Tensor grad_input, grad_weight, grad_bias;
+    if (ctx->needs_input_grad(0)) {
+      std::vector<int64_t> full(3);
+      for (int i = 0; i < 3; ++i) full[i] = weight.size(2 + i) - 1 - pad[i];
+      grad_input = at::conv3d(grad, weight.flip({2, 3, 4}).transpose(0, 1).contiguous(), {},
+                              {1, 1, 1}, full);
+    }
+    const bool want_bias = has_bias && ctx->needs_input_grad(2);
+    if (ctx->needs_input_grad(1) || want_bias) {
+      const std::vector<int64_t> bias_sizes = {weight.size(0)};
+      auto r = at::convolution_backward(
+          grad, input, weight,
+          want_bias ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), {1, 1, 1},
+          pad, {1, 1, 1}, false, {0, 0, 0}, 1, {false, ctx->needs_input_grad(1), want_bias});
+      grad_weight = std::get<1>(r);
+      grad_bias = std::get<2>(r);
+    }
+    return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
+  }
+};
+
+}  // namespace
 
 std::array<std::array<int64_t, 2>, 3> ConvStageSpec::Same(std::array<int64_t, 3> kernel) {
   std::array<std::array<int64_t, 2>, 3> pad{};
@@ -28,6 +80,7 @@ ConvStageImpl::ConvStageImpl(const ConvStageSpec& spec) : spec_(spec) {
     extra_pad_[2 * (2 - i) + 1] = after;
     if (before != 0 || after != 0) has_extra_pad_ = true;
   }
+  conv_pad_ = {inner[0], inner[1], inner[2]};
   conv_ = register_module(
       "conv",
       torch::nn::Conv3d(torch::nn::Conv3dOptions(spec.in_channels, spec.out_channels,
@@ -52,7 +105,13 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
     x = at::upsample_nearest3d(x, size, up[0], up[1], up[2]);
   }
   if (has_extra_pad_) x = at::constant_pad_nd(x, extra_pad_, 0);
-  x = conv_->forward(x);
+  if (conv_pad_[0] > spec_.kernel[0] - 1 || conv_pad_[1] > spec_.kernel[1] - 1 ||
+      conv_pad_[2] > spec_.kernel[2] - 1 || !spec_.bias || !at::GradMode::is_enabled()) {
+    x = conv_->forward(x);
+  } else {
+    x = FastGradConv3d::apply(x, conv_->weight, conv_->bias, conv_pad_[0], conv_pad_[1],
+                              conv_pad_[2]);
+  }
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.
   if (spec_.activation == Activation::kLeakyRelu) {
     at::leaky_relu_(x, spec_.leaky_slope);

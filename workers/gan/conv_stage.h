@@ -52,6 +52,7 @@ class ConvStageImpl : public torch::nn::Module {
   // remainder is applied with an explicit pad. F.pad order: z, y, x.
   std::array<int64_t, 6> extra_pad_{};
   bool has_extra_pad_ = false;
+  std::array<int64_t, 3> conv_pad_{};  // symmetric padding done by the conv itself
   torch::nn::Conv3d conv_{nullptr};
   torch::nn::BatchNorm3d bn_{nullptr};
 };

@@ -37,11 +37,12 @@ ModelConfig Variable51() {
 ModelConfig Tiny() {
   ModelConfig c;
   c.preset = "tiny";
-  c.latent = 32;
+  c.latent = 16;
   c.dense_channels = 4;
-  c.generator_filters = {16, 4, 4};
-  c.discriminator_filters = {4, 4, 4, 4};
-  c.default_batch = 8;
+  c.generator_filters = {8, 4, 4};
+  c.discriminator_filters = {2, 2, 2, 2};
+  c.default_batch = 4;
+  c.learning_rate = 2e-3;
   return c;
 }
 

@@ -70,7 +70,7 @@ struct ModelConfig {
   // ecal_fit_scale.
   std::vector<double> ecal_fit{0.0018, -0.023, 0.11, -0.28, 2.21};
   double ecal_fit_scale = 100.0;
-  // Training aborts when the discriminator's fake-batch ecal MAPE reaches this (empty images).
+  // Training aborts when the discriminator's fake-batch ecal MAPE equals this (all images empty).
   double collapse_ecal_loss = 100.0;
 
   bool variable_angle() const { return architecture == Architecture::kVariableAngle51; }

@@ -1,0 +1,340 @@
+// Tests of the trainer, checkpoints and generation on small toy Monte Carlo samples.
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+#include <torch/nn/module.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/gan/test_data.h"
+#include "workers/data/toy_mc.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/sha256.h"
+#include "workers/gan/shower_generator.h"
+#include "workers/gan/trainer.h"
+
+namespace gantry::gan {
+namespace {
+
+constexpr int kThreads = 1;  // steadier than 2 on a shared 2-core machine
+
+ModelConfig Tiny() { return *PresetConfig("tiny"); }
+
+TrainerOptions Options(uint64_t seed) {
+  TrainerOptions o;
+  o.batch_size = 2;
+  o.max_steps_per_epoch = 3;  // epochs of 3 steps, so short runs cross an epoch boundary
+  o.seed = seed;
+  o.threads = kThreads;
+  return o;
+}
+
+const data::ShowerSet& Showers() {
+  static const data::ShowerSet* set = new data::ShowerSet(testing::FixedAngleShowers(12));
+  return *set;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "." + std::to_string(::getpid()) + ".ckpt"))
+      .string();
+}
+
+// Every parameter and buffer of both networks, in registration order.
+std::vector<at::Tensor> Weights(const TrainingState& s) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : s.generator->parameters()) out.push_back(p);
+  for (const auto& b : s.generator->buffers()) out.push_back(b);
+  for (const auto& p : s.discriminator->parameters()) out.push_back(p);
+  for (const auto& b : s.discriminator->buffers()) out.push_back(b);
+  return out;
+}
+
+bool BitIdentical(const TrainingState& a, const TrainingState& b) {
+  const auto wa = Weights(a), wb = Weights(b);
+  if (wa.size() != wb.size()) return false;
+  for (size_t i = 0; i < wa.size(); ++i) {
+    if (!at::equal(wa[i], wb[i])) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Trainer> MakeTrainer(uint64_t seed, ModelConfig config = Tiny()) {
+  auto trainer = Trainer::Create(config, Showers(), Options(seed));
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  return trainer.ok() ? *std::move(trainer) : nullptr;
+}
+
+TEST(TrainerTest, ToyMcSampleIsUsable) {
+  ASSERT_EQ(Showers().events(), 12);
+  auto trainer = MakeTrainer(1);
+  ASSERT_NE(trainer, nullptr);
+  EXPECT_EQ(trainer->batch_size(), 2);
+  EXPECT_EQ(trainer->steps_per_epoch(), 3);
+}
+
+TEST(TrainerTest, StepReportsFiniteLossesAndThroughput) {
+  auto trainer = MakeTrainer(1);
+  ASSERT_NE(trainer, nullptr);
+  std::vector<StepReport> seen;
+  trainer->set_step_callback([&seen](const StepReport& r) { seen.push_back(r); });
+  auto report = trainer->Step();
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(report->step, 1);
+  ASSERT_EQ(report->generator_loss.size(), 4u);  // total, BCE, MAPE(E), MAPE(ecal)
+  ASSERT_EQ(report->discriminator_fake_loss.size(), 4u);
+  for (double v : report->generator_loss) EXPECT_TRUE(std::isfinite(v));
+  // total = 2 BCE + 0.1 MAPE(E) + 0.1 MAPE(ecal)
+  const auto& g = report->generator_loss;
+  EXPECT_NEAR(g[0], 2 * g[1] + 0.1 * g[2] + 0.1 * g[3], 1e-3 * std::abs(g[0]));
+  // The ecal head of a real image is its own sum: zero loss on the real batch.
+  EXPECT_NEAR(report->discriminator_real_loss[3], 0.0, 1e-3);
+  EXPECT_GT(report->samples_per_second, 0.0);
+}
+
+TEST(TrainerTest, DeterministicForSeedAndThreads) {
+  auto a = MakeTrainer(11), b = MakeTrainer(11), c = MakeTrainer(12);
+  ASSERT_TRUE(a && b && c);
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(a->Step().ok());
+    ASSERT_TRUE(b->Step().ok());
+    ASSERT_TRUE(c->Step().ok());
+  }
+  EXPECT_TRUE(BitIdentical(a->state(), b->state()));
+  EXPECT_FALSE(BitIdentical(a->state(), c->state()));
+}
+
+TEST(TrainerTest, GradientHookSeesEveryUpdateBeforeTheOptimizer) {
+  auto trainer = MakeTrainer(3);
+  ASSERT_NE(trainer, nullptr);
+  std::vector<TrainPhase> phases;
+  bool grads_ready = true;
+  trainer->set_gradient_hook([&](TrainPhase phase, torch::nn::Module& model) {
+    phases.push_back(phase);
+    for (const auto& p : model.parameters()) grads_ready = grads_ready && p.grad().defined();
+    return absl::OkStatus();
+  });
+  ASSERT_TRUE(trainer->Step().ok());
+  EXPECT_EQ(phases,
+            (std::vector<TrainPhase>{TrainPhase::kDiscriminatorReal, TrainPhase::kDiscriminatorFake,
+                                     TrainPhase::kGenerator, TrainPhase::kGenerator}));
+  EXPECT_TRUE(grads_ready);
+  trainer->set_gradient_hook(
+      [](TrainPhase, torch::nn::Module&) { return absl::UnavailableError("peer lost"); });
+  EXPECT_EQ(trainer->Step().status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(TrainerTest, CollapseGuardAbortsOnEmptyShowers) {
+  auto trainer = MakeTrainer(4);
+  ASSERT_NE(trainer, nullptr);
+  {
+    torch::NoGradGuard no_grad;
+    // The last conv (ReLU output) with zero weights: every generated image is empty.
+    for (auto& item : trainer->mutable_state().generator->named_parameters()) {
+      if (item.key().rfind("stage3.", 0) == 0) item.value().zero_();
+    }
+  }
+  auto report = trainer->Step();
+  ASSERT_EQ(report.status().code(), absl::StatusCode::kAborted) << report.status();
+  EXPECT_NE(report.status().message().find("collapsed"), std::string::npos);
+}
+
+TEST(TrainerTest, EpochsAndCallbacks) {
+  TrainerOptions o = Options(5);
+  o.epochs = 2;
+  o.max_steps_per_epoch = 1;
+  ModelConfig config = Tiny();
+  config.label_flip = 0.0;
+  auto trainer = Trainer::Create(config, Showers(), o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  std::vector<EpochReport> epochs;
+  (*trainer)->set_epoch_callback([&](const EpochReport& r) { epochs.push_back(r); });
+  ASSERT_TRUE((*trainer)->Train().ok());
+  ASSERT_EQ(epochs.size(), 2u);
+  EXPECT_EQ(epochs[1].epoch, 1);
+  EXPECT_EQ(epochs[1].steps, 1);
+  EXPECT_GT(epochs[1].samples_per_second, 0);
+  EXPECT_EQ((*trainer)->state().step, 2);
+  EXPECT_EQ((*trainer)->state().epoch, 2);
+}
+
+TEST(TrainerTest, RejectsDataOfTheWrongGrid) {
+  data::ToyMcConfig mc;
+  mc.layout = data::Layout::kVariableAngle3DGan;
+  mc.events = 2;
+  auto set = data::SimulateToyMc(mc);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(Trainer::Create(Tiny(), *set, Options(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// A scaled-down 3dgan-51 (same topology, 2 filters everywhere) runs its four-loss step.
+TEST(TrainerTest, VariableAngleStep) {
+  ModelConfig config = *PresetConfig("3dgan-51");
+  config.latent = 8;
+  config.dense_channels = 2;
+  config.generator_filters = {2, 2, 2, 2, 2, 2};
+  config.discriminator_filters = {2, 2, 2, 2};
+  data::ToyMcConfig mc;
+  mc.layout = data::Layout::kVariableAngle3DGan;
+  mc.events = 4;
+  mc.energy_min_gev = 50;
+  auto set = data::SimulateToyMc(mc);
+  ASSERT_TRUE(set.ok()) << set.status();
+  TrainerOptions o = Options(2);
+  o.batch_size = 2;
+  auto trainer = Trainer::Create(config, *set, o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  auto report = (*trainer)->Step();
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->generator_loss.size(), 5u);  // total, BCE, MAPE(E), MAE(theta), MAPE(ecal)
+  for (double v : report->generator_loss) EXPECT_TRUE(std::isfinite(v));
+  // Generation needs one angle per energy.
+  ShowerGenerator generator((*trainer)->config(), (*trainer)->state().generator);
+  GenerationRequest request;
+  request.energy_gev = {100.0f};
+  EXPECT_EQ(generator.Generate(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.theta_rad = {1.4f};
+  auto showers = generator.Generate(request);
+  ASSERT_TRUE(showers.ok()) << showers.status();
+  EXPECT_EQ(showers->layout, data::Layout::kVariableAngle3DGan);
+  EXPECT_EQ(showers->shape, (std::array<int64_t, 3>{51, 51, 25}));
+  EXPECT_EQ(showers->theta_rad, request.theta_rad);
+}
+
+TEST(CheckpointTest, ResumeContinuesBitForBit) {
+  const std::string path = TempPath("resume");
+  auto straight = MakeTrainer(21);
+  ASSERT_NE(straight, nullptr);
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(straight->Step().ok());  // crosses an epoch boundary
+
+  auto first = MakeTrainer(21);
+  ASSERT_NE(first, nullptr);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(first->Step().ok());
+  ASSERT_TRUE(first->SaveCheckpoint(path).ok());
+  first.reset();
+  auto resumed = Trainer::Resume(path, Showers(), Options(999));
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ((*resumed)->state().step, 2);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE((*resumed)->Step().ok());
+  EXPECT_EQ((*resumed)->state().step, 4);
+  EXPECT_EQ((*resumed)->state().epoch, straight->state().epoch);
+  EXPECT_TRUE(BitIdentical(straight->state(), (*resumed)->state()));
+  std::remove(path.c_str());
+}
+
+TEST(CheckpointTest, RoundTripKeepsConfigCountersAndWeights) {
+  const std::string path = TempPath("roundtrip");
+  auto trainer = MakeTrainer(8);
+  ASSERT_NE(trainer, nullptr);
+  ASSERT_TRUE(trainer->Step().ok());
+  ASSERT_TRUE(trainer->SaveCheckpoint(path).ok());
+  auto state = ReadCheckpoint(path);
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(SerializeModelConfig(state->config), SerializeModelConfig(trainer->config()));
+  EXPECT_EQ(state->step, 1);
+  EXPECT_EQ(state->epoch_cursor, 2);
+  EXPECT_EQ(state->seed, 8u);
+  EXPECT_TRUE(BitIdentical(*state, trainer->state()));
+  std::remove(path.c_str());
+}
+
+TEST(CheckpointTest, DamagedFilesGiveClearErrors) {
+  const std::string path = TempPath("damaged");
+  auto trainer = MakeTrainer(9);
+  ASSERT_NE(trainer, nullptr);
+  ASSERT_TRUE(trainer->SaveCheckpoint(path).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  auto write = [&path](const std::string& b) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(b.data(), static_cast<std::streamsize>(b.size()));
+  };
+  write(bytes.substr(0, bytes.size() / 2));  // truncated
+  auto r = ReadCheckpoint(path);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+  EXPECT_NE(r.status().message().find("truncated"), std::string::npos);
+
+  std::string flipped = bytes;
+  flipped[flipped.size() - 100] ^= 0x5a;  // one corrupted payload byte
+  write(flipped);
+  r = ReadCheckpoint(path);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+  EXPECT_NE(r.status().message().find("sha256"), std::string::npos);
+
+  write("this is not a checkpoint\n");
+  EXPECT_EQ(ReadCheckpoint(path).status().code(), absl::StatusCode::kInvalidArgument);
+  write("");
+  EXPECT_EQ(ReadCheckpoint(path).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // A consistent header over a payload that is not a torch archive: decoding fails cleanly.
+  const std::string junk(1000, 'x');
+  write(std::string("GANTRY-CHECKPOINT 1\nsha256 ") + Sha256Hex(junk) + "\nbytes 1000\n" + junk);
+  r = ReadCheckpoint(path);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
+
+  std::remove(path.c_str());
+  EXPECT_EQ(ReadCheckpoint(path).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(GenerationTest, GeneratesShowersInGevFromACheckpoint) {
+  const std::string path = TempPath("generate");
+  auto trainer = MakeTrainer(10);
+  ASSERT_NE(trainer, nullptr);
+  ASSERT_TRUE(trainer->Step().ok());
+  ASSERT_TRUE(trainer->SaveCheckpoint(path).ok());
+  auto generator = ShowerGenerator::Load(path);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  GenerationRequest request;
+  request.energy_gev = {50.0f, 100.0f, 400.0f};
+  request.batch_size = 2;  // two batches
+  request.seed = 3;
+  auto showers = (*generator)->Generate(request);
+  ASSERT_TRUE(showers.ok()) << showers.status();
+  EXPECT_EQ(showers->layout, data::Layout::kFixedAngle3DGan);
+  EXPECT_EQ(showers->shape, (std::array<int64_t, 3>{25, 25, 25}));
+  EXPECT_EQ(showers->energy_gev, request.energy_gev);
+  ASSERT_EQ(showers->cells.size(), 3u * 25 * 25 * 25);
+  for (float v : showers->cells) ASSERT_GE(v, 0.0f);
+
+  // GeV = network output / 100: rerun the generator on the same noise by hand.
+  Generator g = trainer->state().generator;
+  g->eval();
+  at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(3);
+  const at::Tensor noise = at::randn({2, g->noise_dim()}, rng, at::kFloat);
+  const at::Tensor image =
+      g->forward(g->MakeInput(at::tensor({0.5f, 1.0f}).view({2, 1}), at::Tensor(), noise));
+  const float* second = showers->event(1);
+  const at::Tensor expected = image[1].flatten() / 100.0;
+  for (int64_t c = 0; c < 25 * 25 * 25; c += 997) {
+    EXPECT_NEAR(second[c], expected[c].item<float>(), 1e-6f + 1e-5f * second[c]);
+  }
+
+  // Same request, same showers; another seed, other showers.
+  auto again = (*generator)->Generate(request);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->cells, showers->cells);
+  request.seed = 4;
+  auto other = (*generator)->Generate(request);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->cells, showers->cells);
+
+  request.energy_gev = {};
+  EXPECT_EQ((*generator)->Generate(request).status().code(), absl::StatusCode::kInvalidArgument);
+  request.energy_gev = {-5.0f};
+  EXPECT_EQ((*generator)->Generate(request).status().code(), absl::StatusCode::kInvalidArgument);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace gantry::gan

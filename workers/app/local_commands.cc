@@ -1,0 +1,148 @@
+#include "workers/app/local_commands.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <random>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "workers/data/hdf5_io.h"
+#include "workers/data/toy_mc.h"
+#include "workers/gan/shower_generator.h"
+#include "workers/gan/trainer.h"
+
+namespace gantry::app {
+namespace {
+
+absl::StatusOr<data::ShowerSet> LoadData(const std::string& source, int threads) {
+  if (source.empty())
+    return absl::InvalidArgumentError("--data is required (toymc:... or a .h5 file)");
+  if (absl::StartsWith(source, "toymc:")) {
+    absl::StatusOr<data::ToyMcConfig> config = data::ParseToyMcSpec(source);
+    if (!config.ok()) return config.status();
+    config->threads = std::max(config->threads, threads);
+    return data::SimulateToyMc(*config);
+  }
+  return data::ReadShowerFile(source);
+}
+
+std::string Losses(const std::vector<double>& v, bool variable_angle) {
+  if (v.empty()) return "-";
+  if (variable_angle && v.size() == 5) {
+    return absl::StrFormat("%.4f (bce %.4f E %.3f theta %.4f ecal %.3f)", v[0], v[1], v[2], v[3],
+                           v[4]);
+  }
+  if (v.size() == 4)
+    return absl::StrFormat("%.4f (bce %.4f E %.3f ecal %.3f)", v[0], v[1], v[2], v[3]);
+  return absl::StrJoin(v, " ");
+}
+
+}  // namespace
+
+absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
+  if (o.out.empty()) return absl::InvalidArgumentError("--out (checkpoint path) is required");
+  if (o.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<data::ShowerSet> showers = LoadData(o.data, o.threads);
+  if (!showers.ok()) return showers.status();
+  const double load_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  log << "data: " << showers->events() << " events " << showers->shape[0] << "x"
+      << showers->shape[1] << "x" << showers->shape[2] << " from " << o.data << " ("
+      << absl::StrFormat("%.1f", load_seconds) << " s)\n";
+
+  gan::TrainerOptions options;
+  options.batch_size = o.batch;
+  options.seed = o.seed;
+  options.epochs = o.epochs;
+  options.threads = o.threads;
+  options.max_steps_per_epoch = o.steps_per_epoch;
+  absl::StatusOr<std::unique_ptr<gan::Trainer>> trainer;
+  if (!o.resume.empty()) {
+    trainer = gan::Trainer::Resume(o.resume, *showers, options);
+  } else {
+    absl::StatusOr<gan::ModelConfig> config = gan::PresetConfig(o.preset);
+    if (!config.ok()) return config.status();
+    if (o.learning_rate > 0) config->learning_rate = o.learning_rate;
+    if (o.label_flip >= 0) config->label_flip = o.label_flip;
+    trainer = gan::Trainer::Create(*config, *showers, options);
+  }
+  if (!trainer.ok()) return trainer.status();
+  gan::Trainer& t = **trainer;
+  const bool angles = t.config().variable_angle();
+  log << "model " << t.config().preset << ": batch " << t.batch_size() << ", "
+      << t.steps_per_epoch() << " steps per epoch, " << o.threads << " threads, seed " << o.seed
+      << (o.resume.empty() ? "" : ", resumed from " + o.resume) << "\n";
+  while (t.state().epoch < o.epochs) {
+    absl::StatusOr<gan::EpochReport> epoch = t.RunEpoch();
+    if (!epoch.ok()) return epoch.status();
+    log << absl::StrFormat("epoch %d/%d  D %s  G %s  %.1f samples/s  %.1f s\n", epoch->epoch + 1,
+                           o.epochs, Losses(epoch->discriminator_loss, angles),
+                           Losses(epoch->generator_loss, angles), epoch->samples_per_second,
+                           epoch->seconds);
+    log.flush();
+    if (absl::Status s = t.SaveCheckpoint(o.out); !s.ok()) return s;
+  }
+  log << "checkpoint: " << o.out << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status RunLocalGenerate(const LocalGenerateOptions& o, std::ostream& log) {
+  if (o.checkpoint.empty()) return absl::InvalidArgumentError("--checkpoint is required");
+  if (o.out.empty()) return absl::InvalidArgumentError("--out (HDF5 path) is required");
+  if (o.threads > 0) at::set_num_threads(o.threads);
+  gan::GenerationRequest request;
+  request.seed = o.seed;
+  request.batch_size = o.batch;
+  std::mt19937_64 rng(o.seed);
+  if (!o.energies.empty()) {
+    request.energy_gev = o.energies;
+  } else {
+    if (o.count < 1 || !(o.energy_min > 0) || o.energy_max < o.energy_min) {
+      return absl::InvalidArgumentError(
+          "give --energies=e1,e2,... or --energy-range=min:max with --count=n (GeV, min > 0)");
+    }
+    std::uniform_real_distribution<double> u(o.energy_min, o.energy_max);
+    for (int64_t i = 0; i < o.count; ++i) request.energy_gev.push_back(static_cast<float>(u(rng)));
+  }
+  absl::StatusOr<std::unique_ptr<gan::ShowerGenerator>> generator =
+      gan::ShowerGenerator::Load(o.checkpoint);
+  if (!generator.ok()) return generator.status();
+  if ((*generator)->config().variable_angle()) {
+    std::uniform_real_distribution<double> u(o.theta_min_deg, o.theta_max_deg);
+    for (size_t i = 0; i < request.energy_gev.size(); ++i) {
+      request.theta_rad.push_back(static_cast<float>(u(rng) * M_PI / 180.0));
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<data::ShowerSet> showers = (*generator)->Generate(request);
+  if (!showers.ok()) return showers.status();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (absl::Status s = data::WriteShowerFile(o.out, *showers); !s.ok()) return s;
+  log << absl::StrFormat("generated %d showers with %s in %.2f s (%.2f ms/shower) -> %s\n",
+                         showers->events(), (*generator)->config().preset, seconds,
+                         1000.0 * seconds / showers->events(), o.out);
+  return absl::OkStatus();
+}
+
+absl::Status RunToyMc(const ToyMcOptions& o, std::ostream& log) {
+  if (o.out.empty()) return absl::InvalidArgumentError("--out (HDF5 path) is required");
+  absl::StatusOr<data::ToyMcConfig> config = data::ParseToyMcSpec(o.spec);
+  if (!config.ok()) return config.status();
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<data::ShowerSet> showers = data::SimulateToyMc(*config);
+  if (!showers.ok()) return showers.status();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (absl::Status s = data::WriteShowerFile(o.out, *showers); !s.ok()) return s;
+  log << absl::StrFormat("simulated %d showers (%s) in %.2f s -> %s\n", showers->events(),
+                         data::FormatToyMcSpec(*config), seconds, o.out);
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::app

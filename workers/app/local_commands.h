@@ -1,0 +1,53 @@
+// LocalCommands: the gantry-worker subcommands that run without the service (local-train,
+// local-generate, toymc): the developer's and the benchmarks' entry point.
+#ifndef GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
+#define GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace gantry::app {
+
+struct LocalTrainOptions {
+  std::string preset = "tiny";
+  std::string data;    // "toymc:..." spec or an HDF5 file
+  std::string out;     // checkpoint written after every epoch
+  std::string resume;  // optional checkpoint to continue from
+  int64_t epochs = 1;
+  int64_t batch = 0;            // 0: the preset's default
+  double learning_rate = 0;     // 0: the preset's
+  double label_flip = -1;       // < 0: the preset's
+  int64_t steps_per_epoch = 0;  // 0: the whole data set per epoch
+  uint64_t seed = 1;
+  int threads = 2;
+};
+
+struct LocalGenerateOptions {
+  std::string checkpoint;
+  std::string out;              // HDF5 file
+  std::vector<float> energies;  // GeV; or the range below
+  double energy_min = 0, energy_max = 0;
+  int64_t count = 0;                              // with the range: showers drawn U(min, max)
+  double theta_min_deg = 90, theta_max_deg = 90;  // variable-angle models only
+  uint64_t seed = 1;
+  int64_t batch = 128;
+  int threads = 2;
+};
+
+struct ToyMcOptions {
+  std::string spec = "toymc:";  // ParseToyMcSpec syntax
+  std::string out;
+};
+
+// Each prints progress to `log` and returns the first error.
+absl::Status RunLocalTrain(const LocalTrainOptions& options, std::ostream& log);
+absl::Status RunLocalGenerate(const LocalGenerateOptions& options, std::ostream& log);
+absl::Status RunToyMc(const ToyMcOptions& options, std::ostream& log);
+
+}  // namespace gantry::app
+
+#endif  // GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
