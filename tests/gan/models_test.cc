@@ -152,6 +152,39 @@ TEST(ModelsTest, ConvStageGradientsMatchAten) {
   EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-4, 1e-5));
 }
 
+// Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->
+// conv, values and weight gradients.
+TEST(ModelsTest, PolyphaseUpsampleConvMatchesLiteralPath) {
+  struct Case {
+    ModelConfig config;
+    size_t stage;
+    std::vector<int64_t> input;
+  };
+  const std::vector<Case> cases = {
+      {Preset("3dgan-25"), 1, {2, 64, 7, 7, 8}},
+      {Preset("3dgan-25"), 2, {2, 6, 13, 14, 9}},
+      {Preset("3dgan-51"), 0, {1, 8, 9, 9, 8}},
+  };
+  for (const Case& c : cases) {
+    ConvStage stage(GeneratorStages(c.config)[c.stage]);
+    stage->eval();
+    const at::Tensor x = at::randn(c.input);
+    const at::Tensor fast = stage->forward(x);
+    (fast * fast).sum().backward();
+    const at::Tensor grad_fast = stage->named_parameters()["conv.weight"].grad().clone();
+    stage->zero_grad();
+    stage->set_polyphase(false);
+    const at::Tensor literal = stage->forward(x);
+    (literal * literal).sum().backward();
+    const at::Tensor grad_literal = stage->named_parameters()["conv.weight"].grad();
+    ASSERT_EQ(fast.sizes(), literal.sizes()) << "stage " << c.stage;
+    EXPECT_TRUE(at::allclose(fast, literal, 1e-4, 1e-4)) << "stage " << c.stage;
+    const double scale = grad_literal.abs().max().item<double>();
+    EXPECT_LE((grad_fast - grad_literal).abs().max().item<double>(), 1e-4 * scale)
+        << "stage " << c.stage;
+  }
+}
+
 TEST(ModelsTest, LossesFollowKeras) {
   // MAPE divides by the label, not the prediction.
   EXPECT_NEAR(

@@ -95,22 +95,80 @@ ConvStageImpl::ConvStageImpl(const ConvStageSpec& spec) : spec_(spec) {
   }
 }
 
+torch::Tensor ConvStageImpl::Convolve(const torch::Tensor& x, const torch::Tensor& weight,
+                                      const torch::Tensor& bias, std::array<int64_t, 3> pad) {
+  bool fast = bias.defined() && at::GradMode::is_enabled();
+  for (int i = 0; i < 3; ++i) fast = fast && pad[i] <= weight.size(2 + i) - 1;
+  if (fast) return FastGradConv3d::apply(x, weight, bias, pad[0], pad[1], pad[2]);
+  return at::conv3d(x, weight, bias, {1, 1, 1}, {pad[0], pad[1], pad[2]});
+}
+
+// Nearest upsampling by integer factors f followed by zero padding and a stride-1 conv equals, for
+// each output phase r (output index = f q + r), a conv on the original grid whose taps are sums of
+// the original taps that read the same source cell. All phases become the output channels of one
+// conv on the small grid, interleaved afterwards: no upsampled copy, and 3-20x fewer
+// multiply-adds (3dgan-25: 151M -> 45M and 45M -> 16M per shower; 3dgan-51's first conv 1.8G ->
+// 94M). Same function up to float rounding (models_test compares both paths).
+torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
+  const int64_t cout = spec_.out_channels, cin = spec_.in_channels;
+  std::array<int64_t, 3> f{}, q{}, out{}, k{};
+  std::array<at::Tensor, 3> select;
+  std::vector<int64_t> pad(6);
+  for (int a = 0; a < 3; ++a) {
+    f[a] = static_cast<int64_t>(spec_.upsample[a]);
+    k[a] = spec_.kernel[a];
+    const int64_t in = x.size(2 + a);
+    const int64_t before = spec_.pad[a][0];
+    out[a] = in * f[a] + before + spec_.pad[a][1] - k[a] + 1;
+    q[a] = (out[a] + f[a] - 1) / f[a];
+    auto floordiv = [](int64_t n, int64_t d) { return n >= 0 ? n / d : -((-n + d - 1) / d); };
+    const int64_t dmin = floordiv(-before, f[a]);
+    const int64_t dmax = floordiv(f[a] - 1 + k[a] - 1 - before, f[a]);
+    const int64_t taps = dmax - dmin + 1;
+    select[a] = at::zeros({f[a], taps, k[a]}, x.options());
+    auto acc = select[a].accessor<float, 3>();
+    for (int64_t r = 0; r < f[a]; ++r) {
+      for (int64_t j = 0; j < k[a]; ++j) acc[r][floordiv(r + j - before, f[a]) - dmin][j] = 1.0f;
+    }
+    // Input cells dmin .. q-1+dmax are read; pad (or crop, when negative) to exactly that range.
+    pad[2 * (2 - a)] = -dmin;
+    pad[2 * (2 - a) + 1] = q[a] - 1 + dmax - (in - 1);
+  }
+  const int64_t phases = f[0] * f[1] * f[2];
+  const torch::Tensor weight =
+      at::einsum("oijmn,atj,bum,cvn->oabcituv", {conv_->weight, select[0], select[1], select[2]})
+          .reshape({cout * phases, cin, select[0].size(1), select[1].size(1), select[2].size(1)});
+  const torch::Tensor bias =
+      conv_->bias.defined() ? conv_->bias.repeat_interleave(phases) : torch::Tensor();
+  torch::Tensor y = Convolve(at::constant_pad_nd(x, pad, 0), weight, bias, {0, 0, 0});
+  const int64_t n = x.size(0);
+  y = y.view({n, cout, f[0], f[1], f[2], q[0], q[1], q[2]})
+          .permute({0, 1, 5, 2, 6, 3, 7, 4})
+          .reshape({n, cout, q[0] * f[0], q[1] * f[1], q[2] * f[2]});
+  if (q[0] * f[0] != out[0] || q[1] * f[1] != out[1] || q[2] * f[2] != out[2]) {
+    y = y.slice(2, 0, out[0]).slice(3, 0, out[1]).slice(4, 0, out[2]).contiguous();
+  }
+  return y;
+}
+
 torch::Tensor ConvStageImpl::forward(torch::Tensor x,
                                      const c10::optional<at::Generator>& generator) {
   const auto& up = spec_.upsample;
-  if (up[0] != 1 || up[1] != 1 || up[2] != 1) {
-    std::vector<int64_t> size = {static_cast<int64_t>(x.size(2) * up[0]),
-                                 static_cast<int64_t>(x.size(3) * up[1]),
-                                 static_cast<int64_t>(x.size(4) * up[2])};
-    x = at::upsample_nearest3d(x, size, up[0], up[1], up[2]);
-  }
-  if (has_extra_pad_) x = at::constant_pad_nd(x, extra_pad_, 0);
-  if (conv_pad_[0] > spec_.kernel[0] - 1 || conv_pad_[1] > spec_.kernel[1] - 1 ||
-      conv_pad_[2] > spec_.kernel[2] - 1 || !spec_.bias || !at::GradMode::is_enabled()) {
-    x = conv_->forward(x);
+  const bool upsample = up[0] != 1 || up[1] != 1 || up[2] != 1;
+  const bool integer_factors = up[0] == static_cast<int64_t>(up[0]) &&
+                               up[1] == static_cast<int64_t>(up[1]) &&
+                               up[2] == static_cast<int64_t>(up[2]);
+  if (upsample && polyphase_ && integer_factors && x.scalar_type() == at::kFloat) {
+    x = PolyphaseForward(x);
   } else {
-    x = FastGradConv3d::apply(x, conv_->weight, conv_->bias, conv_pad_[0], conv_pad_[1],
-                              conv_pad_[2]);
+    if (upsample) {
+      std::vector<int64_t> size = {static_cast<int64_t>(x.size(2) * up[0]),
+                                   static_cast<int64_t>(x.size(3) * up[1]),
+                                   static_cast<int64_t>(x.size(4) * up[2])};
+      x = at::upsample_nearest3d(x, size, up[0], up[1], up[2]);
+    }
+    if (has_extra_pad_) x = at::constant_pad_nd(x, extra_pad_, 0);
+    x = Convolve(x, conv_->weight, conv_->bias, conv_pad_);
   }
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.
   if (spec_.activation == Activation::kLeakyRelu) {

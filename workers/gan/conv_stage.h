@@ -46,8 +46,17 @@ class ConvStageImpl : public torch::nn::Module {
 
   const ConvStageSpec& spec() const { return spec_; }
 
+  // Upsampling stages run as one polyphase conv on the coarse grid (default) or, when off, as the
+  // literal upsample -> pad -> conv (reference path, used by tests).
+  void set_polyphase(bool on) { polyphase_ = on; }
+
  private:
+  torch::Tensor PolyphaseForward(const torch::Tensor& x);
+  static torch::Tensor Convolve(const torch::Tensor& x, const torch::Tensor& weight,
+                                const torch::Tensor& bias, std::array<int64_t, 3> pad);
+
   ConvStageSpec spec_;
+  bool polyphase_ = true;
   // The symmetric part of the padding lives inside the conv (no copy); only the asymmetric
   // remainder is applied with an explicit pad. F.pad order: z, y, x.
   std::array<int64_t, 6> extra_pad_{};

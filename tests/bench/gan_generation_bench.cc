@@ -1,0 +1,77 @@
+// Generation speed of a 3DGAN generator (issue 3): milliseconds per shower at a given batch and
+// thread count, the network alone and the full ShowerGenerator path (noise, conditioning, GeV
+// conversion, copy out). Compare with pytorch_3dgan.py (run_gan_bench.sh runs both).
+//   gan_generation_bench [--preset=3dgan-25] [--batch=128] [--threads=2] [--iters=10]
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#include "workers/gan/generator.h"
+#include "workers/gan/shower_generator.h"
+
+namespace {
+
+std::string Flag(int argc, char** argv, const std::string& name, const std::string& def) {
+  const std::string prefix = "--" + name + "=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) return argv[i] + prefix.size();
+  }
+  return def;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using gantry::gan::Generator;
+  const std::string preset = Flag(argc, argv, "preset", "3dgan-25");
+  const int64_t batch = std::atoll(Flag(argc, argv, "batch", "128").c_str());
+  const int threads = std::atoi(Flag(argc, argv, "threads", "2").c_str());
+  const int iters = std::atoi(Flag(argc, argv, "iters", "10").c_str());
+  const int warmup = std::atoi(Flag(argc, argv, "warmup", "2").c_str());
+  at::set_num_threads(threads);
+  auto config = gantry::gan::PresetConfig(preset);
+  if (!config.ok()) {
+    std::cerr << config.status() << "\n";
+    return 1;
+  }
+  at::manual_seed(1);
+  Generator g(*config);
+  g->eval();
+  double net_ms = 0;
+  {
+    c10::InferenceMode guard;
+    const at::Tensor energy = at::rand({batch, 1}) * 4.9 + 0.1;
+    const at::Tensor theta = at::full({batch, 1}, 1.57);
+    const at::Tensor input = g->MakeInput(energy, theta, at::randn({batch, g->noise_dim()}));
+    for (int i = 0; i < warmup; ++i) g->forward(input);
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) g->forward(input);
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    net_ms = 1000.0 * s / (iters * batch);
+  }
+  gantry::gan::ShowerGenerator runner(*config, g);
+  gantry::gan::GenerationRequest request;
+  request.batch_size = batch;
+  request.energy_gev.assign(static_cast<size_t>(batch * iters), 100.0f);
+  if (config->variable_angle()) request.theta_rad.assign(request.energy_gev.size(), 1.57f);
+  const auto start = std::chrono::steady_clock::now();
+  auto showers = runner.Generate(request);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!showers.ok()) {
+    std::cerr << showers.status() << "\n";
+    return 1;
+  }
+  std::cout << "RESULT generate " << preset << " " << net_ms << " ms/shower (network, batch "
+            << batch << ", " << threads << " threads)\n";
+  std::cout << "RESULT generate-end-to-end " << preset << " "
+            << 1000.0 * s / static_cast<double>(request.energy_gev.size())
+            << " ms/shower (ShowerGenerator incl. GeV conversion)\n";
+  return 0;
+}
