@@ -75,8 +75,8 @@ absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
   gan::Trainer& t = **trainer;
   const bool angles = t.config().variable_angle();
   log << "model " << t.config().preset << ": batch " << t.batch_size() << ", "
-      << t.steps_per_epoch() << " steps per epoch, " << o.threads << " threads, seed " << o.seed
-      << (o.resume.empty() ? "" : ", resumed from " + o.resume) << "\n";
+      << t.steps_per_epoch() << " steps per epoch, " << o.threads << " threads, seed "
+      << t.state().seed << (o.resume.empty() ? "" : ", resumed from " + o.resume) << "\n";
   while (t.state().epoch < o.epochs) {
     absl::StatusOr<gan::EpochReport> epoch = t.RunEpoch();
     if (!epoch.ok()) return epoch.status();
