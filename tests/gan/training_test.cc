@@ -91,9 +91,10 @@ TEST(TrainerTest, StepReportsFiniteLossesAndThroughput) {
   ASSERT_EQ(report->generator_loss.size(), 4u);  // total, BCE, MAPE(E), MAPE(ecal)
   ASSERT_EQ(report->discriminator_fake_loss.size(), 4u);
   for (double v : report->generator_loss) EXPECT_TRUE(std::isfinite(v));
-  // total = 2 BCE + 0.1 MAPE(E) + 0.1 MAPE(ecal)
+  // total = the config's weighted sum of BCE, MAPE(E), MAPE(ecal)
   const auto& g = report->generator_loss;
-  EXPECT_NEAR(g[0], 2 * g[1] + 0.1 * g[2] + 0.1 * g[3], 1e-3 * std::abs(g[0]));
+  const auto& w = trainer->config().loss_weights;
+  EXPECT_NEAR(g[0], w[0] * g[1] + w[1] * g[2] + w[2] * g[3], 1e-3 * std::abs(g[0]));
   // The ecal head of a real image is its own sum: zero loss on the real batch.
   EXPECT_NEAR(report->discriminator_real_loss[3], 0.0, 1e-3);
   EXPECT_GT(report->samples_per_second, 0.0);
