@@ -18,7 +18,8 @@ import torch.nn.functional as F
 PRESETS = {
     # latent, dense (x,y,z,c), G filters, D filters, bn eps
     "3dgan-25": dict(latent=200, dense_c=8, g=[64, 6, 6], d=[32, 8, 8, 8], eps=1e-3),
-    "tiny": dict(latent=32, dense_c=4, g=[16, 4, 4], d=[4, 4, 4, 4], eps=1e-3),
+    # tiny: topology only (its loss weights / BN momentum differ, see docs/MODELS.md); not benchmarked
+    "tiny": dict(latent=16, dense_c=4, g=[8, 4, 4], d=[8, 8, 8, 8], eps=1e-3),
 }
 
 
