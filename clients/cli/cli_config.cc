@@ -1,10 +1,6 @@
 #include "clients/cli/cli_config.h"
 
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
-#include <sstream>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -12,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "clients/cli/command_helpers.h"
 #include "gantry/base/status_macros.h"
 
 namespace gantry::cli {
@@ -23,18 +20,7 @@ ConfigEnvironment SystemEnvironment() {
     if (value == nullptr) return std::nullopt;
     return std::string(value);
   };
-  env.read_file = [](const std::string& path) -> absl::StatusOr<std::string> {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-      if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-      return absl::PermissionDeniedError(
-          absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-    }
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) return absl::UnavailableError(absl::StrCat("cannot read ", path));
-    return buffer.str();
-  };
+  env.read_file = ReadWholeFile;
   return env;
 }
 

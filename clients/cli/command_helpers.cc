@@ -19,6 +19,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   }
   std::stringstream buffer;
   buffer << in.rdbuf();
+  if (in.bad()) return absl::UnavailableError(absl::StrCat("cannot read ", path));
   return buffer.str();
 }
 
