@@ -8,11 +8,9 @@
 namespace gantry::storage {
 
 BlobReader::BlobReader(std::string sha256, int64_t size, std::unique_ptr<ReadableFile> file)
-    : sha256_(std::move(sha256)), size_(size), file_(std::move(file)), sha_(EVP_MD_CTX_new()) {
-  EVP_DigestInit_ex(sha_, EVP_sha256(), nullptr);
-}
+    : sha256_(std::move(sha256)), size_(size), file_(std::move(file)) {}
 
-BlobReader::~BlobReader() { EVP_MD_CTX_free(sha_); }
+BlobReader::~BlobReader() = default;
 
 absl::Status BlobReader::SkipTo(int64_t offset) {
   std::string buf(1 << 20, '\0');
@@ -23,7 +21,7 @@ absl::Status BlobReader::SkipTo(int64_t offset) {
     if (*n == 0) {
       return absl::DataLossError(absl::StrCat("blob ", sha256_, " is shorter than recorded"));
     }
-    EVP_DigestUpdate(sha_, buf.data(), *n);
+    sha_.Update(absl::string_view(buf.data(), *n));
     offset_ += static_cast<int64_t>(*n);
   }
   return absl::OkStatus();
@@ -40,7 +38,7 @@ absl::StatusOr<std::string> BlobReader::Read(size_t max_bytes) {
   if (!n.ok()) return n.status();
   if (*n > 0) {
     chunk.resize(*n);
-    EVP_DigestUpdate(sha_, chunk.data(), chunk.size());
+    sha_.Update(chunk);
     offset_ += static_cast<int64_t>(*n);
     if (offset_ > size_) {
       return absl::DataLossError(absl::StrCat("blob ", sha256_, " grew while being read"));
@@ -49,15 +47,7 @@ absl::StatusOr<std::string> BlobReader::Read(size_t max_bytes) {
   }
   // End of file: the whole content must hash to the blob's name.
   done_ = true;
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(sha_, digest, &len);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string actual;
-  for (unsigned int i = 0; i < len; ++i) {
-    actual += kDigits[digest[i] >> 4];
-    actual += kDigits[digest[i] & 0xf];
-  }
+  const std::string actual = sha_.HexDigest();
   if (offset_ != size_ || actual != sha256_) {
     end_status_ = absl::DataLossError(
         absl::StrCat("blob ", sha256_, " is corrupted: its ", offset_, " stored bytes hash to ",

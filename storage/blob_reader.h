@@ -2,13 +2,12 @@
 #ifndef GANTRY_STORAGE_BLOB_READER_H_
 #define GANTRY_STORAGE_BLOB_READER_H_
 
-#include <openssl/evp.h>
-
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gantry/base/sha256.h"
 #include "storage/file_system.h"
 
 namespace gantry::storage {
@@ -39,7 +38,7 @@ class BlobReader {
   const std::string sha256_;
   const int64_t size_;
   std::unique_ptr<ReadableFile> file_;
-  EVP_MD_CTX* sha_ = nullptr;
+  Sha256 sha_;
   int64_t offset_ = 0;
   bool done_ = false;
   absl::Status end_status_;  // the hash check result, repeated by every Read after the end

@@ -7,35 +7,14 @@
 
 namespace gantry::storage {
 
-namespace {
-std::string DigestHex(EVP_MD_CTX* ctx) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx, digest, &len);
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < len; ++i) {
-    out += kDigits[digest[i] >> 4];
-    out += kDigits[digest[i] & 0xf];
-  }
-  return out;
-}
-}  // namespace
-
 BlobWriter::BlobWriter(FileSystem* fs, std::string tmp_path, std::string blobs_dir,
                        std::unique_ptr<WritableFile> file)
     : fs_(fs),
       tmp_path_(std::move(tmp_path)),
       blobs_dir_(std::move(blobs_dir)),
-      file_(std::move(file)),
-      sha_(EVP_MD_CTX_new()) {
-  EVP_DigestInit_ex(sha_, EVP_sha256(), nullptr);
-}
+      file_(std::move(file)) {}
 
-BlobWriter::~BlobWriter() {
-  Abort();
-  EVP_MD_CTX_free(sha_);
-}
+BlobWriter::~BlobWriter() { Abort(); }
 
 absl::Status BlobWriter::Append(absl::string_view data) {
   if (finished_) return absl::FailedPreconditionError("the blob writer is already finished");
@@ -44,7 +23,7 @@ absl::Status BlobWriter::Append(absl::string_view data) {
     Abort();
     return s;
   }
-  EVP_DigestUpdate(sha_, data.data(), data.size());
+  sha_.Update(data);
   size_ += static_cast<int64_t>(data.size());
   return absl::OkStatus();
 }
@@ -52,7 +31,7 @@ absl::Status BlobWriter::Append(absl::string_view data) {
 absl::StatusOr<BlobInfo> BlobWriter::Commit(const std::optional<std::string>& expected_sha256) {
   if (finished_) return absl::FailedPreconditionError("the blob writer is already finished");
   BlobInfo info;
-  info.sha256 = DigestHex(sha_);
+  info.sha256 = sha_.HexDigest();
   info.size_bytes = size_;
   if (expected_sha256.has_value() && *expected_sha256 != info.sha256) {
     Abort();

@@ -2,8 +2,6 @@
 #ifndef GANTRY_STORAGE_BLOB_WRITER_H_
 #define GANTRY_STORAGE_BLOB_WRITER_H_
 
-#include <openssl/evp.h>
-
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -12,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "gantry/base/sha256.h"
 #include "storage/file_system.h"
 
 namespace gantry::storage {
@@ -52,7 +51,7 @@ class BlobWriter {
   const std::string tmp_path_;
   const std::string blobs_dir_;
   std::unique_ptr<WritableFile> file_;
-  EVP_MD_CTX* sha_ = nullptr;
+  Sha256 sha_;
   int64_t size_ = 0;
   bool finished_ = false;
 };

@@ -1,7 +1,6 @@
 #include "storage/sql_util.h"
 
 #include <openssl/rand.h>
-#include <openssl/sha.h>
 
 #include <cmath>
 #include <cstdio>
@@ -50,12 +49,6 @@ std::string RandomHex(int n) {
   std::string buf(n, '\0');
   RandomBytes(reinterpret_cast<unsigned char*>(buf.data()), n);
   return Hex(reinterpret_cast<const unsigned char*>(buf.data()), buf.size());
-}
-
-std::string Sha256Hex(const std::string& data) {
-  unsigned char digest[SHA256_DIGEST_LENGTH];
-  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
-  return Hex(digest, sizeof(digest));
 }
 
 google::protobuf::Timestamp TimestampFromMicros(int64_t micros) {

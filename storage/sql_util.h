@@ -20,7 +20,6 @@ namespace gantry::storage::sql {
 std::string NewId(const std::string& prefix);
 // `n` random bytes as lower-case hex.
 std::string RandomHex(int n);
-std::string Sha256Hex(const std::string& data);
 
 // Microseconds since the epoch (as produced by SQL gantry_us(timestamptz)) to a Timestamp.
 google::protobuf::Timestamp TimestampFromMicros(int64_t micros);

@@ -2,6 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gantry/base/sha256.h"
 #include "gantry/base/status_macros.h"
 #include "storage/sql_util.h"
 #include "storage/transaction.h"
@@ -9,7 +10,7 @@
 namespace gantry::storage {
 
 std::string TokenRepository::HashSecret(const std::string& secret) {
-  return sql::Sha256Hex(secret);
+  return gantry::Sha256Hex(secret);
 }
 
 absl::StatusOr<IssuedToken> TokenRepository::CreateToken(const std::string& tenant,

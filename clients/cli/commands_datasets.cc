@@ -1,5 +1,4 @@
 // `gantry datasets ...`: upload, list, show, download and delete HDF5 shower datasets.
-#include <openssl/evp.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -14,6 +13,7 @@
 #include "clients/cli/format.h"
 #include "clients/cli/json_output.h"
 #include "clients/cli/table.h"
+#include "gantry/base/sha256.h"
 #include "gantry/base/status_macros.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 
@@ -25,35 +25,14 @@ using v1::DatasetService;
 constexpr size_t kChunkBytes = 1 << 20;  // 1 MiB per message (the API allows 4)
 constexpr absl::Duration kTransferDeadline = absl::Hours(6);  // uploads and downloads
 
-// Incremental SHA-256 over OpenSSL's EVP interface.
-class Sha256 {
- public:
-  Sha256() : context_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(context_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(context_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void Update(const char* data, size_t size) { EVP_DigestUpdate(context_, data, size); }
-  std::string HexDigest() {
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int length = 0;
-    EVP_DigestFinal_ex(context_, digest, &length);
-    std::string hex;
-    for (unsigned int i = 0; i < length; ++i) absl::StrAppendFormat(&hex, "%02x", digest[i]);
-    return hex;
-  }
-
- private:
-  EVP_MD_CTX* context_;
-};
-
 absl::StatusOr<std::string> FileSha256(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  Sha256 hash;
+  gantry::Sha256 hash;
   std::vector<char> buffer(kChunkBytes);
   while (in) {
     in.read(buffer.data(), buffer.size());
-    hash.Update(buffer.data(), static_cast<size_t>(in.gcount()));
+    hash.Update(absl::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
   }
   if (in.bad()) return absl::DataLossError(absl::StrCat("read error on ", path));
   return hash.HexDigest();
@@ -221,7 +200,7 @@ absl::Status Download(CommandContext& context) {
   auto reader = stub->ReadDataset(rpc.get(), request);
   std::ofstream out(partial, std::ios::binary | std::ios::trunc);
   if (!out) return absl::PermissionDeniedError(absl::StrCat("cannot write ", partial));
-  Sha256 hash;
+  gantry::Sha256 hash;
   std::string expected_sha;
   int64_t total = 0, received = 0;
   v1::DatasetChunk chunk;
@@ -236,7 +215,7 @@ absl::Status Download(CommandContext& context) {
                                               " bytes received so far"));
     }
     out.write(chunk.data().data(), static_cast<std::streamsize>(chunk.data().size()));
-    hash.Update(chunk.data().data(), chunk.data().size());
+    hash.Update(chunk.data());
     received += static_cast<int64_t>(chunk.data().size());
     ShowProgress(context, "downloading", received, total);
   }

@@ -9,26 +9,17 @@
 #include <iostream>
 #include <string>
 
+#include "tests/bench/bench_flags.h"
 #include "workers/gan/trainer.h"
 
-namespace {
-
-std::string Flag(int argc, char** argv, const std::string& name, const std::string& def) {
-  const std::string prefix = "--" + name + "=";
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], prefix.c_str(), prefix.size()) == 0) return argv[i] + prefix.size();
-  }
-  return def;
-}
-
-}  // namespace
+using gantry::bench::BenchFlag;
 
 int main(int argc, char** argv) {
-  const std::string preset = Flag(argc, argv, "preset", "3dgan-25");
-  const int64_t batch = std::atoll(Flag(argc, argv, "batch", "64").c_str());
-  const int threads = std::atoi(Flag(argc, argv, "threads", "2").c_str());
-  const int iters = std::atoi(Flag(argc, argv, "iters", "3").c_str());
-  const int warmup = std::atoi(Flag(argc, argv, "warmup", "1").c_str());
+  const std::string preset = BenchFlag(argc, argv, "preset", "3dgan-25");
+  const int64_t batch = std::atoll(BenchFlag(argc, argv, "batch", "64").c_str());
+  const int threads = std::atoi(BenchFlag(argc, argv, "threads", "2").c_str());
+  const int iters = std::atoi(BenchFlag(argc, argv, "iters", "3").c_str());
+  const int warmup = std::atoi(BenchFlag(argc, argv, "warmup", "1").c_str());
   auto config = gantry::gan::PresetConfig(preset);
   if (!config.ok() || config->variable_angle()) {
     std::cerr << "preset must be a fixed-angle preset (3dgan-25, tiny)\n";

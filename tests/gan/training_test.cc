@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "gantry/base/sha256.h"
 #include "tests/gan/test_data.h"
 #include "workers/data/toy_mc.h"
 #include "workers/gan/checkpoint.h"
-#include "workers/gan/sha256.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 
@@ -280,7 +280,8 @@ TEST(CheckpointTest, DamagedFilesGiveClearErrors) {
 
   // A consistent header over a payload that is not a torch archive: decoding fails cleanly.
   const std::string junk(1000, 'x');
-  write(std::string("GANTRY-CHECKPOINT 1\nsha256 ") + Sha256Hex(junk) + "\nbytes 1000\n" + junk);
+  write(std::string("GANTRY-CHECKPOINT 1\nsha256 ") + gantry::Sha256Hex(junk) + "\nbytes 1000\n" +
+        junk);
   r = ReadCheckpoint(path);
   EXPECT_EQ(r.status().code(), absl::StatusCode::kDataLoss) << r.status();
 

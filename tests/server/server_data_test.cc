@@ -2,7 +2,6 @@
 // catalog (versions inserted through ModelRepository, as issue 4's jobs will), generation request
 // checks and the worker protocol.
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gantry/base/sha256.h"
 #include "storage/database.h"
 #include "storage/model_repository.h"
 #include "tests/server/server_fixture.h"
@@ -22,19 +22,6 @@ namespace gantry::testing {
 namespace {
 
 namespace v1 = ::gantry::v1;
-
-std::string Sha256Hex(const std::string& bytes) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), digest, &len, EVP_sha256(), nullptr);
-  std::string hex;
-  char buf[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(buf, sizeof(buf), "%02x", digest[i]);
-    hex += buf;
-  }
-  return hex;
-}
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -145,7 +132,7 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   const std::string bob = NewTenant("bob");
   const std::string bytes = ReadFile(WriteShowerFile("Ele_sample.h5", 12));
   ASSERT_GT(bytes.size(), 1000u);
-  const std::string sha = Sha256Hex(bytes);
+  const std::string sha = gantry::Sha256Hex(bytes);
 
   v1::Dataset dataset;
   grpc::Status s = Upload(alice, "electrons", "Ele_sample.h5", bytes, sha, &dataset);
@@ -179,7 +166,7 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   s = Read(alice, dataset.id(), 0, &read, &read_sha);
   ASSERT_TRUE(s.ok()) << Describe(s);
   EXPECT_EQ(read_sha, sha);
-  EXPECT_EQ(Sha256Hex(read), sha);
+  EXPECT_EQ(gantry::Sha256Hex(read), sha);
   EXPECT_TRUE(read == bytes);
   s = Read(alice, dataset.id(), 1000, &read);
   ASSERT_TRUE(s.ok()) << Describe(s);
@@ -280,7 +267,7 @@ TEST_F(ServerDataTest, CorruptAndMismatchedUploadsAreRefusedAndNothingIsStored) 
   EXPECT_EQ(HealthStatus(), 1);
 
   // The good file still goes in afterwards.
-  s = Upload(alice, "good", "Ele_good.h5", good, Sha256Hex(good), &dataset);
+  s = Upload(alice, "good", "Ele_good.h5", good, gantry::Sha256Hex(good), &dataset);
   EXPECT_TRUE(s.ok()) << Describe(s);
   EXPECT_EQ(dataset.events(), 4);
 }
@@ -487,7 +474,7 @@ TEST_F(ServerDataTest, WorkersRegisterHeartbeatAndMoveCheckpoints) {
   ASSERT_TRUE(training_->SubmitJob(Ctx(admin_token_).get(), submit, &job).ok());
   std::string checkpoint(300000, '\0');
   for (size_t i = 0; i < checkpoint.size(); ++i) checkpoint[i] = static_cast<char>(i * 31 % 251);
-  const std::string sha = Sha256Hex(checkpoint);
+  const std::string sha = gantry::Sha256Hex(checkpoint);
   auto upload = [&](const std::string& claimed_sha, v1::UploadCheckpointResponse* response) {
     auto ctx = Ctx(join.token());
     auto writer = worker_->UploadCheckpoint(ctx.get(), response);

@@ -15,7 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "workers/gan/sha256.h"
+#include "gantry/base/sha256.h"
 
 namespace gantry::gan {
 namespace {
@@ -134,7 +134,7 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
     out << kMagic << "\n"
-        << "sha256 " << Sha256Hex(*payload) << "\n"
+        << "sha256 " << gantry::Sha256Hex(*payload) << "\n"
         << "bytes " << payload->size() << "\n";
     out.write(payload->data(), static_cast<std::streamsize>(payload->size()));
     out.flush();
@@ -166,7 +166,7 @@ absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_
     return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated or padded: ",
                                             payload.size(), " payload bytes, header says ", size));
   }
-  if (Sha256Hex(payload) != sha_line.substr(7)) {
+  if (gantry::Sha256Hex(payload) != sha_line.substr(7)) {
     return absl::DataLossError(absl::StrCat("checkpoint ", path, ": sha256 mismatch (corrupted)"));
   }
   try {

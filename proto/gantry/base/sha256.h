@@ -1,0 +1,51 @@
+// Sha256 is an incremental SHA-256 over OpenSSL's EVP interface; Sha256Hex hashes one buffer.
+// The one implementation of content hashes in gantry (blobs, checkpoints, tokens, uploads).
+// Not thread-safe: one hasher per stream.
+#ifndef GANTRY_BASE_SHA256_H_
+#define GANTRY_BASE_SHA256_H_
+
+#include <openssl/evp.h>
+
+#include <string>
+
+#include "absl/strings/string_view.h"
+
+namespace gantry {
+
+class Sha256 {
+ public:
+  Sha256() : context_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(context_, EVP_sha256(), nullptr); }
+  ~Sha256() { EVP_MD_CTX_free(context_); }
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void Update(absl::string_view data) { EVP_DigestUpdate(context_, data.data(), data.size()); }
+
+  // Lowercase hex of the digest of everything passed to Update. Call once.
+  std::string HexDigest() {
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int length = 0;
+    EVP_DigestFinal_ex(context_, digest, &length);
+    static constexpr char kDigits[] = "0123456789abcdef";
+    std::string hex;
+    hex.reserve(2 * length);
+    for (unsigned int i = 0; i < length; ++i) {
+      hex += kDigits[digest[i] >> 4];
+      hex += kDigits[digest[i] & 0xf];
+    }
+    return hex;
+  }
+
+ private:
+  EVP_MD_CTX* context_;
+};
+
+inline std::string Sha256Hex(absl::string_view data) {
+  Sha256 hasher;
+  hasher.Update(data);
+  return hasher.HexDigest();
+}
+
+}  // namespace gantry
+
+#endif  // GANTRY_BASE_SHA256_H_
