@@ -10,5 +10,5 @@ if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
   SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
-  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
