@@ -22,7 +22,22 @@ absl::Status AddKeyValues(const ParsedArgs& args, const std::string& flag,
 // An int flag's value, or `fallback` when absent; a usage error names the flag.
 absl::StatusOr<int> IntFlagOr(const ParsedArgs& args, const std::string& flag, int fallback);
 
-// The service stub on the context's connection.
+// Calls a unary RPC on the context's connection with the ordinary deadline and the token; a failure
+// becomes the absl status that names the server, e.g.
+//   RETURN_IF_ERROR(CallUnary(context, &v1::TrainingService::Stub::GetJob, request, &job));
+template <typename Stub, typename Request, typename Response>
+absl::Status CallUnary(CommandContext& context,
+                       grpc::Status (Stub::*method)(grpc::ClientContext*, const Request&,
+                                                    Response*),
+                       const Request& request, Response* response) {
+  absl::StatusOr<Connection*> connection = context.connect();
+  if (!connection.ok()) return connection.status();
+  Stub stub((*connection)->channel());
+  auto rpc = (*connection)->NewContext();
+  return FromGrpc((stub.*method)(rpc.get(), request, response), (*connection)->config().server);
+}
+
+// The service stub on the context's connection (for streaming calls).
 template <typename Service>
 absl::StatusOr<std::unique_ptr<typename Service::Stub>> NewStub(CommandContext& context) {
   absl::StatusOr<Connection*> connection = context.connect();

@@ -25,23 +25,17 @@ void PrintTenantsTable(const std::vector<const v1::Tenant*>& tenants, std::ostre
 }
 
 absl::Status TenantsCreate(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::CreateTenantRequest request;
   request.set_name(context.args.Positional(0));
   request.set_admin(context.args.Has("admin"));
   v1::Tenant tenant;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->CreateTenant(rpc.get(), request, &tenant), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::CreateTenant, request, &tenant));
   if (context.json) return PrintJson(context.out, tenant);
   PrintTenantsTable({&tenant}, context.out);
   return absl::OkStatus();
 }
 
 absl::Status TenantsList(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::ListTenantsRequest request;
   std::vector<v1::Tenant> tenants;
   std::string page_token;
@@ -49,9 +43,7 @@ absl::Status TenantsList(CommandContext& context) {
     request.mutable_page()->set_page_token(page_token);
     request.mutable_page()->set_page_size(1000);
     v1::ListTenantsResponse response;
-    auto rpc = connection->NewContext();
-    RETURN_IF_ERROR(
-        FromGrpc(stub->ListTenants(rpc.get(), request, &response), connection->config().server));
+    RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::ListTenants, request, &response));
     for (auto& t : *response.mutable_tenants()) tenants.push_back(std::move(t));
     page_token = response.next_page_token();
   } while (!page_token.empty());
@@ -79,52 +71,36 @@ absl::Status PrintSecret(CommandContext& context, const v1::CreateTokenResponse&
 }
 
 absl::Status TokensCreate(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::CreateTokenRequest request;
   request.set_tenant(context.args.Positional(0));
   request.set_description(context.args.Get("description").value_or(""));
   v1::CreateTokenResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->CreateToken(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::CreateToken, request, &response));
   return PrintSecret(context, response, "API token");
 }
 
 absl::Status TokensRevoke(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::RevokeTokenRequest request;
   request.set_token_id(context.args.Positional(0));
   v1::RevokeTokenResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->RevokeToken(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::RevokeToken, request, &response));
   if (context.json) return PrintJson(context.out, response);
   context.out << "revoked " << request.token_id() << '\n';
   return absl::OkStatus();
 }
 
 absl::Status JoinTokensCreate(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::CreateJoinTokenRequest request;
   request.set_description(context.args.Get("description").value_or(""));
   v1::CreateTokenResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->CreateJoinToken(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::CreateJoinToken, request, &response));
   return PrintSecret(context, response, "join token");
 }
 
 absl::Status Workers(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<AdminService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::ListWorkersRequest request;
   v1::ListWorkersResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->ListWorkers(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::ListWorkers, request, &response));
   if (context.json) return PrintJsonArray(context.out, response.workers());
   if (response.workers().empty()) {
     context.out << "No workers.\n";

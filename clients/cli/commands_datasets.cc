@@ -119,8 +119,6 @@ absl::Status Upload(CommandContext& context) {
 absl::Status List(CommandContext& context) {
   ASSIGN_OR_RETURN(int limit, IntFlagOr(context.args, "limit", 50));
   if (limit < 0) return UsageError("--limit: must be >= 0 (0 = all)");
-  ASSIGN_OR_RETURN(auto stub, NewStub<DatasetService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::ListDatasetsRequest request;
   request.set_name(context.args.Get("name").value_or(""));
   std::vector<v1::Dataset> datasets;
@@ -130,9 +128,7 @@ absl::Status List(CommandContext& context) {
     int remaining = limit == 0 ? 1000 : limit - static_cast<int>(datasets.size());
     request.mutable_page()->set_page_size(std::min(remaining, 1000));
     v1::ListDatasetsResponse response;
-    auto rpc = connection->NewContext();
-    RETURN_IF_ERROR(
-        FromGrpc(stub->ListDatasets(rpc.get(), request, &response), connection->config().server));
+    RETURN_IF_ERROR(CallUnary(context, &DatasetService::Stub::ListDatasets, request, &response));
     for (auto& d : *response.mutable_datasets()) datasets.push_back(std::move(d));
     page_token = response.next_page_token();
   } while (!page_token.empty() && (limit == 0 || static_cast<int>(datasets.size()) < limit));
@@ -152,14 +148,10 @@ absl::Status List(CommandContext& context) {
 }
 
 absl::StatusOr<v1::Dataset> FetchDataset(CommandContext& context, const std::string& id) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<DatasetService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::GetDatasetRequest request;
   request.set_dataset_id(id);
   v1::Dataset dataset;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->GetDataset(rpc.get(), request, &dataset), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &DatasetService::Stub::GetDataset, request, &dataset));
   return dataset;
 }
 
@@ -242,14 +234,10 @@ absl::Status Download(CommandContext& context) {
 }
 
 absl::Status Delete(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<DatasetService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::DeleteDatasetRequest request;
   request.set_dataset_id(context.args.Positional(0));
   v1::DeleteDatasetResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->DeleteDataset(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &DatasetService::Stub::DeleteDataset, request, &response));
   if (context.json) return PrintJson(context.out, response);
   context.out << "deleted " << request.dataset_id() << '\n';
   return absl::OkStatus();

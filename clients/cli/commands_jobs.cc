@@ -44,19 +44,14 @@ absl::Status PrintJob(CommandContext& context, const v1::Job& job) {
 
 absl::Status Submit(CommandContext& context) {
   ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(context.args, ReadWholeFile));
-  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   // The API takes "ds-<id>"; let people name their uploaded dataset instead.
   const std::string& dataset = spec.dataset();
   if (!dataset.empty() && !absl::StartsWith(dataset, "ds-") &&
       !absl::StartsWith(dataset, "toymc:") && !absl::StartsWith(dataset, "file://")) {
-    auto datasets = v1::DatasetService::NewStub(connection->channel());
     v1::GetDatasetRequest lookup;
     lookup.set_dataset_id(dataset);
     v1::Dataset found;
-    auto lookup_rpc = connection->NewContext();
-    absl::Status status = FromGrpc(datasets->GetDataset(lookup_rpc.get(), lookup, &found),
-                                   connection->config().server);
+    absl::Status status = CallUnary(context, &v1::DatasetService::Stub::GetDataset, lookup, &found);
     if (!status.ok()) {
       return absl::Status(status.code(),
                           absl::StrCat("--dataset ", dataset, ": ", status.message()));
@@ -67,8 +62,7 @@ absl::Status Submit(CommandContext& context) {
   *request.mutable_spec() = spec;
   request.set_request_id(context.args.Get("request-id").value_or(""));
   v1::Job job;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(FromGrpc(stub->SubmitJob(rpc.get(), request, &job), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::SubmitJob, request, &job));
   return PrintJob(context, job);
 }
 
@@ -83,8 +77,6 @@ absl::Status List(CommandContext& context) {
   RETURN_IF_ERROR(AddKeyValues(context.args, "label", request.mutable_label_selector()));
   ASSIGN_OR_RETURN(int limit, IntFlagOr(context.args, "limit", 50));
   if (limit < 0) return UsageError("--limit: must be >= 0 (0 = all)");
-  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
 
   std::vector<v1::Job> jobs;
   std::string page_token;
@@ -93,9 +85,7 @@ absl::Status List(CommandContext& context) {
     int remaining = limit == 0 ? 1000 : limit - static_cast<int>(jobs.size());
     request.mutable_page()->set_page_size(std::min(remaining, 1000));
     v1::ListJobsResponse response;
-    auto rpc = connection->NewContext();
-    RETURN_IF_ERROR(
-        FromGrpc(stub->ListJobs(rpc.get(), request, &response), connection->config().server));
+    RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::ListJobs, request, &response));
     for (auto& job : *response.mutable_jobs()) jobs.push_back(std::move(job));
     page_token = response.next_page_token();
   } while (!page_token.empty() && (limit == 0 || static_cast<int>(jobs.size()) < limit));
@@ -119,13 +109,10 @@ absl::Status List(CommandContext& context) {
 }
 
 absl::StatusOr<v1::Job> FetchJob(CommandContext& context, const std::string& id) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::GetJobRequest request;
   request.set_job_id(id);
   v1::Job job;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(FromGrpc(stub->GetJob(rpc.get(), request, &job), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::GetJob, request, &job));
   return job;
 }
 
@@ -169,14 +156,11 @@ absl::Status Get(CommandContext& context) {
 }
 
 absl::Status Cancel(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::CancelJobRequest request;
   request.set_job_id(context.args.Positional(0));
   request.set_reason(context.args.Get("reason").value_or(""));
   v1::Job job;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(FromGrpc(stub->CancelJob(rpc.get(), request, &job), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::CancelJob, request, &job));
   return PrintJob(context, job);
 }
 
@@ -248,16 +232,12 @@ absl::Status Watch(CommandContext& context) {
 absl::Status Logs(CommandContext& context) {
   ASSIGN_OR_RETURN(int rank, IntFlagOr(context.args, "rank", -1));
   ASSIGN_OR_RETURN(int tail, IntFlagOr(context.args, "tail", 0));
-  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::GetJobLogsRequest request;
   request.set_job_id(context.args.Positional(0));
   request.set_rank(rank);
   request.set_tail(tail);
   v1::GetJobLogsResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->GetJobLogs(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::GetJobLogs, request, &response));
   if (context.json) return PrintJsonArray(context.out, response.lines());
   for (const auto& line : response.lines()) {
     context.out << "[rank " << line.rank() << "] " << (line.level().empty() ? "INFO" : line.level())

@@ -70,8 +70,6 @@ absl::Status List(CommandContext& context) {
   request.set_include_archived(context.args.Has("include-archived"));
   ASSIGN_OR_RETURN(int limit, IntFlagOr(context.args, "limit", 50));
   if (limit < 0) return UsageError("--limit: must be >= 0 (0 = all)");
-  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   std::vector<v1::ModelVersion> models;
   std::string page_token;
   do {
@@ -79,9 +77,7 @@ absl::Status List(CommandContext& context) {
     int remaining = limit == 0 ? 1000 : limit - static_cast<int>(models.size());
     request.mutable_page()->set_page_size(std::min(remaining, 1000));
     v1::ListModelsResponse response;
-    auto rpc = connection->NewContext();
-    RETURN_IF_ERROR(
-        FromGrpc(stub->ListModels(rpc.get(), request, &response), connection->config().server));
+    RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::ListModels, request, &response));
     for (auto& m : *response.mutable_models()) models.push_back(std::move(m));
     page_token = response.next_page_token();
   } while (!page_token.empty() && (limit == 0 || static_cast<int>(models.size()) < limit));
@@ -101,13 +97,10 @@ absl::Status List(CommandContext& context) {
 }
 
 absl::Status Get(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::GetModelRequest request;
   request.set_model(context.args.Positional(0));
   v1::ModelVersion m;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(FromGrpc(stub->GetModel(rpc.get(), request, &m), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::GetModel, request, &m));
   if (context.json) return PrintJson(context.out, m);
   const v1::Lineage& lineage = m.lineage();
   std::vector<std::pair<std::string, std::string>> rows = {
@@ -167,28 +160,21 @@ absl::Status AliasSet(CommandContext& context) {
     return UsageError(absl::StrCat("VERSION: '", context.args.Positional(2),
                                    "' is not a version number (1, 2, ...)"));
   }
-  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::SetAliasRequest request;
   request.set_name(context.args.Positional(0));
   request.set_alias(context.args.Positional(1));
   request.set_version(*version);
   v1::ModelVersion m;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(FromGrpc(stub->SetAlias(rpc.get(), request, &m), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::SetAlias, request, &m));
   return PrintModel(context, m);
 }
 
 absl::Status AliasDelete(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::DeleteAliasRequest request;
   request.set_name(context.args.Positional(0));
   request.set_alias(context.args.Positional(1));
   v1::DeleteAliasResponse response;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->DeleteAlias(rpc.get(), request, &response), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::DeleteAlias, request, &response));
   if (context.json) return PrintJson(context.out, response);
   context.out << "deleted alias " << request.name() << "@" << request.alias() << '\n';
   return absl::OkStatus();
@@ -206,25 +192,18 @@ absl::Status Tag(CommandContext& context) {
   if (request.set().empty() && request.remove().empty()) {
     return UsageError("give at least one KEY=VALUE to set or --remove KEY");
   }
-  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::ModelVersion m;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(FromGrpc(stub->SetTags(rpc.get(), request, &m), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::SetTags, request, &m));
   if (context.json) return PrintJson(context.out, m);
   context.out << ModelRef(m) << " tags: " << FormatLabels(m.tags()) << '\n';
   return absl::OkStatus();
 }
 
 absl::Status Archive(CommandContext& context) {
-  ASSIGN_OR_RETURN(auto stub, NewStub<CatalogService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
   v1::ArchiveModelRequest request;
   request.set_model(context.args.Positional(0));
   v1::ModelVersion m;
-  auto rpc = connection->NewContext();
-  RETURN_IF_ERROR(
-      FromGrpc(stub->ArchiveModel(rpc.get(), request, &m), connection->config().server));
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::ArchiveModel, request, &m));
   return PrintModel(context, m);
 }
 
