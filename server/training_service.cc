@@ -18,10 +18,6 @@ namespace v1 = ::gantry::v1;
 // Admins see every tenant's jobs; everyone else only their own.
 std::string Scope(const Principal& p) { return p.admin ? "" : p.tenant; }
 
-bool IsTerminal(v1::JobState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
-}
-
 absl::Status WithField(const absl::Status& status, absl::string_view field) {
   if (status.ok()) return status;
   return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
@@ -103,7 +99,7 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
       return absl::InvalidArgumentError("reason: is longer than 1024 characters");
     }
     ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
-    if (IsTerminal(job.state())) {
+    if (storage::IsTerminalJobState(job.state())) {
       return absl::FailedPreconditionError(
           absl::StrCat("job ", job.id(), " is already ", v1::JobState_Name(job.state()),
                        "; only QUEUED, PLACING, RUNNING or RESTARTING jobs can be cancelled"));
@@ -152,7 +148,7 @@ grpc::Status TrainingService::WatchJob(grpc::ServerContext* context,
           after = event.sequence();
         }
       } while (static_cast<int>(events.size()) == kBatch);
-      if (IsTerminal(job.state())) return absl::OkStatus();
+      if (storage::IsTerminalJobState(job.state())) return absl::OkStatus();
       const absl::Time until = absl::Now() + backend_.options.watch_poll_interval;
       while (absl::Now() < until) {
         if (context->IsCancelled()) return absl::CancelledError("the client cancelled the watch");

@@ -51,10 +51,6 @@ std::string StateArray(const std::vector<JobState>& states) {
   return absl::StrCat("{", absl::StrJoin(names, ","), "}");
 }
 
-bool IsTerminal(JobState s) {
-  return s == gantry::v1::SUCCEEDED || s == gantry::v1::FAILED || s == gantry::v1::CANCELLED;
-}
-
 // Appends `event` to job `id` inside `tx`; returns its sequence. Empty result = no such job.
 pqxx::result InsertEvent(Transaction& tx, const std::string& id, const JobEvent& event) {
   JobEvent stored = event;
@@ -84,6 +80,10 @@ absl::Status JobNotFound(const std::string& id) {
 }
 
 }  // namespace
+
+bool IsTerminalJobState(JobState s) {
+  return s == gantry::v1::SUCCEEDED || s == gantry::v1::FAILED || s == gantry::v1::CANCELLED;
+}
 
 absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry::v1::JobSpec& spec,
                                           const std::string& request_id) {
@@ -194,7 +194,7 @@ absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
                 "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, "
                 "restarts = restarts + CASE WHEN $2::text = 'RESTARTING' THEN 1 ELSE 0 END "
                 "WHERE id = $1 RETURNING " JOB_COLUMNS,
-                id, to_name, reason, message, IsTerminal(to));
+                id, to_name, reason, message, IsTerminalJobState(to));
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     InsertEvent(tx, id, StateChangeEvent(from, to, reason, message));
     return absl::OkStatus();

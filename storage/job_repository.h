@@ -15,6 +15,9 @@
 
 namespace gantry::storage {
 
+// SUCCEEDED, FAILED and CANCELLED: states a job never leaves.
+bool IsTerminalJobState(gantry::v1::JobState state);
+
 // Thread-safe (stateless over a Database, which must outlive it). The spec is stored as protobuf
 // bytes next to the queryable columns (owner, state, labels jsonb, priority, dataset, created_at).
 // `owner` arguments: a tenant name restricts to that tenant's jobs (another tenant's job is
