@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "workers/app/local_commands.h"
+#include "workers/app/rank_command.h"
 
 namespace {
 
@@ -26,7 +27,11 @@ constexpr char kUsage[] =
     "  local-generate  --checkpoint=ckpt --out=file.h5 (--energies=50,100 |\n"
     "                  --energy-range=10:500 --count=N) [--theta-range=60:120 (degrees)\n"
     "                   --seed=1 --batch=128 --threads=2]\n"
-    "  toymc           --spec=toymc:layout=25,events=1000,seed=1 --out=file.h5\n";
+    "  toymc           --spec=toymc:layout=25,events=1000,seed=1 --out=file.h5\n"
+    "  rank            --assignment=file --control-fd=N --server=host:port --cache-dir=dir\n"
+    "                  --work-dir=dir [--bind-host=addr] (env GANTRY_JOIN_TOKEN; started by the\n"
+    "                  daemon: one rank of a training job; exit 0 ok, 2 bad assignment, 143\n"
+    "                  cancelled, 1 failed)\n";
 
 // --key=value or --key value flags into a map; INVALID_ARGUMENT for anything else.
 absl::Status ParseFlags(int argc, char** argv, std::map<std::string, std::string>* flags) {
@@ -155,6 +160,22 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, std::string> raw;
   absl::Status status = ParseFlags(argc, argv, &raw);
+  if (status.ok() && std::string(argv[1]) == "rank") {  // exit codes of its own (rank_command.h)
+    Flags f(std::move(raw));
+    gantry::app::RankCommandOptions o;
+    f.Str("assignment", &o.assignment);
+    f.Num("control-fd", &o.control_fd);
+    f.Str("server", &o.server);
+    f.Str("cache-dir", &o.cache_dir);
+    f.Str("work-dir", &o.work_dir);
+    f.Str("bind-host", &o.bind_host);
+    f.Num("max-steps-per-epoch", &o.max_steps_per_epoch);  // test hook
+    if (absl::Status s = f.Finish(); !s.ok()) {
+      std::cerr << "gantry-worker rank: " << s << "\n";
+      return 2;
+    }
+    return gantry::app::RunRankCommand(o);
+  }
   if (status.ok()) {
     Flags flags(std::move(raw));
     status = Run(argv[1], flags);

@@ -1,0 +1,106 @@
+#include "workers/app/rank_command.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "workers/agent/control_pipe.h"
+#include "workers/runner/rank_plan.h"
+#include "workers/runner/rank_runner.h"
+
+namespace gantry::app {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+void OnSignal(int) { g_stop.store(true); }
+
+// Exits the process with 143 when a stop was requested and the rank has not ended within the
+// grace period (a long step, a blocked collective or download).
+void Watchdog() {
+  while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::seconds(5));
+  std::cerr << "gantry-worker rank: still running 5 s after SIGTERM; exiting\n";
+  _exit(143);
+}
+
+}  // namespace
+
+int RunRankCommand(const RankCommandOptions& o) {
+  signal(SIGPIPE, SIG_IGN);
+  struct sigaction action = {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGINT, &action, nullptr);
+  std::thread(Watchdog).detach();
+
+  const int fd = o.control_fd;
+  auto sink = [fd](const v1::WorkerMessage& message) -> absl::Status {
+    if (fd < 0) return absl::OkStatus();
+    return agent::WriteControlMessage(fd, message);
+  };
+  auto fail_early = [&](const absl::Status& status, int rank, const std::string& job_id) {
+    std::cerr << "gantry-worker rank: " << status << "\n";
+    v1::WorkerMessage log;
+    log.set_job_id(job_id);
+    log.mutable_log()->set_rank(rank);
+    log.mutable_log()->set_level("ERROR");
+    log.mutable_log()->set_text(absl::StrCat("rank ", rank, " refused its assignment: ",
+                                             status.ToString()));
+    sink(log).IgnoreError();
+    if (rank == 0) {
+      v1::WorkerMessage result;
+      result.set_job_id(job_id);
+      result.mutable_result()->set_success(false);
+      result.mutable_result()->set_message(log.log().text());
+      result.mutable_result()->set_code_version(runner::CodeVersion());
+      sink(result).IgnoreError();
+    }
+    return runner::RankRunner::ExitCode(status) == 1 ? 1 : 2;
+  };
+  if (o.control_fd < 0) {
+    return fail_early(absl::InvalidArgumentError("--control-fd: a pipe fd is required"), -1, "");
+  }
+  if (o.server.empty()) {
+    return fail_early(absl::InvalidArgumentError("--server: host:port is required"), -1, "");
+  }
+  if (o.work_dir.empty() || o.cache_dir.empty()) {
+    return fail_early(absl::InvalidArgumentError("--work-dir and --cache-dir are required"), -1,
+                      "");
+  }
+  absl::StatusOr<v1::Assignment> assignment = runner::ReadAssignmentFile(o.assignment);
+  if (!assignment.ok()) {
+    return fail_early(absl::InvalidArgumentError(assignment.status().message()), -1, "");
+  }
+  absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(*assignment);
+  if (!plan.ok()) return fail_early(plan.status(), assignment->rank(), assignment->job_id());
+
+  runner::RankRunnerOptions options;
+  options.server = o.server;
+  const char* token = std::getenv("GANTRY_JOIN_TOKEN");
+  options.token = token != nullptr ? token : "";
+  options.cache_dir = o.cache_dir;
+  options.work_dir = o.work_dir;
+  options.bind_host = o.bind_host;
+  options.stop = &g_stop;
+  options.max_steps_per_epoch = o.max_steps_per_epoch;
+  const std::string job_id = assignment->job_id();
+  runner::RankRunner runner(*std::move(plan), options,
+                            [sink, job_id](const v1::WorkerMessage& message) {
+                              v1::WorkerMessage stamped = message;
+                              stamped.set_job_id(job_id);
+                              return sink(stamped);
+                            });
+  const absl::Status status = runner.Run();
+  if (!status.ok()) std::cerr << "gantry-worker rank: " << status << "\n";
+  return runner::RankRunner::ExitCode(status);
+}
+
+}  // namespace gantry::app

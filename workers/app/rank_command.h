@@ -1,0 +1,29 @@
+// RankCommand: `gantry-worker rank`, one rank of a training job as a child process of the worker
+// daemon: reads its Assignment file, runs a runner::RankRunner that reports through the control
+// pipe, and maps the outcome to the exit code (0 ok, 2 bad assignment, 143 cancelled, 1 failure).
+#ifndef GANTRY_WORKERS_APP_RANK_COMMAND_H_
+#define GANTRY_WORKERS_APP_RANK_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+
+namespace gantry::app {
+
+struct RankCommandOptions {
+  std::string assignment;  // binary gantry.v1.Assignment
+  int control_fd = -1;     // pipe to the daemon (agent::WriteControlMessage frames)
+  std::string server;      // gantry-server host:port
+  std::string cache_dir;
+  std::string work_dir;
+  std::string bind_host;           // optional: this worker's advertise host (Gloo on rank != 0)
+  int64_t max_steps_per_epoch = 0;  // test hook
+  // The join token comes from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
+};
+
+// Runs the rank; returns the process exit code. Installs SIGTERM/SIGINT handlers: the rank stops
+// at the next step boundary, and the process exits with 143 at the latest 5 s after the signal.
+int RunRankCommand(const RankCommandOptions& options);
+
+}  // namespace gantry::app
+
+#endif  // GANTRY_WORKERS_APP_RANK_COMMAND_H_
