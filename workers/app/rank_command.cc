@@ -52,8 +52,8 @@ int RunRankCommand(const RankCommandOptions& o) {
     log.set_job_id(job_id);
     log.mutable_log()->set_rank(rank);
     log.mutable_log()->set_level("ERROR");
-    log.mutable_log()->set_text(absl::StrCat("rank ", rank, " refused its assignment: ",
-                                             status.ToString()));
+    log.mutable_log()->set_text(
+        absl::StrCat("rank ", rank, " refused its assignment: ", status.ToString()));
     sink(log).IgnoreError();
     if (rank == 0) {
       v1::WorkerMessage result;

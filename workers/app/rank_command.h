@@ -15,7 +15,7 @@ struct RankCommandOptions {
   std::string server;      // gantry-server host:port
   std::string cache_dir;
   std::string work_dir;
-  std::string bind_host;           // optional: this worker's advertise host (Gloo on rank != 0)
+  std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
   // The join token comes from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
 };

@@ -1,0 +1,49 @@
+// CheckpointClient: moves checkpoint files between a worker and gantry-server through
+// WorkerService.UploadCheckpoint / FetchCheckpoint, authenticated by the worker join token.
+// Torch-free; one instance may be used from one thread at a time.
+#ifndef GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_
+#define GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gantry/v1/worker.grpc.pb.h"
+
+namespace gantry::runner {
+
+struct UploadedCheckpoint {
+  std::string sha256;
+  int64_t size_bytes = 0;
+};
+
+class CheckpointClient {
+ public:
+  // `server` is host:port; `token` the join token (may be empty for tests of refusals).
+  CheckpointClient(const std::string& server, std::string token,
+                   absl::Duration timeout = absl::Minutes(10));
+
+  // Hashes `path`, then streams a header {job_id, epoch, step, sha256, size} and 1 MiB chunks.
+  // The server verifies the sha256 and records a CheckpointSaved event for the job. Errors carry
+  // the gRPC code and name the server and the file.
+  absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch, int64_t step,
+                                            const std::string& path);
+
+  // Downloads checkpoint `sha256` to `path` (via path.part + rename) and verifies its hash;
+  // DATA_LOSS on a mismatch.
+  absl::StatusOr<UploadedCheckpoint> Fetch(const std::string& sha256, const std::string& path);
+
+ private:
+  std::unique_ptr<grpc::ClientContext> NewContext() const;
+
+  std::string server_;
+  std::string token_;
+  absl::Duration timeout_;
+  std::unique_ptr<gantry::v1::WorkerService::Stub> stub_;
+};
+
+}  // namespace gantry::runner
+
+#endif  // GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_

@@ -1,0 +1,64 @@
+#include "workers/runner/holdout_split.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+
+namespace gantry::runner {
+
+absl::StatusOr<HoldoutSplit> SplitHoldout(int64_t events, double fraction, uint64_t seed) {
+  if (!(fraction >= 0.0 && fraction < 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("validation.holdout_fraction: is ", fraction, "; it must be in [0, 1)"));
+  }
+  if (events < 0) return absl::InvalidArgumentError("negative event count");
+  const int64_t held = static_cast<int64_t>(std::llround(fraction * static_cast<double>(events)));
+  if (events - held < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("holding out ", held, " of ", events, " events leaves none to train on"));
+  }
+  std::vector<int64_t> order(events);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  // Fisher-Yates from the back with an explicit modulo-free draw (uniform via rejection).
+  for (int64_t i = events - 1; i > 0; --i) {
+    const uint64_t bound = static_cast<uint64_t>(i) + 1;
+    const uint64_t limit =
+        std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
+    uint64_t draw;
+    do {
+      draw = rng();
+    } while (draw >= limit);
+    std::swap(order[i], order[draw % bound]);
+  }
+  HoldoutSplit split;
+  split.holdout.assign(order.begin(), order.begin() + held);
+  split.train.assign(order.begin() + held, order.end());
+  std::sort(split.train.begin(), split.train.end());
+  return split;
+}
+
+data::ShowerSet SelectEvents(const data::ShowerSet& set, const std::vector<int64_t>& indices) {
+  data::ShowerSet out;
+  out.layout = set.layout;
+  out.shape = set.shape;
+  out.particle = set.particle;
+  const int64_t cells = set.cells_per_event();
+  out.cells.resize(indices.size() * cells);
+  out.energy_gev.reserve(indices.size());
+  if (!set.theta_rad.empty()) out.theta_rad.reserve(indices.size());
+  for (size_t k = 0; k < indices.size(); ++k) {
+    const int64_t i = indices[k];
+    std::memcpy(out.cells.data() + k * cells, set.event(i), cells * sizeof(float));
+    out.energy_gev.push_back(set.energy_gev[i]);
+    if (!set.theta_rad.empty()) out.theta_rad.push_back(set.theta_rad[i]);
+  }
+  return out;
+}
+
+}  // namespace gantry::runner

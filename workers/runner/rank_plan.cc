@@ -1,0 +1,165 @@
+#include "workers/runner/rank_plan.h"
+
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gantry/base/status_macros.h"
+
+namespace gantry::runner {
+namespace {
+
+absl::Status Bad(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+}  // namespace
+
+std::string CodeVersion() {
+#if defined(GANTRY_VERSION) && defined(GANTRY_GIT_COMMIT)
+  return absl::StrCat(GANTRY_VERSION, "+", GANTRY_GIT_COMMIT);
+#else
+  return "unknown";
+#endif
+}
+
+absl::StatusOr<v1::Assignment> ReadAssignmentFile(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("--assignment: a file path is required");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("assignment file ", path, " cannot be opened"));
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  v1::Assignment assignment;
+  if (!assignment.ParseFromString(bytes.str())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment file ", path, " is not a serialized gantry.v1.Assignment"));
+  }
+  return assignment;
+}
+
+absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
+  RankPlan plan;
+  plan.assignment = a;
+  if (a.job_id().empty()) return Bad("assignment.job_id", "is empty");
+  if (a.world_size() < 1 || a.world_size() > 256) {
+    return Bad("assignment.world_size", absl::StrCat(a.world_size(), " is not in 1..256"));
+  }
+  if (a.rank() < 0 || a.rank() >= a.world_size()) {
+    return Bad("assignment.rank", absl::StrCat(a.rank(), " is not in 0..", a.world_size() - 1,
+                                               " (world_size ", a.world_size(), ")"));
+  }
+  if (a.world_size() > 1) {
+    if (a.rendezvous_host().empty()) {
+      return Bad("assignment.rendezvous_host", "is empty but world_size > 1");
+    }
+    if (a.rendezvous_port() < 1 || a.rendezvous_port() > 65535) {
+      return Bad("assignment.rendezvous_port", absl::StrCat(a.rendezvous_port(), " is not a port"));
+    }
+  }
+  if (a.threads() < 0) return Bad("assignment.threads", "must be >= 0");
+  if (!a.resume_checkpoint_sha256().empty()) {
+    return absl::UnimplementedError(
+        "assignment.resume_checkpoint_sha256: restarting a job from its checkpoint is not "
+        "implemented yet (a later issue)");
+  }
+  const v1::JobSpec& spec = a.spec();
+  if (spec.world_size() != 0 && spec.world_size() != a.world_size()) {
+    return Bad("spec.world_size",
+               absl::StrCat(spec.world_size(), " but the assignment says ", a.world_size()));
+  }
+  if (spec.dataset().empty()) return Bad("spec.dataset", "is empty");
+  if (!absl::StartsWith(spec.dataset(), "ds-") && !absl::StartsWith(spec.dataset(), "toymc:") &&
+      !absl::StartsWith(spec.dataset(), "file://")) {
+    return Bad("spec.dataset", absl::StrCat("\"", spec.dataset(),
+                                            "\" is not ds-<id>, toymc:<spec> or file:///path.h5"));
+  }
+  absl::StatusOr<gan::ModelConfig> preset = gan::PresetConfig(spec.model_preset());
+  if (!preset.ok()) return Bad("spec.model_preset", std::string(preset.status().message()));
+  gan::ModelConfig& m = *preset;
+
+  const v1::ModelOverrides& o = spec.model_overrides();
+  if (o.latent_size() < 0 || o.generator_filters() < 0 || o.discriminator_filters() < 0) {
+    return Bad("spec.model_overrides", "values must be >= 0 (0 = preset default)");
+  }
+  if (o.latent_size() > 0) m.latent = o.latent_size();
+  if (o.generator_filters() > 0) m.generator_filters[0] = o.generator_filters();
+  if (o.discriminator_filters() > 0) m.discriminator_filters[0] = o.discriminator_filters();
+
+  const v1::HyperParameters& h = spec.hyper_parameters();
+  if (h.epochs() < 1 || h.epochs() > 10000) {
+    return Bad("spec.hyper_parameters.epochs", absl::StrCat(h.epochs(), " is not in 1..10000"));
+  }
+  if (h.batch_per_rank() < 0 || h.batch_per_rank() > 4096) {
+    return Bad("spec.hyper_parameters.batch_per_rank",
+               absl::StrCat(h.batch_per_rank(), " is not in 1..4096"));
+  }
+  if (!(h.learning_rate() >= 0)) {
+    return Bad("spec.hyper_parameters.learning_rate", "must be > 0 (0 = preset default)");
+  }
+  if (h.learning_rate() > 0) m.learning_rate = h.learning_rate();
+  if (!h.optimizer().empty() && h.optimizer() != "rmsprop") {
+    return Bad("spec.hyper_parameters.optimizer",
+               absl::StrCat("\"", h.optimizer(),
+                            "\" is not supported by this worker; use \"rmsprop\" (the 3DGAN "
+                            "reference optimiser)"));
+  }
+  if (!(h.label_flip_probability() >= 0 && h.label_flip_probability() < 1)) {
+    return Bad("spec.hyper_parameters.label_flip_probability", "must be in [0, 1)");
+  }
+  if (h.label_flip_probability() > 0) m.label_flip = h.label_flip_probability();
+  if (h.generator_steps_per_discriminator_step() < 0 ||
+      h.generator_steps_per_discriminator_step() > 100) {
+    return Bad("spec.hyper_parameters.generator_steps_per_discriminator_step",
+               "must be in 1..100 (0 = preset default)");
+  }
+  if (h.generator_steps_per_discriminator_step() > 0) {
+    m.generator_steps = h.generator_steps_per_discriminator_step();
+  }
+  if (h.has_loss_weights()) {
+    const v1::LossWeights& w = h.loss_weights();
+    if (w.adversarial() < 0 || w.energy() < 0 || w.angle() < 0 || w.ecal_sum() < 0) {
+      return Bad("spec.hyper_parameters.loss_weights", "must be >= 0 (0 = preset default)");
+    }
+    // Order of ModelConfig::loss_weights: [BCE, E, ecal] or [BCE, E, theta, ecal].
+    if (w.adversarial() > 0) m.loss_weights[0] = w.adversarial();
+    if (w.energy() > 0) m.loss_weights[1] = w.energy();
+    if (m.variable_angle() && w.angle() > 0) m.loss_weights[2] = w.angle();
+    if (w.ecal_sum() > 0) m.loss_weights.back() = w.ecal_sum();
+  }
+  if (h.warmup_epochs() < 0) return Bad("spec.hyper_parameters.warmup_epochs", "must be >= 0");
+  if (absl::Status s = gan::ValidateModelConfig(m); !s.ok()) {
+    return Bad("spec.model_overrides", std::string(s.message()));
+  }
+  plan.model = m;
+  plan.epochs = h.epochs();
+  plan.batch_per_rank = h.batch_per_rank();
+  plan.seed = h.seed();
+  plan.threads = a.threads();
+  plan.scale_lr_with_world_size = h.scale_lr_with_world_size();
+  plan.warmup_epochs = h.warmup_epochs();
+
+  const v1::ValidationSettings& v = spec.validation();
+  plan.validation = !v.disabled();
+  plan.holdout_fraction = v.holdout_fraction() > 0 ? v.holdout_fraction() : 0.1;
+  if (v.disabled()) plan.holdout_fraction = 0;
+  if (!(plan.holdout_fraction >= 0 && plan.holdout_fraction < 1)) {
+    return Bad("spec.validation.holdout_fraction",
+               absl::StrCat(v.holdout_fraction(), " is not in (0, 1)"));
+  }
+  if (v.energy_bin_half_width() < 0 || v.showers_per_bin() < 0) {
+    return Bad("spec.validation", "energy_bin_half_width and showers_per_bin must be >= 0");
+  }
+  for (double e : v.energies()) {
+    if (!(e > 0)) return Bad("spec.validation.energies", "every energy must be > 0 GeV");
+  }
+  const v1::CheckpointPolicy& c = spec.checkpoint_policy();
+  if (c.every_epochs() < 0 || c.keep_last() < 0) {
+    return Bad("spec.checkpoint_policy", "every_epochs and keep_last must be >= 0");
+  }
+  plan.checkpoint_every_epochs = c.every_epochs();
+  plan.keep_last = std::max(1, c.keep_last());
+  return plan;
+}
+
+}  // namespace gantry::runner

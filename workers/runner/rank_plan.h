@@ -1,0 +1,44 @@
+// RankPlan: what one rank of a job will do, derived from and checked against its Assignment
+// (model config from the preset + overrides + hyper-parameters, epochs, batch, seed, hold-out,
+// checkpoint policy). Torch-free, so the checks can be tested and reused without LibTorch.
+#ifndef GANTRY_WORKERS_RUNNER_RANK_PLAN_H_
+#define GANTRY_WORKERS_RUNNER_RANK_PLAN_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "gantry/v1/worker.pb.h"
+#include "workers/gan/model_config.h"
+
+namespace gantry::runner {
+
+struct RankPlan {
+  gantry::v1::Assignment assignment;
+  gan::ModelConfig model;  // preset + overrides + hyper-parameters, validated
+  int64_t epochs = 1;
+  int64_t batch_per_rank = 0;  // 0 = the preset's default batch
+  uint64_t seed = 0;
+  int threads = 0;  // 0 = leave LibTorch's default
+  bool validation = true;
+  double holdout_fraction = 0.1;
+  int checkpoint_every_epochs = 0;  // 0 = only at the end
+  int keep_last = 1;
+  bool scale_lr_with_world_size = false;
+  int64_t warmup_epochs = 0;
+};
+
+// Reads a binary-serialized gantry.v1.Assignment. NOT_FOUND / INVALID_ARGUMENT (undecodable).
+absl::StatusOr<gantry::v1::Assignment> ReadAssignmentFile(const std::string& path);
+
+// Checks the assignment and resolves the plan. INVALID_ARGUMENT names the bad field (e.g.
+// "assignment.rank: 3 is not below world_size 2", "spec.hyper_parameters.optimizer: ..."),
+// UNIMPLEMENTED for a restart from a checkpoint (resume_checkpoint_sha256; a later issue).
+absl::StatusOr<RankPlan> PlanRank(const gantry::v1::Assignment& assignment);
+
+// "0.1.0+<commit>" from the GANTRY_VERSION / GANTRY_GIT_COMMIT compile definitions.
+std::string CodeVersion();
+
+}  // namespace gantry::runner
+
+#endif  // GANTRY_WORKERS_RUNNER_RANK_PLAN_H_

@@ -1,0 +1,541 @@
+#include "workers/runner/rank_runner.h"
+
+#include <c10/util/Exception.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "gantry/base/status_macros.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/shower_generator.h"
+#include "workers/physics/validation.h"
+#include "workers/runner/dataset_source.h"
+#include "workers/runner/holdout_split.h"
+
+namespace gantry::runner {
+namespace {
+
+namespace fs = std::filesystem;
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+v1::Particle ParticleOf(const std::string& name) {
+  if (name == "Ele") return v1::PARTICLE_ELECTRON;
+  if (name == "Gamma") return v1::PARTICLE_PHOTON;
+  if (name == "Pi0") return v1::PARTICLE_PI0;
+  if (name == "ChPi") return v1::PARTICLE_CHARGED_PION;
+  return v1::PARTICLE_UNSPECIFIED;
+}
+
+// Names of the loss parts in HeadLosses order.
+std::vector<std::string> PartNames(const gan::ModelConfig& config) {
+  if (config.variable_angle()) return {"adversarial", "energy", "angle", "ecal"};
+  return {"adversarial", "energy", "ecal"};
+}
+
+// Keys: d_loss (mean of real and fake), d_real, d_fake, g_loss, d_<part>, g_<part>.
+void FillLosses(const gan::ModelConfig& config, const std::vector<double>& d_real,
+                const std::vector<double>& d_fake, const std::vector<double>& g,
+                google::protobuf::Map<std::string, double>* out) {
+  const std::vector<std::string> parts = PartNames(config);
+  if (!d_real.empty() && !d_fake.empty()) {
+    (*out)["d_real"] = d_real[0];
+    (*out)["d_fake"] = d_fake[0];
+    (*out)["d_loss"] = 0.5 * (d_real[0] + d_fake[0]);
+    for (size_t i = 0; i < parts.size() && i + 1 < d_real.size() && i + 1 < d_fake.size(); ++i) {
+      (*out)["d_" + parts[i]] = 0.5 * (d_real[i + 1] + d_fake[i + 1]);
+    }
+  }
+  if (!g.empty()) {
+    (*out)["g_loss"] = g[0];
+    for (size_t i = 0; i < parts.size() && i + 1 < g.size(); ++i)
+      (*out)["g_" + parts[i]] = g[i + 1];
+  }
+}
+
+void Accumulate(std::vector<double>& sum, const std::vector<double>& v) {
+  if (sum.size() < v.size()) sum.resize(v.size(), 0.0);
+  for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
+}
+
+std::vector<double> Scaled(std::vector<double> v, double factor) {
+  for (double& x : v) x *= factor;
+  return v;
+}
+
+// Copies parameters and buffers by name (fine-tuning from a checkpoint's weights).
+absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const std::string& what) {
+  torch::NoGradGuard no_grad;
+  auto copy = [&](const torch::OrderedDict<std::string, at::Tensor>& src,
+                  torch::OrderedDict<std::string, at::Tensor> dst) -> absl::Status {
+    if (src.size() != dst.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": the initial checkpoint has ", src.size(), " tensors, the model ", dst.size()));
+    }
+    for (const auto& item : src) {
+      at::Tensor* target = dst.find(item.key());
+      if (target == nullptr || !target->sizes().equals(item.value().sizes())) {
+        return absl::InvalidArgumentError(absl::StrCat(what, ": the initial checkpoint's ",
+                                                       item.key(), " does not fit the model"));
+      }
+      target->copy_(item.value());
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(copy(from.named_parameters(), to.named_parameters()));
+  return copy(from.named_buffers(), to.named_buffers());
+}
+
+}  // namespace
+
+RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sink)
+    : plan_(std::move(plan)),
+      options_(std::move(options)),
+      rank_(plan_.assignment.rank()),
+      world_size_(plan_.assignment.world_size()),
+      sink_(std::move(sink)) {}
+
+RankRunner::~RankRunner() {
+  {
+    absl::MutexLock lock(&progress_mu_);
+    progress_done_ = true;
+  }
+  if (progress_thread_.joinable()) progress_thread_.join();
+}
+
+int RankRunner::ExitCode(const absl::Status& status) {
+  if (status.ok()) return 0;
+  if (absl::IsInvalidArgument(status)) return 2;
+  if (absl::IsCancelled(status)) return 143;
+  return 1;
+}
+
+bool RankRunner::StopRequested() const { return options_.stop != nullptr && options_.stop->load(); }
+
+absl::Status RankRunner::Send(const v1::WorkerMessage& message) {
+  absl::MutexLock lock(&sink_mu_);
+  if (!sink_status_.ok()) return sink_status_;
+  sink_status_ = sink_(message);
+  return sink_status_;
+}
+
+void RankRunner::Log(const std::string& level, const std::string& text) {
+  v1::WorkerMessage message;
+  v1::LogLine* line = message.mutable_log();
+  line->set_rank(rank_);
+  line->set_level(level);
+  line->set_text(text);
+  Send(message).IgnoreError();  // a broken sink is noticed by the training loop
+}
+
+void RankRunner::SetProgress(const v1::Progress& progress, bool send_now) {
+  {
+    absl::MutexLock lock(&progress_mu_);
+    progress_ = progress;
+    have_progress_ = true;
+  }
+  if (send_now) {
+    v1::WorkerMessage message;
+    *message.mutable_progress() = progress;
+    Send(message).IgnoreError();
+  }
+}
+
+void RankRunner::ProgressLoop() {
+  progress_mu_.Lock();
+  while (!progress_done_) {
+    progress_mu_.AwaitWithTimeout(absl::Condition(&progress_done_), options_.progress_interval);
+    if (progress_done_ || !have_progress_) continue;
+    v1::WorkerMessage message;
+    *message.mutable_progress() = progress_;
+    progress_mu_.Unlock();
+    Send(message).IgnoreError();
+    progress_mu_.Lock();
+  }
+  progress_mu_.Unlock();
+}
+
+absl::Status RankRunner::Run() {
+  absl::Status status;
+  try {
+    status = RunInner();
+  } catch (const c10::Error& e) {
+    status = absl::InternalError(absl::StrCat("LibTorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    status = absl::InternalError(absl::StrCat("unexpected exception: ", e.what()));
+  }
+  {
+    absl::MutexLock lock(&progress_mu_);
+    progress_done_ = true;
+  }
+  if (progress_thread_.joinable()) progress_thread_.join();
+  if (status.ok()) return status;
+  if (absl::IsCancelled(status)) {
+    Log("INFO", absl::StrCat("rank ", rank_, " stopped: ", status.message()));
+    return status;
+  }
+  Log("ERROR", absl::StrCat("rank ", rank_, " failed: ", status.ToString()));
+  if (rank_ == 0) {
+    v1::WorkerMessage message;
+    v1::JobResult* result = message.mutable_result();
+    *result = result_;
+    result->set_success(false);
+    result->set_message(absl::StrCat("rank 0 failed: ", status.ToString()));
+    Send(message).IgnoreError();
+  }
+  return status;
+}
+
+absl::Status RankRunner::RunInner() {
+  const v1::JobSpec& spec = plan_.assignment.spec();
+  Log("INFO", absl::StrFormat("rank %d/%d of %s: preset %s, dataset %s, %d epochs, batch %d per "
+                              "rank, %d threads",
+                              rank_, world_size_, plan_.assignment.job_id(), plan_.model.preset,
+                              spec.dataset(), plan_.epochs, plan_.batch_per_rank, plan_.threads));
+  result_.set_code_version(CodeVersion());
+
+  // 1. The data.
+  const auto data_start = std::chrono::steady_clock::now();
+  DatasetSourceOptions source_options;
+  source_options.server = options_.server;
+  source_options.token = options_.token;
+  source_options.cache_dir = options_.cache_dir;
+  source_options.threads = std::max(1, plan_.threads);
+  source_options.stop = options_.stop;
+  DatasetSource source(source_options);
+  ASSIGN_OR_RETURN(MaterializedDataset dataset,
+                   source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256()));
+  if (StopRequested()) return absl::CancelledError("cancelled while materialising the dataset");
+  const data::ShowerSet& all = dataset.showers;
+  Log("INFO", absl::StrFormat("dataset %s materialised: %d events of %dx%dx%d (%s), sha256 %s, "
+                              "%s in %.1f s",
+                              spec.dataset(), all.events(), all.shape[0], all.shape[1],
+                              all.shape[2], all.particle, dataset.sha256,
+                              dataset.from_cache ? "from the cache"
+                              : dataset.downloaded_bytes > 0
+                                  ? absl::StrCat("downloaded ", dataset.downloaded_bytes, " bytes")
+                                  : "local",
+                              SecondsSince(data_start)));
+  const bool variable = plan_.model.variable_angle();
+  const bool layout_fits =
+      all.layout == (variable ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan);
+  if (!layout_fits || all.shape != plan_.model.grid) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "dataset %s has %dx%dx%d events but preset %s needs the %s layout (%dx%dx%d)",
+        spec.dataset(), all.shape[0], all.shape[1], all.shape[2], plan_.model.preset,
+        variable ? "3DGAN variable-angle" : "3DGAN fixed-angle", plan_.model.grid[0],
+        plan_.model.grid[1], plan_.model.grid[2]));
+  }
+  result_.set_dataset_sha256(dataset.sha256);
+  result_.set_particle(ParticleOf(all.particle));
+
+  // 2. The hold-out split (identical on every rank).
+  ASSIGN_OR_RETURN(HoldoutSplit split,
+                   SplitHoldout(all.events(), plan_.holdout_fraction, plan_.seed));
+  std::unique_ptr<gan::Trainer> trainer;
+  {
+    data::ShowerSet train = SelectEvents(all, split.train);
+    holdout_ = SelectEvents(all, split.holdout);
+    dataset.showers = data::ShowerSet();  // release the full copy
+    const auto [emin, emax] = std::minmax_element(train.energy_gev.begin(), train.energy_gev.end());
+    result_.mutable_energy_range_gev()->set_min(*emin);
+    result_.mutable_energy_range_gev()->set_max(*emax);
+    if (!train.theta_rad.empty()) {
+      const auto [tmin, tmax] = std::minmax_element(train.theta_rad.begin(), train.theta_rad.end());
+      result_.mutable_theta_range_rad()->set_min(*tmin);
+      result_.mutable_theta_range_rad()->set_max(*tmax);
+    }
+    Log("INFO",
+        absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
+                        "(fraction %.3g, seed %d)",
+                        holdout_.events(), train.events(), plan_.holdout_fraction, plan_.seed));
+    ASSIGN_OR_RETURN(trainer, BuildTrainer(train));
+  }
+  if (StopRequested()) return absl::CancelledError("cancelled before training");
+
+  // 3. The process group.
+  if (world_size_ > 1) {
+    return absl::UnimplementedError(
+        "world_size > 1: this worker was built without data-parallel training support");
+  }
+
+  v1::WorkerMessage running;
+  running.mutable_rank_status()->set_rank(rank_);
+  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  RETURN_IF_ERROR(Send(running));
+  if (rank_ == 0) {
+    checkpoints_ = std::make_unique<CheckpointClient>(options_.server, options_.token);
+    progress_thread_ = std::thread([this] { ProgressLoop(); });
+  }
+
+  // 4. Training.
+  RETURN_IF_ERROR(TrainLoop(*trainer));
+  if (rank_ != 0) return absl::OkStatus();
+
+  // 5. Final checkpoint, validation, result (rank 0).
+  if (last_upload_epoch_ != trainer->state().epoch) {
+    RETURN_IF_ERROR(SaveAndUpload(*trainer, /*final_checkpoint=*/true));
+  }
+  result_.set_checkpoint_sha256(last_upload_.sha256);
+  result_.set_checkpoint_size_bytes(last_upload_.size_bytes);
+  if (plan_.validation) {
+    if (StopRequested()) return absl::CancelledError("cancelled before validation");
+    RETURN_IF_ERROR(Validate(*trainer, &result_));
+  }
+  result_.set_success(true);
+  result_.set_message(absl::StrFormat(
+      "trained %d epochs (%d steps) on %d ranks; checkpoint %s%s", trainer->state().epoch,
+      trainer->state().step, world_size_, last_upload_.sha256,
+      plan_.validation ? absl::StrFormat("; validation fom %.4g", result_.metrics().at("fom"))
+                       : "; validation disabled"));
+  {
+    absl::MutexLock lock(&progress_mu_);
+    progress_done_ = true;
+  }
+  if (progress_thread_.joinable()) progress_thread_.join();
+  v1::WorkerMessage message;
+  *message.mutable_result() = result_;
+  return Send(message);
+}
+
+absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
+    const data::ShowerSet& train) {
+  gan::TrainerOptions options;
+  options.batch_size = plan_.batch_per_rank;
+  options.seed = plan_.seed;
+  options.epochs = plan_.epochs;
+  options.threads = plan_.threads;
+  options.max_steps_per_epoch = options_.max_steps_per_epoch;
+  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
+                   gan::Trainer::Create(plan_.model, train, options));
+  const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
+  if (!initial.empty()) {
+    // Fine-tuning: the initial model's weights, fresh optimisers and counters.
+    CheckpointClient client(options_.server, options_.token);
+    const std::string path = (fs::path(options_.work_dir) / "initial.ckpt").string();
+    absl::StatusOr<UploadedCheckpoint> fetched = client.Fetch(initial, path);
+    if (!fetched.ok()) {
+      return absl::Status(
+          fetched.status().code(),
+          absl::StrCat("initial_checkpoint_sha256 ", initial, ": ", fetched.status().message()));
+    }
+    ASSIGN_OR_RETURN(gan::TrainingState loaded, gan::ReadCheckpoint(path, false));
+    if (loaded.config.architecture != plan_.model.architecture) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("initial_checkpoint_sha256 ", initial, ": the initial model is a ",
+                       loaded.config.preset, " model, the job trains ", plan_.model.preset));
+    }
+    gan::TrainingState& state = trainer->mutable_state();
+    RETURN_IF_ERROR(CopyWeights(*loaded.generator, *state.generator, "generator"));
+    RETURN_IF_ERROR(CopyWeights(*loaded.discriminator, *state.discriminator, "discriminator"));
+    Log("INFO", absl::StrCat("fine-tuning from checkpoint ", initial));
+  }
+  return trainer;
+}
+
+absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
+  const int64_t steps_per_epoch = trainer.steps_per_epoch();
+  const int64_t start_step = trainer.state().step;
+  const int64_t total_steps = plan_.epochs * steps_per_epoch;
+  const double global_batch = static_cast<double>(trainer.batch_size()) * world_size_;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<double> epoch_real, epoch_fake, epoch_g;
+  int64_t epoch_steps = 0;
+  auto epoch_start = start;
+  while (trainer.state().epoch < plan_.epochs) {
+    if (StopRequested()) {
+      return absl::CancelledError(
+          absl::StrCat("cancelled at step ", trainer.state().step, " (SIGTERM)"));
+    }
+    {
+      absl::MutexLock lock(&sink_mu_);
+      if (!sink_status_.ok()) {
+        return absl::UnavailableError(
+            absl::StrCat("the worker daemon stopped listening: ", sink_status_.message()));
+      }
+    }
+    const int64_t epoch = trainer.state().epoch;
+    ASSIGN_OR_RETURN(gan::StepReport report, trainer.Step());
+    Accumulate(epoch_real, report.discriminator_real_loss);
+    Accumulate(epoch_fake, report.discriminator_fake_loss);
+    Accumulate(epoch_g, report.generator_loss);
+    ++epoch_steps;
+    const bool epoch_end = trainer.state().epoch != epoch;
+    if (rank_ == 0) {
+      const double elapsed = SecondsSince(start);
+      const double steps_done = static_cast<double>(trainer.state().step - start_step);
+      const double steps_per_second = elapsed > 0 ? steps_done / elapsed : 0;
+      v1::Progress progress;
+      progress.set_epoch(static_cast<int32_t>(epoch + 1));  // completed (at the end) or current
+      progress.set_epochs(static_cast<int32_t>(plan_.epochs));
+      progress.set_step(trainer.state().step);
+      progress.set_steps_per_epoch(steps_per_epoch);
+      progress.set_samples_per_second(steps_per_second * global_batch);
+      const double remaining =
+          static_cast<double>(std::max<int64_t>(0, total_steps - trainer.state().step));
+      progress.set_eta_seconds(steps_per_second > 0 ? remaining / steps_per_second : 0);
+      if (epoch_end) {
+        const double k = 1.0 / static_cast<double>(epoch_steps);
+        FillLosses(trainer.config(), Scaled(epoch_real, k), Scaled(epoch_fake, k),
+                   Scaled(epoch_g, k), progress.mutable_losses());
+      } else {
+        FillLosses(trainer.config(), report.discriminator_real_loss, report.discriminator_fake_loss,
+                   report.generator_loss, progress.mutable_losses());
+      }
+      SetProgress(progress, /*send_now=*/epoch_end);
+      if (epoch_end) {
+        Log("INFO",
+            absl::StrFormat("epoch %d/%d done: d_loss %.4f g_loss %.4f, %d steps in %.1f s, %.1f "
+                            "samples/s (all ranks)",
+                            epoch + 1, plan_.epochs, progress.losses().at("d_loss"),
+                            progress.losses().at("g_loss"), epoch_steps, SecondsSince(epoch_start),
+                            progress.samples_per_second()));
+        const int every = plan_.checkpoint_every_epochs;
+        if (every > 0 && (epoch + 1) % every == 0 && epoch + 1 < plan_.epochs) {
+          RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false));
+        }
+      }
+    }
+    if (epoch_end) {
+      epoch_real.clear();
+      epoch_fake.clear();
+      epoch_g.clear();
+      epoch_steps = 0;
+      epoch_start = std::chrono::steady_clock::now();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint) {
+  const int epoch = static_cast<int>(trainer.state().epoch);
+  const int64_t step = trainer.state().step;
+  std::error_code ec;
+  fs::create_directories(options_.work_dir, ec);
+  const std::string path =
+      (fs::path(options_.work_dir) / absl::StrFormat("checkpoint-epoch%04d.ckpt", epoch)).string();
+  RETURN_IF_ERROR(trainer.SaveCheckpoint(path));
+  absl::StatusOr<UploadedCheckpoint> uploaded =
+      checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path);
+  if (!uploaded.ok()) {
+    if (final_checkpoint) {
+      return absl::Status(uploaded.status().code(), absl::StrCat("uploading the final checkpoint: ",
+                                                                 uploaded.status().message()));
+    }
+    Log("WARNING", absl::StrCat("checkpoint of epoch ", epoch, " kept at ", path,
+                                " but not uploaded: ", uploaded.status().ToString()));
+  } else {
+    last_upload_ = *uploaded;
+    last_upload_epoch_ = epoch;
+    Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes",
+                                epoch, step, uploaded->sha256, uploaded->size_bytes));
+  }
+  local_checkpoints_.push_back(path);
+  while (static_cast<int>(local_checkpoints_.size()) > plan_.keep_last) {
+    fs::remove(local_checkpoints_.front(), ec);
+    local_checkpoints_.pop_front();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) {
+  const auto start = std::chrono::steady_clock::now();
+  const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
+  if (holdout_.events() == 0) {
+    return absl::FailedPreconditionError(
+        "validation: the hold-out split is empty (raise validation.holdout_fraction or the number "
+        "of events, or disable validation)");
+  }
+  const bool variable = trainer.config().variable_angle();
+  physics::ValidationOptions options;
+  gan::GenerationRequest request;
+  request.seed = plan_.seed + 7919;
+  request.batch_size = 64;
+  const int64_t per_bin = settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
+  auto add_condition = [&](int64_t event) {
+    request.energy_gev.push_back(holdout_.energy_gev[event]);
+    if (variable) request.theta_rad.push_back(holdout_.theta_rad[event]);
+  };
+  if (settings.energies_size() > 0) {
+    const double half = settings.energy_bin_half_width() > 0 ? settings.energy_bin_half_width() : 5;
+    options.energy_half_width_gev = half;
+    for (double centre : settings.energies()) {
+      options.energy_centres_gev.push_back(centre);
+      std::vector<int64_t> members;
+      for (int64_t i = 0; i < holdout_.events(); ++i) {
+        if (std::abs(holdout_.energy_gev[i] - centre) <= half) members.push_back(i);
+      }
+      // Generated showers at the held-out conditions of the bin, cycled up to showers_per_bin.
+      for (int64_t k = 0; !members.empty() && k < per_bin; ++k) {
+        add_condition(members[k % members.size()]);
+      }
+    }
+  } else {
+    // One generated shower per held-out event (at most 4 bins x showers_per_bin of them).
+    const int64_t n = std::min<int64_t>(holdout_.events(), 4 * per_bin);
+    for (int64_t i = 0; i < n; ++i) add_condition(i);
+    options.default_energy_bins =
+        static_cast<int>(std::clamp<int64_t>(holdout_.events() / 20, 1, 4));
+  }
+  if (request.energy_gev.empty()) {
+    return absl::FailedPreconditionError(
+        "validation: no held-out event falls into the validation.energies bins");
+  }
+  gan::ShowerGenerator generator(trainer.config(), trainer.state().generator);
+  ASSIGN_OR_RETURN(data::ShowerSet generated, generator.Generate(request));
+  generated.particle = holdout_.particle;
+  absl::StatusOr<physics::ValidationReport> report =
+      physics::ValidateShowers(holdout_, generated, options);
+  if (!report.ok()) {
+    return absl::Status(report.status().code(),
+                        absl::StrCat("validation: ", report.status().message()));
+  }
+  auto& metrics = *result->mutable_metrics();
+  for (const auto& [key, value] : report->metrics) {
+    const std::string name = key == "sf_mre"        ? "mre_sampling_fraction"
+                             : key == "sf_mre_null" ? "mre_sampling_fraction_null"
+                                                    : key;
+    metrics[name] = value;
+  }
+  metrics["holdout_events"] = static_cast<double>(holdout_.events());
+  metrics["generated_events"] = static_cast<double>(generated.events());
+  size_t bytes = 0;
+  for (const physics::Histogram& h : report->histograms) {
+    v1::Histogram out;
+    out.set_name(h.name);
+    out.set_x_label(h.x_label);
+    out.mutable_edges()->Add(h.edges.begin(), h.edges.end());
+    out.mutable_reference()->Add(h.reference.begin(), h.reference.end());
+    out.mutable_generated()->Add(h.generated.begin(), h.generated.end());
+    if (h.energy_bin >= 0 && h.energy_bin < static_cast<int>(report->bins.size())) {
+      const physics::BinMetrics& bin = report->bins[h.energy_bin];
+      std::string label = absl::StrFormat("%g-%g GeV", bin.energy_lo_gev, bin.energy_hi_gev);
+      if (bin.theta_hi_rad > 0) {
+        absl::StrAppend(&label,
+                        absl::StrFormat(", %.3f-%.3f rad", bin.theta_lo_rad, bin.theta_hi_rad));
+      }
+      out.set_energy_bin(label);
+    }
+    bytes += out.ByteSizeLong();
+    if (bytes > (4u << 20)) break;  // stay well inside the control pipe's frame limit
+    *result->add_histograms() = std::move(out);
+  }
+  Log("INFO", absl::StrFormat("validation: %d generated vs %d held-out showers in %d bins, fom "
+                              "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.1f s)",
+                              generated.events(), holdout_.events(), report->bins.size(),
+                              metrics["fom"], metrics["mre_sampling_fraction"], metrics["eprof"],
+                              metrics["pos"], SecondsSince(start)));
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::runner

@@ -1,0 +1,102 @@
+// RankRunner: one rank of a data-parallel training job, from its Assignment to its exit:
+// materialise the dataset, set the hold-out aside, join the process group, train with progress
+// and checkpoints (rank 0), then validate against the held-out Monte Carlo and report the
+// JobResult (rank 0). Everything it reports goes through an injected MessageSink (the control pipe
+// to the worker daemon in production, a vector in tests).
+#ifndef GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
+#define GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gantry/v1/worker.pb.h"
+#include "workers/data/shower_set.h"
+#include "workers/gan/trainer.h"
+#include "workers/runner/checkpoint_client.h"
+#include "workers/runner/rank_plan.h"
+
+namespace gantry::runner {
+
+struct RankRunnerOptions {
+  std::string server;     // gantry-server host:port (datasets, checkpoints)
+  std::string token;      // the worker join token
+  std::string cache_dir;  // dataset cache
+  std::string work_dir;   // checkpoints and scratch files of this rank
+  // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = 127.0.0.1.
+  std::string bind_host;
+  // Set from a signal handler: the rank stops at the next step boundary with CANCELLED.
+  const std::atomic<bool>* stop = nullptr;
+  absl::Duration progress_interval = absl::Seconds(2);
+  // Test and benchmark hook (not part of the job spec): at most this many steps per epoch.
+  int64_t max_steps_per_epoch = 0;
+};
+
+// Receives every message the rank reports. Called from the training thread and the progress
+// thread, never concurrently. A non-OK status (the daemon went away) stops the rank.
+using MessageSink = std::function<absl::Status(const gantry::v1::WorkerMessage&)>;
+
+class RankRunner {
+ public:
+  RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sink);
+  ~RankRunner();
+  RankRunner(const RankRunner&) = delete;
+  RankRunner& operator=(const RankRunner&) = delete;
+
+  // Runs the rank to the end. OK after a successful job (rank 0 has sent JobResult{success}),
+  // CANCELLED when stopped, otherwise the failure, already reported (an ERROR log line, and on
+  // rank 0 a JobResult{success=false}).
+  absl::Status Run();
+
+  // The process exit code for Run's status: 0 OK, 2 INVALID_ARGUMENT, 143 CANCELLED, else 1.
+  static int ExitCode(const absl::Status& status);
+
+ private:
+  absl::Status RunInner();
+  absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildTrainer(const data::ShowerSet& train);
+  absl::Status TrainLoop(gan::Trainer& trainer);
+  absl::Status SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint);
+  absl::Status Validate(gan::Trainer& trainer, gantry::v1::JobResult* result);
+
+  absl::Status Send(const gantry::v1::WorkerMessage& message);
+  void Log(const std::string& level, const std::string& text);
+  void SetProgress(const gantry::v1::Progress& progress, bool send_now);
+  void ProgressLoop();
+  bool StopRequested() const;
+
+  const RankPlan plan_;
+  const RankRunnerOptions options_;
+  const int rank_;
+  const int world_size_;
+
+  absl::Mutex sink_mu_;
+  MessageSink sink_ ABSL_GUARDED_BY(sink_mu_);
+  absl::Status sink_status_ ABSL_GUARDED_BY(sink_mu_);
+
+  absl::Mutex progress_mu_;
+  gantry::v1::Progress progress_ ABSL_GUARDED_BY(progress_mu_);
+  bool have_progress_ ABSL_GUARDED_BY(progress_mu_) = false;
+  bool progress_done_ ABSL_GUARDED_BY(progress_mu_) = false;
+  std::thread progress_thread_;
+
+  // Filled while running (training thread only).
+  data::ShowerSet holdout_;
+  gantry::v1::JobResult result_;
+  std::unique_ptr<CheckpointClient> checkpoints_;
+  std::deque<std::string> local_checkpoints_;
+  UploadedCheckpoint last_upload_;
+  int last_upload_epoch_ = -1;
+};
+
+}  // namespace gantry::runner
+
+#endif  // GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
