@@ -47,11 +47,12 @@ std::string HostOf(const std::string& listen) {
 
 GantryServer::GantryServer(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)),
+      coordinator_(*backend_),
       training_(*backend_),
       generation_(*backend_),
       catalog_(*backend_),
       datasets_(*backend_),
-      workers_(*backend_),
+      workers_(*backend_, coordinator_),
       admin_(*backend_) {}
 
 GantryServer::~GantryServer() {
@@ -109,11 +110,13 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
         "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
     health->SetServingStatus(name, true);
   }
+  server->coordinator_.Start();
   return server;
 }
 
 void GantryServer::Shutdown() {
   if (backend_->shutting_down.exchange(true)) return;
+  coordinator_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + backend_->options.shutdown_grace));
 }

@@ -13,6 +13,7 @@
 #include "server/catalog_service.h"
 #include "server/dataset_service.h"
 #include "server/generation_service.h"
+#include "server/job_coordinator.h"
 #include "server/server_options.h"
 #include "server/training_service.h"
 #include "server/worker_service.h"
@@ -41,6 +42,7 @@ class GantryServer {
   explicit GantryServer(std::unique_ptr<Backend> backend);
 
   std::unique_ptr<Backend> backend_;
+  JobCoordinator coordinator_;
   TrainingService training_;
   GenerationService generation_;
   CatalogService catalog_;

@@ -60,6 +60,12 @@ ABSL_FLAG(std::string, admin_token_file, "",
 ABSL_FLAG(std::string, join_token_file, "", "file holding a worker join token to accept");
 ABSL_FLAG(int64_t, max_dataset_bytes, int64_t{64} << 30, "largest dataset upload accepted");
 ABSL_FLAG(int, shutdown_grace_seconds, 5, "seconds calls get to finish on SIGINT/SIGTERM");
+ABSL_FLAG(int, heartbeat_interval_ms, 2000, "how often workers are told to heartbeat");
+ABSL_FLAG(int, lease_timeout_ms, 15000,
+          "a worker silent for longer is lost and the jobs with ranks on it fail");
+ABSL_FLAG(int, placing_timeout_seconds, 600,
+          "a job whose ranks have not all started after this long fails (dataset download and "
+          "rendezvous included)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -79,6 +85,15 @@ int main(int argc, char** argv) {
   options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.max_dataset_bytes = absl::GetFlag(FLAGS_max_dataset_bytes);
   options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
+  options.lease_timeout_ms = absl::GetFlag(FLAGS_lease_timeout_ms);
+  options.placing_timeout = absl::Seconds(absl::GetFlag(FLAGS_placing_timeout_seconds));
+  if (options.heartbeat_interval_ms < 100 ||
+      options.lease_timeout_ms < 2 * options.heartbeat_interval_ms) {
+    std::cerr << "gantry-server: --heartbeat-interval-ms must be >= 100 and --lease-timeout-ms at "
+                 "least twice the heartbeat interval\n";
+    return 2;
+  }
 
   // Signals are taken synchronously by sigwait below; block them before any thread starts.
   sigset_t signals;

@@ -25,6 +25,13 @@ struct ServerOptions {
   absl::Duration shutdown_grace = absl::Seconds(5);
   int heartbeat_interval_ms = 2000;
   int lease_timeout_ms = 15000;
+  // Job coordinator: how often it schedules; how long a job may stay PLACING before its ranks all
+  // run (dataset download, rendezvous); how long ranks of an ended job get to exit before their
+  // slots are released anyway; the least time between two progress events of a job.
+  absl::Duration scheduler_tick = absl::Milliseconds(200);
+  absl::Duration placing_timeout = absl::Minutes(10);
+  absl::Duration rank_exit_grace = absl::Seconds(30);
+  absl::Duration progress_event_interval = absl::Seconds(1);
 };
 
 }  // namespace gantry::server

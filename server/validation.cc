@@ -567,6 +567,16 @@ absl::Status ValidateRegister(const v1::RegisterRequest& request) {
     RETURN_IF_ERROR(
         ValidateSha256(request.cached_datasets(i), absl::StrCat("cached_datasets[", i, "]")));
   }
+  if (request.rendezvous_port_min() != 0 || request.rendezvous_port_max() != 0) {
+    if (request.rendezvous_port_min() < 1024 || request.rendezvous_port_max() > 65535 ||
+        request.rendezvous_port_max() < request.rendezvous_port_min()) {
+      return Invalid("rendezvous_port_min",
+                     absl::StrCat("the range ", request.rendezvous_port_min(), "..",
+                                  request.rendezvous_port_max(),
+                                  " is invalid; give 1024 <= min <= max <= 65535 (or 0/0 for "
+                                  "the default 29400..29499)"));
+    }
+  }
   return absl::OkStatus();
 }
 

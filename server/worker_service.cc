@@ -1,6 +1,9 @@
 #include "server/worker_service.h"
 
+#include <iostream>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -23,6 +26,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
     ASSIGN_OR_RETURN(std::string id, backend_.workers->Upsert(*request));
+    coordinator_.OnRegister(id, *request);
     response->set_worker_id(id);
     response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
     response->set_lease_timeout_ms(backend_.options.lease_timeout_ms);
@@ -51,12 +55,29 @@ grpc::Status WorkerService::Connect(
           worker.status().code(),
           absl::StrCat("hello.worker_id: ", worker.status().message(), "; call Register first"));
     }
-    // Until the scheduler exists (issue 4) the stream records liveness only: every heartbeat is
-    // stored and acknowledged; rank status, progress, logs and results have no job to belong to
-    // yet.
+    std::shared_ptr<WorkerLink> link = coordinator_.OnConnect(id, message.hello());
+    // Only this thread writes to the stream: acknowledgements, assignments and cancellations all
+    // go through the link.
+    std::thread writer([&stream, link] {
+      while (!link->closed()) {
+        std::optional<v1::ServerMessage> out = link->Next(absl::Milliseconds(200));
+        if (out.has_value() && !stream->Write(*out)) break;
+      }
+    });
     absl::Status result = absl::OkStatus();
     while (!backend_.shutting_down && stream->Read(&message)) {
-      if (!message.has_heartbeat()) continue;
+      if (message.has_hello()) {
+        result = absl::InvalidArgumentError("hello: only the first message may be a hello");
+        break;
+      }
+      if (!message.has_heartbeat()) {
+        // A message about one job never ends the worker's stream: it is logged and dropped.
+        if (absl::Status st = coordinator_.OnWorkerMessage(id, message); !st.ok()) {
+          std::cerr << "gantry-server: dropped a message of worker " << worker->name() << ": " << st
+                    << "\n";
+        }
+        continue;
+      }
       const v1::Heartbeat& hb = message.heartbeat();
       if (hb.free_slots() < 0 || hb.free_slots() > worker->slots()) {
         result = absl::InvalidArgumentError(absl::StrCat(
@@ -65,11 +86,14 @@ grpc::Status WorkerService::Connect(
       }
       std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
       result = backend_.workers->Heartbeat(id, hb.free_slots(), cached, absl::Now());
+      if (result.ok()) result = coordinator_.OnHeartbeat(id, hb);
       if (!result.ok()) break;
       v1::ServerMessage ack;
       ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
-      if (!stream->Write(ack)) break;
+      link->Send(std::move(ack));
     }
+    coordinator_.OnDisconnect(link);
+    writer.join();
     backend_.workers->MarkDisconnected(id).IgnoreError();
     return result;
   });
