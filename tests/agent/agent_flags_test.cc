@@ -1,0 +1,173 @@
+// Flag parsing of `gantry-worker daemon` (pure) and the outbound queue's drop policy.
+#include "workers/agent/agent_flags.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "tests/support/temp_dir.h"
+#include "workers/agent/outbound_queue.h"
+
+namespace gantry::agent {
+namespace {
+
+using Args = std::vector<std::string>;
+
+// The error of parsing `extra` on top of a valid --server/--join-token.
+std::string ErrorOf(Args extra) {
+  Args args = {"--server=127.0.0.1:50051", "--join-token=t0k"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  absl::StatusOr<AgentOptions> o = ParseAgentFlags(args);
+  if (o.ok()) return "<ok>";
+  EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  return std::string(o.status().message());
+}
+
+TEST(AgentFlagsTest, DefaultsMatchTheDocumentedValues) {
+  absl::StatusOr<AgentOptions> o =
+      ParseAgentFlags({"--server", "gantry:50051", "--join-token", "x"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->server, "gantry:50051");
+  EXPECT_EQ(o->join_token, "x");
+  EXPECT_EQ(o->slots, 1);
+  EXPECT_EQ(o->device, gantry::v1::DEVICE_KIND_CPU);
+  EXPECT_EQ(o->threads_per_rank, 1);
+  EXPECT_TRUE(o->labels.empty());
+  EXPECT_EQ(o->cache_dir, "./gantry-cache");
+  EXPECT_EQ(o->cache_max_bytes, int64_t{10} << 30);
+  EXPECT_EQ(o->advertise_host, "127.0.0.1");
+  EXPECT_EQ(o->rendezvous_port_min, 29400);
+  EXPECT_EQ(o->rendezvous_port_max, 29499);
+  EXPECT_EQ(o->name, "");
+  EXPECT_EQ(o->work_dir, "");
+  EXPECT_EQ(o->rank_binary, "");
+}
+
+TEST(AgentFlagsTest, ParsesEveryFlag) {
+  absl::StatusOr<AgentOptions> o = ParseAgentFlags(
+      {"--server=10.0.0.1:7000", "--join-token-file=/etc/gantry/join", "--name=node-7.a",
+       "--slots=4", "--device=cpu", "--threads=3", "--labels=pool=onprem,zone=a",
+       "--cache-dir=/var/cache/g", "--cache-max-bytes=2G", "--advertise-host=node7.example",
+       "--rendezvous-ports=30000-30009", "--work-dir", "/scratch", "--rank-binary=/bin/fake"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->join_token_file, "/etc/gantry/join");
+  EXPECT_EQ(o->name, "node-7.a");
+  EXPECT_EQ(o->slots, 4);
+  EXPECT_EQ(o->threads_per_rank, 3);
+  EXPECT_EQ(o->labels.size(), 2u);
+  EXPECT_EQ(o->labels.at("pool"), "onprem");
+  EXPECT_EQ(o->labels.at("zone"), "a");
+  EXPECT_EQ(o->cache_dir, "/var/cache/g");
+  EXPECT_EQ(o->cache_max_bytes, int64_t{2} << 30);
+  EXPECT_EQ(o->advertise_host, "node7.example");
+  EXPECT_EQ(o->rendezvous_port_min, 30000);
+  EXPECT_EQ(o->rendezvous_port_max, 30009);
+  EXPECT_EQ(o->work_dir, "/scratch");
+  EXPECT_EQ(o->rank_binary, "/bin/fake");
+}
+
+TEST(AgentFlagsTest, ErrorsNameTheFlag) {
+  EXPECT_NE(ErrorOf({"--slots=0"}).find("--slots"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--slots=two"}).find("--slots"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--threads=-1"}).find("--threads"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--device=tpu"}).find("--device"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--labels=pool"}).find("--labels"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--labels=a=1,a=2"}).find("--labels"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--rendezvous-ports=29499-29400"}).find("--rendezvous-ports"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--rendezvous-ports=70000-70001"}).find("--rendezvous-ports"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf({"--cache-max-bytes=lots"}).find("--cache-max-bytes"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--name=bad name"}).find("--name"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--advertise-host="}).find("--advertise-host"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--bogus=1"}).find("--bogus"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--slots"}).find("--slots"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--join-token-file=/x"}).find("--join-token-file"), std::string::npos);
+  EXPECT_NE(ErrorOf({"stray"}).find("stray"), std::string::npos);
+}
+
+TEST(AgentFlagsTest, RequiresServerAndToken) {
+  absl::StatusOr<AgentOptions> o = ParseAgentFlags({"--join-token=t"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--server"), std::string::npos);
+  o = ParseAgentFlags({"--server=localhost"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--server"), std::string::npos);
+  o = ParseAgentFlags({"--server=localhost:1"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--join-token"), std::string::npos);
+}
+
+#ifndef GANTRY_WITH_CUDA
+TEST(AgentFlagsTest, GpuNeedsACudaBuild) {
+  const std::string error = ErrorOf({"--device=gpu:0,1"});
+  EXPECT_NE(error.find("--device"), std::string::npos);
+  EXPECT_NE(error.find("GANTRY_WITH_CUDA"), std::string::npos);
+}
+#endif
+
+TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
+  gantry::testing::TempDir dir;
+  std::ofstream(dir.File("join")) << "  s3cret-token\n";
+  absl::StatusOr<AgentOptions> o =
+      ParseAgentFlags({"--server=h:1", "--join-token-file=" + dir.File("join"),
+                       "--cache-dir=" + dir.File("cache") + "/"});
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_TRUE(ResolveAgentOptions(&*o).ok());
+  EXPECT_EQ(o->join_token, "s3cret-token");
+  EXPECT_FALSE(o->name.empty());
+  EXPECT_EQ(o->cache_dir, dir.File("cache"));
+  EXPECT_EQ(o->work_dir, dir.File("cache") + "/work");
+
+  o = ParseAgentFlags({"--server=h:1", "--join-token-file=" + dir.File("missing")});
+  ASSERT_TRUE(o.ok());
+  const absl::Status s = ResolveAgentOptions(&*o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--join-token-file"), std::string::npos) << s;
+}
+
+gantry::v1::WorkerMessage Progress(int step) {
+  gantry::v1::WorkerMessage m;
+  m.mutable_progress()->set_step(step);
+  return m;
+}
+
+gantry::v1::WorkerMessage Exited(int rank) {
+  gantry::v1::WorkerMessage m;
+  m.mutable_rank_status()->set_rank(rank);
+  m.mutable_rank_status()->set_phase(gantry::v1::RANK_EXITED);
+  return m;
+}
+
+TEST(OutboundQueueTest, DropsOldestProgressButNeverRankStatusOrResults) {
+  OutboundQueue q(4);
+  q.Push(Progress(1));
+  q.Push(Exited(0));
+  q.Push(Progress(2));
+  q.Push(Progress(3));
+  q.Push(Progress(4));  // full: progress 2 goes (the head is kept for the writer)
+  ASSERT_EQ(q.size(), 4u);
+  EXPECT_EQ(q.dropped(), 1);
+  std::vector<int> steps;
+  OutboundQueue copy = q;
+  while (!copy.empty()) {
+    steps.push_back(copy.front().has_progress() ? static_cast<int>(copy.front().progress().step())
+                                                : -1);
+    copy.PopFront();
+  }
+  EXPECT_EQ(steps, (std::vector<int>{1, -1, 3, 4}));
+
+  OutboundQueue statuses(2);
+  statuses.Push(Exited(0));
+  statuses.Push(Exited(1));
+  gantry::v1::WorkerMessage result;
+  result.mutable_result()->set_success(true);
+  statuses.Push(result);
+  EXPECT_EQ(statuses.size(), 3u);  // grows rather than lose a status or a result
+  EXPECT_EQ(statuses.dropped(), 0);
+}
+
+}  // namespace
+}  // namespace gantry::agent

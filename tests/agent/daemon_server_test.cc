@@ -1,0 +1,164 @@
+// The worker daemon as a real process against the real gantry-server (real PostgreSQL via
+// GANTRY_TEST_DSN): registration and heartbeats seen through AdminService.ListWorkers, surviving
+// a kill -9 and restart of the server, clean exit on SIGTERM, refusals and flag errors.
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "google/protobuf/util/time_util.h"
+#include "tests/agent/daemon_process.h"
+#include "tests/server/server_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+using google::protobuf::util::TimeUtil;
+
+class DaemonServerTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    admin_token_ = "admin-secret-" + std::to_string(::getpid()) + "-agent";
+    std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
+    join_token_ = "join-secret-" + std::to_string(::getpid());
+    std::ofstream(dir_.File("join.token")) << join_token_ << "\n";
+    StartServer({"--join-token-file=" + dir_.File("join.token")});
+  }
+
+  std::vector<std::string> DaemonArgs(const std::string& name) const {
+    return {"--server=" + server_->address(), "--join-token-file=" + dir_.File("join.token"),
+            "--name=" + name, "--cache-dir=" + dir_.File("cache-" + name),
+            "--rank-binary=" FAKE_RANK_BINARY};
+  }
+
+  // The worker called `name` as the server lists it, if any.
+  std::optional<v1::WorkerInfo> Find(const std::string& name) {
+    if (admin_ == nullptr) return std::nullopt;
+    v1::ListWorkersResponse response;
+    const grpc::Status s = admin_->ListWorkers(Ctx(admin_token_, 3000).get(), {}, &response);
+    if (!s.ok()) return std::nullopt;
+    for (const v1::WorkerInfo& w : response.workers()) {
+      if (w.name() == name) return w;
+    }
+    return std::nullopt;
+  }
+
+  // Waits until `name` is connected with a heartbeat later than `after`.
+  std::optional<v1::WorkerInfo> WaitHeartbeat(const std::string& name, int64_t after_ms,
+                                              int timeout_ms) {
+    for (int waited = 0; waited < timeout_ms; waited += 100) {
+      std::optional<v1::WorkerInfo> w = Find(name);
+      if (w.has_value() && w->connected() && w->has_last_heartbeat() &&
+          TimeUtil::TimestampToMilliseconds(w->last_heartbeat()) > after_ms) {
+        return w;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return std::nullopt;
+  }
+
+  static int64_t NowMs() {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  }
+
+  std::string join_token_;
+};
+
+TEST_F(DaemonServerTest, RegistersAndHeartbeats) {
+  std::vector<std::string> args = DaemonArgs("w-alpha");
+  args.insert(args.end(), {"--slots=2", "--threads=3", "--labels=pool=onprem,zone=a",
+                           "--advertise-host=127.0.0.1", "--rendezvous-ports=31000-31010"});
+  DaemonProcess daemon(args, dir_.File("daemon.log"));
+  std::optional<v1::WorkerInfo> first = WaitHeartbeat("w-alpha", 0, 15000);
+  ASSERT_TRUE(first.has_value()) << daemon.Log();
+  EXPECT_EQ(first->slots(), 2);
+  EXPECT_EQ(first->free_slots(), 2);
+  EXPECT_EQ(first->labels().at("pool"), "onprem");
+  EXPECT_EQ(first->labels().at("zone"), "a");
+  EXPECT_EQ(first->advertise_host(), "127.0.0.1");
+  EXPECT_NE(first->version().find(GANTRY_VERSION), std::string::npos) << first->version();
+  // Heartbeats keep coming (the server's interval is 2 s).
+  std::optional<v1::WorkerInfo> later =
+      WaitHeartbeat("w-alpha", TimeUtil::TimestampToMilliseconds(first->last_heartbeat()), 8000);
+  ASSERT_TRUE(later.has_value()) << daemon.Log();
+  EXPECT_EQ(later->id(), first->id());
+
+  EXPECT_EQ(daemon.Signal(SIGTERM, 15000), 0) << daemon.Log();
+  // The stream was closed: the server marks the worker disconnected.
+  bool disconnected = false;
+  for (int i = 0; i < 50 && !disconnected; ++i) {
+    std::optional<v1::WorkerInfo> w = Find("w-alpha");
+    disconnected = w.has_value() && !w->connected();
+    if (!disconnected) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(disconnected);
+}
+
+TEST_F(DaemonServerTest, SurvivesAServerKillAndRestartOnTheSamePort) {
+  DaemonProcess daemon(DaemonArgs("w-beta"), dir_.File("daemon.log"));
+  std::optional<v1::WorkerInfo> before = WaitHeartbeat("w-beta", 0, 15000);
+  ASSERT_TRUE(before.has_value()) << daemon.Log();
+  const std::string address = server_->address();
+
+  // kill -9: no goodbye on the stream; the daemon must notice, back off and keep trying.
+  admin_.reset();
+  server_->Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  ASSERT_TRUE(daemon.Running()) << daemon.Log();
+
+  const int64_t restarted_ms = NowMs();
+  StartServer({"--join-token-file=" + dir_.File("join.token"), "--listen=" + address});
+  ASSERT_EQ(server_->address(), address);
+  std::optional<v1::WorkerInfo> after = WaitHeartbeat("w-beta", restarted_ms, 15000);
+  ASSERT_TRUE(after.has_value()) << daemon.Log();
+  EXPECT_EQ(after->id(), before->id());
+  // And it keeps heartbeating on the new stream.
+  ASSERT_TRUE(
+      WaitHeartbeat("w-beta", TimeUtil::TimestampToMilliseconds(after->last_heartbeat()), 8000)
+          .has_value());
+  EXPECT_TRUE(daemon.Running());
+  EXPECT_NE(daemon.Log().find(absl::StrCat("connected as ", before->id(), " (stream 2")),
+            std::string::npos)
+      << daemon.Log();
+  EXPECT_EQ(daemon.Signal(SIGTERM, 15000), 0) << daemon.Log();
+}
+
+TEST_F(DaemonServerTest, BadJoinTokenIsRefusedWithExitCode1) {
+  std::ofstream(dir_.File("wrong.token")) << "not-the-token\n";
+  std::vector<std::string> args = DaemonArgs("w-gamma");
+  args[1] = "--join-token-file=" + dir_.File("wrong.token");
+  std::string output;
+  EXPECT_EQ(DaemonProcess::RunToExit(args, &output), 1) << output;
+  EXPECT_NE(output.find("join token"), std::string::npos) << output;
+  EXPECT_FALSE(Find("w-gamma").has_value());
+}
+
+TEST(DaemonFlagsTest, InvalidFlagsExitWith2AndNameTheFlag) {
+  std::string output;
+  EXPECT_EQ(
+      DaemonProcess::RunToExit({"--server=127.0.0.1:1", "--join-token=t", "--slots=0"}, &output),
+      2);
+  EXPECT_NE(output.find("--slots"), std::string::npos) << output;
+  EXPECT_EQ(DaemonProcess::RunToExit({"--join-token=t"}, &output), 2);
+  EXPECT_NE(output.find("--server"), std::string::npos) << output;
+  EXPECT_EQ(DaemonProcess::RunToExit({"--server=127.0.0.1:1", "--join-token=t", "--device=gpu:0"},
+                                     &output),
+            2);
+  EXPECT_NE(output.find("--device"), std::string::npos) << output;
+  EXPECT_EQ(DaemonProcess::RunToExit({"--server=127.0.0.1:1", "--join-token=t", "--frobnicate=1"},
+                                     &output),
+            2);
+  EXPECT_NE(output.find("--frobnicate"), std::string::npos) << output;
+  EXPECT_EQ(DaemonProcess::RunToExit({"--help"}, &output), 0);
+  EXPECT_NE(output.find("--rendezvous-ports"), std::string::npos) << output;
+}
+
+}  // namespace
+}  // namespace gantry::testing

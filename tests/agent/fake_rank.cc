@@ -1,0 +1,109 @@
+// fake_rank: a stand-in for `gantry-worker rank` in the agent tests. It parses the rank command
+// line, records its argv and the join token it got in its work dir, writes control frames and
+// then exits, crashes or hangs as the assignment's spec labels say:
+//   fake.frames=N        progress frames after RANK_RUNNING (default 3)
+//   fake.exit=N          exit code (default 0)
+//   fake.mode=exit|crash|sleep|ignore-term|error-log
+//   fake.log_lines=N     lines printed to stderr before exiting (default 0)
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "gantry/v1/worker.pb.h"
+#include "workers/agent/control_pipe.h"
+
+namespace {
+
+std::string Label(const gantry::v1::Assignment& a, const std::string& key,
+                  const std::string& fallback) {
+  auto it = a.spec().labels().find(key);
+  return it == a.spec().labels().end() ? fallback : it->second;
+}
+
+void Send(int fd, const gantry::v1::WorkerMessage& m) {
+  if (!gantry::agent::WriteControlMessage(fd, m).ok()) _exit(90);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Whether any fd other than 0..3 leaked into the rank (counted before this program opens any).
+  int leaked = 0;
+  for (int f = 4; f < 1024; ++f) leaked += fcntl(f, F_GETFD) != -1 ? 1 : 0;
+  std::map<std::string, std::string> flags;
+  for (int i = 2; i < argc; ++i) {
+    std::string arg = argv[i];
+    const size_t eq = arg.find('=');
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      flags[arg.substr(2, eq - 2)] = arg.substr(eq + 1);
+    }
+  }
+  if (argc < 2 || std::string(argv[1]) != "rank") return 80;
+  gantry::v1::Assignment a;
+  {
+    std::ifstream in(flags["assignment"], std::ios::binary);
+    if (!in || !a.ParseFromIstream(&in)) return 81;
+  }
+  const int fd = std::atoi(flags["control-fd"].c_str());
+  const std::string work_dir = flags["work-dir"];
+  {
+    std::ofstream args(work_dir + "/args.txt");
+    for (int i = 0; i < argc; ++i) args << argv[i] << "\n";
+    const char* token = std::getenv("GANTRY_JOIN_TOKEN");
+    std::ofstream(work_dir + "/pid.txt") << getpid();
+    std::ofstream(work_dir + "/token.txt") << (token == nullptr ? "<unset>" : token);
+    std::ofstream(work_dir + "/leaked_fds.txt") << leaked;
+  }
+  std::cout << "fake rank " << a.rank() << " of " << a.job_id() << " starting" << std::endl;
+
+  const std::string mode = Label(a, "fake.mode", "exit");
+  if (mode == "ignore-term") {
+    signal(SIGTERM, SIG_IGN);
+    if (fork() == 0) {  // a grandchild in the same process group, also deaf to SIGTERM
+      std::ofstream(work_dir + "/grandchild.pid") << getpid();
+      while (true) pause();
+    }
+  }
+
+  gantry::v1::WorkerMessage running;
+  running.mutable_rank_status()->set_rank(a.rank());
+  running.mutable_rank_status()->set_phase(gantry::v1::RANK_RUNNING);
+  Send(fd, running);
+  const int frames = std::atoi(Label(a, "fake.frames", "3").c_str());
+  for (int i = 1; i <= frames; ++i) {
+    gantry::v1::WorkerMessage p;
+    p.mutable_progress()->set_step(i);
+    p.mutable_progress()->set_epochs(a.rank());
+    Send(fd, p);
+  }
+  if (mode == "error-log") {
+    gantry::v1::WorkerMessage log;
+    log.mutable_log()->set_rank(a.rank());
+    log.mutable_log()->set_level("ERROR");
+    log.mutable_log()->set_text("dataset toymc: out of memory in rank " + std::to_string(a.rank()));
+    Send(fd, log);
+  }
+  gantry::v1::WorkerMessage result;
+  result.mutable_result()->set_success(true);
+  result.mutable_result()->set_message("fake result");
+  Send(fd, result);
+
+  const int log_lines = std::atoi(Label(a, "fake.log_lines", "0").c_str());
+  for (int i = 1; i <= log_lines; ++i) std::cerr << "stderr line " << i << "\n";
+  std::cerr << std::flush;
+
+  if (mode == "crash") {
+    signal(SIGSEGV, SIG_DFL);
+    raise(SIGSEGV);
+  }
+  if (mode == "sleep" || mode == "ignore-term") {
+    while (true) pause();
+  }
+  return std::atoi(Label(a, "fake.exit", "0").c_str());
+}

@@ -1,0 +1,274 @@
+// RankLauncher with real child processes (the fake_rank program): frame forwarding, exit codes,
+// crashes, cancellation with SIGTERM and with the SIGKILL escalation.
+#include "workers/agent/rank_launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "tests/support/temp_dir.h"
+
+namespace gantry::agent {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Thread-safe record of what the launcher sent.
+class Collector {
+ public:
+  void Add(v1::WorkerMessage m) {
+    absl::MutexLock lock(&mu_);
+    messages_.push_back(std::move(m));
+  }
+  std::vector<v1::WorkerMessage> Of(const std::string& job) {
+    absl::MutexLock lock(&mu_);
+    std::vector<v1::WorkerMessage> out;
+    for (const auto& m : messages_)
+      if (m.job_id() == job) out.push_back(m);
+    return out;
+  }
+  // Waits for the RANK_EXITED of (job, rank) and returns it.
+  std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank,
+                                           absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    std::optional<v1::RankStatus> found;
+    auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      for (const auto& m : messages_) {
+        if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
+            m.rank_status().phase() == v1::RANK_EXITED) {
+          found = m.rank_status();
+          return true;
+        }
+      }
+      return false;
+    };
+    mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
+    return found;
+  }
+  // Waits until the job has sent at least `n` messages.
+  bool WaitCount(const std::string& job, size_t n, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      size_t c = 0;
+      for (const auto& m : messages_) c += m.job_id() == job ? 1 : 0;
+      return c >= n;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::vector<v1::WorkerMessage> messages_ ABSL_GUARDED_BY(mu_);
+};
+
+class RankLauncherTest : public ::testing::Test {
+ protected:
+  RankLauncherTest() {
+    RankLauncherOptions o;
+    o.rank_binary = FAKE_RANK_BINARY;
+    o.server = "127.0.0.1:1";
+    o.join_token = "join-secret-42";
+    o.cache_dir = dir_.File("cache");
+    o.work_root = dir_.File("work");
+    o.kill_grace = absl::Seconds(5);
+    launcher_ = std::make_unique<RankLauncher>(
+        o, [this](v1::WorkerMessage m) { collector_.Add(std::move(m)); });
+  }
+
+  static v1::Assignment Assign(const std::string& job, int rank,
+                               std::map<std::string, std::string> labels = {}) {
+    v1::Assignment a;
+    a.set_job_id(job);
+    a.set_rank(rank);
+    a.set_world_size(rank + 1);
+    for (const auto& [k, v] : labels) (*a.mutable_spec()->mutable_labels())[k] = v;
+    return a;
+  }
+  std::string WorkDir(const std::string& job, int rank) const {
+    return dir_.File("work") + "/" + job + "/rank-" + std::to_string(rank);
+  }
+  // Waits until the fake rank has written its argv (it is past exec and set-up).
+  bool WaitStarted(const std::string& job) {
+    return collector_.WaitCount(job, 2, absl::Seconds(10));  // STARTING, then the rank's RUNNING
+  }
+
+  gantry::testing::TempDir dir_;
+  Collector collector_;
+  std::unique_ptr<RankLauncher> launcher_;
+};
+
+TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
+  ASSERT_TRUE(
+      launcher_->Launch(Assign("job-a", 1, {{"fake.frames", "50"}, {"fake.exit", "3"}})).ok());
+  std::optional<v1::RankStatus> exited = collector_.WaitExited("job-a", 1, absl::Seconds(20));
+  ASSERT_TRUE(exited.has_value());
+  EXPECT_EQ(exited->exit_code(), 3);
+
+  const std::vector<v1::WorkerMessage> got = collector_.Of("job-a");
+  // STARTING (daemon), RUNNING, 50 progress, the result (rank), EXITED (daemon).
+  ASSERT_EQ(got.size(), 54u);
+  EXPECT_EQ(got[0].rank_status().phase(), v1::RANK_STARTING);
+  EXPECT_EQ(got[0].rank_status().rank(), 1);
+  EXPECT_EQ(got[1].rank_status().phase(), v1::RANK_RUNNING);
+  for (int i = 1; i <= 50; ++i) {
+    ASSERT_TRUE(got[1 + i].has_progress()) << i;
+    EXPECT_EQ(got[1 + i].progress().step(), i);
+  }
+  EXPECT_TRUE(got[52].has_result());
+  EXPECT_EQ(got[52].result().message(), "fake result");
+  EXPECT_EQ(got[53].rank_status().phase(), v1::RANK_EXITED);
+  EXPECT_EQ(launcher_->live_ranks(), 0);
+
+  // The rank's command line and environment: the token travels in env only; no fd leaked.
+  const std::string args = ReadFile(WorkDir("job-a", 1) + "/args.txt");
+  EXPECT_NE(args.find("\nrank\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("--assignment=" + WorkDir("job-a", 1) + "/assignment.pb"), std::string::npos);
+  EXPECT_NE(args.find("--control-fd=3"), std::string::npos);
+  EXPECT_NE(args.find("--server=127.0.0.1:1"), std::string::npos);
+  EXPECT_NE(args.find("--cache-dir=" + dir_.File("cache")), std::string::npos);
+  EXPECT_NE(args.find("--work-dir=" + WorkDir("job-a", 1)), std::string::npos);
+  EXPECT_EQ(args.find("join-secret-42"), std::string::npos);
+  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/token.txt"), "join-secret-42");
+  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/leaked_fds.txt"), "0");
+  EXPECT_NE(ReadFile(WorkDir("job-a", 1) + "/rank.log").find("fake rank 1 of job-a starting"),
+            std::string::npos);
+}
+
+TEST_F(RankLauncherTest, ExitMessageIsTheLastErrorLogElseTheLogTail) {
+  ASSERT_TRUE(
+      launcher_->Launch(Assign("job-err", 0, {{"fake.mode", "error-log"}, {"fake.exit", "1"}}))
+          .ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Assign("job-tail", 0, {{"fake.log_lines", "30"}, {"fake.exit", "2"}}))
+          .ok());
+  std::optional<v1::RankStatus> err = collector_.WaitExited("job-err", 0, absl::Seconds(20));
+  std::optional<v1::RankStatus> tail = collector_.WaitExited("job-tail", 0, absl::Seconds(20));
+  ASSERT_TRUE(err.has_value() && tail.has_value());
+  EXPECT_EQ(err->exit_code(), 1);
+  EXPECT_EQ(err->message(), "dataset toymc: out of memory in rank 0");
+  EXPECT_EQ(tail->exit_code(), 2);
+  // The last 20 lines of rank.log: stderr lines 11..30.
+  EXPECT_EQ(tail->message().find("stderr line 10\n"), std::string::npos) << tail->message();
+  EXPECT_EQ(tail->message().rfind("stderr line 11\n", 0), 0u) << tail->message();
+  EXPECT_NE(tail->message().find("stderr line 30"), std::string::npos);
+}
+
+TEST_F(RankLauncherTest, ACrashingOrKilledRankIsReportedAndTheLauncherKeepsWorking) {
+  ASSERT_TRUE(launcher_->Launch(Assign("job-crash", 0, {{"fake.mode", "crash"}})).ok());
+  std::optional<v1::RankStatus> crashed = collector_.WaitExited("job-crash", 0, absl::Seconds(20));
+  ASSERT_TRUE(crashed.has_value());
+  EXPECT_EQ(crashed->exit_code(), -SIGSEGV);
+
+  ASSERT_TRUE(launcher_->Launch(Assign("job-kill", 0, {{"fake.mode", "sleep"}})).ok());
+  ASSERT_TRUE(WaitStarted("job-kill"));
+  // Someone else (the OOM killer, an operator) SIGKILLs the rank.
+  ASSERT_EQ(launcher_->running_jobs(), std::vector<std::string>{"job-kill"});
+  const pid_t pid = std::atoi(ReadFile(WorkDir("job-kill", 0) + "/pid.txt").c_str());
+  ASSERT_GT(pid, 0);
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  std::optional<v1::RankStatus> killed = collector_.WaitExited("job-kill", 0, absl::Seconds(10));
+  ASSERT_TRUE(killed.has_value());
+  EXPECT_EQ(killed->exit_code(), -SIGKILL);
+
+  ASSERT_TRUE(launcher_->Launch(Assign("job-after", 2, {{"fake.exit", "0"}})).ok());
+  std::optional<v1::RankStatus> after = collector_.WaitExited("job-after", 2, absl::Seconds(20));
+  ASSERT_TRUE(after.has_value());
+  EXPECT_EQ(after->exit_code(), 0);
+  EXPECT_TRUE(launcher_->WaitIdle(absl::Seconds(5)));
+}
+
+TEST_F(RankLauncherTest, DuplicateAssignmentIsRefusedWhileTheRankRuns) {
+  ASSERT_TRUE(launcher_->Launch(Assign("job-dup", 0, {{"fake.mode", "sleep"}})).ok());
+  const absl::Status again = launcher_->Launch(Assign("job-dup", 0, {{"fake.mode", "sleep"}}));
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists) << again;
+  EXPECT_EQ(launcher_->live_ranks(), 1);
+  EXPECT_EQ(launcher_->Launch(Assign("../etc", 0)).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(launcher_->Cancel("job-dup"), 1);
+  ASSERT_TRUE(collector_.WaitExited("job-dup", 0, absl::Seconds(5)).has_value());
+  int starting = 0;
+  for (const auto& m : collector_.Of("job-dup")) {
+    starting += m.has_rank_status() && m.rank_status().phase() == v1::RANK_STARTING ? 1 : 0;
+  }
+  EXPECT_EQ(starting, 1);
+}
+
+TEST_F(RankLauncherTest, CancellationStopsRanksWithinSecondsAndEscalatesToSigkill) {
+  ASSERT_TRUE(launcher_->Launch(Assign("job-c", 0, {{"fake.mode", "sleep"}})).ok());
+  ASSERT_TRUE(launcher_->Launch(Assign("job-c", 1, {{"fake.mode", "ignore-term"}})).ok());
+  ASSERT_TRUE(launcher_->Launch(Assign("job-other", 0, {{"fake.mode", "sleep"}})).ok());
+  ASSERT_TRUE(WaitStarted("job-c"));
+  ASSERT_TRUE(collector_.WaitCount("job-c", 4, absl::Seconds(10)));  // both ranks running
+  // The deaf rank's grandchild must exist before the cancellation.
+  for (int i = 0; i < 200 && ReadFile(WorkDir("job-c", 1) + "/grandchild.pid").empty(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  const pid_t grandchild = std::atoi(ReadFile(WorkDir("job-c", 1) + "/grandchild.pid").c_str());
+  ASSERT_GT(grandchild, 0);
+  EXPECT_EQ(launcher_->live_ranks(), 3);
+
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(launcher_->Cancel("job-c"), 2);
+  std::optional<v1::RankStatus> polite = collector_.WaitExited("job-c", 0, absl::Seconds(3));
+  ASSERT_TRUE(polite.has_value());
+  EXPECT_EQ(polite->exit_code(), -SIGTERM);
+  const double polite_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(polite_s, 2.0);
+
+  std::optional<v1::RankStatus> deaf = collector_.WaitExited("job-c", 1, absl::Seconds(10));
+  ASSERT_TRUE(deaf.has_value());
+  EXPECT_EQ(deaf->exit_code(), -SIGKILL);
+  const double deaf_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_GE(deaf_s, 4.5);
+  EXPECT_LT(deaf_s, 7.0);
+  // The whole process group went: the grandchild is gone (or a zombie awaiting init).
+  const std::string state = ReadFile("/proc/" + std::to_string(grandchild) + "/stat");
+  EXPECT_TRUE(state.empty() || state.find(") Z ") != std::string::npos) << state;
+
+  // Only job-c's slots are free; the other job runs on.
+  EXPECT_EQ(launcher_->live_ranks(), 1);
+  EXPECT_EQ(launcher_->running_jobs(), std::vector<std::string>{"job-other"});
+  launcher_->StopAll();
+  std::optional<v1::RankStatus> other = collector_.WaitExited("job-other", 0, absl::Seconds(1));
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->exit_code(), -SIGTERM);
+  EXPECT_EQ(launcher_->Launch(Assign("job-late", 0)).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(RankLauncherTest, SlotLimitAndExecFailure) {
+  RankLauncherOptions o;
+  o.rank_binary = dir_.File("no-such-binary");
+  o.work_root = dir_.File("work2");
+  o.max_ranks = 1;
+  Collector c;
+  RankLauncher launcher(o, [&c](v1::WorkerMessage m) { c.Add(std::move(m)); });
+  ASSERT_TRUE(launcher.Launch(Assign("job-x", 0)).ok());
+  std::optional<v1::RankStatus> failed = c.WaitExited("job-x", 0, absl::Seconds(10));
+  ASSERT_TRUE(failed.has_value());
+  EXPECT_EQ(failed->exit_code(), 127);
+  EXPECT_NE(failed->message().find("exec"), std::string::npos) << failed->message();
+  ASSERT_TRUE(launcher.WaitIdle(absl::Seconds(5)));
+
+  RankLauncherOptions slow = o;
+  slow.rank_binary = FAKE_RANK_BINARY;
+  RankLauncher one_slot(slow, [&c](v1::WorkerMessage m) { c.Add(std::move(m)); });
+  ASSERT_TRUE(one_slot.Launch(Assign("job-y", 0, {{"fake.mode", "sleep"}})).ok());
+  EXPECT_EQ(one_slot.Launch(Assign("job-z", 0)).code(), absl::StatusCode::kResourceExhausted);
+}
+
+}  // namespace
+}  // namespace gantry::agent

@@ -1,0 +1,260 @@
+#include "workers/agent/agent_flags.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+
+namespace gantry::agent {
+
+const char kAgentUsage[] =
+    "usage: gantry-worker daemon --server=HOST:PORT (--join-token=T | --join-token-file=F) "
+    "[flags]\n"
+    "  --name=NAME                 unique worker name (default: the host name)\n"
+    "  --slots=N                   ranks hosted at once (default 1)\n"
+    "  --device=cpu|gpu:0,1        device kind (gpu needs a CUDA build; default cpu)\n"
+    "  --threads=N                 intra-op threads per rank (default 1)\n"
+    "  --labels=k=v,k=v            labels jobs can select on (e.g. pool=onprem,zone=a)\n"
+    "  --cache-dir=DIR             dataset cache (default ./gantry-cache)\n"
+    "  --cache-max-bytes=N[K|M|G|T] cache size limit (default 10G)\n"
+    "  --advertise-host=HOST       address other ranks reach this worker at (default 127.0.0.1)\n"
+    "  --rendezvous-ports=MIN-MAX  ports for c10d rendezvous when hosting rank 0 (29400-29499)\n"
+    "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n";
+
+namespace {
+
+absl::Status Bad(const std::string& flag, const std::string& why) {
+  return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
+}
+
+absl::Status ParseInt(const std::string& flag, const std::string& value, int lo, int hi, int* out) {
+  int v = 0;
+  if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
+    return Bad(flag, absl::StrCat("\"", value, "\" is not an integer in ", lo, "..", hi));
+  }
+  *out = v;
+  return absl::OkStatus();
+}
+
+absl::Status ParseBytes(const std::string& flag, std::string value, int64_t* out) {
+  int64_t scale = 1;
+  if (!value.empty()) {
+    switch (absl::ascii_toupper(value.back())) {
+      case 'K':
+        scale = int64_t{1} << 10;
+        break;
+      case 'M':
+        scale = int64_t{1} << 20;
+        break;
+      case 'G':
+        scale = int64_t{1} << 30;
+        break;
+      case 'T':
+        scale = int64_t{1} << 40;
+        break;
+      default:
+        break;
+    }
+    if (scale != 1) value.pop_back();
+  }
+  int64_t v = 0;
+  if (!absl::SimpleAtoi(value, &v) || v <= 0 || v > std::numeric_limits<int64_t>::max() / scale) {
+    return Bad(flag, "wants a positive byte count, optionally with K, M, G or T");
+  }
+  *out = v * scale;
+  return absl::OkStatus();
+}
+
+bool NameChars(absl::string_view s) {
+  for (char c : s) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+absl::Status ParseDevice(const std::string& value, AgentOptions* o) {
+  if (value == "cpu") {
+    o->device = gantry::v1::DEVICE_KIND_CPU;
+    o->device_ids.clear();
+    return absl::OkStatus();
+  }
+  if (value != "gpu" && value.rfind("gpu:", 0) != 0) {
+    return Bad("device", absl::StrCat("\"", value, "\" is neither cpu nor gpu:ID[,ID...]"));
+  }
+#ifndef GANTRY_WITH_CUDA
+  return Bad("device",
+             "gpu needs a gantry-worker built with GANTRY_WITH_CUDA=ON against a CUDA LibTorch; "
+             "this build is CPU-only (use --device=cpu)");
+#else
+  if (value == "gpu") return Bad("device", "name the GPU ids, e.g. gpu:0,1");
+  o->device = gantry::v1::DEVICE_KIND_GPU;
+  o->device_ids.clear();
+  std::set<int> seen;
+  for (absl::string_view id : absl::StrSplit(value.substr(4), ',')) {
+    int v = 0;
+    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > 1023 || !seen.insert(v).second) {
+      return Bad("device", absl::StrCat("\"", id, "\" is not a distinct GPU id"));
+    }
+    o->device_ids.push_back(v);
+  }
+  return absl::OkStatus();
+#endif
+}
+
+absl::Status ParseLabels(const std::string& value, AgentOptions* o) {
+  o->labels.clear();
+  for (absl::string_view pair : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty() || kv[0].size() > 63 || !NameChars(kv[0]) ||
+        kv[1].size() > 63) {
+      return Bad("labels", absl::StrCat("\"", pair, "\" is not key=value (key [A-Za-z0-9._-])"));
+    }
+    if (!o->labels.emplace(kv[0], kv[1]).second) {
+      return Bad("labels", absl::StrCat("key \"", kv[0], "\" appears twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParsePorts(const std::string& value, AgentOptions* o) {
+  std::vector<std::string> parts = absl::StrSplit(value, '-');
+  int lo = 0, hi = 0;
+  if (parts.size() != 2 || !absl::SimpleAtoi(parts[0], &lo) || !absl::SimpleAtoi(parts[1], &hi) ||
+      lo < 1 || hi > 65535 || lo > hi) {
+    return Bad("rendezvous-ports",
+               absl::StrCat("\"", value, "\" is not MIN-MAX with 1 <= MIN <= MAX <= 65535"));
+  }
+  o->rendezvous_port_min = lo;
+  o->rendezvous_port_max = hi;
+  return absl::OkStatus();
+}
+
+absl::Status Apply(const std::string& key, const std::string& value, AgentOptions* o) {
+  if (key == "server") {
+    const size_t colon = value.rfind(':');
+    int port = 0;
+    if (colon == std::string::npos || colon == 0 ||
+        !absl::SimpleAtoi(value.substr(colon + 1), &port) || port < 1 || port > 65535) {
+      return Bad("server", absl::StrCat("\"", value, "\" is not HOST:PORT"));
+    }
+    o->server = value;
+  } else if (key == "join-token") {
+    if (value.empty()) return Bad("join-token", "is empty");
+    o->join_token = value;
+  } else if (key == "join-token-file") {
+    if (value.empty()) return Bad("join-token-file", "is empty");
+    o->join_token_file = value;
+  } else if (key == "name") {
+    if (value.empty() || value.size() > 128 || !NameChars(value)) {
+      return Bad("name", "must be 1-128 characters [A-Za-z0-9._-]");
+    }
+    o->name = value;
+  } else if (key == "slots") {
+    return ParseInt(key, value, 1, 1024, &o->slots);
+  } else if (key == "device") {
+    return ParseDevice(value, o);
+  } else if (key == "threads") {
+    return ParseInt(key, value, 1, 1024, &o->threads_per_rank);
+  } else if (key == "labels") {
+    return ParseLabels(value, o);
+  } else if (key == "cache-dir") {
+    if (value.empty()) return Bad("cache-dir", "is empty");
+    o->cache_dir = value;
+  } else if (key == "cache-max-bytes") {
+    return ParseBytes(key, value, &o->cache_max_bytes);
+  } else if (key == "advertise-host") {
+    if (value.empty() || value.size() > 255) return Bad("advertise-host", "must be 1-255 chars");
+    o->advertise_host = value;
+  } else if (key == "rendezvous-ports") {
+    return ParsePorts(value, o);
+  } else if (key == "work-dir") {
+    if (value.empty()) return Bad("work-dir", "is empty");
+    o->work_dir = value;
+  } else if (key == "rank-binary") {  // hidden: tests run a fake rank program
+    o->rank_binary = value;
+  } else if (key == "kill-grace-ms") {  // hidden
+    return ParseInt(key, value, 0, 600000, &o->kill_grace_ms);
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat("unknown flag --", key));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<AgentOptions> ParseAgentFlags(const std::vector<std::string>& args) {
+  AgentOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", arg, "\""));
+    }
+    std::string key = arg.substr(2);
+    std::string value;
+    const size_t eq = key.find('=');
+    if (eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key.resize(eq);
+    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+      value = args[++i];
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("--", key, ": needs a value"));
+    }
+    absl::Status s = Apply(key, value, &o);
+    if (!s.ok()) return s;
+  }
+  if (o.server.empty()) return Bad("server", "is required (HOST:PORT of gantry-server)");
+  if (o.join_token.empty() && o.join_token_file.empty()) {
+    return Bad("join-token", "is required (or --join-token-file)");
+  }
+  if (!o.join_token.empty() && !o.join_token_file.empty()) {
+    return Bad("join-token-file", "give either --join-token or --join-token-file, not both");
+  }
+  return o;
+}
+
+absl::Status ResolveAgentOptions(AgentOptions* o) {
+  if (o->join_token.empty()) {
+    std::ifstream in(o->join_token_file);
+    std::stringstream content;
+    content << in.rdbuf();
+    if (!in) return Bad("join-token-file", absl::StrCat("cannot read ", o->join_token_file));
+    o->join_token = std::string(absl::StripAsciiWhitespace(content.str()));
+    if (o->join_token.empty()) {
+      return Bad("join-token-file", absl::StrCat(o->join_token_file, " is empty"));
+    }
+  }
+  if (o->name.empty()) {
+    char host[256] = {0};
+    if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0' || !NameChars(host)) {
+      return Bad("name", "the host name is not usable as a worker name; give --name");
+    }
+    o->name = host;
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(o->cache_dir, ec);
+  o->cache_dir = std::filesystem::absolute(o->cache_dir, ec).lexically_normal().string();
+  if (ec || !std::filesystem::is_directory(o->cache_dir)) {
+    return Bad("cache-dir", absl::StrCat("cannot create ", o->cache_dir));
+  }
+  if (o->work_dir.empty()) o->work_dir = o->cache_dir + "/work";
+  std::filesystem::create_directories(o->work_dir, ec);
+  o->work_dir = std::filesystem::absolute(o->work_dir, ec).lexically_normal().string();
+  if (ec || !std::filesystem::is_directory(o->work_dir)) {
+    return Bad("work-dir", absl::StrCat("cannot create ", o->work_dir));
+  }
+  while (o->cache_dir.size() > 1 && o->cache_dir.back() == '/') o->cache_dir.pop_back();
+  while (o->work_dir.size() > 1 && o->work_dir.back() == '/') o->work_dir.pop_back();
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::agent

@@ -1,0 +1,40 @@
+// AgentOptions: everything the worker daemon (gantry-worker daemon) is configured with; filled
+// from flags by ParseAgentFlags (agent_flags.h) and passed down to WorkerAgent and RankLauncher.
+#ifndef GANTRY_WORKERS_AGENT_AGENT_OPTIONS_H_
+#define GANTRY_WORKERS_AGENT_AGENT_OPTIONS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gantry/v1/common.pb.h"
+
+namespace gantry::agent {
+
+struct AgentOptions {
+  std::string server;           // host:port of gantry-server
+  std::string join_token;       // the worker join token (never put on a child's argv)
+  std::string join_token_file;  // read into join_token by LoadJoinToken when join_token is empty
+  std::string name;             // unique per pool; empty = the host name
+  int slots = 1;                // ranks hosted at once
+  gantry::v1::DeviceKind device = gantry::v1::DEVICE_KIND_CPU;
+  std::vector<int> device_ids;  // GPU ids with DEVICE_KIND_GPU
+  int threads_per_rank = 1;
+  std::map<std::string, std::string> labels;
+  std::string cache_dir = "./gantry-cache";
+  int64_t cache_max_bytes = int64_t{10} << 30;  // stored for the dataset cache (issue 5)
+  std::string advertise_host = "127.0.0.1";
+  int rendezvous_port_min = 29400;
+  int rendezvous_port_max = 29499;
+  std::string work_dir;  // per-rank scratch root; empty = <cache_dir>/work
+  // The program run for each rank as `<rank_binary> rank --assignment=...`; empty = this
+  // executable (/proc/self/exe). Tests point it at a fake rank.
+  std::string rank_binary;
+  // Grace between SIGTERM and SIGKILL when stopping a rank.
+  int kill_grace_ms = 5000;
+};
+
+}  // namespace gantry::agent
+
+#endif  // GANTRY_WORKERS_AGENT_AGENT_OPTIONS_H_

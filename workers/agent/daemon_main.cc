@@ -1,0 +1,63 @@
+#include "workers/agent/daemon_main.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <ctime>
+#include <iostream>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "workers/agent/agent_flags.h"
+#include "workers/agent/worker_agent.h"
+
+namespace gantry::agent {
+
+int DaemonMain(const std::vector<std::string>& args) {
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kAgentUsage;
+      return 0;
+    }
+  }
+  absl::StatusOr<AgentOptions> options = ParseAgentFlags(args);
+  absl::Status status = options.status();
+  if (status.ok()) status = ResolveAgentOptions(&*options);
+  if (!status.ok()) {
+    std::cerr << "gantry-worker daemon: " << status.message() << "\n" << kAgentUsage;
+    return 2;
+  }
+
+  // Signals are taken synchronously by one thread; every other thread (gRPC's, the supervisors')
+  // inherits the blocked mask. Rank processes unblock them before exec.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  WorkerAgent agent(*std::move(options));
+  std::atomic<bool> done{false};
+  std::thread signal_thread([&] {
+    while (!done.load()) {
+      timespec timeout{0, 200 * 1000 * 1000};
+      const int sig = sigtimedwait(&signals, nullptr, &timeout);
+      if (sig == SIGINT || sig == SIGTERM) {
+        std::cerr << "gantry-worker: signal " << sig << ", stopping ranks and exiting" << std::endl;
+        agent.Stop();
+        return;
+      }
+    }
+  });
+  status = agent.Run();
+  done.store(true);
+  signal_thread.join();
+  if (!status.ok()) {
+    std::cerr << "gantry-worker daemon: the server refused this worker: " << status.ToString()
+              << std::endl;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace gantry::agent

@@ -1,0 +1,361 @@
+#include "workers/agent/rank_launcher.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "workers/agent/control_pipe.h"
+
+extern char** environ;
+
+namespace gantry::agent {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+// The fd number the control pipe has in the rank process.
+constexpr int kChildControlFd = 3;
+constexpr int kTailLines = 20;
+constexpr size_t kTailBytes = 8192;
+
+bool ValidJobId(const std::string& id) {
+  if (id.empty() || id.size() > 128 || id[0] == '.') return false;
+  for (char c : id) {
+    if (!absl::ascii_isalnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+// The last kTailLines lines of the file (at most kTailBytes), trimmed.
+std::string Tail(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const std::streamoff size = in.tellg();
+  const std::streamoff start =
+      size > static_cast<std::streamoff>(kTailBytes) ? size - kTailBytes : 0;
+  in.seekg(start);
+  std::string text(static_cast<size_t>(size - start), '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  std::vector<std::string> lines = absl::StrSplit(text, '\n');
+  if (start > 0 && !lines.empty()) lines.erase(lines.begin());  // a partial first line
+  while (!lines.empty() && absl::StripAsciiWhitespace(lines.back()).empty()) lines.pop_back();
+  if (lines.size() > static_cast<size_t>(kTailLines)) {
+    lines.erase(lines.begin(), lines.end() - kTailLines);
+  }
+  return absl::StrJoin(lines, "\n");
+}
+
+void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n" << std::flush; }
+
+// Writes a constant message to fd 2 and exits; only async-signal-safe calls (used after fork).
+[[noreturn]] void ChildFail(const char* message) {
+  const ssize_t ignored = write(STDERR_FILENO, message, strlen(message));
+  (void)ignored;
+  _exit(127);
+}
+
+}  // namespace
+
+struct RankLauncher::Rank {
+  std::string job_id;
+  int rank = 0;
+  pid_t pid = -1;  // also the process group id
+  int pipe_fd = -1;
+  std::string log_path;
+  std::thread thread;
+  bool term_requested = false;  // guarded by the launcher's mu_
+  absl::Time term_at;           // guarded by the launcher's mu_
+};
+
+RankLauncher::RankLauncher(RankLauncherOptions options, Sink sink)
+    : options_(std::move(options)), sink_(std::move(sink)) {}
+
+RankLauncher::~RankLauncher() {
+  StopAll();
+  absl::MutexLock lock(&mu_);
+  CollectFinishedLocked();
+}
+
+absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
+  const std::string& job_id = assignment.job_id();
+  if (!ValidJobId(job_id)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment.job_id \"", job_id, "\" is not a valid job id"));
+  }
+  const auto key = std::make_pair(job_id, assignment.rank());
+  {
+    absl::MutexLock lock(&mu_);
+    CollectFinishedLocked();
+    if (stopping_) return absl::UnavailableError("the worker is shutting down");
+    if (ranks_.count(key) != 0) {
+      return absl::AlreadyExistsError(
+          absl::StrCat("rank ", assignment.rank(), " of ", job_id, " already runs here"));
+    }
+    if (options_.max_ranks > 0 && static_cast<int>(ranks_.size()) >= options_.max_ranks) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("all ", options_.max_ranks, " slot(s) of this worker are busy; rank ",
+                       assignment.rank(), " of ", job_id, " was not started"));
+    }
+  }
+
+  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
+  const std::string work_dir =
+      absl::StrCat(options_.work_root, "/", job_id, "/rank-", assignment.rank());
+  std::error_code ec;
+  std::filesystem::create_directories(work_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
+  const std::string assignment_path = work_dir + "/assignment.pb";
+  {
+    std::ofstream out(assignment_path, std::ios::binary | std::ios::trunc);
+    if (!out || !assignment.SerializeToOstream(&out) || !out.flush()) {
+      return absl::InternalError(absl::StrCat("cannot write ", assignment_path));
+    }
+  }
+  const std::string log_path = work_dir + "/rank.log";
+  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (log_fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", strerror(errno)));
+  }
+  int pipe_fds[2];
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    close(log_fd);
+    return absl::InternalError(absl::StrCat("pipe2 failed: ", strerror(errno)));
+  }
+  const std::string binary =
+      options_.rank_binary.empty() ? std::string("/proc/self/exe") : options_.rank_binary;
+  std::vector<std::string> args = {binary,
+                                   "rank",
+                                   "--assignment=" + assignment_path,
+                                   absl::StrCat("--control-fd=", kChildControlFd),
+                                   "--server=" + options_.server,
+                                   "--cache-dir=" + options_.cache_dir,
+                                   "--work-dir=" + work_dir};
+  std::vector<std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    if (strncmp(*e, "GANTRY_JOIN_TOKEN=", 18) != 0) env.emplace_back(*e);
+  }
+  env.push_back("GANTRY_JOIN_TOKEN=" + options_.join_token);
+  std::vector<char*> argv, envp;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  const long open_max = sysconf(_SC_OPEN_MAX);
+  const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
+  const std::string exec_failed = "gantry-worker: exec " + binary + " failed\n";
+
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(log_fd);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return absl::InternalError(absl::StrCat("fork failed: ", strerror(err)));
+  }
+  if (pid == 0) {
+    setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    signal(SIGPIPE, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    signal(SIGINT, SIG_DFL);
+    // Move the fds out of the way of 0..3 first, then place them.
+    const int pipe_w = fcntl(pipe_fds[1], F_DUPFD_CLOEXEC, 10);
+    const int log_w = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
+    const int null_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (pipe_w < 0 || log_w < 0 || null_r < 0) ChildFail("gantry-worker: fd setup failed\n");
+    if (dup2(null_r, STDIN_FILENO) < 0 || dup2(log_w, STDOUT_FILENO) < 0 ||
+        dup2(log_w, STDERR_FILENO) < 0 || dup2(pipe_w, kChildControlFd) < 0) {
+      ChildFail("gantry-worker: dup2 failed\n");
+    }
+    // dup2 clears close-on-exec on the targets; every other fd of the daemon goes.
+    if (close_range(kChildControlFd + 1, ~0U, 0) != 0) {
+      for (int fd = kChildControlFd + 1; fd < max_fd; ++fd) close(fd);
+    }
+    execve(argv[0], argv.data(), envp.data());
+    ChildFail(exec_failed.c_str());
+  }
+  setpgid(pid, pid);  // also in the parent, so signals can target the group at once
+  close(pipe_fds[1]);
+  close(log_fd);
+
+  auto rank = std::make_unique<Rank>();
+  rank->job_id = job_id;
+  rank->rank = assignment.rank();
+  rank->pid = pid;
+  rank->pipe_fd = pipe_fds[0];
+  rank->log_path = log_path;
+  Rank* raw = rank.get();
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) SignalLocked(raw);  // StopAll began while this rank was being spawned
+    ranks_.emplace(key, std::move(rank));
+  }
+  Log(absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " (pid ", pid, ", log ",
+                   log_path, ")"));
+  v1::WorkerMessage starting;
+  starting.set_job_id(job_id);
+  starting.mutable_rank_status()->set_rank(assignment.rank());
+  starting.mutable_rank_status()->set_phase(v1::RANK_STARTING);
+  sink_(std::move(starting));
+  absl::MutexLock lock(&mu_);
+  raw->thread = std::thread([this, raw] { Supervise(raw); });
+  return absl::OkStatus();
+}
+
+void RankLauncher::Supervise(Rank* r) {
+  ControlPipeReader reader(r->pipe_fd);
+  bool eof = false;
+  bool reaped = false;
+  bool killed = false;
+  int status = 0;
+  absl::Time reaped_at;
+  std::string last_error;
+  while (true) {
+    if (!eof) {
+      pollfd p{r->pipe_fd, POLLIN, 0};
+      if (poll(&p, 1, 50) > 0) {
+        absl::StatusOr<std::optional<v1::WorkerMessage>> next = reader.Next();
+        if (!next.ok()) {
+          Log(absl::StrCat("rank ", r->rank, " of ", r->job_id,
+                           ": control pipe unusable: ", next.status().ToString()));
+          eof = true;
+        } else if (!next->has_value()) {
+          eof = true;
+        } else {
+          v1::WorkerMessage message = std::move(**next);
+          message.set_job_id(r->job_id);
+          if (message.has_log() && message.log().level() == "ERROR") {
+            last_error = message.log().text();
+          }
+          sink_(std::move(message));
+        }
+      }
+    } else if (!reaped) {
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    if (!reaped) {
+      const pid_t w = waitpid(r->pid, &status, WNOHANG);
+      if (w == r->pid || (w < 0 && errno == ECHILD)) {
+        reaped = true;
+        reaped_at = absl::Now();
+        kill(-r->pid, SIGKILL);  // whatever the rank left behind in its group
+      }
+    }
+    if (!reaped && !killed) {
+      absl::MutexLock lock(&mu_);
+      if (r->term_requested && absl::Now() - r->term_at >= options_.kill_grace) {
+        kill(-r->pid, SIGKILL);
+        killed = true;
+      }
+    }
+    // After the exit, drain what the rank wrote; give up on a pipe held open by an escapee.
+    if (reaped && (eof || absl::Now() - reaped_at > absl::Seconds(2))) break;
+  }
+  close(r->pipe_fd);
+
+  v1::WorkerMessage exited;
+  exited.set_job_id(r->job_id);
+  v1::RankStatus* rs = exited.mutable_rank_status();
+  rs->set_rank(r->rank);
+  rs->set_phase(v1::RANK_EXITED);
+  if (WIFEXITED(status)) {
+    rs->set_exit_code(WEXITSTATUS(status));
+  } else if (WIFSIGNALED(status)) {
+    rs->set_exit_code(-WTERMSIG(status));
+  } else {
+    rs->set_exit_code(-1);
+  }
+  rs->set_message(!last_error.empty() ? last_error : Tail(r->log_path));
+  Log(absl::StrCat("rank ", r->rank, " of ", r->job_id, " exited with code ", rs->exit_code()));
+  {
+    // The slot is free from here on; StopAll joins this thread, so the report below still lands
+    // before StopAll returns.
+    absl::MutexLock lock(&mu_);
+    auto it = ranks_.find({r->job_id, r->rank});
+    if (it != ranks_.end() && it->second.get() == r) {
+      finished_.push_back(std::move(it->second));
+      ranks_.erase(it);
+    }
+  }
+  sink_(std::move(exited));
+}
+
+void RankLauncher::CollectFinishedLocked() {
+  for (std::unique_ptr<Rank>& r : finished_) {
+    if (r->thread.joinable()) r->thread.join();
+  }
+  finished_.clear();
+}
+
+void RankLauncher::SignalLocked(Rank* r) {
+  if (r->term_requested) return;
+  r->term_requested = true;
+  r->term_at = absl::Now();
+  kill(-r->pid, SIGTERM);
+}
+
+int RankLauncher::Cancel(const std::string& job_id) {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (auto& [key, rank] : ranks_) {
+    if (key.first != job_id) continue;
+    SignalLocked(rank.get());
+    ++n;
+  }
+  if (n > 0) Log(absl::StrCat("cancelling ", n, " rank(s) of ", job_id));
+  return n;
+}
+
+void RankLauncher::StopAll() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+  for (auto& [key, rank] : ranks_) SignalLocked(rank.get());
+  mu_.Await(absl::Condition(
+      +[](std::map<std::pair<std::string, int>, std::unique_ptr<Rank>>* ranks) {
+        return ranks->empty();
+      },
+      &ranks_));
+  CollectFinishedLocked();
+}
+
+int RankLauncher::live_ranks() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(ranks_.size());
+}
+
+std::vector<std::string> RankLauncher::running_jobs() const {
+  absl::MutexLock lock(&mu_);
+  std::set<std::string> jobs;
+  for (const auto& [key, rank] : ranks_) jobs.insert(key.first);
+  return std::vector<std::string>(jobs.begin(), jobs.end());
+}
+
+bool RankLauncher::WaitIdle(absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithTimeout(
+      absl::Condition(
+          +[](const std::map<std::pair<std::string, int>, std::unique_ptr<Rank>>* ranks) {
+            return ranks->empty();
+          },
+          &ranks_),
+      timeout);
+}
+
+}  // namespace gantry::agent

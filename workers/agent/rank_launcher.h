@@ -1,0 +1,92 @@
+// RankLauncher: runs each assigned rank as its own child process (fork + exec, own process group)
+// and supervises it from one thread per rank: forwards the WorkerMessages the rank writes to its
+// control pipe, escalates SIGTERM to SIGKILL on cancellation, reaps it and reports its exit. A
+// crashing rank never takes the daemon down.
+#ifndef GANTRY_WORKERS_AGENT_RANK_LAUNCHER_H_
+#define GANTRY_WORKERS_AGENT_RANK_LAUNCHER_H_
+
+#include <sys/types.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gantry/v1/worker.pb.h"
+
+namespace gantry::agent {
+
+struct RankLauncherOptions {
+  // Program run per rank; empty = this executable (/proc/self/exe, i.e. gantry-worker).
+  std::string rank_binary;
+  std::string server;      // passed as --server
+  std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
+  std::string cache_dir;   // passed as --cache-dir
+  std::string work_root;   // a rank's scratch is <work_root>/<job_id>/rank-<r>
+  absl::Duration kill_grace = absl::Seconds(5);  // SIGTERM -> SIGKILL
+  int max_ranks = 0;                             // live ranks at once; 0 = unlimited
+};
+
+class RankLauncher {
+ public:
+  // Receives every message for the Connect stream, job_id set: RANK_STARTING (from Launch), the
+  // rank's own frames in pipe order, then RANK_EXITED last. Called from Launch's caller and from
+  // supervisor threads, never with the launcher's lock held; must be thread-safe.
+  using Sink = std::function<void(gantry::v1::WorkerMessage)>;
+
+  RankLauncher(RankLauncherOptions options, Sink sink);
+  // Stops every rank (StopAll) and joins the supervisor threads.
+  ~RankLauncher();
+  RankLauncher(const RankLauncher&) = delete;
+  RankLauncher& operator=(const RankLauncher&) = delete;
+
+  // Writes <work dir>/assignment.pb and starts `<rank_binary> rank --assignment=<path>
+  // --control-fd=3 --server=... --cache-dir=... --work-dir=<work dir>` with stdout and stderr
+  // appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, rank) is still running here,
+  // RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT for a job id unfit for a
+  // path, UNAVAILABLE after StopAll began, INTERNAL when no process could be started (nothing is
+  // sent to the sink then). An exec failure is reported as RANK_EXITED with exit code 127.
+  absl::Status Launch(const gantry::v1::Assignment& assignment);
+
+  // Sends SIGTERM to the process group of every rank of `job_id` (SIGKILL after kill_grace);
+  // returns how many ranks were signalled. Slots free up as the processes are reaped.
+  int Cancel(const std::string& job_id);
+
+  // Cancels every rank, refuses further launches and returns once all are reaped and reported.
+  void StopAll();
+
+  // Ranks started and not yet reaped (a slot is free once its process is reaped; its RANK_EXITED
+  // reaches the sink right after).
+  int live_ranks() const;
+  // Distinct job ids with live ranks, sorted.
+  std::vector<std::string> running_jobs() const;
+  // Waits until no rank is live (see live_ranks); false on timeout.
+  bool WaitIdle(absl::Duration timeout) const;
+
+ private:
+  struct Rank;
+
+  // The supervisor thread of one rank.
+  void Supervise(Rank* rank);
+  // Joins supervisor threads that have finished and forgets their ranks.
+  void CollectFinishedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void SignalLocked(Rank* rank) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const RankLauncherOptions options_;
+  const Sink sink_;
+  mutable absl::Mutex mu_;
+  // Keyed by (job id, rank); owns the supervisor threads.
+  std::map<std::pair<std::string, int>, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::unique_ptr<Rank>> finished_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace gantry::agent
+
+#endif  // GANTRY_WORKERS_AGENT_RANK_LAUNCHER_H_

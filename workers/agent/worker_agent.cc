@@ -1,0 +1,346 @@
+#include "workers/agent/worker_agent.h"
+
+#include <algorithm>
+#include <iostream>
+#include <random>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace gantry::agent {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+constexpr absl::Duration kInitialBackoff = absl::Milliseconds(100);
+constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
+constexpr absl::Duration kRegisterDeadline = absl::Seconds(10);
+// How long Run waits for the last messages to reach the server when shutting down.
+constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
+
+void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n" << std::flush; }
+
+absl::Status ToAbsl(const grpc::Status& s) {
+  if (s.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
+}
+
+// Refusals that retrying cannot fix (before the worker was ever accepted).
+bool IsPermanent(const absl::Status& s) {
+  return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s);
+}
+
+std::string Version() {
+#if defined(GANTRY_VERSION) && defined(GANTRY_GIT_COMMIT)
+  return absl::StrCat(GANTRY_VERSION, " (", GANTRY_GIT_COMMIT, ")");
+#elif defined(GANTRY_VERSION)
+  return GANTRY_VERSION;
+#else
+  return "unknown";
+#endif
+}
+
+absl::Duration Jitter(absl::Duration d) {
+  thread_local std::mt19937 rng{std::random_device{}()};
+  std::uniform_real_distribution<double> factor(0.8, 1.2);
+  return d * factor(rng);
+}
+
+}  // namespace
+
+WorkerAgent::WorkerAgent(AgentOptions options) : options_(std::move(options)) {
+  grpc::ChannelArguments args;
+  // The channel's own reconnect backoff must not outlast ours (its default grows to 120 s).
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  args.SetMaxReceiveMessageSize(16 << 20);
+  args.SetMaxSendMessageSize(16 << 20);
+  channel_ = grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::WorkerService::NewStub(channel_);
+
+  RankLauncherOptions launch;
+  launch.rank_binary = options_.rank_binary;
+  launch.server = options_.server;
+  launch.join_token = options_.join_token;
+  launch.cache_dir = options_.cache_dir;
+  launch.work_root = options_.work_dir;
+  launch.kill_grace = absl::Milliseconds(options_.kill_grace_ms);
+  launch.max_ranks = options_.slots;
+  launcher_ = std::make_unique<RankLauncher>(
+      std::move(launch), [this](v1::WorkerMessage m) { Enqueue(std::move(m)); });
+}
+
+WorkerAgent::~WorkerAgent() { launcher_.reset(); }
+
+void WorkerAgent::Stop() {
+  absl::MutexLock lock(&mu_);
+  stopping_ = true;
+}
+
+std::string WorkerAgent::worker_id() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+int64_t WorkerAgent::sessions() const {
+  absl::MutexLock lock(&mu_);
+  return sessions_;
+}
+
+bool WorkerAgent::connected() const {
+  absl::MutexLock lock(&mu_);
+  return connected_;
+}
+
+int64_t WorkerAgent::dropped_messages() const {
+  absl::MutexLock lock(&mu_);
+  return queue_.dropped();
+}
+
+void WorkerAgent::Enqueue(v1::WorkerMessage message) {
+  absl::MutexLock lock(&mu_);
+  queue_.Push(std::move(message));
+}
+
+void WorkerAgent::AddAuth(grpc::ClientContext* context) const {
+  context->AddMetadata("authorization", "Bearer " + options_.join_token);
+}
+
+absl::Status WorkerAgent::Run() {
+  Log(absl::StrCat("worker \"", options_.name, "\" ", Version(), ": server ", options_.server, ", ",
+                   options_.slots, " slot(s), ", options_.threads_per_rank,
+                   " thread(s) per rank, work dir ", options_.work_dir));
+  std::thread sessions([this] { SessionLoop(); });
+  {
+    absl::MutexLock lock(&mu_);
+    mu_.Await(absl::Condition(&stopping_));
+  }
+  launcher_->StopAll();  // every rank's RANK_EXITED is queued when this returns
+  absl::Status fatal;
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+    if (!mu_.AwaitWithTimeout(absl::Condition(&loop_done_), kDrainTimeout)) {
+      Log(absl::StrCat("the server did not close the stream in time; ", queue_.size(),
+                       " message(s) not confirmed"));
+      if (current_context_ != nullptr) current_context_->TryCancel();
+    }
+    fatal = fatal_;
+  }
+  sessions.join();
+  {
+    absl::MutexLock lock(&mu_);
+    if (!queue_.empty()) Log(absl::StrCat(queue_.size(), " message(s) were never sent"));
+  }
+  Log("stopped");
+  return fatal;
+}
+
+void WorkerAgent::SessionLoop() {
+  absl::Duration backoff = kInitialBackoff;
+  while (true) {
+    bool established = false;
+    const absl::Status status = RunSession(&established);
+    absl::MutexLock lock(&mu_);
+    if (closing_) break;
+    if (!registered_once_ && IsPermanent(status)) {
+      fatal_ = status;
+      stopping_ = true;
+      break;
+    }
+    if (established) backoff = kInitialBackoff;
+    const absl::Duration delay = Jitter(backoff);
+    Log(absl::StrCat("connection to ", options_.server, " lost or refused (", status.ToString(),
+                     "); retrying in ", absl::FormatDuration(delay)));
+    if (mu_.AwaitWithTimeout(absl::Condition(&closing_), delay)) break;
+    backoff = std::min(backoff * 2, kMaxBackoff);
+  }
+  absl::MutexLock lock(&mu_);
+  loop_done_ = true;
+}
+
+v1::RegisterRequest WorkerAgent::BuildRegister() const {
+  v1::RegisterRequest r;
+  r.set_name(options_.name);
+  r.set_slots(options_.slots);
+  r.set_device(options_.device);
+  for (int id : options_.device_ids) r.add_device_ids(id);
+  r.set_threads_per_rank(options_.threads_per_rank);
+  for (const auto& [k, v] : options_.labels) (*r.mutable_labels())[k] = v;
+  r.set_advertise_host(options_.advertise_host);
+  r.set_version(Version());
+  r.set_rendezvous_port_min(options_.rendezvous_port_min);
+  r.set_rendezvous_port_max(options_.rendezvous_port_max);
+  return r;
+}
+
+absl::Status WorkerAgent::RunSession(bool* established) {
+  v1::RegisterResponse registered;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + kRegisterDeadline));
+    AddAuth(&context);
+    {
+      absl::MutexLock lock(&mu_);
+      if (closing_) return absl::CancelledError("shutting down");
+      current_context_ = &context;
+    }
+    const grpc::Status s = stub_->Register(&context, BuildRegister(), &registered);
+    absl::MutexLock lock(&mu_);
+    current_context_ = nullptr;
+    if (!s.ok()) return ToAbsl(s);
+    if (worker_id_ != registered.worker_id()) {
+      if (!worker_id_.empty()) Log("the server gave a new worker id " + registered.worker_id());
+      worker_id_ = registered.worker_id();
+    }
+    registered_once_ = true;
+  }
+  const absl::Duration interval = absl::Milliseconds(
+      registered.heartbeat_interval_ms() > 0 ? registered.heartbeat_interval_ms() : 2000);
+  // A stream that hears nothing (not even heartbeat acks) for a lease is treated as dead.
+  const absl::Duration silence_limit =
+      std::max(absl::Milliseconds(registered.lease_timeout_ms()), 3 * interval);
+
+  grpc::ClientContext context;
+  AddAuth(&context);
+  {
+    absl::MutexLock lock(&mu_);
+    if (closing_) return absl::CancelledError("shutting down");
+    current_context_ = &context;
+    session_over_ = false;
+    last_server_message_ = absl::Now();
+  }
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>> stream =
+      stub_->Connect(&context);
+  v1::WorkerMessage hello;
+  std::string id = worker_id();
+  hello.mutable_hello()->set_worker_id(id);
+  const std::vector<std::string> running = launcher_->running_jobs();
+  for (const std::string& job : running) hello.mutable_hello()->add_running_jobs(job);
+  if (!stream->Write(hello)) {
+    const grpc::Status s = stream->Finish();
+    absl::MutexLock lock(&mu_);
+    current_context_ = nullptr;
+    return s.ok() ? absl::UnavailableError("the Connect stream closed before the hello")
+                  : ToAbsl(s);
+  }
+  int64_t session = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    connected_ = true;
+    session = ++sessions_;
+  }
+  *established = true;
+  Log(absl::StrCat("connected as ", id, " (stream ", session, ", running jobs: [",
+                   absl::StrJoin(running, ","), "])"));
+  std::thread writer([&] { WriterLoop(stream.get(), &context, interval, silence_limit); });
+  v1::ServerMessage message;
+  while (stream->Read(&message)) {
+    {
+      absl::MutexLock lock(&mu_);
+      last_server_message_ = absl::Now();
+    }
+    Handle(message);
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    session_over_ = true;
+    connected_ = false;
+  }
+  writer.join();
+  const grpc::Status s = stream->Finish();
+  absl::MutexLock lock(&mu_);
+  current_context_ = nullptr;
+  if (closing_) return absl::OkStatus();
+  return s.ok() ? absl::UnavailableError("the server ended the Connect stream") : ToAbsl(s);
+}
+
+void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>* stream,
+                             grpc::ClientContext* context, absl::Duration heartbeat_interval,
+                             absl::Duration silence_limit) {
+  absl::Time next_heartbeat = absl::Now();
+  while (true) {
+    enum { kNone, kHeartbeat, kQueued, kClose } action = kNone;
+    v1::WorkerMessage message;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return session_over_ || !queue_.empty() || closing_;
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), next_heartbeat);
+      if (session_over_) return;
+      const absl::Time now = absl::Now();
+      if (now - last_server_message_ > silence_limit) {
+        Log(absl::StrCat("no word from the server for ", absl::FormatDuration(silence_limit),
+                         "; dropping the stream"));
+        context->TryCancel();
+        return;
+      }
+      if (now >= next_heartbeat) {
+        action = kHeartbeat;
+      } else if (!queue_.empty()) {
+        message = queue_.front();  // a copy: Push may reshuffle the deque while we write
+        action = kQueued;
+      } else if (closing_) {
+        action = kClose;
+      }
+    }
+    if (action == kHeartbeat) {
+      v1::Heartbeat* hb = message.mutable_heartbeat();
+      hb->set_free_slots(std::max(0, options_.slots - launcher_->live_ranks()));
+      hb->set_cache_bytes(0);  // the dataset cache arrives with issue 5
+      next_heartbeat = absl::Now() + heartbeat_interval;
+      if (!stream->Write(message)) {
+        context->TryCancel();
+        return;
+      }
+    } else if (action == kQueued) {
+      if (!stream->Write(message)) {
+        // Kept at the head: re-sent after the reconnect (at-least-once).
+        context->TryCancel();
+        return;
+      }
+      absl::MutexLock lock(&mu_);
+      queue_.PopFront();
+    } else if (action == kClose) {
+      stream->WritesDone();
+      return;
+    }
+  }
+}
+
+void WorkerAgent::Handle(const v1::ServerMessage& message) {
+  switch (message.kind_case()) {
+    case v1::ServerMessage::kAssignment: {
+      const v1::Assignment& a = message.assignment();
+      const absl::Status s = launcher_->Launch(a);
+      if (absl::IsAlreadyExists(s)) {
+        Log("ignoring a duplicate assignment: " + std::string(s.message()));
+      } else if (!s.ok()) {
+        Log(absl::StrCat("cannot start rank ", a.rank(), " of ", a.job_id(), ": ", s.ToString()));
+        v1::WorkerMessage failed;
+        failed.set_job_id(a.job_id());
+        v1::RankStatus* rs = failed.mutable_rank_status();
+        rs->set_rank(a.rank());
+        rs->set_phase(v1::RANK_EXITED);
+        rs->set_exit_code(127);
+        rs->set_message(absl::StrCat("the worker could not start the rank: ", s.message()));
+        Enqueue(std::move(failed));
+      }
+      break;
+    }
+    case v1::ServerMessage::kCancellation: {
+      const v1::Cancellation& c = message.cancellation();
+      const int n = launcher_->Cancel(c.job_id());
+      if (n == 0) Log("cancellation of " + c.job_id() + ": no rank of it runs here");
+      break;
+    }
+    default:
+      break;  // heartbeat acks only prove the stream is alive
+  }
+}
+
+}  // namespace gantry::agent
