@@ -189,7 +189,7 @@ bool Scheduler::TryPlace(Job& job, const std::vector<Worker*>& candidates, Place
   auto worse = [](const Candidate& a, const Candidate& b) {
     if (a.cached != b.cached) return b.cached;
     if (a.free != b.free) return a.free < b.free;
-    return a.worker->state.id > b.worker->state.id;
+    return a.worker->order > b.worker->order;
   };
   // Workers that would host rank 0 but have no free rendezvous port are left out and the choice is
   // made again (a few times at most: ports run out only when a range is smaller than the slots).
@@ -252,7 +252,9 @@ std::vector<Placement> Scheduler::Schedule(absl::Time now) {
   // Workers that can take ranks now, by device kind; free slots only shrink during a round.
   std::map<DeviceKind, std::vector<Worker*>> open_by_device;
   long total_free = 0;
+  int order = 0;
   for (auto& [id, w] : workers_) {
+    w.order = order++;
     if (!Placeable(w, now)) continue;
     int free = Usable(w);
     if (free <= 0) continue;

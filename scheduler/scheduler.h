@@ -118,6 +118,7 @@ class Scheduler {
     int leased = 0;                                // slots leased to placed jobs
     std::map<std::string, int> job_ranks;          // placed job id -> ranks of it here
     std::map<int, std::string> leased_ports;       // rendezvous port -> job id
+    int order = 0;  // position in workers_ (id order), refreshed by each Schedule for cheap ties
   };
   // Queue order: priority desc, submitted asc, id asc.
   struct QueueKey {

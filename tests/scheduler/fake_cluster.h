@@ -223,7 +223,9 @@ class FakeCluster {
 
  private:
   void StopRanks(const std::string& job_id) {
-    for (auto& [id, w] : workers_) w.running.erase(job_id);
+    for (const std::string& id : placed_.at(job_id).placement.rank_workers) {
+      workers_.at(id).running.erase(job_id);
+    }
   }
 
   // Backfill completeness: after a round, a queued job either lacks free matching slots or was
