@@ -1,0 +1,384 @@
+// Tests of the torch-free runner pieces: the hold-out split, the rank plan (assignment checks),
+// dataset materialisation for toymc:, file:// and ds- (downloaded from a real gantry-server into a
+// sha256-verified cache) and checkpoint upload/fetch through WorkerService.
+#include "workers/runner/dataset_source.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "gantry/base/sha256.h"
+#include "tests/server/server_fixture.h"
+#include "workers/data/hdf5_io.h"
+#include "workers/data/toy_mc.h"
+#include "workers/runner/checkpoint_client.h"
+#include "workers/runner/holdout_split.h"
+#include "workers/runner/rank_plan.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+namespace fs = std::filesystem;
+using runner::DatasetSource;
+using runner::DatasetSourceOptions;
+using runner::MaterializedDataset;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(HoldoutSplitTest, DeterministicDisjointAndComplete) {
+  absl::StatusOr<runner::HoldoutSplit> a = runner::SplitHoldout(1000, 0.1, 42);
+  absl::StatusOr<runner::HoldoutSplit> b = runner::SplitHoldout(1000, 0.1, 42);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->holdout, b->holdout);
+  EXPECT_EQ(a->train, b->train);
+  EXPECT_EQ(a->holdout.size(), 100u);
+  EXPECT_EQ(a->train.size(), 900u);
+  std::set<int64_t> all(a->holdout.begin(), a->holdout.end());
+  for (int64_t i : a->train) EXPECT_TRUE(all.insert(i).second) << "event " << i << " in both";
+  EXPECT_EQ(all.size(), 1000u);
+  EXPECT_EQ(*all.begin(), 0);
+  EXPECT_EQ(*all.rbegin(), 999);
+  // Not just the first or last events: spread over the sample.
+  EXPECT_LT(*std::min_element(a->holdout.begin(), a->holdout.end()), 100);
+  EXPECT_GT(*std::max_element(a->holdout.begin(), a->holdout.end()), 900);
+
+  absl::StatusOr<runner::HoldoutSplit> other = runner::SplitHoldout(1000, 0.1, 43);
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->holdout, a->holdout);
+}
+
+TEST(HoldoutSplitTest, EdgeCasesAndRefusals) {
+  absl::StatusOr<runner::HoldoutSplit> none = runner::SplitHoldout(10, 0.0, 1);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->holdout.empty());
+  EXPECT_EQ(none->train.size(), 10u);
+  EXPECT_EQ(runner::SplitHoldout(10, 1.0, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runner::SplitHoldout(10, -0.1, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runner::SplitHoldout(1, 0.9, 1).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(HoldoutSplitTest, SelectEventsCopiesCellsAndConditions) {
+  data::ToyMcConfig config;
+  config.layout = data::Layout::kVariableAngle3DGan;
+  config.events = 5;
+  config.seed = 2;
+  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+  ASSERT_TRUE(set.ok()) << set.status();
+  data::ShowerSet picked = runner::SelectEvents(*set, {3, 1});
+  ASSERT_EQ(picked.events(), 2);
+  EXPECT_EQ(picked.energy_gev[0], set->energy_gev[3]);
+  EXPECT_EQ(picked.theta_rad[1], set->theta_rad[1]);
+  EXPECT_TRUE(std::equal(picked.event(0), picked.event(0) + set->cells_per_event(), set->event(3)));
+  EXPECT_EQ(picked.shape, set->shape);
+}
+
+v1::Assignment GoodAssignment() {
+  v1::Assignment a;
+  a.set_job_id("job-1");
+  a.set_rank(0);
+  a.set_world_size(1);
+  a.set_threads(1);
+  v1::JobSpec* spec = a.mutable_spec();
+  spec->set_model_preset("tiny");
+  spec->set_dataset("toymc:layout=25,events=20");
+  spec->set_world_size(1);
+  spec->mutable_hyper_parameters()->set_epochs(3);
+  spec->mutable_hyper_parameters()->set_batch_per_rank(4);
+  spec->mutable_hyper_parameters()->set_learning_rate(5e-4);
+  spec->mutable_hyper_parameters()->set_seed(9);
+  spec->mutable_hyper_parameters()->mutable_loss_weights()->set_energy(0.5);
+  spec->mutable_checkpoint_policy()->set_every_epochs(2);
+  return a;
+}
+
+TEST(RankPlanTest, ResolvesTheModelAndSettings) {
+  absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(GoodAssignment());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->model.preset, "tiny");
+  EXPECT_DOUBLE_EQ(plan->model.learning_rate, 5e-4);
+  EXPECT_DOUBLE_EQ(plan->model.loss_weights[1], 0.5);
+  // Unset weights keep the preset's.
+  EXPECT_DOUBLE_EQ(plan->model.loss_weights[0], gan::PresetConfig("tiny")->loss_weights[0]);
+  EXPECT_EQ(plan->epochs, 3);
+  EXPECT_EQ(plan->batch_per_rank, 4);
+  EXPECT_EQ(plan->seed, 9u);
+  EXPECT_DOUBLE_EQ(plan->holdout_fraction, 0.1);
+  EXPECT_TRUE(plan->validation);
+  EXPECT_EQ(plan->checkpoint_every_epochs, 2);
+  EXPECT_EQ(plan->keep_last, 1);
+  EXPECT_NE(runner::CodeVersion().find('+'), std::string::npos);
+
+  v1::Assignment disabled = GoodAssignment();
+  disabled.mutable_spec()->mutable_validation()->set_disabled(true);
+  plan = runner::PlanRank(disabled);
+  ASSERT_TRUE(plan.ok());
+  EXPECT_FALSE(plan->validation);
+  EXPECT_EQ(plan->holdout_fraction, 0);
+}
+
+TEST(RankPlanTest, RefusesBadAssignmentsNamingTheField) {
+  struct Case {
+    std::function<void(v1::Assignment&)> change;
+    absl::StatusCode code;
+    std::string field;
+  };
+  const std::vector<Case> cases = {
+      {[](v1::Assignment& a) { a.set_rank(2); }, absl::StatusCode::kInvalidArgument,
+       "assignment.rank"},
+      {[](v1::Assignment& a) { a.clear_job_id(); }, absl::StatusCode::kInvalidArgument,
+       "assignment.job_id"},
+      {[](v1::Assignment& a) {
+         a.set_world_size(2);
+         a.mutable_spec()->set_world_size(2);
+       },
+       absl::StatusCode::kInvalidArgument, "assignment.rendezvous_host"},
+      {[](v1::Assignment& a) { a.mutable_spec()->set_model_preset("huge"); },
+       absl::StatusCode::kInvalidArgument, "spec.model_preset"},
+      {[](v1::Assignment& a) { a.mutable_spec()->set_dataset("s3://bucket/x.h5"); },
+       absl::StatusCode::kInvalidArgument, "spec.dataset"},
+      {[](v1::Assignment& a) { a.mutable_spec()->mutable_hyper_parameters()->set_epochs(0); },
+       absl::StatusCode::kInvalidArgument, "spec.hyper_parameters.epochs"},
+      {[](v1::Assignment& a) {
+         a.mutable_spec()->mutable_hyper_parameters()->set_optimizer("adam");
+       },
+       absl::StatusCode::kInvalidArgument, "spec.hyper_parameters.optimizer"},
+      {[](v1::Assignment& a) { a.mutable_spec()->mutable_validation()->set_holdout_fraction(1.5); },
+       absl::StatusCode::kInvalidArgument, "spec.validation.holdout_fraction"},
+      {[](v1::Assignment& a) { a.set_resume_checkpoint_sha256(std::string(64, 'a')); },
+       absl::StatusCode::kUnimplemented, "resume_checkpoint_sha256"},
+  };
+  for (const Case& c : cases) {
+    v1::Assignment a = GoodAssignment();
+    c.change(a);
+    absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(a);
+    ASSERT_FALSE(plan.ok()) << c.field;
+    EXPECT_EQ(plan.status().code(), c.code) << plan.status();
+    EXPECT_NE(plan.status().message().find(c.field), std::string::npos) << plan.status();
+  }
+}
+
+TEST(DatasetSourceTest, ToyMcIsSimulatedAndHashedByItsCanonicalSpec) {
+  TempDir dir;
+  DatasetSource source(DatasetSourceOptions{"", "", dir.path()});
+  // Key order and defaults do not change the hash: it is taken of the canonical spec.
+  absl::StatusOr<MaterializedDataset> a =
+      source.Materialize("toymc:layout=25,events=6,seed=4,emin=20,emax=40", "");
+  absl::StatusOr<MaterializedDataset> b =
+      source.Materialize("toymc:seed=4,emax=40,events=6,emin=20", "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  EXPECT_EQ(a->showers.events(), 6);
+  EXPECT_EQ(a->sha256, b->sha256);
+  EXPECT_EQ(a->showers.cells, b->showers.cells);
+  absl::StatusOr<data::ToyMcConfig> config =
+      data::ParseToyMcSpec("toymc:layout=25,events=6,seed=4,emin=20,emax=40");
+  EXPECT_EQ(a->sha256, Sha256Hex(data::FormatToyMcSpec(*config)));
+  for (float e : a->showers.energy_gev) {
+    EXPECT_GE(e, 20);
+    EXPECT_LE(e, 40);
+  }
+  absl::StatusOr<MaterializedDataset> other = source.Materialize("toymc:events=6,seed=5", "");
+  ASSERT_TRUE(other.ok());
+  EXPECT_NE(other->sha256, a->sha256);
+  // A wrong expected hash, a bad spec and an unknown kind are refused naming the reference.
+  absl::StatusOr<MaterializedDataset> mismatch =
+      source.Materialize("toymc:events=6,seed=5", std::string(64, '0'));
+  EXPECT_EQ(mismatch.status().code(), absl::StatusCode::kDataLoss);
+  absl::StatusOr<MaterializedDataset> bad = source.Materialize("toymc:events=x", "");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("toymc:events=x"), std::string::npos) << bad.status();
+  absl::StatusOr<MaterializedDataset> unknown = source.Materialize("s3://x", "");
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unknown.status().message().find("s3://x"), std::string::npos);
+}
+
+TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
+  TempDir dir;
+  data::ToyMcConfig config;
+  config.events = 5;
+  config.seed = 11;
+  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+  ASSERT_TRUE(set.ok());
+  const std::string path = dir.File("Ele_toy.h5");
+  ASSERT_TRUE(data::WriteShowerFile(path, *set).ok());
+  DatasetSource source(DatasetSourceOptions{"", "", dir.path()});
+  absl::StatusOr<MaterializedDataset> got = source.Materialize("file://" + path, "");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->sha256, Sha256Hex(ReadFile(path)));
+  EXPECT_EQ(got->showers.events(), 5);
+  EXPECT_EQ(got->showers.energy_gev, set->energy_gev);
+  EXPECT_EQ(got->local_path, path);
+  // The expected hash is checked when given.
+  EXPECT_TRUE(source.Materialize("file://" + path, got->sha256).ok());
+  EXPECT_EQ(source.Materialize("file://" + path, std::string(64, 'f')).status().code(),
+            absl::StatusCode::kDataLoss);
+  absl::StatusOr<MaterializedDataset> missing =
+      source.Materialize("file://" + dir.File("none.h5"), "");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("none.h5"), std::string::npos);
+  EXPECT_EQ(source.Materialize("file://relative.h5", "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+class RunnerServerTest : public ServerFixture {
+ protected:
+  std::string JoinToken() {
+    v1::CreateTokenResponse join;
+    grpc::Status s = admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return join.token();
+  }
+
+  v1::Dataset UploadToyFile(const std::string& token, const std::string& name, std::string* bytes) {
+    data::ToyMcConfig config;
+    config.events = 12;
+    config.seed = 21;
+    config.energy_min_gev = 20;
+    config.energy_max_gev = 60;
+    absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+    EXPECT_TRUE(set.ok());
+    const std::string path = dir_.File(name + ".h5");
+    EXPECT_TRUE(data::WriteShowerFile(path, *set).ok());
+    *bytes = ReadFile(path);
+    v1::Dataset dataset;
+    auto ctx = Ctx(token, 30000);
+    auto writer = datasets_->UploadDataset(ctx.get(), &dataset);
+    v1::UploadDatasetRequest header;
+    header.mutable_header()->set_name(name);
+    header.mutable_header()->set_size_bytes(bytes->size());
+    header.mutable_header()->set_file_name("Ele_" + name + ".h5");
+    writer->Write(header);
+    for (size_t at = 0; at < bytes->size(); at += 100000) {
+      v1::UploadDatasetRequest chunk;
+      chunk.set_chunk(bytes->substr(at, 100000));
+      writer->Write(chunk);
+    }
+    writer->WritesDone();
+    grpc::Status s = writer->Finish();
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return dataset;
+  }
+
+  std::string SubmitJob() {
+    const std::string tenant = NewTenant("physics");
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = GoodSpec();
+    v1::Job job;
+    grpc::Status s = training_->SubmitJob(Ctx(tenant).get(), request, &job);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return job.id();
+  }
+};
+
+TEST_F(RunnerServerTest, UploadedDatasetIsDownloadedIntoTheCacheAndReused) {
+  const std::string tenant = NewTenant("calo");
+  std::string bytes;
+  const v1::Dataset dataset = UploadToyFile(tenant, "electrons", &bytes);
+  ASSERT_FALSE(dataset.id().empty());
+  ASSERT_EQ(dataset.sha256(), Sha256Hex(bytes));
+  TempDir cache;
+  DatasetSourceOptions options{server_->address(), JoinToken(), cache.path()};
+  DatasetSource source(options);
+
+  absl::StatusOr<MaterializedDataset> got = source.Materialize(dataset.id(), dataset.sha256());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_FALSE(got->from_cache);
+  EXPECT_EQ(got->downloaded_bytes, static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(got->sha256, dataset.sha256());
+  EXPECT_EQ(got->local_path, cache.path() + "/datasets/" + dataset.sha256() + ".h5");
+  EXPECT_EQ(ReadFile(got->local_path), bytes);
+  EXPECT_EQ(got->showers.events(), 12);
+  EXPECT_EQ(got->showers.particle, "Ele");
+
+  // Without an expected hash the server's announced one is verified and used.
+  TempDir cache2;
+  absl::StatusOr<MaterializedDataset> announced =
+      DatasetSource(DatasetSourceOptions{server_->address(), options.token, cache2.path()})
+          .Materialize(dataset.id(), "");
+  ASSERT_TRUE(announced.ok()) << announced.status();
+  EXPECT_EQ(announced->sha256, dataset.sha256());
+
+  // A mismatch against the assignment's hash is DATA_LOSS and leaves nothing in the cache.
+  TempDir cache3;
+  const std::string wrong(64, 'e');
+  absl::StatusOr<MaterializedDataset> mismatch =
+      DatasetSource(DatasetSourceOptions{server_->address(), options.token, cache3.path()})
+          .Materialize(dataset.id(), wrong);
+  ASSERT_EQ(mismatch.status().code(), absl::StatusCode::kDataLoss) << mismatch.status();
+  EXPECT_NE(mismatch.status().message().find(dataset.id()), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(cache3.path() + "/datasets"));
+
+  // The cached copy is reused without the server.
+  ASSERT_EQ(StopServer(), 0);
+  absl::StatusOr<MaterializedDataset> again = source.Materialize(dataset.id(), dataset.sha256());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->from_cache);
+  EXPECT_EQ(again->downloaded_bytes, 0);
+  EXPECT_EQ(again->showers.energy_gev, got->showers.energy_gev);
+
+  // A corrupted cache entry is not trusted: with the server down it fails instead.
+  std::ofstream(got->local_path, std::ios::binary | std::ios::app) << "junk";
+  absl::StatusOr<MaterializedDataset> corrupt = source.Materialize(dataset.id(), dataset.sha256());
+  EXPECT_FALSE(corrupt.ok());
+  EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kUnavailable) << corrupt.status();
+  EXPECT_NE(corrupt.status().message().find(dataset.id()), std::string::npos);
+}
+
+TEST_F(RunnerServerTest, UnknownDatasetAndBadTokenAreRefused) {
+  TempDir cache;
+  absl::StatusOr<MaterializedDataset> missing =
+      DatasetSource(DatasetSourceOptions{server_->address(), JoinToken(), cache.path()})
+          .Materialize("ds-00000000-0000-0000-0000-000000000000", "");
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
+  EXPECT_NE(missing.status().message().find("ds-00000000"), std::string::npos);
+  absl::StatusOr<MaterializedDataset> unauthenticated =
+      DatasetSource(DatasetSourceOptions{server_->address(), "gjt_wrong", cache.path()})
+          .Materialize("ds-00000000-0000-0000-0000-000000000000", "");
+  EXPECT_EQ(unauthenticated.status().code(), absl::StatusCode::kUnauthenticated)
+      << unauthenticated.status();
+}
+
+TEST_F(RunnerServerTest, CheckpointUploadAndFetchRoundTrip) {
+  const std::string job_id = SubmitJob();
+  ASSERT_FALSE(job_id.empty());
+  // 2.5 MiB of random bytes: three chunks.
+  std::string bytes(5 << 19, '\0');
+  std::mt19937 rng(3);
+  for (char& c : bytes) c = static_cast<char>(rng());
+  const std::string path = dir_.File("model.ckpt");
+  std::ofstream(path, std::ios::binary) << bytes;
+
+  runner::CheckpointClient client(server_->address(), JoinToken());
+  absl::StatusOr<runner::UploadedCheckpoint> up = client.Upload(job_id, 3, 42, path);
+  ASSERT_TRUE(up.ok()) << up.status();
+  EXPECT_EQ(up->sha256, Sha256Hex(bytes));
+  EXPECT_EQ(up->size_bytes, static_cast<int64_t>(bytes.size()));
+
+  absl::StatusOr<runner::UploadedCheckpoint> down = client.Fetch(up->sha256, dir_.File("back"));
+  ASSERT_TRUE(down.ok()) << down.status();
+  EXPECT_EQ(ReadFile(dir_.File("back")), bytes);
+  EXPECT_FALSE(fs::exists(dir_.File("back.part")));
+
+  EXPECT_EQ(client.Upload("job-00000000-0000-0000-0000-000000000000", 1, 1, path).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(client.Fetch(std::string(64, 'a'), dir_.File("none")).status().code(),
+            absl::StatusCode::kNotFound);
+  runner::CheckpointClient stranger(server_->address(), "gjt_wrong");
+  EXPECT_EQ(stranger.Upload(job_id, 1, 1, path).status().code(),
+            absl::StatusCode::kUnauthenticated);
+}
+
+}  // namespace
+}  // namespace gantry::testing

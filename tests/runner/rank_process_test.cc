@@ -1,0 +1,361 @@
+// `gantry-worker rank` as a real child process with a real control pipe, against a real
+// gantry-server: a world_size-1 job end to end (RANK_RUNNING, progress, uploaded checkpoints,
+// validation metrics in the JobResult), refused assignments (exit 2), a failing dataset (exit 1
+// with a JobResult), and SIGTERM (exit 143 within seconds).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "gantry/base/sha256.h"
+#include "tests/server/server_fixture.h"
+#include "workers/agent/control_pipe.h"
+#include "workers/data/toy_mc.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/runner/checkpoint_client.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+namespace fs = std::filesystem;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A rank child process and everything it wrote to its control pipe.
+struct RankRun {
+  int exit_code = -1;
+  double seconds = 0;
+  std::vector<v1::WorkerMessage> messages;
+  std::string stderr_text;
+  absl::Status pipe_status;
+
+  std::vector<v1::WorkerMessage> Of(v1::WorkerMessage::KindCase kind) const {
+    std::vector<v1::WorkerMessage> out;
+    for (const auto& m : messages) {
+      if (m.kind_case() == kind) out.push_back(m);
+    }
+    return out;
+  }
+  std::string Logs() const {
+    std::string out;
+    for (const auto& m : messages) {
+      if (m.has_log()) out += m.log().level() + " " + m.log().text() + "\n";
+    }
+    return out;
+  }
+};
+
+class RankProcessTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerFixture::SetUp();
+    v1::CreateTokenResponse join;
+    grpc::Status s = admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join);
+    ASSERT_TRUE(s.ok()) << Describe(s);
+    join_token_ = join.token();
+    tenant_ = NewTenant("calo");
+  }
+
+  std::string SubmitJob(const v1::JobSpec& spec) {
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = spec;
+    v1::Job job;
+    grpc::Status s = training_->SubmitJob(Ctx(tenant_).get(), request, &job);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return job.id();
+  }
+
+  static v1::JobSpec TinySpec() {
+    v1::JobSpec spec;
+    spec.set_display_name("runner test");
+    spec.set_model_preset("tiny");
+    spec.set_dataset("toymc:layout=25,events=24,seed=3,emin=10,emax=100");
+    spec.set_world_size(1);
+    v1::HyperParameters* h = spec.mutable_hyper_parameters();
+    h->set_epochs(2);
+    h->set_batch_per_rank(8);
+    h->set_seed(5);
+    spec.mutable_validation()->set_holdout_fraction(0.25);
+    spec.mutable_checkpoint_policy()->set_every_epochs(1);
+    spec.mutable_checkpoint_policy()->set_keep_last(1);
+    return spec;
+  }
+
+  v1::Assignment AssignmentFor(const std::string& job_id, const v1::JobSpec& spec) {
+    v1::Assignment a;
+    a.set_job_id(job_id);
+    *a.mutable_spec() = spec;
+    a.set_rank(0);
+    a.set_world_size(1);
+    a.set_threads(1);
+    a.set_owner("calo");
+    return a;
+  }
+
+  std::string WriteAssignment(const v1::Assignment& a, const std::string& name = "assignment.pb") {
+    const std::string path = dir_.File(name);
+    std::ofstream(path, std::ios::binary) << a.SerializeAsString();
+    return path;
+  }
+
+  // Starts the rank with its control pipe; `on_message` sees every message as it arrives (on the
+  // reader thread) and may send signals.
+  RankRun Run(const std::vector<std::string>& flags,
+              std::function<void(pid_t, const v1::WorkerMessage&)> on_message = nullptr) {
+    int fds[2];
+    EXPECT_EQ(pipe(fds), 0);
+    const std::string stderr_path = dir_.File("rank.stderr");
+    std::vector<std::string> args = {GANTRY_WORKER_BINARY, "rank"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    for (std::string& a : args) {
+      if (a == "CONTROL_FD") a = "--control-fd=" + std::to_string(fds[1]);
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = fork();
+    if (pid == 0) {
+      close(fds[0]);
+      const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(err, 2);
+      setenv("GANTRY_JOIN_TOKEN", join_token_.c_str(), 1);
+      std::vector<char*> argv;
+      for (std::string& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    RankRun run;
+    agent::ControlPipeReader reader(fds[0]);
+    while (true) {
+      absl::StatusOr<std::optional<v1::WorkerMessage>> next = reader.Next();
+      if (!next.ok()) {
+        run.pipe_status = next.status();
+        break;
+      }
+      if (!next->has_value()) break;
+      if (on_message) on_message(pid, **next);
+      run.messages.push_back(**next);
+    }
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    run.stderr_text = ReadFile(stderr_path);
+    return run;
+  }
+
+  std::vector<std::string> StandardFlags(const std::string& assignment) {
+    fs::create_directories(dir_.File("work"));
+    return {"--assignment=" + assignment, "CONTROL_FD", "--server=" + server_->address(),
+            "--cache-dir=" + dir_.File("cache"), "--work-dir=" + dir_.File("work")};
+  }
+
+  std::string join_token_;
+  std::string tenant_;
+};
+
+TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
+  const v1::JobSpec spec = TinySpec();
+  const std::string job_id = SubmitJob(spec);
+  ASSERT_FALSE(job_id.empty());
+  RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec))));
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  ASSERT_TRUE(run.pipe_status.ok()) << run.pipe_status;
+
+  // Every message carries the job id; RANK_RUNNING comes before any progress.
+  int first_running = -1, first_progress = -1;
+  for (size_t i = 0; i < run.messages.size(); ++i) {
+    EXPECT_EQ(run.messages[i].job_id(), job_id);
+    if (run.messages[i].has_rank_status() && first_running < 0) first_running = i;
+    if (run.messages[i].has_progress() && first_progress < 0) first_progress = i;
+  }
+  ASSERT_GE(first_running, 0) << run.Logs();
+  EXPECT_EQ(run.messages[first_running].rank_status().phase(), v1::RANK_RUNNING);
+  EXPECT_EQ(run.messages[first_running].rank_status().rank(), 0);
+  ASSERT_GT(first_progress, first_running);
+
+  // Progress: 18 training events / batch 8 = 2 steps per epoch, 2 epochs; the last at the end.
+  const auto progress = run.Of(v1::WorkerMessage::kProgress);
+  ASSERT_GE(progress.size(), 2u);
+  const v1::Progress& last = progress.back().progress();
+  EXPECT_EQ(last.epoch(), 2);
+  EXPECT_EQ(last.epochs(), 2);
+  EXPECT_EQ(last.step(), 4);
+  EXPECT_EQ(last.steps_per_epoch(), 2);
+  EXPECT_GT(last.samples_per_second(), 0);
+  EXPECT_EQ(last.eta_seconds(), 0);
+  for (const char* key : {"d_loss", "g_loss", "d_real", "d_fake", "d_adversarial", "d_energy",
+                          "d_ecal", "g_adversarial", "g_energy", "g_ecal"}) {
+    ASSERT_TRUE(last.losses().contains(key)) << key;
+    EXPECT_TRUE(std::isfinite(last.losses().at(key))) << key;
+  }
+  EXPECT_NEAR(last.losses().at("d_loss"),
+              0.5 * (last.losses().at("d_real") + last.losses().at("d_fake")), 1e-9);
+  bool saw_epoch_one = false;
+  for (const auto& p : progress) saw_epoch_one |= p.progress().epoch() == 1;
+  EXPECT_TRUE(saw_epoch_one);
+
+  const std::string logs = run.Logs();
+  EXPECT_NE(logs.find("materialised: 24 events"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("6 events set aside"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("epoch 2/2 done"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("ERROR"), std::string::npos) << logs;
+
+  // The result: success, the final checkpoint, validation metrics and histograms, lineage.
+  const auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u) << logs;
+  EXPECT_EQ(&results.back(), &results.back());
+  const v1::JobResult& result = results[0].result();
+  EXPECT_TRUE(result.success()) << result.message();
+  EXPECT_EQ(run.messages.back().kind_case(), v1::WorkerMessage::kResult);
+  for (const char* key :
+       {"mre_sampling_fraction", "mre_sampling_fraction_null", "eprof", "eprof_null", "pos",
+        "pos_null", "fom", "bins_used", "holdout_events", "generated_events"}) {
+    ASSERT_TRUE(result.metrics().contains(key)) << key;
+    EXPECT_TRUE(std::isfinite(result.metrics().at(key))) << key;
+  }
+  EXPECT_FALSE(result.metrics().contains("ang"));  // fixed-angle model
+  EXPECT_EQ(result.metrics().at("holdout_events"), 6);
+  EXPECT_EQ(result.metrics().at("generated_events"), 6);
+  EXPECT_GT(result.metrics().at("fom"), 0);
+  EXPECT_FALSE(result.histograms().empty());
+  bool has_profile = false;
+  for (const auto& h : result.histograms()) {
+    has_profile |= absl::StartsWith(h.name(), "profile_");
+    EXPECT_EQ(h.reference_size(), h.generated_size()) << h.name();
+  }
+  EXPECT_TRUE(has_profile);
+  absl::StatusOr<data::ToyMcConfig> toy = data::ParseToyMcSpec(spec.dataset());
+  ASSERT_TRUE(toy.ok());
+  EXPECT_EQ(result.dataset_sha256(), Sha256Hex(data::FormatToyMcSpec(*toy)));
+  EXPECT_TRUE(absl::StrContains(result.code_version(), "+")) << result.code_version();
+  EXPECT_GE(result.energy_range_gev().min(), 10);
+  EXPECT_LE(result.energy_range_gev().max(), 100);
+  EXPECT_LT(result.energy_range_gev().min(), result.energy_range_gev().max());
+  EXPECT_EQ(result.particle(), v1::PARTICLE_ELECTRON);
+
+  // Two checkpoints were uploaded (epochs 1 and 2); the final one is fetchable and loads as the
+  // state after 4 steps; keep_last = 1 leaves one local file.
+  size_t uploads = 0;
+  for (size_t at = logs.find("uploaded: sha256"); at != std::string::npos;
+       at = logs.find("uploaded: sha256", at + 1)) {
+    ++uploads;
+  }
+  EXPECT_EQ(uploads, 2u) << logs;
+  ASSERT_EQ(result.checkpoint_sha256().size(), 64u);
+  runner::CheckpointClient client(server_->address(), join_token_);
+  absl::StatusOr<runner::UploadedCheckpoint> fetched =
+      client.Fetch(result.checkpoint_sha256(), dir_.File("fetched.ckpt"));
+  ASSERT_TRUE(fetched.ok()) << fetched.status();
+  EXPECT_EQ(fetched->size_bytes, result.checkpoint_size_bytes());
+  absl::StatusOr<gan::TrainingState> state = gan::ReadCheckpoint(dir_.File("fetched.ckpt"));
+  ASSERT_TRUE(state.ok()) << state.status();
+  EXPECT_EQ(state->step, 4);
+  EXPECT_EQ(state->epoch, 2);
+  EXPECT_EQ(state->config.preset, "tiny");
+  int local = 0;
+  for (const auto& entry : fs::directory_iterator(dir_.File("work"))) {
+    if (entry.path().extension() == ".ckpt") ++local;
+  }
+  EXPECT_EQ(local, 1);
+}
+
+TEST_F(RankProcessTest, RefusedAssignmentsExitTwoWithAMessage) {
+  // Rank outside the world.
+  v1::Assignment bad = AssignmentFor("job-x", TinySpec());
+  bad.set_rank(3);
+  bad.set_world_size(2);
+  bad.mutable_spec()->set_world_size(2);
+  RankRun run = Run(StandardFlags(WriteAssignment(bad)));
+  EXPECT_EQ(run.exit_code, 2) << run.stderr_text;
+  EXPECT_NE(run.stderr_text.find("assignment.rank"), std::string::npos) << run.stderr_text;
+  const auto logs = run.Of(v1::WorkerMessage::kLog);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0].log().level(), "ERROR");
+  EXPECT_NE(logs[0].log().text().find("assignment.rank"), std::string::npos);
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kResult).empty());  // not rank 0
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kRankStatus).empty());
+
+  // Rank 0 with an unsupported optimiser also says so in a failed JobResult.
+  v1::Assignment adam = AssignmentFor("job-y", TinySpec());
+  adam.mutable_spec()->mutable_hyper_parameters()->set_optimizer("adam");
+  run = Run(StandardFlags(WriteAssignment(adam)));
+  EXPECT_EQ(run.exit_code, 2);
+  const auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].result().success());
+  EXPECT_NE(results[0].result().message().find("optimizer"), std::string::npos);
+  EXPECT_EQ(results[0].job_id(), "job-y");
+
+  // Not an Assignment at all, and a missing file.
+  std::ofstream(dir_.File("garbage.pb")) << "\xff\xff\xff not a proto";
+  run = Run(StandardFlags(dir_.File("garbage.pb")));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("not a serialized gantry.v1.Assignment"), std::string::npos)
+      << run.stderr_text;
+  run = Run(StandardFlags(dir_.File("missing.pb")));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("missing.pb"), std::string::npos) << run.stderr_text;
+
+  // Missing flags and unknown flags.
+  run = Run({"--assignment=" + dir_.File("missing.pb")});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("--control-fd"), std::string::npos) << run.stderr_text;
+  run = Run({"CONTROL_FD", "--bogus=1"});
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.stderr_text.find("bogus"), std::string::npos) << run.stderr_text;
+}
+
+TEST_F(RankProcessTest, MissingDatasetFailsWithAResultNamingIt) {
+  v1::JobSpec spec = TinySpec();
+  spec.set_dataset("ds-00000000-0000-0000-0000-000000000000");
+  RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor("job-z", spec))));
+  EXPECT_EQ(run.exit_code, 1) << run.stderr_text;
+  const auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u) << run.Logs();
+  EXPECT_FALSE(results[0].result().success());
+  EXPECT_NE(results[0].result().message().find("ds-00000000-0000-0000-0000-000000000000"),
+            std::string::npos)
+      << results[0].result().message();
+  EXPECT_NE(run.Logs().find("ERROR"), std::string::npos);
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kRankStatus).empty());  // never started training
+}
+
+TEST_F(RankProcessTest, SigtermStopsTheRankWithinSeconds) {
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_hyper_parameters()->set_epochs(1000);
+  const std::string job_id = SubmitJob(spec);
+  auto sent_at = std::make_shared<std::chrono::steady_clock::time_point>();
+  RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec))),
+                    [sent_at](pid_t pid, const v1::WorkerMessage& m) {
+                      if (m.has_progress() && m.progress().step() == 1) {
+                        *sent_at = std::chrono::steady_clock::now();
+                        kill(pid, SIGTERM);
+                      }
+                    });
+  ASSERT_NE(sent_at->time_since_epoch().count(), 0) << run.Logs() << run.stderr_text;
+  const double after_signal =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - *sent_at).count();
+  EXPECT_EQ(run.exit_code, 143) << run.stderr_text << run.Logs();
+  EXPECT_LT(after_signal, 8.0);
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kResult).empty());  // a cancelled job has no result
+  EXPECT_NE(run.Logs().find("cancelled"), std::string::npos) << run.Logs();
+}
+
+}  // namespace
+}  // namespace gantry::testing
