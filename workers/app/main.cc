@@ -2,7 +2,8 @@
 //   gantry-worker local-train    --preset=tiny --data=toymc:events=2000 --epochs=5 --out=m.ckpt
 //   gantry-worker local-generate --checkpoint=m.ckpt --energies=50,100 --out=showers.h5
 //   gantry-worker toymc          --spec=toymc:layout=25,events=1000 --out=toy.h5
-// The daemon mode (connecting to gantry-server) arrives with issue 4.
+// and the service modes: `daemon` (the worker daemon, workers/agent) and `rank` (one rank of a
+// training job, started by the daemon).
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -13,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "workers/agent/daemon_main.h"
 #include "workers/app/local_commands.h"
 #include "workers/app/rank_command.h"
 
@@ -31,7 +33,10 @@ constexpr char kUsage[] =
     "  rank            --assignment=file --control-fd=N --server=host:port --cache-dir=dir\n"
     "                  --work-dir=dir [--bind-host=addr] (env GANTRY_JOIN_TOKEN; started by the\n"
     "                  daemon: one rank of a training job; exit 0 ok, 2 bad assignment, 143\n"
-    "                  cancelled, 1 failed)\n";
+    "                  cancelled, 1 failed)\n"
+    "  daemon          --server=host:port (--join-token=T | --join-token-file=F) [--name --slots\n"
+    "                  --device --threads --labels --cache-dir --cache-max-bytes --advertise-host\n"
+    "                  --rendezvous-ports --work-dir] (the worker daemon; `daemon --help`)\n";
 
 // --key=value or --key value flags into a map; INVALID_ARGUMENT for anything else.
 absl::Status ParseFlags(int argc, char** argv, std::map<std::string, std::string>* flags) {
@@ -157,6 +162,9 @@ int main(int argc, char** argv) {
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "help") {
     std::cerr << kUsage;
     return argc < 2 ? 2 : 0;
+  }
+  if (std::string(argv[1]) == "daemon") {  // its own flags and exit codes (daemon_main.h)
+    return gantry::agent::DaemonMain(std::vector<std::string>(argv + 2, argv + argc));
   }
   std::map<std::string, std::string> raw;
   absl::Status status = ParseFlags(argc, argv, &raw);
