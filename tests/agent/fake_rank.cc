@@ -5,6 +5,7 @@
 //   fake.exit=N          exit code (default 0)
 //   fake.mode=exit|crash|sleep|ignore-term|error-log
 //   fake.log_lines=N     lines printed to stderr before exiting (default 0)
+//   fake.frame_delay_ms=N pause before each progress frame (default 0)
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -76,7 +77,9 @@ int main(int argc, char** argv) {
   running.mutable_rank_status()->set_phase(gantry::v1::RANK_RUNNING);
   Send(fd, running);
   const int frames = std::atoi(Label(a, "fake.frames", "3").c_str());
+  const int delay_ms = std::atoi(Label(a, "fake.frame_delay_ms", "0").c_str());
   for (int i = 1; i <= frames; ++i) {
+    if (delay_ms > 0) usleep(delay_ms * 1000);
     gantry::v1::WorkerMessage p;
     p.mutable_progress()->set_step(i);
     p.mutable_progress()->set_epochs(a.rank());
@@ -91,7 +94,7 @@ int main(int argc, char** argv) {
   }
   gantry::v1::WorkerMessage result;
   result.mutable_result()->set_success(true);
-  result.mutable_result()->set_message("fake result");
+  result.mutable_result()->set_message("fake result of rank " + std::to_string(a.rank()));
   Send(fd, result);
 
   const int log_lines = std::atoi(Label(a, "fake.log_lines", "0").c_str());

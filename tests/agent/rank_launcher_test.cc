@@ -128,7 +128,7 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
     EXPECT_EQ(got[1 + i].progress().step(), i);
   }
   EXPECT_TRUE(got[52].has_result());
-  EXPECT_EQ(got[52].result().message(), "fake result");
+  EXPECT_EQ(got[52].result().message(), "fake result of rank 1");
   EXPECT_EQ(got[53].rank_status().phase(), v1::RANK_EXITED);
   EXPECT_EQ(launcher_->live_ranks(), 0);
 

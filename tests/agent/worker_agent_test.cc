@@ -1,0 +1,347 @@
+// WorkerAgent against a scripted WorkerService on a real loopback gRPC server (the real server
+// cannot yet be told to assign or to drop a stream on cue): assignments start real rank processes
+// (fake_rank) whose frames reach the stream in order with the job id, cancellations stop them,
+// messages produced while disconnected are delivered after the reconnect with a hello naming the
+// running jobs, duplicate assignments are ignored and Stop reports the ranks' exits.
+#include "workers/agent/worker_agent.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <deque>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "gantry/v1/worker.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "tests/support/temp_dir.h"
+
+namespace gantry::agent {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+constexpr char kToken[] = "scripted-join-token";
+
+// A WorkerService whose behaviour the test scripts: it records everything the worker sends (with
+// the stream it came on), pushes ServerMessages on request and can drop the current stream.
+class ScriptedWorkerService final : public v1::WorkerService::Service {
+ public:
+  grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
+                        v1::RegisterResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+    if (absl::Now() < refuse_until_) return grpc::Status(grpc::UNAVAILABLE, "restarting");
+    registers_.push_back(*request);
+    response->set_worker_id("worker-" + request->name());
+    response->set_heartbeat_interval_ms(200);
+    response->set_lease_timeout_ms(5000);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Connect(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::ServerMessage, v1::WorkerMessage>* stream) override {
+    int session = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+      session = ++sessions_;
+      drop_ = false;
+    }
+    bool reader_done = false;
+    std::thread reader([&] {
+      v1::WorkerMessage m;
+      while (stream->Read(&m)) {
+        absl::MutexLock lock(&mu_);
+        received_.push_back({session, m});
+        if (drop_after_ && drop_after_(m)) {
+          drop_after_ = nullptr;
+          drop_ = true;
+        }
+      }
+      absl::MutexLock lock(&mu_);
+      reader_done = true;
+    });
+    absl::Time next_ack = absl::Now();
+    while (true) {
+      std::vector<v1::ServerMessage> out;
+      bool drop = false;
+      {
+        absl::MutexLock lock(&mu_);
+        auto wake = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          return reader_done || drop_ || !outbox_.empty();
+        };
+        mu_.AwaitWithDeadline(absl::Condition(&wake), next_ack);
+        if (reader_done) break;
+        drop = drop_;
+        out.assign(outbox_.begin(), outbox_.end());
+        outbox_.clear();
+      }
+      if (drop) {
+        context->TryCancel();
+        break;
+      }
+      if (absl::Now() >= next_ack) {
+        v1::ServerMessage ack;
+        ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
+        out.push_back(ack);
+        next_ack = absl::Now() + absl::Milliseconds(500);
+      }
+      for (const v1::ServerMessage& m : out) stream->Write(m);
+    }
+    reader.join();
+    return grpc::Status::OK;
+  }
+
+  void Send(v1::ServerMessage m) {
+    absl::MutexLock lock(&mu_);
+    outbox_.push_back(std::move(m));
+  }
+  // Drops the current stream once a received message matches, and refuses Register for `refuse`.
+  void DropWhen(std::function<bool(const v1::WorkerMessage&)> match, absl::Duration refuse) {
+    absl::MutexLock lock(&mu_);
+    drop_after_ = [this, match, refuse](const v1::WorkerMessage& m)
+                      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+                        if (!match(m)) return false;
+                        refuse_until_ = absl::Now() + refuse;
+                        return true;
+                      };
+  }
+  // Waits until `pred` holds over the received messages.
+  bool WaitFor(std::function<bool(const std::vector<std::pair<int, v1::WorkerMessage>>&)> pred,
+               absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return pred(received_); };
+    return mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
+  }
+  std::vector<std::pair<int, v1::WorkerMessage>> received() {
+    absl::MutexLock lock(&mu_);
+    return received_;
+  }
+  std::vector<v1::RegisterRequest> registers() {
+    absl::MutexLock lock(&mu_);
+    return registers_;
+  }
+
+ private:
+  bool Authorized(grpc::ServerContext* context) const {
+    auto it = context->client_metadata().find("authorization");
+    return it != context->client_metadata().end() &&
+           std::string(it->second.data(), it->second.size()) == std::string("Bearer ") + kToken;
+  }
+
+  absl::Mutex mu_;
+  std::vector<std::pair<int, v1::WorkerMessage>> received_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::RegisterRequest> registers_ ABSL_GUARDED_BY(mu_);
+  std::deque<v1::ServerMessage> outbox_ ABSL_GUARDED_BY(mu_);
+  std::function<bool(const v1::WorkerMessage&)> drop_after_ ABSL_GUARDED_BY(mu_);
+  bool drop_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time refuse_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int sessions_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+using Received = std::vector<std::pair<int, v1::WorkerMessage>>;
+
+bool HasPhase(const Received& r, const std::string& job, int rank, v1::RankPhase phase) {
+  for (const auto& [s, m] : r) {
+    if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
+        m.rank_status().phase() == phase) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<v1::WorkerMessage> OfJob(const Received& r, const std::string& job) {
+  std::vector<v1::WorkerMessage> out;
+  for (const auto& [s, m] : r)
+    if (m.job_id() == job) out.push_back(m);
+  return out;
+}
+
+class WorkerAgentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(&service_);
+    server_ = builder.BuildAndStart();
+    ASSERT_NE(server_, nullptr);
+    AgentOptions o;
+    o.server = "127.0.0.1:" + std::to_string(port);
+    o.join_token = kToken;
+    o.name = "scripted";
+    o.slots = 2;
+    o.cache_dir = dir_.File("cache");
+    o.work_dir = dir_.File("work");
+    o.rank_binary = FAKE_RANK_BINARY;
+    agent_ = std::make_unique<WorkerAgent>(o);
+    run_ = std::thread([this] { run_status_ = agent_->Run(); });
+  }
+  void TearDown() override {
+    agent_->Stop();
+    run_.join();
+    EXPECT_TRUE(run_status_.ok()) << run_status_;
+    agent_.reset();
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  }
+
+  static v1::ServerMessage Assign(const std::string& job, int rank,
+                                  std::map<std::string, std::string> labels) {
+    v1::ServerMessage m;
+    v1::Assignment* a = m.mutable_assignment();
+    a->set_job_id(job);
+    a->set_rank(rank);
+    a->set_world_size(2);
+    for (const auto& [k, v] : labels) (*a->mutable_spec()->mutable_labels())[k] = v;
+    return m;
+  }
+
+  gantry::testing::TempDir dir_;
+  ScriptedWorkerService service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<WorkerAgent> agent_;
+  std::thread run_;
+  absl::Status run_status_;
+};
+
+TEST_F(WorkerAgentTest, RegistersSaysHelloAndRunsAssignedRanks) {
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) {
+        int heartbeats = 0;
+        for (const auto& [s, m] : r) heartbeats += m.has_heartbeat() ? 1 : 0;
+        return heartbeats >= 2;
+      },
+      absl::Seconds(10)));
+  const std::vector<v1::RegisterRequest> registers = service_.registers();
+  ASSERT_EQ(registers.size(), 1u);
+  EXPECT_EQ(registers[0].name(), "scripted");
+  EXPECT_EQ(registers[0].slots(), 2);
+  EXPECT_EQ(registers[0].rendezvous_port_min(), 29400);
+  EXPECT_EQ(registers[0].rendezvous_port_max(), 29499);
+  Received r = service_.received();
+  ASSERT_TRUE(r[0].second.has_hello());
+  EXPECT_EQ(r[0].second.hello().worker_id(), "worker-scripted");
+  EXPECT_EQ(r[0].second.hello().running_jobs_size(), 0);
+  EXPECT_EQ(agent_->worker_id(), "worker-scripted");
+
+  service_.Send(Assign("job-1", 0, {{"fake.frames", "5"}, {"fake.exit", "0"}}));
+  service_.Send(Assign("job-1", 1, {{"fake.mode", "sleep"}}));
+  service_.Send(Assign("job-1", 1, {{"fake.mode", "sleep"}}));  // duplicate: ignored
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-1", 0, v1::RANK_EXITED); },
+                       absl::Seconds(10)));
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-1", 1, v1::RANK_RUNNING); },
+                       absl::Seconds(10)));
+  // One busy slot shows in the heartbeats.
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) {
+        return !r.empty() && r.back().second.has_heartbeat() &&
+               r.back().second.heartbeat().free_slots() == 1;
+      },
+      absl::Seconds(5)));
+
+  std::vector<v1::WorkerMessage> rank0;
+  int starting1 = 0;
+  for (const v1::WorkerMessage& m : OfJob(service_.received(), "job-1")) {
+    if (m.has_rank_status() && m.rank_status().rank() == 1) {
+      starting1 += m.rank_status().phase() == v1::RANK_STARTING ? 1 : 0;
+    } else if (!(m.has_progress() && m.progress().epochs() == 1) &&
+               !(m.has_result() && m.result().message() == "fake result of rank 1")) {
+      rank0.push_back(m);
+    }
+  }
+  EXPECT_EQ(starting1, 1);
+  ASSERT_EQ(rank0.size(), 9u);  // STARTING, RUNNING, 5 progress, result, EXITED
+  EXPECT_EQ(rank0[0].rank_status().phase(), v1::RANK_STARTING);
+  EXPECT_EQ(rank0[1].rank_status().phase(), v1::RANK_RUNNING);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(rank0[2 + i].progress().step(), i + 1);
+  EXPECT_TRUE(rank0[7].has_result());
+  EXPECT_EQ(rank0[8].rank_status().phase(), v1::RANK_EXITED);
+  EXPECT_EQ(rank0[8].rank_status().exit_code(), 0);
+
+  // Cancellation stops the sleeping rank and frees its slot.
+  v1::ServerMessage cancel;
+  cancel.mutable_cancellation()->set_job_id("job-1");
+  service_.Send(cancel);
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-1", 1, v1::RANK_EXITED); },
+                       absl::Seconds(5)));
+  for (const v1::WorkerMessage& m : OfJob(service_.received(), "job-1")) {
+    if (m.has_rank_status() && m.rank_status().rank() == 1 &&
+        m.rank_status().phase() == v1::RANK_EXITED) {
+      EXPECT_EQ(m.rank_status().exit_code(), -SIGTERM);
+    }
+  }
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) {
+        return !r.empty() && r.back().second.has_heartbeat() &&
+               r.back().second.heartbeat().free_slots() == 2;
+      },
+      absl::Seconds(5)));
+}
+
+TEST_F(WorkerAgentTest, MessagesProducedWhileDisconnectedArriveAfterTheReconnect) {
+  ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
+  // The stream drops as soon as the rank says RUNNING and Register is refused for a second; the
+  // rank's 10 progress frames (one per 150 ms) and its exit happen mostly while disconnected.
+  service_.DropWhen(
+      [](const v1::WorkerMessage& m) {
+        return m.has_rank_status() && m.rank_status().phase() == v1::RANK_RUNNING;
+      },
+      absl::Seconds(1));
+  service_.Send(Assign("job-q", 0, {{"fake.frames", "10"}, {"fake.frame_delay_ms", "150"}}));
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-q", 0, v1::RANK_EXITED); },
+                       absl::Seconds(20)));
+
+  const Received r = service_.received();
+  // The second stream opened with a hello naming the still-running job.
+  bool hello2 = false;
+  for (const auto& [s, m] : r) {
+    if (s == 2 && m.has_hello()) {
+      hello2 = true;
+      EXPECT_EQ(m.hello().worker_id(), "worker-scripted");
+      ASSERT_EQ(m.hello().running_jobs_size(), 1);
+      EXPECT_EQ(m.hello().running_jobs(0), "job-q");
+    }
+  }
+  EXPECT_TRUE(hello2);
+  EXPECT_GE(service_.registers().size(), 2u);
+  // Nothing lost, nothing reordered across the two streams.
+  std::vector<v1::WorkerMessage> job = OfJob(r, "job-q");
+  ASSERT_EQ(job.size(), 14u);
+  EXPECT_EQ(job[0].rank_status().phase(), v1::RANK_STARTING);
+  EXPECT_EQ(job[1].rank_status().phase(), v1::RANK_RUNNING);
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(job[2 + i].progress().step(), i + 1);
+  EXPECT_TRUE(job[12].has_result());
+  EXPECT_EQ(job[13].rank_status().phase(), v1::RANK_EXITED);
+  // The progress came on the second stream.
+  int on_second = 0;
+  for (const auto& [s, m] : r) on_second += s == 2 && m.has_progress() ? 1 : 0;
+  EXPECT_GE(on_second, 5);
+  EXPECT_EQ(agent_->sessions(), 2);
+}
+
+TEST_F(WorkerAgentTest, StopReportsTheExitOfRunningRanks) {
+  ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
+  service_.Send(Assign("job-s", 0, {{"fake.mode", "sleep"}}));
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-s", 0, v1::RANK_RUNNING); },
+                       absl::Seconds(10)));
+  agent_->Stop();
+  run_.join();
+  EXPECT_TRUE(run_status_.ok());
+  run_ = std::thread([] {});
+  const Received r = service_.received();
+  EXPECT_TRUE(HasPhase(r, "job-s", 0, v1::RANK_EXITED));
+}
+
+}  // namespace
+}  // namespace gantry::agent
