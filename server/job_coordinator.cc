@@ -4,8 +4,8 @@
 #include <iostream>
 #include <utility>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "gantry/base/status_macros.h"
@@ -377,16 +377,20 @@ void JobCoordinator::ReapEnded(absl::Time now) {
   }
 }
 
-void JobCoordinator::AdoptOrphans(absl::Time now) {
-  if (!orphans_loaded_) {
-    absl::StatusOr<std::vector<v1::Job>> jobs =
-        backend_.jobs->ListByState({v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING});
-    if (!jobs.ok()) return;
-    for (const v1::Job& job : *jobs) {
-      if (!active_.count(job.id())) orphans_[job.id()] = job;
-    }
-    orphans_loaded_ = true;
+bool JobCoordinator::LoadOrphans() {
+  if (orphans_loaded_) return true;
+  absl::StatusOr<std::vector<v1::Job>> jobs =
+      backend_.jobs->ListByState({v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING});
+  if (!jobs.ok()) return false;
+  for (const v1::Job& job : *jobs) {
+    if (!active_.count(job.id())) orphans_[job.id()] = job;
   }
+  orphans_loaded_ = true;
+  return true;
+}
+
+void JobCoordinator::AdoptOrphans(absl::Time now) {
+  if (!LoadOrphans()) return;
   const absl::Duration wait = absl::Milliseconds(backend_.options.lease_timeout_ms);
   for (auto it = orphans_.begin(); it != orphans_.end();) {
     if (now - started_at_ <= wait) break;
@@ -418,6 +422,7 @@ void JobCoordinator::OnRegister(const std::string& worker_id, const v1::Register
 std::shared_ptr<WorkerLink> JobCoordinator::OnConnect(const std::string& worker_id,
                                                       const v1::Hello& hello) {
   absl::MutexLock lock(&mu_);
+  const bool known_jobs = LoadOrphans();
   auto link = std::make_shared<WorkerLink>(worker_id);
   auto old = links_.find(worker_id);
   if (old != links_.end()) old->second->Close();
@@ -438,6 +443,11 @@ std::shared_ptr<WorkerLink> JobCoordinator::OnConnect(const std::string& worker_
     }
     w.cached_datasets.insert(reg.cached_datasets().begin(), reg.cached_datasets().end());
     scheduler_.UpsertWorker(w, absl::Now());
+    // Ranks from before a reconnect occupy slots the scheduler holds no lease for: nothing is
+    // placed on the worker until its first heartbeat says what is free.
+    if (!hello.running_jobs().empty()) {
+      scheduler_.Heartbeat(worker_id, 0, w.cached_datasets, absl::Now()).IgnoreError();
+    }
   }
   for (const std::string& job_id : hello.running_jobs()) {
     auto active = active_.find(job_id);
@@ -467,7 +477,9 @@ std::shared_ptr<WorkerLink> JobCoordinator::OnConnect(const std::string& worker_
       AppendEventOrLog(job_id, event);
       continue;
     }
-    // Not a job this server runs (finished, cancelled or unknown): stop its ranks.
+    // Not a job this server runs (finished, cancelled or unknown): stop its ranks. Without the
+    // database's list of active jobs nothing is cancelled (the hello is repeated on reconnect).
+    if (!known_jobs) continue;
     v1::ServerMessage cancel;
     cancel.mutable_cancellation()->set_job_id(job_id);
     cancel.mutable_cancellation()->set_reason("the server does not run this job any more");

@@ -106,7 +106,9 @@ class JobCoordinator {
   void PlaceJobs(absl::Time now);
   void HandleCancellations(absl::Time now);
   void ReapEnded(absl::Time now);
-  void AdoptOrphans(absl::Time now);
+  void AdoptOrphans(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Reads the jobs the database has active into orphans_ once; false when it cannot.
+  bool LoadOrphans() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Builds the Assignment of `rank`; errors end the job FAILED.
   absl::StatusOr<gantry::v1::Assignment> MakeAssignment(const ActiveJob& job, int rank,

@@ -1,0 +1,446 @@
+// The job lifecycle as the server drives it, against the real gantry-server and PostgreSQL. The
+// workers here are test drivers speaking the WorkerService protocol directly (register, control
+// stream, rank status, progress, checkpoint upload, result), so every server decision (placement,
+// state transitions, registration, cancellation, lost workers, adoption after a restart) is
+// checked without training anything. tests/e2e runs the same flow with real gantry-worker daemons.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gantry/base/sha256.h"
+#include "tests/server/server_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+// One registered worker with its Connect stream; heartbeats every 200 ms while `beating`.
+class DriverWorker {
+ public:
+  DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
+               int slots, std::vector<std::string> running = {})
+      : stub_(v1::WorkerService::NewStub(channel)),
+        join_(std::move(join)),
+        name_(name),
+        slots_(slots) {
+    v1::RegisterRequest reg;
+    reg.set_name(name);
+    reg.set_slots(slots);
+    reg.set_device(v1::DEVICE_KIND_CPU);
+    reg.set_threads_per_rank(1);
+    reg.set_advertise_host("127.0.0.1");
+    reg.set_rendezvous_port_min(30100);
+    reg.set_rendezvous_port_max(30110);
+    v1::RegisterResponse registered;
+    grpc::ClientContext rctx;
+    rctx.AddMetadata("authorization", "Bearer " + join_);
+    status_ = stub_->Register(&rctx, reg, &registered);
+    if (!status_.ok()) return;
+    id_ = registered.worker_id();
+    ctx_.AddMetadata("authorization", "Bearer " + join_);
+    stream_ = stub_->Connect(&ctx_);
+    v1::WorkerMessage hello;
+    hello.mutable_hello()->set_worker_id(id_);
+    for (const std::string& j : running) hello.mutable_hello()->add_running_jobs(j);
+    Write(hello);
+    reader_ = std::thread([this] {
+      v1::ServerMessage m;
+      while (stream_->Read(&m)) {
+        if (m.has_ack()) continue;
+        std::lock_guard<std::mutex> lock(mu_);
+        inbox_.push_back(m);
+      }
+    });
+    beater_ = std::thread([this] {
+      while (!stop_) {
+        if (beating_) {
+          v1::WorkerMessage hb;
+          hb.mutable_heartbeat()->set_free_slots(free_slots_);
+          Write(hb);
+        }
+        std::this_thread::sleep_for(milliseconds(200));
+      }
+    });
+  }
+  ~DriverWorker() { Close(); }
+
+  void Close() {
+    if (stop_.exchange(true)) return;
+    if (beater_.joinable()) beater_.join();
+    if (stream_ != nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(write_mu_);
+        stream_->WritesDone();
+      }
+      ctx_.TryCancel();
+      if (reader_.joinable()) reader_.join();
+      stream_->Finish().IgnoreError();
+    }
+  }
+
+  void Write(const v1::WorkerMessage& m) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream_->Write(m);
+  }
+  void Send(const std::string& job, v1::WorkerMessage m) {
+    m.set_job_id(job);
+    Write(m);
+  }
+  void RankStatus(const std::string& job, int rank, v1::RankPhase phase, int code = 0) {
+    v1::WorkerMessage m;
+    m.mutable_rank_status()->set_rank(rank);
+    m.mutable_rank_status()->set_phase(phase);
+    m.mutable_rank_status()->set_exit_code(code);
+    if (code != 0) m.mutable_rank_status()->set_message("boom");
+    Send(job, m);
+  }
+
+  // The next assignment or cancellation, waiting up to 10 s.
+  std::optional<v1::ServerMessage> Next(int timeout_ms = 10000) {
+    const auto until = steady_clock::now() + milliseconds(timeout_ms);
+    while (steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!inbox_.empty()) {
+          v1::ServerMessage m = inbox_.front();
+          inbox_.pop_front();
+          return m;
+        }
+      }
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
+  const std::string& id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const grpc::Status& status() const { return status_; }
+  void set_beating(bool on) { beating_ = on; }
+  void set_free_slots(int n) { free_slots_ = n; }
+
+ private:
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::string join_;
+  std::string name_;
+  int slots_;
+  grpc::Status status_;
+  std::string id_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>> stream_;
+  std::mutex write_mu_;
+  std::mutex mu_;
+  std::deque<v1::ServerMessage> inbox_;
+  std::thread reader_, beater_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> beating_{true};
+  std::atomic<int> free_slots_{1};
+};
+
+class ServerJobsTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerFixture::SetUp();
+    join_file_ = dir_.path() + "/join";
+    std::ofstream(join_file_) << join_ << "\n";
+    Start();
+    token_ = NewTenant("physics");
+  }
+  void Start() {
+    StartServer({"--join-token-file", join_file_, "--heartbeat-interval-ms", "200",
+                 "--lease-timeout-ms", "1500"});
+  }
+
+  std::unique_ptr<DriverWorker> Worker(const std::string& name, int slots = 1,
+                                       std::vector<std::string> running = {}) {
+    auto w = std::make_unique<DriverWorker>(channel_, join_, name, slots, std::move(running));
+    EXPECT_TRUE(w->status().ok()) << Describe(w->status());
+    return w;
+  }
+
+  v1::Job Submit(int world_size, int priority = 0) {
+    v1::JobSpec spec = GoodSpec();
+    spec.set_world_size(world_size);
+    spec.set_priority(priority);
+    spec.set_model_name("driven");
+    v1::SubmitJobRequest request;
+    *request.mutable_spec() = spec;
+    v1::Job job;
+    grpc::Status s = training_->SubmitJob(Ctx(token_).get(), request, &job);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return job;
+  }
+
+  v1::Job Get(const std::string& id) {
+    v1::GetJobRequest request;
+    request.set_job_id(id);
+    v1::Job job;
+    EXPECT_TRUE(training_->GetJob(Ctx(token_).get(), request, &job).ok());
+    return job;
+  }
+
+  v1::Job WaitFor(const std::string& id, v1::JobState state, int timeout_ms = 10000) {
+    const auto until = steady_clock::now() + milliseconds(timeout_ms);
+    v1::Job job = Get(id);
+    while (job.state() != state && steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(50));
+      job = Get(id);
+    }
+    return job;
+  }
+
+  // Uploads `bytes` as a checkpoint of `job`; returns its sha256.
+  std::string Upload(const std::string& job, const std::string& bytes) {
+    auto stub = v1::WorkerService::NewStub(channel_);
+    auto ctx = Ctx(join_);
+    v1::UploadCheckpointResponse response;
+    auto writer = stub->UploadCheckpoint(ctx.get(), &response);
+    v1::UploadCheckpointRequest header;
+    header.mutable_header()->set_job_id(job);
+    header.mutable_header()->set_epoch(1);
+    header.mutable_header()->set_step(4);
+    header.mutable_header()->set_sha256(Sha256Hex(bytes));
+    header.mutable_header()->set_size_bytes(bytes.size());
+    writer->Write(header);
+    v1::UploadCheckpointRequest chunk;
+    chunk.set_chunk(bytes);
+    writer->Write(chunk);
+    writer->WritesDone();
+    grpc::Status s = writer->Finish();
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return response.sha256();
+  }
+
+  // Places a world-size-2 job on two fresh one-slot workers and brings it to RUNNING.
+  struct Running {
+    v1::Job job;
+    std::unique_ptr<DriverWorker> w0, w1;  // hosting rank 0 and rank 1
+  };
+  Running StartRunningJob() {
+    Running r;
+    auto a = Worker("alpha");
+    auto b = Worker("beta");
+    r.job = Submit(2);
+    std::optional<v1::ServerMessage> ma = a->Next(), mb = b->Next();
+    EXPECT_TRUE(ma && ma->has_assignment() && mb && mb->has_assignment());
+    if (!ma || !mb) return r;
+    const v1::Assignment& x = ma->assignment();
+    const v1::Assignment& y = mb->assignment();
+    EXPECT_EQ(x.job_id(), r.job.id());
+    EXPECT_EQ(x.rank() + y.rank(), 1);
+    EXPECT_EQ(x.world_size(), 2);
+    EXPECT_EQ(x.rendezvous_host(), "127.0.0.1");
+    EXPECT_EQ(x.rendezvous_port(), y.rendezvous_port());
+    EXPECT_GE(x.rendezvous_port(), 30100);
+    EXPECT_EQ(x.threads(), 1);
+    EXPECT_EQ(x.owner(), "physics");
+    EXPECT_EQ(Get(r.job.id()).state(), v1::PLACING);
+    if (x.rank() == 0) {
+      r.w0 = std::move(a), r.w1 = std::move(b);
+    } else {
+      r.w0 = std::move(b), r.w1 = std::move(a);
+    }
+    r.w0->set_free_slots(0);
+    r.w1->set_free_slots(0);
+    r.w0->RankStatus(r.job.id(), 0, v1::RANK_RUNNING);
+    EXPECT_EQ(Get(r.job.id()).state(), v1::PLACING) << "one rank is not a running job";
+    r.w1->RankStatus(r.job.id(), 1, v1::RANK_RUNNING);
+    EXPECT_EQ(WaitFor(r.job.id(), v1::RUNNING).state(), v1::RUNNING);
+    return r;
+  }
+
+  std::string join_ = "server-jobs-join-token-0123456789";
+  std::string join_file_;
+  std::string token_;
+};
+
+TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
+  Running r = StartRunningJob();
+  ASSERT_NE(r.w0, nullptr);
+  const std::string id = r.job.id();
+
+  v1::WorkerMessage progress;
+  progress.mutable_progress()->set_epoch(1);
+  progress.mutable_progress()->set_epochs(2);
+  progress.mutable_progress()->set_step(3);
+  (*progress.mutable_progress()->mutable_losses())["d_loss"] = 0.7;
+  r.w0->Send(id, progress);
+  v1::WorkerMessage log;
+  log.mutable_log()->set_rank(0);
+  log.mutable_log()->set_level("INFO");
+  log.mutable_log()->set_text("epoch 1 done");
+  r.w0->Send(id, log);
+
+  const std::string sha = Upload(id, std::string(5000, 'c'));
+  v1::WorkerMessage result;
+  v1::JobResult* res = result.mutable_result();
+  res->set_success(true);
+  res->set_checkpoint_sha256(sha);
+  res->set_checkpoint_size_bytes(5000);
+  (*res->mutable_metrics())["fom"] = 0.25;
+  (*res->mutable_metrics())["eprof"] = 0.1;
+  res->set_dataset_sha256(std::string(64, 'd'));
+  res->set_code_version("0.4.0 test");
+  res->mutable_energy_range_gev()->set_min(10);
+  res->mutable_energy_range_gev()->set_max(100);
+  res->set_particle(v1::PARTICLE_ELECTRON);
+  v1::Histogram* h = res->add_histograms();
+  h->set_name("longitudinal_profile");
+  h->add_reference(1.0);
+  h->add_generated(0.9);
+  r.w0->Send(id, result);
+
+  v1::Job job = WaitFor(id, v1::SUCCEEDED);
+  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
+  EXPECT_EQ(job.model_ref(), "driven:1");
+  EXPECT_EQ(job.progress().step(), 3);
+  EXPECT_EQ(job.reason(), "Succeeded");
+
+  v1::GetModelRequest get;
+  get.set_model("driven:1");
+  v1::ModelVersion model;
+  ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok());
+  EXPECT_EQ(model.checkpoint_sha256(), sha);
+  EXPECT_DOUBLE_EQ(model.metrics().at("fom"), 0.25);
+  EXPECT_EQ(model.lineage().job_id(), id);
+  EXPECT_EQ(model.lineage().world_size(), 2);
+  EXPECT_EQ(model.lineage().code_version(), "0.4.0 test");
+  EXPECT_EQ(model.lineage().dataset(), GoodSpec().dataset());
+  EXPECT_EQ(model.lineage().hyper_parameters().at("epochs"), "2");
+  EXPECT_EQ(model.histograms_size(), 1);
+  EXPECT_EQ(model.particle(), v1::PARTICLE_ELECTRON);
+  EXPECT_EQ(model.tags().at("team"), "calo");
+
+  // The events tell the story in order, and the log line is among them.
+  v1::GetJobLogsRequest logs;
+  logs.set_job_id(id);
+  logs.set_rank(-1);
+  v1::GetJobLogsResponse lines;
+  ASSERT_TRUE(training_->GetJobLogs(Ctx(token_).get(), logs, &lines).ok());
+  bool found = false;
+  for (const auto& l : lines.lines()) found |= l.text() == "epoch 1 done";
+  EXPECT_TRUE(found);
+
+  // The ranks exit; their slots take the next job.
+  r.w0->RankStatus(id, 0, v1::RANK_EXITED);
+  r.w1->RankStatus(id, 1, v1::RANK_EXITED);
+  r.w0->set_free_slots(1);
+  r.w1->set_free_slots(1);
+  v1::Job next = Submit(2);
+  auto m = r.w0->Next();
+  ASSERT_TRUE(m && m->has_assignment());
+  EXPECT_EQ(m->assignment().job_id(), next.id());
+}
+
+TEST_F(ServerJobsTest, AFailedRankFailsTheJobAndStopsTheOthers) {
+  Running r = StartRunningJob();
+  ASSERT_NE(r.w0, nullptr);
+  r.w1->RankStatus(r.job.id(), 1, v1::RANK_EXITED, 3);
+  v1::Job job = WaitFor(r.job.id(), v1::FAILED);
+  ASSERT_EQ(job.state(), v1::FAILED);
+  EXPECT_EQ(job.reason(), "RankFailed");
+  EXPECT_NE(job.message().find("exited with code 3: boom"), std::string::npos) << job.message();
+  EXPECT_NE(job.message().find("rank 1"), std::string::npos) << job.message();
+  auto m = r.w0->Next();
+  ASSERT_TRUE(m && m->has_cancellation());
+  EXPECT_EQ(m->cancellation().job_id(), r.job.id());
+}
+
+TEST_F(ServerJobsTest, CancellingARunningJobStopsItsRanksThenEndsCancelled) {
+  Running r = StartRunningJob();
+  ASSERT_NE(r.w0, nullptr);
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(r.job.id());
+  v1::Job cancelling;
+  ASSERT_TRUE(training_->CancelJob(Ctx(token_).get(), cancel, &cancelling).ok());
+  EXPECT_EQ(cancelling.state(), v1::CANCELLING);
+  auto m0 = r.w0->Next(), m1 = r.w1->Next();
+  ASSERT_TRUE(m0 && m0->has_cancellation() && m1 && m1->has_cancellation());
+  EXPECT_EQ(Get(r.job.id()).state(), v1::CANCELLING) << "ranks have not stopped yet";
+  r.w0->RankStatus(r.job.id(), 0, v1::RANK_EXITED, -15);
+  r.w1->RankStatus(r.job.id(), 1, v1::RANK_EXITED, 143);
+  v1::Job job = WaitFor(r.job.id(), v1::CANCELLED);
+  EXPECT_EQ(job.state(), v1::CANCELLED) << job.DebugString();
+  EXPECT_EQ(job.reason(), "Cancelled");
+}
+
+TEST_F(ServerJobsTest, ASilentWorkerIsLostAndItsJobFails) {
+  Running r = StartRunningJob();
+  ASSERT_NE(r.w0, nullptr);
+  r.w1->set_beating(false);  // the stream stays open, the heartbeats stop
+  v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
+  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString();
+  EXPECT_EQ(job.reason(), "WorkerLost");
+  EXPECT_NE(job.message().find(r.w1->name()), std::string::npos) << job.message();
+  auto m = r.w0->Next();
+  ASSERT_TRUE(m && m->has_cancellation());
+}
+
+TEST_F(ServerJobsTest, GangsAreWholeAndHigherPriorityGoesFirst) {
+  auto a = Worker("alpha");
+  auto b = Worker("beta");
+  v1::Job three = Submit(3, 50);  // can never fit on two one-slot workers
+  v1::Job low = Submit(2, 0);
+  v1::Job high = Submit(2, 10);
+  auto m = a->Next();
+  ASSERT_TRUE(m && m->has_assignment());
+  EXPECT_EQ(m->assignment().job_id(), high.id()) << "priority 10 before priority 0";
+  m = b->Next();
+  ASSERT_TRUE(m && m->has_assignment());
+  EXPECT_EQ(m->assignment().job_id(), high.id());
+  EXPECT_EQ(Get(three.id()).state(), v1::QUEUED);
+  EXPECT_EQ(Get(low.id()).state(), v1::QUEUED);
+  EXPECT_FALSE(a->Next(1000).has_value()) << "no slot is double-booked";
+}
+
+TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
+  Running r = StartRunningJob();
+  ASSERT_NE(r.w0, nullptr);
+  const std::string adopted = r.job.id();
+  r.w0->Close();
+  r.w1->Close();
+  ASSERT_EQ(StopServer(), 0);
+  // A second job that runs nowhere: nobody claims it after the restart.
+  Start();
+  auto w0 = Worker("alpha", 1, {adopted});
+  auto w1 = Worker("beta", 1, {adopted});
+  w0->set_free_slots(0);
+  w1->set_free_slots(0);
+  const std::string sha = Upload(adopted, "weights");
+  v1::WorkerMessage result;
+  result.mutable_result()->set_success(true);
+  result.mutable_result()->set_checkpoint_sha256(sha);
+  result.mutable_result()->set_checkpoint_size_bytes(7);
+  w0->Send(adopted, result);
+  v1::Job job = WaitFor(adopted, v1::SUCCEEDED);
+  EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
+  EXPECT_EQ(job.model_ref(), "driven:1");
+}
+
+TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartEndsLost) {
+  Running r = StartRunningJob();
+  ASSERT_NE(r.w0, nullptr);
+  r.w0->Close();
+  r.w1->Close();
+  ASSERT_EQ(StopServer(), 0);
+  Start();
+  auto w = Worker("alpha", 1, {"job-00000000-0000-0000-0000-000000000000"});
+  // A job the server does not run is cancelled on the worker at once.
+  auto m = w->Next();
+  ASSERT_TRUE(m && m->has_cancellation());
+  v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
+  EXPECT_EQ(job.state(), v1::FAILED);
+  EXPECT_EQ(job.reason(), "Lost");
+}
+
+}  // namespace
+}  // namespace gantry::testing
