@@ -176,7 +176,10 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
   } else {
     at::relu_(x);
   }
-  if (spec_.batch_norm) x = bn_->forward(x);
+  if (spec_.batch_norm) {
+    x = cross_rank_sum_ && is_training() ? SyncBatchNorm(x, *bn_, cross_rank_sum_)
+                                         : bn_->forward(x);
+  }
   if (spec_.dropout > 0 && is_training()) {
     const double keep = 1.0 - spec_.dropout;
     at::Tensor mask = at::empty_like(x).bernoulli_(keep, generator);

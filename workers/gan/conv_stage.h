@@ -11,6 +11,10 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <utility>
+
+#include "workers/gan/sync_batch_norm.h"
 
 namespace gantry::gan {
 
@@ -50,6 +54,12 @@ class ConvStageImpl : public torch::nn::Module {
   // literal upsample -> pad -> conv (reference path, used by tests).
   void set_polyphase(bool on) { polyphase_ = on; }
 
+  // When set, BatchNorm in training mode normalises over the global batch of all data-parallel
+  // ranks (SyncBatchNorm); null (the default) keeps torch's local BatchNorm.
+  void set_cross_rank_sum(std::shared_ptr<const CrossRankSum> sum) {
+    cross_rank_sum_ = std::move(sum);
+  }
+
  private:
   torch::Tensor PolyphaseForward(const torch::Tensor& x);
   static torch::Tensor Convolve(const torch::Tensor& x, const torch::Tensor& weight,
@@ -64,6 +74,7 @@ class ConvStageImpl : public torch::nn::Module {
   std::array<int64_t, 3> conv_pad_{};  // symmetric padding done by the conv itself
   torch::nn::Conv3d conv_{nullptr};
   torch::nn::BatchNorm3d bn_{nullptr};
+  std::shared_ptr<const CrossRankSum> cross_rank_sum_;
 };
 TORCH_MODULE(ConvStage);
 

@@ -1,6 +1,7 @@
 #include "workers/gan/trainer.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 #include <torch/autograd.h>
@@ -8,10 +9,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "workers/gan/conv_stage.h"
 #include "workers/gan/losses.h"
 
 namespace gantry::gan {
@@ -32,16 +36,63 @@ void SetRequiresGrad(torch::nn::Module& m, bool on) {
   for (auto& p : m.parameters()) p.set_requires_grad(on);
 }
 
+void InstallCrossRankSum(torch::nn::Module& model, const std::shared_ptr<const CrossRankSum>& sum) {
+  for (const auto& m : model.modules(/*include_self=*/false)) {
+    if (auto stage = std::dynamic_pointer_cast<ConvStageImpl>(m)) stage->set_cross_rank_sum(sum);
+  }
+}
+
 }  // namespace
+
+double ScheduledLearningRate(double base_lr, const TrainerOptions& options, int64_t epoch,
+                             int64_t step_in_epoch, int64_t steps_per_epoch) {
+  const double target =
+      options.scale_lr_with_world_size ? base_lr * std::max(1, options.world_size) : base_lr;
+  if (options.warmup_epochs <= 0 || target == base_lr) return target;
+  const double progress = (static_cast<double>(epoch) +
+                           static_cast<double>(step_in_epoch) /
+                               static_cast<double>(std::max<int64_t>(1, steps_per_epoch))) /
+                          static_cast<double>(options.warmup_epochs);
+  if (progress >= 1.0) return target;
+  return base_lr + (target - base_lr) * progress;
+}
 
 Trainer::Trainer(TrainingState state, TrainingTensors data, const TrainerOptions& options)
     : state_(std::move(state)), data_(std::move(data)), options_(options) {
   const int64_t n = data_.images.size(0);
+  const int64_t world = options.world_size;
   batch_size_ = std::min<int64_t>(
-      options.batch_size > 0 ? options.batch_size : state_.config.default_batch, n);
-  steps_per_epoch_ = std::max<int64_t>(1, n / batch_size_);
+      options.batch_size > 0 ? options.batch_size : state_.config.default_batch, n / world);
+  steps_per_epoch_ = std::max<int64_t>(1, n / (batch_size_ * world));
   if (options.max_steps_per_epoch > 0) {
     steps_per_epoch_ = std::min(steps_per_epoch_, options.max_steps_per_epoch);
+  }
+  if (world > 1 && state_.config.dropout > 0) {
+    dropout_rng_ = at::make_generator<at::CPUGeneratorImpl>(state_.seed);
+    state_.discriminator->set_dropout_generator(dropout_rng_);
+  }
+  if (options.cross_rank_sum) set_cross_rank_sum(options.cross_rank_sum);
+}
+
+void Trainer::set_cross_rank_sum(std::function<void(at::Tensor&)> sum) {
+  options_.cross_rank_sum = sum;
+  std::shared_ptr<const CrossRankSum> shared;
+  if (sum) shared = std::make_shared<const CrossRankSum>(std::move(sum));
+  InstallCrossRankSum(*state_.generator, shared);
+  InstallCrossRankSum(*state_.discriminator, shared);
+}
+
+double Trainer::learning_rate() const {
+  return ScheduledLearningRate(state_.config.learning_rate, options_, state_.epoch,
+                               state_.epoch_cursor / global_batch_size(), steps_per_epoch_);
+}
+
+void Trainer::ApplyLearningRate(double lr) {
+  for (torch::optim::RMSprop* opt :
+       {state_.generator_optimizer.get(), state_.discriminator_optimizer.get()}) {
+    for (auto& group : opt->param_groups()) {
+      static_cast<torch::optim::RMSpropOptions&>(group.options()).lr(lr);
+    }
   }
 }
 
@@ -49,11 +100,20 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromTensors(TrainingStat
                                                                     TrainingTensors data,
                                                                     const TrainerOptions& options) {
   if (options.batch_size < 0 || options.epochs < 0 || options.threads < 0 ||
-      options.max_steps_per_epoch < 0) {
-    return absl::InvalidArgumentError("batch, epochs, threads and max steps must be >= 0");
+      options.max_steps_per_epoch < 0 || options.warmup_epochs < 0) {
+    return absl::InvalidArgumentError(
+        "batch, epochs, threads, max steps and warm-up epochs must be >= 0");
+  }
+  if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " of world size ",
+                                                   options.world_size, " is out of range"));
   }
   if (!data.images.defined() || data.images.size(0) == 0) {
     return absl::InvalidArgumentError("no training events");
+  }
+  if (data.images.size(0) < options.world_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(data.images.size(0), " training events for ", options.world_size, " ranks"));
   }
   if (options.threads > 0) at::set_num_threads(options.threads);
   return std::unique_ptr<Trainer>(new Trainer(std::move(state), std::move(data), options));
@@ -98,11 +158,30 @@ absl::StatusOr<StepReport> Trainer::Step() {
   report.epoch = s.epoch;
   try {
     const int64_t n_events = data_.images.size(0);
+    const int64_t world = options_.world_size;
+    const int64_t global = global_batch_size();
+    const int64_t offset = options_.rank * batch_size_;
+    // This rank's rows of a quantity drawn for the global batch.
+    auto local = [&](const at::Tensor& t) {
+      return world == 1 ? t : t.slice(0, offset, offset + batch_size_);
+    };
     if (s.epoch_cursor == 0 || !s.permutation.defined()) {
       s.permutation = at::randperm(n_events, rng, at::kLong);
       s.epoch_cursor = 0;
     }
-    const at::Tensor index = s.permutation.slice(0, s.epoch_cursor, s.epoch_cursor + batch_size_);
+    report.learning_rate = learning_rate();
+    ApplyLearningRate(report.learning_rate);
+    if (dropout_rng_.has_value()) {
+      // One draw from the shared stream (all ranks alike), mixed with the rank.
+      uint64_t base = 0;
+      {
+        std::lock_guard<std::mutex> lock(rng.mutex());
+        base = rng.get<at::CPUGeneratorImpl>()->random64();
+      }
+      dropout_rng_->set_current_seed(base ^ (0x9E3779B97F4A7C15ULL * (options_.rank + 1)));
+    }
+    const at::Tensor index =
+        s.permutation.slice(0, s.epoch_cursor + offset, s.epoch_cursor + offset + batch_size_);
     const int64_t n = index.size(0);
     const at::Tensor images = data_.images.index_select(0, index);
     HeadLabels real;
@@ -111,22 +190,23 @@ absl::StatusOr<StepReport> Trainer::Step() {
     if (c.variable_angle()) real.theta = data_.theta.index_select(0, index);
 
     auto sample_conditions = [&](HeadLabels& labels) {
-      labels.energy100 = at::empty({n, 1}, at::kFloat)
-                             .uniform_(c.fake_energy_min_gev / c.energy_scale,
-                                       c.fake_energy_max_gev / c.energy_scale, rng);
+      labels.energy100 = local(at::empty({global, 1}, at::kFloat)
+                                   .uniform_(c.fake_energy_min_gev / c.energy_scale,
+                                             c.fake_energy_max_gev / c.energy_scale, rng));
       if (c.variable_angle()) {
-        labels.theta =
-            at::empty({n, 1}, at::kFloat).uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng);
+        labels.theta = local(at::empty({global, 1}, at::kFloat)
+                                 .uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng));
       }
       labels.ecal = EcalTarget(c, labels.energy100);
-      const at::Tensor noise = at::randn({n, s.generator->noise_dim()}, rng, at::kFloat);
+      const at::Tensor noise =
+          local(at::randn({global, s.generator->noise_dim()}, rng, at::kFloat));
       return s.generator->MakeInput(labels.energy100, labels.theta, noise);
     };
     auto real_fake_labels = [&](double value) {
       at::Tensor labels = at::full({n, 1}, value, at::kFloat);
       if (c.label_flip > 0) {
         const at::Tensor flip =
-            at::empty({n, 1}, at::kFloat).uniform_(0.0, 1.0, rng).lt(c.label_flip);
+            local(at::empty({global, 1}, at::kFloat).uniform_(0.0, 1.0, rng)).lt(c.label_flip);
         labels = at::where(flip, 1.0 - labels, labels);
       }
       return labels;
@@ -194,9 +274,8 @@ absl::StatusOr<StepReport> Trainer::Step() {
     report.generator_loss = g_sum;
 
     s.step += 1;
-    s.epoch_cursor += n;
-    if (s.epoch_cursor / batch_size_ >= steps_per_epoch_ ||
-        s.epoch_cursor + batch_size_ > n_events) {
+    s.epoch_cursor += global;
+    if (s.epoch_cursor / global >= steps_per_epoch_ || s.epoch_cursor + global > n_events) {
       s.epoch += 1;
       s.epoch_cursor = 0;
       s.permutation = at::Tensor();
@@ -205,6 +284,7 @@ absl::StatusOr<StepReport> Trainer::Step() {
     report.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.samples_per_second = report.seconds > 0 ? n / report.seconds : 0;
+    report.global_samples_per_second = report.samples_per_second * static_cast<double>(world);
   } catch (const c10::Error& e) {
     SetRequiresGrad(*s.discriminator, true);
     return absl::InternalError(absl::StrCat("training step failed: ", e.what_without_backtrace()));
@@ -231,6 +311,7 @@ absl::StatusOr<EpochReport> Trainer::RunEpoch() {
   for (double& v : report.discriminator_loss) v /= report.steps;
   for (double& v : report.generator_loss) v /= report.steps;
   report.samples_per_second = report.seconds > 0 ? samples / report.seconds : 0;
+  report.global_samples_per_second = report.samples_per_second * options_.world_size;
   if (epoch_callback_) epoch_callback_(report);
   return report;
 }

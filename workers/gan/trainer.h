@@ -1,8 +1,13 @@
 // Trainer: the reference 3DGAN training loop (per iteration: discriminator on a real batch, on a
 // generated batch, then two generator updates through the frozen discriminator), deterministic on
-// CPU for a given seed and thread count, with hooks for progress and gradient all-reduce.
+// CPU for a given seed and thread count, with hooks for progress and gradient all-reduce, and the
+// sharding, synchronised BatchNorm and learning-rate schedule of synchronous data parallelism.
 #ifndef GANTRY_WORKERS_GAN_TRAINER_H_
 #define GANTRY_WORKERS_GAN_TRAINER_H_
+
+#include <ATen/core/Generator.h>
+#include <ATen/core/Tensor.h>
+#include <c10/util/Optional.h>
 
 #include <cstdint>
 #include <functional>
@@ -28,7 +33,28 @@ struct TrainerOptions {
   // 0: an epoch is floor(events / batch) iterations (as the reference); otherwise at most this many
   // (tests and benchmarks bound the work).
   int64_t max_steps_per_epoch = 0;
+
+  // Synchronous data parallelism (workers/distributed drives it; docs/MODELS.md "Data-parallel
+  // training"). Every rank holds the whole data set and the same seed, draws the global random
+  // quantities of each step (epoch permutation, fake conditions, noise, label flips for
+  // batch_size * world_size samples) and uses its slice [rank * b, (rank + 1) * b), so the ranks
+  // together compute what one process computes with the global batch.
+  int world_size =
+      1;  // data-parallel ranks; batch_size is per rank, the global batch is batch_size*world_size
+  int rank = 0;
+  bool scale_lr_with_world_size = false;  // linear scaling rule: lr = config lr * world_size ...
+  int64_t warmup_epochs =
+      0;  // ... reached linearly from config lr over this many epochs (Goyal et al.)
+  // In-place sum of a tensor across ranks (set by DataParallel); used by synchronised BatchNorm.
+  std::function<void(at::Tensor&)> cross_rank_sum;
 };
+
+// The learning rate of the step that starts at `step_in_epoch` (0-based) of `epoch` (0-based):
+// target = base_lr * world_size when scale_lr_with_world_size, else base_lr; with warmup_epochs
+// > 0 it grows linearly from base_lr, reaching the target at the start of epoch warmup_epochs:
+// lr = base + (target - base) * min(1, (epoch + step_in_epoch / steps_per_epoch) / warmup_epochs).
+double ScheduledLearningRate(double base_lr, const TrainerOptions& options, int64_t epoch,
+                             int64_t step_in_epoch, int64_t steps_per_epoch);
 
 // Loss vectors are [total, part...] with parts in HeadLosses order.
 struct StepReport {
@@ -38,7 +64,9 @@ struct StepReport {
   std::vector<double> discriminator_fake_loss;
   std::vector<double> generator_loss;  // mean over the generator updates
   double seconds = 0;
-  double samples_per_second = 0;  // real samples of the batch / seconds
+  double samples_per_second = 0;         // real samples of this rank's batch / seconds
+  double global_samples_per_second = 0;  // samples of the global batch (all ranks) / seconds
+  double learning_rate = 0;              // the scheduled rate this step used
 };
 
 struct EpochReport {
@@ -47,7 +75,8 @@ struct EpochReport {
   std::vector<double> discriminator_loss;  // mean of real and fake, averaged over the epoch
   std::vector<double> generator_loss;
   double seconds = 0;
-  double samples_per_second = 0;
+  double samples_per_second = 0;         // this rank
+  double global_samples_per_second = 0;  // all ranks
 };
 
 // Which update's gradients are ready.
@@ -87,18 +116,26 @@ class Trainer {
   void set_gradient_hook(GradientHook hook) { gradient_hook_ = std::move(hook); }
   void set_step_callback(StepCallback callback) { step_callback_ = std::move(callback); }
   void set_epoch_callback(EpochCallback callback) { epoch_callback_ = std::move(callback); }
+  // Installs (or, with an empty function, removes) the cross-rank sum used by every BatchNorm of
+  // both networks in training mode (SyncBatchNorm). Same as TrainerOptions::cross_rank_sum.
+  void set_cross_rank_sum(std::function<void(at::Tensor&)> sum);
 
   const TrainingState& state() const { return state_; }
   TrainingState& mutable_state() { return state_; }
   const ModelConfig& config() const { return state_.config; }
-  int64_t batch_size() const { return batch_size_; }
+  const TrainerOptions& options() const { return options_; }
+  int64_t batch_size() const { return batch_size_; }  // per rank
+  int64_t global_batch_size() const { return batch_size_ * options_.world_size; }
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
+  // The learning rate the next Step() will use.
+  double learning_rate() const;
   int64_t events() const { return data_.images.size(0); }
 
  private:
   Trainer(TrainingState state, TrainingTensors data, const TrainerOptions& options);
 
   absl::Status RunHook(TrainPhase phase, torch::nn::Module& model);
+  void ApplyLearningRate(double lr);
 
   TrainingState state_;
   TrainingTensors data_;
@@ -108,6 +145,9 @@ class Trainer {
   GradientHook gradient_hook_;
   StepCallback step_callback_;
   EpochCallback epoch_callback_;
+  // Dropout masks of a multi-rank run: a rank-local stream reseeded every step from the shared RNG
+  // (decorrelated across ranks, still reproducible and resumable). Unused with one rank.
+  c10::optional<at::Generator> dropout_rng_;
 };
 
 }  // namespace gantry::gan

@@ -1,0 +1,459 @@
+// Tests of workers/distributed with real rank processes on loopback (distributed_rank_helper):
+// the data-parallel equivalence (2 ranks x batch b == 1 process x batch 2b), the initial
+// broadcast, synchronised BatchNorm, collectives, rendezvous failures, and the LR schedule.
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/serialize.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "tests/gan/test_data.h"
+#include "workers/distributed/communicator.h"
+#include "workers/gan/trainer.h"
+
+extern char** environ;
+
+namespace gantry::distributed {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A port that was free a moment ago (bound to port 0 on loopback, then released).
+int FreePort() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string TempFile(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("gantry-dist-" + std::to_string(::getpid()) + "-" + name))
+      .string();
+}
+
+pid_t Spawn(const std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  pid_t pid = -1;
+  EXPECT_EQ(::posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ), 0);
+  return pid;
+}
+
+// Exit code, or -1 after killing a process that ran past the deadline.
+int Wait(pid_t pid, Clock::time_point deadline) {
+  while (true) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid) return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    if (Clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// Runs `world` helper ranks (mode and flags, plus --rank/--world/--port/--out, plus per_rank[r])
+// and returns each rank's saved tensors (and, in *outs, their output paths). world 1 with
+// distributed = false runs a plain trainer without a communicator.
+std::vector<std::vector<at::Tensor>> RunRanks(const std::string& mode, int world,
+                                              const std::vector<std::string>& flags,
+                                              bool distributed = true,
+                                              const std::vector<std::string>& per_rank = {},
+                                              std::vector<std::string>* outs_out = nullptr) {
+  const int port = distributed ? FreePort() : 0;
+  std::vector<pid_t> pids;
+  std::vector<std::string> outs;
+  for (int r = 0; r < world; ++r) {
+    outs.push_back(TempFile(mode + "-" + std::to_string(port) + "-" + std::to_string(r)));
+    std::vector<std::string> args = {
+        DISTRIBUTED_RANK_HELPER,          "--mode=" + mode,
+        "--rank=" + std::to_string(r),    "--world=" + std::to_string(world),
+        "--port=" + std::to_string(port), "--out=" + outs.back()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    if (r < static_cast<int>(per_rank.size())) args.push_back(per_rank[r]);
+    pids.push_back(Spawn(args));
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(90);
+  std::vector<std::vector<at::Tensor>> results;
+  for (int r = 0; r < world; ++r) {
+    EXPECT_EQ(Wait(pids[r], deadline), 0) << mode << " rank " << r << " failed";
+  }
+  for (int r = 0; r < world; ++r) {
+    std::vector<at::Tensor> tensors;
+    if (std::filesystem::exists(outs[r])) torch::load(tensors, outs[r]);
+    results.push_back(tensors);
+  }
+  if (outs_out != nullptr) *outs_out = outs;
+  return results;
+}
+
+std::map<std::string, double> ReadStats(const std::string& path) {
+  std::map<std::string, double> stats;
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    double value = 0;
+    if (fields >> key >> value) stats[key] = value;
+  }
+  return stats;
+}
+
+double MaxAbsDiff(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
+// ---------------------------------------------------------------------------------------------
+// THE equivalence test. 2 ranks x batch 2 vs 1 process x batch 4, tiny preset, 12 toy MC events
+// (3 steps per epoch), 4 steps (crosses an epoch boundary: a new permutation), dropout 0, label
+// flip 0. Every parameter and buffer (BatchNorm running statistics included) of both networks.
+//
+// Tolerance: |a - b| <= 2e-5 + 1e-3 |b| per element. The two runs do the same arithmetic in a
+// different order (gradients of 2 half batches summed then halved vs one batch; BatchNorm
+// statistics from combined float64 moments vs ATen's kernel), which differs at float32 rounding
+// (~1e-7 relative per operation). RMSprop divides each gradient by its running RMS, so a rounding
+// difference in a gradient component changes its update by about the same relative amount, and an
+// update is at most lr / sqrt(1 - rho) ~ 3e-3 per step: after 4 steps weights agree to ~1e-6
+// typically; the bound leaves room for components whose gradient is near zero (relative error
+// larger) without admitting a real difference (a rank training on its shard alone moves them by
+// ~1e-3, see ToleranceDetectsAMissingAllReduce).
+constexpr double kAbsTol = 2e-5;
+constexpr double kRelTol = 1e-3;
+
+void ExpectSameWeights(const std::vector<at::Tensor>& got, const std::vector<at::Tensor>& want,
+                       const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i].sizes(), want[i].sizes()) << what << " tensor " << i;
+    const at::Tensor g = got[i].to(at::kDouble), w = want[i].to(at::kDouble);
+    const at::Tensor excess = (g - w).abs() - (kAbsTol + kRelTol * w.abs());
+    EXPECT_LE(excess.max().item<double>(), 0.0)
+        << what << " tensor " << i << " differs: max |diff| " << MaxAbsDiff(g, w);
+    worst = std::max(worst, MaxAbsDiff(g, w));
+  }
+  std::cerr << what << ": max |diff| over all weights and buffers " << worst << "\n";
+}
+
+std::vector<std::string> TrainFlags(int64_t batch, int steps) {
+  return {"--batch=" + std::to_string(batch), "--steps=" + std::to_string(steps), "--events=12",
+          "--seed=1"};
+}
+
+TEST(DataParallelTest, TwoRanksEqualOneProcessWithTheGlobalBatch) {
+  const int steps = 4;
+  const auto reference = RunRanks("train", 1, TrainFlags(4, steps), /*distributed=*/false);
+  const auto ranks = RunRanks("train", 2, TrainFlags(2, steps));
+  ASSERT_EQ(reference.size(), 1u);
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_FALSE(reference[0].empty());
+  // The ranks hold bit-identical weights (same averaged gradients, same global BN statistics).
+  ASSERT_EQ(ranks[0].size(), ranks[1].size());
+  for (size_t i = 0; i < ranks[0].size(); ++i) {
+    EXPECT_TRUE(at::equal(ranks[0][i], ranks[1][i])) << "ranks diverged at tensor " << i;
+  }
+  ExpectSameWeights(ranks[0], reference[0], "2 ranks x batch 2 vs 1 x batch 4");
+  // Training moved the weights well beyond the tolerance (the comparison is not vacuous).
+  const auto untrained = RunRanks("train", 1, TrainFlags(4, 0), /*distributed=*/false);
+  double moved = 0;
+  for (size_t i = 0; i < untrained[0].size(); ++i) {
+    moved = std::max(moved, MaxAbsDiff(untrained[0][i], reference[0][i]));
+  }
+  EXPECT_GT(moved, 100 * kAbsTol);
+}
+
+TEST(DataParallelTest, OverlapOffAndOneBucketGiveTheSameWeights) {
+  const int steps = 3;
+  const auto overlap = RunRanks("train", 2, TrainFlags(2, steps));
+  std::vector<std::string> flags = TrainFlags(2, steps);
+  flags.push_back("--overlap=0");
+  flags.push_back("--bucket=100000000");
+  const auto serial = RunRanks("train", 2, flags);
+  ASSERT_FALSE(overlap[0].empty());
+  ASSERT_FALSE(serial[0].empty());
+  // Summation order inside Gloo's all-reduce is per element, so bucketing does not change bits.
+  for (size_t i = 0; i < overlap[0].size(); ++i) {
+    EXPECT_TRUE(at::equal(overlap[0][i], serial[0][i])) << "tensor " << i;
+  }
+}
+
+TEST(DataParallelTest, ToleranceDetectsAMissingAllReduce) {
+  // Guards the tolerance: rank 0's shard alone (1 process x batch 2, i.e. what a rank computes
+  // without the gradient all-reduce and synchronised BatchNorm) is far outside it.
+  const auto global = RunRanks("train", 1, TrainFlags(4, 4), /*distributed=*/false);
+  const auto shard = RunRanks("train", 1, TrainFlags(2, 4), /*distributed=*/false);
+  ASSERT_FALSE(global[0].empty());
+  ASSERT_EQ(global[0].size(), shard[0].size());
+  double worst_excess = -1;
+  for (size_t i = 0; i < global[0].size(); ++i) {
+    const at::Tensor g = shard[0][i].to(at::kDouble), w = global[0][i].to(at::kDouble);
+    worst_excess = std::max(worst_excess,
+                            ((g - w).abs() - (kAbsTol + kRelTol * w.abs())).max().item<double>());
+  }
+  EXPECT_GT(worst_excess, 0.0);
+}
+
+TEST(DataParallelTest, StatsCountRoundsAndBytes) {
+  const int steps = 3;
+  std::vector<std::string> outs;
+  const auto ranks = RunRanks("train", 2, TrainFlags(2, steps), true, {}, &outs);
+  ASSERT_EQ(outs.size(), 2u);
+  std::map<std::string, double> stats = ReadStats(outs[0] + ".stats");
+  ASSERT_TRUE(stats.count("reductions")) << "no stats from rank 0";
+  EXPECT_EQ(stats["step"], steps);
+  auto tiny = gan::PresetConfig("tiny");
+  ASSERT_TRUE(tiny.ok());
+  // Per step: discriminator real + fake, then generator_steps generator updates.
+  EXPECT_EQ(stats["reductions"], steps * (2 + tiny->generator_steps));
+  const auto state = gan::NewTrainingState(*tiny, 1);
+  ASSERT_TRUE(state.ok());
+  double g_bytes = 0, d_bytes = 0;
+  for (const auto& p : state->generator->parameters()) g_bytes += p.numel() * 4.0;
+  for (const auto& p : state->discriminator->parameters()) d_bytes += p.numel() * 4.0;
+  EXPECT_EQ(stats["bytes"], steps * (2 * d_bytes + tiny->generator_steps * g_bytes));
+  EXPECT_GT(stats["allreduce_seconds"], 0.0);
+  EXPECT_GE(stats["exposed_seconds"], 0.0);
+  // Exposed waiting cannot exceed the whole all-reduce span by more than scheduling noise.
+  EXPECT_LE(stats["exposed_seconds"], stats["allreduce_seconds"] + 0.5);
+}
+
+TEST(DataParallelTest, BroadcastMakesDifferentlySeededRanksIdentical) {
+  const auto ranks =
+      RunRanks("broadcast", 2, {"--events=12", "--batch=2"}, true, {"--seed=1", "--seed=2"});
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_FALSE(ranks[0].empty());
+  ASSERT_EQ(ranks[0].size(), ranks[1].size());
+  const size_t n = (ranks[0].size() - 1) / 2;  // before..., after..., next draw
+  bool differed = false;
+  for (size_t i = 0; i < n; ++i) differed |= !at::equal(ranks[0][i], ranks[1][i]);
+  EXPECT_TRUE(differed) << "seeds 1 and 2 should initialise differently";
+  for (size_t i = 0; i < n; ++i) {
+    EXPECT_TRUE(at::equal(ranks[1][n + i], ranks[0][i])) << "rank 1 tensor " << i;
+    EXPECT_TRUE(at::equal(ranks[0][n + i], ranks[0][i])) << "rank 0 changed tensor " << i;
+  }
+  EXPECT_TRUE(at::equal(ranks[0].back(), ranks[1].back())) << "random streams not synchronised";
+}
+
+TEST(SyncBatchNormTest, MatchesOneBatchNormOverTheConcatenatedBatch) {
+  const int64_t local = 3;
+  const auto ranks = RunRanks("syncbn", 2, {"--batch=" + std::to_string(local)});
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_EQ(ranks[0].size(), 7u);
+  ASSERT_EQ(ranks[1].size(), 7u);
+  // The reference: the helper's seeded global input through one torch BatchNorm3d.
+  at::manual_seed(11);
+  const at::Tensor x_all = (at::randn({2 * local, 3, 5, 4, 3}) * 2 + 0.5).set_requires_grad(true);
+  const at::Tensor g_all = at::randn_like(x_all);
+  torch::nn::BatchNorm3d bn(torch::nn::BatchNorm3dOptions(3).eps(1e-3).momentum(0.1));
+  {
+    at::NoGradGuard no_grad;
+    bn->weight.copy_(at::tensor({1.5f, 0.5f, -1.0f}));
+    bn->bias.copy_(at::tensor({0.1f, -0.2f, 0.3f}));
+  }
+  bn->train();
+  const at::Tensor y = bn->forward(x_all);
+  (y * g_all).sum().backward();
+  const at::Tensor y_sync = at::cat({ranks[0][0], ranks[1][0]});
+  const at::Tensor dx_sync = at::cat({ranks[0][1], ranks[1][1]});
+  EXPECT_LT(MaxAbsDiff(y_sync, y), 1e-5);
+  EXPECT_LT(MaxAbsDiff(dx_sync, x_all.grad()), 1e-5);
+  // Each rank holds its share of the affine gradients; their sum is the global gradient.
+  EXPECT_LT(MaxAbsDiff(ranks[0][2] + ranks[1][2], bn->weight.grad()), 1e-4);
+  EXPECT_LT(MaxAbsDiff(ranks[0][3] + ranks[1][3], bn->bias.grad()), 1e-4);
+  EXPECT_FALSE(at::allclose(ranks[0][2], bn->weight.grad()));  // a share, not the total
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_LT(MaxAbsDiff(ranks[r][4], bn->running_mean), 1e-6) << "rank " << r;
+    EXPECT_LT(MaxAbsDiff(ranks[r][5], bn->running_var), 1e-5) << "rank " << r;
+    EXPECT_EQ(ranks[r][6].item<int64_t>(), bn->num_batches_tracked.item<int64_t>());
+  }
+  // Local statistics would differ clearly (the halves have different moments).
+  torch::nn::BatchNorm3d half(torch::nn::BatchNorm3dOptions(3).eps(1e-3).momentum(0.1));
+  {
+    at::NoGradGuard no_grad;
+    half->weight.copy_(bn->weight);
+    half->bias.copy_(bn->bias);
+  }
+  EXPECT_GT(MaxAbsDiff(half->forward(x_all.detach().slice(0, 0, local)), ranks[0][0]), 1e-3);
+}
+
+TEST(CommunicatorTest, CollectivesOverMixedTensorLists) {
+  const auto ranks = RunRanks("collectives", 2, {});
+  ASSERT_EQ(ranks.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_EQ(ranks[r].size(), 6u) << "rank " << r;
+    const auto& t = ranks[r];
+    EXPECT_TRUE(at::equal(t[0], at::full({3, 2}, 3.0f)));                 // 1 + 2
+    EXPECT_TRUE(at::equal(t[1], at::full({5}, int64_t{30}, at::kLong)));  // 10 + 20
+    EXPECT_TRUE(at::allclose(t[2], at::full({2}, 0.75, at::kDouble)));    // 1/4 + 2/4
+    // The non-contiguous view (first two columns) was summed in place; the rest untouched.
+    EXPECT_TRUE(at::equal(t[3].slice(1, 0, 2), at::full({4, 2}, 3.0f)));
+    EXPECT_TRUE(at::equal(t[3].slice(1, 2, 4), at::full({4, 2}, float(r + 1))));
+    EXPECT_TRUE(at::equal(t[4], at::arange(6, at::kFloat) * 2));  // from rank 1 (world - 1)
+    EXPECT_TRUE(at::equal(t[5], at::full({2}, int64_t{2}, at::kLong)));
+  }
+}
+
+TEST(CommunicatorTest, RendezvousWithNobodyListeningFailsWithinTheTimeout) {
+  CommunicatorOptions o;
+  o.rendezvous_host = "127.0.0.1";
+  o.rendezvous_port = FreePort();  // nothing listens there
+  o.rank = 1;
+  o.world_size = 2;
+  o.timeout = absl::Seconds(2);
+  const auto start = Clock::now();
+  auto comm = Communicator::Connect(o);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_FALSE(comm.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(comm.status()) || absl::IsUnavailable(comm.status()))
+      << comm.status();
+  EXPECT_NE(comm.status().message().find("127.0.0.1:" + std::to_string(o.rendezvous_port)),
+            std::string::npos)
+      << comm.status();
+  EXPECT_LT(seconds, 10.0) << "rendezvous hung past its 2 s timeout";
+}
+
+TEST(CommunicatorTest, RankZeroAloneTimesOutWaitingForPeers) {
+  CommunicatorOptions o;
+  o.rendezvous_host = "127.0.0.1";
+  o.rendezvous_port = FreePort();
+  o.rank = 0;
+  o.world_size = 2;
+  o.timeout = absl::Seconds(2);
+  const auto start = Clock::now();
+  auto comm = Communicator::Connect(o);
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  ASSERT_FALSE(comm.ok());
+  EXPECT_TRUE(absl::IsDeadlineExceeded(comm.status())) << comm.status();
+  EXPECT_NE(comm.status().message().find(std::to_string(o.rendezvous_port)), std::string::npos);
+  EXPECT_GE(seconds, 1.5);
+  EXPECT_LT(seconds, 10.0);
+}
+
+TEST(CommunicatorTest, RejectsBadOptionsAndGpuWithoutCuda) {
+  CommunicatorOptions o;
+  o.rendezvous_host = "127.0.0.1";
+  o.rendezvous_port = 1234;
+  o.rank = 2;
+  o.world_size = 2;
+  EXPECT_TRUE(absl::IsInvalidArgument(Communicator::Connect(o).status()));
+  o.rank = 0;
+  o.rendezvous_port = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(Communicator::Connect(o).status()));
+  o.rendezvous_port = 1234;
+  o.gpu = true;
+  const auto gpu = Communicator::Connect(o);
+  EXPECT_TRUE(absl::IsUnimplemented(gpu.status())) << gpu.status();
+}
+
+TEST(CommunicatorTest, SingleRankGroupWorks) {
+  CommunicatorOptions o;
+  o.rendezvous_host = "127.0.0.1";
+  o.rendezvous_port = FreePort();
+  o.timeout = absl::Seconds(10);
+  auto comm = Communicator::Connect(o);
+  ASSERT_TRUE(comm.ok()) << comm.status();
+  std::vector<at::Tensor> t{at::ones({3})};
+  ASSERT_TRUE((*comm)->AllReduceSum(t).ok());
+  EXPECT_TRUE(at::equal(t[0], at::ones({3})));
+  EXPECT_TRUE((*comm)->Barrier().ok());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sharding and the learning-rate schedule (pure trainer logic, no communication).
+
+TEST(ShardingTest, StepsPerEpochUseTheGlobalBatch) {
+  const data::ShowerSet showers = gan::testing::FixedAngleShowers(12);
+  gan::TrainerOptions o;
+  o.batch_size = 2;
+  o.world_size = 2;
+  o.rank = 1;
+  auto trainer = gan::Trainer::Create(*gan::PresetConfig("tiny"), showers, o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  EXPECT_EQ((*trainer)->batch_size(), 2);
+  EXPECT_EQ((*trainer)->global_batch_size(), 4);
+  EXPECT_EQ((*trainer)->steps_per_epoch(), 3);  // floor(12 / 4)
+  o.world_size = 5;
+  o.rank = 5;
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      gan::Trainer::Create(*gan::PresetConfig("tiny"), showers, o).status()));
+}
+
+TEST(LearningRateTest, LinearScalingWithWarmup) {
+  gan::TrainerOptions o;
+  o.world_size = 4;
+  const double base = 1e-3;
+  // No scaling: the config rate, warm-up or not.
+  o.warmup_epochs = 5;
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 0, 0, 10), base);
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 7, 3, 10), base);
+  o.scale_lr_with_world_size = true;
+  o.warmup_epochs = 0;
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 0, 0, 10), 4e-3);
+  o.warmup_epochs = 2;
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 0, 0, 10), base);
+  // Halfway through epoch 0 of 2: a quarter of the way from 1e-3 to 4e-3.
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 0, 5, 10), 1.75e-3, 1e-15);
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 1, 0, 10), 2.5e-3, 1e-15);
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 1, 9, 10), 3.85e-3, 1e-15);
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 2, 0, 10), 4e-3);
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 30, 4, 10), 4e-3);
+  o.world_size = 1;
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 0, 0, 10), base);
+}
+
+TEST(LearningRateTest, TrainerAppliesTheScheduleEveryStep) {
+  const data::ShowerSet showers = gan::testing::FixedAngleShowers(12);
+  gan::TrainerOptions o;
+  o.batch_size = 2;
+  o.world_size = 2;  // a rank trained alone (no communicator needed for the schedule)
+  o.rank = 0;
+  o.threads = 1;
+  o.scale_lr_with_world_size = true;
+  o.warmup_epochs = 1;
+  const auto config = *gan::PresetConfig("tiny");
+  auto trainer = gan::Trainer::Create(config, showers, o);
+  ASSERT_TRUE(trainer.ok()) << trainer.status();
+  ASSERT_EQ((*trainer)->steps_per_epoch(), 3);
+  const double base = config.learning_rate;
+  const std::vector<double> want = {base, base * (1 + 1.0 / 3), base * (1 + 2.0 / 3), 2 * base};
+  for (double lr : want) {
+    EXPECT_NEAR((*trainer)->learning_rate(), lr, 1e-15);
+    auto step = (*trainer)->Step();
+    ASSERT_TRUE(step.ok()) << step.status();
+    EXPECT_NEAR(step->learning_rate, lr, 1e-15);
+    for (auto* opt : {(*trainer)->state().generator_optimizer.get(),
+                      (*trainer)->state().discriminator_optimizer.get()}) {
+      EXPECT_NEAR(static_cast<torch::optim::RMSpropOptions&>(opt->param_groups()[0].options()).lr(),
+                  lr, 1e-15);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gantry::distributed
