@@ -235,8 +235,14 @@ TEST_F(RankLauncherTest, CancellationStopsRanksWithinSecondsAndEscalatesToSigkil
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_GE(deaf_s, 4.5);
   EXPECT_LT(deaf_s, 7.0);
-  // The whole process group went: the grandchild is gone (or a zombie awaiting init).
-  const std::string state = ReadFile("/proc/" + std::to_string(grandchild) + "/stat");
+  // The whole process group went: the grandchild is gone (or a zombie awaiting init) once the
+  // SIGKILL has been delivered.
+  std::string state;
+  for (int i = 0; i < 100; ++i) {
+    state = ReadFile("/proc/" + std::to_string(grandchild) + "/stat");
+    if (state.empty() || state.find(") Z ") != std::string::npos) break;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
   EXPECT_TRUE(state.empty() || state.find(") Z ") != std::string::npos) << state;
 
   // Only job-c's slots are free; the other job runs on.
