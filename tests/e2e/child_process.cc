@@ -41,7 +41,7 @@ int ChildProcess::Wait(int timeout_ms) {
   while (!exited_) {
     int status = 0;
     const pid_t r = waitpid(pid_, &status, WNOHANG);
-    if (r == pid) {
+    if (r == pid_) {
       exited_ = true;
       exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
       break;

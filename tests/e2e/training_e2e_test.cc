@@ -48,18 +48,18 @@ class TrainingE2eTest : public ServerFixture {
   // apart from other daemons (and other tests) by `port_base`.
   void StartWorker(const std::string& name, int port_base) {
     const std::string cache = dir_.path() + "/" + name;
-    std::vector<std::string> argv = {GANTRY_WORKER_BINARY,
-                                     "daemon",
-                                     "--server=" + server_->address(),
-                                     "--join-token-file=" + join_token_file_,
-                                     "--name=" + name,
-                                     "--slots=1",
-                                     "--threads=1",
-                                     "--labels=zone=" + name,
-                                     "--cache-dir=" + cache,
-                                     "--advertise-host=127.0.0.1",
-                                     "--rendezvous-ports=" + std::to_string(port_base) + "-" +
-                                         std::to_string(port_base + 20)};
+    std::vector<std::string> argv = {
+        GANTRY_WORKER_BINARY,
+        "daemon",
+        "--server=" + server_->address(),
+        "--join-token-file=" + join_token_file_,
+        "--name=" + name,
+        "--slots=1",
+        "--threads=1",
+        "--labels=zone=" + name,
+        "--cache-dir=" + cache,
+        "--advertise-host=127.0.0.1",
+        "--rendezvous-ports=" + std::to_string(port_base) + "-" + std::to_string(port_base + 20)};
     std::unique_ptr<ChildProcess> worker =
         ChildProcess::Start(argv, dir_.path() + "/" + name + ".log");
     ASSERT_NE(worker, nullptr);
@@ -172,8 +172,7 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
   ASSERT_TRUE(reader->Finish().ok());
   job = Get(job.id());
   ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << WorkerLogs();
-  const std::vector<v1::JobState> expected = {v1::QUEUED, v1::PLACING, v1::RUNNING,
-                                              v1::SUCCEEDED};
+  const std::vector<v1::JobState> expected = {v1::QUEUED, v1::PLACING, v1::RUNNING, v1::SUCCEEDED};
   EXPECT_EQ(states, expected);
   EXPECT_GE(progress_events, 1);
   EXPECT_GE(checkpoints, 1);
@@ -181,7 +180,7 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
   EXPECT_EQ(job.model_ref(), "e2e-tiny:1");
 
   v1::GetModelRequest get;
-  get.set_ref(job.model_ref());
+  get.set_model(job.model_ref());
   v1::ModelVersion model;
   grpc::Status s = catalog_->GetModel(Ctx(token_).get(), get, &model);
   ASSERT_TRUE(s.ok()) << Describe(s);
@@ -275,7 +274,8 @@ TEST_F(TrainingE2eTest, AFailingRankFailsTheJobWithItsReason) {
   v1::Job job = Submit(spec);
   job = WaitForState(job.id(), v1::FAILED, 120);
   ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
-  EXPECT_EQ(job.reason(), "RankFailed");
+  // Rank 0 reports the failure itself (TrainingFailed); rank 1's exit may be seen first.
+  EXPECT_TRUE(job.reason() == "TrainingFailed" || job.reason() == "RankFailed") << job.reason();
   EXPECT_NE(job.message().find("e2e-showers.h5"), std::string::npos) << job.message();
   WaitForFreeWorkers(2, 30);
 }
