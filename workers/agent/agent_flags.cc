@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -114,9 +115,16 @@ absl::Status ParseLabels(const std::string& value, AgentOptions* o) {
   o->labels.clear();
   for (absl::string_view pair : absl::StrSplit(value, ',', absl::SkipEmpty())) {
     std::vector<std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
-    if (kv.size() != 2 || kv[0].empty() || kv[0].size() > 63 || !NameChars(kv[0]) ||
-        kv[1].size() > 63) {
-      return Bad("labels", absl::StrCat("\"", pair, "\" is not key=value (key [A-Za-z0-9._-])"));
+    // The server's rules: keys 1-63 of [A-Za-z0-9._/-], values up to 256 characters.
+    const bool key_ok =
+        kv.size() == 2 && !kv[0].empty() && kv[0].size() <= 63 &&
+        std::all_of(kv[0].begin(), kv[0].end(), [](char c) {
+          return absl::ascii_isalnum(c) || c == '.' || c == '_' || c == '/' || c == '-';
+        });
+    if (!key_ok || kv[1].size() > 256) {
+      return Bad("labels", absl::StrCat("\"", pair,
+                                        "\" is not key=value (key 1-63 of [A-Za-z0-9._/-], value "
+                                        "up to 256 characters)"));
     }
     if (!o->labels.emplace(kv[0], kv[1]).second) {
       return Bad("labels", absl::StrCat("key \"", kv[0], "\" appears twice"));
