@@ -14,6 +14,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "gantry/base/status_macros.h"
+#include "workers/distributed/communicator.h"
+#include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/physics/validation.h"
@@ -263,11 +265,31 @@ absl::Status RankRunner::RunInner() {
   }
   if (StopRequested()) return absl::CancelledError("cancelled before training");
 
-  // 3. The process group.
+  // 3. The process group (rank 0's weights are broadcast; gradients all-reduced from now on).
+  std::unique_ptr<distributed::Communicator> communicator;
+  std::unique_ptr<distributed::DataParallel> data_parallel;
   if (world_size_ > 1) {
-    return absl::UnimplementedError(
-        "world_size > 1: this worker was built without data-parallel training support");
+    const v1::Assignment& a = plan_.assignment;
+    distributed::CommunicatorOptions co;
+    co.rendezvous_host = a.rendezvous_host();
+    co.rendezvous_port = a.rendezvous_port();
+    co.rank = rank_;
+    co.world_size = world_size_;
+    co.bind_host = rank_ == 0                   ? a.rendezvous_host()
+                   : options_.bind_host.empty() ? std::string("127.0.0.1")
+                                                : options_.bind_host;
+    const auto connect_start = std::chrono::steady_clock::now();
+    Log("INFO",
+        absl::StrFormat("joining the process group at %s:%d as rank %d of %d (bind %s)",
+                        co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host));
+    ASSIGN_OR_RETURN(communicator, distributed::Communicator::Connect(co));
+    ASSIGN_OR_RETURN(data_parallel,
+                     distributed::DataParallel::Attach(*trainer, *communicator,
+                                                       distributed::DataParallelOptions()));
+    Log("INFO", absl::StrFormat("process group formed: %d ranks in %.1f s", world_size_,
+                                SecondsSince(connect_start)));
   }
+  if (StopRequested()) return absl::CancelledError("cancelled while forming the process group");
 
   v1::WorkerMessage running;
   running.mutable_rank_status()->set_rank(rank_);
@@ -280,6 +302,13 @@ absl::Status RankRunner::RunInner() {
 
   // 4. Training.
   RETURN_IF_ERROR(TrainLoop(*trainer));
+  if (data_parallel != nullptr) {
+    const distributed::DataParallelStats stats = data_parallel->stats();
+    Log("INFO", absl::StrFormat("all-reduce: %d rounds, %.1f MB, %.2f s in flight, %.2f s not "
+                                "hidden behind backward",
+                                stats.reductions, stats.bytes / 1e6, stats.allreduce_seconds,
+                                stats.exposed_seconds));
+  }
   if (rank_ != 0) return absl::OkStatus();
 
   // 5. Final checkpoint, validation, result (rank 0).
@@ -316,6 +345,10 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
   options.epochs = plan_.epochs;
   options.threads = plan_.threads;
   options.max_steps_per_epoch = options_.max_steps_per_epoch;
+  options.world_size = world_size_;
+  options.rank = rank_;
+  options.scale_lr_with_world_size = plan_.scale_lr_with_world_size;
+  options.warmup_epochs = plan_.warmup_epochs;
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
                    gan::Trainer::Create(plan_.model, train, options));
   const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
