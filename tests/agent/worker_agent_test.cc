@@ -9,7 +9,9 @@
 #include <signal.h>
 
 #include <deque>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/agent/daemon_process.h"
 #include "tests/support/temp_dir.h"
 
 namespace gantry::agent {
@@ -164,6 +167,18 @@ std::vector<v1::WorkerMessage> OfJob(const Received& r, const std::string& job) 
 }
 
 class WorkerAgentTest : public ::testing::Test {
+ public:
+  static v1::ServerMessage Assign(const std::string& job, int rank,
+                                  std::map<std::string, std::string> labels) {
+    v1::ServerMessage m;
+    v1::Assignment* a = m.mutable_assignment();
+    a->set_job_id(job);
+    a->set_rank(rank);
+    a->set_world_size(2);
+    for (const auto& [k, v] : labels) (*a->mutable_spec()->mutable_labels())[k] = v;
+    return m;
+  }
+
  protected:
   void SetUp() override {
     grpc::ServerBuilder builder;
@@ -189,17 +204,6 @@ class WorkerAgentTest : public ::testing::Test {
     EXPECT_TRUE(run_status_.ok()) << run_status_;
     agent_.reset();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
-  }
-
-  static v1::ServerMessage Assign(const std::string& job, int rank,
-                                  std::map<std::string, std::string> labels) {
-    v1::ServerMessage m;
-    v1::Assignment* a = m.mutable_assignment();
-    a->set_job_id(job);
-    a->set_rank(rank);
-    a->set_world_size(2);
-    for (const auto& [k, v] : labels) (*a->mutable_spec()->mutable_labels())[k] = v;
-    return m;
   }
 
   gantry::testing::TempDir dir_;
@@ -342,6 +346,72 @@ TEST_F(WorkerAgentTest, StopReportsTheExitOfRunningRanks) {
   run_ = std::thread([] {});
   const Received r = service_.received();
   EXPECT_TRUE(HasPhase(r, "job-s", 0, v1::RANK_EXITED));
+}
+
+TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanly) {
+  gantry::testing::TempDir dir;
+  ScriptedWorkerService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  const std::vector<std::string> args = {"--server=127.0.0.1:" + std::to_string(port),
+                                         std::string("--join-token=") + kToken,
+                                         "--name=proc",
+                                         "--slots=2",
+                                         "--cache-dir=" + dir.File("cache"),
+                                         "--rank-binary=" FAKE_RANK_BINARY};
+  auto rank_pid = [&](const std::string& job) {
+    return std::atoi([&] {
+      std::ifstream in(dir.File("cache") + "/work/" + job + "/rank-0/pid.txt");
+      std::stringstream s;
+      s << in.rdbuf();
+      return s.str();
+    }()
+                         .c_str());
+  };
+  auto alive = [](pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return !stat.empty() && stat.find(") Z ") == std::string::npos;
+  };
+
+  // SIGTERM: the daemon stops its rank, reports the exit and exits 0.
+  {
+    gantry::testing::DaemonProcess daemon(args, dir.File("daemon1.log"));
+    ASSERT_TRUE(service.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)))
+        << daemon.Log();
+    service.Send(WorkerAgentTest::Assign("job-t", 0, {{"fake.mode", "sleep"}}));
+    ASSERT_TRUE(
+        service.WaitFor([](const Received& r) { return HasPhase(r, "job-t", 0, v1::RANK_RUNNING); },
+                        absl::Seconds(10)))
+        << daemon.Log();
+    EXPECT_EQ(daemon.Signal(SIGTERM, 10000), 0) << daemon.Log();
+    EXPECT_TRUE(HasPhase(service.received(), "job-t", 0, v1::RANK_EXITED));
+    EXPECT_FALSE(alive(rank_pid("job-t")));
+  }
+  // kill -9: nobody is left to stop the rank, so the kernel does.
+  {
+    gantry::testing::DaemonProcess daemon(args, dir.File("daemon2.log"));
+    service.Send(WorkerAgentTest::Assign("job-k", 0, {{"fake.mode", "sleep"}}));
+    ASSERT_TRUE(
+        service.WaitFor([](const Received& r) { return HasPhase(r, "job-k", 0, v1::RANK_RUNNING); },
+                        absl::Seconds(10)))
+        << daemon.Log();
+    const pid_t rank = rank_pid("job-k");
+    ASSERT_GT(rank, 0);
+    ASSERT_TRUE(alive(rank));
+    EXPECT_EQ(daemon.Signal(SIGKILL, 10000), 128 + SIGKILL);
+    bool gone = false;
+    for (int i = 0; i < 100 && !gone; ++i) {
+      gone = !alive(rank);
+      if (!gone) absl::SleepFor(absl::Milliseconds(20));
+    }
+    EXPECT_TRUE(gone) << "rank " << rank << " outlived its daemon";
+  }
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 
 }  // namespace

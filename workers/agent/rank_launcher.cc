@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -159,6 +160,7 @@ absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
   const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
   const std::string exec_failed = "gantry-worker: exec " + binary + " failed\n";
 
+  const pid_t parent = getpid();
   const pid_t pid = fork();
   if (pid < 0) {
     const int err = errno;
@@ -168,6 +170,11 @@ absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
     return absl::InternalError(absl::StrCat("fork failed: ", strerror(err)));
   }
   if (pid == 0) {
+    // A rank does not outlive its daemon (kill -9 included): the kernel kills it when the thread
+    // that launched it goes, which in WorkerAgent is the session thread that lives as long as the
+    // daemon. The getppid check closes the race with a parent that died before the prctl.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
     setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);
