@@ -2,14 +2,17 @@
 //   distributed_rank_helper --mode=train|broadcast|syncbn|collectives --rank=R --world=W --port=P
 //                           --out=FILE [mode flags]
 // Writes its results as a torch tensor archive (torch::save of a tensor list) to FILE and, for
-// train, statistics to FILE.stats. Exit code 0 on success; errors go to stderr.
+// train, statistics to FILE.stats. train saves the final weights and buffers of both networks
+// followed by the initial ones. Exit code 0 on success; errors go to stderr.
 #include <ATen/ATen.h>
+#include <malloc.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/serialize.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -17,6 +20,7 @@
 #include "tests/gan/test_data.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
+#include "workers/gan/preprocessing.h"
 #include "workers/gan/sync_batch_norm.h"
 #include "workers/gan/trainer.h"
 
@@ -69,7 +73,20 @@ int Train(int argc, char** argv, bool broadcast_only) {
   if (BenchFlag(argc, argv, "identity_sum", "0") == "1") {
     options.cross_rank_sum = [](at::Tensor&) {};  // SyncBatchNorm code path on one process
   }
-  auto trainer = gan::Trainer::Create(config, showers, options);
+  // --double=1 runs both networks and the data in float64 (the precise equivalence test).
+  const bool float64 = BenchFlag(argc, argv, "double", "0") == "1";
+  auto tensors = gan::PreprocessShowers(config, showers);
+  if (!tensors.ok()) return Fail(tensors.status());
+  auto state = gan::NewTrainingState(config, options.seed);
+  if (!state.ok()) return Fail(state.status());
+  if (float64) {
+    state->generator->to(at::kDouble);
+    state->discriminator->to(at::kDouble);
+    tensors->images = tensors->images.to(at::kDouble);
+    tensors->energy100 = tensors->energy100.to(at::kDouble);
+    tensors->ecal = tensors->ecal.to(at::kDouble);
+  }
+  auto trainer = gan::Trainer::CreateFromTensors(*std::move(state), *std::move(tensors), options);
   if (!trainer.ok()) return Fail(trainer.status());
   std::vector<at::Tensor> before = Weights((*trainer)->state());
 
@@ -82,6 +99,7 @@ int Train(int argc, char** argv, bool broadcast_only) {
     DataParallelOptions dp_options;
     dp_options.bucket_bytes = std::atoll(BenchFlag(argc, argv, "bucket", "4096").c_str());
     dp_options.overlap = BenchFlag(argc, argv, "overlap", "1") == "1";
+    dp_options.sync_batch_norm = BenchFlag(argc, argv, "sync_bn", "1") == "1";
     auto attached = DataParallel::Attach(**trainer, *comm, dp_options);
     if (!attached.ok()) return Fail(attached.status());
     dp = *std::move(attached);
@@ -109,6 +127,7 @@ int Train(int argc, char** argv, bool broadcast_only) {
     }
     stats << "epoch " << (*trainer)->state().epoch << "\nstep " << (*trainer)->state().step << "\n";
     result = Weights((*trainer)->state());
+    result.insert(result.end(), before.begin(), before.end());  // then the initial weights
   }
   torch::save(result, out);
   return 0;
@@ -173,6 +192,11 @@ int Collectives(int argc, char** argv) {
 }  // namespace gantry::distributed
 
 int main(int argc, char** argv) {
+  // The float64 convolutions (no oneDNN) allocate and free im2col buffers of hundreds of MB per
+  // call; served by mmap, every call page-faults them afresh (most of the run time as system
+  // time). Keep them on the heap and keep the heap.
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
   const std::string mode = gantry::bench::BenchFlag(argc, argv, "mode", "");
   try {
     if (mode == "train") return gantry::distributed::Train(argc, argv, false);

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
+#include <torch/csrc/distributed/c10d/exception.h>
 
 #include <algorithm>
 #include <chrono>
@@ -9,7 +10,6 @@
 #include <functional>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#include <torch/csrc/distributed/c10d/exception.h>
 #include <utility>
 
 #include "absl/strings/ascii.h"

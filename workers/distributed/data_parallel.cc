@@ -149,7 +149,7 @@ void DataParallel::BuildBuckets(ParamSet& set, torch::nn::Module& module) {
   int64_t elements = 0;
   auto close = [&]() {
     if (current.params.empty()) return;
-    current.buffer = at::zeros({elements}, at::kFloat);
+    current.buffer = at::zeros({elements}, set.params.front().options().requires_grad(false));
     current.pending = static_cast<int64_t>(current.params.size());
     set.buckets.push_back(std::move(current));
     current = Bucket();
@@ -157,12 +157,13 @@ void DataParallel::BuildBuckets(ParamSet& set, torch::nn::Module& module) {
   };
   for (size_t k = n; k-- > 0;) {
     const at::Tensor& p = set.params[k];
-    TORCH_CHECK(p.scalar_type() == at::kFloat, "data parallelism expects float32 parameters");
+    TORCH_CHECK(p.scalar_type() == set.params.front().scalar_type(),
+                "data parallelism expects one dtype for all parameters of a network");
     set.bucket_of[k] = set.buckets.size();
     set.offset[k] = elements;
     current.params.push_back(k);
     elements += p.numel();
-    if (elements * static_cast<int64_t>(sizeof(float)) >= options_.bucket_bytes) close();
+    if (elements * static_cast<int64_t>(p.element_size()) >= options_.bucket_bytes) close();
   }
   close();
   for (size_t k = 0; k < n; ++k) {
@@ -272,7 +273,7 @@ absl::Status DataParallel::FinishRound(torch::nn::Module& model) {
     const double scale = 1.0 / static_cast<double>(comm_.world_size());
     for (Bucket& bucket : set->buckets) {
       if (comm_.world_size() > 1) bucket.buffer.mul_(scale);
-      stats_.bytes += static_cast<double>(bucket.buffer.numel() * sizeof(float));
+      stats_.bytes += static_cast<double>(bucket.buffer.numel() * bucket.buffer.element_size());
     }
     for (size_t k = 0; k < set->params.size(); ++k) {
       at::Tensor& p = set->params[k];

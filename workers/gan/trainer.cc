@@ -183,6 +183,8 @@ absl::StatusOr<StepReport> Trainer::Step() {
     const at::Tensor index =
         s.permutation.slice(0, s.epoch_cursor + offset, s.epoch_cursor + offset + batch_size_);
     const int64_t n = index.size(0);
+    // float32 normally; float64 when the models and data were converted (precise comparisons).
+    const at::ScalarType dtype = data_.images.scalar_type();
     const at::Tensor images = data_.images.index_select(0, index);
     HeadLabels real;
     real.energy100 = data_.energy100.index_select(0, index);
@@ -190,23 +192,22 @@ absl::StatusOr<StepReport> Trainer::Step() {
     if (c.variable_angle()) real.theta = data_.theta.index_select(0, index);
 
     auto sample_conditions = [&](HeadLabels& labels) {
-      labels.energy100 = local(at::empty({global, 1}, at::kFloat)
+      labels.energy100 = local(at::empty({global, 1}, dtype)
                                    .uniform_(c.fake_energy_min_gev / c.energy_scale,
                                              c.fake_energy_max_gev / c.energy_scale, rng));
       if (c.variable_angle()) {
-        labels.theta = local(at::empty({global, 1}, at::kFloat)
+        labels.theta = local(at::empty({global, 1}, dtype)
                                  .uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng));
       }
       labels.ecal = EcalTarget(c, labels.energy100);
-      const at::Tensor noise =
-          local(at::randn({global, s.generator->noise_dim()}, rng, at::kFloat));
+      const at::Tensor noise = local(at::randn({global, s.generator->noise_dim()}, rng, dtype));
       return s.generator->MakeInput(labels.energy100, labels.theta, noise);
     };
     auto real_fake_labels = [&](double value) {
-      at::Tensor labels = at::full({n, 1}, value, at::kFloat);
+      at::Tensor labels = at::full({n, 1}, value, dtype);
       if (c.label_flip > 0) {
         const at::Tensor flip =
-            local(at::empty({global, 1}, at::kFloat).uniform_(0.0, 1.0, rng)).lt(c.label_flip);
+            local(at::empty({global, 1}, dtype).uniform_(0.0, 1.0, rng)).lt(c.label_flip);
         labels = at::where(flip, 1.0 - labels, labels);
       }
       return labels;
@@ -258,7 +259,7 @@ absl::StatusOr<StepReport> Trainer::Step() {
     for (int64_t k = 0; k < c.generator_steps; ++k) {
       HeadLabels trick;
       const at::Tensor input = sample_conditions(trick);
-      trick.real = at::ones({n, 1}, at::kFloat);
+      trick.real = at::ones({n, 1}, dtype);
       s.generator_optimizer->zero_grad();
       LossTerms g = HeadLosses(c, s.discriminator->forward(s.generator->forward(input)), trick);
       g.total.backward();

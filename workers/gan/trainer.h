@@ -98,7 +98,8 @@ class Trainer {
   static absl::StatusOr<std::unique_ptr<Trainer>> Resume(const std::string& checkpoint_path,
                                                          const data::ShowerSet& showers,
                                                          const TrainerOptions& options);
-  // As Create, from already preprocessed tensors.
+  // As Create, from already preprocessed tensors. Training runs in the tensors' dtype: float32 as
+  // produced by PreprocessShowers, or float64 when both networks were converted too (tests).
   static absl::StatusOr<std::unique_ptr<Trainer>> CreateFromTensors(TrainingState state,
                                                                     TrainingTensors data,
                                                                     const TrainerOptions& options);
