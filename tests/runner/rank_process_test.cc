@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -340,26 +341,33 @@ TEST_F(RankProcessTest, MissingDatasetFailsWithAResultNamingIt) {
   EXPECT_TRUE(run.Of(v1::WorkerMessage::kRankStatus).empty());  // never started training
 }
 
-TEST_F(RankProcessTest, SigtermStopsTheRankWithinSeconds) {
+TEST_F(RankProcessTest, CheckpointUploadRetriesWhileTheServerRestarts) {
   v1::JobSpec spec = TinySpec();
-  spec.mutable_hyper_parameters()->set_epochs(1000);
+  spec.mutable_hyper_parameters()->set_epochs(1);
+  spec.mutable_validation()->set_disabled(true);
   const std::string job_id = SubmitJob(spec);
-  auto sent_at = std::make_shared<std::chrono::steady_clock::time_point>();
-  RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec))),
-                    [sent_at](pid_t pid, const v1::WorkerMessage& m) {
-                      if (m.has_progress() && m.progress().step() >= 1 &&
-                          sent_at->time_since_epoch().count() == 0) {
-                        *sent_at = std::chrono::steady_clock::now();
-                        kill(pid, SIGTERM);
-                      }
-                    });
-  ASSERT_NE(sent_at->time_since_epoch().count(), 0) << run.Logs() << run.stderr_text;
-  const double after_signal =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - *sent_at).count();
-  EXPECT_EQ(run.exit_code, 143) << run.stderr_text << run.Logs();
-  EXPECT_LT(after_signal, 8.0);
-  EXPECT_TRUE(run.Of(v1::WorkerMessage::kResult).empty());  // a cancelled job has no result
-  EXPECT_NE(run.Logs().find("cancelled"), std::string::npos) << run.Logs();
+  const std::string address = server_->address();
+  std::vector<std::string> flags = StandardFlags(WriteAssignment(AssignmentFor(job_id, spec)));
+  flags.push_back("--max-steps-per-epoch=1");
+  bool restarted = false;
+  RankRun run = Run(flags, [&](pid_t, const v1::WorkerMessage& m) {
+    // Training has started: take the server down; bring it back on the same address once the
+    // rank has seen an upload fail.
+    if (m.has_rank_status()) EXPECT_EQ(StopServer(), 0);
+    if (m.has_log() && m.log().level() == "WARNING" && !restarted) {
+      restarted = true;
+      StartServer({"--listen=" + address});
+    }
+  });
+  EXPECT_TRUE(restarted);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  EXPECT_NE(run.Logs().find("WARNING checkpoint upload failed (UNAVAILABLE"), std::string::npos)
+      << run.Logs();
+  const auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].result().success());
+  runner::CheckpointClient client(address, join_token_);
+  EXPECT_TRUE(client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("r.ckpt")).ok());
 }
 
 // Mean absolute difference of two modules' parameters (same architecture).
@@ -434,6 +442,56 @@ int FreePort() {
   getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
   close(fd);
   return ntohs(addr.sin_port);
+}
+
+TEST_F(RankProcessTest, SigtermStopsBothRanksOfAJobWithinSeconds) {
+  v1::JobSpec spec = TinySpec();
+  spec.set_world_size(2);
+  spec.mutable_hyper_parameters()->set_batch_per_rank(4);
+  spec.mutable_hyper_parameters()->set_epochs(1000);
+  const std::string job_id = SubmitJob(spec);
+  const int port = FreePort();
+  std::atomic<pid_t> pids[2] = {0, 0};
+  std::atomic<int64_t> sent_at_ns{0};
+  RankRun runs[2];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::Assignment a = AssignmentFor(job_id, spec);
+    a.set_rank(rank);
+    a.set_world_size(2);
+    a.set_rendezvous_host("127.0.0.1");
+    a.set_rendezvous_port(port);
+    const std::string tag = std::to_string(rank);
+    std::vector<std::string> flags =
+        StandardFlags(WriteAssignment(a, "assignment" + tag + ".pb"), tag);
+    threads.emplace_back([&, rank, flags, tag] {
+      runs[rank] = Run(
+          flags,
+          [&, rank](pid_t pid, const v1::WorkerMessage& m) {
+            pids[rank] = pid;
+            // Both ranks are cancelled (as their daemons do) once rank 0 has trained a step.
+            if (rank == 0 && m.has_progress() && m.progress().step() >= 1 && pids[1] != 0 &&
+                sent_at_ns == 0) {
+              sent_at_ns = std::chrono::steady_clock::now().time_since_epoch().count();
+              kill(pids[0], SIGTERM);
+              kill(pids[1], SIGTERM);
+            }
+          },
+          "rank" + tag);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_NE(sent_at_ns.load(), 0) << runs[0].Logs() << runs[0].stderr_text;
+  const double after_signal =
+      (std::chrono::steady_clock::now().time_since_epoch().count() - sent_at_ns.load()) / 1e9;
+  EXPECT_LT(after_signal, 8.0);
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(runs[rank].exit_code, 143)
+        << "rank " << rank << ": " << runs[rank].stderr_text << runs[rank].Logs();
+    EXPECT_TRUE(runs[rank].Of(v1::WorkerMessage::kResult).empty());  // cancelled: no result
+    EXPECT_NE(runs[rank].Logs().find("cancelled"), std::string::npos) << runs[rank].Logs();
+    EXPECT_EQ(runs[rank].Logs().find("ERROR"), std::string::npos) << runs[rank].Logs();
+  }
 }
 
 TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {

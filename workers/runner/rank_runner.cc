@@ -182,6 +182,11 @@ absl::Status RankRunner::Run() {
   }
   if (progress_thread_.joinable()) progress_thread_.join();
   if (status.ok()) return status;
+  if (!absl::IsCancelled(status) && StopRequested()) {
+    // Whatever broke after a stop request (a collective whose peer stopped first, a download) is
+    // part of the cancellation.
+    status = absl::CancelledError(absl::StrCat("cancelled (SIGTERM): ", status.message()));
+  }
   if (absl::IsCancelled(status)) {
     Log("INFO", absl::StrCat("rank ", rank_, " stopped: ", status.message()));
     return status;
@@ -398,7 +403,14 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       }
     }
     const int64_t epoch = trainer.state().epoch;
-    ASSIGN_OR_RETURN(gan::StepReport report, trainer.Step());
+    absl::StatusOr<gan::StepReport> step = trainer.Step();
+    if (!step.ok() && StopRequested()) {
+      // A peer that stopped first breaks the collectives of this step: still a cancellation.
+      return absl::CancelledError(absl::StrCat("cancelled at step ", trainer.state().step,
+                                               " (SIGTERM; ", step.status().message(), ")"));
+    }
+    if (!step.ok()) return step.status();
+    const gan::StepReport& report = *step;
     Accumulate(epoch_real, report.discriminator_real_loss);
     Accumulate(epoch_fake, report.discriminator_fake_loss);
     Accumulate(epoch_g, report.generator_loss);
@@ -458,8 +470,18 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
   const std::string path =
       (fs::path(options_.work_dir) / absl::StrFormat("checkpoint-epoch%04d.ckpt", epoch)).string();
   RETURN_IF_ERROR(trainer.SaveCheckpoint(path));
-  absl::StatusOr<UploadedCheckpoint> uploaded =
-      checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path);
+  absl::StatusOr<UploadedCheckpoint> uploaded;
+  // The server may be restarting: retry UNAVAILABLE for about 15 s (1 + 2 + 4 + 8).
+  for (int attempt = 0;; ++attempt) {
+    uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path);
+    if (uploaded.ok() || !absl::IsUnavailable(uploaded.status()) || attempt == 4 ||
+        StopRequested()) {
+      break;
+    }
+    Log("WARNING", absl::StrCat("checkpoint upload failed (", uploaded.status().ToString(),
+                                "); retrying in ", 1 << attempt, " s"));
+    absl::SleepFor(absl::Seconds(1 << attempt));
+  }
   if (!uploaded.ok()) {
     if (final_checkpoint) {
       return absl::Status(uploaded.status().code(), absl::StrCat("uploading the final checkpoint: ",
