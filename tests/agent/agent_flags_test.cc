@@ -43,6 +43,7 @@ TEST(AgentFlagsTest, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(o->name, "");
   EXPECT_EQ(o->work_dir, "");
   EXPECT_EQ(o->rank_binary, "");
+  EXPECT_FALSE(o->ranks_die_with_daemon);
 }
 
 TEST(AgentFlagsTest, ParsesEveryFlag) {
@@ -50,7 +51,8 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
       {"--server=10.0.0.1:7000", "--join-token-file=/etc/gantry/join", "--name=node-7.a",
        "--slots=4", "--device=cpu", "--threads=3", "--labels=pool=onprem,zone=a",
        "--cache-dir=/var/cache/g", "--cache-max-bytes=2G", "--advertise-host=node7.example",
-       "--rendezvous-ports=30000-30009", "--work-dir", "/scratch", "--rank-binary=/bin/fake"});
+       "--rendezvous-ports=30000-30009", "--work-dir", "/scratch", "--rank-binary=/bin/fake",
+       "--ranks-die-with-daemon=true"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_token_file, "/etc/gantry/join");
   EXPECT_EQ(o->name, "node-7.a");
@@ -66,6 +68,7 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->rendezvous_port_max, 30009);
   EXPECT_EQ(o->work_dir, "/scratch");
   EXPECT_EQ(o->rank_binary, "/bin/fake");
+  EXPECT_TRUE(o->ranks_die_with_daemon);
 }
 
 TEST(AgentFlagsTest, ErrorsNameTheFlag) {
@@ -86,6 +89,8 @@ TEST(AgentFlagsTest, ErrorsNameTheFlag) {
   EXPECT_NE(ErrorOf({"--slots"}).find("--slots"), std::string::npos);
   EXPECT_NE(ErrorOf({"--join-token-file=/x"}).find("--join-token-file"), std::string::npos);
   EXPECT_NE(ErrorOf({"stray"}).find("stray"), std::string::npos);
+  EXPECT_NE(ErrorOf({"--ranks-die-with-daemon=yes"}).find("--ranks-die-with-daemon"),
+            std::string::npos);
 }
 
 TEST(AgentFlagsTest, RequiresServerAndToken) {

@@ -362,6 +362,7 @@ TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanl
                                          "--name=proc",
                                          "--slots=2",
                                          "--cache-dir=" + dir.File("cache"),
+                                         "--ranks-die-with-daemon=true",
                                          "--rank-binary=" FAKE_RANK_BINARY};
   auto rank_pid = [&](const std::string& job) {
     return std::atoi([&] {

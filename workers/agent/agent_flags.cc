@@ -29,7 +29,8 @@ const char kAgentUsage[] =
     "  --cache-max-bytes=N[K|M|G|T] cache size limit (default 10G)\n"
     "  --advertise-host=HOST       address other ranks reach this worker at (default 127.0.0.1)\n"
     "  --rendezvous-ports=MIN-MAX  ports for c10d rendezvous when hosting rank 0 (29400-29499)\n"
-    "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n";
+    "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n"
+    "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default false)\n";
 
 namespace {
 
@@ -187,6 +188,9 @@ absl::Status Apply(const std::string& key, const std::string& value, AgentOption
   } else if (key == "work-dir") {
     if (value.empty()) return Bad("work-dir", "is empty");
     o->work_dir = value;
+  } else if (key == "ranks-die-with-daemon") {
+    if (value != "true" && value != "false") return Bad(key, "wants true or false");
+    o->ranks_die_with_daemon = value == "true";
   } else if (key == "rank-binary") {  // hidden: tests run a fake rank program
     o->rank_binary = value;
   } else if (key == "kill-grace-ms") {  // hidden

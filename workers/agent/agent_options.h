@@ -31,6 +31,9 @@ struct AgentOptions {
   // The program run for each rank as `<rank_binary> rank --assignment=...`; empty = this
   // executable (/proc/self/exe). Tests point it at a fake rank.
   std::string rank_binary;
+  // Ranks are SIGKILLed by the kernel when the daemon dies (even by kill -9). Off by default:
+  // orphaned ranks then run on until they finish or fail on their own.
+  bool ranks_die_with_daemon = false;
   // Grace between SIGTERM and SIGKILL when stopping a rank.
   int kill_grace_ms = 5000;
 };

@@ -161,6 +161,7 @@ absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
   const std::string exec_failed = "gantry-worker: exec " + binary + " failed\n";
 
   const pid_t parent = getpid();
+  const bool die_with_parent = options_.die_with_daemon;
   const pid_t pid = fork();
   if (pid < 0) {
     const int err = errno;
@@ -170,11 +171,13 @@ absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
     return absl::InternalError(absl::StrCat("fork failed: ", strerror(err)));
   }
   if (pid == 0) {
-    // A rank does not outlive its daemon (kill -9 included): the kernel kills it when the thread
-    // that launched it goes, which in WorkerAgent is the session thread that lives as long as the
-    // daemon. The getppid check closes the race with a parent that died before the prctl.
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(126);
+    if (die_with_parent) {
+      // The kernel kills the rank when the thread that launched it goes (kill -9 of the daemon
+      // included); in WorkerAgent that is the session thread, which lives as long as the daemon.
+      // The getppid check closes the race with a parent that died before the prctl.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(126);
+    }
     setpgid(0, 0);
     sigset_t none;
     sigemptyset(&none);

@@ -31,6 +31,8 @@ struct RankLauncherOptions {
   std::string work_root;   // a rank's scratch is <work_root>/<job_id>/rank-<r>
   absl::Duration kill_grace = absl::Seconds(5);  // SIGTERM -> SIGKILL
   int max_ranks = 0;                             // live ranks at once; 0 = unlimited
+  // SIGKILL ranks when the daemon dies (kill -9 included) instead of leaving them orphaned.
+  bool die_with_daemon = false;
 };
 
 class RankLauncher {
@@ -51,9 +53,9 @@ class RankLauncher {
   // appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, rank) is still running here,
   // RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT for a job id unfit for a
   // path, UNAVAILABLE after StopAll began, INTERNAL when no process could be started (nothing is
-  // sent to the sink then). An exec failure is reported as RANK_EXITED with exit code 127. The
-  // kernel SIGKILLs the rank if the calling thread exits first (PR_SET_PDEATHSIG, so ranks die
-  // with a killed daemon): call Launch from a thread that lives as long as the launcher.
+  // sent to the sink then). An exec failure is reported as RANK_EXITED with exit code 127. With
+  // die_with_daemon the kernel SIGKILLs the rank if the calling thread exits first
+  // (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the launcher.
   absl::Status Launch(const gantry::v1::Assignment& assignment);
 
   // Sends SIGTERM to the process group of every rank of `job_id` (SIGKILL after kill_grace);

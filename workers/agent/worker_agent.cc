@@ -69,6 +69,7 @@ WorkerAgent::WorkerAgent(AgentOptions options) : options_(std::move(options)) {
   launch.work_root = options_.work_dir;
   launch.kill_grace = absl::Milliseconds(options_.kill_grace_ms);
   launch.max_ranks = options_.slots;
+  launch.die_with_daemon = options_.ranks_die_with_daemon;
   launcher_ = std::make_unique<RankLauncher>(
       std::move(launch), [this](v1::WorkerMessage m) { Enqueue(std::move(m)); });
 }
