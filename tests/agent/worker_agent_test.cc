@@ -1,8 +1,9 @@
-// WorkerAgent against a scripted WorkerService on a real loopback gRPC server (the real server
-// cannot yet be told to assign or to drop a stream on cue): assignments start real rank processes
+// WorkerAgent against a scripted WorkerService on a real loopback gRPC server (so the test can
+// drop a stream and refuse registrations on cue): assignments start real rank processes
 // (fake_rank) whose frames reach the stream in order with the job id, cancellations stop them,
 // messages produced while disconnected are delivered after the reconnect with a hello naming the
-// running jobs, duplicate assignments are ignored and Stop reports the ranks' exits.
+// running jobs, duplicate assignments are ignored, Stop reports the ranks' exits; and the daemon
+// process itself on SIGTERM and kill -9.
 #include "workers/agent/worker_agent.h"
 
 #include <gtest/gtest.h>
