@@ -185,6 +185,14 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedAndHashedByItsCanonicalSpec) {
   absl::StatusOr<data::ToyMcConfig> config =
       data::ParseToyMcSpec("toymc:layout=25,events=6,seed=4,emin=20,emax=40");
   EXPECT_EQ(a->sha256, Sha256Hex(data::FormatToyMcSpec(*config)));
+  EXPECT_EQ(a->energy_min_gev, 20);
+  EXPECT_EQ(a->energy_max_gev, 40);
+  EXPECT_EQ(a->theta_max_rad, 0);  // fixed angle
+  absl::StatusOr<MaterializedDataset> variable =
+      source.Materialize("toymc:layout=51,events=2,theta=70:110", "");
+  ASSERT_TRUE(variable.ok()) << variable.status();
+  EXPECT_NEAR(variable->theta_min_rad, 70 * M_PI / 180, 1e-9);
+  EXPECT_NEAR(variable->theta_max_rad, 110 * M_PI / 180, 1e-9);
   for (float e : a->showers.energy_gev) {
     EXPECT_GE(e, 20);
     EXPECT_LE(e, 40);
@@ -220,6 +228,9 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
   EXPECT_EQ(got->showers.events(), 5);
   EXPECT_EQ(got->showers.energy_gev, set->energy_gev);
   EXPECT_EQ(got->local_path, path);
+  EXPECT_EQ(got->energy_min_gev, *std::min_element(set->energy_gev.begin(), set->energy_gev.end()));
+  EXPECT_EQ(got->energy_max_gev, *std::max_element(set->energy_gev.begin(), set->energy_gev.end()));
+  EXPECT_EQ(got->theta_max_rad, 0);
   // The expected hash is checked when given.
   EXPECT_TRUE(source.Materialize("file://" + path, got->sha256).ok());
   EXPECT_EQ(source.Materialize("file://" + path, std::string(64, 'f')).status().code(),

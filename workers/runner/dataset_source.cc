@@ -1,5 +1,6 @@
 #include "workers/runner/dataset_source.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -39,6 +40,21 @@ bool IsSha256(const std::string& s) {
   return true;
 }
 
+void SetRangesFromEvents(MaterializedDataset& d) {
+  const std::vector<float>& e = d.showers.energy_gev;
+  if (!e.empty()) {
+    const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
+    d.energy_min_gev = *lo;
+    d.energy_max_gev = *hi;
+  }
+  const std::vector<float>& t = d.showers.theta_rad;
+  if (!t.empty()) {
+    const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
+    d.theta_min_rad = *lo;
+    d.theta_max_rad = *hi;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
@@ -73,6 +89,7 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
                      "\": unknown kind; use ds-<id>, toymc:<key=value,...> or file:///path.h5"));
   }
   if (!result.ok()) return Annotate(result.status(), reference);
+  if (!absl::StartsWith(reference, "toymc:")) SetRangesFromEvents(*result);
   if (!expected_sha256.empty() && result->sha256 != expected_sha256) {
     return absl::DataLossError(absl::StrCat("dataset \"", reference, "\": sha256 is ",
                                             result->sha256, ", the assignment expects ",
@@ -87,6 +104,12 @@ absl::StatusOr<MaterializedDataset> DatasetSource::FromToyMc(const std::string& 
   MaterializedDataset out;
   ASSIGN_OR_RETURN(out.showers, data::SimulateToyMc(config));
   out.sha256 = Sha256Hex(data::FormatToyMcSpec(config));
+  out.energy_min_gev = config.energy_min_gev;
+  out.energy_max_gev = config.energy_max_gev;
+  if (config.layout == data::Layout::kVariableAngle3DGan) {
+    out.theta_min_rad = config.theta_min_rad;
+    out.theta_max_rad = config.theta_max_rad;
+  }
   return out;
 }
 
@@ -159,6 +182,7 @@ absl::StatusOr<MaterializedDataset> DatasetSource::FromServer(
   absl::StatusOr<data::ShowerSet> showers = data::ReadShowerFile(out.local_path);
   if (!showers.ok()) return Annotate(showers.status(), reference);
   out.showers = std::move(*showers);
+  SetRangesFromEvents(out);
   return out;
 }
 

@@ -30,7 +30,11 @@ struct MaterializedDataset {
   // Content hash: sha256 of the file bytes (file://, ds-) or of the canonical toy MC spec string
   // (data::FormatToyMcSpec) for toymc:.
   std::string sha256;
-  std::string local_path;   // the HDF5 file read (empty for toymc:)
+  std::string local_path;  // the HDF5 file read (empty for toymc:)
+  // The range the data covers: the simulated ranges for toymc: (theta only for the variable-angle
+  // layout), else the min and max over the events. theta_* are 0 without angles.
+  double energy_min_gev = 0, energy_max_gev = 0;
+  double theta_min_rad = 0, theta_max_rad = 0;
   bool from_cache = false;  // ds-: a valid cached copy was reused
   int64_t downloaded_bytes = 0;
 };

@@ -254,13 +254,11 @@ absl::Status RankRunner::RunInner() {
     data::ShowerSet train = SelectEvents(all, split.train);
     holdout_ = SelectEvents(all, split.holdout);
     dataset.showers = data::ShowerSet();  // release the full copy
-    const auto [emin, emax] = std::minmax_element(train.energy_gev.begin(), train.energy_gev.end());
-    result_.mutable_energy_range_gev()->set_min(*emin);
-    result_.mutable_energy_range_gev()->set_max(*emax);
-    if (!train.theta_rad.empty()) {
-      const auto [tmin, tmax] = std::minmax_element(train.theta_rad.begin(), train.theta_rad.end());
-      result_.mutable_theta_range_rad()->set_min(*tmin);
-      result_.mutable_theta_range_rad()->set_max(*tmax);
+    result_.mutable_energy_range_gev()->set_min(dataset.energy_min_gev);
+    result_.mutable_energy_range_gev()->set_max(dataset.energy_max_gev);
+    if (dataset.theta_max_rad > 0) {
+      result_.mutable_theta_range_rad()->set_min(dataset.theta_min_rad);
+      result_.mutable_theta_range_rad()->set_max(dataset.theta_max_rad);
     }
     Log("INFO",
         absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
