@@ -43,7 +43,7 @@ TEST(AgentFlagsTest, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(o->name, "");
   EXPECT_EQ(o->work_dir, "");
   EXPECT_EQ(o->rank_binary, "");
-  EXPECT_FALSE(o->ranks_die_with_daemon);
+  EXPECT_TRUE(o->ranks_die_with_daemon);
 }
 
 TEST(AgentFlagsTest, ParsesEveryFlag) {
@@ -52,7 +52,7 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
        "--slots=4", "--device=cpu", "--threads=3", "--labels=pool=onprem,zone=a",
        "--cache-dir=/var/cache/g", "--cache-max-bytes=2G", "--advertise-host=node7.example",
        "--rendezvous-ports=30000-30009", "--work-dir", "/scratch", "--rank-binary=/bin/fake",
-       "--ranks-die-with-daemon=true"});
+       "--ranks-die-with-daemon=false"});
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_token_file, "/etc/gantry/join");
   EXPECT_EQ(o->name, "node-7.a");
@@ -68,7 +68,7 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->rendezvous_port_max, 30009);
   EXPECT_EQ(o->work_dir, "/scratch");
   EXPECT_EQ(o->rank_binary, "/bin/fake");
-  EXPECT_TRUE(o->ranks_die_with_daemon);
+  EXPECT_FALSE(o->ranks_die_with_daemon);
 }
 
 TEST(AgentFlagsTest, ErrorsNameTheFlag) {

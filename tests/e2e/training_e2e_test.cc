@@ -254,14 +254,37 @@ TEST_F(TrainingE2eTest, ALostWorkerFailsItsJobAndAGangIsNeverPartial) {
   ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
   EXPECT_EQ(Get(waiting.id()).state(), v1::QUEUED);
 
-  // kill -9 one daemon: its heartbeats stop and the lease expires (3 s here).
-  ASSERT_EQ(workers_["w2"]->Signal(SIGKILL, 10000), 128 + SIGKILL);
+  // Freeze one daemon (a hung machine or a network partition): its heartbeats stop, its rank
+  // keeps running, and the lease expires (3 s here).
+  const pid_t frozen = workers_["w2"]->pid();
+  ASSERT_EQ(kill(frozen, SIGSTOP), 0);
   job = WaitForState(job.id(), v1::FAILED, 30);
+  kill(frozen, SIGCONT);
   ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
   EXPECT_EQ(job.reason(), "WorkerLost");
   EXPECT_NE(job.message().find("w2"), std::string::npos) << job.message();
   EXPECT_EQ(Get(waiting.id()).state(), v1::QUEUED);
-  // The surviving worker gets its slot back once its rank has been stopped.
+  // The thawed daemon comes back without a restart: it reconnects, is told to stop the rank of the
+  // failed job, and both workers end up idle and usable.
+  WaitForFreeWorkers(2, 60);
+  EXPECT_TRUE(workers_["w2"]->Running());
+}
+
+TEST_F(TrainingE2eTest, AKilledDaemonTakesItsRanksAndTheJobFails) {
+  StartWorker("w1", 29850);
+  StartWorker("w2", 29880);
+  WaitForFreeWorkers(2);
+  v1::Job job = Submit(TinySpec(10000));
+  job = WaitForState(job.id(), v1::RUNNING, 120);
+  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
+  // kill -9: the kernel kills its rank too, so the surviving rank loses its peer at once; whichever
+  // is noticed first (rank 0's failure report or the lost lease) ends the job FAILED.
+  ASSERT_EQ(workers_["w2"]->Signal(SIGKILL, 10000), 128 + SIGKILL);
+  job = WaitForState(job.id(), v1::FAILED, 60);
+  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
+  EXPECT_TRUE(job.reason() == "WorkerLost" || job.reason() == "TrainingFailed" ||
+              job.reason() == "RankFailed")
+      << job.reason();
   WaitForFreeWorkers(1, 40);
 }
 

@@ -30,7 +30,7 @@ const char kAgentUsage[] =
     "  --advertise-host=HOST       address other ranks reach this worker at (default 127.0.0.1)\n"
     "  --rendezvous-ports=MIN-MAX  ports for c10d rendezvous when hosting rank 0 (29400-29499)\n"
     "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n"
-    "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default false)\n";
+    "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default true)\n";
 
 namespace {
 

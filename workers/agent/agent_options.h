@@ -31,9 +31,10 @@ struct AgentOptions {
   // The program run for each rank as `<rank_binary> rank --assignment=...`; empty = this
   // executable (/proc/self/exe). Tests point it at a fake rank.
   std::string rank_binary;
-  // Ranks are SIGKILLed by the kernel when the daemon dies (even by kill -9). Off by default:
-  // orphaned ranks then run on until they finish or fail on their own.
-  bool ranks_die_with_daemon = false;
+  // Ranks are SIGKILLed by the kernel when the daemon dies (even by kill -9), so a dead daemon
+  // never leaves ranks holding CPUs or GPUs that nobody reports. On by default; off lets ranks run
+  // on until they finish or fail on their own.
+  bool ranks_die_with_daemon = true;
   // Grace between SIGTERM and SIGKILL when stopping a rank.
   int kill_grace_ms = 5000;
 };
