@@ -522,6 +522,8 @@ TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {
     ASSERT_EQ(status.size(), 1u);
     EXPECT_EQ(status[0].rank_status().rank(), rank);
     EXPECT_EQ(status[0].rank_status().phase(), v1::RANK_RUNNING);
+    // Rank 1 binds the interface that routes to the rendezvous host (loopback here).
+    EXPECT_NE(runs[rank].Logs().find("(bind 127.0.0.1)"), std::string::npos) << runs[rank].Logs();
     EXPECT_NE(runs[rank].Logs().find("process group formed: 2 ranks"), std::string::npos)
         << runs[rank].Logs();
     EXPECT_NE(runs[rank].Logs().find("all-reduce:"), std::string::npos);

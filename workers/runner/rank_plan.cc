@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "gantry/base/build_info.h"
 #include "gantry/base/status_macros.h"
 
 namespace gantry::runner {
@@ -17,11 +18,7 @@ absl::Status Bad(const std::string& field, const std::string& what) {
 }  // namespace
 
 std::string CodeVersion() {
-#if defined(GANTRY_VERSION) && defined(GANTRY_GIT_COMMIT)
-  return absl::StrCat(GANTRY_VERSION, "+", GANTRY_GIT_COMMIT);
-#else
-  return "unknown";
-#endif
+  return absl::StrCat(GantryVersion(), "+", GantryGitCommit());
 }
 
 absl::StatusOr<v1::Assignment> ReadAssignmentFile(const std::string& path) {

@@ -36,7 +36,7 @@ absl::StatusOr<gantry::v1::Assignment> ReadAssignmentFile(const std::string& pat
 // UNIMPLEMENTED for a restart from a checkpoint (resume_checkpoint_sha256; a later issue).
 absl::StatusOr<RankPlan> PlanRank(const gantry::v1::Assignment& assignment);
 
-// "0.1.0+<commit>" from the GANTRY_VERSION / GANTRY_GIT_COMMIT compile definitions.
+// "0.1.0+<commit>" (gantry/base/build_info.h).
 std::string CodeVersion();
 
 }  // namespace gantry::runner

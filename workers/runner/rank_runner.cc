@@ -1,7 +1,12 @@
 #include "workers/runner/rank_runner.h"
 
+#include <arpa/inet.h>
 #include <c10/util/Exception.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <torch/torch.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -96,6 +101,34 @@ absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const s
   };
   RETURN_IF_ERROR(copy(from.named_parameters(), to.named_parameters()));
   return copy(from.named_buffers(), to.named_buffers());
+}
+
+// The local address a socket towards host:port would use (a connected UDP socket sends nothing):
+// the interface other ranks can reach this one on when they reach rank 0 at host. Falls back to
+// 127.0.0.1 when the host does not resolve.
+std::string LocalAddressTowards(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_INET;
+  hints.ai_socktype = SOCK_DGRAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 ||
+      found == nullptr) {
+    return "127.0.0.1";
+  }
+  std::string address = "127.0.0.1";
+  const int fd = socket(AF_INET, SOCK_DGRAM, 0);
+  if (fd >= 0 && connect(fd, found->ai_addr, found->ai_addrlen) == 0) {
+    sockaddr_in local{};
+    socklen_t length = sizeof(local);
+    char text[INET_ADDRSTRLEN] = {};
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0 &&
+        inet_ntop(AF_INET, &local.sin_addr, text, sizeof(text)) != nullptr) {
+      address = text;
+    }
+  }
+  if (fd >= 0) close(fd);
+  freeaddrinfo(found);
+  return address;
 }
 
 }  // namespace
@@ -278,9 +311,10 @@ absl::Status RankRunner::RunInner() {
     co.rendezvous_port = a.rendezvous_port();
     co.rank = rank_;
     co.world_size = world_size_;
-    co.bind_host = rank_ == 0                   ? a.rendezvous_host()
-                   : options_.bind_host.empty() ? std::string("127.0.0.1")
-                                                : options_.bind_host;
+    co.bind_host = rank_ == 0 ? a.rendezvous_host()
+                   : options_.bind_host.empty()
+                       ? LocalAddressTowards(a.rendezvous_host(), a.rendezvous_port())
+                       : options_.bind_host;
     const auto connect_start = std::chrono::steady_clock::now();
     Log("INFO",
         absl::StrFormat("joining the process group at %s:%d as rank %d of %d (bind %s)",

@@ -32,7 +32,8 @@ struct RankRunnerOptions {
   std::string token;      // the worker join token
   std::string cache_dir;  // dataset cache
   std::string work_dir;   // checkpoints and scratch files of this rank
-  // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = 127.0.0.1.
+  // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = the local address
+  // that routes to the rendezvous host (127.0.0.1 for a loopback rendezvous).
   std::string bind_host;
   // Set from a signal handler: the rank stops at the next step boundary with CANCELLED.
   const std::atomic<bool>* stop = nullptr;
