@@ -11,6 +11,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "gantry/base/build_info.h"
 #include "server/gantry_server.h"
 #include "server/server_options.h"
 
@@ -108,8 +109,8 @@ int main(int argc, char** argv) {
     std::cerr << "gantry-server: cannot start: " << server.status().message() << std::endl;
     return 1;
   }
-  std::cerr << "gantry-server " << GANTRY_VERSION << " (" << GANTRY_GIT_COMMIT
-            << "): " << (*server)->migrations_applied() << " migration(s) applied, data in "
+  std::cerr << "gantry-server " << gantry::GantryVersionString() << ": "
+            << (*server)->migrations_applied() << " migration(s) applied, data in "
             << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on") << std::endl;
   std::cout << "listening on " << (*server)->address() << std::endl;
 

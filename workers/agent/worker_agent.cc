@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "gantry/base/build_info.h"
 
 namespace gantry::agent {
 namespace {
@@ -32,15 +33,7 @@ bool IsPermanent(const absl::Status& s) {
   return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s);
 }
 
-std::string Version() {
-#if defined(GANTRY_VERSION) && defined(GANTRY_GIT_COMMIT)
-  return absl::StrCat(GANTRY_VERSION, " (", GANTRY_GIT_COMMIT, ")");
-#elif defined(GANTRY_VERSION)
-  return GANTRY_VERSION;
-#else
-  return "unknown";
-#endif
-}
+std::string Version() { return GantryVersionString(); }
 
 absl::Duration Jitter(absl::Duration d) {
   thread_local std::mt19937 rng{std::random_device{}()};

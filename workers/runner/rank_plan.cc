@@ -17,9 +17,7 @@ absl::Status Bad(const std::string& field, const std::string& what) {
 
 }  // namespace
 
-std::string CodeVersion() {
-  return absl::StrCat(GantryVersion(), "+", GantryGitCommit());
-}
+std::string CodeVersion() { return absl::StrCat(GantryVersion(), "+", GantryGitCommit()); }
 
 absl::StatusOr<v1::Assignment> ReadAssignmentFile(const std::string& path) {
   if (path.empty()) return absl::InvalidArgumentError("--assignment: a file path is required");
