@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +33,13 @@ extern char** environ;
 
 namespace gantry::bench {
 namespace {
+
+// CPU seconds of this process (all threads, user + system).
+double CpuSeconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + 1e-6 * (u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
 
 int FreePort() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -109,9 +117,10 @@ int Rank(int argc, char** argv) {
     }
     dp = *std::move(attached);
   }
-  double seconds = 0;
+  double seconds = 0, cpu_start = 0;
   distributed::DataParallelStats before;
   for (int i = 0; i < warmup + iters; ++i) {
+    if (i == warmup) cpu_start = CpuSeconds();
     if (i == warmup && dp) before = dp->stats();
     auto step = (*trainer)->Step();
     if (!step.ok()) {
@@ -120,6 +129,7 @@ int Rank(int argc, char** argv) {
     }
     if (i >= warmup) seconds += step->seconds;
   }
+  const double cpu = (CpuSeconds() - cpu_start) / iters;
   double allreduce = 0, exposed = 0;
   if (dp) {
     const auto after = dp->stats();
@@ -127,14 +137,15 @@ int Rank(int argc, char** argv) {
     exposed = (after.exposed_seconds - before.exposed_seconds) / iters;
   }
   if (rank == 0) {
-    std::printf("RESULT %.4f %.4f %.5f %.5f\n", iters * batch * world / seconds, seconds / iters,
-                allreduce, exposed);
+    std::printf("RESULT %.4f %.4f %.5f %.5f %.4f\n", iters * batch * world / seconds,
+                seconds / iters, allreduce, exposed, cpu);
   }
   return 0;
 }
 
 struct Result {
   double samples_per_second = 0, step_seconds = 0, allreduce = 0, exposed = 0;
+  double cpu_seconds = 0;  // rank 0's CPU time per step (all its threads)
 };
 
 // Spawns the ranks of one configuration and returns rank 0's RESULT.
@@ -180,7 +191,9 @@ Result RunConfig(const std::string& self, int world, bool overlap,
   std::string word;
   Result r;
   while (in >> word) {
-    if (word == "RESULT") in >> r.samples_per_second >> r.step_seconds >> r.allreduce >> r.exposed;
+    if (word == "RESULT") {
+      in >> r.samples_per_second >> r.step_seconds >> r.allreduce >> r.exposed >> r.cpu_seconds;
+    }
   }
   std::remove(out.c_str());
   return r;
@@ -207,13 +220,15 @@ int Drive(int argc, char** argv) {
         "round %d: 1 rank %.3f samples/s (%.2f s/step); 2 ranks overlap %.3f samples/s (%.2f "
         "s/step, all-reduce span %.1f ms/step, exposed %.1f ms/step); 2 ranks no overlap %.3f "
         "samples/s (%.2f s/step, all-reduce %.1f ms/step, exposed %.1f ms/step); ratio %.3f "
-        "(no overlap %.3f)\n",
+        "(no overlap %.3f); CPU s/step per rank: 1 rank %.2f, 2 ranks %.2f / %.2f (no "
+        "overlap)\n",
         r, one.back().samples_per_second, one.back().step_seconds, two.back().samples_per_second,
         two.back().step_seconds, 1e3 * two.back().allreduce, 1e3 * two.back().exposed,
         two_serial.back().samples_per_second, two_serial.back().step_seconds,
         1e3 * two_serial.back().allreduce, 1e3 * two_serial.back().exposed,
         two.back().samples_per_second / one.back().samples_per_second,
-        two_serial.back().samples_per_second / one.back().samples_per_second);
+        two_serial.back().samples_per_second / one.back().samples_per_second,
+        one.back().cpu_seconds, two.back().cpu_seconds, two_serial.back().cpu_seconds);
     std::fflush(stdout);
   }
   auto mean = [](const std::vector<Result>& v, double Result::*f) {
@@ -234,6 +249,15 @@ int Drive(int argc, char** argv) {
       mean(two_serial, &Result::samples_per_second) / mean(one, &Result::samples_per_second),
       1e3 * serial_comm, 1e3 * exposed,
       serial_comm > 0 ? 100.0 * (1.0 - exposed / serial_comm) : 0.0);
+  // On a machine without spare cores the wall-clock ratio measures the contention; the CPU ratio
+  // is the throughput ratio if every rank had a core of its own and never waited.
+  std::printf(
+      "SUMMARY CPU per step and rank: 1 rank %.2f s, 2 ranks %.2f s (overlap), %.2f s (no "
+      "overlap): CPU-normalised ratio %.3f (overlap), %.3f (no overlap)\n",
+      mean(one, &Result::cpu_seconds), mean(two, &Result::cpu_seconds),
+      mean(two_serial, &Result::cpu_seconds),
+      2 * mean(one, &Result::cpu_seconds) / mean(two, &Result::cpu_seconds),
+      2 * mean(one, &Result::cpu_seconds) / mean(two_serial, &Result::cpu_seconds));
   return 0;
 }
 

@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/exception.h>
+#ifdef GANTRY_WITH_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -97,16 +100,13 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the rendezvous timeout must be positive");
   }
+#ifndef GANTRY_WITH_CUDA
   if (options.gpu) {
-#ifdef GANTRY_WITH_CUDA
-    return absl::UnimplementedError(
-        "ProcessGroupNCCL is not wired up yet: gantry's CUDA build has not been tested");
-#else
     return absl::UnimplementedError(
         "GPU ranks need ProcessGroupNCCL: this gantry-worker was built without GANTRY_WITH_CUDA "
         "(CPU LibTorch)");
-#endif
   }
+#endif
   const std::string where =
       absl::StrCat("rendezvous at ", options.rendezvous_host, ":", options.rendezvous_port,
                    " as rank ", options.rank, " of ", options.world_size);
@@ -122,6 +122,20 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
   } catch (const std::exception& e) {
     return CollectiveError(e, "c10d TCPStore", where);
   }
+#ifdef GANTRY_WITH_CUDA
+  // Compiled only against a CUDA LibTorch; never built or run on gantry's CPU machines.
+  if (options.gpu) {
+    try {
+      auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
+      nccl_options->timeout = Millis(options.timeout);
+      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank,
+                                                               options.world_size, nccl_options);
+      return std::unique_ptr<Communicator>(new Communicator(options, store, group));
+    } catch (const std::exception& e) {
+      return CollectiveError(e, "NCCL process group", where);
+    }
+  }
+#endif
   try {
     std::string bind = options.bind_host;
     if (bind.empty()) bind = options.rank == 0 ? options.rendezvous_host : "127.0.0.1";

@@ -265,15 +265,22 @@ absl::Status DataParallel::FinishRound(torch::nn::Module& model) {
     absl::MutexLock lock(&done_mu_);
     last = last_done_ == Clock::time_point::min() ? done : last_done_;
   }
-  stats_.reductions += 1;
-  stats_.exposed_seconds += Seconds(done - entry);
-  if (set->first_launch_recorded) stats_.allreduce_seconds += Seconds(last - set->first_launch);
+  double bytes = 0;
+  for (const Bucket& bucket : set->buckets) {
+    bytes += static_cast<double>(bucket.buffer.numel() * bucket.buffer.element_size());
+  }
+  {
+    absl::MutexLock lock(&stats_mu_);
+    stats_.reductions += 1;
+    stats_.exposed_seconds += Seconds(done - entry);
+    if (set->first_launch_recorded) stats_.allreduce_seconds += Seconds(last - set->first_launch);
+    stats_.bytes += bytes;
+  }
   try {
     at::NoGradGuard no_grad;
     const double scale = 1.0 / static_cast<double>(comm_.world_size());
     for (Bucket& bucket : set->buckets) {
       if (comm_.world_size() > 1) bucket.buffer.mul_(scale);
-      stats_.bytes += static_cast<double>(bucket.buffer.numel() * bucket.buffer.element_size());
     }
     for (size_t k = 0; k < set->params.size(); ++k) {
       at::Tensor& p = set->params[k];
@@ -308,6 +315,9 @@ void DataParallel::ResetRound(ParamSet& set) {
   last_done_ = Clock::time_point::min();
 }
 
-DataParallelStats DataParallel::stats() const { return stats_; }
+DataParallelStats DataParallel::stats() const {
+  absl::MutexLock lock(&stats_mu_);
+  return stats_;
+}
 
 }  // namespace gantry::distributed

@@ -41,8 +41,8 @@ struct DataParallelStats {
 };
 
 // Lifetime: create after the Trainer and the Communicator, destroy before either; the destructor
-// removes the hooks it installed. All calls come from the training thread (the autograd hooks run
-// on it during backward; only bucket completion times are recorded from Gloo's threads).
+// removes the hooks it installed. Training runs on one thread (the autograd hooks run on it during
+// backward; only bucket completion times are recorded from Gloo's threads); stats() is thread-safe.
 class DataParallel {
  public:
   // Checks that every rank has the same data set size, batch and world size (FAILED_PRECONDITION
@@ -102,7 +102,9 @@ class DataParallel {
   ParamSet generator_;
   ParamSet discriminator_;
   absl::Status launch_error_;  // a launch that failed inside backward, reported by FinishRound
-  DataParallelStats stats_;
+
+  mutable absl::Mutex stats_mu_;  // stats() may be read from a progress-reporting thread
+  DataParallelStats stats_ ABSL_GUARDED_BY(stats_mu_);
 
   // Completion time of the latest bucket of the current round (written by Gloo's threads).
   mutable absl::Mutex done_mu_;

@@ -31,7 +31,7 @@ struct TrainingState {
   at::Generator rng;         // every random draw of training (noise, flips, dropout, shuffling)
   int64_t epoch = 0;         // completed epochs
   int64_t step = 0;          // completed training iterations (all epochs)
-  int64_t epoch_cursor = 0;  // samples of the current epoch already used
+  int64_t epoch_cursor = 0;  // samples of the current epoch already used (by all ranks)
   at::Tensor permutation;    // sample order of the current epoch (int64), undefined before start
 };
 
