@@ -586,8 +586,13 @@ absl::Status JobCoordinator::HandleProgress(const std::string& job_id,
   ActiveJob& a = active_.at(job_id);
   RETURN_IF_ERROR(backend_.jobs->UpdateProgress(job_id, progress));
   const absl::Time now = absl::Now();
-  if (now - a.last_progress_event >= backend_.options.progress_event_interval) {
+  // An event only when training moved on (rank 0 repeats its report while a step runs).
+  const bool moved =
+      progress.step() != a.last_progress_step || progress.epoch() != a.last_progress_epoch;
+  if (moved && now - a.last_progress_event >= backend_.options.progress_event_interval) {
     a.last_progress_event = now;
+    a.last_progress_step = progress.step();
+    a.last_progress_epoch = progress.epoch();
     v1::JobEvent event;
     *event.mutable_progress() = progress;
     return backend_.jobs->AppendEvent(job_id, event).status();

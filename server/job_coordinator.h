@@ -96,6 +96,8 @@ class JobCoordinator {
     absl::Time placed_at;
     absl::Time ended_at;
     absl::Time last_progress_event = absl::InfinitePast();
+    int64_t last_progress_step = -1;
+    int last_progress_epoch = -1;
     bool cancel_sent = false;
     bool leased = true;  // false for adopted jobs (their slots are bounded by heartbeats only)
   };

@@ -80,9 +80,14 @@ absl::Status ValidateHyperParameters(const v1::HyperParameters& hp, absl::string
                    absl::StrCat("is ", hp.learning_rate(),
                                 "; it must be > 0 and <= 10 (0 = the preset default 1e-3)"));
   }
-  if (!hp.optimizer().empty() && hp.optimizer() != "rmsprop" && hp.optimizer() != "adam") {
-    return Invalid(Sub(f, "optimizer"), absl::StrCat("\"", hp.optimizer(),
-                                                     "\" is unknown; use \"rmsprop\" or \"adam\""));
+  if (hp.optimizer() == "adam") {
+    return Invalid(Sub(f, "optimizer"),
+                   "\"adam\" is not implemented by the trainer yet; use \"rmsprop\" (the 3DGAN "
+                   "reference optimiser) or leave it empty");
+  }
+  if (!hp.optimizer().empty() && hp.optimizer() != "rmsprop") {
+    return Invalid(Sub(f, "optimizer"),
+                   absl::StrCat("\"", hp.optimizer(), "\" is unknown; use \"rmsprop\""));
   }
   if (hp.has_loss_weights()) {
     const v1::LossWeights& w = hp.loss_weights();

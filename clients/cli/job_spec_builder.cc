@@ -36,7 +36,7 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"epochs", "N", "training epochs (1..10000)"},
       {"batch", "N", "batch size per rank (1..4096)"},
       {"lr", "X", "learning rate (> 0)"},
-      {"optimizer", "NAME", "rmsprop or adam"},
+      {"optimizer", "NAME", "rmsprop (the only one the trainer implements)"},
       {"world-size", "N", "number of data-parallel ranks (1..256)"},
       {"device", "KIND", "cpu or gpu"},
       {"gpus", "N", "GPUs per rank"},

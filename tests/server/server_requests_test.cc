@@ -119,6 +119,11 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
          return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_optimizer("sgd"); });
        },
        C::INVALID_ARGUMENT, "hyper_parameters.optimizer"},
+      {"adam (not implemented by the trainer)",
+       [&] {
+         return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_optimizer("adam"); });
+       },
+       C::INVALID_ARGUMENT, "use \"rmsprop\""},
       {"priority out of range", [&] { return SubmitWith([](auto& s) { s.set_priority(500); }); },
        C::INVALID_ARGUMENT, "spec.priority"},
       {"max_restarts negative", [&] { return SubmitWith([](auto& s) { s.set_max_restarts(-1); }); },
