@@ -17,8 +17,8 @@
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "gantry/v1/worker.grpc.pb.h"
-#include "tests/e2e/child_process.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/child_process.h"
 
 namespace gantry::testing {
 namespace {
@@ -60,9 +60,8 @@ class TrainingE2eTest : public ServerFixture {
         "--cache-dir=" + cache,
         "--advertise-host=127.0.0.1",
         "--rendezvous-ports=" + std::to_string(port_base) + "-" + std::to_string(port_base + 20)};
-    std::unique_ptr<ChildProcess> worker =
-        ChildProcess::Start(argv, dir_.path() + "/" + name + ".log");
-    ASSERT_NE(worker, nullptr);
+    auto worker = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
+    ASSERT_GT(worker->pid(), 0);
     workers_[name] = std::move(worker);
   }
 
@@ -105,37 +104,10 @@ class TrainingE2eTest : public ServerFixture {
     return spec;
   }
 
-  v1::Job Submit(const v1::JobSpec& spec) {
-    v1::SubmitJobRequest request;
-    *request.mutable_spec() = spec;
-    v1::Job job;
-    grpc::Status s = training_->SubmitJob(Ctx(token_).get(), request, &job);
-    EXPECT_TRUE(s.ok()) << Describe(s);
-    return job;
-  }
-
-  v1::Job Get(const std::string& id) {
-    v1::GetJobRequest request;
-    request.set_job_id(id);
-    v1::Job job;
-    grpc::Status s = training_->GetJob(Ctx(token_).get(), request, &job);
-    EXPECT_TRUE(s.ok()) << Describe(s);
-    return job;
-  }
-
-  // Polls until the job is in `state` (or any terminal state); returns the last job seen.
+  v1::Job Submit(const v1::JobSpec& spec) { return SubmitJob(token_, spec); }
+  v1::Job Get(const std::string& id) { return GetJob(token_, id); }
   v1::Job WaitForState(const std::string& id, v1::JobState state, int timeout_s) {
-    const auto until = steady_clock::now() + seconds(timeout_s);
-    v1::Job job;
-    while (steady_clock::now() < until) {
-      job = Get(id);
-      if (job.state() == state || job.state() == v1::SUCCEEDED || job.state() == v1::FAILED ||
-          job.state() == v1::CANCELLED) {
-        break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    return job;
+    return WaitForJob(token_, id, state, timeout_s * 1000);
   }
 
   std::string join_token_file_;

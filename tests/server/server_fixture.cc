@@ -1,7 +1,9 @@
 #include "tests/server/server_fixture.h"
 
+#include <chrono>
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace gantry::testing {
 
@@ -84,6 +86,36 @@ std::string ServerFixture::NewTenant(const std::string& name, bool admin) {
   EXPECT_TRUE(s.ok()) << Describe(s);
   EXPECT_FALSE(token.token().empty());
   return token.token();
+}
+
+v1::Job ServerFixture::SubmitJob(const std::string& token, const v1::JobSpec& spec) {
+  v1::SubmitJobRequest request;
+  *request.mutable_spec() = spec;
+  v1::Job job;
+  grpc::Status s = training_->SubmitJob(Ctx(token).get(), request, &job);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  return job;
+}
+
+v1::Job ServerFixture::GetJob(const std::string& token, const std::string& id) {
+  v1::GetJobRequest request;
+  request.set_job_id(id);
+  v1::Job job;
+  grpc::Status s = training_->GetJob(Ctx(token).get(), request, &job);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  return job;
+}
+
+v1::Job ServerFixture::WaitForJob(const std::string& token, const std::string& id,
+                                  v1::JobState state, int timeout_ms) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  v1::Job job = GetJob(token, id);
+  while (job.state() != state && job.state() != v1::SUCCEEDED && job.state() != v1::FAILED &&
+         job.state() != v1::CANCELLED && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    job = GetJob(token, id);
+  }
+  return job;
 }
 
 v1::JobSpec ServerFixture::GoodSpec() {

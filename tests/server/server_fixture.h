@@ -42,6 +42,13 @@ class ServerFixture : public ::testing::Test {
 
   // Creates a tenant through AdminService and returns a fresh token of it.
   std::string NewTenant(const std::string& name, bool admin = false);
+  // SubmitJob / GetJob as `token` (a failed call fails the test and returns an empty Job).
+  gantry::v1::Job SubmitJob(const std::string& token, const gantry::v1::JobSpec& spec);
+  gantry::v1::Job GetJob(const std::string& token, const std::string& id);
+  // Polls every 50 ms until the job is in `state` or in any terminal state, up to timeout_ms;
+  // returns the job as last seen.
+  gantry::v1::Job WaitForJob(const std::string& token, const std::string& id,
+                             gantry::v1::JobState state, int timeout_ms);
   // A valid JobSpec (toy Monte Carlo data, tiny preset).
   static gantry::v1::JobSpec GoodSpec();
   // grpc.health.v1 Check for `service` ("" = the whole server); SERVING is 1.

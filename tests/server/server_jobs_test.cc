@@ -172,30 +172,12 @@ class ServerJobsTest : public ServerFixture {
     spec.set_world_size(world_size);
     spec.set_priority(priority);
     spec.set_model_name("driven");
-    v1::SubmitJobRequest request;
-    *request.mutable_spec() = spec;
-    v1::Job job;
-    grpc::Status s = training_->SubmitJob(Ctx(token_).get(), request, &job);
-    EXPECT_TRUE(s.ok()) << Describe(s);
-    return job;
+    return SubmitJob(token_, spec);
   }
 
-  v1::Job Get(const std::string& id) {
-    v1::GetJobRequest request;
-    request.set_job_id(id);
-    v1::Job job;
-    EXPECT_TRUE(training_->GetJob(Ctx(token_).get(), request, &job).ok());
-    return job;
-  }
-
+  v1::Job Get(const std::string& id) { return GetJob(token_, id); }
   v1::Job WaitFor(const std::string& id, v1::JobState state, int timeout_ms = 10000) {
-    const auto until = steady_clock::now() + milliseconds(timeout_ms);
-    v1::Job job = Get(id);
-    while (job.state() != state && steady_clock::now() < until) {
-      std::this_thread::sleep_for(milliseconds(50));
-      job = Get(id);
-    }
-    return job;
+    return WaitForJob(token_, id, state, timeout_ms);
   }
 
   // Uploads `bytes` as a checkpoint of `job`; returns its sha256.

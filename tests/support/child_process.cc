@@ -1,4 +1,4 @@
-#include "tests/agent/daemon_process.h"
+#include "tests/support/child_process.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -20,8 +20,7 @@ int ExitCode(int status) {
 }
 
 pid_t Spawn(const std::vector<std::string>& args, int out_fd) {
-  std::vector<std::string> storage = {AGENT_TEST_DAEMON_BINARY};
-  storage.insert(storage.end(), args.begin(), args.end());
+  std::vector<std::string> storage = args;
   std::vector<char*> argv;
   for (std::string& a : storage) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -37,21 +36,22 @@ pid_t Spawn(const std::vector<std::string>& args, int out_fd) {
 
 }  // namespace
 
-DaemonProcess::DaemonProcess(const std::vector<std::string>& args, const std::string& log_path)
+ChildProcess::ChildProcess(const std::vector<std::string>& args, const std::string& log_path)
     : log_path_(log_path) {
   const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
   pid_ = Spawn(args, fd);
   close(fd);
+  if (pid_ < 0) exited_ = true;
 }
 
-DaemonProcess::~DaemonProcess() {
+ChildProcess::~ChildProcess() {
   if (Running()) {
     kill(pid_, SIGKILL);
     Wait(10000);
   }
 }
 
-bool DaemonProcess::Running() {
+bool ChildProcess::Running() {
   if (exited_) return false;
   int status = 0;
   if (waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -61,7 +61,7 @@ bool DaemonProcess::Running() {
   return !exited_;
 }
 
-int DaemonProcess::Wait(int timeout_ms) {
+int ChildProcess::Wait(int timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (Running()) {
     if (std::chrono::steady_clock::now() > deadline) return -1;
@@ -70,25 +70,25 @@ int DaemonProcess::Wait(int timeout_ms) {
   return exit_code_;
 }
 
-int DaemonProcess::Signal(int signal, int timeout_ms) {
+int ChildProcess::Signal(int signal, int timeout_ms) {
   if (Running()) kill(pid_, signal);
   return Wait(timeout_ms);
 }
 
-std::string DaemonProcess::Log() const {
+std::string ChildProcess::Log() const {
   std::ifstream in(log_path_);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
 }
 
-int DaemonProcess::RunToExit(const std::vector<std::string>& args, std::string* output) {
-  char path[] = "/tmp/gantry-agent-run-XXXXXX";
+int ChildProcess::RunToExit(const std::vector<std::string>& args, std::string* output) {
+  char path[] = "/tmp/gantry-child-run-XXXXXX";
   const int fd = mkstemp(path);
-  DaemonProcess daemon(args, path);
+  ChildProcess child(args, path);
   close(fd);
-  const int code = daemon.Wait(30000);
-  *output = daemon.Log();
+  const int code = child.Wait(30000);
+  *output = child.Log();
   unlink(path);
   return code;
 }
