@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -136,9 +137,33 @@ int Rank(int argc, char** argv) {
     allreduce = (after.allreduce_seconds - before.allreduce_seconds) / iters;
     exposed = (after.exposed_seconds - before.exposed_seconds) / iters;
   }
+  // The same gradient traffic alone, all ranks in step (after a barrier): 2 discriminator rounds
+  // and generator_steps generator rounds of 1 MiB buckets. Best of 3.
+  double isolated = 0;
+  if (comm) {
+    int64_t g = 0, d = 0;
+    for (const auto& p : (*trainer)->state().generator->parameters()) g += p.numel();
+    for (const auto& p : (*trainer)->state().discriminator->parameters()) d += p.numel();
+    const int64_t total = 2 * d + config->generator_steps * g;
+    const int64_t chunk = (1 << 20) / 4;
+    at::Tensor buffer = at::ones({total});
+    isolated = 1e9;
+    for (int rep = 0; rep < 3; ++rep) {
+      if (!comm->Barrier().ok()) return 1;
+      const auto t0 = std::chrono::steady_clock::now();
+      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+      for (int64_t off = 0; off < total; off += chunk) {
+        std::vector<at::Tensor> one{buffer.slice(0, off, std::min(total, off + chunk))};
+        works.push_back(comm->group().allreduce(one));
+      }
+      for (auto& w : works) w->wait();
+      isolated = std::min(
+          isolated, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    }
+  }
   if (rank == 0) {
-    std::printf("RESULT %.4f %.4f %.5f %.5f %.4f\n", iters * batch * world / seconds,
-                seconds / iters, allreduce, exposed, cpu);
+    std::printf("RESULT %.4f %.4f %.5f %.5f %.4f %.5f\n", iters * batch * world / seconds,
+                seconds / iters, allreduce, exposed, cpu, isolated);
   }
   return 0;
 }
@@ -146,6 +171,7 @@ int Rank(int argc, char** argv) {
 struct Result {
   double samples_per_second = 0, step_seconds = 0, allreduce = 0, exposed = 0;
   double cpu_seconds = 0;  // rank 0's CPU time per step (all its threads)
+  double isolated = 0;     // one step's gradient all-reduces alone, ranks in step
 };
 
 // Spawns the ranks of one configuration and returns rank 0's RESULT.
@@ -192,7 +218,8 @@ Result RunConfig(const std::string& self, int world, bool overlap,
   Result r;
   while (in >> word) {
     if (word == "RESULT") {
-      in >> r.samples_per_second >> r.step_seconds >> r.allreduce >> r.exposed >> r.cpu_seconds;
+      in >> r.samples_per_second >> r.step_seconds >> r.allreduce >> r.exposed >> r.cpu_seconds >>
+          r.isolated;
     }
   }
   std::remove(out.c_str());
@@ -258,6 +285,8 @@ int Drive(int argc, char** argv) {
       mean(two_serial, &Result::cpu_seconds),
       2 * mean(one, &Result::cpu_seconds) / mean(two, &Result::cpu_seconds),
       2 * mean(one, &Result::cpu_seconds) / mean(two_serial, &Result::cpu_seconds));
+  std::printf("SUMMARY one step's gradient all-reduces alone (ranks in step): %.1f ms\n",
+              1e3 * mean(two_serial, &Result::isolated));
   return 0;
 }
 
