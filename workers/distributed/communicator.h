@@ -23,8 +23,9 @@ struct CommunicatorOptions {
   int rendezvous_port = 0;
   int rank = 0;
   int world_size = 1;
-  std::string bind_host;  // this rank's interface for Gloo pairs ("" = rendezvous_host for rank 0 /
-                          // 127.0.0.1)
+  // This rank's interface for Gloo pairs ("" = rendezvous_host for rank 0 / 127.0.0.1); ranks on
+  // other machines must set the address their peers reach them at.
+  std::string bind_host;
   absl::Duration timeout = absl::Minutes(2);  // rendezvous and collectives
   bool gpu = false;  // NCCL; UNIMPLEMENTED unless built with GANTRY_WITH_CUDA
 };

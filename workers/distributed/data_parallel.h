@@ -26,17 +26,19 @@ namespace gantry::distributed {
 
 struct DataParallelOptions {
   int64_t bucket_bytes = 1 << 20;  // gradient buckets (reverse registration order, like torch DDP)
-  bool overlap =
-      true;  // launch a bucket's all-reduce as soon as its gradients are ready during backward
+  // Launch a bucket's all-reduce as soon as its gradients are ready during backward (off: all
+  // buckets are launched after backward returns).
+  bool overlap = true;
   bool sync_batch_norm = true;
 };
 
 struct DataParallelStats {
-  int64_t reductions = 0;  // gradient all-reduce rounds: one per trainer gradient hook, i.e. per
-                           // Step 2 (discriminator real, fake) + generator_steps (generator)
+  // Gradient all-reduce rounds: one per trainer gradient hook, i.e. 2 per Step (discriminator
+  // real, fake) + generator_steps (generator updates).
+  int64_t reductions = 0;
   double allreduce_seconds = 0;  // wall time from first bucket launch to last bucket done, summed
-  double exposed_seconds =
-      0;             // time the trainer waited for all-reduce after backward returned, summed
+  // Time the trainer waited for all-reduce after backward returned, summed.
+  double exposed_seconds = 0;
   double bytes = 0;  // gradient bytes all-reduced (per rank)
 };
 

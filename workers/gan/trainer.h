@@ -39,12 +39,12 @@ struct TrainerOptions {
   // quantities of each step (epoch permutation, fake conditions, noise, label flips for
   // batch_size * world_size samples) and uses its slice [rank * b, (rank + 1) * b), so the ranks
   // together compute what one process computes with the global batch.
-  int world_size =
-      1;  // data-parallel ranks; batch_size is per rank, the global batch is batch_size*world_size
+  // Data-parallel ranks; batch_size is per rank, the global batch is batch_size * world_size.
+  int world_size = 1;
   int rank = 0;
   bool scale_lr_with_world_size = false;  // linear scaling rule: lr = config lr * world_size ...
-  int64_t warmup_epochs =
-      0;  // ... reached linearly from config lr over this many epochs (Goyal et al.)
+  // ... reached linearly from config lr over this many epochs (Goyal et al.).
+  int64_t warmup_epochs = 0;
   // In-place sum of a tensor across ranks (set by DataParallel); used by synchronised BatchNorm.
   std::function<void(at::Tensor&)> cross_rank_sum;
 };
