@@ -646,8 +646,13 @@ absl::Status JobCoordinator::RegisterModel(const ActiveJob& job, const v1::JobRe
   lineage->set_job_id(job.id);
   lineage->set_dataset(job.spec.dataset());
   lineage->set_dataset_sha256(result.dataset_sha256());
-  for (const auto& [k, v] : HyperParameterMap(job.spec))
+  // The spec's values, then what the rank resolved (preset defaults in place of zeros).
+  for (const auto& [k, v] : HyperParameterMap(job.spec)) {
     (*lineage->mutable_hyper_parameters())[k] = v;
+  }
+  for (const auto& [k, v] : result.hyper_parameters()) {
+    (*lineage->mutable_hyper_parameters())[k] = v;
+  }
   lineage->set_world_size(job.spec.world_size());
   lineage->set_code_version(result.code_version());
   lineage->set_parent_model(job.spec.initial_model());

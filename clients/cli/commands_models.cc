@@ -128,12 +128,29 @@ absl::Status Get(CommandContext& context) {
       {"Code version", lineage.code_version()},
       {"Hyper-params", FormatLabels(lineage.hyper_parameters())},
   };
-  std::vector<std::string> histograms;
+  // A summary: validation keeps dozens of histograms per energy bin (--json has them all).
+  std::vector<std::string> names, bins;
   for (const auto& h : m.histograms()) {
-    histograms.push_back(
-        h.energy_bin().empty() ? h.name() : absl::StrCat(h.name(), " [", h.energy_bin(), "]"));
+    if (std::find(names.begin(), names.end(), h.name()) == names.end()) names.push_back(h.name());
+    if (!h.energy_bin().empty() &&
+        std::find(bins.begin(), bins.end(), h.energy_bin()) == bins.end()) {
+      bins.push_back(h.energy_bin());
+    }
   }
-  rows.push_back({"Histograms", absl::StrJoin(histograms, ", ")});
+  std::string histograms;
+  if (!names.empty()) {
+    constexpr size_t kShown = 6;
+    const std::vector<std::string> shown(names.begin(),
+                                         names.begin() + std::min(kShown, names.size()));
+    histograms = absl::StrCat(
+        m.histograms_size(), " (", absl::StrJoin(shown, ", "),
+        names.size() > kShown ? absl::StrCat(" and ", names.size() - kShown, " more") : "", ")",
+        bins.empty()
+            ? ""
+            : absl::StrCat(" in ", bins.size(), " energy bins: ", absl::StrJoin(bins, ", ")),
+        "; --json for the data");
+  }
+  rows.push_back({"Histograms", histograms});
   for (auto& [key, value] : rows) {
     context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
                 << '\n';
@@ -147,8 +164,7 @@ absl::Status Get(CommandContext& context) {
     }
     if (shown == 0) {
       return absl::NotFoundError(absl::StrCat(ModelRef(m), " has no histogram \"", *wanted,
-                                              "\" (it has: ", absl::StrJoin(histograms, ", "),
-                                              ")"));
+                                              "\" (it has: ", absl::StrJoin(names, ", "), ")"));
     }
   }
   return absl::OkStatus();

@@ -164,6 +164,9 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
   EXPECT_EQ(model.lineage().dataset_sha256().size(), 64u);
   EXPECT_FALSE(model.lineage().code_version().empty());
   EXPECT_EQ(model.lineage().hyper_parameters().at("seed"), "11");
+  // Resolved by the rank: the tiny preset's learning rate, not the spec's 0 ("preset default").
+  EXPECT_EQ(model.lineage().hyper_parameters().at("learning_rate"), "0.001");
+  EXPECT_EQ(model.lineage().hyper_parameters().at("batch_per_rank"), "8");
   for (const char* metric : {"mre_sampling_fraction", "eprof", "pos", "fom"}) {
     ASSERT_TRUE(model.metrics().count(metric)) << metric << "\n" << model.DebugString();
     EXPECT_GE(model.metrics().at(metric), 0.0) << metric;

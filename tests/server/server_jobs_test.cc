@@ -272,6 +272,7 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
   (*res->mutable_metrics())["eprof"] = 0.1;
   res->set_dataset_sha256(std::string(64, 'd'));
   res->set_code_version("0.4.0 test");
+  (*res->mutable_hyper_parameters())["learning_rate"] = "0.002";
   res->mutable_energy_range_gev()->set_min(10);
   res->mutable_energy_range_gev()->set_max(100);
   res->set_particle(v1::PARTICLE_ELECTRON);
@@ -298,6 +299,8 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
   EXPECT_EQ(model.lineage().code_version(), "0.4.0 test");
   EXPECT_EQ(model.lineage().dataset(), GoodSpec().dataset());
   EXPECT_EQ(model.lineage().hyper_parameters().at("epochs"), "2");
+  EXPECT_EQ(model.lineage().hyper_parameters().at("learning_rate"), "0.002")
+      << "the rank's resolved value wins over the spec's";
   EXPECT_EQ(model.histograms_size(), 1);
   EXPECT_EQ(model.particle(), v1::PARTICLE_ELECTRON);
   EXPECT_EQ(model.tags().at("team"), "calo");

@@ -18,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "gantry/base/status_macros.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
@@ -243,6 +244,22 @@ absl::Status RankRunner::RunInner() {
                               rank_, world_size_, plan_.assignment.job_id(), plan_.model.preset,
                               spec.dataset(), plan_.epochs, plan_.batch_per_rank, plan_.threads));
   result_.set_code_version(CodeVersion());
+  {
+    // The lineage records what was trained with, not the spec's zeros ("preset default").
+    const gan::ModelConfig& m = plan_.model;
+    auto& hp = *result_.mutable_hyper_parameters();
+    hp["learning_rate"] = absl::StrCat(m.learning_rate);
+    hp["optimizer"] = "rmsprop";
+    hp["rmsprop_rho"] = absl::StrCat(m.rms_rho);
+    hp["label_flip_probability"] = absl::StrCat(m.label_flip);
+    hp["generator_steps_per_discriminator_step"] = absl::StrCat(m.generator_steps);
+    hp["loss_weights"] = absl::StrJoin(m.loss_weights, ",");
+    hp["batch_per_rank"] =
+        absl::StrCat(plan_.batch_per_rank > 0 ? plan_.batch_per_rank : m.default_batch);
+    hp["latent"] = absl::StrCat(m.latent);
+    hp["generator_filters"] = absl::StrJoin(m.generator_filters, ",");
+    hp["discriminator_filters"] = absl::StrJoin(m.discriminator_filters, ",");
+  }
 
   // 1. The data.
   const auto data_start = std::chrono::steady_clock::now();
