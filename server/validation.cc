@@ -342,6 +342,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(
       CheckInt(cp.every_epochs(), 0, kMaxEpochs, "spec.checkpoint_policy.every_epochs"));
   RETURN_IF_ERROR(CheckInt(cp.keep_last(), 0, 1000, "spec.checkpoint_policy.keep_last"));
+  if (cp.keep_best()) {
+    return Invalid("spec.checkpoint_policy.keep_best",
+                   "is not implemented yet (checkpoints are not scored during training); leave it "
+                   "false: the registered model is the final checkpoint, with its validation "
+                   "metrics");
+  }
   RETURN_IF_ERROR(CheckInt(spec.max_restarts(), 0, 100, "spec.max_restarts"));
   if (!spec.initial_model().empty()) {
     RETURN_IF_ERROR(ParseModelRef(spec.initial_model(), "spec.initial_model").status());

@@ -124,6 +124,11 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
          return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_optimizer("adam"); });
        },
        C::INVALID_ARGUMENT, "use \"rmsprop\""},
+      {"keep_best (not implemented)",
+       [&] {
+         return SubmitWith([](auto& s) { s.mutable_checkpoint_policy()->set_keep_best(true); });
+       },
+       C::INVALID_ARGUMENT, "spec.checkpoint_policy.keep_best"},
       {"priority out of range", [&] { return SubmitWith([](auto& s) { s.set_priority(500); }); },
        C::INVALID_ARGUMENT, "spec.priority"},
       {"max_restarts negative", [&] { return SubmitWith([](auto& s) { s.set_max_restarts(-1); }); },
