@@ -131,6 +131,21 @@ void JobCoordinator::Tick(absl::Time now) {
   HandleCancellations(now);
   PlaceJobs(now);
   ReapEnded(now);
+  ExplainWaits(now);
+}
+
+void JobCoordinator::ExplainWaits(absl::Time now) {
+  // WaitReason looks at every worker, so this runs every 2 s, not every tick.
+  if (now - last_explained_ < absl::Seconds(2)) return;
+  last_explained_ = now;
+  for (auto it = wait_reasons_.begin(); it != wait_reasons_.end();) {
+    it = queued_.count(it->first) ? std::next(it) : wait_reasons_.erase(it);
+  }
+  for (const std::string& id : queued_) {
+    const std::string reason = scheduler_.WaitReason(id);
+    if (reason.empty() || wait_reasons_[id] == reason) continue;
+    if (backend_.jobs->SetQueuedMessage(id, reason).ok()) wait_reasons_[id] = reason;
+  }
 }
 
 void JobCoordinator::AppendEventOrLog(const std::string& job_id, const v1::JobEvent& event) {

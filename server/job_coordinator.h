@@ -108,6 +108,8 @@ class JobCoordinator {
   void PlaceJobs(absl::Time now);
   void HandleCancellations(absl::Time now);
   void ReapEnded(absl::Time now);
+  // Every few seconds: the scheduler's reason why each queued job waits becomes its message.
+  void ExplainWaits(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AdoptOrphans(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Reads the jobs the database has active into orphans_ once; false when it cannot.
   bool LoadOrphans() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -137,6 +139,8 @@ class JobCoordinator {
   std::map<std::string, std::shared_ptr<WorkerLink>> links_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, ActiveJob> active_ ABSL_GUARDED_BY(mu_);
   std::set<std::string> queued_ ABSL_GUARDED_BY(mu_);  // job ids submitted to the scheduler
+  std::map<std::string, std::string> wait_reasons_ ABSL_GUARDED_BY(mu_);  // last message written
+  absl::Time last_explained_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   // Jobs found active in the database at start, waiting for a worker to claim them.
   std::map<std::string, gantry::v1::Job> orphans_ ABSL_GUARDED_BY(mu_);
   absl::Time started_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

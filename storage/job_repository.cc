@@ -251,6 +251,20 @@ absl::Status JobRepository::UpdateProgress(const std::string& id,
   });
 }
 
+absl::StatusOr<bool> JobRepository::SetQueuedMessage(const std::string& id,
+                                                     const std::string& message) {
+  bool changed = false;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("job_queued_message",
+                             "UPDATE jobs SET message = $2 WHERE id = $1 AND state = 'QUEUED' "
+                             "AND message IS DISTINCT FROM $2 RETURNING id",
+                             id, message);
+    changed = !r.empty();
+    return absl::OkStatus();
+  }));
+  return changed;
+}
+
 absl::Status JobRepository::SetModelRef(const std::string& id, const std::string& model_ref) {
   return db_.Transact([&](Transaction& tx) -> absl::Status {
     pqxx::result r =

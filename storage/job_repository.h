@@ -63,6 +63,11 @@ class JobRepository {
   // Replaces the job's latest progress (no event is appended; call AppendEvent for that).
   absl::Status UpdateProgress(const std::string& id, const gantry::v1::Progress& progress);
 
+  // Replaces the message of a job that is still QUEUED (why it waits, as the scheduler sees it);
+  // no event is appended and updated_at is kept (an explanation, not a transition). false when the
+  // job is not QUEUED any more, unknown, or already carries this message.
+  absl::StatusOr<bool> SetQueuedMessage(const std::string& id, const std::string& message);
+
   // Records the registered model ("name:version") of a job.
   absl::Status SetModelRef(const std::string& id, const std::string& model_ref);
 

@@ -385,6 +385,17 @@ TEST_F(ServerJobsTest, GangsAreWholeAndHigherPriorityGoesFirst) {
   EXPECT_EQ(Get(three.id()).state(), v1::QUEUED);
   EXPECT_EQ(Get(low.id()).state(), v1::QUEUED);
   EXPECT_FALSE(a->Next(1000).has_value()) << "no slot is double-booked";
+  // Queued jobs say why they wait, as the scheduler sees it (refreshed every 2 s).
+  const auto until = steady_clock::now() + milliseconds(6000);
+  v1::Job waiting = Get(three.id());
+  while (waiting.message().find("needs 3 slots") == std::string::npos &&
+         steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(100));
+    waiting = Get(three.id());
+  }
+  EXPECT_NE(waiting.message().find("needs 3 slots"), std::string::npos) << waiting.message();
+  EXPECT_NE(Get(low.id()).message().find("waiting for 2 free slots"), std::string::npos)
+      << Get(low.id()).message();
 }
 
 TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {

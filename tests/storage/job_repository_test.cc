@@ -56,6 +56,31 @@ TEST_F(JobRepositoryTest, CreateStoresQueuedJobWithFirstEvent) {
   EXPECT_EQ((*events)[0].state_change().reason(), "Submitted");
 }
 
+TEST_F(JobRepositoryTest, SetQueuedMessageExplainsOnlyQueuedJobsWithoutAnEvent) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("waits"), "");
+  ASSERT_TRUE(job.ok()) << job.status();
+  auto changed =
+      jobs.SetQueuedMessage(job->id(), "waiting for 2 free slots matching pool=a (1 free)");
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_TRUE(*changed);
+  EXPECT_FALSE(
+      *jobs.SetQueuedMessage(job->id(), "waiting for 2 free slots matching pool=a (1 free)"))
+      << "the same message again changes nothing";
+  auto got = jobs.Get("alice", job->id());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->message(), "waiting for 2 free slots matching pool=a (1 free)");
+  EXPECT_EQ(got->reason(), "Submitted");
+  EXPECT_EQ(jobs.ListEvents(job->id(), 0, 0)->size(), 1u) << "no event for an explanation";
+
+  ASSERT_TRUE(
+      jobs.Transition(job->id(), {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "on w1")
+          .ok());
+  EXPECT_FALSE(*jobs.SetQueuedMessage(job->id(), "stale")) << "only QUEUED jobs are explained";
+  EXPECT_EQ(jobs.Get("alice", job->id())->message(), "on w1");
+  EXPECT_FALSE(*jobs.SetQueuedMessage("job-00000000-0000-0000-0000-000000000000", "x"));
+}
+
 TEST_F(JobRepositoryTest, TenantIsolationIsNotFound) {
   JobRepository jobs(*db_);
   auto job = jobs.Create("alice", Spec("a"), "");
