@@ -126,9 +126,19 @@ void JobCoordinator::Loop() {
 void JobCoordinator::Tick(absl::Time now) {
   absl::MutexLock lock(&mu_);
   AdoptOrphans(now);
-  SyncQueue(now);
+  // One query a tick for the jobs the database drives: new QUEUED ones, CANCELLING ones.
+  absl::StatusOr<std::vector<v1::Job>> jobs =
+      backend_.jobs->ListByState({v1::QUEUED, v1::CANCELLING});
+  if (!jobs.ok()) {
+    std::cerr << "gantry-server: the scheduler cannot list jobs: " << jobs.status() << "\n";
+  } else {
+    std::vector<v1::Job> queued, cancelling;
+    for (v1::Job& job : *jobs)
+      (job.state() == v1::QUEUED ? queued : cancelling).push_back(std::move(job));
+    SyncQueue(queued);
+    HandleCancellations(cancelling, now);
+  }
   ExpireWorkers(now);
-  HandleCancellations(now);
   PlaceJobs(now);
   ReapEnded(now);
   ExplainWaits(now);
@@ -158,14 +168,9 @@ void JobCoordinator::AppendEventOrLog(const std::string& job_id, const v1::JobEv
 
 // ---- queue and placement -------------------------------------------------------------------
 
-void JobCoordinator::SyncQueue(absl::Time now) {
-  absl::StatusOr<std::vector<v1::Job>> queued = backend_.jobs->ListByState({v1::QUEUED});
-  if (!queued.ok()) {
-    std::cerr << "gantry-server: scheduler cannot list queued jobs: " << queued.status() << "\n";
-    return;
-  }
+void JobCoordinator::SyncQueue(const std::vector<v1::Job>& queued) {
   std::set<std::string> still;
-  for (const v1::Job& job : *queued) {
+  for (const v1::Job& job : queued) {
     still.insert(job.id());
     if (queued_.count(job.id()) || active_.count(job.id())) continue;
     scheduler::JobRequest request;
@@ -200,7 +205,6 @@ void JobCoordinator::SyncQueue(absl::Time now) {
       ++it;
     }
   }
-  (void)now;
 }
 
 void JobCoordinator::PlaceJobs(absl::Time now) {
@@ -226,19 +230,30 @@ void JobCoordinator::PlaceJobs(absl::Time now) {
     a.rank_workers = placement.rank_workers;
     a.workers.insert(placement.rank_workers.begin(), placement.rank_workers.end());
     a.placed_at = now;
+    absl::StatusOr<v1::Assignment> common = MakeAssignment(a, placement);
+    if (!common.ok()) {
+      EndJob(a.id, {v1::PLACING}, v1::FAILED, "PlacementFailed",
+             std::string(common.status().message()));
+      continue;
+    }
     for (int rank = 0; rank < static_cast<int>(placement.rank_workers.size()); ++rank) {
       const std::string& worker = placement.rank_workers[rank];
-      absl::StatusOr<v1::Assignment> assignment = MakeAssignment(a, rank, placement);
       auto link = links_.find(worker);
-      if (!assignment.ok() || link == links_.end() || link->second->closed()) {
-        const std::string why = !assignment.ok() ? std::string(assignment.status().message())
-                                                 : absl::StrCat("worker ", names[rank],
-                                                                " disconnected during placement");
-        EndJob(a.id, {v1::PLACING}, v1::FAILED, "PlacementFailed", why);
+      if (link == links_.end() || link->second->closed()) {
+        EndJob(a.id, {v1::PLACING}, v1::FAILED, "PlacementFailed",
+               absl::StrCat("worker ", names[rank], " disconnected during placement"));
         break;
       }
       v1::ServerMessage message;
-      *message.mutable_assignment() = std::move(*assignment);
+      v1::Assignment* assignment = message.mutable_assignment();
+      *assignment = *common;
+      assignment->set_rank(rank);
+      int threads = a.spec.resources_per_rank().threads();
+      if (threads <= 0) {
+        auto r = registered_.find(worker);
+        threads = r == registered_.end() ? 0 : r->second.threads_per_rank();
+      }
+      assignment->set_threads(std::max(threads, 1));
       link->second->Send(std::move(message));
       a.ranks[rank].phase = v1::RANK_PHASE_UNSPECIFIED;
     }
@@ -246,21 +261,14 @@ void JobCoordinator::PlaceJobs(absl::Time now) {
 }
 
 absl::StatusOr<v1::Assignment> JobCoordinator::MakeAssignment(
-    const ActiveJob& job, int rank, const scheduler::Placement& placement) {
+    const ActiveJob& job, const scheduler::Placement& placement) {
   v1::Assignment a;
   a.set_job_id(job.id);
   *a.mutable_spec() = job.spec;
-  a.set_rank(rank);
   a.set_world_size(job.spec.world_size());
   a.set_rendezvous_host(placement.rendezvous_host);
   a.set_rendezvous_port(placement.rendezvous_port);
   a.set_owner(job.owner);
-  int threads = job.spec.resources_per_rank().threads();
-  if (threads <= 0) {
-    auto r = registered_.find(placement.rank_workers[rank]);
-    threads = r == registered_.end() ? 0 : r->second.threads_per_rank();
-  }
-  a.set_threads(std::max(threads, 1));
   if (absl::StartsWith(job.spec.dataset(), "ds-")) {
     ASSIGN_OR_RETURN(v1::Dataset ds, backend_.datasets->Get(job.owner, job.spec.dataset()));
     a.set_dataset_sha256(ds.sha256());
@@ -338,10 +346,8 @@ void JobCoordinator::ExpireWorkers(absl::Time now) {
   }
 }
 
-void JobCoordinator::HandleCancellations(absl::Time now) {
-  absl::StatusOr<std::vector<v1::Job>> cancelling = backend_.jobs->ListByState({v1::CANCELLING});
-  if (!cancelling.ok()) return;
-  for (const v1::Job& job : *cancelling) {
+void JobCoordinator::HandleCancellations(const std::vector<v1::Job>& cancelling, absl::Time now) {
+  for (const v1::Job& job : cancelling) {
     auto it = active_.find(job.id());
     if (it == active_.end()) {
       if (orphans_.count(job.id())) continue;  // a worker may still claim its ranks
@@ -543,7 +549,7 @@ absl::Status JobCoordinator::OnWorkerMessage(const std::string& worker_id,
       return backend_.jobs->AppendEvent(m.job_id(), event).status();
     }
     case v1::WorkerMessage::kResult:
-      return HandleResult(worker_id, m.job_id(), m.result());
+      return HandleResult(m.job_id(), m.result());
     default:
       return absl::InvalidArgumentError(
           "kind: a job message must be rank_status, progress, "
@@ -615,10 +621,8 @@ absl::Status JobCoordinator::HandleProgress(const std::string& job_id,
   return absl::OkStatus();
 }
 
-absl::Status JobCoordinator::HandleResult(const std::string& worker_id, const std::string& job_id,
-                                          const v1::JobResult& result) {
+absl::Status JobCoordinator::HandleResult(const std::string& job_id, const v1::JobResult& result) {
   ActiveJob& a = active_.at(job_id);
-  (void)worker_id;
   if (a.ended) return absl::OkStatus();  // a re-sent result after a reconnect
   if (!result.success()) {
     EndJob(job_id, {v1::PLACING, v1::RUNNING, v1::RESTARTING}, v1::FAILED, "TrainingFailed",

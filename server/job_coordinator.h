@@ -103,10 +103,11 @@ class JobCoordinator {
   };
 
   void Loop();
-  void SyncQueue(absl::Time now);
+  // Submits new QUEUED jobs to the scheduler; drops the ones no longer QUEUED.
+  void SyncQueue(const std::vector<gantry::v1::Job>& queued);
   void ExpireWorkers(absl::Time now);
   void PlaceJobs(absl::Time now);
-  void HandleCancellations(absl::Time now);
+  void HandleCancellations(const std::vector<gantry::v1::Job>& cancelling, absl::Time now);
   void ReapEnded(absl::Time now);
   // Every few seconds: the scheduler's reason why each queued job waits becomes its message.
   void ExplainWaits(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -114,8 +115,9 @@ class JobCoordinator {
   // Reads the jobs the database has active into orphans_ once; false when it cannot.
   bool LoadOrphans() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  // Builds the Assignment of `rank`; errors end the job FAILED.
-  absl::StatusOr<gantry::v1::Assignment> MakeAssignment(const ActiveJob& job, int rank,
+  // What every rank's Assignment shares (the dataset sha and the fine-tuning checkpoint are
+  // looked up once per placement); rank and threads are set per rank. Errors end the job FAILED.
+  absl::StatusOr<gantry::v1::Assignment> MakeAssignment(const ActiveJob& job,
                                                         const scheduler::Placement& placement);
   // Moves the job to `to` unless it already left `from`; marks it ended and tells its other ranks
   // to stop when `to` is terminal.
@@ -126,8 +128,7 @@ class JobCoordinator {
   absl::Status HandleRankStatus(const std::string& worker_id, const std::string& job_id,
                                 const gantry::v1::RankStatus& status);
   absl::Status HandleProgress(const std::string& job_id, const gantry::v1::Progress& progress);
-  absl::Status HandleResult(const std::string& worker_id, const std::string& job_id,
-                            const gantry::v1::JobResult& result);
+  absl::Status HandleResult(const std::string& job_id, const gantry::v1::JobResult& result);
   absl::Status RegisterModel(const ActiveJob& job, const gantry::v1::JobResult& result,
                              std::string* model_ref);
   void AppendEventOrLog(const std::string& job_id, const gantry::v1::JobEvent& event);

@@ -12,6 +12,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "gantry/base/build_info.h"
+#include "gantry/base/signals.h"
 #include "server/gantry_server.h"
 #include "server/server_options.h"
 
@@ -97,11 +98,7 @@ int main(int argc, char** argv) {
   }
 
   // Signals are taken synchronously by sigwait below; block them before any thread starts.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = gantry::BlockTerminationSignals();
 
   absl::StatusOr<std::unique_ptr<gantry::server::GantryServer>> server =
       gantry::server::GantryServer::Start(options);

@@ -25,19 +25,6 @@ using v1::DatasetService;
 constexpr size_t kChunkBytes = 1 << 20;  // 1 MiB per message (the API allows 4)
 constexpr absl::Duration kTransferDeadline = absl::Hours(6);  // uploads and downloads
 
-absl::StatusOr<std::string> FileSha256(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  gantry::Sha256 hash;
-  std::vector<char> buffer(kChunkBytes);
-  while (in) {
-    in.read(buffer.data(), buffer.size());
-    hash.Update(absl::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
-  }
-  if (in.bad()) return absl::DataLossError(absl::StrCat("read error on ", path));
-  return hash.HexDigest();
-}
-
 void ShowProgress(CommandContext& context, const std::string& verb, int64_t done, int64_t total) {
   if (!context.err_is_tty) return;
   int percent = total > 0 ? static_cast<int>(100.0 * done / total) : 100;
@@ -84,7 +71,7 @@ absl::Status Upload(CommandContext& context) {
     header->set_particle(*parsed);
   }
   RETURN_IF_ERROR(AddKeyValues(context.args, "label", header->mutable_labels()));
-  ASSIGN_OR_RETURN(std::string sha256, FileSha256(path));
+  ASSIGN_OR_RETURN(std::string sha256, Sha256OfFile(path));
   header->set_sha256(sha256);
 
   ASSIGN_OR_RETURN(auto stub, NewStub<DatasetService>(context));

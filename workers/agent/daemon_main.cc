@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "gantry/base/signals.h"
 #include "workers/agent/agent_flags.h"
 #include "workers/agent/worker_agent.h"
 
@@ -30,11 +31,7 @@ int DaemonMain(const std::vector<std::string>& args) {
 
   // Signals are taken synchronously by one thread; every other thread (gRPC's, the supervisors')
   // inherits the blocked mask. Rank processes unblock them before exec.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  const sigset_t signals = BlockTerminationSignals();
 
   WorkerAgent agent(*std::move(options));
   std::atomic<bool> done{false};

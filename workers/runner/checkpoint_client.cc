@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
+#include "gantry/base/sha256.h"
 #include "gantry/base/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "workers/runner/dataset_source.h"

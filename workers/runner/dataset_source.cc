@@ -57,19 +57,6 @@ void SetRangesFromEvents(MaterializedDataset& d) {
 
 }  // namespace
 
-absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, " cannot be opened"));
-  Sha256 hasher;
-  std::string buffer(1 << 20, '\0');
-  while (in) {
-    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
-    hasher.Update(absl::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
-  }
-  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
-  return hasher.HexDigest();
-}
-
 std::string DatasetSource::CachePath(const std::string& sha256) const {
   return (fs::path(options_.cache_dir) / "datasets" / (sha256 + ".h5")).string();
 }

@@ -66,9 +66,6 @@ class DatasetSource {
   DatasetSourceOptions options_;
 };
 
-// sha256 (lowercase hex) of a file's bytes, read in chunks.
-absl::StatusOr<std::string> Sha256OfFile(const std::string& path);
-
 }  // namespace gantry::runner
 
 #endif  // GANTRY_WORKERS_RUNNER_DATASET_SOURCE_H_

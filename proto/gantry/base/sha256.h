@@ -1,4 +1,5 @@
-// Sha256 is an incremental SHA-256 over OpenSSL's EVP interface; Sha256Hex hashes one buffer.
+// Sha256 is an incremental SHA-256 over OpenSSL's EVP interface; Sha256Hex hashes one buffer,
+// Sha256OfFile one file.
 // The one implementation of content hashes in gantry (blobs, checkpoints, tokens, uploads).
 // Not thread-safe: one hasher per stream.
 #ifndef GANTRY_BASE_SHA256_H_
@@ -6,8 +7,12 @@
 
 #include <openssl/evp.h>
 
+#include <fstream>
 #include <string>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 
 namespace gantry {
@@ -43,6 +48,21 @@ class Sha256 {
 inline std::string Sha256Hex(absl::string_view data) {
   Sha256 hasher;
   hasher.Update(data);
+  return hasher.HexDigest();
+}
+
+// Lowercase hex SHA-256 of a file's bytes, read in 1 MiB pieces. NOT_FOUND when it cannot be
+// opened, DATA_LOSS on a read error.
+inline absl::StatusOr<std::string> Sha256OfFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, " cannot be opened"));
+  Sha256 hasher;
+  std::string buffer(1 << 20, '\0');
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    hasher.Update(absl::string_view(buffer.data(), static_cast<size_t>(in.gcount())));
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat(path, ": read error"));
   return hasher.HexDigest();
 }
 
