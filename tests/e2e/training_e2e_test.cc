@@ -65,6 +65,13 @@ class TrainingE2eTest : public ServerFixture {
     workers_[name] = std::move(worker);
   }
 
+  // Daemons "w1" and "w2" (ports from port_base and port_base + 30), both connected and idle.
+  void StartTwoWorkers(int port_base) {
+    StartWorker("w1", port_base);
+    StartWorker("w2", port_base + 30);
+    WaitForFreeWorkers(2);
+  }
+
   // Waits until `n` workers are connected with all their slots free.
   void WaitForFreeWorkers(int n, int timeout_s = 30) {
     const auto until = steady_clock::now() + seconds(timeout_s);
@@ -116,9 +123,7 @@ class TrainingE2eTest : public ServerFixture {
 };
 
 TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
-  StartWorker("w1", 29610);
-  StartWorker("w2", 29640);
-  WaitForFreeWorkers(2);
+  StartTwoWorkers(29610);
   v1::Job job = Submit(TinySpec(2));
 
   // Follow the job the way `gantry jobs watch` does: the stream ends when the job ends.
@@ -194,9 +199,7 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
 }
 
 TEST_F(TrainingE2eTest, CancellationStopsEveryRankAndFreesTheSlots) {
-  StartWorker("w1", 29670);
-  StartWorker("w2", 29700);
-  WaitForFreeWorkers(2);
+  StartTwoWorkers(29670);
   v1::Job job = Submit(TinySpec(10000));
   job = WaitForState(job.id(), v1::RUNNING, 120);
   ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
@@ -216,9 +219,7 @@ TEST_F(TrainingE2eTest, CancellationStopsEveryRankAndFreesTheSlots) {
 }
 
 TEST_F(TrainingE2eTest, ALostWorkerFailsItsJobAndAGangIsNeverPartial) {
-  StartWorker("w1", 29730);
-  StartWorker("w2", 29760);
-  WaitForFreeWorkers(2);
+  StartTwoWorkers(29730);
   // Three ranks cannot fit on two one-slot workers: the job waits, nothing is leased.
   v1::JobSpec big = TinySpec(1);
   big.set_world_size(3);
@@ -246,9 +247,7 @@ TEST_F(TrainingE2eTest, ALostWorkerFailsItsJobAndAGangIsNeverPartial) {
 }
 
 TEST_F(TrainingE2eTest, AKilledDaemonTakesItsRanksAndTheJobFails) {
-  StartWorker("w1", 29850);
-  StartWorker("w2", 29880);
-  WaitForFreeWorkers(2);
+  StartTwoWorkers(29850);
   v1::Job job = Submit(TinySpec(10000));
   job = WaitForState(job.id(), v1::RUNNING, 120);
   ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
@@ -264,9 +263,7 @@ TEST_F(TrainingE2eTest, AKilledDaemonTakesItsRanksAndTheJobFails) {
 }
 
 TEST_F(TrainingE2eTest, AFailingRankFailsTheJobWithItsReason) {
-  StartWorker("w1", 29790);
-  StartWorker("w2", 29820);
-  WaitForFreeWorkers(2);
+  StartTwoWorkers(29790);
   v1::JobSpec spec = TinySpec(1);
   spec.set_dataset("file:///nonexistent/e2e-showers.h5");
   v1::Job job = Submit(spec);
