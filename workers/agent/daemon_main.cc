@@ -14,7 +14,8 @@
 
 namespace gantry::agent {
 
-int DaemonMain(const std::vector<std::string>& args) {
+int DaemonMain(const std::vector<std::string>& args,
+               const std::vector<DaemonExtensionFactory>& extensions) {
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") {
       std::cout << kAgentUsage;
@@ -33,7 +34,26 @@ int DaemonMain(const std::vector<std::string>& args) {
   // inherits the blocked mask. Rank processes unblock them before exec.
   const sigset_t signals = BlockTerminationSignals();
 
+  std::vector<std::unique_ptr<DaemonExtension>> parts;
+  for (const DaemonExtensionFactory& make : extensions) {
+    absl::StatusOr<std::unique_ptr<DaemonExtension>> part = make(*options);
+    if (!part.ok()) {
+      std::cerr << "gantry-worker daemon: " << part.status().message() << std::endl;
+      return 1;
+    }
+    if (*part != nullptr) parts.push_back(*std::move(part));
+  }
   WorkerAgent agent(*std::move(options));
+  for (auto& part : parts) {
+    if (absl::Status st = part->Start(agent); !st.ok()) {
+      std::cerr << "gantry-worker daemon: " << st.message() << std::endl;
+      for (auto& started : parts) {
+        if (started.get() == part.get()) break;
+        started->Stop();
+      }
+      return 1;
+    }
+  }
   std::atomic<bool> done{false};
   std::thread signal_thread([&] {
     while (!done.load()) {
@@ -49,6 +69,7 @@ int DaemonMain(const std::vector<std::string>& args) {
   status = agent.Run();
   done.store(true);
   signal_thread.join();
+  for (auto& part : parts) part->Stop();
   if (!status.ok()) {
     std::cerr << "gantry-worker daemon: the server refused this worker: " << status.ToString()
               << std::endl;

@@ -168,7 +168,16 @@ v1::RegisterRequest WorkerAgent::BuildRegister() const {
   r.set_version(Version());
   r.set_rendezvous_port_min(options_.rendezvous_port_min);
   r.set_rendezvous_port_max(options_.rendezvous_port_max);
+  for (const RegisterSource& source : register_sources_) source(r);
   return r;
+}
+
+void WorkerAgent::AddHeartbeatSource(HeartbeatSource source) {
+  heartbeat_sources_.push_back(std::move(source));
+}
+
+void WorkerAgent::AddRegisterSource(RegisterSource source) {
+  register_sources_.push_back(std::move(source));
 }
 
 absl::Status WorkerAgent::RunSession(bool* established) {
@@ -285,7 +294,7 @@ void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::Ser
     if (action == kHeartbeat) {
       v1::Heartbeat* hb = message.mutable_heartbeat();
       hb->set_free_slots(std::max(0, options_.slots - launcher_->live_ranks()));
-      hb->set_cache_bytes(0);  // the dataset cache arrives with issue 5
+      for (const HeartbeatSource& source : heartbeat_sources_) source(*hb);
       next_heartbeat = absl::Now() + heartbeat_interval;
       if (!stream->Write(message)) {
         context->TryCancel();

@@ -7,8 +7,10 @@
 #define GANTRY_WORKERS_AGENT_WORKER_AGENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -29,6 +31,13 @@ class WorkerAgent {
   ~WorkerAgent();
   WorkerAgent(const WorkerAgent&) = delete;
   WorkerAgent& operator=(const WorkerAgent&) = delete;
+
+  // Parts of the daemon besides ranks (dataset cache, generation serving) add what they report.
+  // Call before Run(); sources are called from the agent's threads and must be thread-safe.
+  using HeartbeatSource = std::function<void(gantry::v1::Heartbeat&)>;
+  using RegisterSource = std::function<void(gantry::v1::RegisterRequest&)>;
+  void AddHeartbeatSource(HeartbeatSource source);
+  void AddRegisterSource(RegisterSource source);
 
   // Serves until Stop(): then stops every rank (SIGTERM, SIGKILL after the grace), sends their
   // exits if connected, closes the stream and returns OK. Returns the server's error when the very
@@ -79,6 +88,9 @@ class WorkerAgent {
   grpc::ClientContext* current_context_ ABSL_GUARDED_BY(mu_) = nullptr;  // call in progress
   std::string worker_id_ ABSL_GUARDED_BY(mu_);
   int64_t sessions_ ABSL_GUARDED_BY(mu_) = 0;
+
+  std::vector<HeartbeatSource> heartbeat_sources_;  // fixed once Run() starts
+  std::vector<RegisterSource> register_sources_;
 
   // Declared last: its supervisor threads call Enqueue, so it goes first on destruction.
   std::unique_ptr<RankLauncher> launcher_;
