@@ -1,4 +1,6 @@
 // `gantry health`, `gantry generate` and `gantry config`.
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -7,9 +9,12 @@
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
+#include "clients/cli/generation_progress.h"
 #include "clients/cli/json_output.h"
 #include "clients/cli/npy_writer.h"
+#include "clients/cli/shower_output.h"
 #include "gantry/base/status_macros.h"
+#include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 
 namespace gantry::cli {
@@ -39,48 +44,112 @@ absl::StatusOr<v1::Range> ParseRangeFlag(const std::string& flag, const std::str
   v1::Range range;
   ASSIGN_OR_RETURN(double min, ParseDoubleFlag(flag, parts[0]));
   ASSIGN_OR_RETURN(double max, ParseDoubleFlag(flag, parts[1]));
+  if (min > max) {
+    return UsageError(absl::StrCat("--", flag, ": '", text, "' has MIN greater than MAX"));
+  }
   range.set_min(min);
   range.set_max(max);
   return range;
 }
 
-absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args) {
+bool IsRange(const std::string& text) { return text.find(':') != std::string::npos; }
+
+// "Ele", "Gamma", "Pi0", "ChPi": the particle names of the 3DGAN files.
+std::string FileParticle(v1::Particle particle) {
+  switch (particle) {
+    case v1::PARTICLE_PHOTON:
+      return "Gamma";
+    case v1::PARTICLE_PI0:
+      return "Pi0";
+    case v1::PARTICLE_CHARGED_PION:
+      return "ChPi";
+    default:
+      return "Ele";
+  }
+}
+
+// Builds the request from the flags. `model` (from CatalogService.GetModel) supplies the energy
+// range when none is given.
+absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
+                                                         const v1::ModelVersion& model) {
   v1::GenerateRequest request;
   request.set_model(args.Positional(0));
-  const std::vector<std::string> energies = args.GetAll("energy");
-  const std::vector<std::string> thetas = args.GetAll("theta");
-  const bool ranged = args.Has("energy-range");
-  if (ranged == !energies.empty()) {
-    return UsageError("give either --energy (repeatable) or --energy-range MIN:MAX with --count");
+  std::vector<std::string> energies = args.GetAll("energy");
+  std::vector<std::string> thetas = args.GetAll("theta");
+  std::optional<std::string> energy_range = args.Get("energy-range");
+  std::optional<std::string> theta_range = args.Get("theta-range");
+  if (energies.size() == 1 && IsRange(energies[0])) {
+    if (energy_range.has_value()) return UsageError("give --energy MIN:MAX or --energy-range");
+    energy_range = energies[0];
+    energies.clear();
   }
-  if (!energies.empty()) {
+  for (const std::string& e : energies) {
+    if (IsRange(e)) return UsageError("--energy MIN:MAX can be given only once");
+  }
+  if (auto angle = args.Get("angle"); angle.has_value()) {
+    if (!thetas.empty() || theta_range.has_value()) {
+      return UsageError("give --angle, or --theta / --theta-range, not both");
+    }
+    if (IsRange(*angle)) {
+      theta_range = *angle;
+    } else {
+      thetas.push_back(*angle);
+    }
+  }
+  std::optional<int> count;
+  if (auto text = args.Get("count"); text.has_value()) {
+    ASSIGN_OR_RETURN(int n, ParseIntFlag("count", *text));
+    if (n <= 0) return UsageError(absl::StrCat("--count: must be positive, got ", n));
+    count = n;
+  }
+  if (!energies.empty() && energy_range.has_value()) {
+    return UsageError("give either --energy GEV (repeatable) or --energy MIN:MAX, not both");
+  }
+  const bool ranged = energies.empty();
+  if (ranged) {
+    v1::ConditionRange* range = request.mutable_range();
+    if (energy_range.has_value()) {
+      ASSIGN_OR_RETURN(*range->mutable_energy_gev(), ParseRangeFlag("energy", *energy_range));
+    } else if (model.energy_range_gev().max() > 0) {
+      *range->mutable_energy_gev() = model.energy_range_gev();  // the training range
+    } else {
+      return UsageError(absl::StrCat("--energy MIN:MAX is needed: the model ", model.name(), ":",
+                                     model.version(), " records no training energy range"));
+    }
+    if (!count.has_value()) return UsageError("--energy MIN:MAX needs --count N");
+    if (thetas.size() > 1) return UsageError("--theta goes with --energy GEV; use --angle MIN:MAX");
+    if (thetas.size() == 1) {
+      ASSIGN_OR_RETURN(double theta, ParseDoubleFlag("angle", thetas[0]));
+      range->mutable_theta_rad()->set_min(theta);
+      range->mutable_theta_rad()->set_max(theta);
+    } else if (theta_range.has_value()) {
+      ASSIGN_OR_RETURN(*range->mutable_theta_rad(), ParseRangeFlag("angle", *theta_range));
+    }
+    range->set_count(*count);
+  } else {
+    if (theta_range.has_value()) return UsageError("--angle MIN:MAX goes with --energy MIN:MAX");
     if (!thetas.empty() && thetas.size() != 1 && thetas.size() != energies.size()) {
       return UsageError(
           absl::StrCat("--theta: give one value for all showers or one per --energy (",
                        energies.size(), "), got ", thetas.size()));
     }
+    // --energy E --count N: N showers at E.
+    const size_t repeat = count.has_value() ? static_cast<size_t>(*count) : 1;
+    if (count.has_value() && energies.size() != 1) {
+      return UsageError("--count with a list of --energy values: give one --energy or MIN:MAX");
+    }
     for (size_t i = 0; i < energies.size(); ++i) {
-      v1::Condition* condition = request.mutable_list()->add_items();
       ASSIGN_OR_RETURN(double energy, ParseDoubleFlag("energy", energies[i]));
-      condition->set_energy_gev(energy);
+      std::optional<double> theta;
       if (!thetas.empty()) {
-        ASSIGN_OR_RETURN(double theta,
-                         ParseDoubleFlag("theta", thetas[thetas.size() == 1 ? 0 : i]));
-        condition->set_theta_rad(theta);
+        ASSIGN_OR_RETURN(theta, ParseDoubleFlag("theta", thetas[thetas.size() == 1 ? 0 : i]));
+      }
+      for (size_t r = 0; r < repeat; ++r) {
+        v1::Condition* condition = request.mutable_list()->add_items();
+        condition->set_energy_gev(energy);
+        if (theta.has_value()) condition->set_theta_rad(*theta);
       }
     }
-  } else {
-    if (!thetas.empty()) return UsageError("--theta goes with --energy; use --theta-range");
-    v1::ConditionRange* range = request.mutable_range();
-    ASSIGN_OR_RETURN(*range->mutable_energy_gev(),
-                     ParseRangeFlag("energy-range", *args.Get("energy-range")));
-    if (auto theta = args.Get("theta-range"); theta.has_value()) {
-      ASSIGN_OR_RETURN(*range->mutable_theta_rad(), ParseRangeFlag("theta-range", *theta));
-    }
-    auto count = args.Get("count");
-    if (!count.has_value()) return UsageError("--energy-range needs --count N");
-    ASSIGN_OR_RETURN(int n, ParseIntFlag("count", *count));
-    range->set_count(n);
   }
   if (auto particle = args.Get("particle"); particle.has_value()) {
     absl::StatusOr<v1::Particle> parsed = ParseParticle(*particle);
@@ -103,37 +172,81 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args)
   return request;
 }
 
+int64_t RequestedShowers(const v1::GenerateRequest& request) {
+  return request.has_range() ? request.range().count() : request.list().items_size();
+}
+
 absl::Status Generate(CommandContext& context) {
-  ASSIGN_OR_RETURN(v1::GenerateRequest request, BuildGenerateRequest(context.args));
+  const ParsedArgs& args = context.args;
+  std::optional<std::string> out_path = args.Get("out");
+  if (auto output = args.Get("output"); output.has_value()) {
+    if (out_path.has_value()) return UsageError("give --out or --output, not both");
+    out_path = output;
+  }
+  // The model first: its particle names the file's particle and its training range is the default.
+  v1::GetModelRequest get;
+  get.set_model(args.Positional(0));
+  v1::ModelVersion model;
+  RETURN_IF_ERROR(CallUnary(context, &v1::CatalogService::Stub::GetModel, get, &model));
+  ASSIGN_OR_RETURN(v1::GenerateRequest request, BuildGenerateRequest(args, model));
+  const int64_t total = RequestedShowers(request);
+  std::unique_ptr<ShowerOutput> output;
+  if (out_path.has_value()) {
+    const v1::Particle particle =
+        request.particle() != v1::PARTICLE_UNSPECIFIED ? request.particle() : model.particle();
+    ASSIGN_OR_RETURN(output, ShowerOutput::Create(*out_path, FileParticle(particle), total));
+  }
   ASSIGN_OR_RETURN(auto stub, NewStub<v1::GenerationService>(context));
   ASSIGN_OR_RETURN(Connection * connection, context.connect());
-  auto rpc = connection->NewLongContext(kGenerateDeadline);
+  auto rpc = connection->NewLongContext(kGenerateDeadline + absl::Milliseconds(50) * total);
   auto reader = stub->Generate(rpc.get(), request);
+  const bool show_progress = !args.Has("quiet");
+  GenerationProgress progress(total, context.err_is_tty, absl::Now());
   v1::GenerateChunk chunk;
-  std::string data;
   std::vector<int64_t> shape;
   std::string model_ref;
   int64_t showers = 0;
+  absl::Status written;
   while (reader->Read(&chunk)) {
-    if (context.json) RETURN_IF_ERROR(PrintJson(context.out, chunk));
-    data += chunk.showers();
+    if (context.json && !output) RETURN_IF_ERROR(PrintJson(context.out, chunk));
     if (chunk.shape_size() > 0) {
       shape.assign(chunk.shape().begin(), chunk.shape().end());
       showers += chunk.shape(0);
     }
     if (!chunk.model_ref().empty()) model_ref = chunk.model_ref();
+    if (output != nullptr) {
+      written = output->Append(chunk);
+      if (!written.ok()) {
+        rpc->TryCancel();
+        break;
+      }
+    }
+    if (show_progress) context.err << progress.Update(showers, absl::Now()) << std::flush;
   }
-  RETURN_IF_ERROR(FromGrpc(reader->Finish(), connection->config().server));
+  const grpc::Status finished = reader->Finish();
+  if (show_progress && showers > 0) {
+    context.err << progress.Finish(showers, absl::Now()) << std::flush;
+  }
+  absl::Status status = written.ok() ? FromGrpc(finished, connection->config().server) : written;
+  if (status.ok() && output != nullptr) status = output->Finish();
+  if (!status.ok()) {
+    if (output != nullptr && output->showers() > 0) {
+      return absl::Status(status.code(),
+                          absl::StrCat(status.message(), " (", output->showers(),
+                                       " showers written to ", output->part_path(), ")"));
+    }
+    return status;
+  }
   if (!shape.empty()) shape[0] = showers;
-  if (auto output = context.args.Get("output"); output.has_value()) {
-    RETURN_IF_ERROR(WriteNpyFloat32(*output, shape, data));
-  }
-  if (!context.json) {
+  if (context.json) {
+    if (output != nullptr) {
+      context.out << "{\"showers\":" << showers << ",\"shape\":[" << absl::StrJoin(shape, ",")
+                  << "],\"modelRef\":\"" << model_ref << "\",\"out\":\"" << *out_path << "\"}\n";
+    }
+  } else {
     context.out << "generated " << showers << " showers of shape " << absl::StrJoin(shape, "x")
                 << " from " << model_ref;
-    if (auto output = context.args.Get("output"); output.has_value()) {
-      context.out << " -> " << *output;
-    }
+    if (output != nullptr) context.out << " -> " << *out_path;
     context.out << '\n';
   }
   return absl::OkStatus();
@@ -166,21 +279,29 @@ void AddMiscCommands(std::vector<Command>* commands) {
                        Health});
   commands->push_back(
       {{"generate"},
-       "Generate showers from a registered model (served by issue 5; UNIMPLEMENTED until then)",
-       "Conditions are either a list (--energy, repeatable, with optional --theta) or a range\n"
-       "(--energy-range MIN:MAX [--theta-range MIN:MAX] --count N). With --output the showers\n"
-       "are written as a NumPy .npy array of float32 [n, x, y, z] in GeV per cell.",
+       "Generate showers from a registered model into an HDF5 (or .npy) file",
+       "Conditions: --energy MIN:MAX --count N draws energies uniformly (GeV; without --energy\n"
+       "the model's training range is used), --angle MIN:MAX (rad) likewise for the angle of\n"
+       "variable-angle models; or a list: --energy GEV (repeatable, or once with --count N) with\n"
+       "optional --theta. --out FILE.h5 writes HDF5 in the layout of the model's training data\n"
+       "(25x25x25: ECAL + target [PDG id, E, 0, 0]; 51x51x25: ECAL, energy, theta, mtheta, eta,\n"
+       "sum), FILE.npy a NumPy float32 [n, x, y, z] array in GeV per cell. Showers are appended\n"
+       "as they stream in, into FILE.part, renamed to FILE when complete. A progress bar goes\n"
+       "to stderr unless --quiet.",
        {{"MODEL", "name:version or name@alias"}},
-       {{"energy", "GEV", "primary energy of one shower", true},
+       {{"energy", "GEV|MIN:MAX", "primary energy (repeatable) or a range with --count", true},
+        {"count", "N", "number of showers"},
+        {"angle", "RAD|MIN:MAX", "incidence angle or range (variable-angle models)"},
         {"theta", "RAD", "incidence angle: one for all, or one per --energy", true},
-        {"energy-range", "MIN:MAX", "draw energies uniformly from this range [GeV]"},
-        {"theta-range", "MIN:MAX", "draw angles uniformly from this range [rad]"},
-        {"count", "N", "number of showers with --energy-range"},
+        {"energy-range", "MIN:MAX", "same as --energy MIN:MAX"},
+        {"theta-range", "MIN:MAX", "same as --angle MIN:MAX"},
         {"particle", "P", "must match the model's particle if given"},
         {"seed", "N", "same seed + model + conditions = same showers"},
         {"precision", "P", "fp32 (default) or bf16"},
         {"chunk", "N", "showers per streamed chunk (default 64)"},
-        {"output", "FILE", "write the showers to FILE (.npy)"}},
+        {"out", "FILE", "write the showers to FILE (.h5/.hdf5: HDF5; .npy: NumPy)"},
+        {"output", "FILE", "same as --out"},
+        {"quiet", "", "no progress bar"}},
        Generate});
   commands->push_back({{"config"},
                        "Show the resolved server, token (masked) and CA certificate, with sources",
