@@ -1,14 +1,21 @@
 #include "workers/runner/dataset_source.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <system_error>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "gantry/base/sha256.h"
 #include "gantry/base/status_macros.h"
 #include "gantry/v1/datasets.grpc.pb.h"
@@ -32,27 +39,120 @@ absl::Status FromGrpc(const grpc::Status& s, const std::string& server) {
                       absl::StrCat("ReadDataset at ", server, ": ", s.error_message()));
 }
 
-bool IsSha256(const std::string& s) {
-  if (s.size() != 64) return false;
-  for (char c : s) {
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+std::string Format(double v) { return absl::StrFormat("%.17g", v); }
+
+// The ranges a fill records in the entry's attributes.
+std::map<std::string, std::string> RangeAttributes(double emin, double emax, bool has_theta,
+                                                   double tmin, double tmax) {
+  std::map<std::string, std::string> a = {{"energy_min_gev", Format(emin)},
+                                          {"energy_max_gev", Format(emax)}};
+  if (has_theta) {
+    a["theta_min_rad"] = Format(tmin);
+    a["theta_max_rad"] = Format(tmax);
   }
-  return true;
+  return a;
 }
 
-void SetRangesFromEvents(MaterializedDataset& d) {
-  const std::vector<float>& e = d.showers.energy_gev;
-  if (!e.empty()) {
-    const auto [lo, hi] = std::minmax_element(e.begin(), e.end());
-    d.energy_min_gev = *lo;
-    d.energy_max_gev = *hi;
+// Checks that `path` is a shower file and returns its ranges as attributes; removes it if not.
+absl::StatusOr<std::map<std::string, std::string>> InspectFilled(const std::string& path) {
+  absl::StatusOr<data::DatasetInfo> info = data::InspectShowerFile(path);
+  if (!info.ok()) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    return info.status();
   }
-  const std::vector<float>& t = d.showers.theta_rad;
-  if (!t.empty()) {
-    const auto [lo, hi] = std::minmax_element(t.begin(), t.end());
-    d.theta_min_rad = *lo;
-    d.theta_max_rad = *hi;
+  return RangeAttributes(info->energy_min_gev, info->energy_max_gev, info->has_theta,
+                         info->theta_min_rad, info->theta_max_rad);
+}
+
+// Reads the ranges back from the entry's attributes (or inspects the file for an entry that has
+// none).
+absl::Status SetRanges(const DatasetCacheEntry& entry, MaterializedDataset& d) {
+  std::map<std::string, std::string> a = entry.attributes;
+  if (!a.count("energy_min_gev")) {
+    ASSIGN_OR_RETURN(a, InspectFilled(entry.path));
   }
+  auto get = [&a](const char* name, double* v) {
+    auto it = a.find(name);
+    if (it != a.end()) absl::SimpleAtod(it->second, v);
+  };
+  get("energy_min_gev", &d.energy_min_gev);
+  get("energy_max_gev", &d.energy_max_gev);
+  get("theta_min_rad", &d.theta_min_rad);
+  get("theta_max_rad", &d.theta_max_rad);
+  return absl::OkStatus();
+}
+
+absl::Status CheckExpected(const std::string& reference, const std::string& key,
+                           const std::string& expected_sha256) {
+  if (expected_sha256.empty() || key == expected_sha256) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("dataset \"", reference, "\": sha256 is ", key,
+                                          ", the assignment expects ", expected_sha256));
+}
+
+// Copies `from` into `to` (truncating) and returns the sha256 of the bytes copied.
+absl::StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to) {
+  std::ifstream in(from, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(from, " cannot be opened"));
+  std::ofstream out(to, std::ios::binary | std::ios::trunc);
+  if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", to));
+  Sha256 hasher;
+  std::string buffer(1 << 20, '\0');
+  while (in) {
+    in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
+    const std::streamsize n = in.gcount();
+    hasher.Update(absl::string_view(buffer.data(), static_cast<size_t>(n)));
+    out.write(buffer.data(), n);
+  }
+  if (in.bad()) return absl::DataLossError(absl::StrCat(from, ": read error"));
+  out.close();
+  if (!out) return absl::UnavailableError(absl::StrCat("write to ", to, " failed"));
+  return hasher.HexDigest();
+}
+
+// file:// index: <cache>/datasets/file-index/<sha256(path)> holds "size mtime_ns inode key" of
+// the source as last hashed, so an unchanged large source is not read again to find its key.
+struct FileStamp {
+  int64_t size = 0, mtime_ns = 0, inode = 0;
+};
+
+absl::StatusOr<FileStamp> StampOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return absl::NotFoundError(absl::StrCat(path, " cannot be opened"));
+  }
+  if (!S_ISREG(st.st_mode)) return absl::InvalidArgumentError(absl::StrCat(path, " is not a file"));
+  return FileStamp{static_cast<int64_t>(st.st_size),
+                   static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+                   static_cast<int64_t>(st.st_ino)};
+}
+
+std::string IndexPath(const DatasetCache& cache, const std::string& source) {
+  return absl::StrCat(cache.dir(), "/file-index/", Sha256Hex(source));
+}
+
+std::string IndexLookup(const DatasetCache& cache, const std::string& source,
+                        const FileStamp& stamp) {
+  std::ifstream in(IndexPath(cache, source));
+  FileStamp s;
+  std::string key;
+  if (!(in >> s.size >> s.mtime_ns >> s.inode >> key)) return "";
+  if (s.size != stamp.size || s.mtime_ns != stamp.mtime_ns || s.inode != stamp.inode) return "";
+  return IsSha256Hex(key) ? key : "";
+}
+
+void IndexStore(const DatasetCache& cache, const std::string& source, const FileStamp& stamp,
+                const std::string& key) {
+  std::error_code ec;
+  fs::create_directories(cache.dir() + "/file-index", ec);
+  const std::string path = IndexPath(cache, source);
+  const std::string tmp = absl::StrCat(path, ".", ::getpid(), ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << stamp.size << " " << stamp.mtime_ns << " " << stamp.inode << " " << key << "\n";
+    if (!out) return;
+  }
+  fs::rename(tmp, path, ec);  // best effort: a missing index only costs a re-hash
 }
 
 }  // namespace
@@ -63,114 +163,200 @@ std::string DatasetSource::CachePath(const std::string& sha256) const {
 
 absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
     const std::string& reference, const std::string& expected_sha256) const {
-  absl::StatusOr<MaterializedDataset> result;
+  enum { kToyMc, kFile, kServer } kind;
   if (absl::StartsWith(reference, "toymc:")) {
-    result = FromToyMc(reference);
+    kind = kToyMc;
   } else if (absl::StartsWith(reference, "file://")) {
-    result = FromFile(reference);
+    kind = kFile;
   } else if (absl::StartsWith(reference, "ds-")) {
-    return FromServer(reference, expected_sha256);
+    kind = kServer;
   } else {
     return absl::InvalidArgumentError(
         absl::StrCat("dataset \"", reference,
                      "\": unknown kind; use ds-<id>, toymc:<key=value,...> or file:///path.h5"));
   }
-  if (!result.ok()) return Annotate(result.status(), reference);
-  if (!absl::StartsWith(reference, "toymc:")) SetRangesFromEvents(*result);
-  if (!expected_sha256.empty() && result->sha256 != expected_sha256) {
-    return absl::DataLossError(absl::StrCat("dataset \"", reference, "\": sha256 is ",
-                                            result->sha256, ", the assignment expects ",
-                                            expected_sha256));
-  }
-  return result;
-}
-
-absl::StatusOr<MaterializedDataset> DatasetSource::FromToyMc(const std::string& reference) const {
-  ASSIGN_OR_RETURN(data::ToyMcConfig config, data::ParseToyMcSpec(reference));
-  config.threads = std::max(config.threads, std::max(1, options_.threads));
-  MaterializedDataset out;
-  ASSIGN_OR_RETURN(out.showers, data::SimulateToyMc(config));
-  out.sha256 = Sha256Hex(data::FormatToyMcSpec(config));
-  out.energy_min_gev = config.energy_min_gev;
-  out.energy_max_gev = config.energy_max_gev;
-  if (config.layout == data::Layout::kVariableAngle3DGan) {
-    out.theta_min_rad = config.theta_min_rad;
-    out.theta_max_rad = config.theta_max_rad;
-  }
-  return out;
-}
-
-absl::StatusOr<MaterializedDataset> DatasetSource::FromFile(const std::string& reference) const {
-  const std::string path = reference.substr(std::string("file://").size());
-  if (path.empty() || path[0] != '/') {
-    return absl::InvalidArgumentError("file:// needs an absolute path (file:///data/file.h5)");
-  }
-  MaterializedDataset out;
-  out.local_path = path;
-  ASSIGN_OR_RETURN(out.sha256, Sha256OfFile(path));
-  ASSIGN_OR_RETURN(out.showers, data::ReadShowerFile(path));
-  return out;
-}
-
-absl::StatusOr<MaterializedDataset> DatasetSource::FromServer(
-    const std::string& reference, const std::string& expected_sha256) const {
-  if (!expected_sha256.empty() && !IsSha256(expected_sha256)) {
+  if (!expected_sha256.empty() && !IsSha256Hex(expected_sha256)) {
     return absl::InvalidArgumentError(absl::StrCat("dataset \"", reference,
                                                    "\": assignment dataset_sha256 \"",
                                                    expected_sha256, "\" is not a sha256"));
   }
-  if (options_.cache_dir.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dataset \"", reference, "\": a cache directory is needed to download it"));
-  }
+  DatasetCacheOptions cache_options;
+  cache_options.cache_dir = options_.cache_dir;
+  cache_options.max_bytes = options_.cache_max_bytes;
+  absl::StatusOr<std::unique_ptr<DatasetCache>> cache = DatasetCache::Create(cache_options);
+  if (!cache.ok()) return Annotate(cache.status(), reference);
+
   MaterializedDataset out;
-  std::error_code ec;
-  fs::create_directories(fs::path(options_.cache_dir) / "datasets", ec);
-  if (ec) {
-    return absl::UnavailableError(absl::StrCat("dataset \"", reference, "\": cannot create ",
-                                               options_.cache_dir, "/datasets: ", ec.message()));
+  data::ShowerSet simulated;
+  absl::StatusOr<DatasetCache::Lease> lease;
+  switch (kind) {
+    case kToyMc:
+      lease = FromToyMc(**cache, reference, expected_sha256, &simulated);
+      break;
+    case kFile:
+      lease = FromFile(**cache, reference, expected_sha256);
+      out.particle = data::ParticleFromFileName(reference.substr(std::string("file://").size()));
+      break;
+    case kServer:
+      lease = FromServer(**cache, reference, expected_sha256, &out.downloaded_bytes);
+      break;
   }
-  // A valid cached copy is reused.
-  if (!expected_sha256.empty() && fs::exists(CachePath(expected_sha256))) {
-    absl::StatusOr<std::string> cached = Sha256OfFile(CachePath(expected_sha256));
-    if (cached.ok() && *cached == expected_sha256) {
-      out.sha256 = expected_sha256;
-      out.local_path = CachePath(expected_sha256);
-      out.from_cache = true;
+  if (!lease.ok()) {
+    if (absl::StartsWith(lease.status().message(), "dataset \"")) return lease.status();
+    return Annotate(lease.status(), reference);
+  }
+  out.sha256 = lease->entry().key;
+  out.local_path = lease->path();
+  out.from_cache = !lease->filled();
+  if (absl::Status s = SetRanges(lease->entry(), out); !s.ok()) return Annotate(s, reference);
+  out.lease = std::make_shared<const DatasetCache::Lease>(*std::move(lease));
+  if (options_.load_showers) {
+    if (!simulated.cells.empty() || simulated.events() > 0) {
+      out.showers = std::move(simulated);  // just written to the cache: the same events
     } else {
-      fs::remove(CachePath(expected_sha256), ec);  // corrupt: fetch again
+      absl::StatusOr<data::ShowerSet> showers = data::ReadShowerFile(out.local_path);
+      if (!showers.ok()) return Annotate(showers.status(), reference);
+      out.showers = *std::move(showers);
     }
+    if (out.showers.particle.empty()) out.showers.particle = out.particle;
   }
-  if (!out.from_cache) {
-    const std::string part =
-        (fs::path(options_.cache_dir) / "datasets" /
-         ((expected_sha256.empty() ? reference : expected_sha256) + ".h5.part"))
-            .string();
-    absl::StatusOr<std::string> announced = Download(reference, part, &out.downloaded_bytes);
-    if (!announced.ok()) return Annotate(announced.status(), reference);
-    absl::StatusOr<std::string> actual = Sha256OfFile(part);
-    if (!actual.ok()) return Annotate(actual.status(), reference);
-    const std::string& want = expected_sha256.empty() ? *announced : expected_sha256;
-    if (*actual != want) {
-      fs::remove(part, ec);
-      return absl::DataLossError(absl::StrCat(
-          "dataset \"", reference, "\": downloaded bytes hash to ", *actual, " but ",
-          expected_sha256.empty() ? "the server announced " : "the assignment expects ", want,
-          "; the partial file was removed"));
-    }
-    out.sha256 = *actual;
-    out.local_path = CachePath(out.sha256);
-    fs::rename(part, out.local_path, ec);
-    if (ec) {
-      return absl::UnavailableError(absl::StrCat("dataset \"", reference, "\": cannot move ", part,
-                                                 " into the cache: ", ec.message()));
-    }
-  }
-  absl::StatusOr<data::ShowerSet> showers = data::ReadShowerFile(out.local_path);
-  if (!showers.ok()) return Annotate(showers.status(), reference);
-  out.showers = std::move(*showers);
-  SetRangesFromEvents(out);
   return out;
+}
+
+absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(DatasetCache& cache,
+                                                             const std::string& reference,
+                                                             const std::string& expected_sha256,
+                                                             data::ShowerSet* simulated) const {
+  ASSIGN_OR_RETURN(data::ToyMcConfig config, data::ParseToyMcSpec(reference));
+  config.threads = std::max(config.threads, std::max(1, options_.threads));
+  const std::string key = Sha256Hex(data::FormatToyMcSpec(config));
+  RETURN_IF_ERROR(CheckExpected(reference, key, expected_sha256));
+  DatasetFill fill;
+  fill.source = reference;
+  fill.key_is_content_sha256 = false;  // the key hashes the spec, not the file
+  fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
+    ASSIGN_OR_RETURN(data::ShowerSet set, data::SimulateToyMc(config));
+    // Uncompressed (contiguous): reading any event range is a plain offset read.
+    data::WriteOptions write;
+    write.gzip_level = 0;
+    RETURN_IF_ERROR(data::WriteShowerFile(part, set, write));
+    *simulated = std::move(set);
+    const bool variable = config.layout == data::Layout::kVariableAngle3DGan;
+    return RangeAttributes(config.energy_min_gev, config.energy_max_gev, variable,
+                           config.theta_min_rad, config.theta_max_rad);
+  };
+  return cache.Acquire(key, fill);
+}
+
+absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
+    DatasetCache& cache, const std::string& reference, const std::string& expected_sha256) const {
+  const std::string path = reference.substr(std::string("file://").size());
+  if (path.empty() || path[0] != '/') {
+    return absl::InvalidArgumentError("file:// needs an absolute path (file:///data/file.h5)");
+  }
+  ASSIGN_OR_RETURN(FileStamp stamp, StampOf(path));
+  DatasetFill fill;
+  fill.source = reference;
+  fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
+    RETURN_IF_ERROR(CopyHashing(path, part).status());
+    return InspectFilled(part);
+  };
+  // The key without reading the source: the assignment's hash, else the index of sources hashed
+  // before (same size, mtime and inode).
+  std::string key = expected_sha256;
+  if (key.empty()) key = IndexLookup(cache, path, stamp);
+  if (!key.empty()) {
+    absl::StatusOr<DatasetCache::Lease> lease = cache.Acquire(key, fill);
+    if (lease.ok() || expected_sha256 == key) {
+      if (lease.ok()) IndexStore(cache, path, stamp, key);
+      return lease;
+    }
+    // A stale index entry (the file changed in place within the mtime resolution): hash again.
+  }
+  // Unknown key: copy and hash once into a private staging file, then hand it to the cache.
+  const std::string staging = absl::StrCat(cache.dir(), "/staging-", ::getpid(), "-",
+                                           Sha256Hex(path).substr(0, 16), ".part");
+  absl::StatusOr<std::string> sha = CopyHashing(path, staging);
+  std::error_code ec;
+  if (!sha.ok()) {
+    fs::remove(staging, ec);
+    return sha.status();
+  }
+  fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
+    std::error_code rename_ec;
+    fs::rename(staging, part, rename_ec);
+    if (rename_ec) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot move ", staging, ": ", rename_ec.message()));
+    }
+    return InspectFilled(part);
+  };
+  absl::StatusOr<DatasetCache::Lease> lease = cache.Acquire(*sha, fill);
+  fs::remove(staging, ec);  // still there when the entry was cached already
+  if (lease.ok()) IndexStore(cache, path, stamp, *sha);
+  return lease;
+}
+
+absl::StatusOr<DatasetCache::Lease> DatasetSource::FromServer(DatasetCache& cache,
+                                                              const std::string& reference,
+                                                              const std::string& expected_sha256,
+                                                              int64_t* downloaded) const {
+  *downloaded = 0;
+  std::string key = expected_sha256;
+  if (key.empty()) {
+    // No hash from the assignment: the server announces it in the first chunk.
+    absl::StatusOr<std::string> announced = ProbeSha256(reference);
+    if (!announced.ok()) return announced.status();
+    key = *announced;
+    if (!IsSha256Hex(key)) {
+      return absl::DataLossError(absl::StrCat("the server announced sha256 \"", key, "\""));
+    }
+  }
+  DatasetFill fill;
+  fill.source = reference;
+  fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
+    // Resumes after the bytes of an interrupted earlier download (the cache verifies the whole).
+    int64_t bytes = 0;
+    absl::StatusOr<std::string> announced = Download(reference, part, &bytes);
+    *downloaded += bytes;
+    if (!announced.ok()) return announced.status();
+    return InspectFilled(part);
+  };
+  absl::StatusOr<DatasetCache::Lease> lease = cache.Acquire(key, fill);
+  if (!lease.ok() && lease.status().code() == absl::StatusCode::kDataLoss &&
+      absl::StrContains(lease.status().message(), "filled bytes hash to")) {
+    return absl::DataLossError(absl::StrCat(
+        "dataset \"", reference, "\": downloaded bytes do not match the ",
+        expected_sha256.empty() ? "sha256 the server announced" : "assignment's sha256", " (",
+        lease.status().message(), ")"));
+  }
+  return lease;
+}
+
+absl::StatusOr<std::string> DatasetSource::ProbeSha256(const std::string& id) const {
+  if (options_.server.empty()) {
+    return absl::InvalidArgumentError("no server address to download it from (--server)");
+  }
+  auto channel = grpc::CreateChannel(options_.server, grpc::InsecureChannelCredentials());
+  auto stub = v1::DatasetService::NewStub(channel);
+  grpc::ClientContext context;
+  if (!options_.token.empty()) {
+    context.AddMetadata("authorization", absl::StrCat("Bearer ", options_.token));
+  }
+  context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Minutes(1)));
+  v1::ReadDatasetRequest request;
+  request.set_dataset_id(id);
+  std::unique_ptr<grpc::ClientReader<v1::DatasetChunk>> reader =
+      stub->ReadDataset(&context, request);
+  v1::DatasetChunk chunk;
+  if (reader->Read(&chunk)) {
+    context.TryCancel();
+    reader->Finish().ok();
+    return chunk.sha256();
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) return FromGrpc(status, options_.server);
+  return absl::DataLossError("the server sent no chunk");
 }
 
 absl::StatusOr<std::string> DatasetSource::Download(const std::string& id, const std::string& part,

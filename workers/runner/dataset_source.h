@@ -1,42 +1,58 @@
-// DatasetSource: materialises the training data of a job on a worker from its dataset reference:
-// "toymc:<spec>" (simulated here, deterministic), "file:///abs/path.h5" (a shared filesystem) or
-// "ds-<id>" (downloaded from the server's DatasetService into a local cache verified by sha256).
-// Torch-free. Issue 5 grows the cache (eviction, prefetch) around it.
+// DatasetSource: materialises the training data of a job on a worker from its dataset reference
+// through the worker's DatasetCache (<cache_dir>/datasets): "ds-<id>" is downloaded from the
+// server's DatasetService (key = the dataset's sha256), "toymc:<spec>" is simulated once per worker
+// and written uncompressed (key = sha256 of data::FormatToyMcSpec), "file:///abs/path.h5" is copied
+// in with its bytes hashed (key = the file's sha256). Every kind ends as a pinned, verified cache
+// file (MaterializedDataset::local_path). Torch-free.
 #ifndef GANTRY_WORKERS_RUNNER_DATASET_SOURCE_H_
 #define GANTRY_WORKERS_RUNNER_DATASET_SOURCE_H_
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "workers/data/shower_set.h"
+#include "workers/runner/dataset_cache.h"
 
 namespace gantry::runner {
 
 struct DatasetSourceOptions {
   std::string server;     // host:port of gantry-server (needed for "ds-" references only)
   std::string token;      // bearer token for DatasetService.ReadDataset (the worker join token)
-  std::string cache_dir;  // "ds-" downloads land in <cache_dir>/datasets/<sha256>.h5
+  std::string cache_dir;  // the DatasetCache lives in <cache_dir>/datasets (required)
   int threads = 1;        // toy MC simulation threads (the output does not depend on it)
   absl::Duration rpc_timeout = absl::Minutes(30);  // deadline of one ReadDataset stream
   // Checked between download chunks; when set the download stops with CANCELLED.
   const std::atomic<bool>* stop = nullptr;
+  // true: MaterializedDataset::showers holds all events; false: it stays empty and the caller
+  // reads local_path itself (e.g. a streaming reader). The ranges are filled either way.
+  bool load_showers = true;
+  // The cache evicts least-recently-used unpinned entries down to this after a fill; 0 = no limit.
+  int64_t cache_max_bytes = 0;
 };
 
 struct MaterializedDataset {
-  data::ShowerSet showers;
-  // Content hash: sha256 of the file bytes (file://, ds-) or of the canonical toy MC spec string
-  // (data::FormatToyMcSpec) for toymc:.
+  data::ShowerSet showers;  // empty with DatasetSourceOptions::load_showers = false
+  // Content hash (the cache key): sha256 of the file bytes (file://, ds-) or of the canonical toy
+  // MC spec string (data::FormatToyMcSpec) for toymc:.
   std::string sha256;
-  std::string local_path;  // the HDF5 file read (empty for toymc:)
+  // The pinned cache file, <cache_dir>/datasets/<sha256>.h5, for every kind (toymc: too). It stays
+  // in place (never evicted) as long as `lease` lives, i.e. as long as this struct or a copy of
+  // the shared_ptr does.
+  std::string local_path;
   // The range the data covers: the simulated ranges for toymc: (theta only for the variable-angle
   // layout), else the min and max over the events. theta_* are 0 without angles.
   double energy_min_gev = 0, energy_max_gev = 0;
   double theta_min_rad = 0, theta_max_rad = 0;
-  bool from_cache = false;  // ds-: a valid cached copy was reused
-  int64_t downloaded_bytes = 0;
+  bool from_cache = false;       // every kind: the cache held a valid entry, nothing was filled
+  int64_t downloaded_bytes = 0;  // ds-: bytes received from the server by this call
+  // The particle named by the source file's name (file://: "Ele_x.h5" -> "Ele"), since the cache
+  // file is named by its hash; "" when unknown. showers.particle already has it applied.
+  std::string particle;
+  std::shared_ptr<const DatasetCache::Lease> lease;  // the pin on local_path
 };
 
 class DatasetSource {
@@ -54,10 +70,18 @@ class DatasetSource {
   std::string CachePath(const std::string& sha256) const;
 
  private:
-  absl::StatusOr<MaterializedDataset> FromToyMc(const std::string& reference) const;
-  absl::StatusOr<MaterializedDataset> FromFile(const std::string& reference) const;
-  absl::StatusOr<MaterializedDataset> FromServer(const std::string& reference,
-                                                 const std::string& expected_sha256) const;
+  // Each returns the pinned entry; FromToyMc also hands over the events it simulated (when it
+  // filled the entry) so they need not be read back.
+  absl::StatusOr<DatasetCache::Lease> FromToyMc(DatasetCache& cache, const std::string& reference,
+                                                const std::string& expected_sha256,
+                                                data::ShowerSet* simulated) const;
+  absl::StatusOr<DatasetCache::Lease> FromFile(DatasetCache& cache, const std::string& reference,
+                                               const std::string& expected_sha256) const;
+  absl::StatusOr<DatasetCache::Lease> FromServer(DatasetCache& cache, const std::string& reference,
+                                                 const std::string& expected_sha256,
+                                                 int64_t* downloaded) const;
+  // The sha256 the server announces for dataset `id` (first chunk of a ReadDataset stream).
+  absl::StatusOr<std::string> ProbeSha256(const std::string& id) const;
   // Streams dataset `id` into `part` (resuming after its current size) and returns the sha256
   // announced by the server.
   absl::StatusOr<std::string> Download(const std::string& id, const std::string& part,
