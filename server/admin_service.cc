@@ -56,7 +56,9 @@ grpc::Status AdminService::RevokeToken(grpc::ServerContext* context,
     } else {
       RETURN_IF_ERROR(ValidateId(id, "tok-", "token_id"));
     }
-    return backend_.tokens->RevokeToken(id);
+    absl::Status revoked = backend_.tokens->RevokeToken(id);
+    backend_.ForgetTokens();  // the token cache must not outlive a revocation made here
+    return revoked;
   });
 }
 

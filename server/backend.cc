@@ -1,11 +1,13 @@
 #include "server/backend.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "gantry/base/sha256.h"
 #include "gantry/base/status_macros.h"
 #include "storage/migrator.h"
 
@@ -75,6 +77,15 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
     RETURN_IF_ERROR(valid);
     return Principal{"", false, true};
   }
+  const std::string key = Sha256Hex(secret);
+  if (std::optional<Principal> cached = token_cache_.Get(key); cached.has_value()) {
+    if (audience == Audience::kAdmin && !cached->admin) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("AdminService needs an admin tenant's token; tenant \"", cached->tenant,
+                       "\" is not an admin"));
+    }
+    return *cached;
+  }
   absl::StatusOr<storage::Principal> tenant = tokens->Authenticate(secret);
   if (absl::IsUnauthenticated(tenant.status()) && audience == Audience::kTenantOrWorker &&
       tokens->IsValidJoinToken(secret).ok()) {
@@ -91,7 +102,21 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
         absl::StrCat("AdminService needs an admin tenant's token; tenant \"", tenant->tenant,
                      "\" is not an admin"));
   }
-  return Principal{tenant->tenant, tenant->admin, false};
+  Principal principal{tenant->tenant, tenant->admin, false};
+  token_cache_.Put(key, principal);
+  return principal;
+}
+
+absl::StatusOr<v1::ModelVersion> Backend::ResolveModel(const std::string& viewer,
+                                                       const std::string& ref) {
+  const std::string key = absl::StrCat(viewer, "\n", ref);
+  if (std::optional<v1::ModelVersion> cached = model_cache_.Get(key); cached.has_value()) {
+    return *std::move(cached);
+  }
+  ASSIGN_OR_RETURN(v1::ModelVersion model, models->Resolve(viewer, ref));
+  model.clear_histograms();
+  model_cache_.Put(key, model);
+  return model;
 }
 
 }  // namespace gantry::server

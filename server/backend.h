@@ -13,6 +13,7 @@
 #include "server/auth.h"
 #include "server/server_options.h"
 #include "server/status_mapping.h"
+#include "server/ttl_cache.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
@@ -36,6 +37,14 @@ class Backend {
   // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier).
   absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
 
+  // ModelRepository::Resolve through a cache of options.model_cache_ttl (histograms left out).
+  // Only successes are cached, so a model registered a moment ago resolves at once.
+  absl::StatusOr<gantry::v1::ModelVersion> ResolveModel(const std::string& viewer,
+                                                        const std::string& ref);
+  // Forget cached tokens / model references (after a revocation / an alias or archive change).
+  void ForgetTokens() { token_cache_.Clear(); }
+  void ForgetModels() { model_cache_.Clear(); }
+
   // Runs `fn(principal)` for an authenticated call and maps its status to gRPC (the one mapping).
   template <typename Fn>
   grpc::Status Serve(const grpc::ServerContextBase* context, Fn&& fn) {
@@ -58,7 +67,13 @@ class Backend {
   std::atomic<bool> shutting_down{false};  // streams end when set
 
  private:
-  explicit Backend(ServerOptions options) : options(std::move(options)) {}
+  explicit Backend(ServerOptions options)
+      : options(std::move(options)),
+        token_cache_(this->options.auth_cache_ttl, 10000),
+        model_cache_(this->options.model_cache_ttl, 10000) {}
+
+  TtlCache<Principal> token_cache_;                 // key: sha256 of the secret
+  TtlCache<gantry::v1::ModelVersion> model_cache_;  // key: viewer '\n' reference
 };
 
 }  // namespace gantry::server

@@ -64,6 +64,7 @@ grpc::Status CatalogService::SetAlias(grpc::ServerContext* context,
     }
     ASSIGN_OR_RETURN(*response, backend_.models->SetAlias(p.tenant, request->name(),
                                                           request->alias(), request->version()));
+    backend_.ForgetModels();  // Generate resolves through a cache
     return absl::OkStatus();
   });
 }
@@ -73,7 +74,10 @@ grpc::Status CatalogService::DeleteAlias(grpc::ServerContext* context,
                                          v1::DeleteAliasResponse* /*response*/) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateNameAndAlias(request->name(), request->alias()));
-    return backend_.models->DeleteAlias(p.tenant, request->name(), request->alias());
+    absl::Status deleted =
+        backend_.models->DeleteAlias(p.tenant, request->name(), request->alias());
+    backend_.ForgetModels();  // Generate resolves through a cache
+    return deleted;
   });
 }
 
@@ -95,6 +99,7 @@ grpc::Status CatalogService::ArchiveModel(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ParseModelRef(request->model(), "model").status());
     ASSIGN_OR_RETURN(*response, backend_.models->Archive(p.tenant, request->model()));
+    backend_.ForgetModels();  // Generate resolves through a cache
     return absl::OkStatus();
   });
 }

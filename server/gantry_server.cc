@@ -47,9 +47,9 @@ std::string HostOf(const std::string& listen) {
 
 GantryServer::GantryServer(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)),
-      coordinator_(*backend_),
+      coordinator_(*backend_, &router_),
       training_(*backend_),
-      generation_(*backend_),
+      generation_(*backend_, router_),
       catalog_(*backend_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_),

@@ -12,6 +12,7 @@
 #include "server/backend.h"
 #include "server/catalog_service.h"
 #include "server/dataset_service.h"
+#include "server/generation_router.h"
 #include "server/generation_service.h"
 #include "server/job_coordinator.h"
 #include "server/server_options.h"
@@ -42,6 +43,7 @@ class GantryServer {
   explicit GantryServer(std::unique_ptr<Backend> backend);
 
   std::unique_ptr<Backend> backend_;
+  GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
   TrainingService training_;
   GenerationService generation_;

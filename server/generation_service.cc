@@ -1,27 +1,150 @@
 #include "server/generation_service.h"
 
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <random>
+#include <utility>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "gantry/base/status_macros.h"
+#include "grpcpp/client_context.h"
 #include "server/validation.h"
 
 namespace gantry::server {
+namespace {
 
 namespace v1 = ::gantry::v1;
 
+// A seed for a request that gave none: never 0 (0 means "draw one").
+uint64_t DrawSeed() {
+  thread_local std::mt19937_64 engine(std::random_device{}() ^
+                                      static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
+  uint64_t seed = 0;
+  while (seed == 0) seed = engine();
+  return seed;
+}
+
+int64_t CountOf(const v1::GenerateRequest& request) {
+  return request.has_list() ? request.list().items_size() : request.range().count();
+}
+
+// Showers in a chunk: its first dimension, else one per condition.
+int64_t ShowersIn(const v1::GenerateChunk& chunk) {
+  return chunk.shape_size() > 0 ? chunk.shape(0) : chunk.conditions_size();
+}
+
+}  // namespace
+
 grpc::Status GenerationService::Generate(grpc::ServerContext* context,
                                          const v1::GenerateRequest* request,
-                                         grpc::ServerWriter<v1::GenerateChunk>* /*writer*/) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
-    RETURN_IF_ERROR(ValidateGenerateRequest(*request));
-    absl::StatusOr<v1::ModelVersion> model = backend_.models->Resolve(p.tenant, request->model());
+                                         grpc::ServerWriter<v1::GenerateChunk>* writer) {
+  const absl::Time start = absl::Now();
+  std::string model_ref = request->model(), worker = "-", tenant = "-";
+  uint64_t seed = request->seed();
+  grpc::Status status = backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    tenant = p.tenant;
+    RETURN_IF_ERROR(ValidateGenerateRequest(*request, backend_.options.max_showers_per_request));
+    absl::StatusOr<v1::ModelVersion> model = backend_.ResolveModel(p.tenant, request->model());
     if (!model.ok()) {
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     RETURN_IF_ERROR(ValidateGenerateForModel(*request, *model));
-    return absl::UnimplementedError(
-        absl::StrCat("generation serving arrives with issue 5; the request for ", model->name(),
-                     ":", model->version(), " is valid"));
+    model_ref = absl::StrCat(model->name(), ":", model->version());
+    if (seed == 0) seed = DrawSeed();
+    context->AddInitialMetadata("gantry-seed", absl::StrCat(seed));
+
+    v1::WorkerGenerateRequest work;
+    v1::ServedModel* served = work.mutable_model();
+    served->set_checkpoint_sha256(model->checkpoint_sha256());
+    served->set_checkpoint_size_bytes(model->checkpoint_size_bytes());
+    served->set_model_ref(model_ref);
+    *served->mutable_energy_range_gev() = model->energy_range_gev();
+    *served->mutable_theta_range_rad() = model->theta_range_rad();
+    *work.mutable_request() = *request;
+    work.mutable_request()->set_seed(seed);
+    return Route(context, work, CountOf(*request), writer, &worker);
   });
+  std::cerr << "gantry-server: generate " << model_ref << " tenant=" << tenant << " count="
+            << (request->has_list() ? request->list().items_size() : request->range().count())
+            << " seed=" << seed << " worker=" << worker << " "
+            << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
+            << (status.ok() ? "OK" : absl::StrCat(status.error_code(), " ", status.error_message()))
+            << "\n";
+  return status;
+}
+
+absl::Status GenerationService::Route(grpc::ServerContext* context,
+                                      const v1::WorkerGenerateRequest& work, int64_t count,
+                                      grpc::ServerWriter<v1::GenerateChunk>* writer,
+                                      std::string* worker_name) {
+  const std::vector<GenerationRouter::Candidate> candidates =
+      router_.Candidates(work.model().checkpoint_sha256(), absl::Now());
+  if (candidates.empty()) {
+    return absl::UnavailableError(
+        "no worker serves generation; start a gantry-worker daemon joined to this server "
+        "(serving is on by default) and retry");
+  }
+  std::vector<std::string> unreachable;
+  for (const GenerationRouter::Candidate& c : candidates) {
+    *worker_name = c.name;
+    Attempt a = CallWorker(context, c, work, count, writer);
+    // Only a worker that never answered is replaced: once a chunk went out the client has part
+    // of the result, and any other error is the worker's verdict on the request.
+    if (a.status.code() == absl::StatusCode::kUnavailable && a.chunks == 0 &&
+        !context->IsCancelled()) {
+      router_.MarkUnreachable(c.worker_id, absl::Now());
+      unreachable.push_back(absl::StrCat(c.name, " (", c.endpoint, "): ", a.status.message()));
+      continue;
+    }
+    router_.MarkReachable(c.worker_id);
+    return a.status;
+  }
+  return absl::UnavailableError(
+      absl::StrCat("no generation worker could be reached: ", absl::StrJoin(unreachable, "; ")));
+}
+
+GenerationService::Attempt GenerationService::CallWorker(
+    grpc::ServerContext* context, const GenerationRouter::Candidate& worker,
+    const v1::WorkerGenerateRequest& work, int64_t count,
+    grpc::ServerWriter<v1::GenerateChunk>* writer) {
+  Attempt a;
+  // Deadline and cancellation propagate from the client's call to the worker's.
+  std::unique_ptr<grpc::ClientContext> ctx = grpc::ClientContext::FromServerContext(*context);
+  ctx->AddMetadata("authorization", absl::StrCat("Bearer ", worker.secret));
+  router_.Begin(worker.worker_id, work.model().checkpoint_sha256(), count);
+  std::unique_ptr<grpc::ClientReader<v1::GenerateChunk>> reader =
+      channels_.StubFor(worker.endpoint).Generate(ctx.get(), work);
+  v1::GenerateChunk chunk;
+  bool client_gone = false;
+  while (reader->Read(&chunk)) {
+    const int64_t n = ShowersIn(chunk);
+    router_.Received(worker.worker_id, n);
+    a.showers += n;
+    if (a.chunks++ == 0) context->AddInitialMetadata("gantry-worker", worker.name);
+    if (chunk.model_ref().empty()) chunk.set_model_ref(work.model().model_ref());
+    // Blocks while the client's flow-control window is full; the worker's stream waits with it.
+    if (!writer->Write(chunk)) {
+      client_gone = true;
+      ctx->TryCancel();
+      break;
+    }
+  }
+  const grpc::Status s = reader->Finish();
+  router_.End(worker.worker_id, std::max<int64_t>(0, count - a.showers));
+  if (client_gone || context->IsCancelled()) {
+    a.status = absl::CancelledError("the client went away; the worker's call was cancelled");
+  } else if (!s.ok()) {
+    a.status = absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                            absl::StrCat(s.error_message(), " (worker ", worker.name, ")"));
+  } else if (a.showers != count) {
+    a.status = absl::InternalError(absl::StrCat("worker ", worker.name, " returned ", a.showers,
+                                                " showers for a request of ", count));
+  }
+  return a;
 }
 
 }  // namespace gantry::server

@@ -90,8 +90,9 @@ bool WorkerLink::closed() const {
   return closed_;
 }
 
-JobCoordinator::JobCoordinator(Backend& backend)
+JobCoordinator::JobCoordinator(Backend& backend, GenerationRouter* router)
     : backend_(backend),
+      router_(router),
       scheduler_(
           scheduler::SchedulerOptions{absl::Milliseconds(backend.options.lease_timeout_ms)}) {}
 
@@ -327,6 +328,7 @@ void JobCoordinator::ExpireWorkers(absl::Time now) {
     auto r = registered_.find(lost.worker_id);
     const std::string name = r == registered_.end() ? lost.worker_id : r->second.name();
     backend_.workers->MarkDisconnected(lost.worker_id).IgnoreError();
+    if (router_ != nullptr) router_->OnDisconnect(lost.worker_id);
     for (const std::string& job_id : lost.job_ids) {
       EndJob(job_id, {v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING}, v1::FAILED,
              "WorkerLost",
@@ -444,6 +446,7 @@ void JobCoordinator::AdoptOrphans(absl::Time now) {
 void JobCoordinator::OnRegister(const std::string& worker_id, const v1::RegisterRequest& request) {
   absl::MutexLock lock(&mu_);
   registered_[worker_id] = request;
+  if (router_ != nullptr) router_->OnRegister(worker_id, request);
 }
 
 std::shared_ptr<WorkerLink> JobCoordinator::OnConnect(const std::string& worker_id,
@@ -454,6 +457,7 @@ std::shared_ptr<WorkerLink> JobCoordinator::OnConnect(const std::string& worker_
   auto old = links_.find(worker_id);
   if (old != links_.end()) old->second->Close();
   links_[worker_id] = link;
+  if (router_ != nullptr) router_->OnConnect(worker_id);
   auto r = registered_.find(worker_id);
   if (r != registered_.end()) {
     const v1::RegisterRequest& reg = r->second;
@@ -522,12 +526,14 @@ void JobCoordinator::OnDisconnect(const std::shared_ptr<WorkerLink>& link) {
   if (it != links_.end() && it->second == link) {
     links_.erase(it);
     scheduler_.MarkDisconnected(link->worker_id());
+    if (router_ != nullptr) router_->OnDisconnect(link->worker_id());
   }
 }
 
 absl::Status JobCoordinator::OnHeartbeat(const std::string& worker_id,
                                          const v1::Heartbeat& heartbeat) {
   absl::MutexLock lock(&mu_);
+  if (router_ != nullptr) router_->OnHeartbeat(worker_id, heartbeat);
   std::set<std::string> cached(heartbeat.cached_datasets().begin(),
                                heartbeat.cached_datasets().end());
   return scheduler_.Heartbeat(worker_id, heartbeat.free_slots(), cached, absl::Now());

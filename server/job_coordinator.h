@@ -29,6 +29,7 @@
 #include "gantry/v1/worker.pb.h"
 #include "scheduler/scheduler.h"
 #include "server/backend.h"
+#include "server/generation_router.h"
 
 namespace gantry::server {
 
@@ -56,7 +57,9 @@ class WorkerLink {
 // Thread-safe. `backend` must outlive it.
 class JobCoordinator {
  public:
-  explicit JobCoordinator(Backend& backend);
+  // `router` (may be null; must outlive it) is told about worker registrations, connections,
+  // heartbeats and losses, so that generation follows the same view of the pool.
+  explicit JobCoordinator(Backend& backend, GenerationRouter* router = nullptr);
   ~JobCoordinator();
 
   // Starts the tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
@@ -134,6 +137,7 @@ class JobCoordinator {
   void AppendEventOrLog(const std::string& job_id, const gantry::v1::JobEvent& event);
 
   Backend& backend_;
+  GenerationRouter* const router_;  // not owned; may be null
   absl::Mutex mu_;
   scheduler::Scheduler scheduler_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, gantry::v1::RegisterRequest> registered_ ABSL_GUARDED_BY(mu_);

@@ -68,6 +68,14 @@ ABSL_FLAG(int, lease_timeout_ms, 15000,
 ABSL_FLAG(int, placing_timeout_seconds, 600,
           "a job whose ranks have not all started after this long fails (dataset download and "
           "rendezvous included)");
+ABSL_FLAG(int64_t, max_showers_per_request, 1000000,
+          "the most showers one Generate call may ask for (more is RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int, auth_cache_ttl_ms, 2000,
+          "how long a verified tenant token is reused without asking PostgreSQL (0 = never); "
+          "revocations through this server apply at once");
+ABSL_FLAG(int, model_cache_ttl_ms, 2000,
+          "how long Generate reuses a resolved model reference (0 = never); alias and archive "
+          "changes through this server apply at once");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
@@ -90,6 +98,13 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.lease_timeout_ms = absl::GetFlag(FLAGS_lease_timeout_ms);
   options.placing_timeout = absl::Seconds(absl::GetFlag(FLAGS_placing_timeout_seconds));
+  options.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
+  options.auth_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_auth_cache_ttl_ms));
+  options.model_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_model_cache_ttl_ms));
+  if (options.max_showers_per_request < 1) {
+    std::cerr << "gantry-server: --max-showers-per-request must be >= 1\n";
+    return 2;
+  }
   if (options.heartbeat_interval_ms < 100 ||
       options.lease_timeout_ms < 2 * options.heartbeat_interval_ms) {
     std::cerr << "gantry-server: --heartbeat-interval-ms must be >= 100 and --lease-timeout-ms at "

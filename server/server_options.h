@@ -32,6 +32,14 @@ struct ServerOptions {
   absl::Duration placing_timeout = absl::Minutes(10);
   absl::Duration rank_exit_grace = absl::Seconds(30);
   absl::Duration progress_event_interval = absl::Seconds(1);
+  // Generation: the largest count one Generate call may ask for (RESOURCE_EXHAUSTED above it).
+  int64_t max_showers_per_request = 1000000;
+  // How long a verified tenant token and a resolved model reference are reused without asking
+  // PostgreSQL again (0 = never). Changes made through this server (RevokeToken, SetAlias,
+  // DeleteAlias, ArchiveModel) clear the caches at once; changes made elsewhere (another server,
+  // SQL) are seen within this time.
+  absl::Duration auth_cache_ttl = absl::Seconds(2);
+  absl::Duration model_cache_ttl = absl::Seconds(2);
 };
 
 }  // namespace gantry::server

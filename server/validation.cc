@@ -385,16 +385,16 @@ absl::Status ValidateGetJobLogs(const v1::GetJobLogsRequest& request) {
   return CheckInt(request.tail(), 0, kMaxLogTail, "tail");
 }
 
-absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request) {
+absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request, int64_t max_showers) {
   RETURN_IF_ERROR(ParseModelRef(request.model(), "model").status());
   switch (request.conditions_case()) {
     case v1::GenerateRequest::kList: {
       const auto& items = request.list().items();
       if (items.empty()) return Invalid("list.items", "is empty; give at least one condition");
-      if (items.size() > kMaxShowersPerRequest) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("list.items: ", items.size(), " showers requested; the maximum is ",
-                         kMaxShowersPerRequest, " per request, split it"));
+      if (items.size() > max_showers) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "list.items: ", items.size(), " showers requested; the maximum is ", max_showers,
+            " per request (gantry-server --max-showers-per-request); split it"));
       }
       for (int i = 0; i < items.size(); ++i) {
         const std::string e = absl::StrCat("list.items[", i, "].energy_gev");
@@ -430,13 +430,13 @@ absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request) {
         }
       }
       if (r.count() <= 0) {
-        return Invalid("range.count", absl::StrCat("is ", r.count(), "; ask for 1..",
-                                                   kMaxShowersPerRequest, " showers"));
+        return Invalid("range.count",
+                       absl::StrCat("is ", r.count(), "; ask for 1..", max_showers, " showers"));
       }
-      if (r.count() > kMaxShowersPerRequest) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("range.count: ", r.count(), " showers requested; the maximum is ",
-                         kMaxShowersPerRequest, " per request, split it"));
+      if (r.count() > max_showers) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "range.count: ", r.count(), " showers requested; the maximum is ", max_showers,
+            " per request (gantry-server --max-showers-per-request); split it"));
       }
       break;
     }

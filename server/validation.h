@@ -28,7 +28,8 @@ inline constexpr int kMaxWorldSize = 256;
 inline constexpr int kMaxBatchPerRank = 4096;
 inline constexpr int kMaxEpochs = 10000;
 inline constexpr int kMaxLabels = 64;
-inline constexpr int64_t kMaxShowersPerRequest = 10000;
+// The default of gantry-server --max-showers-per-request (a server option, not a constant).
+inline constexpr int64_t kDefaultMaxShowersPerRequest = 1000000;
 inline constexpr int kMaxChunkShowers = 1024;
 inline constexpr int kMaxLogTail = 10000;
 inline constexpr int64_t kMaxUploadChunkBytes = 4 << 20;  // 4 MiB, as datasets.proto says
@@ -65,8 +66,10 @@ absl::Status ValidateJobSpec(const gantry::v1::JobSpec& spec);
 absl::Status ValidateListJobs(const gantry::v1::ListJobsRequest& request);
 absl::Status ValidateGetJobLogs(const gantry::v1::GetJobLogsRequest& request);
 
-// Checks a generation request on its own (syntax, finiteness, counts).
-absl::Status ValidateGenerateRequest(const gantry::v1::GenerateRequest& request);
+// Checks a generation request on its own (syntax, finiteness, counts). More than `max_showers`
+// showers is RESOURCE_EXHAUSTED naming the limit.
+absl::Status ValidateGenerateRequest(const gantry::v1::GenerateRequest& request,
+                                     int64_t max_showers = kDefaultMaxShowersPerRequest);
 // Checks it against the resolved model: status, particle, energy and angle inside the training
 // ranges.
 absl::Status ValidateGenerateForModel(const gantry::v1::GenerateRequest& request,

@@ -1,0 +1,30 @@
+#include "server/worker_channel_pool.h"
+
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+#include "grpcpp/support/channel_arguments.h"
+
+namespace gantry::server {
+
+gantry::v1::WorkerGenerationService::Stub& WorkerChannelPool::StubFor(const std::string& endpoint) {
+  absl::MutexLock lock(&mu_);
+  Entry& e = entries_[endpoint];
+  if (e.stub == nullptr) {
+    grpc::ChannelArguments args;
+    // Chunks are sized by the client (up to 1024 showers of 51x51x25 floats): no size limit on
+    // what the worker sends back.
+    args.SetMaxReceiveMessageSize(-1);
+    // A worker that restarts on the same endpoint is reachable again within about a second
+    // (gRPC's default backoff grows to two minutes).
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+    e.channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+    e.stub = gantry::v1::WorkerGenerationService::NewStub(e.channel);
+  }
+  return *e.stub;
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,35 @@
+// WorkerChannelPool: one cached gRPC channel (and WorkerGenerationService stub) per worker
+// generation endpoint, so a Generate call never pays for a new connection.
+#ifndef GANTRY_SERVER_WORKER_CHANNEL_POOL_H_
+#define GANTRY_SERVER_WORKER_CHANNEL_POOL_H_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "gantry/v1/worker.grpc.pb.h"
+#include "grpcpp/channel.h"
+
+namespace gantry::server {
+
+// Thread-safe. Channels live as long as the pool (a worker that comes back on the same endpoint
+// reuses its channel, which reconnects by itself with a short backoff).
+class WorkerChannelPool {
+ public:
+  // The stub for `endpoint` ("host:port"), created on first use. Stubs are thread-safe.
+  gantry::v1::WorkerGenerationService::Stub& StubFor(const std::string& endpoint);
+
+ private:
+  struct Entry {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<gantry::v1::WorkerGenerationService::Stub> stub;
+  };
+  absl::Mutex mu_;
+  std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_WORKER_CHANNEL_POOL_H_
