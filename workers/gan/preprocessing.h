@@ -6,6 +6,10 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "workers/data/shower_set.h"
 #include "workers/gan/model_config.h"
@@ -21,11 +25,27 @@ struct TrainingTensors {
   int64_t dropped_events = 0;  // events removed by min_event_sum_gev
 };
 
-// Turns a GeV ShowerSet into training tensors. INVALID_ARGUMENT when the set's grid or layout does
+// Turns a GeV ShowerSet into training tensors (the events passing PassesEventSelection, each
+// preprocessed by PreprocessEvents, so a batch preprocessed alone is bit-identical to its rows of
+// the whole set). INVALID_ARGUMENT when the set's grid or layout does
 // not match the model (e.g. 51x51x25 data for a 25^3 model, or no angles for 3dgan-51) or when
 // no event survives the selection.
 absl::StatusOr<TrainingTensors> PreprocessShowers(const ModelConfig& config,
                                                   const data::ShowerSet& showers);
+
+// The reference's event selection: the event's cell sum (GeV) is above config.min_event_sum_gev.
+bool PassesEventSelection(const ModelConfig& config, const float* cells, int64_t cells_per_event);
+
+// The events `rows` of `showers`, in that order and without selection, as float32 training
+// tensors (dropped_events = 0). Per event and thread-independent: cells scaled, thresholded and
+// raised to cell_power one by one, the ecal label summed in double. The set's grid and layout must
+// already fit the config (PreprocessShowers checks them). Uses no intra-op parallelism, so any
+// thread may call it.
+TrainingTensors PreprocessEvents(const ModelConfig& config, const data::ShowerSet& showers,
+                                 const std::vector<int64_t>& rows);
+
+// INVALID_ARGUMENT unless `showers` has the layout, grid, cell count and angles the config needs.
+absl::Status CheckShowersFitModel(const ModelConfig& config, const data::ShowerSet& showers);
 
 // Network output (N, 1, x, y, z) -> GeV cells (N, x, y, z), contiguous float32.
 at::Tensor UndoCellPreprocessing(const ModelConfig& config, const at::Tensor& images);

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "workers/gan/conv_stage.h"
+#include "workers/gan/in_memory_batch_source.h"
 #include "workers/gan/losses.h"
 
 namespace gantry::gan {
@@ -57,9 +58,10 @@ double ScheduledLearningRate(double base_lr, const TrainerOptions& options, int6
   return base_lr + (target - base_lr) * progress;
 }
 
-Trainer::Trainer(TrainingState state, TrainingTensors data, const TrainerOptions& options)
-    : state_(std::move(state)), data_(std::move(data)), options_(options) {
-  const int64_t n = data_.images.size(0);
+Trainer::Trainer(TrainingState state, std::unique_ptr<BatchSource> source,
+                 const TrainerOptions& options)
+    : state_(std::move(state)), source_(std::move(source)), options_(options) {
+  const int64_t n = source_->events();
   const int64_t world = options.world_size;
   batch_size_ = std::min<int64_t>(
       options.batch_size > 0 ? options.batch_size : state_.config.default_batch, n / world);
@@ -99,6 +101,15 @@ void Trainer::ApplyLearningRate(double lr) {
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromTensors(TrainingState state,
                                                                     TrainingTensors data,
                                                                     const TrainerOptions& options) {
+  if (!data.images.defined() || data.images.size(0) == 0) {
+    return absl::InvalidArgumentError("no training events");
+  }
+  return CreateFromSource(std::move(state), std::make_unique<InMemoryBatchSource>(std::move(data)),
+                          options);
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
+    TrainingState state, std::unique_ptr<BatchSource> source, const TrainerOptions& options) {
   if (options.batch_size < 0 || options.epochs < 0 || options.threads < 0 ||
       options.max_steps_per_epoch < 0 || options.warmup_epochs < 0) {
     return absl::InvalidArgumentError(
@@ -108,15 +119,43 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromTensors(TrainingStat
     return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " of world size ",
                                                    options.world_size, " is out of range"));
   }
-  if (!data.images.defined() || data.images.size(0) == 0) {
+  if (source == nullptr || source->events() == 0) {
     return absl::InvalidArgumentError("no training events");
   }
-  if (data.images.size(0) < options.world_size) {
+  if (source->events() < options.world_size) {
     return absl::InvalidArgumentError(
-        absl::StrCat(data.images.size(0), " training events for ", options.world_size, " ranks"));
+        absl::StrCat(source->events(), " training events for ", options.world_size, " ranks"));
+  }
+  if (state.permutation.defined() && state.permutation.size(0) != source->events()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint was taken mid-epoch on ", state.permutation.size(0),
+                     " events but the data set has ", source->events()));
   }
   if (options.threads > 0) at::set_num_threads(options.threads);
-  return std::unique_ptr<Trainer>(new Trainer(std::move(state), std::move(data), options));
+  return std::unique_ptr<Trainer>(new Trainer(std::move(state), std::move(source), options));
+}
+
+absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateWithSource(
+    const ModelConfig& config, std::unique_ptr<BatchSource> source, const TrainerOptions& options) {
+  absl::StatusOr<TrainingState> state = NewTrainingState(config, options.seed);
+  if (!state.ok()) return state.status();
+  return CreateFromSource(std::move(*state), std::move(source), options);
+}
+
+absl::Status Trainer::PlanEpoch() {
+  const int64_t n_events = source_->events();
+  const int64_t global = global_batch_size();
+  const int64_t offset = options_.rank * batch_size_;
+  const at::Tensor permutation = state_.permutation.contiguous();
+  const int64_t* p = permutation.data_ptr<int64_t>();
+  std::vector<std::vector<int64_t>> batches;
+  // The steps Step() runs before it ends the epoch (same conditions).
+  for (int64_t cursor = state_.epoch_cursor;
+       cursor / global < steps_per_epoch_ && cursor + global <= n_events; cursor += global) {
+    batches.emplace_back(p + cursor + offset, p + cursor + offset + batch_size_);
+  }
+  planned_epoch_ = state_.epoch;
+  return source_->Plan(std::move(batches));
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ModelConfig& config,
@@ -136,11 +175,6 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(const std::string& chec
   if (!state.ok()) return state.status();
   absl::StatusOr<TrainingTensors> data = PreprocessShowers(state->config, showers);
   if (!data.ok()) return data.status();
-  if (state->permutation.defined() && state->permutation.size(0) != data->images.size(0)) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint was taken mid-epoch on ", state->permutation.size(0),
-                     " events but the data set has ", data->images.size(0)));
-  }
   return CreateFromTensors(std::move(*state), std::move(*data), options);
 }
 
@@ -157,7 +191,7 @@ absl::StatusOr<StepReport> Trainer::Step() {
   StepReport report;
   report.epoch = s.epoch;
   try {
-    const int64_t n_events = data_.images.size(0);
+    const int64_t n_events = source_->events();
     const int64_t world = options_.world_size;
     const int64_t global = global_batch_size();
     const int64_t offset = options_.rank * batch_size_;
@@ -165,9 +199,14 @@ absl::StatusOr<StepReport> Trainer::Step() {
     auto local = [&](const at::Tensor& t) {
       return world == 1 ? t : t.slice(0, offset, offset + batch_size_);
     };
-    if (s.epoch_cursor == 0 || !s.permutation.defined()) {
+    // A permutation is drawn at the start of an epoch (or already at the end of the previous
+    // one: the same RNG state, as nothing draws in between).
+    if (!s.permutation.defined()) {
       s.permutation = at::randperm(n_events, rng, at::kLong);
       s.epoch_cursor = 0;
+    }
+    if (planned_epoch_ != s.epoch) {
+      if (absl::Status planned = PlanEpoch(); !planned.ok()) return planned;
     }
     report.learning_rate = learning_rate();
     ApplyLearningRate(report.learning_rate);
@@ -180,16 +219,24 @@ absl::StatusOr<StepReport> Trainer::Step() {
       }
       dropout_rng_->set_current_seed(base ^ (0x9E3779B97F4A7C15ULL * (options_.rank + 1)));
     }
-    const at::Tensor index =
-        s.permutation.slice(0, s.epoch_cursor + offset, s.epoch_cursor + offset + batch_size_);
-    const int64_t n = index.size(0);
+    // This rank's slice of the permutation, as planned with the source.
+    const auto wait_start = std::chrono::steady_clock::now();
+    absl::StatusOr<RealBatch> batch = source_->Next();
+    report.data_wait_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+    if (!batch.ok()) {
+      return absl::Status(batch.status().code(),
+                          absl::StrCat("reading the batch of step ", s.step + 1, " (epoch ",
+                                       s.epoch + 1, "): ", batch.status().message()));
+    }
+    const at::Tensor images = batch->images;
+    const int64_t n = images.size(0);
     // float32 normally; float64 when the models and data were converted (precise comparisons).
-    const at::ScalarType dtype = data_.images.scalar_type();
-    const at::Tensor images = data_.images.index_select(0, index);
+    const at::ScalarType dtype = source_->dtype();
     HeadLabels real;
-    real.energy100 = data_.energy100.index_select(0, index);
-    real.ecal = data_.ecal.index_select(0, index);
-    if (c.variable_angle()) real.theta = data_.theta.index_select(0, index);
+    real.energy100 = batch->energy100;
+    real.ecal = batch->ecal;
+    if (c.variable_angle()) real.theta = batch->theta;
 
     auto sample_conditions = [&](HeadLabels& labels) {
       labels.energy100 = local(at::empty({global, 1}, dtype)
@@ -280,12 +327,18 @@ absl::StatusOr<StepReport> Trainer::Step() {
       s.epoch += 1;
       s.epoch_cursor = 0;
       s.permutation = at::Tensor();
+      if (s.epoch < options_.epochs) {
+        // The next epoch's order now, so a prefetching source reads on while this step returns.
+        s.permutation = at::randperm(n_events, rng, at::kLong);
+        if (absl::Status planned = PlanEpoch(); !planned.ok()) return planned;
+      }
     }
     report.step = s.step;
     report.seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     report.samples_per_second = report.seconds > 0 ? n / report.seconds : 0;
     report.global_samples_per_second = report.samples_per_second * static_cast<double>(world);
+    report.data_stall_fraction = report.seconds > 0 ? report.data_wait_seconds / report.seconds : 0;
   } catch (const c10::Error& e) {
     SetRequiresGrad(*s.discriminator, true);
     return absl::InternalError(absl::StrCat("training step failed: ", e.what_without_backtrace()));
@@ -307,12 +360,14 @@ absl::StatusOr<EpochReport> Trainer::RunEpoch() {
     Accumulate(report.discriminator_loss, step->discriminator_fake_loss, 0.5);
     Accumulate(report.generator_loss, step->generator_loss, 1.0);
     report.seconds += step->seconds;
+    report.data_wait_seconds += step->data_wait_seconds;
     samples += step->samples_per_second * step->seconds;
   }
   for (double& v : report.discriminator_loss) v /= report.steps;
   for (double& v : report.generator_loss) v /= report.steps;
   report.samples_per_second = report.seconds > 0 ? samples / report.seconds : 0;
   report.global_samples_per_second = report.samples_per_second * options_.world_size;
+  report.data_stall_fraction = report.seconds > 0 ? report.data_wait_seconds / report.seconds : 0;
   if (epoch_callback_) epoch_callback_(report);
   return report;
 }

@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "workers/data/shower_set.h"
+#include "workers/gan/batch_source.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/model_config.h"
 #include "workers/gan/preprocessing.h"
@@ -67,6 +68,9 @@ struct StepReport {
   double samples_per_second = 0;         // real samples of this rank's batch / seconds
   double global_samples_per_second = 0;  // samples of the global batch (all ranks) / seconds
   double learning_rate = 0;              // the scheduled rate this step used
+  // Time this step waited for its real batch (BatchSource::Next), and that time / seconds.
+  double data_wait_seconds = 0;
+  double data_stall_fraction = 0;
 };
 
 struct EpochReport {
@@ -77,6 +81,8 @@ struct EpochReport {
   double seconds = 0;
   double samples_per_second = 0;         // this rank
   double global_samples_per_second = 0;  // all ranks
+  double data_wait_seconds = 0;          // summed over the steps
+  double data_stall_fraction = 0;        // data_wait_seconds / seconds
 };
 
 // Which update's gradients are ready.
@@ -94,6 +100,10 @@ class Trainer {
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const ModelConfig& config,
                                                          const data::ShowerSet& showers,
                                                          const TrainerOptions& options);
+  // Fresh models trained on batches from `source` (e.g. a PrefetchingBatchSource reading a file).
+  static absl::StatusOr<std::unique_ptr<Trainer>> CreateWithSource(
+      const ModelConfig& config, std::unique_ptr<BatchSource> source,
+      const TrainerOptions& options);
   // Continues from a checkpoint; options.seed is ignored (the checkpoint's RNG state is used).
   static absl::StatusOr<std::unique_ptr<Trainer>> Resume(const std::string& checkpoint_path,
                                                          const data::ShowerSet& showers,
@@ -103,6 +113,12 @@ class Trainer {
   static absl::StatusOr<std::unique_ptr<Trainer>> CreateFromTensors(TrainingState state,
                                                                     TrainingTensors data,
                                                                     const TrainerOptions& options);
+  // The general form: a training state (fresh or from a checkpoint) and a batch source. At each
+  // epoch start the Trainer draws the permutation (as always, from the shared RNG) and plans this
+  // rank's batches of the epoch with the source; the next epoch's permutation is drawn as soon as
+  // an epoch ends (while epochs remain), so a prefetching source reads across the boundary.
+  static absl::StatusOr<std::unique_ptr<Trainer>> CreateFromSource(
+      TrainingState state, std::unique_ptr<BatchSource> source, const TrainerOptions& options);
 
   // One iteration on the next batch (starting a new epoch when needed). ABORTED when the
   // generator collapsed (fake ecal loss reached config.collapse_ecal_loss).
@@ -130,16 +146,20 @@ class Trainer {
   int64_t steps_per_epoch() const { return steps_per_epoch_; }
   // The learning rate the next Step() will use.
   double learning_rate() const;
-  int64_t events() const { return data_.images.size(0); }
+  int64_t events() const { return source_->events(); }
+  const BatchSource& batch_source() const { return *source_; }
 
  private:
-  Trainer(TrainingState state, TrainingTensors data, const TrainerOptions& options);
+  Trainer(TrainingState state, std::unique_ptr<BatchSource> source, const TrainerOptions& options);
 
   absl::Status RunHook(TrainPhase phase, torch::nn::Module& model);
   void ApplyLearningRate(double lr);
+  // Hands the source this rank's batches of the current epoch from the cursor on.
+  absl::Status PlanEpoch();
 
   TrainingState state_;
-  TrainingTensors data_;
+  std::unique_ptr<BatchSource> source_;
+  int64_t planned_epoch_ = -1;  // the epoch whose batches the source has been given
   TrainerOptions options_;
   int64_t batch_size_ = 0;
   int64_t steps_per_epoch_ = 0;
