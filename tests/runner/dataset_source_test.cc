@@ -227,7 +227,12 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
   EXPECT_EQ(got->sha256, Sha256Hex(ReadFile(path)));
   EXPECT_EQ(got->showers.events(), 5);
   EXPECT_EQ(got->showers.energy_gev, set->energy_gev);
-  EXPECT_EQ(got->local_path, path);
+  // Copied into the cache: the pinned copy is named by its hash.
+  EXPECT_EQ(got->local_path, dir.path() + "/datasets/" + got->sha256 + ".h5");
+  EXPECT_EQ(ReadFile(got->local_path), ReadFile(path));
+  EXPECT_FALSE(got->from_cache);
+  EXPECT_EQ(got->particle, "Ele");
+  EXPECT_EQ(got->showers.particle, "Ele");
   EXPECT_EQ(got->energy_min_gev, *std::min_element(set->energy_gev.begin(), set->energy_gev.end()));
   EXPECT_EQ(got->energy_max_gev, *std::max_element(set->energy_gev.begin(), set->energy_gev.end()));
   EXPECT_EQ(got->theta_max_rad, 0);
@@ -241,6 +246,80 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
   EXPECT_NE(missing.status().message().find("none.h5"), std::string::npos);
   EXPECT_EQ(source.Materialize("file://relative.h5", "").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
+  TempDir dir;
+  data::ToyMcConfig config;
+  config.events = 4;
+  config.seed = 12;
+  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+  ASSERT_TRUE(set.ok());
+  const std::string path = dir.File("Ele_copy.h5");
+  ASSERT_TRUE(data::WriteShowerFile(path, *set).ok());
+  DatasetSource source(DatasetSourceOptions{"", "", dir.File("cache")});
+  absl::StatusOr<MaterializedDataset> first = source.Materialize("file://" + path, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->from_cache);
+  // A second job: reused from the cache (the source's key comes from the (path, size, mtime)
+  // index, so the source is not even hashed again).
+  absl::StatusOr<MaterializedDataset> second =
+      DatasetSource(DatasetSourceOptions{"", "", dir.File("cache")})
+          .Materialize("file://" + path, "");
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->local_path, first->local_path);
+  EXPECT_EQ(second->showers.energy_gev, set->energy_gev);
+  // Rewritten with other events: a new key and a new entry beside the old one.
+  config.seed = 13;
+  absl::StatusOr<data::ShowerSet> other = data::SimulateToyMc(config);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(data::WriteShowerFile(path, *other).ok());
+  absl::StatusOr<MaterializedDataset> changed = source.Materialize("file://" + path, "");
+  ASSERT_TRUE(changed.ok()) << changed.status();
+  EXPECT_FALSE(changed->from_cache);
+  EXPECT_NE(changed->sha256, first->sha256);
+  EXPECT_EQ(changed->sha256, Sha256Hex(ReadFile(path)));
+  EXPECT_EQ(changed->showers.energy_gev, other->energy_gev);
+  absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
+      runner::DatasetCache::Create({dir.File("cache")});
+  ASSERT_TRUE(cache.ok());
+  EXPECT_EQ((*cache)->Summary().keys.size(), 2u);
+}
+
+TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
+  TempDir dir;
+  const std::string spec = "toymc:layout=51,events=5,seed=8,theta=70:110";
+  absl::StatusOr<MaterializedDataset> first =
+      DatasetSource(DatasetSourceOptions{"", "", dir.path()}).Materialize(spec, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_FALSE(first->from_cache);
+  EXPECT_EQ(first->local_path, dir.path() + "/datasets/" + first->sha256 + ".h5");
+  // Another job (another rank process, here another DatasetSource) reads the cached file.
+  absl::StatusOr<MaterializedDataset> second =
+      DatasetSource(DatasetSourceOptions{"", "", dir.path()}).Materialize(spec, first->sha256);
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_TRUE(second->from_cache);
+  EXPECT_EQ(second->local_path, first->local_path);
+  EXPECT_EQ(second->showers.shape, first->showers.shape);
+  EXPECT_EQ(second->showers.energy_gev, first->showers.energy_gev);
+  EXPECT_EQ(second->showers.theta_rad, first->showers.theta_rad);
+  EXPECT_EQ(second->showers.cells, first->showers.cells);
+  EXPECT_EQ(second->showers.particle, first->showers.particle);
+  EXPECT_NEAR(second->theta_min_rad, 70 * M_PI / 180, 1e-12);
+  EXPECT_EQ(second->energy_max_gev, first->energy_max_gev);
+  // Without the events: ranges and the pinned path only.
+  DatasetSourceOptions lean{"", "", dir.path()};
+  lean.load_showers = false;
+  absl::StatusOr<MaterializedDataset> third = DatasetSource(lean).Materialize(spec, "");
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_TRUE(third->from_cache);
+  EXPECT_EQ(third->showers.events(), 0);
+  EXPECT_TRUE(third->showers.cells.empty());
+  EXPECT_EQ(third->local_path, first->local_path);
+  EXPECT_NEAR(third->theta_max_rad, 110 * M_PI / 180, 1e-12);
+  ASSERT_NE(third->lease, nullptr);
+  EXPECT_TRUE(third->lease->valid());
 }
 
 class RunnerServerTest : public ServerFixture {
@@ -339,12 +418,62 @@ TEST_F(RunnerServerTest, UploadedDatasetIsDownloadedIntoTheCacheAndReused) {
   EXPECT_EQ(again->downloaded_bytes, 0);
   EXPECT_EQ(again->showers.energy_gev, got->showers.energy_gev);
 
+  // Another job on the same worker (a new DatasetSource) does not download it again.
+  absl::StatusOr<MaterializedDataset> second_job =
+      DatasetSource(options).Materialize(dataset.id(), dataset.sha256());
+  ASSERT_TRUE(second_job.ok()) << second_job.status();
+  EXPECT_TRUE(second_job->from_cache);
+  EXPECT_EQ(second_job->downloaded_bytes, 0);
+
   // A corrupted cache entry is not trusted: with the server down it fails instead.
   std::ofstream(got->local_path, std::ios::binary | std::ios::app) << "junk";
   absl::StatusOr<MaterializedDataset> corrupt = source.Materialize(dataset.id(), dataset.sha256());
   EXPECT_FALSE(corrupt.ok());
   EXPECT_EQ(corrupt.status().code(), absl::StatusCode::kUnavailable) << corrupt.status();
   EXPECT_NE(corrupt.status().message().find(dataset.id()), std::string::npos);
+}
+
+TEST_F(RunnerServerTest, CorruptedCacheFileIsDetectedAndDownloadedAgain) {
+  const std::string tenant = NewTenant("calo");
+  std::string bytes;
+  const v1::Dataset dataset = UploadToyFile(tenant, "flipped", &bytes);
+  TempDir cache;
+  DatasetSourceOptions options{server_->address(), JoinToken(), cache.path()};
+  options.load_showers = false;
+  absl::StatusOr<MaterializedDataset> got =
+      DatasetSource(options).Materialize(dataset.id(), dataset.sha256());
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->downloaded_bytes, static_cast<int64_t>(bytes.size()));
+  EXPECT_TRUE(got->showers.cells.empty());
+  // The ranges without the events (recorded when the entry was filled).
+  absl::StatusOr<data::ShowerSet> events = data::ReadShowerFile(got->local_path);
+  ASSERT_TRUE(events.ok()) << events.status();
+  const auto [lo, hi] = std::minmax_element(events->energy_gev.begin(), events->energy_gev.end());
+  EXPECT_EQ(got->energy_min_gev, *lo);
+  EXPECT_EQ(got->energy_max_gev, *hi);
+  EXPECT_GE(*lo, 20);
+  EXPECT_LE(*hi, 60);
+  const std::string path = got->local_path;
+  got = absl::UnknownError("released");
+  // One flipped byte in the middle: same size, different content.
+  {
+    std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+    f.seekp(static_cast<std::streamoff>(bytes.size() / 2));
+    f.put(static_cast<char>(bytes[bytes.size() / 2] ^ 0x40));
+  }
+  ASSERT_EQ(fs::file_size(path), bytes.size());
+  ASSERT_NE(ReadFile(path), bytes);
+  absl::StatusOr<MaterializedDataset> again =
+      DatasetSource(options).Materialize(dataset.id(), dataset.sha256());
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_FALSE(again->from_cache);
+  EXPECT_EQ(again->downloaded_bytes, static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(ReadFile(path), bytes);
+  absl::StatusOr<MaterializedDataset> third =
+      DatasetSource(options).Materialize(dataset.id(), dataset.sha256());
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_TRUE(third->from_cache);
+  EXPECT_EQ(third->downloaded_bytes, 0);
 }
 
 TEST_F(RunnerServerTest, UnknownDatasetAndBadTokenAreRefused) {
