@@ -267,6 +267,7 @@ absl::Status RankRunner::RunInner() {
   source_options.server = options_.server;
   source_options.token = options_.token;
   source_options.cache_dir = options_.cache_dir;
+  source_options.cache_max_bytes = options_.cache_max_bytes;
   source_options.threads = std::max(1, plan_.threads);
   source_options.stop = options_.stop;
   DatasetSource source(source_options);

@@ -31,6 +31,8 @@ struct RankRunnerOptions {
   std::string server;     // gantry-server host:port (datasets, checkpoints)
   std::string token;      // the worker join token
   std::string cache_dir;  // dataset cache
+  // The dataset cache evicts least-recently-used entries down to this after a fill; 0 = no limit.
+  int64_t cache_max_bytes = 0;
   std::string work_dir;   // checkpoints and scratch files of this rank
   // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = the local address
   // that routes to the rendezvous host (127.0.0.1 for a loopback rendezvous).
