@@ -30,7 +30,14 @@ const char kAgentUsage[] =
     "  --advertise-host=HOST       address other ranks reach this worker at (default 127.0.0.1)\n"
     "  --rendezvous-ports=MIN-MAX  ports for c10d rendezvous when hosting rank 0 (29400-29499)\n"
     "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n"
-    "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default true)\n";
+    "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default true)\n"
+    "generation serving (the daemon runs WorkerGenerationService for gantry-server's router):\n"
+    "  --serve-port=N              port on --advertise-host (default 0 = ephemeral; -1 = off)\n"
+    "  --max-batch-size=N          showers per generator batch (default 128)\n"
+    "  --max-queue-delay-ms=MS     longest wait for a batch to fill (default 2; fractions ok)\n"
+    "  --max-queued-requests=N     requests queued per model before RESOURCE_EXHAUSTED (1024)\n"
+    "  --model-cache-bytes=N[K|M|G|T] memory for loaded generators, LRU unloaded (default 1G)\n"
+    "  --serve-threads=N           intra-op threads for generation (default 0 = all cores)\n";
 
 namespace {
 
@@ -191,6 +198,22 @@ absl::Status Apply(const std::string& key, const std::string& value, AgentOption
   } else if (key == "ranks-die-with-daemon") {
     if (value != "true" && value != "false") return Bad(key, "wants true or false");
     o->ranks_die_with_daemon = value == "true";
+  } else if (key == "serve-port") {
+    return ParseInt(key, value, -1, 65535, &o->serve_port);
+  } else if (key == "max-batch-size") {
+    return ParseInt(key, value, 1, 4096, &o->max_batch_size);
+  } else if (key == "max-queue-delay-ms") {
+    double ms = 0;
+    if (!absl::SimpleAtod(value, &ms) || !(ms >= 0) || ms > 10000) {
+      return Bad(key, absl::StrCat("\"", value, "\" is not a number of milliseconds in 0..10000"));
+    }
+    o->max_queue_delay_ms = ms;
+  } else if (key == "max-queued-requests") {
+    return ParseInt(key, value, 1, 1000000, &o->max_queued_requests);
+  } else if (key == "model-cache-bytes") {
+    return ParseBytes(key, value, &o->model_cache_bytes);
+  } else if (key == "serve-threads") {
+    return ParseInt(key, value, 0, 1024, &o->serve_threads);
   } else if (key == "rank-binary") {  // hidden: tests run a fake rank program
     o->rank_binary = value;
   } else if (key == "kill-grace-ms") {  // hidden

@@ -76,4 +76,56 @@ absl::StatusOr<data::ShowerSet> ShowerGenerator::Generate(const GenerationReques
   return out;
 }
 
+int64_t ShowerGenerator::noise_dim() const { return generator_->noise_dim(); }
+
+int64_t ShowerGenerator::cells_per_shower() const {
+  return config_.grid[0] * config_.grid[1] * config_.grid[2];
+}
+
+int64_t ShowerGenerator::memory_bytes() const {
+  int64_t bytes = 0;
+  for (const at::Tensor& p : generator_->parameters()) bytes += p.numel() * p.element_size();
+  for (const at::Tensor& b : generator_->buffers()) bytes += b.numel() * b.element_size();
+  return bytes;
+}
+
+absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_gev,
+                                                absl::Span<const float> theta_rad,
+                                                absl::Span<const float> noise, float* out) {
+  const int64_t n = static_cast<int64_t>(energy_gev.size());
+  if (n == 0) return absl::InvalidArgumentError("no energies to generate showers for");
+  const int64_t width = noise_dim();
+  if (static_cast<int64_t>(noise.size()) != n * width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("noise has ", noise.size(), " floats, want ", n, " x ", width));
+  }
+  for (float e : energy_gev) {
+    if (!(e > 0) || !std::isfinite(e)) {
+      return absl::InvalidArgumentError(absl::StrCat("energy must be > 0 GeV, got ", e));
+    }
+  }
+  const bool angles = config_.variable_angle();
+  if (angles && static_cast<int64_t>(theta_rad.size()) != n) {
+    return absl::InvalidArgumentError(absl::StrCat("preset ", config_.preset,
+                                                   " needs one angle per energy (", n,
+                                                   " energies, ", theta_rad.size(), " angles)"));
+  }
+  try {
+    c10::InferenceMode guard;
+    const at::Tensor energy =
+        at::from_blob(const_cast<float*>(energy_gev.data()), {n, 1}, at::kFloat) /
+        config_.energy_scale;
+    at::Tensor theta;
+    if (angles) theta = at::from_blob(const_cast<float*>(theta_rad.data()), {n, 1}, at::kFloat);
+    const at::Tensor z = at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat);
+    const at::Tensor showers = UndoCellPreprocessing(
+        config_, generator_->forward(generator_->MakeInput(energy, theta, z)));
+    std::memcpy(out, showers.data_ptr<float>(),
+                sizeof(float) * static_cast<size_t>(n * cells_per_shower()));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("generation failed: ", e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gantry::gan

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "workers/data/shower_set.h"
 #include "workers/gan/generator.h"
 #include "workers/gan/model_config.h"
@@ -32,6 +34,22 @@ class ShowerGenerator {
 
   // INVALID_ARGUMENT for empty/non-positive energies, missing angles, batch < 1.
   absl::StatusOr<data::ShowerSet> Generate(const GenerationRequest& request);
+
+  // One forward pass (eval mode, no autograd) from caller-supplied latent noise: n = energy_gev's
+  // size showers, `noise` holds n * noise_dim() floats row-major, `theta_rad` n angles for
+  // 3dgan-51 (ignored otherwise). Writes n * cells-per-shower floats (GeV, row-major x, y, z) to
+  // `out`. Used by the serving batcher, which derives each shower's noise from (seed, index) so
+  // that results do not depend on how requests were batched. INVALID_ARGUMENT on bad sizes or
+  // energies, INTERNAL when LibTorch fails.
+  absl::Status GenerateFromNoise(absl::Span<const float> energy_gev,
+                                 absl::Span<const float> theta_rad, absl::Span<const float> noise,
+                                 float* out);
+  // Width of the latent noise per shower GenerateFromNoise expects.
+  int64_t noise_dim() const;
+  // Floats per generated shower (the product of the grid).
+  int64_t cells_per_shower() const;
+  // Bytes held by the generator's parameters and buffers.
+  int64_t memory_bytes() const;
 
   const ModelConfig& config() const { return config_; }
 

@@ -1,0 +1,308 @@
+// The worker's WorkerGenerationService on a real loopback port (ServingExtension, as the daemon
+// runs it) with real untrained generators: streamed chunks, the secret, concurrent clients,
+// deadlines and cancellation, heartbeat and register contents; the model cache really frees
+// memory on unload; fetched checkpoints are reused from disk.
+#include <gtest/gtest.h>
+#include <malloc.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "gantry/v1/worker.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "tests/serving/torch_model.h"
+#include "tests/support/temp_dir.h"
+#include "workers/serving/checkpoint_model_loader.h"
+#include "workers/serving/serving_extension.h"
+
+namespace gantry::serving {
+namespace {
+
+namespace v1 = ::gantry::v1;
+constexpr size_t kCells = 25 * 25 * 25;
+
+struct Reply {
+  grpc::Status status;
+  std::vector<v1::GenerateChunk> chunks;
+  std::vector<float> cells;
+};
+
+class GenerationServiceTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new gantry::testing::TempDir();
+    model_ =
+        new testing::TorchModelFile(testing::WriteTorchModel("3dgan-25", 3, dir_->File("a.ckpt")));
+  }
+  static void TearDownTestSuite() {
+    delete model_;
+    delete dir_;
+  }
+
+  void SetUp() override {
+    agent::AgentOptions o;
+    o.advertise_host = "127.0.0.1";
+    o.serve_port = 0;
+    o.max_batch_size = 32;
+    o.max_queue_delay_ms = 2;
+    extension_ = std::make_unique<ServingExtension>(
+        o, testing::LocalFileLoader({{model_->sha256, model_->path}}));
+    ASSERT_TRUE(extension_->StartServer().ok());
+    grpc::ChannelArguments args;
+    args.SetMaxReceiveMessageSize(-1);
+    stub_ = v1::WorkerGenerationService::NewStub(grpc::CreateCustomChannel(
+        extension_->endpoint(), grpc::InsecureChannelCredentials(), args));
+  }
+
+  static v1::WorkerGenerateRequest Request(uint64_t seed, int64_t count, int chunk = 0) {
+    v1::WorkerGenerateRequest r;
+    r.mutable_model()->set_checkpoint_sha256(model_->sha256);
+    r.mutable_model()->set_model_ref("ele:7");
+    r.mutable_model()->mutable_energy_range_gev()->set_min(10);
+    r.mutable_model()->mutable_energy_range_gev()->set_max(500);
+    auto* range = r.mutable_request()->mutable_range();
+    range->mutable_energy_gev()->set_min(10);
+    range->mutable_energy_gev()->set_max(500);
+    range->set_count(count);
+    r.mutable_request()->set_seed(seed);
+    r.mutable_request()->set_chunk_showers(chunk);
+    return r;
+  }
+
+  Reply Call(const v1::WorkerGenerateRequest& request, const std::string& secret,
+             int deadline_ms = 60000, int cancel_after_chunks = -1) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+    if (!secret.empty()) ctx.AddMetadata("authorization", "Bearer " + secret);
+    auto reader = stub_->Generate(&ctx, request);
+    Reply reply;
+    v1::GenerateChunk chunk;
+    while (reader->Read(&chunk)) {
+      const size_t n = chunk.showers().size() / sizeof(float);
+      const size_t old = reply.cells.size();
+      reply.cells.resize(old + n);
+      std::memcpy(reply.cells.data() + old, chunk.showers().data(), n * sizeof(float));
+      reply.chunks.push_back(chunk);
+      if (static_cast<int>(reply.chunks.size()) == cancel_after_chunks) ctx.TryCancel();
+    }
+    reply.status = reader->Finish();
+    return reply;
+  }
+
+  // The reference: the same showers straight from the backend, in one batch.
+  static std::vector<float> Direct(uint64_t seed, int64_t count) {
+    auto backend = TorchBackend::FromCheckpoint(model_->path);
+    EXPECT_TRUE(backend.ok());
+    auto plan = GenerationPlan::Create(Request(seed, count), ModelTraits{});
+    std::vector<ShowerSpec> specs;
+    for (int64_t i = 0; i < count; ++i) specs.push_back(plan->Shower(i));
+    std::vector<float> out(count * kCells);
+    EXPECT_TRUE((*backend)->RunBatch(specs, out.data()).ok());
+    return out;
+  }
+
+  static double WorstRelative(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size()) return 1e9;
+    double worst = 0;
+    for (size_t s = 0; s < a.size(); s += kCells) {
+      float peak = 0;
+      double diff = 0;
+      for (size_t i = s; i < s + kCells; ++i) {
+        peak = std::max({peak, std::abs(a[i]), std::abs(b[i])});
+        diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+      }
+      if (peak > 0) worst = std::max(worst, diff / peak);
+    }
+    return worst;
+  }
+
+  static gantry::testing::TempDir* dir_;
+  static testing::TorchModelFile* model_;
+  std::unique_ptr<ServingExtension> extension_;
+  std::unique_ptr<v1::WorkerGenerationService::Stub> stub_;
+};
+
+gantry::testing::TempDir* GenerationServiceTest::dir_ = nullptr;
+testing::TorchModelFile* GenerationServiceTest::model_ = nullptr;
+
+TEST_F(GenerationServiceTest, StreamsChunksOfTheRequestedShowers) {
+  Reply r = Call(Request(5, 150, 64), extension_->secret());
+  ASSERT_TRUE(r.status.ok()) << r.status.error_message();
+  ASSERT_EQ(r.chunks.size(), 3u);
+  const int64_t sizes[] = {64, 64, 22};
+  for (int i = 0; i < 3; ++i) {
+    const v1::GenerateChunk& c = r.chunks[i];
+    EXPECT_EQ(c.offset(), 64 * i);
+    ASSERT_EQ(c.shape_size(), 4);
+    EXPECT_EQ(c.shape(0), sizes[i]);
+    EXPECT_EQ(c.shape(1), 25);
+    EXPECT_EQ(c.shape(3), 25);
+    EXPECT_EQ(c.conditions_size(), sizes[i]);
+    EXPECT_EQ(c.showers().size(), sizes[i] * kCells * sizeof(float));
+    EXPECT_EQ(c.model_ref(), "ele:7");
+    for (const v1::Condition& cond : c.conditions()) {
+      EXPECT_GE(cond.energy_gev(), 10);
+      EXPECT_LE(cond.energy_gev(), 500);
+    }
+  }
+  const double diff = WorstRelative(r.cells, Direct(5, 150));
+  EXPECT_LE(diff, 1e-4);
+  // The same call again: batched the same way, so bit-identical.
+  Reply again = Call(Request(5, 150, 64), extension_->secret());
+  ASSERT_TRUE(again.status.ok());
+  EXPECT_EQ(0, std::memcmp(r.cells.data(), again.cells.data(), r.cells.size() * sizeof(float)));
+}
+
+TEST_F(GenerationServiceTest, RefusesCallersWithoutTheSecret) {
+  EXPECT_EQ(Call(Request(5, 1), "not-the-secret").status.error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Call(Request(5, 1), "").status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_TRUE(extension_->cache().Snapshot().empty()) << "nothing may be loaded for them";
+}
+
+TEST_F(GenerationServiceTest, ConcurrentClientsGetTheirOwnShowers) {
+  const int clients = 6;
+  std::vector<Reply> replies(clients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back(
+        [&, i] { replies[i] = Call(Request(100 + i, 10, 4), extension_->secret()); });
+  }
+  for (auto& t : threads) t.join();
+  for (int i = 0; i < clients; ++i) {
+    ASSERT_TRUE(replies[i].status.ok()) << i << ": " << replies[i].status.error_message();
+    EXPECT_LE(WorstRelative(replies[i].cells, Direct(100 + i, 10)), 1e-4) << "client " << i;
+    for (int j = 0; j < i; ++j) EXPECT_GT(WorstRelative(replies[i].cells, replies[j].cells), 0.05);
+  }
+  const auto loaded = extension_->cache().Snapshot();
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(extension_->cache().loads(), 1);
+  EXPECT_GT(loaded[0].stats.largest_batch, 4) << "concurrent requests were never merged";
+}
+
+TEST_F(GenerationServiceTest, DeadlineAndCancellationEndTheWork) {
+  Reply late = Call(Request(9, 100000), extension_->secret(), /*deadline_ms=*/1500);
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  Reply cancelled = Call(Request(10, 100000, 32), extension_->secret(), 60000,
+                         /*cancel_after_chunks=*/1);
+  EXPECT_EQ(cancelled.status.error_code(), grpc::StatusCode::CANCELLED);
+  // The worker stops generating for both: nothing stays queued or active.
+  v1::Heartbeat hb;
+  for (int i = 0; i < 100; ++i) {
+    hb.Clear();
+    extension_->FillHeartbeat(hb);
+    if (hb.generation_queued_showers() == 0 && hb.generation_active_requests() == 0) break;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_EQ(hb.generation_queued_showers(), 0);
+  EXPECT_EQ(hb.generation_active_requests(), 0);
+  const auto stats = extension_->cache().Snapshot().at(0).stats;
+  EXPECT_LT(stats.batched_showers, 5000);
+  EXPECT_TRUE(Call(Request(11, 2), extension_->secret()).status.ok());
+}
+
+TEST_F(GenerationServiceTest, ReportsEndpointSecretAndLoadedModels) {
+  v1::RegisterRequest reg;
+  extension_->FillRegister(reg);
+  EXPECT_EQ(reg.generation_endpoint(), "127.0.0.1:" + std::to_string(extension_->port()));
+  EXPECT_EQ(reg.generation_secret().size(), 64u);
+  EXPECT_NE(reg.generation_secret(), RandomSecret());
+  v1::Heartbeat hb;
+  extension_->FillHeartbeat(hb);
+  EXPECT_EQ(hb.loaded_models_size(), 0);
+  ASSERT_TRUE(Call(Request(1, 1), extension_->secret()).status.ok());
+  hb.Clear();
+  extension_->FillHeartbeat(hb);
+  ASSERT_EQ(hb.loaded_models_size(), 1);
+  EXPECT_EQ(hb.loaded_models(0).checkpoint_sha256(), model_->sha256);
+  EXPECT_GT(hb.loaded_models(0).memory_bytes(), 872000 * 4);  // 3dgan-25: 872,808 parameters
+}
+
+TEST_F(GenerationServiceTest, UnknownModelAndBadRequestsAreErrors) {
+  v1::WorkerGenerateRequest r = Request(1, 1);
+  r.mutable_model()->set_checkpoint_sha256(std::string(64, 'e'));
+  EXPECT_EQ(Call(r, extension_->secret()).status.error_code(), grpc::StatusCode::NOT_FOUND);
+  r = Request(1, 1);
+  r.mutable_request()->mutable_range()->mutable_energy_gev()->set_max(900);
+  Reply bad = Call(r, extension_->secret());
+  EXPECT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.status.error_message().find("10..500 GeV"), std::string::npos);
+}
+
+int64_t RssBytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident * sysconf(_SC_PAGESIZE);
+}
+
+TEST(ModelCacheMemoryTest, UnloadingGivesTheMemoryBack) {
+  // With room for one model, loading 12 models one after the other unloads 11: if unloading
+  // leaked the generators (or kept their pages), the process would grow by ~12 models.
+  gantry::testing::TempDir dir;
+  std::map<std::string, std::string> files;
+  std::vector<std::string> shas;
+  for (int i = 0; i < 13; ++i) {
+    testing::TorchModelFile f =
+        testing::WriteTorchModel("3dgan-25", 50 + i, dir.File("m" + std::to_string(i)));
+    files[f.sha256] = f.path;
+    shas.push_back(f.sha256);
+  }
+  auto served = [](const std::string& sha) {
+    v1::ServedModel m;
+    m.set_checkpoint_sha256(sha);
+    return m;
+  };
+  int64_t model_bytes = 0;
+  {  // warm-up: LibTorch's one-time allocations do not count
+    ModelCache warm({}, testing::LocalFileLoader(files), nullptr);
+    ASSERT_TRUE(warm.Acquire(served(shas[12])).ok());
+    model_bytes = warm.loaded_bytes();
+  }
+  malloc_trim(0);
+  const int64_t before = RssBytes();
+  ModelCacheOptions o;
+  o.max_bytes = model_bytes + model_bytes / 2;
+  ModelCache cache(o, testing::LocalFileLoader(files), nullptr);
+  for (int i = 0; i < 12; ++i) ASSERT_TRUE(cache.Acquire(served(shas[i])).ok());
+  const int64_t after = RssBytes();
+  std::cout << "model " << model_bytes << " bytes; RSS " << before << " -> " << after
+            << " after 12 loads and 11 unloads\n";
+  EXPECT_EQ(cache.loads(), 12);
+  EXPECT_EQ(cache.unloads(), 11);
+  EXPECT_EQ(cache.Snapshot().size(), 1u);
+  EXPECT_LT(after - before, 4 * model_bytes) << "unloaded models kept their memory";
+}
+
+TEST(CheckpointFetchTest, ReusesAVerifiedFileAndRefetchesACorruptOne) {
+  gantry::testing::TempDir dir;
+  testing::TorchModelFile f = testing::WriteTorchModel("tiny", 1, dir.File("t.ckpt"));
+  CheckpointModelLoaderOptions o;
+  o.server = "127.0.0.1:1";  // nothing listens: any fetch fails
+  o.join_token = "t";
+  o.models_dir = dir.File("models");
+  std::filesystem::create_directories(o.models_dir);
+  const std::string cached = o.models_dir + "/" + f.sha256 + ".pt";
+  std::filesystem::copy_file(f.path, cached);
+  auto path = FetchModelCheckpoint(o, f.sha256);
+  ASSERT_TRUE(path.ok()) << path.status();
+  EXPECT_EQ(*path, cached);
+  auto backend = MakeCheckpointModelLoader(o)([&] {
+    v1::ServedModel m;
+    m.set_checkpoint_sha256(f.sha256);
+    return m;
+  }());
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  std::ofstream(cached, std::ios::app) << "garbage";
+  auto refetch = FetchModelCheckpoint(o, f.sha256);
+  EXPECT_EQ(refetch.status().code(), absl::StatusCode::kUnavailable) << refetch.status();
+  EXPECT_FALSE(std::filesystem::exists(cached)) << "a corrupt file never counts as cached";
+  EXPECT_EQ(FetchModelCheckpoint(o, "zz").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gantry::serving

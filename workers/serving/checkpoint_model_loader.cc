@@ -1,0 +1,64 @@
+#include "workers/serving/checkpoint_model_loader.h"
+
+#include <ATen/Parallel.h>
+
+#include <filesystem>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "gantry/base/sha256.h"
+#include "workers/runner/checkpoint_client.h"
+#include "workers/serving/torch_backend.h"
+
+namespace gantry::serving {
+
+absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOptions& options,
+                                                 const std::string& sha256) {
+  if (sha256.size() != 64 || !std::all_of(sha256.begin(), sha256.end(), [](char c) {
+        return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
+      })) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model.checkpoint_sha256: \"", sha256, "\" is not 64 lower-case hex digits"));
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.models_dir, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot create the model directory ", options.models_dir, ": ", ec.message()));
+  }
+  const std::string path = options.models_dir + "/" + sha256 + ".pt";
+  if (std::filesystem::exists(path, ec)) {
+    absl::StatusOr<std::string> actual = Sha256OfFile(path);
+    if (actual.ok() && *actual == sha256) return path;
+    std::filesystem::remove(path, ec);  // corrupt or partial: fetch again
+  }
+  runner::CheckpointClient client(options.server, options.join_token);
+  absl::StatusOr<runner::UploadedCheckpoint> fetched = client.Fetch(sha256, path);
+  if (!fetched.ok()) return fetched.status();
+  return path;
+}
+
+ModelLoader MakeCheckpointModelLoader(CheckpointModelLoaderOptions options) {
+  return
+      [options = std::move(options)](
+          const gantry::v1::ServedModel& model) -> absl::StatusOr<std::unique_ptr<BatchBackend>> {
+        absl::StatusOr<std::string> path = FetchModelCheckpoint(options, model.checkpoint_sha256());
+        if (!path.ok()) return path.status();
+        absl::StatusOr<std::unique_ptr<TorchBackend>> backend = TorchBackend::FromCheckpoint(*path);
+        if (!backend.ok()) return backend.status();
+        return std::unique_ptr<BatchBackend>(*std::move(backend));
+      };
+}
+
+ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options) {
+  const int threads = options.serve_threads > 0
+                          ? options.serve_threads
+                          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  return MakeCheckpointModelLoader(
+      {options.server, options.join_token, options.cache_dir + "/models"});
+}
+
+}  // namespace gantry::serving

@@ -1,0 +1,33 @@
+// CheckpointModelLoader: the daemon's ModelLoader: fetches a served model's checkpoint by sha256
+// through gantry-server's WorkerService.FetchCheckpoint (join token) into
+// <models_dir>/<sha256>.pt, verified and reused across restarts, then loads it as a TorchBackend.
+#ifndef GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
+#define GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "workers/agent/agent_options.h"
+#include "workers/serving/model_cache.h"
+
+namespace gantry::serving {
+
+struct CheckpointModelLoaderOptions {
+  std::string server;      // host:port of gantry-server
+  std::string join_token;  // the worker join token
+  std::string models_dir;  // created if missing
+};
+
+// The checkpoint path of `sha256`, fetched if it is not there or does not hash to `sha256`.
+absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOptions& options,
+                                                 const std::string& sha256);
+
+ModelLoader MakeCheckpointModelLoader(CheckpointModelLoaderOptions options);
+
+// For DaemonMain: sets LibTorch's intra-op threads to --serve-threads (0 = all cores) and returns
+// the loader for <cache-dir>/models.
+ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options);
+
+}  // namespace gantry::serving
+
+#endif  // GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_

@@ -1,0 +1,116 @@
+#include "workers/serving/generation_service.h"
+
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "workers/serving/generation_plan.h"
+
+namespace gantry::serving {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "GenerateChunk.showers is little-endian float32: byte swapping is not implemented"
+#endif
+
+grpc::Status ToGrpc(const absl::Status& s) {
+  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
+}
+
+absl::Time Deadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  if (deadline >=
+      std::chrono::system_clock::time_point::max() - std::chrono::hours(24 * 365 * 100)) {
+    return absl::InfiniteFuture();
+  }
+  return absl::FromChrono(deadline);
+}
+
+// Both strings are compared in full so the time taken says nothing about the secret.
+bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+class ActiveCount {
+ public:
+  explicit ActiveCount(std::atomic<int>* n) : n_(n) { ++*n_; }
+  ~ActiveCount() { --*n_; }
+
+ private:
+  std::atomic<int>* n_;
+};
+
+}  // namespace
+
+GenerationService::GenerationService(std::string secret, ModelCache* cache)
+    : expected_authorization_("Bearer " + std::move(secret)), cache_(cache) {}
+
+bool GenerationService::Authorized(const grpc::ServerContext& context) const {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return false;
+  return ConstantTimeEquals(absl::string_view(it->second.data(), it->second.size()),
+                            expected_authorization_);
+}
+
+grpc::Status GenerationService::Generate(grpc::ServerContext* context,
+                                         const v1::WorkerGenerateRequest* request,
+                                         grpc::ServerWriter<v1::GenerateChunk>* writer) {
+  if (!Authorized(*context)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "WorkerGenerationService is only for gantry-server: send authorization: "
+                        "Bearer <the generation_secret this worker registered>");
+  }
+  ActiveCount active(&active_);
+  const absl::Time deadline = Deadline(*context);
+  absl::StatusOr<ModelCache::Lease> lease = cache_->Acquire(request->model());
+  if (!lease.ok()) return ToGrpc(lease.status());
+  absl::StatusOr<GenerationPlan> plan = GenerationPlan::Create(*request, (*lease)->traits());
+  if (!plan.ok()) return ToGrpc(plan.status());
+  const std::array<int64_t, 3> grid = (*lease)->traits().grid;
+  const bool variable_angle = (*lease)->traits().variable_angle;
+  const std::string model_ref = plan->model_ref();
+  absl::StatusOr<std::unique_ptr<DynamicBatcher::Stream>> stream =
+      (*lease)->batcher().Submit(*std::move(plan), deadline);
+  if (!stream.ok()) return ToGrpc(stream.status());
+
+  DynamicBatcher::Chunk chunk;
+  v1::GenerateChunk message;
+  while (true) {
+    if (context->IsCancelled()) {
+      (*stream)->Cancel();
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+    }
+    absl::StatusOr<DynamicBatcher::Stream::Poll> poll =
+        (*stream)->Next(absl::Milliseconds(50), &chunk);
+    if (!poll.ok()) return ToGrpc(poll.status());
+    if (*poll == DynamicBatcher::Stream::Poll::kDone) return grpc::Status::OK;
+    if (*poll == DynamicBatcher::Stream::Poll::kWaiting) continue;
+    message.Clear();
+    message.mutable_showers()->assign(reinterpret_cast<const char*>(chunk.cells.data()),
+                                      chunk.cells.size() * sizeof(float));
+    message.add_shape(chunk.count);
+    for (int64_t d : grid) message.add_shape(d);
+    for (const ShowerSpec& s : chunk.showers) {
+      v1::Condition* c = message.add_conditions();
+      c->set_energy_gev(s.energy_gev);
+      c->set_theta_rad(variable_angle ? s.theta_rad : 0.0);
+    }
+    message.set_offset(chunk.offset);
+    message.set_model_ref(model_ref);
+    if (!writer->Write(message)) {
+      (*stream)->Cancel();
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
+    }
+  }
+}
+
+}  // namespace gantry::serving

@@ -1,0 +1,44 @@
+// GenerationService: the worker side of gantry.v1.WorkerGenerationService. Thin: checks the
+// caller's secret, gets the model from the ModelCache (loading it if needed), queues the request in
+// the model's DynamicBatcher and writes each chunk as soon as it is produced. Honours the call's
+// deadline (DEADLINE_EXCEEDED) and cancellation (the request leaves the batcher).
+#ifndef GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
+#define GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "gantry/v1/worker.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "workers/serving/model_cache.h"
+
+namespace gantry::serving {
+
+class GenerationService final : public gantry::v1::WorkerGenerationService::Service {
+ public:
+  // Callers must send `authorization: Bearer <secret>`. `cache` must outlive the service.
+  GenerationService(std::string secret, ModelCache* cache);
+
+  // Chunks carry packed little-endian float32 showers with shape [n, x, y, z] (x, y, z = the
+  // model's grid), one Condition per shower (theta 0 for fixed-angle models), the offset of the
+  // first shower and the request's model_ref. Codes: UNAUTHENTICATED (secret), INVALID_ARGUMENT /
+  // UNIMPLEMENTED (GenerationPlan), the model loader's errors (e.g. NOT_FOUND, DATA_LOSS),
+  // RESOURCE_EXHAUSTED (queue or model cache full), DEADLINE_EXCEEDED, CANCELLED.
+  grpc::Status Generate(grpc::ServerContext* context,
+                        const gantry::v1::WorkerGenerateRequest* request,
+                        grpc::ServerWriter<gantry::v1::GenerateChunk>* writer) override;
+
+  // Generate calls being served now.
+  int active_requests() const { return active_.load(); }
+
+ private:
+  bool Authorized(const grpc::ServerContext& context) const;
+
+  const std::string expected_authorization_;
+  ModelCache* const cache_;
+  std::atomic<int> active_{0};
+};
+
+}  // namespace gantry::serving
+
+#endif  // GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_

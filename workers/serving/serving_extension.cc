@@ -1,0 +1,104 @@
+#include "workers/serving/serving_extension.h"
+
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "workers/agent/worker_agent.h"
+
+namespace gantry::serving {
+
+std::string RandomSecret() {
+  unsigned char bytes[32] = {0};
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes));
+  if (!urandom) {  // no /dev/urandom: fall back to the C++ random device
+    std::random_device device;
+    for (unsigned char& b : bytes) b = static_cast<unsigned char>(device());
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : bytes) {
+    out.push_back(kHex[b >> 4]);
+    out.push_back(kHex[b & 15]);
+  }
+  return out;
+}
+
+ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoader loader)
+    : host_(options.advertise_host), requested_port_(options.serve_port), secret_(RandomSecret()) {
+  ModelCacheOptions cache;
+  cache.max_bytes = options.model_cache_bytes;
+  cache.batcher.max_batch_size = options.max_batch_size;
+  cache.batcher.max_queue_delay = absl::Microseconds(options.max_queue_delay_ms * 1000.0);
+  cache.batcher.max_queued_requests = options.max_queued_requests;
+  cache_ = std::make_unique<ModelCache>(cache, std::move(loader), std::make_shared<absl::Mutex>());
+  service_ = std::make_unique<GenerationService>(secret_, cache_.get());
+}
+
+ServingExtension::~ServingExtension() { Stop(); }
+
+absl::Status ServingExtension::StartServer() {
+  if (server_ != nullptr) return absl::OkStatus();
+  const std::string address = absl::StrCat(host_, ":", requested_port_);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(service_.get());
+  builder.SetMaxSendMessageSize(-1);
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || port_ == 0) {
+    server_.reset();
+    return absl::UnavailableError(absl::StrCat(
+        "cannot serve generation on ", address,
+        " (port taken or host not local?); change --serve-port or --advertise-host, or "
+        "--serve-port=-1 to turn serving off"));
+  }
+  endpoint_ = absl::StrCat(host_, ":", port_);
+  std::cerr << "gantry-worker: serving generation on " << endpoint_ << std::endl;
+  return absl::OkStatus();
+}
+
+absl::Status ServingExtension::Start(agent::WorkerAgent& agent) {
+  if (absl::Status s = StartServer(); !s.ok()) return s;
+  agent.AddRegisterSource([this](gantry::v1::RegisterRequest& r) { FillRegister(r); });
+  agent.AddHeartbeatSource([this](gantry::v1::Heartbeat& h) { FillHeartbeat(h); });
+  return absl::OkStatus();
+}
+
+void ServingExtension::Stop() {
+  if (server_ == nullptr) return;
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Wait();
+  server_.reset();
+}
+
+void ServingExtension::FillRegister(gantry::v1::RegisterRequest& request) const {
+  request.set_generation_endpoint(endpoint_);
+  request.set_generation_secret(secret_);
+}
+
+void ServingExtension::FillHeartbeat(gantry::v1::Heartbeat& heartbeat) const {
+  int64_t queued = 0;
+  for (const ModelCache::LoadedModel& m : cache_->Snapshot()) {
+    gantry::v1::LoadedModel* out = heartbeat.add_loaded_models();
+    out->set_checkpoint_sha256(m.checkpoint_sha256);
+    out->set_memory_bytes(m.memory_bytes);
+    queued += m.stats.queued_showers;
+  }
+  heartbeat.set_generation_active_requests(service_->active_requests());
+  heartbeat.set_generation_queued_showers(queued);
+}
+
+agent::DaemonExtensionFactory ServingExtensionFactory(
+    std::function<ModelLoader(const agent::AgentOptions&)> make_loader) {
+  return [make_loader = std::move(make_loader)](const agent::AgentOptions& options)
+             -> absl::StatusOr<std::unique_ptr<agent::DaemonExtension>> {
+    if (options.serve_port < 0) return std::unique_ptr<agent::DaemonExtension>();
+    return std::unique_ptr<agent::DaemonExtension>(
+        std::make_unique<ServingExtension>(options, make_loader(options)));
+  };
+}
+
+}  // namespace gantry::serving

@@ -1,0 +1,36 @@
+// TorchBackend: the BatchBackend of a trained 3DGAN generator (gan::ShowerGenerator, LibTorch):
+// each shower's latent noise comes from CounterRng(seed, index), so a shower does not depend on
+// the batch it runs in (up to the float rounding of different batch sizes, see docs).
+#ifndef GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
+#define GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "workers/gan/shower_generator.h"
+#include "workers/serving/batch_backend.h"
+
+namespace gantry::serving {
+
+class TorchBackend final : public BatchBackend {
+ public:
+  // Loads the generator of a checkpoint file (errors as gan::ReadCheckpoint).
+  static absl::StatusOr<std::unique_ptr<TorchBackend>> FromCheckpoint(const std::string& path);
+  explicit TorchBackend(std::unique_ptr<gan::ShowerGenerator> generator);
+
+  absl::Status RunBatch(const std::vector<ShowerSpec>& showers, float* out) override;
+  const ModelTraits& traits() const override { return traits_; }
+  int64_t memory_bytes() const override { return memory_bytes_; }
+
+ private:
+  std::unique_ptr<gan::ShowerGenerator> generator_;
+  ModelTraits traits_;
+  int64_t memory_bytes_ = 0;
+  std::vector<float> energies_, thetas_, noise_;  // reused between batches
+};
+
+}  // namespace gantry::serving
+
+#endif  // GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
