@@ -1,8 +1,10 @@
 // gantry-validate: compares a generated shower file with a reference Monte Carlo file (reference
 // section D metrics) and prints the figure of merit, per-bin metrics and their statistical floors;
-// --json writes the whole report, histograms included, for plotting.
+// --json writes the whole report, histograms included, for plotting. --summary prints instead the
+// mean sampling fraction and shower-maximum depth (with spreads) of both files side by side.
 //   gantry-validate reference.h5 generated.h5 [--energies=50,100,200] [--half-width=5]
 //                   [--edges=10,100,500] [--theta=60,90,120] [--json=report.json]
+//   gantry-validate --summary reference.h5 generated.h5 [--json=summary.json]
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -13,6 +15,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "workers/data/hdf5_io.h"
+#include "workers/physics/shower_summary.h"
 #include "workers/physics/validation.h"
 
 namespace {
@@ -71,14 +74,122 @@ void WriteJson(const std::string& path, const gantry::physics::ValidationReport&
   out << "]}\n";
 }
 
+std::string JsonSpread(const gantry::physics::Spread& s) {
+  return "{\"n\":" + std::to_string(s.n) + ",\"mean\":" + Json(s.mean) +
+         ",\"stddev\":" + Json(s.stddev) + ",\"error\":" + Json(s.error) + "}";
+}
+
+std::string JsonSummary(const std::string& path, const gantry::physics::ShowerSummary& s) {
+  return "{\"file\":\"" + path + "\",\"events\":" + std::to_string(s.events()) +
+         ",\"empty_events\":" + std::to_string(s.empty_events()) + ",\"energy_gev\":[" +
+         Json(s.energy_min_gev()) + "," + Json(s.energy_max_gev()) +
+         "],\"sampling_fraction\":" + JsonSpread(s.sampling_fraction()) +
+         ",\"shower_max_layer\":" + JsonSpread(s.shower_max_layer()) +
+         ",\"centroid_layer\":" + JsonSpread(s.centroid_layer()) + "}";
+}
+
+// "mean +- stddev" with `digits` decimals.
+std::string Cell(const gantry::physics::Spread& s, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*f +- %.*f", digits, s.mean, digits, s.stddev);
+  return buf;
+}
+
+// generated / reference of the means, with the statistical error of that ratio.
+std::string Ratio(const gantry::physics::Spread& ref, const gantry::physics::Spread& gen) {
+  if (!(std::fabs(ref.mean) > 0) || gen.n == 0) return "-";
+  const double r = gen.mean / ref.mean;
+  const double rel = std::hypot(ref.error / ref.mean, gen.mean != 0 ? gen.error / gen.mean : 0.0);
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.3f +- %.3f", r, std::fabs(r) * rel);
+  return buf;
+}
+
+// --summary: both files' headline figures side by side.
+int Summary(const std::vector<std::string>& args) {
+  std::vector<std::string> files;
+  std::string json;
+  for (const std::string& arg : args) {
+    if (absl::StartsWith(arg, "--json=")) {
+      json = arg.substr(7);
+    } else if (absl::StartsWith(arg, "--")) {
+      std::fprintf(stderr, "bad argument '%s' (with --summary only --json=FILE)\n", arg.c_str());
+      return 2;
+    } else {
+      files.push_back(arg);
+    }
+  }
+  if (files.size() != 2) {
+    std::fprintf(stderr,
+                 "usage: gantry-validate --summary reference.h5 generated.h5 "
+                 "[--json=summary.json]\n");
+    return 2;
+  }
+  std::vector<gantry::physics::ShowerSummary> summaries;
+  for (const std::string& file : files) {
+    auto summary = gantry::physics::SummariseShowerFile(file);
+    if (!summary.ok()) {
+      std::fprintf(stderr, "%s\n", std::string(summary.status().message()).c_str());
+      return 1;
+    }
+    summaries.push_back(*summary);
+  }
+  const auto& ref = summaries[0];
+  const auto& gen = summaries[1];
+  auto row = [](const char* name, const std::string& a, const std::string& b,
+                const std::string& c) {
+    std::printf("%-22s %-24s %-24s %s\n", name, a.c_str(), b.c_str(), c.c_str());
+  };
+  auto range = [](const gantry::physics::ShowerSummary& s) {
+    char buf[64];
+    std::snprintf(buf, sizeof(buf), "%.1f - %.1f", s.energy_min_gev(), s.energy_max_gev());
+    return std::string(buf);
+  };
+  row("", "Monte Carlo (reference)", "generated", "generated / MC");
+  row("events", std::to_string(ref.events()), std::to_string(gen.events()), "");
+  row("energy [GeV]", range(ref), range(gen), "");
+  row("sampling fraction", Cell(ref.sampling_fraction(), 5), Cell(gen.sampling_fraction(), 5),
+      Ratio(ref.sampling_fraction(), gen.sampling_fraction()));
+  row("shower max [layer]", Cell(ref.shower_max_layer(), 2), Cell(gen.shower_max_layer(), 2),
+      Ratio(ref.shower_max_layer(), gen.shower_max_layer()));
+  row("centroid [layer]", Cell(ref.centroid_layer(), 2), Cell(gen.centroid_layer(), 2),
+      Ratio(ref.centroid_layer(), gen.centroid_layer()));
+  if (ref.empty_events() + gen.empty_events() > 0) {
+    row("empty showers", std::to_string(ref.empty_events()), std::to_string(gen.empty_events()),
+        "");
+  }
+  std::printf("(mean +- standard deviation over showers; the ratio's error is statistical)\n");
+  std::printf("reference: %s\ngenerated: %s\n", files[0].c_str(), files[1].c_str());
+  if (!json.empty()) {
+    std::ofstream out(json);
+    out << "{\"reference\":" << JsonSummary(files[0], ref)
+        << ",\"generated\":" << JsonSummary(files[1], gen) << "}\n";
+    if (!out) {
+      std::fprintf(stderr, "cannot write %s\n", json.c_str());
+      return 1;
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--summary") {
+      std::vector<std::string> rest;
+      for (int j = 1; j < argc; ++j) {
+        if (j != i) rest.push_back(argv[j]);
+      }
+      return Summary(rest);
+    }
+  }
   if (argc < 3) {
     std::fprintf(stderr,
                  "usage: %s reference.h5 generated.h5 [--energies=GeV,...] [--half-width=GeV] "
-                 "[--edges=GeV,...] [--theta=deg,...] [--json=out.json]\n",
-                 argv[0]);
+                 "[--edges=GeV,...] [--theta=deg,...] [--json=out.json]\n"
+                 "       %s --summary reference.h5 generated.h5 [--json=summary.json]\n",
+                 argv[0], argv[0]);
     return 2;
   }
   gantry::physics::ValidationOptions options;
