@@ -87,6 +87,7 @@ int RunRankCommand(const RankCommandOptions& o) {
   const char* token = std::getenv("GANTRY_JOIN_TOKEN");
   options.token = token != nullptr ? token : "";
   options.cache_dir = o.cache_dir;
+  options.cache_max_bytes = o.cache_max_bytes;
   options.work_dir = o.work_dir;
   options.bind_host = o.bind_host;
   options.stop = &g_stop;

@@ -14,6 +14,7 @@ struct RankCommandOptions {
   int control_fd = -1;     // pipe to the daemon (agent::WriteControlMessage frames)
   std::string server;      // gantry-server host:port
   std::string cache_dir;
+  int64_t cache_max_bytes = 0;  // the daemon's --cache-max-bytes (0 = no limit)
   std::string work_dir;
   std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
