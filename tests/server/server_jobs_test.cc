@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gantry/base/sha256.h"
+#include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
 
 namespace gantry::testing {
@@ -23,128 +24,6 @@ namespace {
 namespace v1 = ::gantry::v1;
 using std::chrono::milliseconds;
 using std::chrono::steady_clock;
-
-// One registered worker with its Connect stream; heartbeats every 200 ms while `beating`.
-class DriverWorker {
- public:
-  DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
-               int slots, std::vector<std::string> running = {})
-      : stub_(v1::WorkerService::NewStub(channel)),
-        join_(std::move(join)),
-        name_(name),
-        slots_(slots) {
-    v1::RegisterRequest reg;
-    reg.set_name(name);
-    reg.set_slots(slots);
-    reg.set_device(v1::DEVICE_KIND_CPU);
-    reg.set_threads_per_rank(1);
-    reg.set_advertise_host("127.0.0.1");
-    reg.set_rendezvous_port_min(30100);
-    reg.set_rendezvous_port_max(30110);
-    v1::RegisterResponse registered;
-    grpc::ClientContext rctx;
-    rctx.AddMetadata("authorization", "Bearer " + join_);
-    status_ = stub_->Register(&rctx, reg, &registered);
-    if (!status_.ok()) return;
-    id_ = registered.worker_id();
-    ctx_.AddMetadata("authorization", "Bearer " + join_);
-    stream_ = stub_->Connect(&ctx_);
-    v1::WorkerMessage hello;
-    hello.mutable_hello()->set_worker_id(id_);
-    for (const std::string& j : running) hello.mutable_hello()->add_running_jobs(j);
-    Write(hello);
-    reader_ = std::thread([this] {
-      v1::ServerMessage m;
-      while (stream_->Read(&m)) {
-        if (m.has_ack()) continue;
-        std::lock_guard<std::mutex> lock(mu_);
-        inbox_.push_back(m);
-      }
-    });
-    beater_ = std::thread([this] {
-      while (!stop_) {
-        if (beating_) {
-          v1::WorkerMessage hb;
-          hb.mutable_heartbeat()->set_free_slots(free_slots_);
-          Write(hb);
-        }
-        std::this_thread::sleep_for(milliseconds(200));
-      }
-    });
-  }
-  ~DriverWorker() { Close(); }
-
-  void Close() {
-    if (stop_.exchange(true)) return;
-    if (beater_.joinable()) beater_.join();
-    if (stream_ != nullptr) {
-      {
-        std::lock_guard<std::mutex> lock(write_mu_);
-        stream_->WritesDone();
-      }
-      ctx_.TryCancel();
-      if (reader_.joinable()) reader_.join();
-      stream_->Finish().IgnoreError();
-    }
-  }
-
-  void Write(const v1::WorkerMessage& m) {
-    std::lock_guard<std::mutex> lock(write_mu_);
-    stream_->Write(m);
-  }
-  void Send(const std::string& job, v1::WorkerMessage m) {
-    m.set_job_id(job);
-    Write(m);
-  }
-  void RankStatus(const std::string& job, int rank, v1::RankPhase phase, int code = 0) {
-    v1::WorkerMessage m;
-    m.mutable_rank_status()->set_rank(rank);
-    m.mutable_rank_status()->set_phase(phase);
-    m.mutable_rank_status()->set_exit_code(code);
-    if (code != 0) m.mutable_rank_status()->set_message("boom");
-    Send(job, m);
-  }
-
-  // The next assignment or cancellation, waiting up to 10 s.
-  std::optional<v1::ServerMessage> Next(int timeout_ms = 10000) {
-    const auto until = steady_clock::now() + milliseconds(timeout_ms);
-    while (steady_clock::now() < until) {
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        if (!inbox_.empty()) {
-          v1::ServerMessage m = inbox_.front();
-          inbox_.pop_front();
-          return m;
-        }
-      }
-      std::this_thread::sleep_for(milliseconds(20));
-    }
-    return std::nullopt;
-  }
-
-  const std::string& id() const { return id_; }
-  const std::string& name() const { return name_; }
-  const grpc::Status& status() const { return status_; }
-  void set_beating(bool on) { beating_ = on; }
-  void set_free_slots(int n) { free_slots_ = n; }
-
- private:
-  std::unique_ptr<v1::WorkerService::Stub> stub_;
-  std::string join_;
-  std::string name_;
-  int slots_;
-  grpc::Status status_;
-  std::string id_;
-  grpc::ClientContext ctx_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>> stream_;
-  std::mutex write_mu_;
-  std::mutex mu_;
-  std::deque<v1::ServerMessage> inbox_;
-  std::thread reader_, beater_;
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> beating_{true};
-  std::atomic<int> free_slots_{1};
-};
 
 class ServerJobsTest : public ServerFixture {
  protected:
@@ -182,24 +61,7 @@ class ServerJobsTest : public ServerFixture {
 
   // Uploads `bytes` as a checkpoint of `job`; returns its sha256.
   std::string Upload(const std::string& job, const std::string& bytes) {
-    auto stub = v1::WorkerService::NewStub(channel_);
-    auto ctx = Ctx(join_);
-    v1::UploadCheckpointResponse response;
-    auto writer = stub->UploadCheckpoint(ctx.get(), &response);
-    v1::UploadCheckpointRequest header;
-    header.mutable_header()->set_job_id(job);
-    header.mutable_header()->set_epoch(1);
-    header.mutable_header()->set_step(4);
-    header.mutable_header()->set_sha256(Sha256Hex(bytes));
-    header.mutable_header()->set_size_bytes(bytes.size());
-    writer->Write(header);
-    v1::UploadCheckpointRequest chunk;
-    chunk.set_chunk(bytes);
-    writer->Write(chunk);
-    writer->WritesDone();
-    grpc::Status s = writer->Finish();
-    EXPECT_TRUE(s.ok()) << Describe(s);
-    return response.sha256();
+    return UploadCheckpoint(channel_, join_, job, bytes);
   }
 
   // Places a world-size-2 job on two fresh one-slot workers and brings it to RUNNING.

@@ -130,6 +130,31 @@ TEST(ValidationTest, GenerateAgainstTheModelsTrainingRange) {
   ExpectInvalid(ValidateGenerateRequest(request), "chunk_showers");
 }
 
+TEST(ValidationTest, ThePerRequestShowerLimitIsTheServersAndNamed) {
+  v1::GenerateRequest request;
+  request.set_model("calo:1");
+  request.mutable_range()->mutable_energy_gev()->set_min(10);
+  request.mutable_range()->mutable_energy_gev()->set_max(100);
+  request.mutable_range()->set_count(100000);
+  EXPECT_TRUE(ValidateGenerateRequest(request).ok()) << "100,000 showers fit the default limit";
+  request.mutable_range()->set_count(kDefaultMaxShowersPerRequest + 1);
+  absl::Status over = ValidateGenerateRequest(request);
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
+  EXPECT_NE(over.message().find("the maximum is 1000000"), absl::string_view::npos) << over;
+  request.mutable_range()->set_count(501);
+  over = ValidateGenerateRequest(request, 500);
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
+  EXPECT_NE(over.message().find("the maximum is 500"), absl::string_view::npos) << over;
+  EXPECT_NE(over.message().find("--max-showers-per-request"), absl::string_view::npos) << over;
+  request.mutable_range()->set_count(500);
+  EXPECT_TRUE(ValidateGenerateRequest(request, 500).ok());
+  request.clear_range();
+  for (int i = 0; i < 3; ++i) request.mutable_list()->add_items()->set_energy_gev(50);
+  over = ValidateGenerateRequest(request, 2);
+  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
+  EXPECT_EQ(over.message().rfind("list.items", 0), 0u) << over;
+}
+
 TEST(ValidationTest, UploadHeaderAndPages) {
   v1::UploadDatasetHeader header;
   header.set_name("electrons-1");

@@ -1,0 +1,205 @@
+// DriverWorker: a test driver speaking the WorkerService protocol directly (register, control
+// stream, heartbeats, rank status, results), and UploadCheckpoint, a helper that streams a
+// checkpoint up as a rank would. Shared by the server's job and generation tests.
+#ifndef GANTRY_TESTS_SERVER_DRIVER_WORKER_H_
+#define GANTRY_TESTS_SERVER_DRIVER_WORKER_H_
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "gantry/base/sha256.h"
+#include "gantry/v1/worker.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+
+namespace gantry::testing {
+
+namespace v1 = ::gantry::v1;
+
+// What a DriverWorker announces about generation (RegisterRequest fields 12 and 13).
+struct DriverServing {
+  std::string endpoint;  // empty = it does not generate
+  std::string secret;
+};
+
+// A test driver of the worker protocol: one registered worker with its Connect stream; heartbeats
+// every 200 ms while `beating` (free slots, and the loaded models set by set_loaded_models).
+class DriverWorker {
+ public:
+  DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
+               int slots, std::vector<std::string> running = {}, DriverServing serving = {})
+      : stub_(v1::WorkerService::NewStub(channel)),
+        join_(std::move(join)),
+        name_(name),
+        slots_(slots) {
+    v1::RegisterRequest reg;
+    reg.set_name(name);
+    reg.set_slots(slots);
+    reg.set_device(v1::DEVICE_KIND_CPU);
+    reg.set_threads_per_rank(1);
+    reg.set_advertise_host("127.0.0.1");
+    reg.set_rendezvous_port_min(30100);
+    reg.set_rendezvous_port_max(30110);
+    reg.set_generation_endpoint(serving.endpoint);
+    reg.set_generation_secret(serving.secret);
+    v1::RegisterResponse registered;
+    grpc::ClientContext rctx;
+    rctx.AddMetadata("authorization", "Bearer " + join_);
+    status_ = stub_->Register(&rctx, reg, &registered);
+    if (!status_.ok()) return;
+    id_ = registered.worker_id();
+    ctx_.AddMetadata("authorization", "Bearer " + join_);
+    stream_ = stub_->Connect(&ctx_);
+    v1::WorkerMessage hello;
+    hello.mutable_hello()->set_worker_id(id_);
+    for (const std::string& j : running) hello.mutable_hello()->add_running_jobs(j);
+    Write(hello);
+    reader_ = std::thread([this] {
+      v1::ServerMessage m;
+      while (stream_->Read(&m)) {
+        if (m.has_ack()) continue;
+        std::lock_guard<std::mutex> lock(mu_);
+        inbox_.push_back(m);
+      }
+    });
+    beater_ = std::thread([this] {
+      while (!stop_) {
+        if (beating_) Heartbeat();
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    });
+  }
+  ~DriverWorker() { Close(); }
+
+  void Close() {
+    if (stop_.exchange(true)) return;
+    if (beater_.joinable()) beater_.join();
+    if (stream_ != nullptr) {
+      {
+        std::lock_guard<std::mutex> lock(write_mu_);
+        stream_->WritesDone();
+      }
+      ctx_.TryCancel();
+      if (reader_.joinable()) reader_.join();
+      stream_->Finish().IgnoreError();
+    }
+  }
+
+  // Sends one heartbeat now.
+  void Heartbeat() {
+    v1::WorkerMessage hb;
+    hb.mutable_heartbeat()->set_free_slots(free_slots_);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (const std::string& sha : loaded_models_) {
+        hb.mutable_heartbeat()->add_loaded_models()->set_checkpoint_sha256(sha);
+      }
+    }
+    Write(hb);
+  }
+  // The checkpoints the heartbeats say are loaded (generation).
+  void set_loaded_models(std::vector<std::string> shas) {
+    std::lock_guard<std::mutex> lock(mu_);
+    loaded_models_ = std::move(shas);
+  }
+
+  void Write(const v1::WorkerMessage& m) {
+    std::lock_guard<std::mutex> lock(write_mu_);
+    stream_->Write(m);
+  }
+  void Send(const std::string& job, v1::WorkerMessage m) {
+    m.set_job_id(job);
+    Write(m);
+  }
+  void RankStatus(const std::string& job, int rank, v1::RankPhase phase, int code = 0) {
+    v1::WorkerMessage m;
+    m.mutable_rank_status()->set_rank(rank);
+    m.mutable_rank_status()->set_phase(phase);
+    m.mutable_rank_status()->set_exit_code(code);
+    if (code != 0) m.mutable_rank_status()->set_message("boom");
+    Send(job, m);
+  }
+
+  // The next assignment or cancellation, waiting up to 10 s.
+  std::optional<v1::ServerMessage> Next(int timeout_ms = 10000) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < until) {
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!inbox_.empty()) {
+          v1::ServerMessage m = inbox_.front();
+          inbox_.pop_front();
+          return m;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return std::nullopt;
+  }
+
+  const std::string& id() const { return id_; }
+  const std::string& name() const { return name_; }
+  const grpc::Status& status() const { return status_; }
+  void set_beating(bool on) { beating_ = on; }
+  void set_free_slots(int n) { free_slots_ = n; }
+
+ private:
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  std::string join_;
+  std::string name_;
+  int slots_;
+  grpc::Status status_;
+  std::string id_;
+  grpc::ClientContext ctx_;
+  std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>> stream_;
+  std::mutex write_mu_;
+  std::mutex mu_;
+  std::deque<v1::ServerMessage> inbox_;
+  std::vector<std::string> loaded_models_;
+  std::thread reader_, beater_;
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> beating_{true};
+  std::atomic<int> free_slots_{1};
+};
+
+// Uploads `bytes` as a checkpoint of `job` through WorkerService.UploadCheckpoint (join token
+// `join`); returns its sha256 (empty, with a test failure, when the upload fails).
+inline std::string UploadCheckpoint(const std::shared_ptr<grpc::Channel>& channel,
+                                    const std::string& join, const std::string& job,
+                                    const std::string& bytes) {
+  auto stub = v1::WorkerService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + join);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::UploadCheckpointResponse response;
+  auto writer = stub->UploadCheckpoint(&ctx, &response);
+  v1::UploadCheckpointRequest header;
+  header.mutable_header()->set_job_id(job);
+  header.mutable_header()->set_epoch(1);
+  header.mutable_header()->set_step(4);
+  header.mutable_header()->set_sha256(Sha256Hex(bytes));
+  header.mutable_header()->set_size_bytes(bytes.size());
+  writer->Write(header);
+  for (size_t at = 0; at < bytes.size(); at += 1 << 20) {
+    v1::UploadCheckpointRequest chunk;
+    chunk.set_chunk(bytes.substr(at, 1 << 20));
+    writer->Write(chunk);
+  }
+  writer->WritesDone();
+  grpc::Status s = writer->Finish();
+  EXPECT_TRUE(s.ok()) << s.error_code() << ": " << s.error_message();
+  return response.sha256();
+}
+
+}  // namespace gantry::testing
+
+#endif  // GANTRY_TESTS_SERVER_DRIVER_WORKER_H_
