@@ -5,14 +5,17 @@
 #include <signal.h>
 
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "gantry/base/sha256.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/agent/daemon_process.h"
 #include "tests/server/server_fixture.h"
+#include "workers/runner/dataset_cache.h"
 
 namespace gantry::testing {
 namespace {
@@ -138,6 +141,37 @@ TEST_F(DaemonServerTest, BadJoinTokenIsRefusedWithExitCode1) {
   EXPECT_EQ(DaemonProcess::RunToExit(args, &output), 1) << output;
   EXPECT_NE(output.find("join token"), std::string::npos) << output;
   EXPECT_FALSE(Find("w-gamma").has_value());
+}
+
+TEST_F(DaemonServerTest, TheServerStoresWhatTheDaemonCaches) {
+  // A dataset already in the worker's cache from an earlier run of the daemon.
+  const std::string cache_dir = dir_.File("cache-w-cache");
+  const std::string bytes(4096, 'x');
+  const std::string key = Sha256Hex(bytes);
+  {
+    runner::DatasetCacheOptions options;
+    options.cache_dir = cache_dir;
+    absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
+        runner::DatasetCache::Create(options);
+    ASSERT_TRUE(cache.ok()) << cache.status();
+    runner::DatasetFill fill;
+    fill.fill =
+        [&bytes](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
+      std::ofstream(part, std::ios::binary) << bytes;
+      return std::map<std::string, std::string>{};
+    };
+    ASSERT_TRUE((*cache)->Acquire(key, fill).ok());
+  }
+  DaemonProcess daemon(DaemonArgs("w-cache"), dir_.File("daemon.log"));
+  ASSERT_TRUE(WaitHeartbeat("w-cache", 0, 15000).has_value()) << daemon.Log();
+  // The scheduler's input: the keys the worker reported, as the server keeps them.
+  const std::string stored =
+      db_.Query("SELECT cached_datasets::text FROM workers WHERE name = 'w-cache'");
+  EXPECT_NE(stored.find(key), std::string::npos) << stored;
+  EXPECT_EQ(db_.Query("SELECT jsonb_array_length(cached_datasets) FROM workers WHERE name = "
+                      "'w-cache'"),
+            "1\n");
+  EXPECT_EQ(daemon.Signal(SIGTERM, 15000), 0) << daemon.Log();
 }
 
 TEST(DaemonFlagsTest, InvalidFlagsExitWith2AndNameTheFlag) {

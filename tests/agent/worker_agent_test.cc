@@ -9,19 +9,23 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <deque>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "gantry/base/sha256.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/agent/daemon_process.h"
 #include "tests/support/temp_dir.h"
+#include "workers/runner/dataset_cache.h"
 
 namespace gantry::agent {
 namespace {
@@ -413,6 +417,83 @@ TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanl
     }
     EXPECT_TRUE(gone) << "rank " << rank << " outlived its daemon";
   }
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
+// Fills `key` = sha256 of `bytes` in the dataset cache at `cache_dir`.
+void FillCacheEntry(const std::string& cache_dir, const std::string& bytes) {
+  runner::DatasetCacheOptions options;
+  options.cache_dir = cache_dir;
+  absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
+      runner::DatasetCache::Create(options);
+  ASSERT_TRUE(cache.ok()) << cache.status();
+  runner::DatasetFill fill;
+  fill.source = "test";
+  fill.fill =
+      [&bytes](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
+    std::ofstream(part, std::ios::binary) << bytes;
+    return std::map<std::string, std::string>{};
+  };
+  absl::StatusOr<runner::DatasetCache::Lease> lease = (*cache)->Acquire(Sha256Hex(bytes), fill);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+}
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(WorkerDaemonProcessTest, ReportsItsDatasetCacheAndEvictsItAtStart) {
+  gantry::testing::TempDir dir;
+  const std::string cache_dir = dir.File("cache");
+  const std::string a(1000, 'a'), b(1000, 'b'), c(1000, 'c'), e(1000, 'e');
+  FillCacheEntry(cache_dir, a);  // the least recently used
+  FillCacheEntry(cache_dir, b);
+  FillCacheEntry(cache_dir, c);
+  // An interrupted download: never reported.
+  std::ofstream(cache_dir + "/datasets/" + Sha256Hex("d") + ".h5.part") << std::string(700, 'd');
+
+  ScriptedWorkerService service;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  gantry::testing::DaemonProcess daemon(
+      {"--server=127.0.0.1:" + std::to_string(port), std::string("--join-token=") + kToken,
+       "--name=cached", "--cache-dir=" + cache_dir, "--cache-max-bytes=2500",
+       "--rank-binary=" FAKE_RANK_BINARY},
+      dir.File("daemon.log"));
+  auto heartbeat_with = [](const std::vector<std::string>& keys, int64_t bytes) {
+    return [keys, bytes](const Received& r) {
+      for (const auto& [s, m] : r) {
+        if (!m.has_heartbeat()) continue;
+        const v1::Heartbeat& hb = m.heartbeat();
+        if (std::vector<std::string>(hb.cached_datasets().begin(), hb.cached_datasets().end()) ==
+                keys &&
+            hb.cache_bytes() == bytes) {
+          return true;
+        }
+      }
+      return false;
+    };
+  };
+  // At start the daemon evicted the least recently used entry to get under 2500 bytes.
+  const std::vector<std::string> kept = Sorted({Sha256Hex(b), Sha256Hex(c)});
+  ASSERT_TRUE(service.WaitFor(heartbeat_with(kept, 2000), absl::Seconds(10))) << daemon.Log();
+  ASSERT_FALSE(service.registers().empty());
+  const v1::RegisterRequest reg = service.registers().front();
+  EXPECT_EQ(std::vector<std::string>(reg.cached_datasets().begin(), reg.cached_datasets().end()),
+            kept);
+  EXPECT_NE(daemon.Log().find("evicted " + Sha256Hex(a)), std::string::npos) << daemon.Log();
+  EXPECT_FALSE(std::ifstream(cache_dir + "/datasets/" + Sha256Hex(a) + ".h5").good());
+
+  // A rank fills another entry while the daemon runs: later heartbeats report it.
+  FillCacheEntry(cache_dir, e);
+  const std::vector<std::string> now = Sorted({Sha256Hex(b), Sha256Hex(c), Sha256Hex(e)});
+  EXPECT_TRUE(service.WaitFor(heartbeat_with(now, 3000), absl::Seconds(15))) << daemon.Log();
+  EXPECT_EQ(daemon.Signal(SIGTERM, 10000), 0) << daemon.Log();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 

@@ -7,12 +7,71 @@
 #include <iostream>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "gantry/base/signals.h"
 #include "workers/agent/agent_flags.h"
 #include "workers/agent/worker_agent.h"
+#include "workers/runner/dataset_cache.h"
 
 namespace gantry::agent {
+namespace {
+
+// What the daemon reports of its dataset cache (RegisterRequest.cached_datasets, Heartbeat
+// cached_datasets and cache_bytes): a DatasetCache summary re-read at most every `interval`, since
+// every read opens each entry's metadata file. Thread-safe.
+class CacheReport {
+ public:
+  CacheReport(std::unique_ptr<runner::DatasetCache> cache, absl::Duration interval)
+      : cache_(std::move(cache)), interval_(interval) {}
+
+  runner::DatasetCacheSummary Get() {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = absl::Now();
+    if (now - read_at_ >= interval_) {
+      summary_ = cache_->Summary();
+      read_at_ = now;
+    }
+    return summary_;
+  }
+
+ private:
+  const std::unique_ptr<runner::DatasetCache> cache_;
+  const absl::Duration interval_;
+  absl::Mutex mu_;
+  runner::DatasetCacheSummary summary_ ABSL_GUARDED_BY(mu_);
+  absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+};
+
+// Opens the dataset cache of <cache-dir>, evicts it down to --cache-max-bytes (entries pinned by
+// ranks that survived a daemon restart stay) and reports it through the agent.
+absl::Status StartDatasetCache(const AgentOptions& options, WorkerAgent& agent) {
+  runner::DatasetCacheOptions cache_options;
+  cache_options.cache_dir = options.cache_dir;
+  cache_options.max_bytes = options.cache_max_bytes;
+  absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
+      runner::DatasetCache::Create(cache_options);
+  if (!cache.ok()) return cache.status();
+  (*cache)->EvictToLimit();
+  const runner::DatasetCacheSummary at_start = (*cache)->Summary();
+  std::cerr << "gantry-worker: dataset cache " << (*cache)->dir() << ": " << at_start.keys.size()
+            << " datasets, " << at_start.bytes << " bytes (limit " << options.cache_max_bytes << ")"
+            << std::endl;
+  auto report = std::make_shared<CacheReport>(*std::move(cache), absl::Seconds(5));
+  agent.AddRegisterSource([report](gantry::v1::RegisterRequest& request) {
+    for (const std::string& key : report->Get().keys) request.add_cached_datasets(key);
+  });
+  agent.AddHeartbeatSource([report](gantry::v1::Heartbeat& heartbeat) {
+    const runner::DatasetCacheSummary summary = report->Get();
+    for (const std::string& key : summary.keys) heartbeat.add_cached_datasets(key);
+    heartbeat.set_cache_bytes(summary.bytes);
+  });
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 int DaemonMain(const std::vector<std::string>& args,
                const std::vector<DaemonExtensionFactory>& extensions) {
@@ -43,7 +102,12 @@ int DaemonMain(const std::vector<std::string>& args,
     }
     if (*part != nullptr) parts.push_back(*std::move(part));
   }
+  const AgentOptions resolved = *options;
   WorkerAgent agent(*std::move(options));
+  if (absl::Status st = StartDatasetCache(resolved, agent); !st.ok()) {
+    std::cerr << "gantry-worker daemon: dataset cache: " << st.message() << std::endl;
+    return 1;
+  }
   for (auto& part : parts) {
     if (absl::Status st = part->Start(agent); !st.ok()) {
       std::cerr << "gantry-worker daemon: " << st.message() << std::endl;
