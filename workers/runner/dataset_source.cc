@@ -1,5 +1,8 @@
 #include "workers/runner/dataset_source.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -130,6 +133,33 @@ absl::StatusOr<FileStamp> StampOf(const std::string& path) {
 std::string IndexPath(const DatasetCache& cache, const std::string& source) {
   return absl::StrCat(cache.dir(), "/file-index/", Sha256Hex(source));
 }
+
+// An flock held on a file of the index while one process hashes a source.
+class SourceLock {
+ public:
+  static absl::StatusOr<std::unique_ptr<SourceLock>> Take(const std::string& path) {
+    std::error_code ec;
+    fs::create_directories(fs::path(path).parent_path(), ec);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot open ", path));
+    int rc;
+    do {
+      rc = ::flock(fd, LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      ::close(fd);
+      return absl::UnavailableError(absl::StrCat("cannot lock ", path));
+    }
+    return std::unique_ptr<SourceLock>(new SourceLock(fd));
+  }
+  ~SourceLock() { ::close(fd_); }
+  SourceLock(const SourceLock&) = delete;
+  SourceLock& operator=(const SourceLock&) = delete;
+
+ private:
+  explicit SourceLock(int fd) : fd_(fd) {}
+  const int fd_;
+};
 
 std::string IndexLookup(const DatasetCache& cache, const std::string& source,
                         const FileStamp& stamp) {
@@ -262,7 +292,12 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
     return InspectFilled(part);
   };
   // The key without reading the source: the assignment's hash, else the index of sources hashed
-  // before (same size, mtime and inode).
+  // before (same size, mtime and inode). Ranks of one worker look the index up one at a time, so
+  // only the first copies and hashes the source; the others find its index entry.
+  std::unique_ptr<SourceLock> source_lock;
+  if (expected_sha256.empty()) {
+    ASSIGN_OR_RETURN(source_lock, SourceLock::Take(IndexPath(cache, path) + ".lock"));
+  }
   std::string key = expected_sha256;
   if (key.empty()) key = IndexLookup(cache, path, stamp);
   if (!key.empty()) {

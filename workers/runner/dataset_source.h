@@ -4,6 +4,12 @@
 // and written uncompressed (key = sha256 of data::FormatToyMcSpec), "file:///abs/path.h5" is copied
 // in with its bytes hashed (key = the file's sha256). Every kind ends as a pinned, verified cache
 // file (MaterializedDataset::local_path). Torch-free.
+//
+// file:// sources are hashed only when needed: the assignment's sha256 (when given) is the key;
+// else <cache>/datasets/file-index/<sha256(path)> remembers the key of the source's (size, mtime,
+// inode), so an unchanged large file is not read again for the next job. A file rewritten in place
+// with the same size, mtime and inode would be missed (the cached copy is then used); anything that
+// changes the mtime is noticed.
 #ifndef GANTRY_WORKERS_RUNNER_DATASET_SOURCE_H_
 #define GANTRY_WORKERS_RUNNER_DATASET_SOURCE_H_
 
