@@ -17,6 +17,8 @@
 #include "workers/agent/daemon_main.h"
 #include "workers/app/local_commands.h"
 #include "workers/app/rank_command.h"
+#include "workers/serving/checkpoint_model_loader.h"
+#include "workers/serving/serving_extension.h"
 
 namespace {
 
@@ -36,7 +38,9 @@ constexpr char kUsage[] =
     "                  cancelled, 1 failed)\n"
     "  daemon          --server=host:port (--join-token=T | --join-token-file=F) [--name --slots\n"
     "                  --device --threads --labels --cache-dir --cache-max-bytes --advertise-host\n"
-    "                  --rendezvous-ports --work-dir] (the worker daemon; `daemon --help`)\n";
+    "                  --rendezvous-ports --work-dir --serve-port --max-batch-size\n"
+    "                  --max-queue-delay-ms --max-queued-requests --model-cache-bytes\n"
+    "                  --serve-threads] (the worker daemon; `daemon --help`)\n";
 
 // --key=value or --key value flags into a map; INVALID_ARGUMENT for anything else.
 absl::Status ParseFlags(int argc, char** argv, std::map<std::string, std::string>* flags) {
@@ -164,7 +168,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (std::string(argv[1]) == "daemon") {  // its own flags and exit codes (daemon_main.h)
-    return gantry::agent::DaemonMain(std::vector<std::string>(argv + 2, argv + argc));
+    // The daemon itself serves generation (ranks never do): workers/serving.
+    return gantry::agent::DaemonMain(
+        std::vector<std::string>(argv + 2, argv + argc),
+        {gantry::serving::ServingExtensionFactory(gantry::serving::MakeDaemonModelLoader)});
   }
   std::map<std::string, std::string> raw;
   absl::Status status = ParseFlags(argc, argv, &raw);
@@ -175,6 +182,7 @@ int main(int argc, char** argv) {
     f.Num("control-fd", &o.control_fd);
     f.Str("server", &o.server);
     f.Str("cache-dir", &o.cache_dir);
+    f.Num("cache-max-bytes", &o.cache_max_bytes);
     f.Str("work-dir", &o.work_dir);
     f.Str("bind-host", &o.bind_host);
     f.Num("max-steps-per-epoch", &o.max_steps_per_epoch);  // test hook
