@@ -34,9 +34,10 @@ struct PrefetchOptions {
 class PrefetchingBatchSource : public BatchSource {
  public:
   // Trains on the file events `candidates` (ascending file indices, e.g. a hold-out split's
-  // training events) that pass PassesEventSelection: one sequential pass over them (bounded
-  // memory) finds those and checks every cell. INVALID_ARGUMENT when the file's layout or grid
-  // does not fit `config`, when no candidate passes, for a candidate outside the file or bad
+  // training events) that pass PassesEventSelection: when the config selects (min_event_sum_gev
+  // >= 0) one sequential pass over them (bounded memory) finds those and checks every cell;
+  // otherwise cells are checked as batches are read. INVALID_ARGUMENT when the file's layout or
+  // grid does not fit `config`, when no candidate passes, for a candidate outside the file or bad
   // options; a read error's status.
   static absl::StatusOr<std::unique_ptr<PrefetchingBatchSource>> Create(
       const ModelConfig& config, std::shared_ptr<const data::ShowerFileReader> reader,

@@ -219,24 +219,10 @@ absl::StatusOr<StepReport> Trainer::Step() {
       }
       dropout_rng_->set_current_seed(base ^ (0x9E3779B97F4A7C15ULL * (options_.rank + 1)));
     }
-    // This rank's slice of the permutation, as planned with the source.
-    const auto wait_start = std::chrono::steady_clock::now();
-    absl::StatusOr<RealBatch> batch = source_->Next();
-    report.data_wait_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-    if (!batch.ok()) {
-      return absl::Status(batch.status().code(),
-                          absl::StrCat("reading the batch of step ", s.step + 1, " (epoch ",
-                                       s.epoch + 1, "): ", batch.status().message()));
-    }
-    const at::Tensor images = batch->images;
-    const int64_t n = images.size(0);
+    const int64_t n = batch_size_;
     // float32 normally; float64 when the models and data were converted (precise comparisons).
     const at::ScalarType dtype = source_->dtype();
     HeadLabels real;
-    real.energy100 = batch->energy100;
-    real.ecal = batch->ecal;
-    if (c.variable_angle()) real.theta = batch->theta;
 
     auto sample_conditions = [&](HeadLabels& labels) {
       labels.energy100 = local(at::empty({global, 1}, dtype)
@@ -272,6 +258,26 @@ absl::StatusOr<StepReport> Trainer::Step() {
     }
     real.real = real_fake_labels(1.0);
     fake.real = real_fake_labels(0.0);
+
+    // This rank's slice of the permutation, as planned with the source, asked for as late as
+    // possible (the generated batch above gives a prefetching source time after an epoch start).
+    const auto wait_start = std::chrono::steady_clock::now();
+    absl::StatusOr<RealBatch> batch = source_->Next();
+    report.data_wait_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+    if (!batch.ok()) {
+      return absl::Status(batch.status().code(),
+                          absl::StrCat("reading the batch of step ", s.step + 1, " (epoch ",
+                                       s.epoch + 1, "): ", batch.status().message()));
+    }
+    const at::Tensor images = batch->images;
+    if (images.size(0) != n) {
+      return absl::InternalError(
+          absl::StrCat("the batch source returned ", images.size(0), " events for a batch of ", n));
+    }
+    real.energy100 = batch->energy100;
+    real.ecal = batch->ecal;
+    if (c.variable_angle()) real.theta = batch->theta;
 
     // Discriminator: one update on the real batch, one on the generated batch (Keras
     // train_on_batch twice).
