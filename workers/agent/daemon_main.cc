@@ -19,6 +19,12 @@
 namespace gantry::agent {
 namespace {
 
+// Threads that libraries start before main (OpenBLAS's pool in gantry-worker) do not block
+// SIGTERM/SIGINT; a signal the kernel delivers to one of them runs this handler instead of
+// killing the process, and the signal thread picks it up.
+volatile sig_atomic_t g_stop_signal = 0;
+void RecordStopSignal(int sig) { g_stop_signal = sig; }
+
 // What the daemon reports of its dataset cache (RegisterRequest.cached_datasets, Heartbeat
 // cached_datasets and cache_bytes): a DatasetCache summary re-read at most every `interval`, since
 // every read opens each entry's metadata file. Thread-safe.
@@ -92,6 +98,10 @@ int DaemonMain(const std::vector<std::string>& args,
   // Signals are taken synchronously by one thread; every other thread (gRPC's, the supervisors')
   // inherits the blocked mask. Rank processes unblock them before exec.
   const sigset_t signals = BlockTerminationSignals();
+  struct sigaction record {};
+  record.sa_handler = RecordStopSignal;
+  sigaction(SIGTERM, &record, nullptr);
+  sigaction(SIGINT, &record, nullptr);
 
   std::vector<std::unique_ptr<DaemonExtension>> parts;
   for (const DaemonExtensionFactory& make : extensions) {
@@ -122,7 +132,8 @@ int DaemonMain(const std::vector<std::string>& args,
   std::thread signal_thread([&] {
     while (!done.load()) {
       timespec timeout{0, 200 * 1000 * 1000};
-      const int sig = sigtimedwait(&signals, nullptr, &timeout);
+      int sig = sigtimedwait(&signals, nullptr, &timeout);
+      if (sig <= 0 && g_stop_signal != 0) sig = g_stop_signal;
       if (sig == SIGINT || sig == SIGTERM) {
         std::cerr << "gantry-worker: signal " << sig << ", stopping ranks and exiting" << std::endl;
         agent.Stop();
