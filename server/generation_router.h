@@ -58,7 +58,8 @@ class GenerationRouter {
   };
 
   // Register: (re)sets the worker's endpoint and secret; an empty endpoint means it does not
-  // serve. A re-registration is a new daemon process: its loaded models are forgotten.
+  // serve. Daemons register at the start of every session (a restart, a reconnect): what it had
+  // loaded is forgotten until its next heartbeat says again.
   void OnRegister(const std::string& worker_id, const gantry::v1::RegisterRequest& request);
   // The control stream opened (a valid hello) or ended / its lease expired.
   void OnConnect(const std::string& worker_id);
