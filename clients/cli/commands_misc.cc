@@ -102,6 +102,10 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
     if (n <= 0) return UsageError(absl::StrCat("--count: must be positive, got ", n));
     count = n;
   }
+  if (energies.size() == 1 && count.has_value() && !energy_range.has_value()) {
+    energy_range = absl::StrCat(energies[0], ":", energies[0]);  // N showers at one energy
+    energies.clear();
+  }
   if (!energies.empty() && energy_range.has_value()) {
     return UsageError("give either --energy GEV (repeatable) or --energy MIN:MAX, not both");
   }
@@ -133,9 +137,7 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
           absl::StrCat("--theta: give one value for all showers or one per --energy (",
                        energies.size(), "), got ", thetas.size()));
     }
-    // --energy E --count N: N showers at E.
-    const size_t repeat = count.has_value() ? static_cast<size_t>(*count) : 1;
-    if (count.has_value() && energies.size() != 1) {
+    if (count.has_value()) {
       return UsageError("--count with a list of --energy values: give one --energy or MIN:MAX");
     }
     for (size_t i = 0; i < energies.size(); ++i) {
@@ -144,11 +146,9 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
       if (!thetas.empty()) {
         ASSIGN_OR_RETURN(theta, ParseDoubleFlag("theta", thetas[thetas.size() == 1 ? 0 : i]));
       }
-      for (size_t r = 0; r < repeat; ++r) {
-        v1::Condition* condition = request.mutable_list()->add_items();
-        condition->set_energy_gev(energy);
-        if (theta.has_value()) condition->set_theta_rad(*theta);
-      }
+      v1::Condition* condition = request.mutable_list()->add_items();
+      condition->set_energy_gev(energy);
+      if (theta.has_value()) condition->set_theta_rad(*theta);
     }
   }
   if (auto particle = args.Get("particle"); particle.has_value()) {
@@ -183,7 +183,11 @@ absl::Status Generate(CommandContext& context) {
     if (out_path.has_value()) return UsageError("give --out or --output, not both");
     out_path = output;
   }
-  // The model first: its particle names the file's particle and its training range is the default.
+  // Usage errors before any network traffic: a placeholder model stands in for the training range.
+  v1::ModelVersion placeholder;
+  placeholder.mutable_energy_range_gev()->set_max(1);
+  RETURN_IF_ERROR(BuildGenerateRequest(args, placeholder).status());
+  // The model: its particle names the file's particle and its training range is the default.
   v1::GetModelRequest get;
   get.set_model(args.Positional(0));
   v1::ModelVersion model;
@@ -238,14 +242,23 @@ absl::Status Generate(CommandContext& context) {
     return status;
   }
   if (!shape.empty()) shape[0] = showers;
+  // The seed the server used (it draws one when --seed is not given): rerun with it for the same
+  // showers.
+  std::string seed = request.seed() != 0 ? absl::StrCat(request.seed()) : "";
+  const auto& metadata = rpc->GetServerInitialMetadata();
+  if (auto it = metadata.find("gantry-seed"); it != metadata.end()) {
+    seed = std::string(it->second.data(), it->second.size());
+  }
   if (context.json) {
     if (output != nullptr) {
       context.out << "{\"showers\":" << showers << ",\"shape\":[" << absl::StrJoin(shape, ",")
-                  << "],\"modelRef\":\"" << model_ref << "\",\"out\":\"" << *out_path << "\"}\n";
+                  << "],\"modelRef\":\"" << model_ref << "\",\"seed\":\"" << seed << "\",\"out\":\""
+                  << *out_path << "\"}\n";
     }
   } else {
     context.out << "generated " << showers << " showers of shape " << absl::StrJoin(shape, "x")
                 << " from " << model_ref;
+    if (!seed.empty()) context.out << " (seed " << seed << ")";
     if (output != nullptr) context.out << " -> " << *out_path;
     context.out << '\n';
   }

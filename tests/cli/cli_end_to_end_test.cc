@@ -444,11 +444,13 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   CommandResult tagged = Alice({"models", "list", "--tag", "stage=prod"});
   EXPECT_THAT(tagged.out, HasSubstr("ele:1"));
 
-  // A valid request for a registered model: generation serving is issue 5.
+  // A valid request for a registered model, but no gantry-worker daemon serves generation here
+  // (tests/cli/cli_generate_e2e_test.cc runs one).
   CommandResult generate =
       Alice({"generate", "ele@champion", "--energy", "100", "--energy", "200"});
   EXPECT_EQ(generate.exit_code, 1);
-  EXPECT_THAT(generate.err, StartsWith("gantry: UNIMPLEMENTED: "));
+  EXPECT_THAT(generate.err, StartsWith("gantry: UNAVAILABLE: "));
+  EXPECT_THAT(generate.err, HasSubstr("no worker serves generation"));
   CommandResult outside = Alice({"generate", "ele:1", "--energy", "900"});
   EXPECT_EQ(outside.exit_code, 1);
   EXPECT_THAT(outside.err, ::testing::Not(HasSubstr("UNIMPLEMENTED"))) << outside.err;
