@@ -99,7 +99,7 @@ TEST(DynamicBatcherTest, SingleShowerWaitsAboutMaxQueueDelay) {
     ASSERT_TRUE(ReadAll(*stream).ok());
     const absl::Duration took = absl::Now() - start;
     EXPECT_GE(took, delay);
-    EXPECT_LT(took, delay + absl::Milliseconds(100)) << "delay " << delay;
+    EXPECT_LT(took, delay + absl::Milliseconds(500)) << "delay " << delay;
   }
 }
 
@@ -146,7 +146,9 @@ TEST(DynamicBatcherTest, DeadlineIsEnforcedByTheSchedulerToo) {
   o.max_queue_delay = absl::Seconds(30);
   DynamicBatcher batcher(o, &backend, nullptr);
   auto late = *batcher.Submit(Plan(1, 3), absl::Now() + absl::Milliseconds(50));
-  absl::SleepFor(absl::Milliseconds(200));
+  for (int i = 0; i < 100 && batcher.stats().queued_showers > 0; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
   EXPECT_EQ(batcher.stats().queued_showers, 0);
   auto other = *batcher.Submit(Plan(2, 4), absl::InfiniteFuture());
   ASSERT_TRUE(ReadAll(*other).ok());
@@ -224,7 +226,11 @@ TEST(DynamicBatcherTest, BackpressureBoundsShowersHeldForASlowReader) {
   const int chunk = 16;
   const int64_t capacity = std::max(4 * chunk, 2 * o.max_batch_size);  // 64
   auto stream = *batcher.Submit(Plan(5, 10000, chunk), absl::InfiniteFuture());
-  absl::SleepFor(absl::Milliseconds(300));  // nobody reads
+  // Nobody reads: production stops at the request's capacity.
+  for (int i = 0; i < 100 && backend.showers_run() < capacity; ++i) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  absl::SleepFor(absl::Milliseconds(200));
   EXPECT_EQ(backend.showers_run(), capacity);
   int64_t read = 0;
   int64_t worst = 0;
