@@ -41,7 +41,7 @@ struct BatcherOptions {
   absl::Duration max_queue_delay =
       absl::Milliseconds(2);       // wait for more showers at most this long
   int max_queued_requests = 1024;  // requests with showers still to produce
-  int buffered_chunks = 4;         // per request, see backpressure above
+  int buffered_chunks = 2;         // per request, see backpressure above
 };
 
 class DynamicBatcher {
