@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -101,6 +102,7 @@ absl::StatusOr<ModelCache::Lease> ModelCache::Acquire(const gantry::v1::ServedMo
     }
   }
 
+  const absl::Time load_start = absl::Now();
   absl::StatusOr<std::unique_ptr<BatchBackend>> backend = loader_(model);
   std::shared_ptr<ServableModel> loaded;
   absl::Status error;
@@ -135,6 +137,10 @@ absl::StatusOr<ModelCache::Lease> ModelCache::Acquire(const gantry::v1::ServedMo
         entry->state = Entry::State::kReady;
         entry->last_used = absl::Now();
         ++loads_;
+        std::cerr << "gantry-worker: loaded model " << sha.substr(0, 12) << " ("
+                  << model.model_ref() << ", " << bytes << " bytes) in "
+                  << absl::ToDoubleSeconds(absl::Now() - load_start) << " s; model cache "
+                  << total_bytes_ << " of " << options_.max_bytes << " bytes" << std::endl;
       }
     }
     if (!error.ok()) {
@@ -166,6 +172,8 @@ std::vector<std::shared_ptr<ServableModel>> ModelCache::EvictLocked() {
     victims.push_back(std::move(lru->model));
     entries_.erase(lru->sha256);
     ++unloads_;
+    std::cerr << "gantry-worker: unloaded model " << lru->sha256.substr(0, 12)
+              << " (least recently used) to fit the model cache" << std::endl;
   }
   return victims;
 }
