@@ -82,6 +82,7 @@ class RankLauncherTest : public ::testing::Test {
     o.server = "127.0.0.1:1";
     o.join_token = "join-secret-42";
     o.cache_dir = dir_.File("cache");
+    o.cache_max_bytes = 123456789;
     o.work_root = dir_.File("work");
     o.kill_grace = absl::Seconds(5);
     launcher_ = std::make_unique<RankLauncher>(
@@ -139,6 +140,7 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   EXPECT_NE(args.find("--control-fd=3"), std::string::npos);
   EXPECT_NE(args.find("--server=127.0.0.1:1"), std::string::npos);
   EXPECT_NE(args.find("--cache-dir=" + dir_.File("cache")), std::string::npos);
+  EXPECT_NE(args.find("--cache-max-bytes=123456789"), std::string::npos) << args;
   EXPECT_NE(args.find("--work-dir=" + WorkDir("job-a", 1)), std::string::npos);
   EXPECT_EQ(args.find("join-secret-42"), std::string::npos);
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/token.txt"), "join-secret-42");

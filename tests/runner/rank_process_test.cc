@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -546,6 +547,38 @@ TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {
   absl::StatusOr<gan::TrainingState> state = gan::ReadCheckpoint(dir_.File("dp.ckpt"));
   ASSERT_TRUE(state.ok()) << state.status();
   EXPECT_EQ(state->step, 4);
+}
+
+TEST_F(RankProcessTest, SecondJobOnTheSameDatasetUsesTheWorkersCache) {
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_hyper_parameters()->set_epochs(1);
+  absl::StatusOr<data::ToyMcConfig> toy = data::ParseToyMcSpec(spec.dataset());
+  ASSERT_TRUE(toy.ok());
+  const std::string key = Sha256Hex(data::FormatToyMcSpec(*toy));
+  const std::string cached = dir_.File("cache") + "/datasets/" + key + ".h5";
+
+  // The first job simulates the toy sample once and leaves it in the worker's cache.
+  const std::string first_job = SubmitJob(spec);
+  std::vector<std::string> flags = StandardFlags(WriteAssignment(AssignmentFor(first_job, spec)));
+  flags.push_back("--cache-max-bytes=1073741824");
+  RankRun first = Run(flags);
+  ASSERT_EQ(first.exit_code, 0) << first.stderr_text << first.Logs();
+  struct stat before;
+  ASSERT_EQ(::stat(cached.c_str(), &before), 0) << first.Logs();
+
+  // The second job on the same worker reuses it: the file is not written again.
+  const std::string second_job = SubmitJob(spec);
+  flags = StandardFlags(WriteAssignment(AssignmentFor(second_job, spec), "second.pb"));
+  flags.push_back("--cache-max-bytes=1073741824");
+  RankRun second = Run(flags, nullptr, "second");
+  ASSERT_EQ(second.exit_code, 0) << second.stderr_text << second.Logs();
+  struct stat after;
+  ASSERT_EQ(::stat(cached.c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_EQ(after.st_mtim.tv_sec, before.st_mtim.tv_sec);
+  EXPECT_EQ(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
+  EXPECT_NE(second.Logs().find("from the cache"), std::string::npos) << second.Logs();
+  EXPECT_EQ(first.Logs().find("from the cache"), std::string::npos) << first.Logs();
 }
 
 }  // namespace

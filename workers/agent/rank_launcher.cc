@@ -145,6 +145,7 @@ absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
                                    absl::StrCat("--control-fd=", kChildControlFd),
                                    "--server=" + options_.server,
                                    "--cache-dir=" + options_.cache_dir,
+                                   absl::StrCat("--cache-max-bytes=", options_.cache_max_bytes),
                                    "--work-dir=" + work_dir};
   std::vector<std::string> env;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

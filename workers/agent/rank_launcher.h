@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -28,7 +29,9 @@ struct RankLauncherOptions {
   std::string server;      // passed as --server
   std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
   std::string cache_dir;   // passed as --cache-dir
-  std::string work_root;   // a rank's scratch is <work_root>/<job_id>/rank-<r>
+  // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
+  int64_t cache_max_bytes = 0;
+  std::string work_root;  // a rank's scratch is <work_root>/<job_id>/rank-<r>
   absl::Duration kill_grace = absl::Seconds(5);  // SIGTERM -> SIGKILL
   int max_ranks = 0;                             // live ranks at once; 0 = unlimited
   // SIGKILL ranks when the daemon dies (kill -9 included) instead of leaving them orphaned.
@@ -49,13 +52,13 @@ class RankLauncher {
   RankLauncher& operator=(const RankLauncher&) = delete;
 
   // Writes <work dir>/assignment.pb and starts `<rank_binary> rank --assignment=<path>
-  // --control-fd=3 --server=... --cache-dir=... --work-dir=<work dir>` with stdout and stderr
-  // appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, rank) is still running here,
-  // RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT for a job id unfit for a
-  // path, UNAVAILABLE after StopAll began, INTERNAL when no process could be started (nothing is
-  // sent to the sink then). An exec failure is reported as RANK_EXITED with exit code 127. With
-  // die_with_daemon the kernel SIGKILLs the rank if the calling thread exits first
-  // (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the launcher.
+  // --control-fd=3 --server=... --cache-dir=... --cache-max-bytes=N --work-dir=<work dir>` with
+  // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, rank) is
+  // still running here, RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT for a
+  // job id unfit for a path, UNAVAILABLE after StopAll began, INTERNAL when no process could be
+  // started (nothing is sent to the sink then). An exec failure is reported as RANK_EXITED with
+  // exit code 127. With die_with_daemon the kernel SIGKILLs the rank if the calling thread exits
+  // first (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the launcher.
   absl::Status Launch(const gantry::v1::Assignment& assignment);
 
   // Sends SIGTERM to the process group of every rank of `job_id` (SIGKILL after kill_grace);

@@ -59,6 +59,7 @@ WorkerAgent::WorkerAgent(AgentOptions options) : options_(std::move(options)) {
   launch.server = options_.server;
   launch.join_token = options_.join_token;
   launch.cache_dir = options_.cache_dir;
+  launch.cache_max_bytes = options_.cache_max_bytes;
   launch.work_root = options_.work_dir;
   launch.kill_grace = absl::Milliseconds(options_.kill_grace_ms);
   launch.max_ranks = options_.slots;
