@@ -308,9 +308,9 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
     }
     // A stale index entry (the file changed in place within the mtime resolution): hash again.
   }
-  // Unknown key: copy and hash once into a private staging file, then hand it to the cache.
-  const std::string staging = absl::StrCat(cache.dir(), "/staging-", ::getpid(), "-",
-                                           Sha256Hex(path).substr(0, 16), ".part");
+  // Unknown key: copy and hash once into a staging file, then hand it to the cache. Only the
+  // holder of source_lock writes it, so a leftover of a killed rank is simply overwritten.
+  const std::string staging = IndexPath(cache, path) + ".staging";
   absl::StatusOr<std::string> sha = CopyHashing(path, staging);
   std::error_code ec;
   if (!sha.ok()) {
