@@ -39,6 +39,34 @@ int64_t ShowersIn(const v1::GenerateChunk& chunk) {
 
 }  // namespace
 
+bool GenerationService::WriteWithinLimit(const v1::GenerateChunk& chunk,
+                                         grpc::ServerWriter<v1::GenerateChunk>* writer) {
+  // What the server may send in one message, less room for the fields around the showers.
+  const int64_t limit = backend_.options.max_message_bytes - (64 << 10);
+  const int64_t n = chunk.shape_size() > 0 ? chunk.shape(0) : 0;
+  if (static_cast<int64_t>(chunk.ByteSizeLong()) <= limit || n <= 1 ||
+      chunk.showers().size() % n != 0 || chunk.conditions_size() != n) {
+    return writer->Write(chunk);
+  }
+  // Too big for one message (e.g. 1024 showers of 51x51x25 cells): split it by showers, each
+  // part a valid chunk with its own offset and conditions.
+  const int64_t per_shower = static_cast<int64_t>(chunk.showers().size()) / n;
+  const int64_t per_part = std::max<int64_t>(1, limit / std::max<int64_t>(1, per_shower + 64));
+  v1::GenerateChunk part;
+  for (int64_t first = 0; first < n; first += per_part) {
+    const int64_t k = std::min(per_part, n - first);
+    part.Clear();
+    part.set_showers(chunk.showers().substr(first * per_shower, k * per_shower));
+    part.add_shape(k);
+    for (int i = 1; i < chunk.shape_size(); ++i) part.add_shape(chunk.shape(i));
+    for (int64_t i = first; i < first + k; ++i) *part.add_conditions() = chunk.conditions(i);
+    part.set_offset(chunk.offset() + first);
+    part.set_model_ref(chunk.model_ref());
+    if (!writer->Write(part)) return false;
+  }
+  return true;
+}
+
 grpc::Status GenerationService::Generate(grpc::ServerContext* context,
                                          const v1::GenerateRequest* request,
                                          grpc::ServerWriter<v1::GenerateChunk>* writer) {
@@ -127,7 +155,7 @@ GenerationService::Attempt GenerationService::CallWorker(
     if (a.chunks++ == 0) context->AddInitialMetadata("gantry-worker", worker.name);
     if (chunk.model_ref().empty()) chunk.set_model_ref(work.model().model_ref());
     // Blocks while the client's flow-control window is full; the worker's stream waits with it.
-    if (!writer->Write(chunk)) {
+    if (!WriteWithinLimit(chunk, writer)) {
       client_gone = true;
       ctx->TryCancel();
       break;

@@ -48,6 +48,11 @@ class GenerationService final : public gantry::v1::GenerationService::Service {
                      const gantry::v1::WorkerGenerateRequest& work, int64_t count,
                      grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);
 
+  // Writes `chunk` to the client, split into several chunks when it is larger than the server's
+  // message size limit (options.max_message_bytes). False once the client is gone.
+  bool WriteWithinLimit(const gantry::v1::GenerateChunk& chunk,
+                        grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);
+
   Backend& backend_;
   GenerationRouter& router_;
   WorkerChannelPool channels_;

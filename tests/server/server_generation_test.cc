@@ -267,6 +267,46 @@ TEST_F(ServerGenerationTest, AHundredThousandShowersStreamWithoutBeingBuffered) 
       << over.status.error_message();
 }
 
+TEST_F(ServerGenerationTest, AChunkLargerThanTheMessageLimitIsSplit) {
+  GenWorker alpha = AddWorker("alpha", {sha_});
+  alpha.fake->set_cells(25);  // 62.5 kB a shower: 300 showers are one 18.75 MB worker chunk
+  LetHeartbeatsLand();
+  v1::GenerateRequest r;
+  r.set_model("calo:1");
+  r.mutable_range()->mutable_energy_gev()->set_min(10);
+  r.mutable_range()->mutable_energy_gev()->set_max(100);
+  r.mutable_range()->set_count(300);
+  r.set_chunk_showers(300);
+  r.set_seed(5);
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  auto channel =
+      grpc::CreateCustomChannel(server_->address(), grpc::InsecureChannelCredentials(), args);
+  auto stub = v1::GenerationService::NewStub(channel);
+  auto ctx = Ctx(token_, 60000);
+  auto reader = stub->Generate(ctx.get(), r);
+  v1::GenerateChunk chunk;
+  int64_t next = 0, parts = 0;
+  while (reader->Read(&chunk)) {
+    ++parts;
+    EXPECT_LE(chunk.ByteSizeLong(), 16u << 20) << "over the server's 16 MiB message limit";
+    EXPECT_EQ(chunk.offset(), next);
+    ASSERT_EQ(chunk.conditions_size(), chunk.shape(0));
+    ASSERT_EQ(chunk.showers().size(), chunk.shape(0) * 15625 * sizeof(float));
+    // The last cell of the part's first shower is the one the worker made for that index.
+    float cell;
+    std::memcpy(&cell, chunk.showers().data() + 15624 * sizeof(float), sizeof(float));
+    EXPECT_FLOAT_EQ(cell,
+                    FakeGenerationWorker::Cell(5, next, chunk.conditions(0).energy_gev(), 15624));
+    next += chunk.shape(0);
+  }
+  grpc::Status s = reader->Finish();
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(next, 300);
+  EXPECT_GE(parts, 2);
+  EXPECT_EQ(alpha.fake->chunks_written(), 1);
+}
+
 TEST_F(ServerGenerationTest, ConcurrentClientsGetTheirOwnShowers) {
   GenWorker alpha = AddWorker("alpha", {sha_});
   GenWorker beta = AddWorker("beta", {sha_});
