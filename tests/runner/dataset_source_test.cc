@@ -295,6 +295,15 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->from_cache);
   EXPECT_EQ(first->local_path, dir.path() + "/datasets/" + first->sha256 + ".h5");
+  // The cached file holds exactly the simulated sample.
+  absl::StatusOr<data::ToyMcConfig> config = data::ParseToyMcSpec(spec);
+  ASSERT_TRUE(config.ok());
+  absl::StatusOr<data::ShowerSet> simulated = data::SimulateToyMc(*config);
+  ASSERT_TRUE(simulated.ok());
+  EXPECT_EQ(first->showers.cells, simulated->cells);
+  EXPECT_EQ(first->showers.energy_gev, simulated->energy_gev);
+  EXPECT_EQ(first->showers.theta_rad, simulated->theta_rad);
+  EXPECT_EQ(first->showers.layout, data::Layout::kVariableAngle3DGan);
   // Another job (another rank process, here another DatasetSource) reads the cached file.
   absl::StatusOr<MaterializedDataset> second =
       DatasetSource(DatasetSourceOptions{"", "", dir.path()}).Materialize(spec, first->sha256);

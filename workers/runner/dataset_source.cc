@@ -24,6 +24,7 @@
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "workers/data/hdf5_io.h"
+#include "workers/data/shower_file_writer.h"
 #include "workers/data/toy_mc.h"
 
 namespace gantry::runner {
@@ -217,11 +218,10 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
   if (!cache.ok()) return Annotate(cache.status(), reference);
 
   MaterializedDataset out;
-  data::ShowerSet simulated;
   absl::StatusOr<DatasetCache::Lease> lease;
   switch (kind) {
     case kToyMc:
-      lease = FromToyMc(**cache, reference, expected_sha256, &simulated);
+      lease = FromToyMc(**cache, reference, expected_sha256);
       break;
     case kFile:
       lease = FromFile(**cache, reference, expected_sha256);
@@ -241,22 +241,17 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
   if (absl::Status s = SetRanges(lease->entry(), out); !s.ok()) return Annotate(s, reference);
   out.lease = std::make_shared<const DatasetCache::Lease>(*std::move(lease));
   if (options_.load_showers) {
-    if (!simulated.cells.empty() || simulated.events() > 0) {
-      out.showers = std::move(simulated);  // just written to the cache: the same events
-    } else {
-      absl::StatusOr<data::ShowerSet> showers = data::ReadShowerFile(out.local_path);
-      if (!showers.ok()) return Annotate(showers.status(), reference);
-      out.showers = *std::move(showers);
-    }
+    // Every rank reads the same cached bytes, whoever filled them.
+    absl::StatusOr<data::ShowerSet> showers = data::ReadShowerFile(out.local_path);
+    if (!showers.ok()) return Annotate(showers.status(), reference);
+    out.showers = *std::move(showers);
     if (out.showers.particle.empty()) out.showers.particle = out.particle;
   }
   return out;
 }
 
-absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(DatasetCache& cache,
-                                                             const std::string& reference,
-                                                             const std::string& expected_sha256,
-                                                             data::ShowerSet* simulated) const {
+absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(
+    DatasetCache& cache, const std::string& reference, const std::string& expected_sha256) const {
   ASSIGN_OR_RETURN(data::ToyMcConfig config, data::ParseToyMcSpec(reference));
   config.threads = std::max(config.threads, std::max(1, options_.threads));
   const std::string key = Sha256Hex(data::FormatToyMcSpec(config));
@@ -265,12 +260,28 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(DatasetCache& cache
   fill.source = reference;
   fill.key_is_content_sha256 = false;  // the key hashes the spec, not the file
   fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
-    ASSIGN_OR_RETURN(data::ShowerSet set, data::SimulateToyMc(config));
-    // Uncompressed (contiguous): reading any event range is a plain offset read.
-    data::WriteOptions write;
+    RETURN_IF_ERROR(data::ValidateToyMcConfig(config));
+    // Simulated in slices of ~256 MiB and appended uncompressed with one event per chunk: no
+    // sample is ever held whole, and reading any event is one plain read.
+    data::ShowerFileWriterOptions write;
+    write.layout = config.layout;
+    write.particle = config.particle;
     write.gzip_level = 0;
-    RETURN_IF_ERROR(data::WriteShowerFile(part, set, write));
-    *simulated = std::move(set);
+    write.chunk_events = 1;
+    ASSIGN_OR_RETURN(std::unique_ptr<data::ShowerFileWriter> writer,
+                     data::ShowerFileWriter::Create(part, write));
+    const int64_t event_bytes = writer->cells_per_event() * static_cast<int64_t>(sizeof(float));
+    const int64_t slice = std::max<int64_t>(1, (int64_t{256} << 20) / event_bytes);
+    for (int64_t first = 0; first < config.events; first += slice) {
+      if (options_.stop != nullptr && options_.stop->load()) {
+        return absl::CancelledError("toy Monte Carlo simulation cancelled");
+      }
+      ASSIGN_OR_RETURN(
+          data::ShowerSet set,
+          data::SimulateToyMcRange(config, first, std::min(slice, config.events - first)));
+      RETURN_IF_ERROR(writer->Append(set));
+    }
+    RETURN_IF_ERROR(writer->Close());
     const bool variable = config.layout == data::Layout::kVariableAngle3DGan;
     return RangeAttributes(config.energy_min_gev, config.energy_max_gev, variable,
                            config.theta_min_rad, config.theta_max_rad);

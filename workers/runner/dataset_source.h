@@ -1,9 +1,9 @@
 // DatasetSource: materialises the training data of a job on a worker from its dataset reference
 // through the worker's DatasetCache (<cache_dir>/datasets): "ds-<id>" is downloaded from the
 // server's DatasetService (key = the dataset's sha256), "toymc:<spec>" is simulated once per worker
-// and written uncompressed (key = sha256 of data::FormatToyMcSpec), "file:///abs/path.h5" is copied
-// in with its bytes hashed (key = the file's sha256). Every kind ends as a pinned, verified cache
-// file (MaterializedDataset::local_path). Torch-free.
+// in slices and written uncompressed, one event per chunk (key = sha256 of data::FormatToyMcSpec),
+// "file:///abs/path.h5" is copied in with its bytes hashed (key = the file's sha256). Every kind
+// ends as a pinned, verified cache file (MaterializedDataset::local_path). Torch-free.
 //
 // file:// sources are hashed only when needed: the assignment's sha256 (when given) is the key;
 // else <cache>/datasets/file-index/<sha256(path)> remembers the key of the source's (size, mtime,
@@ -76,11 +76,9 @@ class DatasetSource {
   std::string CachePath(const std::string& sha256) const;
 
  private:
-  // Each returns the pinned entry; FromToyMc also hands over the events it simulated (when it
-  // filled the entry) so they need not be read back.
+  // Each returns the pinned, verified cache entry of the reference (filling it when missing).
   absl::StatusOr<DatasetCache::Lease> FromToyMc(DatasetCache& cache, const std::string& reference,
-                                                const std::string& expected_sha256,
-                                                data::ShowerSet* simulated) const;
+                                                const std::string& expected_sha256) const;
   absl::StatusOr<DatasetCache::Lease> FromFile(DatasetCache& cache, const std::string& reference,
                                                const std::string& expected_sha256) const;
   absl::StatusOr<DatasetCache::Lease> FromServer(DatasetCache& cache, const std::string& reference,
