@@ -1,7 +1,9 @@
 #include "workers/runner/rank_plan.h"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -31,6 +33,25 @@ absl::StatusOr<v1::Assignment> ReadAssignmentFile(const std::string& path) {
         absl::StrCat("assignment file ", path, " is not a serialized gantry.v1.Assignment"));
   }
   return assignment;
+}
+
+absl::Status ResolveDataPipeline(const v1::DataPipeline& spec, int64_t batch_cells,
+                                 unsigned hardware_threads, RankPlan* plan) {
+  if (spec.prefetch_batches() < 0) {
+    return Bad("spec.data_pipeline.prefetch_batches", "must be >= 0 (0 = automatic)");
+  }
+  if (spec.loader_threads() < 0) {
+    return Bad("spec.data_pipeline.loader_threads", "must be >= 0 (0 = automatic)");
+  }
+  constexpr int64_t kQueueBytes = int64_t{512} << 20;
+  const int64_t batch_bytes = std::max<int64_t>(1, batch_cells) * 4;
+  plan->prefetch_batches =
+      spec.prefetch_batches() > 0
+          ? spec.prefetch_batches()
+          : static_cast<int>(std::clamp<int64_t>(kQueueBytes / batch_bytes, 1, 4));
+  plan->loader_threads =
+      spec.loader_threads() > 0 ? spec.loader_threads() : (hardware_threads >= 4 ? 2 : 1);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
@@ -133,6 +154,11 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   plan.threads = a.threads();
   plan.scale_lr_with_world_size = h.scale_lr_with_world_size();
   plan.warmup_epochs = h.warmup_epochs();
+
+  const int64_t batch = plan.batch_per_rank > 0 ? plan.batch_per_rank : m.default_batch;
+  RETURN_IF_ERROR(ResolveDataPipeline(spec.data_pipeline(),
+                                      batch * m.grid[0] * m.grid[1] * m.grid[2],
+                                      std::thread::hardware_concurrency(), &plan));
 
   const v1::ValidationSettings& v = spec.validation();
   plan.validation = !v.disabled();

@@ -26,7 +26,18 @@ struct RankPlan {
   int keep_last = 1;
   bool scale_lr_with_world_size = false;
   int64_t warmup_epochs = 0;
+  // The input pipeline (spec.data_pipeline, 0 = automatic; ResolveDataPipeline): batches read
+  // ahead, and background loader threads.
+  int prefetch_batches = 4;
+  int loader_threads = 1;
 };
+
+// The automatic pipeline: `prefetch_batches` = 4 batches, fewer when the queue's images would
+// exceed 512 MiB (never below 1); `loader_threads` = 1 on machines with fewer than 4 hardware
+// threads (the trainer uses them), else 2. Values > 0 are taken as given; negative ones are
+// INVALID_ARGUMENT naming spec.data_pipeline.<field>.
+absl::Status ResolveDataPipeline(const gantry::v1::DataPipeline& spec, int64_t batch_cells,
+                                 unsigned hardware_threads, RankPlan* plan);
 
 // Reads a binary-serialized gantry.v1.Assignment. NOT_FOUND / INVALID_ARGUMENT (undecodable).
 absl::StatusOr<gantry::v1::Assignment> ReadAssignmentFile(const std::string& path);

@@ -20,9 +20,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "gantry/base/status_macros.h"
+#include "workers/data/shower_file_reader.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/physics/validation.h"
 #include "workers/runner/dataset_source.h"
@@ -270,53 +272,74 @@ absl::Status RankRunner::RunInner() {
   source_options.cache_max_bytes = options_.cache_max_bytes;
   source_options.threads = std::max(1, plan_.threads);
   source_options.stop = options_.stop;
+  source_options.load_showers = false;  // the trainer streams the pinned cache file
   DatasetSource source(source_options);
   ASSIGN_OR_RETURN(MaterializedDataset dataset,
                    source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256()));
   if (StopRequested()) return absl::CancelledError("cancelled while materialising the dataset");
-  const data::ShowerSet& all = dataset.showers;
+  ASSIGN_OR_RETURN(std::shared_ptr<const data::ShowerFileReader> reader,
+                   data::ShowerFileReader::Open(dataset.local_path));
+  const std::string particle = dataset.particle.empty() ? reader->particle() : dataset.particle;
+  const std::array<int64_t, 3>& shape = reader->shape();
   Log("INFO", absl::StrFormat("dataset %s materialised: %d events of %dx%dx%d (%s), sha256 %s, "
                               "%s in %.1f s",
-                              spec.dataset(), all.events(), all.shape[0], all.shape[1],
-                              all.shape[2], all.particle, dataset.sha256,
+                              spec.dataset(), reader->events(), shape[0], shape[1], shape[2],
+                              particle, dataset.sha256,
                               dataset.from_cache ? "from the cache"
                               : dataset.downloaded_bytes > 0
                                   ? absl::StrCat("downloaded ", dataset.downloaded_bytes, " bytes")
-                                  : "local",
+                                  : "filled into the cache",
                               SecondsSince(data_start)));
   const bool variable = plan_.model.variable_angle();
-  const bool layout_fits =
-      all.layout == (variable ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan);
-  if (!layout_fits || all.shape != plan_.model.grid) {
+  const bool layout_fits = reader->layout() == (variable ? data::Layout::kVariableAngle3DGan
+                                                         : data::Layout::kFixedAngle3DGan);
+  if (!layout_fits || shape != plan_.model.grid) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "dataset %s has %dx%dx%d events but preset %s needs the %s layout (%dx%dx%d)",
-        spec.dataset(), all.shape[0], all.shape[1], all.shape[2], plan_.model.preset,
+        spec.dataset(), shape[0], shape[1], shape[2], plan_.model.preset,
         variable ? "3DGAN variable-angle" : "3DGAN fixed-angle", plan_.model.grid[0],
         plan_.model.grid[1], plan_.model.grid[2]));
   }
   result_.set_dataset_sha256(dataset.sha256);
-  result_.set_particle(ParticleOf(all.particle));
-
-  // 2. The hold-out split (identical on every rank).
-  ASSIGN_OR_RETURN(HoldoutSplit split,
-                   SplitHoldout(all.events(), plan_.holdout_fraction, plan_.seed));
-  std::unique_ptr<gan::Trainer> trainer;
-  {
-    data::ShowerSet train = SelectEvents(all, split.train);
-    holdout_ = SelectEvents(all, split.holdout);
-    dataset.showers = data::ShowerSet();  // release the full copy
-    result_.mutable_energy_range_gev()->set_min(dataset.energy_min_gev);
-    result_.mutable_energy_range_gev()->set_max(dataset.energy_max_gev);
-    if (dataset.theta_max_rad > 0) {
-      result_.mutable_theta_range_rad()->set_min(dataset.theta_min_rad);
-      result_.mutable_theta_range_rad()->set_max(dataset.theta_max_rad);
-    }
-    Log("INFO",
-        absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
-                        "(fraction %.3g, seed %d)",
-                        holdout_.events(), train.events(), plan_.holdout_fraction, plan_.seed));
-    ASSIGN_OR_RETURN(trainer, BuildTrainer(train));
+  result_.set_particle(ParticleOf(particle));
+  result_.mutable_energy_range_gev()->set_min(dataset.energy_min_gev);
+  result_.mutable_energy_range_gev()->set_max(dataset.energy_max_gev);
+  if (dataset.theta_max_rad > 0) {
+    result_.mutable_theta_range_rad()->set_min(dataset.theta_min_rad);
+    result_.mutable_theta_range_rad()->set_max(dataset.theta_max_rad);
   }
+
+  // 2. The hold-out split (identical on every rank); only rank 0 validates, so only it reads the
+  // held-out events. The training events stream from the file through the prefetching source.
+  ASSIGN_OR_RETURN(HoldoutSplit split,
+                   SplitHoldout(reader->events(), plan_.holdout_fraction, plan_.seed));
+  if (rank_ == 0 && plan_.validation) {
+    ASSIGN_OR_RETURN(holdout_, reader->ReadEvents(split.holdout));
+    holdout_.particle = particle;
+  }
+  Log("INFO", absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
+                              "(fraction %.3g, seed %d)",
+                              split.holdout.size(), split.train.size(), plan_.holdout_fraction,
+                              plan_.seed));
+  const auto pipeline_start = std::chrono::steady_clock::now();
+  gan::PrefetchOptions prefetch;
+  prefetch.queue_depth = plan_.prefetch_batches;
+  prefetch.loader_threads = plan_.loader_threads;
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<gan::PrefetchingBatchSource> batches,
+      gan::PrefetchingBatchSource::Create(plan_.model, reader, std::move(split.train), prefetch));
+  Log("INFO",
+      absl::StrFormat("input pipeline: %d training events (%d dropped by the event "
+                      "selection) streamed from %s, %d batches read ahead by %d loader "
+                      "threads (%.1f s to set up)",
+                      batches->events(), batches->dropped_events(), dataset.local_path,
+                      plan_.prefetch_batches, plan_.loader_threads, SecondsSince(pipeline_start)));
+  {
+    auto& hp = *result_.mutable_hyper_parameters();
+    hp["prefetch_batches"] = absl::StrCat(plan_.prefetch_batches);
+    hp["loader_threads"] = absl::StrCat(plan_.loader_threads);
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer, BuildTrainer(std::move(batches)));
   if (StopRequested()) return absl::CancelledError("cancelled before training");
 
   // 3. The process group (rank 0's weights are broadcast; gradients all-reduced from now on).
@@ -393,7 +416,7 @@ absl::Status RankRunner::RunInner() {
 }
 
 absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
-    const data::ShowerSet& train) {
+    std::unique_ptr<gan::BatchSource> batches) {
   gan::TrainerOptions options;
   options.batch_size = plan_.batch_per_rank;
   options.seed = plan_.seed;
@@ -405,7 +428,7 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
   options.scale_lr_with_world_size = plan_.scale_lr_with_world_size;
   options.warmup_epochs = plan_.warmup_epochs;
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
-                   gan::Trainer::Create(plan_.model, train, options));
+                   gan::Trainer::CreateWithSource(plan_.model, std::move(batches), options));
   const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
   if (!initial.empty()) {
     // Fine-tuning: the initial model's weights, fresh optimisers and counters.
@@ -439,6 +462,8 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<double> epoch_real, epoch_fake, epoch_g;
   int64_t epoch_steps = 0;
+  // Time waiting for batches / step time, over the run and over the current epoch.
+  double wait_seconds = 0, step_seconds = 0, epoch_wait = 0, epoch_seconds = 0;
   auto epoch_start = start;
   while (trainer.state().epoch < plan_.epochs) {
     if (StopRequested()) {
@@ -465,6 +490,10 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
     Accumulate(epoch_fake, report.discriminator_fake_loss);
     Accumulate(epoch_g, report.generator_loss);
     ++epoch_steps;
+    wait_seconds += report.data_wait_seconds;
+    step_seconds += report.seconds;
+    epoch_wait += report.data_wait_seconds;
+    epoch_seconds += report.seconds;
     const bool epoch_end = trainer.state().epoch != epoch;
     if (rank_ == 0) {
       const double elapsed = SecondsSince(start);
@@ -479,6 +508,7 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       const double remaining =
           static_cast<double>(std::max<int64_t>(0, total_steps - trainer.state().step));
       progress.set_eta_seconds(steps_per_second > 0 ? remaining / steps_per_second : 0);
+      progress.set_data_stall_fraction(step_seconds > 0 ? wait_seconds / step_seconds : 0);
       if (epoch_end) {
         const double k = 1.0 / static_cast<double>(epoch_steps);
         FillLosses(trainer.config(), Scaled(epoch_real, k), Scaled(epoch_fake, k),
@@ -491,10 +521,11 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       if (epoch_end) {
         Log("INFO",
             absl::StrFormat("epoch %d/%d done: d_loss %.4f g_loss %.4f, %d steps in %.1f s, %.1f "
-                            "samples/s (all ranks)",
+                            "samples/s (all ranks), data stall %.1f%% (%.2f s waiting for batches)",
                             epoch + 1, plan_.epochs, progress.losses().at("d_loss"),
                             progress.losses().at("g_loss"), epoch_steps, SecondsSince(epoch_start),
-                            progress.samples_per_second()));
+                            progress.samples_per_second(),
+                            epoch_seconds > 0 ? 100 * epoch_wait / epoch_seconds : 0, epoch_wait));
         const int every = plan_.checkpoint_every_epochs;
         if (every > 0 && (epoch + 1) % every == 0 && epoch + 1 < plan_.epochs) {
           RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false));
@@ -506,9 +537,13 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       epoch_fake.clear();
       epoch_g.clear();
       epoch_steps = 0;
+      epoch_wait = 0;
+      epoch_seconds = 0;
       epoch_start = std::chrono::steady_clock::now();
     }
   }
+  (*result_.mutable_metrics())["data_stall_fraction"] =
+      step_seconds > 0 ? wait_seconds / step_seconds : 0;
   return absl::OkStatus();
 }
 

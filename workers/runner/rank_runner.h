@@ -33,7 +33,7 @@ struct RankRunnerOptions {
   std::string cache_dir;  // dataset cache
   // The dataset cache evicts least-recently-used entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
-  std::string work_dir;   // checkpoints and scratch files of this rank
+  std::string work_dir;  // checkpoints and scratch files of this rank
   // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = the local address
   // that routes to the rendezvous host (127.0.0.1 for a loopback rendezvous).
   std::string bind_host;
@@ -65,7 +65,8 @@ class RankRunner {
 
  private:
   absl::Status RunInner();
-  absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildTrainer(const data::ShowerSet& train);
+  absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildTrainer(
+      std::unique_ptr<gan::BatchSource> batches);
   absl::Status TrainLoop(gan::Trainer& trainer);
   absl::Status SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint);
   absl::Status Validate(gan::Trainer& trainer, gantry::v1::JobResult* result);
@@ -92,7 +93,7 @@ class RankRunner {
   std::thread progress_thread_;
 
   // Filled while running (training thread only).
-  data::ShowerSet holdout_;
+  data::ShowerSet holdout_;  // rank 0 with validation only
   gantry::v1::JobResult result_;
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;
