@@ -177,7 +177,9 @@ class RankProcessTest : public ServerFixture {
 };
 
 TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
-  const v1::JobSpec spec = TinySpec();
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_data_pipeline()->set_prefetch_batches(3);  // overrides the automatic 4
+  spec.mutable_data_pipeline()->set_loader_threads(2);
   const std::string job_id = SubmitJob(spec);
   ASSERT_FALSE(job_id.empty());
   RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec))));
@@ -216,11 +218,18 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
   bool saw_epoch_one = false;
   for (const auto& p : progress) saw_epoch_one |= p.progress().epoch() == 1;
   EXPECT_TRUE(saw_epoch_one);
+  // Every progress carries the data-stall fraction so far (the first batch is always waited for).
+  for (const auto& p : progress) {
+    EXPECT_GT(p.progress().data_stall_fraction(), 0) << p.DebugString();
+    EXPECT_LT(p.progress().data_stall_fraction(), 1) << p.DebugString();
+  }
 
   const std::string logs = run.Logs();
   EXPECT_NE(logs.find("materialised: 24 events"), std::string::npos) << logs;
   EXPECT_NE(logs.find("6 events set aside"), std::string::npos) << logs;
   EXPECT_NE(logs.find("epoch 2/2 done"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("3 batches read ahead by 2 loader threads"), std::string::npos) << logs;
+  EXPECT_NE(logs.find("data stall"), std::string::npos) << logs;
   EXPECT_EQ(logs.find("ERROR"), std::string::npos) << logs;
 
   // The result: success, the final checkpoint, validation metrics and histograms, lineage.
@@ -239,6 +248,11 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
   EXPECT_EQ(result.metrics().at("holdout_events"), 6);
   EXPECT_EQ(result.metrics().at("generated_events"), 6);
   EXPECT_GT(result.metrics().at("fom"), 0);
+  ASSERT_TRUE(result.metrics().contains("data_stall_fraction"));
+  EXPECT_GT(result.metrics().at("data_stall_fraction"), 0);
+  EXPECT_LT(result.metrics().at("data_stall_fraction"), 1);
+  EXPECT_EQ(result.hyper_parameters().at("prefetch_batches"), "3");
+  EXPECT_EQ(result.hyper_parameters().at("loader_threads"), "2");
   EXPECT_FALSE(result.histograms().empty());
   bool has_profile = false;
   for (const auto& h : result.histograms()) {
