@@ -78,6 +78,10 @@ TEST(ValidationTest, JobSpecFieldsAreChecked) {
        "spec.model_visibility"},
       {[](v1::JobSpec& s, double) { s.mutable_checkpoint_policy()->set_keep_last(-2); },
        "spec.checkpoint_policy.keep_last"},
+      {[](v1::JobSpec& s, double) { s.mutable_data_pipeline()->set_prefetch_batches(-1); },
+       "spec.data_pipeline.prefetch_batches"},
+      {[](v1::JobSpec& s, double) { s.mutable_data_pipeline()->set_loader_threads(257); },
+       "spec.data_pipeline.loader_threads"},
   };
   for (const Case& c : cases) {
     v1::JobSpec spec = Good();
