@@ -76,9 +76,19 @@ in_process() {
   "$bin/tests/bench/gan_generation_bench" --preset=3dgan-25 --batch=128 --threads=2 --iters=10 |
     tee -a "$work/in_process.log" | sed -n 's/^RESULT generate-end-to-end 3dgan-25 \([0-9.e+-]*\) .*/\1/p'
 }
+# CPU seconds (user + system) a process has used so far.
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
+server_pid="${pids[0]}"
+worker_pid="${pids[1]}"
 before="$(in_process)"
 echo "RESULT in-process batch 128 (before): $before ms/shower ($(/usr/bin/python3 -c "print(round(1000/$before, 1))") showers/s)"
-"$bin/tests/bench/generation_service_bench" --server="$server" --token="$GANTRY_TOKEN" \
-  --model="$model" --baseline-ms="$before" "$@"
+# One mode at a time, with the CPU each process of the stack spent on it (where the time goes).
+for mode in ${GANTRY_BENCH_MODES:-single bulk concurrent}; do
+  s0="$(cpu_of "$server_pid")"; w0="$(cpu_of "$worker_pid")"; t0="$(date +%s.%N)"
+  "$bin/tests/bench/generation_service_bench" --server="$server" --token="$GANTRY_TOKEN" \
+    --model="$model" --baseline-ms="$before" --mode="$mode" "$@"
+  s1="$(cpu_of "$server_pid")"; w1="$(cpu_of "$worker_pid")"; t1="$(date +%s.%N)"
+  /usr/bin/python3 -c "print('CPU %s: %.1f s wall (incl. warm-up), gantry-server %.2f s, gantry-worker %.2f s' % ('$mode', $t1 - $t0, $s1 - $s0, $w1 - $w0))"
+done
 after="$(in_process)"
 echo "RESULT in-process batch 128 (after): $after ms/shower ($(/usr/bin/python3 -c "print(round(1000/$after, 1))") showers/s)"
