@@ -31,7 +31,7 @@ struct DatasetSourceOptions {
   std::string cache_dir;  // the DatasetCache lives in <cache_dir>/datasets (required)
   int threads = 1;        // toy MC simulation threads (the output does not depend on it)
   absl::Duration rpc_timeout = absl::Minutes(30);  // deadline of one ReadDataset stream
-  // Checked between download chunks; when set the download stops with CANCELLED.
+  // Checked between download chunks and toy MC slices; when set the fill stops with CANCELLED.
   const std::atomic<bool>* stop = nullptr;
   // true: MaterializedDataset::showers holds all events; false: it stays empty and the caller
   // reads local_path itself (e.g. a streaming reader). The ranges are filled either way.
@@ -56,7 +56,7 @@ struct MaterializedDataset {
   bool from_cache = false;       // every kind: the cache held a valid entry, nothing was filled
   int64_t downloaded_bytes = 0;  // ds-: bytes received from the server by this call
   // The particle named by the source file's name (file://: "Ele_x.h5" -> "Ele"), since the cache
-  // file is named by its hash; "" when unknown. showers.particle already has it applied.
+  // file is named by its hash; "" when unknown. Loaded showers without a particle get it.
   std::string particle;
   std::shared_ptr<const DatasetCache::Lease> lease;  // the pin on local_path
 };
