@@ -6,7 +6,8 @@
 #   3. measures the same generator in-process (gan_generation_bench, batch 128, 2 threads);
 #   4. runs generation_service_bench against the stack (bulk 10,000 showers, 64 concurrent
 #      1-shower clients, single shower at idle) with the in-process figure as baseline;
-#   5. measures in-process once more (so a drifting machine shows up) and stops everything.
+#   5. repeats 3-4 ROUNDS times (default 1), measures in-process once more (a drifting machine
+#      shows up) and stops everything.
 # usage: tests/bench/run_generation_bench.sh [generation_service_bench flags...]
 #   GANTRY_BENCH_BUILD=build dir with gantry-server, gantry-worker, gantry, gan_generation_bench
 #   and generation_service_bench (default: build-client).
@@ -80,15 +81,21 @@ in_process() {
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
 server_pid="${pids[0]}"
 worker_pid="${pids[1]}"
-before="$(in_process)"
-echo "RESULT in-process batch 128 (before): $before ms/shower ($(/usr/bin/python3 -c "print(round(1000/$before, 1))") showers/s)"
-# One mode at a time, with the CPU each process of the stack spent on it (where the time goes).
-for mode in ${GANTRY_BENCH_MODES:-single bulk concurrent}; do
-  s0="$(cpu_of "$server_pid")"; w0="$(cpu_of "$worker_pid")"; t0="$(date +%s.%N)"
-  "$bin/tests/bench/generation_service_bench" --server="$server" --token="$GANTRY_TOKEN" \
-    --model="$model" --baseline-ms="$before" --mode="$mode" "$@"
-  s1="$(cpu_of "$server_pid")"; w1="$(cpu_of "$worker_pid")"; t1="$(date +%s.%N)"
-  /usr/bin/python3 -c "print('CPU %s: %.1f s wall (incl. warm-up), gantry-server %.2f s, gantry-worker %.2f s' % ('$mode', $t1 - $t0, $s1 - $s0, $w1 - $w0))"
+# Rounds alternate the in-process generator and the service so that both see the same machine;
+# each service figure is divided by the in-process figure of its own round.
+rounds="${ROUNDS:-1}"
+for round in $(seq 1 "$rounds"); do
+  ip="$(in_process)"
+  echo "RESULT round $round in-process batch 128: $ip ms/shower ($(/usr/bin/python3 -c "print(round(1000/$ip, 1))") showers/s)"
+  # One mode at a time, with the CPU each process of the stack spent on it (where the time goes).
+  for mode in ${GANTRY_BENCH_MODES:-single bulk concurrent}; do
+    s0="$(cpu_of "$server_pid")"; w0="$(cpu_of "$worker_pid")"; t0="$(date +%s.%N)"
+    "$bin/tests/bench/generation_service_bench" --server="$server" --token="$GANTRY_TOKEN" \
+      --model="$model" --baseline-ms="$ip" --mode="$mode" "$@" | sed "s/^RESULT /RESULT round $round /"
+    s1="$(cpu_of "$server_pid")"; w1="$(cpu_of "$worker_pid")"; t1="$(date +%s.%N)"
+    /usr/bin/python3 -c "print('CPU round $round %s: %.1f s wall (incl. warm-up), gantry-server %.2f s, gantry-worker %.2f s' % ('$mode', $t1 - $t0, $s1 - $s0, $w1 - $w0))"
+  done
 done
-after="$(in_process)"
-echo "RESULT in-process batch 128 (after): $after ms/shower ($(/usr/bin/python3 -c "print(round(1000/$after, 1))") showers/s)"
+ip="$(in_process)"
+echo "RESULT after in-process batch 128: $ip ms/shower ($(/usr/bin/python3 -c "print(round(1000/$ip, 1))") showers/s)"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
