@@ -6,7 +6,7 @@
 //      for each --delays value (max_queue_delay, ms): throughput, p50/p99 latency, mean batch;
 //   4. idle: single 1-shower requests one after another: p50/p99 latency per delay.
 //   serving_bench [--threads=2] [--bulk=1280] [--clients=64] [--seconds=6] [--delays=0,1,2,5,10]
-//                 [--idle=40]
+//                 [--idle=40] [--sweep=1,8,16,32,64] [--max-batch=128]
 #include <ATen/Parallel.h>
 
 #include <algorithm>
@@ -80,6 +80,7 @@ int main(int argc, char** argv) {
   const int clients = std::atoi(BenchFlag(argc, argv, "clients", "64").c_str());
   const double seconds = std::atof(BenchFlag(argc, argv, "seconds", "6").c_str());
   const int idle = std::atoi(BenchFlag(argc, argv, "idle", "40").c_str());
+  const int max_batch = std::atoi(BenchFlag(argc, argv, "max-batch", "128").c_str());
   std::vector<double> delays;
   for (absl::string_view d : absl::StrSplit(BenchFlag(argc, argv, "delays", "0,1,2,5,10"), ',')) {
     double ms = 0;
@@ -107,14 +108,31 @@ int main(int argc, char** argv) {
     for (int r = 0; r < rounds; ++r) (void)backend.RunBatch(specs, out.data());
     return rounds * 128 / Seconds(t0, Clock::now());
   };
+  std::cout << std::fixed;
   const double in_process = baseline();
+  // The generator alone at other batch sizes (what --max-batch-size trades).
+  for (absl::string_view b :
+       absl::StrSplit(BenchFlag(argc, argv, "sweep", "1,8,16,32,64"), ',', absl::SkipEmpty())) {
+    int64_t batch = 0;
+    if (!absl::SimpleAtoi(b, &batch) || batch < 1 || batch > 128) continue;
+    const GenerationPlan plan = Plan(9, batch);
+    std::vector<ShowerSpec> specs;
+    for (int i = 0; i < batch; ++i) specs.push_back(plan.Shower(i));
+    (void)backend.RunBatch(specs, out.data());
+    const int rounds = std::max<int64_t>(2, bulk / batch / 2);
+    const auto t0 = Clock::now();
+    for (int r = 0; r < rounds; ++r) (void)backend.RunBatch(specs, out.data());
+    const double rate = rounds * batch / Seconds(t0, Clock::now());
+    std::cout << std::setprecision(1) << "RESULT in-process batch " << batch << ": " << rate
+              << " showers/s = " << std::setprecision(2) << rate / in_process << "x batch 128\n";
+  }
   std::cout << std::fixed << std::setprecision(1) << "RESULT in-process batch 128: " << in_process
             << " showers/s (" << 1000.0 / in_process << " ms/shower, " << threads << " threads)\n";
 
   // 2. Bulk through the batcher.
   {
     BatcherOptions o;
-    o.max_batch_size = 128;
+    o.max_batch_size = max_batch;
     o.max_queue_delay = absl::Milliseconds(2);
     DynamicBatcher batcher(o, &backend, nullptr);
     const auto t0 = Clock::now();
@@ -122,8 +140,8 @@ int main(int argc, char** argv) {
     if (!s.ok() || !Drain(**s)) return 1;
     const double rate = bulk / Seconds(t0, Clock::now());
     const auto st = batcher.stats();
-    std::cout << "RESULT bulk " << bulk << " showers through the batcher: " << rate
-              << " showers/s = " << std::setprecision(2) << rate / in_process
+    std::cout << "RESULT bulk " << bulk << " showers through the batcher (max batch " << max_batch
+              << "): " << rate << " showers/s = " << std::setprecision(2) << rate / in_process
               << "x in-process (mean batch " << std::setprecision(1)
               << double(st.batched_showers) / st.batches << ")\n";
   }
@@ -131,7 +149,7 @@ int main(int argc, char** argv) {
   // 3. Concurrent 1-shower callers; 4. single shower at idle.
   for (double delay_ms : delays) {
     BatcherOptions o;
-    o.max_batch_size = 128;
+    o.max_batch_size = max_batch;
     o.max_queue_delay = absl::Microseconds(delay_ms * 1000);
     DynamicBatcher batcher(o, &backend, nullptr);
     std::atomic<bool> stop{false};
@@ -173,5 +191,10 @@ int main(int argc, char** argv) {
     std::cout << "RESULT idle single shower, delay " << delay_ms << " ms: p50 "
               << Percentile(single, 0.5) << " ms, p99 " << Percentile(single, 0.99) << " ms\n";
   }
+  // The baseline again: a drifting (shared) machine shows up as a different figure.
+  const double in_process_end = baseline();
+  std::cout << std::setprecision(1) << "RESULT in-process batch 128 at the end: " << in_process_end
+            << " showers/s (" << std::setprecision(2) << in_process_end / in_process
+            << "x the first)\n";
   return 0;
 }
