@@ -36,10 +36,10 @@ struct TrainerOptions {
   int64_t max_steps_per_epoch = 0;
 
   // Synchronous data parallelism (workers/distributed drives it; docs/MODELS.md "Data-parallel
-  // training"). Every rank holds the whole data set and the same seed, draws the global random
-  // quantities of each step (epoch permutation, fake conditions, noise, label flips for
-  // batch_size * world_size samples) and uses its slice [rank * b, (rank + 1) * b), so the ranks
-  // together compute what one process computes with the global batch.
+  // training"). Every rank sees the same events (its BatchSource reads only its own batches) and
+  // seed, draws the global random quantities of each step (epoch permutation, fake conditions,
+  // noise, label flips for batch_size * world_size samples) and uses its slice [rank * b, (rank +
+  // 1) * b), so the ranks together compute what one process computes with the global batch.
   // Data-parallel ranks; batch_size is per rank, the global batch is batch_size * world_size.
   int world_size = 1;
   int rank = 0;
