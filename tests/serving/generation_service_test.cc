@@ -276,6 +276,20 @@ TEST(ModelCacheMemoryTest, UnloadingGivesTheMemoryBack) {
   EXPECT_EQ(cache.unloads(), 11);
   EXPECT_EQ(cache.Snapshot().size(), 1u);
   EXPECT_LT(after - before, 4 * model_bytes) << "unloaded models kept their memory";
+
+  // Six models loaded at once, then all unloaded: the process shrinks by most of them.
+  int64_t six_loaded = 0;
+  {
+    ModelCacheOptions roomy;
+    roomy.max_bytes = 7 * model_bytes;
+    ModelCache six(roomy, testing::LocalFileLoader(files), nullptr);
+    for (int i = 0; i < 6; ++i) ASSERT_TRUE(six.Acquire(served(shas[i])).ok());
+    six_loaded = RssBytes();
+  }
+  const int64_t unloaded = RssBytes();
+  std::cout << "six models loaded: RSS " << six_loaded << ", after unloading them " << unloaded
+            << "\n";
+  EXPECT_GE(six_loaded - unloaded, 3 * model_bytes) << "RSS did not drop on unload";
 }
 
 TEST(CheckpointFetchTest, ReusesAVerifiedFileAndRefetchesACorruptOne) {
