@@ -290,6 +290,8 @@ TEST(DynamicBatcherTest, BackendFailureEndsTheRequestsOfThatBatch) {
   auto r = ReadAll(*s);
   ASSERT_EQ(r.status().code(), absl::StatusCode::kInternal);
   EXPECT_NE(r.status().message().find("fake backend failure"), std::string::npos);
+  EXPECT_EQ(batcher.stats().queued_showers, 0);
+  EXPECT_EQ(batcher.stats().active_requests, 0);
 }
 
 TEST(DynamicBatcherTest, SharedComputeSlotRunsOneBatchAtATime) {

@@ -86,8 +86,8 @@ int64_t DynamicBatcher::RoomLocked(const Request& r) const {
 void DynamicBatcher::FinishLocked(Request& r, absl::Status status) {
   if (!r.status.ok()) return;
   r.status = std::move(status);
-  stats_.queued_showers -= r.plan.count() - r.next_index + r.in_flight;
-  // Showers of the running batch are discarded when it returns; count them out now.
+  // Showers not produced yet will never be (those of a running batch are discarded).
+  stats_.queued_showers -= r.plan.count() - r.produced;
   r.next_index = r.plan.count();
   r.ready.clear();
   r.partial = Chunk();
