@@ -149,8 +149,11 @@ TEST_F(GenerationServiceTest, StreamsChunksOfTheRequestedShowers) {
       EXPECT_LE(cond.energy_gev(), 500);
     }
   }
-  const double diff = WorstRelative(r.cells, Direct(5, 150));
-  EXPECT_LE(diff, 1e-4);
+  const std::vector<float> direct = Direct(5, 150);
+  EXPECT_LE(WorstRelative(r.cells, direct), 1e-4);
+  ASSERT_EQ(r.cells.size(), direct.size());
+  EXPECT_EQ(0, std::memcmp(r.cells.data(), direct.data(), direct.size() * sizeof(float)))
+      << "batched 128 + 22 by the service vs 150 at once: bit-identical";
   // The same call again: batched the same way, so bit-identical.
   Reply again = Call(Request(5, 150, 64), extension_->secret());
   ASSERT_TRUE(again.status.ok());
@@ -175,7 +178,9 @@ TEST_F(GenerationServiceTest, ConcurrentClientsGetTheirOwnShowers) {
   for (auto& t : threads) t.join();
   for (int i = 0; i < clients; ++i) {
     ASSERT_TRUE(replies[i].status.ok()) << i << ": " << replies[i].status.error_message();
-    EXPECT_LE(WorstRelative(replies[i].cells, Direct(100 + i, 10)), 1e-4) << "client " << i;
+    const std::vector<float> direct = Direct(100 + i, 10);
+    EXPECT_LE(WorstRelative(replies[i].cells, direct), 1e-4) << "client " << i;
+    EXPECT_EQ(replies[i].cells, direct) << "client " << i << ": merged with others, bit-identical";
     for (int j = 0; j < i; ++j) EXPECT_GT(WorstRelative(replies[i].cells, replies[j].cells), 0.05);
   }
   const auto loaded = extension_->cache().Snapshot();
