@@ -39,12 +39,12 @@ struct AgentOptions {
   int kill_grace_ms = 5000;
 
   // Generation serving (workers/serving): WorkerGenerationService on advertise_host:serve_port.
-  int serve_port = 0;                 // 0 = an ephemeral port; -1 = serving off
-  int max_batch_size = 128;           // showers per generator batch
-  double max_queue_delay_ms = 2.0;    // wait at most this long for a batch to fill
-  int max_queued_requests = 1024;     // per model; beyond: RESOURCE_EXHAUSTED
+  int serve_port = 0;                            // 0 = an ephemeral port; -1 = serving off
+  int max_batch_size = 128;                      // showers per generator batch
+  double max_queue_delay_ms = 2.0;               // wait at most this long for a batch to fill
+  int max_queued_requests = 1024;                // per model; beyond: RESOURCE_EXHAUSTED
   int64_t model_cache_bytes = int64_t{1} << 30;  // loaded generators' parameters and buffers
-  int serve_threads = 0;              // intra-op threads for generation; 0 = all cores
+  int serve_threads = 0;                         // intra-op threads for generation; 0 = all cores
 };
 
 }  // namespace gantry::agent
