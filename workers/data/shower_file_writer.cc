@@ -13,65 +13,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "gantry/base/status_macros.h"
+#include "workers/data/hdf5_common.h"
 #include "workers/data/hdf5_io.h"
 #include "workers/data/toy_mc.h"
 
 namespace gantry::data {
 namespace {
 
-// Owns one hid_t and closes it with the matching H5*close.
-class Hid {
- public:
-  Hid() = default;
-  Hid(hid_t id, herr_t (*close)(hid_t)) : id_(id), close_(close) {}
-  Hid(Hid&& o) noexcept : id_(std::exchange(o.id_, -1)), close_(o.close_) {}
-  Hid& operator=(Hid&& o) noexcept {
-    if (this != &o) {
-      Reset();
-      id_ = std::exchange(o.id_, -1);
-      close_ = o.close_;
-    }
-    return *this;
-  }
-  Hid(const Hid&) = delete;
-  Hid& operator=(const Hid&) = delete;
-  ~Hid() { Reset(); }
-  hid_t get() const { return id_; }
-  bool ok() const { return id_ >= 0; }
-  // Closes now and reports whether the close succeeded.
-  bool Close() {
-    const bool ok = id_ < 0 || close_ == nullptr || close_(id_) >= 0;
-    id_ = -1;
-    return ok;
-  }
-
- private:
-  void Reset() {
-    if (id_ >= 0 && close_ != nullptr) close_(id_);
-    id_ = -1;
-  }
-  hid_t id_ = -1;
-  herr_t (*close_)(hid_t) = nullptr;
-};
-
-// The innermost messages of the current HDF5 error stack, then clears it.
-std::string H5Error() {
-  std::vector<std::string> messages;
-  H5Ewalk2(
-      H5E_DEFAULT, H5E_WALK_UPWARD,
-      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
-        auto* out = static_cast<std::vector<std::string>*>(data);
-        if (out->size() < 2 && e->desc != nullptr) out->push_back(e->desc);
-        return 0;
-      },
-      &messages);
-  H5Eclear2(H5E_DEFAULT);
-  return messages.empty() ? "unknown HDF5 error" : absl::StrJoin(messages, "; ");
-}
-
-absl::Status Loss(const std::string& path, const std::string& what) {
-  return absl::DataLossError(absl::StrCat(path, ": ", what, " (", H5Error(), ")"));
-}
+using h5::Handle;
+using h5::Loss;
 
 int PdgIdOf(const std::string& particle) {
   if (particle == "Ele") return 11;
@@ -83,7 +33,7 @@ int PdgIdOf(const std::string& particle) {
 
 // One extendable float32 dataset: (0, row...) now, (unlimited, row...) at most.
 struct Extendable {
-  Hid id;
+  Handle id;
   std::string name;
   std::vector<hsize_t> row;  // dimensions after the event axis
   hsize_t per_row() const {
@@ -105,18 +55,18 @@ absl::StatusOr<Extendable> CreateExtendable(const std::string& path, hid_t file,
     max_dims.push_back(d);
     chunk.push_back(d);
   }
-  Hid space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()),
-            H5Sclose);
-  Hid dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()),
+               H5Sclose);
+  Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
   if (!space.ok() || !dcpl.ok() ||
       H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 ||
       (gzip_level > 0 &&
        H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(gzip_level, 9))) < 0)) {
     return Loss(path, absl::StrCat("cannot set up dataset '", name, "'"));
   }
-  ds.id =
-      Hid(H5Dcreate2(file, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
-          H5Dclose);
+  ds.id = Handle(
+      H5Dcreate2(file, name, H5T_IEEE_F32LE, space.get(), H5P_DEFAULT, dcpl.get(), H5P_DEFAULT),
+      H5Dclose);
   if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot create dataset '", name, "'"));
   return ds;
 }
@@ -134,9 +84,9 @@ absl::Status AppendRows(const std::string& path, const Extendable& ds, hsize_t f
     return Loss(path,
                 absl::StrCat("cannot extend dataset '", ds.name, "' to ", first + rows, " events"));
   }
-  Hid file_space(H5Dget_space(ds.id.get()), H5Sclose);
-  Hid mem_space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
-                H5Sclose);
+  Handle file_space(H5Dget_space(ds.id.get()), H5Sclose);
+  Handle mem_space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+                   H5Sclose);
   if (!file_space.ok() || !mem_space.ok() ||
       H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(), nullptr, extent.data(),
                           nullptr) < 0 ||
@@ -151,7 +101,7 @@ absl::Status AppendRows(const std::string& path, const Extendable& ds, hsize_t f
 }  // namespace
 
 struct ShowerFileWriter::Files {
-  Hid file;
+  Handle file;
   Extendable ecal;
   // Fixed angle: target. Variable angle: energy, theta, mtheta, eta, sum.
   std::vector<Extendable> per_event;
@@ -185,7 +135,7 @@ absl::StatusOr<std::unique_ptr<ShowerFileWriter>> ShowerFileWriter::Create(
   writer->shape_ = fixed ? std::array<int64_t, 3>{25, 25, 25} : std::array<int64_t, 3>{51, 51, 25};
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   auto files = std::make_unique<Files>();
-  files->file = Hid(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  files->file = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
   if (!files->file.ok()) return Loss(path, "cannot create the file");
   const hid_t fid = files->file.get();
   const auto& s = writer->shape_;
@@ -208,14 +158,7 @@ absl::StatusOr<std::unique_ptr<ShowerFileWriter>> ShowerFileWriter::Create(
     }
   }
   // The particle as a fixed-length string attribute, as WriteShowerFile writes it.
-  Hid str_type(H5Tcopy(H5T_C_S1), H5Tclose);
-  H5Tset_size(str_type.get(), std::max<size_t>(1, options.particle.size()));
-  Hid scalar(H5Screate(H5S_SCALAR), H5Sclose);
-  Hid attr(H5Acreate2(fid, "particle", str_type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
-           H5Aclose);
-  if (!attr.ok() || H5Awrite(attr.get(), str_type.get(), options.particle.c_str()) < 0) {
-    return Loss(path, "cannot write the 'particle' attribute");
-  }
+  RETURN_IF_ERROR(h5::WriteParticleAttribute(path, fid, options.particle));
   writer->files_ = std::move(files);
   return writer;
 }

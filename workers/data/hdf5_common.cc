@@ -1,0 +1,287 @@
+// The shared HDF5 plumbing of workers/data: one copy for hdf5_io, the reader and the writer.
+#include "workers/data/hdf5_common.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gantry/base/status_macros.h"
+#include "workers/data/hdf5_io.h"
+
+namespace gantry::data::h5 {
+namespace {
+
+std::mutex& LibraryMutex() {
+  static std::mutex* mu = new std::mutex();
+  return *mu;
+}
+
+std::string ReadParticleAttribute(hid_t file) {
+  if (H5Aexists(file, "particle") <= 0) return "";
+  Handle attr(H5Aopen(file, "particle", H5P_DEFAULT), H5Aclose);
+  Handle type(attr.ok() ? H5Aget_type(attr.get()) : -1, H5Tclose);
+  if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "";
+  }
+  std::string value(H5Tget_size(type.get()), '\0');
+  if (H5Aread(attr.get(), type.get(), value.data()) < 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return "";
+  }
+  value.resize(std::strlen(value.c_str()));
+  return value;
+}
+
+// Reads a per-event vector dataset of shape (N,) or (N,1) (or (N,k>col) taking column `col`).
+absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t file,
+                                                const char* name, int64_t events, int column,
+                                                double scale) {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(path, file, name));
+  const bool rank1 = ds.dims.size() == 1 && column == 0;
+  const bool rank2 = ds.dims.size() == 2 && ds.dims[1] > static_cast<hsize_t>(column);
+  if (!rank1 && !rank2) {
+    return Invalid(path, absl::StrCat("dataset '", name, "' has shape ", ShapeText(ds.dims),
+                                      column == 0 ? ", expected (N,) or (N,1)"
+                                                  : ", expected (N,k) with k >= 2"));
+  }
+  if (static_cast<int64_t>(ds.dims[0]) != events) {
+    return Invalid(path, absl::StrCat("dataset '", name, "' has ", ds.dims[0],
+                                      " events but the shower dataset has ", events));
+  }
+  const int64_t width = rank1 ? 1 : static_cast<int64_t>(ds.dims[1]);
+  std::vector<float> raw(static_cast<size_t>(events * width));
+  RETURN_IF_ERROR(ReadRows(path, ds, 0, events, raw.data()));
+  std::vector<float> out(static_cast<size_t>(events));
+  for (int64_t i = 0; i < events; ++i) {
+    out[i] = static_cast<float>(raw[i * width + (rank1 ? 0 : column)] * scale);
+  }
+  return out;
+}
+
+absl::Status CheckEnergies(const std::string& path, const char* name, const std::vector<float>& e) {
+  for (size_t i = 0; i < e.size(); ++i) {
+    if (!std::isfinite(e[i]) || !(e[i] > 0)) {
+      return Invalid(
+          path, absl::StrCat("dataset '", name, "' event ", i,
+                             " has a primary energy that is not a positive number (", e[i], ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "(x,y,z)" of a flat cell index within an event.
+std::string CellText(const std::array<int64_t, 3>& shape, int64_t cell) {
+  return absl::StrCat("(", cell / (shape[1] * shape[2]), ",", (cell / shape[2]) % shape[1], ",",
+                      cell % shape[2], ")");
+}
+
+}  // namespace
+
+LibraryLock::LibraryLock() {
+  static const bool threadsafe = [] {
+    hbool_t ts = 0;
+    H5is_library_threadsafe(&ts);
+    return ts != 0;
+  }();
+  if (!threadsafe) lock_.emplace(LibraryMutex());
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+std::string ErrorText() {
+  std::vector<std::string> messages;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_UPWARD,
+      [](unsigned, const H5E_error2_t* e, void* data) -> herr_t {
+        auto* out = static_cast<std::vector<std::string>*>(data);
+        if (out->size() < 2 && e->desc != nullptr) out->push_back(e->desc);
+        return 0;
+      },
+      &messages);
+  H5Eclear2(H5E_DEFAULT);
+  return messages.empty() ? "unknown HDF5 error" : absl::StrJoin(messages, "; ");
+}
+
+absl::Status Invalid(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+absl::Status Loss(const std::string& path, const std::string& what) {
+  return absl::DataLossError(absl::StrCat(path, ": ", what, " (", ErrorText(), ")"));
+}
+
+std::string ShapeText(const std::vector<hsize_t>& dims) {
+  return absl::StrCat("(", absl::StrJoin(dims, ","), ")");
+}
+
+bool HasLink(hid_t file, const char* name) { return H5Lexists(file, name, H5P_DEFAULT) > 0; }
+
+absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
+                                    hid_t access) {
+  Dataset ds;
+  ds.name = name;
+  ds.id = Handle(H5Dopen2(file, name, access), H5Dclose);
+  if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot open dataset '", name, "'"));
+  Handle type(H5Dget_type(ds.id.get()), H5Tclose);
+  const H5T_class_t cls = type.ok() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
+  if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
+    return Invalid(path, absl::StrCat("dataset '", name, "' is not numeric"));
+  }
+  Handle space(H5Dget_space(ds.id.get()), H5Sclose);
+  const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
+  if (rank < 0) return Loss(path, absl::StrCat("cannot read the shape of dataset '", name, "'"));
+  ds.dims.resize(rank);
+  H5Sget_simple_extent_dims(space.get(), ds.dims.data(), nullptr);
+  return ds;
+}
+
+absl::Status ReadRows(const std::string& path, const Dataset& ds, int64_t first, int64_t count,
+                      float* out) {
+  if (count == 0) return absl::OkStatus();
+  Handle file_space(H5Dget_space(ds.id.get()), H5Sclose);
+  std::vector<hsize_t> start(ds.dims.size(), 0), extent = ds.dims;
+  start[0] = static_cast<hsize_t>(first);
+  extent[0] = static_cast<hsize_t>(count);
+  if (!file_space.ok() || H5Sselect_hyperslab(file_space.get(), H5S_SELECT_SET, start.data(),
+                                              nullptr, extent.data(), nullptr) < 0) {
+    return Loss(path, absl::StrCat("cannot select rows of dataset '", ds.name, "'"));
+  }
+  Handle mem_space(H5Screate_simple(static_cast<int>(extent.size()), extent.data(), nullptr),
+                   H5Sclose);
+  if (H5Dread(ds.id.get(), H5T_NATIVE_FLOAT, mem_space.get(), file_space.get(), H5P_DEFAULT, out) <
+      0) {
+    return Loss(path, absl::StrCat("dataset '", ds.name, "' events ", first, "-", first + count - 1,
+                                   " cannot be read (truncated or corrupted file?)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path, hid_t cells_access) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0)
+    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
+  if (is_hdf5 <= 0) {
+    H5Eclear2(H5E_DEFAULT);
+    return Invalid(path, "not an HDF5 file");
+  }
+  ShowerFile f;
+  f.path = path;
+  f.file = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
+  const hid_t file = f.file.get();
+  const char* cells_name = nullptr;
+  if (HasLink(file, "showers") || HasLink(file, "incident_energies")) {
+    if (!HasLink(file, "showers")) return Invalid(path, "CaloChallenge file without 'showers'");
+    if (!HasLink(file, "incident_energies")) {
+      return Invalid(path, "CaloChallenge file without 'incident_energies'");
+    }
+    f.layout = Layout::kCaloChallenge;
+    f.to_gev = 1e-3;
+    cells_name = "showers";
+  } else if (HasLink(file, "ECAL")) {
+    cells_name = "ECAL";
+    if (HasLink(file, "target")) {
+      f.layout = Layout::kFixedAngle3DGan;
+    } else if (HasLink(file, "energy")) {
+      f.layout = Layout::kVariableAngle3DGan;
+      if (!HasLink(file, "theta") && !HasLink(file, "mtheta")) {
+        return Invalid(path, "variable-angle file (ECAL, energy) without 'theta' or 'mtheta'");
+      }
+    } else {
+      return Invalid(path,
+                     "file has 'ECAL' but neither 'target' (3DGAN fixed angle) nor 'energy' (3DGAN "
+                     "variable angle)");
+    }
+  } else {
+    return Invalid(path,
+                   "no known layout: expected 'ECAL' with 'target' or 'energy' (3DGAN), or "
+                   "'showers' with 'incident_energies' (CaloChallenge)");
+  }
+  ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, cells_access));
+  const std::vector<hsize_t>& d = f.cells.dims;
+  if (f.layout == Layout::kCaloChallenge) {
+    if (d.size() != 2) {
+      return Invalid(path, absl::StrCat("dataset 'showers' has shape ", ShapeText(d),
+                                        ", expected (N, voxels)"));
+    }
+    if (d[1] == 6480) {
+      f.shape = {45, 16, 9};
+    } else if (d[1] == 40500) {
+      f.shape = {45, 50, 18};
+    } else {
+      return Invalid(path, absl::StrCat("dataset 'showers' has ", d[1],
+                                        " voxels; supported are 6480 (CaloChallenge dataset 2, "
+                                        "45x16x9) and 40500 (dataset 3, 45x50x18)"));
+    }
+  } else {
+    const std::array<int64_t, 3> want = f.layout == Layout::kFixedAngle3DGan
+                                            ? std::array<int64_t, 3>{25, 25, 25}
+                                            : std::array<int64_t, 3>{51, 51, 25};
+    if (d.size() != 4 || static_cast<int64_t>(d[1]) != want[0] ||
+        static_cast<int64_t>(d[2]) != want[1] || static_cast<int64_t>(d[3]) != want[2]) {
+      return Invalid(path, absl::StrCat("dataset 'ECAL' has shape ", ShapeText(d), ", expected (N,",
+                                        want[0], ",", want[1], ",", want[2], ") for the ",
+                                        LayoutName(f.layout), " layout"));
+    }
+    f.shape = want;
+  }
+  f.events = static_cast<int64_t>(d[0]);
+  if (f.layout == Layout::kCaloChallenge) {
+    ASSIGN_OR_RETURN(f.energy_gev,
+                     ReadPerEvent(path, file, "incident_energies", f.events, 0, f.to_gev));
+    RETURN_IF_ERROR(CheckEnergies(path, "incident_energies", f.energy_gev));
+  } else if (f.layout == Layout::kFixedAngle3DGan) {
+    ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "target", f.events, 1, 1.0));
+    RETURN_IF_ERROR(CheckEnergies(path, "target", f.energy_gev));
+  } else {
+    ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "energy", f.events, 0, 1.0));
+    RETURN_IF_ERROR(CheckEnergies(path, "energy", f.energy_gev));
+    const char* theta_name = HasLink(file, "theta") ? "theta" : "mtheta";
+    ASSIGN_OR_RETURN(f.theta_rad, ReadPerEvent(path, file, theta_name, f.events, 0, 1.0));
+    for (size_t i = 0; i < f.theta_rad.size(); ++i) {
+      if (!(f.theta_rad[i] >= 0.0f && f.theta_rad[i] <= 3.1416f)) {
+        return Invalid(path, absl::StrCat("dataset '", theta_name, "' event ", i, " has angle ",
+                                          f.theta_rad[i], ", expected radians in [0, pi]"));
+      }
+    }
+  }
+  f.particle_attribute = ReadParticleAttribute(file);
+  return f;
+}
+
+absl::Status CheckCells(const ShowerFile& f, int64_t first, int64_t count, float* out) {
+  const int64_t per_event = f.shape[0] * f.shape[1] * f.shape[2];
+  for (int64_t i = 0; i < count * per_event; ++i) {
+    const float v = out[i];
+    if (!(v >= 0.0f) || !std::isfinite(v)) {
+      return Invalid(f.path,
+                     absl::StrCat("dataset '", f.cells.name, "' event ", first + i / per_event,
+                                  " cell ", CellText(f.shape, i % per_event),
+                                  std::isnan(v) ? " is NaN"
+                                  : v < 0       ? absl::StrCat(" is negative (", v, ")")
+                                                : " is infinite"));
+    }
+    if (f.to_gev != 1.0) out[i] = static_cast<float>(v * f.to_gev);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteParticleAttribute(const std::string& path, hid_t file,
+                                    const std::string& particle) {
+  Handle str_type(H5Tcopy(H5T_C_S1), H5Tclose);
+  H5Tset_size(str_type.get(), std::max<size_t>(1, particle.size()));
+  Handle scalar(H5Screate(H5S_SCALAR), H5Sclose);
+  Handle attr(H5Acreate2(file, "particle", str_type.get(), scalar.get(), H5P_DEFAULT, H5P_DEFAULT),
+              H5Aclose);
+  if (!attr.ok() || H5Awrite(attr.get(), str_type.get(), particle.c_str()) < 0) {
+    return Loss(path, "cannot write the 'particle' attribute");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::data::h5
