@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "workers/serving/counter_rng.h"
 
 namespace gantry::serving {
@@ -53,22 +54,34 @@ absl::StatusOr<GenerationPlan> GenerationPlan::Create(const v1::WorkerGenerateRe
     t_lo = model.theta_range_rad().min();
     t_hi = model.theta_range_rad().max();
   }
-  const std::string e_range = absl::StrCat("the model's training range ", e_lo, "..", e_hi, " GeV");
-  const std::string t_range = absl::StrCat("the model's training range ", t_lo, "..", t_hi, " rad");
-  auto check_energy = [&](double e, const std::string& field) -> absl::Status {
+  // `field()` names the checked field; it is only formatted for an error.
+  auto check_energy = [&](double e, const auto& field) -> absl::Status {
     if (!std::isfinite(e) || e <= 0) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": ", e, " GeV must be > 0"));
+      return absl::InvalidArgumentError(absl::StrCat(field(), ": ", e, " GeV must be > 0"));
     }
     if (!Inside(e, e_lo, e_hi)) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": ", e, " GeV is outside ", e_range));
+      return absl::InvalidArgumentError(absl::StrCat(field(), ": ", e,
+                                                     " GeV is outside the model's training range ",
+                                                     e_lo, "..", e_hi, " GeV"));
     }
     return absl::OkStatus();
   };
-  auto check_theta = [&](double t, const std::string& field) -> absl::Status {
+  auto check_theta = [&](double t, const auto& field) -> absl::Status {
     if (!std::isfinite(t) || !Inside(t, t_lo, t_hi)) {
-      return absl::InvalidArgumentError(absl::StrCat(field, ": ", t, " rad is outside ", t_range));
+      return absl::InvalidArgumentError(absl::StrCat(field(), ": ", t,
+                                                     " rad is outside the model's training range ",
+                                                     t_lo, "..", t_hi, " rad"));
     }
     return absl::OkStatus();
+  };
+
+  // Both ends of a requested range, min first.
+  auto check_ends = [](const v1::Range& range, absl::string_view field,
+                       const auto& check) -> absl::Status {
+    if (absl::Status s = check(range.min(), [&] { return absl::StrCat(field, ".min"); }); !s.ok()) {
+      return s;
+    }
+    return check(range.max(), [&] { return absl::StrCat(field, ".max"); });
   };
 
   if (r.has_list()) {
@@ -80,15 +93,17 @@ absl::StatusOr<GenerationPlan> GenerationPlan::Create(const v1::WorkerGenerateRe
     plan.count_ = items.size();
     plan.energies_.reserve(items.size());
     for (int i = 0; i < items.size(); ++i) {
-      const std::string field = absl::StrCat("request.list.items[", i, "]");
-      if (absl::Status s = check_energy(items[i].energy_gev(), field + ".energy_gev"); !s.ok()) {
+      auto field = [i](absl::string_view leaf) {
+        return [i, leaf] { return absl::StrCat("request.list.items[", i, "].", leaf); };
+      };
+      if (absl::Status s = check_energy(items[i].energy_gev(), field("energy_gev")); !s.ok()) {
         return s;
       }
       plan.energies_.push_back(static_cast<float>(items[i].energy_gev()));
       if (traits.variable_angle) {
         double t = items[i].theta_rad();
         if (t == 0) t = 0.5 * (t_lo + t_hi);
-        if (absl::Status s = check_theta(t, field + ".theta_rad"); !s.ok()) return s;
+        if (absl::Status s = check_theta(t, field("theta_rad")); !s.ok()) return s;
         plan.thetas_.push_back(static_cast<float>(t));
       }
     }
@@ -106,11 +121,7 @@ absl::StatusOr<GenerationPlan> GenerationPlan::Create(const v1::WorkerGenerateRe
   if (!range.has_energy_gev() || range.energy_gev().min() > range.energy_gev().max()) {
     return absl::InvalidArgumentError("request.range.energy_gev: needs min <= max");
   }
-  if (absl::Status s = check_energy(range.energy_gev().min(), "request.range.energy_gev.min");
-      !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = check_energy(range.energy_gev().max(), "request.range.energy_gev.max");
+  if (absl::Status s = check_ends(range.energy_gev(), "request.range.energy_gev", check_energy);
       !s.ok()) {
     return s;
   }
@@ -123,11 +134,7 @@ absl::StatusOr<GenerationPlan> GenerationPlan::Create(const v1::WorkerGenerateRe
       if (range.theta_rad().min() > range.theta_rad().max()) {
         return absl::InvalidArgumentError("request.range.theta_rad: needs min <= max");
       }
-      if (absl::Status s = check_theta(range.theta_rad().min(), "request.range.theta_rad.min");
-          !s.ok()) {
-        return s;
-      }
-      if (absl::Status s = check_theta(range.theta_rad().max(), "request.range.theta_rad.max");
+      if (absl::Status s = check_ends(range.theta_rad(), "request.range.theta_rad", check_theta);
           !s.ok()) {
         return s;
       }
