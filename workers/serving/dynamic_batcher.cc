@@ -188,11 +188,13 @@ void DynamicBatcher::SchedulerLoop() {
     ++stats_.batches;
     stats_.batched_showers += static_cast<int64_t>(specs.size());
     stats_.largest_batch = std::max<int64_t>(stats_.largest_batch, specs.size());
-    DeliverLocked(parts, status);
+    DeliverLocked(parts, specs, status);
   }
 }
 
-void DynamicBatcher::DeliverLocked(const std::vector<Part>& parts, const absl::Status& status) {
+void DynamicBatcher::DeliverLocked(const std::vector<Part>& parts,
+                                   const std::vector<ShowerSpec>& specs,
+                                   const absl::Status& status) {
   const int64_t cells = backend_->traits().cells_per_shower();
   int64_t position = 0;  // shower position in the batch
   for (const Part& p : parts) {
@@ -205,15 +207,17 @@ void DynamicBatcher::DeliverLocked(const std::vector<Part>& parts, const absl::S
     } else if (keep) {
       stats_.queued_showers -= p.count;
       const float* src = batch_cells_.data() + position * cells;
+      const ShowerSpec* spec = specs.data() + position;
       int64_t left = p.count;
       int64_t index = p.first;
       while (left > 0) {
         if (r.partial.count == 0) r.partial.offset = index;
         const int64_t n = std::min<int64_t>(left, r.plan.chunk_showers() - r.partial.count);
         r.partial.cells.insert(r.partial.cells.end(), src, src + n * cells);
-        for (int64_t i = 0; i < n; ++i) r.partial.showers.push_back(r.plan.Shower(index + i));
+        r.partial.showers.insert(r.partial.showers.end(), spec, spec + n);
         r.partial.count += n;
         src += n * cells;
+        spec += n;
         index += n;
         left -= n;
         r.produced += n;

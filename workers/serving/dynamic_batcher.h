@@ -92,8 +92,9 @@ class DynamicBatcher {
   int64_t RoomLocked(const Request& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Picks the next batch round-robin.
   std::vector<Part> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void DeliverLocked(const std::vector<Part>& parts, const absl::Status& status)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // `specs` are the batch's showers in order (the parts' showers, back to back).
+  void DeliverLocked(const std::vector<Part>& parts, const std::vector<ShowerSpec>& specs,
+                     const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RemoveIfIdleLocked(const std::shared_ptr<Request>& r) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void FinishLocked(Request& r, absl::Status status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
