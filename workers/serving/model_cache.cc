@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "workers/runner/dataset_cache.h"
 
 namespace gantry::serving {
 
@@ -66,9 +67,7 @@ void ModelCache::Destroy(std::vector<std::shared_ptr<ServableModel>> models) {
 
 absl::StatusOr<ModelCache::Lease> ModelCache::Acquire(const gantry::v1::ServedModel& model) {
   const std::string& sha = model.checkpoint_sha256();
-  if (sha.size() != 64 || !std::all_of(sha.begin(), sha.end(), [](char c) {
-        return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
-      })) {
+  if (!runner::IsSha256Hex(sha)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "model.checkpoint_sha256: \"", sha, "\" is not a sha256 (64 lower-case hex digits)"));
   }
