@@ -37,6 +37,13 @@ GenerationPlan Plan(uint64_t seed, int64_t count, int chunk = 0, double energy =
   return *std::move(plan);
 }
 
+BatcherOptions Options(int max_batch_size, absl::Duration max_queue_delay) {
+  BatcherOptions o;
+  o.max_batch_size = max_batch_size;
+  o.max_queue_delay = max_queue_delay;
+  return o;
+}
+
 // Reads a stream to its end; the chunks, or the error.
 absl::StatusOr<std::vector<DynamicBatcher::Chunk>> ReadAll(
     DynamicBatcher::Stream& stream, absl::Duration timeout = absl::Seconds(20)) {
@@ -60,9 +67,7 @@ std::set<uint64_t> SeedsIn(const std::vector<ShowerSpec>& batch) {
 
 TEST(DynamicBatcherTest, MergesConcurrentRequestsUpToMaxBatch) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 8;
-  o.max_queue_delay = absl::Seconds(1);
+  BatcherOptions o = Options(8, absl::Seconds(1));
   DynamicBatcher batcher(o, &backend, nullptr);
   std::vector<std::unique_ptr<DynamicBatcher::Stream>> streams;
   const absl::Time start = absl::Now();
@@ -90,9 +95,7 @@ TEST(DynamicBatcherTest, MergesConcurrentRequestsUpToMaxBatch) {
 TEST(DynamicBatcherTest, SingleShowerWaitsAboutMaxQueueDelay) {
   for (absl::Duration delay : {absl::Milliseconds(0), absl::Milliseconds(150)}) {
     FakeBackend backend;
-    BatcherOptions o;
-    o.max_batch_size = 64;
-    o.max_queue_delay = delay;
+    BatcherOptions o = Options(64, delay);
     DynamicBatcher batcher(o, &backend, nullptr);
     const absl::Time start = absl::Now();
     auto stream = *batcher.Submit(Plan(7, 1), absl::InfiniteFuture());
@@ -105,9 +108,7 @@ TEST(DynamicBatcherTest, SingleShowerWaitsAboutMaxQueueDelay) {
 
 TEST(DynamicBatcherTest, FullQueueAnswersResourceExhausted) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 64;
-  o.max_queue_delay = absl::Seconds(30);  // nothing runs during the test
+  BatcherOptions o = Options(64, absl::Seconds(30));  // nothing runs during the test
   o.max_queued_requests = 2;
   DynamicBatcher batcher(o, &backend, nullptr);
   auto a = batcher.Submit(Plan(1, 1), absl::InfiniteFuture());
@@ -123,9 +124,7 @@ TEST(DynamicBatcherTest, FullQueueAnswersResourceExhausted) {
 
 TEST(DynamicBatcherTest, ExpiredRequestEndsWithDeadlineExceededAndLeavesTheBatches) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 4;
-  o.max_queue_delay = absl::Seconds(30);
+  BatcherOptions o = Options(4, absl::Seconds(30));
   DynamicBatcher batcher(o, &backend, nullptr);
   auto late = *batcher.Submit(Plan(1, 2), absl::Now() + absl::Milliseconds(100));
   absl::StatusOr<std::vector<DynamicBatcher::Chunk>> chunks = ReadAll(*late);
@@ -141,9 +140,7 @@ TEST(DynamicBatcherTest, ExpiredRequestEndsWithDeadlineExceededAndLeavesTheBatch
 TEST(DynamicBatcherTest, DeadlineIsEnforcedByTheSchedulerToo) {
   // Nobody reads the stream: the scheduler itself expires the request and never runs it.
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 4;
-  o.max_queue_delay = absl::Seconds(30);
+  BatcherOptions o = Options(4, absl::Seconds(30));
   DynamicBatcher batcher(o, &backend, nullptr);
   auto late = *batcher.Submit(Plan(1, 3), absl::Now() + absl::Milliseconds(50));
   for (int i = 0; i < 100 && batcher.stats().queued_showers > 0; ++i) {
@@ -160,9 +157,7 @@ TEST(DynamicBatcherTest, DeadlineIsEnforcedByTheSchedulerToo) {
 
 TEST(DynamicBatcherTest, CancelledRequestIsDroppedFromBatchesNotYetRun) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 4;
-  o.max_queue_delay = absl::Milliseconds(300);
+  BatcherOptions o = Options(4, absl::Milliseconds(300));
   DynamicBatcher batcher(o, &backend, nullptr);
   auto cancelled = *batcher.Submit(Plan(1, 2), absl::InfiniteFuture());
   auto kept = *batcher.Submit(Plan(2, 2), absl::InfiniteFuture());
@@ -177,9 +172,7 @@ TEST(DynamicBatcherTest, CancelledRequestIsDroppedFromBatchesNotYetRun) {
 
 TEST(DynamicBatcherTest, CancelledDuringItsBatchGetsNothingAndLaterBatchesSkipIt) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 4;
-  o.max_queue_delay = absl::ZeroDuration();
+  BatcherOptions o = Options(4, absl::ZeroDuration());
   DynamicBatcher batcher(o, &backend, nullptr);
   backend.CloseGate();
   auto stream = *batcher.Submit(Plan(1, 40, 4), absl::InfiniteFuture());
@@ -194,9 +187,7 @@ TEST(DynamicBatcherTest, CancelledDuringItsBatchGetsNothingAndLaterBatchesSkipIt
 
 TEST(DynamicBatcherTest, RoundRobinKeepsSingleShowersFromWaitingBehindBulk) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 8;
-  o.max_queue_delay = absl::ZeroDuration();
+  BatcherOptions o = Options(8, absl::ZeroDuration());
   DynamicBatcher batcher(o, &backend, nullptr);
   backend.CloseGate();
   auto bulk = *batcher.Submit(Plan(1, 1000, 8), absl::InfiniteFuture());
@@ -218,9 +209,7 @@ TEST(DynamicBatcherTest, RoundRobinKeepsSingleShowersFromWaitingBehindBulk) {
 
 TEST(DynamicBatcherTest, BackpressureBoundsShowersHeldForASlowReader) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 8;
-  o.max_queue_delay = absl::ZeroDuration();
+  BatcherOptions o = Options(8, absl::ZeroDuration());
   o.buffered_chunks = 4;
   DynamicBatcher batcher(o, &backend, nullptr);
   const int chunk = 16;
@@ -250,9 +239,7 @@ TEST(DynamicBatcherTest, BackpressureBoundsShowersHeldForASlowReader) {
 
 TEST(DynamicBatcherTest, ChunksCarryTheRequestsShowersInOrder) {
   FakeBackend backend;
-  BatcherOptions o;
-  o.max_batch_size = 16;
-  o.max_queue_delay = absl::Milliseconds(5);
+  BatcherOptions o = Options(16, absl::Milliseconds(5));
   DynamicBatcher batcher(o, &backend, nullptr);
   auto a = *batcher.Submit(Plan(3, 50, 20, 42), absl::InfiniteFuture());
   auto b = *batcher.Submit(Plan(4, 7, 0, 250), absl::InfiniteFuture());
