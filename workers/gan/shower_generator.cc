@@ -112,12 +112,19 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
   }
   try {
     c10::InferenceMode guard;
-    const at::Tensor energy =
-        at::from_blob(const_cast<float*>(energy_gev.data()), {n, 1}, at::kFloat) /
-        config_.energy_scale;
+    at::Tensor energy = at::from_blob(const_cast<float*>(energy_gev.data()), {n, 1}, at::kFloat) /
+                        config_.energy_scale;
     at::Tensor theta;
     if (angles) theta = at::from_blob(const_cast<float*>(theta_rad.data()), {n, 1}, at::kFloat);
-    const at::Tensor z = at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat);
+    at::Tensor z = at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat);
+    if (n == 1) {
+      // A batch of one takes other kernels (matrix-vector in the first layer) whose rounding
+      // differs from every batch of 2..128, which agree bit for bit: a lone shower runs as a pair
+      // (only the first is kept), so a shower does not depend on whether it was batched alone.
+      energy = energy.repeat({2, 1});
+      if (angles) theta = theta.repeat({2, 1});
+      z = z.repeat({2, 1});
+    }
     const at::Tensor showers = UndoCellPreprocessing(
         config_, generator_->forward(generator_->MakeInput(energy, theta, z)));
     std::memcpy(out, showers.data_ptr<float>(),

@@ -39,7 +39,8 @@ class ShowerGenerator {
   // size showers, `noise` holds n * noise_dim() floats row-major, `theta_rad` n angles for
   // 3dgan-51 (ignored otherwise). Writes n * cells-per-shower floats (GeV, row-major x, y, z) to
   // `out`. Used by the serving batcher, which derives each shower's noise from (seed, index) so
-  // that results do not depend on how requests were batched. INVALID_ARGUMENT on bad sizes or
+  // that results do not depend on how requests were batched (a lone shower is run as a pair, as
+  // a batch of one rounds differently from larger batches). INVALID_ARGUMENT on bad sizes or
   // energies, INTERNAL when LibTorch fails.
   absl::Status GenerateFromNoise(absl::Span<const float> energy_gev,
                                  absl::Span<const float> theta_rad, absl::Span<const float> noise,

@@ -1,6 +1,5 @@
 #include "workers/serving/torch_backend.h"
 
-#include <algorithm>
 #include <utility>
 
 #include "workers/serving/counter_rng.h"
@@ -26,16 +25,6 @@ TorchBackend::TorchBackend(std::unique_ptr<gan::ShowerGenerator> generator)
 }
 
 absl::Status TorchBackend::RunBatch(const std::vector<ShowerSpec>& showers, float* out) {
-  if (showers.size() == 1) {
-    // A batch of one takes other kernels (matrix-vector in the first layer) whose rounding
-    // differs from every batch of 2..128, which agree bit for bit: run it as a pair so a shower
-    // does not depend on whether it was batched alone.
-    const std::vector<ShowerSpec> pair = {showers[0], showers[0]};
-    pair_out_.resize(2 * static_cast<size_t>(traits_.cells_per_shower()));
-    if (absl::Status s = RunBatch(pair, pair_out_.data()); !s.ok()) return s;
-    std::copy(pair_out_.begin(), pair_out_.begin() + traits_.cells_per_shower(), out);
-    return absl::OkStatus();
-  }
   const int64_t dim = generator_->noise_dim();
   const size_t n = showers.size();
   energies_.resize(n);

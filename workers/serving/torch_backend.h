@@ -1,8 +1,9 @@
 // TorchBackend: the BatchBackend of a trained 3DGAN generator (gan::ShowerGenerator, LibTorch):
 // each shower's latent noise comes from CounterRng(seed, index), so a shower does not depend on
 // the batch it runs in. With LibTorch 1.13's CPU kernels a shower's cells are bit-identical in
-// every batch of 2..128 at any position; a lone shower runs as a pair for the same reason (tested
-// in tests/serving; a different CPU or thread count may round differently).
+// every batch of 2..128 at any position; ShowerGenerator::GenerateFromNoise runs a lone shower as a
+// pair for the same reason (tested in tests/serving; a different CPU or thread count may round
+// differently).
 #ifndef GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
 #define GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
 
@@ -30,7 +31,7 @@ class TorchBackend final : public BatchBackend {
   std::unique_ptr<gan::ShowerGenerator> generator_;
   ModelTraits traits_;
   int64_t memory_bytes_ = 0;
-  std::vector<float> energies_, thetas_, noise_, pair_out_;  // reused between batches
+  std::vector<float> energies_, thetas_, noise_;  // reused between batches
 };
 
 }  // namespace gantry::serving
