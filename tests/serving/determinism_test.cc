@@ -9,6 +9,7 @@
 #include <cstring>
 #include <thread>
 
+#include "tests/serving/shower_compare.h"
 #include "tests/serving/torch_model.h"
 #include "tests/support/temp_dir.h"
 #include "workers/serving/dynamic_batcher.h"
@@ -65,19 +66,8 @@ class DeterminismTest : public ::testing::Test {
 
   // Largest |a - b| relative to the largest cell of the shower, over all showers.
   static double WorstRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
-    const size_t cells = 25 * 25 * 25;
     EXPECT_EQ(a.size(), b.size());
-    double worst = 0;
-    for (size_t s = 0; s + cells <= std::min(a.size(), b.size()); s += cells) {
-      float peak = 0;
-      double diff = 0;
-      for (size_t i = s; i < s + cells; ++i) {
-        peak = std::max({peak, std::abs(a[i]), std::abs(b[i])});
-        diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
-      }
-      if (peak > 0) worst = std::max(worst, diff / peak);
-    }
-    return worst;
+    return testing::WorstRelativeDifference(a, b);
   }
 
   static gantry::testing::TempDir* dir_;

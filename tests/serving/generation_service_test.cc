@@ -14,6 +14,7 @@
 
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/serving/shower_compare.h"
 #include "tests/serving/torch_model.h"
 #include "tests/support/temp_dir.h"
 #include "workers/serving/checkpoint_model_loader.h"
@@ -106,18 +107,7 @@ class GenerationServiceTest : public ::testing::Test {
   }
 
   static double WorstRelative(const std::vector<float>& a, const std::vector<float>& b) {
-    if (a.size() != b.size()) return 1e9;
-    double worst = 0;
-    for (size_t s = 0; s < a.size(); s += kCells) {
-      float peak = 0;
-      double diff = 0;
-      for (size_t i = s; i < s + kCells; ++i) {
-        peak = std::max({peak, std::abs(a[i]), std::abs(b[i])});
-        diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
-      }
-      if (peak > 0) worst = std::max(worst, diff / peak);
-    }
-    return worst;
+    return testing::WorstRelativeDifference(a, b, kCells);
   }
 
   static gantry::testing::TempDir* dir_;
