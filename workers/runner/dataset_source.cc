@@ -94,23 +94,29 @@ absl::Status CheckExpected(const std::string& reference, const std::string& key,
                                           ", the assignment expects ", expected_sha256));
 }
 
-// Copies `from` into `to` (truncating) and returns the sha256 of the bytes copied.
-absl::StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to) {
+// Copies `from` into `to` (truncating), feeding the bytes copied to `hasher` when not null.
+absl::Status CopyFile(const std::string& from, const std::string& to, Sha256* hasher) {
   std::ifstream in(from, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(from, " cannot be opened"));
   std::ofstream out(to, std::ios::binary | std::ios::trunc);
   if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", to));
-  Sha256 hasher;
   std::string buffer(1 << 20, '\0');
   while (in) {
     in.read(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     const std::streamsize n = in.gcount();
-    hasher.Update(absl::string_view(buffer.data(), static_cast<size_t>(n)));
+    if (hasher != nullptr) hasher->Update(absl::string_view(buffer.data(), static_cast<size_t>(n)));
     out.write(buffer.data(), n);
   }
   if (in.bad()) return absl::DataLossError(absl::StrCat(from, ": read error"));
   out.close();
   if (!out) return absl::UnavailableError(absl::StrCat("write to ", to, " failed"));
+  return absl::OkStatus();
+}
+
+// Copies `from` into `to` (truncating) and returns the sha256 of the bytes copied.
+absl::StatusOr<std::string> CopyHashing(const std::string& from, const std::string& to) {
+  Sha256 hasher;
+  RETURN_IF_ERROR(CopyFile(from, to, &hasher));
   return hasher.HexDigest();
 }
 
@@ -187,10 +193,6 @@ void IndexStore(const DatasetCache& cache, const std::string& source, const File
 }
 
 }  // namespace
-
-std::string DatasetSource::CachePath(const std::string& sha256) const {
-  return (fs::path(options_.cache_dir) / "datasets" / (sha256 + ".h5")).string();
-}
 
 absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
     const std::string& reference, const std::string& expected_sha256) const {
@@ -299,7 +301,8 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
   DatasetFill fill;
   fill.source = reference;
   fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
-    RETURN_IF_ERROR(CopyHashing(path, part).status());
+    // No hashing here: the cache hashes the filled bytes against the key itself.
+    RETURN_IF_ERROR(CopyFile(path, part, /*hasher=*/nullptr));
     return InspectFilled(part);
   };
   // The key without reading the source: the assignment's hash, else the index of sources hashed

@@ -72,9 +72,6 @@ class DatasetSource {
   absl::StatusOr<MaterializedDataset> Materialize(const std::string& reference,
                                                   const std::string& expected_sha256) const;
 
-  // <cache_dir>/datasets/<sha256>.h5
-  std::string CachePath(const std::string& sha256) const;
-
  private:
   // Each returns the pinned, verified cache entry of the reference (filling it when missing).
   absl::StatusOr<DatasetCache::Lease> FromToyMc(DatasetCache& cache, const std::string& reference,
