@@ -33,8 +33,6 @@ bool IsPermanent(const absl::Status& s) {
   return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s);
 }
 
-std::string Version() { return GantryVersionString(); }
-
 absl::Duration Jitter(absl::Duration d) {
   thread_local std::mt19937 rng{std::random_device{}()};
   std::uniform_real_distribution<double> factor(0.8, 1.2);
@@ -105,8 +103,8 @@ void WorkerAgent::AddAuth(grpc::ClientContext* context) const {
 }
 
 absl::Status WorkerAgent::Run() {
-  Log(absl::StrCat("worker \"", options_.name, "\" ", Version(), ": server ", options_.server, ", ",
-                   options_.slots, " slot(s), ", options_.threads_per_rank,
+  Log(absl::StrCat("worker \"", options_.name, "\" ", GantryVersionString(), ": server ",
+                   options_.server, ", ", options_.slots, " slot(s), ", options_.threads_per_rank,
                    " thread(s) per rank, work dir ", options_.work_dir));
   std::thread sessions([this] { SessionLoop(); });
   {
@@ -166,7 +164,7 @@ v1::RegisterRequest WorkerAgent::BuildRegister() const {
   r.set_threads_per_rank(options_.threads_per_rank);
   for (const auto& [k, v] : options_.labels) (*r.mutable_labels())[k] = v;
   r.set_advertise_host(options_.advertise_host);
-  r.set_version(Version());
+  r.set_version(GantryVersionString());
   r.set_rendezvous_port_min(options_.rendezvous_port_min);
   r.set_rendezvous_port_max(options_.rendezvous_port_max);
   for (const RegisterSource& source : register_sources_) source(r);
