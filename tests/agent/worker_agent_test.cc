@@ -152,6 +152,14 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// Starts `service` on a free loopback port, stored in `port`; null when the server did not start.
+std::unique_ptr<grpc::Server> ServeOnLoopback(grpc::Service* service, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), port);
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
 using Received = std::vector<std::pair<int, v1::WorkerMessage>>;
 
 bool HasPhase(const Received& r, const std::string& job, int rank, v1::RankPhase phase) {
@@ -186,11 +194,8 @@ class WorkerAgentTest : public ::testing::Test {
 
  protected:
   void SetUp() override {
-    grpc::ServerBuilder builder;
     int port = 0;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-    builder.RegisterService(&service_);
-    server_ = builder.BuildAndStart();
+    server_ = ServeOnLoopback(&service_, &port);
     ASSERT_NE(server_, nullptr);
     AgentOptions o;
     o.server = "127.0.0.1:" + std::to_string(port);
@@ -356,11 +361,8 @@ TEST_F(WorkerAgentTest, StopReportsTheExitOfRunningRanks) {
 TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanly) {
   gantry::testing::TempDir dir;
   ScriptedWorkerService service;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = ServeOnLoopback(&service, &port);
   ASSERT_NE(server, nullptr);
   const std::vector<std::string> args = {"--server=127.0.0.1:" + std::to_string(port),
                                          std::string("--join-token=") + kToken,
@@ -454,11 +456,8 @@ TEST(WorkerDaemonProcessTest, ReportsItsDatasetCacheAndEvictsItAtStart) {
   std::ofstream(cache_dir + "/datasets/" + Sha256Hex("d") + ".h5.part") << std::string(700, 'd');
 
   ScriptedWorkerService service;
-  grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  std::unique_ptr<grpc::Server> server = ServeOnLoopback(&service, &port);
   ASSERT_NE(server, nullptr);
   gantry::testing::DaemonProcess daemon(
       {"--server=127.0.0.1:" + std::to_string(port), std::string("--join-token=") + kToken,
