@@ -4,35 +4,25 @@
 #include "workers/data/shower_file_reader.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/temp_dir.h"
 #include "workers/data/hdf5_io.h"
 #include "workers/data/toy_mc.h"
 
 namespace gantry::data {
 namespace {
 
+// A file in this test process's private directory (removed at exit).
 std::string TempPath(const std::string& name) {
-  static const std::string dir = [] {
-    const std::string d =
-        ::testing::TempDir() + "/gantry_reader_test_" + std::to_string(::getpid());
-    std::filesystem::create_directories(d);
-    std::atexit([] {
-      std::error_code ignored;
-      std::filesystem::remove_all(
-          ::testing::TempDir() + "/gantry_reader_test_" + std::to_string(::getpid()), ignored);
-    });
-    return d;
-  }();
-  return dir + "/" + name;
+  static const ::gantry::testing::TempDir dir;
+  return dir.File(name);
 }
 
 ShowerSet Toy(Layout layout, int64_t events, uint64_t seed) {
