@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "gantry/base/sha256.h"
+#include "gantry/base/status_macros.h"
 #include "tests/server/server_fixture.h"
 #include "workers/data/hdf5_io.h"
 #include "workers/data/toy_mc.h"
@@ -34,6 +35,18 @@ std::string ReadFile(const std::string& path) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// Simulates `events` toy showers with `seed`, writes them to `path` and returns them.
+absl::StatusOr<data::ShowerSet> WriteToyFile(const std::string& path, int64_t events,
+                                             uint64_t seed) {
+  data::ToyMcConfig config;
+  config.events = events;
+  config.seed = seed;
+  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+  if (!set.ok()) return set.status();
+  RETURN_IF_ERROR(data::WriteShowerFile(path, *set));
+  return set;
 }
 
 TEST(HoldoutSplitTest, DeterministicDisjointAndComplete) {
@@ -214,13 +227,9 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedAndHashedByItsCanonicalSpec) {
 
 TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
   TempDir dir;
-  data::ToyMcConfig config;
-  config.events = 5;
-  config.seed = 11;
-  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
-  ASSERT_TRUE(set.ok());
   const std::string path = dir.File("Ele_toy.h5");
-  ASSERT_TRUE(data::WriteShowerFile(path, *set).ok());
+  absl::StatusOr<data::ShowerSet> set = WriteToyFile(path, 5, 11);
+  ASSERT_TRUE(set.ok()) << set.status();
   DatasetSource source(DatasetSourceOptions{"", "", dir.path()});
   absl::StatusOr<MaterializedDataset> got = source.Materialize("file://" + path, "");
   ASSERT_TRUE(got.ok()) << got.status();
@@ -250,13 +259,9 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
 
 TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
   TempDir dir;
-  data::ToyMcConfig config;
-  config.events = 4;
-  config.seed = 12;
-  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
-  ASSERT_TRUE(set.ok());
   const std::string path = dir.File("Ele_copy.h5");
-  ASSERT_TRUE(data::WriteShowerFile(path, *set).ok());
+  absl::StatusOr<data::ShowerSet> set = WriteToyFile(path, 4, 12);
+  ASSERT_TRUE(set.ok()) << set.status();
   DatasetSource source(DatasetSourceOptions{"", "", dir.File("cache")});
   absl::StatusOr<MaterializedDataset> first = source.Materialize("file://" + path, "");
   ASSERT_TRUE(first.ok()) << first.status();
@@ -271,10 +276,8 @@ TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
   EXPECT_EQ(second->local_path, first->local_path);
   EXPECT_EQ(second->showers.energy_gev, set->energy_gev);
   // Rewritten with other events: a new key and a new entry beside the old one.
-  config.seed = 13;
-  absl::StatusOr<data::ShowerSet> other = data::SimulateToyMc(config);
-  ASSERT_TRUE(other.ok());
-  ASSERT_TRUE(data::WriteShowerFile(path, *other).ok());
+  absl::StatusOr<data::ShowerSet> other = WriteToyFile(path, 4, 13);
+  ASSERT_TRUE(other.ok()) << other.status();
   absl::StatusOr<MaterializedDataset> changed = source.Materialize("file://" + path, "");
   ASSERT_TRUE(changed.ok()) << changed.status();
   EXPECT_FALSE(changed->from_cache);
