@@ -96,9 +96,8 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     work.mutable_request()->set_seed(seed);
     return Route(context, work, CountOf(*request), writer, &worker);
   });
-  std::cerr << "gantry-server: generate " << model_ref << " tenant=" << tenant << " count="
-            << (request->has_list() ? request->list().items_size() : request->range().count())
-            << " seed=" << seed << " worker=" << worker << " "
+  std::cerr << "gantry-server: generate " << model_ref << " tenant=" << tenant
+            << " count=" << CountOf(*request) << " seed=" << seed << " worker=" << worker << " "
             << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
             << (status.ok() ? "OK" : absl::StrCat(status.error_code(), " ", status.error_message()))
             << "\n";
