@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -57,8 +56,6 @@ class GenerationFixture : public ServerFixture {
  protected:
   void SetUp() override {
     ServerFixture::SetUp();
-    join_file_ = dir_.path() + "/join";
-    std::ofstream(join_file_) << join_ << "\n";
     RestartServer({"--max-showers-per-request", "100000"});
     token_ = NewTenant("physics");
     sha_ = RegisterModel(token_, "calo", std::string(3000, 'c'));
@@ -74,9 +71,7 @@ class GenerationFixture : public ServerFixture {
   // Restarts the server with the join token, fast heartbeats and `extra` flags.
   void RestartServer(const std::vector<std::string>& extra) {
     StopServer();
-    std::vector<std::string> args = {"--join-token-file",       join_file_,
-                                     "--heartbeat-interval-ms", "200",
-                                     "--lease-timeout-ms",      "1500"};
+    std::vector<std::string> args = WorkerProtocolArgs(join_);
     args.insert(args.end(), extra.begin(), extra.end());
     StartServer(args);
   }
@@ -159,7 +154,6 @@ class GenerationFixture : public ServerFixture {
   }
 
   std::string join_ = "server-generation-join-token-0123";
-  std::string join_file_;
   std::string token_;
   std::string sha_;
 };

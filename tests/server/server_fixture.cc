@@ -48,6 +48,13 @@ std::vector<std::string> ServerFixture::StandardArgs() const {
           "--admin-token-file=" + dir_.File("admin.token")};
 }
 
+std::vector<std::string> ServerFixture::WorkerProtocolArgs(const std::string& join) const {
+  const std::string join_file = dir_.File("join");
+  std::ofstream(join_file) << join << "\n";
+  return {"--join-token-file",  join_file, "--heartbeat-interval-ms", "200",
+          "--lease-timeout-ms", "1500"};
+}
+
 void ServerFixture::StartServer(const std::vector<std::string>& extra) {
   std::vector<std::string> args = StandardArgs();
   args.insert(args.end(), extra.begin(), extra.end());

@@ -35,6 +35,9 @@ class ServerFixture : public ::testing::Test {
   int StopServer();
   // The standard flags: --db, --data-dir, --admin-token-file.
   std::vector<std::string> StandardArgs() const;
+  // Flags for a server that accepts workers: writes `join` to a join-token file in dir_ and
+  // returns --join-token-file with fast heartbeats (200 ms) and a short lease (1500 ms).
+  std::vector<std::string> WorkerProtocolArgs(const std::string& join) const;
 
   // A context with a 10 s deadline and, unless empty, `authorization: Bearer <token>`.
   static std::unique_ptr<grpc::ClientContext> Ctx(const std::string& token,

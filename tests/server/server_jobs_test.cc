@@ -7,7 +7,6 @@
 
 #include <chrono>
 #include <deque>
-#include <fstream>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -29,15 +28,10 @@ class ServerJobsTest : public ServerFixture {
  protected:
   void SetUp() override {
     ServerFixture::SetUp();
-    join_file_ = dir_.path() + "/join";
-    std::ofstream(join_file_) << join_ << "\n";
     Start();
     token_ = NewTenant("physics");
   }
-  void Start() {
-    StartServer({"--join-token-file", join_file_, "--heartbeat-interval-ms", "200",
-                 "--lease-timeout-ms", "1500"});
-  }
+  void Start() { StartServer(WorkerProtocolArgs(join_)); }
 
   std::unique_ptr<DriverWorker> Worker(const std::string& name, int slots = 1,
                                        std::vector<std::string> running = {}) {
@@ -103,7 +97,6 @@ class ServerJobsTest : public ServerFixture {
   }
 
   std::string join_ = "server-jobs-join-token-0123456789";
-  std::string join_file_;
   std::string token_;
 };
 
