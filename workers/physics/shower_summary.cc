@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
 #include "gantry/base/status_macros.h"
-#include "workers/data/hdf5_io.h"
+#include "workers/data/shower_file_reader.h"
 
 namespace gantry::physics {
 
@@ -58,14 +59,17 @@ void ShowerSummary::Add(const data::ShowerSet& set) {
 }
 
 absl::StatusOr<ShowerSummary> SummariseShowerFile(const std::string& path, int64_t block_events) {
+  // One open file for the whole pass (not one open per block).
+  ASSIGN_OR_RETURN(std::unique_ptr<data::ShowerFileReader> reader,
+                   data::ShowerFileReader::Open(path));
   ShowerSummary summary;
-  const int64_t block = std::max<int64_t>(1, block_events);
-  for (int64_t first = 0;; first += block) {
-    // ReadShowerEvents clips at the end of the file: a short block is the last one.
-    ASSIGN_OR_RETURN(data::ShowerSet set, data::ReadShowerEvents(path, first, block));
-    summary.Add(set);
-    if (set.events() < block) break;
-  }
+  const int64_t block_bytes = std::max<int64_t>(1, block_events) * reader->cells_per_event() *
+                              static_cast<int64_t>(sizeof(float));
+  RETURN_IF_ERROR(
+      reader->ForEachBlock(block_bytes, [&](int64_t, const data::ShowerSet& set) -> absl::Status {
+        summary.Add(set);
+        return absl::OkStatus();
+      }));
   return summary;
 }
 

@@ -54,7 +54,7 @@ class ShowerSummary {
 };
 
 // Summarises an HDF5 shower file (any layout ReadShowerFile reads), `block_events` events at a
-// time. The errors of data::ReadShowerEvents.
+// time through one data::ShowerFileReader. The errors of data::ShowerFileReader.
 absl::StatusOr<ShowerSummary> SummariseShowerFile(const std::string& path,
                                                   int64_t block_events = 1000);
 
