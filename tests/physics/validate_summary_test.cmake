@@ -1,14 +1,7 @@
 # gantry-validate --summary on two toy files (nominal and depth x1.3): the table names both samples
 # and the figures, and the JSON shows the stretched sample's shower maximum ~30% deeper.
-foreach(args "ref;seed=1" "deep;seed=2,dscale=1.3")
-  list(GET args 0 name)
-  list(GET args 1 extra)
-  execute_process(COMMAND ${TOYMC} toymc:layout=25,events=300,emin=50,emax=150,${extra}
-                          ${DIR}/summary_${name}.h5 RESULT_VARIABLE rc ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "gantry-toymc ${name}: ${err}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/toy_files.cmake)
+make_toy_files(summary_ ref seed=1 deep seed=2,dscale=1.3)
 execute_process(COMMAND ${VALIDATE} --summary ${DIR}/summary_ref.h5 ${DIR}/summary_deep.h5
                         --json=${DIR}/summary.json
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)

@@ -1,15 +1,8 @@
 # gantry-toymc writes a reference, an independent sample and one with a 10% energy scale; gantry-validate
 # must report sf_mre near its floor for the first and ~0.1 for the second (see validation_test.cc for
 # why), and its JSON report must parse.
-foreach(args "ref;seed=1" "same;seed=2" "scaled;seed=2,escale=1.1")
-  list(GET args 0 name)
-  list(GET args 1 extra)
-  execute_process(COMMAND ${TOYMC} toymc:layout=25,events=300,emin=50,emax=150,${extra}
-                          ${DIR}/EleEscan_${name}.h5 RESULT_VARIABLE rc ERROR_VARIABLE err)
-  if(NOT rc EQUAL 0)
-    message(FATAL_ERROR "gantry-toymc ${name}: ${err}")
-  endif()
-endforeach()
+include(${CMAKE_CURRENT_LIST_DIR}/toy_files.cmake)
+make_toy_files(EleEscan_ ref seed=1 same seed=2 scaled seed=2,escale=1.1)
 foreach(name same scaled)
   execute_process(COMMAND ${VALIDATE} ${DIR}/EleEscan_ref.h5 ${DIR}/EleEscan_${name}.h5
                           --edges=50,100,150 --json=${DIR}/report_${name}.json
