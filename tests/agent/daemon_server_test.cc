@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gantry/base/sha256.h"
 #include "google/protobuf/util/time_util.h"
+#include "tests/agent/cache_entry.h"
 #include "tests/agent/daemon_process.h"
 #include "tests/server/server_fixture.h"
 #include "workers/runner/dataset_cache.h"
@@ -148,20 +149,7 @@ TEST_F(DaemonServerTest, TheServerStoresWhatTheDaemonCaches) {
   const std::string cache_dir = dir_.File("cache-w-cache");
   const std::string bytes(4096, 'x');
   const std::string key = Sha256Hex(bytes);
-  {
-    runner::DatasetCacheOptions options;
-    options.cache_dir = cache_dir;
-    absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
-        runner::DatasetCache::Create(options);
-    ASSERT_TRUE(cache.ok()) << cache.status();
-    runner::DatasetFill fill;
-    fill.fill =
-        [&bytes](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
-      std::ofstream(part, std::ios::binary) << bytes;
-      return std::map<std::string, std::string>{};
-    };
-    ASSERT_TRUE((*cache)->Acquire(key, fill).ok());
-  }
+  ASSERT_TRUE(gantry::testing::FillCacheEntry(cache_dir, bytes).ok());
   DaemonProcess daemon(DaemonArgs("w-cache"), dir_.File("daemon.log"));
   ASSERT_TRUE(WaitHeartbeat("w-cache", 0, 15000).has_value()) << daemon.Log();
   // The scheduler's input: the keys the worker reported, as the server keeps them.

@@ -23,6 +23,7 @@
 #include "gantry/base/sha256.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "tests/agent/cache_entry.h"
 #include "tests/agent/daemon_process.h"
 #include "tests/support/temp_dir.h"
 #include "workers/runner/dataset_cache.h"
@@ -422,24 +423,6 @@ TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanl
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 
-// Fills `key` = sha256 of `bytes` in the dataset cache at `cache_dir`.
-void FillCacheEntry(const std::string& cache_dir, const std::string& bytes) {
-  runner::DatasetCacheOptions options;
-  options.cache_dir = cache_dir;
-  absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
-      runner::DatasetCache::Create(options);
-  ASSERT_TRUE(cache.ok()) << cache.status();
-  runner::DatasetFill fill;
-  fill.source = "test";
-  fill.fill =
-      [&bytes](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
-    std::ofstream(part, std::ios::binary) << bytes;
-    return std::map<std::string, std::string>{};
-  };
-  absl::StatusOr<runner::DatasetCache::Lease> lease = (*cache)->Acquire(Sha256Hex(bytes), fill);
-  ASSERT_TRUE(lease.ok()) << lease.status();
-}
-
 std::vector<std::string> Sorted(std::vector<std::string> v) {
   std::sort(v.begin(), v.end());
   return v;
@@ -449,9 +432,9 @@ TEST(WorkerDaemonProcessTest, ReportsItsDatasetCacheAndEvictsItAtStart) {
   gantry::testing::TempDir dir;
   const std::string cache_dir = dir.File("cache");
   const std::string a(1000, 'a'), b(1000, 'b'), c(1000, 'c'), e(1000, 'e');
-  FillCacheEntry(cache_dir, a);  // the least recently used
-  FillCacheEntry(cache_dir, b);
-  FillCacheEntry(cache_dir, c);
+  ASSERT_TRUE(gantry::testing::FillCacheEntry(cache_dir, a).ok());  // the least recently used
+  ASSERT_TRUE(gantry::testing::FillCacheEntry(cache_dir, b).ok());
+  ASSERT_TRUE(gantry::testing::FillCacheEntry(cache_dir, c).ok());
   // An interrupted download: never reported.
   std::ofstream(cache_dir + "/datasets/" + Sha256Hex("d") + ".h5.part") << std::string(700, 'd');
 
@@ -489,7 +472,7 @@ TEST(WorkerDaemonProcessTest, ReportsItsDatasetCacheAndEvictsItAtStart) {
   EXPECT_FALSE(std::ifstream(cache_dir + "/datasets/" + Sha256Hex(a) + ".h5").good());
 
   // A rank fills another entry while the daemon runs: later heartbeats report it.
-  FillCacheEntry(cache_dir, e);
+  ASSERT_TRUE(gantry::testing::FillCacheEntry(cache_dir, e).ok());
   const std::vector<std::string> now = Sorted({Sha256Hex(b), Sha256Hex(c), Sha256Hex(e)});
   EXPECT_TRUE(service.WaitFor(heartbeat_with(now, 3000), absl::Seconds(15))) << daemon.Log();
   EXPECT_EQ(daemon.Signal(SIGTERM, 10000), 0) << daemon.Log();
