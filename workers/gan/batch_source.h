@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 namespace gantry::gan {
 
@@ -41,6 +42,20 @@ class BatchSource {
   // The next planned batch, blocking until it is ready. FAILED_PRECONDITION when the plan is used
   // up; a read error's status otherwise. Called by one thread (the training thread).
   virtual absl::StatusOr<RealBatch> Next() = 0;
+
+ protected:
+  // Plan()'s check: INVALID_ARGUMENT for a position outside [0, events()).
+  absl::Status CheckPlan(const std::vector<std::vector<int64_t>>& batches) const {
+    for (const auto& batch : batches) {
+      for (int64_t i : batch) {
+        if (i < 0 || i >= events()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("batch position ", i, " is outside [0, ", events(), ")"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
 };
 
 }  // namespace gantry::gan

@@ -9,14 +9,7 @@
 namespace gantry::gan {
 
 absl::Status InMemoryBatchSource::Plan(std::vector<std::vector<int64_t>> batches) {
-  for (const auto& batch : batches) {
-    for (int64_t i : batch) {
-      if (i < 0 || i >= events()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("batch position ", i, " is outside [0, ", events(), ")"));
-      }
-    }
-  }
+  if (absl::Status checked = CheckPlan(batches); !checked.ok()) return checked;
   plan_.assign(std::make_move_iterator(batches.begin()), std::make_move_iterator(batches.end()));
   return absl::OkStatus();
 }

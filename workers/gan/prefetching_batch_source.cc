@@ -90,14 +90,7 @@ PrefetchingBatchSource::~PrefetchingBatchSource() {
 }
 
 absl::Status PrefetchingBatchSource::Plan(std::vector<std::vector<int64_t>> batches) {
-  for (const auto& batch : batches) {
-    for (int64_t i : batch) {
-      if (i < 0 || i >= events()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("batch position ", i, " is outside [0, ", events(), ")"));
-      }
-    }
-  }
+  if (absl::Status checked = CheckPlan(batches); !checked.ok()) return checked;
   absl::MutexLock lock(&mu_);
   ++generation_;
   plan_ = std::move(batches);
