@@ -26,6 +26,7 @@ namespace gantry::gan {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using testing::Weights;
 
 double Since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -161,15 +162,6 @@ TrainerOptions SmallRun(uint64_t seed) {
   o.seed = seed;
   o.threads = 1;
   return o;
-}
-
-std::vector<at::Tensor> Weights(const TrainingState& s) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : s.generator->parameters()) out.push_back(p);
-  for (const auto& b : s.generator->buffers()) out.push_back(b);
-  for (const auto& p : s.discriminator->parameters()) out.push_back(p);
-  for (const auto& b : s.discriminator->buffers()) out.push_back(b);
-  return out;
 }
 
 TEST_F(PrefetchTest, TrainerOnThePrefetchingSourceMatchesTheInMemoryTrainerBitForBit) {

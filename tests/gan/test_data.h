@@ -1,4 +1,5 @@
-// Small deterministic shower samples for the gan tests: the toy Monte Carlo of workers/data.
+// Small deterministic shower samples for the gan tests (the toy Monte Carlo of workers/data) and
+// the networks' weights of a training state, to compare runs.
 #ifndef GANTRY_TESTS_GAN_TEST_DATA_H_
 #define GANTRY_TESTS_GAN_TEST_DATA_H_
 
@@ -8,6 +9,7 @@
 
 #include "workers/data/shower_set.h"
 #include "workers/data/toy_mc.h"
+#include "workers/gan/checkpoint.h"
 
 namespace gantry::gan::testing {
 
@@ -32,6 +34,16 @@ inline std::vector<double> MeanLongitudinalProfile(const data::ShowerSet& set) {
   }
   for (double& v : profile) v /= static_cast<double>(std::max<int64_t>(1, set.events()));
   return profile;
+}
+
+// Every parameter and buffer of both networks, in registration order.
+inline std::vector<at::Tensor> Weights(const TrainingState& s) {
+  std::vector<at::Tensor> out;
+  for (const auto& p : s.generator->parameters()) out.push_back(p);
+  for (const auto& b : s.generator->buffers()) out.push_back(b);
+  for (const auto& p : s.discriminator->parameters()) out.push_back(p);
+  for (const auto& b : s.discriminator->buffers()) out.push_back(b);
+  return out;
 }
 
 }  // namespace gantry::gan::testing

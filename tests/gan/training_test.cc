@@ -46,15 +46,7 @@ std::string TempPath(const std::string& name) {
       .string();
 }
 
-// Every parameter and buffer of both networks, in registration order.
-std::vector<at::Tensor> Weights(const TrainingState& s) {
-  std::vector<at::Tensor> out;
-  for (const auto& p : s.generator->parameters()) out.push_back(p);
-  for (const auto& b : s.generator->buffers()) out.push_back(b);
-  for (const auto& p : s.discriminator->parameters()) out.push_back(p);
-  for (const auto& b : s.discriminator->buffers()) out.push_back(b);
-  return out;
-}
+using testing::Weights;
 
 bool BitIdentical(const TrainingState& a, const TrainingState& b) {
   const auto wa = Weights(a), wb = Weights(b);
