@@ -6,19 +6,17 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "gantry/base/sha256.h"
 #include "workers/runner/checkpoint_client.h"
+#include "workers/runner/dataset_cache.h"
 #include "workers/serving/torch_backend.h"
 
 namespace gantry::serving {
 
 absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOptions& options,
                                                  const std::string& sha256) {
-  if (sha256.size() != 64 || !std::all_of(sha256.begin(), sha256.end(), [](char c) {
-        return absl::ascii_isdigit(c) || (c >= 'a' && c <= 'f');
-      })) {
+  if (!runner::IsSha256Hex(sha256)) {
     return absl::InvalidArgumentError(
         absl::StrCat("model.checkpoint_sha256: \"", sha256, "\" is not 64 lower-case hex digits"));
   }
