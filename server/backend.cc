@@ -78,6 +78,7 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
     return Principal{"", false, true};
   }
   const std::string key = Sha256Hex(secret);
+  const uint64_t generation = token_cache_.Generation();
   if (std::optional<Principal> cached = token_cache_.Get(key); cached.has_value()) {
     if (audience == Audience::kAdmin && !cached->admin) {
       return absl::PermissionDeniedError(
@@ -103,19 +104,20 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
                      "\" is not an admin"));
   }
   Principal principal{tenant->tenant, tenant->admin, false};
-  token_cache_.Put(key, principal);
+  token_cache_.Put(key, principal, generation);
   return principal;
 }
 
 absl::StatusOr<v1::ModelVersion> Backend::ResolveModel(const std::string& viewer,
                                                        const std::string& ref) {
   const std::string key = absl::StrCat(viewer, "\n", ref);
+  const uint64_t generation = model_cache_.Generation();
   if (std::optional<v1::ModelVersion> cached = model_cache_.Get(key); cached.has_value()) {
     return *std::move(cached);
   }
   ASSIGN_OR_RETURN(v1::ModelVersion model, models->Resolve(viewer, ref));
   model.clear_histograms();
-  model_cache_.Put(key, model);
+  model_cache_.Put(key, model, generation);
   return model;
 }
 

@@ -4,6 +4,7 @@
 #define GANTRY_SERVER_TTL_CACHE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -18,6 +19,8 @@ namespace gantry::server {
 
 // Thread-safe. A zero `ttl` disables the cache (Get always misses, Put does nothing). When
 // `max_entries` is reached the whole cache is dropped (cheap, and enough for a cache of hot keys).
+// A caller that looks a value up elsewhere takes Generation() before the lookup and passes it to
+// Put: a value read before a Clear() is then not stored after it.
 template <typename Value>
 class TtlCache {
  public:
@@ -31,9 +34,15 @@ class TtlCache {
     return it->second.value;
   }
 
-  void Put(const std::string& key, Value value, absl::Time now = absl::Now()) {
+  uint64_t Generation() const {
+    absl::MutexLock lock(&mu_);
+    return generation_;
+  }
+
+  void Put(const std::string& key, Value value, uint64_t generation, absl::Time now = absl::Now()) {
     if (ttl_ <= absl::ZeroDuration()) return;
     absl::MutexLock lock(&mu_);
+    if (generation != generation_) return;  // cleared since the value was read
     if (entries_.size() >= max_entries_) entries_.clear();
     entries_[key] = Entry{std::move(value), now + ttl_};
   }
@@ -42,6 +51,7 @@ class TtlCache {
   void Clear() {
     absl::MutexLock lock(&mu_);
     entries_.clear();
+    ++generation_;
   }
 
   absl::Duration ttl() const { return ttl_; }
@@ -55,6 +65,7 @@ class TtlCache {
   const size_t max_entries_;
   mutable absl::Mutex mu_;
   absl::flat_hash_map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  uint64_t generation_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gantry::server
