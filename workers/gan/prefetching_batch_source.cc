@@ -47,27 +47,25 @@ absl::StatusOr<std::unique_ptr<PrefetchingBatchSource>> PrefetchingBatchSource::
   if (config.min_event_sum_gev < 0) {
     // Cells are never negative (the reader checks them): every candidate passes, no pass needed.
     source->events_ = std::move(candidates);
-  }
-  // Otherwise one sequential pass in blocks of ~16 MiB finds the selected events (and checks every
-  // cell now rather than in the middle of an epoch).
-  const int64_t per_event = reader->cells_per_event();
-  const int64_t block =
-      std::max<int64_t>(1, (int64_t{16} << 20) / (per_event * static_cast<int64_t>(sizeof(float))));
-  for (size_t first = 0; config.min_event_sum_gev >= 0 && first < candidates.size();
-       first += block) {
-    const size_t end = std::min(candidates.size(), first + static_cast<size_t>(block));
-    const std::vector<int64_t> indices(candidates.begin() + first, candidates.begin() + end);
-    ASSIGN_OR_RETURN(data::ShowerSet set, reader->ReadEvents(indices));
-    for (size_t k = 0; k < indices.size(); ++k) {
-      if (PassesEventSelection(config, set.event(static_cast<int64_t>(k)), per_event)) {
-        source->events_.push_back(indices[k]);
+  } else {
+    // One sequential pass in blocks of ~16 MiB finds the selected events (and checks every cell
+    // now rather than in the middle of an epoch).
+    const int64_t per_event = reader->cells_per_event();
+    const int64_t block = std::max<int64_t>(
+        1, (int64_t{16} << 20) / (per_event * static_cast<int64_t>(sizeof(float))));
+    for (size_t first = 0; first < candidates.size(); first += block) {
+      const size_t end = std::min(candidates.size(), first + static_cast<size_t>(block));
+      const std::vector<int64_t> indices(candidates.begin() + first, candidates.begin() + end);
+      ASSIGN_OR_RETURN(data::ShowerSet set, reader->ReadEvents(indices));
+      for (size_t k = 0; k < indices.size(); ++k) {
+        if (PassesEventSelection(config, set.event(static_cast<int64_t>(k)), per_event)) {
+          source->events_.push_back(indices[k]);
+        }
       }
     }
+    source->dropped_events_ =
+        static_cast<int64_t>(candidates.size()) - static_cast<int64_t>(source->events_.size());
   }
-  source->dropped_events_ =
-      config.min_event_sum_gev < 0
-          ? 0
-          : static_cast<int64_t>(candidates.size()) - static_cast<int64_t>(source->events_.size());
   if (source->events_.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat(reader->path(), ": no training event has a cell sum above ",
