@@ -9,6 +9,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gantry/base/signals.h"
@@ -51,31 +52,52 @@ class CacheReport {
   absl::Time read_at_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
 };
 
-// Opens the dataset cache of <cache-dir>, evicts it down to --cache-max-bytes (entries pinned by
-// ranks that survived a daemon restart stay) and reports it through the agent.
-absl::Status StartDatasetCache(const AgentOptions& options, WorkerAgent& agent) {
-  runner::DatasetCacheOptions cache_options;
-  cache_options.cache_dir = options.cache_dir;
-  cache_options.max_bytes = options.cache_max_bytes;
-  absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
-      runner::DatasetCache::Create(cache_options);
-  if (!cache.ok()) return cache.status();
-  (*cache)->EvictToLimit();
-  const runner::DatasetCacheSummary at_start = (*cache)->Summary();
-  std::cerr << "gantry-worker: dataset cache " << (*cache)->dir() << ": " << at_start.keys.size()
-            << " datasets, " << at_start.bytes << " bytes (limit " << options.cache_max_bytes << ")"
-            << std::endl;
-  auto report = std::make_shared<CacheReport>(*std::move(cache), absl::Seconds(5));
-  agent.AddRegisterSource([report](gantry::v1::RegisterRequest& request) {
-    for (const std::string& key : report->Get().keys) request.add_cached_datasets(key);
-  });
-  agent.AddHeartbeatSource([report](gantry::v1::Heartbeat& heartbeat) {
-    const runner::DatasetCacheSummary summary = report->Get();
-    for (const std::string& key : summary.keys) heartbeat.add_cached_datasets(key);
-    heartbeat.set_cache_bytes(summary.bytes);
-  });
-  return absl::OkStatus();
-}
+// The dataset cache of <cache-dir> as a part of every daemon: at start it is evicted down to
+// --cache-max-bytes (entries pinned by ranks that survived a daemon restart stay), then reported
+// through the agent's register and heartbeat sources.
+class DatasetCacheExtension final : public DaemonExtension {
+ public:
+  static absl::StatusOr<std::unique_ptr<DaemonExtension>> Create(const AgentOptions& options) {
+    runner::DatasetCacheOptions cache_options;
+    cache_options.cache_dir = options.cache_dir;
+    cache_options.max_bytes = options.cache_max_bytes;
+    absl::StatusOr<std::unique_ptr<runner::DatasetCache>> cache =
+        runner::DatasetCache::Create(cache_options);
+    if (!cache.ok()) {
+      return absl::Status(cache.status().code(),
+                          absl::StrCat("dataset cache: ", cache.status().message()));
+    }
+    return std::unique_ptr<DaemonExtension>(
+        new DatasetCacheExtension(*std::move(cache), options.cache_max_bytes));
+  }
+
+  absl::Status Start(WorkerAgent& agent) override {
+    cache_->EvictToLimit();
+    const runner::DatasetCacheSummary at_start = cache_->Summary();
+    std::cerr << "gantry-worker: dataset cache " << cache_->dir() << ": " << at_start.keys.size()
+              << " datasets, " << at_start.bytes << " bytes (limit " << max_bytes_ << ")"
+              << std::endl;
+    auto report = std::make_shared<CacheReport>(std::move(cache_), absl::Seconds(5));
+    agent.AddRegisterSource([report](gantry::v1::RegisterRequest& request) {
+      for (const std::string& key : report->Get().keys) request.add_cached_datasets(key);
+    });
+    agent.AddHeartbeatSource([report](gantry::v1::Heartbeat& heartbeat) {
+      const runner::DatasetCacheSummary summary = report->Get();
+      for (const std::string& key : summary.keys) heartbeat.add_cached_datasets(key);
+      heartbeat.set_cache_bytes(summary.bytes);
+    });
+    return absl::OkStatus();
+  }
+
+  void Stop() override {}
+
+ private:
+  DatasetCacheExtension(std::unique_ptr<runner::DatasetCache> cache, int64_t max_bytes)
+      : cache_(std::move(cache)), max_bytes_(max_bytes) {}
+
+  std::unique_ptr<runner::DatasetCache> cache_;
+  const int64_t max_bytes_;
+};
 
 }  // namespace
 
@@ -103,8 +125,11 @@ int DaemonMain(const std::vector<std::string>& args,
   sigaction(SIGTERM, &record, nullptr);
   sigaction(SIGINT, &record, nullptr);
 
+  // The dataset cache is part of every daemon; the executable adds the rest (serving).
+  std::vector<DaemonExtensionFactory> factories = {DatasetCacheExtension::Create};
+  factories.insert(factories.end(), extensions.begin(), extensions.end());
   std::vector<std::unique_ptr<DaemonExtension>> parts;
-  for (const DaemonExtensionFactory& make : extensions) {
+  for (const DaemonExtensionFactory& make : factories) {
     absl::StatusOr<std::unique_ptr<DaemonExtension>> part = make(*options);
     if (!part.ok()) {
       std::cerr << "gantry-worker daemon: " << part.status().message() << std::endl;
@@ -112,12 +137,7 @@ int DaemonMain(const std::vector<std::string>& args,
     }
     if (*part != nullptr) parts.push_back(*std::move(part));
   }
-  const AgentOptions resolved = *options;
   WorkerAgent agent(*std::move(options));
-  if (absl::Status st = StartDatasetCache(resolved, agent); !st.ok()) {
-    std::cerr << "gantry-worker daemon: dataset cache: " << st.message() << std::endl;
-    return 1;
-  }
   for (auto& part : parts) {
     if (absl::Status st = part->Start(agent); !st.ok()) {
       std::cerr << "gantry-worker daemon: " << st.message() << std::endl;
