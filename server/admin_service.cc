@@ -2,7 +2,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 #include "server/validation.h"
 
 namespace gantry::server {

@@ -7,8 +7,8 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 #include "storage/migrator.h"
 
 namespace gantry::server {

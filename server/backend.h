@@ -9,10 +9,10 @@
 #include <utility>
 
 #include "absl/status/statusor.h"
+#include "base/grpc_status.h"
 #include "grpcpp/server_context.h"
 #include "server/auth.h"
 #include "server/server_options.h"
-#include "server/status_mapping.h"
 #include "server/ttl_cache.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"

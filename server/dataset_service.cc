@@ -4,10 +4,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/validation.h"
-#include "workers/data/hdf5_io.h"
+#include "showers/hdf5_io.h"
 
 namespace gantry::server {
 namespace {
@@ -24,13 +24,13 @@ v1::Particle ParticleFromName(const std::string& name) {
   return v1::PARTICLE_UNSPECIFIED;
 }
 
-v1::DatasetLayout ToProto(data::Layout layout) {
+v1::DatasetLayout ToProto(showers::Layout layout) {
   switch (layout) {
-    case data::Layout::kFixedAngle3DGan:
+    case showers::Layout::kFixedAngle3DGan:
       return v1::LAYOUT_3DGAN_FIXED_ANGLE;
-    case data::Layout::kVariableAngle3DGan:
+    case showers::Layout::kVariableAngle3DGan:
       return v1::LAYOUT_3DGAN_VARIABLE_ANGLE;
-    case data::Layout::kCaloChallenge:
+    case showers::Layout::kCaloChallenge:
       return v1::LAYOUT_CALOCHALLENGE;
   }
   return v1::DATASET_LAYOUT_UNSPECIFIED;
@@ -101,8 +101,8 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
       absl::StatusOr<int64_t> users = backend_.datasets->CountBySha256(blob->sha256);
       if (users.ok() && *users == 0) backend_.blobs->Remove(blob->sha256).IgnoreError();
     };
-    absl::StatusOr<data::DatasetInfo> info =
-        data::InspectShowerFile(backend_.blobs->Path(blob->sha256));
+    absl::StatusOr<showers::DatasetInfo> info =
+        showers::InspectShowerFile(backend_.blobs->Path(blob->sha256));
     if (!info.ok()) {
       drop_unused_blob();
       return absl::InvalidArgumentError(
@@ -122,7 +122,7 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
     }
     v1::Particle particle = header.particle();
     if (particle == v1::PARTICLE_UNSPECIFIED) {
-      particle = ParticleFromName(data::ParticleFromFileName(header.file_name()));
+      particle = ParticleFromName(showers::ParticleFromFileName(header.file_name()));
     }
     if (particle == v1::PARTICLE_UNSPECIFIED) particle = ParticleFromName(info->particle);
     dataset.set_particle(particle);

@@ -10,7 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "gantry/base/status_macros.h"
+#include "base/grpc_status.h"
+#include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "server/validation.h"
 
@@ -165,8 +166,9 @@ GenerationService::Attempt GenerationService::CallWorker(
   if (client_gone || context->IsCancelled()) {
     a.status = absl::CancelledError("the client went away; the worker's call was cancelled");
   } else if (!s.ok()) {
-    a.status = absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                            absl::StrCat(s.error_message(), " (worker ", worker.name, ")"));
+    const absl::Status failed = FromGrpcStatus(s);
+    a.status =
+        absl::Status(failed.code(), absl::StrCat(failed.message(), " (worker ", worker.name, ")"));
   } else if (a.showers != count) {
     a.status = absl::InternalError(absl::StrCat("worker ", worker.name, " returned ", a.showers,
                                                 " showers for a request of ", count));

@@ -8,11 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 #include "server/validation.h"
+#include "showers/toy_mc.h"
 #include "storage/job_repository.h"
-#include "workers/data/toy_mc.h"
 
 namespace gantry::server {
 namespace {
@@ -194,8 +194,8 @@ void JobCoordinator::SyncQueue(const std::vector<v1::Job>& queued) {
       request.dataset_key = ds->sha256();
     } else if (absl::StartsWith(job.spec().dataset(), "toymc:")) {
       // A worker caches a simulated set under the sha256 of its canonical spec (workers/runner).
-      absl::StatusOr<data::ToyMcConfig> toy = data::ParseToyMcSpec(job.spec().dataset());
-      if (toy.ok()) request.dataset_key = Sha256Hex(data::FormatToyMcSpec(*toy));
+      absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(job.spec().dataset());
+      if (toy.ok()) request.dataset_key = Sha256Hex(showers::FormatToyMcSpec(*toy));
     }
     if (absl::Status st = scheduler_.Submit(request); !st.ok()) {
       EndJob(job.id(), {v1::QUEUED}, v1::FAILED, "Unschedulable", std::string(st.message()));

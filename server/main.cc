@@ -9,50 +9,20 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
-#include "gantry/base/build_info.h"
-#include "gantry/base/signals.h"
+#include "base/build_info.h"
+#include "base/flags.h"
+#include "base/signals.h"
 #include "server/gantry_server.h"
 #include "server/server_options.h"
-
-namespace {
-
-std::string DefaultDsn() {
-  if (const char* env = std::getenv("GANTRY_DB"); env != nullptr && *env != '\0') return env;
-  return std::string("host=") + GANTRY_SOURCE_DIR +
-         "/var/pg/run port=5432 dbname=gantry user=postgres";
-}
-
-// Abseil flag names are identifiers; accept the documented dashed spelling (--data-dir) as well by
-// rewriting dashes in a flag's name (never in its value) to underscores.
-std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
-  storage->reserve(argc);
-  std::vector<char*> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i > 0 && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
-      const size_t end = std::min(arg.find('='), arg.size());
-      for (size_t k = 2; k < end; ++k) {
-        if (arg[k] == '-') arg[k] = '_';
-      }
-    }
-    storage->push_back(std::move(arg));
-    out.push_back(storage->back().data());
-  }
-  return out;
-}
-
-}  // namespace
 
 ABSL_FLAG(
     std::string, listen, "127.0.0.1:50051",
     "host:port to serve on; port 0 picks a free port (printed as \"listening on HOST:PORT\")");
-ABSL_FLAG(std::string, db, DefaultDsn(),
-          "libpq DSN of the PostgreSQL database (default: $GANTRY_DB, else deploy/local's private "
-          "instance)");
-ABSL_FLAG(std::string, data_dir, std::string(GANTRY_SOURCE_DIR) + "/var/data",
-          "directory of the blob store (datasets, checkpoints)");
+ABSL_FLAG(std::string, db, "",
+          "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them is required)");
+ABSL_FLAG(std::string, data_dir, "var/data",
+          "directory of the blob store (datasets, checkpoints), relative to the working directory "
+          "unless absolute");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain; TLS is on when --tls-cert and --tls-key "
           "are given");
@@ -78,16 +48,27 @@ ABSL_FLAG(int, model_cache_ttl_ms, 2000,
           "changes through this server apply at once");
 
 int main(int argc, char** argv) {
-  absl::SetProgramUsageMessage(
+  const std::vector<std::string> positional = gantry::ParseFlags(
+      argc, argv,
       "gantry-server: the gantry gRPC front server. Flags may be spelled with dashes or "
       "underscores (--data-dir = --data_dir).");
-  std::vector<std::string> arg_storage;
-  std::vector<char*> args = NormalizeFlagNames(argc, argv, &arg_storage);
-  absl::ParseCommandLine(static_cast<int>(args.size()), args.data());
+  if (!positional.empty()) {
+    std::cerr << "gantry-server: unexpected argument \"" << positional.front()
+              << "\"; every setting is a --flag (see --help)\n";
+    return 2;
+  }
 
   gantry::server::ServerOptions options;
   options.listen = absl::GetFlag(FLAGS_listen);
   options.db_dsn = absl::GetFlag(FLAGS_db);
+  if (const char* env = std::getenv("GANTRY_DB"); options.db_dsn.empty() && env != nullptr) {
+    options.db_dsn = env;
+  }
+  if (options.db_dsn.empty()) {
+    std::cerr << "gantry-server: no database: give --db=DSN or set GANTRY_DB (deploy/local/pg.sh "
+                 "start prints the DSN of a private PostgreSQL)\n";
+    return 2;
+  }
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);

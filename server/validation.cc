@@ -8,8 +8,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
-#include "workers/data/toy_mc.h"
+#include "base/status_macros.h"
+#include "showers/toy_mc.h"
 
 namespace gantry::server {
 namespace {
@@ -177,12 +177,12 @@ absl::StatusOr<DatasetRefKind> ValidateDatasetRef(absl::string_view ref, absl::s
     return DatasetRefKind::kUploaded;
   }
   if (absl::StartsWith(ref, "toymc:")) {
-    absl::StatusOr<data::ToyMcConfig> config =
-        data::ParseToyMcSpec(std::string_view(ref.data(), ref.size()));
+    absl::StatusOr<showers::ToyMcConfig> config =
+        showers::ParseToyMcSpec(std::string_view(ref.data(), ref.size()));
     if (!config.ok()) return Invalid(field, config.status().message());
-    absl::Status valid = data::ValidateToyMcConfig(*config);
+    absl::Status valid = showers::ValidateToyMcConfig(*config);
     if (!valid.ok()) return Invalid(field, valid.message());
-    const bool fixed = config->layout == data::Layout::kFixedAngle3DGan;
+    const bool fixed = config->layout == showers::Layout::kFixedAngle3DGan;
     if ((preset == "3dgan-25" && !fixed) || (preset == "3dgan-51" && fixed)) {
       return Invalid(field, absl::StrCat("toy Monte Carlo layout does not fit model_preset \"",
                                          preset, "\"; use layout=", fixed ? "51" : "25"));

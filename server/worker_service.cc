@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 #include "server/validation.h"
 
 namespace gantry::server {

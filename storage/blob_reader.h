@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "storage/file_system.h"
 
 namespace gantry::storage {

@@ -10,7 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "storage/file_system.h"
 
 namespace gantry::storage {

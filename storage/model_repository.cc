@@ -6,7 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 #include "storage/sql_util.h"
 #include "storage/transaction.h"
 

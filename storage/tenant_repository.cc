@@ -1,7 +1,7 @@
 #include "storage/tenant_repository.h"
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 #include "storage/sql_util.h"
 #include "storage/transaction.h"
 

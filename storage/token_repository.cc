@@ -2,8 +2,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 #include "storage/sql_util.h"
 #include "storage/transaction.h"
 

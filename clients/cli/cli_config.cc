@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 #include "clients/cli/command_helpers.h"
-#include "gantry/base/status_macros.h"
 
 namespace gantry::cli {
 

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 
 namespace gantry::cli {
 

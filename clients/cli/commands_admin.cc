@@ -3,12 +3,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
 #include "clients/cli/json_output.h"
 #include "clients/cli/table.h"
-#include "gantry/base/status_macros.h"
 #include "gantry/v1/admin.grpc.pb.h"
 
 namespace gantry::cli {

@@ -8,13 +8,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
 #include "clients/cli/json_output.h"
 #include "clients/cli/table.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 
 namespace gantry::cli {

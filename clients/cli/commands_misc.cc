@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
@@ -13,7 +14,6 @@
 #include "clients/cli/json_output.h"
 #include "clients/cli/npy_writer.h"
 #include "clients/cli/shower_output.h"
-#include "gantry/base/status_macros.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 

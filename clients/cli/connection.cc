@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "base/grpc_status.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gantry::cli {
@@ -68,8 +69,9 @@ absl::StatusOr<std::string> Connection::CheckHealth(const std::string& service) 
 
 absl::Status FromGrpc(const grpc::Status& status, const std::string& server) {
   if (status.ok()) return absl::OkStatus();
-  auto code = static_cast<absl::StatusCode>(status.error_code());
-  std::string message = status.error_message();
+  const absl::Status converted = FromGrpcStatus(status);
+  const absl::StatusCode code = converted.code();
+  std::string message(converted.message());
   if (!server.empty() &&
       (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded)) {
     absl::StrAppend(&message, " (server ", server, ")");

@@ -3,8 +3,8 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "clients/cli/format.h"
-#include "gantry/base/status_macros.h"
 
 namespace gantry::cli {
 namespace {

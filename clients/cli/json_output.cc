@@ -3,7 +3,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 
 namespace gantry::cli {
 

@@ -10,8 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
 #include "clients/cli/npy_writer.h"
-#include "gantry/base/status_macros.h"
 
 namespace gantry::cli {
 namespace {
@@ -61,11 +61,12 @@ absl::Status ShowerOutput::Open(const v1::GenerateChunk& first) {
     }
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(data::Layout layout, data::Layout3DGanForShape({grid_[0], grid_[1], grid_[2]}));
-  data::ShowerFileWriterOptions options;
+  ASSIGN_OR_RETURN(showers::Layout layout,
+                   showers::Layout3DGanForShape({grid_[0], grid_[1], grid_[2]}));
+  showers::ShowerFileWriterOptions options;
   options.layout = layout;
   options.particle = particle_;
-  ASSIGN_OR_RETURN(hdf5_, data::ShowerFileWriter::Create(part_path(), options));
+  ASSIGN_OR_RETURN(hdf5_, showers::ShowerFileWriter::Create(part_path(), options));
   return absl::OkStatus();
 }
 

@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gantry/v1/generation.pb.h"
-#include "workers/data/shower_file_writer.h"
+#include "showers/shower_file_writer.h"
 
 namespace gantry::cli {
 
@@ -60,7 +60,7 @@ class ShowerOutput {
   const int64_t expected_;
   const Format format_;
   std::vector<int64_t> grid_;  // (x, y, z) once the first chunk arrived
-  std::unique_ptr<data::ShowerFileWriter> hdf5_;
+  std::unique_ptr<showers::ShowerFileWriter> hdf5_;
   std::FILE* npy_ = nullptr;
   int64_t showers_ = 0;
   bool finished_ = false;

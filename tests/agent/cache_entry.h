@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "workers/runner/dataset_cache.h"
 
 namespace gantry::testing {

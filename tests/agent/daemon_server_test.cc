@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "google/protobuf/util/time_util.h"
 #include "tests/agent/cache_entry.h"
 #include "tests/agent/daemon_process.h"

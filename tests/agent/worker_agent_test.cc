@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/agent/cache_entry.h"

@@ -23,10 +23,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "showers/hdf5_io.h"
+#include "showers/shower_file_reader.h"
+#include "showers/toy_mc.h"
 #include "tests/bench/bench_flags.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/shower_file_reader.h"
-#include "workers/data/toy_mc.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/dataset_source.h"
@@ -67,10 +67,10 @@ struct EpochFigures {
 // the runner does), prefetching with `depth` batches (0 = inline reads).
 absl::StatusOr<EpochFigures> Epoch(const std::string& path, const Settings& s, int depth) {
   const auto start = Clock::now();
-  absl::StatusOr<std::unique_ptr<data::ShowerFileReader>> opened =
-      data::ShowerFileReader::Open(path);
+  absl::StatusOr<std::unique_ptr<showers::ShowerFileReader>> opened =
+      showers::ShowerFileReader::Open(path);
   if (!opened.ok()) return opened.status();
-  std::shared_ptr<const data::ShowerFileReader> reader = std::move(*opened);
+  std::shared_ptr<const showers::ShowerFileReader> reader = std::move(*opened);
   absl::StatusOr<runner::HoldoutSplit> split = runner::SplitHoldout(reader->events(), 0.1, 1);
   if (!split.ok()) return split.status();
   gan::PrefetchOptions prefetch;
@@ -141,12 +141,12 @@ int Main(int argc, char** argv) {
   // Warm-up: LibTorch's first steps (oneDNN primitives, allocator) on a throwaway in-memory
   // trainer, so the cold epoch below is not charged for them.
   {
-    data::ToyMcConfig mc;
-    mc.layout =
-        s.config.grid[0] == 51 ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan;
+    showers::ToyMcConfig mc;
+    mc.layout = s.config.grid[0] == 51 ? showers::Layout::kVariableAngle3DGan
+                                       : showers::Layout::kFixedAngle3DGan;
     mc.events = 2 * (s.trainer.batch_size > 0 ? s.trainer.batch_size : s.config.default_batch);
     mc.energy_min_gev = 50;
-    absl::StatusOr<data::ShowerSet> warm = data::SimulateToyMc(mc);
+    absl::StatusOr<showers::ShowerSet> warm = showers::SimulateToyMc(mc);
     gan::TrainerOptions o = s.trainer;
     o.max_steps_per_epoch = 2;
     absl::StatusOr<std::unique_ptr<gan::Trainer>> t =
@@ -192,9 +192,9 @@ int Main(int argc, char** argv) {
   // 2. Data stall with and without prefetch on the cached file (and a gzip copy), alternating.
   std::vector<std::pair<std::string, std::string>> files = {{"cached (uncompressed)", cached_path}};
   if (gzip) {
-    absl::StatusOr<data::ShowerSet> all = data::ReadShowerFile(cached_path);
+    absl::StatusOr<showers::ShowerSet> all = showers::ReadShowerFile(cached_path);
     const std::string gz = (dir / "gzip4.h5").string();
-    if (!all.ok() || !data::WriteShowerFile(gz, *all).ok()) {
+    if (!all.ok() || !showers::WriteShowerFile(gz, *all).ok()) {
       std::fprintf(stderr, "cannot write the gzip copy\n");
       return 1;
     }

@@ -13,15 +13,15 @@
 #include <string>
 #include <vector>
 
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "workers/physics/validation.h"
 
 namespace {
 
-using gantry::data::Layout;
-using gantry::data::ShowerSet;
-using gantry::data::ToyMcConfig;
+using gantry::showers::Layout;
+using gantry::showers::ShowerSet;
+using gantry::showers::ToyMcConfig;
 using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::time_point t0) {
@@ -53,7 +53,7 @@ Rate BestRate(int repeats, int64_t items, const std::function<void()>& run) {
 }
 
 ShowerSet MustSimulate(const ToyMcConfig& c) {
-  auto s = gantry::data::SimulateToyMc(c);
+  auto s = gantry::showers::SimulateToyMc(c);
   if (!s.ok()) {
     std::fprintf(stderr, "toy MC failed: %s\n", std::string(s.status().message()).c_str());
     std::exit(1);
@@ -92,13 +92,13 @@ int main(int argc, char** argv) {
   const ShowerSet set = MustSimulate(c);
   const std::string path = "/tmp/toymc_bench_" + std::to_string(::getpid()) + ".h5";
   for (int gzip : {4, 0}) {
-    gantry::data::WriteOptions o;
+    gantry::showers::WriteOptions o;
     o.gzip_level = gzip;
     const Rate write = BestRate(repeats, set.events(), [&] {
-      if (!gantry::data::WriteShowerFile(path, set, o).ok()) std::exit(1);
+      if (!gantry::showers::WriteShowerFile(path, set, o).ok()) std::exit(1);
     });
     const Rate read = BestRate(repeats, set.events(), [&] {
-      if (!gantry::data::ReadShowerFile(path).ok()) std::exit(1);
+      if (!gantry::showers::ReadShowerFile(path).ok()) std::exit(1);
     });
     std::printf(
         "HDF5 25-grid gzip=%d: write %.0f showers/s, read %.0f showers/s (%.0f MB/s of cells)\n",

@@ -19,13 +19,13 @@
 #include "gantry/v1/catalog.pb.h"
 #include "gantry/v1/datasets.pb.h"
 #include "gantry/v1/training.pb.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "storage/database.h"
 #include "storage/model_repository.h"
 #include "tests/cli/child_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
 
 namespace gantry::testing {
 namespace {
@@ -331,14 +331,14 @@ TEST_F(CliEndToEndTest, AdminCommands) {
 }
 
 TEST_F(CliEndToEndTest, DatasetRoundTrip) {
-  data::ToyMcConfig config;
+  showers::ToyMcConfig config;
   config.events = 40;
   config.energy_min_gev = 10;
   config.energy_max_gev = 100;
-  auto showers = data::SimulateToyMc(config);
+  auto showers = showers::SimulateToyMc(config);
   ASSERT_TRUE(showers.ok()) << showers.status();
   const std::string file = dir_.File("Ele_toy.h5");
-  ASSERT_TRUE(data::WriteShowerFile(file, *showers).ok());
+  ASSERT_TRUE(showers::WriteShowerFile(file, *showers).ok());
 
   CommandResult upload = Alice({"datasets", "upload", file, "--name", "ele-toy"});
   ASSERT_EQ(upload.exit_code, 0) << upload.err;
@@ -467,15 +467,15 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
 TEST_F(CliEndToEndTest, PythonClientExample) {
   // The Debian python3 (with python3-grpcio) runs the example on the generated stubs.
   const std::string example =
-      std::string(GANTRY_SOURCE_DIR) + "/clients/python/examples/submit_and_list.py";
-  CommandResult run = ChildProcess::Run({GANTRY_PYTHON3, example},
-                                        {{"PYTHONPATH", std::string(GANTRY_PY_STUBS_DIR) + ":" +
-                                                            GANTRY_SOURCE_DIR + "/clients/python"},
-                                         {"GANTRY_SERVER", server_->address()},
-                                         {"GANTRY_TOKEN", alice_token_},
-                                         {"GANTRY_CONFIG", std::nullopt},
-                                         {"HOME", dir_.path()}},
-                                        dir_.path());
+      std::string(GANTRY_PYTHON_CLIENT_DIR) + "/examples/submit_and_list.py";
+  CommandResult run = ChildProcess::Run(
+      {GANTRY_PYTHON3, example},
+      {{"PYTHONPATH", std::string(GANTRY_PY_STUBS_DIR) + ":" + GANTRY_PYTHON_CLIENT_DIR},
+       {"GANTRY_SERVER", server_->address()},
+       {"GANTRY_TOKEN", alice_token_},
+       {"GANTRY_CONFIG", std::nullopt},
+       {"HOME", dir_.path()}},
+      dir_.path());
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const std::string id = FirstMatch(run.out, "job-[0-9a-f-]+");
   ASSERT_FALSE(id.empty()) << run.out;

@@ -1,8 +1,8 @@
 // End to end for `gantry generate`: a real gantry-server on a fresh PostgreSQL database, one real
 // gantry-worker daemon (serving on, as by default) and a tiny 3DGAN trained and registered through
 // the API; the `gantry` binary streams showers into HDF5 and .npy files, which are read back with
-// data::ReadShowerFile. Checks the layout, the conditions, determinism by seed, the progress lines
-// on a pipe, --quiet, and that refused requests leave no file behind.
+// showers::ReadShowerFile. Checks the layout, the conditions, determinism by seed, the progress
+// lines on a pipe, --quiet, and that refused requests leave no file behind.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -14,9 +14,9 @@
 #include <thread>
 #include <vector>
 
+#include "showers/hdf5_io.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/child_process.h"
-#include "workers/data/hdf5_io.h"
 
 namespace gantry::testing {
 namespace {
@@ -115,9 +115,9 @@ TEST_F(CliGenerateE2eTest, WritesHdf5AndNpyDeterministically) {
   EXPECT_THAT(first.out, HasSubstr("generated 150 showers of shape 150x25x25x25 from " + model +
                                    " (seed 42) -> " + a));
   EXPECT_FALSE(Exists(a + ".part"));
-  absl::StatusOr<data::ShowerSet> set = data::ReadShowerFile(a);
+  absl::StatusOr<showers::ShowerSet> set = showers::ReadShowerFile(a);
   ASSERT_TRUE(set.ok()) << set.status();
-  EXPECT_EQ(set->layout, data::Layout::kFixedAngle3DGan);
+  EXPECT_EQ(set->layout, showers::Layout::kFixedAngle3DGan);
   ASSERT_EQ(set->events(), 150);
   EXPECT_EQ(set->particle, "Ele");
   double deposit = 0;
@@ -138,14 +138,14 @@ TEST_F(CliGenerateE2eTest, WritesHdf5AndNpyDeterministically) {
                     "--quiet", "--out", b})
                 .exit_code,
             0);
-  absl::StatusOr<data::ShowerSet> same = data::ReadShowerFile(b);
+  absl::StatusOr<showers::ShowerSet> same = showers::ReadShowerFile(b);
   ASSERT_TRUE(same.ok());
   EXPECT_EQ(same->energy_gev, set->energy_gev);
   EXPECT_EQ(same->cells, set->cells);
   Result other = Gantry(
       {"generate", model, "--energy", "50:150", "--count", "150", "--seed", "43", "--out", c});
   ASSERT_EQ(other.exit_code, 0) << other.err;
-  EXPECT_NE(data::ReadShowerFile(c)->cells, set->cells);
+  EXPECT_NE(showers::ReadShowerFile(c)->cells, set->cells);
 
   // --quiet: nothing on stderr. A list of energies into .npy: the exact conditions, in order.
   const std::string npy = dir_.path() + "/list.npy";
@@ -161,7 +161,7 @@ TEST_F(CliGenerateE2eTest, WritesHdf5AndNpyDeterministically) {
   // Without --energy: the model's training range (20-200 GeV) is used.
   const std::string d = dir_.path() + "/default.h5";
   ASSERT_EQ(Gantry({"generate", model, "--count", "40", "--quiet", "--out", d}).exit_code, 0);
-  absl::StatusOr<data::ShowerSet> ranged = data::ReadShowerFile(d);
+  absl::StatusOr<showers::ShowerSet> ranged = showers::ReadShowerFile(d);
   ASSERT_TRUE(ranged.ok());
   for (float e : ranged->energy_gev) {
     EXPECT_GE(e, 20.0f);

@@ -1,7 +1,7 @@
-// Tests of data::ShowerFileWriter: both 3DGAN layouts written in several appends and read back with
-// data::ReadShowerFile and with h5py (the keys and values the Python analysis scripts use), and the
-// errors it reports.
-#include "workers/data/shower_file_writer.h"
+// Tests of showers::ShowerFileWriter: both 3DGAN layouts written in several appends and read back
+// with showers::ReadShowerFile and with h5py (the keys and values the Python analysis scripts use),
+// and the errors it reports.
+#include "showers/shower_file_writer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -11,11 +11,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "tests/support/temp_dir.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 using ::testing::HasSubstr;
@@ -194,4 +194,4 @@ TEST(ShowerFileWriterTest, CreateErrors) {
 }
 
 }  // namespace
-}  // namespace gantry::data
+}  // namespace gantry::showers

@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "clients/cli/npy_writer.h"
+#include "showers/hdf5_io.h"
 #include "tests/support/temp_dir.h"
-#include "workers/data/hdf5_io.h"
 
 namespace gantry::cli {
 namespace {
@@ -61,9 +61,9 @@ TEST(ShowerOutputTest, FixedAngleHdf5WrittenUnderPartThenRenamed) {
   ASSERT_TRUE((*output)->Finish().ok());
   EXPECT_TRUE(Exists(path));
   EXPECT_FALSE(Exists(path + ".part"));
-  absl::StatusOr<data::ShowerSet> read = data::ReadShowerFile(path);
+  absl::StatusOr<showers::ShowerSet> read = showers::ReadShowerFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->layout, data::Layout::kFixedAngle3DGan);
+  EXPECT_EQ(read->layout, showers::Layout::kFixedAngle3DGan);
   ASSERT_EQ(read->events(), 5);
   for (int64_t i = 0; i < 5; ++i) {
     EXPECT_FLOAT_EQ(read->energy_gev[i], 10.0f * (i + 1));
@@ -78,9 +78,9 @@ TEST(ShowerOutputTest, VariableAngleHdf5KeepsAngles) {
   ASSERT_TRUE(output.ok());
   ASSERT_TRUE((*output)->Append(Chunk(0, 3, 51, 51, 25)).ok());
   ASSERT_TRUE((*output)->Finish().ok());
-  absl::StatusOr<data::ShowerSet> read = data::ReadShowerFile(path);
+  absl::StatusOr<showers::ShowerSet> read = showers::ReadShowerFile(path);
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->layout, data::Layout::kVariableAngle3DGan);
+  EXPECT_EQ(read->layout, showers::Layout::kVariableAngle3DGan);
   EXPECT_EQ(read->particle, "ChPi");
   ASSERT_EQ(read->theta_rad.size(), 3u);
   EXPECT_FLOAT_EQ(read->theta_rad[2], 1.52f);

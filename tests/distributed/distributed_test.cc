@@ -441,7 +441,7 @@ TEST(CommunicatorTest, SingleRankGroupWorks) {
 // Sharding and the learning-rate schedule (pure trainer logic, no communication).
 
 TEST(ShardingTest, StepsPerEpochUseTheGlobalBatch) {
-  const data::ShowerSet showers = gan::testing::FixedAngleShowers(12);
+  const showers::ShowerSet showers = gan::testing::FixedAngleShowers(12);
   gan::TrainerOptions o;
   o.batch_size = 2;
   o.world_size = 2;
@@ -481,7 +481,7 @@ TEST(LearningRateTest, LinearScalingWithWarmup) {
 }
 
 TEST(LearningRateTest, TrainerAppliesTheScheduleEveryStep) {
-  const data::ShowerSet showers = gan::testing::FixedAngleShowers(12);
+  const showers::ShowerSet showers = gan::testing::FixedAngleShowers(12);
   gan::TrainerOptions o;
   o.batch_size = 2;
   o.world_size = 2;  // a rank trained alone (no communicator needed for the schedule)

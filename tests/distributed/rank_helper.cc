@@ -61,7 +61,7 @@ int Train(int argc, char** argv, bool broadcast_only) {
   gan::ModelConfig config = *gan::PresetConfig("tiny");
   config.dropout = std::atof(BenchFlag(argc, argv, "dropout", "0").c_str());
   config.label_flip = std::atof(BenchFlag(argc, argv, "flip", "0").c_str());
-  const data::ShowerSet showers =
+  const showers::ShowerSet showers =
       gan::testing::FixedAngleShowers(std::atoll(BenchFlag(argc, argv, "events", "12").c_str()));
   gan::TrainerOptions options;
   options.batch_size = std::atoll(BenchFlag(argc, argv, "batch", "2").c_str());

@@ -223,7 +223,7 @@ TEST(ModelsTest, EcalTargetPolynomial) {
 
 TEST(ModelsTest, PreprocessingFixedAngle) {
   const ModelConfig c = Preset("3dgan-25");
-  data::ShowerSet set;
+  showers::ShowerSet set;
   set.cells.assign(2 * 25 * 25 * 25, 0.0f);
   set.cells[5] = 0.5f;   // 0.5 GeV -> 50
   set.cells[6] = 1e-9f;  // x100 = 1e-7 < 1e-6 -> 0
@@ -242,8 +242,8 @@ TEST(ModelsTest, PreprocessingFixedAngle) {
 
 TEST(ModelsTest, PreprocessingVariableAngleAndErrors) {
   const ModelConfig c = Preset("3dgan-51");
-  data::ShowerSet set;
-  set.layout = data::Layout::kVariableAngle3DGan;
+  showers::ShowerSet set;
+  set.layout = showers::Layout::kVariableAngle3DGan;
   set.shape = {51, 51, 25};
   set.cells.assign(2 * 51 * 51 * 25, 0.0f);
   set.cells[10] = 2.0f;

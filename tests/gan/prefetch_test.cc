@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "showers/hdf5_io.h"
+#include "showers/shower_file_reader.h"
+#include "showers/toy_mc.h"
 #include "tests/gan/test_data.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/shower_file_reader.h"
-#include "workers/data/toy_mc.h"
 #include "workers/gan/in_memory_batch_source.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/trainer.h"
@@ -61,14 +61,14 @@ class PrefetchTest : public ::testing::Test {
 
 // `events` fixed-angle toy MC showers with an empty shower (dropped by the event selection) at
 // position 4 when events > 4.
-data::ShowerSet FixedAngleWithEmptyEvent(int64_t events) {
-  data::ShowerSet set = testing::FixedAngleShowers(events, 17);
+showers::ShowerSet FixedAngleWithEmptyEvent(int64_t events) {
+  showers::ShowerSet set = testing::FixedAngleShowers(events, 17);
   if (events > 4) std::fill(set.mutable_event(4), set.mutable_event(5), 0.0f);
   return set;
 }
 
-data::ShowerSet Subset(const data::ShowerSet& set, const std::vector<int64_t>& indices) {
-  data::ShowerSet out;
+showers::ShowerSet Subset(const showers::ShowerSet& set, const std::vector<int64_t>& indices) {
+  showers::ShowerSet out;
   out.layout = set.layout;
   out.shape = set.shape;
   out.particle = set.particle;
@@ -80,13 +80,14 @@ data::ShowerSet Subset(const data::ShowerSet& set, const std::vector<int64_t>& i
   return out;
 }
 
-std::shared_ptr<const data::ShowerFileReader> WriteAndOpen(const data::ShowerSet& set,
-                                                           const std::string& name) {
+std::shared_ptr<const showers::ShowerFileReader> WriteAndOpen(const showers::ShowerSet& set,
+                                                              const std::string& name) {
   const std::string path = TempPath(name);
-  EXPECT_TRUE(data::WriteShowerFile(path, set).ok());
-  auto reader = data::ShowerFileReader::Open(path);
+  EXPECT_TRUE(showers::WriteShowerFile(path, set).ok());
+  auto reader = showers::ShowerFileReader::Open(path);
   EXPECT_TRUE(reader.ok()) << reader.status();
-  return reader.ok() ? std::shared_ptr<const data::ShowerFileReader>(std::move(*reader)) : nullptr;
+  return reader.ok() ? std::shared_ptr<const showers::ShowerFileReader>(std::move(*reader))
+                     : nullptr;
 }
 
 std::vector<int64_t> Range(int64_t n) {
@@ -108,14 +109,14 @@ TEST_F(PrefetchTest, SourceYieldsTheInMemoryBatchesBitForBit) {
     SCOPED_TRACE(variable ? "variable angle" : "fixed angle");
     ModelConfig config = variable ? SmallVariableAngle() : Tiny();
     config.min_event_sum_gev = 0.0;  // drop empty showers (3dgan-51's default; 25^3 keeps all)
-    data::ShowerSet set;
+    showers::ShowerSet set;
     if (variable) {
-      data::ToyMcConfig mc;
-      mc.layout = data::Layout::kVariableAngle3DGan;
+      showers::ToyMcConfig mc;
+      mc.layout = showers::Layout::kVariableAngle3DGan;
       mc.events = 9;
       mc.energy_min_gev = 50;
       mc.threads = 2;
-      set = *data::SimulateToyMc(mc);
+      set = *showers::SimulateToyMc(mc);
       std::fill(set.mutable_event(4), set.mutable_event(5), 0.0f);
     } else {
       set = FixedAngleWithEmptyEvent(9);
@@ -167,7 +168,7 @@ TrainerOptions SmallRun(uint64_t seed) {
 TEST_F(PrefetchTest, TrainerOnThePrefetchingSourceMatchesTheInMemoryTrainerBitForBit) {
   ModelConfig config = Tiny();
   config.min_event_sum_gev = 0.0;  // the empty shower is dropped by both sources
-  const data::ShowerSet set = FixedAngleWithEmptyEvent(12);
+  const showers::ShowerSet set = FixedAngleWithEmptyEvent(12);
   const std::vector<int64_t> candidates = {0, 1, 2, 4, 5, 6, 8, 9, 10, 11};  // 3, 7 held out
   auto memory = Trainer::Create(config, Subset(set, candidates), SmallRun(5));
   ASSERT_TRUE(memory.ok()) << memory.status();
@@ -218,7 +219,7 @@ class RecordingSource : public BatchSource {
 
 TEST_F(PrefetchTest, DataParallelRanksPlanDisjointSlicesOfOneEpochPermutation) {
   const ModelConfig config = Tiny();
-  const data::ShowerSet set = testing::FixedAngleShowers(8, 3);
+  const showers::ShowerSet set = testing::FixedAngleShowers(8, 3);
   std::vector<std::vector<int64_t>> plans[2];
   for (int rank = 0; rank < 2; ++rank) {
     TrainerOptions o = SmallRun(9);
@@ -251,7 +252,7 @@ TEST_F(PrefetchTest, DataParallelRanksPlanDisjointSlicesOfOneEpochPermutation) {
 double PipelineStall(int queue_depth, int loaders, std::chrono::milliseconds read_delay,
                      std::chrono::milliseconds step_delay, int steps, int* max_in_flight) {
   const ModelConfig config = Tiny();
-  static const std::shared_ptr<const data::ShowerFileReader> reader =
+  static const std::shared_ptr<const showers::ShowerFileReader> reader =
       WriteAndOpen(testing::FixedAngleShowers(16, 4), "ElePipeline.h5");
   std::atomic<int> started{0};
   PrefetchOptions options;
@@ -307,7 +308,7 @@ TEST_F(PrefetchTest, QueueNeverHoldsMoreThanItsDepth) {
 
 TEST_F(PrefetchTest, SlowSourceIsHiddenByPrefetchInARealTrainer) {
   const ModelConfig config = Tiny();
-  const data::ShowerSet set = testing::FixedAngleShowers(24, 6);
+  const showers::ShowerSet set = testing::FixedAngleShowers(24, 6);
   auto reader = WriteAndOpen(set, "EleTrainer.h5");
   ASSERT_NE(reader, nullptr);
   TrainerOptions o = SmallRun(3);
@@ -366,7 +367,7 @@ TEST_F(PrefetchTest, SlowSourceIsHiddenByPrefetchInARealTrainer) {
 
 TEST_F(PrefetchTest, ErrorsNameTheProblem) {
   const ModelConfig config = Tiny();
-  data::ShowerSet set = testing::FixedAngleShowers(6, 2);
+  showers::ShowerSet set = testing::FixedAngleShowers(6, 2);
   auto reader = WriteAndOpen(set, "EleErrors.h5");
   ASSERT_NE(reader, nullptr);
   PrefetchOptions bad;

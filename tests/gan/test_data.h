@@ -1,4 +1,4 @@
-// Small deterministic shower samples for the gan tests (the toy Monte Carlo of workers/data) and
+// Small deterministic shower samples for the gan tests (the toy Monte Carlo of showers/) and
 // the networks' weights of a training state, to compare runs.
 #ifndef GANTRY_TESTS_GAN_TEST_DATA_H_
 #define GANTRY_TESTS_GAN_TEST_DATA_H_
@@ -7,25 +7,25 @@
 #include <cstdint>
 #include <vector>
 
-#include "workers/data/shower_set.h"
-#include "workers/data/toy_mc.h"
+#include "showers/shower_set.h"
+#include "showers/toy_mc.h"
 #include "workers/gan/checkpoint.h"
 
 namespace gantry::gan::testing {
 
 // `events` toy MC showers in the 25^3 layout, 10-500 GeV.
-inline data::ShowerSet FixedAngleShowers(int64_t events, uint64_t seed = 7) {
-  data::ToyMcConfig config;
-  config.layout = data::Layout::kFixedAngle3DGan;
+inline showers::ShowerSet FixedAngleShowers(int64_t events, uint64_t seed = 7) {
+  showers::ToyMcConfig config;
+  config.layout = showers::Layout::kFixedAngle3DGan;
   config.events = events;
   config.seed = seed;
   config.threads = 2;
-  auto set = data::SimulateToyMc(config);
-  return set.ok() ? *std::move(set) : data::ShowerSet{};
+  auto set = showers::SimulateToyMc(config);
+  return set.ok() ? *std::move(set) : showers::ShowerSet{};
 }
 
 // Mean longitudinal (z) profile of a set, in GeV per layer.
-inline std::vector<double> MeanLongitudinalProfile(const data::ShowerSet& set) {
+inline std::vector<double> MeanLongitudinalProfile(const showers::ShowerSet& set) {
   std::vector<double> profile(static_cast<size_t>(set.shape[2]), 0.0);
   const int64_t nz = set.shape[2];
   for (int64_t i = 0; i < set.events(); ++i) {

@@ -32,7 +32,7 @@ double Pearson(const std::vector<double>& a, const std::vector<double>& b) {
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
 }
 
-std::vector<double> GeneratedProfile(Trainer& trainer, const data::ShowerSet& mc) {
+std::vector<double> GeneratedProfile(Trainer& trainer, const showers::ShowerSet& mc) {
   ShowerGenerator generator(trainer.config(), trainer.state().generator);
   GenerationRequest request;
   request.energy_gev.assign(mc.energy_gev.begin(), mc.energy_gev.begin() + 64);
@@ -44,9 +44,9 @@ std::vector<double> GeneratedProfile(Trainer& trainer, const data::ShowerSet& mc
 }
 
 TEST(TinyProfileTest, LearnsTheLongitudinalProfile) {
-  const data::ShowerSet mc = testing::FixedAngleShowers(512, 3);
+  const showers::ShowerSet mc = testing::FixedAngleShowers(512, 3);
   ASSERT_EQ(mc.events(), 512);
-  data::ShowerSet first64 = mc;
+  showers::ShowerSet first64 = mc;
   first64.energy_gev.resize(64);
   first64.cells.resize(64 * mc.cells_per_event());
   const std::vector<double> mc_profile = testing::MeanLongitudinalProfile(first64);

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
+#include "showers/toy_mc.h"
 #include "tests/gan/test_data.h"
-#include "workers/data/toy_mc.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
@@ -35,8 +35,8 @@ TrainerOptions Options(uint64_t seed) {
   return o;
 }
 
-const data::ShowerSet& Showers() {
-  static const data::ShowerSet* set = new data::ShowerSet(testing::FixedAngleShowers(12));
+const showers::ShowerSet& Showers() {
+  static const showers::ShowerSet* set = new showers::ShowerSet(testing::FixedAngleShowers(12));
   return *set;
 }
 
@@ -159,10 +159,10 @@ TEST(TrainerTest, EpochsAndCallbacks) {
 }
 
 TEST(TrainerTest, RejectsDataOfTheWrongGrid) {
-  data::ToyMcConfig mc;
-  mc.layout = data::Layout::kVariableAngle3DGan;
+  showers::ToyMcConfig mc;
+  mc.layout = showers::Layout::kVariableAngle3DGan;
   mc.events = 2;
-  auto set = data::SimulateToyMc(mc);
+  auto set = showers::SimulateToyMc(mc);
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_EQ(Trainer::Create(Tiny(), *set, Options(1)).status().code(),
             absl::StatusCode::kInvalidArgument);
@@ -175,11 +175,11 @@ TEST(TrainerTest, VariableAngleStep) {
   config.dense_channels = 2;
   config.generator_filters = {2, 2, 2, 2, 2, 2};
   config.discriminator_filters = {2, 2, 2, 2};
-  data::ToyMcConfig mc;
-  mc.layout = data::Layout::kVariableAngle3DGan;
+  showers::ToyMcConfig mc;
+  mc.layout = showers::Layout::kVariableAngle3DGan;
   mc.events = 4;
   mc.energy_min_gev = 50;
-  auto set = data::SimulateToyMc(mc);
+  auto set = showers::SimulateToyMc(mc);
   ASSERT_TRUE(set.ok()) << set.status();
   TrainerOptions o = Options(2);
   o.batch_size = 2;
@@ -197,7 +197,7 @@ TEST(TrainerTest, VariableAngleStep) {
   request.theta_rad = {1.4f};
   auto showers = generator.Generate(request);
   ASSERT_TRUE(showers.ok()) << showers.status();
-  EXPECT_EQ(showers->layout, data::Layout::kVariableAngle3DGan);
+  EXPECT_EQ(showers->layout, showers::Layout::kVariableAngle3DGan);
   EXPECT_EQ(showers->shape, (std::array<int64_t, 3>{51, 51, 25}));
   EXPECT_EQ(showers->theta_rad, request.theta_rad);
 }
@@ -295,7 +295,7 @@ TEST(GenerationTest, GeneratesShowersInGevFromACheckpoint) {
   request.seed = 3;
   auto showers = (*generator)->Generate(request);
   ASSERT_TRUE(showers.ok()) << showers.status();
-  EXPECT_EQ(showers->layout, data::Layout::kFixedAngle3DGan);
+  EXPECT_EQ(showers->layout, showers::Layout::kFixedAngle3DGan);
   EXPECT_EQ(showers->shape, (std::array<int64_t, 3>{25, 25, 25}));
   EXPECT_EQ(showers->energy_gev, request.energy_gev);
   ASSERT_EQ(showers->cells.size(), 3u * 25 * 25 * 25);

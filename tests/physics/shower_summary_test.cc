@@ -9,14 +9,14 @@
 #include <cmath>
 #include <string>
 
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 
 namespace gantry::physics {
 namespace {
 
-using data::Layout;
-using data::ShowerSet;
+using showers::Layout;
+using showers::ShowerSet;
 
 // A fixed-angle set of `energies.size()` empty showers.
 ShowerSet Empty(std::vector<float> energies) {
@@ -75,14 +75,14 @@ TEST(ShowerSummaryTest, CaloChallengeLayersAreTheFirstAxis) {
 }
 
 TEST(ShowerSummaryTest, FileInBlocksEqualsTheWholeSet) {
-  data::ToyMcConfig config;
+  showers::ToyMcConfig config;
   config.events = 23;
   config.energy_min_gev = 20;
   config.energy_max_gev = 100;
-  absl::StatusOr<ShowerSet> set = data::SimulateToyMc(config);
+  absl::StatusOr<ShowerSet> set = showers::SimulateToyMc(config);
   ASSERT_TRUE(set.ok());
   const std::string path = "/tmp/gantry-summary-" + std::to_string(::getpid()) + ".h5";
-  ASSERT_TRUE(data::WriteShowerFile(path, *set).ok());
+  ASSERT_TRUE(showers::WriteShowerFile(path, *set).ok());
   ShowerSummary whole;
   whole.Add(*set);
   for (int64_t block : {1, 5, 23, 1000}) {
@@ -97,20 +97,20 @@ TEST(ShowerSummaryTest, FileInBlocksEqualsTheWholeSet) {
 }
 
 TEST(ShowerSummaryTest, StretchedProfileMovesTheMaximumDeeper) {
-  data::ToyMcConfig config;
+  showers::ToyMcConfig config;
   config.events = 300;
   config.energy_min_gev = 50;
   config.energy_max_gev = 150;
   ShowerSummary nominal, stretched, scaled;
-  nominal.Add(*data::SimulateToyMc(config));
+  nominal.Add(*showers::SimulateToyMc(config));
   config.seed = 2;
   ShowerSummary same;
-  same.Add(*data::SimulateToyMc(config));
+  same.Add(*showers::SimulateToyMc(config));
   config.depth_scale = 1.3;
-  stretched.Add(*data::SimulateToyMc(config));
+  stretched.Add(*showers::SimulateToyMc(config));
   config.depth_scale = 1.0;
   config.energy_scale = 1.1;
-  scaled.Add(*data::SimulateToyMc(config));
+  scaled.Add(*showers::SimulateToyMc(config));
   // An independent sample agrees within a few standard errors.
   const Spread a = nominal.shower_max_layer(), b = same.shower_max_layer();
   EXPECT_LT(std::fabs(a.mean - b.mean), 4 * std::hypot(a.error, b.error));

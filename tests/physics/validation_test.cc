@@ -8,14 +8,14 @@
 #include <cmath>
 #include <numeric>
 
-#include "workers/data/toy_mc.h"
+#include "showers/toy_mc.h"
 
 namespace gantry::physics {
 namespace {
 
-using data::Layout;
-using data::ShowerSet;
-using data::ToyMcConfig;
+using showers::Layout;
+using showers::ShowerSet;
+using showers::ToyMcConfig;
 
 constexpr double kPi = 3.14159265358979323846;
 
@@ -30,7 +30,7 @@ ShowerSet Toy(uint64_t seed, double escale = 1.0, double dscale = 1.0,
   c.energy_scale = escale;
   c.depth_scale = dscale;
   c.threads = 2;
-  absl::StatusOr<ShowerSet> s = data::SimulateToyMc(c);
+  absl::StatusOr<ShowerSet> s = showers::SimulateToyMc(c);
   EXPECT_TRUE(s.ok()) << s.status();
   return *std::move(s);
 }

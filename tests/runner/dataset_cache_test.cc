@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 

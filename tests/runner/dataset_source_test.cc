@@ -12,11 +12,11 @@
 #include <set>
 #include <sstream>
 
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/holdout_split.h"
 #include "workers/runner/rank_plan.h"
@@ -38,14 +38,14 @@ std::string ReadFile(const std::string& path) {
 }
 
 // Simulates `events` toy showers with `seed`, writes them to `path` and returns them.
-absl::StatusOr<data::ShowerSet> WriteToyFile(const std::string& path, int64_t events,
-                                             uint64_t seed) {
-  data::ToyMcConfig config;
+absl::StatusOr<showers::ShowerSet> WriteToyFile(const std::string& path, int64_t events,
+                                                uint64_t seed) {
+  showers::ToyMcConfig config;
   config.events = events;
   config.seed = seed;
-  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+  absl::StatusOr<showers::ShowerSet> set = showers::SimulateToyMc(config);
   if (!set.ok()) return set.status();
-  RETURN_IF_ERROR(data::WriteShowerFile(path, *set));
+  RETURN_IF_ERROR(showers::WriteShowerFile(path, *set));
   return set;
 }
 
@@ -83,13 +83,13 @@ TEST(HoldoutSplitTest, EdgeCasesAndRefusals) {
 }
 
 TEST(HoldoutSplitTest, SelectEventsCopiesCellsAndConditions) {
-  data::ToyMcConfig config;
-  config.layout = data::Layout::kVariableAngle3DGan;
+  showers::ToyMcConfig config;
+  config.layout = showers::Layout::kVariableAngle3DGan;
   config.events = 5;
   config.seed = 2;
-  absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+  absl::StatusOr<showers::ShowerSet> set = showers::SimulateToyMc(config);
   ASSERT_TRUE(set.ok()) << set.status();
-  data::ShowerSet picked = runner::SelectEvents(*set, {3, 1});
+  showers::ShowerSet picked = runner::SelectEvents(*set, {3, 1});
   ASSERT_EQ(picked.events(), 2);
   EXPECT_EQ(picked.energy_gev[0], set->energy_gev[3]);
   EXPECT_EQ(picked.theta_rad[1], set->theta_rad[1]);
@@ -195,9 +195,9 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedAndHashedByItsCanonicalSpec) {
   EXPECT_EQ(a->showers.events(), 6);
   EXPECT_EQ(a->sha256, b->sha256);
   EXPECT_EQ(a->showers.cells, b->showers.cells);
-  absl::StatusOr<data::ToyMcConfig> config =
-      data::ParseToyMcSpec("toymc:layout=25,events=6,seed=4,emin=20,emax=40");
-  EXPECT_EQ(a->sha256, Sha256Hex(data::FormatToyMcSpec(*config)));
+  absl::StatusOr<showers::ToyMcConfig> config =
+      showers::ParseToyMcSpec("toymc:layout=25,events=6,seed=4,emin=20,emax=40");
+  EXPECT_EQ(a->sha256, Sha256Hex(showers::FormatToyMcSpec(*config)));
   EXPECT_EQ(a->energy_min_gev, 20);
   EXPECT_EQ(a->energy_max_gev, 40);
   EXPECT_EQ(a->theta_max_rad, 0);  // fixed angle
@@ -228,7 +228,7 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedAndHashedByItsCanonicalSpec) {
 TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
   TempDir dir;
   const std::string path = dir.File("Ele_toy.h5");
-  absl::StatusOr<data::ShowerSet> set = WriteToyFile(path, 5, 11);
+  absl::StatusOr<showers::ShowerSet> set = WriteToyFile(path, 5, 11);
   ASSERT_TRUE(set.ok()) << set.status();
   DatasetSource source(DatasetSourceOptions{"", "", dir.path()});
   absl::StatusOr<MaterializedDataset> got = source.Materialize("file://" + path, "");
@@ -260,7 +260,7 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
 TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
   TempDir dir;
   const std::string path = dir.File("Ele_copy.h5");
-  absl::StatusOr<data::ShowerSet> set = WriteToyFile(path, 4, 12);
+  absl::StatusOr<showers::ShowerSet> set = WriteToyFile(path, 4, 12);
   ASSERT_TRUE(set.ok()) << set.status();
   DatasetSource source(DatasetSourceOptions{"", "", dir.File("cache")});
   absl::StatusOr<MaterializedDataset> first = source.Materialize("file://" + path, "");
@@ -276,7 +276,7 @@ TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
   EXPECT_EQ(second->local_path, first->local_path);
   EXPECT_EQ(second->showers.energy_gev, set->energy_gev);
   // Rewritten with other events: a new key and a new entry beside the old one.
-  absl::StatusOr<data::ShowerSet> other = WriteToyFile(path, 4, 13);
+  absl::StatusOr<showers::ShowerSet> other = WriteToyFile(path, 4, 13);
   ASSERT_TRUE(other.ok()) << other.status();
   absl::StatusOr<MaterializedDataset> changed = source.Materialize("file://" + path, "");
   ASSERT_TRUE(changed.ok()) << changed.status();
@@ -299,14 +299,14 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
   EXPECT_FALSE(first->from_cache);
   EXPECT_EQ(first->local_path, dir.path() + "/datasets/" + first->sha256 + ".h5");
   // The cached file holds exactly the simulated sample.
-  absl::StatusOr<data::ToyMcConfig> config = data::ParseToyMcSpec(spec);
+  absl::StatusOr<showers::ToyMcConfig> config = showers::ParseToyMcSpec(spec);
   ASSERT_TRUE(config.ok());
-  absl::StatusOr<data::ShowerSet> simulated = data::SimulateToyMc(*config);
+  absl::StatusOr<showers::ShowerSet> simulated = showers::SimulateToyMc(*config);
   ASSERT_TRUE(simulated.ok());
   EXPECT_EQ(first->showers.cells, simulated->cells);
   EXPECT_EQ(first->showers.energy_gev, simulated->energy_gev);
   EXPECT_EQ(first->showers.theta_rad, simulated->theta_rad);
-  EXPECT_EQ(first->showers.layout, data::Layout::kVariableAngle3DGan);
+  EXPECT_EQ(first->showers.layout, showers::Layout::kVariableAngle3DGan);
   // Another job (another rank process, here another DatasetSource) reads the cached file.
   absl::StatusOr<MaterializedDataset> second =
       DatasetSource(DatasetSourceOptions{"", "", dir.path()}).Materialize(spec, first->sha256);
@@ -344,15 +344,15 @@ class RunnerServerTest : public ServerFixture {
   }
 
   v1::Dataset UploadToyFile(const std::string& token, const std::string& name, std::string* bytes) {
-    data::ToyMcConfig config;
+    showers::ToyMcConfig config;
     config.events = 12;
     config.seed = 21;
     config.energy_min_gev = 20;
     config.energy_max_gev = 60;
-    absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+    absl::StatusOr<showers::ShowerSet> set = showers::SimulateToyMc(config);
     EXPECT_TRUE(set.ok());
     const std::string path = dir_.File(name + ".h5");
-    EXPECT_TRUE(data::WriteShowerFile(path, *set).ok());
+    EXPECT_TRUE(showers::WriteShowerFile(path, *set).ok());
     *bytes = ReadFile(path);
     v1::Dataset dataset;
     auto ctx = Ctx(token, 30000);
@@ -458,7 +458,7 @@ TEST_F(RunnerServerTest, CorruptedCacheFileIsDetectedAndDownloadedAgain) {
   EXPECT_EQ(got->downloaded_bytes, static_cast<int64_t>(bytes.size()));
   EXPECT_TRUE(got->showers.cells.empty());
   // The ranges without the events (recorded when the entry was filled).
-  absl::StatusOr<data::ShowerSet> events = data::ReadShowerFile(got->local_path);
+  absl::StatusOr<showers::ShowerSet> events = showers::ReadShowerFile(got->local_path);
   ASSERT_TRUE(events.ok()) << events.status();
   const auto [lo, hi] = std::minmax_element(events->energy_gev.begin(), events->energy_gev.end());
   EXPECT_EQ(got->energy_min_gev, *lo);

@@ -20,10 +20,10 @@
 #include <thread>
 
 #include "absl/strings/match.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
+#include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
 #include "workers/agent/control_pipe.h"
-#include "workers/data/toy_mc.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/runner/checkpoint_client.h"
 
@@ -260,9 +260,9 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
     EXPECT_EQ(h.reference_size(), h.generated_size()) << h.name();
   }
   EXPECT_TRUE(has_profile);
-  absl::StatusOr<data::ToyMcConfig> toy = data::ParseToyMcSpec(spec.dataset());
+  absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(spec.dataset());
   ASSERT_TRUE(toy.ok());
-  EXPECT_EQ(result.dataset_sha256(), Sha256Hex(data::FormatToyMcSpec(*toy)));
+  EXPECT_EQ(result.dataset_sha256(), Sha256Hex(showers::FormatToyMcSpec(*toy)));
   EXPECT_TRUE(absl::StrContains(result.code_version(), "+")) << result.code_version();
   EXPECT_EQ(result.energy_range_gev().min(), 10);  // the simulated range of the toy MC
   EXPECT_EQ(result.energy_range_gev().max(), 100);
@@ -568,9 +568,9 @@ TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {
 TEST_F(RankProcessTest, SecondJobOnTheSameDatasetUsesTheWorkersCache) {
   v1::JobSpec spec = TinySpec();
   spec.mutable_hyper_parameters()->set_epochs(1);
-  absl::StatusOr<data::ToyMcConfig> toy = data::ParseToyMcSpec(spec.dataset());
+  absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(spec.dataset());
   ASSERT_TRUE(toy.ok());
-  const std::string key = Sha256Hex(data::FormatToyMcSpec(*toy));
+  const std::string key = Sha256Hex(showers::FormatToyMcSpec(*toy));
   const std::string cached = dir_.File("cache") + "/datasets/" + key + ".h5";
 
   // The first job simulates the toy sample once and leaves it in the worker's cache.

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 

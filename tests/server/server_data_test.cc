@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "storage/database.h"
 #include "storage/model_repository.h"
 #include "tests/server/server_fixture.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
 
 namespace gantry::testing {
 namespace {
@@ -45,15 +45,15 @@ class ServerDataTest : public ServerFixture {
  protected:
   // A small real 3DGAN fixed-angle file written by the data library.
   std::string WriteShowerFile(const std::string& name, int events) {
-    data::ToyMcConfig config;
+    showers::ToyMcConfig config;
     config.events = events;
     config.energy_min_gev = 20;
     config.energy_max_gev = 80;
     config.seed = 7;
-    absl::StatusOr<data::ShowerSet> set = data::SimulateToyMc(config);
+    absl::StatusOr<showers::ShowerSet> set = showers::SimulateToyMc(config);
     EXPECT_TRUE(set.ok()) << set.status();
     const std::string path = dir_.File(name);
-    absl::Status written = data::WriteShowerFile(path, *set);
+    absl::Status written = showers::WriteShowerFile(path, *set);
     EXPECT_TRUE(written.ok()) << written;
     return path;
   }

@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
 

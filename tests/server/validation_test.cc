@@ -8,8 +8,8 @@
 #include <limits>
 #include <string>
 
+#include "base/grpc_status.h"
 #include "server/auth.h"
-#include "server/status_mapping.h"
 
 namespace gantry::server {
 namespace {

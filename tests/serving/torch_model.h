@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/model_config.h"
 #include "workers/serving/model_cache.h"

@@ -12,7 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "gantry/base/signals.h"
+#include "base/signals.h"
 #include "workers/agent/agent_flags.h"
 #include "workers/agent/worker_agent.h"
 #include "workers/runner/dataset_cache.h"

@@ -8,7 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/build_info.h"
+#include "base/build_info.h"
+#include "base/grpc_status.h"
 
 namespace gantry::agent {
 namespace {
@@ -22,11 +23,6 @@ constexpr absl::Duration kRegisterDeadline = absl::Seconds(10);
 constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
 
 void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n" << std::flush; }
-
-absl::Status ToAbsl(const grpc::Status& s) {
-  if (s.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()), s.error_message());
-}
 
 // Refusals that retrying cannot fix (before the worker was ever accepted).
 bool IsPermanent(const absl::Status& s) {
@@ -193,7 +189,7 @@ absl::Status WorkerAgent::RunSession(bool* established) {
     const grpc::Status s = stub_->Register(&context, BuildRegister(), &registered);
     absl::MutexLock lock(&mu_);
     current_context_ = nullptr;
-    if (!s.ok()) return ToAbsl(s);
+    if (!s.ok()) return FromGrpcStatus(s);
     if (worker_id_ != registered.worker_id()) {
       if (!worker_id_.empty()) Log("the server gave a new worker id " + registered.worker_id());
       worker_id_ = registered.worker_id();
@@ -227,7 +223,7 @@ absl::Status WorkerAgent::RunSession(bool* established) {
     absl::MutexLock lock(&mu_);
     current_context_ = nullptr;
     return s.ok() ? absl::UnavailableError("the Connect stream closed before the hello")
-                  : ToAbsl(s);
+                  : FromGrpcStatus(s);
   }
   int64_t session = 0;
   {
@@ -257,7 +253,7 @@ absl::Status WorkerAgent::RunSession(bool* established) {
   absl::MutexLock lock(&mu_);
   current_context_ = nullptr;
   if (closing_) return absl::OkStatus();
-  return s.ok() ? absl::UnavailableError("the server ended the Connect stream") : ToAbsl(s);
+  return s.ok() ? absl::UnavailableError("the server ended the Connect stream") : FromGrpcStatus(s);
 }
 
 void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>* stream,

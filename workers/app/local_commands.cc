@@ -10,24 +10,24 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 
 namespace gantry::app {
 namespace {
 
-absl::StatusOr<data::ShowerSet> LoadData(const std::string& source, int threads) {
+absl::StatusOr<showers::ShowerSet> LoadData(const std::string& source, int threads) {
   if (source.empty())
     return absl::InvalidArgumentError("--data is required (toymc:... or a .h5 file)");
   if (absl::StartsWith(source, "toymc:")) {
-    absl::StatusOr<data::ToyMcConfig> config = data::ParseToyMcSpec(source);
+    absl::StatusOr<showers::ToyMcConfig> config = showers::ParseToyMcSpec(source);
     if (!config.ok()) return config.status();
     config->threads = std::max(config->threads, threads);
-    return data::SimulateToyMc(*config);
+    return showers::SimulateToyMc(*config);
   }
-  return data::ReadShowerFile(source);
+  return showers::ReadShowerFile(source);
 }
 
 std::string Losses(const std::vector<double>& v, bool variable_angle) {
@@ -47,7 +47,7 @@ absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
   if (o.out.empty()) return absl::InvalidArgumentError("--out (checkpoint path) is required");
   if (o.epochs < 1) return absl::InvalidArgumentError("--epochs must be >= 1");
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<data::ShowerSet> showers = LoadData(o.data, o.threads);
+  absl::StatusOr<showers::ShowerSet> showers = LoadData(o.data, o.threads);
   if (!showers.ok()) return showers.status();
   const double load_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -119,11 +119,11 @@ absl::Status RunLocalGenerate(const LocalGenerateOptions& o, std::ostream& log) 
     }
   }
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<data::ShowerSet> showers = (*generator)->Generate(request);
+  absl::StatusOr<showers::ShowerSet> showers = (*generator)->Generate(request);
   if (!showers.ok()) return showers.status();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (absl::Status s = data::WriteShowerFile(o.out, *showers); !s.ok()) return s;
+  if (absl::Status s = showers::WriteShowerFile(o.out, *showers); !s.ok()) return s;
   log << absl::StrFormat("generated %d showers with %s in %.2f s (%.2f ms/shower) -> %s\n",
                          showers->events(), (*generator)->config().preset, seconds,
                          1000.0 * seconds / showers->events(), o.out);
@@ -132,16 +132,16 @@ absl::Status RunLocalGenerate(const LocalGenerateOptions& o, std::ostream& log) 
 
 absl::Status RunToyMc(const ToyMcOptions& o, std::ostream& log) {
   if (o.out.empty()) return absl::InvalidArgumentError("--out (HDF5 path) is required");
-  absl::StatusOr<data::ToyMcConfig> config = data::ParseToyMcSpec(o.spec);
+  absl::StatusOr<showers::ToyMcConfig> config = showers::ParseToyMcSpec(o.spec);
   if (!config.ok()) return config.status();
   const auto start = std::chrono::steady_clock::now();
-  absl::StatusOr<data::ShowerSet> showers = data::SimulateToyMc(*config);
+  absl::StatusOr<showers::ShowerSet> showers = showers::SimulateToyMc(*config);
   if (!showers.ok()) return showers.status();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  if (absl::Status s = data::WriteShowerFile(o.out, *showers); !s.ok()) return s;
+  if (absl::Status s = showers::WriteShowerFile(o.out, *showers); !s.ok()) return s;
   log << absl::StrFormat("simulated %d showers (%s) in %.2f s -> %s\n", showers->events(),
-                         data::FormatToyMcSpec(*config), seconds, o.out);
+                         showers::FormatToyMcSpec(*config), seconds, o.out);
   return absl::OkStatus();
 }
 

@@ -15,7 +15,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 
 namespace gantry::gan {
 namespace {

@@ -7,18 +7,18 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
 
-PrefetchingBatchSource::PrefetchingBatchSource(const ModelConfig& config,
-                                               std::shared_ptr<const data::ShowerFileReader> reader,
-                                               const PrefetchOptions& options)
+PrefetchingBatchSource::PrefetchingBatchSource(
+    const ModelConfig& config, std::shared_ptr<const showers::ShowerFileReader> reader,
+    const PrefetchOptions& options)
     : config_(config), reader_(std::move(reader)), options_(options) {}
 
 absl::StatusOr<std::unique_ptr<PrefetchingBatchSource>> PrefetchingBatchSource::Create(
-    const ModelConfig& config, std::shared_ptr<const data::ShowerFileReader> reader,
+    const ModelConfig& config, std::shared_ptr<const showers::ShowerFileReader> reader,
     std::vector<int64_t> candidates, const PrefetchOptions& options) {
   if (reader == nullptr) return absl::InvalidArgumentError("no shower file reader");
   if (options.queue_depth < 0 || options.loader_threads < 0 ||
@@ -27,8 +27,8 @@ absl::StatusOr<std::unique_ptr<PrefetchingBatchSource>> PrefetchingBatchSource::
         absl::StrCat("prefetch queue depth ", options.queue_depth, " with ", options.loader_threads,
                      " loader threads: both must be >= 0, and a queue needs at least one loader"));
   }
-  const data::Layout want =
-      config.variable_angle() ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan;
+  const showers::Layout want = config.variable_angle() ? showers::Layout::kVariableAngle3DGan
+                                                       : showers::Layout::kFixedAngle3DGan;
   if (reader->layout() != want || reader->shape() != config.grid) {
     const auto& s = reader->shape();
     return absl::InvalidArgumentError(absl::StrCat(
@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<PrefetchingBatchSource>> PrefetchingBatchSource::
     for (size_t first = 0; first < candidates.size(); first += block) {
       const size_t end = std::min(candidates.size(), first + static_cast<size_t>(block));
       const std::vector<int64_t> indices(candidates.begin() + first, candidates.begin() + end);
-      ASSIGN_OR_RETURN(data::ShowerSet set, reader->ReadEvents(indices));
+      ASSIGN_OR_RETURN(showers::ShowerSet set, reader->ReadEvents(indices));
       for (size_t k = 0; k < indices.size(); ++k) {
         if (PassesEventSelection(config, set.event(static_cast<int64_t>(k)), per_event)) {
           source->events_.push_back(indices[k]);
@@ -144,7 +144,7 @@ absl::StatusOr<RealBatch> PrefetchingBatchSource::Load(
     const std::vector<int64_t>& positions) const {
   std::vector<int64_t> indices(positions.size());
   for (size_t k = 0; k < positions.size(); ++k) indices[k] = events_[positions[k]];
-  ASSIGN_OR_RETURN(data::ShowerSet set, reader_->ReadEvents(indices));
+  ASSIGN_OR_RETURN(showers::ShowerSet set, reader_->ReadEvents(indices));
   std::vector<int64_t> rows(indices.size());
   std::iota(rows.begin(), rows.end(), 0);
   TrainingTensors t;

@@ -14,7 +14,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "workers/data/shower_file_reader.h"
+#include "showers/shower_file_reader.h"
 #include "workers/gan/batch_source.h"
 #include "workers/gan/model_config.h"
 
@@ -40,7 +40,7 @@ class PrefetchingBatchSource : public BatchSource {
   // grid does not fit `config`, when no candidate passes, for a candidate outside the file or bad
   // options; a read error's status.
   static absl::StatusOr<std::unique_ptr<PrefetchingBatchSource>> Create(
-      const ModelConfig& config, std::shared_ptr<const data::ShowerFileReader> reader,
+      const ModelConfig& config, std::shared_ptr<const showers::ShowerFileReader> reader,
       std::vector<int64_t> candidates, const PrefetchOptions& options);
 
   // Stops the loaders (an in-flight read finishes first).
@@ -59,7 +59,7 @@ class PrefetchingBatchSource : public BatchSource {
 
  private:
   PrefetchingBatchSource(const ModelConfig& config,
-                         std::shared_ptr<const data::ShowerFileReader> reader,
+                         std::shared_ptr<const showers::ShowerFileReader> reader,
                          const PrefetchOptions& options);
 
   // Reads and preprocesses the batch of training positions `positions`.
@@ -69,7 +69,7 @@ class PrefetchingBatchSource : public BatchSource {
   bool NextReady() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const ModelConfig config_;
-  const std::shared_ptr<const data::ShowerFileReader> reader_;
+  const std::shared_ptr<const showers::ShowerFileReader> reader_;
   const PrefetchOptions options_;
   std::vector<int64_t> events_;  // training position -> file index (immutable after Create)
   int64_t dropped_events_ = 0;

@@ -9,9 +9,9 @@
 
 namespace gantry::gan {
 
-absl::Status CheckShowersFitModel(const ModelConfig& config, const data::ShowerSet& showers) {
-  const data::Layout want =
-      config.variable_angle() ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan;
+absl::Status CheckShowersFitModel(const ModelConfig& config, const showers::ShowerSet& showers) {
+  const showers::Layout want = config.variable_angle() ? showers::Layout::kVariableAngle3DGan
+                                                       : showers::Layout::kFixedAngle3DGan;
   if (showers.layout != want || showers.shape != config.grid) {
     return absl::InvalidArgumentError(
         absl::StrCat("data grid ", showers.shape[0], "x", showers.shape[1], "x", showers.shape[2],
@@ -35,7 +35,7 @@ bool PassesEventSelection(const ModelConfig& config, const float* cells, int64_t
   return sum > config.min_event_sum_gev;
 }
 
-TrainingTensors PreprocessEvents(const ModelConfig& config, const data::ShowerSet& showers,
+TrainingTensors PreprocessEvents(const ModelConfig& config, const showers::ShowerSet& showers,
                                  const std::vector<int64_t>& rows) {
   const int64_t kept = static_cast<int64_t>(rows.size());
   const int64_t cells = showers.cells_per_event();
@@ -70,7 +70,7 @@ TrainingTensors PreprocessEvents(const ModelConfig& config, const data::ShowerSe
 }
 
 absl::StatusOr<TrainingTensors> PreprocessShowers(const ModelConfig& config,
-                                                  const data::ShowerSet& showers) {
+                                                  const showers::ShowerSet& showers) {
   if (absl::Status fits = CheckShowersFitModel(config, showers); !fits.ok()) return fits;
   const int64_t n = showers.events();
   const int64_t cells = showers.cells_per_event();

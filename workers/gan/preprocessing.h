@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 #include "workers/gan/model_config.h"
 
 namespace gantry::gan {
@@ -31,7 +31,7 @@ struct TrainingTensors {
 // not match the model (e.g. 51x51x25 data for a 25^3 model, or no angles for 3dgan-51) or when
 // no event survives the selection.
 absl::StatusOr<TrainingTensors> PreprocessShowers(const ModelConfig& config,
-                                                  const data::ShowerSet& showers);
+                                                  const showers::ShowerSet& showers);
 
 // The reference's event selection: the event's cell sum (GeV) is above config.min_event_sum_gev.
 bool PassesEventSelection(const ModelConfig& config, const float* cells, int64_t cells_per_event);
@@ -41,11 +41,11 @@ bool PassesEventSelection(const ModelConfig& config, const float* cells, int64_t
 // raised to cell_power one by one, the ecal label summed in double. The set's grid and layout must
 // already fit the config (PreprocessShowers checks them). Uses no intra-op parallelism, so any
 // thread may call it.
-TrainingTensors PreprocessEvents(const ModelConfig& config, const data::ShowerSet& showers,
+TrainingTensors PreprocessEvents(const ModelConfig& config, const showers::ShowerSet& showers,
                                  const std::vector<int64_t>& rows);
 
 // INVALID_ARGUMENT unless `showers` has the layout, grid, cell count and angles the config needs.
-absl::Status CheckShowersFitModel(const ModelConfig& config, const data::ShowerSet& showers);
+absl::Status CheckShowersFitModel(const ModelConfig& config, const showers::ShowerSet& showers);
 
 // Network output (N, 1, x, y, z) -> GeV cells (N, x, y, z), contiguous float32.
 at::Tensor UndoCellPreprocessing(const ModelConfig& config, const at::Tensor& images);

@@ -28,7 +28,7 @@ ShowerGenerator::ShowerGenerator(ModelConfig config, Generator generator)
   generator_->eval();
 }
 
-absl::StatusOr<data::ShowerSet> ShowerGenerator::Generate(const GenerationRequest& request) {
+absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationRequest& request) {
   const int64_t n = static_cast<int64_t>(request.energy_gev.size());
   if (n == 0) return absl::InvalidArgumentError("no energies to generate showers for");
   if (request.batch_size < 1) return absl::InvalidArgumentError("batch_size must be >= 1");
@@ -43,8 +43,8 @@ absl::StatusOr<data::ShowerSet> ShowerGenerator::Generate(const GenerationReques
         absl::StrCat("preset ", config_.preset, " needs one angle per energy (", n, " energies, ",
                      request.theta_rad.size(), " angles)"));
   }
-  data::ShowerSet out;
-  out.layout = angles ? data::Layout::kVariableAngle3DGan : data::Layout::kFixedAngle3DGan;
+  showers::ShowerSet out;
+  out.layout = angles ? showers::Layout::kVariableAngle3DGan : showers::Layout::kFixedAngle3DGan;
   out.shape = config_.grid;
   out.energy_gev = request.energy_gev;
   if (angles) out.theta_rad = request.theta_rad;

@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 #include "workers/gan/generator.h"
 #include "workers/gan/model_config.h"
 
@@ -33,7 +33,7 @@ class ShowerGenerator {
   ShowerGenerator(ModelConfig config, Generator generator);
 
   // INVALID_ARGUMENT for empty/non-positive energies, missing angles, batch < 1.
-  absl::StatusOr<data::ShowerSet> Generate(const GenerationRequest& request);
+  absl::StatusOr<showers::ShowerSet> Generate(const GenerationRequest& request);
 
   // One forward pass (eval mode, no autograd) from caller-supplied latent noise: n = energy_gev's
   // size showers, `noise` holds n * noise_dim() floats row-major, `theta_rad` n angles for

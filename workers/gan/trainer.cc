@@ -159,7 +159,7 @@ absl::Status Trainer::PlanEpoch() {
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ModelConfig& config,
-                                                         const data::ShowerSet& showers,
+                                                         const showers::ShowerSet& showers,
                                                          const TrainerOptions& options) {
   absl::StatusOr<TrainingTensors> data = PreprocessShowers(config, showers);
   if (!data.ok()) return data.status();
@@ -169,7 +169,7 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Create(const ModelConfig& conf
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::Resume(const std::string& checkpoint_path,
-                                                         const data::ShowerSet& showers,
+                                                         const showers::ShowerSet& showers,
                                                          const TrainerOptions& options) {
   absl::StatusOr<TrainingState> state = ReadCheckpoint(checkpoint_path);
   if (!state.ok()) return state.status();

@@ -17,7 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 #include "workers/gan/batch_source.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/model_config.h"
@@ -98,7 +98,7 @@ class Trainer {
 
   // Fresh models. `showers` are raw GeV showers; they are preprocessed here (PreprocessShowers).
   static absl::StatusOr<std::unique_ptr<Trainer>> Create(const ModelConfig& config,
-                                                         const data::ShowerSet& showers,
+                                                         const showers::ShowerSet& showers,
                                                          const TrainerOptions& options);
   // Fresh models trained on batches from `source` (e.g. a PrefetchingBatchSource reading a file).
   static absl::StatusOr<std::unique_ptr<Trainer>> CreateWithSource(
@@ -106,7 +106,7 @@ class Trainer {
       const TrainerOptions& options);
   // Continues from a checkpoint; options.seed is ignored (the checkpoint's RNG state is used).
   static absl::StatusOr<std::unique_ptr<Trainer>> Resume(const std::string& checkpoint_path,
-                                                         const data::ShowerSet& showers,
+                                                         const showers::ShowerSet& showers,
                                                          const TrainerOptions& options);
   // As Create, from already preprocessed tensors. Training runs in the tensors' dtype: float32 as
   // produced by PreprocessShowers, or float64 when both networks were converted too (tests).

@@ -5,8 +5,8 @@
 #include <memory>
 #include <vector>
 
-#include "gantry/base/status_macros.h"
-#include "workers/data/shower_file_reader.h"
+#include "base/status_macros.h"
+#include "showers/shower_file_reader.h"
 
 namespace gantry::physics {
 
@@ -21,8 +21,8 @@ Spread ShowerSummary::Get(const Sums& s) {
   return out;
 }
 
-void ShowerSummary::Add(const data::ShowerSet& set) {
-  const bool calo = set.layout == data::Layout::kCaloChallenge;
+void ShowerSummary::Add(const showers::ShowerSet& set) {
+  const bool calo = set.layout == showers::Layout::kCaloChallenge;
   const int64_t nx = set.shape[0], ny = set.shape[1], nz = set.shape[2];
   const int64_t layers = calo ? nx : nz;
   std::vector<double> depth(static_cast<size_t>(layers));
@@ -60,16 +60,16 @@ void ShowerSummary::Add(const data::ShowerSet& set) {
 
 absl::StatusOr<ShowerSummary> SummariseShowerFile(const std::string& path, int64_t block_events) {
   // One open file for the whole pass (not one open per block).
-  ASSIGN_OR_RETURN(std::unique_ptr<data::ShowerFileReader> reader,
-                   data::ShowerFileReader::Open(path));
+  ASSIGN_OR_RETURN(std::unique_ptr<showers::ShowerFileReader> reader,
+                   showers::ShowerFileReader::Open(path));
   ShowerSummary summary;
   const int64_t block_bytes = std::max<int64_t>(1, block_events) * reader->cells_per_event() *
                               static_cast<int64_t>(sizeof(float));
-  RETURN_IF_ERROR(
-      reader->ForEachBlock(block_bytes, [&](int64_t, const data::ShowerSet& set) -> absl::Status {
-        summary.Add(set);
-        return absl::OkStatus();
-      }));
+  RETURN_IF_ERROR(reader->ForEachBlock(block_bytes,
+                                       [&](int64_t, const showers::ShowerSet& set) -> absl::Status {
+                                         summary.Add(set);
+                                         return absl::OkStatus();
+                                       }));
   return summary;
 }
 

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
 namespace gantry::physics {
 
@@ -25,7 +25,7 @@ class ShowerSummary {
   // the depth layer (z for 3DGAN grids, the layer axis for CaloChallenge) whose summed deposit is
   // largest; the longitudinal centroid is the deposit-weighted mean layer. Events without any
   // deposit count for SF (as 0) but not for the depth figures.
-  void Add(const data::ShowerSet& set);
+  void Add(const showers::ShowerSet& set);
 
   int64_t events() const { return events_; }
   int64_t empty_events() const { return empty_events_; }
@@ -54,7 +54,7 @@ class ShowerSummary {
 };
 
 // Summarises an HDF5 shower file (any layout ReadShowerFile reads), `block_events` events at a
-// time through one data::ShowerFileReader. The errors of data::ShowerFileReader.
+// time through one showers::ShowerFileReader. The errors of showers::ShowerFileReader.
 absl::StatusOr<ShowerSummary> SummariseShowerFile(const std::string& path,
                                                   int64_t block_events = 1000);
 

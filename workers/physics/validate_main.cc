@@ -14,7 +14,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "workers/data/hdf5_io.h"
+#include "showers/hdf5_io.h"
 #include "workers/physics/shower_summary.h"
 #include "workers/physics/validation.h"
 
@@ -215,8 +215,8 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto reference = gantry::data::ReadShowerFile(argv[1]);
-  auto generated = gantry::data::ReadShowerFile(argv[2]);
+  auto reference = gantry::showers::ReadShowerFile(argv[1]);
+  auto generated = gantry::showers::ReadShowerFile(argv[2]);
   for (const auto* s : {&reference, &generated}) {
     if (!s->ok()) {
       std::fprintf(stderr, "%s\n", std::string(s->status().message()).c_str());

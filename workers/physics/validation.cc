@@ -14,13 +14,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "workers/data/toy_mc.h"
+#include "showers/toy_mc.h"
 
 namespace gantry::physics {
 namespace {
 
-using data::Layout;
-using data::ShowerSet;
+using showers::Layout;
+using showers::ShowerSet;
 
 constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr int kSpectrumBins = 40;  // log10(E_cell / GeV) from -6 to 2
@@ -118,8 +118,8 @@ SampleSummary Summarise(const ShowerSet& s, const ValidationOptions& o) {
     const std::vector<double>& depth = p[out.depth_axis];
     ev.max_layer =
         static_cast<double>(std::max_element(depth.begin(), depth.end()) - depth.begin());
-    ev.measured_theta =
-        variable ? data::MeasureThetaRad(cells, s.shape) : std::numeric_limits<double>::quiet_NaN();
+    ev.measured_theta = variable ? showers::MeasureThetaRad(cells, s.shape)
+                                 : std::numeric_limits<double>::quiet_NaN();
   }
   return out;
 }
@@ -256,7 +256,7 @@ double SeparationPower(const std::vector<double>& h1, const std::vector<double>&
 }
 
 double MeasureTheta(const ShowerSet& set, int64_t event) {
-  return data::MeasureThetaRad(set.event(event), set.shape);
+  return showers::MeasureThetaRad(set.event(event), set.shape);
 }
 
 absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
 namespace gantry::physics {
 
@@ -70,13 +70,13 @@ struct ValidationReport {
 // Compares `generated` with `reference`. Both must have the same layout and shape. INVALID_ARGUMENT
 // on a layout/shape mismatch, empty samples or bad options; FAILED_PRECONDITION when no bin has
 // enough events in both samples.
-absl::StatusOr<ValidationReport> ValidateShowers(const data::ShowerSet& reference,
-                                                 const data::ShowerSet& generated,
+absl::StatusOr<ValidationReport> ValidateShowers(const showers::ShowerSet& reference,
+                                                 const showers::ShowerSet& generated,
                                                  const ValidationOptions& options);
 
 // The incidence angle (rad) of one shower, measured from its per-layer barycentres as the 3DGAN
-// reference does (data::MeasureThetaRad). Variable-angle 3DGAN grid; NaN for an empty shower.
-double MeasureTheta(const data::ShowerSet& set, int64_t event);
+// reference does (showers::MeasureThetaRad). Variable-angle 3DGAN grid; NaN for an empty shower.
+double MeasureTheta(const showers::ShowerSet& set, int64_t event);
 
 // Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
 // here).

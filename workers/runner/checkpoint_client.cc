@@ -5,8 +5,9 @@
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/grpc_status.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "workers/runner/dataset_source.h"
 
@@ -14,11 +15,6 @@ namespace gantry::runner {
 namespace {
 
 constexpr size_t kChunkBytes = 1 << 20;
-
-absl::Status FromGrpc(const grpc::Status& s, const std::string& what) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat(what, ": ", s.error_message()));
-}
 
 }  // namespace
 
@@ -71,7 +67,7 @@ absl::StatusOr<UploadedCheckpoint> CheckpointClient::Upload(const std::string& j
   if (open) writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (!status.ok()) {
-    return FromGrpc(status, absl::StrCat("UploadCheckpoint of ", path, " to ", server_));
+    return FromGrpcStatus(status, absl::StrCat("UploadCheckpoint of ", path, " to ", server_));
   }
   if (response.sha256() != sha256 || response.size_bytes() != size) {
     return absl::DataLossError(absl::StrCat("UploadCheckpoint of ", path, ": the server stored ",
@@ -101,7 +97,7 @@ absl::StatusOr<UploadedCheckpoint> CheckpointClient::Fetch(const std::string& sh
   std::error_code ec;
   if (!status.ok()) {
     std::filesystem::remove(part, ec);
-    return FromGrpc(status, absl::StrCat("FetchCheckpoint ", sha256, " from ", server_));
+    return FromGrpcStatus(status, absl::StrCat("FetchCheckpoint ", sha256, " from ", server_));
   }
   ASSIGN_OR_RETURN(const std::string actual, Sha256OfFile(part));
   if (actual != sha256) {

@@ -19,8 +19,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 
 namespace gantry::runner {
 namespace {

@@ -19,13 +19,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
-#include "gantry/base/sha256.h"
-#include "gantry/base/status_macros.h"
+#include "base/grpc_status.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/shower_file_writer.h"
-#include "workers/data/toy_mc.h"
+#include "showers/hdf5_io.h"
+#include "showers/shower_file_writer.h"
+#include "showers/toy_mc.h"
 
 namespace gantry::runner {
 namespace {
@@ -36,11 +37,6 @@ absl::Status Annotate(const absl::Status& status, const std::string& reference) 
   if (status.ok()) return status;
   return absl::Status(status.code(),
                       absl::StrCat("dataset \"", reference, "\": ", status.message()));
-}
-
-absl::Status FromGrpc(const grpc::Status& s, const std::string& server) {
-  return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
-                      absl::StrCat("ReadDataset at ", server, ": ", s.error_message()));
 }
 
 std::string Format(double v) { return absl::StrFormat("%.17g", v); }
@@ -59,7 +55,7 @@ std::map<std::string, std::string> RangeAttributes(double emin, double emax, boo
 
 // Checks that `path` is a shower file and returns its ranges as attributes; removes it if not.
 absl::StatusOr<std::map<std::string, std::string>> InspectFilled(const std::string& path) {
-  absl::StatusOr<data::DatasetInfo> info = data::InspectShowerFile(path);
+  absl::StatusOr<showers::DatasetInfo> info = showers::InspectShowerFile(path);
   if (!info.ok()) {
     std::error_code ec;
     fs::remove(path, ec);
@@ -227,7 +223,7 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
       break;
     case kFile:
       lease = FromFile(**cache, reference, expected_sha256);
-      out.particle = data::ParticleFromFileName(reference.substr(std::string("file://").size()));
+      out.particle = showers::ParticleFromFileName(reference.substr(std::string("file://").size()));
       break;
     case kServer:
       lease = FromServer(**cache, reference, expected_sha256, &out.downloaded_bytes);
@@ -244,7 +240,7 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
   out.lease = std::make_shared<const DatasetCache::Lease>(*std::move(lease));
   if (options_.load_showers) {
     // Every rank reads the same cached bytes, whoever filled them.
-    absl::StatusOr<data::ShowerSet> showers = data::ReadShowerFile(out.local_path);
+    absl::StatusOr<showers::ShowerSet> showers = showers::ReadShowerFile(out.local_path);
     if (!showers.ok()) return Annotate(showers.status(), reference);
     out.showers = *std::move(showers);
     if (out.showers.particle.empty()) out.showers.particle = out.particle;
@@ -254,24 +250,24 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
 
 absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(
     DatasetCache& cache, const std::string& reference, const std::string& expected_sha256) const {
-  ASSIGN_OR_RETURN(data::ToyMcConfig config, data::ParseToyMcSpec(reference));
+  ASSIGN_OR_RETURN(showers::ToyMcConfig config, showers::ParseToyMcSpec(reference));
   config.threads = std::max(config.threads, std::max(1, options_.threads));
-  const std::string key = Sha256Hex(data::FormatToyMcSpec(config));
+  const std::string key = Sha256Hex(showers::FormatToyMcSpec(config));
   RETURN_IF_ERROR(CheckExpected(reference, key, expected_sha256));
   DatasetFill fill;
   fill.source = reference;
   fill.key_is_content_sha256 = false;  // the key hashes the spec, not the file
   fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
-    RETURN_IF_ERROR(data::ValidateToyMcConfig(config));
+    RETURN_IF_ERROR(showers::ValidateToyMcConfig(config));
     // Simulated in slices of ~256 MiB and appended uncompressed with one event per chunk: no
     // sample is ever held whole, and reading any event is one plain read.
-    data::ShowerFileWriterOptions write;
+    showers::ShowerFileWriterOptions write;
     write.layout = config.layout;
     write.particle = config.particle;
     write.gzip_level = 0;
     write.chunk_events = 1;
-    ASSIGN_OR_RETURN(std::unique_ptr<data::ShowerFileWriter> writer,
-                     data::ShowerFileWriter::Create(part, write));
+    ASSIGN_OR_RETURN(std::unique_ptr<showers::ShowerFileWriter> writer,
+                     showers::ShowerFileWriter::Create(part, write));
     const int64_t event_bytes = writer->cells_per_event() * static_cast<int64_t>(sizeof(float));
     const int64_t slice = std::max<int64_t>(1, (int64_t{256} << 20) / event_bytes);
     for (int64_t first = 0; first < config.events; first += slice) {
@@ -279,12 +275,12 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(
         return absl::CancelledError("toy Monte Carlo simulation cancelled");
       }
       ASSIGN_OR_RETURN(
-          data::ShowerSet set,
-          data::SimulateToyMcRange(config, first, std::min(slice, config.events - first)));
+          showers::ShowerSet set,
+          showers::SimulateToyMcRange(config, first, std::min(slice, config.events - first)));
       RETURN_IF_ERROR(writer->Append(set));
     }
     RETURN_IF_ERROR(writer->Close());
-    const bool variable = config.layout == data::Layout::kVariableAngle3DGan;
+    const bool variable = config.layout == showers::Layout::kVariableAngle3DGan;
     return RangeAttributes(config.energy_min_gev, config.energy_max_gev, variable,
                            config.theta_min_rad, config.theta_max_rad);
   };
@@ -404,7 +400,7 @@ absl::StatusOr<std::string> DatasetSource::ProbeSha256(const std::string& id) co
     return chunk.sha256();
   }
   grpc::Status status = reader->Finish();
-  if (!status.ok()) return FromGrpc(status, options_.server);
+  if (!status.ok()) return FromGrpcStatus(status, absl::StrCat("ReadDataset at ", options_.server));
   return absl::DataLossError("the server sent no chunk");
 }
 
@@ -455,7 +451,7 @@ absl::StatusOr<std::string> DatasetSource::Download(const std::string& id, const
   }
   grpc::Status status = reader->Finish();
   out.close();
-  if (!status.ok()) return FromGrpc(status, options_.server);
+  if (!status.ok()) return FromGrpcStatus(status, absl::StrCat("ReadDataset at ", options_.server));
   if (total >= 0 && offset + *bytes != total) {
     return absl::DataLossError(
         absl::StrCat("stream ended after ", offset + *bytes, " of ", total, " bytes"));

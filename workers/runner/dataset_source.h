@@ -1,9 +1,10 @@
 // DatasetSource: materialises the training data of a job on a worker from its dataset reference
 // through the worker's DatasetCache (<cache_dir>/datasets): "ds-<id>" is downloaded from the
 // server's DatasetService (key = the dataset's sha256), "toymc:<spec>" is simulated once per worker
-// in slices and written uncompressed, one event per chunk (key = sha256 of data::FormatToyMcSpec),
-// "file:///abs/path.h5" is copied in with its bytes hashed (key = the file's sha256). Every kind
-// ends as a pinned, verified cache file (MaterializedDataset::local_path). Torch-free.
+// in slices and written uncompressed, one event per chunk (key = sha256 of
+// showers::FormatToyMcSpec), "file:///abs/path.h5" is copied in with its bytes hashed (key = the
+// file's sha256). Every kind ends as a pinned, verified cache file
+// (MaterializedDataset::local_path). Torch-free.
 //
 // file:// sources are hashed only when needed: the assignment's sha256 (when given) is the key;
 // else <cache>/datasets/file-index/<sha256(path)> remembers the key of the source's (size, mtime,
@@ -20,7 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 #include "workers/runner/dataset_cache.h"
 
 namespace gantry::runner {
@@ -41,9 +42,9 @@ struct DatasetSourceOptions {
 };
 
 struct MaterializedDataset {
-  data::ShowerSet showers;  // empty with DatasetSourceOptions::load_showers = false
+  showers::ShowerSet showers;  // empty with DatasetSourceOptions::load_showers = false
   // Content hash (the cache key): sha256 of the file bytes (file://, ds-) or of the canonical toy
-  // MC spec string (data::FormatToyMcSpec) for toymc:.
+  // MC spec string (showers::FormatToyMcSpec) for toymc:.
   std::string sha256;
   // The pinned cache file, <cache_dir>/datasets/<sha256>.h5, for every kind (toymc: too). It stays
   // in place (never evicted) as long as `lease` lives, i.e. as long as this struct or a copy of

@@ -43,8 +43,9 @@ absl::StatusOr<HoldoutSplit> SplitHoldout(int64_t events, double fraction, uint6
   return split;
 }
 
-data::ShowerSet SelectEvents(const data::ShowerSet& set, const std::vector<int64_t>& indices) {
-  data::ShowerSet out;
+showers::ShowerSet SelectEvents(const showers::ShowerSet& set,
+                                const std::vector<int64_t>& indices) {
+  showers::ShowerSet out;
   out.layout = set.layout;
   out.shape = set.shape;
   out.particle = set.particle;

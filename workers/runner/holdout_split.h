@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
 namespace gantry::runner {
 
@@ -23,7 +23,7 @@ struct HoldoutSplit {
 absl::StatusOr<HoldoutSplit> SplitHoldout(int64_t events, double fraction, uint64_t seed);
 
 // The events `indices` of `set`, in that order (cells, energies, angles; same layout and shape).
-data::ShowerSet SelectEvents(const data::ShowerSet& set, const std::vector<int64_t>& indices);
+showers::ShowerSet SelectEvents(const showers::ShowerSet& set, const std::vector<int64_t>& indices);
 
 }  // namespace gantry::runner
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "gantry/base/build_info.h"
-#include "gantry/base/status_macros.h"
+#include "base/build_info.h"
+#include "base/status_macros.h"
 
 namespace gantry::runner {
 namespace {

@@ -19,8 +19,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
-#include "workers/data/shower_file_reader.h"
+#include "base/status_macros.h"
+#include "showers/shower_file_reader.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
@@ -277,8 +277,8 @@ absl::Status RankRunner::RunInner() {
   ASSIGN_OR_RETURN(MaterializedDataset dataset,
                    source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256()));
   if (StopRequested()) return absl::CancelledError("cancelled while materialising the dataset");
-  ASSIGN_OR_RETURN(std::shared_ptr<const data::ShowerFileReader> reader,
-                   data::ShowerFileReader::Open(dataset.local_path));
+  ASSIGN_OR_RETURN(std::shared_ptr<const showers::ShowerFileReader> reader,
+                   showers::ShowerFileReader::Open(dataset.local_path));
   const std::string particle = dataset.particle.empty() ? reader->particle() : dataset.particle;
   const std::array<int64_t, 3>& shape = reader->shape();
   Log("INFO", absl::StrFormat("dataset %s materialised: %d events of %dx%dx%d (%s), sha256 %s, "
@@ -291,8 +291,8 @@ absl::Status RankRunner::RunInner() {
                                   : "filled into the cache",
                               SecondsSince(data_start)));
   const bool variable = plan_.model.variable_angle();
-  const bool layout_fits = reader->layout() == (variable ? data::Layout::kVariableAngle3DGan
-                                                         : data::Layout::kFixedAngle3DGan);
+  const bool layout_fits = reader->layout() == (variable ? showers::Layout::kVariableAngle3DGan
+                                                         : showers::Layout::kFixedAngle3DGan);
   if (!layout_fits || shape != plan_.model.grid) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "dataset %s has %dx%dx%d events but preset %s needs the %s layout (%dx%dx%d)",
@@ -632,7 +632,7 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
         "validation: no held-out event falls into the validation.energies bins");
   }
   gan::ShowerGenerator generator(trainer.config(), trainer.state().generator);
-  ASSIGN_OR_RETURN(data::ShowerSet generated, generator.Generate(request));
+  ASSIGN_OR_RETURN(showers::ShowerSet generated, generator.Generate(request));
   generated.particle = holdout_.particle;
   absl::StatusOr<physics::ValidationReport> report =
       physics::ValidateShowers(holdout_, generated, options);

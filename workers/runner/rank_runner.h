@@ -20,7 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/rank_plan.h"
@@ -93,7 +93,7 @@ class RankRunner {
   std::thread progress_thread_;
 
   // Filled while running (training thread only).
-  data::ShowerSet holdout_;  // rank 0 with validation only
+  showers::ShowerSet holdout_;  // rank 0 with validation only
   gantry::v1::JobResult result_;
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;

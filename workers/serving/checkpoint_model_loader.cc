@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "gantry/base/sha256.h"
+#include "base/sha256.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/dataset_cache.h"
 #include "workers/serving/torch_backend.h"

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/grpc_status.h"
 #include "workers/serving/generation_plan.h"
 
 namespace gantry::serving {
@@ -16,10 +17,6 @@ namespace v1 = ::gantry::v1;
 #if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "GenerateChunk.showers is little-endian float32: byte swapping is not implemented"
 #endif
-
-grpc::Status ToGrpc(const absl::Status& s) {
-  return grpc::Status(static_cast<grpc::StatusCode>(s.code()), std::string(s.message()));
-}
 
 absl::Time Deadline(const grpc::ServerContext& context) {
   const auto deadline = context.deadline();
@@ -72,15 +69,15 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   ActiveCount active(&active_);
   const absl::Time deadline = Deadline(*context);
   absl::StatusOr<ModelCache::Lease> lease = cache_->Acquire(request->model());
-  if (!lease.ok()) return ToGrpc(lease.status());
+  if (!lease.ok()) return ToGrpcStatus(lease.status());
   absl::StatusOr<GenerationPlan> plan = GenerationPlan::Create(*request, (*lease)->traits());
-  if (!plan.ok()) return ToGrpc(plan.status());
+  if (!plan.ok()) return ToGrpcStatus(plan.status());
   const std::array<int64_t, 3> grid = (*lease)->traits().grid;
   const bool variable_angle = (*lease)->traits().variable_angle;
   const std::string model_ref = plan->model_ref();
   absl::StatusOr<std::unique_ptr<DynamicBatcher::Stream>> stream =
       (*lease)->batcher().Submit(*std::move(plan), deadline);
-  if (!stream.ok()) return ToGrpc(stream.status());
+  if (!stream.ok()) return ToGrpcStatus(stream.status());
 
   DynamicBatcher::Chunk chunk;
   v1::GenerateChunk message;
@@ -91,7 +88,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     }
     absl::StatusOr<DynamicBatcher::Stream::Poll> poll =
         (*stream)->Next(absl::Milliseconds(50), &chunk);
-    if (!poll.ok()) return ToGrpc(poll.status());
+    if (!poll.ok()) return ToGrpcStatus(poll.status());
     if (*poll == DynamicBatcher::Stream::Poll::kDone) return grpc::Status::OK;
     if (*poll == DynamicBatcher::Stream::Poll::kWaiting) continue;
     message.Clear();

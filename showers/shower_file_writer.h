@@ -1,7 +1,7 @@
 // ShowerFileWriter: writes a 3DGAN shower file incrementally (extendable, chunked datasets), so a
 // stream of showers is appended block by block and never held in memory as a whole.
-#ifndef GANTRY_WORKERS_DATA_SHOWER_FILE_WRITER_H_
-#define GANTRY_WORKERS_DATA_SHOWER_FILE_WRITER_H_
+#ifndef GANTRY_SHOWERS_SHOWER_FILE_WRITER_H_
+#define GANTRY_SHOWERS_SHOWER_FILE_WRITER_H_
 
 #include <array>
 #include <cstdint>
@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 
 struct ShowerFileWriterOptions {
   Layout layout = Layout::kFixedAngle3DGan;  // kFixedAngle3DGan or kVariableAngle3DGan
@@ -72,6 +72,6 @@ class ShowerFileWriter {
   int64_t events_ = 0;
 };
 
-}  // namespace gantry::data
+}  // namespace gantry::showers
 
-#endif  // GANTRY_WORKERS_DATA_SHOWER_FILE_WRITER_H_
+#endif  // GANTRY_SHOWERS_SHOWER_FILE_WRITER_H_

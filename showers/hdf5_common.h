@@ -1,7 +1,7 @@
-// The shared HDF5 plumbing of workers/data (handles, library lock, errors, datasets); not a public
+// The shared HDF5 plumbing of showers/ (handles, library lock, errors, datasets); not a public
 // API.
-#ifndef GANTRY_WORKERS_DATA_HDF5_COMMON_H_
-#define GANTRY_WORKERS_DATA_HDF5_COMMON_H_
+#ifndef GANTRY_SHOWERS_HDF5_COMMON_H_
+#define GANTRY_SHOWERS_HDF5_COMMON_H_
 
 #include <hdf5.h>
 
@@ -15,9 +15,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
-namespace gantry::data::h5 {
+namespace gantry::showers::h5 {
 
 // Owns one hid_t and closes it with the matching H5*close.
 class Handle {
@@ -119,6 +119,6 @@ absl::Status CheckCells(const ShowerFile& f, int64_t first, int64_t count, float
 absl::Status WriteParticleAttribute(const std::string& path, hid_t file,
                                     const std::string& particle);
 
-}  // namespace gantry::data::h5
+}  // namespace gantry::showers::h5
 
-#endif  // GANTRY_WORKERS_DATA_HDF5_COMMON_H_
+#endif  // GANTRY_SHOWERS_HDF5_COMMON_H_

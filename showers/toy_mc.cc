@@ -3,7 +3,7 @@
 // energy spots over the layers (multinomial on the Gamma CDF), scatter each spot radially
 // (core/tail), and smear each cell's total with Gamma(n k, c_s^2), which equals the sum of the
 // per-spot Gamma(k, c_s^2) smearings it replaces.
-#include "workers/data/toy_mc.h"
+#include "showers/toy_mc.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,9 +19,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "gantry/base/status_macros.h"
+#include "base/status_macros.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 using namespace toymc;  // NOLINT: detector constants
@@ -549,4 +549,4 @@ std::string FormatToyMcSpec(const ToyMcConfig& c) {
   return s;
 }
 
-}  // namespace gantry::data
+}  // namespace gantry::showers

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 
 int main(int argc, char** argv) {
   if (argc != 3 && argc != 4) {
@@ -16,24 +16,24 @@ int main(int argc, char** argv) {
                  argv[0]);
     return 2;
   }
-  absl::StatusOr<gantry::data::ToyMcConfig> config = gantry::data::ParseToyMcSpec(argv[1]);
+  absl::StatusOr<gantry::showers::ToyMcConfig> config = gantry::showers::ParseToyMcSpec(argv[1]);
   if (!config.ok()) {
     std::fprintf(stderr, "%s\n", std::string(config.status().message()).c_str());
     return 2;
   }
-  absl::StatusOr<gantry::data::ShowerSet> set = gantry::data::SimulateToyMc(*config);
+  absl::StatusOr<gantry::showers::ShowerSet> set = gantry::showers::SimulateToyMc(*config);
   if (!set.ok()) {
     std::fprintf(stderr, "%s\n", std::string(set.status().message()).c_str());
     return 1;
   }
-  gantry::data::WriteOptions options;
+  gantry::showers::WriteOptions options;
   options.write_hcal = argc == 4 && std::string(argv[3]) == "--hcal";
-  absl::Status written = gantry::data::WriteShowerFile(argv[2], *set, options);
+  absl::Status written = gantry::showers::WriteShowerFile(argv[2], *set, options);
   if (!written.ok()) {
     std::fprintf(stderr, "%s\n", std::string(written.message()).c_str());
     return 1;
   }
   std::printf("%s: %lld showers (%s)\n", argv[2], static_cast<long long>(set->events()),
-              gantry::data::FormatToyMcSpec(*config).c_str());
+              gantry::showers::FormatToyMcSpec(*config).c_str());
   return 0;
 }

@@ -1,4 +1,5 @@
-// Status propagation macros (Abseil 20220623 has none). Shared by every module; depends only on Abseil.
+// Status propagation macros (Abseil 20220623 has none). Shared by every module; depends only on
+// Abseil.
 #ifndef GANTRY_BASE_STATUS_MACROS_H_
 #define GANTRY_BASE_STATUS_MACROS_H_
 
@@ -9,9 +10,9 @@
 #define GANTRY_CONCAT_(a, b) GANTRY_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                  \
-  do {                                         \
-    ::absl::Status gantry_status_ = (expr);    \
+#define RETURN_IF_ERROR(expr)                        \
+  do {                                               \
+    ::absl::Status gantry_status_ = (expr);          \
     if (!gantry_status_.ok()) return gantry_status_; \
   } while (0)
 

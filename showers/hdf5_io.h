@@ -1,8 +1,8 @@
 // Hdf5Io: reads, writes and inspects shower files in the layouts of reference section C (3DGAN
 // fixed angle, 3DGAN variable angle, CaloChallenge) through the HDF5 C library; every failure is an
 // absl::Status naming the file, the dataset and the problem.
-#ifndef GANTRY_WORKERS_DATA_HDF5_IO_H_
-#define GANTRY_WORKERS_DATA_HDF5_IO_H_
+#ifndef GANTRY_SHOWERS_HDF5_IO_H_
+#define GANTRY_SHOWERS_HDF5_IO_H_
 
 #include <array>
 #include <cstdint>
@@ -10,9 +10,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 
 // What a shower file holds, found without loading all its cells at once.
 struct DatasetInfo {
@@ -64,6 +64,6 @@ std::string ParticleFromFileName(const std::string& path);
 // "3dgan-fixed-angle", "3dgan-variable-angle", "calochallenge".
 const char* LayoutName(Layout layout);
 
-}  // namespace gantry::data
+}  // namespace gantry::showers
 
-#endif  // GANTRY_WORKERS_DATA_HDF5_IO_H_
+#endif  // GANTRY_SHOWERS_HDF5_IO_H_

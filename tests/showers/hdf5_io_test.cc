@@ -1,5 +1,5 @@
-// Tests of workers/data/hdf5_io: round trips, files exchanged with h5py, and malformed files.
-#include "workers/data/hdf5_io.h"
+// Tests of showers/hdf5_io: round trips, files exchanged with h5py, and malformed files.
+#include "showers/hdf5_io.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -16,9 +16,9 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "workers/data/toy_mc.h"
+#include "showers/toy_mc.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 // A path in a per-process directory (file names keep their particle prefix).
@@ -391,4 +391,4 @@ TEST(Hdf5IoTest, ParticleFromFileNamePrefix) {
 }
 
 }  // namespace
-}  // namespace gantry::data
+}  // namespace gantry::showers

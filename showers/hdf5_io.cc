@@ -1,7 +1,7 @@
 // HDF5 C API behind RAII handles. The library's own error printing is switched off; its error stack
 // is turned into the message of an absl::Status. Calls are serialised by a mutex unless the library
 // was built thread-safe.
-#include "workers/data/hdf5_io.h"
+#include "showers/hdf5_io.h"
 
 #include <hdf5.h>
 
@@ -14,11 +14,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
-#include "workers/data/hdf5_common.h"
-#include "workers/data/toy_mc.h"
+#include "base/status_macros.h"
+#include "showers/hdf5_common.h"
+#include "showers/toy_mc.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 using h5::Handle;
@@ -250,4 +250,4 @@ absl::Status WriteShowerFile(const std::string& path, const ShowerSet& set,
   return absl::OkStatus();
 }
 
-}  // namespace gantry::data
+}  // namespace gantry::showers

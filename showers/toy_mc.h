@@ -1,8 +1,8 @@
 // ToyMc: a fast GFlash-parameterised electromagnetic shower simulator (reference section F) that
 // fills ShowerSets in the 3DGAN grids (25x25x25 at 90 degrees, 51x51x25 at 60-120 degrees), for
 // tests, demos and training without Geant4.
-#ifndef GANTRY_WORKERS_DATA_TOY_MC_H_
-#define GANTRY_WORKERS_DATA_TOY_MC_H_
+#ifndef GANTRY_SHOWERS_TOY_MC_H_
+#define GANTRY_SHOWERS_TOY_MC_H_
 
 #include <array>
 #include <cstdint>
@@ -11,9 +11,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 
 struct ToyMcConfig {
   // kFixedAngle3DGan (25x25x25, theta = 90 degrees) or kVariableAngle3DGan (51x51x25).
@@ -100,6 +100,6 @@ double LayerCentreMm(int layer);
 // Written as "mtheta" to variable-angle files and used by physics validation.
 double MeasureThetaRad(const float* cells, const std::array<int64_t, 3>& shape);
 
-}  // namespace gantry::data
+}  // namespace gantry::showers
 
-#endif  // GANTRY_WORKERS_DATA_TOY_MC_H_
+#endif  // GANTRY_SHOWERS_TOY_MC_H_

@@ -1,7 +1,7 @@
-// Tests of workers/data/toy_mc: spec parsing, determinism, and the physics of reference section F.
+// Tests of showers/toy_mc: spec parsing, determinism, and the physics of reference section F.
 // Expected values come from the GFlash formulas and the detector constants, not from running the
 // code.
-#include "workers/data/toy_mc.h"
+#include "showers/toy_mc.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <numeric>
 #include <vector>
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 constexpr double kPi = 3.14159265358979323846;
@@ -375,4 +375,4 @@ TEST(ToyMcPhysicsTest, DistortionsDoWhatTheySay) {
 }
 
 }  // namespace
-}  // namespace gantry::data
+}  // namespace gantry::showers

@@ -1,8 +1,8 @@
 // ShowerFileReader: an HDF5 shower file kept open for random access to any list of events (the
 // input of the trainer's prefetching pipeline), in the layouts and with the checks of
 // ReadShowerEvents, without loading the file's cells into memory.
-#ifndef GANTRY_WORKERS_DATA_SHOWER_FILE_READER_H_
-#define GANTRY_WORKERS_DATA_SHOWER_FILE_READER_H_
+#ifndef GANTRY_SHOWERS_SHOWER_FILE_READER_H_
+#define GANTRY_SHOWERS_SHOWER_FILE_READER_H_
 
 #include <array>
 #include <cstdint>
@@ -13,9 +13,9 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "workers/data/shower_set.h"
+#include "showers/shower_set.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 
 struct ShowerFileReaderOptions {
   // HDF5 chunk cache of the cell dataset (chunked/gzip files): random single-event reads hit a
@@ -77,6 +77,6 @@ class ShowerFileReader {
   std::unique_ptr<Hdf5> hdf5_;
 };
 
-}  // namespace gantry::data
+}  // namespace gantry::showers
 
-#endif  // GANTRY_WORKERS_DATA_SHOWER_FILE_READER_H_
+#endif  // GANTRY_SHOWERS_SHOWER_FILE_READER_H_

@@ -1,5 +1,5 @@
-// The shared HDF5 plumbing of workers/data: one copy for hdf5_io, the reader and the writer.
-#include "workers/data/hdf5_common.h"
+// The shared HDF5 plumbing of showers/: one copy for hdf5_io, the reader and the writer.
+#include "showers/hdf5_common.h"
 
 #include <sys/stat.h>
 
@@ -9,10 +9,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
-#include "workers/data/hdf5_io.h"
+#include "base/status_macros.h"
+#include "showers/hdf5_io.h"
 
-namespace gantry::data::h5 {
+namespace gantry::showers::h5 {
 namespace {
 
 std::mutex& LibraryMutex() {
@@ -284,4 +284,4 @@ absl::Status WriteParticleAttribute(const std::string& path, hid_t file,
   return absl::OkStatus();
 }
 
-}  // namespace gantry::data::h5
+}  // namespace gantry::showers::h5

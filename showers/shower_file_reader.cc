@@ -1,7 +1,7 @@
 // The reader keeps the file and the cell dataset open (with a chunk cache on its access property
 // list) and reads runs of consecutive events with one hyperslab each. HDF5's own error printing is
 // switched off per thread (the error stack is thread-local in thread-safe builds).
-#include "workers/data/shower_file_reader.h"
+#include "showers/shower_file_reader.h"
 
 #include <hdf5.h>
 
@@ -13,11 +13,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
-#include "workers/data/hdf5_common.h"
-#include "workers/data/hdf5_io.h"
+#include "base/status_macros.h"
+#include "showers/hdf5_common.h"
+#include "showers/hdf5_io.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 using h5::Handle;
@@ -129,4 +129,4 @@ absl::Status ShowerFileReader::ForEachBlock(
   return absl::OkStatus();
 }
 
-}  // namespace gantry::data
+}  // namespace gantry::showers

@@ -1,15 +1,15 @@
 // A ShowerSet is a block of calorimeter showers with their generation conditions, held in memory in
 // GeV. It is the common currency of workers/: the HDF5 reader and the toy Monte Carlo produce it,
 // the trainer consumes it, generation produces it, physics validation compares two of them.
-#ifndef GANTRY_WORKERS_DATA_SHOWER_SET_H_
-#define GANTRY_WORKERS_DATA_SHOWER_SET_H_
+#ifndef GANTRY_SHOWERS_SHOWER_SET_H_
+#define GANTRY_SHOWERS_SHOWER_SET_H_
 
 #include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace gantry::data {
+namespace gantry::showers {
 
 // The on-disk layouts of reference section C.
 enum class Layout {
@@ -35,6 +35,6 @@ struct ShowerSet {
   float* mutable_event(int64_t i) { return cells.data() + i * cells_per_event(); }
 };
 
-}  // namespace gantry::data
+}  // namespace gantry::showers
 
-#endif  // GANTRY_WORKERS_DATA_SHOWER_SET_H_
+#endif  // GANTRY_SHOWERS_SHOWER_SET_H_

@@ -1,7 +1,7 @@
 // Extendable datasets (maximum dimension H5S_UNLIMITED along events) with chunked storage; each
 // Append grows every dataset by the same number of rows and writes the new rows as one hyperslab.
 // The Debian HDF5 library is built thread-safe; this writer does not add a lock of its own.
-#include "workers/data/shower_file_writer.h"
+#include "showers/shower_file_writer.h"
 
 #include <hdf5.h>
 
@@ -12,12 +12,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "gantry/base/status_macros.h"
-#include "workers/data/hdf5_common.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
+#include "base/status_macros.h"
+#include "showers/hdf5_common.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 using h5::Handle;
@@ -262,4 +262,4 @@ absl::Status ShowerFileWriter::Close() {
   return absl::OkStatus();
 }
 
-}  // namespace gantry::data
+}  // namespace gantry::showers

@@ -1,7 +1,7 @@
-// Tests of workers/data/shower_file_reader: random access to lists of events in the three layouts
+// Tests of showers/shower_file_reader: random access to lists of events in the three layouts
 // (gzip-chunked and contiguous), agreement with ReadShowerFile, bad indices and bad cells, and
 // concurrent readers.
-#include "workers/data/shower_file_reader.h"
+#include "showers/shower_file_reader.h"
 
 #include <gtest/gtest.h>
 
@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
 #include "tests/support/temp_dir.h"
-#include "workers/data/hdf5_io.h"
-#include "workers/data/toy_mc.h"
 
-namespace gantry::data {
+namespace gantry::showers {
 namespace {
 
 // A file in this test process's private directory (removed at exit).
@@ -208,4 +208,4 @@ TEST(ShowerFileReaderTest, ConcurrentReadersGetTheirOwnEvents) {
 }
 
 }  // namespace
-}  // namespace gantry::data
+}  // namespace gantry::showers

@@ -1,0 +1,23 @@
+// The one conversion between grpc::Status and absl::Status. Both follow google.rpc.Code, so codes
+// map one to one; a code outside 0..16 becomes UNKNOWN.
+#ifndef GANTRY_BASE_GRPC_STATUS_H_
+#define GANTRY_BASE_GRPC_STATUS_H_
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "grpcpp/support/status.h"
+
+namespace gantry {
+
+// Code and message unchanged.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+
+// Code and message unchanged.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// Same code; the message becomes "<context>: <message>". OK stays OK.
+absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view context);
+
+}  // namespace gantry
+
+#endif  // GANTRY_BASE_GRPC_STATUS_H_

@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Checks that every top-level folder includes only what docs/ARCHITECTURE.md allows it to.
+
+Usage: check_dependencies.py [REPO_ROOT]   (default: the repository holding this script)
+
+Every `#include` in a folder's C++ files is classified as one of the repository's folders (generated
+stubs under `gantry/` and `grpc/health/` belong to proto/) or as an external library, and checked
+against RULES. Prints each violation as `file:line: what` and exits 1 if there is any.
+"""
+import pathlib
+import re
+import sys
+
+# Top-level folders of the repository whose headers other folders may include.
+FOLDERS = {"proto", "base", "showers", "storage", "scheduler", "server", "workers", "clients", "tests"}
+
+# External libraries whose use is restricted; anything else (the standard library, Abseil, OpenSSL,
+# protobuf, POSIX) may be used everywhere.
+EXTERNAL = {
+    "libtorch": re.compile(r"^(torch|ATen|c10|caffe2)/"),
+    "hdf5": re.compile(r"^(hdf5|H5[A-Za-z]*)\.h$"),
+    "libpqxx": re.compile(r"^pqxx/"),
+    "grpc": re.compile(r"^(grpcpp|grpc)/(?!health/v1/)"),
+}
+
+# folder -> (repository folders it may include, restricted libraries it may use). A folder may
+# always include itself. Sub-folders may narrow their parent's rule (longest prefix wins).
+RULES = {
+    "base": ({"base"}, {"grpc"}),
+    "showers": ({"base"}, {"hdf5"}),
+    "storage": ({"proto", "base"}, {"libpqxx"}),
+    "scheduler": ({"proto"}, set()),
+    "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
+    "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch"}),
+    "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
+    "workers/physics": ({"proto", "base", "showers"}, set()),
+    "clients": ({"proto", "base", "showers"}, {"grpc"}),
+}
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
+SOURCE_SUFFIXES = {".h", ".hh", ".hpp", ".cc", ".cpp", ".cxx", ".in"}
+
+
+def classify(header):
+    """('folder', name) for a repository header, ('library', name) for a restricted one, or None."""
+    if header.startswith("gantry/") or header.startswith("grpc/health/v1/"):
+        return ("folder", "proto")
+    first = header.split("/", 1)[0]
+    if "/" in header and first in FOLDERS:
+        return ("folder", first)
+    for library, pattern in EXTERNAL.items():
+        if pattern.search(header):
+            return ("library", library)
+    return None
+
+
+def rule_for(relative):
+    """The rule of the longest RULES key that is a prefix of the file's folder, with its key."""
+    parts = relative.parts
+    for length in range(len(parts) - 1, 0, -1):
+        key = "/".join(parts[:length])
+        if key in RULES:
+            return key, RULES[key]
+    return None, None
+
+
+def check(root):
+    violations = []
+    for path in sorted(root.rglob("*")):
+        relative = path.relative_to(root)
+        if not path.is_file() or relative.parts[0] not in FOLDERS:
+            continue
+        if path.suffix not in SOURCE_SUFFIXES:
+            continue
+        if relative.parts[0] == "proto":
+            violations.append(f"{relative}: proto/ holds only the API (.proto files), no C++")
+            continue
+        key, rule = rule_for(relative)
+        if rule is None:
+            continue  # tests/ may use everything
+        folders, libraries = rule
+        own = key.split("/", 1)[0]
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            kind = classify(match.group(1))
+            if kind is None:
+                continue
+            what, name = kind
+            if what == "folder" and name != own and name not in folders:
+                violations.append(f"{relative}:{number}: {key}/ may not include {name}/ "
+                                  f"({match.group(1)})")
+            elif what == "library" and name not in libraries:
+                violations.append(f"{relative}:{number}: {key}/ may not use {name} "
+                                  f"({match.group(1)})")
+    return violations
+
+
+def main():
+    root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
+    violations = check(root.resolve())
+    for violation in violations:
+        print(violation)
+    if violations:
+        print(f"{len(violations)} dependency violation(s); the allowed dependencies are the table "
+              "in docs/ARCHITECTURE.md")
+        return 1
+    print("dependencies: every folder includes only what it may")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
