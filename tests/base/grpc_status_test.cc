@@ -1,0 +1,41 @@
+// Tests of base/grpc_status: the one conversion between grpc::Status and absl::Status.
+#include "base/grpc_status.h"
+
+#include "gtest/gtest.h"
+
+namespace gantry {
+namespace {
+
+TEST(GrpcStatusTest, OkStaysOk) {
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK).ok());
+  EXPECT_TRUE(FromGrpcStatus(grpc::Status::OK, "context").ok());
+}
+
+TEST(GrpcStatusTest, EveryCodeAndMessageSurviveARoundTrip) {
+  for (int code = 1; code <= 16; ++code) {
+    const absl::Status original(static_cast<absl::StatusCode>(code), "what to change");
+    const grpc::Status wire = ToGrpcStatus(original);
+    EXPECT_EQ(static_cast<int>(wire.error_code()), code);
+    EXPECT_EQ(wire.error_message(), "what to change");
+    EXPECT_EQ(FromGrpcStatus(wire), original);
+  }
+}
+
+TEST(GrpcStatusTest, UnknownCodesBecomeUnknown) {
+  const grpc::Status wire = ToGrpcStatus(absl::Status(static_cast<absl::StatusCode>(42), "odd"));
+  EXPECT_EQ(wire.error_code(), grpc::StatusCode::UNKNOWN);
+  EXPECT_EQ(wire.error_message(), "odd");
+  const absl::Status back = FromGrpcStatus(grpc::Status(static_cast<grpc::StatusCode>(99), "x"));
+  EXPECT_EQ(back.code(), absl::StatusCode::kUnknown);
+}
+
+TEST(GrpcStatusTest, ContextPrefixesTheMessageAndKeepsTheCode) {
+  const absl::Status s =
+      FromGrpcStatus(grpc::Status(grpc::StatusCode::NOT_FOUND, "no such dataset"), "ReadDataset");
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(s.message(), "ReadDataset: no such dataset");
+}
+
+}  // namespace
+}  // namespace gantry
