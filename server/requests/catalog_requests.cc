@@ -1,15 +1,10 @@
 #include "server/requests/catalog_requests.h"
 
-#include <cmath>
 #include <string>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "showers/toy_mc.h"
 
 namespace gantry::server {
 namespace {
@@ -18,9 +13,6 @@ namespace v1 = ::gantry::v1;
 
 using checks::AllChars;
 using checks::CheckFinite;
-using checks::CheckInt;
-using checks::CheckParticle;
-using checks::CheckRange01;
 using checks::Invalid;
 using checks::Sub;
 

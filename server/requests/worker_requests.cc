@@ -1,15 +1,9 @@
 #include "server/requests/worker_requests.h"
 
-#include <cmath>
 #include <string>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "showers/toy_mc.h"
 
 namespace gantry::server {
 namespace {
@@ -17,12 +11,8 @@ namespace {
 namespace v1 = ::gantry::v1;
 
 using checks::AllChars;
-using checks::CheckFinite;
 using checks::CheckInt;
-using checks::CheckParticle;
-using checks::CheckRange01;
 using checks::Invalid;
-using checks::Sub;
 
 }  // namespace
 

@@ -1,4 +1,4 @@
-// Unit tests of the pure request checks (server/validation.h), the status mapping and the audience
+// Unit tests of the pure request checks (server/requests/), the status mapping and the audience
 // of each method, without a server.
 #include <gtest/gtest.h>
 
