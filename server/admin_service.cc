@@ -3,7 +3,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "server/validation.h"
+#include "server/requests/field_checks.h"
 
 namespace gantry::server {
 

@@ -18,7 +18,8 @@
 
 namespace gantry::server {
 
-// Who is calling: a tenant (possibly an admin) or a worker holding a join token.
+// Who is calling, as the handlers see it: a tenant (possibly an admin) or a worker holding a join
+// token (storage::TokenTenant is only what an API token resolves to).
 struct Principal {
   std::string tenant;  // empty for workers
   bool admin = false;

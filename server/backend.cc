@@ -87,7 +87,7 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
     }
     return *cached;
   }
-  absl::StatusOr<storage::Principal> tenant = tokens->Authenticate(secret);
+  absl::StatusOr<storage::TokenTenant> tenant = tokens->Authenticate(secret);
   if (absl::IsUnauthenticated(tenant.status()) && audience == Audience::kTenantOrWorker &&
       tokens->IsValidJoinToken(secret).ok()) {
     return Principal{"", false, true};

@@ -6,7 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "server/validation.h"
+#include "server/requests/catalog_requests.h"
+#include "server/requests/field_checks.h"
 
 namespace gantry::server {
 namespace {

@@ -6,7 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
-#include "server/validation.h"
+#include "server/requests/dataset_requests.h"
+#include "server/requests/field_checks.h"
 #include "showers/hdf5_io.h"
 
 namespace gantry::server {
@@ -36,6 +37,52 @@ v1::DatasetLayout ToProto(showers::Layout layout) {
   return v1::DATASET_LAYOUT_UNSPECIFIED;
 }
 
+// The upload's first message, which must carry the header.
+absl::StatusOr<v1::UploadDatasetHeader> ReadUploadHeader(
+    grpc::ServerReader<v1::UploadDatasetRequest>& reader) {
+  v1::UploadDatasetRequest message;
+  if (!reader.Read(&message)) {
+    return absl::InvalidArgumentError("header: the stream is empty; send the header first");
+  }
+  if (!message.has_header()) {
+    return absl::InvalidArgumentError(
+        "header: the first message must carry the header, the file's bytes follow");
+  }
+  return message.header();
+}
+
+// The particle the header names, else the one the file name or the file's content suggests.
+v1::Particle ParticleOf(const v1::UploadDatasetHeader& header, const showers::DatasetInfo& info) {
+  v1::Particle particle = header.particle();
+  if (particle == v1::PARTICLE_UNSPECIFIED) {
+    particle = ParticleFromName(showers::ParticleFromFileName(header.file_name()));
+  }
+  if (particle == v1::PARTICLE_UNSPECIFIED) particle = ParticleFromName(info.particle);
+  return particle;
+}
+
+// The record of an uploaded, inspected file (not yet created).
+v1::Dataset DescribeDataset(const v1::UploadDatasetHeader& header, const std::string& owner,
+                            const showers::DatasetInfo& info, const storage::BlobInfo& blob) {
+  v1::Dataset dataset;
+  dataset.set_name(header.name());
+  dataset.set_owner(owner);
+  dataset.set_layout(ToProto(info.layout));
+  for (int64_t d : info.shape) dataset.add_shape(d);
+  dataset.set_events(info.events);
+  dataset.mutable_energy_range_gev()->set_min(info.energy_min_gev);
+  dataset.mutable_energy_range_gev()->set_max(info.energy_max_gev);
+  if (info.has_theta) {
+    dataset.mutable_theta_range_rad()->set_min(info.theta_min_rad);
+    dataset.mutable_theta_range_rad()->set_max(info.theta_max_rad);
+  }
+  dataset.set_particle(ParticleOf(header, info));
+  dataset.set_sha256(blob.sha256);
+  dataset.set_size_bytes(blob.size_bytes);
+  dataset.mutable_labels()->insert(header.labels().begin(), header.labels().end());
+  return dataset;
+}
+
 absl::Status ValidateIdOrName(const std::string& value, absl::string_view field) {
   if (absl::StartsWith(value, "ds-")) return ValidateId(value, "ds-", field);
   if (value.empty()) return absl::InvalidArgumentError(absl::StrCat(field, ": is missing"));
@@ -48,95 +95,78 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadDatasetRequest>* reader,
                                            v1::Dataset* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
-    v1::UploadDatasetRequest message;
-    if (!reader->Read(&message)) {
-      return absl::InvalidArgumentError("header: the stream is empty; send the header first");
-    }
-    if (!message.has_header()) {
-      return absl::InvalidArgumentError(
-          "header: the first message must carry the header, the file's bytes follow");
-    }
-    const v1::UploadDatasetHeader header = message.header();
+    ASSIGN_OR_RETURN(const v1::UploadDatasetHeader header, ReadUploadHeader(*reader));
     RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
-    absl::StatusOr<v1::Dataset> existing = backend_.datasets->Get(p.tenant, header.name());
-    if (existing.ok()) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("header.name: you already have a dataset named \"", header.name(), "\" (",
-                       existing->id(), "); pick another name or delete it"));
-    }
-    if (!absl::IsNotFound(existing.status())) return existing.status();
-
-    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
-    while (reader->Read(&message)) {
-      if (!message.has_chunk()) {
-        return absl::InvalidArgumentError("chunk: only the first message may carry a header");
-      }
-      if (static_cast<int64_t>(message.chunk().size()) > kMaxUploadChunkBytes) {
-        return absl::InvalidArgumentError(absl::StrCat("chunk: ", message.chunk().size(),
-                                                       " bytes; send chunks of at most ",
-                                                       kMaxUploadChunkBytes, " bytes"));
-      }
-      if (writer->bytes_written() + static_cast<int64_t>(message.chunk().size()) >
-          header.size_bytes()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("header.size_bytes: ", header.size_bytes(), " but more bytes arrived"));
-      }
-      RETURN_IF_ERROR(writer->Append(message.chunk()));
-    }
-    if (context->IsCancelled()) return absl::CancelledError("the upload was cancelled");
-    if (writer->bytes_written() != header.size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("header.size_bytes: ", header.size_bytes(),
-                                                     " but the stream ended after ",
-                                                     writer->bytes_written(), " bytes"));
-    }
-    std::optional<std::string> expected;
-    if (!header.sha256().empty()) expected = header.sha256();
-    absl::StatusOr<storage::BlobInfo> blob = writer->Commit(expected);
-    if (absl::IsDataLoss(blob.status())) {
-      return absl::InvalidArgumentError(absl::StrCat("header.sha256: ", blob.status().message()));
-    }
-    RETURN_IF_ERROR(blob.status());
-    // A blob no dataset record uses is removed again when the file is refused.
-    auto drop_unused_blob = [&]() {
-      absl::StatusOr<int64_t> users = backend_.datasets->CountBySha256(blob->sha256);
-      if (users.ok() && *users == 0) backend_.blobs->Remove(blob->sha256).IgnoreError();
-    };
+    RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
+    ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header));
     absl::StatusOr<showers::DatasetInfo> info =
-        showers::InspectShowerFile(backend_.blobs->Path(blob->sha256));
+        showers::InspectShowerFile(backend_.blobs->Path(blob.sha256));
     if (!info.ok()) {
-      drop_unused_blob();
+      DropUnusedBlob(blob.sha256);
       return absl::InvalidArgumentError(
           absl::StrCat("file: not a usable shower file: ", info.status().message()));
     }
-    v1::Dataset dataset;
-    dataset.set_name(header.name());
-    dataset.set_owner(p.tenant);
-    dataset.set_layout(ToProto(info->layout));
-    for (int64_t d : info->shape) dataset.add_shape(d);
-    dataset.set_events(info->events);
-    dataset.mutable_energy_range_gev()->set_min(info->energy_min_gev);
-    dataset.mutable_energy_range_gev()->set_max(info->energy_max_gev);
-    if (info->has_theta) {
-      dataset.mutable_theta_range_rad()->set_min(info->theta_min_rad);
-      dataset.mutable_theta_range_rad()->set_max(info->theta_max_rad);
-    }
-    v1::Particle particle = header.particle();
-    if (particle == v1::PARTICLE_UNSPECIFIED) {
-      particle = ParticleFromName(showers::ParticleFromFileName(header.file_name()));
-    }
-    if (particle == v1::PARTICLE_UNSPECIFIED) particle = ParticleFromName(info->particle);
-    dataset.set_particle(particle);
-    dataset.set_sha256(blob->sha256);
-    dataset.set_size_bytes(blob->size_bytes);
-    dataset.mutable_labels()->insert(header.labels().begin(), header.labels().end());
-    absl::StatusOr<v1::Dataset> created = backend_.datasets->Create(dataset);
+    absl::StatusOr<v1::Dataset> created =
+        backend_.datasets->Create(DescribeDataset(header, p.tenant, *info, blob));
     if (!created.ok()) {
-      drop_unused_blob();
+      DropUnusedBlob(blob.sha256);
       return created.status();
     }
     *response = *std::move(created);
     return absl::OkStatus();
   });
+}
+
+absl::Status DatasetService::CheckNameIsFree(const std::string& tenant, const std::string& name) {
+  absl::StatusOr<v1::Dataset> existing = backend_.datasets->Get(tenant, name);
+  if (existing.ok()) {
+    return absl::AlreadyExistsError(absl::StrCat("header.name: you already have a dataset named \"",
+                                                 name, "\" (", existing->id(),
+                                                 "); pick another name or delete it"));
+  }
+  if (!absl::IsNotFound(existing.status())) return existing.status();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
+    grpc::ServerContext& context, grpc::ServerReader<v1::UploadDatasetRequest>& reader,
+    const v1::UploadDatasetHeader& header) {
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
+  v1::UploadDatasetRequest message;
+  while (reader.Read(&message)) {
+    if (!message.has_chunk()) {
+      return absl::InvalidArgumentError("chunk: only the first message may carry a header");
+    }
+    if (static_cast<int64_t>(message.chunk().size()) > kMaxUploadChunkBytes) {
+      return absl::InvalidArgumentError(absl::StrCat("chunk: ", message.chunk().size(),
+                                                     " bytes; send chunks of at most ",
+                                                     kMaxUploadChunkBytes, " bytes"));
+    }
+    if (writer->bytes_written() + static_cast<int64_t>(message.chunk().size()) >
+        header.size_bytes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("header.size_bytes: ", header.size_bytes(), " but more bytes arrived"));
+    }
+    RETURN_IF_ERROR(writer->Append(message.chunk()));
+  }
+  if (context.IsCancelled()) return absl::CancelledError("the upload was cancelled");
+  if (writer->bytes_written() != header.size_bytes()) {
+    return absl::InvalidArgumentError(absl::StrCat("header.size_bytes: ", header.size_bytes(),
+                                                   " but the stream ended after ",
+                                                   writer->bytes_written(), " bytes"));
+  }
+  std::optional<std::string> expected;
+  if (!header.sha256().empty()) expected = header.sha256();
+  absl::StatusOr<storage::BlobInfo> blob = writer->Commit(expected);
+  if (absl::IsDataLoss(blob.status())) {
+    return absl::InvalidArgumentError(absl::StrCat("header.sha256: ", blob.status().message()));
+  }
+  return blob;
+}
+
+void DatasetService::DropUnusedBlob(const std::string& sha256) {
+  absl::StatusOr<int64_t> users = backend_.datasets->CountBySha256(sha256);
+  if (users.ok() && *users == 0) backend_.blobs->Remove(sha256).IgnoreError();
 }
 
 grpc::Status DatasetService::ListDatasets(grpc::ServerContext* context,

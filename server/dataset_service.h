@@ -3,8 +3,13 @@
 #ifndef GANTRY_SERVER_DATASET_SERVICE_H_
 #define GANTRY_SERVER_DATASET_SERVICE_H_
 
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "server/backend.h"
+#include "storage/blob_writer.h"
 
 namespace gantry::server {
 
@@ -30,6 +35,14 @@ class DatasetService final : public gantry::v1::DatasetService::Service {
                            grpc::ServerWriter<gantry::v1::DatasetChunk>* writer) override;
 
  private:
+  // UploadDataset's phases: the tenant has no dataset of that name yet; the file's bytes into the
+  // blob store (sha256 checked); a refused file's blob removed unless a dataset uses it.
+  absl::Status CheckNameIsFree(const std::string& tenant, const std::string& name);
+  absl::StatusOr<storage::BlobInfo> ReceiveFile(
+      grpc::ServerContext& context, grpc::ServerReader<gantry::v1::UploadDatasetRequest>& reader,
+      const gantry::v1::UploadDatasetHeader& header);
+  void DropUnusedBlob(const std::string& sha256);
+
   Backend& backend_;
 };
 

@@ -52,7 +52,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       generation_(*backend_, router_),
       catalog_(*backend_),
       datasets_(*backend_),
-      workers_(*backend_, coordinator_),
+      workers_(*backend_, coordinator_.sessions()),
       admin_(*backend_) {}
 
 GantryServer::~GantryServer() {

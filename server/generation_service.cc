@@ -13,7 +13,7 @@
 #include "base/grpc_status.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
-#include "server/validation.h"
+#include "server/requests/generation_requests.h"
 
 namespace gantry::server {
 namespace {

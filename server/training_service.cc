@@ -8,7 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
-#include "server/validation.h"
+#include "server/requests/field_checks.h"
+#include "server/requests/training_requests.h"
 
 namespace gantry::server {
 namespace {

@@ -9,7 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
-#include "server/validation.h"
+#include "server/requests/field_checks.h"
+#include "server/requests/worker_requests.h"
 
 namespace gantry::server {
 namespace {
@@ -26,7 +27,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
     ASSIGN_OR_RETURN(std::string id, backend_.workers->Upsert(*request));
-    coordinator_.OnRegister(id, *request);
+    sessions_.OnRegister(id, *request);
     response->set_worker_id(id);
     response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
     response->set_lease_timeout_ms(backend_.options.lease_timeout_ms);
@@ -55,7 +56,7 @@ grpc::Status WorkerService::Connect(
           worker.status().code(),
           absl::StrCat("hello.worker_id: ", worker.status().message(), "; call Register first"));
     }
-    std::shared_ptr<WorkerLink> link = coordinator_.OnConnect(id, message.hello());
+    std::shared_ptr<WorkerLink> link = sessions_.OnConnect(id, message.hello());
     // Only this thread writes to the stream: acknowledgements, assignments and cancellations all
     // go through the link.
     std::thread writer([&stream, link] {
@@ -72,7 +73,7 @@ grpc::Status WorkerService::Connect(
       }
       if (!message.has_heartbeat()) {
         // A message about one job never ends the worker's stream: it is logged and dropped.
-        if (absl::Status st = coordinator_.OnWorkerMessage(id, message); !st.ok()) {
+        if (absl::Status st = sessions_.OnWorkerMessage(id, message); !st.ok()) {
           std::cerr << "gantry-server: dropped a message of worker " << worker->name() << ": " << st
                     << "\n";
         }
@@ -86,13 +87,13 @@ grpc::Status WorkerService::Connect(
       }
       std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
       result = backend_.workers->Heartbeat(id, hb.free_slots(), cached, absl::Now());
-      if (result.ok()) result = coordinator_.OnHeartbeat(id, hb);
+      if (result.ok()) result = sessions_.OnHeartbeat(id, hb);
       if (!result.ok()) break;
       v1::ServerMessage ack;
       ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
       link->Send(std::move(ack));
     }
-    coordinator_.OnDisconnect(link);
+    sessions_.OnDisconnect(link);
     writer.join();
     backend_.workers->MarkDisconnected(id).IgnoreError();
     return result;

@@ -1,21 +1,22 @@
 // WorkerService: the worker-facing protocol (gantry.v1.WorkerService), authenticated by join
 // tokens. Register stores the worker; Connect is its control stream (heartbeats and job messages
-// up, handed to the JobCoordinator; assignments and cancellations down); UploadCheckpoint /
-// FetchCheckpoint move checkpoints through the blob store with sha256 verification.
+// up, handed to the WorkerSessions of the JobCoordinator; assignments and cancellations down);
+// UploadCheckpoint / FetchCheckpoint move checkpoints through the blob store with sha256
+// verification.
 #ifndef GANTRY_SERVER_WORKER_SERVICE_H_
 #define GANTRY_SERVER_WORKER_SERVICE_H_
 
 #include "gantry/v1/worker.grpc.pb.h"
 #include "server/backend.h"
-#include "server/job_coordinator.h"
+#include "server/worker_sessions.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` and `coordinator` must outlive it.
+// Thread-safe; `backend` and `sessions` must outlive it.
 class WorkerService final : public gantry::v1::WorkerService::Service {
  public:
-  WorkerService(Backend& backend, JobCoordinator& coordinator)
-      : backend_(backend), coordinator_(coordinator) {}
+  WorkerService(Backend& backend, WorkerSessions& sessions)
+      : backend_(backend), sessions_(sessions) {}
 
   grpc::Status Register(grpc::ServerContext* context, const gantry::v1::RegisterRequest* request,
                         gantry::v1::RegisterResponse* response) override;
@@ -31,7 +32,7 @@ class WorkerService final : public gantry::v1::WorkerService::Service {
 
  private:
   Backend& backend_;
-  JobCoordinator& coordinator_;
+  WorkerSessions& sessions_;
 };
 
 }  // namespace gantry::server

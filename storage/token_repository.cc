@@ -60,12 +60,12 @@ absl::StatusOr<std::string> TokenRepository::ImportToken(const std::string& tena
   return id;
 }
 
-absl::StatusOr<Principal> TokenRepository::Authenticate(const std::string& secret) {
+absl::StatusOr<TokenTenant> TokenRepository::Authenticate(const std::string& secret) {
   const absl::Status denied = absl::UnauthenticatedError(
       "the token is unknown or revoked; pass a valid token as 'authorization: Bearer <token>'");
   if (secret.empty()) return denied;
   const std::string hash = HashSecret(secret);
-  Principal principal;
+  TokenTenant principal;
   bool found = false;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     pqxx::result r = tx.Exec("token_authenticate",

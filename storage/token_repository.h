@@ -10,8 +10,8 @@
 
 namespace gantry::storage {
 
-// Who a valid API token speaks for.
-struct Principal {
+// The tenant a valid API token speaks for (the server turns it into a server::Principal).
+struct TokenTenant {
   std::string tenant;
   bool admin = false;
 };
@@ -38,7 +38,7 @@ class TokenRepository {
   absl::StatusOr<std::string> ImportToken(const std::string& tenant, const std::string& secret,
                                           const std::string& description);
   // UNAUTHENTICATED when the secret is unknown or revoked.
-  absl::StatusOr<Principal> Authenticate(const std::string& secret);
+  absl::StatusOr<TokenTenant> Authenticate(const std::string& secret);
   // Revokes an API token ("tok-...") or a join token ("jtk-..."). NOT_FOUND when unknown. Revoking
   // twice is OK.
   absl::Status RevokeToken(const std::string& token_id);

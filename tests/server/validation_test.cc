@@ -1,7 +1,5 @@
-// Unit tests of the pure request checks (server/validation.h), the status mapping and the audience
+// Unit tests of the pure request checks (server/requests/), the status mapping and the audience
 // of each method, without a server.
-#include "server/validation.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +8,10 @@
 
 #include "base/grpc_status.h"
 #include "server/auth.h"
+#include "server/requests/dataset_requests.h"
+#include "server/requests/field_checks.h"
+#include "server/requests/generation_requests.h"
+#include "server/requests/training_requests.h"
 
 namespace gantry::server {
 namespace {

@@ -1,9 +1,8 @@
-// Validation: syntax and range checks of every gantry.v1 request, before anything touches storage.
-// Each failure is INVALID_ARGUMENT (or RESOURCE_EXHAUSTED for over-size requests) with a message
-// that names the field and says what to change. Existence checks (a dataset, a model) belong to the
-// services.
-#ifndef GANTRY_SERVER_VALIDATION_H_
-#define GANTRY_SERVER_VALIDATION_H_
+// Field checks: the limits and the syntax checks every service's request checks share (names,
+// ids, labels, pages, model and dataset references). Each failure is INVALID_ARGUMENT with a
+// message that names the field and says what to change; existence checks belong to the services.
+#ifndef GANTRY_SERVER_REQUESTS_FIELD_CHECKS_H_
+#define GANTRY_SERVER_REQUESTS_FIELD_CHECKS_H_
 
 #include <cstdint>
 #include <string>
@@ -11,12 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "gantry/v1/admin.pb.h"
-#include "gantry/v1/catalog.pb.h"
-#include "gantry/v1/datasets.pb.h"
-#include "gantry/v1/generation.pb.h"
-#include "gantry/v1/training.pb.h"
-#include "gantry/v1/worker.pb.h"
+#include "gantry/v1/common.pb.h"
 #include "google/protobuf/map.h"
 
 namespace gantry::server {
@@ -61,32 +55,23 @@ absl::Status ValidateSha256(absl::string_view hex, absl::string_view field);
 absl::Status ValidateId(absl::string_view id, absl::string_view prefix, absl::string_view field);
 // Returns the effective page size (0 -> default); negative or > kMaxPageSize is INVALID_ARGUMENT.
 absl::StatusOr<int> ValidatePage(const gantry::v1::PageRequest& page, absl::string_view field);
-
-absl::Status ValidateJobSpec(const gantry::v1::JobSpec& spec);
-absl::Status ValidateListJobs(const gantry::v1::ListJobsRequest& request);
-absl::Status ValidateGetJobLogs(const gantry::v1::GetJobLogsRequest& request);
-
-// Checks a generation request on its own (syntax, finiteness, counts). More than `max_showers`
-// showers is RESOURCE_EXHAUSTED naming the limit.
-absl::Status ValidateGenerateRequest(const gantry::v1::GenerateRequest& request,
-                                     int64_t max_showers = kDefaultMaxShowersPerRequest);
-// Checks it against the resolved model: status, particle, energy and angle inside the training
-// ranges.
-absl::Status ValidateGenerateForModel(const gantry::v1::GenerateRequest& request,
-                                      const gantry::v1::ModelVersion& model);
-
-absl::Status ValidateListModels(const gantry::v1::ListModelsRequest& request);
-absl::Status ValidateSetTags(const gantry::v1::SetTagsRequest& request);
-
-// `max_bytes` is the server's dataset size limit (RESOURCE_EXHAUSTED above it).
-absl::Status ValidateUploadHeader(const gantry::v1::UploadDatasetHeader& header, int64_t max_bytes);
-
-absl::Status ValidateRegister(const gantry::v1::RegisterRequest& request);
-absl::Status ValidateCheckpointHeader(const gantry::v1::CheckpointHeader& header,
-                                      int64_t max_bytes);
-
 absl::Status ValidateDescription(absl::string_view description, absl::string_view field);
+
+// Building blocks of the per-service request checks.
+namespace checks {
+// INVALID_ARGUMENT "<field>: <what>".
+absl::Status Invalid(absl::string_view field, absl::string_view what);
+// "<parent>.<child>".
+std::string Sub(absl::string_view parent, absl::string_view child);
+// Every character is alphanumeric or in `extra`.
+bool AllChars(absl::string_view s, absl::string_view extra);
+absl::Status CheckInt(int64_t value, int64_t min, int64_t max, absl::string_view field);
+absl::Status CheckFinite(double value, absl::string_view field);
+// Finite and in [0, max_exclusive).
+absl::Status CheckRange01(double value, double max_exclusive, absl::string_view field);
+absl::Status CheckParticle(gantry::v1::Particle particle, absl::string_view field);
+}  // namespace checks
 
 }  // namespace gantry::server
 
-#endif  // GANTRY_SERVER_VALIDATION_H_
+#endif  // GANTRY_SERVER_REQUESTS_FIELD_CHECKS_H_

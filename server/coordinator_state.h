@@ -1,0 +1,74 @@
+// CoordinatorState: the in-memory view of workers and jobs the coordinator's parts share, under
+// one mutex that is never held across database I/O.
+#ifndef GANTRY_SERVER_COORDINATOR_STATE_H_
+#define GANTRY_SERVER_COORDINATOR_STATE_H_
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gantry/v1/training.pb.h"
+#include "gantry/v1/worker.pb.h"
+#include "scheduler/scheduler.h"
+#include "server/worker_link.h"
+
+namespace gantry::server {
+
+// What the server last heard about one rank of an active job.
+struct RankState {
+  gantry::v1::RankPhase phase = gantry::v1::RANK_PHASE_UNSPECIFIED;
+  int exit_code = 0;
+  std::string message;
+};
+
+// A job with leased slots or live ranks.
+struct ActiveJob {
+  std::string id;
+  std::string owner;
+  gantry::v1::JobSpec spec;
+  std::vector<std::string> rank_workers;  // empty for an adopted job (unknown placement)
+  std::set<std::string> workers;          // every worker running a rank of it
+  std::map<int, RankState> ranks;
+  bool ended = false;  // a terminal state was written (or is being written); waiting for exits
+  absl::Time placed_at;
+  absl::Time ended_at;
+  absl::Time last_progress_event = absl::InfinitePast();
+  int64_t last_progress_step = -1;
+  int last_progress_epoch = -1;
+  bool cancel_sent = false;
+  bool leased = true;  // false for adopted jobs (their slots are bounded by heartbeats only)
+
+  int CountRanks(gantry::v1::RankPhase phase) const;
+};
+
+// Plain data plus helpers; every member is read and written with `mu` held, and no holder of `mu`
+// calls the database (decisions are collected under it, written after releasing it).
+struct CoordinatorState {
+  explicit CoordinatorState(scheduler::SchedulerOptions options) : scheduler(options) {}
+
+  // The worker's registered name, else its id.
+  std::string WorkerName(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Tells every worker running ranks of `job` to stop them.
+  void SendCancellation(const ActiveJob& job, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  mutable absl::Mutex mu;
+  scheduler::Scheduler scheduler ABSL_GUARDED_BY(mu);
+  std::map<std::string, gantry::v1::RegisterRequest> registered ABSL_GUARDED_BY(mu);
+  std::map<std::string, std::shared_ptr<WorkerLink>> links ABSL_GUARDED_BY(mu);
+  std::map<std::string, ActiveJob> active ABSL_GUARDED_BY(mu);
+  std::set<std::string> queued ABSL_GUARDED_BY(mu);  // job ids submitted to the scheduler
+  // Jobs found active in the database at start, waiting for a worker to claim them.
+  std::map<std::string, gantry::v1::Job> orphans ABSL_GUARDED_BY(mu);
+  bool orphans_loaded ABSL_GUARDED_BY(mu) = false;
+  absl::Time started_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_COORDINATOR_STATE_H_

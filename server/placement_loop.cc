@@ -1,0 +1,420 @@
+#include "server/placement_loop.h"
+
+#include <algorithm>
+#include <iostream>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "base/sha256.h"
+#include "base/status_macros.h"
+#include "showers/toy_mc.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+// A transition decided under the lock, written after releasing it.
+struct Ending {
+  std::string job_id;
+  std::vector<v1::JobState> from;
+  v1::JobState to;
+  std::string reason;
+  std::string message;
+};
+
+absl::Time TimeOf(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+}
+
+v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
+  return kind == v1::DEVICE_KIND_GPU ? v1::DEVICE_KIND_GPU : v1::DEVICE_KIND_CPU;
+}
+
+void EndAll(JobLifecycle& lifecycle, const std::vector<Ending>& endings) {
+  for (const Ending& e : endings) lifecycle.End(e.job_id, e.from, e.to, e.reason, e.message);
+}
+
+}  // namespace
+
+void PlacementLoop::Start() {
+  {
+    absl::MutexLock lock(&state_.mu);
+    state_.started_at = absl::Now();
+  }
+  thread_ = std::thread([this] { Loop(); });
+}
+
+void PlacementLoop::Stop() {
+  {
+    absl::MutexLock lock(&loop_mu_);
+    stop_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+void PlacementLoop::Loop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&loop_mu_);
+      auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(loop_mu_) { return stop_; };
+      loop_mu_.AwaitWithTimeout(absl::Condition(&stopped), backend_.options.scheduler_tick);
+      if (stop_) return;
+    }
+    Tick(absl::Now());
+  }
+}
+
+void PlacementLoop::Tick(absl::Time now) {
+  EndUnclaimedOrphans(now);
+  // One query a tick for the jobs the database drives: new QUEUED ones, CANCELLING ones.
+  absl::StatusOr<std::vector<v1::Job>> jobs =
+      backend_.jobs->ListByState({v1::QUEUED, v1::CANCELLING});
+  if (!jobs.ok()) {
+    std::cerr << "gantry-server: the scheduler cannot list jobs: " << jobs.status() << "\n";
+  } else {
+    std::vector<v1::Job> queued, cancelling;
+    for (v1::Job& job : *jobs)
+      (job.state() == v1::QUEUED ? queued : cancelling).push_back(std::move(job));
+    SyncQueue(queued);
+    HandleCancellations(cancelling, now);
+  }
+  ExpireWorkers(now);
+  PlaceJobs(now);
+  ReapEnded(now);
+  ExplainWaits(now);
+}
+
+void PlacementLoop::EndUnclaimedOrphans(absl::Time now) {
+  if (!lifecycle_.LoadOrphans()) return;
+  const absl::Duration wait = absl::Milliseconds(backend_.options.lease_timeout_ms);
+  std::vector<v1::Job> unclaimed;
+  {
+    absl::MutexLock lock(&state_.mu);
+    if (now - state_.started_at <= wait) return;
+    for (auto& [id, job] : state_.orphans) unclaimed.push_back(std::move(job));
+    state_.orphans.clear();
+  }
+  for (const v1::Job& job : unclaimed) lifecycle_.EndUnclaimed(job, wait);
+}
+
+void PlacementLoop::ExplainWaits(absl::Time now) {
+  // WaitReason looks at every worker, so this runs every 2 s, not every tick.
+  if (now - last_explained_ < absl::Seconds(2)) return;
+  last_explained_ = now;
+  std::vector<std::pair<std::string, std::string>> changed;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (auto it = wait_reasons_.begin(); it != wait_reasons_.end();) {
+      it = state_.queued.count(it->first) ? std::next(it) : wait_reasons_.erase(it);
+    }
+    for (const std::string& id : state_.queued) {
+      std::string reason = state_.scheduler.WaitReason(id);
+      if (reason.empty() || wait_reasons_[id] == reason) continue;
+      changed.emplace_back(id, std::move(reason));
+    }
+  }
+  for (const auto& [id, reason] : changed) {
+    if (backend_.jobs->SetQueuedMessage(id, reason).ok()) wait_reasons_[id] = reason;
+  }
+}
+
+// ---- queue and placement -------------------------------------------------------------------
+
+void PlacementLoop::SyncQueue(const std::vector<v1::Job>& queued) {
+  std::vector<const v1::Job*> fresh;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (const v1::Job& job : queued) {
+      if (!state_.queued.count(job.id()) && !state_.active.count(job.id())) fresh.push_back(&job);
+    }
+  }
+  std::vector<scheduler::JobRequest> requests;
+  for (const v1::Job* job : fresh) {
+    std::optional<scheduler::JobRequest> request = MakeJobRequest(*job);
+    if (request.has_value()) requests.push_back(std::move(*request));
+  }
+  std::vector<Ending> unschedulable;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (const scheduler::JobRequest& request : requests) {
+      if (absl::Status st = state_.scheduler.Submit(request); !st.ok()) {
+        unschedulable.push_back(
+            {request.id, {v1::QUEUED}, v1::FAILED, "Unschedulable", std::string(st.message())});
+        continue;
+      }
+      state_.queued.insert(request.id);
+    }
+    // Jobs that left QUEUED without being placed (cancelled) leave the scheduler's queue.
+    std::set<std::string> still;
+    for (const v1::Job& job : queued) still.insert(job.id());
+    for (auto it = state_.queued.begin(); it != state_.queued.end();) {
+      if (!still.count(*it) && !state_.active.count(*it)) {
+        state_.scheduler.Remove(*it);
+        it = state_.queued.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  EndAll(lifecycle_, unschedulable);
+}
+
+std::optional<scheduler::JobRequest> PlacementLoop::MakeJobRequest(const v1::Job& job) {
+  scheduler::JobRequest request;
+  request.id = job.id();
+  request.priority = job.spec().priority();
+  request.submitted = TimeOf(job.created_at());
+  request.world_size = job.spec().world_size();
+  request.device = DeviceOf(job.spec().resources_per_rank().device());
+  request.selector.insert(job.spec().worker_selector().begin(), job.spec().worker_selector().end());
+  if (absl::StartsWith(job.spec().dataset(), "ds-")) {
+    absl::StatusOr<v1::Dataset> ds = backend_.datasets->Get(job.owner(), job.spec().dataset());
+    if (!ds.ok()) {
+      lifecycle_.End(
+          job.id(), {v1::QUEUED}, v1::FAILED, "DatasetMissing",
+          absl::StrCat("dataset ", job.spec().dataset(), " is gone: ", ds.status().message()));
+      return std::nullopt;
+    }
+    request.dataset_key = ds->sha256();
+  } else if (absl::StartsWith(job.spec().dataset(), "toymc:")) {
+    // A worker caches a simulated set under the sha256 of its canonical spec (workers/runner).
+    absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(job.spec().dataset());
+    if (toy.ok()) request.dataset_key = Sha256Hex(showers::FormatToyMcSpec(*toy));
+  }
+  return request;
+}
+
+void PlacementLoop::PlaceJobs(absl::Time now) {
+  std::vector<std::pair<scheduler::Placement, std::vector<std::string>>> placements;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (scheduler::Placement& placement : state_.scheduler.Schedule(now)) {
+      state_.queued.erase(placement.job_id);
+      std::vector<std::string> names;
+      for (const std::string& w : placement.rank_workers) names.push_back(state_.WorkerName(w));
+      placements.emplace_back(std::move(placement), std::move(names));
+    }
+  }
+  for (const auto& [placement, names] : placements) Place(placement, names, now);
+}
+
+void PlacementLoop::Place(const scheduler::Placement& placement,
+                          const std::vector<std::string>& names, absl::Time now) {
+  absl::StatusOr<v1::Job> job = lifecycle_.StartPlacing(
+      placement.job_id,
+      absl::StrCat("ranks 0..", names.size() - 1, " on ", absl::StrJoin(names, ", "),
+                   "; rendezvous ", placement.rendezvous_host, ":", placement.rendezvous_port));
+  if (!job.ok()) {  // cancelled meanwhile: give the slots back
+    absl::MutexLock lock(&state_.mu);
+    state_.scheduler.Remove(placement.job_id);
+    return;
+  }
+  ActiveJob placed;
+  {
+    absl::MutexLock lock(&state_.mu);
+    ActiveJob& a = state_.active[job->id()];
+    a.id = job->id();
+    a.owner = job->owner();
+    a.spec = job->spec();
+    a.rank_workers = placement.rank_workers;
+    a.workers.insert(placement.rank_workers.begin(), placement.rank_workers.end());
+    a.placed_at = now;
+    state_.orphans.erase(a.id);  // read from the database while it was being placed
+    placed = a;
+  }
+  absl::StatusOr<v1::Assignment> common = MakeAssignment(placed, placement);
+  if (!common.ok()) {
+    lifecycle_.End(placed.id, {v1::PLACING}, v1::FAILED, "PlacementFailed",
+                   std::string(common.status().message()));
+    return;
+  }
+  std::optional<std::string> failure;
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(placed.id);
+    if (it == state_.active.end()) return;
+    ActiveJob& a = it->second;
+    for (int rank = 0; rank < static_cast<int>(placement.rank_workers.size()); ++rank) {
+      const std::string& worker = placement.rank_workers[rank];
+      auto link = state_.links.find(worker);
+      if (link == state_.links.end() || link->second->closed()) {
+        failure = absl::StrCat("worker ", names[rank], " disconnected during placement");
+        break;
+      }
+      v1::ServerMessage message;
+      v1::Assignment* assignment = message.mutable_assignment();
+      *assignment = *common;
+      assignment->set_rank(rank);
+      int threads = a.spec.resources_per_rank().threads();
+      if (threads <= 0) {
+        auto r = state_.registered.find(worker);
+        threads = r == state_.registered.end() ? 0 : r->second.threads_per_rank();
+      }
+      assignment->set_threads(std::max(threads, 1));
+      link->second->Send(std::move(message));
+      a.ranks[rank].phase = v1::RANK_PHASE_UNSPECIFIED;
+    }
+  }
+  if (failure.has_value()) {
+    lifecycle_.End(placed.id, {v1::PLACING}, v1::FAILED, "PlacementFailed", *failure);
+  }
+}
+
+absl::StatusOr<v1::Assignment> PlacementLoop::MakeAssignment(
+    const ActiveJob& job, const scheduler::Placement& placement) {
+  v1::Assignment a;
+  a.set_job_id(job.id);
+  *a.mutable_spec() = job.spec;
+  a.set_world_size(job.spec.world_size());
+  a.set_rendezvous_host(placement.rendezvous_host);
+  a.set_rendezvous_port(placement.rendezvous_port);
+  a.set_owner(job.owner);
+  if (absl::StartsWith(job.spec.dataset(), "ds-")) {
+    ASSIGN_OR_RETURN(v1::Dataset ds, backend_.datasets->Get(job.owner, job.spec.dataset()));
+    a.set_dataset_sha256(ds.sha256());
+  }
+  if (!job.spec.initial_model().empty()) {
+    absl::StatusOr<v1::ModelVersion> parent =
+        backend_.models->Resolve(job.owner, job.spec.initial_model());
+    if (!parent.ok()) {
+      return absl::Status(parent.status().code(),
+                          absl::StrCat("spec.initial_model: ", parent.status().message()));
+    }
+    a.set_initial_checkpoint_sha256(parent->checkpoint_sha256());
+  }
+  return a;
+}
+
+// ---- lost workers, cancellations, timeouts -------------------------------------------------
+
+void PlacementLoop::ExpireWorkers(absl::Time now) {
+  struct Loss {
+    std::string worker_id;
+    std::vector<std::string> jobs;  // jobs whose ranks died with the worker
+    std::vector<Ending> endings;
+  };
+  std::vector<Loss> losses;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (const scheduler::LostWorker& lost : state_.scheduler.ExpireLeases(now)) {
+      const std::string name = state_.WorkerName(lost.worker_id);
+      if (router_ != nullptr) router_->OnDisconnect(lost.worker_id);
+      Loss& loss = losses.emplace_back();
+      loss.worker_id = lost.worker_id;
+      const std::set<std::string> leased(lost.job_ids.begin(), lost.job_ids.end());
+      for (const std::string& job_id : lost.job_ids) {
+        loss.endings.push_back(
+            {job_id,
+             {v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING},
+             v1::FAILED,
+             "WorkerLost",
+             absl::StrCat("worker ", name, " sent no heartbeat for ",
+                          backend_.options.lease_timeout_ms / 1000.0,
+                          " s; its ranks are lost (restarts from checkpoints are not supported "
+                          "yet: resubmit the job)")});
+        loss.jobs.push_back(job_id);
+        auto it = state_.active.find(job_id);
+        if (it != state_.active.end()) {
+          it->second.leased = false;  // the scheduler already released every lease of the job
+        }
+      }
+      // Adopted jobs hold no leases, so the scheduler cannot name them: look them up here.
+      for (const auto& [id, job] : state_.active) {
+        if (leased.count(id) || job.ended || job.leased || !job.workers.count(lost.worker_id)) {
+          continue;
+        }
+        loss.endings.push_back(
+            {id,
+             {v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING},
+             v1::FAILED,
+             "WorkerLost",
+             absl::StrCat("worker ", name, " sent no heartbeat for ",
+                          backend_.options.lease_timeout_ms / 1000.0, " s; its ranks are lost")});
+        loss.jobs.push_back(id);
+      }
+    }
+  }
+  for (const Loss& loss : losses) {
+    backend_.workers->MarkDisconnected(loss.worker_id).IgnoreError();
+    // The other ranks are told to stop while the lost worker still counts as running the job.
+    EndAll(lifecycle_, loss.endings);
+    absl::MutexLock lock(&state_.mu);
+    for (const std::string& job_id : loss.jobs) {
+      auto it = state_.active.find(job_id);
+      if (it != state_.active.end()) it->second.workers.erase(loss.worker_id);
+    }
+  }
+}
+
+void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, absl::Time now) {
+  std::vector<Ending> endings;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (const v1::Job& job : cancelling) {
+      auto it = state_.active.find(job.id());
+      if (it == state_.active.end()) {
+        if (state_.orphans.count(job.id())) continue;  // a worker may still claim its ranks
+        endings.push_back(
+            {job.id(), {v1::CANCELLING}, v1::CANCELLED, "Cancelled", "no ranks were running"});
+        continue;
+      }
+      ActiveJob& a = it->second;
+      if (!a.cancel_sent) {
+        state_.SendCancellation(a, job.message());
+        a.cancel_sent = true;
+        a.ended_at = now;
+      }
+      const int exited = a.CountRanks(v1::RANK_EXITED);
+      const bool all_exited = exited >= job.spec().world_size();
+      if (all_exited || now - a.ended_at > backend_.options.rank_exit_grace) {
+        endings.push_back(
+            {job.id(),
+             {v1::CANCELLING},
+             v1::CANCELLED,
+             "Cancelled",
+             all_exited ? absl::StrCat("all ", exited, " ranks stopped")
+                        : absl::StrCat(exited, " of ", job.spec().world_size(),
+                                       " ranks confirmed stopping; the slots are released")});
+      }
+    }
+  }
+  EndAll(lifecycle_, endings);
+}
+
+void PlacementLoop::ReapEnded(absl::Time now) {
+  std::vector<Ending> timeouts;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (auto it = state_.active.begin(); it != state_.active.end();) {
+      const ActiveJob& a = it->second;
+      const int exited = a.CountRanks(v1::RANK_EXITED);
+      const int running = a.CountRanks(v1::RANK_RUNNING);
+      if (!a.ended && now - a.placed_at > backend_.options.placing_timeout &&
+          running + exited < a.spec.world_size()) {
+        timeouts.push_back({a.id,
+                            {v1::PLACING},
+                            v1::FAILED,
+                            "PlacementTimeout",
+                            absl::StrCat("only ", running + exited, " of ", a.spec.world_size(),
+                                         " ranks started within ",
+                                         absl::FormatDuration(backend_.options.placing_timeout))});
+      }
+      const bool done = a.ended && (exited >= a.spec.world_size() ||
+                                    now - a.ended_at > backend_.options.rank_exit_grace);
+      if (done) {
+        state_.scheduler.Remove(a.id);
+        it = state_.active.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  EndAll(lifecycle_, timeouts);
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,80 @@
+// PlacementLoop: the coordinator's tick: queues new jobs with the scheduler, expires silent
+// workers, places gangs (one Assignment per rank), completes cancellations, times out ranks that
+// never start or never exit, ends jobs no worker claimed after a restart, and explains waits.
+#ifndef GANTRY_SERVER_PLACEMENT_LOOP_H_
+#define GANTRY_SERVER_PLACEMENT_LOOP_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "gantry/v1/training.pb.h"
+#include "gantry/v1/worker.pb.h"
+#include "scheduler/scheduler.h"
+#include "server/backend.h"
+#include "server/coordinator_state.h"
+#include "server/generation_router.h"
+#include "server/job_lifecycle.h"
+
+namespace gantry::server {
+
+// Start/Stop are thread-safe; Tick runs on one thread at a time (Start's, or a test's). Every
+// phase decides under `state.mu`, releases it, then writes the database. Every reference must
+// outlive it; `router` may be null.
+class PlacementLoop {
+ public:
+  PlacementLoop(Backend& backend, CoordinatorState& state, JobLifecycle& lifecycle,
+                GenerationRouter* router)
+      : backend_(backend), state_(state), lifecycle_(lifecycle), router_(router) {}
+  ~PlacementLoop() { Stop(); }
+
+  // Starts the tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
+  void Start();
+  void Stop();
+  // One pass of the loop.
+  void Tick(absl::Time now);
+
+ private:
+  void Loop();
+  // Ends the orphans no worker claimed within the lease timeout after the start.
+  void EndUnclaimedOrphans(absl::Time now);
+  // Submits new QUEUED jobs to the scheduler; drops the ones no longer QUEUED.
+  void SyncQueue(const std::vector<gantry::v1::Job>& queued);
+  // What the scheduler needs to know about a new job; nullopt when the job was failed instead.
+  std::optional<scheduler::JobRequest> MakeJobRequest(const gantry::v1::Job& job);
+  void ExpireWorkers(absl::Time now);
+  void PlaceJobs(absl::Time now);
+  void Place(const scheduler::Placement& placement, const std::vector<std::string>& names,
+             absl::Time now);
+  void HandleCancellations(const std::vector<gantry::v1::Job>& cancelling, absl::Time now);
+  void ReapEnded(absl::Time now);
+  // Every few seconds: the scheduler's reason why each queued job waits becomes its message.
+  void ExplainWaits(absl::Time now);
+  // What every rank's Assignment shares (the dataset sha and the fine-tuning checkpoint are
+  // looked up once per placement); rank and threads are set per rank.
+  absl::StatusOr<gantry::v1::Assignment> MakeAssignment(const ActiveJob& job,
+                                                        const scheduler::Placement& placement);
+
+  Backend& backend_;
+  CoordinatorState& state_;
+  JobLifecycle& lifecycle_;
+  GenerationRouter* const router_;  // not owned; may be null
+
+  // Touched by the ticking thread only.
+  std::map<std::string, std::string> wait_reasons_;  // last message written per queued job
+  absl::Time last_explained_ = absl::InfinitePast();
+
+  absl::Mutex loop_mu_;
+  bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;
+  std::thread thread_;
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_PLACEMENT_LOOP_H_

@@ -1,0 +1,62 @@
+#include "server/requests/catalog_requests.h"
+
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+using checks::AllChars;
+using checks::CheckFinite;
+using checks::Invalid;
+using checks::Sub;
+
+}  // namespace
+
+absl::Status ValidateListModels(const v1::ListModelsRequest& request) {
+  if (!request.name().empty()) RETURN_IF_ERROR(ValidateModelName(request.name(), "name"));
+  RETURN_IF_ERROR(ValidateLabels(request.tags(), "tags"));
+  for (int i = 0; i < request.metric_filters_size(); ++i) {
+    const v1::MetricFilter& m = request.metric_filters(i);
+    const std::string f = absl::StrCat("metric_filters[", i, "]");
+    if (m.metric().empty() || m.metric().size() > 64 || !AllChars(m.metric(), "_.-")) {
+      return Invalid(Sub(f, "metric"), "must name a metric such as \"fom\" ([A-Za-z0-9_.-])");
+    }
+    if (!m.has_min() && !m.has_max()) return Invalid(f, "sets neither min nor max");
+    if (m.has_min()) RETURN_IF_ERROR(CheckFinite(m.min(), Sub(f, "min")));
+    if (m.has_max()) RETURN_IF_ERROR(CheckFinite(m.max(), Sub(f, "max")));
+    if (m.has_min() && m.has_max() && m.max() < m.min()) return Invalid(f, "max is below min");
+  }
+  const std::string& order = request.order_by();
+  if (!order.empty() && order != "created_at") {
+    const absl::string_view metric =
+        absl::StartsWith(order, "metric:") ? absl::string_view(order).substr(7) : "";
+    if (metric.empty() || !AllChars(metric, "_.-")) {
+      return Invalid("order_by", absl::StrCat("\"", order,
+                                              "\" is unknown; use \"created_at\" or "
+                                              "\"metric:<name>\""));
+    }
+  }
+  return ValidatePage(request.page(), "page").status();
+}
+
+absl::Status ValidateSetTags(const v1::SetTagsRequest& request) {
+  RETURN_IF_ERROR(ParseModelRef(request.model(), "model").status());
+  RETURN_IF_ERROR(ValidateLabels(request.set(), "set"));
+  if (request.set().empty() && request.remove().empty()) {
+    return Invalid("set", "and remove are both empty; give tags to set or keys to remove");
+  }
+  for (int i = 0; i < request.remove_size(); ++i) {
+    if (request.remove(i).empty() || request.remove(i).size() > 63) {
+      return Invalid(absl::StrCat("remove[", i, "]"), "must be a tag key of 1-63 characters");
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::server

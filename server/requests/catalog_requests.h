@@ -1,0 +1,18 @@
+// Catalog requests: the checks of CatalogService listings and tag updates.
+#ifndef GANTRY_SERVER_REQUESTS_CATALOG_REQUESTS_H_
+#define GANTRY_SERVER_REQUESTS_CATALOG_REQUESTS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "gantry/v1/catalog.pb.h"
+#include "server/requests/field_checks.h"
+
+namespace gantry::server {
+
+absl::Status ValidateListModels(const gantry::v1::ListModelsRequest& request);
+absl::Status ValidateSetTags(const gantry::v1::SetTagsRequest& request);
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_REQUESTS_CATALOG_REQUESTS_H_

@@ -1,0 +1,59 @@
+#include "server/requests/worker_requests.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+using checks::AllChars;
+using checks::CheckInt;
+using checks::Invalid;
+
+}  // namespace
+
+absl::Status ValidateRegister(const v1::RegisterRequest& request) {
+  if (request.name().empty() || request.name().size() > 128 || !AllChars(request.name(), "._-")) {
+    return Invalid("name", "must be 1-128 characters [A-Za-z0-9._-]");
+  }
+  RETURN_IF_ERROR(CheckInt(request.slots(), 1, 1024, "slots"));
+  if (!v1::DeviceKind_IsValid(request.device())) return Invalid("device", "is not a DeviceKind");
+  RETURN_IF_ERROR(CheckInt(request.threads_per_rank(), 0, 1024, "threads_per_rank"));
+  RETURN_IF_ERROR(ValidateLabels(request.labels(), "labels"));
+  if (request.advertise_host().empty() || request.advertise_host().size() > 255) {
+    return Invalid("advertise_host", "is missing; give the host other ranks reach this worker on");
+  }
+  for (int i = 0; i < request.cached_datasets_size(); ++i) {
+    RETURN_IF_ERROR(
+        ValidateSha256(request.cached_datasets(i), absl::StrCat("cached_datasets[", i, "]")));
+  }
+  if (request.rendezvous_port_min() != 0 || request.rendezvous_port_max() != 0) {
+    if (request.rendezvous_port_min() < 1024 || request.rendezvous_port_max() > 65535 ||
+        request.rendezvous_port_max() < request.rendezvous_port_min()) {
+      return Invalid("rendezvous_port_min",
+                     absl::StrCat("the range ", request.rendezvous_port_min(), "..",
+                                  request.rendezvous_port_max(),
+                                  " is invalid; give 1024 <= min <= max <= 65535 (or 0/0 for "
+                                  "the default 29400..29499)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateCheckpointHeader(const v1::CheckpointHeader& header, int64_t max_bytes) {
+  RETURN_IF_ERROR(ValidateId(header.job_id(), "job-", "header.job_id"));
+  RETURN_IF_ERROR(ValidateSha256(header.sha256(), "header.sha256"));
+  if (header.size_bytes() <= 0 || header.size_bytes() > max_bytes) {
+    return Invalid("header.size_bytes",
+                   absl::StrCat("is ", header.size_bytes(), "; it must be in 1..", max_bytes));
+  }
+  RETURN_IF_ERROR(CheckInt(header.epoch(), 0, kMaxEpochs, "header.epoch"));
+  if (header.step() < 0) return Invalid("header.step", "must be >= 0");
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,282 @@
+#include "server/worker_sessions.h"
+
+#include <optional>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+const std::vector<v1::JobState> kLive = {v1::PLACING, v1::RUNNING, v1::RESTARTING};
+
+v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
+  return kind == v1::DEVICE_KIND_GPU ? v1::DEVICE_KIND_GPU : v1::DEVICE_KIND_CPU;
+}
+
+std::string DescribeExit(int code) {
+  if (code < 0) return absl::StrCat("was killed by signal ", -code);
+  return absl::StrCat("exited with code ", code);
+}
+
+absl::Status NotOnWorker(const std::string& job_id, const std::string& worker_id) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("job ", job_id, " has no ranks on worker ", worker_id));
+}
+
+v1::JobEvent LogEvent(int rank, const std::string& level, const std::string& text) {
+  v1::JobEvent event;
+  event.mutable_log()->set_rank(rank);
+  event.mutable_log()->set_level(level);
+  event.mutable_log()->set_text(text);
+  return event;
+}
+
+}  // namespace
+
+void WorkerSessions::OnRegister(const std::string& worker_id, const v1::RegisterRequest& request) {
+  absl::MutexLock lock(&state_.mu);
+  state_.registered[worker_id] = request;
+  if (router_ != nullptr) router_->OnRegister(worker_id, request);
+}
+
+std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_id,
+                                                      const v1::Hello& hello) {
+  const bool known_jobs = lifecycle_.LoadOrphans();
+  auto link = std::make_shared<WorkerLink>(worker_id);
+  std::vector<std::pair<std::string, v1::JobEvent>> adopted;
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto old = state_.links.find(worker_id);
+    if (old != state_.links.end()) old->second->Close();
+    state_.links[worker_id] = link;
+    if (router_ != nullptr) router_->OnConnect(worker_id);
+    UpsertScheduledWorker(worker_id, hello);
+    for (const std::string& job_id : hello.running_jobs()) {
+      auto active = state_.active.find(job_id);
+      if (active != state_.active.end()) {
+        active->second.workers.insert(worker_id);
+        continue;
+      }
+      auto orphan = state_.orphans.find(job_id);
+      if (orphan != state_.orphans.end()) {
+        adopted.emplace_back(job_id, AdoptOrphan(worker_id, orphan->second));
+        state_.orphans.erase(orphan);
+        continue;
+      }
+      // Not a job this server runs (finished, cancelled or unknown): stop its ranks. Without the
+      // database's list of active jobs nothing is cancelled (the hello is repeated on reconnect).
+      if (!known_jobs) continue;
+      v1::ServerMessage cancel;
+      cancel.mutable_cancellation()->set_job_id(job_id);
+      cancel.mutable_cancellation()->set_reason("the server does not run this job any more");
+      link->Send(std::move(cancel));
+    }
+  }
+  for (const auto& [job_id, event] : adopted) lifecycle_.AppendEventOrLog(job_id, event);
+  return link;
+}
+
+void WorkerSessions::UpsertScheduledWorker(const std::string& worker_id, const v1::Hello& hello) {
+  auto r = state_.registered.find(worker_id);
+  if (r == state_.registered.end()) return;
+  const v1::RegisterRequest& reg = r->second;
+  scheduler::WorkerState w;
+  w.id = worker_id;
+  w.name = reg.name();
+  w.slots = reg.slots();
+  w.device = DeviceOf(reg.device());
+  w.labels.insert(reg.labels().begin(), reg.labels().end());
+  w.host = reg.advertise_host();
+  if (reg.rendezvous_port_min() > 0) {
+    w.port_min = reg.rendezvous_port_min();
+    w.port_max = reg.rendezvous_port_max();
+  }
+  w.cached_datasets.insert(reg.cached_datasets().begin(), reg.cached_datasets().end());
+  state_.scheduler.UpsertWorker(w, absl::Now());
+  // Ranks from before a reconnect occupy slots the scheduler holds no lease for: nothing is
+  // placed on the worker until its first heartbeat says what is free.
+  if (!hello.running_jobs().empty()) {
+    state_.scheduler.Heartbeat(worker_id, 0, w.cached_datasets, absl::Now()).IgnoreError();
+  }
+}
+
+v1::JobEvent WorkerSessions::AdoptOrphan(const std::string& worker_id, const v1::Job& orphan) {
+  ActiveJob& a = state_.active[orphan.id()];
+  a.id = orphan.id();
+  a.owner = orphan.owner();
+  a.spec = orphan.spec();
+  a.workers.insert(worker_id);
+  a.placed_at = absl::Now();
+  a.leased = false;
+  for (int rank = 0; rank < a.spec.world_size(); ++rank) {
+    a.ranks[rank].phase =
+        orphan.state() == v1::PLACING ? v1::RANK_PHASE_UNSPECIFIED : v1::RANK_RUNNING;
+  }
+  return LogEvent(
+      -1, "INFO",
+      absl::StrCat("adopted after a server restart: worker ", worker_id, " runs ranks of it"));
+}
+
+void WorkerSessions::OnDisconnect(const std::shared_ptr<WorkerLink>& link) {
+  absl::MutexLock lock(&state_.mu);
+  link->Close();
+  auto it = state_.links.find(link->worker_id());
+  if (it != state_.links.end() && it->second == link) {
+    state_.links.erase(it);
+    state_.scheduler.MarkDisconnected(link->worker_id());
+    if (router_ != nullptr) router_->OnDisconnect(link->worker_id());
+  }
+}
+
+absl::Status WorkerSessions::OnHeartbeat(const std::string& worker_id,
+                                         const v1::Heartbeat& heartbeat) {
+  absl::MutexLock lock(&state_.mu);
+  if (router_ != nullptr) router_->OnHeartbeat(worker_id, heartbeat);
+  std::set<std::string> cached(heartbeat.cached_datasets().begin(),
+                               heartbeat.cached_datasets().end());
+  return state_.scheduler.Heartbeat(worker_id, heartbeat.free_slots(), cached, absl::Now());
+}
+
+absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
+                                             const v1::WorkerMessage& m) {
+  if (m.job_id().empty()) {
+    return absl::InvalidArgumentError("job_id: is missing on a job message");
+  }
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(m.job_id());
+    if (it == state_.active.end() || !it->second.workers.count(worker_id)) {
+      return NotOnWorker(m.job_id(), worker_id);
+    }
+  }
+  switch (m.kind_case()) {
+    case v1::WorkerMessage::kRankStatus:
+      return HandleRankStatus(worker_id, m.job_id(), m.rank_status());
+    case v1::WorkerMessage::kProgress:
+      return HandleProgress(m.job_id(), m.progress());
+    case v1::WorkerMessage::kLog: {
+      v1::JobEvent event;
+      *event.mutable_log() = m.log();
+      return backend_.jobs->AppendEvent(m.job_id(), event).status();
+    }
+    case v1::WorkerMessage::kResult:
+      return HandleResult(m.job_id(), m.result());
+    default:
+      return absl::InvalidArgumentError(
+          "kind: a job message must be rank_status, progress, "
+          "log or result");
+  }
+}
+
+absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
+                                              const std::string& job_id,
+                                              const v1::RankStatus& status) {
+  // Under the lock: record the rank's phase and decide what to write.
+  int all_running = 0;                 // > 0: every rank runs, the job becomes RUNNING
+  std::optional<v1::JobEvent> exited;  // the log line about an exited rank
+  std::optional<std::string> fail_why;
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(job_id);
+    if (it == state_.active.end()) return NotOnWorker(job_id, worker_id);
+    ActiveJob& a = it->second;
+    if (status.rank() < 0 || status.rank() >= a.spec.world_size()) {
+      return absl::InvalidArgumentError(absl::StrCat("rank_status.rank: ", status.rank(),
+                                                     " is outside 0..", a.spec.world_size() - 1));
+    }
+    RankState& rank = a.ranks[status.rank()];
+    rank.phase = status.phase();
+    rank.exit_code = status.exit_code();
+    rank.message = status.message();
+    const std::string worker = state_.WorkerName(worker_id);
+    if (status.phase() == v1::RANK_RUNNING && !a.ended) {
+      const int running = a.CountRanks(v1::RANK_RUNNING);
+      if (running == a.spec.world_size()) all_running = running;
+    }
+    if (status.phase() == v1::RANK_EXITED) {
+      const std::string detail =
+          status.message().empty() ? "" : absl::StrCat(": ", status.message());
+      exited = LogEvent(status.rank(), status.exit_code() == 0 ? "INFO" : "ERROR",
+                        absl::StrCat("rank ", status.rank(), " on ", worker, " ",
+                                     DescribeExit(status.exit_code()), detail));
+      if (!a.ended && !a.cancel_sent && (status.exit_code() != 0 || status.rank() == 0)) {
+        fail_why = status.exit_code() != 0
+                       ? absl::StrCat("rank ", status.rank(), " on worker ", worker, " ",
+                                      DescribeExit(status.exit_code()), detail)
+                       : "rank 0 exited without reporting a result";
+      }
+    }
+  }
+  // Without it: the writes.
+  if (all_running > 0) lifecycle_.StartRunning(job_id, all_running);
+  if (exited.has_value()) lifecycle_.AppendEventOrLog(job_id, *exited);
+  if (fail_why.has_value()) lifecycle_.End(job_id, kLive, v1::FAILED, "RankFailed", *fail_why);
+  return absl::OkStatus();
+}
+
+absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
+                                            const v1::Progress& progress) {
+  RETURN_IF_ERROR(backend_.jobs->UpdateProgress(job_id, progress));
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(job_id);
+    if (it == state_.active.end()) return absl::OkStatus();  // reaped meanwhile
+    ActiveJob& a = it->second;
+    // An event only when training moved on (rank 0 repeats its report while a step runs).
+    const bool moved =
+        progress.step() != a.last_progress_step || progress.epoch() != a.last_progress_epoch;
+    if (!moved || now - a.last_progress_event < backend_.options.progress_event_interval) {
+      return absl::OkStatus();
+    }
+    a.last_progress_event = now;
+    a.last_progress_step = progress.step();
+    a.last_progress_epoch = progress.epoch();
+  }
+  v1::JobEvent event;
+  *event.mutable_progress() = progress;
+  return backend_.jobs->AppendEvent(job_id, event).status();
+}
+
+absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::JobResult& result) {
+  std::string owner;
+  v1::JobSpec spec;
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(job_id);
+    if (it == state_.active.end() || it->second.ended) {
+      return absl::OkStatus();  // a re-sent result after a reconnect
+    }
+    owner = it->second.owner;
+    spec = it->second.spec;
+  }
+  if (!result.success()) {
+    lifecycle_.End(job_id, kLive, v1::FAILED, "TrainingFailed",
+                   result.message().empty() ? "rank 0 reported a failure" : result.message());
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", job_id));
+  std::string model_ref = job.model_ref();
+  if (model_ref.empty()) {
+    absl::StatusOr<std::string> registered = registrar_.Register(job_id, owner, spec, result);
+    if (!registered.ok()) {
+      lifecycle_.End(
+          job_id, kLive, v1::FAILED, "RegistrationFailed",
+          absl::StrCat("the model could not be registered: ", registered.status().message()));
+      return absl::OkStatus();
+    }
+    model_ref = *registered;
+  }
+  lifecycle_.End(job_id, kLive, v1::SUCCEEDED, "Succeeded",
+                 absl::StrCat("trained, validated and registered as ", model_ref));
+  return absl::OkStatus();
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,67 @@
+// WorkerSessions: what arrives on the workers' Register calls and Connect streams (hello,
+// heartbeats, rank status, progress, logs, results) and what it changes.
+#ifndef GANTRY_SERVER_WORKER_SESSIONS_H_
+#define GANTRY_SERVER_WORKER_SESSIONS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gantry/v1/worker.pb.h"
+#include "server/backend.h"
+#include "server/coordinator_state.h"
+#include "server/generation_router.h"
+#include "server/job_lifecycle.h"
+#include "server/model_registrar.h"
+#include "server/worker_link.h"
+
+namespace gantry::server {
+
+// Thread-safe (one call per stream at a time, many streams at once). Holds `state.mu` only while
+// it reads or updates the in-memory view, never across database I/O. Every reference must outlive
+// it; `router` may be null.
+class WorkerSessions {
+ public:
+  WorkerSessions(Backend& backend, CoordinatorState& state, JobLifecycle& lifecycle,
+                 ModelRegistrar& registrar, GenerationRouter* router)
+      : backend_(backend),
+        state_(state),
+        lifecycle_(lifecycle),
+        registrar_(registrar),
+        router_(router) {}
+
+  // WorkerService.Register: remembers what the worker offers (ports, threads, capacity).
+  void OnRegister(const std::string& worker_id, const gantry::v1::RegisterRequest& request);
+  // WorkerService.Connect after a valid hello: the link its writer drains. Jobs the hello lists
+  // that are no longer active get a Cancellation at once; orphans it lists are adopted.
+  std::shared_ptr<WorkerLink> OnConnect(const std::string& worker_id,
+                                        const gantry::v1::Hello& hello);
+  // The stream ended (the link is closed here).
+  void OnDisconnect(const std::shared_ptr<WorkerLink>& link);
+  absl::Status OnHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& heartbeat);
+  // rank_status, progress, log and result messages (job_id set). INVALID_ARGUMENT for a message
+  // that names no job, FAILED_PRECONDITION for a job this worker does not run.
+  absl::Status OnWorkerMessage(const std::string& worker_id, const gantry::v1::WorkerMessage& m);
+
+ private:
+  // Tells the scheduler about a registered worker that connected.
+  void UpsertScheduledWorker(const std::string& worker_id, const gantry::v1::Hello& hello)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // Makes an orphan the hello lists active again; the event to record about it.
+  gantry::v1::JobEvent AdoptOrphan(const std::string& worker_id, const gantry::v1::Job& orphan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  absl::Status HandleRankStatus(const std::string& worker_id, const std::string& job_id,
+                                const gantry::v1::RankStatus& status);
+  absl::Status HandleProgress(const std::string& job_id, const gantry::v1::Progress& progress);
+  absl::Status HandleResult(const std::string& job_id, const gantry::v1::JobResult& result);
+
+  Backend& backend_;
+  CoordinatorState& state_;
+  JobLifecycle& lifecycle_;
+  ModelRegistrar& registrar_;
+  GenerationRouter* const router_;  // not owned; may be null
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_WORKER_SESSIONS_H_
