@@ -23,7 +23,7 @@
 #include "showers/toy_mc.h"
 #include "storage/database.h"
 #include "storage/model_repository.h"
-#include "tests/cli/child_process.h"
+#include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
 
