@@ -37,9 +37,12 @@ absl::Status CheckOptions(const v1::GenerateRequest& r, int max_chunk_showers) {
   return absl::OkStatus();
 }
 
-// Both ends of a requested range, min first.
+// A requested range: min <= max, then both ends, min first.
 template <typename Check>
-absl::Status CheckEnds(const v1::Range& range, absl::string_view field, const Check& check) {
+absl::Status CheckRange(const v1::Range& range, absl::string_view field, const Check& check) {
+  if (range.min() > range.max()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": needs min <= max"));
+  }
   if (absl::Status s = check(range.min(), [&] { return absl::StrCat(field, ".min"); }); !s.ok()) {
     return s;
   }
@@ -154,10 +157,10 @@ absl::Status GenerationPlan::SetRange(const v1::ConditionRange& range,
     return ranges.CheckEnergy(e, field);
   };
   const auto check_theta = [&](double t, const auto& field) { return ranges.CheckTheta(t, field); };
-  if (!range.has_energy_gev() || range.energy_gev().min() > range.energy_gev().max()) {
+  if (!range.has_energy_gev()) {
     return absl::InvalidArgumentError("request.range.energy_gev: needs min <= max");
   }
-  if (absl::Status s = CheckEnds(range.energy_gev(), "request.range.energy_gev", check_energy);
+  if (absl::Status s = CheckRange(range.energy_gev(), "request.range.energy_gev", check_energy);
       !s.ok()) {
     return s;
   }
@@ -167,10 +170,7 @@ absl::Status GenerationPlan::SetRange(const v1::ConditionRange& range,
   theta_min_ = ranges.theta_lo();
   theta_max_ = ranges.theta_hi();
   if (!range.has_theta_rad()) return absl::OkStatus();
-  if (range.theta_rad().min() > range.theta_rad().max()) {
-    return absl::InvalidArgumentError("request.range.theta_rad: needs min <= max");
-  }
-  if (absl::Status s = CheckEnds(range.theta_rad(), "request.range.theta_rad", check_theta);
+  if (absl::Status s = CheckRange(range.theta_rad(), "request.range.theta_rad", check_theta);
       !s.ok()) {
     return s;
   }
