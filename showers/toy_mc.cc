@@ -181,27 +181,36 @@ std::array<int64_t, 3> ShapeOf(Layout layout) {
                                                : std::array<int64_t, 3>{25, 25, 25};
 }
 
-// Simulates one shower into `cells` (zeroed by the caller, shape nx*ny*25). Scratch buffers are
-// reused.
+// Scratch buffers reused across the showers one thread simulates.
 struct Scratch {
   std::vector<int32_t> counts;
   std::vector<int32_t> touched;
 };
 
-void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<int64_t, 3>& shape,
-                 float* cells, float* energy_out, float* theta_out, Scratch* scratch) {
-  const Geometry& g = Geo();
-  Rng rng(c.seed, event_index);
-  const double energy = c.energy_min_gev + (c.energy_max_gev - c.energy_min_gev) * rng.Uniform();
+// The primary's energy and incidence angle (drawn only for variable angle), in that draw order.
+struct Primary {
+  double energy = 0;
   double theta = kPi / 2;
-  if (c.layout == Layout::kVariableAngle3DGan) {
-    theta = c.theta_min_rad + (c.theta_max_rad - c.theta_min_rad) * rng.Uniform();
-  }
-  *energy_out = static_cast<float>(energy);
-  if (theta_out != nullptr) *theta_out = static_cast<float>(theta);
+};
 
-  // Longitudinal parameters (GFlash, homogeneous then sampling corrections) with correlated
-  // fluctuations.
+Primary DrawPrimary(const ToyMcConfig& c, Rng& rng) {
+  Primary p;
+  p.energy = c.energy_min_gev + (c.energy_max_gev - c.energy_min_gev) * rng.Uniform();
+  if (c.layout == Layout::kVariableAngle3DGan) {
+    p.theta = c.theta_min_rad + (c.theta_max_rad - c.theta_min_rad) * rng.Uniform();
+  }
+  return p;
+}
+
+// The longitudinal Gamma profile: depth of the maximum, shape alpha and rate beta.
+struct Longitudinal {
+  double t_max = 0, alpha = 0, beta = 0;
+};
+
+// Longitudinal parameters (GFlash, homogeneous then sampling corrections) with correlated
+// fluctuations.
+Longitudinal DrawLongitudinal(double energy, Rng& rng) {
+  const Geometry& g = Geo();
   const double lny = std::log(energy / kCriticalGev);
   const double t_hom = std::max(lny - 0.812, 0.1);
   const double a_hom = std::max(0.81 + (0.458 + 2.26 / kZ) * lny, 0.1);
@@ -212,42 +221,104 @@ void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<in
   const double sigma_ln_a = std::min(0.5, 1.0 / std::max(-0.58 + 0.86 * lny, 2.0));
   const double rho = std::clamp(0.705 - 0.023 * lny, -1.0, 1.0);
   const double z1 = rng.Normal(), z2 = rng.Normal();
-  const double t_max = std::exp(mean_ln_t + sigma_ln_t * z1);
-  const double alpha =
+  Longitudinal out;
+  out.t_max = std::exp(mean_ln_t + sigma_ln_t * z1);
+  out.alpha =
       std::max(1.05, std::exp(mean_ln_a + sigma_ln_a * (rho * z1 + std::sqrt(1 - rho * rho) * z2)));
-  const double beta = (alpha - 1.0) / t_max;
+  out.beta = (out.alpha - 1.0) / out.t_max;
+  return out;
+}
 
-  // Spots and their split over layers. Along the axis the spot depth is depth_scale * Gamma(alpha,
-  // 1/beta) X0; the normal depth is that times sin(theta).
-  const int64_t spots =
-      std::max<int64_t>(1, std::llround(10.3 / kSpotSigma * std::pow(energy, 0.959)));
-  const double spot_energy = energy / static_cast<double>(spots);
-  const double sin_t = std::sin(theta), cot_t = std::cos(theta) / std::sin(theta);
-  const double axis_per_normal =
-      1.0 / (sin_t * c.depth_scale);  // unstretched axis X0 per normal X0
+// What places spots in the grid: the incidence geometry and the GFlash radial parameters that do
+// not depend on the layer.
+struct Lateral {
+  int64_t nx = 0, ny = 0, nz = 0;
+  double sin_t = 0, cot_t = 0;
+  double axis_per_normal = 0;  // unstretched axis X0 per normal X0
+  double t_max = 0;
+  double cell_inv = 0, x_centre = 0, y_centre = 0, depth_centre = 0;
+  double ln_e = 0, rt_scale = 0, k4 = 0, p_scale = 0, p2 = 0, p3 = 0;
+};
+
+Lateral MakeLateral(const ToyMcConfig& c, const Primary& p, double t_max,
+                    const std::array<int64_t, 3>& shape) {
+  const Geometry& g = Geo();
+  Lateral s;
+  s.sin_t = std::sin(p.theta);
+  s.cot_t = std::cos(p.theta) / std::sin(p.theta);
+  s.axis_per_normal = 1.0 / (s.sin_t * c.depth_scale);
+  s.t_max = t_max;
+  s.nx = shape[0];
+  s.ny = shape[1];
+  s.nz = shape[2];
+  s.cell_inv = 1.0 / kCellMm;
+  s.x_centre = 0.5 * static_cast<double>(s.nx) * kCellMm;
+  s.y_centre = 0.5 * static_cast<double>(s.ny) * kCellMm;
+  s.depth_centre = 0.5 * g.total_mm;  // the axis crosses the grid centre at mid depth
+  s.ln_e = std::log(p.energy);
+  s.rt_scale = 0.659 - 0.00309 * kZ;
+  s.k4 = 0.3585 + 0.0412 * s.ln_e;
+  s.p_scale = 2.632 - 0.00094 * kZ;
+  s.p2 = 0.401 + 0.00187 * kZ;
+  s.p3 = 1.313 - 0.0686 * s.ln_e;
+  return s;
+}
+
+// Probability of a spot in each layer: the Gamma CDF across the layer's (stretched) depth.
+void LayerProbabilities(const Longitudinal& lp, double axis_per_normal, double layer_p[kLayers]) {
+  const Geometry& g = Geo();
   double cdf_lo = 0.0;
-  double layer_p[kLayers];
   for (int l = 0; l < kLayers; ++l) {
-    const double cdf_hi = GammaP(alpha, beta * g.x0_hi[l] * axis_per_normal);
+    const double cdf_hi = GammaP(lp.alpha, lp.beta * g.x0_hi[l] * axis_per_normal);
     layer_p[l] = std::max(0.0, cdf_hi - cdf_lo);
     cdf_lo = cdf_hi;
   }
-  const int64_t nx = shape[0], ny = shape[1], nz = shape[2];
-  const double cell_inv = 1.0 / kCellMm;
-  const double x_centre = 0.5 * static_cast<double>(nx) * kCellMm;
-  const double y_centre = 0.5 * static_cast<double>(ny) * kCellMm;
-  const double depth_centre = 0.5 * g.total_mm;  // the axis crosses the grid centre at mid depth
-  const double ln_e = std::log(energy);
-  const double rt_scale = 0.659 - 0.00309 * kZ;
-  const double k4 = 0.3585 + 0.0412 * ln_e;
-  const double p_scale = 2.632 - 0.00094 * kZ;
-  const double p2 = 0.401 + 0.00187 * kZ, p3 = 1.313 - 0.0686 * ln_e;
+}
 
+// Scatters `n` spots of layer `l` radially (core/tail) and counts them per cell.
+void ScatterLayerSpots(const Lateral& s, int l, int64_t n, Rng& rng, Scratch* scratch) {
+  const Geometry& g = Geo();
+  // Radial shape at this layer: tau = (axis depth, unstretched) / T.
+  const double x0_mid = 0.5 * (g.x0_lo[l] + g.x0_hi[l]);
+  const double tau = x0_mid * s.axis_per_normal / s.t_max;
+  const double r_core = std::max(0.01, 0.0251 + 0.00319 * s.ln_e + (0.1162 - 0.000381 * kZ) * tau);
+  const double r_tail = std::max(
+      0.01, s.rt_scale * (std::exp(-2.59 * (tau - 0.645)) + std::exp(s.k4 * (tau - 0.645))));
+  const double pe = (s.p2 - tau) / s.p3;
+  const double p_core = std::clamp(s.p_scale * std::exp(pe - std::exp(pe)), 0.0, 1.0);
+  const double core_mm = r_core * kMoliereMm, tail_mm = r_tail * kMoliereMm;
+  const double x_axis = s.x_centre + (g.centre_mm[l] - s.depth_centre) * s.cot_t;
+  const int64_t layer_offset = l;
+  // One 64-bit draw per spot: 24 bits choose core or tail, 12 bits the azimuth (a 4096-entry
+  // table, at most 0.05 mm off at 6 R_M), 28 bits the radius quantile u.
+  const double x0 = x_axis * s.cell_inv, y0 = s.y_centre * s.cell_inv;
+  const double core_x = core_mm * s.cell_inv * s.sin_t, core_y = core_mm * s.cell_inv;
+  const double tail_x = tail_mm * s.cell_inv * s.sin_t, tail_y = tail_mm * s.cell_inv;
+  const uint64_t core_cut = static_cast<uint64_t>(p_core * 16777216.0);
+  const double fnx = static_cast<double>(s.nx), fny = static_cast<double>(s.ny);
+  const Azimuths& az = AzimuthTable();
   std::vector<int32_t>& counts = scratch->counts;
-  std::vector<int32_t>& touched = scratch->touched;
-  counts.assign(static_cast<size_t>(nx * ny * nz), 0);
-  touched.clear();
+  for (int64_t i = 0; i < n; ++i) {
+    const uint64_t w = rng();
+    const bool core = (w >> 40) < core_cut;
+    const int phi = static_cast<int>((w >> 28) & 4095);
+    const double u = (static_cast<double>(w & 0xFFFFFFF) + 0.5) * 0x1.0p-28;
+    const double q = std::sqrt(u / (1.0 - u));
+    const double x = x0 + q * (core ? core_x : tail_x) * az.cos[phi];
+    const double y = y0 + q * (core ? core_y : tail_y) * az.sin[phi];
+    if (!(x >= 0.0 && x < fnx && y >= 0.0 && y < fny)) continue;  // lateral leakage
+    const int64_t idx =
+        (static_cast<int64_t>(x) * s.ny + static_cast<int64_t>(y)) * s.nz + layer_offset;
+    if (counts[idx]++ == 0) scratch->touched.push_back(static_cast<int32_t>(idx));
+  }
+}
 
+// Splits `spots` over the layers (multinomial as a chain of binomials) and scatters each layer's
+// share, layer by layer.
+void DistributeSpots(const Lateral& s, const double layer_p[kLayers], int64_t spots, Rng& rng,
+                     Scratch* scratch) {
+  scratch->counts.assign(static_cast<size_t>(s.nx * s.ny * s.nz), 0);
+  scratch->touched.clear();
   int64_t remaining = spots;
   double remaining_p = 1.0;
   for (int l = 0; l < kLayers && remaining > 0 && remaining_p > 0; ++l) {
@@ -261,47 +332,43 @@ void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<in
     remaining -= n;
     remaining_p -= layer_p[l];
     if (n == 0) continue;
-    // Radial shape at this layer: tau = (axis depth, unstretched) / T.
-    const double x0_mid = 0.5 * (g.x0_lo[l] + g.x0_hi[l]);
-    const double tau = x0_mid * axis_per_normal / t_max;
-    const double r_core = std::max(0.01, 0.0251 + 0.00319 * ln_e + (0.1162 - 0.000381 * kZ) * tau);
-    const double r_tail =
-        std::max(0.01, rt_scale * (std::exp(-2.59 * (tau - 0.645)) + std::exp(k4 * (tau - 0.645))));
-    const double pe = (p2 - tau) / p3;
-    const double p_core = std::clamp(p_scale * std::exp(pe - std::exp(pe)), 0.0, 1.0);
-    const double core_mm = r_core * kMoliereMm, tail_mm = r_tail * kMoliereMm;
-    const double x_axis = x_centre + (g.centre_mm[l] - depth_centre) * cot_t;
-    const int64_t layer_offset = l;
-    // One 64-bit draw per spot: 24 bits choose core or tail, 12 bits the azimuth (a 4096-entry
-    // table, at most 0.05 mm off at 6 R_M), 28 bits the radius quantile u.
-    const double x0 = x_axis * cell_inv, y0 = y_centre * cell_inv;
-    const double core_x = core_mm * cell_inv * sin_t, core_y = core_mm * cell_inv;
-    const double tail_x = tail_mm * cell_inv * sin_t, tail_y = tail_mm * cell_inv;
-    const uint64_t core_cut = static_cast<uint64_t>(p_core * 16777216.0);
-    const double fnx = static_cast<double>(nx), fny = static_cast<double>(ny);
-    const Azimuths& az = AzimuthTable();
-    for (int64_t s = 0; s < n; ++s) {
-      const uint64_t w = rng();
-      const bool core = (w >> 40) < core_cut;
-      const int phi = static_cast<int>((w >> 28) & 4095);
-      const double u = (static_cast<double>(w & 0xFFFFFFF) + 0.5) * 0x1.0p-28;
-      const double q = std::sqrt(u / (1.0 - u));
-      const double x = x0 + q * (core ? core_x : tail_x) * az.cos[phi];
-      const double y = y0 + q * (core ? core_y : tail_y) * az.sin[phi];
-      if (!(x >= 0.0 && x < fnx && y >= 0.0 && y < fny)) continue;  // lateral leakage
-      const int64_t idx =
-          (static_cast<int64_t>(x) * ny + static_cast<int64_t>(y)) * nz + layer_offset;
-      if (counts[idx]++ == 0) touched.push_back(static_cast<int32_t>(idx));
-    }
+    ScatterLayerSpots(s, l, n, rng, scratch);
   }
-  // Sampling fluctuations: the sum of n Gamma(k, c_s^2) deposits is Gamma(n k, c_s^2).
+}
+
+// Sampling fluctuations: the sum of n Gamma(k, c_s^2) deposits is Gamma(n k, c_s^2).
+void SmearCells(const ToyMcConfig& c, double spot_energy, int64_t nz, const Scratch& scratch,
+                Rng& rng, float* cells) {
+  const Geometry& g = Geo();
   const double theta_s = kSpotSigma * kSpotSigma;
   const double k_spot = spot_energy / theta_s;
-  for (int32_t idx : touched) {
+  for (int32_t idx : scratch.touched) {
     const int l = static_cast<int>(idx % nz);
-    const double deposit = theta_s * rng.Gamma(k_spot * counts[idx]);
+    const double deposit = theta_s * rng.Gamma(k_spot * scratch.counts[idx]);
     cells[idx] = static_cast<float>(deposit * g.visible[l] * c.energy_scale);
   }
+}
+
+// Simulates one shower into `cells` (zeroed by the caller, shape nx*ny*25). The draw order is
+// primary, longitudinal profile, spots layer by layer, then the cell smearing.
+void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<int64_t, 3>& shape,
+                 float* cells, float* energy_out, float* theta_out, Scratch* scratch) {
+  Rng rng(c.seed, event_index);
+  const Primary primary = DrawPrimary(c, rng);
+  *energy_out = static_cast<float>(primary.energy);
+  if (theta_out != nullptr) *theta_out = static_cast<float>(primary.theta);
+  const Longitudinal lp = DrawLongitudinal(primary.energy, rng);
+
+  // Spots and their split over layers. Along the axis the spot depth is depth_scale * Gamma(alpha,
+  // 1/beta) X0; the normal depth is that times sin(theta).
+  const int64_t spots =
+      std::max<int64_t>(1, std::llround(10.3 / kSpotSigma * std::pow(primary.energy, 0.959)));
+  const double spot_energy = primary.energy / static_cast<double>(spots);
+  const Lateral lateral = MakeLateral(c, primary, lp.t_max, shape);
+  double layer_p[kLayers];
+  LayerProbabilities(lp, lateral.axis_per_normal, layer_p);
+  DistributeSpots(lateral, layer_p, spots, rng, scratch);
+  SmearCells(c, spot_energy, lateral.nz, *scratch, rng, cells);
 }
 
 bool IsKnownParticle(absl::string_view p) {

@@ -103,6 +103,69 @@ std::string UsageLine(const Command& command) {
   return line;
 }
 
+// Prints a usage error (and a hint where there is one); returns the usage exit code.
+int UsageFailure(std::ostream& err, const absl::Status& status, const std::string& hint) {
+  err << "gantry: usage: " << status.message() << '\n';
+  if (!hint.empty()) err << hint << '\n';
+  return kExitUsage;
+}
+
+// The command words: the leading arguments up to the first flag.
+std::vector<std::string> CommandWords(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  for (const auto& token : args) {
+    if (!token.empty() && token[0] == '-') break;
+    words.push_back(token);
+  }
+  return words;
+}
+
+// The --timeout of ordinary calls, default kDefaultTimeoutSeconds; a usage error if not positive.
+absl::StatusOr<double> TimeoutSeconds(const GlobalValues& globals) {
+  if (!globals.timeout.has_value()) return kDefaultTimeoutSeconds;
+  absl::StatusOr<double> value = ParseDoubleFlag("timeout", *globals.timeout);
+  if (!value.ok() || *value <= 0) {
+    return UsageError(absl::StrCat("--timeout: '", *globals.timeout, "' is not a positive number"));
+  }
+  return *value;
+}
+
+// Parses the command's own arguments and runs it; the connection is made on its first use.
+int RunCommand(const Command& command, const std::vector<std::string>& command_args,
+               const GlobalValues& globals, const ConfigEnvironment& env, bool err_is_tty,
+               std::ostream& out, std::ostream& err) {
+  const std::string name = absl::StrJoin(command.path, " ");
+  const std::string hint = absl::StrCat("Run 'gantry ", name, " --help' for usage.");
+  absl::StatusOr<ParsedArgs> parsed =
+      ParseArgs(name, command_args, command.flags, command.positionals);
+  if (!parsed.ok()) return UsageFailure(err, parsed.status(), hint);
+  absl::StatusOr<double> timeout_seconds = TimeoutSeconds(globals);
+  if (!timeout_seconds.ok()) return UsageFailure(err, timeout_seconds.status(), hint);
+
+  std::unique_ptr<Connection> connection;
+  CommandContext context{*parsed, globals.json, err_is_tty, out, err, nullptr};
+  context.connect = [&]() -> absl::StatusOr<Connection*> {
+    if (connection == nullptr) {
+      absl::StatusOr<CliConfig> config = ResolveConfig(globals.config, env);
+      if (!config.ok()) return config.status();
+      absl::StatusOr<std::unique_ptr<Connection>> created =
+          Connection::Create(*config, absl::Seconds(*timeout_seconds));
+      if (!created.ok()) return created.status();
+      connection = std::move(*created);
+    }
+    return connection.get();
+  };
+  absl::Status status = command.run(context);
+  out.flush();
+  if (!status.ok()) {
+    if (IsUsageError(status)) return UsageFailure(err, status, hint);
+    err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
+        << '\n';
+    return kExitError;
+  }
+  return context.exit_code;
+}
+
 }  // namespace
 
 std::vector<FlagSpec> GlobalFlags() {
@@ -187,21 +250,11 @@ void CliApp::PrintCommandHelp(const Command& command, std::ostream& out) const {
 
 int CliApp::Run(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
                 bool err_is_tty) const {
-  auto usage_error = [&](const absl::Status& status, const std::string& hint) {
-    err << "gantry: usage: " << status.message() << '\n';
-    if (!hint.empty()) err << hint << '\n';
-    return kExitUsage;
-  };
-
   GlobalValues globals;
   absl::StatusOr<std::vector<std::string>> rest = ExtractGlobals(args, &globals);
-  if (!rest.ok()) return usage_error(rest.status(), "Run 'gantry help' for usage.");
+  if (!rest.ok()) return UsageFailure(err, rest.status(), "Run 'gantry help' for usage.");
 
-  std::vector<std::string> words;
-  for (const auto& token : *rest) {
-    if (!token.empty() && token[0] == '-') break;
-    words.push_back(token);
-  }
+  const std::vector<std::string> words = CommandWords(*rest);
   if (words.empty()) {
     if (globals.help) {
       PrintUsage(out);
@@ -210,98 +263,70 @@ int CliApp::Run(const std::vector<std::string>& args, std::ostream& out, std::os
     PrintUsage(err);
     return kExitUsage;
   }
-  if (words[0] == "help") {
-    std::vector<std::string> topic(words.begin() + 1, words.end());
-    if (topic.empty()) {
-      PrintUsage(out);
-      return kExitOk;
-    }
-    size_t consumed = 0;
-    const Command* command = Find(topic, &consumed);
-    if (command != nullptr && consumed == topic.size()) {
-      PrintCommandHelp(*command, out);
-      return kExitOk;
-    }
-    if (PrintGroupHelp(topic, out)) return kExitOk;
-    return usage_error(
-        UsageError(absl::StrCat("unknown command '", absl::StrJoin(topic, " "), "'")),
-        "Run 'gantry help' for the list of commands.");
-  }
+  if (words[0] == "help") return RunHelp({words.begin() + 1, words.end()}, out, err);
 
   size_t consumed = 0;
   const Command* command = Find(words, &consumed);
-  if (command == nullptr) {
-    // A group name alone ("gantry jobs") or a typo below a group ("gantry jobs lst").
-    size_t group = 0;
-    for (size_t n = words.size(); n > 0 && group == 0; --n) {
-      for (const auto& c : commands_) {
-        if (c.path.size() > n && std::equal(words.begin(), words.begin() + n, c.path.begin())) {
-          group = n;
-        }
-      }
-    }
-    if (group > 0) {
-      std::vector<std::string> prefix(words.begin(), words.begin() + group);
-      if (group == words.size() && globals.help) {
-        PrintGroupHelp(prefix, out);
-        return kExitOk;
-      }
-      if (group == words.size()) {
-        err << "gantry: usage: 'gantry " << absl::StrJoin(prefix, " ") << "' needs a subcommand\n";
-      } else {
-        err << "gantry: usage: unknown command 'gantry "
-            << absl::StrJoin(words.begin(), words.begin() + group + 1, " ") << "'\n";
-      }
-      PrintGroupHelp(prefix, err);
-      return kExitUsage;
-    }
-    return usage_error(UsageError(absl::StrCat("unknown command '", words[0], "'")),
-                       "Run 'gantry help' for the list of commands.");
-  }
-  const std::string name = absl::StrJoin(command->path, " ");
+  if (command == nullptr) return ReportUnknownCommand(words, globals.help, out, err);
   if (globals.help) {
     PrintCommandHelp(*command, out);
     return kExitOk;
   }
-  const std::string hint = absl::StrCat("Run 'gantry ", name, " --help' for usage.");
-  std::vector<std::string> command_args(rest->begin() + consumed, rest->end());
-  absl::StatusOr<ParsedArgs> parsed =
-      ParseArgs(name, command_args, command->flags, command->positionals);
-  if (!parsed.ok()) return usage_error(parsed.status(), hint);
+  return RunCommand(*command, {rest->begin() + consumed, rest->end()}, globals, env_, err_is_tty,
+                    out, err);
+}
 
-  double timeout_seconds = kDefaultTimeoutSeconds;
-  if (globals.timeout.has_value()) {
-    absl::StatusOr<double> value = ParseDoubleFlag("timeout", *globals.timeout);
-    if (!value.ok() || *value <= 0) {
-      return usage_error(
-          UsageError(absl::StrCat("--timeout: '", *globals.timeout, "' is not a positive number")),
-          hint);
-    }
-    timeout_seconds = *value;
+int CliApp::RunHelp(const std::vector<std::string>& topic, std::ostream& out,
+                    std::ostream& err) const {
+  if (topic.empty()) {
+    PrintUsage(out);
+    return kExitOk;
   }
+  size_t consumed = 0;
+  const Command* command = Find(topic, &consumed);
+  if (command != nullptr && consumed == topic.size()) {
+    PrintCommandHelp(*command, out);
+    return kExitOk;
+  }
+  if (PrintGroupHelp(topic, out)) return kExitOk;
+  return UsageFailure(err,
+                      UsageError(absl::StrCat("unknown command '", absl::StrJoin(topic, " "), "'")),
+                      "Run 'gantry help' for the list of commands.");
+}
 
-  std::unique_ptr<Connection> connection;
-  CommandContext context{*parsed, globals.json, err_is_tty, out, err, nullptr};
-  context.connect = [&]() -> absl::StatusOr<Connection*> {
-    if (connection == nullptr) {
-      absl::StatusOr<CliConfig> config = ResolveConfig(globals.config, env_);
-      if (!config.ok()) return config.status();
-      absl::StatusOr<std::unique_ptr<Connection>> created =
-          Connection::Create(*config, absl::Seconds(timeout_seconds));
-      if (!created.ok()) return created.status();
-      connection = std::move(*created);
+size_t CliApp::GroupPrefixLength(const std::vector<std::string>& words) const {
+  size_t group = 0;
+  for (size_t n = words.size(); n > 0 && group == 0; --n) {
+    for (const auto& c : commands_) {
+      if (c.path.size() > n && std::equal(words.begin(), words.begin() + n, c.path.begin())) {
+        group = n;
+      }
     }
-    return connection.get();
-  };
-  absl::Status status = command->run(context);
-  out.flush();
-  if (!status.ok()) {
-    if (IsUsageError(status)) return usage_error(status, hint);
-    err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
-        << '\n';
-    return kExitError;
   }
-  return context.exit_code;
+  return group;
+}
+
+int CliApp::ReportUnknownCommand(const std::vector<std::string>& words, bool help,
+                                 std::ostream& out, std::ostream& err) const {
+  // A group name alone ("gantry jobs") or a typo below a group ("gantry jobs lst").
+  const size_t group = GroupPrefixLength(words);
+  if (group == 0) {
+    return UsageFailure(err, UsageError(absl::StrCat("unknown command '", words[0], "'")),
+                        "Run 'gantry help' for the list of commands.");
+  }
+  std::vector<std::string> prefix(words.begin(), words.begin() + group);
+  if (group == words.size() && help) {
+    PrintGroupHelp(prefix, out);
+    return kExitOk;
+  }
+  if (group == words.size()) {
+    err << "gantry: usage: 'gantry " << absl::StrJoin(prefix, " ") << "' needs a subcommand\n";
+  } else {
+    err << "gantry: usage: unknown command 'gantry "
+        << absl::StrJoin(words.begin(), words.begin() + group + 1, " ") << "'\n";
+  }
+  PrintGroupHelp(prefix, err);
+  return kExitUsage;
 }
 
 }  // namespace gantry::cli

@@ -39,6 +39,13 @@ class CliApp {
   const Command* Find(const std::vector<std::string>& words, size_t* consumed) const;
   // Prints the subcommands under `prefix` (e.g. "jobs"); false when there are none.
   bool PrintGroupHelp(const std::vector<std::string>& prefix, std::ostream& out) const;
+  // "gantry help [topic...]": the usage, a command's help or a group's commands.
+  int RunHelp(const std::vector<std::string>& topic, std::ostream& out, std::ostream& err) const;
+  // The length of the longest prefix of `words` that is a group of commands; 0 for none.
+  size_t GroupPrefixLength(const std::vector<std::string>& words) const;
+  // Words that name no command: a group's help or a usage error.
+  int ReportUnknownCommand(const std::vector<std::string>& words, bool help, std::ostream& out,
+                           std::ostream& err) const;
 
   std::vector<Command> commands_;
   ConfigEnvironment env_;

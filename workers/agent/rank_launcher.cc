@@ -70,6 +70,123 @@ void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n"
   _exit(127);
 }
 
+// The work dir <work_root>/<job_id>/rank-<r>, created, with the assignment written into it.
+absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_root,
+                                           const v1::Assignment& assignment) {
+  const std::string work_dir =
+      absl::StrCat(work_root, "/", assignment.job_id(), "/rank-", assignment.rank());
+  std::error_code ec;
+  std::filesystem::create_directories(work_dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
+  const std::string assignment_path = work_dir + "/assignment.pb";
+  std::ofstream out(assignment_path, std::ios::binary | std::ios::trunc);
+  if (!out || !assignment.SerializeToOstream(&out) || !out.flush()) {
+    return absl::InternalError(absl::StrCat("cannot write ", assignment_path));
+  }
+  return work_dir;
+}
+
+// The rank's log (appended) and its control pipe, both close-on-exec; nothing stays open on error.
+absl::Status OpenRankFds(const std::string& log_path, int* log_fd, int pipe_fds[2]) {
+  *log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (*log_fd < 0) {
+    return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", strerror(errno)));
+  }
+  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
+    close(*log_fd);
+    return absl::InternalError(absl::StrCat("pipe2 failed: ", strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+// Everything the child needs to exec, prepared before fork (after it only async-signal-safe calls
+// are allowed). argv and envp point into args and env: build in place, do not copy.
+struct ChildExec {
+  std::vector<std::string> args, env;
+  std::vector<char*> argv, envp;
+  int max_fd = 0;
+  std::string exec_failed;
+
+  void Build(const RankLauncherOptions& options, const std::string& work_dir) {
+    const std::string binary =
+        options.rank_binary.empty() ? std::string("/proc/self/exe") : options.rank_binary;
+    args = {binary,
+            "rank",
+            "--assignment=" + work_dir + "/assignment.pb",
+            absl::StrCat("--control-fd=", kChildControlFd),
+            "--server=" + options.server,
+            "--cache-dir=" + options.cache_dir,
+            absl::StrCat("--cache-max-bytes=", options.cache_max_bytes),
+            "--work-dir=" + work_dir};
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      if (strncmp(*e, "GANTRY_JOIN_TOKEN=", 18) != 0) env.emplace_back(*e);
+    }
+    env.push_back("GANTRY_JOIN_TOKEN=" + options.join_token);
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (std::string& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const long open_max = sysconf(_SC_OPEN_MAX);
+    max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
+    exec_failed = "gantry-worker: exec " + binary + " failed\n";
+  }
+};
+
+// The child side of fork: own process group, default signals, fds 0..3 placed (stdin /dev/null,
+// stdout and stderr the log, 3 the control pipe), every other fd closed, then exec. Only
+// async-signal-safe calls.
+[[noreturn]] void RunChild(const ChildExec& exec, int pipe_write_fd, int log_fd,
+                           bool die_with_parent, pid_t parent) {
+  if (die_with_parent) {
+    // The kernel kills the rank when the thread that launched it goes (kill -9 of the daemon
+    // included); in WorkerAgent that is the session thread, which lives as long as the daemon.
+    // The getppid check closes the race with a parent that died before the prctl.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(126);
+  }
+  setpgid(0, 0);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  signal(SIGPIPE, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  signal(SIGINT, SIG_DFL);
+  // Move the fds out of the way of 0..3 first, then place them.
+  const int pipe_w = fcntl(pipe_write_fd, F_DUPFD_CLOEXEC, 10);
+  const int log_w = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
+  const int null_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  if (pipe_w < 0 || log_w < 0 || null_r < 0) ChildFail("gantry-worker: fd setup failed\n");
+  if (dup2(null_r, STDIN_FILENO) < 0 || dup2(log_w, STDOUT_FILENO) < 0 ||
+      dup2(log_w, STDERR_FILENO) < 0 || dup2(pipe_w, kChildControlFd) < 0) {
+    ChildFail("gantry-worker: dup2 failed\n");
+  }
+  // dup2 clears close-on-exec on the targets; every other fd of the daemon goes.
+  if (close_range(kChildControlFd + 1, ~0U, 0) != 0) {
+    for (int fd = kChildControlFd + 1; fd < exec.max_fd; ++fd) close(fd);
+  }
+  execve(exec.argv[0], exec.argv.data(), exec.envp.data());
+  ChildFail(exec.exec_failed.c_str());
+}
+
+// Forks the rank; the parent closes its copies of the child's ends (the log, the pipe's write end).
+absl::StatusOr<pid_t> Spawn(const ChildExec& exec, int log_fd, const int pipe_fds[2],
+                            bool die_with_parent) {
+  const pid_t parent = getpid();
+  const pid_t pid = fork();
+  if (pid < 0) {
+    const int err = errno;
+    close(log_fd);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    return absl::InternalError(absl::StrCat("fork failed: ", strerror(err)));
+  }
+  if (pid == 0) RunChild(exec, pipe_fds[1], log_fd, die_with_parent, parent);
+  setpgid(pid, pid);  // also in the parent, so signals can target the group at once
+  close(pipe_fds[1]);
+  close(log_fd);
+  return pid;
+}
+
 }  // namespace
 
 struct RankLauncher::Rank {
@@ -93,130 +210,56 @@ RankLauncher::~RankLauncher() {
 }
 
 absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
-  const std::string& job_id = assignment.job_id();
-  if (!ValidJobId(job_id)) {
+  if (!ValidJobId(assignment.job_id())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("assignment.job_id \"", job_id, "\" is not a valid job id"));
+        absl::StrCat("assignment.job_id \"", assignment.job_id(), "\" is not a valid job id"));
   }
-  const auto key = std::make_pair(job_id, assignment.rank());
-  {
-    absl::MutexLock lock(&mu_);
-    CollectFinishedLocked();
-    if (stopping_) return absl::UnavailableError("the worker is shutting down");
-    if (ranks_.count(key) != 0) {
-      return absl::AlreadyExistsError(
-          absl::StrCat("rank ", assignment.rank(), " of ", job_id, " already runs here"));
-    }
-    if (options_.max_ranks > 0 && static_cast<int>(ranks_.size()) >= options_.max_ranks) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat("all ", options_.max_ranks, " slot(s) of this worker are busy; rank ",
-                       assignment.rank(), " of ", job_id, " was not started"));
-    }
-  }
-
-  // Everything the child needs is prepared before fork: after it only async-signal-safe calls.
-  const std::string work_dir =
-      absl::StrCat(options_.work_root, "/", job_id, "/rank-", assignment.rank());
-  std::error_code ec;
-  std::filesystem::create_directories(work_dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
-  const std::string assignment_path = work_dir + "/assignment.pb";
-  {
-    std::ofstream out(assignment_path, std::ios::binary | std::ios::trunc);
-    if (!out || !assignment.SerializeToOstream(&out) || !out.flush()) {
-      return absl::InternalError(absl::StrCat("cannot write ", assignment_path));
-    }
-  }
-  const std::string log_path = work_dir + "/rank.log";
-  const int log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log_fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", strerror(errno)));
-  }
+  if (absl::Status s = CheckSlot(assignment); !s.ok()) return s;
+  absl::StatusOr<std::string> work_dir = PrepareWorkDir(options_.work_root, assignment);
+  if (!work_dir.ok()) return work_dir.status();
+  const std::string log_path = *work_dir + "/rank.log";
+  int log_fd = -1;
   int pipe_fds[2];
-  if (pipe2(pipe_fds, O_CLOEXEC) != 0) {
-    close(log_fd);
-    return absl::InternalError(absl::StrCat("pipe2 failed: ", strerror(errno)));
-  }
-  const std::string binary =
-      options_.rank_binary.empty() ? std::string("/proc/self/exe") : options_.rank_binary;
-  std::vector<std::string> args = {binary,
-                                   "rank",
-                                   "--assignment=" + assignment_path,
-                                   absl::StrCat("--control-fd=", kChildControlFd),
-                                   "--server=" + options_.server,
-                                   "--cache-dir=" + options_.cache_dir,
-                                   absl::StrCat("--cache-max-bytes=", options_.cache_max_bytes),
-                                   "--work-dir=" + work_dir};
-  std::vector<std::string> env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    if (strncmp(*e, "GANTRY_JOIN_TOKEN=", 18) != 0) env.emplace_back(*e);
-  }
-  env.push_back("GANTRY_JOIN_TOKEN=" + options_.join_token);
-  std::vector<char*> argv, envp;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  for (std::string& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  const long open_max = sysconf(_SC_OPEN_MAX);
-  const int max_fd = open_max > 0 && open_max < 65536 ? static_cast<int>(open_max) : 65536;
-  const std::string exec_failed = "gantry-worker: exec " + binary + " failed\n";
+  if (absl::Status s = OpenRankFds(log_path, &log_fd, pipe_fds); !s.ok()) return s;
+  ChildExec exec;
+  exec.Build(options_, *work_dir);
+  absl::StatusOr<pid_t> pid = Spawn(exec, log_fd, pipe_fds, options_.die_with_daemon);
+  if (!pid.ok()) return pid.status();
+  StartSupervising(assignment, *pid, pipe_fds[0], log_path);
+  return absl::OkStatus();
+}
 
-  const pid_t parent = getpid();
-  const bool die_with_parent = options_.die_with_daemon;
-  const pid_t pid = fork();
-  if (pid < 0) {
-    const int err = errno;
-    close(log_fd);
-    close(pipe_fds[0]);
-    close(pipe_fds[1]);
-    return absl::InternalError(absl::StrCat("fork failed: ", strerror(err)));
+absl::Status RankLauncher::CheckSlot(const v1::Assignment& assignment) {
+  const std::string& job_id = assignment.job_id();
+  absl::MutexLock lock(&mu_);
+  CollectFinishedLocked();
+  if (stopping_) return absl::UnavailableError("the worker is shutting down");
+  if (ranks_.count(std::make_pair(job_id, assignment.rank())) != 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("rank ", assignment.rank(), " of ", job_id, " already runs here"));
   }
-  if (pid == 0) {
-    if (die_with_parent) {
-      // The kernel kills the rank when the thread that launched it goes (kill -9 of the daemon
-      // included); in WorkerAgent that is the session thread, which lives as long as the daemon.
-      // The getppid check closes the race with a parent that died before the prctl.
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(126);
-    }
-    setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    signal(SIGPIPE, SIG_DFL);
-    signal(SIGTERM, SIG_DFL);
-    signal(SIGINT, SIG_DFL);
-    // Move the fds out of the way of 0..3 first, then place them.
-    const int pipe_w = fcntl(pipe_fds[1], F_DUPFD_CLOEXEC, 10);
-    const int log_w = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
-    const int null_r = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (pipe_w < 0 || log_w < 0 || null_r < 0) ChildFail("gantry-worker: fd setup failed\n");
-    if (dup2(null_r, STDIN_FILENO) < 0 || dup2(log_w, STDOUT_FILENO) < 0 ||
-        dup2(log_w, STDERR_FILENO) < 0 || dup2(pipe_w, kChildControlFd) < 0) {
-      ChildFail("gantry-worker: dup2 failed\n");
-    }
-    // dup2 clears close-on-exec on the targets; every other fd of the daemon goes.
-    if (close_range(kChildControlFd + 1, ~0U, 0) != 0) {
-      for (int fd = kChildControlFd + 1; fd < max_fd; ++fd) close(fd);
-    }
-    execve(argv[0], argv.data(), envp.data());
-    ChildFail(exec_failed.c_str());
+  if (options_.max_ranks > 0 && static_cast<int>(ranks_.size()) >= options_.max_ranks) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("all ", options_.max_ranks, " slot(s) of this worker are busy; rank ",
+                     assignment.rank(), " of ", job_id, " was not started"));
   }
-  setpgid(pid, pid);  // also in the parent, so signals can target the group at once
-  close(pipe_fds[1]);
-  close(log_fd);
+  return absl::OkStatus();
+}
 
+void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid, int pipe_fd,
+                                    const std::string& log_path) {
+  const std::string& job_id = assignment.job_id();
   auto rank = std::make_unique<Rank>();
   rank->job_id = job_id;
   rank->rank = assignment.rank();
   rank->pid = pid;
-  rank->pipe_fd = pipe_fds[0];
+  rank->pipe_fd = pipe_fd;
   rank->log_path = log_path;
   Rank* raw = rank.get();
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) SignalLocked(raw);  // StopAll began while this rank was being spawned
-    ranks_.emplace(key, std::move(rank));
+    ranks_.emplace(std::make_pair(job_id, assignment.rank()), std::move(rank));
   }
   Log(absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " (pid ", pid, ", log ",
                    log_path, ")"));
@@ -227,7 +270,6 @@ absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
   sink_(std::move(starting));
   absl::MutexLock lock(&mu_);
   raw->thread = std::thread([this, raw] { Supervise(raw); });
-  return absl::OkStatus();
 }
 
 void RankLauncher::Supervise(Rank* r) {

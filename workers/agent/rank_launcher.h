@@ -79,6 +79,11 @@ class RankLauncher {
  private:
   struct Rank;
 
+  // Launch's checks under the lock: not stopping, this (job, rank) not running, a free slot.
+  absl::Status CheckSlot(const gantry::v1::Assignment& assignment);
+  // Registers the started rank, reports RANK_STARTING and starts its supervisor thread.
+  void StartSupervising(const gantry::v1::Assignment& assignment, pid_t pid, int pipe_fd,
+                        const std::string& log_path);
   // The supervisor thread of one rank.
   void Supervise(Rank* rank);
   // Joins supervisor threads that have finished and forgets their ranks.

@@ -84,11 +84,6 @@ bool WorkerAgent::connected() const {
   return connected_;
 }
 
-int64_t WorkerAgent::dropped_messages() const {
-  absl::MutexLock lock(&mu_);
-  return queue_.dropped();
-}
-
 void WorkerAgent::Enqueue(v1::WorkerMessage message) {
   absl::MutexLock lock(&mu_);
   queue_.Push(std::move(message));

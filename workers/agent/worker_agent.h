@@ -52,8 +52,6 @@ class WorkerAgent {
   // Connect streams opened so far (1 + reconnects).
   int64_t sessions() const;
   bool connected() const;
-  // Messages dropped because the outbound queue overflowed while disconnected.
-  int64_t dropped_messages() const;
 
  private:
   // Register, reconnect and back off until closing_.

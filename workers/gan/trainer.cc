@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/in_memory_batch_source.h"
 #include "workers/gan/losses.h"
@@ -186,171 +187,207 @@ absl::Status Trainer::RunHook(TrainPhase phase, torch::nn::Module& model) {
 absl::StatusOr<StepReport> Trainer::Step() {
   const auto start = std::chrono::steady_clock::now();
   TrainingState& s = state_;
-  const ModelConfig& c = s.config;
-  at::Generator& rng = s.rng;
   StepReport report;
   report.epoch = s.epoch;
   try {
     const int64_t n_events = source_->events();
-    const int64_t world = options_.world_size;
-    const int64_t global = global_batch_size();
-    const int64_t offset = options_.rank * batch_size_;
-    // This rank's rows of a quantity drawn for the global batch.
-    auto local = [&](const at::Tensor& t) {
-      return world == 1 ? t : t.slice(0, offset, offset + batch_size_);
-    };
-    // A permutation is drawn at the start of an epoch (or already at the end of the previous
-    // one: the same RNG state, as nothing draws in between).
-    if (!s.permutation.defined()) {
-      s.permutation = at::randperm(n_events, rng, at::kLong);
-      s.epoch_cursor = 0;
-    }
-    if (planned_epoch_ != s.epoch) {
-      if (absl::Status planned = PlanEpoch(); !planned.ok()) return planned;
-    }
-    report.learning_rate = learning_rate();
-    ApplyLearningRate(report.learning_rate);
-    if (dropout_rng_.has_value()) {
-      // One draw from the shared stream (all ranks alike), mixed with the rank.
-      uint64_t base = 0;
-      {
-        std::lock_guard<std::mutex> lock(rng.mutex());
-        base = rng.get<at::CPUGeneratorImpl>()->random64();
-      }
-      dropout_rng_->set_current_seed(base ^ (0x9E3779B97F4A7C15ULL * (options_.rank + 1)));
-    }
-    const int64_t n = batch_size_;
-    // float32 normally; float64 when the models and data were converted (precise comparisons).
-    const at::ScalarType dtype = source_->dtype();
-    HeadLabels real;
-
-    auto sample_conditions = [&](HeadLabels& labels) {
-      labels.energy100 = local(at::empty({global, 1}, dtype)
-                                   .uniform_(c.fake_energy_min_gev / c.energy_scale,
-                                             c.fake_energy_max_gev / c.energy_scale, rng));
-      if (c.variable_angle()) {
-        labels.theta = local(at::empty({global, 1}, dtype)
-                                 .uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng));
-      }
-      labels.ecal = EcalTarget(c, labels.energy100);
-      const at::Tensor noise = local(at::randn({global, s.generator->noise_dim()}, rng, dtype));
-      return s.generator->MakeInput(labels.energy100, labels.theta, noise);
-    };
-    auto real_fake_labels = [&](double value) {
-      at::Tensor labels = at::full({n, 1}, value, dtype);
-      if (c.label_flip > 0) {
-        const at::Tensor flip =
-            local(at::empty({global, 1}, dtype).uniform_(0.0, 1.0, rng)).lt(c.label_flip);
-        labels = at::where(flip, 1.0 - labels, labels);
-      }
-      return labels;
-    };
-
+    RETURN_IF_ERROR(BeginStep(n_events, &report));
     s.generator->train();
     s.discriminator->train();
-    // Generated batch for the discriminator update (no generator gradients needed).
-    HeadLabels fake;
-    at::Tensor generated;
-    {
-      const at::Tensor input = sample_conditions(fake);
-      torch::NoGradGuard no_grad;
-      generated = s.generator->forward(input);
-    }
-    real.real = real_fake_labels(1.0);
-    fake.real = real_fake_labels(0.0);
-
-    // This rank's slice of the permutation, as planned with the source, asked for as late as
-    // possible (the generated batch above gives a prefetching source time after an epoch start).
-    const auto wait_start = std::chrono::steady_clock::now();
-    absl::StatusOr<RealBatch> batch = source_->Next();
-    report.data_wait_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
-    if (!batch.ok()) {
-      return absl::Status(batch.status().code(),
-                          absl::StrCat("reading the batch of step ", s.step + 1, " (epoch ",
-                                       s.epoch + 1, "): ", batch.status().message()));
-    }
-    const at::Tensor images = batch->images;
-    if (images.size(0) != n) {
-      return absl::InternalError(
-          absl::StrCat("the batch source returned ", images.size(0), " events for a batch of ", n));
-    }
-    real.energy100 = batch->energy100;
-    real.ecal = batch->ecal;
-    if (c.variable_angle()) real.theta = batch->theta;
-
-    // Discriminator: one update on the real batch, one on the generated batch (Keras
-    // train_on_batch twice).
-    s.discriminator_optimizer->zero_grad();
-    LossTerms d_real = HeadLosses(c, s.discriminator->forward(images), real);
-    d_real.total.backward();
-    if (absl::Status st = RunHook(TrainPhase::kDiscriminatorReal, *s.discriminator); !st.ok())
-      return st;
-    s.discriminator_optimizer->step();
-
-    s.discriminator_optimizer->zero_grad();
-    LossTerms d_fake = HeadLosses(c, s.discriminator->forward(generated), fake);
-    d_fake.total.backward();
-    if (absl::Status st = RunHook(TrainPhase::kDiscriminatorFake, *s.discriminator); !st.ok())
-      return st;
-    s.discriminator_optimizer->step();
-    report.discriminator_real_loss = Values(d_real);
-    report.discriminator_fake_loss = Values(d_fake);
-    const double fake_ecal_loss = report.discriminator_fake_loss.back();
-    // Empty generated images give exactly 100 (the reference tests equality; a loss above 100
-    // only means oversized showers).
-    if (std::abs(fake_ecal_loss - c.collapse_ecal_loss) < 1e-3) {
-      return absl::AbortedError(absl::StrFormat(
-          "generator collapsed to empty showers at step %d (epoch %d): fake ecal MAPE %.2f == "
-          "%.0f; training aborted (try another seed or a lower learning rate)",
-          s.step + 1, s.epoch + 1, fake_ecal_loss, c.collapse_ecal_loss));
-    }
-
-    // Generator: updates through the discriminator with its weights frozen and "real" labels.
-    SetRequiresGrad(*s.discriminator, false);
-    std::vector<double> g_sum;
-    for (int64_t k = 0; k < c.generator_steps; ++k) {
-      HeadLabels trick;
-      const at::Tensor input = sample_conditions(trick);
-      trick.real = at::ones({n, 1}, dtype);
-      s.generator_optimizer->zero_grad();
-      LossTerms g = HeadLosses(c, s.discriminator->forward(s.generator->forward(input)), trick);
-      g.total.backward();
-      absl::Status st = RunHook(TrainPhase::kGenerator, *s.generator);
-      if (!st.ok()) {
-        SetRequiresGrad(*s.discriminator, true);
-        return st;
-      }
-      s.generator_optimizer->step();
-      Accumulate(g_sum, Values(g), 1.0 / static_cast<double>(c.generator_steps));
-    }
-    SetRequiresGrad(*s.discriminator, true);
-    report.generator_loss = g_sum;
-
-    s.step += 1;
-    s.epoch_cursor += global;
-    if (s.epoch_cursor / global >= steps_per_epoch_ || s.epoch_cursor + global > n_events) {
-      s.epoch += 1;
-      s.epoch_cursor = 0;
-      s.permutation = at::Tensor();
-      if (s.epoch < options_.epochs) {
-        // The next epoch's order now, so a prefetching source reads on while this step returns.
-        s.permutation = at::randperm(n_events, rng, at::kLong);
-        if (absl::Status planned = PlanEpoch(); !planned.ok()) return planned;
-      }
-    }
+    HeadLabels real, fake;
+    const at::Tensor generated = GenerateWithoutGrad(fake);
+    real.real = RealFakeLabels(1.0);
+    fake.real = RealFakeLabels(0.0);
+    ASSIGN_OR_RETURN(const at::Tensor images, NextRealBatch(real, &report));
+    RETURN_IF_ERROR(UpdateDiscriminator(images, generated, real, fake, &report));
+    RETURN_IF_ERROR(UpdateGenerator(&report));
+    RETURN_IF_ERROR(EndStep(n_events));
     report.step = s.step;
-    report.seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    report.samples_per_second = report.seconds > 0 ? n / report.seconds : 0;
-    report.global_samples_per_second = report.samples_per_second * static_cast<double>(world);
-    report.data_stall_fraction = report.seconds > 0 ? report.data_wait_seconds / report.seconds : 0;
+    FillThroughput(start, &report);
   } catch (const c10::Error& e) {
     SetRequiresGrad(*s.discriminator, true);
     return absl::InternalError(absl::StrCat("training step failed: ", e.what_without_backtrace()));
   }
   if (step_callback_) step_callback_(report);
   return report;
+}
+
+absl::Status Trainer::BeginStep(int64_t n_events, StepReport* report) {
+  TrainingState& s = state_;
+  at::Generator& rng = s.rng;
+  // A permutation is drawn at the start of an epoch (or already at the end of the previous
+  // one: the same RNG state, as nothing draws in between).
+  if (!s.permutation.defined()) {
+    s.permutation = at::randperm(n_events, rng, at::kLong);
+    s.epoch_cursor = 0;
+  }
+  if (planned_epoch_ != s.epoch) RETURN_IF_ERROR(PlanEpoch());
+  report->learning_rate = learning_rate();
+  ApplyLearningRate(report->learning_rate);
+  if (dropout_rng_.has_value()) {
+    // One draw from the shared stream (all ranks alike), mixed with the rank.
+    uint64_t base = 0;
+    {
+      std::lock_guard<std::mutex> lock(rng.mutex());
+      base = rng.get<at::CPUGeneratorImpl>()->random64();
+    }
+    dropout_rng_->set_current_seed(base ^ (0x9E3779B97F4A7C15ULL * (options_.rank + 1)));
+  }
+  return absl::OkStatus();
+}
+
+at::Tensor Trainer::LocalRows(const at::Tensor& t) const {
+  if (options_.world_size == 1) return t;
+  const int64_t offset = options_.rank * batch_size_;
+  return t.slice(0, offset, offset + batch_size_);
+}
+
+at::Tensor Trainer::SampleConditions(HeadLabels& labels) {
+  const ModelConfig& c = state_.config;
+  at::Generator& rng = state_.rng;
+  const int64_t global = global_batch_size();
+  // float32 normally; float64 when the models and data were converted (precise comparisons).
+  const at::ScalarType dtype = source_->dtype();
+  labels.energy100 = LocalRows(at::empty({global, 1}, dtype)
+                                   .uniform_(c.fake_energy_min_gev / c.energy_scale,
+                                             c.fake_energy_max_gev / c.energy_scale, rng));
+  if (c.variable_angle()) {
+    labels.theta = LocalRows(
+        at::empty({global, 1}, dtype).uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng));
+  }
+  labels.ecal = EcalTarget(c, labels.energy100);
+  const at::Tensor noise =
+      LocalRows(at::randn({global, state_.generator->noise_dim()}, rng, dtype));
+  return state_.generator->MakeInput(labels.energy100, labels.theta, noise);
+}
+
+at::Tensor Trainer::RealFakeLabels(double value) {
+  const ModelConfig& c = state_.config;
+  const at::ScalarType dtype = source_->dtype();
+  at::Tensor labels = at::full({batch_size_, 1}, value, dtype);
+  if (c.label_flip > 0) {
+    const at::Tensor flip =
+        LocalRows(at::empty({global_batch_size(), 1}, dtype).uniform_(0.0, 1.0, state_.rng))
+            .lt(c.label_flip);
+    labels = at::where(flip, 1.0 - labels, labels);
+  }
+  return labels;
+}
+
+at::Tensor Trainer::GenerateWithoutGrad(HeadLabels& fake) {
+  // Generated batch for the discriminator update (no generator gradients needed).
+  const at::Tensor input = SampleConditions(fake);
+  torch::NoGradGuard no_grad;
+  return state_.generator->forward(input);
+}
+
+absl::StatusOr<at::Tensor> Trainer::NextRealBatch(HeadLabels& real, StepReport* report) {
+  const TrainingState& s = state_;
+  // This rank's slice of the permutation, as planned with the source, asked for as late as
+  // possible (the generated batch gives a prefetching source time after an epoch start).
+  const auto wait_start = std::chrono::steady_clock::now();
+  absl::StatusOr<RealBatch> batch = source_->Next();
+  report->data_wait_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wait_start).count();
+  if (!batch.ok()) {
+    return absl::Status(batch.status().code(),
+                        absl::StrCat("reading the batch of step ", s.step + 1, " (epoch ",
+                                     s.epoch + 1, "): ", batch.status().message()));
+  }
+  const at::Tensor images = batch->images;
+  if (images.size(0) != batch_size_) {
+    return absl::InternalError(absl::StrCat("the batch source returned ", images.size(0),
+                                            " events for a batch of ", batch_size_));
+  }
+  real.energy100 = batch->energy100;
+  real.ecal = batch->ecal;
+  if (s.config.variable_angle()) real.theta = batch->theta;
+  return images;
+}
+
+absl::Status Trainer::UpdateDiscriminator(const at::Tensor& images, const at::Tensor& generated,
+                                          const HeadLabels& real, const HeadLabels& fake,
+                                          StepReport* report) {
+  TrainingState& s = state_;
+  const ModelConfig& c = s.config;
+  // One update on the real batch, one on the generated batch (Keras train_on_batch twice).
+  s.discriminator_optimizer->zero_grad();
+  LossTerms d_real = HeadLosses(c, s.discriminator->forward(images), real);
+  d_real.total.backward();
+  RETURN_IF_ERROR(RunHook(TrainPhase::kDiscriminatorReal, *s.discriminator));
+  s.discriminator_optimizer->step();
+
+  s.discriminator_optimizer->zero_grad();
+  LossTerms d_fake = HeadLosses(c, s.discriminator->forward(generated), fake);
+  d_fake.total.backward();
+  RETURN_IF_ERROR(RunHook(TrainPhase::kDiscriminatorFake, *s.discriminator));
+  s.discriminator_optimizer->step();
+  report->discriminator_real_loss = Values(d_real);
+  report->discriminator_fake_loss = Values(d_fake);
+  const double fake_ecal_loss = report->discriminator_fake_loss.back();
+  // Empty generated images give exactly 100 (the reference tests equality; a loss above 100
+  // only means oversized showers).
+  if (std::abs(fake_ecal_loss - c.collapse_ecal_loss) < 1e-3) {
+    return absl::AbortedError(absl::StrFormat(
+        "generator collapsed to empty showers at step %d (epoch %d): fake ecal MAPE %.2f == "
+        "%.0f; training aborted (try another seed or a lower learning rate)",
+        s.step + 1, s.epoch + 1, fake_ecal_loss, c.collapse_ecal_loss));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::UpdateGenerator(StepReport* report) {
+  TrainingState& s = state_;
+  const ModelConfig& c = s.config;
+  // Updates through the discriminator with its weights frozen and "real" labels.
+  SetRequiresGrad(*s.discriminator, false);
+  std::vector<double> g_sum;
+  for (int64_t k = 0; k < c.generator_steps; ++k) {
+    HeadLabels trick;
+    const at::Tensor input = SampleConditions(trick);
+    trick.real = at::ones({batch_size_, 1}, source_->dtype());
+    s.generator_optimizer->zero_grad();
+    LossTerms g = HeadLosses(c, s.discriminator->forward(s.generator->forward(input)), trick);
+    g.total.backward();
+    absl::Status st = RunHook(TrainPhase::kGenerator, *s.generator);
+    if (!st.ok()) {
+      SetRequiresGrad(*s.discriminator, true);
+      return st;
+    }
+    s.generator_optimizer->step();
+    Accumulate(g_sum, Values(g), 1.0 / static_cast<double>(c.generator_steps));
+  }
+  SetRequiresGrad(*s.discriminator, true);
+  report->generator_loss = g_sum;
+  return absl::OkStatus();
+}
+
+absl::Status Trainer::EndStep(int64_t n_events) {
+  TrainingState& s = state_;
+  const int64_t global = global_batch_size();
+  s.step += 1;
+  s.epoch_cursor += global;
+  if (s.epoch_cursor / global >= steps_per_epoch_ || s.epoch_cursor + global > n_events) {
+    s.epoch += 1;
+    s.epoch_cursor = 0;
+    s.permutation = at::Tensor();
+    if (s.epoch < options_.epochs) {
+      // The next epoch's order now, so a prefetching source reads on while this step returns.
+      s.permutation = at::randperm(n_events, s.rng, at::kLong);
+      RETURN_IF_ERROR(PlanEpoch());
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Trainer::FillThroughput(std::chrono::steady_clock::time_point start,
+                             StepReport* report) const {
+  report->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report->samples_per_second = report->seconds > 0 ? batch_size_ / report->seconds : 0;
+  report->global_samples_per_second =
+      report->samples_per_second * static_cast<double>(options_.world_size);
+  report->data_stall_fraction =
+      report->seconds > 0 ? report->data_wait_seconds / report->seconds : 0;
 }
 
 absl::StatusOr<EpochReport> Trainer::RunEpoch() {

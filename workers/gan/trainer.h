@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/util/Optional.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -24,6 +25,8 @@
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
+
+struct HeadLabels;  // workers/gan/losses.h
 
 struct TrainerOptions {
   int64_t batch_size = 0;  // 0: the preset's default batch
@@ -153,6 +156,23 @@ class Trainer {
   Trainer(TrainingState state, std::unique_ptr<BatchSource> source, const TrainerOptions& options);
 
   absl::Status RunHook(TrainPhase phase, torch::nn::Module& model);
+  // The phases of Step, in their order (which is the order of the random draws).
+  absl::Status BeginStep(int64_t n_events, StepReport* report);
+  absl::Status UpdateDiscriminator(const at::Tensor& images, const at::Tensor& generated,
+                                   const HeadLabels& real, const HeadLabels& fake,
+                                   StepReport* report);
+  absl::Status UpdateGenerator(StepReport* report);
+  // Advances the cursor; at an epoch's end draws the next epoch's permutation and plans it.
+  absl::Status EndStep(int64_t n_events);
+  at::Tensor GenerateWithoutGrad(HeadLabels& fake);
+  absl::StatusOr<at::Tensor> NextRealBatch(HeadLabels& real, StepReport* report);
+  // Conditions and generator input for this rank's rows of a batch drawn for the global batch.
+  at::Tensor SampleConditions(HeadLabels& labels);
+  // Real (1) or fake (0) labels, flipped with probability label_flip.
+  at::Tensor RealFakeLabels(double value);
+  // This rank's rows of a quantity drawn for the global batch.
+  at::Tensor LocalRows(const at::Tensor& t) const;
+  void FillThroughput(std::chrono::steady_clock::time_point start, StepReport* report) const;
   void ApplyLearningRate(double lr);
   // Hands the source this rank's batches of the current epoch from the cursor on.
   absl::Status PlanEpoch();

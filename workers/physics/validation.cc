@@ -241,27 +241,9 @@ std::vector<Feature> Features(const SampleSummary& s, const std::array<std::stri
   return f;
 }
 
-}  // namespace
-
-double SeparationPower(const std::vector<double>& h1, const std::vector<double>& h2) {
-  const double n1 = std::accumulate(h1.begin(), h1.end(), 0.0);
-  const double n2 = std::accumulate(h2.begin(), h2.end(), 0.0);
-  if (!(n1 > 0) || !(n2 > 0) || h1.size() != h2.size()) return 0.0;
-  double s = 0;
-  for (size_t i = 0; i < h1.size(); ++i) {
-    const double a = h1[i] / n1, b = h2[i] / n2;
-    if (a + b > 0) s += (a - b) * (a - b) / (a + b);
-  }
-  return 0.5 * s;
-}
-
-double MeasureTheta(const ShowerSet& set, int64_t event) {
-  return showers::MeasureThetaRad(set.event(event), set.shape);
-}
-
-absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
-                                                 const ShowerSet& generated,
-                                                 const ValidationOptions& options) {
+// The input checks: matching layouts and shapes, non-empty consistent samples, sane options.
+absl::Status CheckInputs(const ShowerSet& reference, const ShowerSet& generated,
+                         const ValidationOptions& options) {
   if (reference.layout != generated.layout) {
     return absl::InvalidArgumentError("reference and generated showers have different layouts");
   }
@@ -284,9 +266,293 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
   if (options.feature_bins < 2 || options.min_events_per_bin < 1) {
     return absl::InvalidArgumentError("feature_bins must be >= 2 and min_events_per_bin >= 1");
   }
-  const bool angles = reference.layout == Layout::kVariableAngle3DGan &&
-                      static_cast<int64_t>(reference.theta_rad.size()) == reference.events() &&
-                      static_cast<int64_t>(generated.theta_rad.size()) == generated.events();
+  return absl::OkStatus();
+}
+
+// Angle metrics need variable-angle samples that carry theta for every event.
+bool HasPerEventAngles(const ShowerSet& reference, const ShowerSet& generated) {
+  return reference.layout == Layout::kVariableAngle3DGan &&
+         static_cast<int64_t>(reference.theta_rad.size()) == reference.events() &&
+         static_cast<int64_t>(generated.theta_rad.size()) == generated.events();
+}
+
+using EventList = std::vector<const EventSummary*>;
+
+EventList EventsIn(const Bin& bin, const SampleSummary& sample) {
+  EventList out;
+  for (const EventSummary& e : sample.events) {
+    if (bin.Contains(e)) out.push_back(&e);
+  }
+  return out;
+}
+
+std::string BinLabel(const Bin& bin) {
+  std::string label = absl::StrFormat("energy %g-%g GeV", bin.e_lo, bin.e_hi);
+  if (bin.by_theta) absl::StrAppendFormat(&label, ", theta %.3f-%.3f rad", bin.t_lo, bin.t_hi);
+  return label;
+}
+
+std::vector<double> Values(const EventList& events,
+                           const std::function<double(const EventSummary&)>& f) {
+  std::vector<double> v;
+  v.reserve(events.size());
+  for (auto* e : events) v.push_back(f(*e));
+  return v;
+}
+
+// Mean relative angle error of the measured barycentre angle against the label.
+double AngleError(const EventList& events) {
+  Moments a;
+  for (auto* e : events) {
+    if (std::isfinite(e->measured_theta) && e->theta > 0) {
+      a.Add(std::fabs(e->theta - e->measured_theta) / e->theta);
+    } else {
+      a.Add(1.0);  // an empty shower has no angle: count it as a 100% error
+    }
+  }
+  return a.Mean();
+}
+
+// A used bin's edges and event counts, before any metric.
+BinMetrics EmptyBinMetrics(const Bin& bin, size_t reference_events, size_t generated_events) {
+  BinMetrics bm;
+  bm.energy_lo_gev = bin.e_lo;
+  bm.energy_hi_gev = bin.e_hi;
+  if (bin.by_theta) {
+    bm.theta_lo_rad = bin.t_lo;
+    bm.theta_hi_rad = bin.t_hi;
+  }
+  bm.reference_events = static_cast<int64_t>(reference_events);
+  bm.generated_events = static_cast<int64_t>(generated_events);
+  return bm;
+}
+
+// What scoring one (energy, angle) bin reads and writes.
+struct BinScore {
+  const EventList& r;
+  const EventList& g;
+  const std::array<std::string, 3>& axes;
+  int bin_index;
+  std::map<std::string, double>& m;
+  std::vector<Histogram>& histograms;
+};
+
+// Sampling fraction; appends the bin's means to the per-bin curves.
+void ScoreSamplingFraction(BinScore& b, std::vector<double>* sf_ref_curve,
+                           std::vector<double>* sf_gen_curve) {
+  Moments sf_r, sf_g;
+  for (auto* e : b.r) sf_r.Add(e->sf);
+  for (auto* e : b.g) sf_g.Add(e->sf);
+  b.m["sf_reference"] = sf_r.Mean();
+  b.m["sf_generated"] = sf_g.Mean();
+  double err = 0, null = 0;
+  if (RelativeError(sf_r, sf_g, &err, &null)) {
+    b.m["sf_relative_error"] = err;
+    b.m["sf_relative_error_null"] = null;
+  }
+  sf_ref_curve->push_back(sf_r.Mean());
+  sf_gen_curve->push_back(sf_g.Mean());
+}
+
+// Profiles: eprof per axis = mean over slices (with reference energy) of the relative error.
+void ScoreProfiles(BinScore& b, const std::array<int64_t, 3>& shape) {
+  double eprof = 0, eprof_null = 0;
+  for (int a = 0; a < 3; ++a) {
+    const int64_t len = shape[a];
+    Histogram h;
+    h.name = absl::StrCat("profile_", b.axes[a]);
+    h.x_label = absl::StrCat(b.axes[a], " slice");
+    h.energy_bin = b.bin_index;
+    h.edges.resize(len + 1);
+    std::iota(h.edges.begin(), h.edges.end(), 0.0);
+    double sum_err = 0, sum_null = 0, err = 0, null = 0;
+    int used = 0;
+    for (int64_t i = 0; i < len; ++i) {
+      Moments sr, sg;
+      for (auto* e : b.r) sr.Add(e->profile[a][i]);
+      for (auto* e : b.g) sg.Add(e->profile[a][i]);
+      h.reference.push_back(sr.Mean());
+      h.generated.push_back(sg.Mean());
+      if (RelativeError(sr, sg, &err, &null)) {
+        sum_err += err;
+        sum_null += null;
+        ++used;
+      }
+    }
+    const double axis_err = used ? sum_err / used : 0.0, axis_null = used ? sum_null / used : 0.0;
+    b.m[absl::StrCat("eprof_", b.axes[a])] = axis_err;
+    b.m[absl::StrCat("eprof_", b.axes[a], "_null")] = axis_null;
+    eprof += axis_err / 3;
+    eprof_null += axis_null / 3;
+    b.histograms.push_back(std::move(h));
+  }
+  b.m["eprof"] = eprof;
+  b.m["eprof_null"] = eprof_null;
+}
+
+// Moments: pos = mean over axes and (mu1, mu2) of the relative error of the means.
+void ScoreMoments(BinScore& b) {
+  double pos = 0, pos_null = 0, err = 0, null = 0;
+  int pos_used = 0;
+  for (int a = 0; a < 3; ++a) {
+    for (int k = 1; k <= 2; ++k) {
+      Moments mr, mg;
+      for (auto* e : b.r) {
+        if (e->has_energy) mr.Add(k == 1 ? e->mu1[a] : e->mu2[a]);
+      }
+      for (auto* e : b.g) {
+        if (e->has_energy) mg.Add(k == 1 ? e->mu1[a] : e->mu2[a]);
+      }
+      if (!RelativeError(mr, mg, &err, &null)) continue;
+      const std::string key = absl::StrCat("pos_", b.axes[a], "_mu", k);
+      b.m[key] = err;
+      b.m[key + "_null"] = null;
+      pos += err;
+      pos_null += null;
+      ++pos_used;
+    }
+  }
+  b.m["pos"] = pos_used ? pos / pos_used : 0.0;
+  b.m["pos_null"] = pos_used ? pos_null / pos_used : 0.0;
+}
+
+// Figure of merit pos + eprof, plus the angle error (variable angle) measured against the label.
+void ScoreFigureOfMerit(BinScore& b, bool angles) {
+  double fom = b.m["pos"] + b.m["eprof"];
+  if (angles) {
+    b.m["ang"] = AngleError(b.g);
+    b.m["ang_reference"] = AngleError(b.r);
+    fom += b.m["ang"];
+  }
+  b.m["fom"] = fom;
+}
+
+// A distribution kept as a histogram pair with edges over the reference values.
+const Histogram& KeepDistribution(BinScore& b, const std::string& name, const std::string& x_label,
+                                  const std::vector<double>& vr, const std::vector<double>& vg,
+                                  int feature_bins) {
+  Histogram h;
+  h.name = name;
+  h.x_label = x_label;
+  h.energy_bin = b.bin_index;
+  h.edges = FeatureEdges(vr, feature_bins);
+  h.reference = Fill(vr, h.edges);
+  h.generated = Fill(vg, h.edges);
+  b.histograms.push_back(h);
+  return b.histograms.back();
+}
+
+// The cell energy spectrum: separation power on the raw counts, kept normalised.
+void ScoreCellEnergy(BinScore& b) {
+  Histogram h;
+  h.name = "cell_energy";
+  h.x_label = "log10(E_cell / GeV)";
+  h.energy_bin = b.bin_index;
+  for (int i = 0; i <= kSpectrumBins; ++i) {
+    h.edges.push_back(kSpectrumLo + (kSpectrumHi - kSpectrumLo) * i / kSpectrumBins);
+  }
+  h.reference.assign(kSpectrumBins, 0.0);
+  h.generated.assign(kSpectrumBins, 0.0);
+  for (auto* e : b.r) {
+    for (int i = 0; i < kSpectrumBins; ++i) h.reference[i] += e->spectrum[i];
+  }
+  for (auto* e : b.g) {
+    for (int i = 0; i < kSpectrumBins; ++i) h.generated[i] += e->spectrum[i];
+  }
+  b.m["separation_power/cell_energy"] = SeparationPower(h.reference, h.generated);
+  for (auto* v : {&h.reference, &h.generated}) {
+    const double t = std::accumulate(v->begin(), v->end(), 0.0);
+    if (t > 0) {
+      for (double& x : *v) x /= t;
+    }
+  }
+  b.histograms.push_back(std::move(h));
+}
+
+// Separation power on the high-level features, each with its statistical floor.
+void ScoreFeatures(BinScore& b, const std::vector<Feature>& features, int feature_bins) {
+  double sp = 0, sp_null = 0;
+  for (const Feature& f : features) {
+    const Histogram& h = KeepDistribution(b, absl::StrCat("feature/", f.name), f.label,
+                                          Values(b.r, f.value), Values(b.g, f.value), feature_bins);
+    const double s = SeparationPower(h.reference, h.generated);
+    int occupied = 0;
+    for (size_t i = 0; i < h.reference.size(); ++i)
+      occupied += (h.reference[i] + h.generated[i]) > 0;
+    // Null: E[(h1-h2)^2/(h1+h2)] ~ (1/n_r + 1/n_g)/2 per occupied bin, times 1/2.
+    const double s_null = 0.25 * occupied * (1.0 / b.r.size() + 1.0 / b.g.size());
+    b.m["separation_power/" + f.name] = s;
+    b.m["separation_power/" + f.name + "_null"] = s_null;
+    sp += s / features.size();
+    sp_null += s_null / features.size();
+  }
+  b.m["separation_power"] = sp;
+  b.m["separation_power_null"] = sp_null;
+}
+
+// Distributions kept as histograms, and separation power on the high-level features.
+void ScoreDistributions(BinScore& b, const std::vector<Feature>& features, int feature_bins) {
+  KeepDistribution(b, "sampling_fraction", "sum of cells / E_primary",
+                   Values(b.r, [](auto& e) { return e.sf; }),
+                   Values(b.g, [](auto& e) { return e.sf; }), feature_bins);
+  KeepDistribution(b, "sparsity", "fraction of non-zero cells",
+                   Values(b.r, [](auto& e) { return e.sparsity; }),
+                   Values(b.g, [](auto& e) { return e.sparsity; }), feature_bins);
+  ScoreCellEnergy(b);
+  ScoreFeatures(b, features, feature_bins);
+}
+
+// Adds the bin's summary metrics to the running sums that become the report-wide means.
+void AddToSums(const std::map<std::string, double>& m, std::map<std::string, double>* sums) {
+  for (const char* key :
+       {"sf_relative_error", "sf_relative_error_null", "eprof", "eprof_null", "pos", "pos_null",
+        "ang", "ang_reference", "fom", "separation_power", "separation_power_null"}) {
+    auto it = m.find(key);
+    if (it != m.end()) (*sums)[key] += it->second;
+  }
+}
+
+// The report-wide means over the used bins and the sampling fraction curve across bins.
+void SummariseAcrossBins(const std::map<std::string, double>& sums,
+                         std::vector<double> sf_ref_curve, std::vector<double> sf_gen_curve,
+                         ValidationReport* report) {
+  const double nb = static_cast<double>(report->bins.size());
+  for (const auto& [key, total] : sums) {
+    const std::string out = key == "sf_relative_error"        ? "sf_mre"
+                            : key == "sf_relative_error_null" ? "sf_mre_null"
+                                                              : key;
+    report->metrics[out] = total / nb;
+  }
+  report->metrics["bins_used"] = nb;
+  Histogram sf_curve;
+  sf_curve.name = "sampling_fraction_per_bin";
+  sf_curve.x_label = "bin index (see bins)";
+  sf_curve.edges.resize(report->bins.size() + 1);
+  std::iota(sf_curve.edges.begin(), sf_curve.edges.end(), 0.0);
+  sf_curve.reference = std::move(sf_ref_curve);
+  sf_curve.generated = std::move(sf_gen_curve);
+  report->histograms.push_back(std::move(sf_curve));
+}
+
+}  // namespace
+
+double SeparationPower(const std::vector<double>& h1, const std::vector<double>& h2) {
+  const double n1 = std::accumulate(h1.begin(), h1.end(), 0.0);
+  const double n2 = std::accumulate(h2.begin(), h2.end(), 0.0);
+  if (!(n1 > 0) || !(n2 > 0) || h1.size() != h2.size()) return 0.0;
+  double s = 0;
+  for (size_t i = 0; i < h1.size(); ++i) {
+    const double a = h1[i] / n1, b = h2[i] / n2;
+    if (a + b > 0) s += (a - b) * (a - b) / (a + b);
+  }
+  return 0.5 * s;
+}
+
+absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
+                                                 const ShowerSet& generated,
+                                                 const ValidationOptions& options) {
+  if (absl::Status s = CheckInputs(reference, generated, options); !s.ok()) return s;
+  const bool angles = HasPerEventAngles(reference, generated);
   if (!options.theta_centres_rad.empty() && !angles) {
     return absl::InvalidArgumentError(
         "angle bins need variable-angle samples with theta per event");
@@ -306,198 +572,21 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
   std::map<std::string, double> sums;
   std::vector<double> sf_ref_curve, sf_gen_curve;
   for (const Bin& bin : bins) {
-    std::vector<const EventSummary*> r, g;
-    for (const EventSummary& e : ref.events) {
-      if (bin.Contains(e)) r.push_back(&e);
-    }
-    for (const EventSummary& e : gen.events) {
-      if (bin.Contains(e)) g.push_back(&e);
-    }
-    std::string label = absl::StrFormat("energy %g-%g GeV", bin.e_lo, bin.e_hi);
-    if (bin.by_theta) absl::StrAppendFormat(&label, ", theta %.3f-%.3f rad", bin.t_lo, bin.t_hi);
+    const EventList r = EventsIn(bin, ref), g = EventsIn(bin, gen);
     if (static_cast<int64_t>(r.size()) < options.min_events_per_bin ||
         static_cast<int64_t>(g.size()) < options.min_events_per_bin) {
-      report.skipped_bins.push_back(
-          absl::StrCat(label, ": ", r.size(), " reference, ", g.size(), " generated events"));
+      report.skipped_bins.push_back(absl::StrCat(BinLabel(bin), ": ", r.size(), " reference, ",
+                                                 g.size(), " generated events"));
       continue;
     }
-    const int bin_index = static_cast<int>(report.bins.size());
-    BinMetrics bm;
-    bm.energy_lo_gev = bin.e_lo;
-    bm.energy_hi_gev = bin.e_hi;
-    if (bin.by_theta) {
-      bm.theta_lo_rad = bin.t_lo;
-      bm.theta_hi_rad = bin.t_hi;
-    }
-    bm.reference_events = static_cast<int64_t>(r.size());
-    bm.generated_events = static_cast<int64_t>(g.size());
-    auto& m = bm.metrics;
-
-    // Sampling fraction.
-    Moments sf_r, sf_g;
-    for (auto* e : r) sf_r.Add(e->sf);
-    for (auto* e : g) sf_g.Add(e->sf);
-    m["sf_reference"] = sf_r.Mean();
-    m["sf_generated"] = sf_g.Mean();
-    double err = 0, null = 0;
-    if (RelativeError(sf_r, sf_g, &err, &null)) {
-      m["sf_relative_error"] = err;
-      m["sf_relative_error_null"] = null;
-    }
-    sf_ref_curve.push_back(sf_r.Mean());
-    sf_gen_curve.push_back(sf_g.Mean());
-
-    // Profiles: eprof per axis = mean over slices (with reference energy) of the relative error.
-    double eprof = 0, eprof_null = 0;
-    for (int a = 0; a < 3; ++a) {
-      const int64_t len = reference.shape[a];
-      Histogram h;
-      h.name = absl::StrCat("profile_", axes[a]);
-      h.x_label = absl::StrCat(axes[a], " slice");
-      h.energy_bin = bin_index;
-      h.edges.resize(len + 1);
-      std::iota(h.edges.begin(), h.edges.end(), 0.0);
-      double sum_err = 0, sum_null = 0;
-      int used = 0;
-      for (int64_t i = 0; i < len; ++i) {
-        Moments sr, sg;
-        for (auto* e : r) sr.Add(e->profile[a][i]);
-        for (auto* e : g) sg.Add(e->profile[a][i]);
-        h.reference.push_back(sr.Mean());
-        h.generated.push_back(sg.Mean());
-        if (RelativeError(sr, sg, &err, &null)) {
-          sum_err += err;
-          sum_null += null;
-          ++used;
-        }
-      }
-      const double axis_err = used ? sum_err / used : 0.0, axis_null = used ? sum_null / used : 0.0;
-      m[absl::StrCat("eprof_", axes[a])] = axis_err;
-      m[absl::StrCat("eprof_", axes[a], "_null")] = axis_null;
-      eprof += axis_err / 3;
-      eprof_null += axis_null / 3;
-      report.histograms.push_back(std::move(h));
-    }
-    m["eprof"] = eprof;
-    m["eprof_null"] = eprof_null;
-
-    // Moments: pos = mean over axes and (mu1, mu2) of the relative error of the means.
-    double pos = 0, pos_null = 0;
-    int pos_used = 0;
-    for (int a = 0; a < 3; ++a) {
-      for (int k = 1; k <= 2; ++k) {
-        Moments mr, mg;
-        for (auto* e : r) {
-          if (e->has_energy) mr.Add(k == 1 ? e->mu1[a] : e->mu2[a]);
-        }
-        for (auto* e : g) {
-          if (e->has_energy) mg.Add(k == 1 ? e->mu1[a] : e->mu2[a]);
-        }
-        if (!RelativeError(mr, mg, &err, &null)) continue;
-        const std::string key = absl::StrCat("pos_", axes[a], "_mu", k);
-        m[key] = err;
-        m[key + "_null"] = null;
-        pos += err;
-        pos_null += null;
-        ++pos_used;
-      }
-    }
-    m["pos"] = pos_used ? pos / pos_used : 0.0;
-    m["pos_null"] = pos_used ? pos_null / pos_used : 0.0;
-    double fom = m["pos"] + m["eprof"];
-
-    // Angle (variable angle): measured barycentre angle against the label.
-    if (angles) {
-      auto ang = [](const std::vector<const EventSummary*>& events) {
-        Moments a;
-        for (auto* e : events) {
-          if (std::isfinite(e->measured_theta) && e->theta > 0) {
-            a.Add(std::fabs(e->theta - e->measured_theta) / e->theta);
-          } else {
-            a.Add(1.0);  // an empty shower has no angle: count it as a 100% error
-          }
-        }
-        return a.Mean();
-      };
-      m["ang"] = ang(g);
-      m["ang_reference"] = ang(r);
-      fom += m["ang"];
-    }
-    m["fom"] = fom;
-
-    // Distributions kept as histograms, and separation power on the high-level features.
-    auto keep = [&](const std::string& name, const std::string& x_label,
-                    const std::vector<double>& vr, const std::vector<double>& vg) {
-      Histogram h;
-      h.name = name;
-      h.x_label = x_label;
-      h.energy_bin = bin_index;
-      h.edges = FeatureEdges(vr, options.feature_bins);
-      h.reference = Fill(vr, h.edges);
-      h.generated = Fill(vg, h.edges);
-      report.histograms.push_back(h);
-      return report.histograms.back();
-    };
-    auto values = [](const std::vector<const EventSummary*>& events,
-                     const std::function<double(const EventSummary&)>& f) {
-      std::vector<double> v;
-      v.reserve(events.size());
-      for (auto* e : events) v.push_back(f(*e));
-      return v;
-    };
-    keep("sampling_fraction", "sum of cells / E_primary", values(r, [](auto& e) { return e.sf; }),
-         values(g, [](auto& e) { return e.sf; }));
-    keep("sparsity", "fraction of non-zero cells", values(r, [](auto& e) { return e.sparsity; }),
-         values(g, [](auto& e) { return e.sparsity; }));
-    {
-      Histogram h;
-      h.name = "cell_energy";
-      h.x_label = "log10(E_cell / GeV)";
-      h.energy_bin = bin_index;
-      for (int i = 0; i <= kSpectrumBins; ++i) {
-        h.edges.push_back(kSpectrumLo + (kSpectrumHi - kSpectrumLo) * i / kSpectrumBins);
-      }
-      h.reference.assign(kSpectrumBins, 0.0);
-      h.generated.assign(kSpectrumBins, 0.0);
-      for (auto* e : r) {
-        for (int i = 0; i < kSpectrumBins; ++i) h.reference[i] += e->spectrum[i];
-      }
-      for (auto* e : g) {
-        for (int i = 0; i < kSpectrumBins; ++i) h.generated[i] += e->spectrum[i];
-      }
-      m["separation_power/cell_energy"] = SeparationPower(h.reference, h.generated);
-      for (auto* v : {&h.reference, &h.generated}) {
-        const double t = std::accumulate(v->begin(), v->end(), 0.0);
-        if (t > 0) {
-          for (double& x : *v) x /= t;
-        }
-      }
-      report.histograms.push_back(std::move(h));
-    }
-    double sp = 0, sp_null = 0;
-    for (const Feature& f : features) {
-      const Histogram& h =
-          keep(absl::StrCat("feature/", f.name), f.label, values(r, f.value), values(g, f.value));
-      const double s = SeparationPower(h.reference, h.generated);
-      int occupied = 0;
-      for (size_t i = 0; i < h.reference.size(); ++i)
-        occupied += (h.reference[i] + h.generated[i]) > 0;
-      // Null: E[(h1-h2)^2/(h1+h2)] ~ (1/n_r + 1/n_g)/2 per occupied bin, times 1/2.
-      const double s_null = 0.25 * occupied * (1.0 / r.size() + 1.0 / g.size());
-      m["separation_power/" + f.name] = s;
-      m["separation_power/" + f.name + "_null"] = s_null;
-      sp += s / features.size();
-      sp_null += s_null / features.size();
-    }
-    m["separation_power"] = sp;
-    m["separation_power_null"] = sp_null;
-
-    for (const char* key :
-         {"sf_relative_error", "sf_relative_error_null", "eprof", "eprof_null", "pos", "pos_null",
-          "ang", "ang_reference", "fom", "separation_power", "separation_power_null"}) {
-      auto it = m.find(key);
-      if (it != m.end()) sums[key] += it->second;
-    }
+    BinMetrics bm = EmptyBinMetrics(bin, r.size(), g.size());
+    BinScore score{r, g, axes, static_cast<int>(report.bins.size()), bm.metrics, report.histograms};
+    ScoreSamplingFraction(score, &sf_ref_curve, &sf_gen_curve);
+    ScoreProfiles(score, reference.shape);
+    ScoreMoments(score);
+    ScoreFigureOfMerit(score, angles);
+    ScoreDistributions(score, features, options.feature_bins);
+    AddToSums(bm.metrics, &sums);
     report.bins.push_back(std::move(bm));
   }
   if (report.bins.empty()) {
@@ -506,22 +595,7 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
                      " events in both samples; skipped: ",
                      report.skipped_bins.empty() ? "none" : report.skipped_bins[0]));
   }
-  const double nb = static_cast<double>(report.bins.size());
-  for (const auto& [key, total] : sums) {
-    const std::string out = key == "sf_relative_error"        ? "sf_mre"
-                            : key == "sf_relative_error_null" ? "sf_mre_null"
-                                                              : key;
-    report.metrics[out] = total / nb;
-  }
-  report.metrics["bins_used"] = nb;
-  Histogram sf_curve;
-  sf_curve.name = "sampling_fraction_per_bin";
-  sf_curve.x_label = "bin index (see bins)";
-  sf_curve.edges.resize(report.bins.size() + 1);
-  std::iota(sf_curve.edges.begin(), sf_curve.edges.end(), 0.0);
-  sf_curve.reference = sf_ref_curve;
-  sf_curve.generated = sf_gen_curve;
-  report.histograms.push_back(std::move(sf_curve));
+  SummariseAcrossBins(sums, std::move(sf_ref_curve), std::move(sf_gen_curve), &report);
   return report;
 }
 

@@ -74,10 +74,6 @@ absl::StatusOr<ValidationReport> ValidateShowers(const showers::ShowerSet& refer
                                                  const showers::ShowerSet& generated,
                                                  const ValidationOptions& options);
 
-// The incidence angle (rad) of one shower, measured from its per-layer barycentres as the 3DGAN
-// reference does (showers::MeasureThetaRad). Variable-angle 3DGAN grid; NaN for an empty shower.
-double MeasureTheta(const showers::ShowerSet& set, int64_t event);
-
 // Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
 // here).
 double SeparationPower(const std::vector<double>& h1, const std::vector<double>& h2);

@@ -54,9 +54,10 @@ absl::Status ResolveDataPipeline(const v1::DataPipeline& spec, int64_t batch_cel
   return absl::OkStatus();
 }
 
-absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
-  RankPlan plan;
-  plan.assignment = a;
+namespace {
+
+// The assignment's own fields: job, world, rank, rendezvous, threads, and no resume yet.
+absl::Status CheckAssignment(const v1::Assignment& a) {
   if (a.job_id().empty()) return Bad("assignment.job_id", "is empty");
   if (a.world_size() < 1 || a.world_size() > 256) {
     return Bad("assignment.world_size", absl::StrCat(a.world_size(), " is not in 1..256"));
@@ -79,10 +80,14 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
         "assignment.resume_checkpoint_sha256: restarting a job from its checkpoint is not "
         "implemented yet (a later issue)");
   }
-  const v1::JobSpec& spec = a.spec();
-  if (spec.world_size() != 0 && spec.world_size() != a.world_size()) {
+  return absl::OkStatus();
+}
+
+// The spec's world size (when given) and its dataset reference.
+absl::Status CheckSpecWorldAndDataset(const v1::JobSpec& spec, int world_size) {
+  if (spec.world_size() != 0 && spec.world_size() != world_size) {
     return Bad("spec.world_size",
-               absl::StrCat(spec.world_size(), " but the assignment says ", a.world_size()));
+               absl::StrCat(spec.world_size(), " but the assignment says ", world_size));
   }
   if (spec.dataset().empty()) return Bad("spec.dataset", "is empty");
   if (!absl::StartsWith(spec.dataset(), "ds-") && !absl::StartsWith(spec.dataset(), "toymc:") &&
@@ -90,19 +95,33 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
     return Bad("spec.dataset", absl::StrCat("\"", spec.dataset(),
                                             "\" is not ds-<id>, toymc:<spec> or file:///path.h5"));
   }
-  absl::StatusOr<gan::ModelConfig> preset = gan::PresetConfig(spec.model_preset());
-  if (!preset.ok()) return Bad("spec.model_preset", std::string(preset.status().message()));
-  gan::ModelConfig& m = *preset;
+  return absl::OkStatus();
+}
 
-  const v1::ModelOverrides& o = spec.model_overrides();
+absl::Status ApplyModelOverrides(const v1::ModelOverrides& o, gan::ModelConfig* m) {
   if (o.latent_size() < 0 || o.generator_filters() < 0 || o.discriminator_filters() < 0) {
     return Bad("spec.model_overrides", "values must be >= 0 (0 = preset default)");
   }
-  if (o.latent_size() > 0) m.latent = o.latent_size();
-  if (o.generator_filters() > 0) m.generator_filters[0] = o.generator_filters();
-  if (o.discriminator_filters() > 0) m.discriminator_filters[0] = o.discriminator_filters();
+  if (o.latent_size() > 0) m->latent = o.latent_size();
+  if (o.generator_filters() > 0) m->generator_filters[0] = o.generator_filters();
+  if (o.discriminator_filters() > 0) m->discriminator_filters[0] = o.discriminator_filters();
+  return absl::OkStatus();
+}
 
-  const v1::HyperParameters& h = spec.hyper_parameters();
+absl::Status ApplyLossWeights(const v1::LossWeights& w, gan::ModelConfig* m) {
+  if (w.adversarial() < 0 || w.energy() < 0 || w.angle() < 0 || w.ecal_sum() < 0) {
+    return Bad("spec.hyper_parameters.loss_weights", "must be >= 0 (0 = preset default)");
+  }
+  // Order of ModelConfig::loss_weights: [BCE, E, ecal] or [BCE, E, theta, ecal].
+  if (w.adversarial() > 0) m->loss_weights[0] = w.adversarial();
+  if (w.energy() > 0) m->loss_weights[1] = w.energy();
+  if (m->variable_angle() && w.angle() > 0) m->loss_weights[2] = w.angle();
+  if (w.ecal_sum() > 0) m->loss_weights.back() = w.ecal_sum();
+  return absl::OkStatus();
+}
+
+// Checks the hyper-parameters and applies those that override the model preset.
+absl::Status ApplyHyperParameters(const v1::HyperParameters& h, gan::ModelConfig* m) {
   if (h.epochs() < 1 || h.epochs() > 10000) {
     return Bad("spec.hyper_parameters.epochs", absl::StrCat(h.epochs(), " is not in 1..10000"));
   }
@@ -113,7 +132,7 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   if (!(h.learning_rate() >= 0)) {
     return Bad("spec.hyper_parameters.learning_rate", "must be > 0 (0 = preset default)");
   }
-  if (h.learning_rate() > 0) m.learning_rate = h.learning_rate();
+  if (h.learning_rate() > 0) m->learning_rate = h.learning_rate();
   if (!h.optimizer().empty() && h.optimizer() != "rmsprop") {
     return Bad("spec.hyper_parameters.optimizer",
                absl::StrCat("\"", h.optimizer(),
@@ -123,48 +142,38 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   if (!(h.label_flip_probability() >= 0 && h.label_flip_probability() < 1)) {
     return Bad("spec.hyper_parameters.label_flip_probability", "must be in [0, 1)");
   }
-  if (h.label_flip_probability() > 0) m.label_flip = h.label_flip_probability();
+  if (h.label_flip_probability() > 0) m->label_flip = h.label_flip_probability();
   if (h.generator_steps_per_discriminator_step() < 0 ||
       h.generator_steps_per_discriminator_step() > 100) {
     return Bad("spec.hyper_parameters.generator_steps_per_discriminator_step",
                "must be in 1..100 (0 = preset default)");
   }
   if (h.generator_steps_per_discriminator_step() > 0) {
-    m.generator_steps = h.generator_steps_per_discriminator_step();
+    m->generator_steps = h.generator_steps_per_discriminator_step();
   }
-  if (h.has_loss_weights()) {
-    const v1::LossWeights& w = h.loss_weights();
-    if (w.adversarial() < 0 || w.energy() < 0 || w.angle() < 0 || w.ecal_sum() < 0) {
-      return Bad("spec.hyper_parameters.loss_weights", "must be >= 0 (0 = preset default)");
-    }
-    // Order of ModelConfig::loss_weights: [BCE, E, ecal] or [BCE, E, theta, ecal].
-    if (w.adversarial() > 0) m.loss_weights[0] = w.adversarial();
-    if (w.energy() > 0) m.loss_weights[1] = w.energy();
-    if (m.variable_angle() && w.angle() > 0) m.loss_weights[2] = w.angle();
-    if (w.ecal_sum() > 0) m.loss_weights.back() = w.ecal_sum();
-  }
+  if (h.has_loss_weights()) RETURN_IF_ERROR(ApplyLossWeights(h.loss_weights(), m));
   if (h.warmup_epochs() < 0) return Bad("spec.hyper_parameters.warmup_epochs", "must be >= 0");
+  return absl::OkStatus();
+}
+
+// The model: the preset with the spec's overrides and hyper-parameters applied, validated.
+absl::StatusOr<gan::ModelConfig> ResolveModel(const v1::JobSpec& spec) {
+  absl::StatusOr<gan::ModelConfig> preset = gan::PresetConfig(spec.model_preset());
+  if (!preset.ok()) return Bad("spec.model_preset", std::string(preset.status().message()));
+  gan::ModelConfig& m = *preset;
+  RETURN_IF_ERROR(ApplyModelOverrides(spec.model_overrides(), &m));
+  RETURN_IF_ERROR(ApplyHyperParameters(spec.hyper_parameters(), &m));
   if (absl::Status s = gan::ValidateModelConfig(m); !s.ok()) {
     return Bad("spec.model_overrides", std::string(s.message()));
   }
-  plan.model = m;
-  plan.epochs = h.epochs();
-  plan.batch_per_rank = h.batch_per_rank();
-  plan.seed = h.seed();
-  plan.threads = a.threads();
-  plan.scale_lr_with_world_size = h.scale_lr_with_world_size();
-  plan.warmup_epochs = h.warmup_epochs();
+  return m;
+}
 
-  const int64_t batch = plan.batch_per_rank > 0 ? plan.batch_per_rank : m.default_batch;
-  RETURN_IF_ERROR(ResolveDataPipeline(spec.data_pipeline(),
-                                      batch * m.grid[0] * m.grid[1] * m.grid[2],
-                                      std::thread::hardware_concurrency(), &plan));
-
-  const v1::ValidationSettings& v = spec.validation();
-  plan.validation = !v.disabled();
-  plan.holdout_fraction = v.holdout_fraction() > 0 ? v.holdout_fraction() : 0.1;
-  if (v.disabled()) plan.holdout_fraction = 0;
-  if (!(plan.holdout_fraction >= 0 && plan.holdout_fraction < 1)) {
+absl::Status ResolveValidation(const v1::ValidationSettings& v, RankPlan* plan) {
+  plan->validation = !v.disabled();
+  plan->holdout_fraction = v.holdout_fraction() > 0 ? v.holdout_fraction() : 0.1;
+  if (v.disabled()) plan->holdout_fraction = 0;
+  if (!(plan->holdout_fraction >= 0 && plan->holdout_fraction < 1)) {
     return Bad("spec.validation.holdout_fraction",
                absl::StrCat(v.holdout_fraction(), " is not in (0, 1)"));
   }
@@ -174,12 +183,43 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   for (double e : v.energies()) {
     if (!(e > 0)) return Bad("spec.validation.energies", "every energy must be > 0 GeV");
   }
-  const v1::CheckpointPolicy& c = spec.checkpoint_policy();
+  return absl::OkStatus();
+}
+
+absl::Status ResolveCheckpointPolicy(const v1::CheckpointPolicy& c, RankPlan* plan) {
   if (c.every_epochs() < 0 || c.keep_last() < 0) {
     return Bad("spec.checkpoint_policy", "every_epochs and keep_last must be >= 0");
   }
-  plan.checkpoint_every_epochs = c.every_epochs();
-  plan.keep_last = std::max(1, c.keep_last());
+  plan->checkpoint_every_epochs = c.every_epochs();
+  plan->keep_last = std::max(1, c.keep_last());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
+  RankPlan plan;
+  plan.assignment = a;
+  RETURN_IF_ERROR(CheckAssignment(a));
+  const v1::JobSpec& spec = a.spec();
+  RETURN_IF_ERROR(CheckSpecWorldAndDataset(spec, a.world_size()));
+  ASSIGN_OR_RETURN(plan.model, ResolveModel(spec));
+
+  const v1::HyperParameters& h = spec.hyper_parameters();
+  plan.epochs = h.epochs();
+  plan.batch_per_rank = h.batch_per_rank();
+  plan.seed = h.seed();
+  plan.threads = a.threads();
+  plan.scale_lr_with_world_size = h.scale_lr_with_world_size();
+  plan.warmup_epochs = h.warmup_epochs();
+
+  const gan::ModelConfig& m = plan.model;
+  const int64_t batch = plan.batch_per_rank > 0 ? plan.batch_per_rank : m.default_batch;
+  RETURN_IF_ERROR(ResolveDataPipeline(spec.data_pipeline(),
+                                      batch * m.grid[0] * m.grid[1] * m.grid[2],
+                                      std::thread::hardware_concurrency(), &plan));
+  RETURN_IF_ERROR(ResolveValidation(spec.validation(), &plan));
+  RETURN_IF_ERROR(ResolveCheckpointPolicy(spec.checkpoint_policy(), &plan));
   return plan;
 }
 

@@ -246,25 +246,67 @@ absl::Status RankRunner::RunInner() {
                               rank_, world_size_, plan_.assignment.job_id(), plan_.model.preset,
                               spec.dataset(), plan_.epochs, plan_.batch_per_rank, plan_.threads));
   result_.set_code_version(CodeVersion());
-  {
-    // The lineage records what was trained with, not the spec's zeros ("preset default").
-    const gan::ModelConfig& m = plan_.model;
-    auto& hp = *result_.mutable_hyper_parameters();
-    hp["learning_rate"] = absl::StrCat(m.learning_rate);
-    hp["optimizer"] = "rmsprop";
-    hp["rmsprop_rho"] = absl::StrCat(m.rms_rho);
-    hp["label_flip_probability"] = absl::StrCat(m.label_flip);
-    hp["generator_steps_per_discriminator_step"] = absl::StrCat(m.generator_steps);
-    hp["loss_weights"] = absl::StrJoin(m.loss_weights, ",");
-    hp["batch_per_rank"] =
-        absl::StrCat(plan_.batch_per_rank > 0 ? plan_.batch_per_rank : m.default_batch);
-    hp["latent"] = absl::StrCat(m.latent);
-    hp["generator_filters"] = absl::StrJoin(m.generator_filters, ",");
-    hp["discriminator_filters"] = absl::StrJoin(m.discriminator_filters, ",");
-  }
+  RecordHyperParameters();
 
-  // 1. The data.
+  // 1. The data. The source and the dataset (its lease pins the cache file) live to the end.
   const auto data_start = std::chrono::steady_clock::now();
+  DatasetSource source(SourceOptions());
+  ASSIGN_OR_RETURN(MaterializedDataset dataset,
+                   source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256()));
+  if (StopRequested()) return absl::CancelledError("cancelled while materialising the dataset");
+  ASSIGN_OR_RETURN(std::shared_ptr<const showers::ShowerFileReader> reader,
+                   showers::ShowerFileReader::Open(dataset.local_path));
+  const std::string particle = dataset.particle.empty() ? reader->particle() : dataset.particle;
+  LogDataset(dataset, *reader, particle, SecondsSince(data_start));
+  RETURN_IF_ERROR(CheckDatasetFitsModel(*reader));
+  RecordDataset(dataset, particle);
+
+  // 2. The hold-out split and the training input pipeline.
+  ASSIGN_OR_RETURN(std::unique_ptr<gan::BatchSource> batches,
+                   StreamTrainingEvents(reader, particle, dataset.local_path));
+  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer, BuildTrainer(std::move(batches)));
+  if (StopRequested()) return absl::CancelledError("cancelled before training");
+
+  // 3. The process group (rank 0's weights are broadcast; gradients all-reduced from now on).
+  std::unique_ptr<distributed::Communicator> communicator;
+  std::unique_ptr<distributed::DataParallel> data_parallel;
+  if (world_size_ > 1) RETURN_IF_ERROR(JoinProcessGroup(*trainer, &communicator, &data_parallel));
+  if (StopRequested()) return absl::CancelledError("cancelled while forming the process group");
+  RETURN_IF_ERROR(StartRunning());
+
+  // 4. Training.
+  RETURN_IF_ERROR(TrainLoop(*trainer));
+  if (data_parallel != nullptr) {
+    const distributed::DataParallelStats stats = data_parallel->stats();
+    Log("INFO", absl::StrFormat("all-reduce: %d rounds, %.1f MB, %.2f s in flight, %.2f s not "
+                                "hidden behind backward",
+                                stats.reductions, stats.bytes / 1e6, stats.allreduce_seconds,
+                                stats.exposed_seconds));
+  }
+  if (rank_ != 0) return absl::OkStatus();
+
+  // 5. Final checkpoint, validation, result (rank 0).
+  return FinishJob(*trainer);
+}
+
+void RankRunner::RecordHyperParameters() {
+  // The lineage records what was trained with, not the spec's zeros ("preset default").
+  const gan::ModelConfig& m = plan_.model;
+  auto& hp = *result_.mutable_hyper_parameters();
+  hp["learning_rate"] = absl::StrCat(m.learning_rate);
+  hp["optimizer"] = "rmsprop";
+  hp["rmsprop_rho"] = absl::StrCat(m.rms_rho);
+  hp["label_flip_probability"] = absl::StrCat(m.label_flip);
+  hp["generator_steps_per_discriminator_step"] = absl::StrCat(m.generator_steps);
+  hp["loss_weights"] = absl::StrJoin(m.loss_weights, ",");
+  hp["batch_per_rank"] =
+      absl::StrCat(plan_.batch_per_rank > 0 ? plan_.batch_per_rank : m.default_batch);
+  hp["latent"] = absl::StrCat(m.latent);
+  hp["generator_filters"] = absl::StrJoin(m.generator_filters, ",");
+  hp["discriminator_filters"] = absl::StrJoin(m.discriminator_filters, ",");
+}
+
+DatasetSourceOptions RankRunner::SourceOptions() const {
   DatasetSourceOptions source_options;
   source_options.server = options_.server;
   source_options.token = options_.token;
@@ -273,33 +315,40 @@ absl::Status RankRunner::RunInner() {
   source_options.threads = std::max(1, plan_.threads);
   source_options.stop = options_.stop;
   source_options.load_showers = false;  // the trainer streams the pinned cache file
-  DatasetSource source(source_options);
-  ASSIGN_OR_RETURN(MaterializedDataset dataset,
-                   source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256()));
-  if (StopRequested()) return absl::CancelledError("cancelled while materialising the dataset");
-  ASSIGN_OR_RETURN(std::shared_ptr<const showers::ShowerFileReader> reader,
-                   showers::ShowerFileReader::Open(dataset.local_path));
-  const std::string particle = dataset.particle.empty() ? reader->particle() : dataset.particle;
-  const std::array<int64_t, 3>& shape = reader->shape();
+  return source_options;
+}
+
+void RankRunner::LogDataset(const MaterializedDataset& dataset,
+                            const showers::ShowerFileReader& reader, const std::string& particle,
+                            double seconds) {
+  const std::array<int64_t, 3>& shape = reader.shape();
   Log("INFO", absl::StrFormat("dataset %s materialised: %d events of %dx%dx%d (%s), sha256 %s, "
                               "%s in %.1f s",
-                              spec.dataset(), reader->events(), shape[0], shape[1], shape[2],
-                              particle, dataset.sha256,
+                              plan_.assignment.spec().dataset(), reader.events(), shape[0],
+                              shape[1], shape[2], particle, dataset.sha256,
                               dataset.from_cache ? "from the cache"
                               : dataset.downloaded_bytes > 0
                                   ? absl::StrCat("downloaded ", dataset.downloaded_bytes, " bytes")
                                   : "filled into the cache",
-                              SecondsSince(data_start)));
+                              seconds));
+}
+
+absl::Status RankRunner::CheckDatasetFitsModel(const showers::ShowerFileReader& reader) const {
+  const std::array<int64_t, 3>& shape = reader.shape();
   const bool variable = plan_.model.variable_angle();
-  const bool layout_fits = reader->layout() == (variable ? showers::Layout::kVariableAngle3DGan
-                                                         : showers::Layout::kFixedAngle3DGan);
+  const bool layout_fits = reader.layout() == (variable ? showers::Layout::kVariableAngle3DGan
+                                                        : showers::Layout::kFixedAngle3DGan);
   if (!layout_fits || shape != plan_.model.grid) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "dataset %s has %dx%dx%d events but preset %s needs the %s layout (%dx%dx%d)",
-        spec.dataset(), shape[0], shape[1], shape[2], plan_.model.preset,
+        plan_.assignment.spec().dataset(), shape[0], shape[1], shape[2], plan_.model.preset,
         variable ? "3DGAN variable-angle" : "3DGAN fixed-angle", plan_.model.grid[0],
         plan_.model.grid[1], plan_.model.grid[2]));
   }
+  return absl::OkStatus();
+}
+
+void RankRunner::RecordDataset(const MaterializedDataset& dataset, const std::string& particle) {
   result_.set_dataset_sha256(dataset.sha256);
   result_.set_particle(ParticleOf(particle));
   result_.mutable_energy_range_gev()->set_min(dataset.energy_min_gev);
@@ -308,8 +357,12 @@ absl::Status RankRunner::RunInner() {
     result_.mutable_theta_range_rad()->set_min(dataset.theta_min_rad);
     result_.mutable_theta_range_rad()->set_max(dataset.theta_max_rad);
   }
+}
 
-  // 2. The hold-out split (identical on every rank); only rank 0 validates, so only it reads the
+absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEvents(
+    std::shared_ptr<const showers::ShowerFileReader> reader, const std::string& particle,
+    const std::string& local_path) {
+  // The hold-out split is identical on every rank; only rank 0 validates, so only it reads the
   // held-out events. The training events stream from the file through the prefetching source.
   ASSIGN_OR_RETURN(HoldoutSplit split,
                    SplitHoldout(reader->events(), plan_.holdout_fraction, plan_.seed));
@@ -332,43 +385,41 @@ absl::Status RankRunner::RunInner() {
       absl::StrFormat("input pipeline: %d training events (%d dropped by the event "
                       "selection) streamed from %s, %d batches read ahead by %d loader "
                       "threads (%.1f s to set up)",
-                      batches->events(), batches->dropped_events(), dataset.local_path,
+                      batches->events(), batches->dropped_events(), local_path,
                       plan_.prefetch_batches, plan_.loader_threads, SecondsSince(pipeline_start)));
-  {
-    auto& hp = *result_.mutable_hyper_parameters();
-    hp["prefetch_batches"] = absl::StrCat(plan_.prefetch_batches);
-    hp["loader_threads"] = absl::StrCat(plan_.loader_threads);
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer, BuildTrainer(std::move(batches)));
-  if (StopRequested()) return absl::CancelledError("cancelled before training");
+  auto& hp = *result_.mutable_hyper_parameters();
+  hp["prefetch_batches"] = absl::StrCat(plan_.prefetch_batches);
+  hp["loader_threads"] = absl::StrCat(plan_.loader_threads);
+  return std::unique_ptr<gan::BatchSource>(std::move(batches));
+}
 
-  // 3. The process group (rank 0's weights are broadcast; gradients all-reduced from now on).
-  std::unique_ptr<distributed::Communicator> communicator;
-  std::unique_ptr<distributed::DataParallel> data_parallel;
-  if (world_size_ > 1) {
-    const v1::Assignment& a = plan_.assignment;
-    distributed::CommunicatorOptions co;
-    co.rendezvous_host = a.rendezvous_host();
-    co.rendezvous_port = a.rendezvous_port();
-    co.rank = rank_;
-    co.world_size = world_size_;
-    co.bind_host = rank_ == 0 ? a.rendezvous_host()
-                   : options_.bind_host.empty()
-                       ? LocalAddressTowards(a.rendezvous_host(), a.rendezvous_port())
-                       : options_.bind_host;
-    const auto connect_start = std::chrono::steady_clock::now();
-    Log("INFO",
-        absl::StrFormat("joining the process group at %s:%d as rank %d of %d (bind %s)",
-                        co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host));
-    ASSIGN_OR_RETURN(communicator, distributed::Communicator::Connect(co));
-    ASSIGN_OR_RETURN(data_parallel,
-                     distributed::DataParallel::Attach(*trainer, *communicator,
-                                                       distributed::DataParallelOptions()));
-    Log("INFO", absl::StrFormat("process group formed: %d ranks in %.1f s", world_size_,
-                                SecondsSince(connect_start)));
-  }
-  if (StopRequested()) return absl::CancelledError("cancelled while forming the process group");
+absl::Status RankRunner::JoinProcessGroup(
+    gan::Trainer& trainer, std::unique_ptr<distributed::Communicator>* communicator,
+    std::unique_ptr<distributed::DataParallel>* data_parallel) {
+  const v1::Assignment& a = plan_.assignment;
+  distributed::CommunicatorOptions co;
+  co.rendezvous_host = a.rendezvous_host();
+  co.rendezvous_port = a.rendezvous_port();
+  co.rank = rank_;
+  co.world_size = world_size_;
+  co.bind_host = rank_ == 0 ? a.rendezvous_host()
+                 : options_.bind_host.empty()
+                     ? LocalAddressTowards(a.rendezvous_host(), a.rendezvous_port())
+                     : options_.bind_host;
+  const auto connect_start = std::chrono::steady_clock::now();
+  Log("INFO",
+      absl::StrFormat("joining the process group at %s:%d as rank %d of %d (bind %s)",
+                      co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host));
+  ASSIGN_OR_RETURN(*communicator, distributed::Communicator::Connect(co));
+  ASSIGN_OR_RETURN(*data_parallel,
+                   distributed::DataParallel::Attach(trainer, **communicator,
+                                                     distributed::DataParallelOptions()));
+  Log("INFO", absl::StrFormat("process group formed: %d ranks in %.1f s", world_size_,
+                              SecondsSince(connect_start)));
+  return absl::OkStatus();
+}
 
+absl::Status RankRunner::StartRunning() {
   v1::WorkerMessage running;
   running.mutable_rank_status()->set_rank(rank_);
   running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
@@ -377,32 +428,23 @@ absl::Status RankRunner::RunInner() {
     checkpoints_ = std::make_unique<CheckpointClient>(options_.server, options_.token);
     progress_thread_ = std::thread([this] { ProgressLoop(); });
   }
+  return absl::OkStatus();
+}
 
-  // 4. Training.
-  RETURN_IF_ERROR(TrainLoop(*trainer));
-  if (data_parallel != nullptr) {
-    const distributed::DataParallelStats stats = data_parallel->stats();
-    Log("INFO", absl::StrFormat("all-reduce: %d rounds, %.1f MB, %.2f s in flight, %.2f s not "
-                                "hidden behind backward",
-                                stats.reductions, stats.bytes / 1e6, stats.allreduce_seconds,
-                                stats.exposed_seconds));
-  }
-  if (rank_ != 0) return absl::OkStatus();
-
-  // 5. Final checkpoint, validation, result (rank 0).
-  if (last_upload_epoch_ != trainer->state().epoch) {
-    RETURN_IF_ERROR(SaveAndUpload(*trainer, /*final_checkpoint=*/true));
+absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
+  if (last_upload_epoch_ != trainer.state().epoch) {
+    RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true));
   }
   result_.set_checkpoint_sha256(last_upload_.sha256);
   result_.set_checkpoint_size_bytes(last_upload_.size_bytes);
   if (plan_.validation) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
-    RETURN_IF_ERROR(Validate(*trainer, &result_));
+    RETURN_IF_ERROR(Validate(trainer, &result_));
   }
   result_.set_success(true);
   result_.set_message(absl::StrFormat(
-      "trained %d epochs (%d steps) on %d ranks; checkpoint %s%s", trainer->state().epoch,
-      trainer->state().step, world_size_, last_upload_.sha256,
+      "trained %d epochs (%d steps) on %d ranks; checkpoint %s%s", trainer.state().epoch,
+      trainer.state().step, world_size_, last_upload_.sha256,
       plan_.validation ? absl::StrFormat("; validation fom %.4g", result_.metrics().at("fom"))
                        : "; validation disabled"));
   {

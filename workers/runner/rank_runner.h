@@ -20,10 +20,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
+#include "showers/shower_file_reader.h"
 #include "showers/shower_set.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_client.h"
+#include "workers/runner/dataset_source.h"
 #include "workers/runner/rank_plan.h"
+
+namespace gantry::distributed {
+class Communicator;
+class DataParallel;
+}  // namespace gantry::distributed
 
 namespace gantry::runner {
 
@@ -65,6 +72,21 @@ class RankRunner {
 
  private:
   absl::Status RunInner();
+  // The phases of RunInner, in order.
+  void RecordHyperParameters();
+  DatasetSourceOptions SourceOptions() const;
+  void LogDataset(const MaterializedDataset& dataset, const showers::ShowerFileReader& reader,
+                  const std::string& particle, double seconds);
+  absl::Status CheckDatasetFitsModel(const showers::ShowerFileReader& reader) const;
+  void RecordDataset(const MaterializedDataset& dataset, const std::string& particle);
+  absl::StatusOr<std::unique_ptr<gan::BatchSource>> StreamTrainingEvents(
+      std::shared_ptr<const showers::ShowerFileReader> reader, const std::string& particle,
+      const std::string& local_path);
+  absl::Status JoinProcessGroup(gan::Trainer& trainer,
+                                std::unique_ptr<distributed::Communicator>* communicator,
+                                std::unique_ptr<distributed::DataParallel>* data_parallel);
+  absl::Status StartRunning();
+  absl::Status FinishJob(gan::Trainer& trainer);
   absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildTrainer(
       std::unique_ptr<gan::BatchSource> batches);
   absl::Status TrainLoop(gan::Trainer& trainer);

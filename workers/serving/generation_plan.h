@@ -38,7 +38,12 @@ class GenerationPlan {
   ShowerSpec Shower(int64_t index) const;
 
  private:
+  class TrainingRanges;
+
   GenerationPlan() = default;
+  // The conditions: a list of showers, or a count with energy (and angle) ranges to draw from.
+  absl::Status SetList(const gantry::v1::ConditionList& list, const TrainingRanges& ranges);
+  absl::Status SetRange(const gantry::v1::ConditionRange& range, const TrainingRanges& ranges);
 
   int64_t count_ = 0;
   int chunk_showers_ = kDefaultChunkShowers;
