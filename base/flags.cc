@@ -2,8 +2,11 @@
 
 #include <algorithm>
 
+#include "absl/flags/commandlineflag.h"
 #include "absl/flags/parse.h"
+#include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
+#include "absl/status/status.h"
 
 namespace gantry {
 namespace {
@@ -33,6 +36,64 @@ std::vector<std::string> ParseFlags(int argc, char** argv, const std::string& us
   const std::vector<char*> rest =
       absl::ParseCommandLine(static_cast<int>(pointers.size()), pointers.data());
   return std::vector<std::string>(rest.begin() + 1, rest.end());
+}
+
+namespace {
+
+// Sets the flag named in `arg` (already without its leading dashes, name not yet normalized) from
+// its "=value", the next argument of argv (advancing *i) or, for a bool, "true"/"false".
+absl::Status ParseOneFlag(const std::string& arg, int argc, char** argv, int* i) {
+  const size_t eq = arg.find('=');
+  const std::string written = arg.substr(0, eq);
+  std::string name = written;
+  std::replace(name.begin(), name.end(), '-', '_');
+  const auto unknown = [&] { return absl::InvalidArgumentError("unknown flag --" + written); };
+  absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+  std::string value;
+  if (flag == nullptr) {
+    // --noname for a bool flag.
+    if (name.rfind("no", 0) != 0 || eq != std::string::npos) return unknown();
+    flag = absl::FindCommandLineFlag(name.substr(2));
+    if (flag == nullptr || !flag->IsOfType<bool>()) return unknown();
+    value = "false";
+  } else if (eq != std::string::npos) {
+    value = arg.substr(eq + 1);
+  } else if (flag->IsOfType<bool>()) {
+    value = "true";
+  } else if (*i + 1 < argc && std::string(argv[*i + 1]).rfind("--", 0) != 0) {
+    value = argv[++*i];
+  } else {
+    return absl::InvalidArgumentError("--" + written + ": needs a value");
+  }
+  std::string error;
+  if (!flag->ParseFrom(value, &error)) {
+    return absl::InvalidArgumentError("--" + written + ": " + error);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, bool* help) {
+  *help = false;
+  std::vector<std::string> positional;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") {
+      positional.insert(positional.end(), argv + i + 1, argv + argc);
+      break;
+    }
+    if (arg == "--help" || arg == "-h") {
+      *help = true;
+    } else if (arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      if (absl::Status status = ParseOneFlag(arg.substr(2), argc, argv, &i); !status.ok()) {
+        return status;
+      }
+    } else {
+      positional.push_back(arg);
+    }
+  }
+  return positional;
 }
 
 }  // namespace gantry

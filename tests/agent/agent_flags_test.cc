@@ -1,4 +1,5 @@
-// Flag parsing of `gantry-worker daemon` (pure) and the outbound queue's drop policy.
+// The option building of `gantry-worker daemon` from its flag values (pure) and the outbound
+// queue's drop policy.
 #include "workers/agent/agent_flags.h"
 
 #include <gtest/gtest.h>
@@ -13,21 +14,35 @@
 namespace gantry::agent {
 namespace {
 
-using Args = std::vector<std::string>;
+// Flags with a valid --server/--join-token.
+AgentFlags Valid() {
+  AgentFlags f;
+  f.server = "127.0.0.1:50051";
+  f.join_token = "t0k";
+  return f;
+}
 
-// The error of parsing `extra` on top of a valid --server/--join-token.
-std::string ErrorOf(Args extra) {
-  Args args = {"--server=127.0.0.1:50051", "--join-token=t0k"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  absl::StatusOr<AgentOptions> o = ParseAgentFlags(args);
+// The error of building options from `f`.
+std::string ErrorOf(const AgentFlags& f) {
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
   if (o.ok()) return "<ok>";
   EXPECT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
   return std::string(o.status().message());
 }
 
+// The error of `change` applied on top of Valid().
+template <typename Change>
+std::string ErrorOfChange(Change change) {
+  AgentFlags f = Valid();
+  change(f);
+  return ErrorOf(f);
+}
+
 TEST(AgentFlagsTest, DefaultsMatchTheDocumentedValues) {
-  absl::StatusOr<AgentOptions> o =
-      ParseAgentFlags({"--server", "gantry:50051", "--join-token", "x"});
+  AgentFlags f;
+  f.server = "gantry:50051";
+  f.join_token = "x";
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->server, "gantry:50051");
   EXPECT_EQ(o->join_token, "x");
@@ -47,12 +62,22 @@ TEST(AgentFlagsTest, DefaultsMatchTheDocumentedValues) {
 }
 
 TEST(AgentFlagsTest, ParsesEveryFlag) {
-  absl::StatusOr<AgentOptions> o = ParseAgentFlags(
-      {"--server=10.0.0.1:7000", "--join-token-file=/etc/gantry/join", "--name=node-7.a",
-       "--slots=4", "--device=cpu", "--threads=3", "--labels=pool=onprem,zone=a",
-       "--cache-dir=/var/cache/g", "--cache-max-bytes=2G", "--advertise-host=node7.example",
-       "--rendezvous-ports=30000-30009", "--work-dir", "/scratch", "--rank-binary=/bin/fake",
-       "--ranks-die-with-daemon=false"});
+  AgentFlags f;
+  f.server = "10.0.0.1:7000";
+  f.join_token_file = "/etc/gantry/join";
+  f.name = "node-7.a";
+  f.slots = 4;
+  f.device = "cpu";
+  f.threads = 3;
+  f.labels = "pool=onprem,zone=a";
+  f.cache_dir = "/var/cache/g";
+  f.cache_max_bytes = "2G";
+  f.advertise_host = "node7.example";
+  f.rendezvous_ports = "30000-30009";
+  f.work_dir = "/scratch";
+  f.rank_binary = "/bin/fake";
+  f.ranks_die_with_daemon = "false";
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_token_file, "/etc/gantry/join");
   EXPECT_EQ(o->name, "node-7.a");
@@ -71,43 +96,63 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   EXPECT_FALSE(o->ranks_die_with_daemon);
 }
 
+// Unknown flags, a flag without its value, a value its type rejects (--slots=two) and stray
+// arguments are refused by gantry::ParseFlags in main: tests/agent/CMakeLists.txt runs them
+// against agent_test_daemon.
 TEST(AgentFlagsTest, ErrorsNameTheFlag) {
-  EXPECT_NE(ErrorOf({"--slots=0"}).find("--slots"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--slots=two"}).find("--slots"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--threads=-1"}).find("--threads"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--device=tpu"}).find("--device"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--labels=pool"}).find("--labels"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--labels=a=1,a=2"}).find("--labels"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--rendezvous-ports=29499-29400"}).find("--rendezvous-ports"),
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.slots = 0; }).find("--slots"), std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.threads = -1; }).find("--threads"),
             std::string::npos);
-  EXPECT_NE(ErrorOf({"--rendezvous-ports=70000-70001"}).find("--rendezvous-ports"),
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.device = "tpu"; }).find("--device"),
             std::string::npos);
-  EXPECT_NE(ErrorOf({"--cache-max-bytes=lots"}).find("--cache-max-bytes"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--name=bad name"}).find("--name"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--advertise-host="}).find("--advertise-host"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--bogus=1"}).find("--bogus"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--slots"}).find("--slots"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--join-token-file=/x"}).find("--join-token-file"), std::string::npos);
-  EXPECT_NE(ErrorOf({"stray"}).find("stray"), std::string::npos);
-  EXPECT_NE(ErrorOf({"--ranks-die-with-daemon=yes"}).find("--ranks-die-with-daemon"),
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.labels = "pool"; }).find("--labels"),
+            std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.labels = "a=1,a=2"; }).find("--labels"),
+            std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
+              f.rendezvous_ports = "29499-29400";
+            }).find("--rendezvous-ports"),
+            std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
+              f.rendezvous_ports = "70000-70001";
+            }).find("--rendezvous-ports"),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOfChange([](AgentFlags& f) { f.cache_max_bytes = "lots"; }).find("--cache-max-bytes"),
+      std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.name = "bad name"; }).find("--name"),
+            std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.advertise_host = ""; }).find("--advertise-host"),
+            std::string::npos);
+  EXPECT_NE(
+      ErrorOfChange([](AgentFlags& f) { f.join_token_file = "/x"; }).find("--join-token-file"),
+      std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
+              f.ranks_die_with_daemon = "yes";
+            }).find("--ranks-die-with-daemon"),
             std::string::npos);
 }
 
 TEST(AgentFlagsTest, RequiresServerAndToken) {
-  absl::StatusOr<AgentOptions> o = ParseAgentFlags({"--join-token=t"});
+  AgentFlags f;
+  f.join_token = "t";
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("--server"), std::string::npos);
-  o = ParseAgentFlags({"--server=localhost"});
+  f = AgentFlags();
+  f.server = "localhost";
+  o = BuildAgentOptions(f);
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("--server"), std::string::npos);
-  o = ParseAgentFlags({"--server=localhost:1"});
+  f.server = "localhost:1";
+  o = BuildAgentOptions(f);
   ASSERT_FALSE(o.ok());
   EXPECT_NE(o.status().message().find("--join-token"), std::string::npos);
 }
 
 #ifndef GANTRY_WITH_CUDA
 TEST(AgentFlagsTest, GpuNeedsACudaBuild) {
-  const std::string error = ErrorOf({"--device=gpu:0,1"});
+  const std::string error = ErrorOfChange([](AgentFlags& f) { f.device = "gpu:0,1"; });
   EXPECT_NE(error.find("--device"), std::string::npos);
   EXPECT_NE(error.find("GANTRY_WITH_CUDA"), std::string::npos);
 }
@@ -116,9 +161,11 @@ TEST(AgentFlagsTest, GpuNeedsACudaBuild) {
 TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   gantry::testing::TempDir dir;
   std::ofstream(dir.File("join")) << "  s3cret-token\n";
-  absl::StatusOr<AgentOptions> o =
-      ParseAgentFlags({"--server=h:1", "--join-token-file=" + dir.File("join"),
-                       "--cache-dir=" + dir.File("cache") + "/"});
+  AgentFlags f;
+  f.server = "h:1";
+  f.join_token_file = dir.File("join");
+  f.cache_dir = dir.File("cache") + "/";
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_TRUE(ResolveAgentOptions(&*o).ok());
   EXPECT_EQ(o->join_token, "s3cret-token");
@@ -126,7 +173,10 @@ TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   EXPECT_EQ(o->cache_dir, dir.File("cache"));
   EXPECT_EQ(o->work_dir, dir.File("cache") + "/work");
 
-  o = ParseAgentFlags({"--server=h:1", "--join-token-file=" + dir.File("missing")});
+  f = AgentFlags();
+  f.server = "h:1";
+  f.join_token_file = dir.File("missing");
+  o = BuildAgentOptions(f);
   ASSERT_TRUE(o.ok());
   const absl::Status s = ResolveAgentOptions(&*o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 
 namespace gantry::agent {
 
@@ -43,15 +44,6 @@ namespace {
 
 absl::Status Bad(const std::string& flag, const std::string& why) {
   return absl::InvalidArgumentError(absl::StrCat("--", flag, ": ", why));
-}
-
-absl::Status ParseInt(const std::string& flag, const std::string& value, int lo, int hi, int* out) {
-  int v = 0;
-  if (!absl::SimpleAtoi(value, &v) || v < lo || v > hi) {
-    return Bad(flag, absl::StrCat("\"", value, "\" is not an integer in ", lo, "..", hi));
-  }
-  *out = v;
-  return absl::OkStatus();
 }
 
 absl::Status ParseBytes(const std::string& flag, std::string value, int64_t* out) {
@@ -154,106 +146,99 @@ absl::Status ParsePorts(const std::string& value, AgentOptions* o) {
   return absl::OkStatus();
 }
 
-absl::Status Apply(const std::string& key, const std::string& value, AgentOptions* o) {
-  if (key == "server") {
-    const size_t colon = value.rfind(':');
-    int port = 0;
-    if (colon == std::string::npos || colon == 0 ||
-        !absl::SimpleAtoi(value.substr(colon + 1), &port) || port < 1 || port > 65535) {
-      return Bad("server", absl::StrCat("\"", value, "\" is not HOST:PORT"));
-    }
-    o->server = value;
-  } else if (key == "join-token") {
-    if (value.empty()) return Bad("join-token", "is empty");
-    o->join_token = value;
-  } else if (key == "join-token-file") {
-    if (value.empty()) return Bad("join-token-file", "is empty");
-    o->join_token_file = value;
-  } else if (key == "name") {
-    if (value.empty() || value.size() > 128 || !NameChars(value)) {
-      return Bad("name", "must be 1-128 characters [A-Za-z0-9._-]");
-    }
-    o->name = value;
-  } else if (key == "slots") {
-    return ParseInt(key, value, 1, 1024, &o->slots);
-  } else if (key == "device") {
-    return ParseDevice(value, o);
-  } else if (key == "threads") {
-    return ParseInt(key, value, 1, 1024, &o->threads_per_rank);
-  } else if (key == "labels") {
-    return ParseLabels(value, o);
-  } else if (key == "cache-dir") {
-    if (value.empty()) return Bad("cache-dir", "is empty");
-    o->cache_dir = value;
-  } else if (key == "cache-max-bytes") {
-    return ParseBytes(key, value, &o->cache_max_bytes);
-  } else if (key == "advertise-host") {
-    if (value.empty() || value.size() > 255) return Bad("advertise-host", "must be 1-255 chars");
-    o->advertise_host = value;
-  } else if (key == "rendezvous-ports") {
-    return ParsePorts(value, o);
-  } else if (key == "work-dir") {
-    if (value.empty()) return Bad("work-dir", "is empty");
-    o->work_dir = value;
-  } else if (key == "ranks-die-with-daemon") {
-    if (value != "true" && value != "false") return Bad(key, "wants true or false");
-    o->ranks_die_with_daemon = value == "true";
-  } else if (key == "serve-port") {
-    return ParseInt(key, value, -1, 65535, &o->serve_port);
-  } else if (key == "max-batch-size") {
-    return ParseInt(key, value, 1, 4096, &o->max_batch_size);
-  } else if (key == "max-queue-delay-ms") {
-    double ms = 0;
-    if (!absl::SimpleAtod(value, &ms) || !(ms >= 0) || ms > 10000) {
-      return Bad(key, absl::StrCat("\"", value, "\" is not a number of milliseconds in 0..10000"));
-    }
-    o->max_queue_delay_ms = ms;
-  } else if (key == "max-queued-requests") {
-    return ParseInt(key, value, 1, 1000000, &o->max_queued_requests);
-  } else if (key == "model-cache-bytes") {
-    return ParseBytes(key, value, &o->model_cache_bytes);
-  } else if (key == "serve-threads") {
-    return ParseInt(key, value, 0, 1024, &o->serve_threads);
-  } else if (key == "rank-binary") {  // hidden: tests run a fake rank program
-    o->rank_binary = value;
-  } else if (key == "kill-grace-ms") {  // hidden
-    return ParseInt(key, value, 0, 600000, &o->kill_grace_ms);
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown flag --", key));
+absl::Status CheckInt(const std::string& flag, int value, int lo, int hi) {
+  if (value < lo || value > hi) {
+    return Bad(flag, absl::StrCat("\"", value, "\" is not an integer in ", lo, "..", hi));
   }
+  return absl::OkStatus();
+}
+
+absl::Status ParseServer(const std::string& value, AgentOptions* o) {
+  if (value.empty()) return Bad("server", "is required (HOST:PORT of gantry-server)");
+  const size_t colon = value.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(value.substr(colon + 1), &port) || port < 1 || port > 65535) {
+    return Bad("server", absl::StrCat("\"", value, "\" is not HOST:PORT"));
+  }
+  o->server = value;
+  return absl::OkStatus();
+}
+
+absl::Status ParseIdentity(const AgentFlags& f, AgentOptions* o) {
+  RETURN_IF_ERROR(ParseServer(f.server, o));
+  if (f.join_token.empty() && f.join_token_file.empty()) {
+    return Bad("join-token", "is required (or --join-token-file)");
+  }
+  if (!f.join_token.empty() && !f.join_token_file.empty()) {
+    return Bad("join-token-file", "give either --join-token or --join-token-file, not both");
+  }
+  o->join_token = f.join_token;
+  o->join_token_file = f.join_token_file;
+  if (!f.name.empty() && (f.name.size() > 128 || !NameChars(f.name))) {
+    return Bad("name", "must be 1-128 characters [A-Za-z0-9._-]");
+  }
+  o->name = f.name;
+  return absl::OkStatus();
+}
+
+absl::Status ParseResources(const AgentFlags& f, AgentOptions* o) {
+  RETURN_IF_ERROR(CheckInt("slots", f.slots, 1, 1024));
+  o->slots = f.slots;
+  RETURN_IF_ERROR(ParseDevice(f.device, o));
+  RETURN_IF_ERROR(CheckInt("threads", f.threads, 1, 1024));
+  o->threads_per_rank = f.threads;
+  RETURN_IF_ERROR(ParseLabels(f.labels, o));
+  if (f.cache_dir.empty()) return Bad("cache-dir", "is empty");
+  o->cache_dir = f.cache_dir;
+  RETURN_IF_ERROR(ParseBytes("cache-max-bytes", f.cache_max_bytes, &o->cache_max_bytes));
+  return absl::OkStatus();
+}
+
+absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
+  if (f.advertise_host.empty() || f.advertise_host.size() > 255) {
+    return Bad("advertise-host", "must be 1-255 chars");
+  }
+  o->advertise_host = f.advertise_host;
+  RETURN_IF_ERROR(ParsePorts(f.rendezvous_ports, o));
+  o->work_dir = f.work_dir;
+  if (f.ranks_die_with_daemon != "true" && f.ranks_die_with_daemon != "false") {
+    return Bad("ranks-die-with-daemon", "wants true or false");
+  }
+  o->ranks_die_with_daemon = f.ranks_die_with_daemon == "true";
+  o->rank_binary = f.rank_binary;
+  RETURN_IF_ERROR(CheckInt("kill-grace-ms", f.kill_grace_ms, 0, 600000));
+  o->kill_grace_ms = f.kill_grace_ms;
+  return absl::OkStatus();
+}
+
+absl::Status ParseServing(const AgentFlags& f, AgentOptions* o) {
+  RETURN_IF_ERROR(CheckInt("serve-port", f.serve_port, -1, 65535));
+  o->serve_port = f.serve_port;
+  RETURN_IF_ERROR(CheckInt("max-batch-size", f.max_batch_size, 1, 4096));
+  o->max_batch_size = f.max_batch_size;
+  if (!(f.max_queue_delay_ms >= 0) || f.max_queue_delay_ms > 10000) {
+    return Bad(
+        "max-queue-delay-ms",
+        absl::StrCat("\"", f.max_queue_delay_ms, "\" is not a number of milliseconds in 0..10000"));
+  }
+  o->max_queue_delay_ms = f.max_queue_delay_ms;
+  RETURN_IF_ERROR(CheckInt("max-queued-requests", f.max_queued_requests, 1, 1000000));
+  o->max_queued_requests = f.max_queued_requests;
+  RETURN_IF_ERROR(ParseBytes("model-cache-bytes", f.model_cache_bytes, &o->model_cache_bytes));
+  RETURN_IF_ERROR(CheckInt("serve-threads", f.serve_threads, 0, 1024));
+  o->serve_threads = f.serve_threads;
   return absl::OkStatus();
 }
 
 }  // namespace
 
-absl::StatusOr<AgentOptions> ParseAgentFlags(const std::vector<std::string>& args) {
+absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags) {
   AgentOptions o;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg.rfind("--", 0) != 0 || arg.size() == 2) {
-      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", arg, "\""));
-    }
-    std::string key = arg.substr(2);
-    std::string value;
-    const size_t eq = key.find('=');
-    if (eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key.resize(eq);
-    } else if (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
-      value = args[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("--", key, ": needs a value"));
-    }
-    absl::Status s = Apply(key, value, &o);
-    if (!s.ok()) return s;
-  }
-  if (o.server.empty()) return Bad("server", "is required (HOST:PORT of gantry-server)");
-  if (o.join_token.empty() && o.join_token_file.empty()) {
-    return Bad("join-token", "is required (or --join-token-file)");
-  }
-  if (!o.join_token.empty() && !o.join_token_file.empty()) {
-    return Bad("join-token-file", "give either --join-token or --join-token-file, not both");
-  }
+  RETURN_IF_ERROR(ParseIdentity(flags, &o));
+  RETURN_IF_ERROR(ParseResources(flags, &o));
+  RETURN_IF_ERROR(ParseRanks(flags, &o));
+  RETURN_IF_ERROR(ParseServing(flags, &o));
   return o;
 }
 

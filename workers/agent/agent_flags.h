@@ -1,10 +1,10 @@
-// AgentFlags: parses the command line of `gantry-worker daemon` into AgentOptions (pure: no I/O
-// except where noted), so every flag error is unit-testable.
+// AgentFlags: the flag values of `gantry-worker daemon` as given on the command line, and
+// BuildAgentOptions, which validates them into AgentOptions (pure), so every value error is
+// unit-testable.
 #ifndef GANTRY_WORKERS_AGENT_AGENT_FLAGS_H_
 #define GANTRY_WORKERS_AGENT_AGENT_FLAGS_H_
 
 #include <string>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -15,12 +15,38 @@ namespace gantry::agent {
 // The flag reference printed by `gantry-worker daemon --help`.
 extern const char kAgentUsage[];
 
-// Parses `args` (the arguments after "daemon"; --flag=value or --flag value). INVALID_ARGUMENT
-// with a message naming the offending flag for unknown flags, missing values, bad numbers or
-// ranges, a missing --server or join token, and --device gpu in a build without GANTRY_WITH_CUDA.
-// Leaves name empty when --name is absent (the caller fills in the host name) and work_dir empty
-// when --work-dir is absent (= <cache_dir>/work).
-absl::StatusOr<AgentOptions> ParseAgentFlags(const std::vector<std::string>& args);
+// One member per daemon flag (--cache-max-bytes is cache_max_bytes); the member defaults are the
+// flags' defaults. Values with a syntax of their own stay text until BuildAgentOptions.
+struct AgentFlags {
+  std::string server;  // HOST:PORT, required
+  std::string join_token;
+  std::string join_token_file;
+  std::string name;  // empty: the host name (ResolveAgentOptions)
+  int slots = 1;
+  std::string device = "cpu";  // cpu | gpu:ID[,ID...]
+  int threads = 1;
+  std::string labels;  // k=v,k=v
+  std::string cache_dir = "./gantry-cache";
+  std::string cache_max_bytes = "10G";  // N[K|M|G|T]
+  std::string advertise_host = "127.0.0.1";
+  std::string rendezvous_ports = "29400-29499";  // MIN-MAX
+  std::string work_dir;                          // empty: <cache_dir>/work
+  std::string ranks_die_with_daemon = "true";    // true | false
+  int serve_port = 0;
+  int max_batch_size = 128;
+  double max_queue_delay_ms = 2.0;
+  int max_queued_requests = 1024;
+  std::string model_cache_bytes = "1G";  // N[K|M|G|T]
+  int serve_threads = 0;
+  std::string rank_binary;   // hidden: tests run a fake rank program
+  int kill_grace_ms = 5000;  // hidden
+};
+
+// INVALID_ARGUMENT with a message naming the offending flag for bad numbers or ranges, a missing
+// --server or join token, and --device gpu in a build without GANTRY_WITH_CUDA. Leaves name empty
+// when --name is absent (the caller fills in the host name) and work_dir empty when --work-dir is
+// absent (= <cache_dir>/work).
+absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags);
 
 // Fills the defaults that need the environment: join_token from join_token_file (trimmed),
 // name from the host name, cache_dir/work_dir made absolute and work_dir defaulted. Creates

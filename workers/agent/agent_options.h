@@ -1,5 +1,6 @@
 // AgentOptions: everything the worker daemon (gantry-worker daemon) is configured with; filled
-// from flags by ParseAgentFlags (agent_flags.h) and passed down to WorkerAgent and RankLauncher.
+// from the daemon flags by BuildAgentOptions (agent_flags.h) and passed down to WorkerAgent and
+// RankLauncher.
 #ifndef GANTRY_WORKERS_AGENT_AGENT_OPTIONS_H_
 #define GANTRY_WORKERS_AGENT_AGENT_OPTIONS_H_
 

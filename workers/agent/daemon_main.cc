@@ -13,7 +13,6 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/signals.h"
-#include "workers/agent/agent_flags.h"
 #include "workers/agent/worker_agent.h"
 #include "workers/runner/dataset_cache.h"
 
@@ -101,22 +100,7 @@ class DatasetCacheExtension final : public DaemonExtension {
 
 }  // namespace
 
-int DaemonMain(const std::vector<std::string>& args,
-               const std::vector<DaemonExtensionFactory>& extensions) {
-  for (const std::string& a : args) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kAgentUsage;
-      return 0;
-    }
-  }
-  absl::StatusOr<AgentOptions> options = ParseAgentFlags(args);
-  absl::Status status = options.status();
-  if (status.ok()) status = ResolveAgentOptions(&*options);
-  if (!status.ok()) {
-    std::cerr << "gantry-worker daemon: " << status.message() << "\n" << kAgentUsage;
-    return 2;
-  }
-
+int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& extensions) {
   // Signals are taken synchronously by one thread; every other thread (gRPC's, the supervisors')
   // inherits the blocked mask. Rank processes unblock them before exec.
   const sigset_t signals = BlockTerminationSignals();
@@ -130,14 +114,14 @@ int DaemonMain(const std::vector<std::string>& args,
   factories.insert(factories.end(), extensions.begin(), extensions.end());
   std::vector<std::unique_ptr<DaemonExtension>> parts;
   for (const DaemonExtensionFactory& make : factories) {
-    absl::StatusOr<std::unique_ptr<DaemonExtension>> part = make(*options);
+    absl::StatusOr<std::unique_ptr<DaemonExtension>> part = make(options);
     if (!part.ok()) {
       std::cerr << "gantry-worker daemon: " << part.status().message() << std::endl;
       return 1;
     }
     if (*part != nullptr) parts.push_back(*std::move(part));
   }
-  WorkerAgent agent(*std::move(options));
+  WorkerAgent agent(std::move(options));
   for (auto& part : parts) {
     if (absl::Status st = part->Start(agent); !st.ok()) {
       std::cerr << "gantry-worker daemon: " << st.message() << std::endl;
@@ -161,7 +145,7 @@ int DaemonMain(const std::vector<std::string>& args,
       }
     }
   });
-  status = agent.Run();
+  const absl::Status status = agent.Run();
   done.store(true);
   signal_thread.join();
   for (auto& part : parts) part->Stop();

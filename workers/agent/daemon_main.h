@@ -1,11 +1,10 @@
-// DaemonMain: the `gantry-worker daemon` subcommand: parses its flags, runs a WorkerAgent until
-// SIGTERM/SIGINT and returns the process exit code.
+// DaemonMain: the `gantry-worker daemon` subcommand: runs a WorkerAgent configured by validated
+// AgentOptions until SIGTERM/SIGINT and returns the process exit code.
 #ifndef GANTRY_WORKERS_AGENT_DAEMON_MAIN_H_
 #define GANTRY_WORKERS_AGENT_DAEMON_MAIN_H_
 
 #include <functional>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -32,13 +31,12 @@ class DaemonExtension {
 using DaemonExtensionFactory =
     std::function<absl::StatusOr<std::unique_ptr<DaemonExtension>>(const AgentOptions&)>;
 
-// `args` are the arguments after "daemon". Returns 0 after a clean stop (signal), 2 for invalid
-// flags (the message names the flag), 1 when the server refuses the worker for good (e.g. a bad
-// join token). Blocks SIGTERM and SIGINT in the calling thread before starting any thread; call
-// it from main before other threads exist.
-// `extensions` are built after the flags are parsed and started before the agent registers.
-int DaemonMain(const std::vector<std::string>& args,
-               const std::vector<DaemonExtensionFactory>& extensions = {});
+// `options` come from BuildAgentOptions and ResolveAgentOptions (agent_flags.h). Returns 0 after a
+// clean stop (signal), 1 when an extension fails to start or the server refuses the worker for
+// good (e.g. a bad join token). Blocks SIGTERM and SIGINT in the calling thread before starting any
+// thread; call it from main before other threads exist. `extensions` are built from the options and
+// started before the agent registers.
+int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& extensions = {});
 
 }  // namespace gantry::agent
 

@@ -5,7 +5,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <iostream>
 #include <thread>
 
@@ -84,8 +83,7 @@ int RunRankCommand(const RankCommandOptions& o) {
 
   runner::RankRunnerOptions options;
   options.server = o.server;
-  const char* token = std::getenv("GANTRY_JOIN_TOKEN");
-  options.token = token != nullptr ? token : "";
+  options.token = o.join_token;
   options.cache_dir = o.cache_dir;
   options.cache_max_bytes = o.cache_max_bytes;
   options.work_dir = o.work_dir;

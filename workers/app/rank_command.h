@@ -18,7 +18,8 @@ struct RankCommandOptions {
   std::string work_dir;
   std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
-  // The join token comes from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
+  // The worker join token, from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
+  std::string join_token;
 };
 
 // Runs the rank; returns the process exit code. Installs SIGTERM/SIGINT handlers: the rank stops

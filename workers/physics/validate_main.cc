@@ -8,26 +8,33 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
+#include "absl/flags/flag.h"
+#include "absl/status/statusor.h"
+#include "base/flags.h"
 #include "showers/hdf5_io.h"
 #include "workers/physics/shower_summary.h"
+#include "workers/physics/validate_flags.h"
 #include "workers/physics/validation.h"
+
+ABSL_FLAG(bool, summary, false,
+          "print the mean sampling fraction and shower-maximum depth of both files side by side");
+ABSL_FLAG(std::optional<std::string>, energies, std::nullopt, "energy bin centres, GeV,...");
+ABSL_FLAG(std::optional<double>, half_width, std::nullopt,
+          "half width of the energy bins around --energies (GeV; default 5)");
+ABSL_FLAG(std::optional<std::string>, edges, std::nullopt, "energy bin edges, GeV,...");
+ABSL_FLAG(std::optional<std::string>, theta, std::nullopt, "angle bin centres, deg,...");
+ABSL_FLAG(std::string, json, "", "write the whole report (or the summary) as JSON to this file");
 
 namespace {
 
-bool ParseList(const std::string& text, double scale, std::vector<double>* out) {
-  for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
-    double v = 0;
-    if (!absl::SimpleAtod(item, &v)) return false;
-    out->push_back(v * scale);
-  }
-  return !out->empty();
-}
+constexpr char kUsage[] =
+    "usage: %s reference.h5 generated.h5 [--energies=GeV,...] [--half-width=GeV] "
+    "[--edges=GeV,...] [--theta=deg,...] [--json=out.json]\n"
+    "       %s --summary reference.h5 generated.h5 [--json=summary.json]\n";
 
 std::string Json(double v) {
   if (!std::isfinite(v)) return "null";
@@ -106,25 +113,9 @@ std::string Ratio(const gantry::physics::Spread& ref, const gantry::physics::Spr
 }
 
 // --summary: both files' headline figures side by side.
-int Summary(const std::vector<std::string>& args) {
-  std::vector<std::string> files;
-  std::string json;
-  for (const std::string& arg : args) {
-    if (absl::StartsWith(arg, "--json=")) {
-      json = arg.substr(7);
-    } else if (absl::StartsWith(arg, "--")) {
-      std::fprintf(stderr, "bad argument '%s' (with --summary only --json=FILE)\n", arg.c_str());
-      return 2;
-    } else {
-      files.push_back(arg);
-    }
-  }
-  if (files.size() != 2) {
-    std::fprintf(stderr,
-                 "usage: gantry-validate --summary reference.h5 generated.h5 "
-                 "[--json=summary.json]\n");
-    return 2;
-  }
+int Summary(const gantry::physics::ValidateCommand& command) {
+  const std::vector<std::string> files = {command.reference, command.generated};
+  const std::string& json = command.json;
   std::vector<gantry::physics::ShowerSummary> summaries;
   for (const std::string& file : files) {
     auto summary = gantry::physics::SummariseShowerFile(file);
@@ -172,51 +163,12 @@ int Summary(const std::vector<std::string>& args) {
   return 0;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--summary") {
-      std::vector<std::string> rest;
-      for (int j = 1; j < argc; ++j) {
-        if (j != i) rest.push_back(argv[j]);
-      }
-      return Summary(rest);
-    }
-  }
-  if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: %s reference.h5 generated.h5 [--energies=GeV,...] [--half-width=GeV] "
-                 "[--edges=GeV,...] [--theta=deg,...] [--json=out.json]\n"
-                 "       %s --summary reference.h5 generated.h5 [--json=summary.json]\n",
-                 argv[0], argv[0]);
-    return 2;
-  }
-  gantry::physics::ValidationOptions options;
-  std::string json;
-  for (int i = 3; i < argc; ++i) {
-    const std::string arg = argv[i];
-    bool ok = true;
-    if (absl::StartsWith(arg, "--energies=")) {
-      ok = ParseList(arg.substr(11), 1.0, &options.energy_centres_gev);
-    } else if (absl::StartsWith(arg, "--edges=")) {
-      ok = ParseList(arg.substr(8), 1.0, &options.energy_edges_gev);
-    } else if (absl::StartsWith(arg, "--half-width=")) {
-      ok = absl::SimpleAtod(arg.substr(13), &options.energy_half_width_gev);
-    } else if (absl::StartsWith(arg, "--theta=")) {
-      ok = ParseList(arg.substr(8), M_PI / 180.0, &options.theta_centres_rad);
-    } else if (absl::StartsWith(arg, "--json=")) {
-      json = arg.substr(7);
-    } else {
-      ok = false;
-    }
-    if (!ok) {
-      std::fprintf(stderr, "bad argument '%s'\n", arg.c_str());
-      return 2;
-    }
-  }
-  auto reference = gantry::showers::ReadShowerFile(argv[1]);
-  auto generated = gantry::showers::ReadShowerFile(argv[2]);
+// Metrics of the generated file against the reference, as a table (and JSON with --json).
+int Validate(const gantry::physics::ValidateCommand& command) {
+  const gantry::physics::ValidationOptions& options = command.options;
+  const std::string& json = command.json;
+  auto reference = gantry::showers::ReadShowerFile(command.reference);
+  auto generated = gantry::showers::ReadShowerFile(command.generated);
   for (const auto* s : {&reference, &generated}) {
     if (!s->ok()) {
       std::fprintf(stderr, "%s\n", std::string(s->status().message()).c_str());
@@ -256,4 +208,36 @@ int main(int argc, char** argv) {
     std::printf("report written to %s\n", json.c_str());
   }
   return 0;
+}
+
+// The flags of gantry-validate, as a ValidateFlags (with the file arguments).
+gantry::physics::ValidateFlags FlagValues(std::vector<std::string> files) {
+  gantry::physics::ValidateFlags flags;
+  flags.summary = absl::GetFlag(FLAGS_summary);
+  flags.energies = absl::GetFlag(FLAGS_energies);
+  flags.half_width = absl::GetFlag(FLAGS_half_width);
+  flags.edges = absl::GetFlag(FLAGS_edges);
+  flags.theta = absl::GetFlag(FLAGS_theta);
+  flags.json = absl::GetFlag(FLAGS_json);
+  flags.files = std::move(files);
+  return flags;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool help = false;
+  const absl::StatusOr<std::vector<std::string>> files = gantry::ParseFlags(argc, argv, &help);
+  if (help) {
+    std::fprintf(stderr, kUsage, argv[0], argv[0]);
+    return 0;
+  }
+  absl::StatusOr<gantry::physics::ValidateCommand> command =
+      files.ok() ? gantry::physics::BuildValidateCommand(FlagValues(*files)) : files.status();
+  if (!command.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(command.status().message()).c_str());
+    std::fprintf(stderr, kUsage, argv[0], argv[0]);
+    return 2;
+  }
+  return command->summary ? Summary(*command) : Validate(*command);
 }
