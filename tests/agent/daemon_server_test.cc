@@ -29,7 +29,7 @@ class DaemonServerTest : public ServerFixture {
   void SetUp() override {
     admin_token_ = "admin-secret-" + std::to_string(::getpid()) + "-agent";
     std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
-    join_token_ = "join-secret-" + std::to_string(::getpid());
+    join_token_ = "join-secret-for-" + std::to_string(::getpid());  // >= 16 characters at any pid
     std::ofstream(dir_.File("join.token")) << join_token_ << "\n";
     StartServer({"--join-token-file=" + dir_.File("join.token")});
   }
