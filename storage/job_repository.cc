@@ -19,7 +19,8 @@ using gantry::v1::JobState;
 
 #define JOB_COLUMNS                                                                         \
   "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), " \
-  "gantry_us(started_at), gantry_us(finished_at), progress, restarts, model_ref, seq"
+  "gantry_us(started_at), gantry_us(finished_at), progress, restarts, model_ref, seq, attempt, " \
+  "latest_checkpoint"
 
 absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   Job job;
@@ -41,6 +42,8 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   if (!row[10].is_null()) RETURN_IF_ERROR(sql::ParseBytes(row[10], job.mutable_progress()));
   job.set_restarts(row[11].as<int>());
   job.set_model_ref(row[12].as<std::string>());
+  job.set_attempt(row[14].as<int>());
+  if (!row[15].is_null()) RETURN_IF_ERROR(sql::ParseBytes(row[15], job.mutable_latest_checkpoint()));
   return job;
 }
 
@@ -200,6 +203,99 @@ absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
     return absl::OkStatus();
   }));
   return job;
+}
+
+absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
+                                                const std::vector<JobState>& allowed_from,
+                                                const gantry::v1::Restart& restart) {
+  Job job;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result cur = tx.Exec("job_lock", "SELECT state FROM jobs WHERE id = $1 FOR UPDATE", id);
+    if (cur.empty()) return JobNotFound(id);
+    JobState from = gantry::v1::JOB_STATE_UNSPECIFIED;
+    gantry::v1::JobState_Parse(cur[0][0].as<std::string>(), &from);
+    if (std::find(allowed_from.begin(), allowed_from.end(), from) == allowed_from.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "job ", id, " is ", gantry::v1::JobState_Name(from), "; it cannot restart"));
+    }
+    pqxx::result r = tx.Exec(
+        "job_restart",
+        "UPDATE jobs SET state = 'RESTARTING', reason = $2, message = $3, updated_at = now(), "
+        "attempt = attempt + 1, restarts = restarts + CASE WHEN $4 THEN 1 ELSE 0 END "
+        "WHERE id = $1 RETURNING " JOB_COLUMNS,
+        id, restart.reason(), restart.message(), restart.counted());
+    ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
+    InsertEvent(tx, id,
+                StateChangeEvent(from, gantry::v1::RESTARTING, restart.reason(), restart.message()));
+    JobEvent event;
+    *event.mutable_restart() = restart;
+    event.mutable_restart()->set_attempt(job.attempt());
+    InsertEvent(tx, id, event);
+    return absl::OkStatus();
+  }));
+  return job;
+}
+
+absl::StatusOr<bool> JobRepository::RecordCheckpoint(const std::string& id, int attempt,
+                                                     const gantry::v1::CheckpointSaved& saved) {
+  bool newest = false;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result cur = tx.Exec("job_lock_attempt",
+                               "SELECT attempt, latest_checkpoint FROM jobs WHERE id = $1 FOR UPDATE",
+                               id);
+    if (cur.empty()) return JobNotFound(id);
+    if (attempt < cur[0][0].as<int>()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("header.attempt: ", attempt, " is an earlier attempt of job ", id,
+                       " (now ", cur[0][0].as<int>(), "); its checkpoint is not kept"));
+    }
+    gantry::v1::CheckpointSaved latest;
+    if (!cur[0][1].is_null()) RETURN_IF_ERROR(sql::ParseBytes(cur[0][1], &latest));
+    newest = cur[0][1].is_null() || saved.step() >= latest.step();
+    tx.Exec("job_checkpoint_insert",
+            "INSERT INTO job_checkpoints (job_id, sha256, epoch, step, attempt, size_bytes) "
+            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, sha256) DO UPDATE SET "
+            "deleted_at = NULL",
+            id, saved.sha256(), saved.epoch(), saved.step(), attempt, saved.size_bytes());
+    if (newest) {
+      tx.Exec("job_latest_checkpoint",
+              "UPDATE jobs SET latest_checkpoint = $2, updated_at = now() WHERE id = $1", id,
+              sql::Bytes(saved));
+    }
+    JobEvent event;
+    *event.mutable_checkpoint_saved() = saved;
+    InsertEvent(tx, id, event);
+    return absl::OkStatus();
+  }));
+  return newest;
+}
+
+absl::StatusOr<std::vector<std::string>> JobRepository::ExpireCheckpoints(const std::string& id,
+                                                                          int keep_last) {
+  std::vector<std::string> unreferenced;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    unreferenced.clear();
+    // Older than the newest keep_last, not the job's latest, not a model's checkpoint.
+    pqxx::result r = tx.Exec(
+        "job_checkpoints_expire",
+        "UPDATE job_checkpoints c SET deleted_at = now() WHERE c.job_id = $1 AND "
+        "c.deleted_at IS NULL AND c.sha256 NOT IN (SELECT sha256 FROM job_checkpoints "
+        "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC, created_at DESC LIMIT $2) "
+        "RETURNING c.sha256",
+        id, std::max(1, keep_last));
+    for (const pqxx::row& row : r) {
+      const std::string sha = row[0].as<std::string>();
+      // A blob another job's checkpoint, a job's resume point or a registered model uses stays.
+      pqxx::result used = tx.Exec(
+          "checkpoint_blob_used",
+          "SELECT 1 WHERE EXISTS (SELECT 1 FROM job_checkpoints WHERE sha256 = $1 AND "
+          "deleted_at IS NULL) OR EXISTS (SELECT 1 FROM models WHERE checkpoint_sha256 = $1)",
+          sha);
+      if (used.empty()) unreferenced.push_back(sha);
+    }
+    return absl::OkStatus();
+  }));
+  return unreferenced;
 }
 
 absl::StatusOr<int64_t> JobRepository::AppendEvent(const std::string& id, const JobEvent& event) {

@@ -52,6 +52,26 @@ class JobRepository {
                                              gantry::v1::JobState to, const std::string& reason,
                                              const std::string& message);
 
+  // A retryable failure: moves the job from one of `allowed_from` to RESTARTING with the restart's
+  // reason and message, adds 1 to its attempt (and to restarts when restart.counted), and appends
+  // a state_change and the restart event (its attempt set to the new attempt) in one transaction.
+  // FAILED_PRECONDITION when the job is in another state.
+  absl::StatusOr<gantry::v1::Job> BeginRestart(const std::string& id,
+                                               const std::vector<gantry::v1::JobState>& allowed_from,
+                                               const gantry::v1::Restart& restart);
+
+  // An uploaded checkpoint of `attempt`: stored in job_checkpoints, made the job's
+  // latest_checkpoint when its step is not behind the current one, and a checkpoint_saved event
+  // appended, in one transaction. Returns whether it became the latest. FAILED_PRECONDITION for an
+  // attempt older than the job's (a rank of a replaced gang).
+  absl::StatusOr<bool> RecordCheckpoint(const std::string& id, int attempt,
+                                        const gantry::v1::CheckpointSaved& saved);
+
+  // Retention: marks the job's checkpoints older than the newest `keep_last` (at least 1) deleted
+  // and returns the sha256 of those whose blob nothing else uses (no live checkpoint row of any
+  // job, no model version): the caller removes those blobs.
+  absl::StatusOr<std::vector<std::string>> ExpireCheckpoints(const std::string& id, int keep_last);
+
   // Appends an event; storage assigns its sequence (per job, 1, 2, ...) and time (now), ignoring
   // those fields of `event`. Returns the sequence. NOT_FOUND for an unknown job.
   absl::StatusOr<int64_t> AppendEvent(const std::string& id, const gantry::v1::JobEvent& event);

@@ -141,11 +141,37 @@ CREATE TABLE workers (
 );
 )sql";
 
+// Version 2: restarts from checkpoints. A job's attempt (every restart) and newest uploaded
+// checkpoint; every checkpoint uploaded for a job (retention); drained workers.
+constexpr const char* kV2 = R"sql(
+ALTER TABLE jobs ADD COLUMN attempt integer NOT NULL DEFAULT 0;
+ALTER TABLE jobs ADD COLUMN latest_checkpoint bytea;   -- gantry.v1.CheckpointSaved
+
+CREATE TABLE job_checkpoints (
+  job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  sha256 text NOT NULL,
+  epoch integer NOT NULL,
+  step bigint NOT NULL,
+  attempt integer NOT NULL,
+  size_bytes bigint NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  deleted_at timestamptz,                  -- set when retention removed the blob
+  PRIMARY KEY (job_id, sha256)
+);
+CREATE INDEX job_checkpoints_sha256 ON job_checkpoints (sha256);
+
+ALTER TABLE workers ADD COLUMN draining boolean NOT NULL DEFAULT false;
+-- Checkpoint blobs a model version uses are never removed by retention.
+ALTER TABLE models ADD COLUMN checkpoint_sha256 text NOT NULL DEFAULT '';
+CREATE INDEX models_checkpoint_sha256 ON models (checkpoint_sha256);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
   static const std::vector<Migration>* const kMigrations = new std::vector<Migration>{
       {1, "tenants, tokens, jobs, job events, datasets, models, workers", kV1},
+      {2, "job attempts, checkpoints and drained workers", kV2},
   };
   return *kMigrations;
 }

@@ -219,11 +219,12 @@ absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model
             model.owner(), model.name());
     pqxx::result r = tx.Exec(
         "model_register",
-        "INSERT INTO models (owner, name, version, visibility, status, record, histograms) "
-        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_READY', $4, $5 FROM models "
+        "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
+        "checkpoint_sha256) "
+        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_READY', $4, $5, $6 FROM models "
         "WHERE owner = $1 AND name = $2 RETURNING id",
         model.owner(), model.name(), gantry::v1::Visibility_Name(visibility), sql::Bytes(record),
-        sql::Bytes(histograms));
+        sql::Bytes(histograms), model.checkpoint_sha256());
     const int64_t id = r[0][0].as<int64_t>();
     tx.Exec("model_tags_insert",
             "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
