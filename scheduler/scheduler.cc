@@ -57,7 +57,15 @@ int Scheduler::Usable(const Worker& worker) {
 }
 
 bool Scheduler::Placeable(const Worker& worker, absl::Time now) const {
-  return worker.connected && !worker.lost && now - worker.last_heartbeat <= options_.lease_timeout;
+  return worker.connected && !worker.lost && !worker.draining &&
+         now - worker.last_heartbeat <= options_.lease_timeout;
+}
+
+bool Scheduler::SetDraining(const std::string& worker_id, bool draining) {
+  auto it = workers_.find(worker_id);
+  if (it == workers_.end()) return false;
+  it->second.draining = draining;
+  return true;
 }
 
 int Scheduler::FreePort(const Worker& worker) {
@@ -416,13 +424,17 @@ std::string Scheduler::WaitReason(const std::string& job_id) const {
   if (it == jobs_.end() || it->second.placed) return "";
   const Job& job = it->second;
   const JobRequest& request = job.request;
-  int registered = 0, unavailable = 0;
+  int registered = 0, unavailable = 0, draining = 0;
   long capacity = 0, free = 0;
   for (const auto& [id, w] : workers_) {
     if (!Matches(w, request)) continue;
     ++registered;
     if (w.lost || !w.connected) {
       ++unavailable;
+      continue;
+    }
+    if (w.draining) {
+      ++draining;
       continue;
     }
     capacity += w.state.slots;
@@ -441,6 +453,10 @@ std::string Scheduler::WaitReason(const std::string& job_id) const {
       absl::StrAppend(&text, " (", unavailable,
                       unavailable == 1 ? " matching worker is" : " matching workers are",
                       " disconnected or lost)");
+    }
+    if (draining > 0) {
+      absl::StrAppend(&text, " (", draining,
+                      draining == 1 ? " matching worker is" : " matching workers are", " draining)");
     }
     absl::StrAppend(&text, "; it cannot run until more join");
     return text;

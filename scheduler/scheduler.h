@@ -58,6 +58,10 @@ class Scheduler {
   // leases stay until ExpireLeases decides. Unknown ids are ignored.
   void MarkDisconnected(const std::string& worker_id);
 
+  // A draining worker (drained by an operator, or preempted) gets no new placements; its leases
+  // stay. Kept across UpsertWorker and heartbeats until undrained. false for an unknown worker.
+  bool SetDraining(const std::string& worker_id, bool draining);
+
   // Queues a job (idempotent by id: a job already queued or placed is left alone and OK is
   // returned). INVALID_ARGUMENT for an empty id or world_size < 1.
   absl::Status Submit(const JobRequest& job);
@@ -110,6 +114,7 @@ class Scheduler {
     WorkerState state;
     bool connected = true;
     bool lost = false;
+    bool draining = false;
     absl::Time last_heartbeat;
     int reported_free = 0;        // free slots in the last heartbeat (slots until the first one)
     int placed_since_report = 0;  // slots leased to jobs placed on it since that heartbeat

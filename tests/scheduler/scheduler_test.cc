@@ -17,6 +17,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::UnorderedElementsAre;
 
 const absl::Time kT0 = absl::FromUnixSeconds(1800000000);
 
@@ -473,4 +474,70 @@ TEST_F(SchedulerTest, WaitReasonTexts) {
 }
 
 }  // namespace
+
+// A restart: the coordinator releases a placed job (Remove) and submits it again. The gang goes
+// to workers whose slots are really free: not to the one still reporting the old rank busy, and
+// the lost worker is never used.
+TEST_F(SchedulerTest, RestartedJobIsPlacedAgainOnlyOnReallyFreeSlots) {
+  Add(Worker("wrk-a", 1));
+  Add(Worker("wrk-b", 1));
+  Add(Worker("wrk-c", 1));
+  ASSERT_TRUE(scheduler_.Submit(Job("job-pair", 2)).ok());
+  std::vector<Placement> placed = scheduler_.Schedule(kT0);
+  ASSERT_EQ(placed.size(), 1u);
+  ASSERT_THAT(placed[0].rank_workers, ElementsAre("wrk-a", "wrk-b"));
+
+  // wrk-b is lost; wrk-a's old rank is still being stopped (its heartbeat says 0 free).
+  const absl::Time t10 = kT0 + absl::Seconds(10);
+  ASSERT_TRUE(scheduler_.Heartbeat("wrk-a", 0, {}, t10).ok());
+  ASSERT_TRUE(scheduler_.Heartbeat("wrk-c", 1, {}, t10).ok());
+  const absl::Time t16 = kT0 + absl::Seconds(16);
+  std::vector<LostWorker> lost = scheduler_.ExpireLeases(t16);
+  ASSERT_EQ(lost.size(), 1u);
+  EXPECT_THAT(lost[0].job_ids, ElementsAre("job-pair"));
+
+  EXPECT_FALSE(scheduler_.Remove("job-pair")) << "already forgotten by the expiry";
+  ASSERT_TRUE(scheduler_.Submit(Job("job-pair", 2)).ok());
+  EXPECT_THAT(scheduler_.Schedule(t16), IsEmpty()) << "wrk-a still reports its slot busy";
+  EXPECT_THAT(scheduler_.WaitReason("job-pair"), HasSubstr("waiting for 2 free slots"));
+
+  // The old rank exited: wrk-a reports its slot free; the gang is wrk-a + wrk-c, never wrk-b.
+  ASSERT_TRUE(scheduler_.Heartbeat("wrk-a", 1, {}, t16).ok());
+  ASSERT_TRUE(scheduler_.Heartbeat("wrk-c", 1, {}, t16).ok());
+  placed = scheduler_.Schedule(t16);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_THAT(placed[0].rank_workers, UnorderedElementsAre("wrk-a", "wrk-c"));
+}
+
+TEST_F(SchedulerTest, DrainingWorkerTakesNoNewRanksUntilUndrained) {
+  Add(Worker("wrk-a", 2));
+  Add(Worker("wrk-b", 1));
+  ASSERT_TRUE(scheduler_.Submit(Job("job-one", 1)).ok());
+  std::vector<Placement> placed = scheduler_.Schedule(kT0);
+  ASSERT_EQ(placed.size(), 1u);
+  ASSERT_THAT(placed[0].rank_workers, ElementsAre("wrk-a"));
+
+  EXPECT_FALSE(scheduler_.SetDraining("wrk-unknown", true));
+  ASSERT_TRUE(scheduler_.SetDraining("wrk-a", true));
+  EXPECT_EQ(scheduler_.LeasedSlots("wrk-a"), 1) << "draining keeps the running job's lease";
+  ASSERT_TRUE(scheduler_.Submit(Job("job-two", 2, 0, absl::Seconds(1))).ok());
+  ASSERT_TRUE(scheduler_.Submit(Job("job-small", 1, 0, absl::Seconds(2))).ok());
+  // A heartbeat (or a reconnect) does not undrain.
+  ASSERT_TRUE(scheduler_.Heartbeat("wrk-a", 1, {}, kT0).ok());
+  scheduler_.UpsertWorker(Worker("wrk-a", 2), kT0);
+  placed = scheduler_.Schedule(kT0);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].job_id, "job-small");
+  EXPECT_THAT(placed[0].rank_workers, ElementsAre("wrk-b"));
+  EXPECT_THAT(scheduler_.WaitReason("job-two"), HasSubstr("1 matching worker is draining"));
+
+  ASSERT_TRUE(scheduler_.SetDraining("wrk-a", false));
+  ASSERT_TRUE(scheduler_.Remove("job-one"));
+  ASSERT_TRUE(scheduler_.Heartbeat("wrk-a", 2, {}, kT0).ok());
+  placed = scheduler_.Schedule(kT0);
+  ASSERT_EQ(placed.size(), 1u);
+  EXPECT_EQ(placed[0].job_id, "job-two");
+  EXPECT_THAT(placed[0].rank_workers, ElementsAre("wrk-a", "wrk-a"));
+}
+
 }  // namespace gantry::scheduler
