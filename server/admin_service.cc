@@ -80,7 +80,41 @@ grpc::Status AdminService::ListWorkers(grpc::ServerContext* context,
                                        v1::ListWorkersResponse* response) {
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
-    for (v1::WorkerInfo& w : workers) *response->add_workers() = std::move(w);
+    for (v1::WorkerInfo& w : workers) {
+      // A preemption is known only in memory; an operator's drain is also stored.
+      if (sessions_.Draining(w.id())) w.set_draining(true);
+      *response->add_workers() = std::move(w);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::DrainWorker(grpc::ServerContext* context,
+                                       const v1::DrainWorkerRequest* request,
+                                       v1::WorkerInfo* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    if (request->worker().empty() || request->worker().size() > 256) {
+      return absl::InvalidArgumentError("worker: give the worker's name or id (ListWorkers)");
+    }
+    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
+    const v1::WorkerInfo* found = nullptr;
+    for (const v1::WorkerInfo& w : workers) {
+      if (w.id() == request->worker() || w.name() == request->worker()) found = &w;
+    }
+    if (found == nullptr) {
+      return absl::NotFoundError(
+          absl::StrCat("worker: no registered worker is named \"", request->worker(), "\""));
+    }
+    const bool drain = !request->undrain();
+    RETURN_IF_ERROR(backend_.workers->SetDraining(found->id(), drain));
+    const int moved = sessions_.Drain(found->id(), drain);
+    *response = *found;
+    response->set_draining(sessions_.Draining(found->id()));
+    response->set_state_message(
+        drain ? absl::StrCat("drained: no new placements; ", moved,
+                             moved == 1 ? " job checkpoints" : " jobs checkpoint",
+                             " and moves to other workers")
+              : "undrained: takes new placements again");
     return absl::OkStatus();
   });
 }

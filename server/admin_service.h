@@ -5,13 +5,15 @@
 
 #include "gantry/v1/admin.grpc.pb.h"
 #include "server/backend.h"
+#include "server/worker_sessions.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` must outlive it.
+// Thread-safe; `backend` and `sessions` must outlive it.
 class AdminService final : public gantry::v1::AdminService::Service {
  public:
-  explicit AdminService(Backend& backend) : backend_(backend) {}
+  AdminService(Backend& backend, WorkerSessions& sessions)
+      : backend_(backend), sessions_(sessions) {}
 
   grpc::Status CreateTenant(grpc::ServerContext* context,
                             const gantry::v1::CreateTenantRequest* request,
@@ -31,9 +33,15 @@ class AdminService final : public gantry::v1::AdminService::Service {
   grpc::Status ListWorkers(grpc::ServerContext* context,
                            const gantry::v1::ListWorkersRequest* request,
                            gantry::v1::ListWorkersResponse* response) override;
+  // Drains or undrains a worker by name or id (stored, so it survives restarts of the server and
+  // of the worker); NOT_FOUND for an unknown worker.
+  grpc::Status DrainWorker(grpc::ServerContext* context,
+                           const gantry::v1::DrainWorkerRequest* request,
+                           gantry::v1::WorkerInfo* response) override;
 
  private:
   Backend& backend_;
+  WorkerSessions& sessions_;
 };
 
 }  // namespace gantry::server

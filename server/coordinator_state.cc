@@ -1,5 +1,6 @@
 #include "server/coordinator_state.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace gantry::server {
@@ -10,6 +11,13 @@ int ActiveJob::CountRanks(v1::RankPhase phase) const {
   int n = 0;
   for (const auto& [rank, state] : ranks) n += state.phase == phase;
   return n;
+}
+
+double ActiveJob::MedianStepSeconds() const {
+  if (step_seconds.empty()) return 0;
+  std::vector<double> sorted = step_seconds;
+  std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+  return sorted[sorted.size() / 2];
 }
 
 std::string CoordinatorState::WorkerName(const std::string& worker_id) const {
@@ -26,6 +34,18 @@ void CoordinatorState::SendCancellation(const ActiveJob& job, const std::string&
     message.mutable_cancellation()->set_reason(reason);
     link->second->Send(std::move(message));
   }
+}
+
+void CoordinatorState::SendCheckpointAndStop(const ActiveJob& job, const std::string& worker,
+                                             const std::string& reason) {
+  auto link = links.find(worker);
+  if (link == links.end()) return;
+  v1::ServerMessage message;
+  v1::CheckpointAndStop* stop = message.mutable_checkpoint_and_stop();
+  stop->set_job_id(job.id);
+  stop->set_attempt(job.attempt);
+  stop->set_reason(reason);
+  link->second->Send(std::move(message));
 }
 
 }  // namespace gantry::server

@@ -26,24 +26,38 @@ struct RankState {
   std::string message;
 };
 
-// A job with leased slots or live ranks.
+// A job with leased slots or live ranks, or one restarting (waiting to be placed again).
 struct ActiveJob {
   std::string id;
   std::string owner;
   gantry::v1::JobSpec spec;
+  int attempt = 0;  // Job.attempt: messages of other attempts change nothing
   std::vector<std::string> rank_workers;  // empty for an adopted job (unknown placement)
-  std::set<std::string> workers;          // every worker running a rank of it
-  std::map<int, RankState> ranks;
+  // Every worker running a rank of it, this attempt's and earlier ones' still stopping (their
+  // messages are accepted, and ignored when of an earlier attempt).
+  std::set<std::string> workers;
+  std::map<int, RankState> ranks;  // this attempt's ranks
   bool ended = false;  // a terminal state was written (or is being written); waiting for exits
+  // In the scheduler's queue after a restart, not placed yet (no ranks of this attempt).
+  bool waiting = false;
+  bool restarting = false;  // a failure is being handled (the restart is being written)
   absl::Time placed_at;
   absl::Time ended_at;
+  absl::Time running_since = absl::InfinitePast();  // all ranks of this attempt running
   absl::Time last_progress_event = absl::InfinitePast();
   int64_t last_progress_step = -1;
   int last_progress_epoch = -1;
+  // The progress watchdog: the latest step rank 0 reported, when it changed, and recent seconds
+  // per step (from successive reports).
+  int64_t latest_step = -1;
+  absl::Time latest_step_at = absl::InfinitePast();
+  std::vector<double> step_seconds;  // a ring of the last few rates
   bool cancel_sent = false;
   bool leased = true;  // false for adopted jobs (their slots are bounded by heartbeats only)
 
   int CountRanks(gantry::v1::RankPhase phase) const;
+  // The median of step_seconds; 0 when none is known.
+  double MedianStepSeconds() const;
 };
 
 // Plain data plus helpers; every member is read and written with `mu` held, and no holder of `mu`
@@ -56,6 +70,13 @@ struct CoordinatorState {
   // Tells every worker running ranks of `job` to stop them.
   void SendCancellation(const ActiveJob& job, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Asks `worker` to checkpoint and stop the ranks of `job`'s current attempt (drain, preemption).
+  void SendCheckpointAndStop(const ActiveJob& job, const std::string& worker,
+                             const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+  // Drained by an operator, or announced a preemption.
+  bool Draining(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    return drained.count(worker_id) > 0 || preempting.count(worker_id) > 0;
+  }
 
   mutable absl::Mutex mu;
   scheduler::Scheduler scheduler ABSL_GUARDED_BY(mu);
@@ -63,6 +84,8 @@ struct CoordinatorState {
   std::map<std::string, std::shared_ptr<WorkerLink>> links ABSL_GUARDED_BY(mu);
   std::map<std::string, ActiveJob> active ABSL_GUARDED_BY(mu);
   std::set<std::string> queued ABSL_GUARDED_BY(mu);  // job ids submitted to the scheduler
+  std::set<std::string> drained ABSL_GUARDED_BY(mu);     // worker ids an operator drained
+  std::set<std::string> preempting ABSL_GUARDED_BY(mu);  // worker ids that announced a preemption
   // Jobs found active in the database at start, waiting for a worker to claim them.
   std::map<std::string, gantry::v1::Job> orphans ABSL_GUARDED_BY(mu);
   bool orphans_loaded ABSL_GUARDED_BY(mu) = false;

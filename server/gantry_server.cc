@@ -53,7 +53,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       catalog_(*backend_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
-      admin_(*backend_) {}
+      admin_(*backend_, coordinator_.sessions()) {}
 
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {

@@ -1,24 +1,70 @@
 #include "server/job_lifecycle.h"
 
+#include <algorithm>
 #include <iostream>
+#include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/sha256.h"
+#include "showers/toy_mc.h"
 #include "storage/job_repository.h"
 
 namespace gantry::server {
+namespace {
 
 namespace v1 = ::gantry::v1;
+
+const std::vector<v1::JobState> kLive = {v1::PLACING, v1::RUNNING, v1::RESTARTING};
+
+absl::Time TimeOf(const google::protobuf::Timestamp& ts) {
+  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
+}
+
+v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
+  return kind == v1::DEVICE_KIND_GPU ? v1::DEVICE_KIND_GPU : v1::DEVICE_KIND_CPU;
+}
+
+// Database errors worth retrying (the connection, not the request).
+bool Transient(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
+         absl::IsAborted(status) || absl::IsInternal(status);
+}
+
+// Queues a job that restarts (or resumes a restart) with the scheduler.
+void QueueAgain(CoordinatorState& state, ActiveJob& job, const scheduler::JobRequest& request)
+    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+  state.scheduler.Remove(job.id);
+  if (absl::Status st = state.scheduler.Submit(request); !st.ok()) {
+    std::cerr << "gantry-server: cannot queue " << job.id << " again: " << st << "\n";
+  }
+  state.queued.insert(job.id);
+  job.waiting = true;
+  job.leased = false;
+  job.ranks.clear();
+  job.rank_workers.clear();
+  job.running_since = absl::InfinitePast();
+  job.latest_step = -1;
+  job.latest_step_at = absl::InfinitePast();
+  job.step_seconds.clear();
+}
+
+}  // namespace
 
 absl::StatusOr<v1::Job> JobLifecycle::StartPlacing(const std::string& job_id,
                                                    const std::string& message) {
   return backend_.jobs->Transition(job_id, {v1::QUEUED}, v1::PLACING, "Placed", message);
 }
 
-void JobLifecycle::StartRunning(const std::string& job_id, int ranks) {
+void JobLifecycle::StartRunning(const std::string& job_id, int attempt, int ranks) {
   backend_.jobs
-      ->Transition(job_id, {v1::PLACING}, v1::RUNNING, "Running",
-                   absl::StrCat("all ", ranks, " ranks joined the process group"))
+      ->Transition(job_id, {v1::PLACING, v1::RESTARTING}, v1::RUNNING,
+                   attempt > 0 ? "Resumed" : "Running",
+                   attempt > 0 ? absl::StrCat("attempt ", attempt, ": all ", ranks,
+                                              " ranks joined the process group")
+                               : absl::StrCat("all ", ranks, " ranks joined the process group"))
       .IgnoreError();
 }
 
@@ -43,7 +89,129 @@ void JobLifecycle::End(const std::string& job_id, const std::vector<v1::JobState
   if (it == state_.active.end() || it->second.ended) return;
   it->second.ended = true;
   it->second.ended_at = absl::Now();
+  if (it->second.waiting) {  // queued for a restart: nothing runs, nothing is leased
+    state_.scheduler.Remove(job_id);
+    state_.queued.erase(job_id);
+  }
   if (job->state() != v1::SUCCEEDED) state_.SendCancellation(it->second, message);
+}
+
+void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass failure,
+                        const std::string& message) {
+  int64_t latest_step = -1;
+  double step_seconds = 0;
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(job_id);
+    if (it == state_.active.end()) return;
+    ActiveJob& a = it->second;
+    if (a.ended || a.restarting || a.cancel_sent || (attempt >= 0 && attempt != a.attempt)) return;
+    if (failure.retryable) {
+      // The attempt's own workers (an adopted job's placement is unknown: all it has).
+      const std::set<std::string> workers =
+          a.rank_workers.empty() ? a.workers
+                                 : std::set<std::string>(a.rank_workers.begin(),
+                                                         a.rank_workers.end());
+      for (const std::string& w : workers) {
+        if (state_.preempting.count(w)) failure = Preempted();
+        if (state_.drained.count(w) && failure.reason != "Preempted") failure = Drained();
+      }
+    }
+    a.restarting = true;  // the claim: one failure per attempt is handled
+    latest_step = a.latest_step;
+    step_seconds = a.MedianStepSeconds();
+  }
+  if (!failure.retryable) {
+    Unclaim(job_id);
+    End(job_id, kLive, v1::FAILED, failure.reason, message);
+    return;
+  }
+  if (!Restart(job_id, failure, message, latest_step, step_seconds)) {
+    Unclaim(job_id);
+    Defer({job_id, attempt, failure, message});
+  }
+}
+
+bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failure,
+                           const std::string& message, int64_t latest_step, double step_seconds) {
+  absl::StatusOr<v1::Job> job = backend_.jobs->Get("", job_id);
+  if (!job.ok()) return !Transient(job.status());  // gone: nothing to restart
+  if (storage::IsTerminalJobState(job->state()) || job->state() == v1::CANCELLING) return true;
+  const int max_restarts = job->spec().max_restarts();
+  if (failure.counted && job->restarts() >= max_restarts) {
+    Unclaim(job_id);
+    End(job_id, kLive, v1::FAILED, failure.reason,
+        max_restarts == 0
+            ? message
+            : absl::StrCat(message, " (", job->restarts(), " of max_restarts ", max_restarts,
+                           " restarts used)"));
+    return true;
+  }
+  absl::StatusOr<scheduler::JobRequest> request = MakeJobRequest(*job);
+  if (!request.ok()) {
+    if (Transient(request.status())) return false;
+    Unclaim(job_id);
+    End(job_id, kLive, v1::FAILED, "DatasetMissing",
+        absl::StrCat(message, "; it cannot restart: ", request.status().message()));
+    return true;
+  }
+  v1::Restart restart;
+  restart.set_reason(failure.reason);
+  restart.set_message(message);
+  restart.set_counted(failure.counted);
+  const v1::CheckpointSaved& from = job->latest_checkpoint();
+  restart.set_resumed_from_sha256(from.sha256());
+  restart.set_resumed_from_epoch(from.epoch());
+  restart.set_resumed_from_step(from.step());
+  if (latest_step < 0) latest_step = job->progress().step();
+  const int64_t redone = std::max<int64_t>(0, latest_step - from.step());
+  restart.set_redone_steps(redone);
+  restart.set_redone_seconds(static_cast<double>(redone) * step_seconds);
+  const std::string resume =
+      from.sha256().empty()
+          ? std::string("no checkpoint yet: training starts from scratch")
+          : absl::StrFormat("resuming from the checkpoint of step %d (epoch %d), %d steps redone",
+                            from.step(), from.epoch(), redone);
+  restart.set_message(absl::StrCat(message, "; ", resume));
+  absl::StatusOr<v1::Job> restarted = backend_.jobs->BeginRestart(job_id, kLive, restart);
+  if (!restarted.ok()) {
+    if (Transient(restarted.status())) return false;
+    Unclaim(job_id);  // left the live states meanwhile (cancelled): nothing to restart
+    return true;
+  }
+  std::cerr << "gantry-server: " << job_id << " restarts as attempt " << restarted->attempt()
+            << " (" << failure.reason << "): " << restart.message() << "\n";
+  absl::MutexLock lock(&state_.mu);
+  auto it = state_.active.find(job_id);
+  if (it == state_.active.end()) return true;
+  ActiveJob& a = it->second;
+  state_.SendCancellation(a, absl::StrCat("restarting: ", message));
+  a.attempt = restarted->attempt();
+  a.restarting = false;
+  QueueAgain(state_, a, *request);
+  return true;
+}
+
+void JobLifecycle::Unclaim(const std::string& job_id) {
+  absl::MutexLock lock(&state_.mu);
+  auto it = state_.active.find(job_id);
+  if (it != state_.active.end()) it->second.restarting = false;
+}
+
+void JobLifecycle::Defer(Deferred deferred) {
+  std::cerr << "gantry-server: the failure of " << deferred.job_id
+            << " could not be written; retrying\n";
+  absl::MutexLock lock(&deferred_mu_);
+  deferred_.push_back(std::move(deferred));
+}
+
+void JobLifecycle::RetryDeferred() {
+  std::vector<Deferred> pending;
+  {
+    absl::MutexLock lock(&deferred_mu_);
+    pending.swap(deferred_);
+  }
+  for (Deferred& d : pending) Fail(d.job_id, d.attempt, d.failure, d.message);
 }
 
 void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
@@ -54,12 +222,26 @@ void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
         .IgnoreError();
     return;
   }
-  backend_.jobs
-      ->Transition(
-          job.id(), {v1::PLACING, v1::RUNNING, v1::RESTARTING}, v1::FAILED, "Lost",
-          absl::StrCat("no worker reported ranks of the job within ", wait / absl::Seconds(1),
-                       " s after the server restarted; resubmit it"))
-      .IgnoreError();
+  absl::StatusOr<scheduler::JobRequest> request = MakeJobRequest(job);
+  {
+    absl::MutexLock lock(&state_.mu);
+    if (state_.active.count(job.id())) return;  // placed or adopted meanwhile
+    ActiveJob& a = state_.active[job.id()];
+    a.id = job.id();
+    a.owner = job.owner();
+    a.spec = job.spec();
+    a.attempt = job.attempt();
+    a.leased = false;
+    a.placed_at = absl::Now();
+    if (job.state() == v1::RESTARTING && request.ok()) {
+      // The server stopped while this restart was under way: it goes on.
+      QueueAgain(state_, a, *request);
+      return;
+    }
+  }
+  Fail(job.id(), -1, WorkerLost(),
+       absl::StrCat("no worker reported ranks of the job within ", wait / absl::Seconds(1),
+                    " s after the server restarted"));
 }
 
 bool JobLifecycle::LoadOrphans() {
@@ -85,6 +267,29 @@ void JobLifecycle::AppendEventOrLog(const std::string& job_id, const v1::JobEven
     std::cerr << "gantry-server: cannot record an event of " << job_id << ": " << seq.status()
               << "\n";
   }
+}
+
+absl::StatusOr<scheduler::JobRequest> JobLifecycle::MakeJobRequest(const v1::Job& job) {
+  scheduler::JobRequest request;
+  request.id = job.id();
+  request.priority = job.spec().priority();
+  request.submitted = TimeOf(job.created_at());
+  request.world_size = job.spec().world_size();
+  request.device = DeviceOf(job.spec().resources_per_rank().device());
+  request.selector.insert(job.spec().worker_selector().begin(), job.spec().worker_selector().end());
+  if (absl::StartsWith(job.spec().dataset(), "ds-")) {
+    absl::StatusOr<v1::Dataset> ds = backend_.datasets->Get(job.owner(), job.spec().dataset());
+    if (!ds.ok()) {
+      return absl::Status(ds.status().code(), absl::StrCat("dataset ", job.spec().dataset(),
+                                                           " is gone: ", ds.status().message()));
+    }
+    request.dataset_key = ds->sha256();
+  } else if (absl::StartsWith(job.spec().dataset(), "toymc:")) {
+    // A worker caches a simulated set under the sha256 of its canonical spec (workers/runner).
+    absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(job.spec().dataset());
+    if (toy.ok()) request.dataset_key = Sha256Hex(showers::FormatToyMcSpec(*toy));
+  }
+  return request;
 }
 
 }  // namespace gantry::server

@@ -34,7 +34,16 @@ ABSL_FLAG(int64_t, max_dataset_bytes, int64_t{64} << 30, "largest dataset upload
 ABSL_FLAG(int, shutdown_grace_seconds, 5, "seconds calls get to finish on SIGINT/SIGTERM");
 ABSL_FLAG(int, heartbeat_interval_ms, 2000, "how often workers are told to heartbeat");
 ABSL_FLAG(int, lease_timeout_ms, 15000,
-          "a worker silent for longer is lost and the jobs with ranks on it fail");
+          "a worker silent for longer is lost and the jobs with ranks on it restart (or fail)");
+ABSL_FLAG(int, rank_exit_grace_seconds, 30,
+          "how long the ranks of an ended or restarting job get to exit before their slots are "
+          "released anyway");
+ABSL_FLAG(int, hang_timeout_seconds, 300,
+          "the progress watchdog restarts a running job when rank 0 reports no new step for "
+          "max(this, --hang-step-factor x the median step time)");
+ABSL_FLAG(double, hang_step_factor, 20, "see --hang-timeout-seconds");
+ABSL_FLAG(int, collective_timeout_ms, 0,
+          "Gloo collective timeout given to ranks (0 = the worker's default)");
 ABSL_FLAG(int, placing_timeout_seconds, 600,
           "a job whose ranks have not all started after this long fails (dataset download and "
           "rendezvous included)");
@@ -79,6 +88,16 @@ int main(int argc, char** argv) {
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.lease_timeout_ms = absl::GetFlag(FLAGS_lease_timeout_ms);
   options.placing_timeout = absl::Seconds(absl::GetFlag(FLAGS_placing_timeout_seconds));
+  options.rank_exit_grace = absl::Seconds(absl::GetFlag(FLAGS_rank_exit_grace_seconds));
+  options.hang_timeout = absl::Seconds(absl::GetFlag(FLAGS_hang_timeout_seconds));
+  options.hang_step_factor = absl::GetFlag(FLAGS_hang_step_factor);
+  options.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
+  if (options.rank_exit_grace < absl::Seconds(1) || options.hang_timeout < absl::Seconds(1) ||
+      !(options.hang_step_factor >= 1) || options.collective_timeout_ms < 0) {
+    std::cerr << "gantry-server: --rank-exit-grace-seconds and --hang-timeout-seconds must be >= 1, "
+                 "--hang-step-factor >= 1 and --collective-timeout-ms >= 0\n";
+    return 2;
+  }
   options.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
   options.auth_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_auth_cache_ttl_ms));
   options.model_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_model_cache_ttl_ms));

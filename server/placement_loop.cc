@@ -7,11 +7,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
-#include "base/sha256.h"
+#include "base/failure_policy.h"
 #include "base/status_macros.h"
-#include "showers/toy_mc.h"
 
 namespace gantry::server {
 namespace {
@@ -27,16 +27,20 @@ struct Ending {
   std::string message;
 };
 
-absl::Time TimeOf(const google::protobuf::Timestamp& ts) {
-  return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
-}
-
-v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
-  return kind == v1::DEVICE_KIND_GPU ? v1::DEVICE_KIND_GPU : v1::DEVICE_KIND_CPU;
-}
+// A failure decided under the lock, handled (restart or end) after releasing it.
+struct Failure {
+  std::string job_id;
+  int attempt;
+  FailureClass failure;
+  std::string message;
+};
 
 void EndAll(JobLifecycle& lifecycle, const std::vector<Ending>& endings) {
   for (const Ending& e : endings) lifecycle.End(e.job_id, e.from, e.to, e.reason, e.message);
+}
+
+void FailAll(JobLifecycle& lifecycle, const std::vector<Failure>& failures) {
+  for (const Failure& f : failures) lifecycle.Fail(f.job_id, f.attempt, f.failure, f.message);
 }
 
 }  // namespace
@@ -70,6 +74,7 @@ void PlacementLoop::Loop() {
 }
 
 void PlacementLoop::Tick(absl::Time now) {
+  lifecycle_.RetryDeferred();
   EndUnclaimedOrphans(now);
   // One query a tick for the jobs the database drives: new QUEUED ones, CANCELLING ones.
   absl::StatusOr<std::vector<v1::Job>> jobs =
@@ -86,6 +91,7 @@ void PlacementLoop::Tick(absl::Time now) {
   ExpireWorkers(now);
   PlaceJobs(now);
   ReapEnded(now);
+  WatchProgress(now);
   ExplainWaits(now);
 }
 
@@ -165,28 +171,13 @@ void PlacementLoop::SyncQueue(const std::vector<v1::Job>& queued) {
 }
 
 std::optional<scheduler::JobRequest> PlacementLoop::MakeJobRequest(const v1::Job& job) {
-  scheduler::JobRequest request;
-  request.id = job.id();
-  request.priority = job.spec().priority();
-  request.submitted = TimeOf(job.created_at());
-  request.world_size = job.spec().world_size();
-  request.device = DeviceOf(job.spec().resources_per_rank().device());
-  request.selector.insert(job.spec().worker_selector().begin(), job.spec().worker_selector().end());
-  if (absl::StartsWith(job.spec().dataset(), "ds-")) {
-    absl::StatusOr<v1::Dataset> ds = backend_.datasets->Get(job.owner(), job.spec().dataset());
-    if (!ds.ok()) {
-      lifecycle_.End(
-          job.id(), {v1::QUEUED}, v1::FAILED, "DatasetMissing",
-          absl::StrCat("dataset ", job.spec().dataset(), " is gone: ", ds.status().message()));
-      return std::nullopt;
-    }
-    request.dataset_key = ds->sha256();
-  } else if (absl::StartsWith(job.spec().dataset(), "toymc:")) {
-    // A worker caches a simulated set under the sha256 of its canonical spec (workers/runner).
-    absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(job.spec().dataset());
-    if (toy.ok()) request.dataset_key = Sha256Hex(showers::FormatToyMcSpec(*toy));
+  absl::StatusOr<scheduler::JobRequest> request = lifecycle_.MakeJobRequest(job);
+  if (!request.ok()) {
+    lifecycle_.End(job.id(), {v1::QUEUED}, v1::FAILED, "DatasetMissing",
+                   std::string(request.status().message()));
+    return std::nullopt;
   }
-  return request;
+  return *std::move(request);
 }
 
 void PlacementLoop::PlaceJobs(absl::Time now) {
@@ -205,22 +196,44 @@ void PlacementLoop::PlaceJobs(absl::Time now) {
 
 void PlacementLoop::Place(const scheduler::Placement& placement,
                           const std::vector<std::string>& names, absl::Time now) {
-  absl::StatusOr<v1::Job> job = lifecycle_.StartPlacing(
-      placement.job_id,
+  const std::string where =
       absl::StrCat("ranks 0..", names.size() - 1, " on ", absl::StrJoin(names, ", "),
-                   "; rendezvous ", placement.rendezvous_host, ":", placement.rendezvous_port));
-  if (!job.ok()) {  // cancelled meanwhile: give the slots back
+                   "; rendezvous ", placement.rendezvous_host, ":", placement.rendezvous_port);
+  bool again = false;  // a restarting job placed again (no transition: it stays RESTARTING)
+  {
     absl::MutexLock lock(&state_.mu);
-    state_.scheduler.Remove(placement.job_id);
-    return;
+    auto it = state_.active.find(placement.job_id);
+    again = it != state_.active.end() && it->second.waiting;
+  }
+  std::optional<v1::Job> started;
+  if (!again) {
+    absl::StatusOr<v1::Job> job = lifecycle_.StartPlacing(placement.job_id, where);
+    if (!job.ok()) {  // cancelled meanwhile: give the slots back
+      absl::MutexLock lock(&state_.mu);
+      state_.scheduler.Remove(placement.job_id);
+      return;
+    }
+    started = *std::move(job);
   }
   ActiveJob placed;
   {
     absl::MutexLock lock(&state_.mu);
-    ActiveJob& a = state_.active[job->id()];
-    a.id = job->id();
-    a.owner = job->owner();
-    a.spec = job->spec();
+    if (again) {
+      auto it = state_.active.find(placement.job_id);
+      if (it == state_.active.end() || !it->second.waiting || it->second.ended) {
+        state_.scheduler.Remove(placement.job_id);
+        return;
+      }
+    }
+    ActiveJob& a = state_.active[placement.job_id];
+    if (!again) {
+      a.id = started->id();
+      a.owner = started->owner();
+      a.spec = started->spec();
+      a.attempt = started->attempt();
+    }
+    a.waiting = false;
+    a.leased = true;
     a.rank_workers = placement.rank_workers;
     a.workers.insert(placement.rank_workers.begin(), placement.rank_workers.end());
     a.placed_at = now;
@@ -229,15 +242,26 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
   }
   absl::StatusOr<v1::Assignment> common = MakeAssignment(placed, placement);
   if (!common.ok()) {
-    lifecycle_.End(placed.id, {v1::PLACING}, v1::FAILED, "PlacementFailed",
+    lifecycle_.End(placed.id, {v1::PLACING, v1::RESTARTING}, v1::FAILED, "PlacementFailed",
                    std::string(common.status().message()));
     return;
+  }
+  if (again) {
+    v1::JobEvent event;
+    event.mutable_log()->set_rank(-1);
+    event.mutable_log()->set_level("INFO");
+    event.mutable_log()->set_text(absl::StrCat(
+        "attempt ", placed.attempt, " placed: ", where,
+        common->resume_checkpoint_sha256().empty()
+            ? "; starting from scratch (no checkpoint yet)"
+            : absl::StrCat("; resuming from checkpoint ", common->resume_checkpoint_sha256())));
+    lifecycle_.AppendEventOrLog(placed.id, event);
   }
   std::optional<std::string> failure;
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(placed.id);
-    if (it == state_.active.end()) return;
+    if (it == state_.active.end() || it->second.attempt != placed.attempt) return;
     ActiveJob& a = it->second;
     for (int rank = 0; rank < static_cast<int>(placement.rank_workers.size()); ++rank) {
       const std::string& worker = placement.rank_workers[rank];
@@ -260,9 +284,7 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
       a.ranks[rank].phase = v1::RANK_PHASE_UNSPECIFIED;
     }
   }
-  if (failure.has_value()) {
-    lifecycle_.End(placed.id, {v1::PLACING}, v1::FAILED, "PlacementFailed", *failure);
-  }
+  if (failure.has_value()) lifecycle_.Fail(placed.id, placed.attempt, WorkerLost(), *failure);
 }
 
 absl::StatusOr<v1::Assignment> PlacementLoop::MakeAssignment(
@@ -271,6 +293,12 @@ absl::StatusOr<v1::Assignment> PlacementLoop::MakeAssignment(
   a.set_job_id(job.id);
   *a.mutable_spec() = job.spec;
   a.set_world_size(job.spec.world_size());
+  a.set_attempt(job.attempt);
+  a.set_collective_timeout_ms(backend_.options.collective_timeout_ms);
+  // Every attempt resumes from the newest uploaded checkpoint (read now: a preempted rank may
+  // have uploaded one after the restart began).
+  ASSIGN_OR_RETURN(v1::Job stored, backend_.jobs->Get("", job.id));
+  a.set_resume_checkpoint_sha256(stored.latest_checkpoint().sha256());
   a.set_rendezvous_host(placement.rendezvous_host);
   a.set_rendezvous_port(placement.rendezvous_port);
   a.set_owner(job.owner);
@@ -296,7 +324,7 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
   struct Loss {
     std::string worker_id;
     std::vector<std::string> jobs;  // jobs whose ranks died with the worker
-    std::vector<Ending> endings;
+    std::vector<Failure> failures;
   };
   std::vector<Loss> losses;
   {
@@ -306,35 +334,24 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
       if (router_ != nullptr) router_->OnDisconnect(lost.worker_id);
       Loss& loss = losses.emplace_back();
       loss.worker_id = lost.worker_id;
+      const std::string why =
+          absl::StrCat("worker ", name, " sent no heartbeat for ",
+                       backend_.options.lease_timeout_ms / 1000.0, " s; its ranks are lost");
       const std::set<std::string> leased(lost.job_ids.begin(), lost.job_ids.end());
       for (const std::string& job_id : lost.job_ids) {
-        loss.endings.push_back(
-            {job_id,
-             {v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING},
-             v1::FAILED,
-             "WorkerLost",
-             absl::StrCat("worker ", name, " sent no heartbeat for ",
-                          backend_.options.lease_timeout_ms / 1000.0,
-                          " s; its ranks are lost (restarts from checkpoints are not supported "
-                          "yet: resubmit the job)")});
-        loss.jobs.push_back(job_id);
         auto it = state_.active.find(job_id);
-        if (it != state_.active.end()) {
-          it->second.leased = false;  // the scheduler already released every lease of the job
-        }
+        if (it == state_.active.end()) continue;
+        it->second.leased = false;  // the scheduler already released every lease of the job
+        loss.failures.push_back({job_id, it->second.attempt, WorkerLost(), why});
+        loss.jobs.push_back(job_id);
       }
       // Adopted jobs hold no leases, so the scheduler cannot name them: look them up here.
       for (const auto& [id, job] : state_.active) {
-        if (leased.count(id) || job.ended || job.leased || !job.workers.count(lost.worker_id)) {
+        if (leased.count(id) || job.ended || job.leased || job.waiting ||
+            !job.workers.count(lost.worker_id)) {
           continue;
         }
-        loss.endings.push_back(
-            {id,
-             {v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING},
-             v1::FAILED,
-             "WorkerLost",
-             absl::StrCat("worker ", name, " sent no heartbeat for ",
-                          backend_.options.lease_timeout_ms / 1000.0, " s; its ranks are lost")});
+        loss.failures.push_back({id, job.attempt, WorkerLost(), why});
         loss.jobs.push_back(id);
       }
     }
@@ -342,8 +359,9 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
   for (const Loss& loss : losses) {
     backend_.workers->MarkDisconnected(loss.worker_id).IgnoreError();
     // The other ranks are told to stop while the lost worker still counts as running the job.
-    EndAll(lifecycle_, loss.endings);
+    FailAll(lifecycle_, loss.failures);
     absl::MutexLock lock(&state_.mu);
+    state_.preempting.erase(loss.worker_id);  // a preempted worker that is gone is just gone
     for (const std::string& job_id : loss.jobs) {
       auto it = state_.active.find(job_id);
       if (it != state_.active.end()) it->second.workers.erase(loss.worker_id);
@@ -368,18 +386,23 @@ void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, 
         state_.SendCancellation(a, job.message());
         a.cancel_sent = true;
         a.ended_at = now;
+        if (a.waiting) {  // queued for a restart: nothing of this attempt runs
+          state_.scheduler.Remove(a.id);
+          state_.queued.erase(a.id);
+        }
       }
       const int exited = a.CountRanks(v1::RANK_EXITED);
-      const bool all_exited = exited >= job.spec().world_size();
+      const bool all_exited = a.waiting || exited >= job.spec().world_size();
       if (all_exited || now - a.ended_at > backend_.options.rank_exit_grace) {
         endings.push_back(
             {job.id(),
              {v1::CANCELLING},
              v1::CANCELLED,
              "Cancelled",
-             all_exited ? absl::StrCat("all ", exited, " ranks stopped")
-                        : absl::StrCat(exited, " of ", job.spec().world_size(),
-                                       " ranks confirmed stopping; the slots are released")});
+             a.waiting    ? std::string("cancelled while waiting to restart")
+             : all_exited ? absl::StrCat("all ", exited, " ranks stopped")
+                          : absl::StrCat(exited, " of ", job.spec().world_size(),
+                                         " ranks confirmed stopping; the slots are released")});
       }
     }
   }
@@ -387,34 +410,60 @@ void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, 
 }
 
 void PlacementLoop::ReapEnded(absl::Time now) {
-  std::vector<Ending> timeouts;
+  std::vector<Failure> timeouts;
   {
     absl::MutexLock lock(&state_.mu);
     for (auto it = state_.active.begin(); it != state_.active.end();) {
       const ActiveJob& a = it->second;
       const int exited = a.CountRanks(v1::RANK_EXITED);
       const int running = a.CountRanks(v1::RANK_RUNNING);
-      if (!a.ended && now - a.placed_at > backend_.options.placing_timeout &&
+      if (!a.ended && !a.waiting && !a.restarting && !a.cancel_sent &&
+          now - a.placed_at > backend_.options.placing_timeout &&
           running + exited < a.spec.world_size()) {
-        timeouts.push_back({a.id,
-                            {v1::PLACING},
-                            v1::FAILED,
-                            "PlacementTimeout",
+        timeouts.push_back({a.id, a.attempt, PlacementTimeout(),
                             absl::StrCat("only ", running + exited, " of ", a.spec.world_size(),
                                          " ranks started within ",
                                          absl::FormatDuration(backend_.options.placing_timeout))});
       }
-      const bool done = a.ended && (exited >= a.spec.world_size() ||
+      const bool done = a.ended && (a.waiting || exited >= a.spec.world_size() ||
                                     now - a.ended_at > backend_.options.rank_exit_grace);
       if (done) {
         state_.scheduler.Remove(a.id);
+        state_.queued.erase(a.id);
         it = state_.active.erase(it);
       } else {
         ++it;
       }
     }
   }
-  EndAll(lifecycle_, timeouts);
+  FailAll(lifecycle_, timeouts);
+}
+
+void PlacementLoop::WatchProgress(absl::Time now) {
+  std::vector<Failure> hung;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (const auto& [id, a] : state_.active) {
+      if (a.ended || a.waiting || a.restarting || a.cancel_sent ||
+          a.running_since == absl::InfinitePast()) {
+        continue;
+      }
+      const absl::Time last = std::max(a.running_since, a.latest_step_at);
+      const double median = a.MedianStepSeconds();
+      const absl::Duration limit = std::max(
+          backend_.options.hang_timeout,
+          absl::Seconds(backend_.options.hang_step_factor * median));
+      if (now - last <= limit) continue;
+      hung.push_back(
+          {id, a.attempt, NoProgress(),
+           absl::StrFormat("no training step for %s (rank 0 last reported step %d; the limit is "
+                           "max(%s, %g x the median step time %.3g s))",
+                           absl::FormatDuration(absl::Trunc(now - last, absl::Seconds(1))),
+                           a.latest_step, absl::FormatDuration(backend_.options.hang_timeout),
+                           backend_.options.hang_step_factor, median)});
+    }
+  }
+  FailAll(lifecycle_, hung);
 }
 
 }  // namespace gantry::server

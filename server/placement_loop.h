@@ -1,6 +1,8 @@
 // PlacementLoop: the coordinator's tick: queues new jobs with the scheduler, expires silent
-// workers, places gangs (one Assignment per rank), completes cancellations, times out ranks that
-// never start or never exit, ends jobs no worker claimed after a restart, and explains waits.
+// workers (their jobs restart or fail), places gangs (one Assignment per rank, restarted jobs
+// again with their next attempt), completes cancellations, times out ranks that never start or
+// never exit, watches progress for hangs, handles jobs no worker claimed after a server restart,
+// and explains waits.
 #ifndef GANTRY_SERVER_PLACEMENT_LOOP_H_
 #define GANTRY_SERVER_PLACEMENT_LOOP_H_
 
@@ -54,6 +56,8 @@ class PlacementLoop {
              absl::Time now);
   void HandleCancellations(const std::vector<gantry::v1::Job>& cancelling, absl::Time now);
   void ReapEnded(absl::Time now);
+  // The progress watchdog: restarts RUNNING jobs whose rank 0 reports no new step in time.
+  void WatchProgress(absl::Time now);
   // Every few seconds: the scheduler's reason why each queued job waits becomes its message.
   void ExplainWaits(absl::Time now);
   // What every rank's Assignment shares (the dataset sha and the fine-tuning checkpoint are

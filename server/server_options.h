@@ -32,6 +32,12 @@ struct ServerOptions {
   absl::Duration placing_timeout = absl::Minutes(10);
   absl::Duration rank_exit_grace = absl::Seconds(30);
   absl::Duration progress_event_interval = absl::Seconds(1);
+  // Fault tolerance. The progress watchdog restarts a RUNNING job (reason NoProgress) when rank 0
+  // reports no new step for max(hang_timeout, hang_step_factor x the median step time). Ranks get
+  // collective_timeout_ms as their Gloo timeout (0 = the worker's default).
+  absl::Duration hang_timeout = absl::Minutes(5);
+  double hang_step_factor = 20;
+  int collective_timeout_ms = 0;
   // Generation: the largest count one Generate call may ask for (RESOURCE_EXHAUSTED above it).
   int64_t max_showers_per_request = 1000000;
   // How long a verified tenant token and a resolved model reference are reused without asking

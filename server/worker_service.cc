@@ -27,7 +27,8 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
     ASSIGN_OR_RETURN(std::string id, backend_.workers->Upsert(*request));
-    sessions_.OnRegister(id, *request);
+    absl::StatusOr<v1::WorkerInfo> stored = backend_.workers->Get(id);
+    sessions_.OnRegister(id, *request, stored.ok() && stored->draining());
     response->set_worker_id(id);
     response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
     response->set_lease_timeout_ms(backend_.options.lease_timeout_ms);
@@ -110,7 +111,12 @@ grpc::Status WorkerService::UploadCheckpoint(
     }
     const v1::CheckpointHeader header = message.header();
     RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
-    RETURN_IF_ERROR(backend_.jobs->Get("", header.job_id()).status());
+    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", header.job_id()));
+    if (header.attempt() < job.attempt()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("header.attempt: ", header.attempt(), " is an earlier attempt of job ",
+                       header.job_id(), " (now ", job.attempt(), "); its checkpoint is not kept"));
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
     while (reader->Read(&message)) {
       if (!message.has_chunk()) {
@@ -137,7 +143,20 @@ grpc::Status WorkerService::UploadCheckpoint(
     saved->set_step(header.step());
     saved->set_sha256(blob.sha256);
     saved->set_size_bytes(blob.size_bytes);
-    RETURN_IF_ERROR(backend_.jobs->AppendEvent(header.job_id(), event).status());
+    RETURN_IF_ERROR(
+        backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved).status());
+    // Retention: the job's older checkpoints beyond keep_last go, unless a model or another job's
+    // checkpoint uses the same blob (the job's newest, what a restart resumes from, always stays).
+    absl::StatusOr<std::vector<std::string>> expired = backend_.jobs->ExpireCheckpoints(
+        header.job_id(), job.spec().checkpoint_policy().keep_last());
+    if (expired.ok()) {
+      for (const std::string& sha : *expired) {
+        if (absl::Status st = backend_.blobs->Remove(sha); !st.ok()) {
+          std::cerr << "gantry-server: cannot remove the expired checkpoint " << sha << " of "
+                    << header.job_id() << ": " << st << "\n";
+        }
+      }
+    }
     response->set_sha256(blob.sha256);
     response->set_size_bytes(blob.size_bytes);
     return absl::OkStatus();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/failure_policy.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -22,7 +23,7 @@ v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
 
 std::string DescribeExit(int code) {
   if (code < 0) return absl::StrCat("was killed by signal ", -code);
-  return absl::StrCat("exited with code ", code);
+  return absl::StrCat("exited with code ", DescribeExitCode(code));
 }
 
 absl::Status NotOnWorker(const std::string& job_id, const std::string& worker_id) {
@@ -40,10 +41,59 @@ v1::JobEvent LogEvent(int rank, const std::string& level, const std::string& tex
 
 }  // namespace
 
-void WorkerSessions::OnRegister(const std::string& worker_id, const v1::RegisterRequest& request) {
+void WorkerSessions::OnRegister(const std::string& worker_id, const v1::RegisterRequest& request,
+                                bool drained) {
   absl::MutexLock lock(&state_.mu);
   state_.registered[worker_id] = request;
+  if (drained) {
+    state_.drained.insert(worker_id);
+  } else {
+    state_.drained.erase(worker_id);
+  }
   if (router_ != nullptr) router_->OnRegister(worker_id, request);
+}
+
+void WorkerSessions::OnPreempting(const std::string& worker_id, const v1::Preempting& notice) {
+  std::vector<std::pair<std::string, v1::JobEvent>> events;
+  {
+    absl::MutexLock lock(&state_.mu);
+    state_.preempting.insert(worker_id);
+    state_.scheduler.SetDraining(worker_id, true);
+    const std::string text =
+        absl::StrCat("worker ", state_.WorkerName(worker_id), " is being preempted",
+                     notice.reason().empty() ? "" : absl::StrCat(" (", notice.reason(), ")"),
+                     "; its ranks checkpoint within ", notice.grace_ms() / 1000.0,
+                     " s and the job restarts elsewhere");
+    for (const auto& [id, job] : state_.active) {
+      if (!job.ended && job.workers.count(worker_id)) {
+        events.emplace_back(id, LogEvent(-1, "WARNING", text));
+      }
+    }
+  }
+  for (const auto& [job_id, event] : events) lifecycle_.AppendEventOrLog(job_id, event);
+}
+
+int WorkerSessions::Drain(const std::string& worker_id, bool drain) {
+  absl::MutexLock lock(&state_.mu);
+  if (drain) {
+    state_.drained.insert(worker_id);
+  } else {
+    state_.drained.erase(worker_id);
+  }
+  state_.scheduler.SetDraining(worker_id, state_.Draining(worker_id));
+  if (!drain) return 0;
+  int jobs = 0;
+  for (const auto& [id, job] : state_.active) {
+    if (job.ended || job.waiting || job.cancel_sent || !job.workers.count(worker_id)) continue;
+    state_.SendCheckpointAndStop(job, worker_id, "the worker is drained by an operator");
+    ++jobs;
+  }
+  return jobs;
+}
+
+bool WorkerSessions::Draining(const std::string& worker_id) const {
+  absl::MutexLock lock(&state_.mu);
+  return state_.Draining(worker_id);
 }
 
 std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_id,
@@ -100,6 +150,7 @@ void WorkerSessions::UpsertScheduledWorker(const std::string& worker_id, const v
   }
   w.cached_datasets.insert(reg.cached_datasets().begin(), reg.cached_datasets().end());
   state_.scheduler.UpsertWorker(w, absl::Now());
+  state_.scheduler.SetDraining(worker_id, state_.Draining(worker_id));
   // Ranks from before a reconnect occupy slots the scheduler holds no lease for: nothing is
   // placed on the worker until its first heartbeat says what is free.
   if (!hello.running_jobs().empty()) {
@@ -112,13 +163,15 @@ v1::JobEvent WorkerSessions::AdoptOrphan(const std::string& worker_id, const v1:
   a.id = orphan.id();
   a.owner = orphan.owner();
   a.spec = orphan.spec();
+  a.attempt = orphan.attempt();
   a.workers.insert(worker_id);
   a.placed_at = absl::Now();
   a.leased = false;
   for (int rank = 0; rank < a.spec.world_size(); ++rank) {
     a.ranks[rank].phase =
-        orphan.state() == v1::PLACING ? v1::RANK_PHASE_UNSPECIFIED : v1::RANK_RUNNING;
+        orphan.state() == v1::RUNNING ? v1::RANK_RUNNING : v1::RANK_PHASE_UNSPECIFIED;
   }
+  if (orphan.state() == v1::RUNNING) a.running_since = absl::Now();
   return LogEvent(
       -1, "INFO",
       absl::StrCat("adopted after a server restart: worker ", worker_id, " runs ranks of it"));
@@ -135,6 +188,11 @@ void WorkerSessions::OnDisconnect(const std::shared_ptr<WorkerLink>& link) {
   }
 }
 
+std::string WorkerSessions::WorkerNameOf(const std::string& worker_id) const {
+  absl::MutexLock lock(&state_.mu);
+  return state_.WorkerName(worker_id);
+}
+
 absl::Status WorkerSessions::OnHeartbeat(const std::string& worker_id,
                                          const v1::Heartbeat& heartbeat) {
   absl::MutexLock lock(&state_.mu);
@@ -146,15 +204,39 @@ absl::Status WorkerSessions::OnHeartbeat(const std::string& worker_id,
 
 absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
                                              const v1::WorkerMessage& m) {
+  if (m.has_preempting()) {
+    OnPreempting(worker_id, m.preempting());
+    return absl::OkStatus();
+  }
   if (m.job_id().empty()) {
     return absl::InvalidArgumentError("job_id: is missing on a job message");
   }
+  bool current = true;  // of the job's current attempt
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(m.job_id());
     if (it == state_.active.end() || !it->second.workers.count(worker_id)) {
       return NotOnWorker(m.job_id(), worker_id);
     }
+    current = m.attempt() == it->second.attempt && !it->second.waiting;
+  }
+  if (!current) {
+    // A rank of an earlier attempt (stopping after a restart): its log lines and exit are
+    // recorded, nothing else.
+    if (m.has_log()) {
+      v1::JobEvent event;
+      *event.mutable_log() = m.log();
+      return backend_.jobs->AppendEvent(m.job_id(), event).status();
+    }
+    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+      lifecycle_.AppendEventOrLog(
+          m.job_id(),
+          LogEvent(m.rank_status().rank(), "INFO",
+                   absl::StrCat("rank ", m.rank_status().rank(), " of attempt ", m.attempt(),
+                                " on ", WorkerNameOf(worker_id), " ",
+                                DescribeExit(m.rank_status().exit_code()))));
+    }
+    return absl::OkStatus();
   }
   switch (m.kind_case()) {
     case v1::WorkerMessage::kRankStatus:
@@ -180,13 +262,16 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
                                               const v1::RankStatus& status) {
   // Under the lock: record the rank's phase and decide what to write.
   int all_running = 0;                 // > 0: every rank runs, the job becomes RUNNING
+  int attempt = 0;
   std::optional<v1::JobEvent> exited;  // the log line about an exited rank
   std::optional<std::string> fail_why;
+  FailureClass failure;
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(job_id);
     if (it == state_.active.end()) return NotOnWorker(job_id, worker_id);
     ActiveJob& a = it->second;
+    attempt = a.attempt;
     if (status.rank() < 0 || status.rank() >= a.spec.world_size()) {
       return absl::InvalidArgumentError(absl::StrCat("rank_status.rank: ", status.rank(),
                                                      " is outside 0..", a.spec.world_size() - 1));
@@ -198,7 +283,10 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
     const std::string worker = state_.WorkerName(worker_id);
     if (status.phase() == v1::RANK_RUNNING && !a.ended) {
       const int running = a.CountRanks(v1::RANK_RUNNING);
-      if (running == a.spec.world_size()) all_running = running;
+      if (running == a.spec.world_size()) {
+        all_running = running;
+        a.running_since = absl::Now();
+      }
     }
     if (status.phase() == v1::RANK_EXITED) {
       const std::string detail =
@@ -207,17 +295,21 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
                         absl::StrCat("rank ", status.rank(), " on ", worker, " ",
                                      DescribeExit(status.exit_code()), detail));
       if (!a.ended && !a.cancel_sent && (status.exit_code() != 0 || status.rank() == 0)) {
-        fail_why = status.exit_code() != 0
-                       ? absl::StrCat("rank ", status.rank(), " on worker ", worker, " ",
-                                      DescribeExit(status.exit_code()), detail)
-                       : "rank 0 exited without reporting a result";
+        if (status.exit_code() != 0) {
+          fail_why = absl::StrCat("rank ", status.rank(), " on worker ", worker, " ",
+                                  DescribeExit(status.exit_code()), detail);
+          failure = ClassifyRankExit(status.exit_code());
+        } else {
+          fail_why = "rank 0 exited without reporting a result";
+          failure = ClassifyRankExit(kExitInternal);
+        }
       }
     }
   }
   // Without it: the writes.
-  if (all_running > 0) lifecycle_.StartRunning(job_id, all_running);
+  if (all_running > 0) lifecycle_.StartRunning(job_id, attempt, all_running);
   if (exited.has_value()) lifecycle_.AppendEventOrLog(job_id, *exited);
-  if (fail_why.has_value()) lifecycle_.End(job_id, kLive, v1::FAILED, "RankFailed", *fail_why);
+  if (fail_why.has_value()) lifecycle_.Fail(job_id, attempt, failure, *fail_why);
   return absl::OkStatus();
 }
 
@@ -230,6 +322,16 @@ absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
     auto it = state_.active.find(job_id);
     if (it == state_.active.end()) return absl::OkStatus();  // reaped meanwhile
     ActiveJob& a = it->second;
+    if (progress.step() > a.latest_step) {
+      if (a.latest_step >= 0 && a.latest_step_at != absl::InfinitePast()) {
+        const double seconds = absl::ToDoubleSeconds(now - a.latest_step_at) /
+                               static_cast<double>(progress.step() - a.latest_step);
+        if (a.step_seconds.size() >= 16) a.step_seconds.erase(a.step_seconds.begin());
+        a.step_seconds.push_back(seconds);
+      }
+      a.latest_step = progress.step();
+      a.latest_step_at = now;
+    }
     // An event only when training moved on (rank 0 repeats its report while a step runs).
     const bool moved =
         progress.step() != a.last_progress_step || progress.epoch() != a.last_progress_epoch;
@@ -248,6 +350,7 @@ absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
 absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::JobResult& result) {
   std::string owner;
   v1::JobSpec spec;
+  int attempt = 0;
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(job_id);
@@ -256,10 +359,16 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
     }
     owner = it->second.owner;
     spec = it->second.spec;
+    attempt = it->second.attempt;
   }
   if (!result.success()) {
-    lifecycle_.End(job_id, kLive, v1::FAILED, "TrainingFailed",
-                   result.message().empty() ? "rank 0 reported a failure" : result.message());
+    const std::string why =
+        result.message().empty() ? "rank 0 reported a failure" : result.message();
+    if (result.exit_code() == 0) {  // a worker that does not say which failure it was
+      lifecycle_.End(job_id, kLive, v1::FAILED, "TrainingFailed", why);
+    } else {
+      lifecycle_.Fail(job_id, attempt, ClassifyRankExit(result.exit_code()), why);
+    }
     return absl::OkStatus();
   }
   ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", job_id));

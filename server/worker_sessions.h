@@ -30,8 +30,18 @@ class WorkerSessions {
         registrar_(registrar),
         router_(router) {}
 
-  // WorkerService.Register: remembers what the worker offers (ports, threads, capacity).
-  void OnRegister(const std::string& worker_id, const gantry::v1::RegisterRequest& request);
+  // WorkerService.Register: remembers what the worker offers (ports, threads, capacity), and
+  // whether an operator drained it (stored with the worker). A registration ends a preemption.
+  void OnRegister(const std::string& worker_id, const gantry::v1::RegisterRequest& request,
+                  bool drained = false);
+  // A daemon announced its preemption: no new placements on it; failures of jobs with ranks on it
+  // restart with reason Preempted (not counted against max_restarts).
+  void OnPreempting(const std::string& worker_id, const gantry::v1::Preempting& notice);
+  // AdminService.DrainWorker: drain (no new placements; each running job's ranks there are asked
+  // to checkpoint and stop, and the job restarts elsewhere as Drained) or undrain. Returns how
+  // many jobs were asked to move.
+  int Drain(const std::string& worker_id, bool drain);
+  bool Draining(const std::string& worker_id) const;
   // WorkerService.Connect after a valid hello: the link its writer drains. Jobs the hello lists
   // that are no longer active get a Cancellation at once; orphans it lists are adopted.
   std::shared_ptr<WorkerLink> OnConnect(const std::string& worker_id,
@@ -39,8 +49,9 @@ class WorkerSessions {
   // The stream ended (the link is closed here).
   void OnDisconnect(const std::shared_ptr<WorkerLink>& link);
   absl::Status OnHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& heartbeat);
-  // rank_status, progress, log and result messages (job_id set). INVALID_ARGUMENT for a message
-  // that names no job, FAILED_PRECONDITION for a job this worker does not run.
+  // rank_status, progress, log and result messages (job_id set), and preemption notices.
+  // INVALID_ARGUMENT for a job message that names no job, FAILED_PRECONDITION for a job this
+  // worker does not run. Messages of an earlier attempt of the job only add log lines.
   absl::Status OnWorkerMessage(const std::string& worker_id, const gantry::v1::WorkerMessage& m);
 
  private:
@@ -50,6 +61,7 @@ class WorkerSessions {
   // Makes an orphan the hello lists active again; the event to record about it.
   gantry::v1::JobEvent AdoptOrphan(const std::string& worker_id, const gantry::v1::Job& orphan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  std::string WorkerNameOf(const std::string& worker_id) const;
   absl::Status HandleRankStatus(const std::string& worker_id, const std::string& job_id,
                                 const gantry::v1::RankStatus& status);
   absl::Status HandleProgress(const std::string& job_id, const gantry::v1::Progress& progress);

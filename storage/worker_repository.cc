@@ -11,7 +11,8 @@ namespace {
 
 using gantry::v1::WorkerInfo;
 
-#define WORKER_COLUMNS "id, name, registration, free_slots, connected, gantry_us(last_heartbeat)"
+#define WORKER_COLUMNS \
+  "id, name, registration, free_slots, connected, gantry_us(last_heartbeat), draining"
 
 absl::StatusOr<WorkerInfo> WorkerFromRow(const pqxx::row& row) {
   gantry::v1::RegisterRequest reg;
@@ -27,6 +28,7 @@ absl::StatusOr<WorkerInfo> WorkerFromRow(const pqxx::row& row) {
   w.set_connected(row[4].as<bool>());
   sql::SetTimestamp(row[5], w.mutable_last_heartbeat());
   w.set_version(reg.version());
+  w.set_draining(row[6].as<bool>());
   return w;
 }
 
@@ -68,6 +70,16 @@ absl::Status WorkerRepository::Heartbeat(const std::string& id, int free_slots,
                 "RETURNING id",
                 id, free_slots, sql::JsonArray(cached_datasets), absl::ToUnixMicros(now));
     if (r.empty()) return WorkerNotFound(id);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status WorkerRepository::SetDraining(const std::string& id, bool draining) {
+  return db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("worker_draining",
+                             "UPDATE workers SET draining = $2 WHERE id = $1 RETURNING id", id,
+                             draining);
+    if (r.empty()) return absl::NotFoundError(absl::StrCat("worker ", id, " is not registered"));
     return absl::OkStatus();
   });
 }

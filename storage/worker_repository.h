@@ -30,6 +30,9 @@ class WorkerRepository {
                          const std::vector<std::string>& cached_datasets, absl::Time now);
 
   absl::StatusOr<gantry::v1::WorkerInfo> Get(const std::string& id);
+  // Drained by an operator (kept across registrations and server restarts). NOT_FOUND for an
+  // unknown id.
+  absl::Status SetDraining(const std::string& id, bool draining);
 
   // All workers, ordered by name.
   absl::StatusOr<std::vector<gantry::v1::WorkerInfo>> List();

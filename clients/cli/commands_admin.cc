@@ -106,17 +106,33 @@ absl::Status Workers(CommandContext& context) {
     context.out << "No workers.\n";
     return absl::OkStatus();
   }
-  Table table({"ID", "NAME", "DEVICE", "SLOTS", "FREE", "CONNECTED", "LAST_HEARTBEAT", "LABELS",
-               "VERSION"});
+  Table table({"ID", "NAME", "DEVICE", "SLOTS", "FREE", "CONNECTED", "DRAINING", "LAST_HEARTBEAT",
+               "LABELS", "VERSION"});
   const absl::Time now = absl::Now();
   for (const auto& w : response.workers()) {
     table.AddRow({w.id(), w.name(), DeviceName(w.device()), absl::StrCat(w.slots()),
                   absl::StrCat(w.free_slots()), w.connected() ? "yes" : "no",
-                  FormatAge(w.last_heartbeat(), now), FormatLabels(w.labels()), w.version()});
+                  w.draining() ? "yes" : "no", FormatAge(w.last_heartbeat(), now),
+                  FormatLabels(w.labels()), w.version()});
   }
   table.Render(context.out);
   return absl::OkStatus();
 }
+
+absl::Status DrainOrUndrain(CommandContext& context, bool undrain) {
+  v1::DrainWorkerRequest request;
+  request.set_worker(context.args.Positional(0));
+  request.set_undrain(undrain);
+  v1::WorkerInfo response;
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::DrainWorker, request, &response));
+  if (context.json) return PrintJson(context.out, response);
+  context.out << response.name() << " (" << response.id() << "): " << response.state_message()
+              << '\n';
+  return absl::OkStatus();
+}
+
+absl::Status WorkersDrain(CommandContext& context) { return DrainOrUndrain(context, false); }
+absl::Status WorkersUndrain(CommandContext& context) { return DrainOrUndrain(context, true); }
 
 }  // namespace
 
@@ -149,6 +165,20 @@ void AddAdminCommands(std::vector<Command>* commands) {
                         {"quiet", "", "print only the secret (for scripts)"}},
                        JoinTokensCreate});
   commands->push_back({{"admin", "workers"}, "List registered workers", "", {}, {}, Workers});
+  commands->push_back({{"admin", "workers", "drain"},
+                       "Drain a worker: no new placements; its jobs checkpoint and move",
+                       "Each running job with ranks on the worker saves a checkpoint at its next "
+                       "step boundary and restarts on other workers (reason Drained, not counted "
+                       "against max_restarts). The drain is stored: it lasts until undrain.",
+                       {{"WORKER", "worker name or id"}},
+                       {},
+                       WorkersDrain});
+  commands->push_back({{"admin", "workers", "undrain"},
+                       "Put a drained worker back into service",
+                       "",
+                       {{"WORKER", "worker name or id"}},
+                       {},
+                       WorkersUndrain});
 }
 
 }  // namespace gantry::cli

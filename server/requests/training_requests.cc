@@ -121,6 +121,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(
       CheckInt(cp.every_epochs(), 0, kMaxEpochs, "spec.checkpoint_policy.every_epochs"));
   RETURN_IF_ERROR(CheckInt(cp.keep_last(), 0, 1000, "spec.checkpoint_policy.keep_last"));
+  RETURN_IF_ERROR(
+      CheckInt(cp.every_steps(), 0, 1000000, "spec.checkpoint_policy.every_steps"));
+  if (!(cp.every_minutes() >= 0 && cp.every_minutes() <= 10080)) {
+    return Invalid("spec.checkpoint_policy.every_minutes",
+                   absl::StrCat("is ", cp.every_minutes(), "; it must be in 0..10080 (a week)"));
+  }
   if (cp.keep_best()) {
     return Invalid("spec.checkpoint_policy.keep_best",
                    "is not implemented yet (checkpoints are not scored during training); leave it "

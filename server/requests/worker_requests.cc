@@ -53,6 +53,8 @@ absl::Status ValidateCheckpointHeader(const v1::CheckpointHeader& header, int64_
   }
   RETURN_IF_ERROR(CheckInt(header.epoch(), 0, kMaxEpochs, "header.epoch"));
   if (header.step() < 0) return Invalid("header.step", "must be >= 0");
+  RETURN_IF_ERROR(CheckInt(header.attempt(), 0, 1000000, "header.attempt"));
+  RETURN_IF_ERROR(CheckInt(header.rank(), 0, 255, "header.rank"));
   return absl::OkStatus();
 }
 
