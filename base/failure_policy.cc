@@ -71,10 +71,10 @@ FailureClass Preempted() { return {"Preempted", true, false}; }
 FailureClass Drained() { return {"Drained", true, false}; }
 
 std::string DescribeExitCode(int exit_code) {
-  if (exit_code < 0) return absl::StrCat("killed by signal ", -exit_code, " (retryable)");
+  if (exit_code < 0) return absl::StrCat("signal ", -exit_code, " (retryable)");
   const FailureClass c = ClassifyRankExit(exit_code);
-  return absl::StrCat(exit_code, " ", c.reason,
-                      exit_code == 0 ? "" : c.retryable ? " (retryable)" : " (permanent)");
+  if (exit_code == 0) return "0";
+  return absl::StrCat(exit_code, " (", c.reason, c.retryable ? ", retryable)" : ", permanent)");
 }
 
 }  // namespace gantry

@@ -63,7 +63,8 @@ FailureClass PlacementTimeout();   // ranks never all started
 FailureClass Preempted();          // the worker announced a preemption
 FailureClass Drained();            // an operator drained the worker
 
-// One line per exit code for docs and messages, e.g. "201 PeerLost (retryable)".
+// An exit code for messages: "201 (PeerLost, retryable)", "3 (DatasetError, permanent)",
+// "signal 9 (retryable)" for -9, "0".
 std::string DescribeExitCode(int exit_code);
 
 }  // namespace gantry

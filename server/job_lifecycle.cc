@@ -112,9 +112,15 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
           a.rank_workers.empty() ? a.workers
                                  : std::set<std::string>(a.rank_workers.begin(),
                                                          a.rank_workers.end());
+      bool preempted = false, drained = false;
       for (const std::string& w : workers) {
-        if (state_.preempting.count(w)) failure = Preempted();
-        if (state_.drained.count(w) && failure.reason != "Preempted") failure = Drained();
+        preempted |= state_.preempting.count(w) > 0;
+        drained |= state_.drained.count(w) > 0;
+      }
+      if (preempted) {
+        failure = Preempted();
+      } else if (drained) {
+        failure = Drained();
       }
     }
     a.restarting = true;  // the claim: one failure per attempt is handled

@@ -120,8 +120,10 @@ class DriverWorker {
     m.set_job_id(job);
     Write(m);
   }
-  void RankStatus(const std::string& job, int rank, v1::RankPhase phase, int code = 0) {
+  void RankStatus(const std::string& job, int rank, v1::RankPhase phase, int code = 0,
+                  int attempt = 0) {
     v1::WorkerMessage m;
+    m.set_attempt(attempt);
     m.mutable_rank_status()->set_rank(rank);
     m.mutable_rank_status()->set_phase(phase);
     m.mutable_rank_status()->set_exit_code(code);
@@ -173,6 +175,31 @@ class DriverWorker {
 
 // Uploads `bytes` as a checkpoint of `job` through WorkerService.UploadCheckpoint (join token
 // `join`); returns its sha256 (empty, with a test failure, when the upload fails).
+// As UploadCheckpoint, at `step` by a rank of `attempt`; returns the call's status.
+inline grpc::Status UploadCheckpointAt(const std::shared_ptr<grpc::Channel>& channel,
+                                       const std::string& join, const std::string& job,
+                                       const std::string& bytes, int64_t step, int attempt) {
+  auto stub = v1::WorkerService::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Bearer " + join);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  v1::UploadCheckpointResponse response;
+  auto writer = stub->UploadCheckpoint(&ctx, &response);
+  v1::UploadCheckpointRequest header;
+  header.mutable_header()->set_job_id(job);
+  header.mutable_header()->set_epoch(static_cast<int>(step / 10));
+  header.mutable_header()->set_step(step);
+  header.mutable_header()->set_attempt(attempt);
+  header.mutable_header()->set_sha256(Sha256Hex(bytes));
+  header.mutable_header()->set_size_bytes(bytes.size());
+  writer->Write(header);
+  v1::UploadCheckpointRequest chunk;
+  chunk.set_chunk(bytes);
+  writer->Write(chunk);
+  writer->WritesDone();
+  return writer->Finish();
+}
+
 inline std::string UploadCheckpoint(const std::shared_ptr<grpc::Channel>& channel,
                                     const std::string& join, const std::string& job,
                                     const std::string& bytes) {

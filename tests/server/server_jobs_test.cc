@@ -187,8 +187,11 @@ TEST_F(ServerJobsTest, AFailedRankFailsTheJobAndStopsTheOthers) {
   r.w1->RankStatus(r.job.id(), 1, v1::RANK_EXITED, 3);
   v1::Job job = WaitFor(r.job.id(), v1::FAILED);
   ASSERT_EQ(job.state(), v1::FAILED);
-  EXPECT_EQ(job.reason(), "RankFailed");
-  EXPECT_NE(job.message().find("exited with code 3: boom"), std::string::npos) << job.message();
+  EXPECT_EQ(job.reason(), "DatasetError") << "exit code 3 is a permanent dataset failure";
+  EXPECT_EQ(job.restarts(), 0);
+  EXPECT_NE(job.message().find("exited with code 3 (DatasetError, permanent): boom"),
+            std::string::npos)
+      << job.message();
   EXPECT_NE(job.message().find("rank 1"), std::string::npos) << job.message();
   auto m = r.w0->Next();
   ASSERT_TRUE(m && m->has_cancellation());
@@ -277,7 +280,7 @@ TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
   EXPECT_EQ(job.model_ref(), "driven:1");
 }
 
-TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartEndsLost) {
+TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartFailsAsWorkerLost) {
   Running r = StartRunningJob();
   ASSERT_NE(r.w0, nullptr);
   r.w0->Close();
@@ -290,7 +293,9 @@ TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartEndsLost) {
   ASSERT_TRUE(m && m->has_cancellation());
   v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
   EXPECT_EQ(job.state(), v1::FAILED);
-  EXPECT_EQ(job.reason(), "Lost");
+  EXPECT_EQ(job.reason(), "WorkerLost") << "max_restarts 0: a lost job fails";
+  EXPECT_NE(job.message().find("after the server restarted"), std::string::npos)
+      << job.message();
 }
 
 }  // namespace
