@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/failure_policy.h"
 #include "gantry/v1/admin.grpc.pb.h"
 #include "tests/server/driver_worker.h"
@@ -348,6 +349,37 @@ TEST_F(ServerRestartTest, ARestartUnderWayWhenTheServerStopsGoesOnAfterItsRestar
   EXPECT_EQ(placed.restarts(), 1) << "finishing the restart is not another one";
   RunRanks(job.id(), *c, *d, 1);
   Succeed(*c, job.id(), 1);
+}
+
+TEST_F(ServerRestartTest, RetentionRemovesOlderCheckpointBlobsButNeverTheLatest) {
+  auto a = Worker("alpha");
+  auto b = Worker("beta");
+  v1::JobSpec spec = GoodSpec();
+  spec.mutable_checkpoint_policy()->set_keep_last(2);
+  v1::Job job = SubmitJob(token_, spec);
+  ASSERT_EQ(TakeAssignments(job.id(), a, b).size(), 2u);
+  RunRanks(job.id(), *a, *b, 0);
+  auto exists = [&](const std::string& bytes) {
+    auto stub = v1::WorkerService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + join_);
+    v1::FetchCheckpointRequest request;
+    request.set_sha256(Sha256Hex(bytes));
+    auto reader = stub->FetchCheckpoint(&ctx, request);
+    v1::CheckpointChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return reader->Finish().ok();
+  };
+  for (int step = 10; step <= 40; step += 10) {
+    ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), absl::StrCat("ckpt ", step), step, 0)
+                    .ok());
+  }
+  EXPECT_FALSE(exists("ckpt 10"));
+  EXPECT_FALSE(exists("ckpt 20"));
+  EXPECT_TRUE(exists("ckpt 30"));
+  EXPECT_TRUE(exists("ckpt 40"));
+  EXPECT_EQ(Get(job.id()).latest_checkpoint().step(), 40);
 }
 
 // The watchdog, with a short limit.

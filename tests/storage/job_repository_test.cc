@@ -330,4 +330,79 @@ TEST_F(JobRepositoryTest, ProgressModelRefAndListByState) {
 }
 
 }  // namespace
+
+TEST_F(JobRepositoryTest, RestartsCountAttemptsAndCheckpointsAreKeptAndExpired) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("restarts"), "");
+  ASSERT_TRUE(job.ok());
+  const std::string id = job->id();
+  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "").ok());
+  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::PLACING}, gantry::v1::RUNNING, "Running", "").ok());
+
+  auto saved = [](const std::string& sha, int64_t step) {
+    gantry::v1::CheckpointSaved c;
+    c.set_sha256(sha);
+    c.set_step(step);
+    c.set_epoch(static_cast<int>(step / 10));
+    c.set_size_bytes(100);
+    return c;
+  };
+  const std::string a(64, 'a'), b(64, 'b'), c(64, 'c');
+  auto newest = jobs.RecordCheckpoint(id, 0, saved(a, 10));
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_TRUE(*newest);
+  EXPECT_TRUE(*jobs.RecordCheckpoint(id, 0, saved(b, 20)));
+  EXPECT_FALSE(*jobs.RecordCheckpoint(id, 0, saved(c, 15))) << "behind the latest: kept, not latest";
+  EXPECT_EQ(jobs.Get("", id)->latest_checkpoint().sha256(), b);
+
+  // A preemption (not counted), then a counted failure: attempt counts both, restarts one.
+  gantry::v1::Restart preempted;
+  preempted.set_reason("Preempted");
+  preempted.set_counted(false);
+  auto r1 = jobs.BeginRestart(id, {gantry::v1::RUNNING}, preempted);
+  ASSERT_TRUE(r1.ok()) << r1.status();
+  EXPECT_EQ(r1->state(), gantry::v1::RESTARTING);
+  EXPECT_EQ(r1->attempt(), 1);
+  EXPECT_EQ(r1->restarts(), 0);
+  EXPECT_EQ(r1->reason(), "Preempted");
+  gantry::v1::Restart lost;
+  lost.set_reason("WorkerLost");
+  lost.set_counted(true);
+  auto r2 = jobs.BeginRestart(id, {gantry::v1::RESTARTING}, lost);
+  ASSERT_TRUE(r2.ok());
+  EXPECT_EQ(r2->attempt(), 2);
+  EXPECT_EQ(r2->restarts(), 1);
+  EXPECT_EQ(jobs.BeginRestart(id, {gantry::v1::RUNNING}, lost).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto events = jobs.ListEvents(id, 0, 0);
+  ASSERT_TRUE(events.ok());
+  int restart_events = 0;
+  for (const auto& e : *events) {
+    if (e.has_restart()) {
+      ++restart_events;
+      EXPECT_EQ(e.restart().attempt(), restart_events) << "the attempt that starts";
+    }
+  }
+  EXPECT_EQ(restart_events, 2);
+
+  // Uploads of an earlier attempt are refused.
+  EXPECT_EQ(jobs.RecordCheckpoint(id, 1, saved(std::string(64, 'e'), 30)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  // Retention keeps the newest two; of the expired, a blob another job also uses stays.
+  auto other = jobs.Create("alice", Spec("other"), "");
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE(jobs.RecordCheckpoint(other->id(), 0, saved(a, 10)).ok());
+  auto expired = jobs.ExpireCheckpoints(id, 2);
+  ASSERT_TRUE(expired.ok()) << expired.status();
+  EXPECT_TRUE(expired->empty()) << "a (step 10) expires, but the other job's checkpoint is the same "
+                                   "blob; b (20) and c (15) are the newest two";
+  auto none = jobs.ExpireCheckpoints(id, 2);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty()) << "already expired";
+  auto last = jobs.ExpireCheckpoints(id, 1);
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(*last, std::vector<std::string>{c}) << "c goes; b, the latest, stays";
+}
+
 }  // namespace gantry::storage
