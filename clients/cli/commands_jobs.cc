@@ -144,7 +144,13 @@ absl::Status Get(CommandContext& context) {
       {"Worker selector", FormatLabels(spec.worker_selector())},
       {"Progress", FormatProgressCell(job.progress())},
       {"Losses", FormatMetrics(job.progress().losses())},
-      {"Restarts", absl::StrCat(job.restarts(), " of max ", spec.max_restarts())},
+      {"Restarts", absl::StrCat(job.restarts(), " of max ", spec.max_restarts(), " (attempt ",
+                                job.attempt(), ")")},
+      {"Checkpoint", job.latest_checkpoint().sha256().empty()
+                         ? ""
+                         : absl::StrCat("step ", job.latest_checkpoint().step(), " (epoch ",
+                                        job.latest_checkpoint().epoch(), "), sha256 ",
+                                        job.latest_checkpoint().sha256().substr(0, 12))},
       {"Workers", absl::StrJoin(job.assigned_workers(), ",")},
       {"Model", job.model_ref()},
   };

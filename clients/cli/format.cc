@@ -280,6 +280,22 @@ std::string FormatJobEvent(const v1::JobEvent& event) {
                           checkpoint.sha256().substr(0, 12));
       break;
     }
+    case v1::JobEvent::kRestart: {
+      const auto& restart = event.restart();
+      body = absl::StrCat("restart  attempt ", restart.attempt(), " (", restart.reason(),
+                          restart.counted() ? "" : ", not counted", "): ");
+      if (restart.resumed_from_sha256().empty()) {
+        absl::StrAppend(&body, "from scratch");
+      } else {
+        absl::StrAppend(&body, "from step ", restart.resumed_from_step(), " (checkpoint ",
+                        restart.resumed_from_sha256().substr(0, 12), "), ",
+                        restart.redone_steps(), " steps redone",
+                        restart.redone_seconds() > 0
+                            ? absl::StrCat(" (", FormatDuration(restart.redone_seconds()), ")")
+                            : "");
+      }
+      break;
+    }
     case v1::JobEvent::kModelRegistered: {
       const auto& model = event.model_registered();
       body = absl::StrCat("model    registered ", model.model_ref());

@@ -2,6 +2,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "clients/cli/format.h"
@@ -48,7 +49,10 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"model-name", "NAME", "register the trained model under this name"},
       {"visibility", "V", "of the registered model: private or public"},
       {"from-model", "REF", "fine-tune from name:version or name@alias"},
-      {"checkpoint-every", "N", "save a checkpoint every N epochs (0 = only at the end)"},
+      {"checkpoint-every", "N", "save a checkpoint every N epochs (0 = off)"},
+      {"checkpoint-every-steps", "N", "save a checkpoint every N training steps (0 = off)"},
+      {"checkpoint-every-minutes", "X", "save a checkpoint every X minutes of training (0 = off)"},
+      {"keep-last", "N", "checkpoints the server keeps per job (0 = 1)"},
       {"max-restarts", "N", "restarts from the latest checkpoint after a failure (0..100)"},
       {"no-validation", "", "skip the physics validation at the end"},
   };
@@ -141,6 +145,20 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
   }));
   RETURN_IF_ERROR(int_flag("checkpoint-every",
                            [&](int v) { spec.mutable_checkpoint_policy()->set_every_epochs(v); }));
+  RETURN_IF_ERROR(int_flag("checkpoint-every-steps", [&](int v) {
+    spec.mutable_checkpoint_policy()->set_every_steps(v);
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "checkpoint-every-minutes", [&](const std::string& text) {
+    double minutes = 0;
+    if (!absl::SimpleAtod(text, &minutes) || !(minutes >= 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--checkpoint-every-minutes: \"", text, "\" is not a number of minutes >= 0"));
+    }
+    spec.mutable_checkpoint_policy()->set_every_minutes(minutes);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(
+      int_flag("keep-last", [&](int v) { spec.mutable_checkpoint_policy()->set_keep_last(v); }));
   RETURN_IF_ERROR(int_flag("max-restarts", [&](int v) { spec.set_max_restarts(v); }));
   if (args.Has("no-validation")) spec.mutable_validation()->set_disabled(true);
 
