@@ -45,6 +45,7 @@ void WorkerSessions::OnRegister(const std::string& worker_id, const v1::Register
                                 bool drained) {
   absl::MutexLock lock(&state_.mu);
   state_.registered[worker_id] = request;
+  state_.preempting.erase(worker_id);  // a new daemon (a preempted one exits)
   if (drained) {
     state_.drained.insert(worker_id);
   } else {
