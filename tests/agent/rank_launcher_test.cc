@@ -43,14 +43,16 @@ class Collector {
     return out;
   }
   // Waits for the RANK_EXITED of (job, rank) and returns it.
+  // With attempt >= 0, only that attempt's.
   std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank,
-                                           absl::Duration timeout) {
+                                           absl::Duration timeout, int attempt = -1) {
     absl::MutexLock lock(&mu_);
     std::optional<v1::RankStatus> found;
     auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& m : messages_) {
         if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
-            m.rank_status().phase() == v1::RANK_EXITED) {
+            m.rank_status().phase() == v1::RANK_EXITED &&
+            (attempt < 0 || m.attempt() == attempt)) {
           found = m.rank_status();
           return true;
         }
@@ -59,6 +61,20 @@ class Collector {
     };
     mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
     return found;
+  }
+  // Waits until the rank of (job, attempt) reported RANK_RUNNING (its SIGUSR1 handler is set).
+  bool WaitRunning(const std::string& job, int attempt, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      for (const auto& m : messages_) {
+        if (m.job_id() == job && m.attempt() == attempt && m.has_rank_status() &&
+            m.rank_status().phase() == v1::RANK_RUNNING) {
+          return true;
+        }
+      }
+      return false;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
   }
   // Waits until the job has sent at least `n` messages.
   bool WaitCount(const std::string& job, size_t n, absl::Duration timeout) {
@@ -219,7 +235,8 @@ TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) 
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(launcher_->Launch(Assign("job-r", 0, sleep, -1)).code(),
             absl::StatusCode::kInvalidArgument);
-  ASSERT_TRUE(collector_.WaitCount("job-r", 4, absl::Seconds(10)));  // STARTING + RUNNING each
+  ASSERT_TRUE(collector_.WaitRunning("job-r", 0, absl::Seconds(10)));
+  ASSERT_TRUE(collector_.WaitRunning("job-r", 1, absl::Seconds(10)));
   EXPECT_EQ(launcher_->live_ranks(), 2);
   EXPECT_EQ(launcher_->running_jobs(), std::vector<std::string>{"job-r"});
   // Attempt 0 keeps today's work dir; later attempts get their own.
@@ -232,7 +249,7 @@ TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) 
   // Only attempt 0 is asked to checkpoint and stop; it exits 200 after SIGUSR1.
   EXPECT_EQ(launcher_->CheckpointAndStop("job-r", 0), 1);
   EXPECT_EQ(launcher_->CheckpointAndStop("job-none", -1), 0);
-  std::optional<v1::RankStatus> first = collector_.WaitExited("job-r", 0, absl::Seconds(10));
+  std::optional<v1::RankStatus> first = collector_.WaitExited("job-r", 0, absl::Seconds(10), 0);
   ASSERT_TRUE(first.has_value());
   EXPECT_EQ(first->exit_code(), 200);
   EXPECT_EQ(ReadFile(WorkDir("job-r", 0) + "/usr1.txt"), "SIGUSR1");
@@ -241,7 +258,10 @@ TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) 
 
   // attempt < 0: every attempt of the job.
   EXPECT_EQ(launcher_->CheckpointAndStop("job-r", -1), 1);
-  ASSERT_TRUE(launcher_->WaitIdle(absl::Seconds(10)));
+  std::optional<v1::RankStatus> second = collector_.WaitExited("job-r", 0, absl::Seconds(10), 1);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->exit_code(), 200);
+  EXPECT_EQ(launcher_->live_ranks(), 0);
   EXPECT_EQ(ReadFile(attempt1_dir + "/usr1.txt"), "SIGUSR1");
 
   // Every forwarded message carries its rank's attempt: both exits, 200, one per attempt.
