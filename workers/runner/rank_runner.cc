@@ -462,8 +462,8 @@ absl::Status RankRunner::JoinProcessGroup(
                      : options_.bind_host;
   const auto connect_start = std::chrono::steady_clock::now();
   Log("INFO", absl::StrFormat(
-                  "joining the process group at %s:%d as rank %d of %d (bind %s, collective "
-                  "timeout %s)",
+                  "joining the process group at %s:%d as rank %d of %d (bind %s); collective "
+                  "timeout %s",
                   co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host,
                   absl::FormatDuration(co.timeout)));
   // The group could not be formed (nobody answered, a peer vanished while the weights were
