@@ -3,13 +3,16 @@
 // then exits, crashes or hangs as the assignment's spec labels say:
 //   fake.frames=N        progress frames after RANK_RUNNING (default 3)
 //   fake.exit=N          exit code (default 0)
-//   fake.mode=exit|crash|sleep|ignore-term|error-log
+//   fake.mode=exit|crash|sleep|ignore-term|ignore-usr1|error-log
 //   fake.log_lines=N     lines printed to stderr before exiting (default 0)
 //   fake.frame_delay_ms=N pause before each progress frame (default 0)
+// In the sleeping modes, SIGUSR1 (checkpoint-and-stop) makes it write usr1.txt in its work dir,
+// send an INFO log "checkpointed on SIGUSR1" and exit with 200 (kExitPreempted).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -31,6 +34,9 @@ void Send(int fd, const gantry::v1::WorkerMessage& m) {
   if (!gantry::agent::WriteControlMessage(fd, m).ok()) _exit(90);
 }
 
+std::atomic<bool> g_usr1{false};
+void OnUsr1(int) { g_usr1.store(true); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,6 +56,11 @@ int main(int argc, char** argv) {
   {
     std::ifstream in(flags["assignment"], std::ios::binary);
     if (!in || !a.ParseFromIstream(&in)) return 81;
+  }
+  if (Label(a, "fake.mode", "exit") == "ignore-usr1") {
+    signal(SIGUSR1, SIG_IGN);  // a rank that cannot checkpoint: only SIGTERM ends it
+  } else {
+    signal(SIGUSR1, OnUsr1);
   }
   const int fd = std::atoi(flags["control-fd"].c_str());
   const std::string work_dir = flags["work-dir"];
@@ -105,8 +116,18 @@ int main(int argc, char** argv) {
     signal(SIGSEGV, SIG_DFL);
     raise(SIGSEGV);
   }
-  if (mode == "sleep" || mode == "ignore-term") {
+  if (mode == "ignore-usr1") {
     while (true) pause();
+  }
+  if (mode == "sleep" || mode == "ignore-term") {
+    while (!g_usr1.load()) usleep(5000);
+    std::ofstream(work_dir + "/usr1.txt") << "SIGUSR1";
+    gantry::v1::WorkerMessage log;
+    log.mutable_log()->set_rank(a.rank());
+    log.mutable_log()->set_level("INFO");
+    log.mutable_log()->set_text("checkpointed on SIGUSR1");
+    Send(fd, log);
+    return 200;
   }
   return std::atoi(Label(a, "fake.exit", "0").c_str());
 }

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -41,14 +43,16 @@ class Collector {
     return out;
   }
   // Waits for the RANK_EXITED of (job, rank) and returns it.
+  // With attempt >= 0, only that attempt's.
   std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank,
-                                           absl::Duration timeout) {
+                                           absl::Duration timeout, int attempt = -1) {
     absl::MutexLock lock(&mu_);
     std::optional<v1::RankStatus> found;
     auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& m : messages_) {
         if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
-            m.rank_status().phase() == v1::RANK_EXITED) {
+            m.rank_status().phase() == v1::RANK_EXITED &&
+            (attempt < 0 || m.attempt() == attempt)) {
           found = m.rank_status();
           return true;
         }
@@ -57,6 +61,20 @@ class Collector {
     };
     mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
     return found;
+  }
+  // Waits until the rank of (job, attempt) reported RANK_RUNNING (its SIGUSR1 handler is set).
+  bool WaitRunning(const std::string& job, int attempt, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      for (const auto& m : messages_) {
+        if (m.job_id() == job && m.attempt() == attempt && m.has_rank_status() &&
+            m.rank_status().phase() == v1::RANK_RUNNING) {
+          return true;
+        }
+      }
+      return false;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&check), timeout);
   }
   // Waits until the job has sent at least `n` messages.
   bool WaitCount(const std::string& job, size_t n, absl::Duration timeout) {
@@ -90,9 +108,10 @@ class RankLauncherTest : public ::testing::Test {
   }
 
   static v1::Assignment Assign(const std::string& job, int rank,
-                               std::map<std::string, std::string> labels = {}) {
+                               std::map<std::string, std::string> labels = {}, int attempt = 0) {
     v1::Assignment a;
     a.set_job_id(job);
+    a.set_attempt(attempt);
     a.set_rank(rank);
     a.set_world_size(rank + 1);
     for (const auto& [k, v] : labels) (*a.mutable_spec()->mutable_labels())[k] = v;
@@ -205,6 +224,59 @@ TEST_F(RankLauncherTest, DuplicateAssignmentIsRefusedWhileTheRankRuns) {
     starting += m.has_rank_status() && m.rank_status().phase() == v1::RANK_STARTING ? 1 : 0;
   }
   EXPECT_EQ(starting, 1);
+}
+
+TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) {
+  const std::map<std::string, std::string> sleep = {{"fake.mode", "sleep"}};
+  ASSERT_TRUE(launcher_->Launch(Assign("job-r", 0, sleep, 0)).ok());
+  // The next attempt's rank 0 starts while attempt 0's still runs; the same attempt twice does not.
+  ASSERT_TRUE(launcher_->Launch(Assign("job-r", 0, sleep, 1)).ok());
+  EXPECT_EQ(launcher_->Launch(Assign("job-r", 0, sleep, 1)).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(launcher_->Launch(Assign("job-r", 0, sleep, -1)).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(collector_.WaitRunning("job-r", 0, absl::Seconds(10)));
+  ASSERT_TRUE(collector_.WaitRunning("job-r", 1, absl::Seconds(10)));
+  EXPECT_EQ(launcher_->live_ranks(), 2);
+  EXPECT_EQ(launcher_->running_jobs(), std::vector<std::string>{"job-r"});
+  // Attempt 0 keeps today's work dir; later attempts get their own.
+  const std::string attempt1_dir = dir_.File("work") + "/job-r/attempt-1/rank-0";
+  EXPECT_NE(ReadFile(WorkDir("job-r", 0) + "/args.txt").find("--work-dir=" + WorkDir("job-r", 0)),
+            std::string::npos);
+  EXPECT_NE(ReadFile(attempt1_dir + "/args.txt").find("--work-dir=" + attempt1_dir),
+            std::string::npos);
+
+  // Only attempt 0 is asked to checkpoint and stop; it exits 200 after SIGUSR1.
+  EXPECT_EQ(launcher_->CheckpointAndStop("job-r", 0), 1);
+  EXPECT_EQ(launcher_->CheckpointAndStop("job-none", -1), 0);
+  std::optional<v1::RankStatus> first = collector_.WaitExited("job-r", 0, absl::Seconds(10), 0);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->exit_code(), 200);
+  EXPECT_EQ(ReadFile(WorkDir("job-r", 0) + "/usr1.txt"), "SIGUSR1");
+  EXPECT_EQ(ReadFile(attempt1_dir + "/usr1.txt"), "");
+  EXPECT_EQ(launcher_->live_ranks(), 1);
+
+  // attempt < 0: every attempt of the job.
+  EXPECT_EQ(launcher_->CheckpointAndStop("job-r", -1), 1);
+  std::optional<v1::RankStatus> second = collector_.WaitExited("job-r", 0, absl::Seconds(10), 1);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->exit_code(), 200);
+  EXPECT_EQ(launcher_->live_ranks(), 0);
+  EXPECT_EQ(ReadFile(attempt1_dir + "/usr1.txt"), "SIGUSR1");
+
+  // Every forwarded message carries its rank's attempt: both exits, 200, one per attempt.
+  std::map<int, int> exits_by_attempt;
+  int checkpoint_logs = 0;
+  for (const v1::WorkerMessage& m : collector_.Of("job-r")) {
+    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+      EXPECT_EQ(m.rank_status().exit_code(), 200);
+      ++exits_by_attempt[m.attempt()];
+    }
+    if (m.has_log() && m.log().text() == "checkpointed on SIGUSR1") ++checkpoint_logs;
+    if (m.has_progress()) EXPECT_TRUE(m.attempt() == 0 || m.attempt() == 1);
+  }
+  EXPECT_EQ(exits_by_attempt, (std::map<int, int>{{0, 1}, {1, 1}}));
+  EXPECT_EQ(checkpoint_logs, 2);
 }
 
 TEST_F(RankLauncherTest, CancellationStopsRanksWithinSecondsAndEscalatesToSigkill) {

@@ -359,6 +359,95 @@ TEST_F(WorkerAgentTest, StopReportsTheExitOfRunningRanks) {
   EXPECT_TRUE(HasPhase(r, "job-s", 0, v1::RANK_EXITED));
 }
 
+TEST_F(WorkerAgentTest, CheckpointAndStopSignalsTheRanksOfThatAttempt) {
+  ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
+  v1::ServerMessage assign = Assign("job-d", 0, {{"fake.mode", "sleep"}});
+  assign.mutable_assignment()->set_attempt(4);
+  service_.Send(assign);
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-d", 0, v1::RANK_RUNNING); },
+                       absl::Seconds(10)));
+  v1::ServerMessage stale;  // another attempt: nothing to signal
+  stale.mutable_checkpoint_and_stop()->set_job_id("job-d");
+  stale.mutable_checkpoint_and_stop()->set_attempt(3);
+  service_.Send(stale);
+  v1::ServerMessage drain;
+  drain.mutable_checkpoint_and_stop()->set_job_id("job-d");
+  drain.mutable_checkpoint_and_stop()->set_attempt(4);
+  drain.mutable_checkpoint_and_stop()->set_reason("Drained");
+  service_.Send(drain);
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-d", 0, v1::RANK_EXITED); },
+                       absl::Seconds(10)));
+  for (const v1::WorkerMessage& m : OfJob(service_.received(), "job-d")) {
+    EXPECT_EQ(m.attempt(), 4) << m.ShortDebugString();
+    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+      EXPECT_EQ(m.rank_status().exit_code(), 200);
+    }
+  }
+}
+
+TEST(WorkerDaemonProcessTest, SigtermIsAPreemptionNoticeRanksCheckpointWithinTheGrace) {
+  gantry::testing::TempDir dir;
+  ScriptedWorkerService service;
+  int port = 0;
+  std::unique_ptr<grpc::Server> server = ServeOnLoopback(&service, &port);
+  ASSERT_NE(server, nullptr);
+  gantry::testing::DaemonProcess daemon(
+      {"--server=127.0.0.1:" + std::to_string(port), std::string("--join-token=") + kToken,
+       "--name=preempted", "--slots=2", "--cache-dir=" + dir.File("cache"),
+       "--preemption-grace-ms=3000", "--kill-grace-ms=1000", "--rank-binary=" FAKE_RANK_BINARY},
+      dir.File("daemon.log"));
+  ASSERT_TRUE(service.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)))
+      << daemon.Log();
+  v1::ServerMessage polite = WorkerAgentTest::Assign("job-p", 0, {{"fake.mode", "sleep"}});
+  polite.mutable_assignment()->set_attempt(2);
+  service.Send(polite);
+  service.Send(WorkerAgentTest::Assign("job-q", 0, {{"fake.mode", "ignore-usr1"}}));
+  ASSERT_TRUE(service.WaitFor(
+      [](const Received& r) {
+        return HasPhase(r, "job-p", 0, v1::RANK_RUNNING) &&
+               HasPhase(r, "job-q", 0, v1::RANK_RUNNING);
+      },
+      absl::Seconds(10)))
+      << daemon.Log();
+
+  const absl::Time signalled = absl::Now();
+  EXPECT_EQ(daemon.Signal(SIGTERM, 20000), 0) << daemon.Log();
+  const absl::Duration took = absl::Now() - signalled;
+  const Received r = service.received();
+  // The notice went first, then the checkpointing rank's exit 200; the rank that ignored SIGUSR1
+  // was stopped with SIGTERM once the grace was over.
+  int notice_at = -1, polite_exit_at = -1;
+  for (size_t i = 0; i < r.size(); ++i) {
+    const v1::WorkerMessage& m = r[i].second;
+    if (m.has_preempting() && notice_at < 0) {
+      notice_at = static_cast<int>(i);
+      EXPECT_EQ(m.preempting().grace_ms(), 3000);
+      EXPECT_EQ(m.preempting().reason(), "SIGTERM");
+    }
+    if (m.job_id() == "job-p") {
+      EXPECT_EQ(m.attempt(), 2) << m.ShortDebugString();
+      if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+        polite_exit_at = static_cast<int>(i);
+        EXPECT_EQ(m.rank_status().exit_code(), 200);
+      }
+    }
+    if (m.job_id() == "job-q" && m.has_rank_status() &&
+        m.rank_status().phase() == v1::RANK_EXITED) {
+      EXPECT_EQ(m.rank_status().exit_code(), -SIGTERM);
+      EXPECT_EQ(m.attempt(), 0);
+    }
+  }
+  ASSERT_GE(notice_at, 0) << daemon.Log();
+  ASSERT_GE(polite_exit_at, 0) << daemon.Log();
+  EXPECT_LT(notice_at, polite_exit_at);
+  EXPECT_TRUE(HasPhase(r, "job-q", 0, v1::RANK_EXITED)) << daemon.Log();
+  EXPECT_GE(took, absl::Milliseconds(2900)) << "the deaf rank was stopped before the grace ended";
+  EXPECT_LT(took, absl::Seconds(15));
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
 TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanly) {
   gantry::testing::TempDir dir;
   ScriptedWorkerService service;

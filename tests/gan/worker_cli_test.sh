@@ -34,6 +34,22 @@ if "$worker" local-generate --checkpoint="$dir/broken.ckpt" --energies=50 --out=
   fail "a truncated checkpoint was accepted"
 fi
 grep -q "DATA_LOSS" "$dir/err.log" || fail "truncated checkpoint: expected DATA_LOSS, got $(cat "$dir/err.log")"
+# checkpoint-diff: identical files exit 0, different training states 1, unreadable input 2.
+"$worker" checkpoint-diff "$dir/m2.ckpt" "$dir/m2.ckpt" > "$dir/diff_same.log" \
+  || fail "checkpoint-diff of a file with itself did not exit 0"
+grep -q "^0 of [0-9]* parameters and buffers differ" "$dir/diff_same.log" || fail "no summary line"
+grep -q "^generator\..* max_abs_diff 0$" "$dir/diff_same.log" || fail "no per-tensor lines"
+set +e
+"$worker" checkpoint-diff "$dir/m.ckpt" "$dir/m2.ckpt" > "$dir/diff.log"; code=$?
+"$worker" checkpoint-diff "$dir/m.ckpt" "$dir/broken.ckpt" 2> "$dir/diff_err.log"; bad=$?
+"$worker" checkpoint-diff "$dir/m.ckpt" > /dev/null 2>&1; missing=$?
+set -e
+[[ $code == 1 ]] || fail "checkpoint-diff of different checkpoints exited $code, not 1"
+grep -q "parameters and buffers differ" "$dir/diff.log" || fail "no summary for different files"
+[[ $bad == 2 ]] || fail "checkpoint-diff of a truncated file exited $bad, not 2"
+grep -q "broken.ckpt" "$dir/diff_err.log" || fail "the error does not name the bad file"
+[[ $missing == 2 ]] || fail "checkpoint-diff with one file exited $missing, not 2"
+
 if "$worker" local-train --preset=nope --data=toymc:events=4 --out="$dir/y.ckpt" 2> "$dir/err2.log"; then
   fail "an unknown preset was accepted"
 fi

@@ -141,6 +141,25 @@ TEST(RankPlanTest, ResolvesTheModelAndSettings) {
   EXPECT_EQ(plan->holdout_fraction, 0);
 }
 
+TEST(RankPlanTest, AcceptsAResumeAndTheCheckpointTriggers) {
+  v1::Assignment a = GoodAssignment();
+  a.set_attempt(3);
+  a.set_resume_checkpoint_sha256(std::string(32, 'a') + std::string(32, '7'));
+  a.set_collective_timeout_ms(30000);
+  v1::CheckpointPolicy* policy = a.mutable_spec()->mutable_checkpoint_policy();
+  policy->set_every_epochs(2);
+  policy->set_every_steps(1000000);
+  policy->set_every_minutes(10080);
+  policy->set_keep_last(3);
+  absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(a);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->assignment.resume_checkpoint_sha256(), a.resume_checkpoint_sha256());
+  EXPECT_EQ(plan->checkpoint_every_epochs, 2);
+  EXPECT_EQ(plan->checkpoint_every_steps, 1000000);
+  EXPECT_EQ(plan->checkpoint_every_minutes, 10080);
+  EXPECT_EQ(plan->keep_last, 3);
+}
+
 TEST(RankPlanTest, RefusesBadAssignmentsNamingTheField) {
   struct Case {
     std::function<void(v1::Assignment&)> change;
@@ -169,8 +188,28 @@ TEST(RankPlanTest, RefusesBadAssignmentsNamingTheField) {
        absl::StatusCode::kInvalidArgument, "spec.hyper_parameters.optimizer"},
       {[](v1::Assignment& a) { a.mutable_spec()->mutable_validation()->set_holdout_fraction(1.5); },
        absl::StatusCode::kInvalidArgument, "spec.validation.holdout_fraction"},
-      {[](v1::Assignment& a) { a.set_resume_checkpoint_sha256(std::string(64, 'a')); },
-       absl::StatusCode::kUnimplemented, "resume_checkpoint_sha256"},
+      {[](v1::Assignment& a) { a.set_resume_checkpoint_sha256("abc"); },
+       absl::StatusCode::kInvalidArgument, "assignment.resume_checkpoint_sha256"},
+      {[](v1::Assignment& a) { a.set_resume_checkpoint_sha256(std::string(64, 'G')); },
+       absl::StatusCode::kInvalidArgument, "assignment.resume_checkpoint_sha256"},
+      {[](v1::Assignment& a) { a.set_attempt(-1); }, absl::StatusCode::kInvalidArgument,
+       "assignment.attempt"},
+      {[](v1::Assignment& a) { a.set_collective_timeout_ms(-5); },
+       absl::StatusCode::kInvalidArgument, "assignment.collective_timeout_ms"},
+      {[](v1::Assignment& a) { a.mutable_spec()->mutable_checkpoint_policy()->set_every_steps(-1); },
+       absl::StatusCode::kInvalidArgument, "spec.checkpoint_policy.every_steps"},
+      {[](v1::Assignment& a) {
+         a.mutable_spec()->mutable_checkpoint_policy()->set_every_steps(1000001);
+       },
+       absl::StatusCode::kInvalidArgument, "spec.checkpoint_policy.every_steps"},
+      {[](v1::Assignment& a) {
+         a.mutable_spec()->mutable_checkpoint_policy()->set_every_minutes(10081);
+       },
+       absl::StatusCode::kInvalidArgument, "spec.checkpoint_policy.every_minutes"},
+      {[](v1::Assignment& a) {
+         a.mutable_spec()->mutable_checkpoint_policy()->set_every_minutes(-0.5);
+       },
+       absl::StatusCode::kInvalidArgument, "spec.checkpoint_policy.every_minutes"},
   };
   for (const Case& c : cases) {
     v1::Assignment a = GoodAssignment();

@@ -1,7 +1,8 @@
 // `gantry-worker rank` as a real child process with a real control pipe, against a real
 // gantry-server: a world_size-1 job end to end (RANK_RUNNING, progress, uploaded checkpoints,
-// validation metrics in the JobResult), refused assignments (exit 2), a failing dataset (exit 1
-// with a JobResult), and SIGTERM (exit 143 within seconds).
+// validation metrics in the JobResult), refused assignments (exit 2), a failing dataset (exit 3
+// with a JobResult), SIGTERM (exit 143 within seconds), SIGUSR1 (checkpoint, upload, exit 200; both
+// ranks of a job at the same step) and a restart resuming bit for bit from that checkpoint.
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -20,11 +21,13 @@
 #include <thread>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/checkpoint_diff.h"
 #include "workers/runner/checkpoint_client.h"
 
 namespace gantry::testing {
@@ -345,10 +348,11 @@ TEST_F(RankProcessTest, MissingDatasetFailsWithAResultNamingIt) {
   v1::JobSpec spec = TinySpec();
   spec.set_dataset("ds-00000000-0000-0000-0000-000000000000");
   RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor("job-z", spec))));
-  EXPECT_EQ(run.exit_code, 1) << run.stderr_text;
+  EXPECT_EQ(run.exit_code, 3) << run.stderr_text;  // kExitDataError: permanent
   const auto results = run.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(results.size(), 1u) << run.Logs();
   EXPECT_FALSE(results[0].result().success());
+  EXPECT_EQ(results[0].result().exit_code(), 3);
   EXPECT_NE(results[0].result().message().find("ds-00000000-0000-0000-0000-000000000000"),
             std::string::npos)
       << results[0].result().message();
@@ -439,7 +443,7 @@ TEST_F(RankProcessTest, FineTunesFromAnInitialCheckpoint) {
   // An unknown initial checkpoint fails the rank, naming the field.
   a.set_initial_checkpoint_sha256(std::string(64, 'b'));
   run = Run(StandardFlags(WriteAssignment(a)));
-  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_EQ(run.exit_code, 3);  // NOT_FOUND: kExitDataError
   const auto failed = run.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_FALSE(failed[0].result().success());
@@ -508,6 +512,173 @@ TEST_F(RankProcessTest, SigtermStopsBothRanksOfAJobWithinSeconds) {
     EXPECT_TRUE(runs[rank].Of(v1::WorkerMessage::kResult).empty());  // cancelled: no result
     EXPECT_NE(runs[rank].Logs().find("cancelled"), std::string::npos) << runs[rank].Logs();
     EXPECT_EQ(runs[rank].Logs().find("ERROR"), std::string::npos) << runs[rank].Logs();
+  }
+}
+
+// The sha256 in a log line "... (sha256 <sha>) ..." or "... sha256 <sha>, ...", after `marker`.
+std::string ShaAfter(const std::string& logs, const std::string& marker) {
+  const size_t line = logs.rfind(marker);
+  if (line == std::string::npos) return "";
+  const size_t line_start = logs.rfind('\n', line);
+  const size_t at = logs.find("sha256 ", line_start == std::string::npos ? 0 : line_start);
+  return at == std::string::npos ? "" : logs.substr(at + 7, 64);
+}
+
+TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_hyper_parameters()->set_epochs(6);  // one step per epoch (the test hook): 6
+  spec.mutable_validation()->set_disabled(true);
+  spec.mutable_checkpoint_policy()->set_every_epochs(0);
+  spec.mutable_checkpoint_policy()->set_every_steps(2);
+  spec.mutable_checkpoint_policy()->set_keep_last(2);
+
+  auto flags = [&](const std::vector<std::string>& standard) {
+    std::vector<std::string> out = standard;
+    out.push_back("--max-steps-per-epoch=1");
+    return out;
+  };
+  // Uninterrupted: uploads every 2 steps (in the background) and the final one at step 6.
+  const std::string straight_id = SubmitJob(spec);
+  RankRun straight = Run(
+      flags(StandardFlags(WriteAssignment(AssignmentFor(straight_id, spec), "straight.pb"), "-s")),
+      nullptr, "straight");
+  ASSERT_EQ(straight.exit_code, 0) << straight.stderr_text << straight.Logs();
+  const std::string straight_logs = straight.Logs();
+  for (int step : {2, 4, 6}) {
+    EXPECT_NE(straight_logs.find(absl::StrCat("(step ", step, ") uploaded")), std::string::npos)
+        << step << "\n" << straight_logs;
+  }
+  EXPECT_EQ(straight_logs.find("(step 3) uploaded"), std::string::npos) << straight_logs;
+  const auto straight_results = straight.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(straight_results.size(), 1u);
+  int local = 0;
+  for (const auto& entry : fs::directory_iterator(dir_.File("work-s"))) {
+    local += entry.path().extension() == ".ckpt" ? 1 : 0;
+  }
+  EXPECT_EQ(local, 2);  // keep_last
+
+  // Interrupted: SIGUSR1 once epoch 2 is done; the rank checkpoints at the next step boundary,
+  // uploads and exits 200 without a result.
+  const std::string job_id = SubmitJob(spec);
+  bool signalled = false;
+  RankRun stopped = Run(
+      flags(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec), "first.pb"), "-a0")),
+      [&](pid_t pid, const v1::WorkerMessage& m) {
+        if (!signalled && m.has_progress() && m.progress().step() >= 2) {
+          signalled = true;
+          kill(pid, SIGUSR1);
+        }
+      },
+      "attempt0");
+  ASSERT_TRUE(signalled) << stopped.Logs();
+  ASSERT_EQ(stopped.exit_code, 200) << stopped.stderr_text << stopped.Logs();
+  EXPECT_TRUE(stopped.Of(v1::WorkerMessage::kResult).empty());
+  EXPECT_EQ(stopped.Logs().find("ERROR"), std::string::npos) << stopped.Logs();
+  const std::string resume_sha = ShaAfter(stopped.Logs(), "stopping for checkpoint-and-stop");
+  ASSERT_EQ(resume_sha.size(), 64u) << stopped.Logs();
+
+  // Attempt 1 resumes from that checkpoint and ends where the uninterrupted run ended.
+  v1::Assignment again = AssignmentFor(job_id, spec);
+  again.set_attempt(1);
+  again.set_resume_checkpoint_sha256(resume_sha);
+  RankRun resumed = Run(flags(StandardFlags(WriteAssignment(again, "second.pb"), "-a1")), nullptr,
+                        "attempt1");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.stderr_text << resumed.Logs();
+  const std::string logs = resumed.Logs();
+  EXPECT_NE(logs.find("resumed from checkpoint " + resume_sha + " (epoch "),
+            std::string::npos)
+      << logs;
+  for (const auto& m : resumed.messages) EXPECT_EQ(m.attempt(), 1) << m.ShortDebugString();
+  for (const auto& m : stopped.messages) EXPECT_EQ(m.attempt(), 0) << m.ShortDebugString();
+  const auto progress = resumed.Of(v1::WorkerMessage::kProgress);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_GT(progress.front().progress().step(), 2);
+  EXPECT_EQ(progress.back().progress().step(), 6);
+  const auto results = resumed.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
+
+  runner::CheckpointClient client(server_->address(), join_token_);
+  ASSERT_TRUE(client
+                  .Fetch(straight_results[0].result().checkpoint_sha256(),
+                         dir_.File("straight.ckpt"))
+                  .ok());
+  ASSERT_TRUE(
+      client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("resumed.ckpt")).ok());
+  absl::StatusOr<gan::TrainingState> a = gan::ReadCheckpoint(dir_.File("straight.ckpt"));
+  absl::StatusOr<gan::TrainingState> b = gan::ReadCheckpoint(dir_.File("resumed.ckpt"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->step, 6);
+  EXPECT_EQ(b->step, 6);
+  const std::vector<gan::TensorDifference> diffs =
+      gan::CompareTrainingStates(*a, *b, /*optimizers=*/true);
+  for (const auto& d : diffs) EXPECT_TRUE(d.identical) << d.name << " " << d.max_abs_difference;
+}
+
+TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
+  v1::JobSpec spec = TinySpec();
+  spec.set_world_size(2);
+  spec.mutable_hyper_parameters()->set_batch_per_rank(4);
+  spec.mutable_hyper_parameters()->set_epochs(1000);
+  const std::string job_id = SubmitJob(spec);
+  const int port = FreePort();
+  std::atomic<pid_t> pids[2] = {0, 0};
+  std::atomic<bool> sent{false};
+  RankRun runs[2];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::Assignment a = AssignmentFor(job_id, spec);
+    a.set_rank(rank);
+    a.set_world_size(2);
+    a.set_attempt(3);
+    a.set_rendezvous_host("127.0.0.1");
+    a.set_rendezvous_port(port);
+    const std::string tag = std::to_string(rank);
+    std::vector<std::string> flags =
+        StandardFlags(WriteAssignment(a, "assignment" + tag + ".pb"), tag);
+    threads.emplace_back([&, rank, flags, tag] {
+      runs[rank] = Run(
+          flags,
+          [&, rank](pid_t pid, const v1::WorkerMessage& m) {
+            pids[rank] = pid;
+            // Only rank 1 is told (its daemon drains); the ranks agree at the step boundary.
+            if (rank == 0 && m.has_progress() && m.progress().step() >= 1 && pids[1] != 0 &&
+                !sent.exchange(true)) {
+              kill(pids[1], SIGUSR1);
+            }
+          },
+          "rank" + tag);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(sent.load()) << runs[0].Logs() << runs[0].stderr_text;
+  std::string shas[2];
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(runs[rank].exit_code, 200)
+        << "rank " << rank << ": " << runs[rank].stderr_text << runs[rank].Logs();
+    EXPECT_TRUE(runs[rank].Of(v1::WorkerMessage::kResult).empty());
+    EXPECT_EQ(runs[rank].Logs().find("ERROR"), std::string::npos) << runs[rank].Logs();
+    shas[rank] = ShaAfter(runs[rank].Logs(), "stopping for checkpoint-and-stop");
+    EXPECT_EQ(shas[rank].size(), 64u) << runs[rank].Logs();
+  }
+  // Identical states at the same step.
+  runner::CheckpointClient client(server_->address(), join_token_);
+  std::vector<gan::TrainingState> states;
+  for (int rank = 0; rank < 2; ++rank) {
+    const std::string path = dir_.File("stopped" + std::to_string(rank) + ".ckpt");
+    ASSERT_TRUE(client.Fetch(shas[rank], path).ok()) << shas[rank];
+    absl::StatusOr<gan::TrainingState> state = gan::ReadCheckpoint(path);
+    ASSERT_TRUE(state.ok()) << state.status();
+    states.push_back(*std::move(state));
+  }
+  EXPECT_EQ(states[0].step, states[1].step);
+  EXPECT_GE(states[0].step, 1);
+  EXPECT_EQ(states[0].epoch_cursor, states[1].epoch_cursor);
+  EXPECT_TRUE(at::equal(states[0].rng.get_state(), states[1].rng.get_state()));
+  ASSERT_TRUE(states[0].permutation.defined() && states[1].permutation.defined());
+  EXPECT_TRUE(at::equal(states[0].permutation, states[1].permutation));
+  for (const auto& d : gan::CompareTrainingStates(states[0], states[1], /*optimizers=*/true)) {
+    EXPECT_TRUE(d.identical) << d.name << " " << d.max_abs_difference;
   }
 }
 

@@ -32,6 +32,11 @@ const char kAgentUsage[] =
     "  --rendezvous-ports=MIN-MAX  ports for c10d rendezvous when hosting rank 0 (29400-29499)\n"
     "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n"
     "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default true)\n"
+    "  --preemption-grace-ms=MS    on SIGTERM (a preemption notice) ranks checkpoint and exit\n"
+    "                              within this before they are stopped (default 25000; 0 = stop\n"
+    "                              at once); SIGINT always stops at once\n"
+    "  --collective-timeout-ms=MS  Gloo collective and rendezvous timeout of ranks whose job\n"
+    "                              does not set one (default 120000)\n"
     "generation serving (the daemon runs WorkerGenerationService for gantry-server's router):\n"
     "  --serve-port=N              port on --advertise-host (default 0 = ephemeral; -1 = off)\n"
     "  --max-batch-size=N          showers per generator batch (default 128)\n"
@@ -209,6 +214,10 @@ absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
   o->rank_binary = f.rank_binary;
   RETURN_IF_ERROR(CheckInt("kill-grace-ms", f.kill_grace_ms, 0, 600000));
   o->kill_grace_ms = f.kill_grace_ms;
+  RETURN_IF_ERROR(CheckInt("preemption-grace-ms", f.preemption_grace_ms, 0, 3600000));
+  o->preemption_grace_ms = f.preemption_grace_ms;
+  RETURN_IF_ERROR(CheckInt("collective-timeout-ms", f.collective_timeout_ms, 1000, 86400000));
+  o->collective_timeout_ms = f.collective_timeout_ms;
   return absl::OkStatus();
 }
 

@@ -40,6 +40,8 @@ struct AgentFlags {
   int serve_threads = 0;
   std::string rank_binary;   // hidden: tests run a fake rank program
   int kill_grace_ms = 5000;  // hidden
+  int preemption_grace_ms = 25000;    // SIGTERM: ranks checkpoint within this; 0 = stop at once
+  int collective_timeout_ms = 120000;  // Gloo timeout of assignments that leave it 0
 };
 
 // INVALID_ARGUMENT with a message naming the offending flag for bad numbers or ranges, a missing

@@ -38,6 +38,11 @@ struct AgentOptions {
   bool ranks_die_with_daemon = true;
   // Grace between SIGTERM and SIGKILL when stopping a rank.
   int kill_grace_ms = 5000;
+  // A preemption notice (SIGTERM to the daemon) gives ranks this long to checkpoint and exit
+  // (SIGUSR1) before they are stopped; 0 = stop them at once, as SIGINT does.
+  int preemption_grace_ms = 25000;
+  // Gloo collective and rendezvous timeout written into assignments that leave it 0.
+  int collective_timeout_ms = 120000;
 
   // Generation serving (workers/serving): WorkerGenerationService on advertise_host:serve_port.
   int serve_port = 0;                            // 0 = an ephemeral port; -1 = serving off

@@ -133,12 +133,23 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
     }
   }
   std::atomic<bool> done{false};
+  // SIGTERM is a preemption notice (spot reclaim, node drain): ranks get the preemption grace to
+  // checkpoint. SIGINT, or a second SIGTERM, stops them at once.
   std::thread signal_thread([&] {
+    bool preempting = false;
     while (!done.load()) {
       timespec timeout{0, 200 * 1000 * 1000};
       int sig = sigtimedwait(&signals, nullptr, &timeout);
-      if (sig <= 0 && g_stop_signal != 0) sig = g_stop_signal;
-      if (sig == SIGINT || sig == SIGTERM) {
+      if (sig <= 0 && g_stop_signal != 0) {
+        sig = g_stop_signal;
+        g_stop_signal = 0;
+      }
+      if (sig == SIGTERM && !preempting) {
+        std::cerr << "gantry-worker: SIGTERM (preemption notice): ranks checkpoint and stop"
+                  << std::endl;
+        preempting = true;
+        agent.Preempt("SIGTERM");
+      } else if (sig == SIGINT || sig == SIGTERM) {
         std::cerr << "gantry-worker: signal " << sig << ", stopping ranks and exiting" << std::endl;
         agent.Stop();
         return;

@@ -70,11 +70,15 @@ void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n"
   _exit(127);
 }
 
-// The work dir <work_root>/<job_id>/rank-<r>, created, with the assignment written into it.
+// The work dir <work_root>/<job_id>/rank-<r> (attempt 0) or
+// <work_root>/<job_id>/attempt-<a>/rank-<r>, created, with the assignment written into it.
 absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_root,
                                            const v1::Assignment& assignment) {
   const std::string work_dir =
-      absl::StrCat(work_root, "/", assignment.job_id(), "/rank-", assignment.rank());
+      assignment.attempt() > 0
+          ? absl::StrCat(work_root, "/", assignment.job_id(), "/attempt-", assignment.attempt(),
+                         "/rank-", assignment.rank())
+          : absl::StrCat(work_root, "/", assignment.job_id(), "/rank-", assignment.rank());
   std::error_code ec;
   std::filesystem::create_directories(work_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
@@ -151,6 +155,7 @@ struct ChildExec {
   signal(SIGPIPE, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   signal(SIGINT, SIG_DFL);
+  signal(SIGUSR1, SIG_DFL);
   // Move the fds out of the way of 0..3 first, then place them.
   const int pipe_w = fcntl(pipe_write_fd, F_DUPFD_CLOEXEC, 10);
   const int log_w = fcntl(log_fd, F_DUPFD_CLOEXEC, 10);
@@ -191,6 +196,7 @@ absl::StatusOr<pid_t> Spawn(const ChildExec& exec, int log_fd, const int pipe_fd
 
 struct RankLauncher::Rank {
   std::string job_id;
+  int attempt = 0;
   int rank = 0;
   pid_t pid = -1;  // also the process group id
   int pipe_fd = -1;
@@ -209,10 +215,18 @@ RankLauncher::~RankLauncher() {
   CollectFinishedLocked();
 }
 
-absl::Status RankLauncher::Launch(const v1::Assignment& assignment) {
-  if (!ValidJobId(assignment.job_id())) {
+absl::Status RankLauncher::Launch(const v1::Assignment& given) {
+  if (!ValidJobId(given.job_id())) {
     return absl::InvalidArgumentError(
-        absl::StrCat("assignment.job_id \"", assignment.job_id(), "\" is not a valid job id"));
+        absl::StrCat("assignment.job_id \"", given.job_id(), "\" is not a valid job id"));
+  }
+  if (given.attempt() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("assignment.attempt ", given.attempt(), " is negative"));
+  }
+  v1::Assignment assignment = given;
+  if (assignment.collective_timeout_ms() == 0) {
+    assignment.set_collective_timeout_ms(options_.default_collective_timeout_ms);
   }
   if (absl::Status s = CheckSlot(assignment); !s.ok()) return s;
   absl::StatusOr<std::string> work_dir = PrepareWorkDir(options_.work_root, assignment);
@@ -234,9 +248,10 @@ absl::Status RankLauncher::CheckSlot(const v1::Assignment& assignment) {
   absl::MutexLock lock(&mu_);
   CollectFinishedLocked();
   if (stopping_) return absl::UnavailableError("the worker is shutting down");
-  if (ranks_.count(std::make_pair(job_id, assignment.rank())) != 0) {
-    return absl::AlreadyExistsError(
-        absl::StrCat("rank ", assignment.rank(), " of ", job_id, " already runs here"));
+  if (ranks_.count(RankKey(job_id, assignment.attempt(), assignment.rank())) != 0) {
+    return absl::AlreadyExistsError(absl::StrCat("rank ", assignment.rank(), " of ", job_id,
+                                                 " (attempt ", assignment.attempt(),
+                                                 ") already runs here"));
   }
   if (options_.max_ranks > 0 && static_cast<int>(ranks_.size()) >= options_.max_ranks) {
     return absl::ResourceExhaustedError(
@@ -251,6 +266,7 @@ void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid,
   const std::string& job_id = assignment.job_id();
   auto rank = std::make_unique<Rank>();
   rank->job_id = job_id;
+  rank->attempt = assignment.attempt();
   rank->rank = assignment.rank();
   rank->pid = pid;
   rank->pipe_fd = pipe_fd;
@@ -259,12 +275,13 @@ void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid,
   {
     absl::MutexLock lock(&mu_);
     if (stopping_) SignalLocked(raw);  // StopAll began while this rank was being spawned
-    ranks_.emplace(std::make_pair(job_id, assignment.rank()), std::move(rank));
+    ranks_.emplace(RankKey(job_id, assignment.attempt(), assignment.rank()), std::move(rank));
   }
-  Log(absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " (pid ", pid, ", log ",
-                   log_path, ")"));
+  Log(absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " attempt ",
+                   assignment.attempt(), " (pid ", pid, ", log ", log_path, ")"));
   v1::WorkerMessage starting;
   starting.set_job_id(job_id);
+  starting.set_attempt(assignment.attempt());
   starting.mutable_rank_status()->set_rank(assignment.rank());
   starting.mutable_rank_status()->set_phase(v1::RANK_STARTING);
   sink_(std::move(starting));
@@ -294,6 +311,7 @@ void RankLauncher::Supervise(Rank* r) {
         } else {
           v1::WorkerMessage message = std::move(**next);
           message.set_job_id(r->job_id);
+          message.set_attempt(r->attempt);
           if (message.has_log() && message.log().level() == "ERROR") {
             last_error = message.log().text();
           }
@@ -325,6 +343,7 @@ void RankLauncher::Supervise(Rank* r) {
 
   v1::WorkerMessage exited;
   exited.set_job_id(r->job_id);
+  exited.set_attempt(r->attempt);
   v1::RankStatus* rs = exited.mutable_rank_status();
   rs->set_rank(r->rank);
   rs->set_phase(v1::RANK_EXITED);
@@ -336,12 +355,13 @@ void RankLauncher::Supervise(Rank* r) {
     rs->set_exit_code(-1);
   }
   rs->set_message(!last_error.empty() ? last_error : Tail(r->log_path));
-  Log(absl::StrCat("rank ", r->rank, " of ", r->job_id, " exited with code ", rs->exit_code()));
+  Log(absl::StrCat("rank ", r->rank, " of ", r->job_id, " attempt ", r->attempt,
+                   " exited with code ", rs->exit_code()));
   {
     // The slot is free from here on; StopAll joins this thread, so the report below still lands
     // before StopAll returns.
     absl::MutexLock lock(&mu_);
-    auto it = ranks_.find({r->job_id, r->rank});
+    auto it = ranks_.find(RankKey(r->job_id, r->attempt, r->rank));
     if (it != ranks_.end() && it->second.get() == r) {
       finished_.push_back(std::move(it->second));
       ranks_.erase(it);
@@ -368,7 +388,7 @@ int RankLauncher::Cancel(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   int n = 0;
   for (auto& [key, rank] : ranks_) {
-    if (key.first != job_id) continue;
+    if (std::get<0>(key) != job_id) continue;
     SignalLocked(rank.get());
     ++n;
   }
@@ -376,15 +396,35 @@ int RankLauncher::Cancel(const std::string& job_id) {
   return n;
 }
 
+int RankLauncher::CheckpointAndStop(const std::string& job_id, int attempt) {
+  absl::MutexLock lock(&mu_);
+  int n = 0;
+  for (auto& [key, rank] : ranks_) {
+    if (std::get<0>(key) != job_id || (attempt >= 0 && std::get<1>(key) != attempt)) continue;
+    kill(-rank->pid, SIGUSR1);
+    ++n;
+  }
+  if (n > 0) {
+    Log(absl::StrCat("asked ", n, " rank(s) of ", job_id,
+                     attempt >= 0 ? absl::StrCat(" attempt ", attempt) : std::string(),
+                     " to checkpoint and stop"));
+  }
+  return n;
+}
+
+int RankLauncher::CheckpointAndStopAll() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, rank] : ranks_) kill(-rank->pid, SIGUSR1);
+  if (!ranks_.empty()) Log(absl::StrCat("asked ", ranks_.size(), " rank(s) to checkpoint and stop"));
+  return static_cast<int>(ranks_.size());
+}
+
 void RankLauncher::StopAll() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
   for (auto& [key, rank] : ranks_) SignalLocked(rank.get());
   mu_.Await(absl::Condition(
-      +[](std::map<std::pair<std::string, int>, std::unique_ptr<Rank>>* ranks) {
-        return ranks->empty();
-      },
-      &ranks_));
+      +[](std::map<RankKey, std::unique_ptr<Rank>>* ranks) { return ranks->empty(); }, &ranks_));
   CollectFinishedLocked();
 }
 
@@ -396,7 +436,7 @@ int RankLauncher::live_ranks() const {
 std::vector<std::string> RankLauncher::running_jobs() const {
   absl::MutexLock lock(&mu_);
   std::set<std::string> jobs;
-  for (const auto& [key, rank] : ranks_) jobs.insert(key.first);
+  for (const auto& [key, rank] : ranks_) jobs.insert(std::get<0>(key));
   return std::vector<std::string>(jobs.begin(), jobs.end());
 }
 
@@ -404,9 +444,7 @@ bool RankLauncher::WaitIdle(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(
       absl::Condition(
-          +[](const std::map<std::pair<std::string, int>, std::unique_ptr<Rank>>* ranks) {
-            return ranks->empty();
-          },
+          +[](const std::map<RankKey, std::unique_ptr<Rank>>* ranks) { return ranks->empty(); },
           &ranks_),
       timeout);
 }

@@ -1,7 +1,9 @@
 // RankLauncher: runs each assigned rank as its own child process (fork + exec, own process group)
 // and supervises it from one thread per rank: forwards the WorkerMessages the rank writes to its
-// control pipe, escalates SIGTERM to SIGKILL on cancellation, reaps it and reports its exit. A
-// crashing rank never takes the daemon down.
+// control pipe, escalates SIGTERM to SIGKILL on cancellation, asks for checkpoint-and-stop with
+// SIGUSR1, reaps it and reports its exit. Ranks are keyed by (job, attempt, rank), so a restarted
+// job's new rank can start while the old attempt's is still being reaped. A crashing rank never
+// takes the daemon down.
 #ifndef GANTRY_WORKERS_AGENT_RANK_LAUNCHER_H_
 #define GANTRY_WORKERS_AGENT_RANK_LAUNCHER_H_
 
@@ -12,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -31,16 +34,21 @@ struct RankLauncherOptions {
   std::string cache_dir;   // passed as --cache-dir
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
   int64_t cache_max_bytes = 0;
-  std::string work_root;  // a rank's scratch is <work_root>/<job_id>/rank-<r>
+  // A rank's scratch is <work_root>/<job_id>/rank-<r> for attempt 0, else
+  // <work_root>/<job_id>/attempt-<a>/rank-<r>.
+  std::string work_root;
   absl::Duration kill_grace = absl::Seconds(5);  // SIGTERM -> SIGKILL
   int max_ranks = 0;                             // live ranks at once; 0 = unlimited
   // SIGKILL ranks when the daemon dies (kill -9 included) instead of leaving them orphaned.
   bool die_with_daemon = false;
+  // Written into assignments whose collective_timeout_ms is 0 (0 here: left as it is).
+  int default_collective_timeout_ms = 0;
 };
 
 class RankLauncher {
  public:
-  // Receives every message for the Connect stream, job_id set: RANK_STARTING (from Launch), the
+  // Receives every message for the Connect stream, job_id and attempt set: RANK_STARTING (from
+  // Launch), the
   // rank's own frames in pipe order, then RANK_EXITED last. Called from Launch's caller and from
   // supervisor threads, never with the launcher's lock held; must be thread-safe.
   using Sink = std::function<void(gantry::v1::WorkerMessage)>;
@@ -53,7 +61,7 @@ class RankLauncher {
 
   // Writes <work dir>/assignment.pb and starts `<rank_binary> rank --assignment=<path>
   // --control-fd=3 --server=... --cache-dir=... --cache-max-bytes=N --work-dir=<work dir>` with
-  // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, rank) is
+  // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, attempt, rank) is
   // still running here, RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT for a
   // job id unfit for a path, UNAVAILABLE after StopAll began, INTERNAL when no process could be
   // started (nothing is sent to the sink then). An exec failure is reported as RANK_EXITED with
@@ -61,9 +69,16 @@ class RankLauncher {
   // first (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the launcher.
   absl::Status Launch(const gantry::v1::Assignment& assignment);
 
-  // Sends SIGTERM to the process group of every rank of `job_id` (SIGKILL after kill_grace);
-  // returns how many ranks were signalled. Slots free up as the processes are reaped.
+  // Sends SIGTERM to the process group of every rank of `job_id`, all attempts (SIGKILL after
+  // kill_grace); returns how many ranks were signalled. Slots free up as the processes are reaped.
   int Cancel(const std::string& job_id);
+
+  // Asks the ranks of `job_id` and `attempt` (attempt < 0: every attempt) to checkpoint and exit:
+  // SIGUSR1 to their process groups, no escalation (the caller decides how long to wait). Returns
+  // how many ranks were signalled.
+  int CheckpointAndStop(const std::string& job_id, int attempt);
+  // The same for every live rank (a preemption notice).
+  int CheckpointAndStopAll();
 
   // Cancels every rank, refuses further launches and returns once all are reaped and reported.
   void StopAll();
@@ -93,8 +108,9 @@ class RankLauncher {
   const RankLauncherOptions options_;
   const Sink sink_;
   mutable absl::Mutex mu_;
-  // Keyed by (job id, rank); owns the supervisor threads.
-  std::map<std::pair<std::string, int>, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
+  // Keyed by (job id, attempt, rank); owns the supervisor threads.
+  using RankKey = std::tuple<std::string, int, int>;
+  std::map<RankKey, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Rank>> finished_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 };

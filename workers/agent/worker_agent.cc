@@ -58,6 +58,7 @@ WorkerAgent::WorkerAgent(AgentOptions options) : options_(std::move(options)) {
   launch.kill_grace = absl::Milliseconds(options_.kill_grace_ms);
   launch.max_ranks = options_.slots;
   launch.die_with_daemon = options_.ranks_die_with_daemon;
+  launch.default_collective_timeout_ms = options_.collective_timeout_ms;
   launcher_ = std::make_unique<RankLauncher>(
       std::move(launch), [this](v1::WorkerMessage m) { Enqueue(std::move(m)); });
 }
@@ -67,6 +68,16 @@ WorkerAgent::~WorkerAgent() { launcher_.reset(); }
 void WorkerAgent::Stop() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;
+}
+
+void WorkerAgent::Preempt(const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (options_.preemption_grace_ms <= 0) {
+    stopping_ = true;
+    return;
+  }
+  preempting_ = true;
+  preempt_reason_ = reason;
 }
 
 std::string WorkerAgent::worker_id() const {
@@ -98,10 +109,18 @@ absl::Status WorkerAgent::Run() {
                    options_.server, ", ", options_.slots, " slot(s), ", options_.threads_per_rank,
                    " thread(s) per rank, work dir ", options_.work_dir));
   std::thread sessions([this] { SessionLoop(); });
+  bool preempted = false;
+  std::string reason;
   {
     absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&stopping_));
+    auto stop_or_preempt = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return stopping_ || preempting_;
+    };
+    mu_.Await(absl::Condition(&stop_or_preempt));
+    preempted = !stopping_;
+    reason = preempt_reason_;
   }
+  if (preempted) DrainForPreemption(reason);
   launcher_->StopAll();  // every rank's RANK_EXITED is queued when this returns
   absl::Status fatal;
   {
@@ -121,6 +140,27 @@ absl::Status WorkerAgent::Run() {
   }
   Log("stopped");
   return fatal;
+}
+
+void WorkerAgent::DrainForPreemption(const std::string& reason) {
+  const absl::Duration grace = absl::Milliseconds(options_.preemption_grace_ms);
+  v1::WorkerMessage notice;
+  notice.mutable_preempting()->set_grace_ms(options_.preemption_grace_ms);
+  notice.mutable_preempting()->set_reason(reason);
+  Enqueue(std::move(notice));
+  const int ranks = launcher_->CheckpointAndStopAll();
+  Log(absl::StrCat("preemption notice (", reason, "): ", ranks, " rank(s) checkpointing; waiting up "
+                   "to ", absl::FormatDuration(grace)));
+  const absl::Time deadline = absl::Now() + grace;
+  // In slices, so that Stop() (SIGINT) cuts the wait short.
+  while (!launcher_->WaitIdle(std::min(absl::Milliseconds(100), deadline - absl::Now()))) {
+    absl::MutexLock lock(&mu_);
+    if (stopping_ || absl::Now() >= deadline) break;
+  }
+  const int left = launcher_->live_ranks();
+  if (left > 0) {
+    Log(absl::StrCat(left, " rank(s) still running after the preemption grace; stopping them"));
+  }
 }
 
 void WorkerAgent::SessionLoop() {
@@ -329,6 +369,13 @@ void WorkerAgent::Handle(const v1::ServerMessage& message) {
       const v1::Cancellation& c = message.cancellation();
       const int n = launcher_->Cancel(c.job_id());
       if (n == 0) Log("cancellation of " + c.job_id() + ": no rank of it runs here");
+      break;
+    }
+    case v1::ServerMessage::kCheckpointAndStop: {
+      const v1::CheckpointAndStop& c = message.checkpoint_and_stop();
+      const int n = launcher_->CheckpointAndStop(c.job_id(), c.attempt());
+      Log(absl::StrCat("checkpoint-and-stop of ", c.job_id(), " attempt ", c.attempt(), " (",
+                       c.reason(), "): ", n, " rank(s) signalled"));
       break;
     }
     default:

@@ -1,6 +1,7 @@
 // WorkerAgent: the worker daemon's control loop. Registers with gantry-server, keeps one Connect
-// stream (hello, heartbeats, queued rank messages up; assignments and cancellations down), starts
-// and cancels ranks through a RankLauncher, and reconnects with exponential backoff when the
+// stream (hello, heartbeats, queued rank messages up; assignments, cancellations and
+// checkpoint-and-stop requests down), starts, cancels and drains ranks through a RankLauncher,
+// handles a preemption notice (Preempt), and reconnects with exponential backoff when the
 // connection or the server goes away; ranks keep running meanwhile and their messages wait in a
 // bounded OutboundQueue.
 #ifndef GANTRY_WORKERS_AGENT_WORKER_AGENT_H_
@@ -46,6 +47,11 @@ class WorkerAgent {
   absl::Status Run();
   // Asks Run to finish; thread-safe, returns at once.
   void Stop();
+  // A preemption notice (the daemon's SIGTERM): Run queues Preempting{grace_ms} for the server,
+  // asks every rank to checkpoint and stop (SIGUSR1), waits up to preemption_grace_ms for them to
+  // exit (Stop() cuts the wait short), then finishes as after Stop(). With preemption_grace_ms 0
+  // it is Stop(). Thread-safe, returns at once.
+  void Preempt(const std::string& reason);
 
   // The id the server gave this worker ("" before the first Register).
   std::string worker_id() const;
@@ -65,6 +71,8 @@ class WorkerAgent {
       grpc::ClientContext* context, absl::Duration heartbeat_interval,
       absl::Duration silence_limit);
   void Handle(const gantry::v1::ServerMessage& message);
+  // The preemption grace: Preempting to the server, SIGUSR1 to every rank, wait for them.
+  void DrainForPreemption(const std::string& reason);
   void Enqueue(gantry::v1::WorkerMessage message);
   gantry::v1::RegisterRequest BuildRegister() const;
   void AddAuth(grpc::ClientContext* context) const;
@@ -76,6 +84,8 @@ class WorkerAgent {
   mutable absl::Mutex mu_;
   OutboundQueue queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;      // Stop() was called
+  bool preempting_ ABSL_GUARDED_BY(mu_) = false;    // Preempt() was called
+  std::string preempt_reason_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;       // ranks stopped: drain, close, no reconnect
   bool loop_done_ ABSL_GUARDED_BY(mu_) = false;     // SessionLoop returned
   bool session_over_ ABSL_GUARDED_BY(mu_) = false;  // the current stream's reader finished

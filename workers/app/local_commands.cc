@@ -12,6 +12,8 @@
 #include "absl/strings/str_join.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/checkpoint_diff.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 
@@ -143,6 +145,41 @@ absl::Status RunToyMc(const ToyMcOptions& o, std::ostream& log) {
   log << absl::StrFormat("simulated %d showers (%s) in %.2f s -> %s\n", showers->events(),
                          showers::FormatToyMcSpec(*config), seconds, o.out);
   return absl::OkStatus();
+}
+
+int RunCheckpointDiff(const std::string& a, const std::string& b, std::ostream& out,
+                      std::ostream& err) {
+  absl::StatusOr<gan::TrainingState> first = gan::ReadCheckpoint(a, /*load_optimizers=*/true);
+  if (!first.ok()) {
+    err << "gantry-worker checkpoint-diff: " << a << ": " << first.status() << "\n";
+    return 2;
+  }
+  absl::StatusOr<gan::TrainingState> second = gan::ReadCheckpoint(b, /*load_optimizers=*/true);
+  if (!second.ok()) {
+    err << "gantry-worker checkpoint-diff: " << b << ": " << second.status() << "\n";
+    return 2;
+  }
+  if (first->config.architecture != second->config.architecture) {
+    err << "gantry-worker checkpoint-diff: " << a << " holds a " << first->config.preset
+        << " model, " << b << " a " << second->config.preset << " model\n";
+    return 2;
+  }
+  out << absl::StrFormat("A: %s (epoch %d, step %d)\nB: %s (epoch %d, step %d)\n", a,
+                         first->epoch, first->step, b, second->epoch, second->step);
+  const std::vector<gan::TensorDifference> diffs =
+      gan::CompareTrainingStates(*first, *second, /*optimizers=*/true);
+  int networks = 0, networks_differ = 0, optimizer_differ = 0;
+  for (const gan::TensorDifference& d : diffs) {
+    const bool optimizer = absl::StrContains(d.name, "_optimizer.");
+    if (!optimizer) ++networks;
+    if (!d.identical) ++(optimizer ? optimizer_differ : networks_differ);
+    if (optimizer && d.identical) continue;  // hundreds of lines; only differences matter there
+    out << absl::StrFormat("%-60s max_abs_diff %.9g%s\n", d.name, d.max_abs_difference,
+                           d.problem.empty() ? "" : "  (" + d.problem + ")");
+  }
+  out << absl::StrFormat("%d of %d parameters and buffers differ; %d optimiser tensors differ\n",
+                         networks_differ, networks, optimizer_differ);
+  return networks_differ == 0 ? 0 : 1;
 }
 
 }  // namespace gantry::app

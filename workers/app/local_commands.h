@@ -1,5 +1,5 @@
 // LocalCommands: the gantry-worker subcommands that run without the service (local-train,
-// local-generate, toymc): the developer's and the benchmarks' entry point.
+// local-generate, toymc, checkpoint-diff): the developer's and the benchmarks' entry point.
 #ifndef GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
 #define GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
 
@@ -47,6 +47,13 @@ struct ToyMcOptions {
 absl::Status RunLocalTrain(const LocalTrainOptions& options, std::ostream& log);
 absl::Status RunLocalGenerate(const LocalGenerateOptions& options, std::ostream& log);
 absl::Status RunToyMc(const ToyMcOptions& options, std::ostream& log);
+
+// `checkpoint-diff A B`: loads both checkpoints (with their optimisers) and prints one line per
+// tensor of both networks ("<name> max_abs_diff <d>", then "<n> of <m> tensors differ"), and the
+// optimiser tensors that differ. Returns the exit code: 0 when every parameter and buffer is
+// identical bit for bit, 1 when some differ, 2 when a file cannot be read (the error on `err`).
+int RunCheckpointDiff(const std::string& a, const std::string& b, std::ostream& out,
+                      std::ostream& err);
 
 }  // namespace gantry::app
 

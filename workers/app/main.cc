@@ -36,8 +36,11 @@ constexpr char kUsage[] =
     "  toymc           --spec=toymc:layout=25,events=1000,seed=1 --out=file.h5\n"
     "  rank            --assignment=file --control-fd=N --server=host:port --cache-dir=dir\n"
     "                  --work-dir=dir [--bind-host=addr] (env GANTRY_JOIN_TOKEN; started by the\n"
-    "                  daemon: one rank of a training job; exit 0 ok, 2 bad assignment, 143\n"
-    "                  cancelled, 1 failed)\n"
+    "                  daemon: one rank of a training job; exit codes in base/failure_policy.h:\n"
+    "                  0 ok, 2 bad assignment, 143 cancelled, 200 checkpointed on SIGUSR1, ...)\n"
+    "  checkpoint-diff A.ckpt B.ckpt\n"
+    "                  per-tensor max abs difference of both networks' parameters and buffers\n"
+    "                  (exit 0 identical, 1 different, 2 bad input)\n"
     "  daemon          --server=host:port (--join-token=T | --join-token-file=F) [--name --slots\n"
     "                  --device --threads --labels --cache-dir --cache-max-bytes --advertise-host\n"
     "                  --rendezvous-ports --work-dir --serve-port --max-batch-size\n"
@@ -112,6 +115,18 @@ int main(int argc, char** argv) {
   const std::string command =
       positional.ok() && !positional->empty() ? positional->front() : std::string(argv[1]);
   if (help || command == "help") return PrintHelp(command);
+  if (command == "checkpoint-diff") {
+    // Positional arguments only; exit 2 on bad input (the comparison's own answer is 0 or 1).
+    if (!positional.ok() || positional->size() != 3) {
+      std::cerr << "usage: gantry-worker checkpoint-diff A.ckpt B.ckpt\n";
+      return 2;
+    }
+    if (absl::Status status = gantry::app::CheckFlagsApplyTo(command); !status.ok()) {
+      std::cerr << "gantry-worker checkpoint-diff: " << status.message() << "\n";
+      return 2;
+    }
+    return gantry::app::RunCheckpointDiff((*positional)[1], (*positional)[2], std::cout, std::cerr);
+  }
   if (!positional.ok()) return BadCommandLine(command, positional.status());
   if (positional->size() > 1) {
     return BadCommandLine(

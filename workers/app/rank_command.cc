@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/failure_policy.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/runner/rank_plan.h"
 #include "workers/runner/rank_runner.h"
@@ -16,9 +17,13 @@
 namespace gantry::app {
 namespace {
 
+// Lock-free atomics: set from signal handlers (async-signal-safe), read at step boundaries.
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_checkpoint_and_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 void OnSignal(int) { g_stop.store(true); }
+void OnCheckpointAndStop(int) { g_checkpoint_and_stop.store(true); }
 
 // Exits the process with 143 when a stop was requested and the rank has not ended within the
 // grace period (a long step, a blocked collective or download).
@@ -38,6 +43,10 @@ int RunRankCommand(const RankCommandOptions& o) {
   sigemptyset(&action.sa_mask);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGINT, &action, nullptr);
+  struct sigaction checkpoint_action = {};
+  checkpoint_action.sa_handler = OnCheckpointAndStop;
+  sigemptyset(&checkpoint_action.sa_mask);
+  sigaction(SIGUSR1, &checkpoint_action, nullptr);
   std::thread(Watchdog).detach();
 
   const int fd = o.control_fd;
@@ -60,9 +69,10 @@ int RunRankCommand(const RankCommandOptions& o) {
       result.mutable_result()->set_success(false);
       result.mutable_result()->set_message(log.log().text());
       result.mutable_result()->set_code_version(runner::CodeVersion());
+      result.mutable_result()->set_exit_code(kExitInvalidSpec);
       sink(result).IgnoreError();
     }
-    return runner::RankRunner::ExitCode(status) == 1 ? 1 : 2;
+    return static_cast<int>(kExitInvalidSpec);  // the assignment cannot run anywhere
   };
   if (o.control_fd < 0) {
     return fail_early(absl::InvalidArgumentError("--control-fd: a pipe fd is required"), -1, "");
@@ -89,17 +99,20 @@ int RunRankCommand(const RankCommandOptions& o) {
   options.work_dir = o.work_dir;
   options.bind_host = o.bind_host;
   options.stop = &g_stop;
+  options.checkpoint_and_stop = &g_checkpoint_and_stop;
   options.max_steps_per_epoch = o.max_steps_per_epoch;
   const std::string job_id = assignment->job_id();
+  const int attempt = assignment->attempt();
   runner::RankRunner runner(*std::move(plan), options,
-                            [sink, job_id](const v1::WorkerMessage& message) {
+                            [sink, job_id, attempt](const v1::WorkerMessage& message) {
                               v1::WorkerMessage stamped = message;
                               stamped.set_job_id(job_id);
+                              stamped.set_attempt(attempt);
                               return sink(stamped);
                             });
   const absl::Status status = runner.Run();
   if (!status.ok()) std::cerr << "gantry-worker rank: " << status << "\n";
-  return runner::RankRunner::ExitCode(status);
+  return RankExitCodeFor(status);
 }
 
 }  // namespace gantry::app

@@ -1,6 +1,7 @@
 // RankCommand: `gantry-worker rank`, one rank of a training job as a child process of the worker
 // daemon: reads its Assignment file, runs a runner::RankRunner that reports through the control
-// pipe, and maps the outcome to the exit code (0 ok, 2 bad assignment, 143 cancelled, 1 failure).
+// pipe, and maps the outcome to the exit code of base/failure_policy.h (0 ok, 2 bad assignment,
+// 143 cancelled, 200 checkpointed and stopped, ...).
 #ifndef GANTRY_WORKERS_APP_RANK_COMMAND_H_
 #define GANTRY_WORKERS_APP_RANK_COMMAND_H_
 
@@ -22,8 +23,10 @@ struct RankCommandOptions {
   std::string join_token;
 };
 
-// Runs the rank; returns the process exit code. Installs SIGTERM/SIGINT handlers: the rank stops
-// at the next step boundary, and the process exits with 143 at the latest 5 s after the signal.
+// Runs the rank; returns the process exit code (gantry::RankExitCodeFor). Installs SIGTERM/SIGINT
+// handlers: the rank stops at the next step boundary, and the process exits with 143 at the latest
+// 5 s after the signal. SIGUSR1 asks for checkpoint-and-stop: at the next step boundary every rank
+// saves and uploads a checkpoint and exits with 200 (kExitPreempted); the daemon bounds the wait.
 int RunRankCommand(const RankCommandOptions& options);
 
 }  // namespace gantry::app

@@ -65,6 +65,10 @@ ABSL_FLAG(int, serve_threads, kDaemon.serve_threads,
 ABSL_FLAG(std::string, rank_binary, "", "daemon (tests): program run for each rank");
 ABSL_FLAG(int, kill_grace_ms, kDaemon.kill_grace_ms,
           "daemon (tests): grace between SIGTERM and SIGKILL of a rank");
+ABSL_FLAG(int, preemption_grace_ms, kDaemon.preemption_grace_ms,
+          "daemon: on SIGTERM, how long ranks may take to checkpoint and exit (0 = stop at once)");
+ABSL_FLAG(int, collective_timeout_ms, kDaemon.collective_timeout_ms,
+          "daemon: Gloo collective and rendezvous timeout for jobs that do not set one");
 
 // rank
 ABSL_FLAG(std::string, assignment, "", "rank: binary gantry.v1.Assignment file");
@@ -119,7 +123,9 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "model_cache_bytes",
         "serve_threads",
         "rank_binary",
-        "kill_grace_ms"}},
+        "kill_grace_ms",
+        "preemption_grace_ms",
+        "collective_timeout_ms"}},
       {"rank",
        {"server", "cache_dir", "cache_max_bytes", "work_dir", "assignment", "control_fd",
         "bind_host", "max_steps_per_epoch"}},
@@ -130,6 +136,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
        {"checkpoint", "out", "energies", "energy_range", "count", "theta_range", "seed", "batch",
         "threads"}},
       {"toymc", {"spec", "out"}},
+      {"checkpoint-diff", {}},
   };
   return *flags;
 }
@@ -197,6 +204,8 @@ agent::AgentFlags DaemonFlags() {
   f.serve_threads = absl::GetFlag(FLAGS_serve_threads);
   f.rank_binary = absl::GetFlag(FLAGS_rank_binary);
   f.kill_grace_ms = absl::GetFlag(FLAGS_kill_grace_ms);
+  f.preemption_grace_ms = absl::GetFlag(FLAGS_preemption_grace_ms);
+  f.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
   return f;
 }
 

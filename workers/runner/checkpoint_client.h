@@ -1,6 +1,6 @@
 // CheckpointClient: moves checkpoint files between a worker and gantry-server through
 // WorkerService.UploadCheckpoint / FetchCheckpoint, authenticated by the worker join token.
-// Torch-free; one instance may be used from one thread at a time.
+// Torch-free; thread-safe (each call has its own gRPC call).
 #ifndef GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_
 #define GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_
 
@@ -25,11 +25,13 @@ class CheckpointClient {
   CheckpointClient(const std::string& server, std::string token,
                    absl::Duration timeout = absl::Minutes(10));
 
-  // Hashes `path`, then streams a header {job_id, epoch, step, sha256, size} and 1 MiB chunks.
-  // The server verifies the sha256 and records a CheckpointSaved event for the job. Errors carry
-  // the gRPC code and name the server and the file.
+  // Hashes `path`, then streams a header {job_id, epoch, step, sha256, size, attempt, rank} and
+  // 1 MiB chunks. The server verifies the sha256 and records a CheckpointSaved event for the job
+  // (FAILED_PRECONDITION for an attempt older than the job's). Errors carry the gRPC code and name
+  // the server and the file.
   absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch, int64_t step,
-                                            const std::string& path);
+                                            const std::string& path, int attempt = 0,
+                                            int rank = 0);
 
   // Downloads checkpoint `sha256` to `path` (via path.part + rename) and verifies its hash;
   // DATA_LOSS on a mismatch.

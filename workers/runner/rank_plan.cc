@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -15,6 +16,14 @@ namespace {
 
 absl::Status Bad(const std::string& field, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+bool IsSha256Hex(const std::string& s) {
+  if (s.size() != 64) return false;
+  for (char c : s) {
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -75,10 +84,18 @@ absl::Status CheckAssignment(const v1::Assignment& a) {
     }
   }
   if (a.threads() < 0) return Bad("assignment.threads", "must be >= 0");
-  if (!a.resume_checkpoint_sha256().empty()) {
-    return absl::UnimplementedError(
-        "assignment.resume_checkpoint_sha256: restarting a job from its checkpoint is not "
-        "implemented yet (a later issue)");
+  if (a.attempt() < 0) return Bad("assignment.attempt", "must be >= 0");
+  if (a.collective_timeout_ms() < 0) {
+    return Bad("assignment.collective_timeout_ms", "must be >= 0 (0 = the worker's default)");
+  }
+  for (const auto& [field, sha] :
+       {std::pair<const char*, const std::string&>{"assignment.resume_checkpoint_sha256",
+                                                   a.resume_checkpoint_sha256()},
+        std::pair<const char*, const std::string&>{"assignment.initial_checkpoint_sha256",
+                                                   a.initial_checkpoint_sha256()}}) {
+    if (!sha.empty() && !IsSha256Hex(sha)) {
+      return Bad(field, absl::StrCat("\"", sha, "\" is not a sha256 (64 hex digits)"));
+    }
   }
   return absl::OkStatus();
 }
@@ -190,7 +207,17 @@ absl::Status ResolveCheckpointPolicy(const v1::CheckpointPolicy& c, RankPlan* pl
   if (c.every_epochs() < 0 || c.keep_last() < 0) {
     return Bad("spec.checkpoint_policy", "every_epochs and keep_last must be >= 0");
   }
+  if (c.every_steps() < 0 || c.every_steps() > 1000000) {
+    return Bad("spec.checkpoint_policy.every_steps",
+               absl::StrCat(c.every_steps(), " is not in 0..1000000 (0 = off)"));
+  }
+  if (!(c.every_minutes() >= 0 && c.every_minutes() <= 10080)) {
+    return Bad("spec.checkpoint_policy.every_minutes",
+               absl::StrCat(c.every_minutes(), " is not in 0..10080 (0 = off)"));
+  }
   plan->checkpoint_every_epochs = c.every_epochs();
+  plan->checkpoint_every_steps = c.every_steps();
+  plan->checkpoint_every_minutes = c.every_minutes();
   plan->keep_last = std::max(1, c.keep_last());
   return absl::OkStatus();
 }

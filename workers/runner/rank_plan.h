@@ -22,8 +22,13 @@ struct RankPlan {
   int threads = 0;  // 0 = leave LibTorch's default
   bool validation = true;
   double holdout_fraction = 0.1;
-  int checkpoint_every_epochs = 0;  // 0 = only at the end
-  int keep_last = 1;
+  // Checkpoint triggers on rank 0 (the union; 0 = off each): at the end of every N-th epoch, every
+  // N steps, and when this many minutes passed since the last save. The end of training always
+  // saves.
+  int checkpoint_every_epochs = 0;
+  int64_t checkpoint_every_steps = 0;
+  double checkpoint_every_minutes = 0;
+  int keep_last = 1;  // checkpoint files kept in the rank's work dir
   bool scale_lr_with_world_size = false;
   int64_t warmup_epochs = 0;
   // The input pipeline (spec.data_pipeline, 0 = automatic; ResolveDataPipeline): batches read
@@ -43,8 +48,8 @@ absl::Status ResolveDataPipeline(const gantry::v1::DataPipeline& spec, int64_t b
 absl::StatusOr<gantry::v1::Assignment> ReadAssignmentFile(const std::string& path);
 
 // Checks the assignment and resolves the plan. INVALID_ARGUMENT names the bad field (e.g.
-// "assignment.rank: 3 is not below world_size 2", "spec.hyper_parameters.optimizer: ..."),
-// UNIMPLEMENTED for a restart from a checkpoint (resume_checkpoint_sha256; a later issue).
+// "assignment.rank: 3 is not below world_size 2", "spec.hyper_parameters.optimizer: ...").
+// resume_checkpoint_sha256 and initial_checkpoint_sha256, when set, must be 64 hex digits.
 absl::StatusOr<RankPlan> PlanRank(const gantry::v1::Assignment& assignment);
 
 // "0.1.0+<commit>" (gantry/base/build_info.h).

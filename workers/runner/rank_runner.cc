@@ -16,19 +16,24 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/failure_policy.h"
 #include "base/status_macros.h"
 #include "showers/shower_file_reader.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/model_config.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/physics/validation.h"
 #include "workers/runner/dataset_source.h"
 #include "workers/runner/holdout_split.h"
+#include "workers/runner/resume.h"
 
 namespace gantry::runner {
 namespace {
@@ -134,6 +139,30 @@ std::string LocalAddressTowards(const std::string& host, int port) {
   return address;
 }
 
+// A failure of a collective (or of a step whose collectives failed): CollectiveTimeout when it says
+// it timed out, else PeerLost. Statuses of other kinds (a collapse, a bad config) keep theirs.
+absl::Status MarkCollectiveFailure(absl::Status status) {
+  if (status.ok() || status.GetPayload(kFailureKindPayload).has_value()) return status;
+  const std::string lower = absl::AsciiStrToLower(status.message());
+  const bool timed_out = absl::IsDeadlineExceeded(status) || absl::StrContains(lower, "timed out") ||
+                         absl::StrContains(lower, "timeout");
+  if (timed_out) return WithExitCode(std::move(status), kExitCollectiveTimeout);
+  if (absl::IsUnavailable(status) || absl::IsInternal(status) || absl::IsUnknown(status)) {
+    return WithExitCode(std::move(status), kExitPeerLost);
+  }
+  return status;
+}
+
+// A problem with the job's data (missing, unreadable, not fitting the model): DatasetError,
+// except that a server that cannot be reached and a cancellation keep their meaning.
+absl::Status MarkDataFailure(absl::Status status) {
+  if (status.ok() || absl::IsUnavailable(status) || absl::IsCancelled(status) ||
+      status.GetPayload(kFailureKindPayload).has_value()) {
+    return status;
+  }
+  return WithExitCode(std::move(status), kExitDataError);
+}
+
 }  // namespace
 
 RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sink)
@@ -144,6 +173,7 @@ RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sin
       sink_(std::move(sink)) {}
 
 RankRunner::~RankRunner() {
+  WaitForUpload();
   {
     absl::MutexLock lock(&progress_mu_);
     progress_done_ = true;
@@ -151,14 +181,11 @@ RankRunner::~RankRunner() {
   if (progress_thread_.joinable()) progress_thread_.join();
 }
 
-int RankRunner::ExitCode(const absl::Status& status) {
-  if (status.ok()) return 0;
-  if (absl::IsInvalidArgument(status)) return 2;
-  if (absl::IsCancelled(status)) return 143;
-  return 1;
-}
-
 bool RankRunner::StopRequested() const { return options_.stop != nullptr && options_.stop->load(); }
+
+bool RankRunner::CheckpointAndStopRequested() const {
+  return options_.checkpoint_and_stop != nullptr && options_.checkpoint_and_stop->load();
+}
 
 absl::Status RankRunner::Send(const v1::WorkerMessage& message) {
   absl::MutexLock lock(&sink_mu_);
@@ -212,12 +239,21 @@ absl::Status RankRunner::Run() {
   } catch (const std::exception& e) {
     status = absl::InternalError(absl::StrCat("unexpected exception: ", e.what()));
   }
+  // An exception out of a multi-rank step comes from its collectives (Gloo, synchronised
+  // BatchNorm): a peer went away or timed out.
+  if (in_training_ && world_size_ > 1) status = MarkCollectiveFailure(status);
+  in_training_ = false;
+  WaitForUpload();
   {
     absl::MutexLock lock(&progress_mu_);
     progress_done_ = true;
   }
   if (progress_thread_.joinable()) progress_thread_.join();
   if (status.ok()) return status;
+  if (RankExitCodeFor(status) == kExitPreempted) {
+    Log("INFO", absl::StrCat("rank ", rank_, " stopped: ", status.message()));
+    return status;
+  }
   if (!absl::IsCancelled(status) && StopRequested()) {
     // Whatever broke after a stop request (a collective whose peer stopped first, a download) is
     // part of the cancellation.
@@ -234,6 +270,7 @@ absl::Status RankRunner::Run() {
     *result = result_;
     result->set_success(false);
     result->set_message(absl::StrCat("rank 0 failed: ", status.ToString()));
+    result->set_exit_code(RankExitCodeFor(status));
     Send(message).IgnoreError();
   }
   return status;
@@ -251,31 +288,46 @@ absl::Status RankRunner::RunInner() {
   // 1. The data. The source and the dataset (its lease pins the cache file) live to the end.
   const auto data_start = std::chrono::steady_clock::now();
   DatasetSource source(SourceOptions());
-  ASSIGN_OR_RETURN(MaterializedDataset dataset,
-                   source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256()));
+  const absl::Status preempted_early = WithExitCode(
+      absl::CancelledError("checkpoint-and-stop (SIGUSR1) before training started: no checkpoint"),
+      kExitPreempted);
+  absl::StatusOr<MaterializedDataset> materialized =
+      source.Materialize(spec.dataset(), plan_.assignment.dataset_sha256());
   if (StopRequested()) return absl::CancelledError("cancelled while materialising the dataset");
-  ASSIGN_OR_RETURN(std::shared_ptr<const showers::ShowerFileReader> reader,
-                   showers::ShowerFileReader::Open(dataset.local_path));
+  if (!materialized.ok()) return MarkDataFailure(materialized.status());
+  MaterializedDataset& dataset = *materialized;
+  if (CheckpointAndStopRequested()) return preempted_early;
+  absl::StatusOr<std::shared_ptr<const showers::ShowerFileReader>> opened =
+      showers::ShowerFileReader::Open(dataset.local_path);
+  if (!opened.ok()) return MarkDataFailure(opened.status());
+  std::shared_ptr<const showers::ShowerFileReader> reader = *std::move(opened);
   const std::string particle = dataset.particle.empty() ? reader->particle() : dataset.particle;
   LogDataset(dataset, *reader, particle, SecondsSince(data_start));
-  RETURN_IF_ERROR(CheckDatasetFitsModel(*reader));
+  RETURN_IF_ERROR(MarkDataFailure(CheckDatasetFitsModel(*reader)));
   RecordDataset(dataset, particle);
 
   // 2. The hold-out split and the training input pipeline.
-  ASSIGN_OR_RETURN(std::unique_ptr<gan::BatchSource> batches,
-                   StreamTrainingEvents(reader, particle, dataset.local_path));
-  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer, BuildTrainer(std::move(batches)));
+  absl::StatusOr<std::unique_ptr<gan::BatchSource>> batches =
+      StreamTrainingEvents(reader, particle, dataset.local_path);
+  if (!batches.ok()) return MarkDataFailure(batches.status());
+  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer, BuildTrainer(*std::move(batches)));
   if (StopRequested()) return absl::CancelledError("cancelled before training");
+  if (CheckpointAndStopRequested()) return preempted_early;
 
   // 3. The process group (rank 0's weights are broadcast; gradients all-reduced from now on).
   std::unique_ptr<distributed::Communicator> communicator;
   std::unique_ptr<distributed::DataParallel> data_parallel;
   if (world_size_ > 1) RETURN_IF_ERROR(JoinProcessGroup(*trainer, &communicator, &data_parallel));
   if (StopRequested()) return absl::CancelledError("cancelled while forming the process group");
+  communicator_ = communicator.get();
   RETURN_IF_ERROR(StartRunning());
 
   // 4. Training.
-  RETURN_IF_ERROR(TrainLoop(*trainer));
+  in_training_ = true;
+  const absl::Status trained = TrainLoop(*trainer);
+  in_training_ = false;
+  communicator_ = nullptr;
+  RETURN_IF_ERROR(trained);
   if (data_parallel != nullptr) {
     const distributed::DataParallelStats stats = data_parallel->stats();
     Log("INFO", absl::StrFormat("all-reduce: %d rounds, %.1f MB, %.2f s in flight, %.2f s not "
@@ -402,18 +454,36 @@ absl::Status RankRunner::JoinProcessGroup(
   co.rendezvous_port = a.rendezvous_port();
   co.rank = rank_;
   co.world_size = world_size_;
+  co.timeout = a.collective_timeout_ms() > 0 ? absl::Milliseconds(a.collective_timeout_ms())
+                                             : options_.default_collective_timeout;
   co.bind_host = rank_ == 0 ? a.rendezvous_host()
                  : options_.bind_host.empty()
                      ? LocalAddressTowards(a.rendezvous_host(), a.rendezvous_port())
                      : options_.bind_host;
   const auto connect_start = std::chrono::steady_clock::now();
-  Log("INFO",
-      absl::StrFormat("joining the process group at %s:%d as rank %d of %d (bind %s)",
-                      co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host));
-  ASSIGN_OR_RETURN(*communicator, distributed::Communicator::Connect(co));
-  ASSIGN_OR_RETURN(*data_parallel,
-                   distributed::DataParallel::Attach(trainer, **communicator,
-                                                     distributed::DataParallelOptions()));
+  Log("INFO", absl::StrFormat(
+                  "joining the process group at %s:%d as rank %d of %d (bind %s); collective "
+                  "timeout %s",
+                  co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host,
+                  absl::FormatDuration(co.timeout)));
+  // The group could not be formed (nobody answered, a peer vanished while the weights were
+  // broadcast): RendezvousFailed, retryable. Refused options and ranks that disagree on the data
+  // keep their own kind.
+  auto rendezvous_failure = [](absl::Status s) {
+    if (absl::IsUnavailable(s) || absl::IsDeadlineExceeded(s) || absl::IsInternal(s)) {
+      return WithExitCode(std::move(s), kExitRendezvousFailed);
+    }
+    return s;
+  };
+  absl::StatusOr<std::unique_ptr<distributed::Communicator>> connected =
+      distributed::Communicator::Connect(co);
+  if (!connected.ok()) return rendezvous_failure(connected.status());
+  *communicator = *std::move(connected);
+  absl::StatusOr<std::unique_ptr<distributed::DataParallel>> attached =
+      distributed::DataParallel::Attach(trainer, **communicator,
+                                        distributed::DataParallelOptions());
+  if (!attached.ok()) return rendezvous_failure(attached.status());
+  *data_parallel = *std::move(attached);
   Log("INFO", absl::StrFormat("process group formed: %d ranks in %.1f s", world_size_,
                               SecondsSince(connect_start)));
   return absl::OkStatus();
@@ -424,19 +494,37 @@ absl::Status RankRunner::StartRunning() {
   running.mutable_rank_status()->set_rank(rank_);
   running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
   RETURN_IF_ERROR(Send(running));
-  if (rank_ == 0) {
-    checkpoints_ = std::make_unique<CheckpointClient>(options_.server, options_.token);
-    progress_thread_ = std::thread([this] { ProgressLoop(); });
-  }
+  // Every rank may have to upload (checkpoint-and-stop); rank 0 also saves periodically.
+  checkpoints_ = std::make_unique<CheckpointClient>(options_.server, options_.token);
+  last_save_time_ = std::chrono::steady_clock::now();
+  if (rank_ == 0) progress_thread_ = std::thread([this] { ProgressLoop(); });
   return absl::OkStatus();
 }
 
 absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
-  if (last_upload_epoch_ != trainer.state().epoch) {
-    RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true));
+  WaitForUpload();
+  UploadedCheckpoint final_upload;
+  bool uploaded = false;
+  {
+    absl::MutexLock lock(&upload_mu_);
+    uploaded = last_upload_step_ == trainer.state().step;
+    final_upload = last_upload_;
   }
-  result_.set_checkpoint_sha256(last_upload_.sha256);
-  result_.set_checkpoint_size_bytes(last_upload_.size_bytes);
+  if (!uploaded) {
+    RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true));
+    absl::MutexLock lock(&upload_mu_);
+    final_upload = last_upload_;
+  }
+  result_.set_checkpoint_sha256(final_upload.sha256);
+  result_.set_checkpoint_size_bytes(final_upload.size_bytes);
+  if (CheckpointAndStopRequested()) {
+    // The final checkpoint is uploaded: a restart resumes at the end and only validates.
+    return WithExitCode(
+        absl::CancelledError(absl::StrCat("checkpoint-and-stop (SIGUSR1) after training; the final "
+                                          "checkpoint ",
+                                          final_upload.sha256, " is uploaded")),
+        kExitPreempted);
+  }
   if (plan_.validation) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
     RETURN_IF_ERROR(Validate(trainer, &result_));
@@ -444,7 +532,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   result_.set_success(true);
   result_.set_message(absl::StrFormat(
       "trained %d epochs (%d steps) on %d ranks; checkpoint %s%s", trainer.state().epoch,
-      trainer.state().step, world_size_, last_upload_.sha256,
+      trainer.state().step, world_size_, final_upload.sha256,
       plan_.validation ? absl::StrFormat("; validation fom %.4g", result_.metrics().at("fom"))
                        : "; validation disabled"));
   {
@@ -457,8 +545,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   return Send(message);
 }
 
-absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
-    std::unique_ptr<gan::BatchSource> batches) {
+gan::TrainerOptions RankRunner::TrainerOptionsForPlan() const {
   gan::TrainerOptions options;
   options.batch_size = plan_.batch_per_rank;
   options.seed = plan_.seed;
@@ -469,19 +556,50 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
   options.rank = rank_;
   options.scale_lr_with_world_size = plan_.scale_lr_with_world_size;
   options.warmup_epochs = plan_.warmup_epochs;
+  return options;
+}
+
+absl::StatusOr<std::string> RankRunner::FetchCheckpoint(const std::string& field,
+                                                        const std::string& sha256,
+                                                        const std::string& file_name) {
+  std::error_code ec;
+  fs::create_directories(options_.work_dir, ec);
+  CheckpointClient client(options_.server, options_.token);
+  const std::string path = (fs::path(options_.work_dir) / file_name).string();
+  absl::StatusOr<UploadedCheckpoint> fetched = client.Fetch(sha256, path);
+  if (!fetched.ok()) {
+    return absl::Status(fetched.status().code(),
+                        absl::StrCat(field, " ", sha256, ": ", fetched.status().message()));
+  }
+  return path;
+}
+
+absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
+    std::unique_ptr<gan::BatchSource> batches) {
+  const gan::TrainerOptions options = TrainerOptionsForPlan();
+  const std::string& resume = plan_.assignment.resume_checkpoint_sha256();
+  if (!resume.empty()) {
+    // A restart: weights, optimisers, RNG, counters and the epoch's order continue exactly.
+    ASSIGN_OR_RETURN(const std::string path,
+                     FetchCheckpoint("resume_checkpoint_sha256", resume, "resume.ckpt"));
+    absl::StatusOr<std::unique_ptr<gan::Trainer>> trainer =
+        ResumeTrainer(path, plan_.model, std::move(batches), options);
+    if (!trainer.ok()) {
+      return absl::Status(trainer.status().code(), absl::StrCat("resume_checkpoint_sha256 ", resume,
+                                                                ": ", trainer.status().message()));
+    }
+    resumed_step_ = (*trainer)->state().step;
+    Log("INFO", absl::StrFormat("resumed from checkpoint %s (epoch %d, step %d)", resume,
+                                (*trainer)->state().epoch, (*trainer)->state().step));
+    return trainer;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
                    gan::Trainer::CreateWithSource(plan_.model, std::move(batches), options));
   const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
   if (!initial.empty()) {
     // Fine-tuning: the initial model's weights, fresh optimisers and counters.
-    CheckpointClient client(options_.server, options_.token);
-    const std::string path = (fs::path(options_.work_dir) / "initial.ckpt").string();
-    absl::StatusOr<UploadedCheckpoint> fetched = client.Fetch(initial, path);
-    if (!fetched.ok()) {
-      return absl::Status(
-          fetched.status().code(),
-          absl::StrCat("initial_checkpoint_sha256 ", initial, ": ", fetched.status().message()));
-    }
+    ASSIGN_OR_RETURN(const std::string path,
+                     FetchCheckpoint("initial_checkpoint_sha256", initial, "initial.ckpt"));
     ASSIGN_OR_RETURN(gan::TrainingState loaded, gan::ReadCheckpoint(path, false));
     if (loaded.config.architecture != plan_.model.architecture) {
       return absl::InvalidArgumentError(
@@ -519,6 +637,8 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
             absl::StrCat("the worker daemon stopped listening: ", sink_status_.message()));
       }
     }
+    ASSIGN_OR_RETURN(const bool checkpoint_and_stop, AgreeOnCheckpointAndStop());
+    if (checkpoint_and_stop) return CheckpointAndStop(trainer);
     const int64_t epoch = trainer.state().epoch;
     absl::StatusOr<gan::StepReport> step = trainer.Step();
     if (!step.ok() && StopRequested()) {
@@ -526,7 +646,9 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       return absl::CancelledError(absl::StrCat("cancelled at step ", trainer.state().step,
                                                " (SIGTERM; ", step.status().message(), ")"));
     }
-    if (!step.ok()) return step.status();
+    if (!step.ok()) {
+      return world_size_ > 1 ? MarkCollectiveFailure(step.status()) : step.status();
+    }
     const gan::StepReport& report = *step;
     Accumulate(epoch_real, report.discriminator_real_loss);
     Accumulate(epoch_fake, report.discriminator_fake_loss);
@@ -568,10 +690,9 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
                             progress.losses().at("g_loss"), epoch_steps, SecondsSince(epoch_start),
                             progress.samples_per_second(),
                             epoch_seconds > 0 ? 100 * epoch_wait / epoch_seconds : 0, epoch_wait));
-        const int every = plan_.checkpoint_every_epochs;
-        if (every > 0 && (epoch + 1) % every == 0 && epoch + 1 < plan_.epochs) {
-          RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false));
-        }
+      }
+      if (PeriodicCheckpointDue(trainer, epoch)) {
+        RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false));
       }
     }
     if (epoch_end) {
@@ -589,44 +710,142 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
   return absl::OkStatus();
 }
 
-absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint) {
+absl::StatusOr<bool> RankRunner::AgreeOnCheckpointAndStop() {
+  const bool mine = CheckpointAndStopRequested();
+  if (world_size_ == 1 || communicator_ == nullptr) return mine;
+  // The daemon signals its ranks one by one and other workers' ranks later: the ranks agree every
+  // step, so all of them stop at the same step with identical checkpoints.
+  at::Tensor flag = at::full({1}, mine ? 1 : 0, at::kLong);
+  std::vector<at::Tensor> tensors{flag};
+  const absl::Status agreed = communicator_->AllReduceSum(tensors);
+  if (!agreed.ok()) return MarkCollectiveFailure(agreed);
+  return flag.item<int64_t>() > 0;
+}
+
+bool RankRunner::PeriodicCheckpointDue(const gan::Trainer& trainer, int64_t epoch_before) const {
+  if (rank_ != 0) return false;
+  const gan::TrainingState& state = trainer.state();
+  if (state.epoch >= plan_.epochs) return false;  // the final checkpoint follows
+  const bool epoch_end = state.epoch != epoch_before;
+  const int every_epochs = plan_.checkpoint_every_epochs;
+  if (epoch_end && every_epochs > 0 && state.epoch % every_epochs == 0) return true;
+  const int64_t every_steps = plan_.checkpoint_every_steps;
+  if (every_steps > 0 && state.step % every_steps == 0) return true;
+  const double every_minutes = plan_.checkpoint_every_minutes;
+  return every_minutes > 0 && SecondsSince(last_save_time_) >= every_minutes * 60;
+}
+
+absl::Status RankRunner::CheckpointAndStop(gan::Trainer& trainer) {
+  const int64_t step = trainer.state().step;
+  Log("INFO", absl::StrFormat("rank %d: checkpoint-and-stop requested; saving the checkpoint of "
+                              "epoch %d, step %d",
+                              rank_, trainer.state().epoch, step));
+  WaitForUpload();
+  bool uploaded = false;
+  UploadedCheckpoint upload;
+  {
+    absl::MutexLock lock(&upload_mu_);
+    uploaded = last_upload_step_ == step;
+    upload = last_upload_;
+  }
+  absl::Status saved = absl::OkStatus();
+  if (!uploaded) {
+    saved = SaveAndUpload(trainer, /*final_checkpoint=*/true,
+                          std::min(options_.final_upload_retry, absl::Seconds(20)));
+    absl::MutexLock lock(&upload_mu_);
+    upload = last_upload_;
+  }
+  if (!saved.ok()) {
+    // Exiting as preempted still beats being killed at the end of the grace: the job restarts
+    // from its previous checkpoint.
+    Log("WARNING", absl::StrCat("rank ", rank_, ": the checkpoint of step ", step,
+                                " could not be uploaded: ", saved.ToString()));
+    return WithExitCode(absl::CancelledError(absl::StrCat(
+                            "checkpoint-and-stop at step ", step, " without an uploaded checkpoint (",
+                            saved.message(), ")")),
+                        kExitPreempted);
+  }
+  Log("INFO", absl::StrFormat("rank %d: checkpoint of epoch %d, step %d uploaded (sha256 %s); "
+                              "stopping for checkpoint-and-stop",
+                              rank_, trainer.state().epoch, step, upload.sha256));
+  return WithExitCode(
+      absl::CancelledError(absl::StrCat("checkpointed at step ", step, " (", upload.sha256,
+                                        ") and stopped (checkpoint-and-stop)")),
+      kExitPreempted);
+}
+
+void RankRunner::WaitForUpload() {
+  if (upload_thread_.joinable()) upload_thread_.join();
+}
+
+absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
+                                              absl::Duration retry_for) {
+  // The server may be restarting: retry UNAVAILABLE with backoff (1, 2, 4, 8, 15, 15, ... s).
+  const absl::Time give_up = absl::Now() + retry_for;
+  absl::StatusOr<UploadedCheckpoint> uploaded;
+  for (int attempt = 0;; ++attempt) {
+    uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path,
+                                    plan_.assignment.attempt(), rank_);
+    const absl::Duration wait = std::min(absl::Seconds(1 << std::min(attempt, 4)), absl::Seconds(15));
+    if (uploaded.ok() || !absl::IsUnavailable(uploaded.status()) || StopRequested() ||
+        absl::Now() + wait > give_up) {
+      break;
+    }
+    Log("WARNING", absl::StrCat("checkpoint upload failed (", uploaded.status().ToString(),
+                                "); retrying in ", absl::FormatDuration(wait)));
+    absl::SleepFor(wait);
+  }
+  if (!uploaded.ok()) return uploaded.status();
+  {
+    absl::MutexLock lock(&upload_mu_);
+    last_upload_ = *uploaded;
+    last_upload_step_ = step;
+  }
+  Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes",
+                              epoch, step, uploaded->sha256, uploaded->size_bytes));
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
+                                       absl::Duration retry_for) {
+  WaitForUpload();  // at most one upload in flight; its file is never pruned while it runs
   const int epoch = static_cast<int>(trainer.state().epoch);
   const int64_t step = trainer.state().step;
   std::error_code ec;
   fs::create_directories(options_.work_dir, ec);
   const std::string path =
-      (fs::path(options_.work_dir) / absl::StrFormat("checkpoint-epoch%04d.ckpt", epoch)).string();
+      (fs::path(options_.work_dir) /
+       absl::StrFormat("checkpoint-epoch%04d-step%08d.ckpt", epoch, step))
+          .string();
   RETURN_IF_ERROR(trainer.SaveCheckpoint(path));
-  absl::StatusOr<UploadedCheckpoint> uploaded;
-  // The server may be restarting: retry UNAVAILABLE for about 15 s (1 + 2 + 4 + 8).
-  for (int attempt = 0;; ++attempt) {
-    uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path);
-    if (uploaded.ok() || !absl::IsUnavailable(uploaded.status()) || attempt == 4 ||
-        StopRequested()) {
-      break;
-    }
-    Log("WARNING", absl::StrCat("checkpoint upload failed (", uploaded.status().ToString(),
-                                "); retrying in ", 1 << attempt, " s"));
-    absl::SleepFor(absl::Seconds(1 << attempt));
+  last_save_step_ = step;
+  last_save_time_ = std::chrono::steady_clock::now();
+  if (local_checkpoints_.empty() || local_checkpoints_.back() != path) {
+    local_checkpoints_.push_back(path);
   }
-  if (!uploaded.ok()) {
-    if (final_checkpoint) {
-      return absl::Status(uploaded.status().code(), absl::StrCat("uploading the final checkpoint: ",
-                                                                 uploaded.status().message()));
-    }
-    Log("WARNING", absl::StrCat("checkpoint of epoch ", epoch, " kept at ", path,
-                                " but not uploaded: ", uploaded.status().ToString()));
-  } else {
-    last_upload_ = *uploaded;
-    last_upload_epoch_ = epoch;
-    Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes",
-                                epoch, step, uploaded->sha256, uploaded->size_bytes));
-  }
-  local_checkpoints_.push_back(path);
   while (static_cast<int>(local_checkpoints_.size()) > plan_.keep_last) {
     fs::remove(local_checkpoints_.front(), ec);
     local_checkpoints_.pop_front();
   }
+  if (retry_for == absl::ZeroDuration()) {
+    retry_for = final_checkpoint ? options_.final_upload_retry : absl::Seconds(15);
+  }
+  if (final_checkpoint) {
+    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for);
+    if (!uploaded.ok()) {
+      return absl::Status(uploaded.code(),
+                          absl::StrCat("uploading the final checkpoint: ", uploaded.message()));
+    }
+    return absl::OkStatus();
+  }
+  // Training goes on while the snapshot uploads; a failure only costs this restart point.
+  upload_thread_ = std::thread([this, path, epoch, step, retry_for] {
+    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for);
+    if (!uploaded.ok()) {
+      Log("WARNING", absl::StrCat("checkpoint of epoch ", epoch, " (step ", step, ") kept at ",
+                                  path, " but not uploaded: ", uploaded.ToString()));
+    }
+  });
   return absl::OkStatus();
 }
 

@@ -1,12 +1,15 @@
 // RankRunner: one rank of a data-parallel training job, from its Assignment to its exit:
-// materialise the dataset, set the hold-out aside, join the process group, train with progress
-// and checkpoints (rank 0), then validate against the held-out Monte Carlo and report the
-// JobResult (rank 0). Everything it reports goes through an injected MessageSink (the control pipe
-// to the worker daemon in production, a vector in tests).
+// materialise the dataset, set the hold-out aside, resume from the job's latest checkpoint when the
+// assignment says so, join the process group, train with progress and checkpoints (rank 0), then
+// validate against the held-out Monte Carlo and report the JobResult (rank 0). A checkpoint-and-stop
+// request (SIGUSR1 from the daemon) makes every rank save and upload a checkpoint at the next step
+// boundary and end with the Preempted exit code. Everything it reports goes through an injected
+// MessageSink (the control pipe to the worker daemon in production, a vector in tests).
 #ifndef GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 #define GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -46,6 +49,13 @@ struct RankRunnerOptions {
   std::string bind_host;
   // Set from a signal handler: the rank stops at the next step boundary with CANCELLED.
   const std::atomic<bool>* stop = nullptr;
+  // Set from a signal handler (SIGUSR1): checkpoint at the next step boundary, upload, and end with
+  // kExitPreempted (before training: end at once, without a checkpoint).
+  const std::atomic<bool>* checkpoint_and_stop = nullptr;
+  // Gloo collective and rendezvous timeout when the assignment has collective_timeout_ms 0.
+  absl::Duration default_collective_timeout = absl::Minutes(2);
+  // How long the upload of the final (and of a preemption) checkpoint retries UNAVAILABLE.
+  absl::Duration final_upload_retry = absl::Seconds(60);
   absl::Duration progress_interval = absl::Seconds(2);
   // Test and benchmark hook (not part of the job spec): at most this many steps per epoch.
   int64_t max_steps_per_epoch = 0;
@@ -63,12 +73,12 @@ class RankRunner {
   RankRunner& operator=(const RankRunner&) = delete;
 
   // Runs the rank to the end. OK after a successful job (rank 0 has sent JobResult{success}),
-  // CANCELLED when stopped, otherwise the failure, already reported (an ERROR log line, and on
-  // rank 0 a JobResult{success=false}).
+  // CANCELLED when stopped (with the kExitPreempted failure kind after a checkpoint-and-stop),
+  // otherwise the failure, already reported (an ERROR log line, and on rank 0 a
+  // JobResult{success=false, exit_code}). gantry::RankExitCodeFor(status) is the process's exit
+  // code: failures whose kind is known are marked (WithExitCode): rendezvous, peer lost, collective
+  // timeout, dataset, server unreachable.
   absl::Status Run();
-
-  // The process exit code for Run's status: 0 OK, 2 INVALID_ARGUMENT, 143 CANCELLED, else 1.
-  static int ExitCode(const absl::Status& status);
 
  private:
   absl::Status RunInner();
@@ -89,8 +99,27 @@ class RankRunner {
   absl::Status FinishJob(gan::Trainer& trainer);
   absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildTrainer(
       std::unique_ptr<gan::BatchSource> batches);
+  gan::TrainerOptions TrainerOptionsForPlan() const;
+  // Fetches `sha256` into the work dir as `file_name`; errors name `field`.
+  absl::StatusOr<std::string> FetchCheckpoint(const std::string& field, const std::string& sha256,
+                                              const std::string& file_name);
   absl::Status TrainLoop(gan::Trainer& trainer);
-  absl::Status SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint);
+  // Whether this step boundary is where the ranks checkpoint and stop: this rank's flag, agreed
+  // across the ranks (one-element all-reduce) so that all stop at the same step.
+  absl::StatusOr<bool> AgreeOnCheckpointAndStop();
+  // Whether a periodic checkpoint is due after the step that just ended.
+  bool PeriodicCheckpointDue(const gan::Trainer& trainer, int64_t epoch_before) const;
+  // Writes the checkpoint file now (the snapshot) and uploads it: in the background (periodic; a
+  // failure is logged) or synchronously (final / preemption; the error is returned). Waits for
+  // the previous upload first: at most one is in flight.
+  // `retry_for` bounds the retries of UNAVAILABLE (zero: 15 s periodic, final_upload_retry final).
+  absl::Status SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
+                             absl::Duration retry_for = absl::ZeroDuration());
+  absl::Status CheckpointAndStop(gan::Trainer& trainer);
+  // Uploads with retries of UNAVAILABLE for up to `retry_for`; records the upload on success.
+  absl::Status UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
+                                    absl::Duration retry_for);
+  void WaitForUpload();
   absl::Status Validate(gan::Trainer& trainer, gantry::v1::JobResult* result);
 
   absl::Status Send(const gantry::v1::WorkerMessage& message);
@@ -98,6 +127,7 @@ class RankRunner {
   void SetProgress(const gantry::v1::Progress& progress, bool send_now);
   void ProgressLoop();
   bool StopRequested() const;
+  bool CheckpointAndStopRequested() const;
 
   const RankPlan plan_;
   const RankRunnerOptions options_;
@@ -119,8 +149,17 @@ class RankRunner {
   gantry::v1::JobResult result_;
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;
-  UploadedCheckpoint last_upload_;
-  int last_upload_epoch_ = -1;
+  distributed::Communicator* communicator_ = nullptr;  // world_size > 1, while training
+  bool in_training_ = false;        // exceptions now come from steps (collectives)
+  int64_t resumed_step_ = 0;        // the step training (re)started from
+  int64_t last_save_step_ = -1;     // the step of the newest checkpoint file
+  std::chrono::steady_clock::time_point last_save_time_;  // for every_minutes
+
+  // The background upload (at most one) and what the newest successful upload was.
+  std::thread upload_thread_;
+  absl::Mutex upload_mu_;
+  UploadedCheckpoint last_upload_ ABSL_GUARDED_BY(upload_mu_);
+  int64_t last_upload_step_ ABSL_GUARDED_BY(upload_mu_) = -1;
 };
 
 }  // namespace gantry::runner
