@@ -256,8 +256,9 @@ TEST_F(TrainingE2eTest, AKilledDaemonTakesItsRanksAndTheJobFails) {
   ASSERT_EQ(workers_["w2"]->Signal(SIGKILL, 10000), 128 + SIGKILL);
   job = WaitForState(job.id(), v1::FAILED, 60);
   ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
-  EXPECT_TRUE(job.reason() == "WorkerLost" || job.reason() == "TrainingFailed" ||
-              job.reason() == "RankFailed")
+  // max_restarts 0: the first failure ends the job, whichever is seen first.
+  EXPECT_TRUE(job.reason() == "WorkerLost" || job.reason() == "PeerLost" ||
+              job.reason() == "RankFailed" || job.reason() == "CollectiveTimeout")
       << job.reason();
   WaitForFreeWorkers(1, 40);
 }
@@ -269,8 +270,8 @@ TEST_F(TrainingE2eTest, AFailingRankFailsTheJobWithItsReason) {
   v1::Job job = Submit(spec);
   job = WaitForState(job.id(), v1::FAILED, 120);
   ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
-  // Rank 0 reports the failure itself (TrainingFailed); rank 1's exit may be seen first.
-  EXPECT_TRUE(job.reason() == "TrainingFailed" || job.reason() == "RankFailed") << job.reason();
+  // A missing file is a permanent failure (exit code 3), whichever rank reports it first.
+  EXPECT_EQ(job.reason(), "DatasetError");
   EXPECT_NE(job.message().find("e2e-showers.h5"), std::string::npos) << job.message();
   WaitForFreeWorkers(2, 30);
 }
