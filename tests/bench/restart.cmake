@@ -1,0 +1,6 @@
+# Restart figures through the whole service (real server, PostgreSQL, daemons, ranks); run by hand,
+# figures in docs/BENCHMARKS.md "Restarts". Needs GANTRY_TEST_DSN (deploy/local/pg.sh start).
+add_executable(restart_bench ${CMAKE_CURRENT_LIST_DIR}/restart_bench.cc)
+target_link_libraries(restart_bench PRIVATE gantry_server_test_harness GTest::gtest_main)
+target_compile_definitions(restart_bench PRIVATE GANTRY_WORKER_BINARY="$<TARGET_FILE:gantry-worker>")
+add_dependencies(restart_bench gantry-worker)
