@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/worker_requests.h"
+#include "server/worker_inbox.h"
 
 namespace gantry::server {
 namespace {
@@ -19,6 +20,8 @@ namespace v1 = ::gantry::v1;
 
 constexpr size_t kFetchChunkBytes = 1 << 20;
 
+void Log(const std::string& line) { std::cerr << "gantry-server: " + line + "\n" << std::flush; }
+
 }  // namespace
 
 grpc::Status WorkerService::Register(grpc::ServerContext* context,
@@ -26,7 +29,21 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
                                      v1::RegisterResponse* response) {
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
-    ASSIGN_OR_RETURN(std::string id, backend_.workers->Upsert(*request));
+    absl::StatusOr<std::string> stored = backend_.workers->Upsert(*request);
+    std::string id;
+    if (stored.ok()) {
+      id = *stored;
+      registry_.Remember(id, *request);
+    } else {
+      // Known to this process: it keeps its id; the row is written with its next heartbeat that
+      // reaches the database.
+      std::optional<std::string> known;
+      if (absl::IsUnavailable(stored.status())) known = registry_.RegisterFromMemory(*request);
+      if (!known.has_value()) return stored.status();
+      id = *known;
+      Log(absl::StrCat("registered worker ", request->name(), " (", id,
+                       ") from memory; the database is unavailable: ", stored.status().message()));
+    }
     sessions_.OnRegister(id, *request);
     response->set_worker_id(id);
     response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
@@ -51,6 +68,11 @@ grpc::Status WorkerService::Connect(
       return absl::InvalidArgumentError("hello.worker_id: is missing; call Register first");
     }
     absl::StatusOr<v1::WorkerInfo> worker = backend_.workers->Get(id);
+    if (absl::IsUnavailable(worker.status())) {
+      if (std::optional<v1::WorkerInfo> known = registry_.Find(id); known.has_value()) {
+        worker = *std::move(known);
+      }
+    }
     if (!worker.ok()) {
       return absl::Status(
           worker.status().code(),
@@ -65,6 +87,20 @@ grpc::Status WorkerService::Connect(
         if (out.has_value() && !stream->Write(*out)) break;
       }
     });
+    const std::string name = worker->name();
+    // Job messages are stored in order and acknowledged once stored; one that fails for good is
+    // logged and dropped (it never ends the stream), one the database cannot take yet waits.
+    WorkerInbox inbox(
+        registry_.DeliveryOf(id), message.hello().incarnation(),
+        [&](const v1::WorkerMessage& m) { return sessions_.OnWorkerMessage(id, m); },
+        [&](const std::string& line) { Log(absl::StrCat("worker ", name, ": ", line)); });
+    auto acknowledge = [&] {
+      v1::ServerMessage ack;
+      ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
+      ack.mutable_ack()->set_acked_seq(inbox.acked_seq());
+      link->Send(std::move(ack));
+    };
+    bool heartbeats_unstored = false;  // the last heartbeat could not be written
     absl::Status result = absl::OkStatus();
     while (!backend_.shutting_down && stream->Read(&message)) {
       if (message.has_hello()) {
@@ -72,11 +108,9 @@ grpc::Status WorkerService::Connect(
         break;
       }
       if (!message.has_heartbeat()) {
-        // A message about one job never ends the worker's stream: it is logged and dropped.
-        if (absl::Status st = sessions_.OnWorkerMessage(id, message); !st.ok()) {
-          std::cerr << "gantry-server: dropped a message of worker " << worker->name() << ": " << st
-                    << "\n";
-        }
+        result = inbox.Receive(std::move(message));
+        if (!result.ok()) break;
+        if (inbox.TakeAckDue()) acknowledge();
         continue;
       }
       const v1::Heartbeat& hb = message.heartbeat();
@@ -85,19 +119,41 @@ grpc::Status WorkerService::Connect(
             "heartbeat.free_slots: is ", hb.free_slots(), "; it must be in 0..", worker->slots()));
         break;
       }
-      std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
-      result = backend_.workers->Heartbeat(id, hb.free_slots(), cached, absl::Now());
-      if (result.ok()) result = sessions_.OnHeartbeat(id, hb);
+      inbox.Retry();
+      // The lease lives in memory: a heartbeat the database cannot take still keeps the worker.
+      const absl::Status stored = StoreHeartbeat(id, hb);
+      if (!stored.ok() && !heartbeats_unstored) {
+        Log(absl::StrCat("cannot store heartbeats of worker ", name, " (", stored.ToString(),
+                         "); keeping its lease in memory"));
+      } else if (stored.ok() && heartbeats_unstored) {
+        Log(absl::StrCat("heartbeats of worker ", name, " are stored again"));
+      }
+      heartbeats_unstored = !stored.ok();
+      result = sessions_.OnHeartbeat(id, hb);
       if (!result.ok()) break;
-      v1::ServerMessage ack;
-      ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
-      link->Send(std::move(ack));
+      inbox.TakeAckDue();
+      acknowledge();
+    }
+    if (inbox.pending() > 0) {
+      Log(absl::StrCat("worker ", name, ": the stream ended with ", inbox.pending(),
+                       " job message(s) not stored; the worker sends them again"));
     }
     sessions_.OnDisconnect(link);
     writer.join();
     backend_.workers->MarkDisconnected(id).IgnoreError();
     return result;
   });
+}
+
+absl::Status WorkerService::StoreHeartbeat(const std::string& worker_id, const v1::Heartbeat& hb) {
+  if (std::optional<WorkerRegistry::StaleRow> row = registry_.FindStaleRow(worker_id);
+      row.has_value()) {
+    absl::StatusOr<std::string> stored = backend_.workers->Upsert(row->request);
+    if (!stored.ok()) return stored.status();
+    registry_.RowWritten(worker_id, row->version);
+  }
+  std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
+  return backend_.workers->Heartbeat(worker_id, hb.free_slots(), cached, absl::Now());
 }
 
 grpc::Status WorkerService::UploadCheckpoint(

@@ -266,6 +266,8 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
   std::string model_ref = job.model_ref();
   if (model_ref.empty()) {
     absl::StatusOr<std::string> registered = registrar_.Register(job_id, owner, spec, result);
+    // The database is out: the worker's inbox keeps the result and retries it.
+    if (absl::IsUnavailable(registered.status())) return registered.status();
     if (!registered.ok()) {
       lifecycle_.End(
           job_id, kLive, v1::FAILED, "RegistrationFailed",

@@ -5,7 +5,8 @@
 //   fake.exit=N          exit code (default 0)
 //   fake.mode=exit|crash|sleep|ignore-term|error-log
 //   fake.log_lines=N     lines printed to stderr before exiting (default 0)
-//   fake.frame_delay_ms=N pause before each progress frame (default 0)
+//   fake.frame_delay_ms=N pause before each progress and log frame (default 0)
+//   fake.log_frames=N    LogLine frames "log frame I" after the progress frames (default 0)
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -84,6 +85,15 @@ int main(int argc, char** argv) {
     p.mutable_progress()->set_step(i);
     p.mutable_progress()->set_epochs(a.rank());
     Send(fd, p);
+  }
+  const int log_frames = std::atoi(Label(a, "fake.log_frames", "0").c_str());
+  for (int i = 1; i <= log_frames; ++i) {
+    if (delay_ms > 0) usleep(delay_ms * 1000);
+    gantry::v1::WorkerMessage log;
+    log.mutable_log()->set_rank(a.rank());
+    log.mutable_log()->set_level("INFO");
+    log.mutable_log()->set_text("log frame " + std::to_string(i));
+    Send(fd, log);
   }
   if (mode == "error-log") {
     gantry::v1::WorkerMessage log;

@@ -67,6 +67,7 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
       while (stream->Read(&m)) {
         absl::MutexLock lock(&mu_);
         received_.push_back({session, m});
+        stored_seq_ = std::max(stored_seq_, m.seq());
         if (drop_after_ && drop_after_(m)) {
           drop_after_ = nullptr;
           drop_ = true;
@@ -95,8 +96,13 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
         break;
       }
       if (absl::Now() >= next_ack) {
+        // Everything received counts as stored.
         v1::ServerMessage ack;
         ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
+        {
+          absl::MutexLock lock(&mu_);
+          ack.mutable_ack()->set_acked_seq(stored_seq_);
+        }
         out.push_back(ack);
         next_ack = absl::Now() + absl::Milliseconds(500);
       }
@@ -151,6 +157,7 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
   bool drop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time refuse_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stored_seq_ ABSL_GUARDED_BY(mu_) = 0;  // acknowledged every 500 ms
 };
 
 // Starts `service` on a free loopback port, stored in `port`; null when the server did not start.
@@ -173,10 +180,16 @@ bool HasPhase(const Received& r, const std::string& job, int rank, v1::RankPhase
   return false;
 }
 
+// The messages about `job`, re-sent ones (seq seen before) left out as the server does.
 std::vector<v1::WorkerMessage> OfJob(const Received& r, const std::string& job) {
   std::vector<v1::WorkerMessage> out;
-  for (const auto& [s, m] : r)
-    if (m.job_id() == job) out.push_back(m);
+  uint64_t seen = 0;
+  for (const auto& [s, m] : r) {
+    if (m.seq() == 0 || m.seq() > seen) {
+      if (m.job_id() == job) out.push_back(m);
+    }
+    seen = std::max(seen, m.seq());
+  }
   return out;
 }
 

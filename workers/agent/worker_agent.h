@@ -1,8 +1,9 @@
 // WorkerAgent: the worker daemon's control loop. Registers with gantry-server, keeps one Connect
-// stream (hello, heartbeats, queued rank messages up; assignments and cancellations down), starts
-// and cancels ranks through a RankLauncher, and reconnects with exponential backoff when the
+// stream (hello, heartbeats, queued rank messages up; assignments, cancellations and acks down),
+// starts and cancels ranks through a RankLauncher, and reconnects with exponential backoff when the
 // connection or the server goes away; ranks keep running meanwhile and their messages wait in a
-// bounded OutboundQueue.
+// bounded OutboundQueue until the server acknowledges that it stored them (re-sent in order after a
+// reconnect).
 #ifndef GANTRY_WORKERS_AGENT_WORKER_AGENT_H_
 #define GANTRY_WORKERS_AGENT_WORKER_AGENT_H_
 
@@ -52,6 +53,8 @@ class WorkerAgent {
   // Connect streams opened so far (1 + reconnects).
   int64_t sessions() const;
   bool connected() const;
+  // Random per process, never 0 (Hello.incarnation).
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
   // Register, reconnect and back off until closing_.
@@ -70,6 +73,7 @@ class WorkerAgent {
   void AddAuth(grpc::ClientContext* context) const;
 
   const AgentOptions options_;
+  const uint64_t incarnation_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gantry::v1::WorkerService::Stub> stub_;
 
