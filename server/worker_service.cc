@@ -166,7 +166,10 @@ grpc::Status WorkerService::UploadCheckpoint(
     }
     const v1::CheckpointHeader header = message.header();
     RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
-    RETURN_IF_ERROR(backend_.jobs->Get("", header.job_id()).status());
+    // The blob store does not need the database: while it is unavailable a checkpoint of a job
+    // it cannot look up is still taken (the rank's final checkpoint must not wait for it).
+    const absl::Status job = backend_.jobs->Get("", header.job_id()).status();
+    if (!job.ok() && !absl::IsUnavailable(job)) return job;
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
     while (reader->Read(&message)) {
       if (!message.has_chunk()) {
@@ -193,7 +196,13 @@ grpc::Status WorkerService::UploadCheckpoint(
     saved->set_step(header.step());
     saved->set_sha256(blob.sha256);
     saved->set_size_bytes(blob.size_bytes);
-    RETURN_IF_ERROR(backend_.jobs->AppendEvent(header.job_id(), event).status());
+    if (absl::Status recorded = backend_.jobs->AppendEvent(header.job_id(), event).status();
+        absl::IsUnavailable(recorded)) {
+      Log(absl::StrCat("stored checkpoint ", blob.sha256, " of ", header.job_id(),
+                       "; its event is not recorded: ", recorded.message()));
+    } else if (!recorded.ok()) {
+      return recorded;
+    }
     response->set_sha256(blob.sha256);
     response->set_size_bytes(blob.size_bytes);
     return absl::OkStatus();
