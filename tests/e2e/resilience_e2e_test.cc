@@ -133,6 +133,7 @@ class ResilienceE2eTest : public ServerFixture {
   // epoch), long enough for the outage to fall mid-job.
   static constexpr int kEpochs = 3;
 
+  std::unique_ptr<PrivatePostgres> pg_;  // outlives the server (stopped in TearDown)
   std::string join_token_file_;
   std::string token_;
   std::map<std::string, std::unique_ptr<ChildProcess>> workers_;
@@ -166,7 +167,8 @@ TEST_F(ResilienceE2eTest, AServerKilledMidJobIsRestartedAndTheJobSucceeds) {
 
 TEST_F(ResilienceE2eTest, PostgresStoppedFor20SecondsMidJobAndTheJobSucceeds) {
   // A PostgreSQL of this test's own: the shared test server must stay up for the other tests.
-  PrivatePostgres pg;
+  pg_ = std::make_unique<PrivatePostgres>();
+  PrivatePostgres& pg = *pg_;
   ASSERT_FALSE(pg.dsn().empty());
   server_dsn_ = pg.dsn();
   StartWorkerServer();

@@ -1,17 +1,23 @@
 // Delivery of worker job messages against the real gantry-server and PostgreSQL: the server
 // acknowledges (HeartbeatAck.acked_seq) what it stored, a message re-sent after a reconnect is
 // acknowledged again but not applied twice, a restarted daemon (new incarnation) starts its seqs
-// again, and hostile seq values (0, backwards, huge) neither crash nor wedge the stream.
+// again, hostile seq values (0, backwards, huge) neither crash nor wedge the stream, and while
+// PostgreSQL is stopped streams, leases and known workers' registrations live on in memory while
+// job messages wait unacknowledged until it is back.
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/private_postgres.h"
 
 namespace gantry::testing {
 namespace {
@@ -26,9 +32,9 @@ class ServerDeliveryTest : public ServerFixture {
     token_ = NewTenant("physics");
   }
 
-  std::unique_ptr<DriverWorker> Worker(uint64_t incarnation,
-                                       std::vector<std::string> running = {}) {
-    auto w = std::make_unique<DriverWorker>(channel_, join_, "delta", 1, std::move(running),
+  std::unique_ptr<DriverWorker> Worker(uint64_t incarnation, std::vector<std::string> running = {},
+                                       const std::string& name = "delta") {
+    auto w = std::make_unique<DriverWorker>(channel_, join_, name, 1, std::move(running),
                                             DriverServing{}, incarnation);
     EXPECT_TRUE(w->status().ok()) << Describe(w->status());
     return w;
@@ -56,6 +62,7 @@ class ServerDeliveryTest : public ServerFixture {
     return counts;
   }
 
+  std::unique_ptr<PrivatePostgres> pg_;  // outlives the server (stopped in TearDown)
   std::string join_ = "server-delivery-join-token-0123456789";
   std::string token_;
 };
@@ -127,6 +134,90 @@ TEST_F(ServerDeliveryTest, AcknowledgesStoredMessagesAndAppliesResentOnesOnce) {
   EXPECT_EQ(counts["restarted"], 1);
   EXPECT_EQ(counts["first"], 1);
   EXPECT_EQ(HealthStatus(), 1);
+}
+
+TEST_F(ServerDeliveryTest, ADatabaseOutageKeepsStreamsAndLeasesAndMessagesWaitInOrder) {
+  // A PostgreSQL of this test's own, stopped and started again; the shared one stays up.
+  pg_ = std::make_unique<PrivatePostgres>();
+  ASSERT_FALSE(pg_->dsn().empty());
+  server_dsn_ = pg_->dsn();
+  StartServer(WorkerProtocolArgs(join_));  // 200 ms heartbeats, 1.5 s lease
+  token_ = NewTenant("physics");
+  auto w = Worker(7);
+  auto other = Worker(8, {}, "echo");
+  v1::JobSpec spec = GoodSpec();
+  spec.set_world_size(1);
+  const v1::Job job = SubmitJob(token_, spec);
+  std::optional<v1::ServerMessage> assigned = w->Next(3000);
+  if (!assigned.has_value()) {
+    // Placed on the other worker: swap roles.
+    std::swap(w, other);
+    assigned = w->Next();
+  }
+  ASSERT_TRUE(assigned.has_value() && assigned->has_assignment());
+  w->set_free_slots(0);
+  v1::WorkerMessage running;
+  running.set_seq(1);
+  running.mutable_rank_status()->set_rank(0);
+  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  w->Send(job.id(), running);
+  ASSERT_TRUE(w->WaitAcked(1));
+  ASSERT_EQ(WaitForJob(token_, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+
+  ASSERT_TRUE(pg_->Stop());
+  w->Send(job.id(), Log("during the outage", 2));
+  w->Send(job.id(), Log("also during the outage", 3));
+  const int64_t acks = w->acks();
+  // Twice the lease: heartbeats go on being acknowledged, the messages are not.
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  EXPECT_GT(w->acks(), acks + 5);
+  EXPECT_EQ(w->acked_seq(), 1u);
+
+  // A known worker registers and connects again from memory, keeping its id.
+  const std::string other_id = other->id();
+  const std::string other_name = other->name();
+  other.reset();
+  other = Worker(9, {}, other_name);
+  ASSERT_TRUE(other->status().ok()) << Describe(other->status());
+  EXPECT_EQ(other->id(), other_id);
+  const int64_t other_acks = other->acks();
+  std::this_thread::sleep_for(std::chrono::milliseconds(600));
+  EXPECT_GT(other->acks(), other_acks) << "the reconnected stream is not served";
+  // An unknown one cannot register without the database.
+  {
+    v1::RegisterRequest reg;
+    reg.set_name("stranger");
+    reg.set_slots(1);
+    reg.set_device(v1::DEVICE_KIND_CPU);
+    reg.set_threads_per_rank(1);
+    reg.set_advertise_host("127.0.0.1");
+    v1::RegisterResponse response;
+    auto ctx = Ctx(join_);
+    EXPECT_EQ(worker_->Register(ctx.get(), reg, &response).error_code(), grpc::UNAVAILABLE);
+  }
+
+  ASSERT_TRUE(pg_->Start());
+  ASSERT_TRUE(w->WaitAcked(3, 20000)) << server_->Stderr();
+  std::map<std::string, int> counts = LogCounts(job.id());
+  EXPECT_EQ(counts["during the outage"], 1);
+  EXPECT_EQ(counts["also during the outage"], 1);
+  // No worker was lost, so the job runs on.
+  EXPECT_EQ(GetJob(token_, job.id()).state(), v1::RUNNING);
+  const std::string log = server_->Stderr();
+  EXPECT_NE(log.find("keeping its lease in memory"), std::string::npos) << log;
+  EXPECT_NE(log.find("from memory"), std::string::npos) << log;
+  // The rows are written again: both workers are listed as connected.
+  bool listed = false;
+  for (int i = 0; i < 50 && !listed; ++i) {
+    v1::ListWorkersResponse response;
+    int connected = 0;
+    if (admin_->ListWorkers(Ctx(admin_token_).get(), {}, &response).ok()) {
+      for (const v1::WorkerInfo& info : response.workers()) connected += info.connected();
+    }
+    listed = connected == 2;
+    if (!listed) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(listed);
 }
 
 }  // namespace
