@@ -11,12 +11,13 @@ namespace gantry::server {
 namespace v1 = ::gantry::v1;
 
 WorkerInbox::WorkerInbox(std::shared_ptr<WorkerRegistry::Delivery> delivery, uint64_t incarnation,
-                         Handler handler, Logger log, size_t max_pending)
+                         Handler handler, Logger log, size_t max_pending, size_t max_pending_bytes)
     : delivery_(std::move(delivery)),
       incarnation_(incarnation),
       handler_(std::move(handler)),
       log_(std::move(log)),
-      max_pending_(std::max<size_t>(1, max_pending)) {
+      max_pending_(std::max<size_t>(1, max_pending)),
+      max_pending_bytes_(max_pending_bytes) {
   if (incarnation_ == 0) return;
   absl::MutexLock lock(&delivery_->mu);
   if (delivery_->incarnation != incarnation_) {
@@ -27,11 +28,14 @@ WorkerInbox::WorkerInbox(std::shared_ptr<WorkerRegistry::Delivery> delivery, uin
 }
 
 absl::Status WorkerInbox::Receive(v1::WorkerMessage message) {
-  if (pending_.size() >= max_pending_) {
+  const size_t bytes = message.ByteSizeLong();
+  if (!pending_.empty() &&
+      (pending_.size() >= max_pending_ || pending_bytes_ + bytes > max_pending_bytes_)) {
     return absl::ResourceExhaustedError(
-        absl::StrCat(pending_.size(),
-                     " job messages are waiting for the database; reconnect to send them again"));
+        absl::StrCat(pending_.size(), " job messages (", pending_bytes_,
+                     " bytes) are waiting for the database; reconnect to send them again"));
   }
+  pending_bytes_ += bytes;
   pending_.push_back(std::move(message));
   // While the database is out, new messages only queue up: Retry() probes it.
   if (!stalled_) Drain();
@@ -93,6 +97,7 @@ void WorkerInbox::Drain() {
                         "): ", status.ToString()));
     }
     if (seq != 0) local_stored_seq_ = std::max(local_stored_seq_, seq);
+    pending_bytes_ -= std::min(pending_bytes_, m.ByteSizeLong());
     pending_.pop_front();
     ack_due_ = true;
   }

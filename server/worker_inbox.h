@@ -31,12 +31,15 @@ class WorkerInbox {
   using Logger = std::function<void(const std::string&)>;
 
   // `incarnation` is the stream's Hello.incarnation (0 = unknown: nothing is deduplicated).
-  // At most `max_pending` messages wait while the database is unavailable.
+  // At most `max_pending` messages of at most `max_pending_bytes` in all wait while the database
+  // is unavailable.
   WorkerInbox(std::shared_ptr<WorkerRegistry::Delivery> delivery, uint64_t incarnation,
-              Handler handler, Logger log, size_t max_pending = 20000);
+              Handler handler, Logger log, size_t max_pending = 20000,
+              size_t max_pending_bytes = size_t{256} << 20);
 
-  // Takes a job message and stores what can be stored, oldest first. RESOURCE_EXHAUSTED when more
-  // than max_pending messages wait: the stream should end (the daemon re-sends after reconnecting).
+  // Takes a job message and stores what can be stored, oldest first. RESOURCE_EXHAUSTED when it
+  // would exceed max_pending or max_pending_bytes: the stream should end (the daemon re-sends after
+  // reconnecting).
   absl::Status Receive(gantry::v1::WorkerMessage message);
   // Tries again to store the waiting messages (call it on every heartbeat).
   void Retry();
@@ -57,7 +60,9 @@ class WorkerInbox {
   const Handler handler_;
   const Logger log_;
   const size_t max_pending_;
+  const size_t max_pending_bytes_;
   std::deque<gantry::v1::WorkerMessage> pending_;
+  size_t pending_bytes_ = 0;
   uint64_t local_stored_seq_ = 0;  // acked_seq() when the incarnation is unknown
   bool ack_due_ = false;
   bool stalled_ = false;  // the database was unavailable at the last attempt
