@@ -45,7 +45,11 @@ absl::Status BootstrapAdmin(Backend& backend, const std::string& path) {
 
 absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& options) {
   std::unique_ptr<Backend> backend(new Backend(options));
-  ASSIGN_OR_RETURN(backend->db, storage::Database::Create(options.db_dsn, options.db_pool_size));
+  storage::DatabaseOptions db_options;
+  db_options.pool_size = options.db_pool_size;
+  db_options.connect_timeout = options.db_connect_timeout;
+  db_options.statement_timeout = options.db_statement_timeout;
+  ASSIGN_OR_RETURN(backend->db, storage::Database::Create(options.db_dsn, db_options));
   ASSIGN_OR_RETURN(backend->migrations_applied, storage::Migrator::Apply(*backend->db));
   ASSIGN_OR_RETURN(backend->blobs, storage::BlobStore::Create(options.data_dir));
   storage::Database& db = *backend->db;
@@ -69,12 +73,19 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
 
 absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::string& secret) {
   if (audience == Audience::kWorker) {
+    const std::string key = Sha256Hex(secret);
     absl::Status valid = tokens->IsValidJoinToken(secret);
+    absl::MutexLock lock(&join_mu_);
     if (absl::IsUnauthenticated(valid)) {
+      verified_join_tokens_.erase(key);
       return absl::UnauthenticatedError(
           "WorkerService needs a valid worker join token (gantry-worker --join-token-file)");
     }
+    if (absl::IsUnavailable(valid) && verified_join_tokens_.contains(key)) {
+      return Principal{"", false, true};
+    }
     RETURN_IF_ERROR(valid);
+    verified_join_tokens_.insert(key);
     return Principal{"", false, true};
   }
   const std::string key = Sha256Hex(secret);

@@ -8,7 +8,9 @@
 #include <memory>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "base/grpc_status.h"
 #include "grpcpp/server_context.h"
 #include "server/auth.h"
@@ -34,7 +36,9 @@ class Backend {
   // database newer than this binary.
   static absl::StatusOr<std::unique_ptr<Backend>> Create(const ServerOptions& options);
 
-  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier).
+  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier). A join
+  // token this process verified before is still accepted while the database is unavailable, so
+  // workers can reconnect through an outage.
   absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
 
   // ModelRepository::Resolve through a cache of options.model_cache_ttl (histograms left out).
@@ -72,7 +76,9 @@ class Backend {
         token_cache_(this->options.auth_cache_ttl, 10000),
         model_cache_(this->options.model_cache_ttl, 10000) {}
 
-  TtlCache<Principal> token_cache_;                 // key: sha256 of the secret
+  TtlCache<Principal> token_cache_;  // key: sha256 of the secret
+  absl::Mutex join_mu_;
+  absl::flat_hash_set<std::string> verified_join_tokens_ ABSL_GUARDED_BY(join_mu_);  // sha256
   TtlCache<gantry::v1::ModelVersion> model_cache_;  // key: viewer '\n' reference
 };
 

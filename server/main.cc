@@ -49,6 +49,11 @@ ABSL_FLAG(int, placing_timeout_seconds, 600,
           "rendezvous included)");
 ABSL_FLAG(int64_t, max_showers_per_request, 1000000,
           "the most showers one Generate call may ask for (more is RESOURCE_EXHAUSTED)");
+ABSL_FLAG(int, db_connect_timeout_ms, 5000,
+          "how long connecting to PostgreSQL may take before a call fails with UNAVAILABLE "
+          "(rounded up to whole seconds, at least 2 s)");
+ABSL_FLAG(int, db_statement_timeout_ms, 10000,
+          "how long one SQL statement may run before a call fails with UNAVAILABLE (0 = no limit)");
 ABSL_FLAG(int, auth_cache_ttl_ms, 2000,
           "how long a verified tenant token is reused without asking PostgreSQL (0 = never); "
           "revocations through this server apply at once");
@@ -100,6 +105,14 @@ int main(int argc, char** argv) {
   }
   options.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
   options.auth_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_auth_cache_ttl_ms));
+  options.db_connect_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_db_connect_timeout_ms));
+  options.db_statement_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_db_statement_timeout_ms));
+  if (options.db_connect_timeout <= absl::ZeroDuration() ||
+      options.db_statement_timeout < absl::ZeroDuration()) {
+    std::cerr << "gantry-server: --db-connect-timeout-ms must be > 0 and --db-statement-timeout-ms "
+                 ">= 0\n";
+    return 2;
+  }
   options.model_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_model_cache_ttl_ms));
   if (options.max_showers_per_request < 1) {
     std::cerr << "gantry-server: --max-showers-per-request must be >= 1\n";

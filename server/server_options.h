@@ -18,6 +18,10 @@ struct ServerOptions {
   std::string admin_token_file;  // bootstrap: tenant "admin" gets this token
   std::string join_token_file;   // bootstrap: a worker join token
   int db_pool_size = 16;
+  // How long connecting to PostgreSQL, and one statement, may take before the call gives up with
+  // UNAVAILABLE (a tick or an RPC then fails fast instead of blocking a thread).
+  absl::Duration db_connect_timeout = absl::Seconds(5);
+  absl::Duration db_statement_timeout = absl::Seconds(10);
   int64_t max_dataset_bytes = int64_t{64} << 30;    // 64 GiB
   int64_t max_checkpoint_bytes = int64_t{4} << 30;  // 4 GiB
   int max_message_bytes = 16 << 20;                 // gRPC max send/receive message size

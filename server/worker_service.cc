@@ -11,6 +11,7 @@
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/worker_requests.h"
+#include "server/worker_inbox.h"
 
 namespace gantry::server {
 namespace {
@@ -19,6 +20,8 @@ namespace v1 = ::gantry::v1;
 
 constexpr size_t kFetchChunkBytes = 1 << 20;
 
+void Log(const std::string& line) { std::cerr << "gantry-server: " + line + "\n" << std::flush; }
+
 }  // namespace
 
 grpc::Status WorkerService::Register(grpc::ServerContext* context,
@@ -26,9 +29,26 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
                                      v1::RegisterResponse* response) {
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
-    ASSIGN_OR_RETURN(std::string id, backend_.workers->Upsert(*request));
-    absl::StatusOr<v1::WorkerInfo> stored = backend_.workers->Get(id);
-    sessions_.OnRegister(id, *request, stored.ok() && stored->draining());
+    absl::StatusOr<std::string> stored = backend_.workers->Upsert(*request);
+    std::string id;
+    bool drained = false;
+    if (stored.ok()) {
+      id = *stored;
+      registry_.Remember(id, *request);
+      absl::StatusOr<v1::WorkerInfo> info = backend_.workers->Get(id);
+      drained = info.ok() ? info->draining() : sessions_.Drained(id);
+    } else {
+      // Known to this process: it keeps its id; the row is written with its next heartbeat that
+      // reaches the database.
+      std::optional<std::string> known;
+      if (absl::IsUnavailable(stored.status())) known = registry_.RegisterFromMemory(*request);
+      if (!known.has_value()) return stored.status();
+      id = *known;
+      drained = sessions_.Drained(id);
+      Log(absl::StrCat("registered worker ", request->name(), " (", id,
+                       ") from memory; the database is unavailable: ", stored.status().message()));
+    }
+    sessions_.OnRegister(id, *request, drained);
     response->set_worker_id(id);
     response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
     response->set_lease_timeout_ms(backend_.options.lease_timeout_ms);
@@ -52,6 +72,11 @@ grpc::Status WorkerService::Connect(
       return absl::InvalidArgumentError("hello.worker_id: is missing; call Register first");
     }
     absl::StatusOr<v1::WorkerInfo> worker = backend_.workers->Get(id);
+    if (absl::IsUnavailable(worker.status())) {
+      if (std::optional<v1::WorkerInfo> known = registry_.Find(id); known.has_value()) {
+        worker = *std::move(known);
+      }
+    }
     if (!worker.ok()) {
       return absl::Status(
           worker.status().code(),
@@ -66,6 +91,20 @@ grpc::Status WorkerService::Connect(
         if (out.has_value() && !stream->Write(*out)) break;
       }
     });
+    const std::string name = worker->name();
+    // Job messages are stored in order and acknowledged once stored; one that fails for good is
+    // logged and dropped (it never ends the stream), one the database cannot take yet waits.
+    WorkerInbox inbox(
+        registry_.DeliveryOf(id), message.hello().incarnation(),
+        [&](const v1::WorkerMessage& m) { return sessions_.OnWorkerMessage(id, m); },
+        [&](const std::string& line) { Log(absl::StrCat("worker ", name, ": ", line)); });
+    auto acknowledge = [&] {
+      v1::ServerMessage ack;
+      ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
+      ack.mutable_ack()->set_acked_seq(inbox.acked_seq());
+      link->Send(std::move(ack));
+    };
+    bool heartbeats_unstored = false;  // the last heartbeat could not be written
     absl::Status result = absl::OkStatus();
     while (!backend_.shutting_down && stream->Read(&message)) {
       if (message.has_hello()) {
@@ -73,11 +112,9 @@ grpc::Status WorkerService::Connect(
         break;
       }
       if (!message.has_heartbeat()) {
-        // A message about one job never ends the worker's stream: it is logged and dropped.
-        if (absl::Status st = sessions_.OnWorkerMessage(id, message); !st.ok()) {
-          std::cerr << "gantry-server: dropped a message of worker " << worker->name() << ": " << st
-                    << "\n";
-        }
+        result = inbox.Receive(std::move(message));
+        if (!result.ok()) break;
+        if (inbox.TakeAckDue()) acknowledge();
         continue;
       }
       const v1::Heartbeat& hb = message.heartbeat();
@@ -86,19 +123,41 @@ grpc::Status WorkerService::Connect(
             "heartbeat.free_slots: is ", hb.free_slots(), "; it must be in 0..", worker->slots()));
         break;
       }
-      std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
-      result = backend_.workers->Heartbeat(id, hb.free_slots(), cached, absl::Now());
-      if (result.ok()) result = sessions_.OnHeartbeat(id, hb);
+      inbox.Retry();
+      // The lease lives in memory: a heartbeat the database cannot take still keeps the worker.
+      const absl::Status stored = StoreHeartbeat(id, hb);
+      if (!stored.ok() && !heartbeats_unstored) {
+        Log(absl::StrCat("cannot store heartbeats of worker ", name, " (", stored.ToString(),
+                         "); keeping its lease in memory"));
+      } else if (stored.ok() && heartbeats_unstored) {
+        Log(absl::StrCat("heartbeats of worker ", name, " are stored again"));
+      }
+      heartbeats_unstored = !stored.ok();
+      result = sessions_.OnHeartbeat(id, hb);
       if (!result.ok()) break;
-      v1::ServerMessage ack;
-      ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
-      link->Send(std::move(ack));
+      inbox.TakeAckDue();
+      acknowledge();
+    }
+    if (inbox.pending() > 0) {
+      Log(absl::StrCat("worker ", name, ": the stream ended with ", inbox.pending(),
+                       " job message(s) not stored; the worker sends them again"));
     }
     sessions_.OnDisconnect(link);
     writer.join();
     backend_.workers->MarkDisconnected(id).IgnoreError();
     return result;
   });
+}
+
+absl::Status WorkerService::StoreHeartbeat(const std::string& worker_id, const v1::Heartbeat& hb) {
+  if (std::optional<WorkerRegistry::StaleRow> row = registry_.FindStaleRow(worker_id);
+      row.has_value()) {
+    absl::StatusOr<std::string> stored = backend_.workers->Upsert(row->request);
+    if (!stored.ok()) return stored.status();
+    registry_.RowWritten(worker_id, row->version);
+  }
+  std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
+  return backend_.workers->Heartbeat(worker_id, hb.free_slots(), cached, absl::Now());
 }
 
 grpc::Status WorkerService::UploadCheckpoint(
@@ -111,11 +170,14 @@ grpc::Status WorkerService::UploadCheckpoint(
     }
     const v1::CheckpointHeader header = message.header();
     RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
-    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", header.job_id()));
-    if (header.attempt() < job.attempt()) {
+    // The blob store does not need the database: while it is unavailable a checkpoint of a job
+    // it cannot look up is still taken (the rank's final checkpoint must not wait for it).
+    const absl::StatusOr<v1::Job> job = backend_.jobs->Get("", header.job_id());
+    if (!job.ok() && !absl::IsUnavailable(job.status())) return job.status();
+    if (job.ok() && header.attempt() < job->attempt()) {
       return absl::FailedPreconditionError(
           absl::StrCat("header.attempt: ", header.attempt(), " is an earlier attempt of job ",
-                       header.job_id(), " (now ", job.attempt(), "); its checkpoint is not kept"));
+                       header.job_id(), " (now ", job->attempt(), "); its checkpoint is not kept"));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
     while (reader->Read(&message)) {
@@ -143,17 +205,23 @@ grpc::Status WorkerService::UploadCheckpoint(
     saved->set_step(header.step());
     saved->set_sha256(blob.sha256);
     saved->set_size_bytes(blob.size_bytes);
-    RETURN_IF_ERROR(
-        backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved).status());
-    // Retention: the job's older checkpoints beyond keep_last go, unless a model or another job's
-    // checkpoint uses the same blob (the job's newest, what a restart resumes from, always stays).
-    absl::StatusOr<std::vector<std::string>> expired = backend_.jobs->ExpireCheckpoints(
-        header.job_id(), job.spec().checkpoint_policy().keep_last());
-    if (expired.ok()) {
-      for (const std::string& sha : *expired) {
+    if (absl::StatusOr<bool> recorded =
+            backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved);
+        absl::IsUnavailable(recorded.status())) {
+      Log(absl::StrCat("stored checkpoint ", blob.sha256, " of ", header.job_id(),
+                       "; it is not recorded (not a restart point): ",
+                       recorded.status().message()));
+    } else if (!recorded.ok()) {
+      return recorded.status();
+    } else if (job.ok()) {
+      // Retention: the job's older checkpoints beyond keep_last go, unless a model or another
+      // job's checkpoint uses the same blob (the newest, what a restart resumes from, stays).
+      absl::StatusOr<std::vector<std::string>> expired = backend_.jobs->ExpireCheckpoints(
+          header.job_id(), job->spec().checkpoint_policy().keep_last());
+      for (const std::string& sha : expired.ok() ? *expired : std::vector<std::string>{}) {
         if (absl::Status st = backend_.blobs->Remove(sha); !st.ok()) {
-          std::cerr << "gantry-server: cannot remove the expired checkpoint " << sha << " of "
-                    << header.job_id() << ": " << st << "\n";
+          Log(absl::StrCat("cannot remove the expired checkpoint ", sha, " of ", header.job_id(),
+                           ": ", st.ToString()));
         }
       }
     }

@@ -92,6 +92,11 @@ int WorkerSessions::Drain(const std::string& worker_id, bool drain) {
   return jobs;
 }
 
+bool WorkerSessions::Drained(const std::string& worker_id) const {
+  absl::MutexLock lock(&state_.mu);
+  return state_.drained.count(worker_id) > 0;
+}
+
 bool WorkerSessions::Draining(const std::string& worker_id) const {
   absl::MutexLock lock(&state_.mu);
   return state_.Draining(worker_id);
@@ -376,6 +381,8 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
   std::string model_ref = job.model_ref();
   if (model_ref.empty()) {
     absl::StatusOr<std::string> registered = registrar_.Register(job_id, owner, spec, result);
+    // The database is out: the worker's inbox keeps the result and retries it.
+    if (absl::IsUnavailable(registered.status())) return registered.status();
     if (!registered.ok()) {
       lifecycle_.End(
           job_id, kLive, v1::FAILED, "RegistrationFailed",

@@ -42,6 +42,8 @@ class WorkerSessions {
   // many jobs were asked to move.
   int Drain(const std::string& worker_id, bool drain);
   bool Draining(const std::string& worker_id) const;
+  // Drained by an operator (not counting a preemption).
+  bool Drained(const std::string& worker_id) const;
   // WorkerService.Connect after a valid hello: the link its writer drains. Jobs the hello lists
   // that are no longer active get a Cancellation at once; orphans it lists are adopted.
   std::shared_ptr<WorkerLink> OnConnect(const std::string& worker_id,

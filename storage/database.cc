@@ -1,5 +1,6 @@
 #include "storage/database.h"
 
+#include <algorithm>
 #include <pqxx/pqxx>
 #include <utility>
 
@@ -16,6 +17,21 @@ namespace {
 
 constexpr int kMaxAttempts = 5;
 
+thread_local int64_t unavailable_on_thread = 0;
+
+// `dsn` with connect_timeout added unless it has one (key=value and URI forms).
+std::string WithConnectTimeout(const std::string& dsn, absl::Duration timeout) {
+  if (dsn.find("connect_timeout") != std::string::npos || timeout <= absl::ZeroDuration()) {
+    return dsn;
+  }
+  const int64_t seconds =
+      std::max<int64_t>(2, absl::ToInt64Seconds(absl::Ceil(timeout, absl::Seconds(1))));
+  const bool uri = dsn.rfind("postgresql://", 0) == 0 || dsn.rfind("postgres://", 0) == 0;
+  if (!uri) return absl::StrCat(dsn, dsn.empty() ? "" : " ", "connect_timeout=", seconds);
+  return absl::StrCat(dsn, dsn.find('?') == std::string::npos ? "?" : "&",
+                      "connect_timeout=", seconds);
+}
+
 // SQLSTATE classes that mean the session is gone: 08 connection exception, 57P admin shutdown etc.
 bool IsConnectionState(const std::string& sqlstate) {
   return sqlstate.rfind("08", 0) == 0 || sqlstate.rfind("57P", 0) == 0;
@@ -23,15 +39,31 @@ bool IsConnectionState(const std::string& sqlstate) {
 
 }  // namespace
 
-Database::Database(std::string dsn, int pool_size) : dsn_(std::move(dsn)), pool_size_(pool_size) {
+Database::Database(std::string dsn, const DatabaseOptions& options)
+    : dsn_(std::move(dsn)),
+      pool_size_(options.pool_size),
+      connect_dsn_(WithConnectTimeout(dsn_, options.connect_timeout)),
+      statement_timeout_ms_(
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(options.statement_timeout))) {
   for (int i = 0; i < pool_size_; ++i) idle_.push_back(std::make_unique<PooledConnection>());
 }
 
 Database::~Database() = default;
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Create(const std::string& dsn, int pool_size) {
-  if (pool_size < 1) return absl::InvalidArgumentError("database pool size must be at least 1");
-  std::unique_ptr<Database> db(new Database(dsn, pool_size));
+  DatabaseOptions options;
+  options.pool_size = pool_size;
+  return Create(dsn, options);
+}
+
+int64_t Database::UnavailableOnThisThread() { return unavailable_on_thread; }
+
+absl::StatusOr<std::unique_ptr<Database>> Database::Create(const std::string& dsn,
+                                                           const DatabaseOptions& options) {
+  if (options.pool_size < 1) {
+    return absl::InvalidArgumentError("database pool size must be at least 1");
+  }
+  std::unique_ptr<Database> db(new Database(dsn, options));
   absl::Status ping = db->Ping();
   if (!ping.ok()) {
     return absl::Status(ping.code(),
@@ -67,7 +99,11 @@ absl::Status Database::Transact(const std::function<absl::Status(Transaction&)>&
     try {
       if (pc->conn == nullptr || !pc->conn->is_open()) {
         pc->conn.reset();
-        pc->conn = std::make_unique<pqxx::connection>(dsn_);
+        pc->conn = std::make_unique<pqxx::connection>(connect_dsn_);
+        if (statement_timeout_ms_ > 0) {
+          pqxx::nontransaction session(*pc->conn);
+          session.exec(absl::StrCat("SET statement_timeout = ", statement_timeout_ms_));
+        }
       }
       pqxx::work work(*pc->conn);
       Transaction tx(work);
@@ -93,7 +129,11 @@ absl::Status Database::Transact(const std::function<absl::Status(Transaction&)>&
       status = absl::FailedPreconditionError(
           absl::StrCat("refers to something that does not exist: ", e.what()));
     } catch (const pqxx::sql_error& e) {
-      if (IsConnectionState(e.sqlstate())) {
+      if (e.sqlstate() == "57014") {  // query_canceled: the statement timeout
+        status = absl::UnavailableError(
+            absl::StrCat("database unavailable: no answer within the statement timeout (",
+                         statement_timeout_ms_, " ms): ", e.what()));
+      } else if (IsConnectionState(e.sqlstate())) {
         broken = true;
         status = absl::UnavailableError(absl::StrCat("database unavailable: ", e.what()));
       } else {
@@ -114,8 +154,10 @@ absl::Status Database::Transact(const std::function<absl::Status(Transaction&)>&
       continue;
     }
     if (retry) continue;
+    if (absl::IsUnavailable(status)) ++unavailable_on_thread;
     return status;
   }
+  if (absl::IsUnavailable(status)) ++unavailable_on_thread;
   return status;
 }
 

@@ -11,15 +11,26 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 
 namespace gantry::storage {
 
 class Transaction;
 struct PooledConnection;
 
+// How a Database connects: pool size, and how long connecting or one statement may take before
+// the call gives up with UNAVAILABLE (so a database that is down or hung never blocks a thread
+// for long). A DSN that sets connect_timeout itself keeps its own.
+struct DatabaseOptions {
+  int pool_size = 8;
+  absl::Duration connect_timeout = absl::Seconds(5);     // rounded up to whole seconds, >= 2 s
+  absl::Duration statement_timeout = absl::Seconds(10);  // 0 = none
+};
+
 // Thread-safe. Holds up to `pool_size` libpqxx connections, opened lazily and replaced when broken.
 // Every pqxx exception is caught here and turned into an absl::Status:
 //   broken connection / cannot connect  -> UNAVAILABLE (after one retry on a fresh connection)
+//   statement timeout                   -> UNAVAILABLE
 //   serialization failure / deadlock    -> retried (up to 5 attempts), then ABORTED
 //   unique violation                    -> ALREADY_EXISTS
 //   anything else                       -> INTERNAL
@@ -29,6 +40,8 @@ class Database {
   // for a malformed DSN). pool_size must be >= 1.
   static absl::StatusOr<std::unique_ptr<Database>> Create(const std::string& dsn,
                                                           int pool_size = 8);
+  static absl::StatusOr<std::unique_ptr<Database>> Create(const std::string& dsn,
+                                                          const DatabaseOptions& options);
   ~Database();
   Database(const Database&) = delete;
   Database& operator=(const Database&) = delete;
@@ -41,16 +54,23 @@ class Database {
   // Runs `SELECT 1`; OK when the database answers.
   absl::Status Ping();
 
+  // How many Transact calls made on the calling thread so far ended UNAVAILABLE. A caller that
+  // runs code which swallows errors (logs and goes on) compares it before and after to learn
+  // whether the database was unreachable meanwhile.
+  static int64_t UnavailableOnThisThread();
+
   const std::string& dsn() const { return dsn_; }
   int pool_size() const { return pool_size_; }
 
  private:
-  Database(std::string dsn, int pool_size);
+  Database(std::string dsn, const DatabaseOptions& options);
   std::unique_ptr<PooledConnection> Acquire();
   void Release(std::unique_ptr<PooledConnection> conn);
 
   const std::string dsn_;
   const int pool_size_;
+  const std::string connect_dsn_;       // dsn_ with the connect timeout
+  const int64_t statement_timeout_ms_;  // 0 = none
   absl::Mutex mu_;
   // Idle connections (possibly not yet opened); `in_use_` counts the ones handed out.
   std::vector<std::unique_ptr<PooledConnection>> idle_ ABSL_GUARDED_BY(mu_);

@@ -1,5 +1,4 @@
-// The option building of `gantry-worker daemon` from its flag values (pure) and the outbound
-// queue's drop policy.
+// The option building of `gantry-worker daemon` from its flag values (pure).
 #include "workers/agent/agent_flags.h"
 
 #include <gtest/gtest.h>
@@ -9,7 +8,6 @@
 #include <vector>
 
 #include "tests/support/temp_dir.h"
-#include "workers/agent/outbound_queue.h"
 
 namespace gantry::agent {
 namespace {
@@ -181,47 +179,6 @@ TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   const absl::Status s = ResolveAgentOptions(&*o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--join-token-file"), std::string::npos) << s;
-}
-
-gantry::v1::WorkerMessage Progress(int step) {
-  gantry::v1::WorkerMessage m;
-  m.mutable_progress()->set_step(step);
-  return m;
-}
-
-gantry::v1::WorkerMessage Exited(int rank) {
-  gantry::v1::WorkerMessage m;
-  m.mutable_rank_status()->set_rank(rank);
-  m.mutable_rank_status()->set_phase(gantry::v1::RANK_EXITED);
-  return m;
-}
-
-TEST(OutboundQueueTest, DropsOldestProgressButNeverRankStatusOrResults) {
-  OutboundQueue q(4);
-  q.Push(Progress(1));
-  q.Push(Exited(0));
-  q.Push(Progress(2));
-  q.Push(Progress(3));
-  q.Push(Progress(4));  // full: progress 2 goes (the head is kept for the writer)
-  ASSERT_EQ(q.size(), 4u);
-  EXPECT_EQ(q.dropped(), 1);
-  std::vector<int> steps;
-  OutboundQueue copy = q;
-  while (!copy.empty()) {
-    steps.push_back(copy.front().has_progress() ? static_cast<int>(copy.front().progress().step())
-                                                : -1);
-    copy.PopFront();
-  }
-  EXPECT_EQ(steps, (std::vector<int>{1, -1, 3, 4}));
-
-  OutboundQueue statuses(2);
-  statuses.Push(Exited(0));
-  statuses.Push(Exited(1));
-  gantry::v1::WorkerMessage result;
-  result.mutable_result()->set_success(true);
-  statuses.Push(result);
-  EXPECT_EQ(statuses.size(), 3u);  // grows rather than lose a status or a result
-  EXPECT_EQ(statuses.dropped(), 0);
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // The worker daemon as a real process against the real gantry-server (real PostgreSQL via
 // GANTRY_TEST_DSN): registration and heartbeats seen through AdminService.ListWorkers, surviving
-// a kill -9 and restart of the server, clean exit on SIGTERM, refusals and flag errors.
+// a kill -9 and restart of the server (with the messages queued meanwhile delivered after it),
+// clean exit on SIGTERM, refusals and flag errors.
 #include <gtest/gtest.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -131,6 +133,59 @@ TEST_F(DaemonServerTest, SurvivesAServerKillAndRestartOnTheSamePort) {
   EXPECT_NE(daemon.Log().find(absl::StrCat("connected as ", before->id(), " (stream 2")),
             std::string::npos)
       << daemon.Log();
+  EXPECT_EQ(daemon.Signal(SIGTERM, 15000), 0) << daemon.Log();
+}
+
+TEST_F(DaemonServerTest, MessagesQueuedWhileTheServerIsDownReachItAfterARestart) {
+  DaemonProcess daemon(DaemonArgs("w-queue"), dir_.File("daemon.log"));
+  ASSERT_TRUE(WaitHeartbeat("w-queue", 0, 15000).has_value()) << daemon.Log();
+  const std::string token = NewTenant("physics");
+  // One fake rank sending 80 log frames, one every 100 ms, then its result.
+  constexpr int kFrames = 80;
+  v1::JobSpec spec = GoodSpec();
+  spec.set_world_size(1);
+  (*spec.mutable_labels())["fake.frames"] = "0";
+  (*spec.mutable_labels())["fake.log_frames"] = std::to_string(kFrames);
+  (*spec.mutable_labels())["fake.frame_delay_ms"] = "100";
+  const v1::Job job = SubmitJob(token, spec);
+  ASSERT_EQ(WaitForJob(token, job.id(), v1::RUNNING, 15000).state(), v1::RUNNING) << daemon.Log();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+
+  // kill -9 while frames flow; they queue in the daemon until the server is back.
+  const std::string address = server_->address();
+  admin_.reset();
+  training_.reset();
+  channel_.reset();
+  server_->Kill();
+  std::this_thread::sleep_for(std::chrono::seconds(3));
+  StartServer({"--join-token-file=" + dir_.File("join.token"), "--listen=" + address});
+  ASSERT_EQ(server_->address(), address);
+
+  // Every frame arrives (the fake result cannot be registered: the job then ends FAILED).
+  std::map<std::string, int> counts;
+  for (int i = 0; i < 300; ++i) {
+    v1::GetJobLogsRequest request;
+    request.set_job_id(job.id());
+    request.set_rank(-1);
+    v1::GetJobLogsResponse response;
+    counts.clear();
+    if (training_->GetJobLogs(Ctx(token).get(), request, &response).ok()) {
+      for (const v1::LogLine& line : response.lines()) ++counts[line.text()];
+    }
+    if (counts.count("log frame " + std::to_string(kFrames))) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  int duplicates = 0;
+  for (int i = 1; i <= kFrames; ++i) {
+    const int n = counts["log frame " + std::to_string(i)];
+    EXPECT_GE(n, 1) << "log frame " << i << " was lost\n" << daemon.Log() << server_->Stderr();
+    duplicates += std::max(0, n - 1);
+  }
+  // At-least-once: only what the killed server stored without its ack reaching the daemon can
+  // come twice; the restarted server stores nothing twice itself.
+  EXPECT_LE(duplicates, 2);
+  EXPECT_NE(daemon.Log().find("re-sending"), std::string::npos) << daemon.Log();
+  EXPECT_NE(daemon.Log().find("(stream 2"), std::string::npos) << daemon.Log();
   EXPECT_EQ(daemon.Signal(SIGTERM, 15000), 0) << daemon.Log();
 }
 

@@ -5,7 +5,8 @@
 //   fake.exit=N          exit code (default 0)
 //   fake.mode=exit|crash|sleep|ignore-term|ignore-usr1|error-log
 //   fake.log_lines=N     lines printed to stderr before exiting (default 0)
-//   fake.frame_delay_ms=N pause before each progress frame (default 0)
+//   fake.frame_delay_ms=N pause before each progress and log frame (default 0)
+//   fake.log_frames=N    LogLine frames "log frame I" after the progress frames (default 0)
 // In the sleeping modes, SIGUSR1 (checkpoint-and-stop) makes it write usr1.txt in its work dir,
 // send an INFO log "checkpointed on SIGUSR1" and exit with 200 (kExitPreempted).
 #include <fcntl.h>
@@ -95,6 +96,15 @@ int main(int argc, char** argv) {
     p.mutable_progress()->set_step(i);
     p.mutable_progress()->set_epochs(a.rank());
     Send(fd, p);
+  }
+  const int log_frames = std::atoi(Label(a, "fake.log_frames", "0").c_str());
+  for (int i = 1; i <= log_frames; ++i) {
+    if (delay_ms > 0) usleep(delay_ms * 1000);
+    gantry::v1::WorkerMessage log;
+    log.mutable_log()->set_rank(a.rank());
+    log.mutable_log()->set_level("INFO");
+    log.mutable_log()->set_text("log frame " + std::to_string(i));
+    Send(fd, log);
   }
   if (mode == "error-log") {
     gantry::v1::WorkerMessage log;

@@ -2,8 +2,9 @@
 // drop a stream and refuse registrations on cue): assignments start real rank processes
 // (fake_rank) whose frames reach the stream in order with the job id, cancellations stop them,
 // messages produced while disconnected are delivered after the reconnect with a hello naming the
-// running jobs, duplicate assignments are ignored, Stop reports the ranks' exits; and the daemon
-// process itself on SIGTERM and kill -9.
+// running jobs, messages not acknowledged are re-sent with their seqs after every reconnect (and
+// acknowledged ones never), duplicate assignments are ignored, Stop reports the ranks' exits; and
+// the daemon process itself on SIGTERM and kill -9.
 #include "workers/agent/worker_agent.h"
 
 #include <gtest/gtest.h>
@@ -67,6 +68,7 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
       while (stream->Read(&m)) {
         absl::MutexLock lock(&mu_);
         received_.push_back({session, m});
+        stored_seq_ = std::max(stored_seq_, m.seq());
         if (drop_after_ && drop_after_(m)) {
           drop_after_ = nullptr;
           drop_ = true;
@@ -95,8 +97,13 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
         break;
       }
       if (absl::Now() >= next_ack) {
+        // Everything received counts as stored.
         v1::ServerMessage ack;
         ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
+        {
+          absl::MutexLock lock(&mu_);
+          if (acking_) ack.mutable_ack()->set_acked_seq(stored_seq_);
+        }
         out.push_back(ack);
         next_ack = absl::Now() + absl::Milliseconds(500);
       }
@@ -109,6 +116,11 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
   void Send(v1::ServerMessage m) {
     absl::MutexLock lock(&mu_);
     outbox_.push_back(std::move(m));
+  }
+  // Whether acks carry acked_seq (off: nothing the worker sent counts as stored).
+  void set_acking(bool on) {
+    absl::MutexLock lock(&mu_);
+    acking_ = on;
   }
   // Drops the current stream once a received message matches, and refuses Register for `refuse`.
   void DropWhen(std::function<bool(const v1::WorkerMessage&)> match, absl::Duration refuse) {
@@ -151,6 +163,8 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
   bool drop_ ABSL_GUARDED_BY(mu_) = false;
   absl::Time refuse_until_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   int sessions_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t stored_seq_ ABSL_GUARDED_BY(mu_) = 0;  // acknowledged every 500 ms
+  bool acking_ ABSL_GUARDED_BY(mu_) = true;
 };
 
 // Starts `service` on a free loopback port, stored in `port`; null when the server did not start.
@@ -173,10 +187,16 @@ bool HasPhase(const Received& r, const std::string& job, int rank, v1::RankPhase
   return false;
 }
 
+// The messages about `job`, re-sent ones (seq seen before) left out as the server does.
 std::vector<v1::WorkerMessage> OfJob(const Received& r, const std::string& job) {
   std::vector<v1::WorkerMessage> out;
-  for (const auto& [s, m] : r)
-    if (m.job_id() == job) out.push_back(m);
+  uint64_t seen = 0;
+  for (const auto& [s, m] : r) {
+    if (m.seq() == 0 || m.seq() > seen) {
+      if (m.job_id() == job) out.push_back(m);
+    }
+    seen = std::max(seen, m.seq());
+  }
   return out;
 }
 
@@ -343,6 +363,68 @@ TEST_F(WorkerAgentTest, MessagesProducedWhileDisconnectedArriveAfterTheReconnect
   for (const auto& [s, m] : r) on_second += s == 2 && m.has_progress() ? 1 : 0;
   EXPECT_GE(on_second, 3);
   EXPECT_EQ(agent_->sessions(), 2);
+}
+
+// The seqs of the messages about `job` that came on stream `session`.
+std::vector<uint64_t> SeqsOn(const Received& r, int session, const std::string& job) {
+  std::vector<uint64_t> seqs;
+  for (const auto& [s, m] : r) {
+    if (s == session && m.job_id() == job) seqs.push_back(m.seq());
+  }
+  return seqs;
+}
+
+const v1::Hello* HelloOf(const Received& r, int session) {
+  for (const auto& [s, m] : r) {
+    if (s == session && m.has_hello()) return &m.hello();
+  }
+  return nullptr;
+}
+
+TEST_F(WorkerAgentTest, KeepsWhatIsNotAcknowledgedAndResendsItWithTheSameSeqs) {
+  ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
+  service_.set_acking(false);
+  service_.Send(Assign("job-k", 0, {{"fake.frames", "3"}}));
+  ASSERT_TRUE(
+      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-k", 0, v1::RANK_EXITED); },
+                       absl::Seconds(10)));
+  // Starting, running, 3 progress, the result, the exit: numbered in order, from 1.
+  const std::vector<uint64_t> first = SeqsOn(service_.received(), 1, "job-k");
+  ASSERT_EQ(first.size(), 7u);
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], i + 1);
+
+  // A new stream before any ack: everything again, same seqs, same order; the hello names the job
+  // (its rank has exited, its messages are still owed) and the same incarnation.
+  service_.DropWhen([](const v1::WorkerMessage& m) { return m.has_heartbeat(); },
+                    absl::ZeroDuration());
+  ASSERT_TRUE(service_.WaitFor([](const Received& r) { return SeqsOn(r, 2, "job-k").size() >= 7; },
+                               absl::Seconds(10)));
+  Received r = service_.received();
+  EXPECT_EQ(SeqsOn(r, 2, "job-k"), first);
+  ASSERT_NE(HelloOf(r, 1), nullptr);
+  ASSERT_NE(HelloOf(r, 2), nullptr);
+  EXPECT_NE(HelloOf(r, 1)->incarnation(), 0u);
+  EXPECT_EQ(HelloOf(r, 2)->incarnation(), HelloOf(r, 1)->incarnation());
+  ASSERT_EQ(HelloOf(r, 2)->running_jobs_size(), 1);
+  EXPECT_EQ(HelloOf(r, 2)->running_jobs(0), "job-k");
+
+  // Once acknowledged, nothing of it is sent again.
+  service_.set_acking(true);
+  absl::SleepFor(absl::Seconds(1.2));  // acks go out every 500 ms
+  service_.DropWhen([](const v1::WorkerMessage& m) { return m.has_heartbeat(); },
+                    absl::ZeroDuration());
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) {
+        int heartbeats = 0;
+        for (const auto& [s, m] : r) heartbeats += s == 3 && m.has_heartbeat() ? 1 : 0;
+        return heartbeats >= 2;
+      },
+      absl::Seconds(10)));
+  r = service_.received();
+  EXPECT_TRUE(SeqsOn(r, 3, "job-k").empty());
+  ASSERT_NE(HelloOf(r, 3), nullptr);
+  EXPECT_EQ(HelloOf(r, 3)->running_jobs_size(), 0);
+  EXPECT_EQ(agent_->sessions(), 3);
 }
 
 TEST_F(WorkerAgentTest, StopReportsTheExitOfRunningRanks) {

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -36,7 +37,8 @@ struct DriverServing {
 class DriverWorker {
  public:
   DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
-               int slots, std::vector<std::string> running = {}, DriverServing serving = {})
+               int slots, std::vector<std::string> running = {}, DriverServing serving = {},
+               uint64_t incarnation = 0)
       : stub_(v1::WorkerService::NewStub(channel)),
         join_(std::move(join)),
         name_(name),
@@ -61,12 +63,17 @@ class DriverWorker {
     stream_ = stub_->Connect(&ctx_);
     v1::WorkerMessage hello;
     hello.mutable_hello()->set_worker_id(id_);
+    hello.mutable_hello()->set_incarnation(incarnation);
     for (const std::string& j : running) hello.mutable_hello()->add_running_jobs(j);
     Write(hello);
     reader_ = std::thread([this] {
       v1::ServerMessage m;
       while (stream_->Read(&m)) {
-        if (m.has_ack()) continue;
+        if (m.has_ack()) {
+          acks_++;
+          acked_seq_ = m.ack().acked_seq();
+          continue;
+        }
         std::lock_guard<std::mutex> lock(mu_);
         inbox_.push_back(m);
       }
@@ -148,6 +155,18 @@ class DriverWorker {
     return std::nullopt;
   }
 
+  // HeartbeatAck.acked_seq of the last ack, and how many acks came.
+  uint64_t acked_seq() const { return acked_seq_; }
+  int64_t acks() const { return acks_; }
+  // Waits up to timeout_ms for an ack that acknowledges `seq`.
+  bool WaitAcked(uint64_t seq, int timeout_ms = 10000) {
+    for (int waited = 0; waited < timeout_ms; waited += 10) {
+      if (acked_seq_ >= seq) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return acked_seq_ >= seq;
+  }
+
   const std::string& id() const { return id_; }
   const std::string& name() const { return name_; }
   const grpc::Status& status() const { return status_; }
@@ -171,6 +190,8 @@ class DriverWorker {
   std::atomic<bool> stop_{false};
   std::atomic<bool> beating_{true};
   std::atomic<int> free_slots_{1};
+  std::atomic<uint64_t> acked_seq_{0};
+  std::atomic<int64_t> acks_{0};
 };
 
 // Uploads `bytes` as a checkpoint of `job` through WorkerService.UploadCheckpoint (join token

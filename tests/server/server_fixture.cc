@@ -44,8 +44,8 @@ int ServerFixture::StopServer() {
 }
 
 std::vector<std::string> ServerFixture::StandardArgs() const {
-  return {"--db=" + db_.dsn(), "--data-dir=" + dir_.File("data"),
-          "--admin-token-file=" + dir_.File("admin.token")};
+  return {"--db=" + (server_dsn_.empty() ? db_.dsn() : server_dsn_),
+          "--data-dir=" + dir_.File("data"), "--admin-token-file=" + dir_.File("admin.token")};
 }
 
 std::vector<std::string> ServerFixture::WorkerProtocolArgs(const std::string& join) const {

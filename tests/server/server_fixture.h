@@ -58,6 +58,8 @@ class ServerFixture : public ::testing::Test {
   int HealthStatus(const std::string& service = "");
 
   TestDatabase db_;
+  // When set, the server's --db instead of db_ (e.g. a PrivatePostgres the test stops and starts).
+  std::string server_dsn_;
   TempDir dir_;
   std::string admin_token_;
   std::unique_ptr<ServerProcess> server_;

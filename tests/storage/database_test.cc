@@ -1,8 +1,13 @@
 #include "storage/database.h"
 
 #include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstring>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +26,54 @@ TEST(DatabaseTest, UnreachableServerIsUnavailable) {
       "connect_timeout=2");
   ASSERT_FALSE(db.ok());
   EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable) << db.status();
+}
+
+TEST(DatabaseTest, ASlowStatementIsUnavailableAfterTheStatementTimeout) {
+  gantry::testing::TestDatabase tdb;
+  DatabaseOptions options;
+  options.pool_size = 1;
+  options.statement_timeout = absl::Milliseconds(300);
+  auto db = Database::Create(tdb.dsn(), options);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const int64_t failures = Database::UnavailableOnThisThread();
+  const absl::Time start = absl::Now();
+  const absl::Status slow = (*db)->Transact([](Transaction& tx) {
+    tx.work().exec("SELECT pg_sleep(5)");
+    return absl::OkStatus();
+  });
+  EXPECT_EQ(slow.code(), absl::StatusCode::kUnavailable) << slow;
+  EXPECT_NE(slow.message().find("statement timeout"), std::string::npos) << slow;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_EQ(Database::UnavailableOnThisThread(), failures + 1);
+  // The connection is fine afterwards.
+  EXPECT_TRUE((*db)->Ping().ok());
+  EXPECT_EQ(Database::UnavailableOnThisThread(), failures + 1);
+}
+
+TEST(DatabaseTest, AnUnansweredConnectIsUnavailableAfterTheConnectTimeout) {
+  // A listening socket that never answers the startup packet: connecting hangs without a timeout.
+  const std::string dir = ::testing::TempDir() + "/gantry-silent-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/.s.PGSQL.5432";
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  ASSERT_LT(path.size(), sizeof(addr.sun_path));
+  std::strncpy(addr.sun_path, path.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 8), 0);
+  DatabaseOptions options;
+  options.connect_timeout = absl::Seconds(2);
+  const absl::Time start = absl::Now();
+  auto db = Database::Create("host=" + dir + " port=5432 dbname=x user=x", options);
+  const absl::Duration took = absl::Now() - start;
+  close(fd);
+  std::filesystem::remove_all(dir);
+  ASSERT_FALSE(db.ok());
+  EXPECT_EQ(db.status().code(), absl::StatusCode::kUnavailable) << db.status();
+  // One attempt and one retry of about 2 s each.
+  EXPECT_LT(took, absl::Seconds(10));
 }
 
 TEST(DatabaseTest, RejectsZeroPool) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <iostream>
 #include <random>
+#include <set>
 #include <thread>
 #include <utility>
 
@@ -29,6 +30,19 @@ bool IsPermanent(const absl::Status& s) {
   return absl::IsUnauthenticated(s) || absl::IsPermissionDenied(s) || absl::IsInvalidArgument(s);
 }
 
+uint64_t NewIncarnation() {
+  std::random_device device;
+  std::mt19937_64 rng((static_cast<uint64_t>(device()) << 32) ^ device() ^
+                      static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())));
+  uint64_t value = 0;
+  while (value == 0) value = rng();
+  return value;
+}
+
+const char* KindName(v1::WorkerMessage::KindCase kind) {
+  return kind == v1::WorkerMessage::kProgress ? "progress" : "log";
+}
+
 absl::Duration Jitter(absl::Duration d) {
   thread_local std::mt19937 rng{std::random_device{}()};
   std::uniform_real_distribution<double> factor(0.8, 1.2);
@@ -37,7 +51,8 @@ absl::Duration Jitter(absl::Duration d) {
 
 }  // namespace
 
-WorkerAgent::WorkerAgent(AgentOptions options) : options_(std::move(options)) {
+WorkerAgent::WorkerAgent(AgentOptions options)
+    : options_(std::move(options)), incarnation_(NewIncarnation()) {
   grpc::ChannelArguments args;
   // The channel's own reconnect backoff must not outlast ours (its default grows to 120 s).
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -97,7 +112,14 @@ bool WorkerAgent::connected() const {
 
 void WorkerAgent::Enqueue(v1::WorkerMessage message) {
   absl::MutexLock lock(&mu_);
-  queue_.Push(std::move(message));
+  const OutboundQueue::PushResult pushed = queue_.Push(std::move(message));
+  if (pushed.dropped != v1::WorkerMessage::KIND_NOT_SET &&
+      (queue_.dropped() == 1 || queue_.dropped() % 1000 == 0)) {
+    Log(absl::StrCat("the outbound queue is full (", queue_.capacity(),
+                     " messages not acknowledged by the server): dropped the oldest ",
+                     KindName(pushed.dropped), " message (", queue_.dropped(),
+                     " dropped so far; rank status and results are never dropped)"));
+  }
 }
 
 void WorkerAgent::AddAuth(grpc::ClientContext* context) const {
@@ -128,7 +150,7 @@ absl::Status WorkerAgent::Run() {
     closing_ = true;
     if (!mu_.AwaitWithTimeout(absl::Condition(&loop_done_), kDrainTimeout)) {
       Log(absl::StrCat("the server did not close the stream in time; ", queue_.size(),
-                       " message(s) not confirmed"));
+                       " message(s) not acknowledged"));
       if (current_context_ != nullptr) current_context_->TryCancel();
     }
     fatal = fatal_;
@@ -136,7 +158,9 @@ absl::Status WorkerAgent::Run() {
   sessions.join();
   {
     absl::MutexLock lock(&mu_);
-    if (!queue_.empty()) Log(absl::StrCat(queue_.size(), " message(s) were never sent"));
+    if (!queue_.empty()) {
+      Log(absl::StrCat(queue_.size(), " message(s) were never acknowledged by the server"));
+    }
   }
   Log("stopped");
   return fatal;
@@ -251,8 +275,17 @@ absl::Status WorkerAgent::RunSession(bool* established) {
   v1::WorkerMessage hello;
   std::string id = worker_id();
   hello.mutable_hello()->set_worker_id(id);
+  hello.mutable_hello()->set_incarnation(incarnation_);
   const std::vector<std::string> running = launcher_->running_jobs();
-  for (const std::string& job : running) hello.mutable_hello()->add_running_jobs(job);
+  std::set<std::string> jobs(running.begin(), running.end());
+  {
+    // Jobs with messages still to deliver count too: a result whose rank has exited must still
+    // reach a restarted server, which only accepts messages about jobs a hello claimed.
+    absl::MutexLock lock(&mu_);
+    std::set<std::string> owed = queue_.jobs();
+    jobs.insert(owed.begin(), owed.end());
+  }
+  for (const std::string& job : jobs) hello.mutable_hello()->add_running_jobs(job);
   if (!stream->Write(hello)) {
     const grpc::Status s = stream->Finish();
     absl::MutexLock lock(&mu_);
@@ -261,14 +294,20 @@ absl::Status WorkerAgent::RunSession(bool* established) {
                   : FromGrpcStatus(s);
   }
   int64_t session = 0;
+  size_t resend = 0;
   {
     absl::MutexLock lock(&mu_);
     connected_ = true;
     session = ++sessions_;
+    // Whatever the server has not acknowledged goes again, oldest first (it drops duplicates).
+    queue_.RewindUnacked();
+    resend = queue_.size();
   }
   *established = true;
-  Log(absl::StrCat("connected as ", id, " (stream ", session, ", running jobs: [",
-                   absl::StrJoin(running, ","), "])"));
+  Log(absl::StrCat(
+      "connected as ", id, " (stream ", session, ", running jobs: [", absl::StrJoin(running, ","),
+      "]", resend > 0 ? absl::StrCat(", re-sending ", resend, " unacknowledged message(s)") : "",
+      ")"));
   std::thread writer([&] { WriterLoop(stream.get(), &context, interval, silence_limit); });
   v1::ServerMessage message;
   while (stream->Read(&message)) {
@@ -300,8 +339,9 @@ void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::Ser
     v1::WorkerMessage message;
     {
       absl::MutexLock lock(&mu_);
+      // Closing waits until the server acknowledged everything (Run bounds that wait).
       auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return session_over_ || !queue_.empty() || closing_;
+        return session_over_ || queue_.NextUnsent() != nullptr || (closing_ && queue_.empty());
       };
       mu_.AwaitWithDeadline(absl::Condition(&ready), next_heartbeat);
       if (session_over_) return;
@@ -314,10 +354,10 @@ void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::Ser
       }
       if (now >= next_heartbeat) {
         action = kHeartbeat;
-      } else if (!queue_.empty()) {
-        message = queue_.front();  // a copy: Push may reshuffle the deque while we write
+      } else if (const v1::WorkerMessage* next = queue_.NextUnsent(); next != nullptr) {
+        message = *next;  // a copy: Push may reshuffle the deque while we write
         action = kQueued;
-      } else if (closing_) {
+      } else if (closing_ && queue_.empty()) {
         action = kClose;
       }
     }
@@ -332,12 +372,12 @@ void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::Ser
       }
     } else if (action == kQueued) {
       if (!stream->Write(message)) {
-        // Kept at the head: re-sent after the reconnect (at-least-once).
+        // Still held: re-sent after the reconnect (at-least-once).
         context->TryCancel();
         return;
       }
       absl::MutexLock lock(&mu_);
-      queue_.PopFront();
+      queue_.MarkSent(message.seq());
     } else if (action == kClose) {
       stream->WritesDone();
       return;
@@ -378,8 +418,14 @@ void WorkerAgent::Handle(const v1::ServerMessage& message) {
                        c.reason(), "): ", n, " rank(s) signalled"));
       break;
     }
+    case v1::ServerMessage::kAck: {
+      // What the server stored is no longer ours to keep.
+      absl::MutexLock lock(&mu_);
+      queue_.Ack(message.ack().acked_seq());
+      break;
+    }
     default:
-      break;  // heartbeat acks only prove the stream is alive
+      break;
   }
 }
 

@@ -1,9 +1,10 @@
 // WorkerAgent: the worker daemon's control loop. Registers with gantry-server, keeps one Connect
-// stream (hello, heartbeats, queued rank messages up; assignments, cancellations and
-// checkpoint-and-stop requests down), starts, cancels and drains ranks through a RankLauncher,
-// handles a preemption notice (Preempt), and reconnects with exponential backoff when the
-// connection or the server goes away; ranks keep running meanwhile and their messages wait in a
-// bounded OutboundQueue.
+// stream (hello, heartbeats, queued rank messages up; assignments, cancellations,
+// checkpoint-and-stop requests and acks down), starts, cancels and drains ranks through a
+// RankLauncher, handles a preemption notice (Preempt), and reconnects with exponential backoff when
+// the connection or the server goes away; ranks keep running meanwhile and their messages wait in a
+// bounded OutboundQueue until the server acknowledges that it stored them (re-sent in order after a
+// reconnect).
 #ifndef GANTRY_WORKERS_AGENT_WORKER_AGENT_H_
 #define GANTRY_WORKERS_AGENT_WORKER_AGENT_H_
 
@@ -58,6 +59,8 @@ class WorkerAgent {
   // Connect streams opened so far (1 + reconnects).
   int64_t sessions() const;
   bool connected() const;
+  // Random per process, never 0 (Hello.incarnation).
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
   // Register, reconnect and back off until closing_.
@@ -78,6 +81,7 @@ class WorkerAgent {
   void AddAuth(grpc::ClientContext* context) const;
 
   const AgentOptions options_;
+  const uint64_t incarnation_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gantry::v1::WorkerService::Stub> stub_;
 
