@@ -682,6 +682,55 @@ TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
   }
 }
 
+TEST_F(RankProcessTest, ALostPeerEndsTheOtherRankWithARetryableExitCode) {
+  v1::JobSpec spec = TinySpec();
+  spec.set_world_size(2);
+  spec.mutable_hyper_parameters()->set_batch_per_rank(4);
+  spec.mutable_hyper_parameters()->set_epochs(1000);
+  const std::string job_id = SubmitJob(spec);
+  const int port = FreePort();
+  std::atomic<pid_t> pids[2] = {0, 0};
+  std::atomic<bool> killed{false};
+  RankRun runs[2];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::Assignment a = AssignmentFor(job_id, spec);
+    a.set_rank(rank);
+    a.set_world_size(2);
+    a.set_rendezvous_host("127.0.0.1");
+    a.set_rendezvous_port(port);
+    a.set_collective_timeout_ms(15000);
+    const std::string tag = std::to_string(rank);
+    std::vector<std::string> flags =
+        StandardFlags(WriteAssignment(a, "assignment" + tag + ".pb"), tag);
+    threads.emplace_back([&, rank, flags, tag] {
+      runs[rank] = Run(
+          flags,
+          [&, rank](pid_t pid, const v1::WorkerMessage& m) {
+            pids[rank] = pid;
+            // Rank 1 crashes (kill -9) once rank 0 has trained a step.
+            if (rank == 0 && m.has_progress() && m.progress().step() >= 1 && pids[1] != 0 &&
+                !killed.exchange(true)) {
+              kill(pids[1], SIGKILL);
+            }
+          },
+          "rank" + tag);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(killed.load()) << runs[0].Logs() << runs[0].stderr_text;
+  EXPECT_EQ(runs[1].exit_code, 128 + SIGKILL);
+  // The survivor's collectives fail: PeerLost (201), or CollectiveTimeout (202) if Gloo only
+  // notices by waiting; either way retryable, and rank 0's failed result says which.
+  const int code = runs[0].exit_code;
+  EXPECT_TRUE(code == 201 || code == 202) << code << "\n" << runs[0].stderr_text << runs[0].Logs();
+  const auto results = runs[0].Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u) << runs[0].Logs();
+  EXPECT_FALSE(results[0].result().success());
+  EXPECT_EQ(results[0].result().exit_code(), code);
+  EXPECT_NE(runs[0].Logs().find("collective timeout 15s"), std::string::npos) << runs[0].Logs();
+}
+
 TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {
   v1::JobSpec spec = TinySpec();
   spec.set_world_size(2);
