@@ -615,6 +615,34 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   for (const auto& d : diffs) EXPECT_TRUE(d.identical) << d.name << " " << d.max_abs_difference;
 }
 
+TEST_F(RankProcessTest, EveryMinutesSavesWhenThatLongPassedSinceTheLastSave) {
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_hyper_parameters()->set_epochs(3);
+  spec.mutable_validation()->set_disabled(true);
+  spec.mutable_checkpoint_policy()->set_every_epochs(0);
+  spec.mutable_checkpoint_policy()->set_every_minutes(0.0001);  // 6 ms: after every step
+  const std::string job_id = SubmitJob(spec);
+  std::vector<std::string> flags = StandardFlags(WriteAssignment(AssignmentFor(job_id, spec)));
+  flags.push_back("--max-steps-per-epoch=1");
+  RankRun run = Run(flags);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  for (int step : {1, 2, 3}) {
+    EXPECT_NE(run.Logs().find(absl::StrCat("(step ", step, ") uploaded")), std::string::npos)
+        << step << "\n" << run.Logs();
+  }
+
+  // No trigger: only the final checkpoint.
+  spec.mutable_checkpoint_policy()->set_every_minutes(0);
+  const std::string quiet_id = SubmitJob(spec);
+  flags = StandardFlags(WriteAssignment(AssignmentFor(quiet_id, spec), "quiet.pb"), "-q");
+  flags.push_back("--max-steps-per-epoch=1");
+  run = Run(flags);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  EXPECT_EQ(run.Logs().find("(step 1) uploaded"), std::string::npos) << run.Logs();
+  EXPECT_EQ(run.Logs().find("(step 2) uploaded"), std::string::npos) << run.Logs();
+  EXPECT_NE(run.Logs().find("(step 3) uploaded"), std::string::npos) << run.Logs();
+}
+
 TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
   v1::JobSpec spec = TinySpec();
   spec.set_world_size(2);
