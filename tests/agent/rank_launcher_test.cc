@@ -44,15 +44,14 @@ class Collector {
   }
   // Waits for the RANK_EXITED of (job, rank) and returns it.
   // With attempt >= 0, only that attempt's.
-  std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank,
-                                           absl::Duration timeout, int attempt = -1) {
+  std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank, absl::Duration timeout,
+                                           int attempt = -1) {
     absl::MutexLock lock(&mu_);
     std::optional<v1::RankStatus> found;
     auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& m : messages_) {
         if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
-            m.rank_status().phase() == v1::RANK_EXITED &&
-            (attempt < 0 || m.attempt() == attempt)) {
+            m.rank_status().phase() == v1::RANK_EXITED && (attempt < 0 || m.attempt() == attempt)) {
           found = m.rank_status();
           return true;
         }

@@ -546,7 +546,8 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   const std::string straight_logs = straight.Logs();
   for (int step : {2, 4, 6}) {
     EXPECT_NE(straight_logs.find(absl::StrCat("(step ", step, ") uploaded")), std::string::npos)
-        << step << "\n" << straight_logs;
+        << step << "\n"
+        << straight_logs;
   }
   EXPECT_EQ(straight_logs.find("(step 3) uploaded"), std::string::npos) << straight_logs;
   const auto straight_results = straight.Of(v1::WorkerMessage::kResult);
@@ -581,12 +582,11 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   v1::Assignment again = AssignmentFor(job_id, spec);
   again.set_attempt(1);
   again.set_resume_checkpoint_sha256(resume_sha);
-  RankRun resumed = Run(flags(StandardFlags(WriteAssignment(again, "second.pb"), "-a1")), nullptr,
-                        "attempt1");
+  RankRun resumed =
+      Run(flags(StandardFlags(WriteAssignment(again, "second.pb"), "-a1")), nullptr, "attempt1");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.stderr_text << resumed.Logs();
   const std::string logs = resumed.Logs();
-  EXPECT_NE(logs.find("resumed from checkpoint " + resume_sha + " (epoch "),
-            std::string::npos)
+  EXPECT_NE(logs.find("resumed from checkpoint " + resume_sha + " (epoch "), std::string::npos)
       << logs;
   for (const auto& m : resumed.messages) EXPECT_EQ(m.attempt(), 1) << m.ShortDebugString();
   for (const auto& m : stopped.messages) EXPECT_EQ(m.attempt(), 0) << m.ShortDebugString();
@@ -599,10 +599,9 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
 
   runner::CheckpointClient client(server_->address(), join_token_);
-  ASSERT_TRUE(client
-                  .Fetch(straight_results[0].result().checkpoint_sha256(),
-                         dir_.File("straight.ckpt"))
-                  .ok());
+  ASSERT_TRUE(
+      client.Fetch(straight_results[0].result().checkpoint_sha256(), dir_.File("straight.ckpt"))
+          .ok());
   ASSERT_TRUE(
       client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("resumed.ckpt")).ok());
   absl::StatusOr<gan::TrainingState> a = gan::ReadCheckpoint(dir_.File("straight.ckpt"));
@@ -628,7 +627,8 @@ TEST_F(RankProcessTest, EveryMinutesSavesWhenThatLongPassedSinceTheLastSave) {
   ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
   for (int step : {1, 2, 3}) {
     EXPECT_NE(run.Logs().find(absl::StrCat("(step ", step, ") uploaded")), std::string::npos)
-        << step << "\n" << run.Logs();
+        << step << "\n"
+        << run.Logs();
   }
 
   // No trigger: only the final checkpoint.
