@@ -643,6 +643,27 @@ TEST_F(RankProcessTest, EveryMinutesSavesWhenThatLongPassedSinceTheLastSave) {
   EXPECT_NE(run.Logs().find("(step 3) uploaded"), std::string::npos) << run.Logs();
 }
 
+TEST_F(RankProcessTest, CheckpointAndStopBeforeTrainingExits200WithoutACheckpoint) {
+  v1::JobSpec spec = TinySpec();
+  const std::string job_id = SubmitJob(spec);
+  bool signalled = false;
+  RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec))),
+                    [&](pid_t pid, const v1::WorkerMessage& m) {
+                      // The first log line comes before the dataset is materialised.
+                      if (!signalled && m.has_log()) {
+                        signalled = true;
+                        kill(pid, SIGUSR1);
+                      }
+                    });
+  ASSERT_TRUE(signalled);
+  EXPECT_EQ(run.exit_code, 200) << run.stderr_text << run.Logs();
+  EXPECT_NE(run.Logs().find("before training started: no checkpoint"), std::string::npos)
+      << run.Logs();
+  EXPECT_EQ(run.Logs().find("uploaded"), std::string::npos) << run.Logs();
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kResult).empty());
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kRankStatus).empty());  // never ran
+}
+
 TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
   v1::JobSpec spec = TinySpec();
   spec.set_world_size(2);
