@@ -57,6 +57,8 @@ TEST(AgentFlagsTest, DefaultsMatchTheDocumentedValues) {
   EXPECT_EQ(o->work_dir, "");
   EXPECT_EQ(o->rank_binary, "");
   EXPECT_TRUE(o->ranks_die_with_daemon);
+  EXPECT_EQ(o->preemption_grace_ms, 25000);
+  EXPECT_EQ(o->collective_timeout_ms, 120000);
 }
 
 TEST(AgentFlagsTest, ParsesEveryFlag) {
@@ -75,6 +77,8 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   f.work_dir = "/scratch";
   f.rank_binary = "/bin/fake";
   f.ranks_die_with_daemon = "false";
+  f.preemption_grace_ms = 0;
+  f.collective_timeout_ms = 30000;
   absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->join_token_file, "/etc/gantry/join");
@@ -92,6 +96,8 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->work_dir, "/scratch");
   EXPECT_EQ(o->rank_binary, "/bin/fake");
   EXPECT_FALSE(o->ranks_die_with_daemon);
+  EXPECT_EQ(o->preemption_grace_ms, 0);
+  EXPECT_EQ(o->collective_timeout_ms, 30000);
 }
 
 // Unknown flags, a flag without its value, a value its type rejects (--slots=two) and stray
@@ -128,6 +134,14 @@ TEST(AgentFlagsTest, ErrorsNameTheFlag) {
   EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
               f.ranks_die_with_daemon = "yes";
             }).find("--ranks-die-with-daemon"),
+            std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
+              f.preemption_grace_ms = -1;
+            }).find("--preemption-grace-ms"),
+            std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
+              f.collective_timeout_ms = 0;
+            }).find("--collective-timeout-ms"),
             std::string::npos);
 }
 

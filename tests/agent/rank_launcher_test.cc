@@ -44,15 +44,14 @@ class Collector {
   }
   // Waits for the RANK_EXITED of (job, rank) and returns it.
   // With attempt >= 0, only that attempt's.
-  std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank,
-                                           absl::Duration timeout, int attempt = -1) {
+  std::optional<v1::RankStatus> WaitExited(const std::string& job, int rank, absl::Duration timeout,
+                                           int attempt = -1) {
     absl::MutexLock lock(&mu_);
     std::optional<v1::RankStatus> found;
     auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& m : messages_) {
         if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
-            m.rank_status().phase() == v1::RANK_EXITED &&
-            (attempt < 0 || m.attempt() == attempt)) {
+            m.rank_status().phase() == v1::RANK_EXITED && (attempt < 0 || m.attempt() == attempt)) {
           found = m.rank_status();
           return true;
         }
@@ -103,6 +102,7 @@ class RankLauncherTest : public ::testing::Test {
     o.cache_max_bytes = 123456789;
     o.work_root = dir_.File("work");
     o.kill_grace = absl::Seconds(5);
+    o.default_collective_timeout_ms = 45000;
     launcher_ = std::make_unique<RankLauncher>(
         o, [this](v1::WorkerMessage m) { collector_.Add(std::move(m)); });
   }
@@ -230,7 +230,9 @@ TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) 
   const std::map<std::string, std::string> sleep = {{"fake.mode", "sleep"}};
   ASSERT_TRUE(launcher_->Launch(Assign("job-r", 0, sleep, 0)).ok());
   // The next attempt's rank 0 starts while attempt 0's still runs; the same attempt twice does not.
-  ASSERT_TRUE(launcher_->Launch(Assign("job-r", 0, sleep, 1)).ok());
+  v1::Assignment next = Assign("job-r", 0, sleep, 1);
+  next.set_collective_timeout_ms(7000);
+  ASSERT_TRUE(launcher_->Launch(next).ok());
   EXPECT_EQ(launcher_->Launch(Assign("job-r", 0, sleep, 1)).code(),
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(launcher_->Launch(Assign("job-r", 0, sleep, -1)).code(),
@@ -245,6 +247,13 @@ TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) 
             std::string::npos);
   EXPECT_NE(ReadFile(attempt1_dir + "/args.txt").find("--work-dir=" + attempt1_dir),
             std::string::npos);
+  // The daemon's collective timeout fills in an assignment's 0; a job's own value stays.
+  v1::Assignment written;
+  ASSERT_TRUE(written.ParseFromString(ReadFile(WorkDir("job-r", 0) + "/assignment.pb")));
+  EXPECT_EQ(written.collective_timeout_ms(), 45000);
+  ASSERT_TRUE(written.ParseFromString(ReadFile(attempt1_dir + "/assignment.pb")));
+  EXPECT_EQ(written.collective_timeout_ms(), 7000);
+  EXPECT_EQ(written.attempt(), 1);
 
   // Only attempt 0 is asked to checkpoint and stop; it exits 200 after SIGUSR1.
   EXPECT_EQ(launcher_->CheckpointAndStop("job-r", 0), 1);

@@ -32,12 +32,12 @@ TEST(FailurePolicyTest, AMarkedKindWinsOverTheStatusCode) {
             201);
   EXPECT_EQ(RankExitCodeFor(WithExitCode(absl::CancelledError("checkpointed"), kExitPreempted)),
             200);
-  EXPECT_EQ(RankExitCodeFor(WithExitCode(absl::InvalidArgumentError("dataset shape"),
-                                         kExitDataError)),
-            3);
-  EXPECT_EQ(RankExitCodeFor(WithExitCode(absl::DeadlineExceededError("store"),
-                                         kExitRendezvousFailed)),
-            203);
+  EXPECT_EQ(
+      RankExitCodeFor(WithExitCode(absl::InvalidArgumentError("dataset shape"), kExitDataError)),
+      3);
+  EXPECT_EQ(
+      RankExitCodeFor(WithExitCode(absl::DeadlineExceededError("store"), kExitRendezvousFailed)),
+      203);
   // Marking keeps code and message; marking OK stays OK.
   const absl::Status marked = WithExitCode(absl::InternalError("x"), kExitCollectiveTimeout);
   EXPECT_EQ(marked.code(), absl::StatusCode::kInternal);

@@ -196,7 +196,9 @@ TEST(RankPlanTest, RefusesBadAssignmentsNamingTheField) {
        "assignment.attempt"},
       {[](v1::Assignment& a) { a.set_collective_timeout_ms(-5); },
        absl::StatusCode::kInvalidArgument, "assignment.collective_timeout_ms"},
-      {[](v1::Assignment& a) { a.mutable_spec()->mutable_checkpoint_policy()->set_every_steps(-1); },
+      {[](v1::Assignment& a) {
+         a.mutable_spec()->mutable_checkpoint_policy()->set_every_steps(-1);
+       },
        absl::StatusCode::kInvalidArgument, "spec.checkpoint_policy.every_steps"},
       {[](v1::Assignment& a) {
          a.mutable_spec()->mutable_checkpoint_policy()->set_every_steps(1000001);

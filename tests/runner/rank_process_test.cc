@@ -546,7 +546,8 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   const std::string straight_logs = straight.Logs();
   for (int step : {2, 4, 6}) {
     EXPECT_NE(straight_logs.find(absl::StrCat("(step ", step, ") uploaded")), std::string::npos)
-        << step << "\n" << straight_logs;
+        << step << "\n"
+        << straight_logs;
   }
   EXPECT_EQ(straight_logs.find("(step 3) uploaded"), std::string::npos) << straight_logs;
   const auto straight_results = straight.Of(v1::WorkerMessage::kResult);
@@ -581,12 +582,11 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   v1::Assignment again = AssignmentFor(job_id, spec);
   again.set_attempt(1);
   again.set_resume_checkpoint_sha256(resume_sha);
-  RankRun resumed = Run(flags(StandardFlags(WriteAssignment(again, "second.pb"), "-a1")), nullptr,
-                        "attempt1");
+  RankRun resumed =
+      Run(flags(StandardFlags(WriteAssignment(again, "second.pb"), "-a1")), nullptr, "attempt1");
   ASSERT_EQ(resumed.exit_code, 0) << resumed.stderr_text << resumed.Logs();
   const std::string logs = resumed.Logs();
-  EXPECT_NE(logs.find("resumed from checkpoint " + resume_sha + " (epoch "),
-            std::string::npos)
+  EXPECT_NE(logs.find("resumed from checkpoint " + resume_sha + " (epoch "), std::string::npos)
       << logs;
   for (const auto& m : resumed.messages) EXPECT_EQ(m.attempt(), 1) << m.ShortDebugString();
   for (const auto& m : stopped.messages) EXPECT_EQ(m.attempt(), 0) << m.ShortDebugString();
@@ -599,10 +599,9 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
 
   runner::CheckpointClient client(server_->address(), join_token_);
-  ASSERT_TRUE(client
-                  .Fetch(straight_results[0].result().checkpoint_sha256(),
-                         dir_.File("straight.ckpt"))
-                  .ok());
+  ASSERT_TRUE(
+      client.Fetch(straight_results[0].result().checkpoint_sha256(), dir_.File("straight.ckpt"))
+          .ok());
   ASSERT_TRUE(
       client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("resumed.ckpt")).ok());
   absl::StatusOr<gan::TrainingState> a = gan::ReadCheckpoint(dir_.File("straight.ckpt"));
@@ -613,6 +612,56 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   const std::vector<gan::TensorDifference> diffs =
       gan::CompareTrainingStates(*a, *b, /*optimizers=*/true);
   for (const auto& d : diffs) EXPECT_TRUE(d.identical) << d.name << " " << d.max_abs_difference;
+}
+
+TEST_F(RankProcessTest, EveryMinutesSavesWhenThatLongPassedSinceTheLastSave) {
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_hyper_parameters()->set_epochs(3);
+  spec.mutable_validation()->set_disabled(true);
+  spec.mutable_checkpoint_policy()->set_every_epochs(0);
+  spec.mutable_checkpoint_policy()->set_every_minutes(0.0001);  // 6 ms: after every step
+  const std::string job_id = SubmitJob(spec);
+  std::vector<std::string> flags = StandardFlags(WriteAssignment(AssignmentFor(job_id, spec)));
+  flags.push_back("--max-steps-per-epoch=1");
+  RankRun run = Run(flags);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  for (int step : {1, 2, 3}) {
+    EXPECT_NE(run.Logs().find(absl::StrCat("(step ", step, ") uploaded")), std::string::npos)
+        << step << "\n"
+        << run.Logs();
+  }
+
+  // No trigger: only the final checkpoint.
+  spec.mutable_checkpoint_policy()->set_every_minutes(0);
+  const std::string quiet_id = SubmitJob(spec);
+  flags = StandardFlags(WriteAssignment(AssignmentFor(quiet_id, spec), "quiet.pb"), "-q");
+  flags.push_back("--max-steps-per-epoch=1");
+  run = Run(flags);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  EXPECT_EQ(run.Logs().find("(step 1) uploaded"), std::string::npos) << run.Logs();
+  EXPECT_EQ(run.Logs().find("(step 2) uploaded"), std::string::npos) << run.Logs();
+  EXPECT_NE(run.Logs().find("(step 3) uploaded"), std::string::npos) << run.Logs();
+}
+
+TEST_F(RankProcessTest, CheckpointAndStopBeforeTrainingExits200WithoutACheckpoint) {
+  v1::JobSpec spec = TinySpec();
+  const std::string job_id = SubmitJob(spec);
+  bool signalled = false;
+  RankRun run = Run(StandardFlags(WriteAssignment(AssignmentFor(job_id, spec))),
+                    [&](pid_t pid, const v1::WorkerMessage& m) {
+                      // The first log line comes before the dataset is materialised.
+                      if (!signalled && m.has_log()) {
+                        signalled = true;
+                        kill(pid, SIGUSR1);
+                      }
+                    });
+  ASSERT_TRUE(signalled);
+  EXPECT_EQ(run.exit_code, 200) << run.stderr_text << run.Logs();
+  EXPECT_NE(run.Logs().find("before training started: no checkpoint"), std::string::npos)
+      << run.Logs();
+  EXPECT_EQ(run.Logs().find("uploaded"), std::string::npos) << run.Logs();
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kResult).empty());
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kRankStatus).empty());  // never ran
 }
 
 TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
@@ -680,6 +729,55 @@ TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
   for (const auto& d : gan::CompareTrainingStates(states[0], states[1], /*optimizers=*/true)) {
     EXPECT_TRUE(d.identical) << d.name << " " << d.max_abs_difference;
   }
+}
+
+TEST_F(RankProcessTest, ALostPeerEndsTheOtherRankWithARetryableExitCode) {
+  v1::JobSpec spec = TinySpec();
+  spec.set_world_size(2);
+  spec.mutable_hyper_parameters()->set_batch_per_rank(4);
+  spec.mutable_hyper_parameters()->set_epochs(1000);
+  const std::string job_id = SubmitJob(spec);
+  const int port = FreePort();
+  std::atomic<pid_t> pids[2] = {0, 0};
+  std::atomic<bool> killed{false};
+  RankRun runs[2];
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < 2; ++rank) {
+    v1::Assignment a = AssignmentFor(job_id, spec);
+    a.set_rank(rank);
+    a.set_world_size(2);
+    a.set_rendezvous_host("127.0.0.1");
+    a.set_rendezvous_port(port);
+    a.set_collective_timeout_ms(15000);
+    const std::string tag = std::to_string(rank);
+    std::vector<std::string> flags =
+        StandardFlags(WriteAssignment(a, "assignment" + tag + ".pb"), tag);
+    threads.emplace_back([&, rank, flags, tag] {
+      runs[rank] = Run(
+          flags,
+          [&, rank](pid_t pid, const v1::WorkerMessage& m) {
+            pids[rank] = pid;
+            // Rank 1 crashes (kill -9) once rank 0 has trained a step.
+            if (rank == 0 && m.has_progress() && m.progress().step() >= 1 && pids[1] != 0 &&
+                !killed.exchange(true)) {
+              kill(pids[1], SIGKILL);
+            }
+          },
+          "rank" + tag);
+    });
+  }
+  for (auto& t : threads) t.join();
+  ASSERT_TRUE(killed.load()) << runs[0].Logs() << runs[0].stderr_text;
+  EXPECT_EQ(runs[1].exit_code, 128 + SIGKILL);
+  // The survivor's collectives fail: PeerLost (201), or CollectiveTimeout (202) if Gloo only
+  // notices by waiting; either way retryable, and rank 0's failed result says which.
+  const int code = runs[0].exit_code;
+  EXPECT_TRUE(code == 201 || code == 202) << code << "\n" << runs[0].stderr_text << runs[0].Logs();
+  const auto results = runs[0].Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u) << runs[0].Logs();
+  EXPECT_FALSE(results[0].result().success());
+  EXPECT_EQ(results[0].result().exit_code(), code);
+  EXPECT_NE(runs[0].Logs().find("collective timeout 15s"), std::string::npos) << runs[0].Logs();
 }
 
 TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {

@@ -38,9 +38,9 @@ struct AgentFlags {
   int max_queued_requests = 1024;
   std::string model_cache_bytes = "1G";  // N[K|M|G|T]
   int serve_threads = 0;
-  std::string rank_binary;   // hidden: tests run a fake rank program
-  int kill_grace_ms = 5000;  // hidden
-  int preemption_grace_ms = 25000;    // SIGTERM: ranks checkpoint within this; 0 = stop at once
+  std::string rank_binary;             // hidden: tests run a fake rank program
+  int kill_grace_ms = 5000;            // hidden
+  int preemption_grace_ms = 25000;     // SIGTERM: ranks checkpoint within this; 0 = stop at once
   int collective_timeout_ms = 120000;  // Gloo timeout of assignments that leave it 0
 };
 

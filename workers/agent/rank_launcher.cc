@@ -415,7 +415,8 @@ int RankLauncher::CheckpointAndStop(const std::string& job_id, int attempt) {
 int RankLauncher::CheckpointAndStopAll() {
   absl::MutexLock lock(&mu_);
   for (auto& [key, rank] : ranks_) kill(-rank->pid, SIGUSR1);
-  if (!ranks_.empty()) Log(absl::StrCat("asked ", ranks_.size(), " rank(s) to checkpoint and stop"));
+  if (!ranks_.empty())
+    Log(absl::StrCat("asked ", ranks_.size(), " rank(s) to checkpoint and stop"));
   return static_cast<int>(ranks_.size());
 }
 

@@ -61,10 +61,10 @@ class RankLauncher {
 
   // Writes <work dir>/assignment.pb and starts `<rank_binary> rank --assignment=<path>
   // --control-fd=3 --server=... --cache-dir=... --cache-max-bytes=N --work-dir=<work dir>` with
-  // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, attempt, rank) is
-  // still running here, RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT for a
-  // job id unfit for a path, UNAVAILABLE after StopAll began, INTERNAL when no process could be
-  // started (nothing is sent to the sink then). An exec failure is reported as RANK_EXITED with
+  // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, attempt,
+  // rank) is still running here, RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT
+  // for a job id unfit for a path, UNAVAILABLE after StopAll began, INTERNAL when no process could
+  // be started (nothing is sent to the sink then). An exec failure is reported as RANK_EXITED with
   // exit code 127. With die_with_daemon the kernel SIGKILLs the rank if the calling thread exits
   // first (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the launcher.
   absl::Status Launch(const gantry::v1::Assignment& assignment);

@@ -173,8 +173,10 @@ void WorkerAgent::DrainForPreemption(const std::string& reason) {
   notice.mutable_preempting()->set_reason(reason);
   Enqueue(std::move(notice));
   const int ranks = launcher_->CheckpointAndStopAll();
-  Log(absl::StrCat("preemption notice (", reason, "): ", ranks, " rank(s) checkpointing; waiting up "
-                   "to ", absl::FormatDuration(grace)));
+  Log(absl::StrCat("preemption notice (", reason, "): ", ranks,
+                   " rank(s) checkpointing; waiting up "
+                   "to ",
+                   absl::FormatDuration(grace)));
   const absl::Time deadline = absl::Now() + grace;
   // In slices, so that Stop() (SIGINT) cuts the wait short.
   while (!launcher_->WaitIdle(std::min(absl::Milliseconds(100), deadline - absl::Now()))) {

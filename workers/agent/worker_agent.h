@@ -87,8 +87,8 @@ class WorkerAgent {
 
   mutable absl::Mutex mu_;
   OutboundQueue queue_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;      // Stop() was called
-  bool preempting_ ABSL_GUARDED_BY(mu_) = false;    // Preempt() was called
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;    // Stop() was called
+  bool preempting_ ABSL_GUARDED_BY(mu_) = false;  // Preempt() was called
   std::string preempt_reason_ ABSL_GUARDED_BY(mu_);
   bool closing_ ABSL_GUARDED_BY(mu_) = false;       // ranks stopped: drain, close, no reconnect
   bool loop_done_ ABSL_GUARDED_BY(mu_) = false;     // SessionLoop returned

@@ -164,8 +164,8 @@ int RunCheckpointDiff(const std::string& a, const std::string& b, std::ostream& 
         << " model, " << b << " a " << second->config.preset << " model\n";
     return 2;
   }
-  out << absl::StrFormat("A: %s (epoch %d, step %d)\nB: %s (epoch %d, step %d)\n", a,
-                         first->epoch, first->step, b, second->epoch, second->step);
+  out << absl::StrFormat("A: %s (epoch %d, step %d)\nB: %s (epoch %d, step %d)\n", a, first->epoch,
+                         first->step, b, second->epoch, second->step);
   const std::vector<gan::TensorDifference> diffs =
       gan::CompareTrainingStates(*first, *second, /*optimizers=*/true);
   int networks = 0, networks_differ = 0, optimizer_differ = 0;

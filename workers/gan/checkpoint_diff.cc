@@ -11,7 +11,9 @@
 namespace gantry::gan {
 namespace {
 
-std::string Shape(const at::Tensor& t) { return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]"); }
+std::string Shape(const at::Tensor& t) {
+  return absl::StrCat("[", absl::StrJoin(t.sizes(), ", "), "]");
+}
 
 TensorDifference Compare(const std::string& name, const at::Tensor* a, const at::Tensor* b) {
   TensorDifference d;
@@ -113,13 +115,13 @@ std::vector<TensorDifference> CompareTrainingStates(const TrainingState& a, cons
   CompareDicts("generator.", a.generator->named_buffers(), b.generator->named_buffers(), &out);
   CompareDicts("discriminator.", a.discriminator->named_parameters(),
                b.discriminator->named_parameters(), &out);
-  CompareDicts("discriminator.", a.discriminator->named_buffers(),
-               b.discriminator->named_buffers(), &out);
+  CompareDicts("discriminator.", a.discriminator->named_buffers(), b.discriminator->named_buffers(),
+               &out);
   if (optimizers) {
     CompareOptimizers("generator_optimizer.", a.generator_optimizer.get(), *a.generator,
                       b.generator_optimizer.get(), *b.generator, &out);
-    CompareOptimizers("discriminator_optimizer.", a.discriminator_optimizer.get(),
-                      *a.discriminator, b.discriminator_optimizer.get(), *b.discriminator, &out);
+    CompareOptimizers("discriminator_optimizer.", a.discriminator_optimizer.get(), *a.discriminator,
+                      b.discriminator_optimizer.get(), *b.discriminator, &out);
   }
   return out;
 }

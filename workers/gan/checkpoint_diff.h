@@ -17,12 +17,12 @@ struct TensorDifference {
   std::string name;
   double max_abs_difference = 0;  // 0 when identical; +inf when the shapes or dtypes differ
   bool identical = false;         // bit for bit (NaNs in the same places count as equal)
-  std::string problem;            // "missing in B", "shape [2, 3] vs [3, 2]", ... ("" if comparable)
+  std::string problem;  // "missing in B", "shape [2, 3] vs [3, 2]", ... ("" if comparable)
 };
 
-// Every parameter and buffer of both networks, by name (then, with `optimizers`, every per-parameter
-// RMSprop state: step, square_avg, momentum_buffer, grad_avg, in parameter order), in a stable
-// order. Both states must have their networks; optimisers are skipped where absent.
+// Every parameter and buffer of both networks, by name (then, with `optimizers`, every
+// per-parameter RMSprop state: step, square_avg, momentum_buffer, grad_avg, in parameter order), in
+// a stable order. Both states must have their networks; optimisers are skipped where absent.
 std::vector<TensorDifference> CompareTrainingStates(const TrainingState& a, const TrainingState& b,
                                                     bool optimizers);
 

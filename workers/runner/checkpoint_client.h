@@ -30,8 +30,7 @@ class CheckpointClient {
   // (FAILED_PRECONDITION for an attempt older than the job's). Errors carry the gRPC code and name
   // the server and the file.
   absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch, int64_t step,
-                                            const std::string& path, int attempt = 0,
-                                            int rank = 0);
+                                            const std::string& path, int attempt = 0, int rank = 0);
 
   // Downloads checkpoint `sha256` to `path` (via path.part + rename) and verifies its hash;
   // DATA_LOSS on a mismatch.

@@ -144,7 +144,8 @@ std::string LocalAddressTowards(const std::string& host, int port) {
 absl::Status MarkCollectiveFailure(absl::Status status) {
   if (status.ok() || status.GetPayload(kFailureKindPayload).has_value()) return status;
   const std::string lower = absl::AsciiStrToLower(status.message());
-  const bool timed_out = absl::IsDeadlineExceeded(status) || absl::StrContains(lower, "timed out") ||
+  const bool timed_out = absl::IsDeadlineExceeded(status) ||
+                         absl::StrContains(lower, "timed out") ||
                          absl::StrContains(lower, "timeout");
   if (timed_out) return WithExitCode(std::move(status), kExitCollectiveTimeout);
   if (absl::IsUnavailable(status) || absl::IsInternal(status) || absl::IsUnknown(status)) {
@@ -461,11 +462,11 @@ absl::Status RankRunner::JoinProcessGroup(
                      ? LocalAddressTowards(a.rendezvous_host(), a.rendezvous_port())
                      : options_.bind_host;
   const auto connect_start = std::chrono::steady_clock::now();
-  Log("INFO", absl::StrFormat(
-                  "joining the process group at %s:%d as rank %d of %d (bind %s); collective "
-                  "timeout %s",
-                  co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host,
-                  absl::FormatDuration(co.timeout)));
+  Log("INFO",
+      absl::StrFormat("joining the process group at %s:%d as rank %d of %d (bind %s); collective "
+                      "timeout %s",
+                      co.rendezvous_host, co.rendezvous_port, rank_, world_size_, co.bind_host,
+                      absl::FormatDuration(co.timeout)));
   // The group could not be formed (nobody answered, a peer vanished while the weights were
   // broadcast): RendezvousFailed, retryable. Refused options and ranks that disagree on the data
   // keep their own kind.
@@ -588,7 +589,6 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
       return absl::Status(trainer.status().code(), absl::StrCat("resume_checkpoint_sha256 ", resume,
                                                                 ": ", trainer.status().message()));
     }
-    resumed_step_ = (*trainer)->state().step;
     Log("INFO", absl::StrFormat("resumed from checkpoint %s (epoch %d, step %d)", resume,
                                 (*trainer)->state().epoch, (*trainer)->state().step));
     return trainer;
@@ -760,9 +760,9 @@ absl::Status RankRunner::CheckpointAndStop(gan::Trainer& trainer) {
     // from its previous checkpoint.
     Log("WARNING", absl::StrCat("rank ", rank_, ": the checkpoint of step ", step,
                                 " could not be uploaded: ", saved.ToString()));
-    return WithExitCode(absl::CancelledError(absl::StrCat(
-                            "checkpoint-and-stop at step ", step, " without an uploaded checkpoint (",
-                            saved.message(), ")")),
+    return WithExitCode(absl::CancelledError(absl::StrCat("checkpoint-and-stop at step ", step,
+                                                          " without an uploaded checkpoint (",
+                                                          saved.message(), ")")),
                         kExitPreempted);
   }
   Log("INFO", absl::StrFormat("rank %d: checkpoint of epoch %d, step %d uploaded (sha256 %s); "
@@ -786,7 +786,8 @@ absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch
   for (int attempt = 0;; ++attempt) {
     uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path,
                                     plan_.assignment.attempt(), rank_);
-    const absl::Duration wait = std::min(absl::Seconds(1 << std::min(attempt, 4)), absl::Seconds(15));
+    const absl::Duration wait =
+        std::min(absl::Seconds(1 << std::min(attempt, 4)), absl::Seconds(15));
     if (uploaded.ok() || !absl::IsUnavailable(uploaded.status()) || StopRequested() ||
         absl::Now() + wait > give_up) {
       break;
@@ -813,12 +814,10 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
   const int64_t step = trainer.state().step;
   std::error_code ec;
   fs::create_directories(options_.work_dir, ec);
-  const std::string path =
-      (fs::path(options_.work_dir) /
-       absl::StrFormat("checkpoint-epoch%04d-step%08d.ckpt", epoch, step))
-          .string();
+  const std::string path = (fs::path(options_.work_dir) /
+                            absl::StrFormat("checkpoint-epoch%04d-step%08d.ckpt", epoch, step))
+                               .string();
   RETURN_IF_ERROR(trainer.SaveCheckpoint(path));
-  last_save_step_ = step;
   last_save_time_ = std::chrono::steady_clock::now();
   if (local_checkpoints_.empty() || local_checkpoints_.back() != path) {
     local_checkpoints_.push_back(path);

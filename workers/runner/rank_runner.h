@@ -1,10 +1,11 @@
 // RankRunner: one rank of a data-parallel training job, from its Assignment to its exit:
 // materialise the dataset, set the hold-out aside, resume from the job's latest checkpoint when the
 // assignment says so, join the process group, train with progress and checkpoints (rank 0), then
-// validate against the held-out Monte Carlo and report the JobResult (rank 0). A checkpoint-and-stop
-// request (SIGUSR1 from the daemon) makes every rank save and upload a checkpoint at the next step
-// boundary and end with the Preempted exit code. Everything it reports goes through an injected
-// MessageSink (the control pipe to the worker daemon in production, a vector in tests).
+// validate against the held-out Monte Carlo and report the JobResult (rank 0). A
+// checkpoint-and-stop request (SIGUSR1 from the daemon) makes every rank save and upload a
+// checkpoint at the next step boundary and end with the Preempted exit code. Everything it reports
+// goes through an injected MessageSink (the control pipe to the worker daemon in production, a
+// vector in tests).
 #ifndef GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 #define GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 
@@ -150,9 +151,7 @@ class RankRunner {
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;
   distributed::Communicator* communicator_ = nullptr;  // world_size > 1, while training
-  bool in_training_ = false;        // exceptions now come from steps (collectives)
-  int64_t resumed_step_ = 0;        // the step training (re)started from
-  int64_t last_save_step_ = -1;     // the step of the newest checkpoint file
+  bool in_training_ = false;  // exceptions now come from steps (collectives)
   std::chrono::steady_clock::time_point last_save_time_;  // for every_minutes
 
   // The background upload (at most one) and what the newest successful upload was.
