@@ -781,7 +781,8 @@ void RankRunner::WaitForUpload() {
 absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
                                               absl::Duration retry_for) {
   // The server may be restarting: retry UNAVAILABLE with backoff (1, 2, 4, 8, 15, 15, ... s).
-  const absl::Time give_up = absl::Now() + retry_for;
+  const absl::Time start = absl::Now();
+  const absl::Time give_up = start + retry_for;
   absl::StatusOr<UploadedCheckpoint> uploaded;
   for (int attempt = 0;; ++attempt) {
     uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path,
@@ -802,8 +803,10 @@ absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch
     last_upload_ = *uploaded;
     last_upload_step_ = step;
   }
-  Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes",
-                              epoch, step, uploaded->sha256, uploaded->size_bytes));
+  Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes, "
+                              "upload %.3f s",
+                              epoch, step, uploaded->sha256, uploaded->size_bytes,
+                              absl::ToDoubleSeconds(absl::Now() - start)));
   return absl::OkStatus();
 }
 
@@ -817,7 +820,10 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
   const std::string path = (fs::path(options_.work_dir) /
                             absl::StrFormat("checkpoint-epoch%04d-step%08d.ckpt", epoch, step))
                                .string();
+  const auto snapshot_start = std::chrono::steady_clock::now();
   RETURN_IF_ERROR(trainer.SaveCheckpoint(path));
+  Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) written: snapshot %.3f s", epoch,
+                              step, SecondsSince(snapshot_start)));
   last_save_time_ = std::chrono::steady_clock::now();
   if (local_checkpoints_.empty() || local_checkpoints_.back() != path) {
     local_checkpoints_.push_back(path);
