@@ -1,5 +1,6 @@
 #include "server/worker_sessions.h"
 
+#include <algorithm>
 #include <optional>
 #include <set>
 #include <utility>
@@ -117,7 +118,21 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
     for (const std::string& job_id : hello.running_jobs()) {
       auto active = state_.active.find(job_id);
       if (active != state_.active.end()) {
-        active->second.workers.insert(worker_id);
+        ActiveJob& a = active->second;
+        a.workers.insert(worker_id);
+        // Ranks of an earlier attempt on a worker that was away when the job restarted (the
+        // cancellation then had nowhere to go): the current attempt has no rank here, so stop them.
+        const bool current_here =
+            std::find(a.rank_workers.begin(), a.rank_workers.end(), worker_id) !=
+            a.rank_workers.end();
+        if (a.waiting || (!a.rank_workers.empty() && !current_here)) {
+          v1::ServerMessage cancel;
+          cancel.mutable_cancellation()->set_job_id(job_id);
+          cancel.mutable_cancellation()->set_reason(
+              absl::StrCat("the job restarted as attempt ", a.attempt,
+                           "; the ranks of earlier attempts stop"));
+          link->Send(std::move(cancel));
+        }
         continue;
       }
       auto orphan = state_.orphans.find(job_id);

@@ -275,12 +275,13 @@ absl::StatusOr<std::vector<std::string>> JobRepository::ExpireCheckpoints(const 
   std::vector<std::string> unreferenced;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     unreferenced.clear();
-    // Older than the newest keep_last, not the job's latest, not a model's checkpoint.
+    // Behind the newest keep_last steps. Every checkpoint of a kept step stays: ranks that stop
+    // together upload equal states as different files, and any of them may be the latest.
     pqxx::result r = tx.Exec(
         "job_checkpoints_expire",
         "UPDATE job_checkpoints c SET deleted_at = now() WHERE c.job_id = $1 AND "
-        "c.deleted_at IS NULL AND c.sha256 NOT IN (SELECT sha256 FROM job_checkpoints "
-        "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC, created_at DESC LIMIT $2) "
+        "c.deleted_at IS NULL AND c.step NOT IN (SELECT DISTINCT step FROM job_checkpoints "
+        "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC LIMIT $2) "
         "RETURNING c.sha256",
         id, std::max(1, keep_last));
     for (const pqxx::row& row : r) {

@@ -67,7 +67,7 @@ class JobRepository {
   absl::StatusOr<bool> RecordCheckpoint(const std::string& id, int attempt,
                                         const gantry::v1::CheckpointSaved& saved);
 
-  // Retention: marks the job's checkpoints older than the newest `keep_last` (at least 1) deleted
+  // Retention: marks the job's checkpoints behind its newest `keep_last` steps (at least 1) deleted
   // and returns the sha256 of those whose blob nothing else uses (no live checkpoint row of any
   // job, no model version): the caller removes those blobs.
   absl::StatusOr<std::vector<std::string>> ExpireCheckpoints(const std::string& id, int keep_last);

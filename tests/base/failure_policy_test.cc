@@ -70,9 +70,9 @@ TEST(FailurePolicyTest, PermanentAndRetryableExits) {
   EXPECT_FALSE(Drained().counted);
   EXPECT_FALSE(Preempted().counted);
   EXPECT_TRUE(WorkerLost().retryable);
-  EXPECT_EQ(DescribeExitCode(201), "201 PeerLost (retryable)");
-  EXPECT_EQ(DescribeExitCode(3), "3 DatasetError (permanent)");
-  EXPECT_EQ(DescribeExitCode(-9), "killed by signal 9 (retryable)");
+  EXPECT_EQ(DescribeExitCode(201), "201 (PeerLost, retryable)");
+  EXPECT_EQ(DescribeExitCode(3), "3 (DatasetError, permanent)");
+  EXPECT_EQ(DescribeExitCode(-9), "signal 9 (retryable)");
 }
 
 }  // namespace

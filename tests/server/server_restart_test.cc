@@ -351,6 +351,29 @@ TEST_F(ServerRestartTest, ARestartUnderWayWhenTheServerStopsGoesOnAfterItsRestar
   Succeed(*c, job.id(), 1);
 }
 
+TEST_F(ServerRestartTest, AWorkerAwayDuringARestartIsToldToStopItsOldRanksWhenItReturns) {
+  auto a = Worker("alpha");
+  auto b = Worker("beta");
+  v1::Job job = Submit(2);
+  ASSERT_EQ(TakeAssignments(job.id(), a, b).size(), 2u);
+  RunRanks(job.id(), *a, *b, 0);
+  // Rank 1's worker goes silent: its lease expires and the job restarts without it; the
+  // cancellation of its old rank has nowhere to go.
+  b->set_beating(false);
+  ASSERT_EQ(WaitFor(job.id(), v1::RESTARTING).state(), v1::RESTARTING);
+  const std::string name = b->name();
+  b->Close();
+  // It comes back, its old rank still running: told to stop it at once.
+  auto back = std::make_unique<DriverWorker>(channel_, join_, name, 1,
+                                             std::vector<std::string>{job.id()});
+  ASSERT_TRUE(back->status().ok());
+  std::optional<v1::ServerMessage> stop = NextControl(*back);
+  ASSERT_TRUE(stop.has_value() && stop->has_cancellation());
+  EXPECT_EQ(stop->cancellation().job_id(), job.id());
+  EXPECT_NE(stop->cancellation().reason().find("attempt 1"), std::string::npos)
+      << stop->cancellation().reason();
+}
+
 TEST_F(ServerRestartTest, RetentionRemovesOlderCheckpointBlobsButNeverTheLatest) {
   auto a = Worker("alpha");
   auto b = Worker("beta");
