@@ -136,6 +136,7 @@ class Soak:
         self.faults = []
         self.violations = []  # (what, detail) seen during the run
         self.orphans_seen = {}  # pid -> first time seen without a live daemon parent
+        self.stale_seen = {}    # pid -> first time seen running for an earlier attempt or ended job
         self.kind_bag = []
         self.t0 = time.time()
 
@@ -242,7 +243,7 @@ class Soak:
         return {p.pid for p in self.workers.values() if p is not None and p.poll() is None}
 
     def our_ranks(self):
-        """Rank processes of this soak: [(pid, ppid, job_id, rank)]."""
+        """Rank processes of this soak: [(pid, ppid, job_id, rank, attempt)]."""
         ranks = []
         for pid, (ppid, argv) in proc_table().items():
             # The daemon starts ranks through /proc/self/exe.
@@ -251,13 +252,18 @@ class Soak:
                 continue
             if f"--server={self.address}" not in argv:
                 continue
-            job, rank = "?", "?"
+            job, rank, attempt = "?", "?", 0
             for a in argv:
                 if a.startswith("--assignment="):
-                    parts = a.split("=", 1)[1].split("/")
-                    if len(parts) >= 3:
-                        job, rank = parts[-3], parts[-2].replace("rank-", "")
-            ranks.append((pid, ppid, job, rank))
+                    # <work>/<job_id>[/attempt-N]/rank-R/assignment.pb
+                    for part in a.split("=", 1)[1].split("/"):
+                        if part.startswith("job-"):
+                            job = part
+                        elif part.startswith("rank-"):
+                            rank = part[len("rank-"):]
+                        elif part.startswith("attempt-"):
+                            attempt = int(part[len("attempt-"):])
+            ranks.append((pid, ppid, job, rank, attempt))
         return ranks
 
     def workers_json(self):
@@ -372,7 +378,24 @@ class Soak:
         daemons = self.live_daemon_pids()
         now = time.time()
         seen = set()
-        for pid, ppid, job, rank in self.our_ranks():
+        stale_now = set()
+        for pid, ppid, job, rank, attempt in self.our_ranks():
+            j = self.jobs.get(job)
+            if j is not None and (attempt < j["last"].get("attempt", 0)
+                                  or j["last"]["state"] in TERMINAL):
+                # A rank of an earlier attempt, or of an ended job: it must be stopped within the
+                # server's rank exit grace and the daemon's kill grace.
+                stale_now.add(pid)
+                first = self.stale_seen.setdefault(pid, now)
+                if first > 0 and now - first > self.args.stale_grace:
+                    why = (f"the job ended {j['last']['state']}" if j["last"]["state"] in TERMINAL
+                           else f"the job is at attempt {j['last'].get('attempt')} "
+                                f"({j['last']['state']})")
+                    self.violations.append(("stale_rank", f"rank {rank} of {job} attempt {attempt} "
+                                            f"(pid {pid}) still ran {now - first:.0f} s after "
+                                            f"{why}"))
+                    self.log(f"VIOLATION: stale rank pid {pid} of {job} attempt {attempt}: {why}")
+                    self.stale_seen[pid] = -1  # reported once
             if ppid in daemons:
                 continue
             seen.add(pid)
@@ -385,13 +408,16 @@ class Soak:
         for pid in list(self.orphans_seen):
             if pid not in seen:
                 del self.orphans_seen[pid]
+        for pid in list(self.stale_seen):
+            if pid not in stale_now:
+                del self.stale_seen[pid]
 
     # ---------------------------------------------------------------- faults
     def jobs_on_daemon(self, name):
         p = self.workers.get(name)
         if p is None:
             return []
-        return sorted({job for _, ppid, job, _ in self.our_ranks() if ppid == p.pid})
+        return sorted({job for _, ppid, job, _, _ in self.our_ranks() if ppid == p.pid})
 
     def next_kind(self):
         kinds = [k for k in FAULT_KINDS if k in self.args.faults]
@@ -417,15 +443,15 @@ class Soak:
                 fault["note"] = "no rank was running: a daemon was killed instead"
             else:
                 ranks.sort()
-                pid, ppid, job, rank = self.rng.choice(ranks)
+                pid, ppid, job, rank, attempt = self.rng.choice(ranks)
                 self.mark(fault)
                 os.kill(pid, signal.SIGKILL)
-                fault.update(target=f"rank {rank} of {job} (pid {pid})", jobs=[job])
-                self.log(f"FAULT kill -9 rank {rank} of {job} (pid {pid})")
+                fault.update(target=f"rank {rank} of {job} attempt {attempt} (pid {pid})", jobs=[job])
+                self.log(f"FAULT kill -9 rank {rank} of {job} attempt {attempt} (pid {pid})")
         if kind == "kill_daemon":
             name = self.rng.choice(self.worker_names)
             jobs = self.jobs_on_daemon(name)
-            down = self.rng.uniform(2, 6)
+            down = self.rng.uniform(*self.args.daemon_down)
             self.mark(fault)
             p = self.workers[name]
             p.kill()
@@ -438,8 +464,8 @@ class Soak:
             ok, _ = self.wait_workers(idle=False, timeout=60)
             fault["reconnected_seconds"] = round(time.time() - fault["time"], 1) if ok else None
         elif kind == "kill_server":
-            down = self.rng.uniform(1, 5)
-            jobs = sorted({job for _, _, job, _ in self.our_ranks()})
+            down = self.rng.uniform(*self.args.server_down)
+            jobs = sorted({job for _, _, job, _, _ in self.our_ranks()})
             self.mark(fault)
             self.server.kill()
             self.server.wait()
@@ -451,8 +477,8 @@ class Soak:
             ok, _ = self.wait_workers(idle=False, timeout=60)
             fault["recovered_seconds"] = round(time.time() - fault["time"], 1) if ok else None
         elif kind == "stop_pg":
-            down = self.rng.uniform(5, 20)
-            jobs = sorted({job for _, _, job, _ in self.our_ranks()})
+            down = self.rng.uniform(*self.args.pg_down)
+            jobs = sorted({job for _, _, job, _, _ in self.our_ranks()})
             self.mark(fault)
             self.pg_stop()
             fault.update(target="postgresql", jobs=jobs, down_seconds=round(down, 1))
@@ -605,9 +631,11 @@ class Soak:
             time.sleep(1)
             ranks = self.our_ranks()
         check("no rank process left", not ranks,
-              "; ".join(f"pid {p} ppid {pp} job {jb} rank {r}" for p, pp, jb, r in ranks) or "none")
+              "; ".join(f"pid {p} ppid {pp} job {jb} rank {r} attempt {at}"
+                        for p, pp, jb, r, at in ranks) or "none")
 
         for what, title in (("orphan_rank", "no rank outlived its daemon"),
+                            ("stale_rank", "no rank of an earlier attempt or ended job kept running"),
                             ("server_exited", "gantry-server never died unless killed"),
                             ("daemon_exited", "daemons never died unless killed")):
             found = [d for w, d in self.violations if w == what]
@@ -735,7 +763,7 @@ def cleanup(soak):
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-    for pid, _, _, _ in soak.our_ranks():
+    for pid, _, _, _, _ in soak.our_ranks():
         try:
             os.kill(pid, signal.SIGKILL)
         except OSError:
@@ -774,6 +802,13 @@ def main():
     ap.add_argument("--fault-max", type=float, default=45, help="seconds between faults, at most")
     ap.add_argument("--first-fault", type=float, default=20,
                     help="the first fault comes 0-10 s after this many seconds")
+    ap.add_argument("--server-down", default="1,5",
+                    help="seconds gantry-server stays down after a kill -9: MIN,MAX")
+    ap.add_argument("--daemon-down", default="2,6",
+                    help="seconds a killed daemon stays down: MIN,MAX")
+    ap.add_argument("--pg-down", default="5,20", help="seconds PostgreSQL stays stopped: MIN,MAX")
+    ap.add_argument("--stale-grace", type=float, default=45,
+                    help="seconds a rank of an earlier attempt or of an ended job may run on")
     ap.add_argument("--events", type=int, default=80, help="toy Monte Carlo events per dataset")
     ap.add_argument("--epochs", default="2,3", help="epochs of a job, drawn from this list")
     ap.add_argument("--max-restarts", type=int, default=30)
@@ -789,6 +824,9 @@ def main():
                     help="seconds a rank may outlive its daemon before it counts as left over")
     args = ap.parse_args()
     args.epochs = [int(e) for e in args.epochs.split(",")]
+    for name in ("server_down", "daemon_down", "pg_down"):
+        lo, hi = (float(x) for x in getattr(args, name).split(","))
+        setattr(args, name, (lo, hi))
     args.faults = [k for k in args.faults.split(",") if k]
     for k in args.faults:
         if k not in FAULT_KINDS:
