@@ -144,12 +144,12 @@ class Soak:
     def log(self, msg):
         print(f"[soak {now_iso()} +{time.time() - self.t0:6.1f}s] {msg}", flush=True)
 
-    def cli(self, argv, token=None, timeout=20, json_out=True):
+    def cli(self, argv, token=None, timeout=20, json_out=True, json_flag=None):
         env = dict(os.environ, HOME=self.home, GANTRY_SERVER=self.address,
                    GANTRY_TOKEN=token or self.token or "")
         env.pop("GANTRY_CA_CERT", None)
         cmd = [self.gantry_bin, "--timeout", str(max(1, timeout - 5))]
-        if json_out:
+        if json_out if json_flag is None else json_flag:
             cmd.append("--json")
         try:
             p = subprocess.run(cmd + argv, env=env, capture_output=True, text=True, timeout=timeout)
@@ -347,7 +347,7 @@ class Soak:
         return sum(1 for j in self.jobs.values() if j["last"]["state"] not in TERMINAL)
 
     def job_events(self, jid):
-        rc, out, err = self.cli(["jobs", "watch", jid], timeout=90, json_out=False)
+        rc, out, err = self.cli(["jobs", "watch", jid], timeout=90, json_out=False, json_flag=True)
         events = []
         for line in (out or "").splitlines():
             line = line.strip()
