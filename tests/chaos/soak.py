@@ -661,19 +661,24 @@ class Soak:
                                     "message": e["restart"].get("message", "")[:200]}
                                    for e in events if "restart" in e]
             j["events"] = len(events)
+        # Each restart is put down to the latest fault before it (faults never overlap); the time
+        # from that fault to the job's next RUNNING is the recovery time of the fault for the job.
         for f in self.faults:
             f["back_to_running_seconds"] = {}
             f["restarts_caused"] = {}
-            for jid in f.get("jobs", []):
-                if jid not in self.jobs:
+        for jid in self.job_order:
+            j = self.jobs[jid]
+            for r in j["restart_events"]:
+                before = [f for f in self.faults if f["t"] <= r["t"] + 0.5]
+                if not before:
                     continue
-                j = self.jobs[jid]
-                after = [t for t in j["running_times"] if t > f["time"]]
-                if after:
+                f = before[-1]
+                r["fault"] = f"{f['kind']}@{f['t']}"
+                f["restarts_caused"].setdefault(jid, []).append(r["reason"])
+                rt = r["t"] + self.t0
+                after = [t for t in j["running_times"] if t > rt]
+                if after and jid not in f["back_to_running_seconds"]:
                     f["back_to_running_seconds"][jid] = round(after[0] - f["time"], 1)
-                window = f["t"] + 60
-                f["restarts_caused"][jid] = [r["reason"] for r in j["restart_events"]
-                                             if f["t"] - 1 <= r["t"] <= window]
 
     def report(self, invariants, error):
         jobs = []
@@ -694,6 +699,13 @@ class Soak:
         for job in jobs:
             states[job["state"]] = states.get(job["state"], 0) + 1
         back = [s for f in self.faults for s in f.get("back_to_running_seconds", {}).values()]
+        by_kind = {}
+        for f in self.faults:
+            by_kind.setdefault(f["kind"], []).extend(f.get("back_to_running_seconds", {}).values())
+        restarts_by_reason = {}
+        for job in jobs:
+            for r in job["restart_events"]:
+                restarts_by_reason[r["reason"]] = restarts_by_reason.get(r["reason"], 0) + 1
         rep = {
             "seed": self.args.seed, "minutes": self.args.minutes, "workers": self.args.workers,
             "jobs_in_flight": self.args.jobs, "max_jobs": self.args.max_jobs,
@@ -710,6 +722,10 @@ class Soak:
                 "n": len(back), "min": min(back) if back else None,
                 "median": sorted(back)[len(back) // 2] if back else None,
                 "max": max(back) if back else None},
+            "fault_to_running_seconds_by_kind": {
+                k: {"n": len(v), "median": sorted(v)[len(v) // 2], "max": max(v)}
+                for k, v in by_kind.items() if v},
+            "restarts_by_reason": restarts_by_reason,
             "jobs": jobs, "invariants": invariants, "error": error,
             "ok": error is None and bool(invariants) and all(i["ok"] for i in invariants),
             "work_dir": self.dir,
@@ -741,6 +757,8 @@ def print_report(rep):
     print(f"faults {rep['faults_by_kind']}; jobs {rep['jobs_by_state']}; restarts "
           f"{rep['restarts_total']} (attempts {rep['attempts_total']}); fault -> RUNNING again "
           f"{rep['fault_to_running_seconds']}; {rep['duration_seconds']} s")
+    print(f"restarts by reason {rep['restarts_by_reason']}; fault -> RUNNING by kind "
+          f"{rep['fault_to_running_seconds_by_kind']}")
     print("\n== invariants")
     print_table([("PASS" if i["ok"] else "FAIL", i["invariant"], i["detail"][:160])
                  for i in rep["invariants"]], ["", "INVARIANT", "DETAIL"])
