@@ -521,7 +521,9 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
         !StopRequested()) {
       validation = Validate(trainer, &result_);
       validated = true;
-      if (validation.ok()) fom = result_.metrics().at("fom");
+      if (validation.ok() && std::isfinite(result_.metrics().at("fom"))) {
+        fom = result_.metrics().at("fom");
+      }
     }
     RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true, absl::ZeroDuration(), fom));
     absl::MutexLock lock(&upload_mu_);
@@ -795,7 +797,7 @@ void RankRunner::WaitForUpload() {
   if (upload_thread_.joinable()) upload_thread_.join();
 }
 
-absl::StatusOr<double> RankRunner::ScoreCheckpoint(gan::Trainer& trainer) {
+absl::StatusOr<std::optional<double>> RankRunner::ScoreCheckpoint(gan::Trainer& trainer) {
   v1::JobResult scored;
   absl::Status validated = Validate(trainer, &scored);
   if (!validated.ok()) {
@@ -805,8 +807,10 @@ absl::StatusOr<double> RankRunner::ScoreCheckpoint(gan::Trainer& trainer) {
   }
   const double fom = scored.metrics().at("fom");
   if (!std::isfinite(fom)) {
-    return absl::InternalError(absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
-                                            trainer.state().step, " has fom ", fom));
+    // Uploaded without a fom: a restart point, never the best.
+    Log("WARNING", absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
+                                trainer.state().step, " has fom ", fom, "; it is not scored"));
+    return std::nullopt;
   }
   return fom;
 }

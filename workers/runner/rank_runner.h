@@ -120,8 +120,9 @@ class RankRunner {
                              absl::Duration retry_for = absl::ZeroDuration(),
                              std::optional<double> fom = std::nullopt);
   // keep_best: validates the current generator on the hold-out (as at the end of training) and
-  // returns its fom, for the periodic checkpoint about to be saved.
-  absl::StatusOr<double> ScoreCheckpoint(gan::Trainer& trainer);
+  // returns its fom, for the periodic checkpoint about to be saved (none, with a warning, when it
+  // is not finite). A failed validation is returned: the one at the end would fail the same way.
+  absl::StatusOr<std::optional<double>> ScoreCheckpoint(gan::Trainer& trainer);
   absl::Status CheckpointAndStop(gan::Trainer& trainer);
   // Uploads with retries of UNAVAILABLE for up to `retry_for`; records the upload on success.
   absl::Status UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
