@@ -205,6 +205,7 @@ grpc::Status WorkerService::UploadCheckpoint(
     saved->set_step(header.step());
     saved->set_sha256(blob.sha256);
     saved->set_size_bytes(blob.size_bytes);
+    if (header.has_fom()) saved->set_fom(header.fom());
     if (absl::StatusOr<bool> recorded =
             backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved);
         absl::IsUnavailable(recorded.status())) {
@@ -215,9 +216,11 @@ grpc::Status WorkerService::UploadCheckpoint(
       return recorded.status();
     } else if (job.ok()) {
       // Retention: the job's older checkpoints beyond keep_last go, unless a model or another
-      // job's checkpoint uses the same blob (the newest, what a restart resumes from, stays).
+      // job's checkpoint uses the same blob (the newest, what a restart resumes from, stays), and
+      // with keep_best the one with the lowest validation fom stays too.
+      const v1::CheckpointPolicy& policy = job->spec().checkpoint_policy();
       absl::StatusOr<std::vector<std::string>> expired = backend_.jobs->ExpireCheckpoints(
-          header.job_id(), job->spec().checkpoint_policy().keep_last());
+          header.job_id(), policy.keep_last(), policy.keep_best());
       for (const std::string& sha : expired.ok() ? *expired : std::vector<std::string>{}) {
         if (absl::Status st = backend_.blobs->Remove(sha); !st.ok()) {
           Log(absl::StrCat("cannot remove the expired checkpoint ", sha, " of ", header.job_id(),

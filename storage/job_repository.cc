@@ -253,10 +253,12 @@ absl::StatusOr<bool> JobRepository::RecordCheckpoint(const std::string& id, int 
     if (!cur[0][1].is_null()) RETURN_IF_ERROR(sql::ParseBytes(cur[0][1], &latest));
     newest = cur[0][1].is_null() || saved.step() >= latest.step();
     tx.Exec("job_checkpoint_insert",
-            "INSERT INTO job_checkpoints (job_id, sha256, epoch, step, attempt, size_bytes) "
-            "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (job_id, sha256) DO UPDATE SET "
-            "deleted_at = NULL",
-            id, saved.sha256(), saved.epoch(), saved.step(), attempt, saved.size_bytes());
+            "INSERT INTO job_checkpoints (job_id, sha256, epoch, step, attempt, size_bytes, fom) "
+            "VALUES ($1, $2, $3, $4, $5, $6, CASE WHEN $7 THEN $8::double precision END) "
+            "ON CONFLICT (job_id, sha256) DO UPDATE SET deleted_at = NULL, "
+            "fom = COALESCE(EXCLUDED.fom, job_checkpoints.fom)",
+            id, saved.sha256(), saved.epoch(), saved.step(), attempt, saved.size_bytes(),
+            saved.has_fom(), saved.has_fom() ? saved.fom() : 0.0);
     if (newest) {
       tx.Exec("job_latest_checkpoint",
               "UPDATE jobs SET latest_checkpoint = $2, updated_at = now() WHERE id = $1", id,
@@ -271,19 +273,23 @@ absl::StatusOr<bool> JobRepository::RecordCheckpoint(const std::string& id, int 
 }
 
 absl::StatusOr<std::vector<std::string>> JobRepository::ExpireCheckpoints(const std::string& id,
-                                                                          int keep_last) {
+                                                                          int keep_last,
+                                                                          bool keep_best) {
   std::vector<std::string> unreferenced;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     unreferenced.clear();
-    // Behind the newest keep_last steps. Every checkpoint of a kept step stays: ranks that stop
-    // together upload equal states as different files, and any of them may be the latest.
+    // Behind the newest keep_last steps (every checkpoint of a kept step stays: ranks that stop
+    // together upload equal states as different files, and any of them may be the latest), and
+    // not (keep_best) the lowest fom.
     pqxx::result r = tx.Exec(
         "job_checkpoints_expire",
         "UPDATE job_checkpoints c SET deleted_at = now() WHERE c.job_id = $1 AND "
         "c.deleted_at IS NULL AND c.step NOT IN (SELECT DISTINCT step FROM job_checkpoints "
         "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC LIMIT $2) "
+        "AND NOT ($3 AND c.sha256 IN (SELECT sha256 FROM job_checkpoints WHERE job_id = $1 AND "
+        "  deleted_at IS NULL AND fom IS NOT NULL ORDER BY fom ASC, step DESC LIMIT 1)) "
         "RETURNING c.sha256",
-        id, std::max(1, keep_last));
+        id, std::max(1, keep_last), keep_best);
     for (const pqxx::row& row : r) {
       const std::string sha = row[0].as<std::string>();
       // A blob another job's checkpoint, a job's resume point or a registered model uses stays.

@@ -68,9 +68,11 @@ class JobRepository {
                                         const gantry::v1::CheckpointSaved& saved);
 
   // Retention: marks the job's checkpoints behind its newest `keep_last` steps (at least 1) deleted
-  // and returns the sha256 of those whose blob nothing else uses (no live checkpoint row of any
-  // job, no model version): the caller removes those blobs.
-  absl::StatusOr<std::vector<std::string>> ExpireCheckpoints(const std::string& id, int keep_last);
+  // (with `keep_best`, except the one with the lowest fom: ties go to the newest; checkpoints
+  // without a fom are never the best) and returns the sha256 of those whose blob nothing else
+  // uses (no live checkpoint row of any job, no model version): the caller removes those blobs.
+  absl::StatusOr<std::vector<std::string>> ExpireCheckpoints(const std::string& id, int keep_last,
+                                                             bool keep_best = false);
 
   // Appends an event; storage assigns its sequence (per job, 1, 2, ...) and time (now), ignoring
   // those fields of `event`. Returns the sequence. NOT_FOUND for an unknown job.

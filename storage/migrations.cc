@@ -156,6 +156,7 @@ CREATE TABLE job_checkpoints (
   size_bytes bigint NOT NULL,
   created_at timestamptz NOT NULL DEFAULT now(),
   deleted_at timestamptz,                  -- set when retention removed the blob
+  fom double precision,                    -- validation figure of merit (keep_best), lower is better
   PRIMARY KEY (job_id, sha256)
 );
 CREATE INDEX job_checkpoints_sha256 ON job_checkpoints (sha256);

@@ -278,6 +278,9 @@ std::string FormatJobEvent(const v1::JobEvent& event) {
       body = absl::StrCat("checkpoint epoch ", checkpoint.epoch(), " step ", checkpoint.step(), " ",
                           FormatBytes(checkpoint.size_bytes()), " sha256 ",
                           checkpoint.sha256().substr(0, 12));
+      if (checkpoint.has_fom()) {
+        absl::StrAppend(&body, absl::StrFormat(" fom=%.4g", checkpoint.fom()));
+      }
       break;
     }
     case v1::JobEvent::kRestart: {

@@ -53,6 +53,7 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"checkpoint-every-steps", "N", "save a checkpoint every N training steps (0 = off)"},
       {"checkpoint-every-minutes", "X", "save a checkpoint every X minutes of training (0 = off)"},
       {"keep-last", "N", "checkpoints the server keeps per job (0 = 1)"},
+      {"keep-best", "", "also keep the lowest-fom checkpoint (validates at each checkpoint)"},
       {"max-restarts", "N", "restarts from the latest checkpoint after a failure (0..100)"},
       {"no-validation", "", "skip the physics validation at the end"},
   };
@@ -160,6 +161,7 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
   RETURN_IF_ERROR(
       int_flag("keep-last", [&](int v) { spec.mutable_checkpoint_policy()->set_keep_last(v); }));
   RETURN_IF_ERROR(int_flag("max-restarts", [&](int v) { spec.set_max_restarts(v); }));
+  if (args.Has("keep-best")) spec.mutable_checkpoint_policy()->set_keep_best(true);
   if (args.Has("no-validation")) spec.mutable_validation()->set_disabled(true);
 
   // Keep the spec minimal: drop sub-messages that no flag or file touched.

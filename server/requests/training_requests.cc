@@ -127,11 +127,10 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return Invalid("spec.checkpoint_policy.every_minutes",
                    absl::StrCat("is ", cp.every_minutes(), "; it must be in 0..10080 (a week)"));
   }
-  if (cp.keep_best()) {
+  if (cp.keep_best() && spec.validation().disabled()) {
     return Invalid("spec.checkpoint_policy.keep_best",
-                   "is not implemented yet (checkpoints are not scored during training); leave it "
-                   "false: the registered model is the final checkpoint, with its validation "
-                   "metrics");
+                   "needs validation: the best checkpoint is chosen by its validation figure of "
+                   "merit (fom), and spec.validation.disabled is set");
   }
   RETURN_IF_ERROR(CheckInt(spec.max_restarts(), 0, 100, "spec.max_restarts"));
   if (!spec.initial_model().empty()) {

@@ -1,5 +1,6 @@
 #include "server/requests/worker_requests.h"
 
+#include <cmath>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -55,6 +56,10 @@ absl::Status ValidateCheckpointHeader(const v1::CheckpointHeader& header, int64_
   if (header.step() < 0) return Invalid("header.step", "must be >= 0");
   RETURN_IF_ERROR(CheckInt(header.attempt(), 0, 1000000, "header.attempt"));
   RETURN_IF_ERROR(CheckInt(header.rank(), 0, 255, "header.rank"));
+  if (header.has_fom() && !std::isfinite(header.fom())) {
+    return Invalid("header.fom", absl::StrCat("is ", header.fom(),
+                                              "; a checkpoint's figure of merit must be finite"));
+  }
   return absl::OkStatus();
 }
 

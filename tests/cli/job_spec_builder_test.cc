@@ -91,6 +91,16 @@ TEST(JobSpecBuilderTest, EveryFlagLandsInItsField) {
   EXPECT_TRUE(spec->validation().disabled());
 }
 
+TEST(JobSpecBuilderTest, KeepBestSetsTheCheckpointPolicyField) {
+  auto spec = Build({"--preset", "tiny", "--keep-best", "--keep-last", "2"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_TRUE(spec->checkpoint_policy().keep_best());
+  EXPECT_EQ(spec->checkpoint_policy().keep_last(), 2);
+  auto plain = Build({"--preset", "tiny", "--keep-last", "2"});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->checkpoint_policy().keep_best());
+}
+
 TEST(JobSpecBuilderTest, UntouchedSubMessagesStayUnset) {
   auto spec = Build({"--preset", "tiny"});
   ASSERT_TRUE(spec.ok()) << spec.status();

@@ -175,6 +175,18 @@ TEST(FormatTest, JobEventLines) {
   log_event.mutable_log()->set_rank(1);
   log_event.mutable_log()->set_text("hello");
   EXPECT_THAT(FormatJobEvent(log_event), ::testing::HasSubstr("[rank 1] INFO hello"));
+
+  // A checkpoint scored for keep_best shows its fom; an unscored one shows none.
+  v1::JobEvent checkpoint_event;
+  v1::CheckpointSaved* saved = checkpoint_event.mutable_checkpoint_saved();
+  saved->set_epoch(2);
+  saved->set_step(90);
+  saved->set_sha256(std::string(64, 'd'));
+  saved->set_size_bytes(2048);
+  EXPECT_THAT(FormatJobEvent(checkpoint_event), ::testing::Not(::testing::HasSubstr("fom=")));
+  saved->set_fom(0.0375);
+  EXPECT_THAT(FormatJobEvent(checkpoint_event),
+              ::testing::HasSubstr("epoch 2 step 90 2.00 KiB sha256 dddddddddddd fom=0.0375"));
 }
 
 }  // namespace

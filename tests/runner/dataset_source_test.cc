@@ -151,13 +151,21 @@ TEST(RankPlanTest, AcceptsAResumeAndTheCheckpointTriggers) {
   policy->set_every_steps(1000000);
   policy->set_every_minutes(10080);
   policy->set_keep_last(3);
+  policy->set_keep_best(true);
   absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(a);
   ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->keep_best);
   EXPECT_EQ(plan->assignment.resume_checkpoint_sha256(), a.resume_checkpoint_sha256());
   EXPECT_EQ(plan->checkpoint_every_epochs, 2);
   EXPECT_EQ(plan->checkpoint_every_steps, 1000000);
   EXPECT_EQ(plan->checkpoint_every_minutes, 10080);
   EXPECT_EQ(plan->keep_last, 3);
+  // keep_best scores checkpoints by validation: refused when validation is disabled.
+  a.mutable_spec()->mutable_validation()->set_disabled(true);
+  plan = runner::PlanRank(a);
+  EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(plan.status().message().find("spec.checkpoint_policy.keep_best"), std::string::npos)
+      << plan.status();
 }
 
 TEST(RankPlanTest, RefusesBadAssignmentsNamingTheField) {

@@ -15,6 +15,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -641,6 +642,81 @@ TEST_F(RankProcessTest, EveryMinutesSavesWhenThatLongPassedSinceTheLastSave) {
   EXPECT_EQ(run.Logs().find("(step 1) uploaded"), std::string::npos) << run.Logs();
   EXPECT_EQ(run.Logs().find("(step 2) uploaded"), std::string::npos) << run.Logs();
   EXPECT_NE(run.Logs().find("(step 3) uploaded"), std::string::npos) << run.Logs();
+}
+
+TEST_F(RankProcessTest, KeepBestScoresEveryCheckpointAndTheServerKeepsTheBest) {
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_hyper_parameters()->set_epochs(3);
+  spec.mutable_checkpoint_policy()->set_every_epochs(1);
+  spec.mutable_checkpoint_policy()->set_keep_last(1);
+  spec.mutable_checkpoint_policy()->set_keep_best(true);
+  const std::string job_id = SubmitJob(spec);
+  std::vector<std::string> flags = StandardFlags(WriteAssignment(AssignmentFor(job_id, spec)));
+  flags.push_back("--max-steps-per-epoch=1");
+  RankRun run = Run(flags);
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  const std::string logs = run.Logs();
+  const auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u) << logs;
+  const v1::JobResult& result = results[0].result();
+  ASSERT_TRUE(result.success()) << result.message();
+
+  // Every upload (steps 1 and 2 periodic, 3 final) carries the fom of a validation run before it.
+  struct Upload {
+    int64_t step;
+    std::string sha256;
+    double fom;
+  };
+  std::vector<Upload> uploads;
+  std::istringstream lines(logs);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t up = line.find(") uploaded: sha256 ");
+    if (up == std::string::npos) continue;
+    const size_t step_at = line.rfind("(step ", up);
+    const size_t fom_at = line.find(", fom ", up);
+    ASSERT_NE(step_at, std::string::npos) << line;
+    ASSERT_NE(fom_at, std::string::npos) << "uploaded without a fom: " << line;
+    uploads.push_back({std::stoll(line.substr(step_at + 6)), line.substr(up + 19, 64),
+                       std::stod(line.substr(fom_at + 6))});
+  }
+  ASSERT_EQ(uploads.size(), 3u) << logs;
+  size_t validations = 0;
+  for (size_t at = logs.find("validation: "); at != std::string::npos;
+       at = logs.find("validation: ", at + 1)) {
+    ++validations;
+  }
+  EXPECT_EQ(validations, 3u) << "one per checkpoint; the final one's is the result's\n" << logs;
+  for (size_t i = 0; i < uploads.size(); ++i) {
+    EXPECT_EQ(uploads[i].step, static_cast<int64_t>(i + 1));
+    EXPECT_TRUE(std::isfinite(uploads[i].fom));
+    EXPECT_GT(uploads[i].fom, 0);
+  }
+  EXPECT_EQ(uploads.back().sha256, result.checkpoint_sha256());
+  EXPECT_NEAR(uploads.back().fom, result.metrics().at("fom"), 1e-6 * result.metrics().at("fom"));
+
+  // The server recorded the fom: the job's latest checkpoint is the final one, with its fom.
+  v1::GetJobRequest get;
+  get.set_job_id(job_id);
+  v1::Job job;
+  ASSERT_TRUE(training_->GetJob(Ctx(tenant_).get(), get, &job).ok());
+  ASSERT_TRUE(job.latest_checkpoint().has_fom()) << job.DebugString();
+  EXPECT_EQ(job.latest_checkpoint().step(), 3);
+  EXPECT_DOUBLE_EQ(job.latest_checkpoint().fom(), result.metrics().at("fom"));
+
+  // Retention (keep_last 1 + keep_best): the latest and the lowest-fom checkpoint (the newest of
+  // equals) stay; the others are gone.
+  size_t best = 0;
+  for (size_t i = 1; i < uploads.size(); ++i) {
+    if (uploads[i].fom <= uploads[best].fom) best = i;
+  }
+  runner::CheckpointClient client(server_->address(), join_token_);
+  for (size_t i = 0; i < uploads.size(); ++i) {
+    const bool kept = i == best || i + 1 == uploads.size();
+    absl::StatusOr<runner::UploadedCheckpoint> fetched =
+        client.Fetch(uploads[i].sha256, dir_.File(absl::StrCat("kept-", i, ".ckpt")));
+    EXPECT_EQ(fetched.ok(), kept) << "step " << uploads[i].step << " fom " << uploads[i].fom
+                                  << " (best: step " << uploads[best].step << ")";
+  }
 }
 
 TEST_F(RankProcessTest, CheckpointAndStopBeforeTrainingExits200WithoutACheckpoint) {

@@ -199,7 +199,8 @@ class DriverWorker {
 // As UploadCheckpoint, at `step` by a rank of `attempt`; returns the call's status.
 inline grpc::Status UploadCheckpointAt(const std::shared_ptr<grpc::Channel>& channel,
                                        const std::string& join, const std::string& job,
-                                       const std::string& bytes, int64_t step, int attempt) {
+                                       const std::string& bytes, int64_t step, int attempt,
+                                       std::optional<double> fom = std::nullopt) {
   auto stub = v1::WorkerService::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.AddMetadata("authorization", "Bearer " + join);
@@ -213,6 +214,7 @@ inline grpc::Status UploadCheckpointAt(const std::shared_ptr<grpc::Channel>& cha
   header.mutable_header()->set_attempt(attempt);
   header.mutable_header()->set_sha256(Sha256Hex(bytes));
   header.mutable_header()->set_size_bytes(bytes.size());
+  if (fom.has_value()) header.mutable_header()->set_fom(*fom);
   writer->Write(header);
   v1::UploadCheckpointRequest chunk;
   chunk.set_chunk(bytes);

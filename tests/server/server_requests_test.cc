@@ -124,11 +124,14 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
          return SubmitWith([](auto& s) { s.mutable_hyper_parameters()->set_optimizer("adam"); });
        },
        C::INVALID_ARGUMENT, "use \"rmsprop\""},
-      {"keep_best (not implemented)",
+      {"keep_best with validation disabled",
        [&] {
-         return SubmitWith([](auto& s) { s.mutable_checkpoint_policy()->set_keep_best(true); });
+         return SubmitWith([](auto& s) {
+           s.mutable_checkpoint_policy()->set_keep_best(true);
+           s.mutable_validation()->set_disabled(true);
+         });
        },
-       C::INVALID_ARGUMENT, "spec.checkpoint_policy.keep_best"},
+       C::INVALID_ARGUMENT, "spec.checkpoint_policy.keep_best: needs validation"},
       {"priority out of range", [&] { return SubmitWith([](auto& s) { s.set_priority(500); }); },
        C::INVALID_ARGUMENT, "spec.priority"},
       {"max_restarts negative", [&] { return SubmitWith([](auto& s) { s.set_max_restarts(-1); }); },
@@ -455,6 +458,13 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
   grpc::Status s = Submit(admin_token_, GoodSpec(), &job);
   EXPECT_TRUE(s.ok()) << Describe(s);
   EXPECT_EQ(job.state(), v1::QUEUED);
+  // keep_best with validation on (the default) is accepted and recorded.
+  v1::JobSpec best = GoodSpec();
+  best.mutable_checkpoint_policy()->set_keep_best(true);
+  v1::Job best_job;
+  s = Submit(admin_token_, best, &best_job);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  EXPECT_TRUE(best_job.spec().checkpoint_policy().keep_best());
 }
 
 TEST_F(ServerRequestsTest, SubmitGetListAndCancel) {

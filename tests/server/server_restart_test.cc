@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -403,6 +404,54 @@ TEST_F(ServerRestartTest, RetentionRemovesOlderCheckpointBlobsButNeverTheLatest)
   EXPECT_TRUE(exists("ckpt 30"));
   EXPECT_TRUE(exists("ckpt 40"));
   EXPECT_EQ(Get(job.id()).latest_checkpoint().step(), 40);
+}
+
+TEST_F(ServerRestartTest, KeepBestAlsoKeepsTheCheckpointWithTheLowestFom) {
+  auto a = Worker("alpha");
+  auto b = Worker("beta");
+  v1::JobSpec spec = GoodSpec();
+  spec.mutable_checkpoint_policy()->set_keep_last(1);
+  spec.mutable_checkpoint_policy()->set_keep_best(true);
+  v1::Job job = SubmitJob(token_, spec);
+  ASSERT_EQ(TakeAssignments(job.id(), a, b).size(), 2u);
+  RunRanks(job.id(), *a, *b, 0);
+  auto exists = [&](const std::string& bytes) {
+    auto stub = v1::WorkerService::NewStub(channel_);
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + join_);
+    v1::FetchCheckpointRequest request;
+    request.set_sha256(Sha256Hex(bytes));
+    auto reader = stub->FetchCheckpoint(&ctx, request);
+    v1::CheckpointChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return reader->Finish().ok();
+  };
+  // fom (lower is better): step 20 is the best; newer ones are worse.
+  const std::vector<std::pair<int, double>> uploads = {{10, 0.8}, {20, 0.3}, {30, 0.6}, {40, 0.7}};
+  for (const auto& [step, fom] : uploads) {
+    ASSERT_TRUE(
+        UploadCheckpointAt(channel_, join_, job.id(), absl::StrCat("ckpt ", step), step, 0, fom)
+            .ok());
+  }
+  EXPECT_FALSE(exists("ckpt 10"));
+  EXPECT_TRUE(exists("ckpt 20")) << "the best stays beyond keep_last";
+  EXPECT_FALSE(exists("ckpt 30"));
+  EXPECT_TRUE(exists("ckpt 40")) << "the latest stays";
+  const v1::Job got = Get(job.id());
+  EXPECT_EQ(got.latest_checkpoint().step(), 40);
+  ASSERT_TRUE(got.latest_checkpoint().has_fom());
+  EXPECT_DOUBLE_EQ(got.latest_checkpoint().fom(), 0.7);
+  // A better one replaces the best: step 20 goes.
+  ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), "ckpt 50", 50, 0, 0.1).ok());
+  EXPECT_FALSE(exists("ckpt 20"));
+  EXPECT_FALSE(exists("ckpt 40"));
+  EXPECT_TRUE(exists("ckpt 50"));
+  // A figure of merit that is not finite is refused, naming the field.
+  grpc::Status nan = UploadCheckpointAt(channel_, join_, job.id(), "ckpt 60", 60, 0,
+                                        std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(nan.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(nan.error_message().find("header.fom"), std::string::npos) << nan.error_message();
 }
 
 // The watchdog, with a short limit.

@@ -41,6 +41,7 @@ TEST(ValidationTest, AGoodSpecPasses) {
   spec.set_dataset("file:///data/Ele_1.h5");
   spec.set_initial_model("alice/calo@champion");
   spec.set_model_name("calo-v2");
+  spec.mutable_checkpoint_policy()->set_keep_best(true);  // validation is on by default
   EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
 }
 
@@ -80,6 +81,11 @@ TEST(ValidationTest, JobSpecFieldsAreChecked) {
        "spec.model_visibility"},
       {[](v1::JobSpec& s, double) { s.mutable_checkpoint_policy()->set_keep_last(-2); },
        "spec.checkpoint_policy.keep_last"},
+      {[](v1::JobSpec& s, double) {
+         s.mutable_checkpoint_policy()->set_keep_best(true);
+         s.mutable_validation()->set_disabled(true);
+       },
+       "spec.checkpoint_policy.keep_best"},
       {[](v1::JobSpec& s, double) { s.mutable_data_pipeline()->set_prefetch_batches(-1); },
        "spec.data_pipeline.prefetch_batches"},
       {[](v1::JobSpec& s, double) { s.mutable_data_pipeline()->set_loader_threads(257); },

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -403,6 +404,53 @@ TEST_F(JobRepositoryTest, RestartsCountAttemptsAndCheckpointsAreKeptAndExpired) 
   auto last = jobs.ExpireCheckpoints(id, 1);
   ASSERT_TRUE(last.ok());
   EXPECT_EQ(*last, std::vector<std::string>{c}) << "c goes; b, the latest, stays";
+}
+
+TEST_F(JobRepositoryTest, KeepBestKeepsTheLowestFomCheckpointBeyondKeepLast) {
+  JobRepository jobs(*db_);
+  auto job = jobs.Create("alice", Spec("best"), "");
+  ASSERT_TRUE(job.ok());
+  const std::string id = job->id();
+  auto saved = [](char c, int64_t step, std::optional<double> fom) {
+    gantry::v1::CheckpointSaved s;
+    s.set_sha256(std::string(64, c));
+    s.set_step(step);
+    s.set_epoch(static_cast<int>(step / 10));
+    s.set_size_bytes(100);
+    if (fom.has_value()) s.set_fom(*fom);
+    return s;
+  };
+  // fom (lower is better): a 0.9, b 0.2 (the best), c 0.5, d without a fom.
+  ASSERT_TRUE(jobs.RecordCheckpoint(id, 0, saved('a', 10, 0.9)).ok());
+  ASSERT_TRUE(jobs.RecordCheckpoint(id, 0, saved('b', 20, 0.2)).ok());
+  auto expired = jobs.ExpireCheckpoints(id, 1, /*keep_best=*/true);
+  ASSERT_TRUE(expired.ok()) << expired.status();
+  EXPECT_EQ(*expired, std::vector<std::string>{std::string(64, 'a')})
+      << "b is both the newest and the best";
+  ASSERT_TRUE(jobs.RecordCheckpoint(id, 0, saved('c', 30, 0.5)).ok());
+  expired = jobs.ExpireCheckpoints(id, 1, true);
+  ASSERT_TRUE(expired.ok());
+  EXPECT_TRUE(expired->empty()) << "c is the newest, b the best: both stay";
+  ASSERT_TRUE(jobs.RecordCheckpoint(id, 0, saved('d', 40, std::nullopt)).ok());
+  expired = jobs.ExpireCheckpoints(id, 1, true);
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, std::vector<std::string>{std::string(64, 'c')})
+      << "c, newer but worse than b, goes; d (the newest, no fom) and b (the best) stay";
+  // The latest checkpoint and the events carry the fom.
+  EXPECT_FALSE(jobs.Get("", id)->latest_checkpoint().has_fom()) << "d has none";
+  auto events = jobs.ListEvents(id, 0, 0);
+  ASSERT_TRUE(events.ok());
+  std::vector<double> foms;
+  for (const auto& e : *events) {
+    if (e.has_checkpoint_saved() && e.checkpoint_saved().has_fom()) {
+      foms.push_back(e.checkpoint_saved().fom());
+    }
+  }
+  EXPECT_EQ(foms, (std::vector<double>{0.9, 0.2, 0.5}));
+  // Without keep_best the best one is just older than the newest keep_last.
+  expired = jobs.ExpireCheckpoints(id, 1, /*keep_best=*/false);
+  ASSERT_TRUE(expired.ok());
+  EXPECT_EQ(*expired, std::vector<std::string>{std::string(64, 'b')});
 }
 
 }  // namespace gantry::storage

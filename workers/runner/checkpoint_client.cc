@@ -35,7 +35,8 @@ std::unique_ptr<grpc::ClientContext> CheckpointClient::NewContext() const {
 
 absl::StatusOr<UploadedCheckpoint> CheckpointClient::Upload(const std::string& job_id, int epoch,
                                                             int64_t step, const std::string& path,
-                                                            int attempt, int rank) {
+                                                            int attempt, int rank,
+                                                            std::optional<double> fom) {
   ASSIGN_OR_RETURN(const std::string sha256, Sha256OfFile(path));
   std::error_code ec;
   const int64_t size = static_cast<int64_t>(std::filesystem::file_size(path, ec));
@@ -55,6 +56,7 @@ absl::StatusOr<UploadedCheckpoint> CheckpointClient::Upload(const std::string& j
   h->set_size_bytes(size);
   h->set_attempt(attempt);
   h->set_rank(rank);
+  if (fom.has_value()) h->set_fom(*fom);
   bool open = writer->Write(header);
   std::string buffer(kChunkBytes, '\0');
   int64_t sent = 0;

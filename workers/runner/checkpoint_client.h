@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -28,9 +29,11 @@ class CheckpointClient {
   // Hashes `path`, then streams a header {job_id, epoch, step, sha256, size, attempt, rank} and
   // 1 MiB chunks. The server verifies the sha256 and records a CheckpointSaved event for the job
   // (FAILED_PRECONDITION for an attempt older than the job's). Errors carry the gRPC code and name
-  // the server and the file.
+  // the server and the file. `fom`, when set, is the checkpoint's validation figure of merit
+  // (checkpoint_policy.keep_best).
   absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch, int64_t step,
-                                            const std::string& path, int attempt = 0, int rank = 0);
+                                            const std::string& path, int attempt = 0, int rank = 0,
+                                            std::optional<double> fom = std::nullopt);
 
   // Downloads checkpoint `sha256` to `path` (via path.part + rename) and verifies its hash;
   // DATA_LOSS on a mismatch.

@@ -219,6 +219,12 @@ absl::Status ResolveCheckpointPolicy(const v1::CheckpointPolicy& c, RankPlan* pl
   plan->checkpoint_every_steps = c.every_steps();
   plan->checkpoint_every_minutes = c.every_minutes();
   plan->keep_last = std::max(1, c.keep_last());
+  if (c.keep_best() && !plan->validation) {
+    return Bad("spec.checkpoint_policy.keep_best",
+               "needs validation (spec.validation.disabled is set): the best checkpoint is chosen "
+               "by its validation figure of merit");
+  }
+  plan->keep_best = c.keep_best();
   return absl::OkStatus();
 }
 

@@ -29,6 +29,9 @@ struct RankPlan {
   int64_t checkpoint_every_steps = 0;
   double checkpoint_every_minutes = 0;
   int keep_last = 1;  // checkpoint files kept in the rank's work dir
+  // checkpoint_policy.keep_best: rank 0 validates at every periodic checkpoint and uploads the
+  // fom with it (needs validation).
+  bool keep_best = false;
   bool scale_lr_with_world_size = false;
   int64_t warmup_epochs = 0;
   // The input pipeline (spec.data_pipeline, 0 = automatic; ResolveDataPipeline): batches read

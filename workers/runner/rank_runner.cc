@@ -511,11 +511,25 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
     uploaded = last_upload_step_ == trainer.state().step;
     final_upload = last_upload_;
   }
+  // keep_best: the final checkpoint carries its fom too, so validation runs before its upload (a
+  // failed validation still uploads it, without a fom, and then fails the job).
+  bool validated = false;
+  absl::Status validation = absl::OkStatus();
   if (!uploaded) {
-    RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true));
+    std::optional<double> fom;
+    if (plan_.keep_best && plan_.validation && !CheckpointAndStopRequested() &&
+        !StopRequested()) {
+      validation = Validate(trainer, &result_);
+      validated = true;
+      if (validation.ok() && std::isfinite(result_.metrics().at("fom"))) {
+        fom = result_.metrics().at("fom");
+      }
+    }
+    RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true, absl::ZeroDuration(), fom));
     absl::MutexLock lock(&upload_mu_);
     final_upload = last_upload_;
   }
+  RETURN_IF_ERROR(validation);
   result_.set_checkpoint_sha256(final_upload.sha256);
   result_.set_checkpoint_size_bytes(final_upload.size_bytes);
   if (CheckpointAndStopRequested()) {
@@ -526,7 +540,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
                                           final_upload.sha256, " is uploaded")),
         kExitPreempted);
   }
-  if (plan_.validation) {
+  if (plan_.validation && !validated) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
     RETURN_IF_ERROR(Validate(trainer, &result_));
   }
@@ -692,7 +706,12 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
                             epoch_seconds > 0 ? 100 * epoch_wait / epoch_seconds : 0, epoch_wait));
       }
       if (PeriodicCheckpointDue(trainer, epoch)) {
-        RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false));
+        std::optional<double> fom;
+        if (plan_.keep_best) {
+          ASSIGN_OR_RETURN(fom, ScoreCheckpoint(trainer));
+        }
+        RETURN_IF_ERROR(
+            SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(), fom));
       }
     }
     if (epoch_end) {
@@ -778,15 +797,34 @@ void RankRunner::WaitForUpload() {
   if (upload_thread_.joinable()) upload_thread_.join();
 }
 
+absl::StatusOr<std::optional<double>> RankRunner::ScoreCheckpoint(gan::Trainer& trainer) {
+  v1::JobResult scored;
+  absl::Status validated = Validate(trainer, &scored);
+  if (!validated.ok()) {
+    return absl::Status(validated.code(),
+                        absl::StrCat("checkpoint_policy.keep_best: scoring the checkpoint of step ",
+                                     trainer.state().step, ": ", validated.message()));
+  }
+  const double fom = scored.metrics().at("fom");
+  if (!std::isfinite(fom)) {
+    // Uploaded without a fom: a restart point, never the best.
+    Log("WARNING", absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
+                                trainer.state().step, " has fom ", fom, "; it is not scored"));
+    return std::nullopt;
+  }
+  return fom;
+}
+
 absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
-                                              absl::Duration retry_for) {
+                                              absl::Duration retry_for,
+                                              std::optional<double> fom) {
   // The server may be restarting: retry UNAVAILABLE with backoff (1, 2, 4, 8, 15, 15, ... s).
   const absl::Time start = absl::Now();
   const absl::Time give_up = start + retry_for;
   absl::StatusOr<UploadedCheckpoint> uploaded;
   for (int attempt = 0;; ++attempt) {
     uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path,
-                                    plan_.assignment.attempt(), rank_);
+                                    plan_.assignment.attempt(), rank_, fom);
     const absl::Duration wait =
         std::min(absl::Seconds(1 << std::min(attempt, 4)), absl::Seconds(15));
     if (uploaded.ok() || !absl::IsUnavailable(uploaded.status()) || StopRequested() ||
@@ -804,14 +842,15 @@ absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch
     last_upload_step_ = step;
   }
   Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes, "
-                              "upload %.3f s",
+                              "upload %.3f s%s",
                               epoch, step, uploaded->sha256, uploaded->size_bytes,
-                              absl::ToDoubleSeconds(absl::Now() - start)));
+                              absl::ToDoubleSeconds(absl::Now() - start),
+                              fom.has_value() ? absl::StrFormat(", fom %.9g", *fom) : ""));
   return absl::OkStatus();
 }
 
 absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
-                                       absl::Duration retry_for) {
+                                       absl::Duration retry_for, std::optional<double> fom) {
   WaitForUpload();  // at most one upload in flight; its file is never pruned while it runs
   const int epoch = static_cast<int>(trainer.state().epoch);
   const int64_t step = trainer.state().step;
@@ -836,7 +875,7 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
     retry_for = final_checkpoint ? options_.final_upload_retry : absl::Seconds(15);
   }
   if (final_checkpoint) {
-    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for);
+    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for, fom);
     if (!uploaded.ok()) {
       return absl::Status(uploaded.code(),
                           absl::StrCat("uploading the final checkpoint: ", uploaded.message()));
@@ -844,8 +883,8 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
     return absl::OkStatus();
   }
   // Training goes on while the snapshot uploads; a failure only costs this restart point.
-  upload_thread_ = std::thread([this, path, epoch, step, retry_for] {
-    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for);
+  upload_thread_ = std::thread([this, path, epoch, step, retry_for, fom] {
+    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for, fom);
     if (!uploaded.ok()) {
       Log("WARNING", absl::StrCat("checkpoint of epoch ", epoch, " (step ", step, ") kept at ",
                                   path, " but not uploaded: ", uploaded.ToString()));

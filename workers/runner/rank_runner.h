@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -114,12 +115,19 @@ class RankRunner {
   // failure is logged) or synchronously (final / preemption; the error is returned). Waits for
   // the previous upload first: at most one is in flight.
   // `retry_for` bounds the retries of UNAVAILABLE (zero: 15 s periodic, final_upload_retry final).
+  // `fom` is sent with the checkpoint (keep_best: its validation figure of merit).
   absl::Status SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
-                             absl::Duration retry_for = absl::ZeroDuration());
+                             absl::Duration retry_for = absl::ZeroDuration(),
+                             std::optional<double> fom = std::nullopt);
+  // keep_best: validates the current generator on the hold-out (as at the end of training) and
+  // returns its fom, for the periodic checkpoint about to be saved (none, with a warning, when it
+  // is not finite). A failed validation is returned: the one at the end would fail the same way.
+  absl::StatusOr<std::optional<double>> ScoreCheckpoint(gan::Trainer& trainer);
   absl::Status CheckpointAndStop(gan::Trainer& trainer);
   // Uploads with retries of UNAVAILABLE for up to `retry_for`; records the upload on success.
   absl::Status UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
-                                    absl::Duration retry_for);
+                                    absl::Duration retry_for,
+                                    std::optional<double> fom = std::nullopt);
   void WaitForUpload();
   absl::Status Validate(gan::Trainer& trainer, gantry::v1::JobResult* result);
 
