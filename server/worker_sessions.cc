@@ -136,6 +136,17 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
         continue;
       }
       auto orphan = state_.orphans.find(job_id);
+      if (orphan != state_.orphans.end() && orphan->second.state() == v1::RESTARTING) {
+        // A restart was under way when the server stopped: these ranks are an earlier attempt's
+        // (or the new attempt's, still starting). Stop them; the orphan stays unclaimed and is
+        // queued again after the lease timeout (PlacementLoop::EndUnclaimedOrphans).
+        v1::ServerMessage cancel;
+        cancel.mutable_cancellation()->set_job_id(job_id);
+        cancel.mutable_cancellation()->set_reason(
+            "the job was restarting when the server stopped; its gang is placed again");
+        link->Send(std::move(cancel));
+        continue;
+      }
       if (orphan != state_.orphans.end()) {
         adopted.emplace_back(job_id, AdoptOrphan(worker_id, orphan->second));
         state_.orphans.erase(orphan);
