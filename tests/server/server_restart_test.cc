@@ -71,23 +71,23 @@ class ServerRestartTest : public ServerFixture {
     }
     return {ma->assignment(), mb->assignment()};
   }
-  // The next assignment the worker gets (cancellations before it are skipped).
-  static std::optional<v1::ServerMessage> NextAssignment(DriverWorker& w, int timeout_ms = 10000) {
+  // The next message the worker gets that is (or, with want_assignment false, is not) an
+  // assignment; the others before it are skipped.
+  static std::optional<v1::ServerMessage> NextOf(DriverWorker& w, bool want_assignment,
+                                                 int timeout_ms) {
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
     while (std::chrono::steady_clock::now() < until) {
       std::optional<v1::ServerMessage> m = w.Next(100);
-      if (m.has_value() && m->has_assignment()) return m;
+      if (m.has_value() && m->has_assignment() == want_assignment) return m;
     }
     return std::nullopt;
   }
-  // The next message of a kind other than an assignment (a cancellation, a checkpoint-and-stop).
+  static std::optional<v1::ServerMessage> NextAssignment(DriverWorker& w, int timeout_ms = 10000) {
+    return NextOf(w, true, timeout_ms);
+  }
+  // A cancellation or a checkpoint-and-stop.
   static std::optional<v1::ServerMessage> NextControl(DriverWorker& w, int timeout_ms = 10000) {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-    while (std::chrono::steady_clock::now() < until) {
-      std::optional<v1::ServerMessage> m = w.Next(100);
-      if (m.has_value() && !m->has_assignment()) return m;
-    }
-    return std::nullopt;
+    return NextOf(w, false, timeout_ms);
   }
 
   // Both ranks of `attempt` report running; the job becomes RUNNING.
