@@ -23,10 +23,6 @@ absl::Time TimeOf(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
 }
 
-v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
-  return kind == v1::DEVICE_KIND_GPU ? v1::DEVICE_KIND_GPU : v1::DEVICE_KIND_CPU;
-}
-
 // Database errors worth retrying (the connection, not the request).
 bool Transient(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
@@ -281,7 +277,7 @@ absl::StatusOr<scheduler::JobRequest> JobLifecycle::MakeJobRequest(const v1::Job
   request.priority = job.spec().priority();
   request.submitted = TimeOf(job.created_at());
   request.world_size = job.spec().world_size();
-  request.device = DeviceOf(job.spec().resources_per_rank().device());
+  request.device = job.spec().resources_per_rank().device();  // the scheduler normalises
   request.selector.insert(job.spec().worker_selector().begin(), job.spec().worker_selector().end());
   if (absl::StartsWith(job.spec().dataset(), "ds-")) {
     absl::StatusOr<v1::Dataset> ds = backend_.datasets->Get(job.owner(), job.spec().dataset());

@@ -18,10 +18,6 @@ namespace v1 = ::gantry::v1;
 
 const std::vector<v1::JobState> kLive = {v1::PLACING, v1::RUNNING, v1::RESTARTING};
 
-v1::DeviceKind DeviceOf(v1::DeviceKind kind) {
-  return kind == v1::DEVICE_KIND_GPU ? v1::DEVICE_KIND_GPU : v1::DEVICE_KIND_CPU;
-}
-
 std::string DescribeExit(int code) {
   if (code < 0) return absl::StrCat("was killed by signal ", -code);
   return absl::StrCat("exited with code ", DescribeExitCode(code));
@@ -173,7 +169,7 @@ void WorkerSessions::UpsertScheduledWorker(const std::string& worker_id, const v
   w.id = worker_id;
   w.name = reg.name();
   w.slots = reg.slots();
-  w.device = DeviceOf(reg.device());
+  w.device = reg.device();  // the scheduler normalises UNSPECIFIED to CPU
   w.labels.insert(reg.labels().begin(), reg.labels().end());
   w.host = reg.advertise_host();
   if (reg.rendezvous_port_min() > 0) {
