@@ -9,6 +9,9 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "base/file_roots.h"
 #include "base/build_info.h"
 #include "base/flags.h"
 #include "base/signals.h"
@@ -57,6 +60,12 @@ ABSL_FLAG(int, db_statement_timeout_ms, 10000,
 ABSL_FLAG(int, auth_cache_ttl_ms, 2000,
           "how long a verified tenant token is reused without asking PostgreSQL (0 = never); "
           "revocations through this server apply at once");
+ABSL_FLAG(std::string, file_dataset_roots, "",
+          "comma-separated directories jobs may name with file:// datasets (default none: file:// "
+          "is refused); workers enforce their own --file-roots on their file system");
+ABSL_FLAG(std::string, file_dataset_tenants, "",
+          "comma-separated tenants allowed to use file:// datasets, or * for every tenant "
+          "(default none)");
 ABSL_FLAG(int, model_cache_ttl_ms, 2000,
           "how long Generate reuses a resolved model reference (0 = never); alias and archive "
           "changes through this server apply at once");
@@ -114,6 +123,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.model_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_model_cache_ttl_ms));
+  absl::StatusOr<gantry::FileRoots> file_roots =
+      gantry::FileRoots::Parse(absl::GetFlag(FLAGS_file_dataset_roots), "file-dataset-roots");
+  if (!file_roots.ok()) {
+    std::cerr << "gantry-server: " << file_roots.status().message() << "\n";
+    return 2;
+  }
+  options.file_dataset_roots = *std::move(file_roots);
+  for (absl::string_view tenant :
+       absl::StrSplit(absl::GetFlag(FLAGS_file_dataset_tenants), ',', absl::SkipWhitespace())) {
+    options.file_dataset_tenants.insert(std::string(absl::StripAsciiWhitespace(tenant)));
+  }
   if (options.max_showers_per_request < 1) {
     std::cerr << "gantry-server: --max-showers-per-request must be >= 1\n";
     return 2;

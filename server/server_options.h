@@ -3,9 +3,11 @@
 #define GANTRY_SERVER_SERVER_OPTIONS_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "absl/time/time.h"
+#include "base/file_roots.h"
 
 namespace gantry::server {
 
@@ -50,6 +52,11 @@ struct ServerOptions {
   // SQL) are seen within this time.
   absl::Duration auth_cache_ttl = absl::Seconds(2);
   absl::Duration model_cache_ttl = absl::Seconds(2);
+  // file:// datasets: the directories a job may name (checked lexically at submit; workers check
+  // their own --file-roots with realpath) and the tenants allowed to use them ("*" = every tenant).
+  // Both empty by default: file:// is refused.
+  FileRoots file_dataset_roots;
+  std::set<std::string> file_dataset_tenants;
 };
 
 }  // namespace gantry::server

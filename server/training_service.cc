@@ -26,6 +26,21 @@ absl::Status WithField(const absl::Status& status, absl::string_view field) {
 
 }  // namespace
 
+absl::Status TrainingService::CheckFileDataset(const Principal& p, const std::string& ref) const {
+  const ServerOptions& o = backend_.options;
+  if (!o.file_dataset_tenants.count("*") && !o.file_dataset_tenants.count(p.tenant)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "spec.dataset: tenant \"", p.tenant,
+        "\" may not read file:// datasets; upload the file (gantry datasets upload) or ask the "
+        "operator to allow your tenant"));
+  }
+  absl::StatusOr<std::string> path = o.file_dataset_roots.CheckLexical(ref.substr(7));
+  if (!path.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("spec.dataset: ", path.status().message()));
+  }
+  return absl::OkStatus();
+}
+
 grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
                                         const v1::SubmitJobRequest* request, v1::Job* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
@@ -38,6 +53,7 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
     v1::JobSpec spec = request->spec();
     ASSIGN_OR_RETURN(DatasetRefKind kind,
                      ValidateDatasetRef(spec.dataset(), spec.model_preset(), "spec.dataset"));
+    if (kind == DatasetRefKind::kFile) RETURN_IF_ERROR(CheckFileDataset(p, spec.dataset()));
     if (kind == DatasetRefKind::kUploaded) {
       RETURN_IF_ERROR(
           WithField(backend_.datasets->Get(p.tenant, spec.dataset()).status(), "spec.dataset"));

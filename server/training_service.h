@@ -29,6 +29,10 @@ class TrainingService final : public gantry::v1::TrainingService::Service {
                           gantry::v1::GetJobLogsResponse* response) override;
 
  private:
+  // file:// datasets: PERMISSION_DENIED unless the operator allows the tenant, INVALID_ARGUMENT
+  // unless the path lies under an allowed root.
+  absl::Status CheckFileDataset(const Principal& p, const std::string& ref) const;
+
   Backend& backend_;
 };
 

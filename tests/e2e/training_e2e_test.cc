@@ -34,8 +34,10 @@ class TrainingE2eTest : public ServerFixture {
     join_token_file_ = dir_.path() + "/join-token";
     std::ofstream(join_token_file_) << "e2e-join-token-0123456789abcdef\n";
     // Short heartbeats and lease so a lost worker is noticed within seconds.
+    // file:// datasets under /nonexistent (the failing-rank case) for tenant "physics".
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
-                 "--lease-timeout-ms", "3000"});
+                 "--lease-timeout-ms", "3000", "--file-dataset-roots=/nonexistent",
+                 "--file-dataset-tenants=physics"});
     token_ = NewTenant("physics");
   }
 
@@ -58,6 +60,7 @@ class TrainingE2eTest : public ServerFixture {
         "--threads=1",
         "--labels=zone=" + name,
         "--cache-dir=" + cache,
+        "--file-roots=/nonexistent",
         "--advertise-host=127.0.0.1",
         "--rendezvous-ports=" + std::to_string(port_base) + "-" + std::to_string(port_base + 20)};
     auto worker = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");

@@ -81,7 +81,9 @@ class WorkerPoolFixture : public ServerFixture {
                                      "--lease-timeout-ms",      "3000",
                                      "--hang-timeout-seconds",  "20",
                                      "--hang-step-factor",      "4",
-                                     "--rank-exit-grace-seconds", "10"};
+                                     "--rank-exit-grace-seconds", "10",
+                                     "--file-dataset-roots=/nonexistent",
+                                     "--file-dataset-tenants=physics"};
     if (!listen.empty()) args.push_back("--listen=" + listen);
     StartServer(args);
   }
@@ -96,6 +98,7 @@ class WorkerPoolFixture : public ServerFixture {
         "--slots=1",
         "--threads=1",
         "--cache-dir=" + dir_.path() + "/" + name,
+        "--file-roots=/nonexistent",
         "--advertise-host=127.0.0.1",
         "--kill-grace-ms=2000",
         "--preemption-grace-ms=60000",

@@ -306,6 +306,48 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// A rank reads file:// only under the daemon's --file-roots: through the resolved, opened file,
+// never out of the roots by a symbolic link and never from the worker's own cache.
+TEST(DatasetSourceTest, FileRootsConfineFileReferences) {
+  TempDir dir;
+  std::filesystem::create_directories(dir.File("data"));
+  std::filesystem::create_directories(dir.File("cache"));
+  const std::string path = dir.File("data/Ele_toy.h5");
+  ASSERT_TRUE(WriteToyFile(path, 4, 12).ok());
+  const std::string outside = dir.File("outside_Ele.h5");
+  ASSERT_TRUE(WriteToyFile(outside, 4, 13).ok());
+  DatasetSourceOptions options{"", "", dir.File("cache")};
+  options.file_roots = *FileRoots::Parse(dir.File("data"), "file-roots");
+  DatasetSource source(options);
+
+  absl::StatusOr<MaterializedDataset> got = source.Materialize("file://" + path, "");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->sha256, Sha256Hex(ReadFile(path)));
+  EXPECT_EQ(got->showers.events(), 4);
+  EXPECT_EQ(got->particle, "Ele");
+
+  EXPECT_EQ(source.Materialize("file://" + outside, "").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  std::filesystem::create_symlink(outside, dir.File("data/link_Ele.h5"));
+  EXPECT_EQ(source.Materialize("file://" + dir.File("data/link_Ele.h5"), "").status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // The cached copy of the first file, reached through a link planted under the root.
+  std::filesystem::create_symlink(got->local_path, dir.File("data/cached_Ele.h5"));
+  absl::StatusOr<MaterializedDataset> cached =
+      source.Materialize("file://" + dir.File("data/cached_Ele.h5"), "");
+  EXPECT_EQ(cached.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(cached.status().message().find(dir.File("cache")), std::string::npos)
+      << cached.status();
+  EXPECT_EQ(source.Materialize("file:///etc/passwd", "").status().code(),
+            absl::StatusCode::kPermissionDenied);
+
+  // No roots (a daemon without --file-roots): every file:// is refused.
+  DatasetSourceOptions closed{"", "", dir.File("cache")};
+  closed.file_roots = FileRoots();
+  EXPECT_EQ(DatasetSource(closed).Materialize("file://" + path, "").status().code(),
+            absl::StatusCode::kPermissionDenied);
+}
+
 TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
   TempDir dir;
   const std::string path = dir.File("Ele_copy.h5");

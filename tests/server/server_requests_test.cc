@@ -649,3 +649,44 @@ TEST_F(ServerRequestsTest, SigtermEndsOpenWatchStreamsAndExitsCleanly) {
 
 }  // namespace
 }  // namespace gantry::testing
+
+namespace gantry::testing {
+namespace {
+
+// file:// datasets: refused unless the operator allows the tenant (PERMISSION_DENIED) and the path
+// lies under an allowed root (INVALID_ARGUMENT, naming the allowed roots); by default both are off.
+TEST_F(ServerRequestsTest, FileDatasetsNeedAnAllowedTenantAndRoot) {
+  auto submit = [&](const std::string& token, const std::string& dataset) {
+    v1::JobSpec spec = GoodSpec();
+    spec.set_dataset(dataset);
+    v1::Job job;
+    return Submit(token, spec, &job);
+  };
+  const std::string alice = NewTenant("alice");
+  grpc::Status off = submit(alice, "file:///data/calo/Ele.h5");
+  EXPECT_EQ(off.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(off);
+
+  StartServer({"--file-dataset-roots=/data/calo,/eos/shared", "--file-dataset-tenants=alice"});
+  const std::string bob = NewTenant("bob");
+  EXPECT_TRUE(submit(alice, "file:///data/calo/run1/Ele.h5").ok());
+  EXPECT_TRUE(submit(alice, "file:///eos/shared/Ele.h5").ok());
+  grpc::Status other_tenant = submit(bob, "file:///data/calo/run1/Ele.h5");
+  EXPECT_EQ(other_tenant.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_NE(other_tenant.error_message().find("bob"), std::string::npos) << Describe(other_tenant);
+  for (const char* outside : {"file:///etc/shadow", "file:///data/calorimeter/Ele.h5",
+                              "file:///data/calo", "file:///data/calo/../../etc/shadow",
+                              "file:///data/./calo/../secrets/x.h5"}) {
+    grpc::Status s = submit(alice, outside);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << outside << Describe(s);
+    EXPECT_NE(s.error_message().find("spec.dataset"), std::string::npos) << Describe(s);
+  }
+  grpc::Status named = submit(alice, "file:///etc/shadow");
+  EXPECT_NE(named.error_message().find("/data/calo"), std::string::npos)
+      << "the message names the allowed roots: " << Describe(named);
+
+  StartServer({"--file-dataset-roots=/data/calo", "--file-dataset-tenants=*"});
+  EXPECT_TRUE(submit(bob, "file:///data/calo/Ele.h5").ok());
+}
+
+}  // namespace
+}  // namespace gantry::testing

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/file_roots.h"
 #include "base/status_macros.h"
 
 namespace gantry::agent {
@@ -31,6 +32,8 @@ const char kAgentUsage[] =
     "  --advertise-host=HOST       address other ranks reach this worker at (default 127.0.0.1)\n"
     "  --rendezvous-ports=MIN-MAX  ports for c10d rendezvous when hosting rank 0 (29400-29499)\n"
     "  --work-dir=DIR              per-rank scratch (default <cache-dir>/work)\n"
+    "  --file-roots=DIR,DIR        the only directories file:// datasets may be read from\n"
+    "                              (default none: jobs with file:// datasets fail here)\n"
     "  --ranks-die-with-daemon=true|false  kill ranks if the daemon itself dies (default true)\n"
     "  --preemption-grace-ms=MS    on SIGTERM (a preemption notice) ranks checkpoint and exit\n"
     "                              within this before they are stopped (default 25000; 0 = stop\n"
@@ -207,6 +210,7 @@ absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
   o->advertise_host = f.advertise_host;
   RETURN_IF_ERROR(ParsePorts(f.rendezvous_ports, o));
   o->work_dir = f.work_dir;
+  ASSIGN_OR_RETURN(o->file_roots, FileRoots::Parse(f.file_roots, "file-roots"));
   if (f.ranks_die_with_daemon != "true" && f.ranks_die_with_daemon != "false") {
     return Bad("ranks-die-with-daemon", "wants true or false");
   }
@@ -283,6 +287,18 @@ absl::Status ResolveAgentOptions(AgentOptions* o) {
   }
   while (o->cache_dir.size() > 1 && o->cache_dir.back() == '/') o->cache_dir.pop_back();
   while (o->work_dir.size() > 1 && o->work_dir.back() == '/') o->work_dir.pop_back();
+  // A root that holds (or lies in) the cache or the scratch would let a job read other jobs'
+  // data and checkpoints.
+  for (const std::string& root : o->file_roots.roots()) {
+    const std::string real_root = std::filesystem::weakly_canonical(root, ec).string();
+    for (const auto& [flag, dir] : {std::pair<const char*, const std::string&>{"cache-dir", o->cache_dir},
+                                    {"work-dir", o->work_dir}}) {
+      const std::string real_dir = std::filesystem::weakly_canonical(dir, ec).string();
+      if (PathIsUnder(real_dir, real_root) || PathIsUnder(real_root, real_dir)) {
+        return Bad("file-roots", absl::StrCat(root, " overlaps --", flag, " ", dir));
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -31,6 +31,7 @@ struct AgentFlags {
   std::string advertise_host = "127.0.0.1";
   std::string rendezvous_ports = "29400-29499";  // MIN-MAX
   std::string work_dir;                          // empty: <cache_dir>/work
+  std::string file_roots;                        // dir,dir: where file:// datasets may be read
   std::string ranks_die_with_daemon = "true";    // true | false
   int serve_port = 0;
   int max_batch_size = 128;

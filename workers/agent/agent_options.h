@@ -6,6 +6,8 @@
 
 #include <cstdint>
 #include <map>
+
+#include "base/file_roots.h"
 #include <string>
 #include <vector>
 
@@ -29,6 +31,9 @@ struct AgentOptions {
   int rendezvous_port_min = 29400;
   int rendezvous_port_max = 29499;
   std::string work_dir;  // per-rank scratch root; empty = <cache_dir>/work
+  // The only directories "file://" datasets may be read from on this worker (an operator's
+  // allowlist, per pool); none = file:// is refused. Must not overlap cache_dir or work_dir.
+  FileRoots file_roots;
   // The program run for each rank as `<rank_binary> rank --assignment=...`; empty = this
   // executable (/proc/self/exe). Tests point it at a fake rank.
   std::string rank_binary;

@@ -120,6 +120,7 @@ struct ChildExec {
             absl::StrCat("--control-fd=", kChildControlFd),
             "--server=" + options.server,
             "--cache-dir=" + options.cache_dir,
+            "--file-roots=" + options.file_roots,
             absl::StrCat("--cache-max-bytes=", options.cache_max_bytes),
             "--work-dir=" + work_dir};
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {

@@ -32,6 +32,7 @@ struct RankLauncherOptions {
   std::string server;      // passed as --server
   std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
   std::string cache_dir;   // passed as --cache-dir
+  std::string file_roots;  // passed as --file-roots (comma-separated; empty = file:// refused)
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
   int64_t cache_max_bytes = 0;
   // A rank's scratch is <work_root>/<job_id>/rank-<r> for attempt 0, else

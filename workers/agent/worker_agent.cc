@@ -68,6 +68,7 @@ WorkerAgent::WorkerAgent(AgentOptions options)
   launch.server = options_.server;
   launch.join_token = options_.join_token;
   launch.cache_dir = options_.cache_dir;
+  launch.file_roots = absl::StrJoin(options_.file_roots.roots(), ",");
   launch.cache_max_bytes = options_.cache_max_bytes;
   launch.work_root = options_.work_dir;
   launch.kill_grace = absl::Milliseconds(options_.kill_grace_ms);

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/failure_policy.h"
+#include "base/file_roots.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/runner/rank_plan.h"
 #include "workers/runner/rank_runner.h"
@@ -91,7 +92,11 @@ int RunRankCommand(const RankCommandOptions& o) {
   absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(*assignment);
   if (!plan.ok()) return fail_early(plan.status(), assignment->rank(), assignment->job_id());
 
+  absl::StatusOr<FileRoots> file_roots = FileRoots::Parse(o.file_roots, "file-roots");
+  if (!file_roots.ok()) return fail_early(file_roots.status(), -1, "");
+
   runner::RankRunnerOptions options;
+  options.file_roots = *std::move(file_roots);
   options.server = o.server;
   options.token = o.join_token;
   options.cache_dir = o.cache_dir;

@@ -17,6 +17,7 @@ struct RankCommandOptions {
   std::string cache_dir;
   int64_t cache_max_bytes = 0;  // the daemon's --cache-max-bytes (0 = no limit)
   std::string work_dir;
+  std::string file_roots;           // the daemon's --file-roots (comma-separated; empty = none)
   std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
   // The worker join token, from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).

@@ -26,6 +26,9 @@ ABSL_FLAG(std::string, cache_dir, "",
 ABSL_FLAG(std::string, cache_max_bytes, "",
           "daemon, rank: dataset cache size limit, N[K|M|G|T] (daemon default 10G; rank: bytes, "
           "0 = no limit)");
+ABSL_FLAG(std::string, file_roots, "",
+          "daemon: comma-separated directories file:// datasets may be read from (default none: "
+          "file:// is refused); rank: the same, from the daemon");
 ABSL_FLAG(std::string, work_dir, "",
           "daemon: per-rank scratch root (default <cache-dir>/work); rank: its scratch directory");
 ABSL_FLAG(std::optional<int>, threads, std::nullopt,
@@ -106,6 +109,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "cache_dir",
         "cache_max_bytes",
         "work_dir",
+        "file_roots",
         "threads",
         "join_token",
         "join_token_file",
@@ -127,7 +131,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "preemption_grace_ms",
         "collective_timeout_ms"}},
       {"rank",
-       {"server", "cache_dir", "cache_max_bytes", "work_dir", "assignment", "control_fd",
+       {"server", "cache_dir", "cache_max_bytes", "work_dir", "file_roots", "assignment", "control_fd",
         "bind_host", "max_steps_per_epoch"}},
       {"local-train",
        {"preset", "data", "out", "resume", "epochs", "batch", "lr", "label_flip", "steps_per_epoch",
@@ -195,6 +199,7 @@ agent::AgentFlags DaemonFlags() {
   f.advertise_host = absl::GetFlag(FLAGS_advertise_host);
   f.rendezvous_ports = absl::GetFlag(FLAGS_rendezvous_ports);
   f.work_dir = absl::GetFlag(FLAGS_work_dir);
+  f.file_roots = absl::GetFlag(FLAGS_file_roots);
   f.ranks_die_with_daemon = absl::GetFlag(FLAGS_ranks_die_with_daemon);
   f.serve_port = absl::GetFlag(FLAGS_serve_port);
   f.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
@@ -226,6 +231,7 @@ absl::StatusOr<RankCommandOptions> RankOptionsFromFlags(const std::string& join_
     return absl::InvalidArgumentError("bad number for --cache-max-bytes");
   }
   o.work_dir = absl::GetFlag(FLAGS_work_dir);
+  o.file_roots = absl::GetFlag(FLAGS_file_roots);
   o.bind_host = absl::GetFlag(FLAGS_bind_host);
   o.max_steps_per_epoch = absl::GetFlag(FLAGS_max_steps_per_epoch);
   o.join_token = join_token;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -115,6 +116,29 @@ absl::StatusOr<std::string> CopyHashing(const std::string& from, const std::stri
   RETURN_IF_ERROR(CopyFile(from, to, &hasher));
   return hasher.HexDigest();
 }
+
+// A file:// source held open (O_NOFOLLOW) while it is stamped, copied and hashed; fd_path() is
+// its /proc/self/fd link, which reopens exactly this file.
+class OpenSource {
+ public:
+  static absl::StatusOr<std::unique_ptr<OpenSource>> Open(const std::string& resolved) {
+    const int fd = ::open(resolved.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) {
+      return errno == ENOENT ? absl::NotFoundError(absl::StrCat(resolved, " does not exist"))
+                             : absl::PermissionDeniedError(
+                                   absl::StrCat(resolved, " cannot be opened: ", std::strerror(errno)));
+    }
+    return std::unique_ptr<OpenSource>(new OpenSource(fd));
+  }
+  ~OpenSource() { ::close(fd_); }
+  OpenSource(const OpenSource&) = delete;
+  OpenSource& operator=(const OpenSource&) = delete;
+  std::string fd_path() const { return absl::StrCat("/proc/self/fd/", fd_); }
+
+ private:
+  explicit OpenSource(int fd) : fd_(fd) {}
+  int fd_;
+};
 
 // file:// index: <cache>/datasets/file-index/<sha256(path)> holds "size mtime_ns inode key" of
 // the source as last hashed, so an unchanged large source is not read again to find its key.
@@ -289,16 +313,35 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromToyMc(
 
 absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
     DatasetCache& cache, const std::string& reference, const std::string& expected_sha256) const {
-  const std::string path = reference.substr(std::string("file://").size());
+  std::string path = reference.substr(std::string("file://").size());
   if (path.empty() || path[0] != '/') {
     return absl::InvalidArgumentError("file:// needs an absolute path (file:///data/file.h5)");
   }
-  ASSIGN_OR_RETURN(FileStamp stamp, StampOf(path));
+  // Allowlisted: resolve, open, and check again what was opened (a symlink swapped in between
+  // cannot lead out of a root); every later read goes through the open descriptor.
+  std::string read_path = path;  // the index stays keyed by the (resolved) path
+  std::unique_ptr<OpenSource> opened;
+  if (options_.file_roots.has_value()) {
+    std::vector<std::string> denied = options_.denied_dirs;
+    denied.push_back(options_.cache_dir);
+    ASSIGN_OR_RETURN(std::string resolved, options_.file_roots->Resolve(path, denied));
+    ASSIGN_OR_RETURN(opened, OpenSource::Open(resolved));
+    // What was opened is where its descriptor points now: the checked path, or the open lost a
+    // race with a link swapped in after the check.
+    std::error_code link_ec;
+    const fs::path opened_path = fs::read_symlink(opened->fd_path(), link_ec);
+    if (link_ec || opened_path.string() != resolved) {
+      return absl::PermissionDeniedError(absl::StrCat(path, " changed while it was opened"));
+    }
+    path = resolved;
+    read_path = opened->fd_path();
+  }
+  ASSIGN_OR_RETURN(FileStamp stamp, StampOf(read_path));
   DatasetFill fill;
   fill.source = reference;
   fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
     // No hashing here: the cache hashes the filled bytes against the key itself.
-    RETURN_IF_ERROR(CopyFile(path, part, /*hasher=*/nullptr));
+    RETURN_IF_ERROR(CopyFile(read_path, part, /*hasher=*/nullptr));
     return InspectFilled(part);
   };
   // The key without reading the source: the assignment's hash, else the index of sources hashed
@@ -321,7 +364,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
   // Unknown key: copy and hash once into a staging file, then hand it to the cache. Only the
   // holder of source_lock writes it, so a leftover of a killed rank is simply overwritten.
   const std::string staging = IndexPath(cache, path) + ".staging";
-  absl::StatusOr<std::string> sha = CopyHashing(path, staging);
+  absl::StatusOr<std::string> sha = CopyHashing(read_path, staging);
   std::error_code ec;
   if (!sha.ok()) {
     fs::remove(staging, ec);

@@ -17,10 +17,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/file_roots.h"
 #include "showers/shower_set.h"
 #include "workers/runner/dataset_cache.h"
 
@@ -39,6 +42,12 @@ struct DatasetSourceOptions {
   bool load_showers = true;
   // The cache evicts least-recently-used unpinned entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
+  // Where "file://" references may point: unset = anywhere (local tools run for their own user);
+  // set = only files that resolve (realpath) under these roots and outside cache_dir and
+  // denied_dirs (PERMISSION_DENIED otherwise). A rank always sets it, from the daemon's
+  // --file-roots (none by default: file:// is refused).
+  std::optional<FileRoots> file_roots;
+  std::vector<std::string> denied_dirs;  // e.g. the daemon's scratch root
 };
 
 struct MaterializedDataset {

@@ -365,6 +365,8 @@ DatasetSourceOptions RankRunner::SourceOptions() const {
   source_options.token = options_.token;
   source_options.cache_dir = options_.cache_dir;
   source_options.cache_max_bytes = options_.cache_max_bytes;
+  source_options.file_roots = options_.file_roots;
+  source_options.denied_dirs = {options_.work_dir};
   source_options.threads = std::max(1, plan_.threads);
   source_options.stop = options_.stop;
   source_options.load_showers = false;  // the trainer streams the pinned cache file

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/file_roots.h"
 #include "gantry/v1/worker.pb.h"
 #include "showers/shower_file_reader.h"
 #include "showers/shower_set.h"
@@ -46,6 +47,8 @@ struct RankRunnerOptions {
   // The dataset cache evicts least-recently-used entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
   std::string work_dir;  // checkpoints and scratch files of this rank
+  // Where file:// datasets may be read from (the daemon's --file-roots); none by default.
+  FileRoots file_roots;
   // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = the local address
   // that routes to the rendezvous host (127.0.0.1 for a loopback rendezvous).
   std::string bind_host;
