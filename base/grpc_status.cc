@@ -11,6 +11,16 @@ constexpr int kLastCode = 16;  // UNAUTHENTICATED, the last code of google.rpc.C
 
 bool IsKnownCode(int code) { return code >= 0 && code <= kLastCode; }
 
+// Messages often quote the offending value; a huge value must not make the status trailer exceed
+// the client's metadata limit (8 KiB by default), which would hide the code behind
+// RESOURCE_EXHAUSTED. Cut on a UTF-8 boundary.
+std::string Bounded(absl::string_view message) {
+  if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
+  size_t cut = kMaxStatusMessageBytes - 32;
+  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
+  return absl::StrCat(message.substr(0, cut), "... (", message.size() - cut, " bytes cut)");
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
@@ -18,7 +28,7 @@ grpc::Status ToGrpcStatus(const absl::Status& status) {
   const int code = static_cast<int>(status.code());
   return grpc::Status(
       IsKnownCode(code) ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN,
-      std::string(status.message()));
+      Bounded(status.message()));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

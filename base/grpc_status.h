@@ -3,13 +3,19 @@
 #ifndef GANTRY_BASE_GRPC_STATUS_H_
 #define GANTRY_BASE_GRPC_STATUS_H_
 
+#include <cstddef>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "grpcpp/support/status.h"
 
 namespace gantry {
 
-// Code and message unchanged.
+// The longest status message sent to a client; longer ones are cut (they quote a huge value).
+inline constexpr size_t kMaxStatusMessageBytes = 2048;
+
+// Code unchanged; the message too, unless longer than kMaxStatusMessageBytes: then it is cut,
+// with a note of how much was cut.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // Code and message unchanged.

@@ -39,3 +39,25 @@ TEST(GrpcStatusTest, ContextPrefixesTheMessageAndKeepsTheCode) {
 
 }  // namespace
 }  // namespace gantry
+
+namespace gantry {
+namespace {
+
+TEST(ToGrpcStatusTest, CutsHugeMessagesSoTheCodeSurvivesTheMetadataLimit) {
+  const std::string value(100000, 'x');
+  grpc::Status s = ToGrpcStatus(absl::InvalidArgumentError("alias \"" + value + "\" is invalid"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(s.error_message().size(), kMaxStatusMessageBytes);
+  EXPECT_EQ(s.error_message().rfind("alias \"xxx", 0), 0u) << s.error_message().substr(0, 40);
+  EXPECT_NE(s.error_message().find("bytes cut)"), std::string::npos);
+  // Never in the middle of a UTF-8 sequence.
+  std::string accents;
+  for (int i = 0; i < 3000; ++i) accents += "\xc3\xa9";  // é
+  grpc::Status u = ToGrpcStatus(absl::InvalidArgumentError(accents));
+  const std::string kept = u.error_message().substr(0, u.error_message().find("..."));
+  EXPECT_EQ(kept.size() % 2, 0u);
+  EXPECT_EQ(ToGrpcStatus(absl::NotFoundError("short")).error_message(), "short");
+}
+
+}  // namespace
+}  // namespace gantry

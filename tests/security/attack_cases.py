@@ -1,0 +1,643 @@
+"""The cases of the attack suite (attack_suite.py runs them), grouped by what they attack.
+
+Each case is a function of the Suite that raises CaseFailed (through expect) when the service
+answers wrongly; the suite checks after every case that the server and the daemons still run.
+"""
+
+import io
+import os
+import socket
+import ssl
+import struct
+import threading
+import time
+
+import grpc
+
+from attack_suite import CODE, CaseFailed, expect
+
+# ---- authentication: a token in every wrong place --------------------------------------------
+
+
+def auth_cases(s):
+    cases = []
+    for service, method, request_cls in s.methods():
+        def no_token(service=service, method=method, request_cls=request_cls):
+            s.expect_code(lambda: s.call(service, method, request_cls(), token=None),
+                          CODE.UNAUTHENTICATED, mention="authorization")
+        cases.append(("no token on %s.%s" % (service, method), no_token))
+
+    def bad(metadata, code=CODE.UNAUTHENTICATED):
+        return lambda: s.expect_code(
+            lambda: s.call("TrainingService", "ListJobs", s.training_pb2.ListJobsRequest(),
+                           metadata=metadata), code)
+
+    alice = s.alice_token
+    cases += [
+        ("unknown token", bad([("authorization", "Bearer not-a-token")])),
+        ("empty bearer", bad([("authorization", "Bearer ")])),
+        ("Basic scheme", bad([("authorization", "Basic " + alice)])),
+        ("token without scheme", bad([("authorization", alice)])),
+        ("token in x-api-key", bad([("x-api-key", alice)])),
+        ("token in a cookie", bad([("cookie", "token=" + alice)])),
+        ("token with a suffix", bad([("authorization", "Bearer " + alice + "x")])),
+        ("token truncated", bad([("authorization", "Bearer " + alice[:-1])])),
+        ("4 KiB token", bad([("authorization", "Bearer " + "A" * 4000)])),
+        ("two authorization headers, first bad",
+         bad([("authorization", "Bearer nope"), ("authorization", "Bearer " + alice)])),
+        ("revoked token", bad([("authorization", "Bearer " + s.revoked_token)])),
+        ("join token on a tenant service", bad([("authorization", "Bearer " + s.join_token)])),
+        ("admin token of another name in body",
+         lambda: s.expect_code(lambda: s.call(
+             "AdminService", "CreateTenant", s.admin_pb2.CreateTenantRequest(name="mallory"),
+             token=alice), CODE.PERMISSION_DENIED)),
+        ("tenant token on AdminService.CreateToken",
+         lambda: s.expect_code(lambda: s.call(
+             "AdminService", "CreateToken", s.admin_pb2.CreateTokenRequest(tenant="alice"),
+             token=s.bob_token), CODE.PERMISSION_DENIED)),
+        ("tenant token on AdminService.ListWorkers",
+         lambda: s.expect_code(lambda: s.call(
+             "AdminService", "ListWorkers", s.admin_pb2.ListWorkersRequest(), token=alice),
+             CODE.PERMISSION_DENIED)),
+        ("tenant token on WorkerService.Register",
+         lambda: s.expect_code(lambda: s.call(
+             "WorkerService", "Register", s.worker_pb2.RegisterRequest(name="evil", slots=1),
+             token=alice), CODE.UNAUTHENTICATED)),
+        ("tenant token on WorkerService.FetchCheckpoint",
+         lambda: s.expect_code(lambda: s.call(
+             "WorkerService", "FetchCheckpoint",
+             s.worker_pb2.FetchCheckpointRequest(sha256="0" * 64), token=alice),
+             CODE.UNAUTHENTICATED)),
+        ("join token on AdminService",
+         lambda: s.expect_code(lambda: s.call(
+             "AdminService", "ListTenants", s.admin_pb2.ListTenantsRequest(), token=s.join_token),
+             CODE.UNAUTHENTICATED)),
+    ]
+    return cases
+
+
+# ---- tenant isolation: another tenant's objects are NOT_FOUND ---------------------------------
+
+
+def isolation_cases(s):
+    t, d, c, g = s.training_pb2, s.datasets_pb2, s.catalog_pb2, s.generation_pb2
+    bob = s.bob_token
+    job, ds = s.alice_job_id, s.alice_dataset_id
+
+    def nf(service, method, request):
+        return lambda: s.expect_code(lambda: s.call(service, method, request, token=bob),
+                                     CODE.NOT_FOUND)
+
+    def listing_hides(service, method, request, field):
+        def case():
+            got = s.call(service, method, request, token=bob)
+            ids = [x.id for x in getattr(got, field)]
+            expect(job not in ids and ds not in ids, "bob's listing shows alice's objects")
+        return case
+
+    def submit_with(edit):
+        def case():
+            spec = s.spec()
+            edit(spec)
+            s.expect_code(lambda: s.submit(bob, spec), CODE.NOT_FOUND)
+        return case
+
+    model = s.alice_model_ref
+    return [
+        ("GetJob of another tenant's job", nf("TrainingService", "GetJob", t.GetJobRequest(job_id=job))),
+        ("CancelJob of another tenant's job",
+         nf("TrainingService", "CancelJob", t.CancelJobRequest(job_id=job))),
+        ("WatchJob of another tenant's job",
+         nf("TrainingService", "WatchJob", t.WatchJobRequest(job_id=job))),
+        ("GetJobLogs of another tenant's job",
+         nf("TrainingService", "GetJobLogs", t.GetJobLogsRequest(job_id=job))),
+        ("ListJobs hides other tenants' jobs",
+         listing_hides("TrainingService", "ListJobs", t.ListJobsRequest(), "jobs")),
+        ("GetDataset of another tenant's dataset",
+         nf("DatasetService", "GetDataset", d.GetDatasetRequest(dataset_id=ds))),
+        ("GetDataset by another tenant's dataset name",
+         nf("DatasetService", "GetDataset", d.GetDatasetRequest(dataset_id="alice-showers"))),
+        ("ReadDataset of another tenant's dataset",
+         nf("DatasetService", "ReadDataset", d.ReadDatasetRequest(dataset_id=ds))),
+        ("DeleteDataset of another tenant's dataset",
+         nf("DatasetService", "DeleteDataset", d.DeleteDatasetRequest(dataset_id=ds))),
+        ("ListDatasets hides other tenants' datasets",
+         listing_hides("DatasetService", "ListDatasets", d.ListDatasetsRequest(), "datasets")),
+        ("SubmitJob on another tenant's dataset", submit_with(lambda sp: setattr(sp, "dataset", ds))),
+        ("SubmitJob fine-tuning another tenant's private model",
+         submit_with(lambda sp: setattr(sp, "initial_model", model))),
+        ("GetModel of another tenant's private model",
+         nf("CatalogService", "GetModel", c.GetModelRequest(model=model))),
+        ("SetAlias on another tenant's model",
+         nf("CatalogService", "SetAlias", c.SetAliasRequest(
+             name=model.split(":")[0], version=int(model.split(":")[1]), alias="mine"))),
+        ("ArchiveModel of another tenant's model",
+         nf("CatalogService", "ArchiveModel", c.ArchiveModelRequest(model=model))),
+        ("Generate from another tenant's private model",
+         nf("GenerationService", "Generate", g.GenerateRequest(
+             model=model, range=g.ConditionRange(energy_gev={"min": 10, "max": 100}, count=4)))),
+        ("ListModels hides other tenants' private models",
+         lambda: expect(all(m.name != model.split(":")[0] for m in s.call(
+             "CatalogService", "ListModels", c.ListModelsRequest(), token=bob).models),
+             "bob sees alice's private model")),
+        ("the dataset still exists for its owner after the attacks",
+         lambda: s.call("DatasetService", "GetDataset", d.GetDatasetRequest(dataset_id=ds),
+                        token=s.alice_token)),
+    ]
+
+
+# ---- hostile files: uploads that lie ----------------------------------------------------------
+
+
+def h5(build):
+    """An HDF5 file built by `build(f)` with h5py, as bytes."""
+    import h5py  # pylint: disable=import-outside-toplevel
+    buf = io.BytesIO()
+    with h5py.File(buf, "w") as f:
+        build(f)
+    return buf.getvalue()
+
+
+def file_cases(s):
+    import numpy as np  # pylint: disable=import-outside-toplevel
+    good = s.toy_file(8, 3)
+
+    def refused(name, data, code=CODE.INVALID_ARGUMENT, **kw):
+        def case():
+            s.expect_code(lambda: s.upload(s.alice_token, name, data, **kw), code, mention=None)
+            got = s.call("DatasetService", "ListDatasets", s.datasets_pb2.ListDatasetsRequest(
+                page={"page_size": 1000}), token=s.alice_token)
+            expect(all(x.name != name for x in got.datasets),
+                   "a refused upload left a dataset behind")
+        return case
+
+    def huge_chunked(f):
+        f.create_dataset("ECAL", shape=(2 ** 36, 25, 25, 25), dtype="f4", chunks=(1, 25, 25, 25))
+        f.create_dataset("target", shape=(2 ** 36, 4), dtype="f4", chunks=(1, 4))
+
+    def huge_cells(f):
+        f.create_dataset("ECAL", shape=(4, 2 ** 20, 2 ** 20, 25), dtype="f4", chunks=(1, 1, 1, 25))
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def events_mismatch(f):
+        f.create_dataset("ECAL", data=np.zeros((4, 25, 25, 25), dtype="f4"))
+        f.create_dataset("target", shape=(2 ** 40, 4), dtype="f4", chunks=(1, 4))
+
+    def zero_events(f):
+        f.create_dataset("ECAL", shape=(0, 25, 25, 25), dtype="f4", maxshape=(None, 25, 25, 25))
+        f.create_dataset("target", shape=(0, 4), dtype="f4", maxshape=(None, 4))
+
+    def wrong_rank(f):
+        f.create_dataset("ECAL", data=np.zeros((4, 25), dtype="f4"))
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def wrong_dtype(f):
+        f.create_dataset("ECAL", data=np.array([b"x" * 10] * 4))
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def string_cells(f):
+        f.create_dataset("ECAL", shape=(4, 25, 25, 25), dtype=h5py_vlen_str())
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def nan_energy(f):
+        f.create_dataset("ECAL", data=np.zeros((4, 25, 25, 25), dtype="f4"))
+        f.create_dataset("target", data=np.full((4, 4), np.nan, dtype="f4"))
+
+    def group_not_dataset(f):
+        f.create_group("ECAL")
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def external_link(f):
+        import h5py  # pylint: disable=import-outside-toplevel
+        f["ECAL"] = h5py.ExternalLink("/etc/passwd", "/ECAL")
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def soft_link_loop(f):
+        import h5py  # pylint: disable=import-outside-toplevel
+        f["ECAL"] = h5py.SoftLink("/ECAL")
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    def no_cells(f):
+        f.create_dataset("target", data=np.ones((4, 4), dtype="f4"))
+
+    cases = [
+        ("HDF5 claiming 2^36 chunked events never written", refused("huge-events", h5(huge_chunked))),
+        ("HDF5 claiming 2^40 cells per event", refused("huge-cells", h5(huge_cells))),
+        ("HDF5 with 2^40 energies for 4 events", refused("events-mismatch", h5(events_mismatch))),
+        ("HDF5 with zero events", refused("zero-events", h5(zero_events))),
+        ("HDF5 with cells of the wrong rank", refused("wrong-rank", h5(wrong_rank))),
+        ("HDF5 with string cells", refused("wrong-dtype", h5(wrong_dtype))),
+        ("HDF5 with NaN energies", refused("nan-energy", h5(nan_energy))),
+        ("HDF5 with a group where the cells belong", refused("group", h5(group_not_dataset))),
+        ("HDF5 with an external link to /etc/passwd", refused("external-link", h5(external_link))),
+        ("HDF5 with a soft link to itself", refused("link-loop", h5(soft_link_loop))),
+        ("HDF5 without cells", refused("no-cells", h5(no_cells))),
+        ("garbage bytes", refused("garbage", os.urandom(4096))),
+        ("an HDF5 signature and garbage",
+         refused("signature", b"\x89HDF\r\n\x1a\n" + os.urandom(4096))),
+        ("a truncated shower file", refused("truncated", good[:len(good) // 2])),
+        ("a shower file with its end overwritten",
+         refused("corrupted", good[:-2048] + os.urandom(2048))),
+        ("an empty file", refused("empty", b"")),
+        ("more bytes than declared", refused("overflow", good, declared=len(good) - 100)),
+        ("fewer bytes than declared", refused("underflow", good, declared=len(good) + 100)),
+        ("a declared size beyond the limit",
+         refused("too-big", good, declared=1 << 40, code=CODE.RESOURCE_EXHAUSTED)),
+        ("a negative declared size", refused("negative", good, declared=-5)),
+        ("a dataset name with a path", refused("../../etc/passwd", good)),
+        ("a file name with a path", refused("path-file-name", good,
+                                            file_name="../../../../tmp/x.h5")),
+        ("a wrong declared sha256", lambda: s.expect_code(lambda: s.call(
+            "DatasetService", "UploadDataset",
+            [s.datasets_pb2.UploadDatasetRequest(header=s.datasets_pb2.UploadDatasetHeader(
+                name="bad-sha", size_bytes=len(good), sha256="0" * 64)),
+             s.datasets_pb2.UploadDatasetRequest(chunk=good)], token=s.alice_token),
+            CODE.INVALID_ARGUMENT, mention="sha256")),
+        ("chunks without a header", lambda: s.expect_code(lambda: s.call(
+            "DatasetService", "UploadDataset",
+            [s.datasets_pb2.UploadDatasetRequest(chunk=good)], token=s.alice_token),
+            CODE.INVALID_ARGUMENT)),
+        ("two headers", lambda: s.expect_code(lambda: s.call(
+            "DatasetService", "UploadDataset",
+            [s.datasets_pb2.UploadDatasetRequest(header=s.datasets_pb2.UploadDatasetHeader(
+                name="two-headers", size_bytes=len(good))),
+             s.datasets_pb2.UploadDatasetRequest(header=s.datasets_pb2.UploadDatasetHeader(
+                 name="two-headers", size_bytes=len(good)))], token=s.alice_token),
+            CODE.INVALID_ARGUMENT)),
+        ("the good file still uploads after all that",
+         lambda: s.upload(s.alice_token, "good-after-attacks", good)),
+    ]
+    return cases
+
+
+def h5py_vlen_str():
+    import h5py  # pylint: disable=import-outside-toplevel
+    return h5py.string_dtype()
+
+
+# ---- file:// dataset references ---------------------------------------------------------------
+
+
+def file_ref_cases(s):
+    root = s.data_root
+    good = s.toy_file(40, 4)
+    with open(os.path.join(root, "Ele_ok.h5"), "wb") as f:
+        f.write(good)
+    os.symlink("/etc/passwd", os.path.join(root, "Ele_passwd.h5"))
+    os.makedirs(os.path.join(s.dir, "elsewhere"))
+    with open(os.path.join(s.dir, "elsewhere", "Ele_private.h5"), "wb") as f:
+        f.write(good)
+    os.symlink(os.path.join(s.dir, "elsewhere"), os.path.join(root, "dir-link"))
+
+    def submit_code(token, ref, code, mention=None):
+        return lambda: s.expect_code(lambda: s.submit(token, s.spec(dataset=ref)), code,
+                                     mention=mention, no_paths=False)
+
+    def job_fails(ref, code_word):
+        def case():
+            job = s.submit(s.alice_token, s.spec(dataset=ref))
+            job = s.wait_job(s.alice_token, job.id, 180)
+            state = s.training_pb2.JobState.Name(job.state)
+            expect(state == "FAILED", "the job ended %s: %s" % (state, job.message))
+            expect(job.reason == "DatasetError", "reason %s: %s" % (job.reason, job.message))
+            expect(code_word in job.message, "message %r lacks %r" % (job.message, code_word))
+            for secret in ("cache-w1", "cache-w2"):
+                expect(secret not in job.message, "the message names the worker cache")
+        return case
+
+    cache_entry = os.path.join(s.dir, "cache-w1", "datasets")
+    return [
+        ("file:///etc/shadow by a tenant not allowed",
+         submit_code(s.bob_token, "file:///etc/shadow", CODE.PERMISSION_DENIED)),
+        ("file:// under the root by a tenant not allowed",
+         submit_code(s.bob_token, "file://" + root + "/Ele_ok.h5", CODE.PERMISSION_DENIED)),
+        ("file:///etc/shadow by an allowed tenant",
+         submit_code(s.alice_token, "file:///etc/shadow", CODE.INVALID_ARGUMENT, mention=root)),
+        ("file:// with .. out of the root",
+         submit_code(s.alice_token, "file://" + root + "/../elsewhere/Ele_private.h5",
+                     CODE.INVALID_ARGUMENT)),
+        ("file:// of the worker's dataset cache",
+         submit_code(s.alice_token, "file://" + cache_entry + "/x.h5", CODE.INVALID_ARGUMENT)),
+        ("file:// relative path",
+         submit_code(s.alice_token, "file://Ele_ok.h5", CODE.INVALID_ARGUMENT)),
+        ("file:// of a prefix-sibling directory",
+         submit_code(s.alice_token, "file://" + root + "-evil/Ele.h5", CODE.INVALID_ARGUMENT)),
+        ("a symlink under the root to /etc/passwd fails on the worker",
+         job_fails("file://" + root + "/Ele_passwd.h5", "outside")),
+        ("a directory symlink under the root leading out fails on the worker",
+         job_fails("file://" + root + "/dir-link/Ele_private.h5", "outside")),
+        ("a missing file under the root fails as not found",
+         job_fails("file://" + root + "/Ele_missing.h5", "does not exist")),
+    ]
+
+
+# ---- the wire: oversized, nested, malformed and slow --------------------------------------------
+
+
+def raw_unary(s, method, payload, token, timeout=20):
+    fn = s.channel.unary_unary(method, request_serializer=None, response_deserializer=None)
+    return fn(payload, metadata=s.md(token), timeout=timeout)
+
+
+def nested(depth):
+    """A protobuf message nested `depth` deep through field 1 (length-delimited)."""
+    payload = b""
+    for _ in range(depth):
+        payload = b"\x0a" + varint(len(payload)) + payload
+    return payload
+
+
+def varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def wire_cases(s):
+    t, g = s.training_pb2, s.generation_pb2
+    alice = s.alice_token
+    host, port = s.address.rsplit(":", 1)
+    port = int(port)
+
+    def big_list(n):
+        return g.GenerateRequest(model=s.alice_model_ref, list=g.ConditionList(
+            items=[g.Condition(energy_gev=50.0) for _ in range(n)]))
+
+    def many_labels(n):
+        spec = s.spec()
+        for i in range(n):
+            spec.labels["k%d" % i] = "v"
+        return spec
+
+    def slowloris():
+        socks = []
+        for _ in range(64):
+            sock = socket.create_connection((host, port), timeout=5)
+            sock.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"[:10])  # a preface, never finished
+            socks.append(sock)
+        try:
+            start = time.time()
+            s.call("TrainingService", "ListJobs", t.ListJobsRequest(), token=alice, timeout=10)
+            expect(time.time() - start < 5, "a call took %.1f s behind 64 idle connections" %
+                   (time.time() - start))
+        finally:
+            for sock in socks:
+                sock.close()
+
+    def http1():
+        sock = socket.create_connection((host, port), timeout=5)
+        sock.sendall(b"GET /../../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n")
+        try:
+            data = sock.recv(4096)
+        except socket.timeout:
+            data = b""
+        sock.close()
+        expect(b"root:" not in data, "the server answered with a file")
+
+    def garbage_tcp():
+        sock = socket.create_connection((host, port), timeout=5)
+        sock.sendall(os.urandom(65536))
+        sock.close()
+
+    def tls_hello_on_plaintext():
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+        sock = socket.create_connection((host, port), timeout=5)
+        try:
+            ctx.wrap_socket(sock).close()
+        except (ssl.SSLError, OSError):
+            pass
+
+    def slow_stream():
+        # An upload stream that sends its header and then nothing: it must not block others.
+        d = s.datasets_pb2
+        done = threading.Event()
+
+        def trickle():
+            yield d.UploadDatasetRequest(header=d.UploadDatasetHeader(name="slow", size_bytes=10))
+            done.wait(20)
+
+        holder = []
+        th = threading.Thread(target=lambda: holder.append(s.status_of(lambda: s.stubs[
+            "DatasetService"].UploadDataset(trickle(), metadata=s.md(alice), timeout=8))))
+        th.start()
+        try:
+            s.call("TrainingService", "ListJobs", t.ListJobsRequest(), token=alice, timeout=5)
+        finally:
+            done.set()
+            th.join()
+
+    def many_streams():
+        # 200 WatchJob streams opened and dropped at once; the server keeps answering.
+        calls = []
+        for _ in range(200):
+            calls.append(s.stubs["TrainingService"].WatchJob(
+                t.WatchJobRequest(job_id=s.alice_job_id), metadata=s.md(alice), timeout=30))
+        for c in calls:
+            c.cancel()
+        s.call("TrainingService", "ListJobs", t.ListJobsRequest(), token=alice, timeout=10)
+
+    return [
+        ("a message over the 16 MiB limit", lambda: s.expect_code(lambda: s.call(
+            "TrainingService", "SubmitJob", t.SubmitJobRequest(request_id="x" * (17 << 20)),
+            token=alice), CODE.RESOURCE_EXHAUSTED)),
+        ("1,000,001 conditions in one Generate", lambda: s.expect_code(lambda: s.call(
+            "GenerationService", "Generate", big_list(1000001), token=alice),
+            CODE.RESOURCE_EXHAUSTED)),
+        ("100,000 job labels", lambda: s.expect_code(lambda: s.submit(alice, many_labels(100000)),
+                                                   CODE.INVALID_ARGUMENT)),
+        ("a message nested 100,000 deep", lambda: s.expect_code(lambda: raw_unary(
+            s, "/gantry.v1.TrainingService/SubmitJob", nested(100000), alice), CODE.INTERNAL)),
+        ("a message nested 100 deep", lambda: s.expect_code(lambda: raw_unary(
+            s, "/gantry.v1.TrainingService/SubmitJob", nested(100), alice), CODE.INTERNAL)),
+        ("malformed protobuf bytes", lambda: s.expect_code(lambda: raw_unary(
+            s, "/gantry.v1.TrainingService/GetJob", b"\xff\xff\xff\xff\x0f", alice),
+            CODE.INTERNAL)),
+        ("a varint length past the end", lambda: s.expect_code(lambda: raw_unary(
+            s, "/gantry.v1.TrainingService/GetJob", b"\x0a\xff\xff\xff\x7f", alice),
+            CODE.INTERNAL)),
+        ("an unknown method", lambda: s.expect_code(lambda: raw_unary(
+            s, "/gantry.v1.TrainingService/DropAllTables", b"", alice), CODE.UNIMPLEMENTED)),
+        ("an unknown service", lambda: s.expect_code(lambda: raw_unary(
+            s, "/gantry.v2.Admin/Root", b"", alice), CODE.UNIMPLEMENTED)),
+        ("1 MiB of metadata", lambda: expect(s.status_of(lambda: s.call(
+            "TrainingService", "ListJobs", t.ListJobsRequest(),
+            metadata=s.md(alice) + [("x-pad", "p" * (1 << 20))]))[0] != CODE.OK,
+            "1 MiB of metadata was accepted")),
+        ("2,000 metadata entries", lambda: expect(s.status_of(lambda: s.call(
+            "TrainingService", "ListJobs", t.ListJobsRequest(),
+            metadata=s.md(alice) + [("x-%d" % i, "v") for i in range(2000)]))[0] != CODE.OK,
+            "2,000 metadata entries were accepted")),
+        ("64 connections that never finish the HTTP/2 preface", slowloris),
+        ("an HTTP/1.1 request for a file", http1),
+        ("64 KiB of random bytes on the port", garbage_tcp),
+        ("a TLS hello on the plaintext port", tls_hello_on_plaintext),
+        ("an upload stream that stalls after its header", slow_stream),
+        ("200 watch streams opened and dropped", many_streams),
+    ]
+
+
+# ---- request fields: values a validator must refuse --------------------------------------------
+
+
+def request_cases(s):
+    t, g, c, d = s.training_pb2, s.generation_pb2, s.catalog_pb2, s.datasets_pb2
+    alice = s.alice_token
+
+    def spec_with(edit, code=CODE.INVALID_ARGUMENT):
+        def case():
+            spec = s.spec()
+            edit(spec)
+            s.expect_code(lambda: s.submit(alice, spec), code)
+        return case
+
+    def gen(req, code=CODE.INVALID_ARGUMENT):
+        return lambda: s.expect_code(lambda: s.call("GenerationService", "Generate", req,
+                                                    token=alice), code)
+
+    rng = g.ConditionRange
+    model = s.alice_model_ref
+    return [
+        ("job id with a path", lambda: s.expect_code(lambda: s.call(
+            "TrainingService", "GetJob", t.GetJobRequest(job_id="job-../../etc"), token=alice),
+            CODE.INVALID_ARGUMENT)),
+        ("job id with a NUL", lambda: s.expect_code(lambda: s.call(
+            "TrainingService", "GetJob", t.GetJobRequest(job_id="job-\x00x"), token=alice),
+            CODE.INVALID_ARGUMENT)),
+        ("dataset id with a path", lambda: s.expect_code(lambda: s.call(
+            "DatasetService", "ReadDataset", d.ReadDatasetRequest(dataset_id="ds-/../../x"),
+            token=alice), CODE.INVALID_ARGUMENT)),
+        ("negative read offset", lambda: s.expect_code(lambda: s.call(
+            "DatasetService", "ReadDataset", d.ReadDatasetRequest(dataset_id=s.alice_dataset_id,
+                                                                  offset=-1), token=alice),
+            CODE.INVALID_ARGUMENT)),
+        ("read offset past the end", lambda: s.expect_code(lambda: s.call(
+            "DatasetService", "ReadDataset", d.ReadDatasetRequest(dataset_id=s.alice_dataset_id,
+                                                                  offset=1 << 50), token=alice),
+            CODE.OUT_OF_RANGE)),
+        ("world_size 1,000,000", spec_with(lambda sp: setattr(sp, "world_size", 1000000))),
+        ("epochs 2^31-1", spec_with(lambda sp: setattr(sp.hyper_parameters, "epochs", 2 ** 31 - 1))),
+        ("batch 2^31-1", spec_with(
+            lambda sp: setattr(sp.hyper_parameters, "batch_per_rank", 2 ** 31 - 1))),
+        ("latent size 2^30", spec_with(
+            lambda sp: setattr(sp.model_overrides, "latent_size", 1 << 30))),
+        ("generator filters 2^30", spec_with(
+            lambda sp: setattr(sp.model_overrides, "generator_filters", 1 << 30))),
+        ("negative filters", spec_with(
+            lambda sp: setattr(sp.model_overrides, "discriminator_filters", -4))),
+        ("infinite learning rate", spec_with(
+            lambda sp: setattr(sp.hyper_parameters, "learning_rate", float("inf")))),
+        ("toymc with 2^40 events", spec_with(
+            lambda sp: setattr(sp, "dataset", "toymc:layout=25,events=1099511627776"))),
+        ("toymc with a NaN energy", spec_with(
+            lambda sp: setattr(sp, "dataset", "toymc:layout=25,events=10,emin=nan"))),
+        ("toymc with 10,000 keys", spec_with(
+            lambda sp: setattr(sp, "dataset", "toymc:" + ",".join("k%d=1" % i for i in range(10000))))),
+        ("a model name with a path", spec_with(lambda sp: setattr(sp, "model_name", "../x"))),
+        ("a 1 MiB display name", spec_with(lambda sp: setattr(sp, "display_name", "x" * (1 << 20)))),
+        ("Generate a billion showers", gen(g.GenerateRequest(model=model, range=rng(
+            energy_gev={"min": 10, "max": 100}, count=10 ** 9)), CODE.RESOURCE_EXHAUSTED)),
+        ("Generate with a negative count", gen(g.GenerateRequest(model=model, range=rng(
+            energy_gev={"min": 10, "max": 100}, count=-1)))),
+        ("Generate with NaN energy", gen(g.GenerateRequest(model=model, list=g.ConditionList(
+            items=[g.Condition(energy_gev=float("nan"))])))),
+        ("Generate with an inverted range", gen(g.GenerateRequest(model=model, range=rng(
+            energy_gev={"min": 100, "max": 10}, count=4)))),
+        ("Generate with chunk 2^31-1", gen(g.GenerateRequest(model=model, chunk_showers=2 ** 31 - 1,
+                                                              range=rng(energy_gev={"min": 10, "max": 100}, count=4)))),
+        ("Generate from a model reference with a path", gen(g.GenerateRequest(
+            model="../../x:1", range=rng(energy_gev={"min": 10, "max": 100}, count=4)))),
+        ("SetAlias with a 10 KiB alias", lambda: s.expect_code(lambda: s.call(
+            "CatalogService", "SetAlias", c.SetAliasRequest(
+                name=model.split(":")[0], version=int(model.split(":")[1]), alias="a" * 10240),
+            token=alice), CODE.INVALID_ARGUMENT)),
+        ("SetTags with 100,000 tags", lambda: s.expect_code(lambda: s.call(
+            "CatalogService", "SetTags", c.SetTagsRequest(
+                model=model, set={"k%d" % i: "v" for i in range(100000)}), token=alice),
+            CODE.INVALID_ARGUMENT)),
+        ("ListJobs with a 1 MiB page token", lambda: s.expect_code(lambda: s.call(
+            "TrainingService", "ListJobs", t.ListJobsRequest(page={"page_token": "x" * (1 << 20)}),
+            token=alice), CODE.INVALID_ARGUMENT)),
+        ("GetJobLogs asking for 2^31-1 lines", lambda: s.expect_code(lambda: s.call(
+            "TrainingService", "GetJobLogs", t.GetJobLogsRequest(job_id=s.alice_job_id,
+                                                                 tail=2 ** 31 - 1),
+            token=alice), CODE.INVALID_ARGUMENT)),
+    ]
+
+
+# ---- the worker protocol -----------------------------------------------------------------------
+
+
+def worker_cases(s):
+    w = s.worker_pb2
+    join = s.join_token
+    return [
+        ("FetchCheckpoint with a path for a sha256", lambda: s.expect_code(lambda: s.call(
+            "WorkerService", "FetchCheckpoint",
+            w.FetchCheckpointRequest(sha256="../../../../etc/passwd"), token=join),
+            CODE.INVALID_ARGUMENT)),
+        ("FetchCheckpoint of an unknown sha256", lambda: s.expect_code(lambda: s.call(
+            "WorkerService", "FetchCheckpoint", w.FetchCheckpointRequest(sha256="0" * 64),
+            token=join), CODE.NOT_FOUND)),
+        ("Register with a 10 KiB name", lambda: s.expect_code(lambda: s.call(
+            "WorkerService", "Register", w.RegisterRequest(name="w" * 10240, slots=1),
+            token=join), CODE.INVALID_ARGUMENT)),
+        ("Register with a million slots", lambda: s.expect_code(lambda: s.call(
+            "WorkerService", "Register", w.RegisterRequest(name="greedy", slots=1000000),
+            token=join), CODE.INVALID_ARGUMENT)),
+        ("Register with 100,000 labels", lambda: s.expect_code(lambda: s.call(
+            "WorkerService", "Register", w.RegisterRequest(
+                name="labelled", slots=1, labels={"k%d" % i: "v" for i in range(100000)}),
+            token=join), CODE.INVALID_ARGUMENT)),
+        ("UploadCheckpoint without a header", lambda: s.expect_code(lambda: s.call(
+            "WorkerService", "UploadCheckpoint", [w.UploadCheckpointRequest(chunk=b"x" * 100)],
+            token=join), CODE.INVALID_ARGUMENT)),
+    ]
+
+
+# ---- setup and order ---------------------------------------------------------------------------
+
+
+def setup(s):
+    """Tenants, a revoked token, alice's dataset, a queued job and a trained model."""
+    s.alice_token, _ = s.tenant("alice")
+    s.bob_token, _ = s.tenant("bob")
+    revoked, revoked_id = s.tenant("carol")
+    s.call("AdminService", "RevokeToken", s.admin_pb2.RevokeTokenRequest(token_id=revoked_id),
+           token=s.admin_token)
+    s.revoked_token = revoked
+    ds = s.upload(s.alice_token, "alice-showers", s.toy_file(20, 1))
+    s.alice_dataset_id = ds.id
+    # The model: a one-epoch tiny training on toy MC, private to alice.
+    job = s.submit(s.alice_token, s.spec(model_name="alice-private"))
+    job = s.wait_job(s.alice_token, job.id, 600)
+    expect(s.training_pb2.JobState.Name(job.state) == "SUCCEEDED",
+           "alice's training ended %s: %s" % (s.training_pb2.JobState.Name(job.state), job.message))
+    s.alice_model_ref = job.model_ref
+    s.alice_job_id = job.id
+
+
+GROUPS = [
+    ("auth", auth_cases),
+    ("isolation", isolation_cases),
+    ("files", file_cases),
+    ("file-refs", file_ref_cases),
+    ("wire", wire_cases),
+    ("requests", request_cases),
+    ("worker", worker_cases),
+]
+
+
+def run_all(s, only):
+    setup(s)
+    for group, make in GROUPS:
+        if only and not any(o and o in group for o in only.split(",")):
+            continue
+        for name, fn in make(s):
+            s.run_case(group, name, fn)
