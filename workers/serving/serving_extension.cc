@@ -47,6 +47,9 @@ absl::Status ServingExtension::StartServer() {
   builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(service_.get());
   builder.SetMaxSendMessageSize(-1);
+  // The server forwards a Generate request as it came (up to its own 16 MiB limit) plus the
+  // resolved model: the default 4 MiB would refuse long condition lists the server accepted.
+  builder.SetMaxReceiveMessageSize(32 << 20);
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || port_ == 0) {
     server_.reset();
