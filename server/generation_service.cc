@@ -82,6 +82,10 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     RETURN_IF_ERROR(ValidateGenerateForModel(*request, *model));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot generating,
+                     backend_.quotas->AcquireGenerationStream(p.tenant));
+    RETURN_IF_ERROR(backend_.quotas->TakeShowers(p.tenant, CountOf(*request)));
     model_ref = absl::StrCat(model->name(), ":", model->version());
     if (seed == 0) seed = DrawSeed();
     context->AddInitialMetadata("gantry-seed", absl::StrCat(seed));
@@ -148,7 +152,18 @@ GenerationService::Attempt GenerationService::CallWorker(
       channels_.StubFor(worker.endpoint).Generate(ctx.get(), work);
   v1::GenerateChunk chunk;
   bool client_gone = false;
+  absl::Time next_token_check = absl::Now() + backend_.options.stream_token_recheck;
+  absl::Status revoked;
   while (reader->Read(&chunk)) {
+    // The token is checked again between chunks: a revoked one ends the stream.
+    if (absl::Now() >= next_token_check) {
+      revoked = backend_.RecheckToken(*context, Audience::kTenant);
+      if (!revoked.ok()) {
+        ctx->TryCancel();
+        break;
+      }
+      next_token_check = absl::Now() + backend_.options.stream_token_recheck;
+    }
     const int64_t n = ShowersIn(chunk);
     router_.Received(worker.worker_id, n);
     a.showers += n;
@@ -163,7 +178,9 @@ GenerationService::Attempt GenerationService::CallWorker(
   }
   const grpc::Status s = reader->Finish();
   router_.End(worker.worker_id, std::max<int64_t>(0, count - a.showers));
-  if (client_gone || context->IsCancelled()) {
+  if (!revoked.ok()) {
+    a.status = revoked;
+  } else if (client_gone || context->IsCancelled()) {
     a.status = absl::CancelledError("the client went away; the worker's call was cancelled");
   } else if (!s.ok()) {
     const absl::Status failed = FromGrpcStatus(s);
