@@ -4,11 +4,14 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/grpc_status.h"
 #include "base/status_macros.h"
@@ -150,20 +153,27 @@ GenerationService::Attempt GenerationService::CallWorker(
   router_.Begin(worker.worker_id, work.model().checkpoint_sha256(), count);
   std::unique_ptr<grpc::ClientReader<v1::GenerateChunk>> reader =
       channels_.StubFor(worker.endpoint).Generate(ctx.get(), work);
+  // A guard checks the client's token again while the call runs (also while it waits for the
+  // worker or for the client's flow control) and cancels the worker's call once it is revoked.
+  absl::Notification call_done;
+  absl::Mutex revoked_mu;
+  absl::Status revoked;
+  std::thread token_guard([&] {
+    while (!call_done.WaitForNotificationWithTimeout(backend_.options.stream_token_recheck)) {
+      absl::Status still = backend_.RecheckToken(*context, Audience::kTenant);
+      if (!still.ok()) {
+        {
+          absl::MutexLock lock(&revoked_mu);
+          revoked = still;
+        }
+        ctx->TryCancel();
+        return;
+      }
+    }
+  });
   v1::GenerateChunk chunk;
   bool client_gone = false;
-  absl::Time next_token_check = absl::Now() + backend_.options.stream_token_recheck;
-  absl::Status revoked;
   while (reader->Read(&chunk)) {
-    // The token is checked again between chunks: a revoked one ends the stream.
-    if (absl::Now() >= next_token_check) {
-      revoked = backend_.RecheckToken(*context, Audience::kTenant);
-      if (!revoked.ok()) {
-        ctx->TryCancel();
-        break;
-      }
-      next_token_check = absl::Now() + backend_.options.stream_token_recheck;
-    }
     const int64_t n = ShowersIn(chunk);
     router_.Received(worker.worker_id, n);
     a.showers += n;
@@ -177,7 +187,10 @@ GenerationService::Attempt GenerationService::CallWorker(
     }
   }
   const grpc::Status s = reader->Finish();
+  call_done.Notify();
+  token_guard.join();
   router_.End(worker.worker_id, std::max<int64_t>(0, count - a.showers));
+  absl::MutexLock lock(&revoked_mu);
   if (!revoked.ok()) {
     a.status = revoked;
   } else if (client_gone || context->IsCancelled()) {

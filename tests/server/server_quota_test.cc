@@ -206,6 +206,34 @@ TEST_F(ServerQuotaTest, ConcurrentGenerationStreamsAreLimited) {
   EXPECT_TRUE(after.status.ok()) << "the stream was released: " << Describe(after.status);
 }
 
+TEST_F(ServerQuotaTest, ARevokedTokenEndsAGenerateStreamThatIsWaitingForItsWorker) {
+  Restart({"--stream-token-recheck-ms=300"});
+  GenWorker alpha = AddWorker("alpha", {sha_});
+  alpha.fake->set_mode(Mode::kHold);  // one chunk, then nothing until released or cancelled
+  LetHeartbeatsLand();
+  v1::CreateTokenRequest create;
+  create.set_tenant("physics");
+  v1::CreateTokenResponse issued;
+  ASSERT_TRUE(admin_->CreateToken(Ctx(admin_token_).get(), create, &issued).ok());
+  Generated held;
+  std::thread call([&] {
+    held = Generate(issued.token(), ListRequest("calo:1", {20, 30}), 30000);
+  });
+  ASSERT_TRUE(Eventually([&] { return alpha.fake->active() == 1; }));
+  v1::RevokeTokenRequest revoke;
+  revoke.set_token_id(issued.token_id());
+  v1::RevokeTokenResponse revoked;
+  const auto start = std::chrono::steady_clock::now();
+  ASSERT_TRUE(admin_->RevokeToken(Ctx(admin_token_).get(), revoke, &revoked).ok());
+  call.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(held.status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(held.status);
+  EXPECT_TRUE(Mentions(held.status, "revoked")) << held.status.error_message();
+  EXPECT_TRUE(Eventually([&] { return alpha.fake->cancelled_calls() == 1; }))
+      << "the worker's call is cancelled too";
+  alpha.fake->Release();
+}
+
 TEST_F(ServerQuotaTest, ShowersPerMinuteIsATokenBucket) {
   Restart({"--tenant-max-showers-per-minute=600"});
   GenWorker alpha = AddWorker("alpha", {sha_});
