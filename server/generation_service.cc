@@ -102,7 +102,11 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     *served->mutable_theta_range_rad() = model->theta_range_rad();
     *work.mutable_request() = *request;
     work.mutable_request()->set_seed(seed);
-    return Route(context, work, CountOf(*request), writer, &worker);
+    int64_t sent = 0;
+    absl::Status routed = Route(context, work, CountOf(*request), writer, &worker, &sent);
+    // Showers that never reached the client go back into the tenant's bucket.
+    if (!routed.ok()) backend_.quotas->ReturnShowers(p.tenant, CountOf(*request) - sent);
+    return routed;
   });
   std::cerr << "gantry-server: generate " << model_ref << " tenant=" << tenant
             << " count=" << CountOf(*request) << " seed=" << seed << " worker=" << worker << " "
@@ -115,7 +119,8 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
 absl::Status GenerationService::Route(grpc::ServerContext* context,
                                       const v1::WorkerGenerateRequest& work, int64_t count,
                                       grpc::ServerWriter<v1::GenerateChunk>* writer,
-                                      std::string* worker_name) {
+                                      std::string* worker_name, int64_t* showers_sent) {
+  *showers_sent = 0;
   const std::vector<GenerationRouter::Candidate> candidates =
       router_.Candidates(work.model().checkpoint_sha256(), absl::Now());
   if (candidates.empty()) {
@@ -136,6 +141,7 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
       continue;
     }
     router_.MarkReachable(c.worker_id);
+    *showers_sent = a.showers;
     return a.status;
   }
   return absl::UnavailableError(

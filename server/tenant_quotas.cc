@@ -132,4 +132,15 @@ absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t shower
   return absl::OkStatus();
 }
 
+void TenantQuotas::ReturnShowers(const std::string& tenant, int64_t showers) {
+  if (showers <= 0) return;
+  absl::StatusOr<storage::TenantLimits> limits = LimitsOf(tenant);
+  if (!limits.ok() || limits->max_showers_per_minute <= 0) return;
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(tenant);
+  if (it == buckets_.end()) return;
+  it->second.tokens = std::min(static_cast<double>(limits->max_showers_per_minute),
+                               it->second.tokens + static_cast<double>(showers));
+}
+
 }  // namespace gantry::server

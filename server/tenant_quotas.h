@@ -59,6 +59,8 @@ class TenantQuotas {
   // Takes `showers` from the tenant's token bucket (max_showers_per_minute, refilled
   // continuously, holding at most one minute's worth); all or nothing.
   absl::Status TakeShowers(const std::string& tenant, int64_t showers);
+  // Puts back showers taken for a call that did not deliver them (capped at one minute's worth).
+  void ReturnShowers(const std::string& tenant, int64_t showers);
 
  private:
   struct Cached {

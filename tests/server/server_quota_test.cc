@@ -236,12 +236,18 @@ TEST_F(ServerQuotaTest, ARevokedTokenEndsAGenerateStreamThatIsWaitingForItsWorke
 
 TEST_F(ServerQuotaTest, ShowersPerMinuteIsATokenBucket) {
   Restart({"--tenant-max-showers-per-minute=600"});
-  GenWorker alpha = AddWorker("alpha", {sha_});
-  LetHeartbeatsLand();
   v1::GenerateRequest big;
   big.set_model("calo:1");
   big.mutable_range()->mutable_energy_gev()->set_min(20);
   big.mutable_range()->mutable_energy_gev()->set_max(80);
+  // Showers of a call no worker served are not counted.
+  big.mutable_range()->set_count(500);
+  for (int i = 0; i < 3; ++i) {
+    Generated none = Generate(token_, big);
+    EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE) << Describe(none.status);
+  }
+  GenWorker alpha = AddWorker("alpha", {sha_});
+  LetHeartbeatsLand();
   big.mutable_range()->set_count(700);
   Generated g = Generate(token_, big);
   EXPECT_EQ(g.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << Describe(g.status);
