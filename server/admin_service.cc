@@ -119,4 +119,62 @@ grpc::Status AdminService::DrainWorker(grpc::ServerContext* context,
   });
 }
 
+namespace {
+
+storage::TenantLimits::Overrides OverridesFromProto(const v1::TenantLimitValues& v) {
+  storage::TenantLimits::Overrides o;
+  if (v.has_max_dataset_bytes()) o.max_dataset_bytes = v.max_dataset_bytes();
+  if (v.has_max_concurrent_jobs()) o.max_concurrent_jobs = v.max_concurrent_jobs();
+  if (v.has_max_generation_streams()) o.max_generation_streams = v.max_generation_streams();
+  if (v.has_max_showers_per_minute()) o.max_showers_per_minute = v.max_showers_per_minute();
+  return o;
+}
+
+void OverridesToProto(const storage::TenantLimits::Overrides& o, v1::TenantLimitValues* v) {
+  if (o.max_dataset_bytes) v->set_max_dataset_bytes(*o.max_dataset_bytes);
+  if (o.max_concurrent_jobs) v->set_max_concurrent_jobs(*o.max_concurrent_jobs);
+  if (o.max_generation_streams) v->set_max_generation_streams(*o.max_generation_streams);
+  if (o.max_showers_per_minute) v->set_max_showers_per_minute(*o.max_showers_per_minute);
+}
+
+}  // namespace
+
+absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantLimitsInfo* info) {
+  ASSIGN_OR_RETURN(storage::TenantLimits::Overrides overrides, backend_.tenant_limits->Get(tenant));
+  const storage::TenantLimits effective = backend_.quotas->defaults().With(overrides);
+  info->set_tenant(tenant);
+  OverridesToProto(overrides, info->mutable_overrides());
+  v1::TenantLimitValues* e = info->mutable_effective();
+  e->set_max_dataset_bytes(effective.max_dataset_bytes);
+  e->set_max_concurrent_jobs(effective.max_concurrent_jobs);
+  e->set_max_generation_streams(effective.max_generation_streams);
+  e->set_max_showers_per_minute(effective.max_showers_per_minute);
+  ASSIGN_OR_RETURN(int64_t bytes, backend_.tenant_limits->DatasetBytes(tenant));
+  ASSIGN_OR_RETURN(int64_t jobs, backend_.tenant_limits->ActiveJobs(tenant));
+  info->set_dataset_bytes_in_use(bytes);
+  info->set_active_jobs(jobs);
+  return absl::OkStatus();
+}
+
+grpc::Status AdminService::SetTenantLimits(grpc::ServerContext* context,
+                                           const v1::SetTenantLimitsRequest* request,
+                                           v1::TenantLimitsInfo* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
+    RETURN_IF_ERROR(
+        backend_.tenant_limits->Set(request->tenant(), OverridesFromProto(request->overrides())));
+    backend_.quotas->Forget(request->tenant());
+    return DescribeLimits(request->tenant(), response);
+  });
+}
+
+grpc::Status AdminService::GetTenantLimits(grpc::ServerContext* context,
+                                           const v1::GetTenantLimitsRequest* request,
+                                           v1::TenantLimitsInfo* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
+    return DescribeLimits(request->tenant(), response);
+  });
+}
+
 }  // namespace gantry::server

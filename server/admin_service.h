@@ -38,8 +38,19 @@ class AdminService final : public gantry::v1::AdminService::Service {
   grpc::Status DrainWorker(grpc::ServerContext* context,
                            const gantry::v1::DrainWorkerRequest* request,
                            gantry::v1::WorkerInfo* response) override;
+  // Stores a tenant's limit overrides (INVALID_ARGUMENT for a negative value, NOT_FOUND for an
+  // unknown tenant) and answers what GetTenantLimits would.
+  grpc::Status SetTenantLimits(grpc::ServerContext* context,
+                               const gantry::v1::SetTenantLimitsRequest* request,
+                               gantry::v1::TenantLimitsInfo* response) override;
+  // A tenant's stored overrides, the limits enforced and its stored bytes and active jobs.
+  grpc::Status GetTenantLimits(grpc::ServerContext* context,
+                               const gantry::v1::GetTenantLimitsRequest* request,
+                               gantry::v1::TenantLimitsInfo* response) override;
 
  private:
+  absl::Status DescribeLimits(const std::string& tenant, gantry::v1::TenantLimitsInfo* info);
+
   Backend& backend_;
   WorkerSessions& sessions_;
 };

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
@@ -49,6 +50,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   db_options.pool_size = options.db_pool_size;
   db_options.connect_timeout = options.db_connect_timeout;
   db_options.statement_timeout = options.db_statement_timeout;
+  db_options.pool_wait = options.db_pool_wait;
   ASSIGN_OR_RETURN(backend->db, storage::Database::Create(options.db_dsn, db_options));
   ASSIGN_OR_RETURN(backend->migrations_applied, storage::Migrator::Apply(*backend->db));
   ASSIGN_OR_RETURN(backend->blobs, storage::BlobStore::Create(options.data_dir));
@@ -56,7 +58,14 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   backend->tenants = std::make_unique<storage::TenantRepository>(db);
   backend->tokens = std::make_unique<storage::TokenRepository>(db);
   backend->jobs = std::make_unique<storage::JobRepository>(db);
+  backend->jobs->set_change_listener(
+      [b = backend.get()](const std::string& job_id) { b->job_notifier.Notify(job_id); });
   backend->datasets = std::make_unique<storage::DatasetRepository>(db);
+  backend->blob_refs = std::make_unique<storage::BlobRepository>(db);
+  backend->tenant_limits = std::make_unique<storage::TenantLimitsRepository>(db);
+  backend->quotas =
+      std::make_unique<TenantQuotas>(*backend->tenant_limits, options.default_limits,
+                                     options.max_streams_per_tenant, options.auth_cache_ttl);
   backend->models = std::make_unique<storage::ModelRepository>(db);
   backend->workers = std::make_unique<storage::WorkerRepository>(db);
   if (!options.admin_token_file.empty()) {
@@ -130,6 +139,24 @@ absl::StatusOr<v1::ModelVersion> Backend::ResolveModel(const std::string& viewer
   model.clear_histograms();
   model_cache_.Put(key, model, generation);
   return model;
+}
+
+absl::Status Backend::RecheckToken(const grpc::ServerContext& context, Audience audience) {
+  const auto& metadata = context.client_metadata();
+  auto it = metadata.find("authorization");
+  if (it == metadata.end()) return absl::UnauthenticatedError("missing authorization metadata");
+  const std::string value(it->second.data(), it->second.size());
+  constexpr absl::string_view kBearer = "Bearer ";
+  if (!absl::StartsWithIgnoreCase(value, kBearer)) {
+    return absl::UnauthenticatedError("authorization metadata must be \"Bearer <token>\"");
+  }
+  const std::string secret(absl::StripAsciiWhitespace(value.substr(kBearer.size())));
+  absl::StatusOr<Principal> principal = VerifyToken(audience, secret);
+  if (absl::IsUnauthenticated(principal.status()) || absl::IsPermissionDenied(principal.status())) {
+    return absl::UnauthenticatedError(
+        "the token of this call was revoked; the stream ends. Use a valid token and call again");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gantry::server

@@ -14,13 +14,17 @@
 #include "base/grpc_status.h"
 #include "grpcpp/server_context.h"
 #include "server/auth.h"
+#include "server/job_notifier.h"
 #include "server/server_options.h"
+#include "server/tenant_quotas.h"
 #include "server/ttl_cache.h"
+#include "storage/blob_repository.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
 #include "storage/job_repository.h"
 #include "storage/model_repository.h"
+#include "storage/tenant_limits_repository.h"
 #include "storage/tenant_repository.h"
 #include "storage/token_repository.h"
 #include "storage/worker_repository.h"
@@ -49,6 +53,10 @@ class Backend {
   void ForgetTokens() { token_cache_.Clear(); }
   void ForgetModels() { model_cache_.Clear(); }
 
+  // Verifies the call's bearer token again (long-lived streams call it periodically): OK, or
+  // UNAUTHENTICATED when it was revoked meanwhile. A database outage is not a revocation (OK).
+  absl::Status RecheckToken(const grpc::ServerContext& context, Audience audience);
+
   // Runs `fn(principal)` for an authenticated call and maps its status to gRPC (the one mapping).
   template <typename Fn>
   grpc::Status Serve(const grpc::ServerContextBase* context, Fn&& fn) {
@@ -60,12 +68,16 @@ class Backend {
   const ServerOptions options;
   std::unique_ptr<storage::Database> db;
   std::unique_ptr<storage::BlobStore> blobs;
+  std::unique_ptr<storage::BlobRepository> blob_refs;  // reference counts, pins, collection
   std::unique_ptr<storage::TenantRepository> tenants;
   std::unique_ptr<storage::TokenRepository> tokens;
   std::unique_ptr<storage::JobRepository> jobs;
   std::unique_ptr<storage::DatasetRepository> datasets;
   std::unique_ptr<storage::ModelRepository> models;
   std::unique_ptr<storage::WorkerRepository> workers;
+  std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;
+  std::unique_ptr<TenantQuotas> quotas;    // per-tenant limits, streams and shower rate
+  JobNotifier job_notifier;                // signalled by every job event this process writes
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
   int migrations_applied = 0;
   std::atomic<bool> shutting_down{false};  // streams end when set

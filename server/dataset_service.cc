@@ -1,5 +1,6 @@
 #include "server/dataset_service.h"
 
+#include <optional>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -98,20 +99,21 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(const v1::UploadDatasetHeader header, ReadUploadHeader(*reader));
     RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
     RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
+    RETURN_IF_ERROR(backend_.quotas->CheckDatasetBytes(p.tenant, header.size_bytes()));
+    ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
     ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header));
     absl::StatusOr<showers::DatasetInfo> info =
         showers::InspectShowerFile(backend_.blobs->Path(blob.sha256));
+    // An upload that is refused leaves its blob unreferenced: the collector deletes it after the
+    // grace period (unless an identical upload uses it meanwhile).
     if (!info.ok()) {
-      DropUnusedBlob(blob.sha256);
       return absl::InvalidArgumentError(
           absl::StrCat("file: not a usable shower file: ", info.status().message()));
     }
-    absl::StatusOr<v1::Dataset> created =
-        backend_.datasets->Create(DescribeDataset(header, p.tenant, *info, blob));
-    if (!created.ok()) {
-      DropUnusedBlob(blob.sha256);
-      return created.status();
-    }
+    absl::StatusOr<v1::Dataset> created = backend_.datasets->Create(
+        DescribeDataset(header, p.tenant, *info, blob), limits.max_dataset_bytes);
+    if (!created.ok()) return created.status();
     *response = *std::move(created);
     return absl::OkStatus();
   });
@@ -157,16 +159,14 @@ absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
   }
   std::optional<std::string> expected;
   if (!header.sha256().empty()) expected = header.sha256();
-  absl::StatusOr<storage::BlobInfo> blob = writer->Commit(expected);
+  // Pinned before it gets its blob name, so the collector cannot delete the bytes of this upload
+  // between the rename and the dataset row that references them.
+  absl::StatusOr<storage::BlobInfo> blob = writer->Commit(
+      expected, [this](const std::string& sha256) { return backend_.blob_refs->Pin(sha256); });
   if (absl::IsDataLoss(blob.status())) {
     return absl::InvalidArgumentError(absl::StrCat("header.sha256: ", blob.status().message()));
   }
   return blob;
-}
-
-void DatasetService::DropUnusedBlob(const std::string& sha256) {
-  absl::StatusOr<int64_t> users = backend_.datasets->CountBySha256(sha256);
-  if (users.ok() && *users == 0) backend_.blobs->Remove(sha256).IgnoreError();
 }
 
 grpc::Status DatasetService::ListDatasets(grpc::ServerContext* context,
@@ -198,14 +198,9 @@ grpc::Status DatasetService::DeleteDataset(grpc::ServerContext* context,
                                            v1::DeleteDatasetResponse* /*response*/) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
-    ASSIGN_OR_RETURN(v1::Dataset deleted,
-                     backend_.datasets->Delete(p.tenant, request->dataset_id()));
-    ASSIGN_OR_RETURN(int64_t users, backend_.datasets->CountBySha256(deleted.sha256()));
-    if (users == 0) {
-      absl::Status removed = backend_.blobs->Remove(deleted.sha256());
-      if (!removed.ok() && !absl::IsNotFound(removed)) return removed;
-    }
-    return absl::OkStatus();
+    // The row's blob reference goes in the same transaction; the bytes are deleted by the
+    // collector once nothing has referenced them for the grace period.
+    return backend_.datasets->Delete(p.tenant, request->dataset_id()).status();
   });
 }
 
@@ -220,6 +215,11 @@ grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
     if (owner.empty() && !absl::StartsWith(request->dataset_id(), "ds-")) {
       return absl::InvalidArgumentError("dataset_id: workers and admins must give the \"ds-\" id");
     }
+    std::optional<TenantQuotas::Slot> stream;
+    if (!p.worker) {
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(p.tenant));
+      stream.emplace(std::move(slot));
+    }
     ASSIGN_OR_RETURN(v1::Dataset dataset, backend_.datasets->Get(owner, request->dataset_id()));
     if (request->offset() > dataset.size_bytes()) {
       return absl::OutOfRangeError(absl::StrCat("offset: ", request->offset(),
@@ -229,8 +229,13 @@ grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobReader> blob,
                      backend_.blobs->Open(dataset.sha256(), request->offset()));
     bool first = true;
+    absl::Time next_token_check = absl::Now() + backend_.options.stream_token_recheck;
     while (true) {
       if (context->IsCancelled()) return absl::CancelledError("the client cancelled the read");
+      if (absl::Now() >= next_token_check) {
+        RETURN_IF_ERROR(backend_.RecheckToken(*context, Audience::kTenantOrWorker));
+        next_token_check = absl::Now() + backend_.options.stream_token_recheck;
+      }
       v1::DatasetChunk chunk;
       chunk.set_offset(blob->offset());
       ASSIGN_OR_RETURN(*chunk.mutable_data(), blob->Read(kReadChunkBytes));

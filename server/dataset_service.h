@@ -36,12 +36,11 @@ class DatasetService final : public gantry::v1::DatasetService::Service {
 
  private:
   // UploadDataset's phases: the tenant has no dataset of that name yet; the file's bytes into the
-  // blob store (sha256 checked); a refused file's blob removed unless a dataset uses it.
+  // blob store (sha256 checked, pinned against collection before it is published).
   absl::Status CheckNameIsFree(const std::string& tenant, const std::string& name);
   absl::StatusOr<storage::BlobInfo> ReceiveFile(
       grpc::ServerContext& context, grpc::ServerReader<gantry::v1::UploadDatasetRequest>& reader,
       const gantry::v1::UploadDatasetHeader& header);
-  void DropUnusedBlob(const std::string& sha256);
 
   Backend& backend_;
 };

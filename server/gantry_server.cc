@@ -10,6 +10,7 @@
 #include "base/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 
@@ -53,7 +54,9 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       catalog_(*backend_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
-      admin_(*backend_, coordinator_.sessions()) {}
+      admin_(*backend_, coordinator_.sessions()),
+      blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
+                      backend_->options.blob_gc_grace) {}
 
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {
@@ -81,6 +84,13 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   builder.RegisterService(&server->admin_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // A bounded thread pool: past max_threads, gRPC refuses new calls (RESOURCE_EXHAUSTED) instead
+  // of starting more threads.
+  if (options.max_threads > 0) {
+    grpc::ResourceQuota quota("gantry-server");
+    quota.SetMaxThreads(options.max_threads);
+    builder.SetResourceQuota(quota);
+  }
   // Long-lived streams (WatchJob, worker Connect): ping idle connections, and accept client pings.
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
@@ -111,12 +121,14 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
     health->SetServingStatus(name, true);
   }
   server->coordinator_.Start();
+  server->blob_collector_.Start();
   return server;
 }
 
 void GantryServer::Shutdown() {
   if (backend_->shutting_down.exchange(true)) return;
   coordinator_.Stop();
+  blob_collector_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + backend_->options.shutdown_grace));
 }

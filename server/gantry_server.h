@@ -1,5 +1,6 @@
 // GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking,
-// reflection, the auth interceptor, keepalive and message-size limits on one grpc::Server.
+// reflection, the auth interceptor, keepalive, message-size and thread limits on one grpc::Server,
+// and the blob garbage collector.
 #ifndef GANTRY_SERVER_GANTRY_SERVER_H_
 #define GANTRY_SERVER_GANTRY_SERVER_H_
 
@@ -10,6 +11,7 @@
 #include "grpcpp/server.h"
 #include "server/admin_service.h"
 #include "server/backend.h"
+#include "server/blob_collector.h"
 #include "server/catalog_service.h"
 #include "server/dataset_service.h"
 #include "server/generation_router.h"
@@ -51,6 +53,7 @@ class GantryServer {
   DatasetService datasets_;
   WorkerService workers_;
   AdminService admin_;
+  BlobCollector blob_collector_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
 };

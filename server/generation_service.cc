@@ -4,11 +4,14 @@
 #include <iostream>
 #include <memory>
 #include <random>
+#include <thread>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/grpc_status.h"
 #include "base/status_macros.h"
@@ -82,6 +85,10 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     RETURN_IF_ERROR(ValidateGenerateForModel(*request, *model));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot generating,
+                     backend_.quotas->AcquireGenerationStream(p.tenant));
+    RETURN_IF_ERROR(backend_.quotas->TakeShowers(p.tenant, CountOf(*request)));
     model_ref = absl::StrCat(model->name(), ":", model->version());
     if (seed == 0) seed = DrawSeed();
     context->AddInitialMetadata("gantry-seed", absl::StrCat(seed));
@@ -95,7 +102,11 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     *served->mutable_theta_range_rad() = model->theta_range_rad();
     *work.mutable_request() = *request;
     work.mutable_request()->set_seed(seed);
-    return Route(context, work, CountOf(*request), writer, &worker);
+    int64_t sent = 0;
+    absl::Status routed = Route(context, work, CountOf(*request), writer, &worker, &sent);
+    // Showers that never reached the client go back into the tenant's bucket.
+    if (!routed.ok()) backend_.quotas->ReturnShowers(p.tenant, CountOf(*request) - sent);
+    return routed;
   });
   std::cerr << "gantry-server: generate " << model_ref << " tenant=" << tenant
             << " count=" << CountOf(*request) << " seed=" << seed << " worker=" << worker << " "
@@ -108,7 +119,8 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
 absl::Status GenerationService::Route(grpc::ServerContext* context,
                                       const v1::WorkerGenerateRequest& work, int64_t count,
                                       grpc::ServerWriter<v1::GenerateChunk>* writer,
-                                      std::string* worker_name) {
+                                      std::string* worker_name, int64_t* showers_sent) {
+  *showers_sent = 0;
   const std::vector<GenerationRouter::Candidate> candidates =
       router_.Candidates(work.model().checkpoint_sha256(), absl::Now());
   if (candidates.empty()) {
@@ -129,6 +141,7 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
       continue;
     }
     router_.MarkReachable(c.worker_id);
+    *showers_sent = a.showers;
     return a.status;
   }
   return absl::UnavailableError(
@@ -146,6 +159,24 @@ GenerationService::Attempt GenerationService::CallWorker(
   router_.Begin(worker.worker_id, work.model().checkpoint_sha256(), count);
   std::unique_ptr<grpc::ClientReader<v1::GenerateChunk>> reader =
       channels_.StubFor(worker.endpoint).Generate(ctx.get(), work);
+  // A guard checks the client's token again while the call runs (also while it waits for the
+  // worker or for the client's flow control) and cancels the worker's call once it is revoked.
+  absl::Notification call_done;
+  absl::Mutex revoked_mu;
+  absl::Status revoked;
+  std::thread token_guard([&] {
+    while (!call_done.WaitForNotificationWithTimeout(backend_.options.stream_token_recheck)) {
+      absl::Status still = backend_.RecheckToken(*context, Audience::kTenant);
+      if (!still.ok()) {
+        {
+          absl::MutexLock lock(&revoked_mu);
+          revoked = still;
+        }
+        ctx->TryCancel();
+        return;
+      }
+    }
+  });
   v1::GenerateChunk chunk;
   bool client_gone = false;
   while (reader->Read(&chunk)) {
@@ -162,8 +193,13 @@ GenerationService::Attempt GenerationService::CallWorker(
     }
   }
   const grpc::Status s = reader->Finish();
+  call_done.Notify();
+  token_guard.join();
   router_.End(worker.worker_id, std::max<int64_t>(0, count - a.showers));
-  if (client_gone || context->IsCancelled()) {
+  absl::MutexLock lock(&revoked_mu);
+  if (!revoked.ok()) {
+    a.status = revoked;
+  } else if (client_gone || context->IsCancelled()) {
     a.status = absl::CancelledError("the client went away; the worker's call was cancelled");
   } else if (!s.ok()) {
     const absl::Status failed = FromGrpcStatus(s);

@@ -41,9 +41,10 @@ class GenerationService final : public gantry::v1::GenerationService::Service {
     int64_t showers = 0;
   };
 
+  // `showers_sent` (out): how many showers reached the client.
   absl::Status Route(grpc::ServerContext* context, const gantry::v1::WorkerGenerateRequest& work,
                      int64_t count, grpc::ServerWriter<gantry::v1::GenerateChunk>* writer,
-                     std::string* worker_name);
+                     std::string* worker_name, int64_t* showers_sent);
   Attempt CallWorker(grpc::ServerContext* context, const GenerationRouter::Candidate& worker,
                      const gantry::v1::WorkerGenerateRequest& work, int64_t count,
                      grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);

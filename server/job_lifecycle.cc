@@ -66,23 +66,44 @@ void JobLifecycle::StartRunning(const std::string& job_id, int attempt, int rank
 
 void JobLifecycle::End(const std::string& job_id, const std::vector<v1::JobState>& from,
                        v1::JobState to, const std::string& reason, const std::string& message) {
-  absl::StatusOr<v1::Job> job = backend_.jobs->Transition(job_id, from, to, reason, message);
+  DeferredEnd end{job_id, from, to, reason, message};
+  if (TryEnd(end)) return;
+  std::cerr << "gantry-server: " << job_id << " -> " << v1::JobState_Name(to)
+            << " could not be written; retrying until it is stored\n";
+  absl::MutexLock lock(&deferred_mu_);
+  for (const DeferredEnd& d : deferred_ends_) {
+    if (d.job_id == job_id) return;  // the first ending decided stays the one retried
+  }
+  end.tries = 1;
+  end.next_try = absl::Now() + absl::Milliseconds(200);
+  deferred_ends_.push_back(std::move(end));
+}
+
+bool JobLifecycle::TryEnd(const DeferredEnd& end) {
+  const std::string& job_id = end.job_id;
+  const std::string& message = end.message;
+  absl::StatusOr<v1::Job> job =
+      backend_.jobs->Transition(job_id, end.from, end.to, end.reason, message);
+  if (!job.ok() && (absl::IsUnavailable(job.status()) || absl::IsAborted(job.status()) ||
+                    absl::IsInternal(job.status()))) {
+    return false;
+  }
   if (!job.ok() && job.status().code() != absl::StatusCode::kFailedPrecondition) {
     std::cerr << "gantry-server: cannot end " << job_id << ": " << job.status() << "\n";
-    return;  // retried by the next tick's timeouts
+    return true;  // e.g. NOT_FOUND: nothing to retry
   }
   if (!job.ok()) {  // it already left `from`: where is it now?
     {
       absl::MutexLock lock(&state_.mu);
-      if (!state_.active.count(job_id)) return;
+      if (!state_.active.count(job_id)) return true;
     }
     job = backend_.jobs->Get("", job_id);
-    if (!job.ok()) return;
+    if (!job.ok()) return true;
   }
-  if (!storage::IsTerminalJobState(job->state())) return;
+  if (!storage::IsTerminalJobState(job->state())) return true;
   absl::MutexLock lock(&state_.mu);
   auto it = state_.active.find(job_id);
-  if (it == state_.active.end() || it->second.ended) return;
+  if (it == state_.active.end() || it->second.ended) return true;
   it->second.ended = true;
   it->second.ended_at = absl::Now();
   if (it->second.waiting) {  // queued for a restart: nothing runs, nothing is leased
@@ -90,6 +111,7 @@ void JobLifecycle::End(const std::string& job_id, const std::vector<v1::JobState
     state_.queued.erase(job_id);
   }
   if (job->state() != v1::SUCCEEDED) state_.SendCancellation(it->second, message);
+  return true;
 }
 
 void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass failure,
@@ -105,9 +127,9 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
     if (failure.retryable) {
       // The attempt's own workers (an adopted job's placement is unknown: all it has).
       const std::set<std::string> workers =
-          a.rank_workers.empty() ? a.workers
-                                 : std::set<std::string>(a.rank_workers.begin(),
-                                                         a.rank_workers.end());
+          a.rank_workers.empty()
+              ? a.workers
+              : std::set<std::string>(a.rank_workers.begin(), a.rank_workers.end());
       bool preempted = false, drained = false;
       for (const std::string& w : workers) {
         preempted |= state_.preempting.count(w) > 0;
@@ -143,10 +165,9 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
   if (failure.counted && job->restarts() >= max_restarts) {
     Unclaim(job_id);
     End(job_id, kLive, v1::FAILED, failure.reason,
-        max_restarts == 0
-            ? message
-            : absl::StrCat(message, " (", job->restarts(), " of max_restarts ", max_restarts,
-                           " restarts used)"));
+        max_restarts == 0 ? message
+                          : absl::StrCat(message, " (", job->restarts(), " of max_restarts ",
+                                         max_restarts, " restarts used)"));
     return true;
   }
   absl::StatusOr<scheduler::JobRequest> request = MakeJobRequest(*job);
@@ -214,6 +235,33 @@ void JobLifecycle::RetryDeferred() {
     pending.swap(deferred_);
   }
   for (Deferred& d : pending) Fail(d.job_id, d.attempt, d.failure, d.message);
+
+  std::vector<DeferredEnd> ends;
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&deferred_mu_);
+    for (auto it = deferred_ends_.begin(); it != deferred_ends_.end();) {
+      if (it->next_try <= now) {
+        ends.push_back(std::move(*it));
+        it = deferred_ends_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (DeferredEnd& end : ends) {
+    if (TryEnd(end)) {
+      std::cerr << "gantry-server: " << end.job_id << " -> " << v1::JobState_Name(end.to)
+                << " stored after " << end.tries << " failed attempt(s)\n";
+      continue;
+    }
+    ++end.tries;
+    end.next_try =
+        absl::Now() + std::min(absl::Milliseconds(200) * (int64_t{1} << std::min(end.tries, 6)),
+                               absl::Seconds(10));
+    absl::MutexLock lock(&deferred_mu_);
+    deferred_ends_.push_back(std::move(end));
+  }
 }
 
 void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {

@@ -31,7 +31,8 @@ class JobLifecycle {
   // PLACING or RESTARTING -> RUNNING once all `ranks` ranks of `attempt` joined the process group.
   void StartRunning(const std::string& job_id, int attempt, int ranks);
   // Moves the job to `to` unless it already left `from`; marks it ended and tells its other ranks
-  // to stop when `to` is terminal.
+  // to stop when `to` is terminal. When the database cannot be written the transition is kept and
+  // RetryDeferred() tries it again with backoff (200 ms doubling up to 10 s) until it is stored.
   void End(const std::string& job_id, const std::vector<gantry::v1::JobState>& from,
            gantry::v1::JobState to, const std::string& reason, const std::string& message);
   // A failure of an active job's `attempt` (-1: whatever attempt is current). Permanent failures
@@ -43,7 +44,7 @@ class JobLifecycle {
   // kept and RetryDeferred() tries again.
   void Fail(const std::string& job_id, int attempt, FailureClass failure,
             const std::string& message);
-  // Retries the failures Fail could not write (called every tick).
+  // Retries the failures Fail and the transitions End could not write (called every tick).
   void RetryDeferred();
   // Ends a job the database had active at start that no worker claimed within `wait`:
   // CANCELLING -> CANCELLED; RESTARTING is queued again (the restart goes on); PLACING and RUNNING
@@ -70,11 +71,23 @@ class JobLifecycle {
   // Clears the claim Fail took on the job.
   void Unclaim(const std::string& job_id);
   void Defer(Deferred deferred);
+  struct DeferredEnd {
+    std::string job_id;
+    std::vector<gantry::v1::JobState> from;
+    gantry::v1::JobState to;
+    std::string reason;
+    std::string message;
+    int tries = 0;
+    absl::Time next_try;
+  };
+  // End's work; false when the database could not be written (nothing changed).
+  bool TryEnd(const DeferredEnd& end);
 
   Backend& backend_;
   CoordinatorState& state_;
   absl::Mutex deferred_mu_;
   std::vector<Deferred> deferred_ ABSL_GUARDED_BY(deferred_mu_);
+  std::vector<DeferredEnd> deferred_ends_ ABSL_GUARDED_BY(deferred_mu_);
 };
 
 }  // namespace gantry::server

@@ -69,6 +69,36 @@ ABSL_FLAG(std::string, file_dataset_tenants, "",
 ABSL_FLAG(int, model_cache_ttl_ms, 2000,
           "how long Generate reuses a resolved model reference (0 = never); alias and archive "
           "changes through this server apply at once");
+ABSL_FLAG(int, db_pool_wait_ms, 10000,
+          "how long a call waits for a free database connection before it fails with "
+          "UNAVAILABLE");
+ABSL_FLAG(int64_t, blob_gc_interval_ms, 600000,
+          "how often unreferenced blobs are garbage-collected (0 = never)");
+ABSL_FLAG(int64_t, blob_gc_grace_ms, 3600000,
+          "a blob is deleted only after nothing has used it for this long (at least 100; keep it "
+          "well above the slowest upload's inspection)");
+ABSL_FLAG(int, max_threads, 256,
+          "the most threads gRPC may use to serve calls (a grpc::ResourceQuota; 0 = no bound)");
+ABSL_FLAG(int64_t, tenant_max_dataset_bytes, 0,
+          "default per-tenant limit on stored dataset bytes (0 = unlimited; AdminService."
+          "SetTenantLimits overrides it per tenant)");
+ABSL_FLAG(
+    int, tenant_max_concurrent_jobs, 0,
+    "default per-tenant limit on jobs QUEUED, PLACING, RUNNING or RESTARTING (0 = unlimited)");
+ABSL_FLAG(int, tenant_max_generation_streams, 0,
+          "default per-tenant limit on concurrent Generate calls (0 = unlimited)");
+ABSL_FLAG(int64_t, tenant_max_showers_per_minute, 0,
+          "default per-tenant rate of generated showers, a token bucket holding one minute's worth "
+          "(0 = unlimited)");
+ABSL_FLAG(int, watch_poll_interval_ms, 2000,
+          "WatchJob re-reads a job at once when this server changes it, and otherwise this often "
+          "(changes made by another server)");
+ABSL_FLAG(int, stream_token_recheck_ms, 1000,
+          "how often long-lived streams check their token again (a revoked token ends them with "
+          "UNAUTHENTICATED)");
+ABSL_FLAG(int, tenant_max_streams, 64,
+          "the most concurrent long-lived calls (WatchJob, ReadDataset, Generate, uploads) one "
+          "tenant may hold on this server (0 = unlimited)");
 
 int main(int argc, char** argv) {
   const std::vector<std::string> positional = gantry::ParseFlags(
@@ -108,8 +138,9 @@ int main(int argc, char** argv) {
   options.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
   if (options.rank_exit_grace < absl::Seconds(1) || options.hang_timeout < absl::Seconds(1) ||
       !(options.hang_step_factor >= 1) || options.collective_timeout_ms < 0) {
-    std::cerr << "gantry-server: --rank-exit-grace-seconds and --hang-timeout-seconds must be >= 1, "
-                 "--hang-step-factor >= 1 and --collective-timeout-ms >= 0\n";
+    std::cerr
+        << "gantry-server: --rank-exit-grace-seconds and --hang-timeout-seconds must be >= 1, "
+           "--hang-step-factor >= 1 and --collective-timeout-ms >= 0\n";
     return 2;
   }
   options.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
@@ -133,6 +164,40 @@ int main(int argc, char** argv) {
   for (absl::string_view tenant :
        absl::StrSplit(absl::GetFlag(FLAGS_file_dataset_tenants), ',', absl::SkipWhitespace())) {
     options.file_dataset_tenants.insert(std::string(absl::StripAsciiWhitespace(tenant)));
+  }
+  options.db_pool_wait = absl::Milliseconds(absl::GetFlag(FLAGS_db_pool_wait_ms));
+  options.blob_gc_interval = absl::Milliseconds(absl::GetFlag(FLAGS_blob_gc_interval_ms));
+  options.blob_gc_grace = absl::Milliseconds(absl::GetFlag(FLAGS_blob_gc_grace_ms));
+  options.max_threads = absl::GetFlag(FLAGS_max_threads);
+  options.default_limits.max_dataset_bytes = absl::GetFlag(FLAGS_tenant_max_dataset_bytes);
+  options.default_limits.max_concurrent_jobs = absl::GetFlag(FLAGS_tenant_max_concurrent_jobs);
+  options.default_limits.max_generation_streams =
+      absl::GetFlag(FLAGS_tenant_max_generation_streams);
+  options.default_limits.max_showers_per_minute =
+      absl::GetFlag(FLAGS_tenant_max_showers_per_minute);
+  options.max_streams_per_tenant = absl::GetFlag(FLAGS_tenant_max_streams);
+  options.watch_poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_watch_poll_interval_ms));
+  options.stream_token_recheck = absl::Milliseconds(absl::GetFlag(FLAGS_stream_token_recheck_ms));
+  if (options.watch_poll_interval < absl::Milliseconds(50) ||
+      options.stream_token_recheck < absl::Milliseconds(50)) {
+    std::cerr << "gantry-server: --watch-poll-interval-ms and --stream-token-recheck-ms must be "
+                 ">= 50\n";
+    return 2;
+  }
+  if (options.db_pool_wait < absl::Milliseconds(1) ||
+      options.blob_gc_interval < absl::ZeroDuration() ||
+      options.blob_gc_grace < absl::Milliseconds(100) || options.max_threads < 0 ||
+      options.default_limits.max_dataset_bytes < 0 ||
+      options.default_limits.max_concurrent_jobs < 0 ||
+      options.default_limits.max_generation_streams < 0 ||
+      options.default_limits.max_showers_per_minute < 0 || options.max_streams_per_tenant < 0) {
+    std::cerr << "gantry-server: --db-pool-wait-ms must be >= 1, --blob-gc-grace-ms >= 100, "
+                 "--blob-gc-interval-ms, --max-threads, --tenant-max-* >= 0\n";
+    return 2;
+  }
+  if (options.max_threads != 0 && options.max_threads < 8) {
+    std::cerr << "gantry-server: --max-threads must be 0 (no bound) or at least 8\n";
+    return 2;
   }
   if (options.max_showers_per_request < 1) {
     std::cerr << "gantry-server: --max-showers-per-request must be >= 1\n";

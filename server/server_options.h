@@ -8,6 +8,7 @@
 
 #include "absl/time/time.h"
 #include "base/file_roots.h"
+#include "storage/tenant_limits.h"
 
 namespace gantry::server {
 
@@ -24,10 +25,28 @@ struct ServerOptions {
   // UNAVAILABLE (a tick or an RPC then fails fast instead of blocking a thread).
   absl::Duration db_connect_timeout = absl::Seconds(5);
   absl::Duration db_statement_timeout = absl::Seconds(10);
+  // How long a call waits for a free pooled connection before it fails with UNAVAILABLE.
+  absl::Duration db_pool_wait = absl::Seconds(10);
+  // Blob garbage collection: how often it runs (0 = never) and how long a blob must have been
+  // unreferenced (and unpinned by an upload) before it is deleted.
+  absl::Duration blob_gc_interval = absl::Minutes(10);
+  absl::Duration blob_gc_grace = absl::Hours(1);
+  // The most threads gRPC may use for calls (grpc::ResourceQuota::SetMaxThreads); 0 = no bound.
+  int max_threads = 256;
+  // Per-tenant limits every tenant has unless AdminService.SetTenantLimits stored an override
+  // (0 = unlimited).
+  storage::TenantLimits default_limits;
+  // The most concurrent long-lived calls one tenant may hold on this server (0 = unlimited).
+  int max_streams_per_tenant = 64;
   int64_t max_dataset_bytes = int64_t{64} << 30;    // 64 GiB
   int64_t max_checkpoint_bytes = int64_t{4} << 30;  // 4 GiB
   int max_message_bytes = 16 << 20;                 // gRPC max send/receive message size
-  absl::Duration watch_poll_interval = absl::Milliseconds(200);
+  // WatchJob re-reads a job when this server writes a change of it (JobNotifier), and otherwise
+  // every watch_poll_interval (changes made by another process).
+  absl::Duration watch_poll_interval = absl::Seconds(2);
+  // Long-lived streams (WatchJob, Generate, ReadDataset) check their token again this often; a
+  // revoked token ends them with UNAUTHENTICATED within this plus auth_cache_ttl.
+  absl::Duration stream_token_recheck = absl::Seconds(1);
   absl::Duration shutdown_grace = absl::Seconds(5);
   int heartbeat_interval_ms = 2000;
   int lease_timeout_ms = 15000;

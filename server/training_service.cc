@@ -1,6 +1,8 @@
 #include "server/training_service.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -75,7 +77,9 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
       const uint64_t seed = (uint64_t{rd()} << 32 | rd()) | 1;
       spec.mutable_hyper_parameters()->set_seed(seed);
     }
-    ASSIGN_OR_RETURN(*response, backend_.jobs->Create(p.tenant, spec, request->request_id()));
+    ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
+    ASSIGN_OR_RETURN(*response, backend_.jobs->Create(p.tenant, spec, request->request_id(),
+                                                      limits.max_concurrent_jobs));
     return absl::OkStatus();
   });
 }
@@ -151,8 +155,16 @@ grpc::Status TrainingService::WatchJob(grpc::ServerContext* context,
       return absl::InvalidArgumentError("after_sequence: must be >= 0 (0 = from the beginning)");
     }
     const std::string scope = Scope(p);
+    std::optional<TenantQuotas::Slot> stream;
+    if (!p.worker && !p.admin) {
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(p.tenant));
+      stream.emplace(std::move(slot));
+    }
     int64_t after = request->after_sequence();
     constexpr int kBatch = 500;
+    // Subscribed before the first read, so a change committed after that read wakes the loop.
+    JobNotifier::Subscription changes(backend_.job_notifier, request->job_id());
+    absl::Time next_token_check = absl::Now() + backend_.options.stream_token_recheck;
     while (true) {
       // The state is read before the events: a terminal transition and its event commit together,
       // so once a terminal state is seen the following read includes its event.
@@ -166,11 +178,22 @@ grpc::Status TrainingService::WatchJob(grpc::ServerContext* context,
         }
       } while (static_cast<int>(events.size()) == kBatch);
       if (storage::IsTerminalJobState(job.state())) return absl::OkStatus();
+      // Wait for a change this process writes, or the fallback interval (a change made by
+      // another process), in short slices that notice cancellation, shutdown and revocation.
       const absl::Time until = absl::Now() + backend_.options.watch_poll_interval;
-      while (absl::Now() < until) {
+      while (true) {
         if (context->IsCancelled()) return absl::CancelledError("the client cancelled the watch");
         if (backend_.shutting_down) return absl::UnavailableError("the server is shutting down");
-        absl::SleepFor(absl::Milliseconds(20));
+        const absl::Time now = absl::Now();
+        if (now >= next_token_check) {
+          RETURN_IF_ERROR(backend_.RecheckToken(*context, Audience::kTenant));
+          next_token_check = now + backend_.options.stream_token_recheck;
+        }
+        if (now >= until) break;
+        if (changes.Wait(
+                std::min({until - now, next_token_check - now, absl::Milliseconds(100)}))) {
+          break;
+        }
       }
     }
   });

@@ -198,7 +198,13 @@ grpc::Status WorkerService::UploadCheckpoint(
                                                      " but the stream ended after ",
                                                      writer->bytes_written(), " bytes"));
     }
-    ASSIGN_OR_RETURN(storage::BlobInfo blob, writer->Commit(header.sha256()));
+    // Pinned against collection before it is published; while the database is down the pin is
+    // skipped (the collector adopts the file later with a full grace period).
+    ASSIGN_OR_RETURN(storage::BlobInfo blob,
+                     writer->Commit(header.sha256(), [this](const std::string& sha256) {
+                       absl::Status pinned = backend_.blob_refs->Pin(sha256);
+                       return absl::IsUnavailable(pinned) ? absl::OkStatus() : pinned;
+                     }));
     v1::JobEvent event;
     v1::CheckpointSaved* saved = event.mutable_checkpoint_saved();
     saved->set_epoch(header.epoch());
@@ -209,23 +215,25 @@ grpc::Status WorkerService::UploadCheckpoint(
     if (absl::StatusOr<bool> recorded =
             backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved);
         absl::IsUnavailable(recorded.status())) {
-      Log(absl::StrCat("stored checkpoint ", blob.sha256, " of ", header.job_id(),
-                       "; it is not recorded (not a restart point): ",
-                       recorded.status().message()));
+      Log(absl::StrCat(
+          "stored checkpoint ", blob.sha256, " of ", header.job_id(),
+          "; it is not recorded (not a restart point): ", recorded.status().message()));
     } else if (!recorded.ok()) {
       return recorded.status();
     } else if (job.ok()) {
-      // Retention: the job's older checkpoints beyond keep_last go, unless a model or another
-      // job's checkpoint uses the same blob (the newest, what a restart resumes from, stays), and
-      // with keep_best the one with the lowest validation fom stays too.
+      // Retention: the job's older checkpoints beyond keep_last expire (the newest, what a
+      // restart resumes from, stays, and with keep_best the one with the lowest validation fom).
+      // Expiring drops their blob references in the same transaction; the collector deletes a
+      // blob once nothing (a model, another job's checkpoint, a dataset) has used it for the
+      // grace period.
       const v1::CheckpointPolicy& policy = job->spec().checkpoint_policy();
-      absl::StatusOr<std::vector<std::string>> expired = backend_.jobs->ExpireCheckpoints(
-          header.job_id(), policy.keep_last(), policy.keep_best());
-      for (const std::string& sha : expired.ok() ? *expired : std::vector<std::string>{}) {
-        if (absl::Status st = backend_.blobs->Remove(sha); !st.ok()) {
-          Log(absl::StrCat("cannot remove the expired checkpoint ", sha, " of ", header.job_id(),
-                           ": ", st.ToString()));
-        }
+      if (absl::Status expired =
+              backend_.jobs
+                  ->ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best())
+                  .status();
+          !expired.ok()) {
+        Log(absl::StrCat("cannot expire old checkpoints of ", header.job_id(), ": ",
+                         expired.ToString()));
       }
     }
     response->set_sha256(blob.sha256);

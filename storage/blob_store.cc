@@ -107,4 +107,32 @@ absl::Status BlobStore::Remove(const std::string& sha256) {
   return s;
 }
 
+absl::StatusOr<std::vector<std::string>> BlobStore::List() {
+  std::vector<std::string> shas;
+  ASSIGN_OR_RETURN(std::vector<std::string> fanout, fs_->ListDir(blobs_dir_));
+  for (const std::string& dir : fanout) {
+    if (dir.size() != 2) continue;
+    absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(blobs_dir_ + "/" + dir);
+    if (absl::IsNotFound(names.status())) continue;  // removed meanwhile
+    if (!names.ok()) return names.status();
+    for (std::string& name : *names) {
+      if (IsValidSha256(name) && name.compare(0, 2, dir) == 0) shas.push_back(std::move(name));
+    }
+  }
+  return shas;
+}
+
+absl::StatusOr<int> BlobStore::RemoveTempFilesOlderThan(absl::Time cutoff) {
+  ASSIGN_OR_RETURN(std::vector<std::string> names, fs_->ListDir(tmp_dir_));
+  int removed = 0;
+  for (const std::string& name : names) {
+    if (!absl::EndsWith(name, kTempSuffix)) continue;
+    const std::string path = tmp_dir_ + "/" + name;
+    absl::StatusOr<absl::Time> modified = fs_->ModifiedTime(path);
+    if (!modified.ok() || *modified >= cutoff) continue;
+    if (fs_->Remove(path).ok()) ++removed;
+  }
+  return removed;
+}
+
 }  // namespace gantry::storage

@@ -5,9 +5,11 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "storage/blob_reader.h"
 #include "storage/blob_writer.h"
 #include "storage/file_system.h"
@@ -41,6 +43,11 @@ class BlobStore {
   absl::StatusOr<int64_t> Size(const std::string& sha256);
   // NOT_FOUND when absent.
   absl::Status Remove(const std::string& sha256);
+  // The sha256 of every stored blob (temp files not included), in no particular order.
+  absl::StatusOr<std::vector<std::string>> List();
+  // Removes temp files (uploads under way or abandoned) last modified before `cutoff`; returns how
+  // many it removed. A temp file still being written is newer than any sensible cutoff.
+  absl::StatusOr<int> RemoveTempFilesOlderThan(absl::Time cutoff);
   // Where the blob lives (whether or not it exists). Precondition: a valid sha256.
   std::string Path(const std::string& sha256) const;
 

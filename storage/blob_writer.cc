@@ -28,7 +28,9 @@ absl::Status BlobWriter::Append(absl::string_view data) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<BlobInfo> BlobWriter::Commit(const std::optional<std::string>& expected_sha256) {
+absl::StatusOr<BlobInfo> BlobWriter::Commit(
+    const std::optional<std::string>& expected_sha256,
+    const std::function<absl::Status(const std::string& sha256)>& before_publish) {
   if (finished_) return absl::FailedPreconditionError("the blob writer is already finished");
   BlobInfo info;
   info.sha256 = sha_.HexDigest();
@@ -42,6 +44,7 @@ absl::StatusOr<BlobInfo> BlobWriter::Commit(const std::optional<std::string>& ex
   absl::Status s = file_->Sync();
   if (s.ok()) s = file_->Close();
   const std::string dir = absl::StrCat(blobs_dir_, "/", info.sha256.substr(0, 2));
+  if (s.ok() && before_publish) s = before_publish(info.sha256);
   if (s.ok()) s = fs_->CreateDirs(dir);
   if (s.ok()) s = fs_->Rename(tmp_path_, absl::StrCat(dir, "/", info.sha256));
   if (!s.ok()) {

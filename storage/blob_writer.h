@@ -3,6 +3,7 @@
 #define GANTRY_STORAGE_BLOB_WRITER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -36,8 +37,12 @@ class BlobWriter {
   // Fsyncs the temp file, checks the hash and renames it to its blob path (then fsyncs the
   // directories). With `expected_sha256`, a different hash of the received bytes is DATA_LOSS ("the
   // received bytes hash to X, not the expected Y") and nothing is stored. After Commit (successful
-  // or not) the writer is finished; further calls are FAILED_PRECONDITION.
-  absl::StatusOr<BlobInfo> Commit(const std::optional<std::string>& expected_sha256 = std::nullopt);
+  // or not) the writer is finished; further calls are FAILED_PRECONDITION. `before_publish`, when
+  // given, runs with the hash after the bytes are durable and before the rename (the server pins
+  // the blob against garbage collection there); an error from it aborts the commit.
+  absl::StatusOr<BlobInfo> Commit(
+      const std::optional<std::string>& expected_sha256 = std::nullopt,
+      const std::function<absl::Status(const std::string& sha256)>& before_publish = nullptr);
 
   // Drops the temp file. Idempotent.
   void Abort();

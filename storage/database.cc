@@ -44,7 +44,8 @@ Database::Database(std::string dsn, const DatabaseOptions& options)
       pool_size_(options.pool_size),
       connect_dsn_(WithConnectTimeout(dsn_, options.connect_timeout)),
       statement_timeout_ms_(
-          std::max<int64_t>(0, absl::ToInt64Milliseconds(options.statement_timeout))) {
+          std::max<int64_t>(0, absl::ToInt64Milliseconds(options.statement_timeout))),
+      pool_wait_(options.pool_wait) {
   for (int i = 0; i < pool_size_; ++i) idle_.push_back(std::make_unique<PooledConnection>());
 }
 
@@ -74,9 +75,13 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Create(const std::string& ds
 
 std::unique_ptr<PooledConnection> Database::Acquire() {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](std::vector<std::unique_ptr<PooledConnection>>* idle) { return !idle->empty(); },
-      &idle_));
+  const absl::Condition free_connection(
+      +[](std::vector<std::unique_ptr<PooledConnection>>* idle) { return !idle->empty(); }, &idle_);
+  if (pool_wait_ > absl::ZeroDuration()) {
+    if (!mu_.AwaitWithTimeout(free_connection, pool_wait_)) return nullptr;
+  } else {
+    mu_.Await(free_connection);
+  }
   std::unique_ptr<PooledConnection> conn = std::move(idle_.back());
   idle_.pop_back();
   ++in_use_;
@@ -94,6 +99,12 @@ absl::Status Database::Transact(const std::function<absl::Status(Transaction&)>&
   bool reconnected = false;
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
     std::unique_ptr<PooledConnection> pc = Acquire();
+    if (pc == nullptr) {
+      ++unavailable_on_thread;
+      return absl::UnavailableError(absl::StrCat("database busy: no free connection within ",
+                                                 absl::FormatDuration(pool_wait_), " (all ",
+                                                 pool_size_, " in use); try again later"));
+    }
     bool broken = false;
     bool retry = false;
     try {

@@ -25,6 +25,8 @@ struct DatabaseOptions {
   int pool_size = 8;
   absl::Duration connect_timeout = absl::Seconds(5);     // rounded up to whole seconds, >= 2 s
   absl::Duration statement_timeout = absl::Seconds(10);  // 0 = none
+  // How long Transact waits for a free pooled connection before UNAVAILABLE; <= 0 = forever.
+  absl::Duration pool_wait = absl::Seconds(10);
 };
 
 // Thread-safe. Holds up to `pool_size` libpqxx connections, opened lazily and replaced when broken.
@@ -48,7 +50,8 @@ class Database {
 
   // Runs `fn` in a READ COMMITTED transaction on a pooled connection and commits when it returns OK
   // (rolls back otherwise and returns its status). `fn` may run more than once (retries), so it
-  // must reset whatever it captures on entry. Blocks while all connections are in use.
+  // must reset whatever it captures on entry. Waits up to options.pool_wait for a free
+  // connection, then returns UNAVAILABLE ("database busy") without running `fn`.
   absl::Status Transact(const std::function<absl::Status(Transaction&)>& fn);
 
   // Runs `SELECT 1`; OK when the database answers.
@@ -71,8 +74,10 @@ class Database {
   const int pool_size_;
   const std::string connect_dsn_;       // dsn_ with the connect timeout
   const int64_t statement_timeout_ms_;  // 0 = none
+  const absl::Duration pool_wait_;      // <= 0 = forever
   absl::Mutex mu_;
-  // Idle connections (possibly not yet opened); `in_use_` counts the ones handed out.
+  // Idle connections (possibly not yet opened); `in_use_` counts the ones handed out. Acquire
+  // returns null when none became free within pool_wait_.
   std::vector<std::unique_ptr<PooledConnection>> idle_ ABSL_GUARDED_BY(mu_);
   int in_use_ ABSL_GUARDED_BY(mu_) = 0;
 };

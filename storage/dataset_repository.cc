@@ -49,7 +49,7 @@ absl::Status DatasetNotFound(const std::string& id_or_name) {
 
 }  // namespace
 
-absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset) {
+absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset, int64_t max_owner_bytes) {
   if (dataset.owner().empty() || dataset.name().empty()) {
     return absl::InvalidArgumentError("a dataset needs an owner and a name");
   }
@@ -58,6 +58,21 @@ absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset) {
   record.clear_created_at();
   Dataset stored;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    if (max_owner_bytes > 0) {
+      tx.Exec("dataset_quota_lock", "SELECT 1 FROM tenants WHERE name = $1 FOR NO KEY UPDATE",
+              record.owner());
+      pqxx::result used =
+          tx.Exec("dataset_quota_bytes",
+                  "SELECT COALESCE(sum(size_bytes), 0)::bigint FROM datasets WHERE owner = $1",
+                  record.owner());
+      const int64_t in_use = used[0][0].as<int64_t>();
+      if (record.size_bytes() > max_owner_bytes - in_use) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "limit max_dataset_bytes of tenant \"", record.owner(), "\" is ", max_owner_bytes,
+            " bytes; in use: ", in_use, " bytes, this dataset: ", record.size_bytes(),
+            " bytes. Delete datasets you no longer need, or ask an admin to raise the limit"));
+      }
+    }
     pqxx::result r = tx.Exec("dataset_create",
                              "INSERT INTO datasets (id, owner, name, sha256, size_bytes, record) "
                              "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (owner, name) DO NOTHING "

@@ -21,7 +21,11 @@ class DatasetRepository {
 
   // Stores `dataset` (owner and name required, INVALID_ARGUMENT otherwise). Assigns id "ds-<uuid>"
   // when empty and created_at. ALREADY_EXISTS when the owner already has a dataset of that name.
-  absl::StatusOr<gantry::v1::Dataset> Create(const gantry::v1::Dataset& dataset);
+  // With `max_owner_bytes` > 0, RESOURCE_EXHAUSTED when the owner's datasets would then hold
+  // more bytes than that (checked under a lock on the owner, so concurrent uploads never exceed
+  // it). The row's blob reference is counted in the same transaction (see BlobRepository).
+  absl::StatusOr<gantry::v1::Dataset> Create(const gantry::v1::Dataset& dataset,
+                                             int64_t max_owner_bytes = 0);
 
   // By id ("ds-...") or by name within `owner`'s namespace (by name needs a non-empty owner).
   absl::StatusOr<gantry::v1::Dataset> Get(const std::string& owner, const std::string& id_or_name);
@@ -31,9 +35,9 @@ class DatasetRepository {
                                                  int page_size, const std::string& page_token);
 
   // Deletes the record (id or name). FAILED_PRECONDITION while a QUEUED/PLACING/RUNNING/RESTARTING/
-  // CANCELLING job of that owner has spec.dataset equal to the dataset's id or name. Returns the
-  // deleted record so the caller can drop the blob when no other dataset shares its sha256
-  // (see CountBySha256).
+  // CANCELLING job of that owner has spec.dataset equal to the dataset's id or name. The blob
+  // reference goes in the same transaction; the bytes stay until the collector deletes them
+  // (BlobRepository::Collect). Returns the deleted record.
   absl::StatusOr<gantry::v1::Dataset> Delete(const std::string& owner,
                                              const std::string& id_or_name);
 

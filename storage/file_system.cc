@@ -132,9 +132,22 @@ class PosixFileSystem : public FileSystem {
     if (ec) return absl::InternalError(absl::StrCat("cannot list ", path, ": ", ec.message()));
     return names;
   }
+
+  absl::StatusOr<absl::Time> ModifiedTime(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+      return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
+    }
+    return absl::TimeFromTimespec(st.st_mtim);
+  }
 };
 
 }  // namespace
+
+absl::StatusOr<absl::Time> FileSystem::ModifiedTime(const std::string& path) {
+  return absl::UnimplementedError(absl::StrCat("no modification time for ", path));
+}
 
 FileSystem* FileSystem::Default() {
   static FileSystem* const kFs = new PosixFileSystem();

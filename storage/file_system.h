@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 
 namespace gantry::storage {
 
@@ -53,6 +54,8 @@ class FileSystem {
   virtual bool FileExists(const std::string& path) = 0;
   // Names (not paths) of the entries of a directory.
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  // When the file was last modified. UNIMPLEMENTED unless overridden.
+  virtual absl::StatusOr<absl::Time> ModifiedTime(const std::string& path);
 
   // The real POSIX implementation (a process-wide singleton; never deleted).
   static FileSystem* Default();

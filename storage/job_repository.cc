@@ -17,8 +17,8 @@ using gantry::v1::Job;
 using gantry::v1::JobEvent;
 using gantry::v1::JobState;
 
-#define JOB_COLUMNS                                                                         \
-  "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), " \
+#define JOB_COLUMNS                                                                              \
+  "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), "      \
   "gantry_us(started_at), gantry_us(finished_at), progress, restarts, model_ref, seq, attempt, " \
   "latest_checkpoint"
 
@@ -43,7 +43,8 @@ absl::StatusOr<Job> JobFromRow(const pqxx::row& row) {
   job.set_restarts(row[11].as<int>());
   job.set_model_ref(row[12].as<std::string>());
   job.set_attempt(row[14].as<int>());
-  if (!row[15].is_null()) RETURN_IF_ERROR(sql::ParseBytes(row[15], job.mutable_latest_checkpoint()));
+  if (!row[15].is_null())
+    RETURN_IF_ERROR(sql::ParseBytes(row[15], job.mutable_latest_checkpoint()));
   return job;
 }
 
@@ -89,7 +90,7 @@ bool IsTerminalJobState(JobState s) {
 }
 
 absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry::v1::JobSpec& spec,
-                                          const std::string& request_id) {
+                                          const std::string& request_id, int64_t max_active_jobs) {
   if (owner.empty()) return absl::InvalidArgumentError("a job needs an owner");
   const std::string message =
       absl::StrCat("waiting for ", std::max(1, spec.world_size()), " free slots");
@@ -97,6 +98,33 @@ absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry
   const char* request = request_id.empty() ? nullptr : request_id.c_str();
   Job job;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    if (max_active_jobs > 0) {
+      // Serialises this owner's limited submits (FOR NO KEY UPDATE does not block other inserts
+      // that merely reference the tenant).
+      tx.Exec("job_quota_lock", "SELECT 1 FROM tenants WHERE name = $1 FOR NO KEY UPDATE", owner);
+      if (!request_id.empty()) {
+        pqxx::result existing =
+            tx.Exec("job_by_request",
+                    "SELECT " JOB_COLUMNS " FROM jobs WHERE owner = $1 AND request_id = $2", owner,
+                    request_id);
+        if (!existing.empty()) {
+          ASSIGN_OR_RETURN(job, JobFromRow(existing[0]));
+          return absl::OkStatus();
+        }
+      }
+      pqxx::result active = tx.Exec("job_quota_active",
+                                    "SELECT count(*) FROM jobs WHERE owner = $1 AND state IN "
+                                    "('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING')",
+                                    owner);
+      const int64_t in_use = active[0][0].as<int64_t>();
+      if (in_use >= max_active_jobs) {
+        return absl::ResourceExhaustedError(absl::StrCat(
+            "limit max_concurrent_jobs of tenant \"", owner, "\" is ", max_active_jobs,
+            "; in use: ", in_use,
+            " jobs QUEUED, PLACING, RUNNING or RESTARTING. Wait for one to end or cancel one, or "
+            "ask an admin to raise the limit"));
+      }
+    }
     pqxx::result r = tx.Exec(
         "job_create",
         "INSERT INTO jobs (id, owner, state, reason, message, spec, labels, priority, dataset, "
@@ -202,6 +230,7 @@ absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
     InsertEvent(tx, id, StateChangeEvent(from, to, reason, message));
     return absl::OkStatus();
   }));
+  Changed(id);
   return job;
 }
 
@@ -215,8 +244,8 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
     JobState from = gantry::v1::JOB_STATE_UNSPECIFIED;
     gantry::v1::JobState_Parse(cur[0][0].as<std::string>(), &from);
     if (std::find(allowed_from.begin(), allowed_from.end(), from) == allowed_from.end()) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "job ", id, " is ", gantry::v1::JobState_Name(from), "; it cannot restart"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("job ", id, " is ", gantry::v1::JobState_Name(from), "; it cannot restart"));
     }
     pqxx::result r = tx.Exec(
         "job_restart",
@@ -225,14 +254,16 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
         "WHERE id = $1 RETURNING " JOB_COLUMNS,
         id, restart.reason(), restart.message(), restart.counted());
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
-    InsertEvent(tx, id,
-                StateChangeEvent(from, gantry::v1::RESTARTING, restart.reason(), restart.message()));
+    InsertEvent(
+        tx, id,
+        StateChangeEvent(from, gantry::v1::RESTARTING, restart.reason(), restart.message()));
     JobEvent event;
     *event.mutable_restart() = restart;
     event.mutable_restart()->set_attempt(job.attempt());
     InsertEvent(tx, id, event);
     return absl::OkStatus();
   }));
+  Changed(id);
   return job;
 }
 
@@ -240,14 +271,14 @@ absl::StatusOr<bool> JobRepository::RecordCheckpoint(const std::string& id, int 
                                                      const gantry::v1::CheckpointSaved& saved) {
   bool newest = false;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result cur = tx.Exec("job_lock_attempt",
-                               "SELECT attempt, latest_checkpoint FROM jobs WHERE id = $1 FOR UPDATE",
-                               id);
+    pqxx::result cur =
+        tx.Exec("job_lock_attempt",
+                "SELECT attempt, latest_checkpoint FROM jobs WHERE id = $1 FOR UPDATE", id);
     if (cur.empty()) return JobNotFound(id);
     if (attempt < cur[0][0].as<int>()) {
       return absl::FailedPreconditionError(
-          absl::StrCat("header.attempt: ", attempt, " is an earlier attempt of job ", id,
-                       " (now ", cur[0][0].as<int>(), "); its checkpoint is not kept"));
+          absl::StrCat("header.attempt: ", attempt, " is an earlier attempt of job ", id, " (now ",
+                       cur[0][0].as<int>(), "); its checkpoint is not kept"));
     }
     gantry::v1::CheckpointSaved latest;
     if (!cur[0][1].is_null()) RETURN_IF_ERROR(sql::ParseBytes(cur[0][1], &latest));
@@ -269,6 +300,7 @@ absl::StatusOr<bool> JobRepository::RecordCheckpoint(const std::string& id, int 
     InsertEvent(tx, id, event);
     return absl::OkStatus();
   }));
+  Changed(id);
   return newest;
 }
 
@@ -313,6 +345,7 @@ absl::StatusOr<int64_t> JobRepository::AppendEvent(const std::string& id, const 
     sequence = r[0][0].as<int64_t>();
     return absl::OkStatus();
   }));
+  Changed(id);
   return sequence;
 }
 
@@ -394,6 +427,10 @@ absl::StatusOr<std::vector<Job>> JobRepository::ListByState(const std::vector<Jo
     return absl::OkStatus();
   }));
   return jobs;
+}
+
+void JobRepository::Changed(const std::string& id) const {
+  if (change_listener_) change_listener_(id);
 }
 
 }  // namespace gantry::storage

@@ -3,8 +3,10 @@
 #define GANTRY_STORAGE_JOB_REPOSITORY_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -29,9 +31,13 @@ class JobRepository {
   // Stores a new job: id "job-<uuid>", state QUEUED, reason "Submitted", message "waiting for
   // <world_size> free slots", and its first event (sequence 1, a state_change to QUEUED). With a
   // non-empty request_id, a second Create by the same owner with the same request_id returns the
-  // job the first call created (its spec is not compared).
+  // job the first call created (its spec is not compared). With `max_active_jobs` > 0, a new job
+  // that would make more than that many of the owner's jobs QUEUED, PLACING, RUNNING or
+  // RESTARTING is RESOURCE_EXHAUSTED (checked under a lock on the owner, so concurrent submits
+  // through any server never exceed it).
   absl::StatusOr<gantry::v1::Job> Create(const std::string& owner, const gantry::v1::JobSpec& spec,
-                                         const std::string& request_id);
+                                         const std::string& request_id,
+                                         int64_t max_active_jobs = 0);
 
   absl::StatusOr<gantry::v1::Job> Get(const std::string& owner, const std::string& id);
 
@@ -56,9 +62,9 @@ class JobRepository {
   // reason and message, adds 1 to its attempt (and to restarts when restart.counted), and appends
   // a state_change and the restart event (its attempt set to the new attempt) in one transaction.
   // FAILED_PRECONDITION when the job is in another state.
-  absl::StatusOr<gantry::v1::Job> BeginRestart(const std::string& id,
-                                               const std::vector<gantry::v1::JobState>& allowed_from,
-                                               const gantry::v1::Restart& restart);
+  absl::StatusOr<gantry::v1::Job> BeginRestart(
+      const std::string& id, const std::vector<gantry::v1::JobState>& allowed_from,
+      const gantry::v1::Restart& restart);
 
   // An uploaded checkpoint of `attempt`: stored in job_checkpoints, made the job's
   // latest_checkpoint when its step is not behind the current one, and a checkpoint_saved event
@@ -97,8 +103,18 @@ class JobRepository {
   absl::StatusOr<std::vector<gantry::v1::Job>> ListByState(
       const std::vector<gantry::v1::JobState>& states);
 
+  // Called with the job's id after every committed write that appends an event of it (so a
+  // watcher can re-read at once). Set before the repository is shared; the listener must be
+  // thread-safe and quick.
+  void set_change_listener(std::function<void(const std::string& job_id)> listener) {
+    change_listener_ = std::move(listener);
+  }
+
  private:
+  void Changed(const std::string& id) const;
+
   Database& db_;
+  std::function<void(const std::string& job_id)> change_listener_;
 };
 
 }  // namespace gantry::storage

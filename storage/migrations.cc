@@ -167,12 +167,90 @@ ALTER TABLE models ADD COLUMN checkpoint_sha256 text NOT NULL DEFAULT '';
 CREATE INDEX models_checkpoint_sha256 ON models (checkpoint_sha256);
 )sql";
 
+// Version 3 (quotas and blob lifetime): a reference count per blob, kept by triggers in the same
+// transaction as the rows that use the blob (datasets, live job checkpoints, model versions), so
+// the garbage collector can delete a blob only when nothing uses it; per-tenant limit overrides.
+constexpr const char* kV3 = R"sql(
+-- refs: how many rows use the blob. touched_at: when refs last changed or an upload pinned it;
+-- the collector deletes a blob only when refs = 0 and touched_at is older than its grace period.
+CREATE TABLE blobs (
+  sha256 text PRIMARY KEY,
+  refs bigint NOT NULL DEFAULT 0,
+  touched_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX blobs_unreferenced ON blobs (touched_at) WHERE refs = 0;
+
+CREATE FUNCTION gantry_blob_ref(sha text, delta integer) RETURNS void
+  LANGUAGE sql AS $$
+    INSERT INTO blobs (sha256, refs) VALUES (sha, GREATEST(delta, 0))
+    ON CONFLICT (sha256) DO UPDATE SET refs = GREATEST(blobs.refs + delta, 0), touched_at = now()
+  $$;
+
+CREATE FUNCTION gantry_datasets_blob_ref() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.sha256 <> '' THEN
+    PERFORM gantry_blob_ref(NEW.sha256, 1);
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') AND OLD.sha256 <> '' THEN
+    PERFORM gantry_blob_ref(OLD.sha256, -1);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER datasets_blob_ref AFTER INSERT OR DELETE OR UPDATE OF sha256 ON datasets
+  FOR EACH ROW EXECUTE FUNCTION gantry_datasets_blob_ref();
+
+-- A job checkpoint uses its blob while deleted_at IS NULL (retention sets deleted_at).
+CREATE FUNCTION gantry_job_checkpoints_blob_ref() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.deleted_at IS NULL THEN
+    PERFORM gantry_blob_ref(NEW.sha256, 1);
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') AND OLD.deleted_at IS NULL THEN
+    PERFORM gantry_blob_ref(OLD.sha256, -1);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER job_checkpoints_blob_ref AFTER INSERT OR DELETE OR UPDATE OF sha256, deleted_at
+  ON job_checkpoints FOR EACH ROW EXECUTE FUNCTION gantry_job_checkpoints_blob_ref();
+
+CREATE FUNCTION gantry_models_blob_ref() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  IF TG_OP IN ('INSERT', 'UPDATE') AND NEW.checkpoint_sha256 <> '' THEN
+    PERFORM gantry_blob_ref(NEW.checkpoint_sha256, 1);
+  END IF;
+  IF TG_OP IN ('DELETE', 'UPDATE') AND OLD.checkpoint_sha256 <> '' THEN
+    PERFORM gantry_blob_ref(OLD.checkpoint_sha256, -1);
+  END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER models_blob_ref AFTER INSERT OR DELETE OR UPDATE OF checkpoint_sha256 ON models
+  FOR EACH ROW EXECUTE FUNCTION gantry_models_blob_ref();
+
+INSERT INTO blobs (sha256, refs)
+SELECT sha256, count(*) FROM (
+  SELECT sha256 FROM datasets WHERE sha256 <> ''
+  UNION ALL SELECT sha256 FROM job_checkpoints WHERE deleted_at IS NULL
+  UNION ALL SELECT checkpoint_sha256 FROM models WHERE checkpoint_sha256 <> ''
+) used GROUP BY sha256;
+
+-- Per-tenant overrides of the server's default limits; NULL = the server's default, 0 = unlimited.
+CREATE TABLE tenant_limits (
+  tenant text PRIMARY KEY REFERENCES tenants (name) ON DELETE CASCADE,
+  max_dataset_bytes bigint,
+  max_concurrent_jobs integer,
+  max_generation_streams integer,
+  max_showers_per_minute bigint,
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
   static const std::vector<Migration>* const kMigrations = new std::vector<Migration>{
       {1, "tenants, tokens, jobs, job events, datasets, models, workers", kV1},
       {2, "job attempts, checkpoints and drained workers", kV2},
+      {3, "blob reference counts and per-tenant limits", kV3},
   };
   return *kMigrations;
 }

@@ -1,9 +1,13 @@
-// `gantry admin ...`: tenants, API tokens, worker join tokens and the worker list (admin tokens
-// only).
+// `gantry admin ...`: tenants and their limits, API tokens, worker join tokens and the worker list
+// (admin tokens only).
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "clients/cli/arg_parser.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
@@ -134,6 +138,87 @@ absl::Status DrainOrUndrain(CommandContext& context, bool undrain) {
 absl::Status WorkersDrain(CommandContext& context) { return DrainOrUndrain(context, false); }
 absl::Status WorkersUndrain(CommandContext& context) { return DrainOrUndrain(context, true); }
 
+// The limit flags of `admin tenants limits set`, with their fields.
+struct LimitFlag {
+  const char* flag;
+  const char* field;
+};
+constexpr LimitFlag kLimitFlags[] = {
+    {"max-dataset-bytes", "max_dataset_bytes"},
+    {"max-concurrent-jobs", "max_concurrent_jobs"},
+    {"max-generation-streams", "max_generation_streams"},
+    {"max-showers-per-minute", "max_showers_per_minute"},
+};
+
+std::string LimitText(const v1::TenantLimitValues& values, const char* field, bool effective) {
+  const google::protobuf::Reflection* r = values.GetReflection();
+  const google::protobuf::FieldDescriptor* f = values.GetDescriptor()->FindFieldByName(field);
+  if (!r->HasField(values, f)) return effective ? "unlimited" : "default";
+  const int64_t v = r->GetInt64(values, f);
+  return v == 0 ? "unlimited" : absl::StrCat(v);
+}
+
+absl::Status PrintLimits(CommandContext& context, const v1::TenantLimitsInfo& info) {
+  if (context.json) return PrintJson(context.out, info);
+  Table table({"LIMIT", "ENFORCED", "OVERRIDE", "IN USE"});
+  for (const LimitFlag& l : kLimitFlags) {
+    std::string use = "-";
+    if (std::string(l.field) == "max_dataset_bytes")
+      use = absl::StrCat(info.dataset_bytes_in_use());
+    if (std::string(l.field) == "max_concurrent_jobs") use = absl::StrCat(info.active_jobs());
+    table.AddRow({l.field, LimitText(info.effective(), l.field, true),
+                  LimitText(info.overrides(), l.field, false), use});
+  }
+  context.out << "tenant " << info.tenant() << '\n';
+  table.Render(context.out);
+  return absl::OkStatus();
+}
+
+absl::Status TenantLimitsGet(CommandContext& context) {
+  v1::GetTenantLimitsRequest request;
+  request.set_tenant(context.args.Positional(0));
+  v1::TenantLimitsInfo info;
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::GetTenantLimits, request, &info));
+  return PrintLimits(context, info);
+}
+
+// Changes only the limits given (read, modify, write); "default" drops an override.
+absl::Status TenantLimitsSet(CommandContext& context) {
+  v1::GetTenantLimitsRequest get;
+  get.set_tenant(context.args.Positional(0));
+  v1::TenantLimitsInfo current;
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::GetTenantLimits, get, &current));
+  v1::SetTenantLimitsRequest request;
+  request.set_tenant(get.tenant());
+  *request.mutable_overrides() = current.overrides();
+  v1::TenantLimitValues* o = request.mutable_overrides();
+  bool any = false;
+  for (const LimitFlag& l : kLimitFlags) {
+    std::optional<std::string> value = context.args.Get(l.flag);
+    if (!value) continue;
+    any = true;
+    const google::protobuf::FieldDescriptor* f = o->GetDescriptor()->FindFieldByName(l.field);
+    if (*value == "default") {
+      o->GetReflection()->ClearField(o, f);
+      continue;
+    }
+    ASSIGN_OR_RETURN(uint64_t n, ParseUint64Flag(l.flag, *value));
+    if (n > static_cast<uint64_t>(INT64_MAX)) {
+      return UsageError(absl::StrCat("--", l.flag, ": ", *value, " is too large"));
+    }
+    o->GetReflection()->SetInt64(o, f, static_cast<int64_t>(n));
+  }
+  if (!any) {
+    return UsageError(
+        "give at least one of --max-dataset-bytes, --max-concurrent-jobs, "
+        "--max-generation-streams, --max-showers-per-minute (a number, 0 = unlimited, or "
+        "\"default\")");
+  }
+  v1::TenantLimitsInfo info;
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::SetTenantLimits, request, &info));
+  return PrintLimits(context, info);
+}
+
 }  // namespace
 
 void AddAdminCommands(std::vector<Command>* commands) {
@@ -144,6 +229,23 @@ void AddAdminCommands(std::vector<Command>* commands) {
                        {{"admin", "", "the tenant's tokens may call the admin commands"}},
                        TenantsCreate});
   commands->push_back({{"admin", "tenants", "list"}, "List tenants", "", {}, {}, TenantsList});
+  commands->push_back({{"admin", "tenants", "limits"},
+                       "Show a tenant's limits, its overrides and its use",
+                       "",
+                       {{"TENANT", "tenant name"}},
+                       {},
+                       TenantLimitsGet});
+  commands->push_back(
+      {{"admin", "tenants", "limits", "set"},
+       "Change a tenant's limits (only the ones given)",
+       "Each value is a number (0 = unlimited) or \"default\" (the server's --tenant-max-* flag). "
+       "Exceeding a limit answers RESOURCE_EXHAUSTED naming it.",
+       {{"TENANT", "tenant name"}},
+       {{"max-dataset-bytes", "N", "bytes of stored datasets"},
+        {"max-concurrent-jobs", "N", "jobs QUEUED, PLACING, RUNNING or RESTARTING"},
+        {"max-generation-streams", "N", "concurrent Generate calls (per server)"},
+        {"max-showers-per-minute", "N", "generated showers per minute (per server)"}},
+       TenantLimitsSet});
   commands->push_back({{"admin", "tokens", "create"},
                        "Issue an API token for a tenant (the secret is shown once)",
                        "",

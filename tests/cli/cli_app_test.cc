@@ -200,6 +200,8 @@ TEST(CliAppRealCommandsTest, EveryRequiredCommandExistsWithHelp) {
                                                           {"models", "archive"},
                                                           {"admin", "tenants", "create"},
                                                           {"admin", "tenants", "list"},
+                                                          {"admin", "tenants", "limits"},
+                                                          {"admin", "tenants", "limits", "set"},
                                                           {"admin", "tokens", "create"},
                                                           {"admin", "tokens", "revoke"},
                                                           {"admin", "join-tokens", "create"},

@@ -268,6 +268,42 @@ TEST_F(CliEndToEndTest, ErrorsExitNonZeroWithCodeAndMessage) {
   EXPECT_THAT(down.err, StartsWith("gantry: UNAVAILABLE: "));
 }
 
+TEST_F(CliEndToEndTest, AdminSetsAndShowsTenantLimits) {
+  CommandResult set =
+      Admin({"admin", "tenants", "limits", "set", "alice", "--max-concurrent-jobs", "1"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_THAT(set.out, HasSubstr("max_concurrent_jobs"));
+  CommandResult json = Admin({"admin", "tenants", "limits", "alice", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto info = ParseJson<v1::TenantLimitsInfo>(json.out);
+  EXPECT_EQ(info.effective().max_concurrent_jobs(), 1);
+  EXPECT_TRUE(info.overrides().has_max_concurrent_jobs());
+  EXPECT_FALSE(info.overrides().has_max_dataset_bytes());
+
+  ASSERT_FALSE(SubmitToyJob("within-the-limit").empty());
+  CommandResult over =
+      Alice({"jobs", "submit", "--name", "over", "--preset", "tiny", "--dataset",
+             "toymc:events=200,seed=3", "--epochs", "2", "--batch", "16", "--world-size", "1"});
+  EXPECT_EQ(over.exit_code, 1);
+  EXPECT_THAT(over.err, StartsWith("gantry: RESOURCE_EXHAUSTED: "));
+  EXPECT_THAT(over.err, HasSubstr("max_concurrent_jobs"));
+
+  // "default" drops the override; a negative number is a usage error.
+  CommandResult reset =
+      Admin({"admin", "tenants", "limits", "set", "alice", "--max-concurrent-jobs", "default"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  json = Admin({"admin", "tenants", "limits", "alice", "--json"});
+  info = ParseJson<v1::TenantLimitsInfo>(json.out);
+  EXPECT_FALSE(info.overrides().has_max_concurrent_jobs());
+  CommandResult negative =
+      Admin({"admin", "tenants", "limits", "set", "alice", "--max-dataset-bytes", "-3"});
+  EXPECT_EQ(negative.exit_code, 2) << negative.err;
+  CommandResult nothing = Admin({"admin", "tenants", "limits", "set", "alice"});
+  EXPECT_EQ(nothing.exit_code, 2) << nothing.err;
+  CommandResult not_admin = Alice({"admin", "tenants", "limits", "alice"});
+  EXPECT_THAT(not_admin.err, StartsWith("gantry: PERMISSION_DENIED: "));
+}
+
 TEST_F(CliEndToEndTest, EnvironmentAndConfigFileAreHonoured) {
   const std::string id = SubmitToyJob("env-job");
   ASSERT_FALSE(id.empty());

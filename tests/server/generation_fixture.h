@@ -41,17 +41,6 @@ inline std::string MetadataValue(const std::multimap<grpc::string_ref, grpc::str
   return it == md.end() ? "" : std::string(it->second.data(), it->second.size());
 }
 
-// Polls `done` every 10 ms up to `timeout_ms`.
-template <typename Fn>
-inline bool Eventually(Fn done, int timeout_ms = 5000) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return done();
-}
-
 class GenerationFixture : public ServerFixture {
  protected:
   void SetUp() override {

@@ -43,6 +43,13 @@ int CountBlobs(const std::string& data_dir) {
 
 class ServerDataTest : public ServerFixture {
  protected:
+  // Unreferenced blobs are garbage-collected within a second.
+  void SetUp() override {
+    ServerFixture::SetUp();
+    StopServer();
+    StartServer({"--blob-gc-interval-ms=100", "--blob-gc-grace-ms=300"});
+  }
+
   // A small real 3DGAN fixed-angle file written by the data library.
   std::string WriteShowerFile(const std::string& name, int events) {
     showers::ToyMcConfig config;
@@ -223,7 +230,8 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   ASSERT_TRUE(s.ok()) << Describe(s);
   s = datasets_->GetDataset(Ctx(alice).get(), get, &got);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
-  EXPECT_EQ(CountBlobs(dir_.File("data")), 0) << "the unused blob is removed";
+  EXPECT_TRUE(Eventually([&] { return CountBlobs(dir_.File("data")) == 0; }))
+      << "the unused blob is garbage-collected";
 }
 
 TEST_F(ServerDataTest, CorruptAndMismatchedUploadsAreRefusedAndNothingIsStored) {
@@ -263,7 +271,8 @@ TEST_F(ServerDataTest, CorruptAndMismatchedUploadsAreRefusedAndNothingIsStored) 
   v1::ListDatasetsResponse listed;
   ASSERT_TRUE(datasets_->ListDatasets(Ctx(alice).get(), {}, &listed).ok());
   EXPECT_EQ(listed.datasets_size(), 0);
-  EXPECT_EQ(CountBlobs(dir_.File("data")), 0);
+  EXPECT_TRUE(Eventually([&] { return CountBlobs(dir_.File("data")) == 0; }))
+      << "refused uploads' blobs are garbage-collected";
   EXPECT_EQ(HealthStatus(), 1);
 
   // The good file still goes in afterwards.

@@ -220,5 +220,48 @@ TEST_F(ServerDeliveryTest, ADatabaseOutageKeepsStreamsAndLeasesAndMessagesWaitIn
   EXPECT_TRUE(listed);
 }
 
+TEST_F(ServerDeliveryTest, ATerminalTransitionDuringADatabaseOutageIsStoredWhenItReturns) {
+  pg_ = std::make_unique<PrivatePostgres>();
+  ASSERT_FALSE(pg_->dsn().empty());
+  server_dsn_ = pg_->dsn();
+  StartServer(WorkerProtocolArgs(join_));
+  token_ = NewTenant("physics");
+  auto w = Worker(11);
+  v1::JobSpec spec = GoodSpec();
+  spec.set_world_size(1);
+  const v1::Job job = SubmitJob(token_, spec);
+  std::optional<v1::ServerMessage> assigned = w->Next(5000);
+  ASSERT_TRUE(assigned.has_value() && assigned->has_assignment());
+  w->set_free_slots(0);
+  v1::WorkerMessage running;
+  running.set_seq(1);
+  running.mutable_rank_status()->set_rank(0);
+  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  w->Send(job.id(), running);
+  ASSERT_TRUE(w->WaitAcked(1));
+  ASSERT_EQ(WaitForJob(token_, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+
+  // Rank 0 reports a failure while PostgreSQL is down: the job's FAILED cannot be written.
+  ASSERT_TRUE(pg_->Stop());
+  v1::WorkerMessage failed;
+  failed.set_seq(2);
+  failed.mutable_result()->set_success(false);
+  failed.mutable_result()->set_message("the generator diverged");
+  w->Send(job.id(), failed);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return server_->Stderr().find("could not be written; retrying until it is stored") !=
+               std::string::npos;
+      },
+      10000))
+      << server_->Stderr();
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // several retries fail meanwhile
+  ASSERT_TRUE(pg_->Start());
+  const v1::Job ended = WaitForJob(token_, job.id(), v1::FAILED, 20000);
+  EXPECT_EQ(ended.state(), v1::FAILED) << server_->Stderr();
+  EXPECT_EQ(ended.reason(), "TrainingFailed");
+  EXPECT_EQ(HealthStatus(), 1);
+}
+
 }  // namespace
 }  // namespace gantry::testing

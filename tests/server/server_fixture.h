@@ -8,6 +8,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gantry/v1/admin.grpc.pb.h"
@@ -75,6 +76,17 @@ class ServerFixture : public ::testing::Test {
 
 // "CODE: message" of a status, for assertion messages.
 std::string Describe(const grpc::Status& status);
+
+// Polls `done` every 10 ms up to `timeout_ms`.
+template <typename Fn>
+inline bool Eventually(Fn done, int timeout_ms = 5000) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return done();
+}
 
 }  // namespace gantry::testing
 

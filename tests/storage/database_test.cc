@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/notification.h"
 #include "storage/migrator.h"
 #include "storage/tenant_repository.h"
 #include "storage/transaction.h"
@@ -48,6 +49,42 @@ TEST(DatabaseTest, ASlowStatementIsUnavailableAfterTheStatementTimeout) {
   // The connection is fine afterwards.
   EXPECT_TRUE((*db)->Ping().ok());
   EXPECT_EQ(Database::UnavailableOnThisThread(), failures + 1);
+}
+
+TEST(DatabaseTest, WaitingForAFreeConnectionIsBoundedByThePoolWait) {
+  gantry::testing::TestDatabase tdb;
+  DatabaseOptions options;
+  options.pool_size = 1;
+  options.pool_wait = absl::Milliseconds(300);
+  auto db = Database::Create(tdb.dsn(), options);
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::Notification holding;
+  absl::Notification release;
+  std::thread holder([&] {
+    EXPECT_TRUE((*db)
+                    ->Transact([&](Transaction&) {
+                      holding.Notify();
+                      release.WaitForNotification();
+                      return absl::OkStatus();
+                    })
+                    .ok());
+  });
+  holding.WaitForNotification();
+  const absl::Time start = absl::Now();
+  bool ran = false;
+  const absl::Status busy = (*db)->Transact([&](Transaction&) {
+    ran = true;
+    return absl::OkStatus();
+  });
+  const absl::Duration waited = absl::Now() - start;
+  release.Notify();
+  holder.join();
+  EXPECT_EQ(busy.code(), absl::StatusCode::kUnavailable) << busy;
+  EXPECT_NE(busy.message().find("no free connection"), std::string::npos) << busy;
+  EXPECT_FALSE(ran);
+  EXPECT_GE(waited, absl::Milliseconds(250));
+  EXPECT_LT(waited, absl::Seconds(3));
+  EXPECT_TRUE((*db)->Ping().ok()) << "the pool works again once the connection is back";
 }
 
 TEST(DatabaseTest, AnUnansweredConnectIsUnavailableAfterTheConnectTimeout) {

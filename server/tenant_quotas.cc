@@ -1,0 +1,146 @@
+#include "server/tenant_quotas.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+
+namespace gantry::server {
+
+namespace {
+
+constexpr char kRaise[] = "ask an admin to raise the limit (gantry admin tenants limits set)";
+
+}  // namespace
+
+TenantQuotas::Slot::~Slot() {
+  if (owner_ != nullptr) owner_->Release(release_);
+}
+
+TenantQuotas::TenantQuotas(storage::TenantLimitsRepository& repository,
+                           storage::TenantLimits defaults, int64_t max_streams_per_tenant,
+                           absl::Duration cache_ttl)
+    : repository_(repository),
+      defaults_(defaults),
+      max_streams_per_tenant_(max_streams_per_tenant),
+      cache_ttl_(cache_ttl) {}
+
+absl::StatusOr<storage::TenantLimits> TenantQuotas::LimitsOf(const std::string& tenant) {
+  const absl::Time now = absl::Now();
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cache_.find(tenant);
+    if (it != cache_.end() && it->second.expires > now) return it->second.limits;
+  }
+  ASSIGN_OR_RETURN(storage::TenantLimits::Overrides overrides, repository_.Get(tenant));
+  const storage::TenantLimits limits = defaults_.With(overrides);
+  if (cache_ttl_ > absl::ZeroDuration()) {
+    absl::MutexLock lock(&mu_);
+    if (cache_.size() > 100000) cache_.clear();
+    cache_[tenant] = Cached{limits, now + cache_ttl_};
+  }
+  return limits;
+}
+
+void TenantQuotas::Forget(const std::string& tenant) {
+  absl::MutexLock lock(&mu_);
+  cache_.erase(tenant);
+}
+
+absl::Status TenantQuotas::CheckDatasetBytes(const std::string& tenant, int64_t incoming) {
+  ASSIGN_OR_RETURN(storage::TenantLimits limits, LimitsOf(tenant));
+  if (limits.max_dataset_bytes <= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(int64_t in_use, repository_.DatasetBytes(tenant));
+  if (incoming > limits.max_dataset_bytes - in_use) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "limit max_dataset_bytes of tenant \"", tenant, "\" is ", limits.max_dataset_bytes,
+        " bytes; in use: ", in_use, " bytes, this upload: ", incoming,
+        " bytes. Delete datasets you no longer need, or ", kRaise));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<TenantQuotas::Slot> TenantQuotas::AcquireGenerationStream(
+    const std::string& tenant) {
+  ASSIGN_OR_RETURN(storage::TenantLimits limits, LimitsOf(tenant));
+  return Acquire(absl::StrCat("gen/", tenant), tenant, limits.max_generation_streams,
+                 "max_generation_streams", "concurrent Generate calls");
+}
+
+absl::StatusOr<TenantQuotas::Slot> TenantQuotas::AcquireStream(const std::string& tenant) {
+  return Acquire(absl::StrCat("stream/", tenant), tenant, max_streams_per_tenant_,
+                 "--tenant-max-streams",
+                 "long-lived calls (WatchJob, ReadDataset, uploads, "
+                 "Generate) on this server");
+}
+
+absl::StatusOr<TenantQuotas::Slot> TenantQuotas::Acquire(const std::string& key,
+                                                         const std::string& tenant, int64_t limit,
+                                                         const char* limit_name, const char* what) {
+  absl::MutexLock lock(&mu_);
+  int64_t& used = in_use_[key];
+  if (limit > 0 && used >= limit) {
+    const int64_t now_used = used;
+    if (used == 0) in_use_.erase(key);
+    return absl::ResourceExhaustedError(absl::StrCat("limit ", limit_name, " of tenant \"", tenant,
+                                                     "\" is ", limit, "; in use: ", now_used, " ",
+                                                     what, ". Wait for one to end, or ", kRaise));
+  }
+  ++used;
+  return Slot(this, key);
+}
+
+void TenantQuotas::Release(const std::string& key) {
+  absl::MutexLock lock(&mu_);
+  auto it = in_use_.find(key);
+  if (it == in_use_.end()) return;
+  if (--it->second <= 0) in_use_.erase(it);
+}
+
+absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t showers) {
+  ASSIGN_OR_RETURN(storage::TenantLimits limits, LimitsOf(tenant));
+  const int64_t rate = limits.max_showers_per_minute;
+  if (rate <= 0) return absl::OkStatus();
+  if (showers > rate) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate,
+                     "; this request asks for ", showers, " showers. Ask for at most ", rate,
+                     " per call, or ", kRaise));
+  }
+  const absl::Time now = absl::Now();
+  absl::MutexLock lock(&mu_);
+  auto [it, fresh] = buckets_.try_emplace(tenant);
+  Bucket& b = it->second;
+  if (fresh) {
+    b.tokens = static_cast<double>(rate);
+  } else {
+    const double refill = absl::ToDoubleSeconds(now - b.updated) * static_cast<double>(rate) / 60.0;
+    b.tokens = std::min(static_cast<double>(rate), b.tokens + std::max(0.0, refill));
+  }
+  b.updated = now;
+  if (b.tokens + 1e-9 < static_cast<double>(showers)) {
+    const double wait_s = (static_cast<double>(showers) - b.tokens) * 60.0 / rate;
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate, "; used in the last ",
+        "minute: ", static_cast<int64_t>(std::ceil(rate - b.tokens)), ", this request: ", showers,
+        ". Try again in ", static_cast<int64_t>(std::ceil(wait_s)), " s, or ", kRaise));
+  }
+  b.tokens -= static_cast<double>(showers);
+  return absl::OkStatus();
+}
+
+void TenantQuotas::ReturnShowers(const std::string& tenant, int64_t showers) {
+  if (showers <= 0) return;
+  absl::StatusOr<storage::TenantLimits> limits = LimitsOf(tenant);
+  if (!limits.ok() || limits->max_showers_per_minute <= 0) return;
+  absl::MutexLock lock(&mu_);
+  auto it = buckets_.find(tenant);
+  if (it == buckets_.end()) return;
+  it->second.tokens = std::min(static_cast<double>(limits->max_showers_per_minute),
+                               it->second.tokens + static_cast<double>(showers));
+}
+
+}  // namespace gantry::server

@@ -1,0 +1,41 @@
+// TenantLimits: the per-tenant resource limits a server enforces (0 = unlimited).
+#ifndef GANTRY_STORAGE_TENANT_LIMITS_H_
+#define GANTRY_STORAGE_TENANT_LIMITS_H_
+
+#include <cstdint>
+#include <optional>
+
+namespace gantry::storage {
+
+// A plain value; the server's defaults come from flags, a tenant's overrides from PostgreSQL
+// (TenantLimitsRepository). Every field: 0 = unlimited.
+struct TenantLimits {
+  int64_t max_dataset_bytes = 0;       // sum of size_bytes of the tenant's datasets
+  int64_t max_concurrent_jobs = 0;     // jobs QUEUED, PLACING, RUNNING or RESTARTING
+  int64_t max_generation_streams = 0;  // concurrent Generate calls
+  int64_t max_showers_per_minute = 0;  // token bucket refilled at this rate, holding one minute
+
+  // Each field of `overrides` that is set replaces the one of `*this`.
+  struct Overrides {
+    std::optional<int64_t> max_dataset_bytes;
+    std::optional<int64_t> max_concurrent_jobs;
+    std::optional<int64_t> max_generation_streams;
+    std::optional<int64_t> max_showers_per_minute;
+  };
+  TenantLimits With(const Overrides& overrides) const {
+    TenantLimits l = *this;
+    if (overrides.max_dataset_bytes) l.max_dataset_bytes = *overrides.max_dataset_bytes;
+    if (overrides.max_concurrent_jobs) l.max_concurrent_jobs = *overrides.max_concurrent_jobs;
+    if (overrides.max_generation_streams) {
+      l.max_generation_streams = *overrides.max_generation_streams;
+    }
+    if (overrides.max_showers_per_minute) {
+      l.max_showers_per_minute = *overrides.max_showers_per_minute;
+    }
+    return l;
+  }
+};
+
+}  // namespace gantry::storage
+
+#endif  // GANTRY_STORAGE_TENANT_LIMITS_H_

@@ -1,0 +1,105 @@
+#include "storage/tenant_limits_repository.h"
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "storage/transaction.h"
+
+namespace gantry::storage {
+
+namespace {
+
+std::optional<int64_t> Nullable(const pqxx::field& f) {
+  if (f.is_null()) return std::nullopt;
+  return f.as<int64_t>();
+}
+
+absl::Status TenantNotFound(const std::string& tenant) {
+  return absl::NotFoundError(absl::StrCat("tenant \"", tenant, "\" does not exist"));
+}
+
+}  // namespace
+
+absl::StatusOr<TenantLimits::Overrides> TenantLimitsRepository::Get(const std::string& tenant) {
+  TenantLimits::Overrides o;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    o = {};
+    pqxx::result r =
+        tx.Exec("tenant_limits_get",
+                "SELECT l.max_dataset_bytes, l.max_concurrent_jobs, l.max_generation_streams, "
+                "l.max_showers_per_minute, t.name IS NOT NULL FROM tenants t "
+                "LEFT JOIN tenant_limits l ON l.tenant = t.name WHERE t.name = $1",
+                tenant);
+    if (r.empty()) return TenantNotFound(tenant);
+    o.max_dataset_bytes = Nullable(r[0][0]);
+    o.max_concurrent_jobs = Nullable(r[0][1]);
+    o.max_generation_streams = Nullable(r[0][2]);
+    o.max_showers_per_minute = Nullable(r[0][3]);
+    return absl::OkStatus();
+  }));
+  return o;
+}
+
+absl::Status TenantLimitsRepository::Set(const std::string& tenant,
+                                         const TenantLimits::Overrides& o) {
+  for (const auto& [value, name] :
+       {std::pair{o.max_dataset_bytes, "max_dataset_bytes"},
+        std::pair{o.max_concurrent_jobs, "max_concurrent_jobs"},
+        std::pair{o.max_generation_streams, "max_generation_streams"},
+        std::pair{o.max_showers_per_minute, "max_showers_per_minute"}}) {
+    if (value && *value < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("overrides.", name, ": ", *value, " is negative; give 0 for unlimited"));
+    }
+  }
+  if (o.max_concurrent_jobs.value_or(0) > INT32_MAX ||
+      o.max_generation_streams.value_or(0) > INT32_MAX) {
+    return absl::InvalidArgumentError(
+        "overrides.max_concurrent_jobs and overrides.max_generation_streams must fit 32 bits");
+  }
+  return db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result t = tx.Exec("tenant_exists", "SELECT 1 FROM tenants WHERE name = $1", tenant);
+    if (t.empty()) return TenantNotFound(tenant);
+    tx.Exec("tenant_limits_set",
+            "INSERT INTO tenant_limits (tenant, max_dataset_bytes, max_concurrent_jobs, "
+            "max_generation_streams, max_showers_per_minute) VALUES ($1, $2, $3, $4, $5) "
+            "ON CONFLICT (tenant) DO UPDATE SET max_dataset_bytes = EXCLUDED.max_dataset_bytes, "
+            "max_concurrent_jobs = EXCLUDED.max_concurrent_jobs, "
+            "max_generation_streams = EXCLUDED.max_generation_streams, "
+            "max_showers_per_minute = EXCLUDED.max_showers_per_minute, updated_at = now()",
+            tenant, o.max_dataset_bytes, o.max_concurrent_jobs, o.max_generation_streams,
+            o.max_showers_per_minute);
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<int64_t> TenantLimitsRepository::DatasetBytes(const std::string& tenant) {
+  int64_t bytes = 0;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("tenant_dataset_bytes",
+                             "SELECT COALESCE(sum(size_bytes), 0)::bigint FROM datasets "
+                             "WHERE owner = $1",
+                             tenant);
+    bytes = r[0][0].as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return bytes;
+}
+
+absl::StatusOr<int64_t> TenantLimitsRepository::ActiveJobs(const std::string& tenant) {
+  int64_t jobs = 0;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("tenant_active_jobs",
+                             "SELECT count(*) FROM jobs WHERE owner = $1 AND state IN "
+                             "('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING')",
+                             tenant);
+    jobs = r[0][0].as<int64_t>();
+    return absl::OkStatus();
+  }));
+  return jobs;
+}
+
+}  // namespace gantry::storage

@@ -1,0 +1,75 @@
+// TenantLimitsRepository against a real PostgreSQL: overrides stored per tenant, and the usage the
+// server checks limits against.
+#include "storage/tenant_limits_repository.h"
+
+#include <gtest/gtest.h>
+
+#include "storage/dataset_repository.h"
+#include "storage/job_repository.h"
+#include "tests/storage/storage_fixture.h"
+
+namespace gantry::storage {
+namespace {
+
+using TenantLimitsRepositoryTest = StorageFixture;
+
+TEST_F(TenantLimitsRepositoryTest, OverridesReplaceOnlyTheFieldsThatAreSet) {
+  TenantLimitsRepository limits(*db_);
+  auto none = limits.Get("alice");
+  ASSERT_TRUE(none.ok()) << none.status();
+  EXPECT_FALSE(none->max_dataset_bytes.has_value());
+  TenantLimits defaults{1000, 5, 2, 600};
+  EXPECT_EQ(defaults.With(*none).max_concurrent_jobs, 5);
+
+  TenantLimits::Overrides o;
+  o.max_concurrent_jobs = 1;
+  o.max_showers_per_minute = 0;  // unlimited for alice
+  ASSERT_TRUE(limits.Set("alice", o).ok());
+  auto got = limits.Get("alice");
+  ASSERT_TRUE(got.ok()) << got.status();
+  const TenantLimits effective = defaults.With(*got);
+  EXPECT_EQ(effective.max_dataset_bytes, 1000);
+  EXPECT_EQ(effective.max_concurrent_jobs, 1);
+  EXPECT_EQ(effective.max_generation_streams, 2);
+  EXPECT_EQ(effective.max_showers_per_minute, 0);
+  EXPECT_FALSE(limits.Get("bob")->max_concurrent_jobs.has_value()) << "per tenant";
+
+  o.max_dataset_bytes = -1;
+  const absl::Status negative = limits.Set("alice", o);
+  EXPECT_EQ(negative.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(negative.message().find("max_dataset_bytes"), std::string::npos) << negative;
+  EXPECT_EQ(limits.Set("nobody", {}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(limits.Get("nobody").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TenantLimitsRepositoryTest, UsageCountsStoredBytesAndActiveJobs) {
+  TenantLimitsRepository limits(*db_);
+  DatasetRepository datasets(*db_);
+  for (const char* name : {"a", "b"}) {
+    gantry::v1::Dataset d;
+    d.set_owner("alice");
+    d.set_name(name);
+    d.set_sha256(std::string(64, 'c'));
+    d.set_size_bytes(300);
+    ASSERT_TRUE(datasets.Create(d).ok());
+  }
+  EXPECT_EQ(*limits.DatasetBytes("alice"), 600);
+  EXPECT_EQ(*limits.DatasetBytes("bob"), 0);
+
+  JobRepository jobs(*db_);
+  gantry::v1::JobSpec spec;
+  spec.set_model_preset("tiny");
+  spec.set_dataset("toymc:events=100");
+  spec.set_world_size(1);
+  auto first = jobs.Create("alice", spec, "");
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(jobs.Create("alice", spec, "").ok());
+  EXPECT_EQ(*limits.ActiveJobs("alice"), 2);
+  ASSERT_TRUE(
+      jobs.Transition(first->id(), {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "")
+          .ok());
+  EXPECT_EQ(*limits.ActiveJobs("alice"), 1) << "a finished job does not count";
+}
+
+}  // namespace
+}  // namespace gantry::storage
