@@ -601,6 +601,77 @@ def worker_cases(s):
     ]
 
 
+# ---- quotas and limits -------------------------------------------------------------------------
+
+
+def quota_cases(s):
+    a, t, g, d = s.admin_pb2, s.training_pb2, s.generation_pb2, s.datasets_pb2
+    dave, _ = s.tenant("dave")
+    s.call("AdminService", "SetTenantLimits", a.SetTenantLimitsRequest(
+        tenant="dave", overrides=a.TenantLimitValues(max_concurrent_jobs=1,
+                                                     max_dataset_bytes=100 << 10)),
+           token=s.admin_token)
+    # A job that cannot be placed (world size 3 on two one-slot workers) stays QUEUED: active.
+    parked = s.submit(dave, s.spec(world_size=3))
+
+    def set_limits(token, tenant, **values):
+        return lambda: s.call("AdminService", "SetTenantLimits", a.SetTenantLimitsRequest(
+            tenant=tenant, overrides=a.TenantLimitValues(**values)), token=token)
+
+    def revoked_token_ends_watch():
+        token, token_id = s.tenant("erin")
+        job = s.submit(token, s.spec(world_size=3))
+        stream = s.stubs["TrainingService"].WatchJob(t.WatchJobRequest(job_id=job.id),
+                                                    metadata=s.md(token), timeout=30)
+        next(stream)
+        start = time.time()
+        s.call("AdminService", "RevokeToken", a.RevokeTokenRequest(token_id=token_id),
+               token=s.admin_token)
+        try:
+            for _ in stream:
+                pass
+            raise CaseFailed("the watch ended without an error")
+        except grpc.RpcError as e:
+            expect(e.code() == CODE.UNAUTHENTICATED, "ended %s: %s" % (e.code(), e.details()))
+        expect(time.time() - start < 10, "the watch ran %.1f s after the revocation" %
+               (time.time() - start))
+
+    def showers_per_minute():
+        set_limits(s.admin_token, "alice", max_showers_per_minute=10)()
+        try:
+            s.expect_code(lambda: s.call("GenerationService", "Generate", g.GenerateRequest(
+                model=s.alice_model_ref, range=g.ConditionRange(
+                    energy_gev={"min": 20, "max": 200}, count=11)), token=s.alice_token),
+                CODE.RESOURCE_EXHAUSTED, mention="max_showers_per_minute")
+        finally:
+            set_limits(s.admin_token, "alice", max_showers_per_minute=0)()
+
+    return [
+        ("a second active job over max_concurrent_jobs", lambda: s.expect_code(
+            lambda: s.submit(dave, s.spec()), CODE.RESOURCE_EXHAUSTED,
+            mention="max_concurrent_jobs")),
+        ("an upload over max_dataset_bytes", lambda: s.expect_code(
+            lambda: s.upload(dave, "too-much", os.urandom(200 << 10)),
+            CODE.RESOURCE_EXHAUSTED, mention="max_dataset_bytes")),
+        ("a declared size over max_dataset_bytes with no bytes sent", lambda: s.expect_code(
+            lambda: s.upload(dave, "declared", b"", declared=1 << 30), CODE.RESOURCE_EXHAUSTED)),
+        ("Generate over max_showers_per_minute", showers_per_minute),
+        ("SetTenantLimits by a tenant", lambda: s.expect_code(
+            set_limits(dave, "dave", max_concurrent_jobs=100), CODE.PERMISSION_DENIED)),
+        ("GetTenantLimits of another tenant by a tenant", lambda: s.expect_code(
+            lambda: s.call("AdminService", "GetTenantLimits",
+                           a.GetTenantLimitsRequest(tenant="alice"), token=dave),
+            CODE.PERMISSION_DENIED)),
+        ("a negative limit", lambda: s.expect_code(
+            set_limits(s.admin_token, "dave", max_concurrent_jobs=-1), CODE.INVALID_ARGUMENT)),
+        ("limits of an unknown tenant", lambda: s.expect_code(
+            set_limits(s.admin_token, "nobody", max_concurrent_jobs=1), CODE.NOT_FOUND)),
+        ("a revoked token ends its WatchJob", revoked_token_ends_watch),
+        ("the parked job can still be cancelled by its owner", lambda: s.call(
+            "TrainingService", "CancelJob", t.CancelJobRequest(job_id=parked.id), token=dave)),
+    ]
+
+
 # ---- setup and order ---------------------------------------------------------------------------
 
 
@@ -631,6 +702,7 @@ GROUPS = [
     ("wire", wire_cases),
     ("requests", request_cases),
     ("worker", worker_cases),
+    ("quota", quota_cases),
 ]
 
 
