@@ -22,6 +22,9 @@ struct AgentFlags {
   std::string join_token;
   std::string join_token_file;
   std::string name;  // empty: the host name (ResolveAgentOptions)
+  std::string ca_cert;   // PEM CA bundle: TLS to gantry-server when given
+  std::string tls_cert;  // PEM certificate (mutual TLS, generation endpoint); needs --ca-cert
+  std::string tls_key;   // PEM private key of --tls-cert
   int slots = 1;
   std::string device = "cpu";  // cpu | gpu:ID[,ID...]
   int threads = 1;
@@ -50,7 +53,8 @@ struct AgentFlags {
 // absent (= <cache_dir>/work).
 absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags);
 
-// Fills the defaults that need the environment: join_token from join_token_file (trimmed),
+// Fills the defaults that need the environment: join_token from join_token_file (trimmed), the
+// TLS files made absolute and loaded (LoadTlsConfig),
 // name from the host name, cache_dir/work_dir made absolute and work_dir defaulted. Creates
 // cache_dir and work_dir. INVALID_ARGUMENT naming the flag when a file or directory fails.
 absl::Status ResolveAgentOptions(AgentOptions* options);

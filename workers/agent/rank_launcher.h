@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/tls_config.h"
 #include "gantry/v1/worker.pb.h"
 
 namespace gantry::agent {
@@ -31,6 +32,7 @@ struct RankLauncherOptions {
   std::string rank_binary;
   std::string server;      // passed as --server
   std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
+  TlsFiles tls_files;      // paths passed as --ca-cert, --tls-cert, --tls-key when set
   std::string cache_dir;   // passed as --cache-dir
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
   int64_t cache_max_bytes = 0;

@@ -21,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/tls_config.h"
 #include "showers/shower_set.h"
 #include "workers/runner/dataset_cache.h"
 
@@ -29,6 +30,7 @@ namespace gantry::runner {
 struct DatasetSourceOptions {
   std::string server;     // host:port of gantry-server (needed for "ds-" references only)
   std::string token;      // bearer token for DatasetService.ReadDataset (the worker join token)
+  TlsConfig tls;          // how to reach the server (plaintext without a CA)
   std::string cache_dir;  // the DatasetCache lives in <cache_dir>/datasets (required)
   int threads = 1;        // toy MC simulation threads (the output does not depend on it)
   absl::Duration rpc_timeout = absl::Minutes(30);  // deadline of one ReadDataset stream

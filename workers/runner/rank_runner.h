@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/tls_config.h"
 #include "gantry/v1/worker.pb.h"
 #include "showers/shower_file_reader.h"
 #include "showers/shower_set.h"
@@ -42,6 +43,7 @@ namespace gantry::runner {
 struct RankRunnerOptions {
   std::string server;     // gantry-server host:port (datasets, checkpoints)
   std::string token;      // the worker join token
+  TlsConfig tls;          // channels to the server: TLS when it trusts a CA (mutual with a cert)
   std::string cache_dir;  // dataset cache
   // The dataset cache evicts least-recently-used entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
