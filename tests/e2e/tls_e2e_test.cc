@@ -1,9 +1,9 @@
 // TLS everywhere, end to end: a private CA made at test time by deploy/local/certs.sh, a real
 // gantry-server with --tls-cert/--tls-key and mutual TLS for workers (--tls-client-ca), and a real
-// gantry-worker daemon with --ca-cert/--tls-cert/--tls-key whose rank trains a tiny model
-// (register, Connect, checkpoint upload over TLS), then serves it from a TLS generation endpoint
-// the server dials and verifies. Checks the refusals: plaintext clients, clients trusting another
-// CA, and workers without a valid client certificate.
+// gantry-worker daemon with --ca-cert/--tls-cert/--tls-key whose rank trains a tiny model on an
+// uploaded dataset (register, Connect, dataset download, checkpoint upload over TLS), then serves
+// it from a TLS generation endpoint the server dials and verifies. Checks the refusals: plaintext
+// clients, clients trusting another CA, and workers without a valid client certificate.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -15,6 +15,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/sha256.h"
+#include "gantry/v1/datasets.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "gantry/v1/worker.grpc.pb.h"
@@ -148,14 +150,38 @@ class TlsE2eTest : public ServerFixture {
 };
 
 TEST_F(TlsE2eTest, TrainRegisterAndGenerateOverTlsAndRefuseWhatIsNotTrusted) {
-  // The whole flow with TLS on every channel: daemon, rank (toy MC, checkpoint upload), model
-  // registration, the worker's model fetch, and generation routed over TLS to the worker.
+  // The whole flow with TLS on every channel: the tenant's upload, the daemon, the rank (dataset
+  // download, checkpoint upload), model registration, the worker's model fetch, and generation
+  // routed over TLS to the worker.
+  const std::string h5 = dir_.File("Ele_tls.h5");
+  const std::string toymc = std::string(GANTRY_TOYMC_BINARY) +
+                            " toymc:layout=25,events=32,seed=5,emin=20,emax=200 " + h5 +
+                            " >/dev/null";
+  ASSERT_EQ(std::system(toymc.c_str()), 0) << toymc;
+  const std::string bytes = ReadText(h5);
+  v1::Dataset dataset;
+  {
+    auto ctx = Ctx(token_, 30000);
+    auto writer = datasets_->UploadDataset(ctx.get(), &dataset);
+    v1::UploadDatasetRequest header;
+    header.mutable_header()->set_name("tls-data");
+    header.mutable_header()->set_size_bytes(bytes.size());
+    header.mutable_header()->set_sha256(Sha256Hex(bytes));
+    header.mutable_header()->set_file_name("Ele_tls.h5");
+    ASSERT_TRUE(writer->Write(header));
+    v1::UploadDatasetRequest chunk;
+    chunk.set_chunk(bytes);
+    ASSERT_TRUE(writer->Write(chunk));
+    writer->WritesDone();
+    grpc::Status uploaded = writer->Finish();
+    ASSERT_TRUE(uploaded.ok()) << Describe(uploaded);
+  }
   worker_process_ = StartDaemon("g1", WorkerTls(pki_, "g1"));
   v1::JobSpec spec;
   spec.set_display_name("tls-e2e");
   spec.set_model_name("tls-tiny");
   spec.set_model_preset("tiny");
-  spec.set_dataset("toymc:layout=25,events=32,seed=5,emin=20,emax=200");
+  spec.set_dataset(dataset.id());
   spec.mutable_hyper_parameters()->set_epochs(1);
   spec.mutable_hyper_parameters()->set_batch_per_rank(8);
   spec.mutable_hyper_parameters()->set_seed(3);
