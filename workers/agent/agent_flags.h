@@ -22,9 +22,6 @@ struct AgentFlags {
   std::string join_token;
   std::string join_token_file;
   std::string name;  // empty: the host name (ResolveAgentOptions)
-  std::string ca_cert;   // PEM CA bundle: TLS to gantry-server when given
-  std::string tls_cert;  // PEM certificate (mutual TLS, generation endpoint); needs --ca-cert
-  std::string tls_key;   // PEM private key of --tls-cert
   int slots = 1;
   std::string device = "cpu";  // cpu | gpu:ID[,ID...]
   int threads = 1;
@@ -45,6 +42,9 @@ struct AgentFlags {
   int kill_grace_ms = 5000;            // hidden
   int preemption_grace_ms = 25000;     // SIGTERM: ranks checkpoint within this; 0 = stop at once
   int collective_timeout_ms = 120000;  // Gloo timeout of assignments that leave it 0
+  std::string ca_cert;                 // PEM CA bundle: TLS to gantry-server when given
+  std::string tls_cert;  // PEM certificate (mutual TLS, generation endpoint); needs --ca-cert
+  std::string tls_key;   // PEM private key of --tls-cert
 };
 
 // INVALID_ARGUMENT with a message naming the offending flag for bad numbers or ranges, a missing

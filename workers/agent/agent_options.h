@@ -19,12 +19,6 @@ struct AgentOptions {
   std::string join_token;       // the worker join token (never put on a child's argv)
   std::string join_token_file;  // read into join_token by LoadJoinToken when join_token is empty
   std::string name;             // unique per pool; empty = the host name
-  // TLS: --ca-cert (the CA of gantry-server's certificate; TLS on when given), --tls-cert and
-  // --tls-key (this worker's certificate: the client certificate for mutual TLS, and the server
-  // certificate of its generation endpoint). Paths in tls_files (absolute after
-  // ResolveAgentOptions, which loads them into tls); ranks get the paths.
-  TlsFiles tls_files;
-  TlsConfig tls;
   int slots = 1;                // ranks hosted at once
   gantry::v1::DeviceKind device = gantry::v1::DEVICE_KIND_CPU;
   std::vector<int> device_ids;  // GPU ids with DEVICE_KIND_GPU
@@ -58,6 +52,13 @@ struct AgentOptions {
   int max_queued_requests = 1024;                // per model; beyond: RESOURCE_EXHAUSTED
   int64_t model_cache_bytes = int64_t{1} << 30;  // loaded generators' parameters and buffers
   int serve_threads = 0;                         // intra-op threads for generation; 0 = all cores
+
+  // TLS: --ca-cert (the CA of gantry-server's certificate; TLS on when given), --tls-cert and
+  // --tls-key (this worker's certificate: the client certificate for mutual TLS, and the server
+  // certificate of its generation endpoint). Paths in tls_files (absolute after
+  // ResolveAgentOptions, which loads them into tls); ranks get the paths.
+  TlsFiles tls_files;
+  TlsConfig tls;
 };
 
 }  // namespace gantry::agent

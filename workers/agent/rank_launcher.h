@@ -32,7 +32,6 @@ struct RankLauncherOptions {
   std::string rank_binary;
   std::string server;      // passed as --server
   std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
-  TlsFiles tls_files;      // paths passed as --ca-cert, --tls-cert, --tls-key when set
   std::string cache_dir;   // passed as --cache-dir
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
   int64_t cache_max_bytes = 0;
@@ -45,6 +44,7 @@ struct RankLauncherOptions {
   bool die_with_daemon = false;
   // Written into assignments whose collective_timeout_ms is 0 (0 here: left as it is).
   int default_collective_timeout_ms = 0;
+  TlsFiles tls_files;  // paths passed as --ca-cert, --tls-cert, --tls-key when set
 };
 
 class RankLauncher {

@@ -21,9 +21,9 @@ struct RankCommandOptions {
   std::string work_dir;
   std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
-  TlsFiles tls_files;               // the daemon's --ca-cert, --tls-cert, --tls-key
   // The worker join token, from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
   std::string join_token;
+  TlsFiles tls_files;  // the daemon's --ca-cert, --tls-cert, --tls-key
 };
 
 // Runs the rank; returns the process exit code (gantry::RankExitCodeFor). Installs SIGTERM/SIGINT

@@ -30,7 +30,6 @@ namespace gantry::runner {
 struct DatasetSourceOptions {
   std::string server;     // host:port of gantry-server (needed for "ds-" references only)
   std::string token;      // bearer token for DatasetService.ReadDataset (the worker join token)
-  TlsConfig tls;          // how to reach the server (plaintext without a CA)
   std::string cache_dir;  // the DatasetCache lives in <cache_dir>/datasets (required)
   int threads = 1;        // toy MC simulation threads (the output does not depend on it)
   absl::Duration rpc_timeout = absl::Minutes(30);  // deadline of one ReadDataset stream
@@ -41,6 +40,7 @@ struct DatasetSourceOptions {
   bool load_showers = true;
   // The cache evicts least-recently-used unpinned entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
+  TlsConfig tls;  // how to reach the server (plaintext without a CA)
 };
 
 struct MaterializedDataset {

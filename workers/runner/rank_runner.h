@@ -43,7 +43,6 @@ namespace gantry::runner {
 struct RankRunnerOptions {
   std::string server;     // gantry-server host:port (datasets, checkpoints)
   std::string token;      // the worker join token
-  TlsConfig tls;          // channels to the server: TLS when it trusts a CA (mutual with a cert)
   std::string cache_dir;  // dataset cache
   // The dataset cache evicts least-recently-used entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
@@ -63,6 +62,8 @@ struct RankRunnerOptions {
   absl::Duration progress_interval = absl::Seconds(2);
   // Test and benchmark hook (not part of the job spec): at most this many steps per epoch.
   int64_t max_steps_per_epoch = 0;
+  // Channels to the server: TLS when it trusts a CA (mutual TLS when it has a certificate).
+  TlsConfig tls;
 };
 
 // Receives every message the rank reports. Called from the training thread and the progress
