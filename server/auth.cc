@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/tls_config.h"
 
 namespace gantry::server {
 namespace {
@@ -53,6 +54,8 @@ void AuthInterceptorFactory::Authenticate(
     grpc::experimental::ServerRpcInfo* info,
     std::multimap<grpc::string_ref, grpc::string_ref>* metadata) {
   const Audience audience = AudienceOf(info->method());
+  const bool certificate_missing =
+      require_worker_certificates_ && !PeerPresentedCertificate(*info->server_context());
   absl::StatusOr<Principal> result = absl::UnauthenticatedError(
       "missing authorization metadata; send \"authorization: Bearer "
       "<token>\" (gantry CLI: --token or GANTRY_TOKEN)");
@@ -72,6 +75,11 @@ void AuthInterceptorFactory::Authenticate(
         }
       }
     }
+  }
+  if (certificate_missing && (audience == Audience::kWorker || (result.ok() && result->worker))) {
+    result = absl::UnauthenticatedError(
+        "worker calls need mutual TLS: connect with a client certificate signed by the worker CA "
+        "the server trusts (gantry-worker --tls-cert/--tls-key)");
   }
   absl::MutexLock lock(&mu_);
   calls_.insert_or_assign(info->server_context(), std::move(result));

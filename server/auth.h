@@ -46,6 +46,11 @@ class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
  public:
   explicit AuthInterceptorFactory(TokenVerifier verifier);
 
+  // Mutual TLS for workers: from now on a call for the worker audience, or one authenticated as a
+  // worker, is UNAUTHENTICATED unless its peer presented a TLS client certificate (which the
+  // listener verified against the worker CA). Call before the server accepts calls.
+  void RequireWorkerCertificates() { require_worker_certificates_ = true; }
+
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 
@@ -60,6 +65,7 @@ class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
 
  private:
   TokenVerifier verifier_;
+  bool require_worker_certificates_ = false;  // set before serving, then read-only
   mutable absl::Mutex mu_;
   absl::flat_hash_map<const grpc::ServerContextBase*, absl::StatusOr<Principal>> calls_
       ABSL_GUARDED_BY(mu_);

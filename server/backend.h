@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "base/grpc_status.h"
+#include "grpcpp/security/credentials.h"
 #include "grpcpp/server_context.h"
 #include "server/auth.h"
 #include "server/job_notifier.h"
@@ -79,6 +80,9 @@ class Backend {
   std::unique_ptr<TenantQuotas> quotas;    // per-tenant limits, streams and shower rate
   JobNotifier job_notifier;                // signalled by every job event this process writes
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
+  // How the generation router dials workers (TLS with --tls-client-ca; null = plaintext). Set by
+  // GantryServer::Start before the services are built; read-only afterwards.
+  std::shared_ptr<grpc::ChannelCredentials> worker_channel_credentials;
   int migrations_applied = 0;
   std::atomic<bool> shutting_down{false};  // streams end when set
 

@@ -1,13 +1,12 @@
 #include "server/gantry_server.h"
 
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "base/tls_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/resource_quota.h"
@@ -17,25 +16,30 @@
 namespace gantry::server {
 namespace {
 
-absl::StatusOr<std::string> ReadFile(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+// The server's TLS material: its own certificate (--tls-cert/--tls-key) in `listener`, and the
+// worker CA (--tls-client-ca) as `workers.ca_pem`.
+struct ServerTls {
+  TlsConfig listener;
+  TlsConfig workers;
+};
 
-absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& o) {
-  if (o.tls_cert_file.empty() != o.tls_key_file.empty()) {
-    return absl::InvalidArgumentError("--tls-cert and --tls-key must be given together");
+absl::StatusOr<ServerTls> LoadServerTls(const ServerOptions& o) {
+  ServerTls tls;
+  TlsFiles own;
+  own.cert = o.tls_cert_file;
+  own.key = o.tls_key_file;
+  ASSIGN_OR_RETURN(tls.listener, LoadTlsConfig(own));
+  if (!o.tls_client_ca_file.empty()) {
+    if (!tls.listener.has_identity()) {
+      return absl::InvalidArgumentError(
+          "--tls-client-ca needs TLS on: give --tls-cert and --tls-key too");
+    }
+    TlsFiles workers;
+    workers.ca_cert = o.tls_client_ca_file;
+    workers.ca_cert_flag = "--tls-client-ca";
+    ASSIGN_OR_RETURN(tls.workers, LoadTlsConfig(workers));
   }
-  if (o.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl;
-  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
-  ASSIGN_OR_RETURN(pair.private_key, ReadFile(o.tls_key_file, "--tls-key"));
-  ASSIGN_OR_RETURN(pair.cert_chain, ReadFile(o.tls_cert_file, "--tls-cert"));
-  ssl.pem_key_cert_pairs.push_back(std::move(pair));
-  return grpc::SslServerCredentials(ssl);
+  return tls;
 }
 
 // The host part of "host:port" ("[::1]:0" keeps its brackets).
@@ -66,8 +70,13 @@ GantryServer::~GantryServer() {
 }
 
 absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOptions& options) {
-  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> creds, Credentials(options));
+  ASSIGN_OR_RETURN(const ServerTls tls, LoadServerTls(options));
+  std::shared_ptr<grpc::ServerCredentials> creds =
+      ServerCredentialsFor(tls.listener, tls.workers.ca_pem);
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(options));
+  if (tls.workers.trusts_ca()) {
+    backend->worker_channel_credentials = ChannelCredentialsFor(tls.workers);
+  }
   std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
   Backend* b = server->backend_.get();
 
@@ -101,6 +110,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
       std::make_unique<AuthInterceptorFactory>([b](Audience audience, const std::string& secret) {
         return b->VerifyToken(audience, secret);
       });
+  if (tls.workers.trusts_ca()) auth->RequireWorkerCertificates();
   b->auth = auth.get();
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   interceptors.push_back(std::move(auth));

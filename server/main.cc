@@ -30,6 +30,10 @@ ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain; TLS is on when --tls-cert and --tls-key "
           "are given");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle of worker certificates (needs --tls-cert): worker calls must present a "
+          "client certificate signed by it (mutual TLS; tenants need none), and workers' "
+          "generation endpoints are dialled over TLS and verified against it");
 ABSL_FLAG(std::string, admin_token_file, "",
           "file holding a token for the admin tenant \"admin\" (created when missing)");
 ABSL_FLAG(std::string, join_token_file, "", "file holding a worker join token to accept");
@@ -125,6 +129,7 @@ int main(int argc, char** argv) {
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
+  options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
   options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
   options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.max_dataset_bytes = absl::GetFlag(FLAGS_max_dataset_bytes);
@@ -221,7 +226,8 @@ int main(int argc, char** argv) {
   }
   std::cerr << "gantry-server " << gantry::GantryVersionString() << ": "
             << (*server)->migrations_applied() << " migration(s) applied, data in "
-            << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on") << std::endl;
+            << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on")
+            << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers") << std::endl;
   std::cout << "listening on " << (*server)->address() << std::endl;
 
   int signal = 0;

@@ -18,6 +18,11 @@ struct ServerOptions {
   std::string data_dir;                    // blob store root
   std::string tls_cert_file;               // PEM; TLS only when both cert and key are given
   std::string tls_key_file;
+  // PEM CA bundle of worker certificates. When set (TLS on): WorkerService calls, and ReadDataset
+  // calls made with a join token, need a client certificate verified against it; tenants connect
+  // without one. The server also dials workers' generation endpoints over TLS and verifies their
+  // certificates against it.
+  std::string tls_client_ca_file;
   std::string admin_token_file;  // bootstrap: tenant "admin" gets this token
   std::string join_token_file;   // bootstrap: a worker join token
   int db_pool_size = 16;

@@ -1,10 +1,16 @@
 #include "server/worker_channel_pool.h"
 
+#include <utility>
+
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/support/channel_arguments.h"
 
 namespace gantry::server {
+
+WorkerChannelPool::WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials)
+    : credentials_(credentials != nullptr ? std::move(credentials)
+                                          : grpc::InsecureChannelCredentials()) {}
 
 gantry::v1::WorkerGenerationService::Stub& WorkerChannelPool::StubFor(const std::string& endpoint) {
   absl::MutexLock lock(&mu_);
@@ -21,7 +27,7 @@ gantry::v1::WorkerGenerationService::Stub& WorkerChannelPool::StubFor(const std:
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-    e.channel = grpc::CreateCustomChannel(endpoint, grpc::InsecureChannelCredentials(), args);
+    e.channel = grpc::CreateCustomChannel(endpoint, credentials_, args);
     e.stub = gantry::v1::WorkerGenerationService::NewStub(e.channel);
   }
   return *e.stub;

@@ -11,6 +11,7 @@
 #include "absl/synchronization/mutex.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/security/credentials.h"
 
 namespace gantry::server {
 
@@ -18,6 +19,9 @@ namespace gantry::server {
 // reuses its channel, which reconnects by itself with a short backoff).
 class WorkerChannelPool {
  public:
+  // Channels use `credentials` (TLS verifying the workers' certificates, or null = plaintext).
+  explicit WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+
   // The stub for `endpoint` ("host:port"), created on first use. Stubs are thread-safe.
   gantry::v1::WorkerGenerationService::Stub& StubFor(const std::string& endpoint);
 
@@ -26,6 +30,7 @@ class WorkerChannelPool {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<gantry::v1::WorkerGenerationService::Stub> stub;
   };
+  const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };

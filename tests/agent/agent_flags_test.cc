@@ -163,6 +163,37 @@ TEST(AgentFlagsTest, RequiresServerAndToken) {
 }
 
 #ifndef GANTRY_WITH_CUDA
+TEST(AgentFlagsTest, TlsFlagsComeTogetherAndNeedTheServersCa) {
+  EXPECT_EQ(ErrorOfChange([](AgentFlags& f) { f.tls_cert = "w.pem"; }),
+            "--tls-cert: --tls-cert and --tls-key must be given together");
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) {
+              f.tls_cert = "w.pem";
+              f.tls_key = "w.key";
+            }).find("needs --ca-cert"),
+            std::string::npos);
+  AgentFlags f = Valid();
+  f.ca_cert = "ca.pem";
+  f.tls_cert = "w.pem";
+  f.tls_key = "w.key";
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->tls_files.ca_cert, "ca.pem");
+  EXPECT_EQ(o->tls_files.cert, "w.pem");
+  EXPECT_EQ(o->tls_files.key, "w.key");
+}
+
+TEST(AgentFlagsTest, ResolveRefusesAnUnreadableCaNamingTheFlag) {
+  gantry::testing::TempDir dir;
+  AgentFlags f = Valid();
+  f.cache_dir = dir.File("cache");
+  f.ca_cert = dir.File("missing-ca.pem");
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
+  ASSERT_TRUE(o.ok()) << o.status();
+  const absl::Status s = ResolveAgentOptions(&*o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--ca-cert: cannot read"), std::string::npos) << s;
+}
+
 TEST(AgentFlagsTest, GpuNeedsACudaBuild) {
   const std::string error = ErrorOfChange([](AgentFlags& f) { f.device = "gpu:0,1"; });
   EXPECT_NE(error.find("--device"), std::string::npos);

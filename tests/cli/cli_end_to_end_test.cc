@@ -661,6 +661,33 @@ TEST(CliTlsTest, CaCertConnectsAndPlaintextDoesNot) {
   CommandResult missing_ca = gantry({"--ca-cert", dir.File("nope.pem"), "health"}, {});
   EXPECT_EQ(missing_ca.exit_code, 1);
   EXPECT_THAT(missing_ca.err, HasSubstr("nope.pem"));
+
+  // The Python client: ca_cert (here from GANTRY_CA_CERT) connects; without it, UNAVAILABLE.
+  const std::string script =
+      "import grpc, gantry_client\n"
+      "c = gantry_client.connect()\n"
+      "try:\n"
+      "    r = c.admin.ListTenants(c.pb.admin.ListTenantsRequest(), timeout=10)\n"
+      "    print('tenants', ' '.join(t.name for t in r.tenants))\n"
+      "except grpc.RpcError as e:\n"
+      "    print('error', e.code().name)\n";
+  auto python = [&](std::optional<std::string> ca_cert) {
+    return ChildProcess::Run(
+        {GANTRY_PYTHON3, "-c", script},
+        {{"PYTHONPATH", std::string(GANTRY_PY_STUBS_DIR) + ":" + GANTRY_PYTHON_CLIENT_DIR},
+         {"GANTRY_SERVER", server->address()},
+         {"GANTRY_TOKEN", kAdminToken},
+         {"GANTRY_CA_CERT", ca_cert},
+         {"GANTRY_CONFIG", std::nullopt},
+         {"HOME", dir.path()}},
+        dir.path());
+  };
+  CommandResult py_tls = python(dir.File("cert.pem"));
+  EXPECT_EQ(py_tls.exit_code, 0) << py_tls.err;
+  EXPECT_THAT(py_tls.out, HasSubstr("tenants admin"));
+  CommandResult py_plain = python(std::nullopt);
+  EXPECT_EQ(py_plain.exit_code, 0) << py_plain.err;
+  EXPECT_THAT(py_plain.out, HasSubstr("error UNAVAILABLE"));
 }
 
 }  // namespace

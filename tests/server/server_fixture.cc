@@ -61,7 +61,9 @@ void ServerFixture::StartServer(const std::vector<std::string>& extra) {
   std::string error;
   server_ = ServerProcess::Start(args, dir_.File("server.stderr"), &error);
   ASSERT_NE(server_, nullptr) << error;
-  channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+  channel_ = grpc::CreateChannel(server_->address(), client_credentials_ != nullptr
+                                                         ? client_credentials_
+                                                         : grpc::InsecureChannelCredentials());
   training_ = v1::TrainingService::NewStub(channel_);
   generation_ = v1::GenerationService::NewStub(channel_);
   catalog_ = v1::CatalogService::NewStub(channel_);

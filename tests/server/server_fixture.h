@@ -59,6 +59,8 @@ class ServerFixture : public ::testing::Test {
   int HealthStatus(const std::string& service = "");
 
   TestDatabase db_;
+  // How the stubs connect (null = plaintext); set before StartServer for a TLS server.
+  std::shared_ptr<grpc::ChannelCredentials> client_credentials_;
   // When set, the server's --db instead of db_ (e.g. a PrivatePostgres the test stops and starts).
   std::string server_dsn_;
   TempDir dir_;

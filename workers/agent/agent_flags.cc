@@ -40,6 +40,13 @@ const char kAgentUsage[] =
     "                              at once); SIGINT always stops at once\n"
     "  --collective-timeout-ms=MS  Gloo collective and rendezvous timeout of ranks whose job\n"
     "                              does not set one (default 120000)\n"
+    "TLS (the daemon, its ranks and its generation endpoint):\n"
+    "  --ca-cert=FILE              PEM CA bundle that signed gantry-server's certificate; TLS to\n"
+    "                              the server is on when given\n"
+    "  --tls-cert=FILE --tls-key=FILE  this worker's certificate and key: the client certificate\n"
+    "                              when the server requires mutual TLS (--tls-client-ca), and the\n"
+    "                              certificate of the generation endpoint, which then serves TLS\n"
+    "                              (its SAN must name --advertise-host); needs --ca-cert\n"
     "generation serving (the daemon runs WorkerGenerationService for gantry-server's router):\n"
     "  --serve-port=N              port on --advertise-host (default 0 = ephemeral; -1 = off)\n"
     "  --max-batch-size=N          showers per generator batch (default 128)\n"
@@ -187,6 +194,17 @@ absl::Status ParseIdentity(const AgentFlags& f, AgentOptions* o) {
     return Bad("name", "must be 1-128 characters [A-Za-z0-9._-]");
   }
   o->name = f.name;
+  if (f.tls_cert.empty() != f.tls_key.empty()) {
+    return Bad("tls-cert", "--tls-cert and --tls-key must be given together");
+  }
+  if (!f.tls_cert.empty() && f.ca_cert.empty()) {
+    return Bad("tls-cert",
+               "needs --ca-cert (the CA that signed gantry-server's certificate): a worker with a "
+               "certificate talks TLS to the server");
+  }
+  o->tls_files.ca_cert = f.ca_cert;
+  o->tls_files.cert = f.tls_cert;
+  o->tls_files.key = f.tls_key;
   return absl::OkStatus();
 }
 
@@ -266,6 +284,11 @@ absl::Status ResolveAgentOptions(AgentOptions* o) {
       return Bad("join-token-file", absl::StrCat(o->join_token_file, " is empty"));
     }
   }
+  for (std::string* path : {&o->tls_files.ca_cert, &o->tls_files.cert, &o->tls_files.key}) {
+    std::error_code ec;
+    if (!path->empty()) *path = std::filesystem::absolute(*path, ec).lexically_normal().string();
+  }
+  ASSIGN_OR_RETURN(o->tls, LoadTlsConfig(o->tls_files));
   if (o->name.empty()) {
     char host[256] = {0};
     if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0' || !NameChars(host)) {

@@ -43,6 +43,9 @@ struct AgentFlags {
   int kill_grace_ms = 5000;            // hidden
   int preemption_grace_ms = 25000;     // SIGTERM: ranks checkpoint within this; 0 = stop at once
   int collective_timeout_ms = 120000;  // Gloo timeout of assignments that leave it 0
+  std::string ca_cert;                 // PEM CA bundle: TLS to gantry-server when given
+  std::string tls_cert;  // PEM certificate (mutual TLS, generation endpoint); needs --ca-cert
+  std::string tls_key;   // PEM private key of --tls-cert
 };
 
 // INVALID_ARGUMENT with a message naming the offending flag for bad numbers or ranges, a missing
@@ -51,7 +54,8 @@ struct AgentFlags {
 // absent (= <cache_dir>/work).
 absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags);
 
-// Fills the defaults that need the environment: join_token from join_token_file (trimmed),
+// Fills the defaults that need the environment: join_token from join_token_file (trimmed), the
+// TLS files made absolute and loaded (LoadTlsConfig),
 // name from the host name, cache_dir/work_dir made absolute and work_dir defaulted. Creates
 // cache_dir and work_dir. INVALID_ARGUMENT naming the flag when a file or directory fails.
 absl::Status ResolveAgentOptions(AgentOptions* options);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/tls_config.h"
 #include "gantry/v1/common.pb.h"
 
 namespace gantry::agent {
@@ -56,6 +57,13 @@ struct AgentOptions {
   int max_queued_requests = 1024;                // per model; beyond: RESOURCE_EXHAUSTED
   int64_t model_cache_bytes = int64_t{1} << 30;  // loaded generators' parameters and buffers
   int serve_threads = 0;                         // intra-op threads for generation; 0 = all cores
+
+  // TLS: --ca-cert (the CA of gantry-server's certificate; TLS on when given), --tls-cert and
+  // --tls-key (this worker's certificate: the client certificate for mutual TLS, and the server
+  // certificate of its generation endpoint). Paths in tls_files (absolute after
+  // ResolveAgentOptions, which loads them into tls); ranks get the paths.
+  TlsFiles tls_files;
+  TlsConfig tls;
 };
 
 }  // namespace gantry::agent

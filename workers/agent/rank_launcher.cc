@@ -123,6 +123,12 @@ struct ChildExec {
             "--file-roots=" + options.file_roots,
             absl::StrCat("--cache-max-bytes=", options.cache_max_bytes),
             "--work-dir=" + work_dir};
+    if (!options.tls_files.ca_cert.empty())
+      args.push_back("--ca-cert=" + options.tls_files.ca_cert);
+    if (!options.tls_files.cert.empty()) {
+      args.push_back("--tls-cert=" + options.tls_files.cert);
+      args.push_back("--tls-key=" + options.tls_files.key);
+    }
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       if (strncmp(*e, "GANTRY_JOIN_TOKEN=", 18) != 0) env.emplace_back(*e);
     }

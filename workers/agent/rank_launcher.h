@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/tls_config.h"
 #include "gantry/v1/worker.pb.h"
 
 namespace gantry::agent {
@@ -44,6 +45,7 @@ struct RankLauncherOptions {
   bool die_with_daemon = false;
   // Written into assignments whose collective_timeout_ms is 0 (0 here: left as it is).
   int default_collective_timeout_ms = 0;
+  TlsFiles tls_files;  // paths passed as --ca-cert, --tls-cert, --tls-key when set
 };
 
 class RankLauncher {

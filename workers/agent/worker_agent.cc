@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "base/build_info.h"
 #include "base/grpc_status.h"
+#include "base/tls_config.h"
 
 namespace gantry::agent {
 namespace {
@@ -60,13 +61,14 @@ WorkerAgent::WorkerAgent(AgentOptions options)
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
   args.SetMaxReceiveMessageSize(16 << 20);
   args.SetMaxSendMessageSize(16 << 20);
-  channel_ = grpc::CreateCustomChannel(options_.server, grpc::InsecureChannelCredentials(), args);
+  channel_ = grpc::CreateCustomChannel(options_.server, ChannelCredentialsFor(options_.tls), args);
   stub_ = v1::WorkerService::NewStub(channel_);
 
   RankLauncherOptions launch;
   launch.rank_binary = options_.rank_binary;
   launch.server = options_.server;
   launch.join_token = options_.join_token;
+  launch.tls_files = options_.tls_files;
   launch.cache_dir = options_.cache_dir;
   launch.file_roots = absl::StrJoin(options_.file_roots.roots(), ",");
   launch.cache_max_bytes = options_.cache_max_bytes;

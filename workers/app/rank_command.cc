@@ -85,6 +85,8 @@ int RunRankCommand(const RankCommandOptions& o) {
     return fail_early(absl::InvalidArgumentError("--work-dir and --cache-dir are required"), -1,
                       "");
   }
+  absl::StatusOr<TlsConfig> tls = LoadTlsConfig(o.tls_files);
+  if (!tls.ok()) return fail_early(tls.status(), -1, "");
   absl::StatusOr<v1::Assignment> assignment = runner::ReadAssignmentFile(o.assignment);
   if (!assignment.ok()) {
     return fail_early(absl::InvalidArgumentError(assignment.status().message()), -1, "");
@@ -99,6 +101,7 @@ int RunRankCommand(const RankCommandOptions& o) {
   options.file_roots = *std::move(file_roots);
   options.server = o.server;
   options.token = o.join_token;
+  options.tls = *std::move(tls);
   options.cache_dir = o.cache_dir;
   options.cache_max_bytes = o.cache_max_bytes;
   options.work_dir = o.work_dir;

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/tls_config.h"
+
 namespace gantry::app {
 
 struct RankCommandOptions {
@@ -22,6 +24,7 @@ struct RankCommandOptions {
   int64_t max_steps_per_epoch = 0;  // test hook
   // The worker join token, from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
   std::string join_token;
+  TlsFiles tls_files;  // the daemon's --ca-cert, --tls-cert, --tls-key
 };
 
 // Runs the rank; returns the process exit code (gantry::RankExitCodeFor). Installs SIGTERM/SIGINT

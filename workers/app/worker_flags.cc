@@ -45,6 +45,11 @@ ABSL_FLAG(std::optional<int64_t>, batch, std::nullopt,
 ABSL_FLAG(std::string, join_token, "", "daemon: the worker join token");
 ABSL_FLAG(std::string, join_token_file, "", "daemon: file holding the worker join token");
 ABSL_FLAG(std::string, name, "", "daemon: unique worker name (default: the host name)");
+ABSL_FLAG(std::string, ca_cert, "",
+          "daemon, rank: PEM CA bundle of gantry-server's certificate (TLS when given)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "daemon, rank: PEM certificate of this worker (mutual TLS; generation endpoint)");
+ABSL_FLAG(std::string, tls_key, "", "daemon, rank: PEM private key of --tls-cert");
 ABSL_FLAG(int, slots, kDaemon.slots, "daemon: ranks hosted at once");
 ABSL_FLAG(std::string, device, kDaemon.device, "daemon: cpu | gpu:ID[,ID...] (gpu: CUDA builds)");
 ABSL_FLAG(std::string, labels, "", "daemon: labels jobs can select on, k=v,k=v");
@@ -114,6 +119,9 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "join_token",
         "join_token_file",
         "name",
+        "ca_cert",
+        "tls_cert",
+        "tls_key",
         "slots",
         "device",
         "labels",
@@ -131,8 +139,8 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "preemption_grace_ms",
         "collective_timeout_ms"}},
       {"rank",
-       {"server", "cache_dir", "cache_max_bytes", "work_dir", "file_roots", "assignment", "control_fd",
-        "bind_host", "max_steps_per_epoch"}},
+       {"server", "cache_dir", "cache_max_bytes", "work_dir", "file_roots", "assignment",
+        "control_fd", "bind_host", "max_steps_per_epoch", "ca_cert", "tls_cert", "tls_key"}},
       {"local-train",
        {"preset", "data", "out", "resume", "epochs", "batch", "lr", "label_flip", "steps_per_epoch",
         "seed", "threads"}},
@@ -188,6 +196,9 @@ agent::AgentFlags DaemonFlags() {
   f.join_token = absl::GetFlag(FLAGS_join_token);
   f.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   f.name = absl::GetFlag(FLAGS_name);
+  f.ca_cert = absl::GetFlag(FLAGS_ca_cert);
+  f.tls_cert = absl::GetFlag(FLAGS_tls_cert);
+  f.tls_key = absl::GetFlag(FLAGS_tls_key);
   f.slots = absl::GetFlag(FLAGS_slots);
   f.device = absl::GetFlag(FLAGS_device);
   f.threads = absl::GetFlag(FLAGS_threads).value_or(f.threads);
@@ -234,6 +245,9 @@ absl::StatusOr<RankCommandOptions> RankOptionsFromFlags(const std::string& join_
   o.file_roots = absl::GetFlag(FLAGS_file_roots);
   o.bind_host = absl::GetFlag(FLAGS_bind_host);
   o.max_steps_per_epoch = absl::GetFlag(FLAGS_max_steps_per_epoch);
+  o.tls_files.ca_cert = absl::GetFlag(FLAGS_ca_cert);
+  o.tls_files.cert = absl::GetFlag(FLAGS_tls_cert);
+  o.tls_files.key = absl::GetFlag(FLAGS_tls_key);
   o.join_token = join_token;
   return o;
 }

@@ -19,12 +19,13 @@ constexpr size_t kChunkBytes = 1 << 20;
 }  // namespace
 
 CheckpointClient::CheckpointClient(const std::string& server, std::string token,
-                                   absl::Duration timeout)
+                                   absl::Duration timeout,
+                                   std::shared_ptr<grpc::ChannelCredentials> credentials)
     : server_(server),
       token_(std::move(token)),
       timeout_(timeout),
-      stub_(v1::WorkerService::NewStub(
-          grpc::CreateChannel(server, grpc::InsecureChannelCredentials()))) {}
+      stub_(v1::WorkerService::NewStub(grpc::CreateChannel(
+          server, credentials != nullptr ? credentials : grpc::InsecureChannelCredentials()))) {}
 
 std::unique_ptr<grpc::ClientContext> CheckpointClient::NewContext() const {
   auto context = std::make_unique<grpc::ClientContext>();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "gantry/v1/worker.grpc.pb.h"
+#include "grpcpp/security/credentials.h"
 
 namespace gantry::runner {
 
@@ -22,9 +23,11 @@ struct UploadedCheckpoint {
 
 class CheckpointClient {
  public:
-  // `server` is host:port; `token` the join token (may be empty for tests of refusals).
+  // `server` is host:port; `token` the join token (may be empty for tests of refusals);
+  // `credentials` of the channel (null = plaintext; gantry::ChannelCredentialsFor for TLS).
   CheckpointClient(const std::string& server, std::string token,
-                   absl::Duration timeout = absl::Minutes(10));
+                   absl::Duration timeout = absl::Minutes(10),
+                   std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
 
   // Hashes `path`, then streams a header {job_id, epoch, step, sha256, size, attempt, rank} and
   // 1 MiB chunks. The server verifies the sha256 and records a CheckpointSaved event for the job

@@ -425,7 +425,7 @@ absl::StatusOr<std::string> DatasetSource::ProbeSha256(const std::string& id) co
   if (options_.server.empty()) {
     return absl::InvalidArgumentError("no server address to download it from (--server)");
   }
-  auto channel = grpc::CreateChannel(options_.server, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(options_.server, ChannelCredentialsFor(options_.tls));
   auto stub = v1::DatasetService::NewStub(channel);
   grpc::ClientContext context;
   if (!options_.token.empty()) {
@@ -458,7 +458,7 @@ absl::StatusOr<std::string> DatasetSource::Download(const std::string& id, const
   std::ofstream out(part, std::ios::binary | (offset > 0 ? std::ios::app : std::ios::trunc));
   if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", part));
 
-  auto channel = grpc::CreateChannel(options_.server, grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(options_.server, ChannelCredentialsFor(options_.tls));
   auto stub = v1::DatasetService::NewStub(channel);
   grpc::ClientContext context;
   if (!options_.token.empty()) {

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/file_roots.h"
+#include "base/tls_config.h"
 #include "showers/shower_set.h"
 #include "workers/runner/dataset_cache.h"
 
@@ -48,6 +49,7 @@ struct DatasetSourceOptions {
   // --file-roots (none by default: file:// is refused).
   std::optional<FileRoots> file_roots;
   std::vector<std::string> denied_dirs;  // e.g. the daemon's scratch root
+  TlsConfig tls;  // how to reach the server (plaintext without a CA)
 };
 
 struct MaterializedDataset {

@@ -362,6 +362,7 @@ void RankRunner::RecordHyperParameters() {
 DatasetSourceOptions RankRunner::SourceOptions() const {
   DatasetSourceOptions source_options;
   source_options.server = options_.server;
+  source_options.tls = options_.tls;
   source_options.token = options_.token;
   source_options.cache_dir = options_.cache_dir;
   source_options.cache_max_bytes = options_.cache_max_bytes;
@@ -498,7 +499,8 @@ absl::Status RankRunner::StartRunning() {
   running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
   RETURN_IF_ERROR(Send(running));
   // Every rank may have to upload (checkpoint-and-stop); rank 0 also saves periodically.
-  checkpoints_ = std::make_unique<CheckpointClient>(options_.server, options_.token);
+  checkpoints_ = std::make_unique<CheckpointClient>(
+      options_.server, options_.token, absl::Minutes(10), ChannelCredentialsFor(options_.tls));
   last_save_time_ = std::chrono::steady_clock::now();
   if (rank_ == 0) progress_thread_ = std::thread([this] { ProgressLoop(); });
   return absl::OkStatus();
@@ -581,7 +583,8 @@ absl::StatusOr<std::string> RankRunner::FetchCheckpoint(const std::string& field
                                                         const std::string& file_name) {
   std::error_code ec;
   fs::create_directories(options_.work_dir, ec);
-  CheckpointClient client(options_.server, options_.token);
+  CheckpointClient client(options_.server, options_.token, absl::Minutes(10),
+                          ChannelCredentialsFor(options_.tls));
   const std::string path = (fs::path(options_.work_dir) / file_name).string();
   absl::StatusOr<UploadedCheckpoint> fetched = client.Fetch(sha256, path);
   if (!fetched.ok()) {

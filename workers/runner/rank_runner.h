@@ -25,6 +25,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/file_roots.h"
+#include "base/tls_config.h"
 #include "gantry/v1/worker.pb.h"
 #include "showers/shower_file_reader.h"
 #include "showers/shower_set.h"
@@ -64,6 +65,8 @@ struct RankRunnerOptions {
   absl::Duration progress_interval = absl::Seconds(2);
   // Test and benchmark hook (not part of the job spec): at most this many steps per epoch.
   int64_t max_steps_per_epoch = 0;
+  // Channels to the server: TLS when it trusts a CA (mutual TLS when it has a certificate).
+  TlsConfig tls;
 };
 
 // Receives every message the rank reports. Called from the training thread and the progress

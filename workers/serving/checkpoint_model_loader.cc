@@ -32,7 +32,8 @@ absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOpti
     if (actual.ok() && *actual == sha256) return path;
     std::filesystem::remove(path, ec);  // corrupt or partial: fetch again
   }
-  runner::CheckpointClient client(options.server, options.join_token);
+  runner::CheckpointClient client(options.server, options.join_token, absl::Minutes(10),
+                                  ChannelCredentialsFor(options.tls));
   absl::StatusOr<runner::UploadedCheckpoint> fetched = client.Fetch(sha256, path);
   if (!fetched.ok()) return fetched.status();
   return path;
@@ -56,7 +57,7 @@ ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   return MakeCheckpointModelLoader(
-      {options.server, options.join_token, options.cache_dir + "/models"});
+      {options.server, options.join_token, options.cache_dir + "/models", options.tls});
 }
 
 }  // namespace gantry::serving

@@ -16,6 +16,7 @@ struct CheckpointModelLoaderOptions {
   std::string server;      // host:port of gantry-server
   std::string join_token;  // the worker join token
   std::string models_dir;  // created if missing
+  TlsConfig tls;           // how to reach the server
 };
 
 // The checkpoint path of `sha256`, fetched if it is not there or does not hash to `sha256`.

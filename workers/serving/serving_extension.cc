@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/tls_config.h"
 #include "workers/agent/worker_agent.h"
 
 namespace gantry::serving {
@@ -28,7 +29,10 @@ std::string RandomSecret() {
 }
 
 ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoader loader)
-    : host_(options.advertise_host), requested_port_(options.serve_port), secret_(RandomSecret()) {
+    : host_(options.advertise_host),
+      tls_(options.tls),
+      requested_port_(options.serve_port),
+      secret_(RandomSecret()) {
   ModelCacheOptions cache;
   cache.max_bytes = options.model_cache_bytes;
   cache.batcher.max_batch_size = options.max_batch_size;
@@ -44,7 +48,7 @@ absl::Status ServingExtension::StartServer() {
   if (server_ != nullptr) return absl::OkStatus();
   const std::string address = absl::StrCat(host_, ":", requested_port_);
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  builder.AddListeningPort(address, ServerCredentialsFor(tls_, ""), &port_);
   builder.RegisterService(service_.get());
   builder.SetMaxSendMessageSize(-1);
   // The server forwards a Generate request as it came (up to its own 16 MiB limit) plus the
@@ -59,7 +63,8 @@ absl::Status ServingExtension::StartServer() {
         "--serve-port=-1 to turn serving off"));
   }
   endpoint_ = absl::StrCat(host_, ":", port_);
-  std::cerr << "gantry-worker: serving generation on " << endpoint_ << std::endl;
+  std::cerr << "gantry-worker: serving generation on " << endpoint_
+            << (tls_.has_identity() ? " (TLS)" : "") << std::endl;
   return absl::OkStatus();
 }
 

@@ -20,7 +20,8 @@ namespace gantry::serving {
 class ServingExtension final : public agent::DaemonExtension {
  public:
   // Uses advertise_host, serve_port (>= 0), max_batch_size, max_queue_delay_ms,
-  // max_queued_requests and model_cache_bytes of `options`.
+  // max_queued_requests, model_cache_bytes and tls (TLS with its certificate when it has one) of
+  // `options`.
   ServingExtension(const agent::AgentOptions& options, ModelLoader loader);
   ~ServingExtension() override;
 
@@ -42,6 +43,7 @@ class ServingExtension final : public agent::DaemonExtension {
 
  private:
   const std::string host_;
+  const TlsConfig tls_;  // with a certificate: the endpoint serves TLS
   const int requested_port_;
   const std::string secret_;
   std::unique_ptr<ModelCache> cache_;
