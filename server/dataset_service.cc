@@ -100,11 +100,10 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
     RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
     ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header));
     absl::StatusOr<showers::DatasetInfo> info =
-        showers::InspectShowerFile(backend_.blobs->Path(blob.sha256));
+        inspector_.Inspect(backend_.blobs->Path(blob.sha256), header.file_name());
     if (!info.ok()) {
       DropUnusedBlob(blob.sha256);
-      return absl::InvalidArgumentError(
-          absl::StrCat("file: not a usable shower file: ", info.status().message()));
+      return info.status();
     }
     absl::StatusOr<v1::Dataset> created =
         backend_.datasets->Create(DescribeDataset(header, p.tenant, *info, blob));

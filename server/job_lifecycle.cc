@@ -105,9 +105,9 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
     if (failure.retryable) {
       // The attempt's own workers (an adopted job's placement is unknown: all it has).
       const std::set<std::string> workers =
-          a.rank_workers.empty() ? a.workers
-                                 : std::set<std::string>(a.rank_workers.begin(),
-                                                         a.rank_workers.end());
+          a.rank_workers.empty()
+              ? a.workers
+              : std::set<std::string>(a.rank_workers.begin(), a.rank_workers.end());
       bool preempted = false, drained = false;
       for (const std::string& w : workers) {
         preempted |= state_.preempting.count(w) > 0;
@@ -143,10 +143,9 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
   if (failure.counted && job->restarts() >= max_restarts) {
     Unclaim(job_id);
     End(job_id, kLive, v1::FAILED, failure.reason,
-        max_restarts == 0
-            ? message
-            : absl::StrCat(message, " (", job->restarts(), " of max_restarts ", max_restarts,
-                           " restarts used)"));
+        max_restarts == 0 ? message
+                          : absl::StrCat(message, " (", job->restarts(), " of max_restarts ",
+                                         max_restarts, " restarts used)"));
     return true;
   }
   absl::StatusOr<scheduler::JobRequest> request = MakeJobRequest(*job);

@@ -1,4 +1,6 @@
 // gantry-server: the front server. Flags are parsed here only, into ServerOptions.
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -61,6 +63,14 @@ ABSL_FLAG(int, model_cache_ttl_ms, 2000,
           "how long Generate reuses a resolved model reference (0 = never); alias and archive "
           "changes through this server apply at once");
 
+ABSL_FLAG(std::string, inspect_binary, "",
+          "the upload inspection helper run sandboxed per upload (default: gantry-inspect next to "
+          "this binary)");
+ABSL_FLAG(int, inspect_timeout_ms, 120000, "wall-clock limit of one upload's inspection");
+ABSL_FLAG(int, inspect_memory_mb, 1024,
+          "address-space limit of the inspection child (0 = none, e.g. under AddressSanitizer)");
+ABSL_FLAG(int64_t, max_dataset_events, 50000000, "most events accepted in one uploaded file");
+
 int main(int argc, char** argv) {
   const std::vector<std::string> positional = gantry::ParseFlags(
       argc, argv,
@@ -99,8 +109,9 @@ int main(int argc, char** argv) {
   options.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
   if (options.rank_exit_grace < absl::Seconds(1) || options.hang_timeout < absl::Seconds(1) ||
       !(options.hang_step_factor >= 1) || options.collective_timeout_ms < 0) {
-    std::cerr << "gantry-server: --rank-exit-grace-seconds and --hang-timeout-seconds must be >= 1, "
-                 "--hang-step-factor >= 1 and --collective-timeout-ms >= 0\n";
+    std::cerr
+        << "gantry-server: --rank-exit-grace-seconds and --hang-timeout-seconds must be >= 1, "
+           "--hang-step-factor >= 1 and --collective-timeout-ms >= 0\n";
     return 2;
   }
   options.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
@@ -114,6 +125,26 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.model_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_model_cache_ttl_ms));
+  options.inspector.binary = absl::GetFlag(FLAGS_inspect_binary);
+  if (options.inspector.binary.empty()) {
+    options.inspector.binary = gantry::server::DefaultInspectBinary();
+  }
+  options.inspector.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_inspect_timeout_ms));
+  options.inspector.limits.address_space_bytes = int64_t{absl::GetFlag(FLAGS_inspect_memory_mb)}
+                                                 << 20;
+  options.inspector.limits.cpu_seconds = 0;  // follows the timeout
+  options.inspector.file_limits.max_events = absl::GetFlag(FLAGS_max_dataset_events);
+  if (access(options.inspector.binary.c_str(), X_OK) != 0) {
+    std::cerr << "gantry-server: the upload inspection helper " << options.inspector.binary
+              << " is not an executable file; build gantry-inspect or set --inspect-binary\n";
+    return 2;
+  }
+  if (options.inspector.timeout < absl::Milliseconds(100) ||
+      absl::GetFlag(FLAGS_inspect_memory_mb) < 0 || options.inspector.file_limits.max_events < 1) {
+    std::cerr << "gantry-server: --inspect-timeout-ms must be >= 100, --inspect-memory-mb >= 0 "
+                 "and --max-dataset-events >= 1\n";
+    return 2;
+  }
   if (options.max_showers_per_request < 1) {
     std::cerr << "gantry-server: --max-showers-per-request must be >= 1\n";
     return 2;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "server/sandboxed_inspector.h"
 
 namespace gantry::server {
 
@@ -50,6 +51,8 @@ struct ServerOptions {
   // SQL) are seen within this time.
   absl::Duration auth_cache_ttl = absl::Seconds(2);
   absl::Duration model_cache_ttl = absl::Seconds(2);
+  // How uploaded files are inspected (a sandboxed gantry-inspect child per upload).
+  InspectorOptions inspector;
 };
 
 }  // namespace gantry::server

@@ -209,9 +209,9 @@ grpc::Status WorkerService::UploadCheckpoint(
     if (absl::StatusOr<bool> recorded =
             backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved);
         absl::IsUnavailable(recorded.status())) {
-      Log(absl::StrCat("stored checkpoint ", blob.sha256, " of ", header.job_id(),
-                       "; it is not recorded (not a restart point): ",
-                       recorded.status().message()));
+      Log(absl::StrCat(
+          "stored checkpoint ", blob.sha256, " of ", header.job_id(),
+          "; it is not recorded (not a restart point): ", recorded.status().message()));
     } else if (!recorded.ok()) {
       return recorded.status();
     } else if (job.ok()) {
@@ -219,8 +219,8 @@ grpc::Status WorkerService::UploadCheckpoint(
       // job's checkpoint uses the same blob (the newest, what a restart resumes from, stays), and
       // with keep_best the one with the lowest validation fom stays too.
       const v1::CheckpointPolicy& policy = job->spec().checkpoint_policy();
-      absl::StatusOr<std::vector<std::string>> expired = backend_.jobs->ExpireCheckpoints(
-          header.job_id(), policy.keep_last(), policy.keep_best());
+      absl::StatusOr<std::vector<std::string>> expired =
+          backend_.jobs->ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best());
       for (const std::string& sha : expired.ok() ? *expired : std::vector<std::string>{}) {
         if (absl::Status st = backend_.blobs->Remove(sha); !st.ok()) {
           Log(absl::StrCat("cannot remove the expired checkpoint ", sha, " of ", header.job_id(),
