@@ -29,6 +29,7 @@
 #include "showers/shower_set.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_client.h"
+#include "workers/runner/checkpoint_verifier.h"
 #include "workers/runner/dataset_source.h"
 #include "workers/runner/rank_plan.h"
 
@@ -46,6 +47,9 @@ struct RankRunnerOptions {
   // The dataset cache evicts least-recently-used entries down to this after a fill; 0 = no limit.
   int64_t cache_max_bytes = 0;
   std::string work_dir;  // checkpoints and scratch files of this rank
+  // Resume and initial checkpoints fetched from the server are read once in a sandboxed
+  // `gantry-worker verify-checkpoint` child before this process loads them.
+  CheckpointVerifierOptions verify_checkpoints;
   // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = the local address
   // that routes to the rendezvous host (127.0.0.1 for a loopback rendezvous).
   std::string bind_host;
