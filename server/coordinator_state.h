@@ -31,7 +31,7 @@ struct ActiveJob {
   std::string id;
   std::string owner;
   gantry::v1::JobSpec spec;
-  int attempt = 0;  // Job.attempt: messages of other attempts change nothing
+  int attempt = 0;                        // Job.attempt: messages of other attempts change nothing
   std::vector<std::string> rank_workers;  // empty for an adopted job (unknown placement)
   // Every worker running a rank of it, this attempt's and earlier ones' still stopping (their
   // messages are accepted, and ignored when of an earlier attempt).
@@ -83,7 +83,7 @@ struct CoordinatorState {
   std::map<std::string, gantry::v1::RegisterRequest> registered ABSL_GUARDED_BY(mu);
   std::map<std::string, std::shared_ptr<WorkerLink>> links ABSL_GUARDED_BY(mu);
   std::map<std::string, ActiveJob> active ABSL_GUARDED_BY(mu);
-  std::set<std::string> queued ABSL_GUARDED_BY(mu);  // job ids submitted to the scheduler
+  std::set<std::string> queued ABSL_GUARDED_BY(mu);      // job ids submitted to the scheduler
   std::set<std::string> drained ABSL_GUARDED_BY(mu);     // worker ids an operator drained
   std::set<std::string> preempting ABSL_GUARDED_BY(mu);  // worker ids that announced a preemption
   // Jobs found active in the database at start, waiting for a worker to claim them.

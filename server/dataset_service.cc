@@ -104,12 +104,11 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
     ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header));
     absl::StatusOr<showers::DatasetInfo> info =
-        showers::InspectShowerFile(backend_.blobs->Path(blob.sha256));
+        inspector_.Inspect(backend_.blobs->Path(blob.sha256), header.file_name());
     // An upload that is refused leaves its blob unreferenced: the collector deletes it after the
     // grace period (unless an identical upload uses it meanwhile).
     if (!info.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("file: not a usable shower file: ", info.status().message()));
+      return info.status();
     }
     absl::StatusOr<v1::Dataset> created = backend_.datasets->Create(
         DescribeDataset(header, p.tenant, *info, blob), limits.max_dataset_bytes);

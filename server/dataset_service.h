@@ -1,4 +1,4 @@
-// DatasetService: upload (checked with the data library's InspectShowerFile before anything is
+// DatasetService: upload (checked by a sandboxed gantry-inspect child before anything is
 // recorded), list, get, delete and read back HDF5 shower datasets (gantry.v1.DatasetService).
 #ifndef GANTRY_SERVER_DATASET_SERVICE_H_
 #define GANTRY_SERVER_DATASET_SERVICE_H_
@@ -9,6 +9,7 @@
 #include "absl/status/statusor.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "server/backend.h"
+#include "server/sandboxed_inspector.h"
 #include "storage/blob_writer.h"
 
 namespace gantry::server {
@@ -16,7 +17,8 @@ namespace gantry::server {
 // Thread-safe; `backend` must outlive it.
 class DatasetService final : public gantry::v1::DatasetService::Service {
  public:
-  explicit DatasetService(Backend& backend) : backend_(backend) {}
+  explicit DatasetService(Backend& backend)
+      : backend_(backend), inspector_(backend.options.inspector) {}
 
   grpc::Status UploadDataset(grpc::ServerContext* context,
                              grpc::ServerReader<gantry::v1::UploadDatasetRequest>* reader,
@@ -43,6 +45,7 @@ class DatasetService final : public gantry::v1::DatasetService::Service {
       const gantry::v1::UploadDatasetHeader& header);
 
   Backend& backend_;
+  const SandboxedInspector inspector_;
 };
 
 }  // namespace gantry::server

@@ -3,10 +3,10 @@
 // (PlacementLoop), the worker streams (WorkerSessions) and model registration (ModelRegistrar).
 //
 // Restart: nothing about a running job lives only in memory that cannot be rebuilt. After a server
-// restart, jobs the database has as PLACING/RUNNING/RESTARTING/CANCELLING are adopted when a worker's
-// hello lists them (their ranks keep running through the outage); of the jobs no worker claims
-// within the lease timeout, RESTARTING ones are queued again and the others fail as WorkerLost
-// (and restart when their max_restarts allows).
+// restart, jobs the database has as PLACING/RUNNING/RESTARTING/CANCELLING are adopted when a
+// worker's hello lists them (their ranks keep running through the outage); of the jobs no worker
+// claims within the lease timeout, RESTARTING ones are queued again and the others fail as
+// WorkerLost (and restart when their max_restarts allows).
 #ifndef GANTRY_SERVER_JOB_COORDINATOR_H_
 #define GANTRY_SERVER_JOB_COORDINATOR_H_
 

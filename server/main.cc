@@ -1,4 +1,6 @@
 // gantry-server: the front server. Flags are parsed here only, into ServerOptions.
+#include <unistd.h>
+
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -104,6 +106,14 @@ ABSL_FLAG(int, tenant_max_streams, 64,
           "the most concurrent long-lived calls (WatchJob, ReadDataset, Generate, uploads) one "
           "tenant may hold on this server (0 = unlimited)");
 
+ABSL_FLAG(std::string, inspect_binary, "",
+          "the upload inspection helper run sandboxed per upload (default: gantry-inspect next to "
+          "this binary)");
+ABSL_FLAG(int, inspect_timeout_ms, 120000, "wall-clock limit of one upload's inspection");
+ABSL_FLAG(int, inspect_memory_mb, 1024,
+          "address-space limit of the inspection child (0 = none, e.g. under AddressSanitizer)");
+ABSL_FLAG(int64_t, max_dataset_events, 50000000, "most events accepted in one uploaded file");
+
 int main(int argc, char** argv) {
   const std::vector<std::string> positional = gantry::ParseFlags(
       argc, argv,
@@ -202,6 +212,26 @@ int main(int argc, char** argv) {
   }
   if (options.max_threads != 0 && options.max_threads < 8) {
     std::cerr << "gantry-server: --max-threads must be 0 (no bound) or at least 8\n";
+    return 2;
+  }
+  options.inspector.binary = absl::GetFlag(FLAGS_inspect_binary);
+  if (options.inspector.binary.empty()) {
+    options.inspector.binary = gantry::server::DefaultInspectBinary();
+  }
+  options.inspector.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_inspect_timeout_ms));
+  options.inspector.limits.address_space_bytes = int64_t{absl::GetFlag(FLAGS_inspect_memory_mb)}
+                                                 << 20;
+  options.inspector.limits.cpu_seconds = 0;  // follows the timeout
+  options.inspector.file_limits.max_events = absl::GetFlag(FLAGS_max_dataset_events);
+  if (access(options.inspector.binary.c_str(), X_OK) != 0) {
+    std::cerr << "gantry-server: the upload inspection helper " << options.inspector.binary
+              << " is not an executable file; build gantry-inspect or set --inspect-binary\n";
+    return 2;
+  }
+  if (options.inspector.timeout < absl::Milliseconds(100) ||
+      absl::GetFlag(FLAGS_inspect_memory_mb) < 0 || options.inspector.file_limits.max_events < 1) {
+    std::cerr << "gantry-server: --inspect-timeout-ms must be >= 100, --inspect-memory-mb >= 0 "
+                 "and --max-dataset-events >= 1\n";
     return 2;
   }
   if (options.max_showers_per_request < 1) {

@@ -451,8 +451,7 @@ void PlacementLoop::WatchProgress(absl::Time now) {
       const absl::Time last = std::max(a.running_since, a.latest_step_at);
       const double median = a.MedianStepSeconds();
       const absl::Duration limit = std::max(
-          backend_.options.hang_timeout,
-          absl::Seconds(backend_.options.hang_step_factor * median));
+          backend_.options.hang_timeout, absl::Seconds(backend_.options.hang_step_factor * median));
       if (now - last <= limit) continue;
       hung.push_back(
           {id, a.attempt, NoProgress(),

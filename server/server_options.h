@@ -9,6 +9,7 @@
 #include "absl/time/time.h"
 #include "base/file_roots.h"
 #include "storage/tenant_limits.h"
+#include "server/sandboxed_inspector.h"
 
 namespace gantry::server {
 
@@ -81,6 +82,8 @@ struct ServerOptions {
   // Both empty by default: file:// is refused.
   FileRoots file_dataset_roots;
   std::set<std::string> file_dataset_tenants;
+  // How uploaded files are inspected (a sandboxed gantry-inspect child per upload).
+  InspectorOptions inspector;
 };
 
 }  // namespace gantry::server

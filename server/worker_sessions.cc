@@ -118,15 +118,13 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
         a.workers.insert(worker_id);
         // Ranks of an earlier attempt on a worker that was away when the job restarted (the
         // cancellation then had nowhere to go): the current attempt has no rank here, so stop them.
-        const bool current_here =
-            std::find(a.rank_workers.begin(), a.rank_workers.end(), worker_id) !=
-            a.rank_workers.end();
+        const bool current_here = std::find(a.rank_workers.begin(), a.rank_workers.end(),
+                                            worker_id) != a.rank_workers.end();
         if (a.waiting || (!a.rank_workers.empty() && !current_here)) {
           v1::ServerMessage cancel;
           cancel.mutable_cancellation()->set_job_id(job_id);
-          cancel.mutable_cancellation()->set_reason(
-              absl::StrCat("the job restarted as attempt ", a.attempt,
-                           "; the ranks of earlier attempts stop"));
+          cancel.mutable_cancellation()->set_reason(absl::StrCat(
+              "the job restarted as attempt ", a.attempt, "; the ranks of earlier attempts stop"));
           link->Send(std::move(cancel));
         }
         continue;
@@ -258,11 +256,10 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
     }
     if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
       lifecycle_.AppendEventOrLog(
-          m.job_id(),
-          LogEvent(m.rank_status().rank(), "INFO",
-                   absl::StrCat("rank ", m.rank_status().rank(), " of attempt ", m.attempt(),
-                                " on ", WorkerNameOf(worker_id), " ",
-                                DescribeExit(m.rank_status().exit_code()))));
+          m.job_id(), LogEvent(m.rank_status().rank(), "INFO",
+                               absl::StrCat("rank ", m.rank_status().rank(), " of attempt ",
+                                            m.attempt(), " on ", WorkerNameOf(worker_id), " ",
+                                            DescribeExit(m.rank_status().exit_code()))));
     }
     return absl::OkStatus();
   }
@@ -289,7 +286,7 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
                                               const std::string& job_id,
                                               const v1::RankStatus& status) {
   // Under the lock: record the rank's phase and decide what to write.
-  int all_running = 0;                 // > 0: every rank runs, the job becomes RUNNING
+  int all_running = 0;  // > 0: every rank runs, the job becomes RUNNING
   int attempt = 0;
   std::optional<v1::JobEvent> exited;  // the log line about an exited rank
   std::optional<std::string> fail_why;

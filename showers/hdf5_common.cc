@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
 #include "showers/hdf5_io.h"
 
@@ -40,8 +41,9 @@ std::string ReadParticleAttribute(hid_t file) {
 // Reads a per-event vector dataset of shape (N,) or (N,1) (or (N,k>col) taking column `col`).
 absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t file,
                                                 const char* name, int64_t events, int column,
-                                                double scale) {
-  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(path, file, name));
+                                                double scale, const ShowerFileLimits& limits,
+                                                int64_t file_size) {
+  ASSIGN_OR_RETURN(Dataset ds, OpenDataset(path, file, name, limits, file_size));
   const bool rank1 = ds.dims.size() == 1 && column == 0;
   const bool rank2 = ds.dims.size() == 2 && ds.dims[1] > static_cast<hsize_t>(column);
   if (!rank1 && !rank2) {
@@ -52,6 +54,11 @@ absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t f
   if (static_cast<int64_t>(ds.dims[0]) != events) {
     return Invalid(path, absl::StrCat("dataset '", name, "' has ", ds.dims[0],
                                       " events but the shower dataset has ", events));
+  }
+  if (rank2 && ds.dims[1] > static_cast<hsize_t>(limits.max_per_event_columns)) {
+    return Invalid(
+        path, absl::StrCat("dataset '", name, "' has ", ds.dims[1], " columns per event; at most ",
+                           limits.max_per_event_columns, " are accepted"));
   }
   const int64_t width = rank1 ? 1 : static_cast<int64_t>(ds.dims[1]);
   std::vector<float> raw(static_cast<size_t>(events * width));
@@ -121,21 +128,145 @@ std::string ShapeText(const std::vector<hsize_t>& dims) {
 bool HasLink(hid_t file, const char* name) { return H5Lexists(file, name, H5P_DEFAULT) > 0; }
 
 absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
+                                    const ShowerFileLimits& limits, int64_t file_size,
                                     hid_t access) {
+  const std::string quoted = absl::StrCat("dataset '", name, "'");
+  H5L_info_t link{};
+  if (H5Lget_info(file, name, &link, H5P_DEFAULT) < 0) {
+    return Loss(path, absl::StrCat("cannot read the link of ", quoted));
+  }
+  if (link.type != H5L_TYPE_HARD && link.type != H5L_TYPE_SOFT) {
+    return Invalid(path, absl::StrCat(quoted,
+                                      " is an external or user-defined link; only datasets "
+                                      "stored in the file itself are accepted"));
+  }
+  Handle object(H5Oopen(file, name, H5P_DEFAULT), H5Oclose);
+  if (!object.ok()) return Loss(path, absl::StrCat("cannot open ", quoted));
+  if (H5Iget_type(object.get()) != H5I_DATASET) {
+    return Invalid(path, absl::StrCat("'", name, "' is not a dataset (a group or a named type)"));
+  }
+  object.Close();
   Dataset ds;
   ds.name = name;
   ds.id = Handle(H5Dopen2(file, name, access), H5Dclose);
-  if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot open dataset '", name, "'"));
+  if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot open ", quoted));
   Handle type(H5Dget_type(ds.id.get()), H5Tclose);
   const H5T_class_t cls = type.ok() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
   if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
-    return Invalid(path, absl::StrCat("dataset '", name, "' is not numeric"));
+    H5Eclear2(H5E_DEFAULT);
+    return Invalid(path, absl::StrCat(quoted, " is not numeric"));
+  }
+  const size_t element_bytes = H5Tget_size(type.get());
+  if (element_bytes < 1 || element_bytes > 8) {
+    return Invalid(path, absl::StrCat(quoted, " has ", element_bytes,
+                                      "-byte elements; expected integers or floats of 1-8 bytes"));
   }
   Handle space(H5Dget_space(ds.id.get()), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
-  if (rank < 0) return Loss(path, absl::StrCat("cannot read the shape of dataset '", name, "'"));
+  if (rank < 0) return Loss(path, absl::StrCat("cannot read the shape of ", quoted));
+  if (rank < 1 || rank > 4) {
+    return Invalid(path, absl::StrCat(quoted, " has rank ", rank, "; expected 1 to 4"));
+  }
   ds.dims.resize(rank);
-  H5Sget_simple_extent_dims(space.get(), ds.dims.data(), nullptr);
+  if (H5Sget_simple_extent_dims(space.get(), ds.dims.data(), nullptr) < 0) {
+    return Loss(path, absl::StrCat("cannot read the shape of ", quoted));
+  }
+  // Element and byte counts, overflow-checked, before anything is sized from them.
+  const std::string shape = ShapeText(ds.dims);
+  uint64_t elements = 1;
+  for (hsize_t d : ds.dims) {
+    if (__builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements)) {
+      return Invalid(path, absl::StrCat(quoted, " has shape ", shape,
+                                        ": its element count overflows 64 bits"));
+    }
+  }
+  if (ds.dims[0] > static_cast<hsize_t>(limits.max_events)) {
+    return Invalid(path, absl::StrCat(quoted, " has ", ds.dims[0], " events; at most ",
+                                      limits.max_events, " are accepted in one file"));
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(element_bytes), &bytes) ||
+      bytes > static_cast<uint64_t>(limits.max_dataset_bytes)) {
+    return Invalid(
+        path, absl::StrCat(quoted, " has shape ", shape, ": more than ", limits.max_dataset_bytes,
+                           " bytes uncompressed, the most accepted"));
+  }
+  if (elements == 0) return ds;
+  // The bytes must be in the file: HDF5 reads unallocated storage as fill values, so a tiny file
+  // could otherwise claim any number of events.
+  Handle dcpl(H5Dget_create_plist(ds.id.get()), H5Pclose);
+  if (!dcpl.ok()) return Loss(path, absl::StrCat("cannot read the storage of ", quoted));
+  if (H5Pget_external_count(dcpl.get()) > 0) {
+    return Invalid(path, absl::StrCat(quoted,
+                                      " keeps its data in external files; only data stored in "
+                                      "the file itself is accepted"));
+  }
+  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  const uint64_t stored = H5Dget_storage_size(ds.id.get());
+  const std::string missing =
+      absl::StrCat(quoted, " has shape ", shape, " but its data is not stored in the file (",
+                   stored, " of ", bytes, " bytes present)");
+  if (file_size >= 0 && stored > static_cast<uint64_t>(file_size)) {
+    return Invalid(path, absl::StrCat(quoted, " claims ", stored,
+                                      " stored bytes, more than the file's ", file_size));
+  }
+  switch (layout) {
+    case H5D_COMPACT:
+      if (stored < bytes) return Invalid(path, missing);
+      break;
+    case H5D_CONTIGUOUS: {
+      const haddr_t offset = H5Dget_offset(ds.id.get());
+      H5Eclear2(H5E_DEFAULT);
+      if (stored < bytes || offset == HADDR_UNDEF) return Invalid(path, missing);
+      if (file_size >= 0 && (offset > static_cast<uint64_t>(file_size) ||
+                             bytes > static_cast<uint64_t>(file_size) - offset)) {
+        return Invalid(path, absl::StrCat(quoted, " has shape ", shape,
+                                          ": its data would end past the end of the file ("
+                                          "truncated file?)"));
+      }
+      break;
+    }
+    case H5D_CHUNKED: {
+      std::vector<hsize_t> chunk(static_cast<size_t>(rank), 0);
+      if (H5Pget_chunk(dcpl.get(), rank, chunk.data()) != rank) {
+        return Loss(path, absl::StrCat("cannot read the chunk shape of ", quoted));
+      }
+      uint64_t chunks = 1, chunk_bytes = element_bytes;
+      for (int i = 0; i < rank; ++i) {
+        if (chunk[i] == 0) return Invalid(path, absl::StrCat(quoted, " has a zero chunk size"));
+        const uint64_t along = ds.dims[i] / chunk[i] + (ds.dims[i] % chunk[i] != 0);
+        if (__builtin_mul_overflow(chunks, along, &chunks) ||
+            __builtin_mul_overflow(chunk_bytes, static_cast<uint64_t>(chunk[i]), &chunk_bytes) ||
+            chunks > static_cast<uint64_t>(limits.max_chunks) ||
+            chunk_bytes > static_cast<uint64_t>(limits.max_chunk_bytes)) {
+          return Invalid(
+              path, absl::StrCat(quoted, " has shape ", shape, " in chunks of ", ShapeText(chunk),
+                                 ": more than ", limits.max_chunks, " chunks or chunks over ",
+                                 limits.max_chunk_bytes, " bytes, the most accepted"));
+        }
+      }
+      hsize_t allocated = 0;
+      if (H5Dget_num_chunks(ds.id.get(), space.get(), &allocated) < 0) {
+        return Loss(path, absl::StrCat("cannot count the stored chunks of ", quoted));
+      }
+      if (allocated != chunks) {
+        return Invalid(path, absl::StrCat(quoted, " has shape ", shape, " but only ", allocated,
+                                          " of its ", chunks,
+                                          " chunks are stored in the file (never written or "
+                                          "truncated)"));
+      }
+      if (stored == 0 || bytes / stored > static_cast<uint64_t>(limits.max_compression_ratio)) {
+        return Invalid(path, absl::StrCat(quoted, " has shape ", shape, " stored in ", stored,
+                                          " bytes: a compression ratio over ",
+                                          limits.max_compression_ratio, " is not accepted"));
+      }
+      break;
+    }
+    default:
+      return Invalid(path, absl::StrCat(quoted,
+                                        " is a virtual dataset (data mapped from other files); "
+                                        "only data stored in the file itself is accepted"));
+  }
   return ds;
 }
 
@@ -160,18 +291,50 @@ absl::Status ReadRows(const std::string& path, const Dataset& ds, int64_t first,
   return absl::OkStatus();
 }
 
-absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path, hid_t cells_access) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0)
-    return absl::NotFoundError(absl::StrCat(path, ": no such file"));
-  const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
-  if (is_hdf5 <= 0) {
-    H5Eclear2(H5E_DEFAULT);
-    return Invalid(path, "not an HDF5 file");
+absl::Status ShownStatus(const FileSource& source, absl::Status status) {
+  if (status.ok() || source.display.empty() || source.path.empty() ||
+      status.message().find(source.path) == absl::string_view::npos) {
+    return status;
+  }
+  return absl::Status(status.code(),
+                      absl::StrReplaceAll(status.message(), {{source.path, source.display}}));
+}
+
+absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const ShowerFileLimits& limits,
+                                          hid_t cells_access) {
+  const std::string& path = source.shown();
+  int64_t file_size = -1;
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.ok()) return Loss(path, "cannot create HDF5 file access properties");
+  if (!source.image.empty()) {
+    // HDF5's superblock signature sits at 0, 512, 1024, 2048, ...
+    static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
+    bool signed_image = false;
+    for (size_t at = 0; at + 8 <= source.image.size() && !signed_image; at = at ? 2 * at : 512) {
+      signed_image = source.image.compare(at, 8, absl::string_view(kSignature, 8)) == 0;
+    }
+    if (!signed_image) return Invalid(path, "not an HDF5 file");
+    file_size = static_cast<int64_t>(source.image.size());
+    if (H5Pset_fapl_core(fapl.get(), 1 << 16, /*backing_store=*/0) < 0 ||
+        H5Pset_file_image(fapl.get(), const_cast<char*>(source.image.data()), source.image.size()) <
+            0) {
+      return Loss(path, "cannot hand the file's bytes to HDF5");
+    }
+  } else {
+    struct stat st {};
+    if (::stat(source.path.c_str(), &st) != 0) {
+      return absl::NotFoundError(absl::StrCat(path, ": no such file"));
+    }
+    if (S_ISREG(st.st_mode)) file_size = static_cast<int64_t>(st.st_size);
+    const htri_t is_hdf5 = H5Fis_hdf5(source.path.c_str());
+    if (is_hdf5 <= 0) {
+      H5Eclear2(H5E_DEFAULT);
+      return Invalid(path, "not an HDF5 file");
+    }
   }
   ShowerFile f;
   f.path = path;
-  f.file = Handle(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
+  f.file = Handle(H5Fopen(source.path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
   const hid_t file = f.file.get();
   const char* cells_name = nullptr;
@@ -202,7 +365,7 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path, hid_t cells_a
                    "no known layout: expected 'ECAL' with 'target' or 'energy' (3DGAN), or "
                    "'showers' with 'incident_energies' (CaloChallenge)");
   }
-  ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, cells_access));
+  ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, limits, file_size, cells_access));
   const std::vector<hsize_t>& d = f.cells.dims;
   if (f.layout == Layout::kCaloChallenge) {
     if (d.size() != 2) {
@@ -230,19 +393,28 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path, hid_t cells_a
     }
     f.shape = want;
   }
+  if (f.shape[0] * f.shape[1] * f.shape[2] > limits.max_cells_per_event) {
+    return Invalid(
+        path,
+        absl::StrCat("dataset '", cells_name, "' has ", f.shape[0] * f.shape[1] * f.shape[2],
+                     " cells per event; at most ", limits.max_cells_per_event, " are accepted"));
+  }
   f.events = static_cast<int64_t>(d[0]);
   if (f.layout == Layout::kCaloChallenge) {
-    ASSIGN_OR_RETURN(f.energy_gev,
-                     ReadPerEvent(path, file, "incident_energies", f.events, 0, f.to_gev));
+    ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "incident_energies", f.events, 0,
+                                                f.to_gev, limits, file_size));
     RETURN_IF_ERROR(CheckEnergies(path, "incident_energies", f.energy_gev));
   } else if (f.layout == Layout::kFixedAngle3DGan) {
-    ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "target", f.events, 1, 1.0));
+    ASSIGN_OR_RETURN(f.energy_gev,
+                     ReadPerEvent(path, file, "target", f.events, 1, 1.0, limits, file_size));
     RETURN_IF_ERROR(CheckEnergies(path, "target", f.energy_gev));
   } else {
-    ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "energy", f.events, 0, 1.0));
+    ASSIGN_OR_RETURN(f.energy_gev,
+                     ReadPerEvent(path, file, "energy", f.events, 0, 1.0, limits, file_size));
     RETURN_IF_ERROR(CheckEnergies(path, "energy", f.energy_gev));
     const char* theta_name = HasLink(file, "theta") ? "theta" : "mtheta";
-    ASSIGN_OR_RETURN(f.theta_rad, ReadPerEvent(path, file, theta_name, f.events, 0, 1.0));
+    ASSIGN_OR_RETURN(f.theta_rad,
+                     ReadPerEvent(path, file, theta_name, f.events, 0, 1.0, limits, file_size));
     for (size_t i = 0; i < f.theta_rad.size(); ++i) {
       if (!(f.theta_rad[i] >= 0.0f && f.theta_rad[i] <= 3.1416f)) {
         return Invalid(path, absl::StrCat("dataset '", theta_name, "' event ", i, " has angle ",

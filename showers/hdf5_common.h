@@ -15,6 +15,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "showers/shower_file_limits.h"
 #include "showers/shower_set.h"
 
 namespace gantry::showers::h5 {
@@ -84,8 +86,24 @@ struct Dataset {
   std::vector<hsize_t> dims;
 };
 
+// Opens the numeric dataset `name` of `file` and checks it before anything is read: a hard or soft
+// link to a dataset (no external links, virtual datasets or external raw data), integer or float
+// elements of 1-8 bytes, rank 1-4, element and byte counts within `limits` (overflow-checked),
+// and its stored bytes present in the file: every chunk of a chunked dataset allocated, a
+// contiguous dataset's bytes inside the file's `file_size` bytes, compression within
+// limits.max_compression_ratio. INVALID_ARGUMENT names the dataset and the problem.
 absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
+                                    const ShowerFileLimits& limits, int64_t file_size,
                                     hid_t access = H5P_DEFAULT);
+
+// Where a shower file's bytes come from: a path (a real file or /proc/self/fd/N) or an in-memory
+// image (opened with HDF5's core driver, for fuzzing and tests).
+struct FileSource {
+  std::string path;         // opened by HDF5; with an image, only a name
+  std::string display;      // named in messages (e.g. the user's file name); empty = path
+  absl::string_view image;  // when non-empty, the file's bytes (path is not opened)
+  const std::string& shown() const { return display.empty() ? path : display; }
+};
 
 // Reads rows [first, first + count) of a dataset (any numeric type, converted) as float, all
 // trailing dimensions included, into out.
@@ -94,7 +112,7 @@ absl::Status ReadRows(const std::string& path, const Dataset& ds, int64_t first,
 
 // A shower file opened and checked except for its cells, which are read in runs.
 struct ShowerFile {
-  std::string path;
+  std::string path;  // as named in messages (FileSource::shown)
   Handle file;
   Layout layout = Layout::kFixedAngle3DGan;
   std::array<int64_t, 3> shape{0, 0, 0};
@@ -106,10 +124,17 @@ struct ShowerFile {
   std::string particle_attribute;
 };
 
-// Opens `path` read-only, detects its layout and checks shapes, energies and angles; the cell
-// dataset is opened with the dataset access property list `cells_access`. Call under LibraryLock.
-absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path,
+// Opens `source` read-only, detects its layout and checks shapes, energies and angles within
+// `limits` (see OpenDataset); the cell dataset is opened with the dataset access property list
+// `cells_access`. Messages name source.shown(), never source.path when a display name is given.
+// Call under LibraryLock.
+absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source,
+                                          const ShowerFileLimits& limits = {},
                                           hid_t cells_access = H5P_DEFAULT);
+
+// `status` with every occurrence of source.path in its message replaced by source.shown() (HDF5's
+// own error text may quote the path it opened).
+absl::Status ShownStatus(const FileSource& source, absl::Status status);
 
 // Checks the cells of events [first, first + count) just read into out (non-negative, finite)
 // and converts them to GeV.

@@ -47,6 +47,55 @@ std::string ParticleOf(const ShowerFile& f) {
   return p.empty() ? f.particle_attribute : p;
 }
 
+absl::StatusOr<DatasetInfo> Inspect(const h5::FileSource& source, const InspectOptions& options) {
+  LibraryLock lock;
+  ASSIGN_OR_RETURN(ShowerFile f, OpenShowerFile(source, options.limits));
+  if (f.events == 0) {
+    return Invalid(f.path, absl::StrCat("dataset '", f.cells.name, "' holds no events"));
+  }
+  DatasetInfo info;
+  info.layout = f.layout;
+  info.shape = f.shape;
+  info.events = f.events;
+  info.particle = ParticleOf(f);
+  if (!f.energy_gev.empty()) {
+    auto [lo, hi] = std::minmax_element(f.energy_gev.begin(), f.energy_gev.end());
+    info.energy_min_gev = *lo;
+    info.energy_max_gev = *hi;
+  }
+  if (!f.theta_rad.empty()) {
+    info.has_theta = true;
+    auto [lo, hi] = std::minmax_element(f.theta_rad.begin(), f.theta_rad.end());
+    info.theta_min_rad = *lo;
+    info.theta_max_rad = *hi;
+  }
+  const int64_t per_event = f.shape[0] * f.shape[1] * f.shape[2];
+  const int64_t block = std::max<int64_t>(1, (int64_t{4} << 20) / per_event);
+  std::vector<float> buffer(
+      static_cast<size_t>(std::min(block, std::max<int64_t>(f.events, 1)) * per_event));
+  double total = 0;
+  for (int64_t b = 0; b < f.events; b += block) {
+    const int64_t n = std::min(block, f.events - b);
+    RETURN_IF_ERROR(ReadCells(f, b, n, buffer.data()));
+    for (int64_t i = 0; i < n * per_event; ++i) total += buffer[i];
+  }
+  info.total_deposit_gev = total;
+  return info;
+}
+
+absl::StatusOr<DatasetInfo> InspectSource(const h5::FileSource& source,
+                                          const InspectOptions& options) {
+  absl::StatusOr<DatasetInfo> info;
+  try {
+    info = Inspect(source, options);
+  } catch (const std::bad_alloc&) {
+    info = absl::ResourceExhaustedError(
+        absl::StrCat(source.shown(), ": not enough memory to inspect the file"));
+  }
+  if (!info.ok()) return h5::ShownStatus(source, info.status());
+  return info;
+}
+
 absl::Status CheckSetForWrite(const std::string& path, const ShowerSet& s) {
   const int64_t n = s.events();
   std::array<int64_t, 3> want = s.shape;
@@ -128,7 +177,7 @@ std::string ParticleFromFileName(const std::string& path) {
 
 absl::StatusOr<ShowerSet> ReadShowerEvents(const std::string& path, int64_t first, int64_t count) {
   LibraryLock lock;
-  ASSIGN_OR_RETURN(ShowerFile f, OpenShowerFile(path));
+  ASSIGN_OR_RETURN(ShowerFile f, OpenShowerFile({path, "", {}}));
   if (first < 0 || count < 0) {
     return Invalid(path, absl::StrCat("bad event range first=", first, " count=", count));
   }
@@ -158,37 +207,27 @@ absl::StatusOr<ShowerSet> ReadShowerFile(const std::string& path) {
   return ReadShowerEvents(path, 0, std::numeric_limits<int64_t>::max());
 }
 
-absl::StatusOr<DatasetInfo> InspectShowerFile(const std::string& path) {
-  LibraryLock lock;
-  ASSIGN_OR_RETURN(ShowerFile f, OpenShowerFile(path));
-  DatasetInfo info;
-  info.layout = f.layout;
-  info.shape = f.shape;
-  info.events = f.events;
-  info.particle = ParticleOf(f);
-  if (!f.energy_gev.empty()) {
-    auto [lo, hi] = std::minmax_element(f.energy_gev.begin(), f.energy_gev.end());
-    info.energy_min_gev = *lo;
-    info.energy_max_gev = *hi;
+absl::StatusOr<DatasetInfo> InspectShowerFile(const std::string& path,
+                                              const InspectOptions& options) {
+  return InspectSource({path, options.display_name, {}}, options);
+}
+
+absl::StatusOr<DatasetInfo> InspectShowerFd(int fd, const InspectOptions& options) {
+  return InspectSource({absl::StrCat("/proc/self/fd/", fd),
+                        options.display_name.empty() ? "the file" : options.display_name,
+                        {}},
+                       options);
+}
+
+absl::StatusOr<DatasetInfo> InspectShowerImage(absl::string_view bytes,
+                                               const InspectOptions& options) {
+  if (bytes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        options.display_name.empty() ? "the file" : options.display_name, ": the file is empty"));
   }
-  if (!f.theta_rad.empty()) {
-    info.has_theta = true;
-    auto [lo, hi] = std::minmax_element(f.theta_rad.begin(), f.theta_rad.end());
-    info.theta_min_rad = *lo;
-    info.theta_max_rad = *hi;
-  }
-  const int64_t per_event = f.shape[0] * f.shape[1] * f.shape[2];
-  const int64_t block = std::max<int64_t>(1, (int64_t{4} << 20) / per_event);
-  std::vector<float> buffer(
-      static_cast<size_t>(std::min(block, std::max<int64_t>(f.events, 1)) * per_event));
-  double total = 0;
-  for (int64_t b = 0; b < f.events; b += block) {
-    const int64_t n = std::min(block, f.events - b);
-    RETURN_IF_ERROR(ReadCells(f, b, n, buffer.data()));
-    for (int64_t i = 0; i < n * per_event; ++i) total += buffer[i];
-  }
-  info.total_deposit_gev = total;
-  return info;
+  return InspectSource(
+      {"image.h5", options.display_name.empty() ? "the file" : options.display_name, bytes},
+      options);
 }
 
 absl::Status WriteShowerFile(const std::string& path, const ShowerSet& set,

@@ -10,6 +10,8 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "showers/shower_file_limits.h"
 #include "showers/shower_set.h"
 
 namespace gantry::showers {
@@ -41,9 +43,26 @@ absl::StatusOr<ShowerSet> ReadShowerFile(const std::string& path);
 // Reads events [first, first + count) only (count is clipped at the end of the file).
 absl::StatusOr<ShowerSet> ReadShowerEvents(const std::string& path, int64_t first, int64_t count);
 
-// Checks the whole file (layout, shapes, every cell for NaN/negative values, read in chunks of
-// bounded memory) and summarises it. Same errors as ReadShowerFile.
-absl::StatusOr<DatasetInfo> InspectShowerFile(const std::string& path);
+// How InspectShowerFile reads an untrusted file.
+struct InspectOptions {
+  ShowerFileLimits limits;
+  // Named in messages instead of the path (e.g. the file name a client uploaded); empty = the path.
+  // The particle is also guessed from it.
+  std::string display_name;
+};
+
+// Checks the whole file (layout, shapes, every size against options.limits before anything is
+// allocated, every cell for NaN/negative values, read in chunks of bounded memory) and summarises
+// it. Same errors as ReadShowerFile; a file outside the limits, claiming data it does not store,
+// or referring to other files (external links, external raw data, virtual datasets) is
+// INVALID_ARGUMENT. Never throws; HDF5 errors become statuses. Thread-safe.
+absl::StatusOr<DatasetInfo> InspectShowerFile(const std::string& path,
+                                              const InspectOptions& options = {});
+// The same for an open file descriptor (read through /proc/self/fd; the caller keeps it open).
+absl::StatusOr<DatasetInfo> InspectShowerFd(int fd, const InspectOptions& options = {});
+// The same for a file's bytes in memory (HDF5's core driver; the entry point for fuzzing).
+absl::StatusOr<DatasetInfo> InspectShowerImage(absl::string_view bytes,
+                                               const InspectOptions& options = {});
 
 struct WriteOptions {
   bool write_hcal = false;  // fixed angle: also write a zero HCAL (N,5,5,60) placeholder

@@ -51,8 +51,8 @@ absl::StatusOr<std::unique_ptr<ShowerFileReader>> ShowerFileReader::Open(
     H5Pset_chunk_cache(h.access.get(), slots, static_cast<size_t>(options.chunk_cache_bytes),
                        H5D_CHUNK_CACHE_W0_DEFAULT);
   }
-  ASSIGN_OR_RETURN(h.shower,
-                   h5::OpenShowerFile(path, h.access.ok() ? h.access.get() : H5P_DEFAULT));
+  ASSIGN_OR_RETURN(h.shower, h5::OpenShowerFile({path, "", {}}, options.limits,
+                                                h.access.ok() ? h.access.get() : H5P_DEFAULT));
   r->layout_ = h.shower.layout;
   r->shape_ = h.shower.shape;
   r->to_gev_ = h.shower.to_gev;

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "showers/shower_file_limits.h"
 #include "showers/shower_set.h"
 
 namespace gantry::showers {
@@ -21,6 +22,7 @@ struct ShowerFileReaderOptions {
   // HDF5 chunk cache of the cell dataset (chunked/gzip files): random single-event reads hit a
   // decompressed chunk instead of inflating it again. Ignored for contiguous datasets.
   int64_t chunk_cache_bytes = int64_t{64} << 20;
+  ShowerFileLimits limits;  // checked when the file is opened
 };
 
 class ShowerFileReader {

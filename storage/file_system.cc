@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iostream>
 
 #include "absl/strings/str_cat.h"
 
@@ -14,8 +15,17 @@ namespace gantry::storage {
 
 namespace {
 
+// The file's name within the blob store only: messages reach clients, which must never learn the
+// server's paths. The full path goes to the server's log.
+std::string BaseName(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 absl::Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
-  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  std::cerr << "storage: " << what << " " << path << ": " << std::strerror(err) << std::endl;
+  std::string msg =
+      absl::StrCat(what, " blob store file \"", BaseName(path), "\": ", std::strerror(err));
   if (err == ENOENT) return absl::NotFoundError(msg);
   return absl::InternalError(msg);
 }
@@ -101,7 +111,10 @@ class PosixFileSystem : public FileSystem {
   absl::Status CreateDirs(const std::string& path) override {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
-    if (ec) return absl::InternalError(absl::StrCat("cannot create ", path, ": ", ec.message()));
+    if (ec) {
+      std::cerr << "storage: cannot create " << path << ": " << ec.message() << std::endl;
+      return absl::InternalError(absl::StrCat("cannot create a blob store folder: ", ec.message()));
+    }
     return absl::OkStatus();
   }
   absl::Status SyncDir(const std::string& path) override {
@@ -129,7 +142,10 @@ class PosixFileSystem : public FileSystem {
          it.increment(ec)) {
       names.push_back(it->path().filename().string());
     }
-    if (ec) return absl::InternalError(absl::StrCat("cannot list ", path, ": ", ec.message()));
+    if (ec) {
+      std::cerr << "storage: cannot list " << path << ": " << ec.message() << std::endl;
+      return absl::InternalError(absl::StrCat("cannot list a blob store folder: ", ec.message()));
+    }
     return names;
   }
 

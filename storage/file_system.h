@@ -34,7 +34,8 @@ class ReadableFile {
 };
 
 // File operations the blob store needs. Implementations must be thread-safe. Errors: NOT_FOUND for
-// a missing file, INTERNAL (with errno text) otherwise.
+// a missing file, INTERNAL (with errno text) otherwise. Messages name only the file's base name
+// (they may reach clients); the full path is written to stderr (the server log).
 class FileSystem {
  public:
   virtual ~FileSystem() = default;

@@ -278,6 +278,36 @@ TEST(ModelsTest, ConfigRoundTripAndValidation) {
   EXPECT_EQ(ParseModelConfig("preset=x\n").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A config from a job or a checkpoint cannot ask for networks of billions of parameters.
+TEST(ModelsTest, ConfigsAreBoundedBeforeAnyNetworkIsBuilt) {
+  auto refused = [](const ModelConfig& c, const std::string& fragment) {
+    const absl::Status s = ValidateModelConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_NE(s.message().find(fragment), std::string::npos) << s;
+  };
+  ModelConfig c = Preset("3dgan-25");
+  c.generator_filters = {100000, 6, 6};
+  refused(c, "generator_filters must be <= 512");
+  c = Preset("3dgan-25");
+  c.discriminator_filters = {512, 512, 512, 512};
+  refused(c, "channel pairs");
+  c = Preset("3dgan-25");
+  c.latent = int64_t{1} << 40;
+  refused(c, "latent must be <= 4096");
+  c = Preset("3dgan-25");
+  c.dense_channels = 100000;
+  refused(c, "dense_channels must be <= 256");
+  c = Preset("3dgan-25");
+  c.default_batch = int64_t{1} << 30;
+  refused(c, "default_batch");
+  c = Preset("3dgan-25");
+  c.ecal_fit.assign(1000, 1.0);
+  refused(c, "ecal_fit");
+  const absl::Status text = ParseModelConfig(std::string(1 << 20, 'x')).status();
+  EXPECT_EQ(text.code(), absl::StatusCode::kInvalidArgument) << text;
+  EXPECT_NE(text.message().find("at most 65536"), std::string::npos) << text;
+}
+
 TEST(ModelsTest, KerasEquivalentLayerSettings) {
   const ModelConfig c = Preset("3dgan-25");
   const auto g = GeneratorStages(c);

@@ -11,11 +11,13 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <torch/serialize/output-archive.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -29,6 +31,7 @@
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
+#include "workers/gan/model_config.h"
 #include "workers/runner/checkpoint_client.h"
 
 namespace gantry::testing {
@@ -450,6 +453,44 @@ TEST_F(RankProcessTest, FineTunesFromAnInitialCheckpoint) {
   EXPECT_FALSE(failed[0].result().success());
   EXPECT_NE(failed[0].result().message().find("initial_checkpoint_sha256"), std::string::npos)
       << failed[0].result().message();
+}
+
+// A checkpoint from the server whose model config asks for an enormous network: the rank's
+// sandboxed verification refuses it before anything is allocated in the rank, and the rank fails
+// cleanly.
+TEST_F(RankProcessTest, AHostileInitialCheckpointIsRefusedBeforeItIsLoaded) {
+  std::string config = gan::SerializeModelConfig(*gan::PresetConfig("tiny"));
+  const size_t line = config.find("generator_filters=");
+  config.replace(line, config.find('\n', line) - line, "generator_filters=100000,100000,100000");
+  torch::serialize::OutputArchive archive;
+  at::Tensor bytes = at::empty({static_cast<int64_t>(config.size())}, at::kByte);
+  std::memcpy(bytes.data_ptr<uint8_t>(), config.data(), config.size());
+  archive.write("config", bytes);
+  std::ostringstream payload;
+  archive.save_to(payload);
+  std::ofstream(dir_.File("hostile.ckpt"), std::ios::binary)
+      << "GANTRY-CHECKPOINT 1\nsha256 " << gantry::Sha256Hex(payload.str()) << "\nbytes "
+      << payload.str().size() << "\n"
+      << payload.str();
+  v1::JobSpec spec = TinySpec();
+  spec.mutable_validation()->set_disabled(true);
+  const std::string job_id = SubmitJob(spec);
+  runner::CheckpointClient client(server_->address(), join_token_);
+  absl::StatusOr<runner::UploadedCheckpoint> uploaded =
+      client.Upload(job_id, 0, 0, dir_.File("hostile.ckpt"));
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  v1::Assignment a = AssignmentFor(job_id, spec);
+  a.set_initial_checkpoint_sha256(uploaded->sha256);
+  RankRun run = Run(StandardFlags(WriteAssignment(a)));
+  EXPECT_EQ(run.exit_code, 2) << run.stderr_text << run.Logs();  // INVALID_ARGUMENT: InvalidSpec
+  const auto failed = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_FALSE(failed[0].result().success());
+  const std::string& message = failed[0].result().message();
+  EXPECT_NE(message.find("initial_checkpoint_sha256 " + uploaded->sha256), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("generator_filters must be <= 512"), std::string::npos) << message;
+  EXPECT_EQ(message.find("/proc/self/fd"), std::string::npos) << message;
 }
 
 // A free TCP port on loopback (bound and released; the rendezvous binds it right after).

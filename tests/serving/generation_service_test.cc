@@ -294,6 +294,7 @@ TEST(CheckpointFetchTest, ReusesAVerifiedFileAndRefetchesACorruptOne) {
   o.server = "127.0.0.1:1";  // nothing listens: any fetch fails
   o.join_token = "t";
   o.models_dir = dir.File("models");
+  o.verify.binary = GANTRY_WORKER_BINARY;
   std::filesystem::create_directories(o.models_dir);
   const std::string cached = o.models_dir + "/" + f.sha256 + ".pt";
   std::filesystem::copy_file(f.path, cached);

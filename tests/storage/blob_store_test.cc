@@ -268,3 +268,29 @@ TEST(BlobStoreTest, FailureMidWriteLeavesNoBlob) {
 
 }  // namespace
 }  // namespace gantry::storage
+
+namespace gantry::storage {
+namespace {
+
+// File-system errors can reach clients (an upload that cannot be stored): they name the file's
+// base name and errno text, never the server's path.
+TEST(BlobStoreTest, ErrorsNeverNameTheServersPaths) {
+  gantry::testing::TempDir dir;
+  auto store = BlobStore::Create(dir.path());
+  ASSERT_TRUE(store.ok()) << store.status();
+  fs::remove_all(dir.path() + "/blobs/tmp");
+  auto writer = (*store)->NewWriter();
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().message().find(dir.path()), absl::string_view::npos) << writer.status();
+  EXPECT_NE(writer.status().message().find("No such file"), absl::string_view::npos)
+      << writer.status();
+
+  std::ofstream(dir.path() + "/data-dir-is-a-file") << "x";
+  auto refused = BlobStore::Create(dir.path() + "/data-dir-is-a-file");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message().find(dir.path()), absl::string_view::npos)
+      << refused.status();
+}
+
+}  // namespace
+}  // namespace gantry::storage

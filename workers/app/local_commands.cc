@@ -16,6 +16,7 @@
 #include "workers/gan/checkpoint_diff.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
+#include "workers/runner/checkpoint_verifier.h"
 
 namespace gantry::app {
 namespace {
@@ -180,6 +181,13 @@ int RunCheckpointDiff(const std::string& a, const std::string& b, std::ostream& 
   out << absl::StrFormat("%d of %d parameters and buffers differ; %d optimiser tensors differ\n",
                          networks_differ, networks, optimizer_differ);
   return networks_differ == 0 ? 0 : 1;
+}
+
+int RunVerifyCheckpoint(int fd, std::ostream& out) {
+  absl::Status status =
+      gan::ReadCheckpoint(absl::StrCat("/proc/self/fd/", fd), /*load_optimizers=*/true).status();
+  out << runner::FormatVerifyReport(status) << std::flush;
+  return out ? 0 : 1;
 }
 
 }  // namespace gantry::app

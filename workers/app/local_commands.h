@@ -55,6 +55,11 @@ absl::Status RunToyMc(const ToyMcOptions& options, std::ostream& log);
 int RunCheckpointDiff(const std::string& a, const std::string& b, std::ostream& out,
                       std::ostream& err);
 
+// `gantry-worker verify-checkpoint --fd=N` (hidden; run sandboxed by CheckpointVerifier): reads
+// the checkpoint open as descriptor `fd` completely and prints FormatVerifyReport. Returns 0 when
+// a report was printed, also for a refused checkpoint.
+int RunVerifyCheckpoint(int fd, std::ostream& out);
+
 }  // namespace gantry::app
 
 #endif  // GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_

@@ -137,6 +137,9 @@ int main(int argc, char** argv) {
   }
   if (command == "daemon") return Daemon();
   if (command == "rank") return Rank();
+  if (command == "verify-checkpoint") {
+    return gantry::app::RunVerifyCheckpoint(gantry::app::VerifyCheckpointFdFromFlags(), std::cout);
+  }
   if (absl::Status status = RunLocal(command); !status.ok()) {
     return BadCommandLine(command, status);
   }

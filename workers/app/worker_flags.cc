@@ -102,6 +102,8 @@ ABSL_FLAG(std::string, theta_range, "", "local-generate: min:max degrees (variab
 
 // toymc
 ABSL_FLAG(std::string, spec, "toymc:", "toymc: toymc:layout=25,events=1000,seed=1");
+// verify-checkpoint (hidden; run sandboxed by the daemon and ranks)
+ABSL_FLAG(int, fd, 3, "verify-checkpoint: the descriptor of the checkpoint to read");
 
 namespace gantry::app {
 namespace {
@@ -149,6 +151,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "threads"}},
       {"toymc", {"spec", "out"}},
       {"checkpoint-diff", {}},
+      {"verify-checkpoint", {"fd"}},
   };
   return *flags;
 }
@@ -283,6 +286,8 @@ absl::StatusOr<LocalGenerateOptions> LocalGenerateOptionsFromFlags() {
   o.threads = absl::GetFlag(FLAGS_threads).value_or(o.threads);
   return o;
 }
+
+int VerifyCheckpointFdFromFlags() { return absl::GetFlag(FLAGS_fd); }
 
 ToyMcOptions ToyMcOptionsFromFlags() {
   ToyMcOptions o;

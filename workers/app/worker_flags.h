@@ -33,6 +33,8 @@ absl::StatusOr<RankCommandOptions> RankOptionsFromFlags(const std::string& join_
 absl::StatusOr<LocalTrainOptions> LocalTrainOptionsFromFlags();
 absl::StatusOr<LocalGenerateOptions> LocalGenerateOptionsFromFlags();
 ToyMcOptions ToyMcOptionsFromFlags();
+// verify-checkpoint's --fd.
+int VerifyCheckpointFdFromFlags();
 
 }  // namespace gantry::app
 

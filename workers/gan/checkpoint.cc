@@ -6,12 +6,14 @@
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -21,6 +23,9 @@ namespace gantry::gan {
 namespace {
 
 constexpr char kMagic[] = "GANTRY-CHECKPOINT 1";
+constexpr std::streamoff kMaxHeaderBytes = 256;  // three short lines
+// The largest payload read (the server accepts checkpoints of at most 4 GiB by default).
+constexpr uint64_t kMaxCheckpointBytes = uint64_t{16} << 30;
 
 // Keras initialisers of the reference: he_uniform for the generator convs, glorot_normal for its
 // last conv, glorot_uniform for dense layers and discriminator convs, zero biases.
@@ -149,22 +154,47 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
 absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("checkpoint ", path, " cannot be opened"));
-  std::string magic, sha_line, bytes_line;
-  std::getline(in, magic);
-  if (magic != kMagic) {
+  // Sizes first, from the file itself, before anything is allocated from what it claims.
+  in.seekg(0, std::ios::end);
+  const std::streamoff file_size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (file_size < 0)
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " cannot be read"));
+  std::string head(static_cast<size_t>(std::min<std::streamoff>(file_size, kMaxHeaderBytes)), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  std::vector<std::string> lines;
+  size_t header_bytes = 0;
+  while (lines.size() < 3) {
+    const size_t eol = head.find('\n', header_bytes);
+    if (eol == std::string::npos) break;
+    lines.push_back(head.substr(header_bytes, eol - header_bytes));
+    header_bytes = eol + 1;
+  }
+  if (lines.empty() || lines[0] != kMagic) {
     return absl::InvalidArgumentError(absl::StrCat(path, " is not a gantry checkpoint"));
   }
-  std::getline(in, sha_line);
-  std::getline(in, bytes_line);
   uint64_t size = 0;
-  if (sha_line.rfind("sha256 ", 0) != 0 || sha_line.size() != 7 + 64 ||
-      bytes_line.rfind("bytes ", 0) != 0 || !absl::SimpleAtoi(bytes_line.substr(6), &size)) {
+  if (lines.size() != 3 || lines[1].rfind("sha256 ", 0) != 0 || lines[1].size() != 7 + 64 ||
+      lines[2].rfind("bytes ", 0) != 0 || !absl::SimpleAtoi(lines[2].substr(6), &size)) {
     return absl::DataLossError(absl::StrCat("checkpoint ", path, ": damaged header"));
   }
-  std::string payload((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (payload.size() != size) {
+  const std::string sha_line = lines[1];
+  const uint64_t payload_bytes = static_cast<uint64_t>(file_size) - header_bytes;
+  if (payload_bytes != size) {
     return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated or padded: ",
-                                            payload.size(), " payload bytes, header says ", size));
+                                            payload_bytes, " payload bytes, header says ", size));
+  }
+  if (size > kMaxCheckpointBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " has ", size,
+                                                   " payload bytes; at most ", kMaxCheckpointBytes,
+                                                   " are accepted"));
+  }
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(header_bytes), std::ios::beg);
+  std::string payload(static_cast<size_t>(size), '\0');
+  in.read(payload.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size) {
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated"));
   }
   if (gantry::Sha256Hex(payload) != sha_line.substr(7)) {
     return absl::DataLossError(absl::StrCat("checkpoint ", path, ": sha256 mismatch (corrupted)"));
@@ -175,6 +205,12 @@ absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_
     archive.load_from(stream);
     at::Tensor config_bytes;
     archive.read("config", config_bytes);
+    if (config_bytes.dim() != 1 || config_bytes.scalar_type() != at::kByte ||
+        config_bytes.numel() > static_cast<int64_t>(kMaxConfigTextBytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("checkpoint ", path, ": the model config is not a byte string of at most ",
+                       kMaxConfigTextBytes, " bytes"));
+    }
     absl::StatusOr<ModelConfig> config = ParseModelConfig(TensorBytes(config_bytes));
     if (!config.ok()) {
       return absl::InvalidArgumentError(
@@ -182,7 +218,10 @@ absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_
     }
     at::Tensor counters;
     archive.read("counters", counters);
-    if (counters.numel() != 4) return absl::DataLossError("checkpoint counters damaged");
+    if (counters.numel() != 4 || counters.scalar_type() != at::kLong ||
+        counters.min().item<int64_t>() < 0) {
+      return absl::DataLossError(absl::StrCat("checkpoint ", path, ": counters damaged"));
+    }
     absl::StatusOr<TrainingState> state =
         NewTrainingState(*config, static_cast<uint64_t>(counters[3].item<int64_t>()));
     if (!state.ok()) return state.status();
@@ -207,7 +246,14 @@ absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_
     s.rng.set_state(rng_state);
     at::Tensor permutation;
     archive.read("permutation", permutation);
-    if (permutation.numel() > 0) s.permutation = permutation;
+    if (permutation.numel() > 0) {
+      if (permutation.dim() != 1 || permutation.scalar_type() != at::kLong ||
+          s.epoch_cursor > permutation.numel()) {
+        return absl::DataLossError(
+            absl::StrCat("checkpoint ", path, ": the epoch's sample order is damaged"));
+      }
+      s.permutation = permutation;
+    }
     return state;
   } catch (const c10::Error& e) {
     return absl::DataLossError(

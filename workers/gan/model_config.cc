@@ -82,16 +82,36 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
       v ? std::array<int64_t, 3>{51, 51, 25} : std::array<int64_t, 3>{25, 25, 25};
   if (c.grid != want_grid) return bad("grid must be 25x25x25 (fixed angle) or 51x51x25 (variable)");
   if (c.latent < (v ? 3 : 1)) return bad("latent too small");
+  if (c.latent > kMaxLatent) return bad(absl::StrCat("latent must be <= ", kMaxLatent));
   if (c.dense_channels < 1) return bad("dense_channels must be >= 1");
+  if (c.dense_channels > kMaxDenseChannels) {
+    return bad(absl::StrCat("dense_channels must be <= ", kMaxDenseChannels));
+  }
   if (c.generator_filters.size() != (v ? 6u : 3u)) {
     return bad(v ? "generator_filters needs 6 entries" : "generator_filters needs 3 entries");
   }
   for (int64_t f : c.generator_filters) {
     if (f < 1) return bad("generator_filters must be >= 1");
+    if (f > kMaxFilters) return bad(absl::StrCat("generator_filters must be <= ", kMaxFilters));
   }
   if (c.discriminator_filters.size() != 4u) return bad("discriminator_filters needs 4 entries");
   for (int64_t f : c.discriminator_filters) {
     if (f < 1) return bad("discriminator_filters must be >= 1");
+    if (f > kMaxFilters) {
+      return bad(absl::StrCat("discriminator_filters must be <= ", kMaxFilters));
+    }
+  }
+  // Neighbouring conv layers: their channel products bound the conv weights (kernels <= 6^3).
+  int64_t pairs = c.dense_channels * c.generator_filters.front();
+  for (size_t i = 1; i < c.generator_filters.size(); ++i) {
+    pairs += c.generator_filters[i - 1] * c.generator_filters[i];
+  }
+  for (size_t i = 1; i < c.discriminator_filters.size(); ++i) {
+    pairs += c.discriminator_filters[i - 1] * c.discriminator_filters[i];
+  }
+  if (pairs > kMaxChannelPairs) {
+    return bad(absl::StrCat("the conv layers connect ", pairs, " channel pairs; at most ",
+                            kMaxChannelPairs, " are allowed (fewer filters)"));
   }
   if (static_cast<int64_t>(c.loss_weights.size()) != c.num_losses()) {
     return bad(v ? "loss_weights needs 4 entries" : "loss_weights needs 3 entries");
@@ -100,8 +120,12 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (!(c.rms_rho > 0 && c.rms_rho < 1)) return bad("rms_rho must be in (0, 1)");
   if (!(c.rms_eps > 0)) return bad("rms_eps must be > 0");
   if (!(c.label_flip >= 0 && c.label_flip < 0.5)) return bad("label_flip must be in [0, 0.5)");
-  if (c.generator_steps < 1) return bad("generator_steps must be >= 1");
-  if (c.default_batch < 1) return bad("default_batch must be >= 1");
+  if (c.generator_steps < 1 || c.generator_steps > 100) {
+    return bad("generator_steps must be in [1, 100]");
+  }
+  if (c.default_batch < 1 || c.default_batch > kMaxBatch) {
+    return bad(absl::StrCat("default_batch must be in [1, ", kMaxBatch, "]"));
+  }
   if (!(c.dropout >= 0 && c.dropout < 1)) return bad("dropout must be in [0, 1)");
   if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
     return bad("cell_scale, cell_power and energy_scale must be > 0");
@@ -113,7 +137,8 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
         c.fake_theta_max_rad < 3.14159265358979)) {
     return bad("fake theta range must lie inside (0, pi)");
   }
-  if (c.ecal_fit.empty()) return bad("ecal_fit needs at least one coefficient");
+  if (c.ecal_fit.empty() || c.ecal_fit.size() > 16)
+    return bad("ecal_fit needs 1 to 16 coefficients");
   return absl::OkStatus();
 }
 
@@ -158,6 +183,10 @@ std::string SerializeModelConfig(const ModelConfig& c) {
 }
 
 absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
+  if (text.size() > kMaxConfigTextBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model config: ", text.size(), " bytes; at most ", kMaxConfigTextBytes));
+  }
   std::map<std::string, std::string, std::less<>> kv;
   for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
     std::pair<std::string, std::string> p = absl::StrSplit(line, absl::MaxSplits('=', 1));

@@ -81,7 +81,18 @@ struct ModelConfig {
 absl::StatusOr<ModelConfig> PresetConfig(absl::string_view name);
 std::vector<std::string> PresetNames();
 
-// INVALID_ARGUMENT naming the first inconsistent field.
+// The bounds ValidateModelConfig enforces, so a config (from a job spec or a checkpoint) cannot ask
+// for networks of billions of parameters: the presets use at most latent 256, 64 filters.
+inline constexpr int64_t kMaxLatent = 4096;
+inline constexpr int64_t kMaxDenseChannels = 256;
+inline constexpr int64_t kMaxFilters = 512;
+// Sum over neighbouring conv layers of in x out channels (x <= 216 kernel weights each): ~56M
+// weights at most.
+inline constexpr int64_t kMaxChannelPairs = 262144;
+inline constexpr int64_t kMaxBatch = 65536;
+inline constexpr size_t kMaxConfigTextBytes = 64 << 10;
+
+// INVALID_ARGUMENT naming the first inconsistent or out-of-bounds field.
 absl::Status ValidateModelConfig(const ModelConfig& config);
 
 // A line-oriented "key=value" text form (stored inside checkpoints); Parse(Serialize(c)) == c.

@@ -521,8 +521,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   absl::Status validation = absl::OkStatus();
   if (!uploaded) {
     std::optional<double> fom;
-    if (plan_.keep_best && plan_.validation && !CheckpointAndStopRequested() &&
-        !StopRequested()) {
+    if (plan_.keep_best && plan_.validation && !CheckpointAndStopRequested() && !StopRequested()) {
       validation = Validate(trainer, &result_);
       validated = true;
       if (validation.ok() && std::isfinite(result_.metrics().at("fom"))) {
@@ -602,6 +601,8 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
     // A restart: weights, optimisers, RNG, counters and the epoch's order continue exactly.
     ASSIGN_OR_RETURN(const std::string path,
                      FetchCheckpoint("resume_checkpoint_sha256", resume, "resume.ckpt"));
+    RETURN_IF_ERROR(VerifyCheckpointInChild(path, absl::StrCat("resume_checkpoint_sha256 ", resume),
+                                            options_.verify_checkpoints));
     absl::StatusOr<std::unique_ptr<gan::Trainer>> trainer =
         ResumeTrainer(path, plan_.model, std::move(batches), options);
     if (!trainer.ok()) {
@@ -619,6 +620,8 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
     // Fine-tuning: the initial model's weights, fresh optimisers and counters.
     ASSIGN_OR_RETURN(const std::string path,
                      FetchCheckpoint("initial_checkpoint_sha256", initial, "initial.ckpt"));
+    RETURN_IF_ERROR(VerifyCheckpointInChild(
+        path, absl::StrCat("initial_checkpoint_sha256 ", initial), options_.verify_checkpoints));
     ASSIGN_OR_RETURN(gan::TrainingState loaded, gan::ReadCheckpoint(path, false));
     if (loaded.config.architecture != plan_.model.architecture) {
       return absl::InvalidArgumentError(
@@ -821,8 +824,7 @@ absl::StatusOr<std::optional<double>> RankRunner::ScoreCheckpoint(gan::Trainer& 
 }
 
 absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
-                                              absl::Duration retry_for,
-                                              std::optional<double> fom) {
+                                              absl::Duration retry_for, std::optional<double> fom) {
   // The server may be restarting: retry UNAVAILABLE with backoff (1, 2, 4, 8, 15, 15, ... s).
   const absl::Time start = absl::Now();
   const absl::Time give_up = start + retry_for;

@@ -31,6 +31,7 @@
 #include "showers/shower_set.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_client.h"
+#include "workers/runner/checkpoint_verifier.h"
 #include "workers/runner/dataset_source.h"
 #include "workers/runner/rank_plan.h"
 
@@ -50,6 +51,9 @@ struct RankRunnerOptions {
   std::string work_dir;  // checkpoints and scratch files of this rank
   // Where file:// datasets may be read from (the daemon's --file-roots); none by default.
   FileRoots file_roots;
+  // Resume and initial checkpoints fetched from the server are read once in a sandboxed
+  // `gantry-worker verify-checkpoint` child before this process loads them.
+  CheckpointVerifierOptions verify_checkpoints;
   // Gloo's bind address on ranks != 0 (the worker's advertise host); empty = the local address
   // that routes to the rendezvous host (127.0.0.1 for a loopback rendezvous).
   std::string bind_host;

@@ -45,6 +45,9 @@ ModelLoader MakeCheckpointModelLoader(CheckpointModelLoaderOptions options) {
           const gantry::v1::ServedModel& model) -> absl::StatusOr<std::unique_ptr<BatchBackend>> {
         absl::StatusOr<std::string> path = FetchModelCheckpoint(options, model.checkpoint_sha256());
         if (!path.ok()) return path.status();
+        absl::Status safe = runner::VerifyCheckpointInChild(
+            *path, absl::StrCat("checkpoint ", model.checkpoint_sha256()), options.verify);
+        if (!safe.ok()) return safe;
         absl::StatusOr<std::unique_ptr<TorchBackend>> backend = TorchBackend::FromCheckpoint(*path);
         if (!backend.ok()) return backend.status();
         return std::unique_ptr<BatchBackend>(*std::move(backend));

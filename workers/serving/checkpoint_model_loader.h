@@ -1,6 +1,7 @@
 // CheckpointModelLoader: the daemon's ModelLoader: fetches a served model's checkpoint by sha256
 // through gantry-server's WorkerService.FetchCheckpoint (join token) into
-// <models_dir>/<sha256>.pt, verified and reused across restarts, then loads it as a TorchBackend.
+// <models_dir>/<sha256>.pt, verified and reused across restarts, reads it once in a sandboxed child
+// (a hostile checkpoint kills that child, not the daemon), then loads it as a TorchBackend.
 #ifndef GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
 #define GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
 
@@ -8,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "workers/agent/agent_options.h"
+#include "workers/runner/checkpoint_verifier.h"
 #include "workers/serving/model_cache.h"
 
 namespace gantry::serving {
@@ -17,6 +19,10 @@ struct CheckpointModelLoaderOptions {
   std::string join_token;  // the worker join token
   std::string models_dir;  // created if missing
   TlsConfig tls;           // how to reach the server
+  // Every checkpoint is read once in a sandboxed `gantry-worker verify-checkpoint` child before it
+  // is loaded in this process (runner/checkpoint_verifier.h); verify.binary must be gantry-worker
+  // when this process is not.
+  runner::CheckpointVerifierOptions verify;
 };
 
 // The checkpoint path of `sha256`, fetched if it is not there or does not hash to `sha256`.

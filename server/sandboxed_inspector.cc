@@ -1,0 +1,94 @@
+#include "server/sandboxed_inspector.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "showers/inspection_report.h"
+
+namespace gantry::server {
+namespace {
+
+// The user's file name as messages quote it: printable, at most 200 characters.
+std::string Quoted(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (out.size() >= 200) break;
+    out.push_back(static_cast<unsigned char>(c) < 0x20 || c == 0x7f ? '?' : c);
+  }
+  return absl::StrCat("\"", out.empty() ? "(unnamed)" : out, "\"");
+}
+
+}  // namespace
+
+std::string DefaultInspectBinary() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "gantry-inspect";
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.find_last_of('/') + 1);
+  return dir + "gantry-inspect";
+}
+
+SandboxedInspector::SandboxedInspector(InspectorOptions options) : options_(std::move(options)) {
+  if (options_.binary.empty()) options_.binary = DefaultInspectBinary();
+  if (options_.limits.cpu_seconds == 0) {
+    options_.limits.cpu_seconds = absl::ToInt64Seconds(options_.timeout) + 1;
+  }
+}
+
+absl::StatusOr<showers::DatasetInfo> SandboxedInspector::Inspect(
+    const std::string& path, const std::string& file_name) const {
+  const std::string shown = Quoted(file_name);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    std::cerr << "inspect: cannot open the stored upload " << path << std::endl;
+    return absl::InternalError(
+        absl::StrCat("the uploaded file ", shown, " could not be opened for inspection"));
+  }
+  SandboxRequest request;
+  request.binary = options_.binary;
+  // The child names the file by a token that is replaced here, so the client's name never passes
+  // through the child's command line unchecked.
+  request.args = {"--fd=3", "--name=@FILE@",
+                  absl::StrCat("--max-events=", options_.file_limits.max_events),
+                  absl::StrCat("--max-dataset-bytes=", options_.file_limits.max_dataset_bytes)};
+  request.input_fd = fd;
+  request.limits = options_.limits;
+  request.timeout = options_.timeout;
+  request.max_output_bytes = 16 << 10;
+  absl::StatusOr<SandboxResult> run = SandboxedProcess::Run(request);
+  ::close(fd);
+  if (!run.ok()) {
+    std::cerr << "inspect: " << run.status() << std::endl;
+    return absl::InternalError(
+        "the server cannot inspect uploads right now (its inspection helper does not start); "
+        "ask the operator to check gantry-server's --inspect-binary");
+  }
+  if (!run->exited || run->exit_code != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the uploaded file ", shown, " could not be read as HDF5: the inspection stopped because ",
+        SandboxedProcess::Describe(*run),
+        "; the file is damaged or asks for more than the server allows"));
+  }
+  absl::StatusOr<showers::DatasetInfo> info = showers::ParseInspectionReport(run->output);
+  if (absl::IsInternal(info.status())) {
+    return absl::InvalidArgumentError(absl::StrCat("the uploaded file ", shown,
+                                                   " could not be read as HDF5: the inspection "
+                                                   "gave no usable answer"));
+  }
+  if (!info.ok()) {
+    std::string message(info.status().message());
+    for (size_t at; (at = message.find("@FILE@")) != std::string::npos;) {
+      message.replace(at, 6, shown);
+    }
+    return absl::InvalidArgumentError(absl::StrCat("file: not a usable shower file: ", message));
+  }
+  if (info->particle.empty()) info->particle = showers::ParticleFromFileName(file_name);
+  return info;
+}
+
+}  // namespace gantry::server

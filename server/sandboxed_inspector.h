@@ -1,0 +1,50 @@
+// SandboxedInspector: inspects an uploaded shower file in a short-lived gantry-inspect child
+// process with resource limits and no network, so a hostile file costs one child, never the server.
+#ifndef GANTRY_SERVER_SANDBOXED_INSPECTOR_H_
+#define GANTRY_SERVER_SANDBOXED_INSPECTOR_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "base/sandboxed_process.h"
+#include "showers/hdf5_io.h"
+
+namespace gantry::server {
+
+// How uploads are inspected (gantry-server's --inspect-* flags).
+struct InspectorOptions {
+  // The helper; empty = "gantry-inspect" next to the running binary (/proc/self/exe's folder).
+  std::string binary;
+  absl::Duration timeout = absl::Seconds(120);  // wall clock of one inspection
+  SandboxLimits limits;                         // cpu_seconds follows the timeout when 0
+  showers::ShowerFileLimits file_limits;        // passed to the helper
+};
+
+// Thread-safe and stateless after construction: inspections run in parallel, one child each.
+class SandboxedInspector {
+ public:
+  explicit SandboxedInspector(InspectorOptions options);
+
+  // Inspects the file at `path` (opened here read-only and handed to the child as a file
+  // descriptor; the child never sees the path). Messages name `file_name` (the name the client
+  // gave), never `path`: INVALID_ARGUMENT "the uploaded file <file_name> ..." for a file the
+  // inspection refuses or that kills, stalls or floods the child; INTERNAL (without paths) when
+  // the helper cannot run at all, which is the operator's to fix (the log has the details).
+  absl::StatusOr<showers::DatasetInfo> Inspect(const std::string& path,
+                                               const std::string& file_name) const;
+
+  // The helper binary in use (for the start-up log).
+  const std::string& binary() const { return options_.binary; }
+
+ private:
+  InspectorOptions options_;
+};
+
+// The default helper path: "gantry-inspect" in the folder of /proc/self/exe.
+std::string DefaultInspectBinary();
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_SANDBOXED_INSPECTOR_H_

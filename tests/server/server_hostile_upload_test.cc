@@ -1,0 +1,151 @@
+// Hostile uploads against a real gantry-server: every hostile HDF5 file (tests/showers/
+// hostile_files.cc) is refused with INVALID_ARGUMENT naming the client's file name and no server
+// path, nothing is stored and the server keeps answering; and the sandbox: an inspection child that
+// runs out of memory, crashes, spins, sleeps, floods or lies costs that child only.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "base/sha256.h"
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
+#include "tests/server/server_fixture.h"
+#include "tests/showers/hostile_files.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+class ServerHostileUploadTest : public ServerFixture {
+ protected:
+  grpc::Status Upload(const std::string& token, const std::string& name,
+                      const std::string& file_name, const std::string& bytes,
+                      v1::Dataset* dataset = nullptr) {
+    v1::Dataset ignored;
+    auto ctx = Ctx(token, 30000);
+    auto writer = datasets_->UploadDataset(ctx.get(), dataset ? dataset : &ignored);
+    v1::UploadDatasetRequest header;
+    header.mutable_header()->set_name(name);
+    header.mutable_header()->set_size_bytes(bytes.size());
+    header.mutable_header()->set_sha256(gantry::Sha256Hex(bytes));
+    header.mutable_header()->set_file_name(file_name);
+    writer->Write(header);
+    for (size_t at = 0; at < bytes.size(); at += 64 * 1024) {
+      v1::UploadDatasetRequest chunk;
+      chunk.set_chunk(bytes.substr(at, 64 * 1024));
+      if (!writer->Write(chunk)) break;
+    }
+    writer->WritesDone();
+    return writer->Finish();
+  }
+
+  std::string GoodFile() {
+    showers::ToyMcConfig config;
+    config.events = 6;
+    config.seed = 9;
+    const std::string path = dir_.File("Ele_good.h5");
+    EXPECT_TRUE(showers::WriteShowerFile(path, *showers::SimulateToyMc(config)).ok());
+    return ReadAll(path);
+  }
+
+  // The message names the client's file and no server path.
+  void ExpectNoServerPath(const grpc::Status& s) {
+    EXPECT_EQ(s.error_message().find(dir_.path()), std::string::npos) << Describe(s);
+    EXPECT_EQ(s.error_message().find("blobs/"), std::string::npos) << Describe(s);
+    EXPECT_EQ(s.error_message().find("/proc/"), std::string::npos) << Describe(s);
+    EXPECT_EQ(s.error_message().find("/tmp/"), std::string::npos) << Describe(s);
+  }
+};
+
+TEST_F(ServerHostileUploadTest, EveryHostileFileIsInvalidArgumentNamingTheClientsFileOnly) {
+  const std::string alice = NewTenant("alice");
+  const std::vector<HostileFile> files = WriteHostileFiles(dir_.path());
+  ASSERT_GE(files.size(), 17u);
+  int n = 0;
+  for (const HostileFile& f : files) {
+    SCOPED_TRACE(f.name + ": " + f.about);
+    const std::string client_name = "my-" + f.name;
+    grpc::Status s = Upload(alice, "hostile-" + std::to_string(n++), client_name, ReadAll(f.path));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+    EXPECT_NE(s.error_message().find(client_name), std::string::npos) << Describe(s);
+    EXPECT_NE(s.error_message().find(f.fragment), std::string::npos) << Describe(s);
+    ExpectNoServerPath(s);
+    ASSERT_EQ(HealthStatus(), 1) << "the server must still answer";
+  }
+  v1::ListDatasetsResponse listed;
+  ASSERT_TRUE(datasets_->ListDatasets(Ctx(alice).get(), {}, &listed).ok());
+  EXPECT_EQ(listed.datasets_size(), 0);
+  v1::Dataset dataset;
+  grpc::Status s = Upload(alice, "good", "Ele_good.h5", GoodFile(), &dataset);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(dataset.events(), 6);
+  EXPECT_EQ(dataset.particle(), v1::PARTICLE_ELECTRON);
+}
+
+TEST_F(ServerHostileUploadTest, AnInspectionChildThatDiesOrMisbehavesCostsOnlyTheChild) {
+  ASSERT_EQ(StopServer(), 0);
+  std::vector<std::string> extra = {"--inspect-binary=" GANTRY_MISBEHAVING_INSPECTOR,
+                                    "--inspect-timeout-ms=1500", "--inspect-memory-mb=256"};
+  StartServer(extra);
+  const pid_t server_pid = server_->pid();
+  const std::string alice = NewTenant("alice");
+  struct Case {
+    std::string mode, fragment;
+  };
+  const std::vector<Case> cases = {
+      {"MODE:alloc", "could not be read as HDF5"},
+      {"MODE:segv", "crashed"},
+      {"MODE:spin", "time limit"},
+      {"MODE:sleep", "time limit"},
+      {"MODE:flood", "more output than allowed"},
+      {"MODE:lies", "no usable answer"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode);
+    const auto start = std::chrono::steady_clock::now();
+    grpc::Status s = Upload(alice, "bad-" + std::to_string(n++), "Pi0_upload.h5", c.mode + "\n");
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+    EXPECT_NE(s.error_message().find("the uploaded file \"Pi0_upload.h5\""), std::string::npos)
+        << Describe(s);
+    EXPECT_NE(s.error_message().find(c.fragment), std::string::npos) << Describe(s);
+    ExpectNoServerPath(s);
+    EXPECT_LT(seconds, 10.0);
+    ASSERT_EQ(HealthStatus(), 1);
+    EXPECT_EQ(server_->pid(), server_pid);
+  }
+  // What the child sees: no network (its own namespace), only descriptors 0-3, no environment.
+  const std::string port = server_->address().substr(server_->address().rfind(':') + 1);
+  grpc::Status s = Upload(alice, "probe", "probe.h5", "MODE:probe:" + port + "\n");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+  EXPECT_NE(s.error_message().find("net=unreachable"), std::string::npos) << Describe(s);
+  EXPECT_NE(s.error_message().find("fds=0,1,2,3 "), std::string::npos) << Describe(s);
+  EXPECT_NE(s.error_message().find("env=0"), std::string::npos) << Describe(s);
+  v1::ListDatasetsResponse listed;
+  ASSERT_TRUE(datasets_->ListDatasets(Ctx(alice).get(), {}, &listed).ok());
+  EXPECT_EQ(listed.datasets_size(), 0);
+}
+
+TEST_F(ServerHostileUploadTest, AMissingHelperRefusesToStartTheServer) {
+  ASSERT_EQ(StopServer(), 0);
+  std::vector<std::string> args = StandardArgs();
+  args.push_back("--inspect-binary=" + dir_.File("no-such-helper"));
+  std::string output;
+  EXPECT_EQ(ServerProcess::RunToExit(args, &output), 2);
+  EXPECT_NE(output.find("--inspect-binary"), std::string::npos) << output;
+  StartServer();
+}
+
+}  // namespace
+}  // namespace gantry::testing

@@ -1,0 +1,217 @@
+// Every file is built with the HDF5 C API directly, so it can say things the data library's writer
+// never would (chunked datasets never written, dims of 2^36 events, links to other files).
+#include "tests/showers/hostile_files.h"
+
+#include <hdf5.h>
+
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
+
+namespace gantry::testing {
+namespace {
+
+void Check(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("writing a hostile file failed: " + what);
+}
+
+hid_t Create(const std::string& path) {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+  const hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  Check(f >= 0, path);
+  return f;
+}
+
+// A dataset of `dims` and `type`; chunked with `chunk` when given (never written), contiguous
+// otherwise; written with zeros when `write` (contiguous only).
+void AddDataset(hid_t file, const char* name, std::vector<hsize_t> dims, hid_t type,
+                std::vector<hsize_t> chunk = {}, bool write = false) {
+  const hid_t space = H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  if (!chunk.empty()) H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data());
+  const hid_t ds = H5Dcreate2(file, name, type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  Check(ds >= 0, name);
+  if (write) {
+    hsize_t n = 1;
+    for (hsize_t d : dims) n *= d;
+    std::vector<double> zeros(n, 0.0);
+    for (size_t i = 0; i < zeros.size(); ++i) zeros[i] = 1.0 + static_cast<double>(i % 3);
+    Check(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, zeros.data()) >= 0, name);
+  }
+  H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void WriteAll(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+std::vector<HostileFile> WriteHostileFiles(const std::string& dir) {
+  std::vector<HostileFile> files;
+  auto add = [&](const std::string& name, const std::string& about, const std::string& fragment,
+                 absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
+    files.push_back({name, dir + "/" + name, about, code, fragment});
+    return files.back().path;
+  };
+  const hsize_t kHuge = hsize_t{1} << 36;
+  {
+    const hid_t f =
+        Create(add("huge_chunked.h5", "chunked, never written, claiming 2^36 events of 25x25x25",
+                   "68719476736 events"));
+    AddDataset(f, "ECAL", {kHuge, 25, 25, 25}, H5T_IEEE_F32LE, {1, 25, 25, 25});
+    AddDataset(f, "target", {kHuge, 4}, H5T_IEEE_F32LE, {1024, 4});
+    H5Fclose(f);
+  }
+  {
+    const hid_t f =
+        Create(add("chunked_never_written.h5", "chunked, never written, claiming 1,000,000 events",
+                   "chunks are stored"));
+    AddDataset(f, "ECAL", {1000000, 25, 25, 25}, H5T_IEEE_F32LE, {1, 25, 25, 25});
+    AddDataset(f, "target", {1000000, 4}, H5T_IEEE_F32LE, {1024, 4});
+    H5Fclose(f);
+  }
+  {
+    const hid_t f =
+        Create(add("contiguous_unallocated.h5",
+                   "contiguous, never written, claiming 100,000 events", "not stored in the file"));
+    AddDataset(f, "ECAL", {100000, 25, 25, 25}, H5T_IEEE_F32LE);
+    AddDataset(f, "target", {100000, 4}, H5T_IEEE_F32LE);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("huge_chunks.h5", "chunks of 1 GiB each", "chunks over"));
+    AddDataset(f, "ECAL", {16384, 25, 25, 25}, H5T_IEEE_F32LE, {16384, 25, 25, 25});
+    AddDataset(f, "target", {16384, 4}, H5T_IEEE_F32LE, {1024, 4});
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(
+        add("overflowing_dims.h5", "dims whose product overflows 64 bits", "overflows 64 bits"));
+    AddDataset(f, "ECAL", {hsize_t{1} << 50, 1 << 10, 1 << 10, 1 << 10}, H5T_IEEE_F32LE,
+               {1, 1, 1, 1});
+    AddDataset(f, "target", {4, 4}, H5T_IEEE_F32LE);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("wrong_rank.h5", "ECAL of rank 3", "expected (N,25,25,25)"));
+    AddDataset(f, "ECAL", {10, 25, 25}, H5T_IEEE_F32LE, {}, true);
+    AddDataset(f, "target", {10, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("rank_too_high.h5", "ECAL of rank 8", "rank 8"));
+    AddDataset(f, "ECAL", {1, 1, 1, 1, 1, 1, 1, 1}, H5T_IEEE_F32LE, {}, true);
+    AddDataset(f, "target", {1, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("zero_events.h5", "ECAL with no events", "no events"));
+    AddDataset(f, "ECAL", {0, 25, 25, 25}, H5T_IEEE_F32LE);
+    AddDataset(f, "target", {0, 4}, H5T_IEEE_F32LE);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("long_double.h5", "16-byte float elements", "16-byte elements"));
+    AddDataset(f, "ECAL", {2, 25, 25, 25}, H5T_NATIVE_LDOUBLE);
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("compound.h5", "a compound element type", "not numeric"));
+    const hid_t type = H5Tcreate(H5T_COMPOUND, 8);
+    H5Tinsert(type, "a", 0, H5T_NATIVE_FLOAT);
+    H5Tinsert(type, "b", 4, H5T_NATIVE_FLOAT);
+    AddDataset(f, "ECAL", {2, 25, 25, 25}, type);
+    H5Tclose(type);
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(
+        add("too_many_columns.h5", "target with 100 columns per event", "100 columns per event"));
+    AddDataset(f, "ECAL", {2, 25, 25, 25}, H5T_IEEE_F32LE, {}, true);
+    AddDataset(f, "target", {2, 100}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f =
+        Create(add("nested_groups.h5", "ECAL is a group nested 64 deep", "is not a dataset"));
+    hid_t g = H5Gcreate2(f, "ECAL", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    std::vector<hid_t> groups{g};
+    for (int i = 0; i < 64; ++i) {
+      g = H5Gcreate2(g, "g", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+      groups.push_back(g);
+    }
+    for (auto it = groups.rbegin(); it != groups.rend(); ++it) H5Gclose(*it);
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("external_link.h5", "ECAL is a link into another file",
+                               "external or user-defined link"));
+    Check(H5Lcreate_external("/etc/passwd", "/ECAL", f, "ECAL", H5P_DEFAULT, H5P_DEFAULT) >= 0,
+          "external link");
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f =
+        Create(add("external_storage.h5", "ECAL's raw data is /etc/passwd", "external files"));
+    const hsize_t dims[4] = {2, 25, 25, 25};
+    const hid_t space = H5Screate_simple(4, dims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_external(dcpl, "/etc/passwd", 0, 2 * 25 * 25 * 25 * 4);
+    const hid_t ds = H5Dcreate2(f, "ECAL", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    Check(ds >= 0, "external storage");
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  {
+    const hid_t f = Create(add("soft_link_loop.h5", "ECAL is a soft link to itself",
+                               "cannot open dataset 'ECAL'", absl::StatusCode::kDataLoss));
+    H5Lcreate_soft("/ECAL", f, "ECAL", H5P_DEFAULT, H5P_DEFAULT);
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
+  // A real, uncompressed file (its cells contiguous), then damaged.
+  showers::ToyMcConfig config;
+  config.events = 40;
+  config.seed = 3;
+  const showers::ShowerSet set = *showers::SimulateToyMc(config);
+  showers::WriteOptions plain;
+  plain.gzip_level = 0;
+  const std::string good = dir + "/hostile_source.h5";
+  Check(showers::WriteShowerFile(good, set, plain).ok(), good);
+  const std::string bytes = ReadAll(good);
+  WriteAll(add("truncated.h5", "a valid file cut at 60%", "", absl::StatusCode::kDataLoss),
+           bytes.substr(0, bytes.size() * 6 / 10));
+  {
+    std::mt19937_64 rng(12);
+    std::string garbage = bytes.substr(0, 8);  // the HDF5 signature, then noise
+    while (garbage.size() < 4096) garbage.push_back(static_cast<char>(rng()));
+    WriteAll(add("garbage.h5", "the HDF5 signature followed by random bytes", "",
+                 absl::StatusCode::kDataLoss),
+             garbage);
+  }
+  WriteAll(add("not_hdf5.h5", "text", "not an HDF5 file"), "just some text\n");
+  return files;
+}
+
+}  // namespace gantry::testing
