@@ -16,11 +16,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "workers/gan/checkpoint_envelope.h"
 
 namespace gantry::gan {
 namespace {
-
-constexpr char kMagic[] = "GANTRY-CHECKPOINT 1";
 
 // Keras initialisers of the reference: he_uniform for the generator convs, glorot_normal for its
 // last conv, glorot_uniform for dense layers and discriminator convs, zero biases.
@@ -133,7 +132,7 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
-    out << kMagic << "\n"
+    out << kCheckpointMagic << "\n"
         << "sha256 " << gantry::Sha256Hex(*payload) << "\n"
         << "bytes " << payload->size() << "\n";
     out.write(payload->data(), static_cast<std::streamsize>(payload->size()));
@@ -149,29 +148,12 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
 absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("checkpoint ", path, " cannot be opened"));
-  std::string magic, sha_line, bytes_line;
-  std::getline(in, magic);
-  if (magic != kMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a gantry checkpoint"));
-  }
-  std::getline(in, sha_line);
-  std::getline(in, bytes_line);
-  uint64_t size = 0;
-  if (sha_line.rfind("sha256 ", 0) != 0 || sha_line.size() != 7 + 64 ||
-      bytes_line.rfind("bytes ", 0) != 0 || !absl::SimpleAtoi(bytes_line.substr(6), &size)) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": damaged header"));
-  }
-  std::string payload((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (payload.size() != size) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated or padded: ",
-                                            payload.size(), " payload bytes, header says ", size));
-  }
-  if (gantry::Sha256Hex(payload) != sha_line.substr(7)) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": sha256 mismatch (corrupted)"));
-  }
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<absl::string_view> payload = ParseCheckpointEnvelope(file, path);
+  if (!payload.ok()) return payload.status();
   try {
     torch::serialize::InputArchive archive;
-    std::istringstream stream(payload);
+    std::istringstream stream{std::string(*payload)};
     archive.load_from(stream);
     at::Tensor config_bytes;
     archive.read("config", config_bytes);
