@@ -37,6 +37,25 @@ std::string ReadParticleAttribute(hid_t file) {
   return value;
 }
 
+// Deflate, the only compression gantry's files use, shrinks data at most ~1032:1; 1100 leaves room
+// for the other filters' headers.
+constexpr double kMaxInflation = 1100.0;
+
+// Sizes come from the file: a dataset whose dims claim more values than its stored bytes can
+// hold (e.g. chunks never written, read back as fill values) is refused before anything is
+// allocated or read for it.
+absl::Status CheckBackedByStorage(const std::string& path, const Dataset& ds) {
+  double values = 1.0;  // a double: dims may multiply past 2^64
+  for (hsize_t d : ds.dims) values *= static_cast<double>(d);
+  const double stored = static_cast<double>(H5Dget_storage_size(ds.id.get()));
+  if (values * sizeof(float) > kMaxInflation * stored + 4096.0) {
+    return Invalid(path, absl::StrCat("dataset '", ds.name, "' has shape ", ShapeText(ds.dims),
+                                      " but stores only ", stored,
+                                      " bytes; the file is damaged (data never written?)"));
+  }
+  return absl::OkStatus();
+}
+
 // Reads a per-event vector dataset of shape (N,) or (N,1) (or (N,k>col) taking column `col`).
 absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t file,
                                                 const char* name, int64_t events, int column,
@@ -53,6 +72,7 @@ absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t f
     return Invalid(path, absl::StrCat("dataset '", name, "' has ", ds.dims[0],
                                       " events but the shower dataset has ", events));
   }
+  RETURN_IF_ERROR(CheckBackedByStorage(path, ds));
   const int64_t width = rank1 ? 1 : static_cast<int64_t>(ds.dims[1]);
   std::vector<float> raw(static_cast<size_t>(events * width));
   RETURN_IF_ERROR(ReadRows(path, ds, 0, events, raw.data()));
@@ -230,6 +250,7 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const std::string& path, hid_t cells_a
     }
     f.shape = want;
   }
+  RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
   f.events = static_cast<int64_t>(d[0]);
   if (f.layout == Layout::kCaloChallenge) {
     ASSIGN_OR_RETURN(f.energy_gev,
