@@ -140,6 +140,37 @@ std::string ShapeText(const std::vector<hsize_t>& dims) {
 
 bool HasLink(hid_t file, const char* name) { return H5Lexists(file, name, H5P_DEFAULT) > 0; }
 
+namespace {
+
+// Chunks larger than an event's extent or than kMaxChunkBytes do not occur in files written by
+// HDF5 itself; HDF5 1.10.8 reads out of bounds on such a corrupt layout (found by
+// hdf5_inspect_fuzzer: chunk (1,25,25,32793) on a (2,25,25,25) dataset), so they are refused first.
+constexpr double kMaxChunkBytes = double{1 << 30};
+
+absl::Status CheckChunks(const std::string& path, const Dataset& ds) {
+  Handle plist(H5Dget_create_plist(ds.id.get()), H5Pclose);
+  if (!plist.ok() || H5Pget_layout(plist.get()) != H5D_CHUNKED) return absl::OkStatus();
+  std::vector<hsize_t> chunk(ds.dims.size(), 0);
+  if (H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()) !=
+      static_cast<int>(chunk.size())) {
+    return Loss(path, absl::StrCat("cannot read the chunk shape of dataset '", ds.name, "'"));
+  }
+  double bytes = sizeof(double);
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    bytes *= static_cast<double>(chunk[i]);
+    // Axis 0 (events) may be extendible and empty; the per-event axes are fixed.
+    if (chunk[i] == 0 || (i > 0 && chunk[i] > ds.dims[i])) bytes = kMaxChunkBytes * 2;
+  }
+  if (bytes > kMaxChunkBytes) {
+    return Invalid(
+        path, absl::StrCat("dataset '", ds.name, "' of shape ", ShapeText(ds.dims),
+                           " has chunks of shape ", ShapeText(chunk), "; the file is damaged"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
                                     hid_t access) {
   Dataset ds;
@@ -156,6 +187,7 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
   if (rank < 0) return Loss(path, absl::StrCat("cannot read the shape of dataset '", name, "'"));
   ds.dims.resize(rank);
   H5Sget_simple_extent_dims(space.get(), ds.dims.data(), nullptr);
+  RETURN_IF_ERROR(CheckChunks(path, ds));
   return ds;
 }
 
