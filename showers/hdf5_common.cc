@@ -182,6 +182,13 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
   if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
     return Invalid(path, absl::StrCat("dataset '", name, "' is not numeric"));
   }
+  // A number takes at most 16 bytes; HDF5 sizes its conversion buffers by the element size read
+  // from the file (a corrupt one made it calloc gigabytes; found by hdf5_inspect_fuzzer).
+  const size_t value_bytes = H5Tget_size(type.get());
+  if (value_bytes == 0 || value_bytes > 16) {
+    return Invalid(path, absl::StrCat("dataset '", name, "' has ", value_bytes,
+                                      "-byte values; numbers of at most 16 bytes are supported"));
+  }
   Handle space(H5Dget_space(ds.id.get()), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0) return Loss(path, absl::StrCat("cannot read the shape of dataset '", name, "'"));
