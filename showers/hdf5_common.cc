@@ -47,7 +47,13 @@ constexpr double kMaxInflation = 1100.0;
 absl::Status CheckBackedByStorage(const std::string& path, const Dataset& ds) {
   double values = 1.0;  // a double: dims may multiply past 2^64
   for (hsize_t d : ds.dims) values *= static_cast<double>(d);
-  const double stored = static_cast<double>(H5Dget_storage_size(ds.id.get()));
+  // The stored size comes from the file too (a contiguous layout states it): never more than the
+  // file itself holds.
+  hsize_t file_bytes = 0;
+  Handle file(H5Iget_file_id(ds.id.get()), H5Fclose);
+  if (!file.ok() || H5Fget_filesize(file.get(), &file_bytes) < 0) file_bytes = 0;
+  const double stored =
+      static_cast<double>(std::min<hsize_t>(H5Dget_storage_size(ds.id.get()), file_bytes));
   if (values * sizeof(float) > kMaxInflation * stored + 4096.0) {
     return Invalid(path, absl::StrCat("dataset '", ds.name, "' has shape ", ShapeText(ds.dims),
                                       " but stores only ", stored,
