@@ -38,6 +38,31 @@ std::string ReadParticleAttribute(hid_t file) {
   return value;
 }
 
+// Deflate, the only compression gantry's files use, shrinks data at most ~1032:1; 1100 leaves room
+// for the other filters' headers.
+constexpr double kMaxInflation = 1100.0;
+
+// Sizes come from the file: a dataset whose dims claim more values than its stored bytes can
+// hold (e.g. chunks never written, read back as fill values) is refused before anything is
+// allocated or read for it.
+absl::Status CheckBackedByStorage(const std::string& path, const Dataset& ds) {
+  double values = 1.0;  // a double: dims may multiply past 2^64
+  for (hsize_t d : ds.dims) values *= static_cast<double>(d);
+  // The stored size comes from the file too (a contiguous layout states it): never more than the
+  // file itself holds.
+  hsize_t file_bytes = 0;
+  Handle file(H5Iget_file_id(ds.id.get()), H5Fclose);
+  if (!file.ok() || H5Fget_filesize(file.get(), &file_bytes) < 0) file_bytes = 0;
+  const double stored =
+      static_cast<double>(std::min<hsize_t>(H5Dget_storage_size(ds.id.get()), file_bytes));
+  if (values * sizeof(float) > kMaxInflation * stored + 4096.0) {
+    return Invalid(path, absl::StrCat("dataset '", ds.name, "' has shape ", ShapeText(ds.dims),
+                                      " but stores only ", stored,
+                                      " bytes; the file is damaged (data never written?)"));
+  }
+  return absl::OkStatus();
+}
+
 // Reads a per-event vector dataset of shape (N,) or (N,1) (or (N,k>col) taking column `col`).
 absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t file,
                                                 const char* name, int64_t events, int column,
@@ -60,6 +85,7 @@ absl::StatusOr<std::vector<float>> ReadPerEvent(const std::string& path, hid_t f
         path, absl::StrCat("dataset '", name, "' has ", ds.dims[1], " columns per event; at most ",
                            limits.max_per_event_columns, " are accepted"));
   }
+  RETURN_IF_ERROR(CheckBackedByStorage(path, ds));
   const int64_t width = rank1 ? 1 : static_cast<int64_t>(ds.dims[1]);
   std::vector<float> raw(static_cast<size_t>(events * width));
   RETURN_IF_ERROR(ReadRows(path, ds, 0, events, raw.data()));
@@ -127,6 +153,37 @@ std::string ShapeText(const std::vector<hsize_t>& dims) {
 
 bool HasLink(hid_t file, const char* name) { return H5Lexists(file, name, H5P_DEFAULT) > 0; }
 
+namespace {
+
+// Chunks larger than an event's extent or than kMaxChunkBytes do not occur in files written by
+// HDF5 itself; HDF5 1.10.8 reads out of bounds on such a corrupt layout (found by
+// hdf5_inspect_fuzzer: chunk (1,25,25,32793) on a (2,25,25,25) dataset), so they are refused first.
+constexpr double kMaxChunkBytes = double{1 << 30};
+
+absl::Status CheckChunks(const std::string& path, const Dataset& ds) {
+  Handle plist(H5Dget_create_plist(ds.id.get()), H5Pclose);
+  if (!plist.ok() || H5Pget_layout(plist.get()) != H5D_CHUNKED) return absl::OkStatus();
+  std::vector<hsize_t> chunk(ds.dims.size(), 0);
+  if (H5Pget_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()) !=
+      static_cast<int>(chunk.size())) {
+    return Loss(path, absl::StrCat("cannot read the chunk shape of dataset '", ds.name, "'"));
+  }
+  double bytes = sizeof(double);
+  for (size_t i = 0; i < chunk.size(); ++i) {
+    bytes *= static_cast<double>(chunk[i]);
+    // Axis 0 (events) may be extendible and empty; the per-event axes are fixed.
+    if (chunk[i] == 0 || (i > 0 && chunk[i] > ds.dims[i])) bytes = kMaxChunkBytes * 2;
+  }
+  if (bytes > kMaxChunkBytes) {
+    return Invalid(
+        path, absl::StrCat("dataset '", ds.name, "' of shape ", ShapeText(ds.dims),
+                           " has chunks of shape ", ShapeText(chunk), "; the file is damaged"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
                                     const ShowerFileLimits& limits, int64_t file_size,
                                     hid_t access) {
@@ -160,6 +217,13 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
   if (element_bytes < 1 || element_bytes > 8) {
     return Invalid(path, absl::StrCat(quoted, " has ", element_bytes,
                                       "-byte elements; expected integers or floats of 1-8 bytes"));
+  }
+  // A number takes at most 16 bytes; HDF5 sizes its conversion buffers by the element size read
+  // from the file (a corrupt one made it calloc gigabytes; found by hdf5_inspect_fuzzer).
+  const size_t value_bytes = H5Tget_size(type.get());
+  if (value_bytes == 0 || value_bytes > 16) {
+    return Invalid(path, absl::StrCat("dataset '", name, "' has ", value_bytes,
+                                      "-byte values; numbers of at most 16 bytes are supported"));
   }
   Handle space(H5Dget_space(ds.id.get()), H5Sclose);
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
@@ -267,6 +331,7 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
                                         " is a virtual dataset (data mapped from other files); "
                                         "only data stored in the file itself is accepted"));
   }
+  RETURN_IF_ERROR(CheckChunks(path, ds));
   return ds;
 }
 
@@ -399,6 +464,7 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
         absl::StrCat("dataset '", cells_name, "' has ", f.shape[0] * f.shape[1] * f.shape[2],
                      " cells per event; at most ", limits.max_cells_per_event, " are accepted"));
   }
+  RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
   f.events = static_cast<int64_t>(d[0]);
   if (f.layout == Layout::kCaloChallenge) {
     ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "incident_energies", f.events, 0,

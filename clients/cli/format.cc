@@ -168,7 +168,9 @@ std::string FormatBytes(int64_t bytes) {
     value /= 1024;
     ++unit;
   }
-  return absl::StrFormat(value < 10 ? "%.2f %s" : "%.1f %s", value, units[unit]);
+  // Two literal formats: absl checks a format string at compile time only when it is a constant.
+  return value < 10 ? absl::StrFormat("%.2f %s", value, units[unit])
+                    : absl::StrFormat("%.1f %s", value, units[unit]);
 }
 
 std::string FormatProgressCell(const v1::Progress& progress) {
@@ -291,8 +293,8 @@ std::string FormatJobEvent(const v1::JobEvent& event) {
         absl::StrAppend(&body, "from scratch");
       } else {
         absl::StrAppend(&body, "from step ", restart.resumed_from_step(), " (checkpoint ",
-                        restart.resumed_from_sha256().substr(0, 12), "), ",
-                        restart.redone_steps(), " steps redone",
+                        restart.resumed_from_sha256().substr(0, 12), "), ", restart.redone_steps(),
+                        " steps redone",
                         restart.redone_seconds() > 0
                             ? absl::StrCat(" (", FormatDuration(restart.redone_seconds()), ")")
                             : "");

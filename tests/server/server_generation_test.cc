@@ -134,8 +134,12 @@ TEST_F(ServerGenerationTest, WithoutAServingWorkerItIsUnavailable) {
     return Generate(token_, ListRequest("calo:1", {50})).status.error_code() ==
            grpc::StatusCode::UNAVAILABLE;
   }));
+  // Until the server notices the closed stream a request may still reach alpha (more than one on
+  // a slow machine, e.g. under ASan); once it answered UNAVAILABLE, none does.
+  const int calls = alpha.fake->calls();
+  EXPECT_GE(calls, 1);
   expect_unavailable("its control stream ended");
-  EXPECT_EQ(alpha.fake->calls(), 1);
+  EXPECT_EQ(alpha.fake->calls(), calls);
 }
 
 TEST_F(ServerGenerationTest, QueueFullAndDeadlinesPassThrough) {

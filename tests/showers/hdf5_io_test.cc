@@ -320,6 +320,17 @@ TEST(Hdf5IoTest, MalformedFilesNameFileDatasetAndProblem) {
                 {"'incident_energies'"});
   ExpectBadFile("strings.h5", "f['ECAL'] = np.array([b'a', b'b'])\nf['target'] = np.ones((2, 4))",
                 kInvalid, {"'ECAL'", "not numeric"});
+  // Sizes claimed by the file but never written (chunks read back as fill values) are refused
+  // before anything is allocated for them: 2^36 events in a 2 KB file, a 2^40-wide energy table.
+  ExpectBadFile("never_written.h5",
+                "f.create_dataset('ECAL', shape=(2**36, 25, 25, 25), dtype='f4', "
+                "chunks=(1, 25, 25, 25))\n"
+                "f.create_dataset('target', shape=(2**36, 4), dtype='f4', chunks=(1024, 4))",
+                kInvalid, {"'ECAL'", "(68719476736,25,25,25)", "stores only 0 bytes"});
+  ExpectBadFile("wide_target.h5",
+                "f['ECAL'] = np.zeros((2, 25, 25, 25))\n"
+                "f.create_dataset('target', shape=(2, 2**40), dtype='f4', chunks=(1, 1024))",
+                kInvalid, {"'target'", "stores only 0 bytes"});
 }
 
 TEST(Hdf5IoTest, MissingNotHdf5AndTruncatedFiles) {

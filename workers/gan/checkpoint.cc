@@ -18,11 +18,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "workers/gan/checkpoint_envelope.h"
 
 namespace gantry::gan {
 namespace {
 
-constexpr char kMagic[] = "GANTRY-CHECKPOINT 1";
 constexpr std::streamoff kMaxHeaderBytes = 256;  // three short lines
 // The largest payload read (the server accepts checkpoints of at most 4 GiB by default).
 constexpr uint64_t kMaxCheckpointBytes = uint64_t{16} << 30;
@@ -138,7 +138,7 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
-    out << kMagic << "\n"
+    out << kCheckpointMagic << "\n"
         << "sha256 " << gantry::Sha256Hex(*payload) << "\n"
         << "bytes " << payload->size() << "\n";
     out.write(payload->data(), static_cast<std::streamsize>(payload->size()));
@@ -154,54 +154,13 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
 absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("checkpoint ", path, " cannot be opened"));
-  // Sizes first, from the file itself, before anything is allocated from what it claims.
-  in.seekg(0, std::ios::end);
-  const std::streamoff file_size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (file_size < 0)
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, " cannot be read"));
-  std::string head(static_cast<size_t>(std::min<std::streamoff>(file_size, kMaxHeaderBytes)), '\0');
-  in.read(head.data(), static_cast<std::streamsize>(head.size()));
-  std::vector<std::string> lines;
-  size_t header_bytes = 0;
-  while (lines.size() < 3) {
-    const size_t eol = head.find('\n', header_bytes);
-    if (eol == std::string::npos) break;
-    lines.push_back(head.substr(header_bytes, eol - header_bytes));
-    header_bytes = eol + 1;
-  }
-  if (lines.empty() || lines[0] != kMagic) {
-    return absl::InvalidArgumentError(absl::StrCat(path, " is not a gantry checkpoint"));
-  }
-  uint64_t size = 0;
-  if (lines.size() != 3 || lines[1].rfind("sha256 ", 0) != 0 || lines[1].size() != 7 + 64 ||
-      lines[2].rfind("bytes ", 0) != 0 || !absl::SimpleAtoi(lines[2].substr(6), &size)) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": damaged header"));
-  }
-  const std::string sha_line = lines[1];
-  const uint64_t payload_bytes = static_cast<uint64_t>(file_size) - header_bytes;
-  if (payload_bytes != size) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated or padded: ",
-                                            payload_bytes, " payload bytes, header says ", size));
-  }
-  if (size > kMaxCheckpointBytes) {
-    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " has ", size,
-                                                   " payload bytes; at most ", kMaxCheckpointBytes,
-                                                   " are accepted"));
-  }
-  in.clear();
-  in.seekg(static_cast<std::streamoff>(header_bytes), std::ios::beg);
-  std::string payload(static_cast<size_t>(size), '\0');
-  in.read(payload.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uint64_t>(in.gcount()) != size) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, " is truncated"));
-  }
-  if (gantry::Sha256Hex(payload) != sha_line.substr(7)) {
-    return absl::DataLossError(absl::StrCat("checkpoint ", path, ": sha256 mismatch (corrupted)"));
-  }
+constexpr std::streamoff kMaxHeaderBytes = 256;  // three short lines
+// The largest payload read (the server accepts checkpoints of at most 4 GiB by default).
+constexpr uint64_t kMaxCheckpointBytes = uint64_t{16} << 30;
+
   try {
     torch::serialize::InputArchive archive;
-    std::istringstream stream(payload);
+    std::istringstream stream{std::string(*payload)};
     archive.load_from(stream);
     at::Tensor config_bytes;
     archive.read("config", config_bytes);

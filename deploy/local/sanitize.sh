@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The sanitizer stage of CI: configures (once) a second build directory with clang-14,
+# AddressSanitizer + UndefinedBehaviorSanitizer and without LibTorch, builds the torch-free tests
+# and the libFuzzer targets (tests/fuzz), runs those tests (ctest, the same GANTRY_TEST_DSN), then
+# fuzzes each target for a bounded time. Exits non-zero on any test failure, sanitizer report or
+# fuzzer crash. deploy/local/test calls it after the normal tests; it also runs on its own
+# (it then needs GANTRY_TEST_DSN for the PostgreSQL tests).
+#   GANTRY_ASAN_BUILD_DIR      build directory (default build-asan)
+#   GANTRY_FUZZ_SECONDS        seconds of fuzzing per target (default 15; 0 skips fuzzing)
+#   GANTRY_SANITIZE_CTEST_ARGS extra ctest arguments (e.g. "-R showers")
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
+build="${GANTRY_ASAN_BUILD_DIR:-$GANTRY_ROOT/build-asan}"
+fuzz_seconds="${GANTRY_FUZZ_SECONDS:-15}"
+sanitize="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
+# Every library is built with libFuzzer's coverage instrumentation too (fuzzer-no-link), so the
+# fuzz targets see the branches of the code they drive; tests do not notice it.
+cflags="$sanitize -fsanitize=fuzzer-no-link"
+# --as-needed as Debian's gcc links by default (clang does not): otherwise every shared library named
+# on a link line is loaded, and a test that compiles its own copy of a .proto that such a library
+# also holds (grpc reflection) aborts on the duplicate descriptor.
+ldflags="$sanitize -Wl,--as-needed"
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if [[ ! -f "$build/CMakeCache.txt" ]]; then
+  # -O1 with line tables: a quick build and readable stacks.
+  cmake -S "$GANTRY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Sanitize \
+    -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
+    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only $cflags" \
+    -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only $cflags" \
+    -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="$ldflags" -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="$ldflags" \
+    -DGANTRY_WITH_TORCH=OFF -DGANTRY_FUZZ=ON >/dev/null
+fi
+
+# Everything this configuration has: with GANTRY_WITH_TORCH=OFF that is the torch-free tests (base,
+# showers, gan config, storage, scheduler, server, cli, physics, agent, serving), the binaries they
+# start, the fuzzers and a few torch-free benchmarks; tests/e2e and tests/chaos need gantry-worker,
+# hence LibTorch, and are not configured.
+start=$SECONDS
+cmake --build "$build" -j "$GANTRY_JOBS"
+echo "sanitizer build: $((SECONDS - start)) s"
+
+# detect_leaks=1: LeakSanitizer checks every test process at exit; lsan.supp lists the leaks of
+# third-party libraries that are by design (each entry says why).
+supp="$GANTRY_ROOT/deploy/local/sanitizers"
+export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:detect_stack_use_after_return=0:strict_string_checks=1:check_initialization_order=1"
+export LSAN_OPTIONS="suppressions=$supp/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsan.supp"
+symbolizer="$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)"
+[[ -n "$symbolizer" ]] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
+
+start=$SECONDS
+# Left out by default: the scheduler's long pure-logic simulation and property runs (no memory
+# handling a sanitizer would add to; they run in the normal stage) and the watchdog test, which
+# asserts a wall-clock bound that the sanitizers' slowdown breaks.
+skip='^scheduler\.Scheduler(Simulation|Property)Test\.|^server\.ServerWatchdogTest\.'
+if [[ -n "${GANTRY_SANITIZE_CTEST_ARGS:-}" ]]; then
+  read -r -a extra <<<"$GANTRY_SANITIZE_CTEST_ARGS"
+else
+  extra=(-E "$skip")
+fi
+(cd "$build" && ctest --output-on-failure -j "$GANTRY_JOBS" --timeout 600 "${extra[@]}")
+echo "sanitizer tests: $((SECONDS - start)) s"
+
+if [[ "$fuzz_seconds" -gt 0 ]]; then
+  "$GANTRY_ROOT/tests/fuzz/run_fuzzers.sh" "$build/tests/fuzz" "$fuzz_seconds"
+fi
