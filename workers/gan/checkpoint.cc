@@ -154,10 +154,20 @@ absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state
 absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat("checkpoint ", path, " cannot be opened"));
-constexpr std::streamoff kMaxHeaderBytes = 256;  // three short lines
-// The largest payload read (the server accepts checkpoints of at most 4 GiB by default).
-constexpr uint64_t kMaxCheckpointBytes = uint64_t{16} << 30;
-
+  // The size first, from the file itself, before anything is allocated.
+  in.seekg(0, std::ios::end);
+  const std::streamoff file_size = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (file_size < 0)
+    return absl::DataLossError(absl::StrCat("checkpoint ", path, " cannot be read"));
+  if (static_cast<uint64_t>(file_size) > kMaxCheckpointBytes + kMaxHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("checkpoint ", path, " has ", file_size,
+                                                   " bytes; at most ", kMaxCheckpointBytes,
+                                                   " payload bytes are accepted"));
+  }
+  const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  absl::StatusOr<absl::string_view> payload = ParseCheckpointEnvelope(file, path);
+  if (!payload.ok()) return payload.status();
   try {
     torch::serialize::InputArchive archive;
     std::istringstream stream{std::string(*payload)};
