@@ -16,6 +16,7 @@
 #include "server/auth.h"
 #include "server/server_options.h"
 #include "server/ttl_cache.h"
+#include "server/worker_credentials.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
@@ -23,6 +24,7 @@
 #include "storage/model_repository.h"
 #include "storage/tenant_repository.h"
 #include "storage/token_repository.h"
+#include "storage/worker_identity_repository.h"
 #include "storage/worker_repository.h"
 
 namespace gantry::server {
@@ -36,9 +38,10 @@ class Backend {
   // database newer than this binary.
   static absl::StatusOr<std::unique_ptr<Backend>> Create(const ServerOptions& options);
 
-  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier). A join
-  // token this process verified before is still accepted while the database is unavailable, so
-  // workers can reconnect through an outage.
+  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier): join
+  // tokens for Register, worker and rank credentials for the rest of WorkerService (and
+  // ReadDataset), tenant tokens elsewhere. Worker secrets this process verified before are still
+  // accepted while the database is unavailable, so workers can reconnect through an outage.
   absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
 
   // ModelRepository::Resolve through a cache of options.model_cache_ttl (histograms left out).
@@ -66,6 +69,8 @@ class Backend {
   std::unique_ptr<storage::DatasetRepository> datasets;
   std::unique_ptr<storage::ModelRepository> models;
   std::unique_ptr<storage::WorkerRepository> workers;
+  std::unique_ptr<storage::WorkerIdentityRepository> identities;
+  std::unique_ptr<WorkerCredentials> credentials;
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
   int migrations_applied = 0;
   std::atomic<bool> shutting_down{false};  // streams end when set
@@ -76,9 +81,7 @@ class Backend {
         token_cache_(this->options.auth_cache_ttl, 10000),
         model_cache_(this->options.model_cache_ttl, 10000) {}
 
-  TtlCache<Principal> token_cache_;  // key: sha256 of the secret
-  absl::Mutex join_mu_;
-  absl::flat_hash_set<std::string> verified_join_tokens_ ABSL_GUARDED_BY(join_mu_);  // sha256
+  TtlCache<Principal> token_cache_;                 // key: sha256 of the secret
   TtlCache<gantry::v1::ModelVersion> model_cache_;  // key: viewer '\n' reference
 };
 

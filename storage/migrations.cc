@@ -167,12 +167,36 @@ ALTER TABLE models ADD COLUMN checkpoint_sha256 text NOT NULL DEFAULT '';
 CREATE INDEX models_checkpoint_sha256 ON models (checkpoint_sha256);
 )sql";
 
+// Version 3: worker identity. Each worker's credential (hashed) and the join token that issued it;
+// which workers each job attempt's ranks were placed on; server-side keys (rank credentials).
+constexpr const char* kV3 = R"sql(
+ALTER TABLE workers ADD COLUMN credential_sha256 text;   -- NULL: none or revoked
+ALTER TABLE workers ADD COLUMN join_token_id text;
+CREATE INDEX workers_join_token ON workers (join_token_id);
+
+CREATE TABLE job_placements (
+  job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  rank integer NOT NULL,
+  worker_id text NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+);
+CREATE INDEX job_placements_worker ON job_placements (worker_id, job_id);
+
+CREATE TABLE server_keys (
+  name text PRIMARY KEY,
+  secret text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
   static const std::vector<Migration>* const kMigrations = new std::vector<Migration>{
       {1, "tenants, tokens, jobs, job events, datasets, models, workers", kV1},
       {2, "job attempts, checkpoints and drained workers", kV2},
+      {3, "worker credentials, job placements, server keys", kV3},
   };
   return *kMigrations;
 }

@@ -54,8 +54,8 @@ class ServerJobsTest : public ServerFixture {
   }
 
   // Uploads `bytes` as a checkpoint of `job`; returns its sha256.
-  std::string Upload(const std::string& job, const std::string& bytes) {
-    return UploadCheckpoint(channel_, join_, job, bytes);
+  std::string Upload(const DriverWorker& worker, const std::string& job, const std::string& bytes) {
+    return UploadCheckpoint(channel_, worker.credential(), job, bytes);
   }
 
   // Places a world-size-2 job on two fresh one-slot workers and brings it to RUNNING.
@@ -117,7 +117,7 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
   log.mutable_log()->set_text("epoch 1 done");
   r.w0->Send(id, log);
 
-  const std::string sha = Upload(id, std::string(5000, 'c'));
+  const std::string sha = Upload(*r.w0, id, std::string(5000, 'c'));
   v1::WorkerMessage result;
   v1::JobResult* res = result.mutable_result();
   res->set_success(true);
@@ -269,7 +269,7 @@ TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
   auto w1 = Worker("beta", 1, {adopted});
   w0->set_free_slots(0);
   w1->set_free_slots(0);
-  const std::string sha = Upload(adopted, "weights");
+  const std::string sha = Upload(*w0, adopted, "weights");
   v1::WorkerMessage result;
   result.mutable_result()->set_success(true);
   result.mutable_result()->set_checkpoint_sha256(sha);
@@ -294,8 +294,7 @@ TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartFailsAsWorkerLost) {
   v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
   EXPECT_EQ(job.state(), v1::FAILED);
   EXPECT_EQ(job.reason(), "WorkerLost") << "max_restarts 0: a lost job fails";
-  EXPECT_NE(job.message().find("after the server restarted"), std::string::npos)
-      << job.message();
+  EXPECT_NE(job.message().find("after the server restarted"), std::string::npos) << job.message();
 }
 
 }  // namespace

@@ -29,9 +29,8 @@ namespace gantry::agent {
 struct RankLauncherOptions {
   // Program run per rank; empty = this executable (/proc/self/exe, i.e. gantry-worker).
   std::string rank_binary;
-  std::string server;      // passed as --server
-  std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
-  std::string cache_dir;   // passed as --cache-dir
+  std::string server;     // passed as --server
+  std::string cache_dir;  // passed as --cache-dir
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
   int64_t cache_max_bytes = 0;
   // A rank's scratch is <work_root>/<job_id>/rank-<r> for attempt 0, else

@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/failure_policy.h"
 #include "workers/agent/control_pipe.h"
@@ -32,6 +34,25 @@ void Watchdog() {
   std::this_thread::sleep_for(std::chrono::seconds(5));
   std::cerr << "gantry-worker rank: still running 5 s after SIGTERM; exiting\n";
   _exit(143);
+}
+
+// The rank credential from --credential-file: at most 1 KiB, surrounding whitespace trimmed.
+absl::StatusOr<std::string> ReadRankCredential(const std::string& path) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        "--credential-file: is required (the daemon writes the rank credential there)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError("--credential-file: cannot be read");
+  std::string secret(1025, '\0');
+  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
+  secret.resize(static_cast<size_t>(in.gcount()));
+  if (secret.size() > 1024) {
+    return absl::InvalidArgumentError("--credential-file: is longer than 1 KiB");
+  }
+  secret = std::string(absl::StripAsciiWhitespace(secret));
+  if (secret.empty()) return absl::InvalidArgumentError("--credential-file: is empty");
+  return secret;
 }
 
 }  // namespace
@@ -84,6 +105,8 @@ int RunRankCommand(const RankCommandOptions& o) {
     return fail_early(absl::InvalidArgumentError("--work-dir and --cache-dir are required"), -1,
                       "");
   }
+  absl::StatusOr<std::string> credential = ReadRankCredential(o.credential_file);
+  if (!credential.ok()) return fail_early(credential.status(), -1, "");
   absl::StatusOr<v1::Assignment> assignment = runner::ReadAssignmentFile(o.assignment);
   if (!assignment.ok()) {
     return fail_early(absl::InvalidArgumentError(assignment.status().message()), -1, "");
@@ -93,7 +116,7 @@ int RunRankCommand(const RankCommandOptions& o) {
 
   runner::RankRunnerOptions options;
   options.server = o.server;
-  options.token = o.join_token;
+  options.token = *credential;
   options.cache_dir = o.cache_dir;
   options.cache_max_bytes = o.cache_max_bytes;
   options.work_dir = o.work_dir;

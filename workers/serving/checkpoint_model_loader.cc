@@ -32,7 +32,7 @@ absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOpti
     if (actual.ok() && *actual == sha256) return path;
     std::filesystem::remove(path, ec);  // corrupt or partial: fetch again
   }
-  runner::CheckpointClient client(options.server, options.join_token);
+  runner::CheckpointClient client(options.server, options.token ? options.token() : "");
   absl::StatusOr<runner::UploadedCheckpoint> fetched = client.Fetch(sha256, path);
   if (!fetched.ok()) return fetched.status();
   return path;
@@ -55,8 +55,9 @@ ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options) {
                           ? options.serve_threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
+  std::shared_ptr<agent::CredentialSlot> credential = options.credential;
   return MakeCheckpointModelLoader(
-      {options.server, options.join_token, options.cache_dir + "/models"});
+      {options.server, [credential] { return credential->Get(); }, options.cache_dir + "/models"});
 }
 
 }  // namespace gantry::serving
