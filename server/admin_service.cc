@@ -13,7 +13,7 @@ namespace {
 // next message); how many workers lost their credential.
 absl::StatusOr<int> RevokeJoinTokenAndWorkers(Backend& backend, const std::string& token_id) {
   ASSIGN_OR_RETURN(std::vector<std::string> workers, backend.identities->RevokeJoinToken(token_id));
-  backend.credentials->Revoke(workers);
+  backend.credentials->Revoke(token_id, workers);
   return static_cast<int>(workers.size());
 }
 

@@ -127,8 +127,16 @@ std::string WorkerCredentials::RankCredential(const std::string& job_id, int att
                       HmacSha256Hex(rank_key_, RankMessage(job_id, attempt, worker_id)));
 }
 
-void WorkerCredentials::Revoke(const std::vector<std::string>& worker_ids) {
+void WorkerCredentials::Revoke(const std::string& join_token_id,
+                               const std::vector<std::string>& worker_ids) {
   absl::MutexLock lock(&mu_);
+  for (auto it = join_tokens_.begin(); it != join_tokens_.end();) {
+    if (it->second == join_token_id) {
+      join_tokens_.erase(it++);
+    } else {
+      ++it;
+    }
+  }
   for (const std::string& id : worker_ids) {
     revoked_.insert(id);
     for (auto it = workers_.begin(); it != workers_.end();) {

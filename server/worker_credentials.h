@@ -45,8 +45,9 @@ class WorkerCredentials {
   std::string RankCredential(const std::string& job_id, int attempt,
                              const std::string& worker_id) const;
 
-  // The credentials of these workers were revoked (their rank credentials stop working too).
-  void Revoke(const std::vector<std::string>& worker_ids);
+  // Join token `join_token_id` and the credentials of these workers (which it registered) were
+  // revoked; their rank credentials stop working too, and nothing of them is accepted from memory.
+  void Revoke(const std::string& join_token_id, const std::vector<std::string>& worker_ids);
   bool IsRevoked(const std::string& worker_id) const;
 
  private:

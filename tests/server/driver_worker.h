@@ -55,9 +55,15 @@ class DriverWorker {
     reg.set_generation_secret(serving.secret);
     reg.set_previous_credential(previous_credential);
     v1::RegisterResponse registered;
-    grpc::ClientContext rctx;
-    rctx.AddMetadata("authorization", "Bearer " + join_);
-    status_ = stub_->Register(&rctx, reg, &registered);
+    // As a daemon does: a name still held by a predecessor whose stream the server has not seen
+    // end yet (FAILED_PRECONDITION) is retried for a while.
+    for (int waited = 0;; waited += 100) {
+      grpc::ClientContext rctx;
+      rctx.AddMetadata("authorization", "Bearer " + join_);
+      status_ = stub_->Register(&rctx, reg, &registered);
+      if (status_.error_code() != grpc::StatusCode::FAILED_PRECONDITION || waited >= 5000) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (!status_.ok()) return;
     id_ = registered.worker_id();
     credential_ = registered.worker_credential();
@@ -79,6 +85,7 @@ class DriverWorker {
         std::lock_guard<std::mutex> lock(mu_);
         inbox_.push_back(m);
       }
+      reader_done_ = true;
     });
     beater_ = std::thread([this] {
       while (!stop_) {
@@ -97,7 +104,7 @@ class DriverWorker {
         std::lock_guard<std::mutex> lock(write_mu_);
         stream_->WritesDone();
       }
-      ctx_.TryCancel();
+      if (!reader_done_) ctx_.TryCancel();  // a stream the server ended keeps its status
       if (reader_.joinable()) reader_.join();
       finish_status_ = stream_->Finish();
     }
@@ -172,6 +179,8 @@ class DriverWorker {
   const std::string& id() const { return id_; }
   // The worker credential Register returned (the bearer of its stream and checkpoint calls).
   const std::string& credential() const { return credential_; }
+  // Whether the server ended the stream (or it broke).
+  bool stream_ended() const { return reader_done_; }
   // How the stream ended, once it has (Close() or the server ended it).
   grpc::Status Finish() {
     Close();
@@ -199,6 +208,7 @@ class DriverWorker {
   std::vector<std::string> loaded_models_;
   std::thread reader_, beater_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> reader_done_{false};
   std::atomic<bool> beating_{true};
   std::atomic<int> free_slots_{1};
   std::atomic<uint64_t> acked_seq_{0};

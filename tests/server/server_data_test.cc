@@ -175,10 +175,19 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   s = Read(alice, dataset.id(), bytes.size() + 1, &read);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE) << Describe(s);
 
-  // Workers read datasets by id with their join token (to fill their caches).
+  // Workers read datasets by id with their worker credential (to fill their caches); the join
+  // token only registers.
   v1::CreateTokenResponse join;
   ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join).ok());
   s = Read(join.token(), dataset.id(), 0, &read);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  v1::RegisterRequest reg;
+  reg.set_name("reader");
+  reg.set_slots(1);
+  reg.set_advertise_host("127.0.0.1");
+  v1::RegisterResponse registered;
+  ASSERT_TRUE(worker_->Register(Ctx(join.token()).get(), reg, &registered).ok());
+  s = Read(registered.worker_credential(), dataset.id(), 0, &read);
   ASSERT_TRUE(s.ok()) << Describe(s);
   EXPECT_TRUE(read == bytes);
 

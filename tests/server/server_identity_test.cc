@@ -238,6 +238,18 @@ TEST_F(ServerIdentityTest, ARankCredentialActsOnlyForItsJobAttempt) {
   s = Fetch(rank_a, b_sha);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
   EXPECT_TRUE(Fetch(rank_a, Sha256Hex("a weights")).ok());
+  // It reads no dataset but its job's.
+  {
+    auto ctx = Ctx(rank_a);
+    v1::ReadDatasetRequest read;
+    read.set_dataset_id("ds-00000000-0000-0000-0000-000000000000");
+    auto reader = datasets_->ReadDataset(ctx.get(), read);
+    v1::DatasetChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  }
   // It opens no worker stream and registers nothing.
   s = ConnectWith(rank_a, a.w0->id());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
@@ -282,7 +294,10 @@ TEST_F(ServerIdentityTest, RevokingAJoinTokenEndsItsWorkersAndItsRegistrations) 
   // dead. Workers of other tokens go on.
   s = Register(issued.token(), "zeta");
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
-  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  for (int waited = 0; waited < 5000 && !gamma->stream_ended(); waited += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gamma->stream_ended());
   s = gamma->Finish();
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
   s = ConnectWith(gamma->credential(), gamma->id());
