@@ -192,8 +192,8 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
   reg.set_name("e2e-checkpoint-reader");
   reg.set_slots(1);
   reg.set_advertise_host("127.0.0.1");
-  v1::RegisterResponse reader;
-  ASSERT_TRUE(worker_->Register(Ctx(join).get(), reg, &reader).ok());
+  v1::RegisterResponse checkpoint_reader;
+  ASSERT_TRUE(worker_->Register(Ctx(join).get(), reg, &checkpoint_reader).ok());
   {
     auto jctx = Ctx(join, 60000);
     auto refused = worker_->FetchCheckpoint(jctx.get(), fetch);
@@ -202,7 +202,7 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
     }
     EXPECT_EQ(refused->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   }
-  auto fctx = Ctx(reader.worker_credential(), 60000);
+  auto fctx = Ctx(checkpoint_reader.worker_credential(), 60000);
   auto chunks = worker_->FetchCheckpoint(fctx.get(), fetch);
   int64_t bytes = 0;
   v1::CheckpointChunk chunk;

@@ -105,14 +105,16 @@ int RunRankCommand(const RankCommandOptions& o) {
     return fail_early(absl::InvalidArgumentError("--work-dir and --cache-dir are required"), -1,
                       "");
   }
-  absl::StatusOr<std::string> credential = ReadRankCredential(o.credential_file);
-  if (!credential.ok()) return fail_early(credential.status(), -1, "");
   absl::StatusOr<v1::Assignment> assignment = runner::ReadAssignmentFile(o.assignment);
   if (!assignment.ok()) {
     return fail_early(absl::InvalidArgumentError(assignment.status().message()), -1, "");
   }
   absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(*assignment);
   if (!plan.ok()) return fail_early(plan.status(), assignment->rank(), assignment->job_id());
+  absl::StatusOr<std::string> credential = ReadRankCredential(o.credential_file);
+  if (!credential.ok()) {
+    return fail_early(credential.status(), assignment->rank(), assignment->job_id());
+  }
 
   runner::RankRunnerOptions options;
   options.server = o.server;
