@@ -34,8 +34,10 @@ class ServerJobsTest : public ServerFixture {
   void Start() { StartServer(WorkerProtocolArgs(join_)); }
 
   std::unique_ptr<DriverWorker> Worker(const std::string& name, int slots = 1,
-                                       std::vector<std::string> running = {}) {
-    auto w = std::make_unique<DriverWorker>(channel_, join_, name, slots, std::move(running));
+                                       std::vector<std::string> running = {},
+                                       const std::string& previous_credential = "") {
+    auto w = std::make_unique<DriverWorker>(channel_, join_, name, slots, std::move(running),
+                                            DriverServing{}, 0, previous_credential);
     EXPECT_TRUE(w->status().ok()) << Describe(w->status());
     return w;
   }
@@ -265,8 +267,9 @@ TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
   ASSERT_EQ(StopServer(), 0);
   // A second job that runs nowhere: nobody claims it after the restart.
   Start();
-  auto w0 = Worker("alpha", 1, {adopted});
-  auto w1 = Worker("beta", 1, {adopted});
+  // The same daemons reconnect, showing their credentials (the server may still see them live).
+  auto w0 = Worker(r.w0->name(), 1, {adopted}, r.w0->credential());
+  auto w1 = Worker(r.w1->name(), 1, {adopted}, r.w1->credential());
   w0->set_free_slots(0);
   w1->set_free_slots(0);
   const std::string sha = Upload(*w0, adopted, "weights");
