@@ -7,6 +7,18 @@
 
 namespace gantry::server {
 
+namespace {
+
+// Revokes a join token and the credentials of the workers it issued (their streams end at their
+// next message); how many workers lost their credential.
+absl::StatusOr<int> RevokeJoinTokenAndWorkers(Backend& backend, const std::string& token_id) {
+  ASSIGN_OR_RETURN(std::vector<std::string> workers, backend.identities->RevokeJoinToken(token_id));
+  backend.credentials->Revoke(token_id, workers);
+  return static_cast<int>(workers.size());
+}
+
+}  // namespace
+
 namespace v1 = ::gantry::v1;
 
 grpc::Status AdminService::CreateTenant(grpc::ServerContext* context,
@@ -56,6 +68,7 @@ grpc::Status AdminService::RevokeToken(grpc::ServerContext* context,
     } else {
       RETURN_IF_ERROR(ValidateId(id, "tok-", "token_id"));
     }
+    if (absl::StartsWith(id, "jtk-")) return RevokeJoinTokenAndWorkers(backend_, id).status();
     absl::Status revoked = backend_.tokens->RevokeToken(id);
     backend_.ForgetTokens();  // the token cache must not outlive a revocation made here
     return revoked;
@@ -71,6 +84,27 @@ grpc::Status AdminService::CreateJoinToken(grpc::ServerContext* context,
                      backend_.tokens->CreateJoinToken(request->description()));
     response->set_token_id(token.token_id);
     response->set_token(token.secret);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::ListJoinTokens(grpc::ServerContext* context,
+                                          const v1::ListJoinTokensRequest* /*request*/,
+                                          v1::ListJoinTokensResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<v1::JoinTokenInfo> tokens, backend_.identities->ListJoinTokens());
+    for (v1::JoinTokenInfo& t : tokens) *response->add_tokens() = std::move(t);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::RevokeJoinToken(grpc::ServerContext* context,
+                                           const v1::RevokeJoinTokenRequest* request,
+                                           v1::RevokeJoinTokenResponse* response) {
+  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+    RETURN_IF_ERROR(ValidateId(request->token_id(), "jtk-", "token_id"));
+    ASSIGN_OR_RETURN(int revoked, RevokeJoinTokenAndWorkers(backend_, request->token_id()));
+    response->set_workers_revoked(revoked);
     return absl::OkStatus();
   });
 }

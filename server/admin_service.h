@@ -30,6 +30,12 @@ class AdminService final : public gantry::v1::AdminService::Service {
   grpc::Status CreateJoinToken(grpc::ServerContext* context,
                                const gantry::v1::CreateJoinTokenRequest* request,
                                gantry::v1::CreateTokenResponse* response) override;
+  grpc::Status ListJoinTokens(grpc::ServerContext* context,
+                              const gantry::v1::ListJoinTokensRequest* request,
+                              gantry::v1::ListJoinTokensResponse* response) override;
+  grpc::Status RevokeJoinToken(grpc::ServerContext* context,
+                               const gantry::v1::RevokeJoinTokenRequest* request,
+                               gantry::v1::RevokeJoinTokenResponse* response) override;
   grpc::Status ListWorkers(grpc::ServerContext* context,
                            const gantry::v1::ListWorkersRequest* request,
                            gantry::v1::ListWorkersResponse* response) override;

@@ -35,6 +35,7 @@ class AuthInterceptor : public grpc::experimental::Interceptor {
 
 Audience AudienceOf(absl::string_view method) {
   if (absl::StartsWith(method, "/gantry.v1.AdminService/")) return Audience::kAdmin;
+  if (method == "/gantry.v1.WorkerService/Register") return Audience::kWorkerJoin;
   if (absl::StartsWith(method, "/gantry.v1.WorkerService/")) return Audience::kWorker;
   if (method == "/gantry.v1.DatasetService/ReadDataset") return Audience::kTenantOrWorker;
   if (absl::StartsWith(method, "/gantry.v1.")) return Audience::kTenant;

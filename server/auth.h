@@ -18,18 +18,27 @@
 
 namespace gantry::server {
 
-// Who is calling, as the handlers see it: a tenant (possibly an admin) or a worker holding a join
-// token (storage::TokenTenant is only what an API token resolves to).
+// Who is calling, as the handlers see it: a tenant (possibly an admin), a new worker holding a join
+// token (Register only), a registered worker holding its worker credential, or one rank process
+// holding its rank credential (storage::TokenTenant is only what an API token resolves to).
 struct Principal {
   std::string tenant;  // empty for workers
   bool admin = false;
-  bool worker = false;
+  bool worker = false;        // any of the three worker kinds below
+  std::string join_token_id;  // a join token ("jtk-..."): may only Register
+  std::string worker_id;      // a worker credential, or the worker a rank credential was issued to
+  std::string rank_job;       // a rank credential: the job it may act for ...
+  int rank_attempt = -1;      // ... and the attempt
+
+  bool is_worker_credential() const { return worker && !worker_id.empty() && rank_job.empty(); }
+  bool is_rank_credential() const { return worker && !rank_job.empty(); }
 };
 
 // What a method needs: nothing (health, reflection), a tenant token, an admin tenant's token, a
-// worker join token, or either a tenant token or a join token (ReadDataset, which workers use to
-// fill caches).
-enum class Audience { kNone, kTenant, kAdmin, kWorker, kTenantOrWorker };
+// worker join token (WorkerService.Register), a worker or rank credential (the rest of
+// WorkerService), or either a tenant token or a worker or rank credential (ReadDataset, which
+// workers use to fill caches).
+enum class Audience { kNone, kTenant, kAdmin, kWorkerJoin, kWorker, kTenantOrWorker };
 
 // The audience of a full method name such as "/gantry.v1.AdminService/CreateTenant".
 Audience AudienceOf(absl::string_view method);

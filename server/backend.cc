@@ -68,6 +68,10 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
                                      options.max_streams_per_tenant, options.auth_cache_ttl);
   backend->models = std::make_unique<storage::ModelRepository>(db);
   backend->workers = std::make_unique<storage::WorkerRepository>(db);
+  backend->identities = std::make_unique<storage::WorkerIdentityRepository>(db);
+  ASSIGN_OR_RETURN(std::string rank_key, backend->identities->ServerKey("rank_credentials"));
+  backend->credentials =
+      std::make_unique<WorkerCredentials>(*backend->identities, std::move(rank_key));
   if (!options.admin_token_file.empty()) {
     RETURN_IF_ERROR(BootstrapAdmin(*backend, options.admin_token_file));
   }
@@ -81,21 +85,15 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
 }
 
 absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::string& secret) {
-  if (audience == Audience::kWorker) {
-    const std::string key = Sha256Hex(secret);
-    absl::Status valid = tokens->IsValidJoinToken(secret);
-    absl::MutexLock lock(&join_mu_);
-    if (absl::IsUnauthenticated(valid)) {
-      verified_join_tokens_.erase(key);
+  if (audience == Audience::kWorkerJoin) return credentials->VerifyJoinToken(secret);
+  if (audience == Audience::kWorker ||
+      (audience == Audience::kTenantOrWorker && WorkerCredentials::IsWorkerSecret(secret))) {
+    if (!WorkerCredentials::IsWorkerSecret(secret)) {
       return absl::UnauthenticatedError(
-          "WorkerService needs a valid worker join token (gantry-worker --join-token-file)");
+          "WorkerService calls other than Register need the worker credential Register returned "
+          "(or a rank's credential); a join token is accepted only by Register");
     }
-    if (absl::IsUnavailable(valid) && verified_join_tokens_.contains(key)) {
-      return Principal{"", false, true};
-    }
-    RETURN_IF_ERROR(valid);
-    verified_join_tokens_.insert(key);
-    return Principal{"", false, true};
+    return credentials->VerifyWorkerSecret(secret);
   }
   const std::string key = Sha256Hex(secret);
   const uint64_t generation = token_cache_.Generation();
@@ -108,10 +106,6 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
     return *cached;
   }
   absl::StatusOr<storage::TokenTenant> tenant = tokens->Authenticate(secret);
-  if (absl::IsUnauthenticated(tenant.status()) && audience == Audience::kTenantOrWorker &&
-      tokens->IsValidJoinToken(secret).ok()) {
-    return Principal{"", false, true};
-  }
   if (absl::IsUnauthenticated(tenant.status())) {
     return absl::UnauthenticatedError(
         "the bearer token is unknown or revoked; ask an admin for a "
@@ -123,7 +117,9 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
         absl::StrCat("AdminService needs an admin tenant's token; tenant \"", tenant->tenant,
                      "\" is not an admin"));
   }
-  Principal principal{tenant->tenant, tenant->admin, false};
+  Principal principal;
+  principal.tenant = tenant->tenant;
+  principal.admin = tenant->admin;
   token_cache_.Put(key, principal, generation);
   return principal;
 }

@@ -20,6 +20,7 @@
 #include "server/tenant_quotas.h"
 #include "server/ttl_cache.h"
 #include "storage/blob_repository.h"
+#include "server/worker_credentials.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
@@ -28,6 +29,7 @@
 #include "storage/tenant_limits_repository.h"
 #include "storage/tenant_repository.h"
 #include "storage/token_repository.h"
+#include "storage/worker_identity_repository.h"
 #include "storage/worker_repository.h"
 
 namespace gantry::server {
@@ -41,9 +43,10 @@ class Backend {
   // database newer than this binary.
   static absl::StatusOr<std::unique_ptr<Backend>> Create(const ServerOptions& options);
 
-  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier). A join
-  // token this process verified before is still accepted while the database is unavailable, so
-  // workers can reconnect through an outage.
+  // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier): join
+  // tokens for Register, worker and rank credentials for the rest of WorkerService (and
+  // ReadDataset), tenant tokens elsewhere. Worker secrets this process verified before are still
+  // accepted while the database is unavailable, so workers can reconnect through an outage.
   absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
 
   // ModelRepository::Resolve through a cache of options.model_cache_ttl (histograms left out).
@@ -79,6 +82,8 @@ class Backend {
   std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;
   std::unique_ptr<TenantQuotas> quotas;    // per-tenant limits, streams and shower rate
   JobNotifier job_notifier;                // signalled by every job event this process writes
+  std::unique_ptr<storage::WorkerIdentityRepository> identities;
+  std::unique_ptr<WorkerCredentials> credentials;
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
   // How the generation router dials workers (TLS with --tls-client-ca; null = plaintext). Set by
   // GantryServer::Start before the services are built; read-only afterwards.
@@ -92,9 +97,7 @@ class Backend {
         token_cache_(this->options.auth_cache_ttl, 10000),
         model_cache_(this->options.model_cache_ttl, 10000) {}
 
-  TtlCache<Principal> token_cache_;  // key: sha256 of the secret
-  absl::Mutex join_mu_;
-  absl::flat_hash_set<std::string> verified_join_tokens_ ABSL_GUARDED_BY(join_mu_);  // sha256
+  TtlCache<Principal> token_cache_;                 // key: sha256 of the secret
   TtlCache<gantry::v1::ModelVersion> model_cache_;  // key: viewer '\n' reference
 };
 

@@ -209,10 +209,18 @@ grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
     if (request->offset() < 0) return absl::InvalidArgumentError("offset: must be >= 0");
-    // Workers (join token) may read any dataset a job needs.
+    // Workers may read any dataset a job needs; a rank only its own job's.
     const std::string owner = p.worker || p.admin ? "" : p.tenant;
     if (owner.empty() && !absl::StartsWith(request->dataset_id(), "ds-")) {
       return absl::InvalidArgumentError("dataset_id: workers and admins must give the \"ds-\" id");
+    }
+    if (p.is_rank_credential()) {
+      ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", p.rank_job));
+      if (job.spec().dataset() != request->dataset_id()) {
+        return absl::PermissionDeniedError(
+            absl::StrCat("dataset_id: a rank credential of job ", p.rank_job,
+                         " may read only that job's dataset (", job.spec().dataset(), ")"));
+      }
     }
     std::optional<TenantQuotas::Slot> stream;
     if (!p.worker) {

@@ -246,6 +246,14 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
                    std::string(common.status().message()));
     return;
   }
+  // Which worker runs which rank, for checks after a server restart (hello claims, checkpoint
+  // uploads and fetches by worker credential).
+  if (absl::Status recorded =
+          backend_.identities->RecordPlacement(placed.id, placed.attempt, placement.rank_workers);
+      !recorded.ok()) {
+    std::cerr << "gantry-server: cannot record the placement of " + placed.id + " attempt " +
+                     std::to_string(placed.attempt) + ": " + recorded.ToString() + "\n";
+  }
   if (again) {
     v1::JobEvent event;
     event.mutable_log()->set_rank(-1);
@@ -274,6 +282,8 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
       v1::Assignment* assignment = message.mutable_assignment();
       *assignment = *common;
       assignment->set_rank(rank);
+      assignment->set_rank_credential(
+          backend_.credentials->RankCredential(placed.id, placed.attempt, worker));
       int threads = a.spec.resources_per_rank().threads();
       if (threads <= 0) {
         auto r = state_.registered.find(worker);

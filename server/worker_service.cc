@@ -19,37 +19,80 @@ namespace {
 namespace v1 = ::gantry::v1;
 
 constexpr size_t kFetchChunkBytes = 1 << 20;
+constexpr int kMaxHelloJobs = 1000;
 
 void Log(const std::string& line) { std::cerr << "gantry-server: " + line + "\n" << std::flush; }
 
 }  // namespace
 
+absl::StatusOr<bool> WorkerService::NameInUse(const v1::RegisterRequest& request,
+                                              const std::string& previous_id) {
+  absl::StatusOr<std::optional<storage::WorkerIdentity>> stored =
+      backend_.identities->FindByName(request.name());
+  if (!stored.ok()) return stored.status();
+  if (!stored->has_value()) return false;
+  const storage::WorkerIdentity& w = **stored;
+  if (!previous_id.empty() && previous_id == w.worker_id) return false;  // itself, reconnecting
+  const absl::Duration lease = absl::Milliseconds(backend_.options.lease_timeout_ms);
+  return sessions_.Connected(w.worker_id) ||
+         (w.connected && absl::Now() - w.last_heartbeat < lease);
+}
+
 grpc::Status WorkerService::Register(grpc::ServerContext* context,
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
-    absl::StatusOr<std::string> stored = backend_.workers->Upsert(*request);
+    if (request->previous_credential().size() > 512) {
+      return absl::InvalidArgumentError("previous_credential: is longer than 512 characters");
+    }
+    // A worker re-registering (a reconnect, a restarted server) shows the credential it was given
+    // and keeps it; anyone else needs the name to be free.
+    std::string previous_id;
+    if (!request->previous_credential().empty()) {
+      absl::StatusOr<Principal> previous =
+          backend_.credentials->VerifyWorkerSecret(request->previous_credential());
+      if (previous.ok() && previous->is_worker_credential()) previous_id = previous->worker_id;
+    }
+    absl::StatusOr<bool> in_use = NameInUse(*request, previous_id);
+    if (in_use.ok() && *in_use) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "name: worker \"", request->name(),
+          "\" is in use by a connected worker; give this worker another --name, or wait until the "
+          "other one has been silent for the lease (",
+          backend_.options.lease_timeout_ms, " ms)"));
+    }
+    absl::StatusOr<std::string> stored =
+        in_use.ok() ? backend_.workers->Upsert(*request) : in_use.status();
     std::string id;
     bool drained = false;
+    std::string credential;
     if (stored.ok()) {
       id = *stored;
+      if (!previous_id.empty() && previous_id == id) {
+        credential = request->previous_credential();
+      } else {
+        credential = WorkerCredentials::NewWorkerSecret();
+        RETURN_IF_ERROR(backend_.credentials->Store(id, credential, principal.join_token_id));
+      }
       registry_.Remember(id, *request);
       absl::StatusOr<v1::WorkerInfo> info = backend_.workers->Get(id);
       drained = info.ok() ? info->draining() : sessions_.Drained(id);
     } else {
-      // Known to this process: it keeps its id; the row is written with its next heartbeat that
-      // reaches the database.
+      // Known to this process and showing its credential: it keeps its id and credential; the
+      // row is written with its next heartbeat that reaches the database.
       std::optional<std::string> known;
       if (absl::IsUnavailable(stored.status())) known = registry_.RegisterFromMemory(*request);
-      if (!known.has_value()) return stored.status();
+      if (!known.has_value() || previous_id != *known) return stored.status();
       id = *known;
+      credential = request->previous_credential();
       drained = sessions_.Drained(id);
       Log(absl::StrCat("registered worker ", request->name(), " (", id,
                        ") from memory; the database is unavailable: ", stored.status().message()));
     }
     sessions_.OnRegister(id, *request, drained);
     response->set_worker_id(id);
+    response->set_worker_credential(credential);
     response->set_heartbeat_interval_ms(backend_.options.heartbeat_interval_ms);
     response->set_lease_timeout_ms(backend_.options.lease_timeout_ms);
     return absl::OkStatus();
@@ -59,7 +102,12 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
 grpc::Status WorkerService::Connect(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::ServerMessage, v1::WorkerMessage>* stream) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+    if (!principal.is_worker_credential()) {
+      return absl::PermissionDeniedError(
+          "Connect needs the worker credential Register returned; a rank credential cannot open a "
+          "worker's stream");
+    }
     v1::WorkerMessage message;
     if (!stream->Read(&message)) {
       return absl::InvalidArgumentError("hello: the stream ended before the hello");
@@ -70,6 +118,15 @@ grpc::Status WorkerService::Connect(
     const std::string id = message.hello().worker_id();
     if (id.empty()) {
       return absl::InvalidArgumentError("hello.worker_id: is missing; call Register first");
+    }
+    if (id != principal.worker_id) {
+      return absl::PermissionDeniedError(
+          "hello.worker_id: is not the worker this credential was issued to; send the worker_id "
+          "Register returned with it");
+    }
+    if (message.hello().running_jobs_size() > kMaxHelloJobs) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("hello.running_jobs: more than ", kMaxHelloJobs, " jobs"));
     }
     absl::StatusOr<v1::WorkerInfo> worker = backend_.workers->Get(id);
     if (absl::IsUnavailable(worker.status())) {
@@ -107,6 +164,12 @@ grpc::Status WorkerService::Connect(
     bool heartbeats_unstored = false;  // the last heartbeat could not be written
     absl::Status result = absl::OkStatus();
     while (!backend_.shutting_down && stream->Read(&message)) {
+      if (backend_.credentials->IsRevoked(id)) {
+        result = absl::UnauthenticatedError(
+            "the worker credential was revoked (its join token was revoked); register again with "
+            "a valid join token");
+        break;
+      }
       if (message.has_hello()) {
         result = absl::InvalidArgumentError("hello: only the first message may be a hello");
         break;
@@ -149,6 +212,28 @@ grpc::Status WorkerService::Connect(
   });
 }
 
+absl::Status WorkerService::MayUpload(const Principal& principal,
+                                      const v1::CheckpointHeader& header) {
+  if (principal.is_rank_credential()) {
+    if (header.job_id() != principal.rank_job || header.attempt() != principal.rank_attempt) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "header.job_id: this rank credential is for job ", principal.rank_job, " attempt ",
+          principal.rank_attempt, " only; a rank uploads checkpoints of its own job attempt"));
+    }
+    return absl::OkStatus();
+  }
+  if (!principal.is_worker_credential()) {
+    return absl::PermissionDeniedError("UploadCheckpoint needs a worker or rank credential");
+  }
+  ASSIGN_OR_RETURN(bool placed,
+                   backend_.identities->HasRanksOn(header.job_id(), principal.worker_id));
+  if (!placed) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("header.job_id: job ", header.job_id(), " has no ranks on this worker"));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WorkerService::StoreHeartbeat(const std::string& worker_id, const v1::Heartbeat& hb) {
   if (std::optional<WorkerRegistry::StaleRow> row = registry_.FindStaleRow(worker_id);
       row.has_value()) {
@@ -163,13 +248,14 @@ absl::Status WorkerService::StoreHeartbeat(const std::string& worker_id, const v
 grpc::Status WorkerService::UploadCheckpoint(
     grpc::ServerContext* context, grpc::ServerReader<v1::UploadCheckpointRequest>* reader,
     v1::UploadCheckpointResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
     v1::UploadCheckpointRequest message;
     if (!reader->Read(&message) || !message.has_header()) {
       return absl::InvalidArgumentError("header: the first message must carry the header");
     }
     const v1::CheckpointHeader header = message.header();
     RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
+    RETURN_IF_ERROR(MayUpload(principal, header));
     // The blob store does not need the database: while it is unavailable a checkpoint of a job
     // it cannot look up is still taken (the rank's final checkpoint must not wait for it).
     const absl::StatusOr<v1::Job> job = backend_.jobs->Get("", header.job_id());
@@ -245,10 +331,20 @@ grpc::Status WorkerService::UploadCheckpoint(
 grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
                                             const v1::FetchCheckpointRequest* request,
                                             grpc::ServerWriter<v1::CheckpointChunk>* writer) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateSha256(request->sha256(), "sha256"));
     if (request->offset() < 0) return absl::InvalidArgumentError("offset: must be >= 0");
     ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(request->sha256()));
+    ASSIGN_OR_RETURN(bool allowed, backend_.identities->MayFetchCheckpoint(
+                                       request->sha256(), principal.worker_id, principal.rank_job));
+    if (!allowed) {
+      return absl::PermissionDeniedError(
+          principal.is_rank_credential()
+              ? absl::StrCat("sha256: is neither a checkpoint of job ", principal.rank_job,
+                             " nor a registered model's; a rank credential reads only those")
+              : "sha256: is neither a checkpoint of a job placed on this worker nor a registered "
+                "model's");
+    }
     if (request->offset() > size) {
       return absl::OutOfRangeError(absl::StrCat(
           "offset: ", request->offset(), " is past the end of the checkpoint (", size, " bytes)"));

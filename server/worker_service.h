@@ -1,10 +1,13 @@
-// WorkerService: the worker-facing protocol (gantry.v1.WorkerService), authenticated by join
-// tokens. Register stores the worker; Connect is its control stream (heartbeats and job messages
-// up, job messages stored in order through a WorkerInbox into the WorkerSessions of the
-// JobCoordinator and acknowledged once stored; assignments, cancellations and acks down);
-// UploadCheckpoint / FetchCheckpoint move checkpoints through the blob store with sha256
-// verification. While PostgreSQL is unavailable, workers this process knows keep registering,
-// connecting and heartbeating from memory (WorkerRegistry) and their job messages wait.
+// WorkerService: the worker-facing protocol (gantry.v1.WorkerService). Register (join token) stores
+// the worker and issues its credential, refusing a name whose worker is live unless the caller
+// shows that worker's credential; every other call takes the worker credential (Connect: only for
+// its own worker id) or a rank credential (checkpoints of its own job attempt). Connect is its
+// control stream (heartbeats and job messages up, job messages stored in order through a
+// WorkerInbox into the WorkerSessions of the JobCoordinator and acknowledged once stored;
+// assignments, cancellations and acks down); UploadCheckpoint / FetchCheckpoint move checkpoints
+// through the blob store with sha256 verification. While PostgreSQL is unavailable, workers this
+// process knows keep registering, connecting and heartbeating from memory (WorkerRegistry) and
+// their job messages wait.
 
 #ifndef GANTRY_SERVER_WORKER_SERVICE_H_
 #define GANTRY_SERVER_WORKER_SERVICE_H_
@@ -35,6 +38,14 @@ class WorkerService final : public gantry::v1::WorkerService::Service {
                                grpc::ServerWriter<gantry::v1::CheckpointChunk>* writer) override;
 
  private:
+  // Whether another live worker holds request.name(): connected to this process, or connected
+  // with a heartbeat within the lease in the database. The worker `previous_id` (the caller
+  // proved it is that worker) does not count.
+  absl::StatusOr<bool> NameInUse(const gantry::v1::RegisterRequest& request,
+                                 const std::string& previous_id);
+  // PERMISSION_DENIED unless the caller may upload a checkpoint of header.job_id: a rank credential
+  // of that job and attempt, or a worker credential of a worker any attempt of the job ran on.
+  absl::Status MayUpload(const Principal& principal, const gantry::v1::CheckpointHeader& header);
   // Writes the heartbeat (and a registration answered from memory) to the database.
   absl::Status StoreHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& hb);
 

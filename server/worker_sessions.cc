@@ -1,6 +1,7 @@
 #include "server/worker_sessions.h"
 
 #include <algorithm>
+#include <iostream>
 #include <optional>
 #include <set>
 #include <utility>
@@ -99,9 +100,33 @@ bool WorkerSessions::Draining(const std::string& worker_id) const {
   return state_.Draining(worker_id);
 }
 
+bool WorkerSessions::Connected(const std::string& worker_id) const {
+  absl::MutexLock lock(&state_.mu);
+  auto it = state_.links.find(worker_id);
+  return it != state_.links.end() && !it->second->closed();
+}
+
 std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_id,
                                                       const v1::Hello& hello) {
   const bool known_jobs = lifecycle_.LoadOrphans();
+  // Where each claimed job was placed, by (attempt, rank), read before taking the lock.
+  std::map<std::string, std::map<std::pair<int, int>, std::string>> placements;
+  for (const std::string& job_id : hello.running_jobs()) {
+    absl::StatusOr<std::map<std::pair<int, int>, std::string>> placed =
+        backend_.identities->PlacementOf(job_id);
+    if (placed.ok()) placements[job_id] = *std::move(placed);
+  }
+  auto placed_here = [&](const std::string& job_id, int attempt) {
+    std::map<int, std::string> ranks;  // of `attempt`; attempt < 0: any attempt
+    bool here = false;
+    auto it = placements.find(job_id);
+    if (it == placements.end()) return std::make_pair(here, ranks);
+    for (const auto& [key, worker] : it->second) {
+      if (worker == worker_id) here = true;
+      if (key.first == attempt) ranks[key.second] = worker;
+    }
+    return std::make_pair(here, ranks);
+  };
   auto link = std::make_shared<WorkerLink>(worker_id);
   std::vector<std::pair<std::string, v1::JobEvent>> adopted;
   {
@@ -115,6 +140,11 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
       auto active = state_.active.find(job_id);
       if (active != state_.active.end()) {
         ActiveJob& a = active->second;
+        if (!a.workers.count(worker_id) && !placed_here(job_id, -1).first) {
+          std::cerr << "gantry-server: worker " + state_.WorkerName(worker_id) + " claims job " +
+                           job_id + ", which was never placed on it; ignored\n";
+          continue;
+        }
         a.workers.insert(worker_id);
         // Ranks of an earlier attempt on a worker that was away when the job restarted (the
         // cancellation then had nowhere to go): the current attempt has no rank here, so stop them.
@@ -142,7 +172,13 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
         continue;
       }
       if (orphan != state_.orphans.end()) {
-        adopted.emplace_back(job_id, AdoptOrphan(worker_id, orphan->second));
+        const auto [here, ranks] = placed_here(job_id, orphan->second.attempt());
+        if (!here) {
+          std::cerr << "gantry-server: worker " + state_.WorkerName(worker_id) + " claims job " +
+                           job_id + ", which is not recorded as placed on it; not adopted\n";
+          continue;
+        }
+        adopted.emplace_back(job_id, AdoptOrphan(worker_id, orphan->second, ranks));
         state_.orphans.erase(orphan);
         continue;
       }
@@ -184,13 +220,19 @@ void WorkerSessions::UpsertScheduledWorker(const std::string& worker_id, const v
   }
 }
 
-v1::JobEvent WorkerSessions::AdoptOrphan(const std::string& worker_id, const v1::Job& orphan) {
+v1::JobEvent WorkerSessions::AdoptOrphan(const std::string& worker_id, const v1::Job& orphan,
+                                         const std::map<int, std::string>& placement) {
   ActiveJob& a = state_.active[orphan.id()];
   a.id = orphan.id();
   a.owner = orphan.owner();
   a.spec = orphan.spec();
   a.attempt = orphan.attempt();
   a.workers.insert(worker_id);
+  if (a.rank_workers.empty() && !placement.empty() &&
+      static_cast<int>(placement.size()) == a.spec.world_size() &&
+      placement.rbegin()->first == a.spec.world_size() - 1) {
+    for (const auto& [rank, worker] : placement) a.rank_workers.push_back(worker);
+  }
   a.placed_at = absl::Now();
   a.leased = false;
   for (int rank = 0; rank < a.spec.world_size(); ++rank) {
@@ -244,7 +286,19 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
     if (it == state_.active.end() || !it->second.workers.count(worker_id)) {
       return NotOnWorker(m.job_id(), worker_id);
     }
-    current = m.attempt() == it->second.attempt && !it->second.waiting;
+    const ActiveJob& a = it->second;
+    current = m.attempt() == a.attempt && !a.waiting;
+    // A worker speaks only for the ranks of the current attempt placed on it.
+    int rank = -1;
+    if (m.has_rank_status()) rank = m.rank_status().rank();
+    if (m.has_log()) rank = m.log().rank();
+    if (m.has_progress() || m.has_result()) rank = 0;
+    if (current && rank >= 0 && !a.rank_workers.empty() &&
+        (rank >= static_cast<int>(a.rank_workers.size()) || a.rank_workers[rank] != worker_id)) {
+      return absl::PermissionDeniedError(absl::StrCat("rank ", rank, " of job ", m.job_id(),
+                                                      " attempt ", m.attempt(),
+                                                      " was not placed on worker ", worker_id));
+    }
   }
   if (!current) {
     // A rank of an earlier attempt (stopping after a restart): its log lines and exit are

@@ -3,6 +3,7 @@
 #ifndef GANTRY_SERVER_WORKER_SESSIONS_H_
 #define GANTRY_SERVER_WORKER_SESSIONS_H_
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -44,8 +45,12 @@ class WorkerSessions {
   bool Draining(const std::string& worker_id) const;
   // Drained by an operator (not counting a preemption).
   bool Drained(const std::string& worker_id) const;
+  // Whether the worker has an open Connect stream to this process.
+  bool Connected(const std::string& worker_id) const;
   // WorkerService.Connect after a valid hello: the link its writer drains. Jobs the hello lists
-  // that are no longer active get a Cancellation at once; orphans it lists are adopted.
+  // that are no longer active get a Cancellation at once; orphans it lists are adopted. A job is
+  // claimed only when one of its attempts was placed on this worker (in memory, or recorded in
+  // the database); other claims are logged and ignored.
   std::shared_ptr<WorkerLink> OnConnect(const std::string& worker_id,
                                         const gantry::v1::Hello& hello);
   // The stream ended (the link is closed here).
@@ -53,7 +58,9 @@ class WorkerSessions {
   absl::Status OnHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& heartbeat);
   // rank_status, progress, log and result messages (job_id set), and preemption notices.
   // INVALID_ARGUMENT for a job message that names no job, FAILED_PRECONDITION for a job this
-  // worker does not run. Messages of an earlier attempt of the job only add log lines.
+  // worker does not run, PERMISSION_DENIED for a rank (rank status, log; rank 0 for progress and
+  // results) of the current attempt that was placed on another worker. Messages of an earlier
+  // attempt of the job only add log lines.
   absl::Status OnWorkerMessage(const std::string& worker_id, const gantry::v1::WorkerMessage& m);
 
  private:
@@ -61,7 +68,9 @@ class WorkerSessions {
   void UpsertScheduledWorker(const std::string& worker_id, const gantry::v1::Hello& hello)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // Makes an orphan the hello lists active again; the event to record about it.
-  gantry::v1::JobEvent AdoptOrphan(const std::string& worker_id, const gantry::v1::Job& orphan)
+  // `placement`: rank -> worker of the orphan's attempt, as recorded (may be empty).
+  gantry::v1::JobEvent AdoptOrphan(const std::string& worker_id, const gantry::v1::Job& orphan,
+                                   const std::map<int, std::string>& placement)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   std::string WorkerNameOf(const std::string& worker_id) const;
   absl::Status HandleRankStatus(const std::string& worker_id, const std::string& job_id,

@@ -244,6 +244,29 @@ CREATE TABLE tenant_limits (
 );
 )sql";
 
+// Version 4: worker identity. Each worker's credential (hashed) and the join token that issued it;
+// which workers each job attempt's ranks were placed on; server-side keys (rank credentials).
+constexpr const char* kV4 = R"sql(
+ALTER TABLE workers ADD COLUMN credential_sha256 text;   -- NULL: none or revoked
+ALTER TABLE workers ADD COLUMN join_token_id text;
+CREATE INDEX workers_join_token ON workers (join_token_id);
+
+CREATE TABLE job_placements (
+  job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  rank integer NOT NULL,
+  worker_id text NOT NULL,
+  PRIMARY KEY (job_id, attempt, rank)
+);
+CREATE INDEX job_placements_worker ON job_placements (worker_id, job_id);
+
+CREATE TABLE server_keys (
+  name text PRIMARY KEY,
+  secret text NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -251,6 +274,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {1, "tenants, tokens, jobs, job events, datasets, models, workers", kV1},
       {2, "job attempts, checkpoints and drained workers", kV2},
       {3, "blob reference counts and per-tenant limits", kV3},
+      {4, "worker credentials, job placements, server keys", kV4},
   };
   return *kMigrations;
 }

@@ -101,6 +101,36 @@ absl::Status JoinTokensCreate(CommandContext& context) {
   return PrintSecret(context, response, "join token");
 }
 
+absl::Status JoinTokensList(CommandContext& context) {
+  v1::ListJoinTokensRequest request;
+  v1::ListJoinTokensResponse response;
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::ListJoinTokens, request, &response));
+  if (context.json) return PrintJsonArray(context.out, response.tokens());
+  if (response.tokens().empty()) {
+    context.out << "No join tokens.\n";
+    return absl::OkStatus();
+  }
+  Table table({"ID", "DESCRIPTION", "CREATED", "REVOKED", "WORKERS"});
+  for (const auto& t : response.tokens()) {
+    table.AddRow({t.token_id(), t.description(), FormatTimestamp(t.created_at()),
+                  t.has_revoked_at() ? FormatTimestamp(t.revoked_at()) : "-",
+                  absl::StrCat(t.workers())});
+  }
+  table.Render(context.out);
+  return absl::OkStatus();
+}
+
+absl::Status JoinTokensRevoke(CommandContext& context) {
+  v1::RevokeJoinTokenRequest request;
+  request.set_token_id(context.args.Positional(0));
+  v1::RevokeJoinTokenResponse response;
+  RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::RevokeJoinToken, request, &response));
+  if (context.json) return PrintJson(context.out, response);
+  context.out << "revoked " << request.token_id() << " and the credentials of "
+              << response.workers_revoked() << " worker(s) it registered\n";
+  return absl::OkStatus();
+}
+
 absl::Status Workers(CommandContext& context) {
   v1::ListWorkersRequest request;
   v1::ListWorkersResponse response;
@@ -266,6 +296,21 @@ void AddAdminCommands(std::vector<Command>* commands) {
                        {{"description", "TEXT", "what the token is for"},
                         {"quiet", "", "print only the secret (for scripts)"}},
                        JoinTokensCreate});
+  commands->push_back({{"admin", "join-tokens", "list"},
+                       "List worker join tokens (never their secrets)",
+                       "",
+                       {},
+                       {},
+                       JoinTokensList});
+  commands->push_back({{"admin", "join-tokens", "revoke"},
+                       "Revoke a join token and the credentials of the workers it registered",
+                       "No new worker can register with the token, and every worker whose "
+                       "credential it issued is cut off (its control stream ends, its ranks' "
+                       "credentials stop working); such a worker comes back only by registering "
+                       "with another valid join token.",
+                       {{"TOKEN_ID", "the jtk-... id printed by 'admin join-tokens list'"}},
+                       {},
+                       JoinTokensRevoke});
   commands->push_back({{"admin", "workers"}, "List registered workers", "", {}, {}, Workers});
   commands->push_back({{"admin", "workers", "drain"},
                        "Drain a worker: no new placements; its jobs checkpoint and move",

@@ -1,5 +1,5 @@
 // fake_rank: a stand-in for `gantry-worker rank` in the agent tests. It parses the rank command
-// line, records its argv and the join token it got in its work dir, writes control frames and
+// line, records its argv and the credential it got in its work dir, writes control frames and
 // then exits, crashes or hangs as the assignment's spec labels say:
 //   fake.frames=N        progress frames after RANK_RUNNING (default 3)
 //   fake.exit=N          exit code (default 0)
@@ -11,6 +11,7 @@
 // send an INFO log "checkpointed on SIGUSR1" and exit with 200 (kExitPreempted).
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 
 #include "gantry/v1/worker.pb.h"
@@ -68,9 +70,18 @@ int main(int argc, char** argv) {
   {
     std::ofstream args(work_dir + "/args.txt");
     for (int i = 0; i < argc; ++i) args << argv[i] << "\n";
-    const char* token = std::getenv("GANTRY_JOIN_TOKEN");
+    const char* env_token = std::getenv("GANTRY_JOIN_TOKEN");
     std::ofstream(work_dir + "/pid.txt") << getpid();
-    std::ofstream(work_dir + "/token.txt") << (token == nullptr ? "<unset>" : token);
+    std::ofstream(work_dir + "/env_token.txt") << (env_token == nullptr ? "<unset>" : env_token);
+    std::ifstream credential(flags["credential-file"]);
+    std::stringstream secret;
+    secret << credential.rdbuf();
+    std::ofstream(work_dir + "/token.txt") << (credential ? secret.str() : "<no file>");
+    struct stat st {};
+    const bool stated = stat(flags["credential-file"].c_str(), &st) == 0;
+    std::ofstream(work_dir + "/credential_mode.txt")
+        << (stated ? std::to_string(st.st_mode & 0777) : "-") << " "
+        << (stat(work_dir.c_str(), &st) == 0 ? std::to_string(st.st_mode & 0777) : "-");
     std::ofstream(work_dir + "/leaked_fds.txt") << leaked;
   }
   std::cout << "fake rank " << a.rank() << " of " << a.job_id() << " starting" << std::endl;

@@ -97,7 +97,6 @@ class RankLauncherTest : public ::testing::Test {
     RankLauncherOptions o;
     o.rank_binary = FAKE_RANK_BINARY;
     o.server = "127.0.0.1:1";
-    o.join_token = "join-secret-42";
     o.cache_dir = dir_.File("cache");
     o.cache_max_bytes = 123456789;
     o.work_root = dir_.File("work");
@@ -114,6 +113,7 @@ class RankLauncherTest : public ::testing::Test {
     a.set_attempt(attempt);
     a.set_rank(rank);
     a.set_world_size(rank + 1);
+    a.set_rank_credential("grk_secret-of-" + job);
     for (const auto& [k, v] : labels) (*a.mutable_spec()->mutable_labels())[k] = v;
     return a;
   }
@@ -152,7 +152,8 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   EXPECT_EQ(got[53].rank_status().phase(), v1::RANK_EXITED);
   EXPECT_EQ(launcher_->live_ranks(), 0);
 
-  // The rank's command line and environment: the token travels in env only; no fd leaked.
+  // The rank's command line and environment: its credential travels only in a 0600 file in its
+  // 0700 work dir (not on argv, not in env, not in the assignment file); no fd leaked.
   const std::string args = ReadFile(WorkDir("job-a", 1) + "/args.txt");
   EXPECT_NE(args.find("\nrank\n"), std::string::npos) << args;
   EXPECT_NE(args.find("--assignment=" + WorkDir("job-a", 1) + "/assignment.pb"), std::string::npos);
@@ -161,8 +162,14 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   EXPECT_NE(args.find("--cache-dir=" + dir_.File("cache")), std::string::npos);
   EXPECT_NE(args.find("--cache-max-bytes=123456789"), std::string::npos) << args;
   EXPECT_NE(args.find("--work-dir=" + WorkDir("job-a", 1)), std::string::npos);
-  EXPECT_EQ(args.find("join-secret-42"), std::string::npos);
-  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/token.txt"), "join-secret-42");
+  EXPECT_EQ(args.find("grk_secret-of-job-a"), std::string::npos);
+  EXPECT_NE(args.find("--credential-file=" + WorkDir("job-a", 1) + "/rank.credential"),
+            std::string::npos)
+      << args;
+  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/token.txt"), "grk_secret-of-job-a");
+  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/env_token.txt"), "<unset>");
+  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/credential_mode.txt"), "384 448");  // 0600, 0700
+  EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/assignment.pb").find("grk_"), std::string::npos);
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/leaked_fds.txt"), "0");
   EXPECT_NE(ReadFile(WorkDir("job-a", 1) + "/rank.log").find("fake rank 1 of job-a starting"),
             std::string::npos);

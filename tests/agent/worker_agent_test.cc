@@ -35,6 +35,8 @@ namespace {
 namespace v1 = ::gantry::v1;
 
 constexpr char kToken[] = "scripted-join-token";
+// The worker credential the scripted Register hands out; Connect takes only it.
+constexpr char kCredential[] = "gwc_scripted-worker-credential";
 
 // A WorkerService whose behaviour the test scripts: it records everything the worker sends (with
 // the stream it came on), pushes ServerMessages on request and can drop the current stream.
@@ -43,10 +45,11 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override {
     absl::MutexLock lock(&mu_);
-    if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+    if (!Authorized(context, kToken)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
     if (absl::Now() < refuse_until_) return grpc::Status(grpc::UNAVAILABLE, "restarting");
     registers_.push_back(*request);
     response->set_worker_id("worker-" + request->name());
+    response->set_worker_credential(kCredential);
     response->set_heartbeat_interval_ms(200);
     response->set_lease_timeout_ms(5000);
     return grpc::Status::OK;
@@ -58,7 +61,9 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
     int session = 0;
     {
       absl::MutexLock lock(&mu_);
-      if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+      if (!Authorized(context, kCredential)) {
+        return grpc::Status(grpc::UNAUTHENTICATED, "Connect takes the worker credential");
+      }
       session = ++sessions_;
       drop_ = false;
     }
@@ -149,10 +154,10 @@ class ScriptedWorkerService final : public v1::WorkerService::Service {
   }
 
  private:
-  bool Authorized(grpc::ServerContext* context) const {
+  static bool Authorized(grpc::ServerContext* context, const char* secret) {
     auto it = context->client_metadata().find("authorization");
     return it != context->client_metadata().end() &&
-           std::string(it->second.data(), it->second.size()) == std::string("Bearer ") + kToken;
+           std::string(it->second.data(), it->second.size()) == std::string("Bearer ") + secret;
   }
 
   absl::Mutex mu_;
@@ -349,7 +354,10 @@ TEST_F(WorkerAgentTest, MessagesProducedWhileDisconnectedArriveAfterTheReconnect
     }
   }
   EXPECT_TRUE(hello2);
-  EXPECT_GE(service_.registers().size(), 2u);
+  ASSERT_GE(service_.registers().size(), 2u);
+  // The first registration had no credential; the re-registration shows the one it got.
+  EXPECT_EQ(service_.registers()[0].previous_credential(), "");
+  EXPECT_EQ(service_.registers()[1].previous_credential(), kCredential);
   // Nothing lost, nothing reordered across the two streams.
   std::vector<v1::WorkerMessage> job = OfJob(r, "job-q");
   ASSERT_EQ(job.size(), 14u);

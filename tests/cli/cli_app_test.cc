@@ -205,6 +205,8 @@ TEST(CliAppRealCommandsTest, EveryRequiredCommandExistsWithHelp) {
                                                           {"admin", "tokens", "create"},
                                                           {"admin", "tokens", "revoke"},
                                                           {"admin", "join-tokens", "create"},
+                                                          {"admin", "join-tokens", "list"},
+                                                          {"admin", "join-tokens", "revoke"},
                                                           {"admin", "workers"},
                                                           {"health"},
                                                           {"generate"}};

@@ -361,6 +361,26 @@ TEST_F(CliEndToEndTest, AdminCommands) {
   CommandResult join = Admin({"admin", "join-tokens", "create", "--quiet"});
   EXPECT_EQ(join.exit_code, 0) << join.err;
   EXPECT_GE(join.out.size(), 16u);
+  CommandResult second =
+      Admin({"--json", "admin", "join-tokens", "create", "--description", "rack 9"});
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const auto join_token = ParseJson<v1::CreateTokenResponse>(second.out);
+  CommandResult joins = Admin({"admin", "join-tokens", "list"});
+  ASSERT_EQ(joins.exit_code, 0) << joins.err;
+  EXPECT_THAT(joins.out, HasSubstr(join_token.token_id()));
+  EXPECT_THAT(joins.out, HasSubstr("rack 9"));
+  EXPECT_EQ(joins.out.find(join_token.token()), std::string::npos) << "never the secret";
+  CommandResult join_revoke = Admin({"admin", "join-tokens", "revoke", join_token.token_id()});
+  ASSERT_EQ(join_revoke.exit_code, 0) << join_revoke.err;
+  EXPECT_THAT(join_revoke.out, HasSubstr("revoked " + join_token.token_id()));
+  CommandResult joins_json = Admin({"--json", "admin", "join-tokens", "list"});
+  ASSERT_EQ(joins_json.exit_code, 0) << joins_json.err;
+  auto listed = ParseJsonArray<v1::ListJoinTokensResponse>("tokens", joins_json.out);
+  ASSERT_EQ(listed.tokens_size(), 2);
+  EXPECT_FALSE(listed.tokens(0).has_revoked_at());
+  EXPECT_TRUE(listed.tokens(1).has_revoked_at());
+  CommandResult unknown = Admin({"admin", "join-tokens", "revoke", "jtk-nope"});
+  EXPECT_NE(unknown.exit_code, 0);
   CommandResult workers = Admin({"admin", "workers"});
   EXPECT_EQ(workers.exit_code, 0) << workers.err;
   EXPECT_EQ(workers.out, "No workers.\n");

@@ -189,7 +189,23 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
   std::ifstream token_in(join_token_file_);
   std::string join;
   token_in >> join;
-  auto fctx = Ctx(join, 60000);
+  // The join token only registers: a worker reads registered models' checkpoints with its own
+  // credential (this one registers and never connects).
+  v1::RegisterRequest reg;
+  reg.set_name("e2e-checkpoint-reader");
+  reg.set_slots(1);
+  reg.set_advertise_host("127.0.0.1");
+  v1::RegisterResponse checkpoint_reader;
+  ASSERT_TRUE(worker_->Register(Ctx(join).get(), reg, &checkpoint_reader).ok());
+  {
+    auto jctx = Ctx(join, 60000);
+    auto refused = worker_->FetchCheckpoint(jctx.get(), fetch);
+    v1::CheckpointChunk ignored;
+    while (refused->Read(&ignored)) {
+    }
+    EXPECT_EQ(refused->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  }
+  auto fctx = Ctx(checkpoint_reader.worker_credential(), 60000);
   auto chunks = worker_->FetchCheckpoint(fctx.get(), fetch);
   int64_t bytes = 0;
   v1::CheckpointChunk chunk;

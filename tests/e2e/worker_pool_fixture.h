@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gantry/v1/admin.grpc.pb.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
@@ -193,8 +194,18 @@ class WorkerPoolFixture : public ServerFixture {
     get.set_model(job.model_ref());
     v1::ModelVersion model;
     ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok()) << job.model_ref();
+    // Any registered worker may read a model's checkpoint: register one that never connects.
+    v1::RegisterRequest reg;
+    reg.set_name(absl::StrCat("e2e-checkpoint-reader-", model.checkpoint_sha256().substr(0, 12)));
+    reg.set_slots(1);
+    reg.set_threads_per_rank(1);
+    reg.set_advertise_host("127.0.0.1");
+    v1::RegisterResponse registered;
+    grpc::ClientContext rctx;
+    rctx.AddMetadata("authorization", "Bearer e2e-join-token-0123456789abcdef");
+    ASSERT_TRUE(worker_->Register(&rctx, reg, &registered).ok());
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer e2e-join-token-0123456789abcdef");
+    ctx.AddMetadata("authorization", "Bearer " + registered.worker_credential());
     v1::FetchCheckpointRequest request;
     request.set_sha256(model.checkpoint_sha256());
     auto reader = worker_->FetchCheckpoint(&ctx, request);

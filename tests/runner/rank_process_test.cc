@@ -27,6 +27,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "showers/toy_mc.h"
+#include "storage/database.h"
+#include "storage/worker_identity_repository.h"
 #include "tests/server/server_fixture.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"
@@ -78,8 +80,24 @@ class RankProcessTest : public ServerFixture {
     v1::CreateTokenResponse join;
     grpc::Status s = admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join);
     ASSERT_TRUE(s.ok()) << Describe(s);
-    join_token_ = join.token();
     tenant_ = NewTenant("calo");
+    // The server's rank-credential key (created at its start): the test plays the daemon that got
+    // each assignment's credential from the server.
+    absl::StatusOr<std::unique_ptr<storage::Database>> db = storage::Database::Create(db_.dsn());
+    ASSERT_TRUE(db.ok()) << db.status();
+    absl::StatusOr<std::string> key =
+        storage::WorkerIdentityRepository(**db).ServerKey("rank_credentials");
+    ASSERT_TRUE(key.ok()) << key.status();
+    rank_key_ = *key;
+  }
+
+  // What the server issues to rank processes of `job_id` attempt `attempt` (Assignment
+  // rank_credential), for a worker of the test.
+  std::string RankCredential(const std::string& job_id, int attempt = 0) const {
+    const std::string worker = "wrk-rank-process-test";
+    return absl::StrCat("grk_", job_id, ":", attempt, ":", worker, ":",
+                        HmacSha256Hex(rank_key_, absl::StrCat("gantry rank credential\n", job_id,
+                                                              "\n", attempt, "\n", worker)));
   }
 
   std::string SubmitJob(const v1::JobSpec& spec) {
@@ -118,9 +136,13 @@ class RankProcessTest : public ServerFixture {
     return a;
   }
 
+  // Writes the assignment, and its rank credential into <path>.credential (StandardFlags passes
+  // that file to the rank).
   std::string WriteAssignment(const v1::Assignment& a, const std::string& name = "assignment.pb") {
     const std::string path = dir_.File(name);
     std::ofstream(path, std::ios::binary) << a.SerializeAsString();
+    std::ofstream(path + ".credential") << RankCredential(a.job_id(), a.attempt());
+    chmod((path + ".credential").c_str(), 0600);
     return path;
   }
 
@@ -143,7 +165,6 @@ class RankProcessTest : public ServerFixture {
       fcntl(fds[1], F_SETFD, 0);  // only this end is inherited (a sibling rank's pipe is not)
       const int err = open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(err, 2);
-      setenv("GANTRY_JOIN_TOKEN", join_token_.c_str(), 1);
       std::vector<char*> argv;
       for (std::string& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -175,11 +196,15 @@ class RankProcessTest : public ServerFixture {
   std::vector<std::string> StandardFlags(const std::string& assignment,
                                          const std::string& tag = "") {
     fs::create_directories(dir_.File("work" + tag));
-    return {"--assignment=" + assignment, "CONTROL_FD", "--server=" + server_->address(),
-            "--cache-dir=" + dir_.File("cache" + tag), "--work-dir=" + dir_.File("work" + tag)};
+    return {"--assignment=" + assignment,
+            "CONTROL_FD",
+            "--server=" + server_->address(),
+            "--cache-dir=" + dir_.File("cache" + tag),
+            "--work-dir=" + dir_.File("work" + tag),
+            "--credential-file=" + assignment + ".credential"};
   }
 
-  std::string join_token_;
+  std::string rank_key_;
   std::string tenant_;
 };
 
@@ -285,7 +310,7 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
   }
   EXPECT_EQ(uploads, 2u) << logs;
   ASSERT_EQ(result.checkpoint_sha256().size(), 64u);
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   absl::StatusOr<runner::UploadedCheckpoint> fetched =
       client.Fetch(result.checkpoint_sha256(), dir_.File("fetched.ckpt"));
   ASSERT_TRUE(fetched.ok()) << fetched.status();
@@ -389,7 +414,7 @@ TEST_F(RankProcessTest, CheckpointUploadRetriesWhileTheServerRestarts) {
   const auto results = run.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(results[0].result().success());
-  runner::CheckpointClient client(address, join_token_);
+  runner::CheckpointClient client(address, RankCredential(job_id));
   EXPECT_TRUE(client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("r.ckpt")).ok());
 }
 
@@ -417,7 +442,7 @@ TEST_F(RankProcessTest, FineTunesFromAnInitialCheckpoint) {
   spec.mutable_hyper_parameters()->set_epochs(1);
   spec.mutable_validation()->set_disabled(true);
   const std::string job_id = SubmitJob(spec);
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   absl::StatusOr<runner::UploadedCheckpoint> uploaded =
       client.Upload(job_id, 0, 0, dir_.File("initial.ckpt"));
   ASSERT_TRUE(uploaded.ok()) << uploaded.status();
@@ -640,12 +665,14 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   ASSERT_EQ(results.size(), 1u);
   ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
 
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(straight_id));
+  runner::CheckpointClient resumed_client(server_->address(), RankCredential(job_id));
   ASSERT_TRUE(
       client.Fetch(straight_results[0].result().checkpoint_sha256(), dir_.File("straight.ckpt"))
           .ok());
   ASSERT_TRUE(
-      client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("resumed.ckpt")).ok());
+      resumed_client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("resumed.ckpt"))
+          .ok());
   absl::StatusOr<gan::TrainingState> a = gan::ReadCheckpoint(dir_.File("straight.ckpt"));
   absl::StatusOr<gan::TrainingState> b = gan::ReadCheckpoint(dir_.File("resumed.ckpt"));
   ASSERT_TRUE(a.ok() && b.ok());
@@ -750,7 +777,7 @@ TEST_F(RankProcessTest, KeepBestScoresEveryCheckpointAndTheServerKeepsTheBest) {
   for (size_t i = 1; i < uploads.size(); ++i) {
     if (uploads[i].fom <= uploads[best].fom) best = i;
   }
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   for (size_t i = 0; i < uploads.size(); ++i) {
     const bool kept = i == best || i + 1 == uploads.size();
     absl::StatusOr<runner::UploadedCheckpoint> fetched =
@@ -828,7 +855,7 @@ TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
     EXPECT_EQ(shas[rank].size(), 64u) << runs[rank].Logs();
   }
   // Identical states at the same step.
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   std::vector<gan::TrainingState> states;
   for (int rank = 0; rank < 2; ++rank) {
     const std::string path = dir_.File("stopped" + std::to_string(rank) + ".ckpt");
@@ -944,7 +971,7 @@ TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {
   const v1::JobResult& result = results[0].result();
   ASSERT_TRUE(result.success()) << result.message();
   EXPECT_TRUE(result.metrics().contains("fom"));
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   ASSERT_TRUE(client.Fetch(result.checkpoint_sha256(), dir_.File("dp.ckpt")).ok());
   absl::StatusOr<gan::TrainingState> state = gan::ReadCheckpoint(dir_.File("dp.ckpt"));
   ASSERT_TRUE(state.ok()) << state.status();

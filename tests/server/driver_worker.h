@@ -38,7 +38,7 @@ class DriverWorker {
  public:
   DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
                int slots, std::vector<std::string> running = {}, DriverServing serving = {},
-               uint64_t incarnation = 0)
+               uint64_t incarnation = 0, std::string previous_credential = "")
       : stub_(v1::WorkerService::NewStub(channel)),
         join_(std::move(join)),
         name_(name),
@@ -53,13 +53,21 @@ class DriverWorker {
     reg.set_rendezvous_port_max(30110);
     reg.set_generation_endpoint(serving.endpoint);
     reg.set_generation_secret(serving.secret);
+    reg.set_previous_credential(previous_credential);
     v1::RegisterResponse registered;
-    grpc::ClientContext rctx;
-    rctx.AddMetadata("authorization", "Bearer " + join_);
-    status_ = stub_->Register(&rctx, reg, &registered);
+    // As a daemon does: a name still held by a predecessor whose stream the server has not seen
+    // end yet (FAILED_PRECONDITION) is retried for a while.
+    for (int waited = 0;; waited += 100) {
+      grpc::ClientContext rctx;
+      rctx.AddMetadata("authorization", "Bearer " + join_);
+      status_ = stub_->Register(&rctx, reg, &registered);
+      if (status_.error_code() != grpc::StatusCode::FAILED_PRECONDITION || waited >= 5000) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
     if (!status_.ok()) return;
     id_ = registered.worker_id();
-    ctx_.AddMetadata("authorization", "Bearer " + join_);
+    credential_ = registered.worker_credential();
+    ctx_.AddMetadata("authorization", "Bearer " + credential_);
     stream_ = stub_->Connect(&ctx_);
     v1::WorkerMessage hello;
     hello.mutable_hello()->set_worker_id(id_);
@@ -77,6 +85,7 @@ class DriverWorker {
         std::lock_guard<std::mutex> lock(mu_);
         inbox_.push_back(m);
       }
+      reader_done_ = true;
     });
     beater_ = std::thread([this] {
       while (!stop_) {
@@ -95,9 +104,9 @@ class DriverWorker {
         std::lock_guard<std::mutex> lock(write_mu_);
         stream_->WritesDone();
       }
-      ctx_.TryCancel();
+      if (!reader_done_) ctx_.TryCancel();  // a stream the server ended keeps its status
       if (reader_.joinable()) reader_.join();
-      stream_->Finish().IgnoreError();
+      finish_status_ = stream_->Finish();
     }
   }
 
@@ -168,6 +177,15 @@ class DriverWorker {
   }
 
   const std::string& id() const { return id_; }
+  // The worker credential Register returned (the bearer of its stream and checkpoint calls).
+  const std::string& credential() const { return credential_; }
+  // Whether the server ended the stream (or it broke).
+  bool stream_ended() const { return reader_done_; }
+  // How the stream ended, once it has (Close() or the server ended it).
+  grpc::Status Finish() {
+    Close();
+    return finish_status_;
+  }
   const std::string& name() const { return name_; }
   const grpc::Status& status() const { return status_; }
   void set_beating(bool on) { beating_ = on; }
@@ -180,6 +198,8 @@ class DriverWorker {
   int slots_;
   grpc::Status status_;
   std::string id_;
+  std::string credential_;
+  grpc::Status finish_status_;
   grpc::ClientContext ctx_;
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>> stream_;
   std::mutex write_mu_;
@@ -188,14 +208,16 @@ class DriverWorker {
   std::vector<std::string> loaded_models_;
   std::thread reader_, beater_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> reader_done_{false};
   std::atomic<bool> beating_{true};
   std::atomic<int> free_slots_{1};
   std::atomic<uint64_t> acked_seq_{0};
   std::atomic<int64_t> acks_{0};
 };
 
-// Uploads `bytes` as a checkpoint of `job` through WorkerService.UploadCheckpoint (join token
-// `join`); returns its sha256 (empty, with a test failure, when the upload fails).
+// Uploads `bytes` as a checkpoint of `job` through WorkerService.UploadCheckpoint (bearer `join`:
+// a worker credential of a worker the job ran on, or a rank credential); returns its sha256
+// (empty, with a test failure, when the upload fails).
 // As UploadCheckpoint, at `step` by a rank of `attempt`; returns the call's status.
 inline grpc::Status UploadCheckpointAt(const std::shared_ptr<grpc::Channel>& channel,
                                        const std::string& join, const std::string& job,

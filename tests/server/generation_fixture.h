@@ -82,7 +82,7 @@ class GenerationFixture : public ServerFixture {
     trainer.set_free_slots(0);
     trainer.RankStatus(job.id(), 0, v1::RANK_RUNNING);
     EXPECT_EQ(WaitForJob(owner_token, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
-    const std::string sha = UploadCheckpoint(channel_, join_, job.id(), checkpoint);
+    const std::string sha = UploadCheckpoint(channel_, trainer.credential(), job.id(), checkpoint);
     v1::WorkerMessage result;
     v1::JobResult* res = result.mutable_result();
     res->set_success(true);

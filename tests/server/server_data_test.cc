@@ -16,6 +16,7 @@
 #include "showers/toy_mc.h"
 #include "storage/database.h"
 #include "storage/model_repository.h"
+#include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
 
 namespace gantry::testing {
@@ -181,10 +182,19 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   s = Read(alice, dataset.id(), bytes.size() + 1, &read);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::OUT_OF_RANGE) << Describe(s);
 
-  // Workers read datasets by id with their join token (to fill their caches).
+  // Workers read datasets by id with their worker credential (to fill their caches); the join
+  // token only registers.
   v1::CreateTokenResponse join;
   ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join).ok());
   s = Read(join.token(), dataset.id(), 0, &read);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  v1::RegisterRequest reg;
+  reg.set_name("reader");
+  reg.set_slots(1);
+  reg.set_advertise_host("127.0.0.1");
+  v1::RegisterResponse registered;
+  ASSERT_TRUE(worker_->Register(Ctx(join.token()).get(), reg, &registered).ok());
+  s = Read(registered.worker_credential(), dataset.id(), 0, &read);
   ASSERT_TRUE(s.ok()) << Describe(s);
   EXPECT_TRUE(read == bytes);
 
@@ -434,11 +444,20 @@ TEST_F(ServerDataTest, WorkersRegisterHeartbeatAndMoveCheckpoints) {
   v1::RegisterResponse registered, again;
   ASSERT_TRUE(worker_->Register(Ctx(join.token()).get(), reg, &registered).ok());
   EXPECT_GT(registered.heartbeat_interval_ms(), 0);
+  EXPECT_EQ(registered.worker_credential().rfind("gwc_", 0), 0u) << "a worker credential";
+  // A live name is refused to a caller that does not show the worker's credential...
+  grpc::Status taken = worker_->Register(Ctx(join.token()).get(), reg, &again);
+  EXPECT_EQ(taken.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(taken);
+  EXPECT_NE(taken.error_message().find("in use"), std::string::npos) << taken.error_message();
+  // ... and the worker itself, showing it, keeps its id and credential.
+  reg.set_previous_credential(registered.worker_credential());
   ASSERT_TRUE(worker_->Register(Ctx(join.token()).get(), reg, &again).ok());
   EXPECT_EQ(again.worker_id(), registered.worker_id()) << "stable per name";
+  EXPECT_EQ(again.worker_credential(), registered.worker_credential());
+  const std::string credential = registered.worker_credential();
 
   {
-    auto ctx = Ctx(join.token());
+    auto ctx = Ctx(credential);
     auto stream = worker_->Connect(ctx.get());
     v1::WorkerMessage hello;
     hello.mutable_hello()->set_worker_id(registered.worker_id());
@@ -463,9 +482,9 @@ TEST_F(ServerDataTest, WorkersRegisterHeartbeatAndMoveCheckpoints) {
   ASSERT_EQ(workers.workers_size(), 1);
   EXPECT_FALSE(workers.workers(0).connected());
 
-  // An unregistered worker id is refused.
+  // Another worker's id is refused.
   {
-    auto ctx = Ctx(join.token());
+    auto ctx = Ctx(credential);
     auto stream = worker_->Connect(ctx.get());
     v1::WorkerMessage hello;
     hello.mutable_hello()->set_worker_id("wrk-00000000-0000-0000-0000-000000000000");
@@ -474,20 +493,28 @@ TEST_F(ServerDataTest, WorkersRegisterHeartbeatAndMoveCheckpoints) {
     v1::ServerMessage message;
     EXPECT_FALSE(stream->Read(&message));
     grpc::Status s = stream->Finish();
-    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
     EXPECT_NE(s.error_message().find("hello.worker_id"), std::string::npos) << s.error_message();
   }
 
-  // Checkpoints: upload with sha256 verification, then fetch back.
+  // Checkpoints: a rank (its assignment's credential) uploads with sha256 verification, then
+  // fetches back.
+  DriverWorker host(channel_, join.token(), "worker-b", 4);
+  ASSERT_TRUE(host.status().ok()) << Describe(host.status());
+  host.set_free_slots(4);
   v1::SubmitJobRequest submit;
   *submit.mutable_spec() = GoodSpec();
   v1::Job job;
   ASSERT_TRUE(training_->SubmitJob(Ctx(admin_token_).get(), submit, &job).ok());
+  std::optional<v1::ServerMessage> placed = host.Next();
+  ASSERT_TRUE(placed.has_value() && placed->has_assignment());
+  const std::string rank_credential = placed->assignment().rank_credential();
+  EXPECT_EQ(rank_credential.rfind("grk_", 0), 0u) << "a rank credential";
   std::string checkpoint(300000, '\0');
   for (size_t i = 0; i < checkpoint.size(); ++i) checkpoint[i] = static_cast<char>(i * 31 % 251);
   const std::string sha = gantry::Sha256Hex(checkpoint);
   auto upload = [&](const std::string& claimed_sha, v1::UploadCheckpointResponse* response) {
-    auto ctx = Ctx(join.token());
+    auto ctx = Ctx(rank_credential);
     auto writer = worker_->UploadCheckpoint(ctx.get(), response);
     v1::UploadCheckpointRequest header;
     header.mutable_header()->set_job_id(job.id());
@@ -515,7 +542,7 @@ TEST_F(ServerDataTest, WorkersRegisterHeartbeatAndMoveCheckpoints) {
   v1::FetchCheckpointRequest fetch;
   fetch.set_sha256(sha);
   fetch.set_offset(5);
-  auto ctx = Ctx(join.token());
+  auto ctx = Ctx(rank_credential);
   auto reader = worker_->FetchCheckpoint(ctx.get(), fetch);
   v1::CheckpointChunk chunk;
   std::string fetched;

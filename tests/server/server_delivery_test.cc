@@ -33,9 +33,10 @@ class ServerDeliveryTest : public ServerFixture {
   }
 
   std::unique_ptr<DriverWorker> Worker(uint64_t incarnation, std::vector<std::string> running = {},
-                                       const std::string& name = "delta") {
+                                       const std::string& name = "delta",
+                                       const std::string& previous_credential = "") {
     auto w = std::make_unique<DriverWorker>(channel_, join_, name, 1, std::move(running),
-                                            DriverServing{}, incarnation);
+                                            DriverServing{}, incarnation, previous_credential);
     EXPECT_TRUE(w->status().ok()) << Describe(w->status());
     return w;
   }
@@ -86,9 +87,11 @@ TEST_F(ServerDeliveryTest, AcknowledgesStoredMessagesAndAppliesResentOnesOnce) {
   ASSERT_TRUE(w->WaitAcked(3));
   EXPECT_EQ(WaitForJob(token_, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
 
-  // The daemon reconnects (same process): it re-sends what it has not seen acknowledged.
+  // The daemon reconnects (same process, showing its credential): it re-sends what it has not
+  // seen acknowledged.
+  const std::string credential = w->credential();
   w.reset();
-  auto again = Worker(42, {job.id()});
+  auto again = Worker(42, {job.id()}, "delta", credential);
   again->set_free_slots(0);
   again->Send(job.id(), running);
   again->Send(job.id(), Log("first", 2));
@@ -173,13 +176,16 @@ TEST_F(ServerDeliveryTest, ADatabaseOutageKeepsStreamsAndLeasesAndMessagesWaitIn
   EXPECT_GT(w->acks(), acks + 5);
   EXPECT_EQ(w->acked_seq(), 1u);
 
-  // A known worker registers and connects again from memory, keeping its id.
+  // A known worker registers and connects again from memory (showing its credential), keeping
+  // its id and credential.
   const std::string other_id = other->id();
   const std::string other_name = other->name();
+  const std::string other_credential = other->credential();
   other.reset();
-  other = Worker(9, {}, other_name);
+  other = Worker(9, {}, other_name, other_credential);
   ASSERT_TRUE(other->status().ok()) << Describe(other->status());
   EXPECT_EQ(other->id(), other_id);
+  EXPECT_EQ(other->credential(), other_credential);
   const int64_t other_acks = other->acks();
   std::this_thread::sleep_for(std::chrono::milliseconds(600));
   EXPECT_GT(other->acks(), other_acks) << "the reconnected stream is not served";

@@ -34,8 +34,10 @@ class ServerJobsTest : public ServerFixture {
   void Start() { StartServer(WorkerProtocolArgs(join_)); }
 
   std::unique_ptr<DriverWorker> Worker(const std::string& name, int slots = 1,
-                                       std::vector<std::string> running = {}) {
-    auto w = std::make_unique<DriverWorker>(channel_, join_, name, slots, std::move(running));
+                                       std::vector<std::string> running = {},
+                                       const std::string& previous_credential = "") {
+    auto w = std::make_unique<DriverWorker>(channel_, join_, name, slots, std::move(running),
+                                            DriverServing{}, 0, previous_credential);
     EXPECT_TRUE(w->status().ok()) << Describe(w->status());
     return w;
   }
@@ -54,8 +56,8 @@ class ServerJobsTest : public ServerFixture {
   }
 
   // Uploads `bytes` as a checkpoint of `job`; returns its sha256.
-  std::string Upload(const std::string& job, const std::string& bytes) {
-    return UploadCheckpoint(channel_, join_, job, bytes);
+  std::string Upload(const DriverWorker& worker, const std::string& job, const std::string& bytes) {
+    return UploadCheckpoint(channel_, worker.credential(), job, bytes);
   }
 
   // Places a world-size-2 job on two fresh one-slot workers and brings it to RUNNING.
@@ -117,7 +119,7 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
   log.mutable_log()->set_text("epoch 1 done");
   r.w0->Send(id, log);
 
-  const std::string sha = Upload(id, std::string(5000, 'c'));
+  const std::string sha = Upload(*r.w0, id, std::string(5000, 'c'));
   v1::WorkerMessage result;
   v1::JobResult* res = result.mutable_result();
   res->set_success(true);
@@ -265,11 +267,12 @@ TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
   ASSERT_EQ(StopServer(), 0);
   // A second job that runs nowhere: nobody claims it after the restart.
   Start();
-  auto w0 = Worker("alpha", 1, {adopted});
-  auto w1 = Worker("beta", 1, {adopted});
+  // The same daemons reconnect, showing their credentials (the server may still see them live).
+  auto w0 = Worker(r.w0->name(), 1, {adopted}, r.w0->credential());
+  auto w1 = Worker(r.w1->name(), 1, {adopted}, r.w1->credential());
   w0->set_free_slots(0);
   w1->set_free_slots(0);
-  const std::string sha = Upload(adopted, "weights");
+  const std::string sha = Upload(*w0, adopted, "weights");
   v1::WorkerMessage result;
   result.mutable_result()->set_success(true);
   result.mutable_result()->set_checkpoint_sha256(sha);
@@ -294,8 +297,7 @@ TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartFailsAsWorkerLost) {
   v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
   EXPECT_EQ(job.state(), v1::FAILED);
   EXPECT_EQ(job.reason(), "WorkerLost") << "max_restarts 0: a lost job fails";
-  EXPECT_NE(job.message().find("after the server restarted"), std::string::npos)
-      << job.message();
+  EXPECT_NE(job.message().find("after the server restarted"), std::string::npos) << job.message();
 }
 
 }  // namespace

@@ -73,6 +73,13 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
   v1::CreateTokenResponse join;
   ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), join_request, &join).ok());
   const std::string join_token = join.token();
+  v1::RegisterRequest fetcher;
+  fetcher.set_name("fetcher");
+  fetcher.set_slots(1);
+  fetcher.set_advertise_host("127.0.0.1");
+  v1::RegisterResponse fetcher_registered;
+  ASSERT_TRUE(worker_->Register(Ctx(join_token).get(), fetcher, &fetcher_registered).ok());
+  const std::string worker_credential = fetcher_registered.worker_credential();
 
   std::vector<BadRequest> cases = {
       {"submit without spec",
@@ -430,7 +437,7 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
        [&] {
          v1::FetchCheckpointRequest r;
          r.set_sha256("xyz");
-         auto ctx = Ctx(join_token);
+         auto ctx = Ctx(worker_credential);
          auto reader = worker_->FetchCheckpoint(ctx.get(), r);
          v1::CheckpointChunk c;
          while (reader->Read(&c)) {

@@ -128,7 +128,7 @@ class ServerRestartTest : public ServerFixture {
 
   void Succeed(DriverWorker& w0, const std::string& job, int attempt) {
     const std::string bytes = "final weights of " + job;
-    ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job, bytes, 20, attempt).ok());
+    ASSERT_TRUE(UploadCheckpointAt(channel_, w0.credential(), job, bytes, 20, attempt).ok());
     const std::string sha = Sha256Hex(bytes);
     v1::WorkerMessage result;
     result.set_attempt(attempt);
@@ -154,7 +154,7 @@ TEST_F(ServerRestartTest, ARetryableExitRestartsTheGangFromTheLatestCheckpoint) 
   RunRanks(job.id(), *a, *b, 0);
   Progress(*a, job.id(), 10);
   const std::string ckpt = "weights at step 10";
-  ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), ckpt, 10, 0).ok());
+  ASSERT_TRUE(UploadCheckpointAt(channel_, a->credential(), job.id(), ckpt, 10, 0).ok());
   Progress(*a, job.id(), 13);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the progress is stored
 
@@ -251,7 +251,8 @@ TEST_F(ServerRestartTest, APreemptionRestartsElsewhereWithoutCounting) {
   b->Write(notice);
   // Rank 1's worker is preempted: its rank checkpoints and exits 200; rank 0 notices its peer
   // gone first.
-  ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), "preempted weights", 7, 0).ok());
+  ASSERT_TRUE(
+      UploadCheckpointAt(channel_, a->credential(), job.id(), "preempted weights", 7, 0).ok());
   a->RankStatus(job.id(), 0, v1::RANK_EXITED, kExitPeerLost, 0);
   b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPreempted, 0);
   v1::Job restarting = WaitFor(job.id(), v1::RESTARTING);
@@ -317,15 +318,17 @@ TEST_F(ServerRestartTest, UploadsOfAnEarlierAttemptAreRefused) {
   v1::Job job = Submit(1);
   ASSERT_EQ(TakeAssignments(job.id(), a, b).size(), 2u);
   RunRanks(job.id(), *a, *b, 0);
-  ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), "attempt 0 weights", 5, 0).ok());
+  ASSERT_TRUE(
+      UploadCheckpointAt(channel_, a->credential(), job.id(), "attempt 0 weights", 5, 0).ok());
   b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPeerLost, 0);
   ASSERT_EQ(WaitFor(job.id(), v1::RESTARTING).state(), v1::RESTARTING);
-  grpc::Status late = UploadCheckpointAt(channel_, join_, job.id(), "late weights", 9, 0);
+  grpc::Status late = UploadCheckpointAt(channel_, a->credential(), job.id(), "late weights", 9, 0);
   EXPECT_EQ(late.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(late.error_message().find("earlier attempt"), std::string::npos)
       << late.error_message();
   EXPECT_EQ(Get(job.id()).latest_checkpoint().sha256(), Sha256Hex("attempt 0 weights"));
-  EXPECT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), "attempt 1 weights", 9, 1).ok());
+  EXPECT_TRUE(
+      UploadCheckpointAt(channel_, a->credential(), job.id(), "attempt 1 weights", 9, 1).ok());
   EXPECT_EQ(Get(job.id()).latest_checkpoint().step(), 9);
 }
 
@@ -388,7 +391,7 @@ TEST_F(ServerRestartTest, RetentionRemovesOlderCheckpointBlobsButNeverTheLatest)
   auto exists = [&](const std::string& bytes) {
     auto stub = v1::WorkerService::NewStub(channel_);
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + join_);
+    ctx.AddMetadata("authorization", "Bearer " + a->credential());
     v1::FetchCheckpointRequest request;
     request.set_sha256(Sha256Hex(bytes));
     auto reader = stub->FetchCheckpoint(&ctx, request);
@@ -398,8 +401,9 @@ TEST_F(ServerRestartTest, RetentionRemovesOlderCheckpointBlobsButNeverTheLatest)
     return reader->Finish().ok();
   };
   for (int step = 10; step <= 40; step += 10) {
-    ASSERT_TRUE(
-        UploadCheckpointAt(channel_, join_, job.id(), absl::StrCat("ckpt ", step), step, 0).ok());
+    ASSERT_TRUE(UploadCheckpointAt(channel_, a->credential(), job.id(), absl::StrCat("ckpt ", step),
+                                   step, 0)
+                    .ok());
   }
   EXPECT_TRUE(Eventually([&] { return !exists("ckpt 10"); })) << "ckpt 10"
                                                                  " is garbage-collected";
@@ -422,7 +426,7 @@ TEST_F(ServerRestartTest, KeepBestAlsoKeepsTheCheckpointWithTheLowestFom) {
   auto exists = [&](const std::string& bytes) {
     auto stub = v1::WorkerService::NewStub(channel_);
     grpc::ClientContext ctx;
-    ctx.AddMetadata("authorization", "Bearer " + join_);
+    ctx.AddMetadata("authorization", "Bearer " + a->credential());
     v1::FetchCheckpointRequest request;
     request.set_sha256(Sha256Hex(bytes));
     auto reader = stub->FetchCheckpoint(&ctx, request);
@@ -434,9 +438,9 @@ TEST_F(ServerRestartTest, KeepBestAlsoKeepsTheCheckpointWithTheLowestFom) {
   // fom (lower is better): step 20 is the best; newer ones are worse.
   const std::vector<std::pair<int, double>> uploads = {{10, 0.8}, {20, 0.3}, {30, 0.6}, {40, 0.7}};
   for (const auto& [step, fom] : uploads) {
-    ASSERT_TRUE(
-        UploadCheckpointAt(channel_, join_, job.id(), absl::StrCat("ckpt ", step), step, 0, fom)
-            .ok());
+    ASSERT_TRUE(UploadCheckpointAt(channel_, a->credential(), job.id(), absl::StrCat("ckpt ", step),
+                                   step, 0, fom)
+                    .ok());
   }
   EXPECT_TRUE(Eventually([&] { return !exists("ckpt 10"); })) << "ckpt 10"
                                                                  " is garbage-collected";
@@ -449,14 +453,12 @@ TEST_F(ServerRestartTest, KeepBestAlsoKeepsTheCheckpointWithTheLowestFom) {
   ASSERT_TRUE(got.latest_checkpoint().has_fom());
   EXPECT_DOUBLE_EQ(got.latest_checkpoint().fom(), 0.7);
   // A better one replaces the best: step 20 goes.
-  ASSERT_TRUE(UploadCheckpointAt(channel_, join_, job.id(), "ckpt 50", 50, 0, 0.1).ok());
-  EXPECT_TRUE(Eventually([&] { return !exists("ckpt 20"); })) << "ckpt 20"
-                                                                 " is garbage-collected";
-  EXPECT_TRUE(Eventually([&] { return !exists("ckpt 40"); })) << "ckpt 40"
-                                                                 " is garbage-collected";
+  ASSERT_TRUE(UploadCheckpointAt(channel_, a->credential(), job.id(), "ckpt 50", 50, 0, 0.1).ok());
+  EXPECT_TRUE(Eventually([&] { return !exists("ckpt 20"); })) << "ckpt 20 is garbage-collected";
+  EXPECT_TRUE(Eventually([&] { return !exists("ckpt 40"); })) << "ckpt 40 is garbage-collected";
   EXPECT_TRUE(exists("ckpt 50"));
   // A figure of merit that is not finite is refused, naming the field.
-  grpc::Status nan = UploadCheckpointAt(channel_, join_, job.id(), "ckpt 60", 60, 0,
+  grpc::Status nan = UploadCheckpointAt(channel_, a->credential(), job.id(), "ckpt 60", 60, 0,
                                         std::numeric_limits<double>::quiet_NaN());
   EXPECT_EQ(nan.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(nan.error_message().find("header.fom"), std::string::npos) << nan.error_message();

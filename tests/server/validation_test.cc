@@ -216,6 +216,7 @@ TEST(AuthTest, AudienceOfEachMethod) {
   EXPECT_EQ(AudienceOf("/gantry.v1.TrainingService/SubmitJob"), Audience::kTenant);
   EXPECT_EQ(AudienceOf("/gantry.v1.AdminService/CreateTenant"), Audience::kAdmin);
   EXPECT_EQ(AudienceOf("/gantry.v1.WorkerService/Connect"), Audience::kWorker);
+  EXPECT_EQ(AudienceOf("/gantry.v1.WorkerService/Register"), Audience::kWorkerJoin);
   EXPECT_EQ(AudienceOf("/gantry.v1.DatasetService/ReadDataset"), Audience::kTenantOrWorker);
   EXPECT_EQ(AudienceOf("/gantry.v1.DatasetService/UploadDataset"), Audience::kTenant);
   EXPECT_EQ(AudienceOf("/grpc.health.v1.Health/Check"), Audience::kNone);

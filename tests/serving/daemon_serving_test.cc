@@ -24,6 +24,8 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 constexpr char kToken[] = "serving-join-token";
+// The worker credential Register hands out: Connect and FetchCheckpoint take only it.
+constexpr char kCredential[] = "gwc_serving-worker-credential";
 
 class ScriptedServer final : public v1::WorkerService::Service {
  public:
@@ -31,10 +33,11 @@ class ScriptedServer final : public v1::WorkerService::Service {
 
   grpc::Status Register(grpc::ServerContext* context, const v1::RegisterRequest* request,
                         v1::RegisterResponse* response) override {
-    if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+    if (!Authorized(context, kToken)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
     absl::MutexLock lock(&mu_);
     registers_.push_back(*request);
     response->set_worker_id("worker-" + request->name());
+    response->set_worker_credential(kCredential);
     response->set_heartbeat_interval_ms(200);
     response->set_lease_timeout_ms(5000);
     return grpc::Status::OK;
@@ -43,7 +46,8 @@ class ScriptedServer final : public v1::WorkerService::Service {
   grpc::Status Connect(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<v1::ServerMessage, v1::WorkerMessage>* stream) override {
-    if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+    if (!Authorized(context, kCredential))
+      return grpc::Status(grpc::UNAUTHENTICATED, "bad worker credential");
     v1::WorkerMessage m;
     while (stream->Read(&m)) {
       if (m.has_heartbeat()) {
@@ -60,7 +64,8 @@ class ScriptedServer final : public v1::WorkerService::Service {
   grpc::Status FetchCheckpoint(grpc::ServerContext* context,
                                const v1::FetchCheckpointRequest* request,
                                grpc::ServerWriter<v1::CheckpointChunk>* writer) override {
-    if (!Authorized(context)) return grpc::Status(grpc::UNAUTHENTICATED, "bad join token");
+    if (!Authorized(context, kCredential))
+      return grpc::Status(grpc::UNAUTHENTICATED, "bad worker credential");
     if (request->sha256() != model_.sha256) return grpc::Status(grpc::NOT_FOUND, "no checkpoint");
     ++fetches_;
     std::ifstream in(model_.path, std::ios::binary);
@@ -89,10 +94,10 @@ class ScriptedServer final : public v1::WorkerService::Service {
   int fetches() const { return fetches_.load(); }
 
  private:
-  static bool Authorized(grpc::ServerContext* context) {
+  static bool Authorized(grpc::ServerContext* context, const char* secret) {
     auto it = context->client_metadata().find("authorization");
     return it != context->client_metadata().end() &&
-           std::string(it->second.data(), it->second.size()) == std::string("Bearer ") + kToken;
+           std::string(it->second.data(), it->second.size()) == std::string("Bearer ") + secret;
   }
 
   const testing::TorchModelFile model_;

@@ -292,7 +292,7 @@ TEST(CheckpointFetchTest, ReusesAVerifiedFileAndRefetchesACorruptOne) {
   testing::TorchModelFile f = testing::WriteTorchModel("tiny", 1, dir.File("t.ckpt"));
   CheckpointModelLoaderOptions o;
   o.server = "127.0.0.1:1";  // nothing listens: any fetch fails
-  o.join_token = "t";
+  o.token = [] { return std::string("t"); };
   o.models_dir = dir.File("models");
   o.verify.binary = GANTRY_WORKER_BINARY;
   std::filesystem::create_directories(o.models_dir);

@@ -6,13 +6,14 @@
 
 #include <cstdint>
 #include <map>
-
-#include "base/file_roots.h"
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "base/file_roots.h"
 #include "base/tls_config.h"
 #include "gantry/v1/common.pb.h"
+#include "workers/agent/credential_slot.h"
 
 namespace gantry::agent {
 
@@ -20,8 +21,11 @@ struct AgentOptions {
   std::string server;           // host:port of gantry-server
   std::string join_token;       // the worker join token (never put on a child's argv)
   std::string join_token_file;  // read into join_token by LoadJoinToken when join_token is empty
-  std::string name;             // unique per pool; empty = the host name
-  int slots = 1;                // ranks hosted at once
+  // The worker credential Register returns (shared by every copy of these options; the join
+  // token is used only to register).
+  std::shared_ptr<CredentialSlot> credential = std::make_shared<CredentialSlot>();
+  std::string name;  // unique per pool; empty = the host name
+  int slots = 1;     // ranks hosted at once
   gantry::v1::DeviceKind device = gantry::v1::DEVICE_KIND_CPU;
   std::vector<int> device_ids;  // GPU ids with DEVICE_KIND_GPU
   int threads_per_rank = 1;

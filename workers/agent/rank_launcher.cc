@@ -61,6 +61,9 @@ std::string Tail(const std::string& path) {
   return absl::StrJoin(lines, "\n");
 }
 
+// The rank credential's file in a rank's work dir.
+constexpr char kRankCredentialFile[] = "rank.credential";
+
 void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n" << std::flush; }
 
 // Writes a constant message to fd 2 and exits; only async-signal-safe calls (used after fork).
@@ -71,7 +74,8 @@ void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n"
 }
 
 // The work dir <work_root>/<job_id>/rank-<r> (attempt 0) or
-// <work_root>/<job_id>/attempt-<a>/rank-<r>, created, with the assignment written into it.
+// <work_root>/<job_id>/attempt-<a>/rank-<r>, created private (0700), with the assignment written
+// into it without its credential, and the rank credential alone in rank.credential (0600).
 absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_root,
                                            const v1::Assignment& assignment) {
   const std::string work_dir =
@@ -82,9 +86,25 @@ absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_root,
   std::error_code ec;
   std::filesystem::create_directories(work_dir, ec);
   if (ec) return absl::InternalError(absl::StrCat("cannot create ", work_dir, ": ", ec.message()));
+  std::filesystem::permissions(work_dir, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::replace, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot chmod ", work_dir, ": ", ec.message()));
+  const std::string credential_path = work_dir + "/" + kRankCredentialFile;
+  const int fd = open(credential_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return absl::InternalError(
+        absl::StrCat("cannot write ", credential_path, ": ", strerror(errno)));
+  }
+  const std::string& secret = assignment.rank_credential();
+  const bool written = fchmod(fd, 0600) == 0 && write(fd, secret.data(), secret.size()) ==
+                                                    static_cast<ssize_t>(secret.size());
+  close(fd);
+  if (!written) return absl::InternalError(absl::StrCat("cannot write ", credential_path));
+  v1::Assignment stored = assignment;
+  stored.clear_rank_credential();
   const std::string assignment_path = work_dir + "/assignment.pb";
   std::ofstream out(assignment_path, std::ios::binary | std::ios::trunc);
-  if (!out || !assignment.SerializeToOstream(&out) || !out.flush()) {
+  if (!out || !stored.SerializeToOstream(&out) || !out.flush()) {
     return absl::InternalError(absl::StrCat("cannot write ", assignment_path));
   }
   return work_dir;
@@ -122,17 +142,18 @@ struct ChildExec {
             "--cache-dir=" + options.cache_dir,
             "--file-roots=" + options.file_roots,
             absl::StrCat("--cache-max-bytes=", options.cache_max_bytes),
-            "--work-dir=" + work_dir};
+            "--work-dir=" + work_dir,
+            absl::StrCat("--credential-file=", work_dir, "/", kRankCredentialFile)};
     if (!options.tls_files.ca_cert.empty())
       args.push_back("--ca-cert=" + options.tls_files.ca_cert);
     if (!options.tls_files.cert.empty()) {
       args.push_back("--tls-cert=" + options.tls_files.cert);
       args.push_back("--tls-key=" + options.tls_files.key);
     }
+    // No secret of the daemon reaches a rank through its environment.
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       if (strncmp(*e, "GANTRY_JOIN_TOKEN=", 18) != 0) env.emplace_back(*e);
     }
-    env.push_back("GANTRY_JOIN_TOKEN=" + options.join_token);
     for (std::string& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
     for (std::string& e : env) envp.push_back(e.data());

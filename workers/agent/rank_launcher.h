@@ -31,7 +31,6 @@ struct RankLauncherOptions {
   // Program run per rank; empty = this executable (/proc/self/exe, i.e. gantry-worker).
   std::string rank_binary;
   std::string server;      // passed as --server
-  std::string join_token;  // passed in env GANTRY_JOIN_TOKEN, never on argv
   std::string cache_dir;   // passed as --cache-dir
   std::string file_roots;  // passed as --file-roots (comma-separated; empty = file:// refused)
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.

@@ -67,7 +67,6 @@ WorkerAgent::WorkerAgent(AgentOptions options)
   RankLauncherOptions launch;
   launch.rank_binary = options_.rank_binary;
   launch.server = options_.server;
-  launch.join_token = options_.join_token;
   launch.tls_files = options_.tls_files;
   launch.cache_dir = options_.cache_dir;
   launch.file_roots = absl::StrJoin(options_.file_roots.roots(), ",");
@@ -125,8 +124,8 @@ void WorkerAgent::Enqueue(v1::WorkerMessage message) {
   }
 }
 
-void WorkerAgent::AddAuth(grpc::ClientContext* context) const {
-  context->AddMetadata("authorization", "Bearer " + options_.join_token);
+void WorkerAgent::AddAuth(grpc::ClientContext* context, const std::string& secret) {
+  context->AddMetadata("authorization", "Bearer " + secret);
 }
 
 absl::Status WorkerAgent::Run() {
@@ -244,16 +243,24 @@ absl::Status WorkerAgent::RunSession(bool* established) {
   {
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + kRegisterDeadline));
-    AddAuth(&context);
+    AddAuth(&context, options_.join_token);
     {
       absl::MutexLock lock(&mu_);
       if (closing_) return absl::CancelledError("shutting down");
       current_context_ = &context;
     }
-    const grpc::Status s = stub_->Register(&context, BuildRegister(), &registered);
+    v1::RegisterRequest request = BuildRegister();
+    // The credential of the last registration: the server keeps it for a worker that shows it,
+    // and refuses the name to anyone else while this worker is live.
+    request.set_previous_credential(options_.credential->Get());
+    const grpc::Status s = stub_->Register(&context, request, &registered);
     absl::MutexLock lock(&mu_);
     current_context_ = nullptr;
     if (!s.ok()) return FromGrpcStatus(s);
+    if (registered.worker_credential().empty()) {
+      return absl::UnavailableError("the server returned no worker credential");
+    }
+    options_.credential->Set(registered.worker_credential());
     if (worker_id_ != registered.worker_id()) {
       if (!worker_id_.empty()) Log("the server gave a new worker id " + registered.worker_id());
       worker_id_ = registered.worker_id();
@@ -267,7 +274,7 @@ absl::Status WorkerAgent::RunSession(bool* established) {
       std::max(absl::Milliseconds(registered.lease_timeout_ms()), 3 * interval);
 
   grpc::ClientContext context;
-  AddAuth(&context);
+  AddAuth(&context, options_.credential->Get());
   {
     absl::MutexLock lock(&mu_);
     if (closing_) return absl::CancelledError("shutting down");

@@ -78,7 +78,7 @@ class WorkerAgent {
   void DrainForPreemption(const std::string& reason);
   void Enqueue(gantry::v1::WorkerMessage message);
   gantry::v1::RegisterRequest BuildRegister() const;
-  void AddAuth(grpc::ClientContext* context) const;
+  static void AddAuth(grpc::ClientContext* context, const std::string& secret);
 
   const AgentOptions options_;
   const uint64_t incarnation_;

@@ -35,7 +35,7 @@ constexpr char kUsage[] =
     "                   --seed=1 --batch=128 --threads=2]\n"
     "  toymc           --spec=toymc:layout=25,events=1000,seed=1 --out=file.h5\n"
     "  rank            --assignment=file --control-fd=N --server=host:port --cache-dir=dir\n"
-    "                  --work-dir=dir [--bind-host=addr] (env GANTRY_JOIN_TOKEN; started by the\n"
+    "                  --work-dir=dir [--bind-host=addr] (--credential-file=F; started by the\n"
     "                  daemon: one rank of a training job; exit codes in base/failure_policy.h:\n"
     "                  0 ok, 2 bad assignment, 143 cancelled, 200 checkpointed on SIGUSR1, ...)\n"
     "  checkpoint-diff A.ckpt B.ckpt\n"
@@ -80,9 +80,7 @@ int Daemon() {
 }
 
 int Rank() {
-  const char* token = std::getenv("GANTRY_JOIN_TOKEN");
-  absl::StatusOr<gantry::app::RankCommandOptions> options =
-      gantry::app::RankOptionsFromFlags(token != nullptr ? token : "");
+  absl::StatusOr<gantry::app::RankCommandOptions> options = gantry::app::RankOptionsFromFlags();
   if (!options.ok()) return BadCommandLine("rank", options.status());
   return gantry::app::RunRankCommand(*options);
 }

@@ -5,9 +5,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/failure_policy.h"
 #include "base/file_roots.h"
@@ -33,6 +35,25 @@ void Watchdog() {
   std::this_thread::sleep_for(std::chrono::seconds(5));
   std::cerr << "gantry-worker rank: still running 5 s after SIGTERM; exiting\n";
   _exit(143);
+}
+
+// The rank credential from --credential-file: at most 1 KiB, surrounding whitespace trimmed.
+absl::StatusOr<std::string> ReadRankCredential(const std::string& path) {
+  if (path.empty()) {
+    return absl::InvalidArgumentError(
+        "--credential-file: is required (the daemon writes the rank credential there)");
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::InvalidArgumentError("--credential-file: cannot be read");
+  std::string secret(1025, '\0');
+  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
+  secret.resize(static_cast<size_t>(in.gcount()));
+  if (secret.size() > 1024) {
+    return absl::InvalidArgumentError("--credential-file: is longer than 1 KiB");
+  }
+  secret = std::string(absl::StripAsciiWhitespace(secret));
+  if (secret.empty()) return absl::InvalidArgumentError("--credential-file: is empty");
+  return secret;
 }
 
 }  // namespace
@@ -93,6 +114,10 @@ int RunRankCommand(const RankCommandOptions& o) {
   }
   absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(*assignment);
   if (!plan.ok()) return fail_early(plan.status(), assignment->rank(), assignment->job_id());
+  absl::StatusOr<std::string> credential = ReadRankCredential(o.credential_file);
+  if (!credential.ok()) {
+    return fail_early(credential.status(), assignment->rank(), assignment->job_id());
+  }
 
   absl::StatusOr<FileRoots> file_roots = FileRoots::Parse(o.file_roots, "file-roots");
   if (!file_roots.ok()) return fail_early(file_roots.status(), -1, "");
@@ -100,7 +125,7 @@ int RunRankCommand(const RankCommandOptions& o) {
   runner::RankRunnerOptions options;
   options.file_roots = *std::move(file_roots);
   options.server = o.server;
-  options.token = o.join_token;
+  options.token = *credential;
   options.tls = *std::move(tls);
   options.cache_dir = o.cache_dir;
   options.cache_max_bytes = o.cache_max_bytes;

@@ -22,8 +22,9 @@ struct RankCommandOptions {
   std::string file_roots;           // the daemon's --file-roots (comma-separated; empty = none)
   std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
-  // The worker join token, from env GANTRY_JOIN_TOKEN (never a flag: it would show in ps).
-  std::string join_token;
+  // The file (mode 0600, in the rank's private work dir) holding the rank credential of this job
+  // attempt, which the rank sends to the server; never the credential itself on argv or in env.
+  std::string credential_file;
   TlsFiles tls_files;  // the daemon's --ca-cert, --tls-cert, --tls-key
 };
 

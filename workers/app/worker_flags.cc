@@ -80,6 +80,8 @@ ABSL_FLAG(int, collective_timeout_ms, kDaemon.collective_timeout_ms,
 
 // rank
 ABSL_FLAG(std::string, assignment, "", "rank: binary gantry.v1.Assignment file");
+ABSL_FLAG(std::string, credential_file, "",
+          "rank: file (mode 0600) holding the rank's credential, written by the daemon");
 ABSL_FLAG(int, control_fd, -1, "rank: pipe to the daemon");
 ABSL_FLAG(std::string, bind_host, "", "rank: this worker's advertise host");
 ABSL_FLAG(int64_t, max_steps_per_epoch, 0, "rank (tests): steps per epoch at most");
@@ -142,7 +144,8 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "collective_timeout_ms"}},
       {"rank",
        {"server", "cache_dir", "cache_max_bytes", "work_dir", "file_roots", "assignment",
-        "control_fd", "bind_host", "max_steps_per_epoch", "ca_cert", "tls_cert", "tls_key"}},
+        "control_fd", "bind_host", "max_steps_per_epoch", "ca_cert", "tls_cert", "tls_key",
+        "credential_file"}},
       {"local-train",
        {"preset", "data", "out", "resume", "epochs", "batch", "lr", "label_flip", "steps_per_epoch",
         "seed", "threads"}},
@@ -234,7 +237,7 @@ absl::StatusOr<agent::AgentOptions> DaemonOptionsFromFlags() {
   return options;
 }
 
-absl::StatusOr<RankCommandOptions> RankOptionsFromFlags(const std::string& join_token) {
+absl::StatusOr<RankCommandOptions> RankOptionsFromFlags() {
   RankCommandOptions o;
   o.assignment = absl::GetFlag(FLAGS_assignment);
   o.control_fd = absl::GetFlag(FLAGS_control_fd);
@@ -251,7 +254,7 @@ absl::StatusOr<RankCommandOptions> RankOptionsFromFlags(const std::string& join_
   o.tls_files.ca_cert = absl::GetFlag(FLAGS_ca_cert);
   o.tls_files.cert = absl::GetFlag(FLAGS_tls_cert);
   o.tls_files.key = absl::GetFlag(FLAGS_tls_key);
-  o.join_token = join_token;
+  o.credential_file = absl::GetFlag(FLAGS_credential_file);
   return o;
 }
 

@@ -26,9 +26,10 @@ agent::AgentFlags DaemonFlags();
 // directories, reads --join-token-file).
 absl::StatusOr<agent::AgentOptions> DaemonOptionsFromFlags();
 
-// The rank's flags; `join_token` comes from the environment (GANTRY_JOIN_TOKEN), never a flag.
-// Required flags are checked by RunRankCommand, which reports them through the control pipe.
-absl::StatusOr<RankCommandOptions> RankOptionsFromFlags(const std::string& join_token);
+// The rank's flags (its credential comes in the file --credential-file names, never on argv or in
+// the environment). Required flags are checked by RunRankCommand, which reports them through the
+// control pipe.
+absl::StatusOr<RankCommandOptions> RankOptionsFromFlags();
 
 absl::StatusOr<LocalTrainOptions> LocalTrainOptionsFromFlags();
 absl::StatusOr<LocalGenerateOptions> LocalGenerateOptionsFromFlags();

@@ -32,8 +32,8 @@ absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOpti
     if (actual.ok() && *actual == sha256) return path;
     std::filesystem::remove(path, ec);  // corrupt or partial: fetch again
   }
-  runner::CheckpointClient client(options.server, options.join_token, absl::Minutes(10),
-                                  ChannelCredentialsFor(options.tls));
+  runner::CheckpointClient client(options.server, options.token ? options.token() : "",
+                                  absl::Minutes(10), ChannelCredentialsFor(options.tls));
   absl::StatusOr<runner::UploadedCheckpoint> fetched = client.Fetch(sha256, path);
   if (!fetched.ok()) return fetched.status();
   return path;
@@ -59,8 +59,10 @@ ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options) {
                           ? options.serve_threads
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
+  std::shared_ptr<agent::CredentialSlot> credential = options.credential;
   return MakeCheckpointModelLoader(
-      {options.server, options.join_token, options.cache_dir + "/models", options.tls});
+      {options.server, [credential] { return credential->Get(); }, options.cache_dir + "/models",
+       options.tls});
 }
 
 }  // namespace gantry::serving

@@ -1,10 +1,11 @@
 // CheckpointModelLoader: the daemon's ModelLoader: fetches a served model's checkpoint by sha256
-// through gantry-server's WorkerService.FetchCheckpoint (join token) into
+// through gantry-server's WorkerService.FetchCheckpoint (worker credential) into
 // <models_dir>/<sha256>.pt, verified and reused across restarts, reads it once in a sandboxed child
 // (a hostile checkpoint kills that child, not the daemon), then loads it as a TorchBackend.
 #ifndef GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
 #define GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
 
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -15,8 +16,10 @@
 namespace gantry::serving {
 
 struct CheckpointModelLoaderOptions {
-  std::string server;      // host:port of gantry-server
-  std::string join_token;  // the worker join token
+  std::string server;  // host:port of gantry-server
+  // The bearer of each fetch, asked for at every fetch (the daemon's worker credential, which a
+  // re-registration may replace).
+  std::function<std::string()> token;
   std::string models_dir;  // created if missing
   TlsConfig tls;           // how to reach the server
   // Every checkpoint is read once in a sandboxed `gantry-worker verify-checkpoint` child before it

@@ -1,0 +1,76 @@
+// WorkerIdentityRepository: who a worker is: its credential (stored only as a SHA-256 hex digest)
+// and the join token that issued it, the join tokens themselves (list, revoke), which workers each
+// job attempt's ranks were placed on, and the server's persistent keys (rank credentials).
+#ifndef GANTRY_STORAGE_WORKER_IDENTITY_REPOSITORY_H_
+#define GANTRY_STORAGE_WORKER_IDENTITY_REPOSITORY_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gantry/v1/admin.pb.h"
+#include "storage/database.h"
+
+namespace gantry::storage {
+
+// What the database holds about a registered worker's identity and liveness.
+struct WorkerIdentity {
+  std::string worker_id;
+  std::string credential_sha256;  // empty: none issued, or revoked
+  bool connected = false;
+  absl::Time last_heartbeat = absl::InfinitePast();
+};
+
+// Thread-safe (stateless over a Database, which must outlive it). Every method answers
+// UNAVAILABLE when the database cannot be reached.
+class WorkerIdentityRepository {
+ public:
+  explicit WorkerIdentityRepository(Database& db) : db_(db) {}
+
+  // The join token id ("jtk-...") of a known, unrevoked join token secret; UNAUTHENTICATED
+  // otherwise.
+  absl::StatusOr<std::string> AuthenticateJoinToken(const std::string& secret);
+  // Join tokens, oldest first, with the number of workers whose current credential each issued.
+  absl::StatusOr<std::vector<gantry::v1::JoinTokenInfo>> ListJoinTokens();
+  // Revokes a join token and the credentials of every worker it issued, in one transaction;
+  // returns those workers' ids. NOT_FOUND for an unknown id; revoking twice is OK (and revokes
+  // nothing more).
+  absl::StatusOr<std::vector<std::string>> RevokeJoinToken(const std::string& token_id);
+
+  // The identity of the worker named `name`; nullopt when none is registered.
+  absl::StatusOr<std::optional<WorkerIdentity>> FindByName(const std::string& name);
+  // Stores the hash of a worker's new credential and the join token that issued it.
+  absl::Status SetCredential(const std::string& worker_id, const std::string& credential_sha256,
+                             const std::string& join_token_id);
+  // The worker id a credential secret belongs to; UNAUTHENTICATED when unknown or revoked.
+  absl::StatusOr<std::string> AuthenticateWorker(const std::string& secret);
+
+  // Records that rank r of `attempt` of `job_id` runs on rank_workers[r] (idempotent).
+  absl::Status RecordPlacement(const std::string& job_id, int attempt,
+                               const std::vector<std::string>& rank_workers);
+  // (attempt, rank) -> worker id of every recorded attempt of the job (empty when none was).
+  absl::StatusOr<std::map<std::pair<int, int>, std::string>> PlacementOf(const std::string& job_id);
+  // Whether any attempt of the job had a rank on the worker.
+  absl::StatusOr<bool> HasRanksOn(const std::string& job_id, const std::string& worker_id);
+  // Whether checkpoint blob `sha256` may be read by a worker: it is a registered model version's
+  // checkpoint (any worker may be asked to serve any model), or a checkpoint of `job_id` when set,
+  // else of any job with ranks on `worker_id`.
+  absl::StatusOr<bool> MayFetchCheckpoint(const std::string& sha256, const std::string& worker_id,
+                                          const std::string& job_id);
+
+  // The persistent server key `name` (64 hex characters), created with 32 random bytes the first
+  // time it is asked for; every server process on the database gets the same one.
+  absl::StatusOr<std::string> ServerKey(const std::string& name);
+
+ private:
+  Database& db_;
+};
+
+}  // namespace gantry::storage
+
+#endif  // GANTRY_STORAGE_WORKER_IDENTITY_REPOSITORY_H_

@@ -1,0 +1,325 @@
+// Worker identity against the real gantry-server and PostgreSQL: the join token only registers,
+// each worker speaks with its own credential and only for the ranks placed on it, rank processes
+// hold a credential for their job attempt only, and revoking a join token cuts off the workers it
+// registered. The workers are test drivers speaking the WorkerService protocol by hand, as an
+// attacker holding the pool's join token would.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/sha256.h"
+#include "tests/server/driver_worker.h"
+#include "tests/server/server_fixture.h"
+
+namespace gantry::testing {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+class ServerIdentityTest : public ServerFixture {
+ protected:
+  void SetUp() override {
+    ServerFixture::SetUp();
+    StartServer(WorkerProtocolArgs(join_));
+    token_ = NewTenant("physics");
+    stub_ = v1::WorkerService::NewStub(channel_);
+  }
+
+  std::unique_ptr<DriverWorker> Worker(const std::string& name,
+                                       std::vector<std::string> running = {},
+                                       const std::string& join = "") {
+    auto w = std::make_unique<DriverWorker>(channel_, join.empty() ? join_ : join, name, 1,
+                                            std::move(running));
+    EXPECT_TRUE(w->status().ok()) << Describe(w->status());
+    return w;
+  }
+
+  v1::Job Submit(int world_size) {
+    v1::JobSpec spec = GoodSpec();
+    spec.set_world_size(world_size);
+    spec.set_model_name("identity");
+    return SubmitJob(token_, spec);
+  }
+  v1::Job Get(const std::string& id) { return GetJob(token_, id); }
+
+  // A world-size-2 job RUNNING on two fresh workers; w0 hosts rank 0. Keeps both assignments.
+  struct Running {
+    v1::Job job;
+    std::unique_ptr<DriverWorker> w0, w1;
+    v1::Assignment a0, a1;
+  };
+  Running StartRunningJob(const std::string& n0, const std::string& n1) {
+    Running r;
+    auto a = Worker(n0);
+    auto b = Worker(n1);
+    r.job = Submit(2);
+    std::optional<v1::ServerMessage> ma = a->Next(), mb = b->Next();
+    EXPECT_TRUE(ma && ma->has_assignment() && mb && mb->has_assignment());
+    if (!ma || !mb) return r;
+    if (ma->assignment().rank() == 0) {
+      r.w0 = std::move(a), r.w1 = std::move(b);
+      r.a0 = ma->assignment(), r.a1 = mb->assignment();
+    } else {
+      r.w0 = std::move(b), r.w1 = std::move(a);
+      r.a0 = mb->assignment(), r.a1 = ma->assignment();
+    }
+    r.w0->set_free_slots(0);
+    r.w1->set_free_slots(0);
+    r.w0->RankStatus(r.job.id(), 0, v1::RANK_RUNNING);
+    r.w1->RankStatus(r.job.id(), 1, v1::RANK_RUNNING);
+    EXPECT_EQ(WaitForJob(token_, r.job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+    return r;
+  }
+
+  grpc::Status Register(const std::string& bearer, const std::string& name,
+                        const std::string& previous = "", v1::RegisterResponse* out = nullptr) {
+    v1::RegisterRequest reg;
+    reg.set_name(name);
+    reg.set_slots(1);
+    reg.set_threads_per_rank(1);
+    reg.set_advertise_host("127.0.0.1");
+    reg.set_previous_credential(previous);
+    v1::RegisterResponse response;
+    return stub_->Register(Ctx(bearer).get(), reg, out != nullptr ? out : &response);
+  }
+
+  // Fetches a checkpoint with `bearer`; the call's status.
+  grpc::Status Fetch(const std::string& bearer, const std::string& sha) {
+    auto ctx = Ctx(bearer);
+    v1::FetchCheckpointRequest request;
+    request.set_sha256(sha);
+    auto reader = stub_->FetchCheckpoint(ctx.get(), request);
+    v1::CheckpointChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return reader->Finish();
+  }
+
+  // Opens Connect with `bearer` and a hello for `worker_id`; how the server ends it.
+  grpc::Status ConnectWith(const std::string& bearer, const std::string& worker_id) {
+    auto ctx = Ctx(bearer);
+    auto stream = stub_->Connect(ctx.get());
+    v1::WorkerMessage hello;
+    hello.mutable_hello()->set_worker_id(worker_id);
+    stream->Write(hello);
+    stream->WritesDone();
+    v1::ServerMessage m;
+    while (stream->Read(&m)) {
+    }
+    return stream->Finish();
+  }
+
+  // Sends rank 0's successful result for `job` from `w`.
+  static void SendResult(DriverWorker& w, const std::string& job, const std::string& sha) {
+    v1::WorkerMessage result;
+    result.mutable_result()->set_success(true);
+    result.mutable_result()->set_checkpoint_sha256(sha);
+    result.mutable_result()->set_checkpoint_size_bytes(7);
+    w.Send(job, result);
+  }
+
+  std::string join_ = "server-identity-join-token-0123456789";
+  std::string token_;
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+};
+
+TEST_F(ServerIdentityTest, ALiveWorkersNameCannotBeTakenButItsOwnerReRegisters) {
+  auto alpha = Worker("alpha");
+  ASSERT_EQ(alpha->credential().rfind("gwc_", 0), 0u);
+  grpc::Status s = Register(join_, "alpha");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(s);
+  EXPECT_NE(s.error_message().find("in use"), std::string::npos) << s.error_message();
+  // A made-up credential does not help.
+  s = Register(join_, "alpha", "gwc_" + std::string(64, 'a'));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(s);
+  // Another worker's credential neither.
+  auto beta = Worker("beta");
+  s = Register(join_, "alpha", beta->credential());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << Describe(s);
+  // The worker itself keeps its id and credential.
+  v1::RegisterResponse again;
+  s = Register(join_, "alpha", alpha->credential(), &again);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(again.worker_id(), alpha->id());
+  EXPECT_EQ(again.worker_credential(), alpha->credential());
+  // Once it is gone (stream closed), the name is free again: a new credential replaces the old.
+  alpha->Close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  v1::RegisterResponse fresh;
+  s = Register(join_, "alpha", "", &fresh);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(fresh.worker_id(), alpha->id());
+  EXPECT_NE(fresh.worker_credential(), alpha->credential());
+  s = ConnectWith(alpha->credential(), alpha->id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, TheJoinTokenOnlyRegisters) {
+  auto alpha = Worker("alpha");
+  grpc::Status s = ConnectWith(join_, alpha->id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  EXPECT_NE(s.error_message().find("only by Register"), std::string::npos) << s.error_message();
+  s = Fetch(join_, std::string(64, 'c'));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = UploadCheckpointAt(channel_, join_, "job-x", "bytes", 1, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // A worker credential does not register, and a tenant token is no worker's.
+  s = Register(alpha->credential(), "delta");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = ConnectWith(token_, alpha->id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // A worker credential opens only its own worker's stream.
+  auto beta = Worker("beta");
+  s = ConnectWith(beta->credential(), alpha->id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, AWorkerSpeaksOnlyForRanksPlacedOnIt) {
+  Running r = StartRunningJob("alpha", "beta");
+  ASSERT_NE(r.w0, nullptr);
+  const std::string id = r.job.id();
+  // An intruder with the join token claims the job in its hello and reports for it.
+  auto mallory = Worker("mallory", {id});
+  mallory->RankStatus(id, 0, v1::RANK_EXITED, 1);
+  SendResult(*mallory, id, std::string(64, 'e'));
+  // The worker of rank 1 speaks for rank 0.
+  r.w1->RankStatus(id, 0, v1::RANK_EXITED, 1);
+  SendResult(*r.w1, id, std::string(64, 'e'));
+  v1::WorkerMessage progress;
+  progress.mutable_progress()->set_step(999);
+  r.w1->Send(id, progress);
+  std::this_thread::sleep_for(std::chrono::milliseconds(800));
+  const v1::Job still = Get(id);
+  EXPECT_EQ(still.state(), v1::RUNNING) << still.DebugString();
+  EXPECT_NE(still.progress().step(), 999);
+  // Its own worker still drives it.
+  const std::string sha = UploadCheckpoint(channel_, r.w0->credential(), id, "weights");
+  SendResult(*r.w0, id, sha);
+  EXPECT_EQ(WaitForJob(token_, id, v1::SUCCEEDED, 10000).state(), v1::SUCCEEDED);
+}
+
+TEST_F(ServerIdentityTest, CheckpointsMoveOnlyForJobsPlacedOnTheWorker) {
+  Running r = StartRunningJob("alpha", "beta");
+  ASSERT_NE(r.w0, nullptr);
+  const std::string id = r.job.id();
+  auto mallory = Worker("mallory");
+  grpc::Status s = UploadCheckpointAt(channel_, mallory->credential(), id, "poison", 50, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  EXPECT_NE(s.error_message().find("no ranks on this worker"), std::string::npos)
+      << s.error_message();
+  const std::string sha = UploadCheckpoint(channel_, r.w1->credential(), id, "good weights");
+  ASSERT_EQ(sha, Sha256Hex("good weights"));
+  s = Fetch(mallory->credential(), sha);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  EXPECT_TRUE(Fetch(r.w0->credential(), sha).ok());
+  EXPECT_TRUE(Fetch(r.a1.rank_credential(), sha).ok());
+}
+
+TEST_F(ServerIdentityTest, ARankCredentialActsOnlyForItsJobAttempt) {
+  Running a = StartRunningJob("alpha", "beta");
+  Running b = StartRunningJob("gamma", "delta");
+  ASSERT_NE(a.w0, nullptr);
+  ASSERT_NE(b.w0, nullptr);
+  const std::string rank_a = a.a0.rank_credential();
+  ASSERT_EQ(rank_a.rfind("grk_", 0), 0u);
+  EXPECT_EQ(a.a0.spec().dataset().find("grk_"), std::string::npos);
+  // Its own job and attempt: accepted.
+  ASSERT_TRUE(UploadCheckpointAt(channel_, rank_a, a.job.id(), "a weights", 5, 0).ok());
+  // Another job, or another attempt of its own: refused.
+  grpc::Status s = UploadCheckpointAt(channel_, rank_a, b.job.id(), "b poison", 5, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  s = UploadCheckpointAt(channel_, rank_a, a.job.id(), "a later", 9, 1);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  const std::string b_sha = UploadCheckpoint(channel_, b.a0.rank_credential(), b.job.id(), "b w");
+  s = Fetch(rank_a, b_sha);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  EXPECT_TRUE(Fetch(rank_a, Sha256Hex("a weights")).ok());
+  // It reads no dataset but its job's.
+  {
+    auto ctx = Ctx(rank_a);
+    v1::ReadDatasetRequest read;
+    read.set_dataset_id("ds-00000000-0000-0000-0000-000000000000");
+    auto reader = datasets_->ReadDataset(ctx.get(), read);
+    v1::DatasetChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    s = reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  }
+  // It opens no worker stream and registers nothing.
+  s = ConnectWith(rank_a, a.w0->id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  s = Register(rank_a, "epsilon");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // Rewritten for job B (the MAC no longer matches), or tampered with: refused.
+  std::string forged = rank_a;
+  forged.replace(4, a.job.id().size(), b.job.id());
+  s = UploadCheckpointAt(channel_, forged, b.job.id(), "b poison", 6, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  std::string flipped = rank_a;
+  flipped.back() = flipped.back() == '0' ? '1' : '0';
+  s = Fetch(flipped, Sha256Hex("a weights"));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, RevokingAJoinTokenEndsItsWorkersAndItsRegistrations) {
+  v1::CreateTokenResponse issued;
+  ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &issued).ok());
+  auto gamma = Worker("gamma", {}, issued.token());
+  auto alpha = Worker("alpha");  // registered with the bootstrap token
+  v1::ListJoinTokensResponse listed;
+  ASSERT_TRUE(admin_->ListJoinTokens(Ctx(admin_token_).get(), {}, &listed).ok());
+  ASSERT_EQ(listed.tokens_size(), 2);
+  const v1::JoinTokenInfo* mine = nullptr;
+  for (const auto& t : listed.tokens()) {
+    if (t.token_id() == issued.token_id()) mine = &t;
+    EXPECT_EQ(t.workers(), 1) << t.DebugString();
+    EXPECT_FALSE(t.has_revoked_at());
+  }
+  ASSERT_NE(mine, nullptr);
+  v1::ListJoinTokensResponse as_tenant;
+  grpc::Status s = admin_->ListJoinTokens(Ctx(token_).get(), {}, &as_tenant);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+
+  v1::RevokeJoinTokenRequest revoke;
+  revoke.set_token_id(issued.token_id());
+  v1::RevokeJoinTokenResponse revoked;
+  ASSERT_TRUE(admin_->RevokeJoinToken(Ctx(admin_token_).get(), revoke, &revoked).ok());
+  EXPECT_EQ(revoked.workers_revoked(), 1);
+  // No new registrations with it; gamma's stream ends at its next heartbeat; its credential is
+  // dead. Workers of other tokens go on.
+  s = Register(issued.token(), "zeta");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  for (int waited = 0; waited < 5000 && !gamma->stream_ended(); waited += 50) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_TRUE(gamma->stream_ended());
+  s = gamma->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = ConnectWith(gamma->credential(), gamma->id());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = Register(join_, "gamma", gamma->credential());
+  EXPECT_TRUE(s.ok()) << "a valid join token registers it again: " << Describe(s);
+  EXPECT_TRUE(Register(join_, "eta").ok());
+  ASSERT_TRUE(admin_->ListJoinTokens(Ctx(admin_token_).get(), {}, &listed).ok());
+  for (const auto& t : listed.tokens()) {
+    if (t.token_id() == issued.token_id()) {
+      EXPECT_TRUE(t.has_revoked_at());
+      EXPECT_EQ(t.workers(), 0);
+    }
+  }
+  // An unknown or malformed id.
+  revoke.set_token_id("jtk-00000000-0000-0000-0000-000000000000");
+  s = admin_->RevokeJoinToken(Ctx(admin_token_).get(), revoke, &revoked);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+  revoke.set_token_id("tok-1");
+  s = admin_->RevokeJoinToken(Ctx(admin_token_).get(), revoke, &revoked);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+}
+
+}  // namespace
+}  // namespace gantry::testing
