@@ -500,7 +500,7 @@ TEST_F(RankProcessTest, AHostileInitialCheckpointIsRefusedBeforeItIsLoaded) {
   v1::JobSpec spec = TinySpec();
   spec.mutable_validation()->set_disabled(true);
   const std::string job_id = SubmitJob(spec);
-  runner::CheckpointClient client(server_->address(), join_token_);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   absl::StatusOr<runner::UploadedCheckpoint> uploaded =
       client.Upload(job_id, 0, 0, dir_.File("hostile.ckpt"));
   ASSERT_TRUE(uploaded.ok()) << uploaded.status();

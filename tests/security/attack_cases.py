@@ -575,29 +575,96 @@ def request_cases(s):
 
 
 def worker_cases(s):
-    w = s.worker_pb2
+    w, a = s.worker_pb2, s.admin_pb2
     join = s.join_token
+
+    def reg_request(**fields):
+        fields.setdefault("advertise_host", "127.0.0.1")
+        return w.RegisterRequest(**fields)
+    reg = s.call("WorkerService", "Register", reg_request(name="mallory-w", slots=1),
+                 token=join)
+    cred = reg.worker_credential
+    workers = s.call("AdminService", "ListWorkers", a.ListWorkersRequest(), token=s.admin_token)
+    w1_id = [x.id for x in workers.workers if x.name == "w1"][0]
+    extra = s.call("AdminService", "CreateJoinToken", a.CreateJoinTokenRequest(description="x"),
+                   token=s.admin_token)
+    s.call("AdminService", "RevokeJoinToken", a.RevokeJoinTokenRequest(token_id=extra.token_id),
+           token=s.admin_token)
+
+    def upload(token, job_id):
+        data = b"GANTRY-CHECKPOINT 1\n"
+        header = w.CheckpointHeader(job_id=job_id, sha256="0" * 64, size_bytes=len(data))
+        return lambda: s.call("WorkerService", "UploadCheckpoint", [
+            w.UploadCheckpointRequest(header=header), w.UploadCheckpointRequest(chunk=data)],
+            token=token)
+
+    def connect(token, worker_id):
+        return lambda: s.call("WorkerService", "Connect", [w.WorkerMessage(
+            hello=w.Hello(worker_id=worker_id, incarnation=7))], token=token, timeout=10)
+
+    def code(fn, want, mention=None):
+        return lambda: s.expect_code(fn, want, mention=mention)
+
+    forged = "grk_%s:0:%s:%s" % (s.alice_job_id, w1_id, "ab" * 32)
     return [
-        ("FetchCheckpoint with a path for a sha256", lambda: s.expect_code(lambda: s.call(
-            "WorkerService", "FetchCheckpoint",
-            w.FetchCheckpointRequest(sha256="../../../../etc/passwd"), token=join),
-            CODE.INVALID_ARGUMENT)),
-        ("FetchCheckpoint of an unknown sha256", lambda: s.expect_code(lambda: s.call(
+        ("Register under a live worker's name", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(name="w1", slots=1), token=join),
+            CODE.FAILED_PRECONDITION, "in use")),
+        ("Register under a live name with a made-up credential", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(
+                name="w2", slots=1, previous_credential="gwc_" + "0" * 64), token=join),
+            CODE.FAILED_PRECONDITION, "in use")),
+        ("Register with a revoked join token", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(name="late", slots=1),
+            token=extra.token), CODE.UNAUTHENTICATED)),
+        ("Register with a worker credential", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(name="again", slots=1), token=cred),
+            CODE.UNAUTHENTICATED)),
+        ("the join token on Connect", code(connect(join, w1_id), CODE.UNAUTHENTICATED)),
+        ("the join token on UploadCheckpoint", code(upload(join, s.alice_job_id),
+                                                    CODE.UNAUTHENTICATED)),
+        ("the join token on FetchCheckpoint", code(lambda: s.call(
             "WorkerService", "FetchCheckpoint", w.FetchCheckpointRequest(sha256="0" * 64),
-            token=join), CODE.NOT_FOUND)),
-        ("Register with a 10 KiB name", lambda: s.expect_code(lambda: s.call(
-            "WorkerService", "Register", w.RegisterRequest(name="w" * 10240, slots=1),
+            token=join), CODE.UNAUTHENTICATED)),
+        ("the join token on ReadDataset", code(lambda: s.call(
+            "DatasetService", "ReadDataset",
+            s.datasets_pb2.ReadDatasetRequest(dataset_id=s.alice_dataset_id), token=join),
+            CODE.UNAUTHENTICATED)),
+        ("a hello naming another worker", code(connect(cred, w1_id), CODE.PERMISSION_DENIED)),
+        ("a checkpoint upload for a job never placed here",
+         code(upload(cred, s.alice_job_id), CODE.PERMISSION_DENIED)),
+        ("a forged rank credential", code(upload(forged, s.alice_job_id), CODE.UNAUTHENTICATED)),
+        ("a rank credential on Connect", code(connect(forged, w1_id), CODE.UNAUTHENTICATED)),
+        ("FetchCheckpoint with a path for a sha256", code(lambda: s.call(
+            "WorkerService", "FetchCheckpoint",
+            w.FetchCheckpointRequest(sha256="../../../../etc/passwd"), token=cred),
+            CODE.INVALID_ARGUMENT)),
+        ("Register with a 10 KiB name", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(name="w" * 10240, slots=1),
             token=join), CODE.INVALID_ARGUMENT)),
-        ("Register with a million slots", lambda: s.expect_code(lambda: s.call(
-            "WorkerService", "Register", w.RegisterRequest(name="greedy", slots=1000000),
+        ("Register with a million slots", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(name="greedy", slots=1000000),
             token=join), CODE.INVALID_ARGUMENT)),
-        ("Register with 100,000 labels", lambda: s.expect_code(lambda: s.call(
-            "WorkerService", "Register", w.RegisterRequest(
+        ("Register with 100,000 labels", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(
                 name="labelled", slots=1, labels={"k%d" % i: "v" for i in range(100000)}),
             token=join), CODE.INVALID_ARGUMENT)),
-        ("UploadCheckpoint without a header", lambda: s.expect_code(lambda: s.call(
+        ("Register with a 1 KiB previous credential", code(lambda: s.call(
+            "WorkerService", "Register", reg_request(
+                name="long-cred", slots=1, previous_credential="x" * 1024), token=join),
+            CODE.INVALID_ARGUMENT)),
+        ("UploadCheckpoint without a header", code(lambda: s.call(
             "WorkerService", "UploadCheckpoint", [w.UploadCheckpointRequest(chunk=b"x" * 100)],
-            token=join), CODE.INVALID_ARGUMENT)),
+            token=cred), CODE.INVALID_ARGUMENT)),
+        ("ListJoinTokens by a tenant", code(lambda: s.call(
+            "AdminService", "ListJoinTokens", a.ListJoinTokensRequest(), token=s.alice_token),
+            CODE.PERMISSION_DENIED)),
+        ("RevokeJoinToken of a tenant token id", code(lambda: s.call(
+            "AdminService", "RevokeJoinToken", a.RevokeJoinTokenRequest(token_id="tok-1"),
+            token=s.admin_token), CODE.INVALID_ARGUMENT)),
+        ("ListJoinTokens never shows a secret", lambda: expect(
+            join not in str(s.call("AdminService", "ListJoinTokens", a.ListJoinTokensRequest(),
+                                   token=s.admin_token)), "a join token secret is listed")),
     ]
 
 

@@ -148,7 +148,7 @@ TEST_F(HostileCheckpointTest, AChildKilledByItsLimitsIsACleanInvalidArgument) {
 TEST_F(HostileCheckpointTest, TheModelLoaderRefusesAHostileCachedCheckpointAndGoesOn) {
   CheckpointModelLoaderOptions o;
   o.server = "127.0.0.1:1";  // nothing listens: only cached files can load
-  o.join_token = "t";
+  o.token = [] { return std::string("t"); };
   o.models_dir = dir_.File("models");
   o.verify = Verifier();
   std::filesystem::create_directories(o.models_dir);
