@@ -110,7 +110,19 @@ ABSL_FLAG(std::string, inspect_binary, "",
           "the upload inspection helper run sandboxed per upload (default: gantry-inspect next to "
           "this binary)");
 ABSL_FLAG(int, inspect_timeout_ms, 120000, "wall-clock limit of one upload's inspection");
-ABSL_FLAG(int, inspect_memory_mb, 1024,
+// AddressSanitizer reserves terabytes of address space up front, so an address-space limit would
+// stop the inspection child before it starts: a sanitizer build inspects without one.
+#if defined(__SANITIZE_ADDRESS__)
+#define GANTRY_INSPECT_MEMORY_MB 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GANTRY_INSPECT_MEMORY_MB 0
+#endif
+#endif
+#ifndef GANTRY_INSPECT_MEMORY_MB
+#define GANTRY_INSPECT_MEMORY_MB 1024
+#endif
+ABSL_FLAG(int, inspect_memory_mb, GANTRY_INSPECT_MEMORY_MB,
           "address-space limit of the inspection child (0 = none, e.g. under AddressSanitizer)");
 ABSL_FLAG(int64_t, max_dataset_events, 50000000, "most events accepted in one uploaded file");
 
