@@ -16,6 +16,8 @@
 #include "base/status_macros.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
+#include "storage/database.h"
+#include "storage/worker_identity_repository.h"
 #include "tests/server/server_fixture.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/holdout_split.h"
@@ -427,12 +429,39 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
 
 class RunnerServerTest : public ServerFixture {
  protected:
-  std::string JoinToken() {
+  // A fresh worker's credential: what a daemon reads datasets with (the join token only
+  // registers).
+  std::string WorkerCredential() {
     v1::CreateTokenResponse join;
     grpc::Status s = admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join);
     EXPECT_TRUE(s.ok()) << Describe(s);
-    return join.token();
+    v1::RegisterRequest request;
+    request.set_name(absl::StrCat("runner-test-", ++workers_));
+    request.set_slots(1);
+    request.set_advertise_host("127.0.0.1");
+    v1::RegisterResponse registered;
+    s = worker_->Register(Ctx(join.token()).get(), request, &registered);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return registered.worker_credential();
   }
+
+  // The credential the server gives the ranks of `job_id` attempt 0 (Assignment.rank_credential),
+  // made with the server's rank-credential key as the server makes it.
+  std::string RankCredential(const std::string& job_id) {
+    absl::StatusOr<std::unique_ptr<storage::Database>> db = storage::Database::Create(db_.dsn());
+    EXPECT_TRUE(db.ok()) << db.status();
+    if (!db.ok()) return "";
+    absl::StatusOr<std::string> key =
+        storage::WorkerIdentityRepository(**db).ServerKey("rank_credentials");
+    EXPECT_TRUE(key.ok()) << key.status();
+    const std::string worker = "wrk-runner-test";
+    return absl::StrCat("grk_", job_id, ":0:", worker, ":",
+                        HmacSha256Hex(key.ok() ? *key : "",
+                                      absl::StrCat("gantry rank credential\n", job_id, "\n0\n",
+                                                   worker)));
+  }
+
+  int workers_ = 0;
 
   v1::Dataset UploadToyFile(const std::string& token, const std::string& name, std::string* bytes) {
     showers::ToyMcConfig config;
@@ -482,7 +511,7 @@ TEST_F(RunnerServerTest, UploadedDatasetIsDownloadedIntoTheCacheAndReused) {
   ASSERT_FALSE(dataset.id().empty());
   ASSERT_EQ(dataset.sha256(), Sha256Hex(bytes));
   TempDir cache;
-  DatasetSourceOptions options{server_->address(), JoinToken(), cache.path()};
+  DatasetSourceOptions options{server_->address(), WorkerCredential(), cache.path()};
   DatasetSource source(options);
 
   absl::StatusOr<MaterializedDataset> got = source.Materialize(dataset.id(), dataset.sha256());
@@ -541,7 +570,7 @@ TEST_F(RunnerServerTest, CorruptedCacheFileIsDetectedAndDownloadedAgain) {
   std::string bytes;
   const v1::Dataset dataset = UploadToyFile(tenant, "flipped", &bytes);
   TempDir cache;
-  DatasetSourceOptions options{server_->address(), JoinToken(), cache.path()};
+  DatasetSourceOptions options{server_->address(), WorkerCredential(), cache.path()};
   options.load_showers = false;
   absl::StatusOr<MaterializedDataset> got =
       DatasetSource(options).Materialize(dataset.id(), dataset.sha256());
@@ -582,7 +611,7 @@ TEST_F(RunnerServerTest, CorruptedCacheFileIsDetectedAndDownloadedAgain) {
 TEST_F(RunnerServerTest, UnknownDatasetAndBadTokenAreRefused) {
   TempDir cache;
   absl::StatusOr<MaterializedDataset> missing =
-      DatasetSource(DatasetSourceOptions{server_->address(), JoinToken(), cache.path()})
+      DatasetSource(DatasetSourceOptions{server_->address(), WorkerCredential(), cache.path()})
           .Materialize("ds-00000000-0000-0000-0000-000000000000", "");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
   EXPECT_NE(missing.status().message().find("ds-00000000"), std::string::npos);
@@ -603,7 +632,7 @@ TEST_F(RunnerServerTest, CheckpointUploadAndFetchRoundTrip) {
   const std::string path = dir_.File("model.ckpt");
   std::ofstream(path, std::ios::binary) << bytes;
 
-  runner::CheckpointClient client(server_->address(), JoinToken());
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   absl::StatusOr<runner::UploadedCheckpoint> up = client.Upload(job_id, 3, 42, path);
   ASSERT_TRUE(up.ok()) << up.status();
   EXPECT_EQ(up->sha256, Sha256Hex(bytes));
@@ -614,8 +643,9 @@ TEST_F(RunnerServerTest, CheckpointUploadAndFetchRoundTrip) {
   EXPECT_EQ(ReadFile(dir_.File("back")), bytes);
   EXPECT_FALSE(fs::exists(dir_.File("back.part")));
 
+  // A rank credential acts for its own job only.
   EXPECT_EQ(client.Upload("job-00000000-0000-0000-0000-000000000000", 1, 1, path).status().code(),
-            absl::StatusCode::kNotFound);
+            absl::StatusCode::kPermissionDenied);
   EXPECT_EQ(client.Fetch(std::string(64, 'a'), dir_.File("none")).status().code(),
             absl::StatusCode::kNotFound);
   runner::CheckpointClient stranger(server_->address(), "gjt_wrong");
