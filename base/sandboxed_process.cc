@@ -112,6 +112,16 @@ void KillGroup(pid_t pid) {
 
 }  // namespace
 
+absl::StatusOr<SandboxResult> SandboxedProcess::RunOnFile(const std::string& path,
+                                                          SandboxRequest request) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return absl::NotFoundError("the input file cannot be opened");
+  request.input_fd = fd;
+  absl::StatusOr<SandboxResult> run = Run(request);
+  ::close(fd);
+  return run;
+}
+
 absl::StatusOr<SandboxResult> SandboxedProcess::Run(const SandboxRequest& request) {
   // Everything the child needs, allocated before the fork.
   std::vector<std::string> strings;

@@ -57,6 +57,11 @@ class SandboxedProcess {
   // clients).
   static absl::StatusOr<SandboxResult> Run(const SandboxRequest& request);
 
+  // Run with the file at `path` opened read-only as the child's descriptor 3 (request.input_fd is
+  // replaced) and closed afterwards. NOT_FOUND when the file cannot be opened (the message names
+  // no path), else as Run.
+  static absl::StatusOr<SandboxResult> RunOnFile(const std::string& path, SandboxRequest request);
+
   // "exited with code 3", "killed by signal 9 (Killed)", "timed out after 5s", ...
   static std::string Describe(const SandboxResult& result);
 };

@@ -16,6 +16,7 @@
 #include "base/file_roots.h"
 #include "base/build_info.h"
 #include "base/flags.h"
+#include "base/sanitizers.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
 #include "server/server_options.h"
@@ -110,19 +111,8 @@ ABSL_FLAG(std::string, inspect_binary, "",
           "the upload inspection helper run sandboxed per upload (default: gantry-inspect next to "
           "this binary)");
 ABSL_FLAG(int, inspect_timeout_ms, 120000, "wall-clock limit of one upload's inspection");
-// AddressSanitizer reserves terabytes of address space up front, so an address-space limit would
-// stop the inspection child before it starts: a sanitizer build inspects without one.
-#if defined(__SANITIZE_ADDRESS__)
-#define GANTRY_INSPECT_MEMORY_MB 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GANTRY_INSPECT_MEMORY_MB 0
-#endif
-#endif
-#ifndef GANTRY_INSPECT_MEMORY_MB
-#define GANTRY_INSPECT_MEMORY_MB 1024
-#endif
-ABSL_FLAG(int, inspect_memory_mb, GANTRY_INSPECT_MEMORY_MB,
+// An AddressSanitizer build inspects without an address-space limit (base/sanitizers.h).
+ABSL_FLAG(int, inspect_memory_mb, gantry::kAddressSanitizer ? 0 : 1024,
           "address-space limit of the inspection child (0 = none, e.g. under AddressSanitizer)");
 ABSL_FLAG(int64_t, max_dataset_events, 50000000, "most events accepted in one uploaded file");
 

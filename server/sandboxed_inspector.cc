@@ -1,6 +1,5 @@
 #include "server/sandboxed_inspector.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -43,12 +42,6 @@ SandboxedInspector::SandboxedInspector(InspectorOptions options) : options_(std:
 absl::StatusOr<showers::DatasetInfo> SandboxedInspector::Inspect(
     const std::string& path, const std::string& file_name) const {
   const std::string shown = Quoted(file_name);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    std::cerr << "inspect: cannot open the stored upload " << path << std::endl;
-    return absl::InternalError(
-        absl::StrCat("the uploaded file ", shown, " could not be opened for inspection"));
-  }
   SandboxRequest request;
   request.binary = options_.binary;
   // The child names the file by a token that is replaced here, so the client's name never passes
@@ -56,12 +49,15 @@ absl::StatusOr<showers::DatasetInfo> SandboxedInspector::Inspect(
   request.args = {"--fd=3", "--name=@FILE@",
                   absl::StrCat("--max-events=", options_.file_limits.max_events),
                   absl::StrCat("--max-dataset-bytes=", options_.file_limits.max_dataset_bytes)};
-  request.input_fd = fd;
   request.limits = options_.limits;
   request.timeout = options_.timeout;
   request.max_output_bytes = 16 << 10;
-  absl::StatusOr<SandboxResult> run = SandboxedProcess::Run(request);
-  ::close(fd);
+  absl::StatusOr<SandboxResult> run = SandboxedProcess::RunOnFile(path, std::move(request));
+  if (absl::IsNotFound(run.status())) {
+    std::cerr << "inspect: cannot open the stored upload " << path << std::endl;
+    return absl::InternalError(
+        absl::StrCat("the uploaded file ", shown, " could not be opened for inspection"));
+  }
   if (!run.ok()) {
     std::cerr << "inspect: " << run.status() << std::endl;
     return absl::InternalError(

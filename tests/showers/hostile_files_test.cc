@@ -14,6 +14,7 @@
 #include <iterator>
 #include <string>
 
+#include "base/sanitizers.h"
 #include "showers/hdf5_io.h"
 #include "showers/shower_file_reader.h"
 #include "showers/toy_mc.h"
@@ -40,19 +41,12 @@ class HostileFilesTest : public ::testing::Test {
     // A file that makes the inspection allocate what it claims fails here instead of swapping.
     // Not under AddressSanitizer, which reserves terabytes of shadow memory up front (there, a huge
     // allocation returns null: sanitize.sh sets allocator_may_return_null=1).
-#if defined(__SANITIZE_ADDRESS__)
-#define GANTRY_UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define GANTRY_UNDER_ASAN 1
-#endif
-#endif
-#ifndef GANTRY_UNDER_ASAN
-    struct rlimit limit {
-      size_t{4} << 30, size_t{4} << 30
-    };
-    setrlimit(RLIMIT_AS, &limit);
-#endif
+    if (!kAddressSanitizer) {
+      struct rlimit limit {
+        size_t{4} << 30, size_t{4} << 30
+      };
+      setrlimit(RLIMIT_AS, &limit);
+    }
     files_ = new std::vector<HostileFile>(WriteHostileFiles(Dir().path()));
   }
   static std::vector<HostileFile>* files_;

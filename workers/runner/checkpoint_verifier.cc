@@ -1,8 +1,5 @@
 #include "workers/runner/checkpoint_verifier.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -18,17 +15,16 @@ std::string FormatVerifyReport(const absl::Status& status) {
 
 absl::Status VerifyCheckpointInChild(const std::string& path, const std::string& what,
                                      const CheckpointVerifierOptions& options) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::NotFoundError(absl::StrCat(what, " cannot be opened"));
   SandboxRequest request;
   request.binary = options.binary.empty() ? "/proc/self/exe" : options.binary;
   request.args = {"verify-checkpoint", "--fd=3"};
-  request.input_fd = fd;
   request.limits = options.limits;
   request.timeout = options.timeout;
   request.max_output_bytes = 8 << 10;
-  absl::StatusOr<SandboxResult> run = SandboxedProcess::Run(request);
-  ::close(fd);
+  absl::StatusOr<SandboxResult> run = SandboxedProcess::RunOnFile(path, std::move(request));
+  if (absl::IsNotFound(run.status())) {
+    return absl::NotFoundError(absl::StrCat(what, " cannot be opened"));
+  }
   if (!run.ok()) return run.status();
   if (!run->exited || run->exit_code != 0) {
     return absl::InvalidArgumentError(

@@ -1,0 +1,24 @@
+// Whether this build runs under AddressSanitizer, which reserves terabytes of address space for its
+// shadow memory up front: an address-space limit (RLIMIT_AS) stops such a process before it starts.
+#ifndef GANTRY_BASE_SANITIZERS_H_
+#define GANTRY_BASE_SANITIZERS_H_
+
+namespace gantry {
+
+#if defined(__SANITIZE_ADDRESS__)
+#define GANTRY_ADDRESS_SANITIZER 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define GANTRY_ADDRESS_SANITIZER 1
+#endif
+#endif
+
+#ifdef GANTRY_ADDRESS_SANITIZER
+inline constexpr bool kAddressSanitizer = true;
+#else
+inline constexpr bool kAddressSanitizer = false;
+#endif
+
+}  // namespace gantry
+
+#endif  // GANTRY_BASE_SANITIZERS_H_
