@@ -42,6 +42,11 @@ struct Histogram {
   std::vector<double> edges;  // size = bins + 1
   std::vector<double> reference;
   std::vector<double> generated;
+  // One standard error per entry (empty when unknown), and x values of an unbinned point series
+  // (edges empty).
+  std::vector<double> reference_error;
+  std::vector<double> generated_error;
+  std::vector<double> x;
   int energy_bin = -1;  // index into ValidationReport::bins; -1 for summaries across bins
 };
 

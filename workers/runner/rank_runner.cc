@@ -969,6 +969,9 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
     out.mutable_edges()->Add(h.edges.begin(), h.edges.end());
     out.mutable_reference()->Add(h.reference.begin(), h.reference.end());
     out.mutable_generated()->Add(h.generated.begin(), h.generated.end());
+    out.mutable_reference_error()->Add(h.reference_error.begin(), h.reference_error.end());
+    out.mutable_generated_error()->Add(h.generated_error.begin(), h.generated_error.end());
+    out.mutable_x()->Add(h.x.begin(), h.x.end());
     if (h.energy_bin >= 0 && h.energy_bin < static_cast<int>(report->bins.size())) {
       const physics::BinMetrics& bin = report->bins[h.energy_bin];
       std::string label = absl::StrFormat("%g-%g GeV", bin.energy_lo_gev, bin.energy_hi_gev);
