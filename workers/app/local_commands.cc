@@ -14,6 +14,7 @@
 #include "showers/toy_mc.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
+#include "workers/gan/condition_fit.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_verifier.h"
@@ -72,6 +73,18 @@ absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
     if (!config.ok()) return config.status();
     if (o.learning_rate > 0) config->learning_rate = o.learning_rate;
     if (o.label_flip >= 0) config->label_flip = o.label_flip;
+    if (!o.model_set.empty()) {
+      config = gan::OverrideModelConfig(*config, o.model_set);
+      if (!config.ok()) return config.status();
+    }
+    if (config->fit_conditions_to_data) {
+      std::vector<int64_t> rows(static_cast<size_t>(showers->events()));
+      for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+      absl::StatusOr<std::string> fitted =
+          gan::FitConditionsToData(gan::SampleConditions(*config, *showers, rows), &*config);
+      if (!fitted.ok()) return fitted.status();
+      log << *fitted << "\n";
+    }
     trainer = gan::Trainer::Create(*config, *showers, options);
   }
   if (!trainer.ok()) return trainer.status();

@@ -22,6 +22,7 @@ struct LocalTrainOptions {
   double learning_rate = 0;     // 0: the preset's
   double label_flip = -1;       // < 0: the preset's
   int64_t steps_per_epoch = 0;  // 0: the whole data set per epoch
+  std::string model_set;        // "key=value;..." model config overrides (OverrideModelConfig)
   uint64_t seed = 1;
   int threads = 2;
 };

@@ -94,6 +94,9 @@ ABSL_FLAG(int64_t, epochs, 1, "local-train: epochs");
 ABSL_FLAG(double, lr, 0, "local-train: learning rate (0 = the preset's)");
 ABSL_FLAG(double, label_flip, -1, "local-train: label flip probability (< 0 = the preset's)");
 ABSL_FLAG(int64_t, steps_per_epoch, 0, "local-train: steps per epoch (0 = the whole data set)");
+ABSL_FLAG(std::string, model_set, "",
+          "local-train: model config overrides \"key=value;key=value\" (keys as stored in the "
+          "checkpoint's config, e.g. latent=64;loss_weights=2,0.1,1)");
 
 // local-generate
 ABSL_FLAG(std::string, checkpoint, "", "local-generate: checkpoint");
@@ -148,7 +151,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "credential_file"}},
       {"local-train",
        {"preset", "data", "out", "resume", "epochs", "batch", "lr", "label_flip", "steps_per_epoch",
-        "seed", "threads"}},
+        "model_set", "seed", "threads"}},
       {"local-generate",
        {"checkpoint", "out", "energies", "energy_range", "count", "theta_range", "seed", "batch",
         "threads"}},
@@ -269,6 +272,7 @@ absl::StatusOr<LocalTrainOptions> LocalTrainOptionsFromFlags() {
   o.learning_rate = absl::GetFlag(FLAGS_lr);
   o.label_flip = absl::GetFlag(FLAGS_label_flip);
   o.steps_per_epoch = absl::GetFlag(FLAGS_steps_per_epoch);
+  o.model_set = absl::GetFlag(FLAGS_model_set);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = absl::GetFlag(FLAGS_threads).value_or(o.threads);
   return o;

@@ -1,8 +1,10 @@
 #include "workers/gan/model_config.h"
 
+#include <algorithm>
 #include <map>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -179,6 +181,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("ecal_fit", Join(c.ecal_fit));
   put("ecal_fit_scale", num(c.ecal_fit_scale));
   put("collapse_ecal_loss", num(c.collapse_ecal_loss));
+  put("fit_conditions_to_data", c.fit_conditions_to_data ? "1" : "0");
   return out;
 }
 
@@ -288,9 +291,46 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   dbls("ecal_fit", &c.ecal_fit);
   dbl("ecal_fit_scale", &c.ecal_fit_scale);
   dbl("collapse_ecal_loss", &c.collapse_ecal_loss);
+  // Optional: configs written before it existed carry their conditions already.
+  c.fit_conditions_to_data = false;
+  if (auto it = kv.find("fit_conditions_to_data"); it != kv.end()) {
+    if (it->second != "0" && it->second != "1" && status.ok()) {
+      status = absl::InvalidArgumentError("model config: fit_conditions_to_data must be 0 or 1");
+    }
+    c.fit_conditions_to_data = it->second == "1";
+  }
   if (!status.ok()) return status;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;
   return c;
+}
+
+absl::StatusOr<ModelConfig> OverrideModelConfig(const ModelConfig& config,
+                                                absl::string_view assignments) {
+  if (assignments.size() > kMaxConfigTextBytes) {
+    return absl::InvalidArgumentError("model config overrides: too long");
+  }
+  std::vector<std::pair<std::string, std::string>> lines;
+  for (absl::string_view line :
+       absl::StrSplit(SerializeModelConfig(config), '\n', absl::SkipEmpty())) {
+    lines.emplace_back(absl::StrSplit(line, absl::MaxSplits('=', 1)));
+  }
+  for (absl::string_view item : absl::StrSplit(assignments, ';', absl::SkipWhitespace())) {
+    std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    kv.first = std::string(absl::StripAsciiWhitespace(kv.first));
+    kv.second = std::string(absl::StripAsciiWhitespace(kv.second));
+    auto it = std::find_if(lines.begin(), lines.end(),
+                           [&](const auto& line) { return line.first == kv.first; });
+    if (it == lines.end() || kv.first == "preset" || kv.first == "architecture" ||
+        kv.first == "grid") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model config overrides: \"", kv.first,
+          "\" is not a field that can be overridden (see SerializeModelConfig for the keys)"));
+    }
+    it->second = kv.second;
+  }
+  std::string text;
+  for (const auto& [key, value] : lines) absl::StrAppend(&text, key, "=", value, "\n");
+  return ParseModelConfig(text);
 }
 
 }  // namespace gantry::gan

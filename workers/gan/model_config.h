@@ -70,6 +70,10 @@ struct ModelConfig {
   // ecal_fit_scale.
   std::vector<double> ecal_fit{0.0018, -0.023, 0.11, -0.28, 2.21};
   double ecal_fit_scale = 100.0;
+  // Fit the fake conditions and ecal_fit to the training data when a fresh training starts
+  // (FitConditionsToData); cleared once fitted, so a checkpoint carries the fitted values. False
+  // keeps the values above (the reference's, fitted to its Geant4 data at 10-500 GeV).
+  bool fit_conditions_to_data = true;
   // Training aborts when the discriminator's fake-batch ecal MAPE equals this (all images empty).
   double collapse_ecal_loss = 100.0;
 
@@ -97,6 +101,11 @@ absl::Status ValidateModelConfig(const ModelConfig& config);
 
 // A line-oriented "key=value" text form (stored inside checkpoints); Parse(Serialize(c)) == c.
 std::string SerializeModelConfig(const ModelConfig& config);
+// `config` with the fields named in `assignments` ("key=value;key=value", keys and value syntax
+// as in SerializeModelConfig) replaced; INVALID_ARGUMENT for an unknown key or a config that
+// ValidateModelConfig refuses.
+absl::StatusOr<ModelConfig> OverrideModelConfig(const ModelConfig& config,
+                                                absl::string_view assignments);
 absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text);
 
 }  // namespace gantry::gan

@@ -27,6 +27,7 @@
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/condition_fit.h"
 #include "workers/gan/model_config.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
@@ -168,6 +169,7 @@ absl::Status MarkDataFailure(absl::Status status) {
 
 RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sink)
     : plan_(std::move(plan)),
+      model_(plan_.model),
       options_(std::move(options)),
       rank_(plan_.assignment.rank()),
       world_size_(plan_.assignment.world_size()),
@@ -430,6 +432,15 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
                               "(fraction %.3g, seed %d)",
                               split.holdout.size(), split.train.size(), plan_.holdout_fraction,
                               plan_.seed));
+  if (model_.fit_conditions_to_data) {
+    // Every rank fits the same events to the same values, and so does a restart (its checkpoint's
+    // config must equal the job's).
+    const auto fit_start = std::chrono::steady_clock::now();
+    ASSIGN_OR_RETURN(const gan::ConditionSample sample,
+                     gan::SampleConditions(model_, *reader, split.train));
+    ASSIGN_OR_RETURN(const std::string fitted, gan::FitConditionsToData(sample, &model_));
+    Log("INFO", absl::StrFormat("%s (%.1f s)", fitted, SecondsSince(fit_start)));
+  }
   const auto pipeline_start = std::chrono::steady_clock::now();
   gan::PrefetchOptions prefetch;
   prefetch.queue_depth = plan_.prefetch_batches;
@@ -604,7 +615,7 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
     RETURN_IF_ERROR(VerifyCheckpointInChild(path, absl::StrCat("resume_checkpoint_sha256 ", resume),
                                             options_.verify_checkpoints));
     absl::StatusOr<std::unique_ptr<gan::Trainer>> trainer =
-        ResumeTrainer(path, plan_.model, std::move(batches), options);
+        ResumeTrainer(path, model_, std::move(batches), options);
     if (!trainer.ok()) {
       return absl::Status(trainer.status().code(), absl::StrCat("resume_checkpoint_sha256 ", resume,
                                                                 ": ", trainer.status().message()));
@@ -614,7 +625,7 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
     return trainer;
   }
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
-                   gan::Trainer::CreateWithSource(plan_.model, std::move(batches), options));
+                   gan::Trainer::CreateWithSource(model_, std::move(batches), options));
   const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
   if (!initial.empty()) {
     // Fine-tuning: the initial model's weights, fresh optimisers and counters.

@@ -149,6 +149,9 @@ class RankRunner {
   bool CheckpointAndStopRequested() const;
 
   const RankPlan plan_;
+  // The model a fresh training starts from: plan_.model with its conditions fitted to the
+  // training events (gan::FitConditionsToData); set while the input pipeline is built.
+  gan::ModelConfig model_;
   const RankRunnerOptions options_;
   const int rank_;
   const int world_size_;

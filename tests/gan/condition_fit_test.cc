@@ -1,0 +1,169 @@
+// The fake conditions and the ecal-sum target fitted to the training data (gan::ConditionFit).
+#include "workers/gan/condition_fit.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "showers/hdf5_io.h"
+#include "showers/toy_mc.h"
+#include "workers/gan/preprocessing.h"
+
+namespace gantry::gan {
+namespace {
+
+double PolyVal(const std::vector<double>& c, double x) {
+  double r = 0;
+  for (double v : c) r = r * x + v;
+  return r;
+}
+
+std::vector<int64_t> AllRows(const showers::ShowerSet& s) {
+  std::vector<int64_t> rows(static_cast<size_t>(s.events()));
+  std::iota(rows.begin(), rows.end(), 0);
+  return rows;
+}
+
+TEST(ConditionFitTest, PolynomialRecoversItsCoefficients) {
+  const std::vector<double> want = {0.0018, -0.023, 0.11, -0.28, 2.21};
+  std::vector<double> x, y;
+  for (int i = 0; i <= 200; ++i) {
+    x.push_back(0.1 + 4.9 * i / 200.0);
+    y.push_back(PolyVal(want, x.back()));
+  }
+  const std::vector<double> got = FitPolynomial(x, y, 4);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6) << i;
+}
+
+TEST(ConditionFitTest, SingleEnergyFitsAConstant) {
+  ModelConfig c = *PresetConfig("tiny");
+  ConditionSample s;
+  s.energy_gev = {100, 100, 100};
+  s.sample_energy_gev = {100, 100, 100};
+  s.sample_ecal = {190, 200, 210};  // model units: 100 x GeV
+  ASSERT_TRUE(FitConditionsToData(s, &c).ok());
+  ASSERT_EQ(c.ecal_fit.size(), 1u);
+  EXPECT_NEAR(c.ecal_fit[0], 2.0, 1e-12);  // ratio = ecal / (E/100) / ecal_fit_scale
+  EXPECT_EQ(c.fake_energy_min_gev, 100);
+  EXPECT_EQ(c.fake_energy_max_gev, 100);
+  EXPECT_FALSE(c.fit_conditions_to_data);
+  EXPECT_TRUE(ValidateModelConfig(c).ok());
+}
+
+TEST(ConditionFitTest, RefusesDataWithoutEnergies) {
+  ModelConfig c = *PresetConfig("tiny");
+  ConditionSample s;
+  s.energy_gev = {0, -1, std::nan("")};
+  s.sample_energy_gev = {0};
+  s.sample_ecal = {1};
+  const absl::StatusOr<std::string> fitted = FitConditionsToData(s, &c);
+  EXPECT_EQ(fitted.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(c.fit_conditions_to_data);  // untouched
+}
+
+TEST(ConditionFitTest, NotAskedLeavesTheReferenceValues) {
+  ModelConfig c = *PresetConfig("3dgan-25");
+  c.fit_conditions_to_data = false;
+  const ModelConfig before = c;
+  ConditionSample s;
+  s.energy_gev = {50};
+  s.sample_energy_gev = {50};
+  s.sample_ecal = {1};
+  ASSERT_TRUE(FitConditionsToData(s, &c).ok());
+  EXPECT_EQ(SerializeModelConfig(c), SerializeModelConfig(before));
+}
+
+// On the toy Monte Carlo at 10-200 GeV: fakes are drawn where the data is, and the ecal target
+// follows the toy's own sampling fraction (not the reference's Geant4 fit) in every energy bin.
+TEST(ConditionFitTest, ToyMonteCarloTargetMatchesItsSamplingFraction) {
+  showers::ToyMcConfig mc;
+  mc.events = 600;
+  mc.energy_min_gev = 10;
+  mc.energy_max_gev = 200;
+  mc.seed = 3;
+  const showers::ShowerSet data = *showers::SimulateToyMc(mc);
+  ModelConfig c = *PresetConfig("tiny");
+  const absl::StatusOr<std::string> fitted =
+      FitConditionsToData(SampleConditions(c, data, AllRows(data)), &c);
+  ASSERT_TRUE(fitted.ok()) << fitted.status();
+  EXPECT_NE(fitted->find("fake energies"), std::string::npos);
+  EXPECT_GE(c.fake_energy_min_gev, 10);
+  EXPECT_LE(c.fake_energy_max_gev, 200);
+  EXPECT_LT(c.fake_energy_min_gev, 15);
+  EXPECT_GT(c.fake_energy_max_gev, 195);
+  // Mean preprocessed ecal per 38 GeV bin against the fitted target at the bin's mean energy.
+  const TrainingTensors t = *PreprocessShowers(c, data);
+  std::map<int, std::pair<double, double>> sum;  // bin -> (ecal, E/100)
+  std::map<int, int> n;
+  for (int64_t i = 0; i < data.events(); ++i) {
+    const int bin = static_cast<int>((data.energy_gev[i] - 10) / 38.0);
+    sum[bin].first += t.ecal[i].item<double>();
+    sum[bin].second += t.energy100[i].item<double>();
+    ++n[bin];
+  }
+  for (const auto& [bin, s] : sum) {
+    if (n[bin] < 50) continue;
+    const double x = s.second / n[bin];
+    const double target = PolyVal(c.ecal_fit, x) * x * c.ecal_fit_scale;
+    EXPECT_NEAR(target / (s.first / n[bin]), 1.0, 0.02) << "bin " << bin;
+  }
+}
+
+TEST(ConditionFitTest, FileSampleEqualsMemorySample) {
+  showers::ToyMcConfig mc;
+  mc.events = 300;
+  mc.energy_min_gev = 20;
+  mc.energy_max_gev = 80;
+  const showers::ShowerSet data = *showers::SimulateToyMc(mc);
+  const std::string path = ::testing::TempDir() + "/condition_fit.h5";
+  ASSERT_TRUE(showers::WriteShowerFile(path, data).ok());
+  auto reader = showers::ShowerFileReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  ModelConfig a = *PresetConfig("tiny"), b = a;
+  std::vector<int64_t> rows = AllRows(data);
+  rows.erase(rows.begin(), rows.begin() + 7);  // a hold-out split takes some
+  auto from_file = SampleConditions(a, **reader, rows);
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  ASSERT_TRUE(FitConditionsToData(*from_file, &a).ok());
+  ASSERT_TRUE(FitConditionsToData(SampleConditions(b, data, rows), &b).ok());
+  EXPECT_EQ(SerializeModelConfig(a), SerializeModelConfig(b));
+  EXPECT_EQ(SampleConditions(a, **reader, {-1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConditionFitTest, ConfigKeepsTheFlagAndOldConfigsParseWithoutIt) {
+  ModelConfig c = *PresetConfig("tiny");
+  EXPECT_TRUE(c.fit_conditions_to_data);
+  const std::string text = SerializeModelConfig(c);
+  EXPECT_TRUE(ParseModelConfig(text)->fit_conditions_to_data);
+  std::string old = text;
+  const size_t at = old.find("fit_conditions_to_data=1\n");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, std::string("fit_conditions_to_data=1\n").size());
+  const absl::StatusOr<ModelConfig> parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->fit_conditions_to_data);
+  std::string bad = text;
+  bad.replace(at, std::string("fit_conditions_to_data=1").size(), "fit_conditions_to_data=7");
+  EXPECT_EQ(ParseModelConfig(bad).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConditionFitTest, OverridesReplaceNamedFields) {
+  const ModelConfig c = *PresetConfig("tiny");
+  const absl::StatusOr<ModelConfig> o =
+      OverrideModelConfig(c, "latent=64; loss_weights=2,0.1,1;fit_conditions_to_data=0");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->latent, 64);
+  EXPECT_EQ(o->loss_weights, (std::vector<double>{2, 0.1, 1}));
+  EXPECT_FALSE(o->fit_conditions_to_data);
+  EXPECT_EQ(OverrideModelConfig(c, "nope=1").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(OverrideModelConfig(c, "preset=3dgan-25").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(OverrideModelConfig(c, "latent=0").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gantry::gan

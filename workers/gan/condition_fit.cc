@@ -1,0 +1,206 @@
+#include "workers/gan/condition_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "workers/gan/preprocessing.h"
+
+namespace gantry::gan {
+namespace {
+
+// The preprocessed ecal sum of one event (PreprocessEvents' rule: cells x cell_scale, values below
+// cell_threshold dropped), or nullopt-like false when the event selection drops it.
+bool EventEcal(const ModelConfig& config, const float* cells, int64_t n, double* ecal) {
+  if (!PassesEventSelection(config, cells, n)) return false;
+  const double scale = config.cell_scale;
+  double sum = 0;
+  for (int64_t c = 0; c < n; ++c) {
+    const double v = static_cast<double>(cells[c]) * scale;
+    if (v >= config.cell_threshold) sum += v;
+  }
+  *ecal = sum;
+  return true;
+}
+
+// Evenly spread picks of at most `limit` of `n` positions.
+std::vector<int64_t> SpreadPicks(int64_t n, int64_t limit) {
+  std::vector<int64_t> picks;
+  const int64_t k = std::min(n, limit);
+  picks.reserve(static_cast<size_t>(k));
+  for (int64_t i = 0; i < k; ++i) picks.push_back(i * n / k);
+  return picks;
+}
+
+// Solves the (d+1)x(d+1) system in place by Gaussian elimination with partial pivoting; false
+// when a pivot is negligible against the matrix scale.
+bool Solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vector<double>* x) {
+  const size_t n = b.size();
+  double scale = 0;
+  for (const auto& row : a) {
+    for (double v : row) scale = std::max(scale, std::fabs(v));
+  }
+  for (size_t col = 0; col < n; ++col) {
+    size_t pivot = col;
+    for (size_t r = col + 1; r < n; ++r) {
+      if (std::fabs(a[r][col]) > std::fabs(a[pivot][col])) pivot = r;
+    }
+    if (!(std::fabs(a[pivot][col]) > 1e-12 * scale)) return false;
+    std::swap(a[col], a[pivot]);
+    std::swap(b[col], b[pivot]);
+    for (size_t r = col + 1; r < n; ++r) {
+      const double f = a[r][col] / a[col][col];
+      for (size_t c = col; c < n; ++c) a[r][c] -= f * a[col][c];
+      b[r] -= f * b[col];
+    }
+  }
+  x->assign(n, 0.0);
+  for (size_t i = n; i-- > 0;) {
+    double s = b[i];
+    for (size_t c = i + 1; c < n; ++c) s -= a[i][c] * (*x)[c];
+    (*x)[i] = s / a[i][i];
+  }
+  return true;
+}
+
+}  // namespace
+
+ConditionSample SampleConditions(const ModelConfig& config, const showers::ShowerSet& showers,
+                                 const std::vector<int64_t>& rows) {
+  ConditionSample s;
+  const int64_t n = showers.cells_per_event();
+  for (int64_t row : rows) {
+    s.energy_gev.push_back(showers.energy_gev[row]);
+    if (config.variable_angle() && !showers.theta_rad.empty()) {
+      s.theta_rad.push_back(showers.theta_rad[row]);
+    }
+  }
+  for (int64_t pick : SpreadPicks(static_cast<int64_t>(rows.size()), kConditionFitEvents)) {
+    const int64_t row = rows[pick];
+    double ecal = 0;
+    if (!EventEcal(config, showers.event(row), n, &ecal)) continue;
+    s.sample_energy_gev.push_back(showers.energy_gev[row]);
+    s.sample_ecal.push_back(ecal);
+  }
+  return s;
+}
+
+absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
+                                                 const showers::ShowerFileReader& reader,
+                                                 const std::vector<int64_t>& candidates) {
+  ConditionSample s;
+  for (int64_t index : candidates) {
+    if (index < 0 || index >= reader.events()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("event ", index, " is outside the file's ", reader.events(), " events"));
+    }
+    s.energy_gev.push_back(reader.energy_gev()[index]);
+    if (config.variable_angle() && !reader.theta_rad().empty()) {
+      s.theta_rad.push_back(reader.theta_rad()[index]);
+    }
+  }
+  std::vector<int64_t> picked;
+  for (int64_t pick : SpreadPicks(static_cast<int64_t>(candidates.size()), kConditionFitEvents)) {
+    picked.push_back(candidates[pick]);
+  }
+  // Read in blocks: bounded memory whatever the event size.
+  constexpr size_t kBlock = 256;
+  for (size_t first = 0; first < picked.size(); first += kBlock) {
+    const std::vector<int64_t> block(picked.begin() + first,
+                                     picked.begin() + std::min(picked.size(), first + kBlock));
+    absl::StatusOr<showers::ShowerSet> events = reader.ReadEvents(block);
+    if (!events.ok()) return events.status();
+    const int64_t n = events->cells_per_event();
+    for (int64_t e = 0; e < events->events(); ++e) {
+      double ecal = 0;
+      if (!EventEcal(config, events->event(e), n, &ecal)) continue;
+      s.sample_energy_gev.push_back(events->energy_gev[e]);
+      s.sample_ecal.push_back(ecal);
+    }
+  }
+  return s;
+}
+
+std::vector<double> FitPolynomial(const std::vector<double>& x, const std::vector<double>& y,
+                                  int degree) {
+  for (int d = std::max(0, degree); d >= 0; --d) {
+    const size_t m = static_cast<size_t>(d) + 1;
+    // Normal equations in powers of x (highest first at the end).
+    std::vector<std::vector<double>> a(m, std::vector<double>(m, 0.0));
+    std::vector<double> b(m, 0.0);
+    for (size_t i = 0; i < x.size(); ++i) {
+      std::vector<double> p(2 * m - 1, 1.0);
+      for (size_t k = 1; k < p.size(); ++k) p[k] = p[k - 1] * x[i];
+      for (size_t r = 0; r < m; ++r) {
+        for (size_t c = 0; c < m; ++c) a[r][c] += p[r + c];
+        b[r] += p[r] * y[i];
+      }
+    }
+    std::vector<double> coefficients;
+    if (!Solve(a, b, &coefficients)) continue;
+    bool finite = true;
+    for (double c : coefficients) finite = finite && std::isfinite(c);
+    if (!finite) continue;
+    std::reverse(coefficients.begin(), coefficients.end());  // polyval order
+    return coefficients;
+  }
+  return {0.0};
+}
+
+absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample,
+                                                ModelConfig* config) {
+  if (!config->fit_conditions_to_data) return std::string("conditions as configured");
+  double e_lo = 0, e_hi = 0;
+  bool any = false;
+  for (double e : sample.energy_gev) {
+    if (!(e > 0) || !std::isfinite(e)) continue;
+    e_lo = any ? std::min(e_lo, e) : e;
+    e_hi = any ? std::max(e_hi, e) : e;
+    any = true;
+  }
+  if (!any) {
+    return absl::InvalidArgumentError(
+        "no training event has a positive primary energy; cannot fit the fake conditions");
+  }
+  std::vector<double> x, y;
+  std::set<double> distinct;
+  for (size_t i = 0; i < sample.sample_energy_gev.size(); ++i) {
+    const double e = sample.sample_energy_gev[i];
+    if (!(e > 0) || !std::isfinite(e) || !std::isfinite(sample.sample_ecal[i])) continue;
+    const double x100 = e / config->energy_scale;
+    x.push_back(x100);
+    y.push_back(sample.sample_ecal[i] / (x100 * config->ecal_fit_scale));
+    distinct.insert(x100);
+  }
+  if (x.empty()) {
+    return absl::InvalidArgumentError(
+        "no sampled training event passes the event selection with a positive energy; cannot fit "
+        "the ecal-sum target");
+  }
+  const int degree = static_cast<int>(std::min<size_t>(4, distinct.size() - 1));
+  config->fake_energy_min_gev = e_lo;
+  config->fake_energy_max_gev = e_hi;
+  config->ecal_fit = FitPolynomial(x, y, degree);
+  std::string theta;
+  if (config->variable_angle() && !sample.theta_rad.empty()) {
+    const auto [t_lo, t_hi] = std::minmax_element(sample.theta_rad.begin(), sample.theta_rad.end());
+    if (std::isfinite(*t_lo) && std::isfinite(*t_hi) && *t_lo <= *t_hi) {
+      config->fake_theta_min_rad = *t_lo;
+      config->fake_theta_max_rad = *t_hi;
+      theta = absl::StrFormat(", angles %.3f-%.3f rad", *t_lo, *t_hi);
+    }
+  }
+  config->fit_conditions_to_data = false;
+  return absl::StrFormat(
+      "conditions fitted to the data: fake energies %.4g-%.4g GeV%s; ecal target polynomial "
+      "(degree %d, %d events) %s",
+      e_lo, e_hi, theta, config->ecal_fit.size() - 1, x.size(),
+      absl::StrJoin(config->ecal_fit, ", ", [](std::string* out, double c) {
+        absl::StrAppend(out, absl::StrFormat("%.5g", c));
+      }));
+}
+
+}  // namespace gantry::gan

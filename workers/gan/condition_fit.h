@@ -1,0 +1,57 @@
+// ConditionFit: the fake conditions and the ecal-sum target of a model, fitted to the data it
+// trains on. The reference draws fake energies over its own data's range and pins the generated
+// total energy to a polynomial fit of its own data's sampling fraction; a model trained on other
+// data (another detector, another energy range, the toy Monte Carlo) needs both refitted, or the
+// adversarial loss (fakes where no real shower is) and the ecal-sum loss (a foreign sampling
+// fraction) pull the generated energy away from the data.
+#ifndef GANTRY_WORKERS_GAN_CONDITION_FIT_H_
+#define GANTRY_WORKERS_GAN_CONDITION_FIT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "showers/shower_file_reader.h"
+#include "showers/shower_set.h"
+#include "workers/gan/model_config.h"
+
+namespace gantry::gan {
+
+// What the fit needs from the training events: every event's energy (and angle), and a sample of
+// events with their preprocessed cell sums.
+struct ConditionSample {
+  std::vector<double> energy_gev;         // all training events
+  std::vector<double> theta_rad;          // all training events (variable angle), else empty
+  std::vector<double> sample_energy_gev;  // the sampled events
+  std::vector<double> sample_ecal;        // their ecal sums in model units (as preprocessed)
+};
+
+// At most this many events are read for the sampling-fraction fit (evenly spread over the data).
+inline constexpr int64_t kConditionFitEvents = 2000;
+
+// The sample from in-memory showers (`rows` index `showers`; the event selection is applied).
+ConditionSample SampleConditions(const ModelConfig& config, const showers::ShowerSet& showers,
+                                 const std::vector<int64_t>& rows);
+// The sample from a shower file: `candidates` are file indices; reads at most
+// kConditionFitEvents of them (the event selection is applied to those).
+absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
+                                                 const showers::ShowerFileReader& reader,
+                                                 const std::vector<int64_t>& candidates);
+
+// When config->fit_conditions_to_data: sets fake_energy_min/max_gev (and fake_theta_min/max_rad)
+// to the data's range and ecal_fit to a least-squares polynomial (degree <= 4, fewer for few
+// distinct energies) of the sampled ratio ecal / (E/energy_scale) / ecal_fit_scale, then clears
+// the flag (the config now carries the fit). INVALID_ARGUMENT when the sample has no event with a
+// positive energy. Returns a one-line description of the fit for logs.
+absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample, ModelConfig* config);
+
+// The polynomial least-squares fit (coefficients highest power first, as polyval); degree is
+// lowered until the normal equations are well conditioned. Exposed for tests.
+std::vector<double> FitPolynomial(const std::vector<double>& x, const std::vector<double>& y,
+                                  int degree);
+
+}  // namespace gantry::gan
+
+#endif  // GANTRY_WORKERS_GAN_CONDITION_FIT_H_
