@@ -54,6 +54,14 @@ absl::Status ValidateHyperParameters(const v1::HyperParameters& hp, absl::string
     }
   }
   RETURN_IF_ERROR(CheckInt(hp.warmup_epochs(), 0, hp.epochs(), Sub(f, "warmup_epochs")));
+  RETURN_IF_ERROR(CheckFinite(hp.lr_decay_to(), Sub(f, "lr_decay_to")));
+  if (hp.lr_decay_to() < 0 || hp.lr_decay_to() > 1) {
+    return Invalid(
+        Sub(f, "lr_decay_to"),
+        absl::StrCat("is ", hp.lr_decay_to(),
+                     "; give a fraction in (0, 1] of the learning rate to decay to, or 0 "
+                     "for a constant learning rate"));
+  }
   RETURN_IF_ERROR(CheckRange01(hp.label_flip_probability(), 0.5, Sub(f, "label_flip_probability")));
   RETURN_IF_ERROR(CheckInt(hp.generator_steps_per_discriminator_step(), 0, 100,
                            Sub(f, "generator_steps_per_discriminator_step")));
@@ -121,8 +129,7 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(
       CheckInt(cp.every_epochs(), 0, kMaxEpochs, "spec.checkpoint_policy.every_epochs"));
   RETURN_IF_ERROR(CheckInt(cp.keep_last(), 0, 1000, "spec.checkpoint_policy.keep_last"));
-  RETURN_IF_ERROR(
-      CheckInt(cp.every_steps(), 0, 1000000, "spec.checkpoint_policy.every_steps"));
+  RETURN_IF_ERROR(CheckInt(cp.every_steps(), 0, 1000000, "spec.checkpoint_policy.every_steps"));
   if (!(cp.every_minutes() >= 0 && cp.every_minutes() <= 10080)) {
     return Invalid("spec.checkpoint_policy.every_minutes",
                    absl::StrCat("is ", cp.every_minutes(), "; it must be in 0..10080 (a week)"));

@@ -480,6 +480,31 @@ TEST(LearningRateTest, LinearScalingWithWarmup) {
   EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 0, 0, 10), base);
 }
 
+TEST(LearningRateTest, CosineDecayOverTheRun) {
+  gan::TrainerOptions o;
+  o.epochs = 4;
+  const double base = 1e-3;
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 2, 0, 10), base);  // constant by default
+  o.lr_decay_to = 0.1;
+  EXPECT_DOUBLE_EQ(gan::ScheduledLearningRate(base, o, 0, 0, 10), base);
+  // Halfway: (0.1 + 0.9 / 2) x base; at the end: 0.1 x base.
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 2, 0, 10), 0.55e-3, 1e-15);
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 1, 5, 10),
+              (0.1 + 0.45 * (1 + std::cos(M_PI * 0.375))) * base, 1e-15);
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 4, 0, 10), 1e-4, 1e-15);
+  // Decay multiplies the warmed-up, scaled rate.
+  o.world_size = 2;
+  o.scale_lr_with_world_size = true;
+  o.warmup_epochs = 2;
+  EXPECT_NEAR(gan::ScheduledLearningRate(base, o, 2, 0, 10), 2e-3 * 0.55, 1e-15);
+  // The Trainer refuses a fraction outside (0, 1].
+  o = gan::TrainerOptions();
+  o.lr_decay_to = 0;
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      gan::Trainer::Create(*gan::PresetConfig("tiny"), gan::testing::FixedAngleShowers(4), o)
+          .status()));
+}
+
 TEST(LearningRateTest, TrainerAppliesTheScheduleEveryStep) {
   const showers::ShowerSet showers = gan::testing::FixedAngleShowers(12);
   gan::TrainerOptions o;

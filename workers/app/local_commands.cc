@@ -65,6 +65,7 @@ absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
   options.epochs = o.epochs;
   options.threads = o.threads;
   options.max_steps_per_epoch = o.steps_per_epoch;
+  options.lr_decay_to = o.lr_decay_to;
   absl::StatusOr<std::unique_ptr<gan::Trainer>> trainer;
   if (!o.resume.empty()) {
     trainer = gan::Trainer::Resume(o.resume, *showers, options);

@@ -20,6 +20,7 @@ struct LocalTrainOptions {
   int64_t epochs = 1;
   int64_t batch = 0;            // 0: the preset's default
   double learning_rate = 0;     // 0: the preset's
+  double lr_decay_to = 1.0;     // cosine decay to this fraction over the run; 1: constant
   double label_flip = -1;       // < 0: the preset's
   int64_t steps_per_epoch = 0;  // 0: the whole data set per epoch
   std::string model_set;        // "key=value;..." model config overrides (OverrideModelConfig)

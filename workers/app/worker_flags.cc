@@ -94,6 +94,9 @@ ABSL_FLAG(int64_t, epochs, 1, "local-train: epochs");
 ABSL_FLAG(double, lr, 0, "local-train: learning rate (0 = the preset's)");
 ABSL_FLAG(double, label_flip, -1, "local-train: label flip probability (< 0 = the preset's)");
 ABSL_FLAG(int64_t, steps_per_epoch, 0, "local-train: steps per epoch (0 = the whole data set)");
+ABSL_FLAG(double, lr_decay_to, 1.0,
+          "local-train: cosine decay of the learning rate to this fraction over the run (1 = "
+          "constant)");
 ABSL_FLAG(std::string, model_set, "",
           "local-train: model config overrides \"key=value;key=value\" (keys as stored in the "
           "checkpoint's config, e.g. latent=64;loss_weights=2,0.1,1)");
@@ -151,7 +154,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "credential_file"}},
       {"local-train",
        {"preset", "data", "out", "resume", "epochs", "batch", "lr", "label_flip", "steps_per_epoch",
-        "model_set", "seed", "threads"}},
+        "model_set", "lr_decay_to", "seed", "threads"}},
       {"local-generate",
        {"checkpoint", "out", "energies", "energy_range", "count", "theta_range", "seed", "batch",
         "threads"}},
@@ -273,6 +276,7 @@ absl::StatusOr<LocalTrainOptions> LocalTrainOptionsFromFlags() {
   o.label_flip = absl::GetFlag(FLAGS_label_flip);
   o.steps_per_epoch = absl::GetFlag(FLAGS_steps_per_epoch);
   o.model_set = absl::GetFlag(FLAGS_model_set);
+  o.lr_decay_to = absl::GetFlag(FLAGS_lr_decay_to);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = absl::GetFlag(FLAGS_threads).value_or(o.threads);
   return o;

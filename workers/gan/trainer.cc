@@ -50,13 +50,18 @@ double ScheduledLearningRate(double base_lr, const TrainerOptions& options, int6
                              int64_t step_in_epoch, int64_t steps_per_epoch) {
   const double target =
       options.scale_lr_with_world_size ? base_lr * std::max(1, options.world_size) : base_lr;
-  if (options.warmup_epochs <= 0 || target == base_lr) return target;
-  const double progress = (static_cast<double>(epoch) +
-                           static_cast<double>(step_in_epoch) /
-                               static_cast<double>(std::max<int64_t>(1, steps_per_epoch))) /
-                          static_cast<double>(options.warmup_epochs);
-  if (progress >= 1.0) return target;
-  return base_lr + (target - base_lr) * progress;
+  const double epochs_done =
+      static_cast<double>(epoch) + static_cast<double>(step_in_epoch) /
+                                       static_cast<double>(std::max<int64_t>(1, steps_per_epoch));
+  double decay = 1.0;
+  if (options.lr_decay_to < 1.0 && options.epochs > 0) {
+    const double t = std::clamp(epochs_done / static_cast<double>(options.epochs), 0.0, 1.0);
+    decay = options.lr_decay_to + (1.0 - options.lr_decay_to) * 0.5 * (1.0 + std::cos(M_PI * t));
+  }
+  if (options.warmup_epochs <= 0 || target == base_lr) return target * decay;
+  const double progress = epochs_done / static_cast<double>(options.warmup_epochs);
+  if (progress >= 1.0) return target * decay;
+  return (base_lr + (target - base_lr) * progress) * decay;
 }
 
 Trainer::Trainer(TrainingState state, std::unique_ptr<BatchSource> source,
@@ -112,9 +117,10 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromTensors(TrainingStat
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
     TrainingState state, std::unique_ptr<BatchSource> source, const TrainerOptions& options) {
   if (options.batch_size < 0 || options.epochs < 0 || options.threads < 0 ||
-      options.max_steps_per_epoch < 0 || options.warmup_epochs < 0) {
+      options.max_steps_per_epoch < 0 || options.warmup_epochs < 0 ||
+      !(options.lr_decay_to > 0 && options.lr_decay_to <= 1)) {
     return absl::InvalidArgumentError(
-        "batch, epochs, threads, max steps and warm-up epochs must be >= 0");
+        "batch, epochs, threads, max steps and warm-up epochs must be >= 0, lr_decay_to in (0, 1]");
   }
   if (options.world_size < 1 || options.rank < 0 || options.rank >= options.world_size) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", options.rank, " of world size ",

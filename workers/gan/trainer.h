@@ -49,6 +49,10 @@ struct TrainerOptions {
   bool scale_lr_with_world_size = false;  // linear scaling rule: lr = config lr * world_size ...
   // ... reached linearly from config lr over this many epochs (Goyal et al.).
   int64_t warmup_epochs = 0;
+  // Cosine decay over `epochs`: the learning rate is multiplied by
+  // f + (1 - f) (1 + cos(pi t)) / 2 with t the fraction of the run done and f = lr_decay_to;
+  // 1 = constant (the reference). Lets a short run settle the generator's total energy.
+  double lr_decay_to = 1.0;
   // In-place sum of a tensor across ranks (set by DataParallel); used by synchronised BatchNorm.
   std::function<void(at::Tensor&)> cross_rank_sum;
 };

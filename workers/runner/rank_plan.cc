@@ -245,6 +245,10 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   plan.threads = a.threads();
   plan.scale_lr_with_world_size = h.scale_lr_with_world_size();
   plan.warmup_epochs = h.warmup_epochs();
+  if (!(h.lr_decay_to() >= 0 && h.lr_decay_to() <= 1)) {
+    return Bad("spec.hyper_parameters.lr_decay_to", "must be in [0, 1] (0 = constant)");
+  }
+  plan.lr_decay_to = h.lr_decay_to() > 0 ? h.lr_decay_to() : 1.0;
 
   const gan::ModelConfig& m = plan.model;
   const int64_t batch = plan.batch_per_rank > 0 ? plan.batch_per_rank : m.default_batch;

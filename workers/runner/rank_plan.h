@@ -34,6 +34,7 @@ struct RankPlan {
   bool keep_best = false;
   bool scale_lr_with_world_size = false;
   int64_t warmup_epochs = 0;
+  double lr_decay_to = 1.0;  // gan::TrainerOptions::lr_decay_to
   // The input pipeline (spec.data_pipeline, 0 = automatic; ResolveDataPipeline): batches read
   // ahead, and background loader threads.
   int prefetch_batches = 4;

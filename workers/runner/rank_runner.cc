@@ -585,6 +585,7 @@ gan::TrainerOptions RankRunner::TrainerOptionsForPlan() const {
   options.rank = rank_;
   options.scale_lr_with_world_size = plan_.scale_lr_with_world_size;
   options.warmup_epochs = plan_.warmup_epochs;
+  options.lr_decay_to = plan_.lr_decay_to;
   return options;
 }
 
