@@ -166,7 +166,9 @@ AxisTicks MainYAxis(const RatioPlot& p, bool* log_y) {
   return LinearTicks(std::max(0.0, lo - 0.15 * span), hi + 0.45 * span, 6, true);
 }
 
-void DrawYTicks(cairo_t* cr, const Frame& f, const AxisTicks& axis) {
+// `skip_top_label`: the ratio panel leaves out the label at its top edge, where the main panel's
+// lowest label is.
+void DrawYTicks(cairo_t* cr, const Frame& f, const AxisTicks& axis, bool skip_top_label = false) {
   SetColor(cr, kBlack);
   cairo_set_line_width(cr, 1);
   SetFont(cr, kTickFont);
@@ -177,6 +179,7 @@ void DrawYTicks(cairo_t* cr, const Frame& f, const AxisTicks& axis) {
     cairo_move_to(cr, f.right, y);
     cairo_line_to(cr, f.right - 7, y);
     cairo_stroke(cr);
+    if (skip_top_label && y < f.top + 6) continue;
     if (t.has_exponent) {
       const std::string exponent = absl::StrCat(t.exponent);
       SetFont(cr, kTickFont * 0.75);
@@ -284,15 +287,18 @@ void DrawGenerated(cairo_t* cr, const Frame& f, const RatioPlot& p,
 void DrawLegend(cairo_t* cr, const Frame& f, const RatioPlot& p) {
   SetFont(cr, kLabelFont);
   const std::string mc = Printable(p.reference_label), gan = Printable(p.generated_label);
-  const double width = std::max(TextWidth(cr, mc), TextWidth(cr, gan)) + 52;
+  const std::string band =
+      "GAN/MC \xc2\xb1"
+      "5%";
+  const double width = std::max({TextWidth(cr, mc), TextWidth(cr, gan), TextWidth(cr, band)}) + 52;
   const double x = f.right - width - 10, y = f.top + 10, row = 24;
-  cairo_rectangle(cr, x, y, width, 2 * row + 10);
+  cairo_rectangle(cr, x, y, width, 3 * row + 10);
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_fill_preserve(cr);
   SetColor(cr, kGrey);
   cairo_set_line_width(cr, 0.8);
   cairo_stroke(cr);
-  const double sx = x + 10, y1 = y + 5 + row / 2, y2 = y1 + row;
+  const double sx = x + 10, y1 = y + 5 + row / 2, y2 = y1 + row, y3 = y2 + row;
   if (!p.edges.empty()) {
     cairo_rectangle(cr, sx, y1 - 7, 26, 14);
     SetColor(cr, kMcFill);
@@ -310,9 +316,13 @@ void DrawLegend(cairo_t* cr, const Frame& f, const RatioPlot& p) {
   cairo_line_to(cr, sx + 26, y2);
   cairo_stroke(cr);
   Circle(cr, sx + 13, y2, 3.5);
+  SetColor(cr, kBand);
+  cairo_rectangle(cr, sx, y3 - 5, 26, 10);
+  cairo_fill(cr);
   SetColor(cr, kBlack);
   DrawText(cr, mc, sx + 34, y1 + 5, 0);
   DrawText(cr, gan, sx + 34, y2 + 5, 0);
+  DrawText(cr, band, sx + 34, y3 + 5, 0);
 }
 
 // GAN/MC per entry with the errors of both propagated; entries with no Monte Carlo are left out.
@@ -377,14 +387,8 @@ void DrawRatioPanel(cairo_t* cr, Frame f, const std::vector<Ratio>& ratios) {
     if (ratios.size() <= 200) Circle(cr, px, f.Y(r.value), 3.2);
   }
   cairo_restore(cr);
-  SetFont(cr, kTickFont * 0.85);
-  SetColor(cr, kGrey);
-  DrawText(cr,
-           "band: \xc2\xb1"
-           "5%",
-           f.left + 8, f.top + 15, 0);
   DrawFrame(cr, f);
-  DrawYTicks(cr, f, axis);
+  DrawYTicks(cr, f, axis, true);
 }
 
 // Cairo names the page group after a counter of surfaces in the process ("surface7"); the same
