@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -188,12 +189,11 @@ class Builder {
     }
     // Energy bins of the per-bin kinds, in order of first appearance, then ordered.
     std::vector<std::string> seen;
+    std::set<std::string> known;
     for (int i = 0; i < count; ++i) {
       const v1::Histogram& h = model_.histograms(i);
       if (KindOf(h.name()) < 0) continue;
-      if (std::find(seen.begin(), seen.end(), h.energy_bin()) == seen.end()) {
-        seen.push_back(h.energy_bin());
-      }
+      if (known.insert(h.energy_bin()).second) seen.push_back(h.energy_bin());
     }
     labels_in_order_ = seen;
     bins_ = OrderEnergyBins(seen);
