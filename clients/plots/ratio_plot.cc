@@ -348,8 +348,11 @@ void DrawRatioPanel(cairo_t* cr, Frame f, const std::vector<Ratio>& ratios) {
     lo = std::min(lo, r.value - r.error);
     hi = std::max(hi, r.value + r.error);
   }
-  lo = std::max(lo, 0.0);
-  hi = std::min(hi, 2.5);
+  // A margin, so that points do not sit on the frame; ratios below 0 cannot be, and above 2.5 the
+  // panel would say nothing about the agreement near 1 (those points become triangles).
+  const double margin = 0.06 * (hi - lo);
+  lo = std::max(lo - margin, 0.0);
+  hi = std::min(hi + margin, 2.5);
   const AxisTicks axis = LinearTicks(lo, hi, 4, true);
   f.y_lo = axis.lo;
   f.y_hi = axis.hi;
