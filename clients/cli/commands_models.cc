@@ -287,7 +287,7 @@ void AddModelCommands(std::vector<Command>* commands) {
                        Get});
   commands->push_back(
       {{"models", "plots"},
-       "Write validation plots of a version (generated over Monte Carlo) as PNG or SVG files",
+       "Draw a version's validation plots (GAN over Monte Carlo) into PNG or SVG files",
        "Draws the validation histograms stored with the model version: longitudinal and transverse "
        "profiles, energy-sum, hit-count, sampling-fraction and cell-energy distributions per "
        "energy "

@@ -85,6 +85,11 @@ RatioPlot FromHistogram(const v1::Histogram& h) {
   p.generated.assign(h.generated().begin(), h.generated().end());
   p.reference_error.assign(h.reference_error().begin(), h.reference_error().end());
   p.generated_error.assign(h.generated_error().begin(), h.generated_error().end());
+  if (p.edges.empty() && p.x.empty()) {
+    // Neither edges nor x: the bins are plain indices (the Histogram contract).
+    for (size_t i = 0; i <= p.reference.size(); ++i) p.edges.push_back(static_cast<double>(i));
+    if (p.x_label.empty()) p.x_label = "bin";
+  }
   return p;
 }
 

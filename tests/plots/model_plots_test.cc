@@ -218,6 +218,21 @@ TEST(ModelPlotsTest, BoundsOnHistogramsAndEnergyBins) {
   EXPECT_THAT(w.report.warnings[0], HasSubstr("more than 4096 entries"));
 }
 
+TEST(ModelPlotsTest, WithoutEdgesOrXTheBinsAreIndices) {
+  v1::ModelVersion model;
+  model.set_name("plain");
+  model.set_version(1);
+  v1::Histogram* h = model.add_histograms();
+  h->set_name("profile_z");
+  for (double v : {1.0, 3.0, 2.0}) h->add_reference(v);
+  for (double v : {1.5, 3.0, 1.0}) h->add_generated(v);
+  const Written w = Plot(model);
+  ASSERT_TRUE(w.status.ok()) << w.status;
+  EXPECT_THAT(w.report.warnings, IsEmpty());
+  EXPECT_THAT(Names(w), ElementsAre("longitudinal_profile_all.png", "index.md"));
+  EXPECT_THAT(w.files.at("index.md"), HasSubstr("| longitudinal profile | - |"));
+}
+
 TEST(ModelPlotsTest, NothingToPlotIsFailedPrecondition) {
   v1::ModelVersion model;
   model.set_name("empty");
