@@ -1,4 +1,6 @@
 // `gantry models ...`: the model registry: list, show, plots, aliases, tags, archive.
+#include <google/protobuf/struct.pb.h>
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -173,6 +175,29 @@ absl::Status Get(CommandContext& context) {
   return absl::OkStatus();
 }
 
+// --json of `models plots`: {"model", "directory", "files": [{"file", "plot", "energyBin"}],
+// "warnings": [...]}.
+google::protobuf::Struct PlotsReportJson(const v1::ModelVersion& model,
+                                         const PlotDirectory& directory,
+                                         const plots::ModelPlotsReport& report) {
+  google::protobuf::Struct json;
+  auto& fields = *json.mutable_fields();
+  fields["model"].set_string_value(ModelRef(model));
+  fields["directory"].set_string_value(directory.path());
+  auto* files = fields["files"].mutable_list_value();
+  for (const plots::PlotFile& file : report.files) {
+    auto& entry = *files->add_values()->mutable_struct_value()->mutable_fields();
+    entry["file"].set_string_value(file.file_name);
+    entry["plot"].set_string_value(file.kind);
+    entry["energyBin"].set_string_value(file.energy_bin);
+  }
+  auto* warnings = fields["warnings"].mutable_list_value();
+  for (const std::string& warning : report.warnings) {
+    warnings->add_values()->set_string_value(warning);
+  }
+  return json;
+}
+
 absl::Status Plots(CommandContext& context) {
   const std::string out_dir = context.args.Get("out").value_or("");
   if (out_dir.empty()) return UsageError("--out DIR: give the folder to write the plots into");
@@ -203,6 +228,7 @@ absl::Status Plots(CommandContext& context) {
     context.err << "gantry: warning: " << warning << '\n';
   }
   RETURN_IF_ERROR(written);
+  if (context.json) return PrintJson(context.out, PlotsReportJson(model, *directory, report));
   const size_t figures = report.files.empty() ? 0 : report.files.size() - 1;
   context.out << ModelRef(model) << ": " << figures << " plots in " << directory->path()
               << " (index: " << directory->path() << "/index.md)\n";

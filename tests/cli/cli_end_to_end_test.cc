@@ -2,6 +2,7 @@
 // (GANTRY_TEST_DSN), driven by the real `gantry` binary run as a subprocess.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -610,6 +611,13 @@ TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
       Alice({"models", "plots", "ele:1", "--out", dir_.File("svg/nested"), "--format", "svg"});
   ASSERT_EQ(svg.exit_code, 0) << svg.err;
   EXPECT_THAT(ReadBytes(dir_.File("svg/nested/energy_sum_bin01.svg")), HasSubstr("<svg"));
+
+  CommandResult json = Alice({"--json", "models", "plots", "ele:1", "--out", dir_.File("json")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto report = ParseJson<google::protobuf::Struct>(json.out);
+  EXPECT_EQ(report.fields().at("model").string_value(), "ele:1");
+  EXPECT_EQ(report.fields().at("files").list_value().values_size(), 12);
+  EXPECT_EQ(report.fields().at("warnings").list_value().values_size(), 1);
 
   CommandResult format = Alice({"models", "plots", "ele:1", "--out", out, "--format", "gif"});
   EXPECT_EQ(format.exit_code, 2);
