@@ -76,6 +76,23 @@ std::optional<std::pair<double, double>> ParseEnergyBin(const std::string& label
   return std::make_pair(lo, hi);
 }
 
+// A point series in increasing x (entries with equal x keep their order); the errors follow when
+// their lengths match.
+void SortPointsByX(RatioPlot* p) {
+  std::vector<size_t> order(p->x.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return p->x[a] < p->x[b];  // NaN compares false: such a series is refused by the check
+  });
+  for (std::vector<double>* v :
+       {&p->x, &p->reference, &p->generated, &p->reference_error, &p->generated_error}) {
+    if (v->size() != order.size()) continue;
+    std::vector<double> sorted;
+    for (size_t i : order) sorted.push_back((*v)[i]);
+    *v = std::move(sorted);
+  }
+}
+
 RatioPlot FromHistogram(const v1::Histogram& h) {
   RatioPlot p;
   p.x_label = h.x_label();
@@ -85,6 +102,10 @@ RatioPlot FromHistogram(const v1::Histogram& h) {
   p.generated.assign(h.generated().begin(), h.generated().end());
   p.reference_error.assign(h.reference_error().begin(), h.reference_error().end());
   p.generated_error.assign(h.generated_error().begin(), h.generated_error().end());
+  if (p.edges.empty() && !p.x.empty() && !std::is_sorted(p.x.begin(), p.x.end()) &&
+      p.x.size() == p.reference.size() && p.x.size() == p.generated.size()) {
+    SortPointsByX(&p);
+  }
   if (p.edges.empty() && p.x.empty()) {
     // Neither edges nor x: the bins are plain indices (the Histogram contract).
     for (size_t i = 0; i <= p.reference.size(); ++i) p.edges.push_back(static_cast<double>(i));

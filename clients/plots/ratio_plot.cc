@@ -442,8 +442,12 @@ absl::Status CheckRatioPlot(const RatioPlot& p) {
   for (size_t i = 0; i < positions->size(); ++i) {
     const double v = (*positions)[i];
     if (!std::isfinite(v)) return absl::InvalidArgumentError("a bin edge or x value is not finite");
-    if (i > 0 && !(v > (*positions)[i - 1])) {
-      return absl::InvalidArgumentError("bin edges or x values are not increasing");
+    // Edges increase; x values of a point series may repeat (e.g. one point per angle bin).
+    const bool ordered =
+        p.edges.empty() ? v >= (*positions)[i - (i > 0)] : (i == 0 || v > (*positions)[i - 1]);
+    if (!ordered) {
+      return absl::InvalidArgumentError(p.edges.empty() ? "x values are not in increasing order"
+                                                        : "bin edges are not increasing");
     }
   }
   for (const auto* values : {&p.reference, &p.generated, &p.reference_error, &p.generated_error}) {

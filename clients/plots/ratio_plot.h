@@ -15,9 +15,9 @@ namespace gantry::plots {
 inline constexpr size_t kMaxPlotBins = 4096;
 
 // What one figure shows. Either binned (`edges` has n+1 increasing values; the Monte Carlo is drawn
-// as a filled step histogram) or a point series (`edges` empty, `x` has n increasing values; both
-// samples are drawn as points). `reference` and `generated` have n values each; the errors (one
-// standard error per entry) are either empty or n values.
+// as a filled step histogram) or a point series (`edges` empty, `x` has n non-decreasing values;
+// both samples are drawn as points). `reference` and `generated` have n values each; the errors
+// (one standard error per entry) are either empty or n values.
 struct RatioPlot {
   std::string title;     // first line, e.g. "ele:3  longitudinal profile"
   std::string subtitle;  // second line, e.g. "energy bin 100-110 GeV"; may be empty
@@ -44,7 +44,8 @@ struct RenderOptions {
 };
 
 // OK when `plot` can be drawn; else INVALID_ARGUMENT saying what is wrong (lengths that disagree,
-// more than kMaxPlotBins bins, edges or x not increasing, a NaN, infinite or negative value).
+// more than kMaxPlotBins bins, edges not increasing or x decreasing, a NaN, infinite or negative
+// value).
 absl::Status CheckRatioPlot(const RatioPlot& plot);
 
 // The encoded image (PNG bytes or SVG text). Checks the plot first (CheckRatioPlot) and the size

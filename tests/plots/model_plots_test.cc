@@ -127,6 +127,21 @@ TEST(ModelPlotsTest, OlderModelsWithoutErrorsOrTheCurveUseThePerBinCurve) {
   EXPECT_EQ(Plot(Model(false, false)).files, without.files);  // deterministic
 }
 
+TEST(ModelPlotsTest, ASamplingFractionCurveInAnyOrderWithRepeatedEnergiesIsSorted) {
+  v1::ModelVersion model;
+  model.set_name("angles");
+  model.set_version(1);
+  v1::Histogram* h = model.add_histograms();
+  h->set_name("sampling_fraction_vs_energy");
+  for (double x : {150.0, 55.0, 150.0}) h->add_x(x);
+  for (double v : {0.02, 0.021, 0.0205}) h->add_reference(v);
+  for (double v : {0.019, 0.018, 0.02}) h->add_generated(v);
+  const Written w = Plot(model);
+  ASSERT_TRUE(w.status.ok()) << w.status;
+  EXPECT_THAT(w.report.warnings, IsEmpty());
+  EXPECT_THAT(Names(w), ElementsAre("sampling_fraction_vs_energy.png", "index.md"));
+}
+
 TEST(ModelPlotsTest, SvgFormat) {
   ModelPlotsOptions options;
   options.render.format = ImageFormat::kSvg;

@@ -206,6 +206,12 @@ TEST(RatioPlotTest, BadHistogramsAreRefused) {
   p = Profile();
   std::swap(p.edges[3], p.edges[4]);
   EXPECT_THAT(refused(p, "order"), HasSubstr("not increasing"));
+  p = RatioPlot();
+  p.x = {1, 3, 2};
+  p.reference = p.generated = {1, 1, 1};
+  EXPECT_THAT(refused(p, "x order"), HasSubstr("x values are not in increasing order"));
+  p.x = {1, 2, 2};  // repeated x (angle bins at one energy) is fine
+  EXPECT_TRUE(CheckRatioPlot(p).ok());
   p = Profile();
   p.edges.clear();
   EXPECT_THAT(refused(p, "no x"), HasSubstr("no bin edges"));
