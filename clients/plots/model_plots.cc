@@ -42,6 +42,7 @@ constexpr Kind kKinds[] = {
 constexpr int kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
 constexpr char kSfCurve[] = "sampling_fraction_vs_energy";
 constexpr char kSfPerBin[] = "sampling_fraction_per_bin";
+constexpr size_t kMaxWarnings = 100;
 
 // Printable ASCII, cut to `limit` characters (server text in messages).
 std::string Printable(const std::string& text, size_t limit = 60) {
@@ -166,6 +167,7 @@ class Builder {
                              Printable(bins_[b]), it->second.index));
       }
     }
+    FinishWarnings();
     if (report_->files.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           ref_, " has no validation histograms that can be plotted (", model_.histograms_size(),
@@ -185,8 +187,24 @@ class Builder {
     RatioPlot plot;
   };
 
+  // At most kMaxWarnings lines; the rest are counted in one last line.
+  void Warn(std::string warning) {
+    if (report_->warnings.size() < kMaxWarnings) {
+      report_->warnings.push_back(std::move(warning));
+    } else {
+      ++unlisted_warnings_;
+    }
+  }
+
+  void FinishWarnings() {
+    if (unlisted_warnings_ > 0) {
+      report_->warnings.push_back(absl::StrCat(unlisted_warnings_, " more warnings not listed"));
+      unlisted_warnings_ = 0;
+    }
+  }
+
   void Skip(int index, const v1::Histogram& h, const std::string& why) {
-    report_->warnings.push_back(absl::StrCat(
+    Warn(absl::StrCat(
         "histogram #", index, " \"", Printable(h.name()), "\"",
         h.energy_bin().empty() ? "" : absl::StrCat(" [", Printable(h.energy_bin()), "]"), ": ", why,
         "; skipped"));
@@ -209,9 +227,8 @@ class Builder {
   void Classify() {
     const int count = std::min(model_.histograms_size(), options_.max_histograms);
     if (count < model_.histograms_size()) {
-      report_->warnings.push_back(absl::StrCat("only the first ", count, " of ",
-                                               model_.histograms_size(),
-                                               " histograms were looked at"));
+      Warn(absl::StrCat("only the first ", count, " of ", model_.histograms_size(),
+                        " histograms were looked at"));
     }
     // Energy bins of the per-bin kinds, in order of first appearance, then ordered.
     std::vector<std::string> seen;
@@ -225,9 +242,8 @@ class Builder {
     bins_ = OrderEnergyBins(seen);
     if (static_cast<int>(bins_.size()) > options_.max_energy_bins) {
       for (size_t b = options_.max_energy_bins; b < bins_.size(); ++b) {
-        report_->warnings.push_back(absl::StrCat("energy bin \"", Printable(bins_[b]),
-                                                 "\": more than ", options_.max_energy_bins,
-                                                 " energy bins; skipped"));
+        Warn(absl::StrCat("energy bin \"", Printable(bins_[b]), "\": more than ",
+                          options_.max_energy_bins, " energy bins; skipped"));
       }
       bins_.resize(options_.max_energy_bins);
     }
@@ -346,6 +362,7 @@ class Builder {
   std::vector<std::string> bins_;
   std::map<std::pair<int, int>, Candidate> per_bin_;
   std::optional<Candidate> curve_, per_bin_curve_;
+  size_t unlisted_warnings_ = 0;
 };
 
 }  // namespace

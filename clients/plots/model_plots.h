@@ -29,7 +29,8 @@ struct PlotFile {
   std::string energy_bin;  // the energy bin as stored (printable ASCII), empty for across-bin plots
 };
 
-// What WriteModelPlots did: the files written (index last) and one line per histogram it skipped.
+// What WriteModelPlots did: the files written (index last) and one line per histogram it skipped
+// (at most 100 lines, then one line counting the rest).
 struct ModelPlotsReport {
   std::vector<PlotFile> files;
   std::vector<std::string> warnings;

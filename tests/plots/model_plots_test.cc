@@ -219,10 +219,20 @@ TEST(ModelPlotsTest, BoundsOnHistogramsAndEnergyBins) {
   EXPECT_EQ(w.report.warnings.size(), 36u);
   EXPECT_THAT(w.report.warnings[0], HasSubstr("more than 4 energy bins; skipped"));
 
+  for (int b = 40; b < 300; ++b) {
+    Binned(&model, "profile_z", std::to_string(10 * b) + "-" + std::to_string(10 * b + 10) + " GeV",
+           3, false);
+  }
+  w = Plot(model, ModelPlotsOptions());
+  ASSERT_TRUE(w.status.ok()) << w.status;
+  EXPECT_EQ(w.report.files.size(), 33u);  // 32 energy bins and the index
+  ASSERT_EQ(w.report.warnings.size(), 101u);
+  EXPECT_EQ(w.report.warnings.back(), "168 more warnings not listed");
+
   options.max_histograms = 2;
   w = Plot(model, options);
   EXPECT_EQ(w.report.files.size(), 3u);
-  EXPECT_THAT(w.report.warnings[0], HasSubstr("only the first 2 of 40 histograms"));
+  EXPECT_THAT(w.report.warnings[0], HasSubstr("only the first 2 of 300 histograms"));
 
   v1::ModelVersion big;
   big.set_name("big");
