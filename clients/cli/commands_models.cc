@@ -1,6 +1,9 @@
-// `gantry models ...`: the model registry: list, show, aliases, tags, archive.
+// `gantry models ...`: the model registry: list, show, plots, aliases, tags, archive.
+#include <google/protobuf/struct.pb.h>
+
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -11,7 +14,9 @@
 #include "clients/cli/command_helpers.h"
 #include "clients/cli/format.h"
 #include "clients/cli/json_output.h"
+#include "clients/cli/plot_directory.h"
 #include "clients/cli/table.h"
+#include "clients/plots/model_plots.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 
 namespace gantry::cli {
@@ -170,6 +175,66 @@ absl::Status Get(CommandContext& context) {
   return absl::OkStatus();
 }
 
+// --json of `models plots`: {"model", "directory", "files": [{"file", "plot", "energyBin"}],
+// "warnings": [...]}.
+google::protobuf::Struct PlotsReportJson(const v1::ModelVersion& model,
+                                         const PlotDirectory& directory,
+                                         const plots::ModelPlotsReport& report) {
+  google::protobuf::Struct json;
+  auto& fields = *json.mutable_fields();
+  fields["model"].set_string_value(ModelRef(model));
+  fields["directory"].set_string_value(directory.path());
+  auto* files = fields["files"].mutable_list_value();
+  for (const plots::PlotFile& file : report.files) {
+    auto& entry = *files->add_values()->mutable_struct_value()->mutable_fields();
+    entry["file"].set_string_value(file.file_name);
+    entry["plot"].set_string_value(file.kind);
+    entry["energyBin"].set_string_value(file.energy_bin);
+  }
+  auto* warnings = fields["warnings"].mutable_list_value();
+  for (const std::string& warning : report.warnings) {
+    warnings->add_values()->set_string_value(warning);
+  }
+  return json;
+}
+
+absl::Status Plots(CommandContext& context) {
+  const std::string out_dir = context.args.Get("out").value_or("");
+  if (out_dir.empty()) return UsageError("--out DIR: give the folder to write the plots into");
+  const std::string format = context.args.Get("format").value_or("png");
+  plots::ModelPlotsOptions options;
+  if (format == "png") {
+    options.render.format = plots::ImageFormat::kPng;
+  } else if (format == "svg") {
+    options.render.format = plots::ImageFormat::kSvg;
+  } else {
+    return UsageError(absl::StrCat("--format: '", format, "' is not png or svg"));
+  }
+  const bool force = context.args.Has("force");
+  RETURN_IF_ERROR(PlotDirectory::Check(out_dir, force));
+  v1::GetModelRequest request;
+  request.set_model(context.args.Positional(0));
+  v1::ModelVersion model;
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::GetModel, request, &model));
+  ASSIGN_OR_RETURN(std::unique_ptr<PlotDirectory> directory, PlotDirectory::Open(out_dir, force));
+  plots::ModelPlotsReport report;
+  const absl::Status written = plots::WriteModelPlots(
+      model, options,
+      [&](const std::string& name, const std::string& bytes) {
+        return directory->Write(name, bytes);
+      },
+      &report);
+  for (const std::string& warning : report.warnings) {
+    context.err << "gantry: warning: " << warning << '\n';
+  }
+  RETURN_IF_ERROR(written);
+  if (context.json) return PrintJson(context.out, PlotsReportJson(model, *directory, report));
+  const size_t figures = report.files.empty() ? 0 : report.files.size() - 1;
+  context.out << ModelRef(model) << ": " << figures << " plots in " << directory->path()
+              << " (index: " << directory->path() << "/index.md)\n";
+  return absl::OkStatus();
+}
+
 absl::Status AliasSet(CommandContext& context) {
   absl::StatusOr<int> version = ParseIntFlag("version", context.args.Positional(2));
   if (!version.ok() || *version <= 0) {
@@ -246,6 +311,22 @@ void AddModelCommands(std::vector<Command>* commands) {
                        {{"histogram", "NAME",
                          "also print this validation histogram's bins (every energy bin), or all"}},
                        Get});
+  commands->push_back(
+      {{"models", "plots"},
+       "Draw a version's validation plots (GAN over Monte Carlo) into PNG or SVG files",
+       "Draws the validation histograms stored with the model version: longitudinal and transverse "
+       "profiles, energy-sum, hit-count, sampling-fraction and cell-energy distributions per "
+       "energy "
+       "bin, and the sampling fraction against energy, each with a GAN/MC ratio panel; writes them "
+       "and an index.md into DIR (created when missing). A non-empty DIR is refused unless "
+       "--force; "
+       "--force replaces files of the same names and leaves other files alone. Histograms that "
+       "cannot be drawn are skipped with a warning.",
+       {{"MODEL", "name:version or name@alias"}},
+       {{"out", "DIR", "folder to write into (required)"},
+        {"format", "png|svg", "image format (default png)"},
+        {"force", "", "write into a non-empty DIR, replacing files of the same names"}},
+       Plots});
   commands->push_back({{"models", "alias", "set"},
                        "Point an alias (e.g. champion) at a version",
                        "",

@@ -16,7 +16,7 @@ GANTRY_APT_PACKAGES=(
   build-essential cmake pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libpqxx-dev postgresql-15 libgoogle-glog-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libssl-dev openssl
+  libbenchmark-dev libssl-dev openssl libcairo2-dev fonts-dejavu-core
   libtorch-dev libgloo-dev libhdf5-dev libopenblas0-pthread
   python3 python3-torch python3-h5py python3-grpcio python3-numpy
   clang-14 libclang-rt-14-dev llvm-14

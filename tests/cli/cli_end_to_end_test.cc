@@ -2,12 +2,15 @@
 // (GANTRY_TEST_DSN), driven by the real `gantry` binary run as a subprocess.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
+#include <google/protobuf/struct.pb.h>
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -518,6 +521,127 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   EXPECT_THAT(archive.out, HasSubstr("archived"));
   EXPECT_EQ(Alice({"models", "list"}).out, "No models.\n");
   EXPECT_THAT(Alice({"models", "list", "--include-archived"}).out, HasSubstr("ele:1"));
+}
+
+// A validation histogram as a finished job stores it (storage is used only to prepare the state).
+v1::Histogram* AddHistogram(v1::ModelVersion* model, const std::string& name,
+                            const std::string& energy_bin, int bins) {
+  v1::Histogram* h = model->add_histograms();
+  h->set_name(name);
+  h->set_x_label("z slice");
+  h->set_energy_bin(energy_bin);
+  for (int i = 0; i <= bins; ++i) h->add_edges(i);
+  for (int i = 0; i < bins; ++i) {
+    const double mc = 1.0 / (1 + i * i);
+    h->add_reference(mc);
+    h->add_generated(mc * 1.1);
+    h->add_reference_error(0.01 * mc);
+    h->add_generated_error(0.02 * mc);
+  }
+  return h;
+}
+
+TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
+  auto database = storage::Database::Create(db_.dsn(), 1);
+  ASSERT_TRUE(database.ok()) << database.status();
+  storage::ModelRepository models(**database);
+  v1::ModelVersion model;
+  model.set_owner("alice");
+  model.set_name("ele");
+  model.set_particle(v1::PARTICLE_ELECTRON);
+  model.mutable_lineage()->set_model_preset("tiny");
+  for (const char* bin : {"10-100 GeV", "100-200 GeV"}) {
+    for (const char* name :
+         {"profile_x", "profile_y", "profile_z", "feature/total_energy", "feature/hits"}) {
+      AddHistogram(&model, name, bin, 12);
+    }
+  }
+  v1::Histogram* curve = model.add_histograms();
+  curve->set_name("sampling_fraction_vs_energy");
+  curve->set_x_label("E_primary [GeV]");
+  for (double x : {55.0, 150.0}) curve->add_x(x);
+  for (double v : {0.021, 0.0205}) curve->add_reference(v);
+  for (double v : {0.016, 0.019}) curve->add_generated(v);
+  // Hostile and broken entries: a path as a name (not a known kind: ignored) and a NaN profile.
+  AddHistogram(&model, "../../escape", "10-100 GeV", 3);
+  AddHistogram(&model, "profile_z", "../../200-300 GeV", 4)->set_reference(1, std::nan(""));
+  ASSERT_TRUE(models.Register(model).ok());
+
+  const std::string out = dir_.File("plots");
+  CommandResult plots = Alice({"models", "plots", "ele:1", "--out", out});
+  ASSERT_EQ(plots.exit_code, 0) << plots.err;
+  EXPECT_THAT(plots.out, HasSubstr("ele:1: 11 plots in " + out));
+  EXPECT_THAT(plots.err, HasSubstr("gantry: warning: histogram #"));
+  EXPECT_THAT(plots.err, HasSubstr("\"profile_z\" [../../200-300 GeV]: a value is NaN"));
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(out)) {
+    names.push_back(entry.path().filename().string());
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_THAT(names, ::testing::ElementsAre(
+                         "energy_sum_bin01.png", "energy_sum_bin02.png", "hit_count_bin01.png",
+                         "hit_count_bin02.png", "index.md", "longitudinal_profile_bin01.png",
+                         "longitudinal_profile_bin02.png", "sampling_fraction_vs_energy.png",
+                         "transverse_profile_x_bin01.png", "transverse_profile_x_bin02.png",
+                         "transverse_profile_y_bin01.png", "transverse_profile_y_bin02.png"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("escape.png")));
+  const std::string png = ReadBytes(out + "/longitudinal_profile_bin02.png");
+  EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_GT(png.size(), 5000u);
+  const std::string index = ReadBytes(out + "/index.md");
+  EXPECT_THAT(index, HasSubstr("| [longitudinal_profile_bin02.png](longitudinal_profile_bin02.png) "
+                               "| longitudinal profile | 100-200 GeV |"));
+  EXPECT_THAT(index, HasSubstr("Not plotted:"));
+
+  // A non-empty folder is refused (nothing changed) unless --force; --force replaces the plots.
+  std::ofstream(out + "/notes.txt") << "mine\n";
+  CommandResult again = Alice({"models", "plots", "ele:1", "--out", out});
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("FAILED_PRECONDITION: --out " + out +
+                                   ": the folder is not empty; choose a new or empty folder, or "
+                                   "give --force"));
+  std::filesystem::remove(out + "/hit_count_bin01.png");
+  CommandResult forced = Alice({"models", "plots", "ele:1", "--out", out, "--force"});
+  ASSERT_EQ(forced.exit_code, 0) << forced.err;
+  EXPECT_EQ(ReadBytes(out + "/longitudinal_profile_bin02.png"), png);  // deterministic
+  EXPECT_TRUE(std::filesystem::exists(out + "/hit_count_bin01.png"));
+  EXPECT_EQ(ReadBytes(out + "/notes.txt"), "mine\n");
+
+  CommandResult svg =
+      Alice({"models", "plots", "ele:1", "--out", dir_.File("svg/nested"), "--format", "svg"});
+  ASSERT_EQ(svg.exit_code, 0) << svg.err;
+  EXPECT_THAT(ReadBytes(dir_.File("svg/nested/energy_sum_bin01.svg")), HasSubstr("<svg"));
+
+  CommandResult json = Alice({"--json", "models", "plots", "ele:1", "--out", dir_.File("json")});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto report = ParseJson<google::protobuf::Struct>(json.out);
+  EXPECT_EQ(report.fields().at("model").string_value(), "ele:1");
+  EXPECT_EQ(report.fields().at("files").list_value().values_size(), 12);
+  EXPECT_EQ(report.fields().at("warnings").list_value().values_size(), 1);
+
+  CommandResult format = Alice({"models", "plots", "ele:1", "--out", out, "--format", "gif"});
+  EXPECT_EQ(format.exit_code, 2);
+  EXPECT_THAT(format.err, HasSubstr("--format: 'gif' is not png or svg"));
+  CommandResult no_out = Alice({"models", "plots", "ele:1"});
+  EXPECT_EQ(no_out.exit_code, 2);
+  CommandResult file_out = Alice({"models", "plots", "ele:1", "--out", out + "/index.md"});
+  EXPECT_EQ(file_out.exit_code, 1);
+  EXPECT_THAT(file_out.err, HasSubstr("exists and is not a folder"));
+  CommandResult missing = Alice({"models", "plots", "ele:7", "--out", dir_.File("none")});
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_THAT(missing.err, StartsWith("gantry: NOT_FOUND: "));
+  EXPECT_FALSE(std::filesystem::exists(dir_.File("none")));
+
+  // A version without histograms (older or failed validation): nothing to plot, said clearly.
+  v1::ModelVersion bare;
+  bare.set_owner("alice");
+  bare.set_name("bare");
+  bare.set_particle(v1::PARTICLE_ELECTRON);
+  ASSERT_TRUE(models.Register(bare).ok());
+  CommandResult nothing = Alice({"models", "plots", "bare:1", "--out", dir_.File("bare")});
+  EXPECT_EQ(nothing.exit_code, 1);
+  EXPECT_THAT(nothing.err, HasSubstr("FAILED_PRECONDITION: bare:1 has no validation histograms "
+                                     "that can be plotted (0 stored)"));
 }
 
 TEST_F(CliEndToEndTest, PythonClientExample) {

@@ -21,6 +21,7 @@ EXTERNAL = {
     "hdf5": re.compile(r"^(hdf5|H5[A-Za-z]*)\.h$"),
     "libpqxx": re.compile(r"^pqxx/"),
     "grpc": re.compile(r"^(grpcpp|grpc)/(?!health/v1/)"),
+    "cairo": re.compile(r"^cairo(-[a-z]+)?\.h$|^cairo/"),
 }
 
 # folder -> (repository folders it may include, restricted libraries it may use). A folder may
@@ -35,6 +36,7 @@ RULES = {
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
     "workers/physics": ({"proto", "base", "showers"}, set()),
     "clients": ({"proto", "base", "showers"}, {"grpc"}),
+    "clients/plots": ({"proto", "base"}, {"cairo"}),
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
