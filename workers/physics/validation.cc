@@ -597,8 +597,8 @@ void ScoreFeatures(BinScore& b, const std::vector<Feature>& features, int featur
     sp += s / features.size();
     sp_null += s_null / features.size();
   }
-  b.m["separation_power"] = sp;
-  b.m["separation_power_null"] = sp_null;
+  b.m["separation_power"] = std::min(1.0, sp);  // a mean of values <= 1, up to rounding
+  b.m["separation_power_null"] = std::min(1.0, sp_null);
 }
 
 // Distributions kept as histograms, and separation power on the high-level features.
@@ -688,7 +688,7 @@ double SeparationPower(const std::vector<double>& h1, const std::vector<double>&
     const double a = h1[i] / n1, b = h2[i] / n2;
     if (a + b > 0) s += (a - b) * (a - b) / (a + b);
   }
-  return 0.5 * s;
+  return std::min(1.0, 0.5 * s);  // 1 for disjoint histograms, up to rounding
 }
 
 absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,

@@ -91,7 +91,7 @@ absl::StatusOr<ValidationReport> ValidateShowers(const showers::ShowerSet& refer
                                                  const ValidationOptions& options);
 
 // Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
-// here).
+// here), in [0, 1]; 0 when either is empty or the sizes differ.
 double SeparationPower(const std::vector<double>& h1, const std::vector<double>& h2);
 
 }  // namespace gantry::physics
