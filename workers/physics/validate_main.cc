@@ -2,7 +2,7 @@
 // section D metrics) and prints the figure of merit, per-bin metrics and their statistical floors;
 // --json writes the whole report, histograms included, for plotting. --summary prints instead the
 // mean sampling fraction and shower-maximum depth (with spreads) of both files side by side, then
-// the report-wide metrics (default bins) of their first events (up to 256 MiB of cells each).
+// the report-wide metrics (default bins) of their first events (up to 512 MiB of cells each).
 //   gantry-validate reference.h5 generated.h5 [--energies=50,100,200] [--half-width=5]
 //                   [--edges=10,100,500] [--theta=60,90,120] [--json=report.json]
 //   gantry-validate --summary reference.h5 generated.h5 [--json=summary.json]
@@ -141,7 +141,7 @@ void PrintMetrics(const gantry::physics::ValidationReport& report) {
 }
 
 // At most this many bytes of cells per file go into the --summary metrics (the first events).
-constexpr int64_t kSummaryMetricsBytes = int64_t{256} << 20;
+constexpr int64_t kSummaryMetricsBytes = int64_t{512} << 20;
 
 // The first events of a file that fit in kSummaryMetricsBytes.
 absl::StatusOr<gantry::showers::ShowerSet> ReadBounded(const std::string& path, int64_t events) {

@@ -673,8 +673,9 @@ void SummariseAcrossBins(const std::map<std::string, double>& sums,
     vs_energy.reference_error.push_back(p.reference.Error());
     vs_energy.generated_error.push_back(p.generated.Error());
   }
-  report->histograms.push_back(std::move(per_bin));
-  report->histograms.push_back(std::move(vs_energy));
+  // First in the list: a consumer that keeps only a prefix (a size budget) keeps these.
+  report->histograms.insert(report->histograms.begin(), std::move(vs_energy));
+  report->histograms.insert(report->histograms.begin(), std::move(per_bin));
 }
 
 }  // namespace

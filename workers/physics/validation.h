@@ -75,9 +75,10 @@ struct ValidationReport {
   // invalid_events_generated (NaN, infinite or negative cells, read as 0). Every value is finite.
   std::map<std::string, double> metrics;
   std::vector<BinMetrics> bins;
-  // Per bin: profile_<axis> (with standard errors of the mean), sampling_fraction, sparsity,
-  // feature/<name> (with Poisson errors), cell_energy; across bins: sampling_fraction_per_bin and
-  // the point series sampling_fraction_vs_energy (x = bin centre in GeV, standard errors).
+  // First the summaries across bins: sampling_fraction_per_bin and the point series
+  // sampling_fraction_vs_energy (x = bin centre in GeV, standard errors of the mean); then per
+  // bin: profile_<axis> (with standard errors of the mean), sampling_fraction, sparsity,
+  // feature/<name> (with Poisson errors of the normalised counts), cell_energy.
   std::vector<Histogram> histograms;
   std::vector<std::string> skipped_bins;  // "energy 10-20 GeV: 1 reference, 0 generated events"
 };
