@@ -282,6 +282,37 @@ TEST(ValidationTest, CaloChallengeAxesAndLayerFeatures) {
   EXPECT_EQ(r->metrics.count("ang"), 0u);
 }
 
+// The cell-energy spectrum bins log10(E_cell / GeV) from -6 to 2 in 40 bins of 0.2: each cell lands
+// in floor((log10 E + 6) / 0.2), clamped to the first and last bin (subnormal and near-float-max
+// deposits included).
+TEST(ValidationTest, CellEnergySpectrumBins) {
+  ShowerSet s;
+  s.shape = {25, 25, 25};
+  const std::vector<std::pair<float, int>> cells = {
+      {1e-3f, 15},   {0.05f, 23},   {1.0f, 30},  {1.5e-6f, 0},  {2e-6f, 1},
+      {1e-7f, 0},    {1e-44f, 0},   {99.0f, 39}, {1000.0f, 39}, {3e38f, 39},
+      {0.0101f, 20}, {0.0099f, 19}, {0.2f, 26},  {6.4e-4f, 14}};
+  s.energy_gev = {100.0f, 100.0f};
+  s.cells.assign(2 * s.cells_per_event(), 0.0f);
+  std::vector<double> expected(40, 0.0);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    s.cells[i * 7] = s.cells[s.cells_per_event() + i * 7] = cells[i].first;
+    expected[cells[i].second] += 1.0 / cells.size();
+  }
+  ValidationOptions o;
+  o.energy_edges_gev = {50, 150};
+  absl::StatusOr<ValidationReport> r = ValidateShowers(s, s, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  bool found = false;
+  for (const Histogram& h : r->histograms) {
+    if (h.name != "cell_energy") continue;
+    found = true;
+    ASSERT_EQ(h.reference.size(), 40u);
+    for (int b = 0; b < 40; ++b) EXPECT_NEAR(h.reference[b], expected[b], 1e-12) << "bin " << b;
+  }
+  EXPECT_TRUE(found);
+}
+
 TEST(ValidationTest, RejectsBadInputs) {
   const ShowerSet fixed = Toy(5, 1.0, 1.0, Layout::kFixedAngle3DGan, 4);
   const ShowerSet variable = Toy(5, 1.0, 1.0, Layout::kVariableAngle3DGan, 4);
