@@ -83,9 +83,9 @@ TEST(ValidationTest, IndependentSampleOfSameSettingsScoresAtTheStatisticalFloor)
   ASSERT_EQ(M(r, "bins_used"), 4);
   EXPECT_LT(M(r, "sf_mre_null"), 0.01);
   EXPECT_LT(M(r, "pos_null"), 0.02);
-  for (const char* key :
-       {"sf_mre", "eprof", "pos", "separation_power", "eprof_longitudinal", "eprof_transverse",
-        "sf_relative_error_max", "shower_max_relative_error", "centroid_depth_relative_error"}) {
+  for (const char* key : {"sf_mre", "eprof", "pos", "fom", "separation_power", "eprof_longitudinal",
+                          "eprof_transverse", "sf_relative_error_max", "shower_max_relative_error",
+                          "centroid_depth_relative_error"}) {
     EXPECT_LT(M(r, key), 2.5 * M(r, std::string(key) + "_null")) << key;
   }
   EXPECT_EQ(M(r, "invalid_cells_generated"), 0);

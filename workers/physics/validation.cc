@@ -557,14 +557,19 @@ void ScoreDepth(BinScore& b) {
 }
 
 // Figure of merit pos + eprof, plus the angle error (variable angle) measured against the label.
+// fom_null = pos_null + eprof_null (+ ang_reference): the expectation of a sum is the sum of the
+// expectations, and the angle's floor is the measurement's own error on the reference.
 void ScoreFigureOfMerit(BinScore& b, bool angles) {
   double fom = b.m["pos"] + b.m["eprof"];
+  double fom_null = b.m["pos_null"] + b.m["eprof_null"];
   if (angles) {
     b.m["ang"] = AngleError(b.g);
     b.m["ang_reference"] = AngleError(b.r);
     fom += b.m["ang"];
+    fom_null += b.m["ang_reference"];
   }
   b.m["fom"] = fom;
+  b.m["fom_null"] = fom_null;
 }
 
 // A distribution kept as a histogram pair with edges over the reference values.
@@ -654,7 +659,7 @@ void AddToSums(const std::map<std::string, double>& m, std::map<std::string, dou
   for (const char* key :
        {"sf_relative_error", "sf_relative_error_null", "eprof", "eprof_null", "eprof_longitudinal",
         "eprof_longitudinal_null", "eprof_transverse", "eprof_transverse_null", "pos", "pos_null",
-        "ang", "ang_reference", "fom", "separation_power", "separation_power_null"}) {
+        "ang", "ang_reference", "fom", "fom_null", "separation_power", "separation_power_null"}) {
     auto it = m.find(key);
     if (it != m.end()) (*sums)[key] += it->second;
   }

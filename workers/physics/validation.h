@@ -62,17 +62,18 @@ struct BinMetrics {
   // Keys: sf_reference, sf_generated, sf_relative_error (+ _null), eprof, eprof_x, eprof_y,
   // eprof_z, eprof_longitudinal, eprof_transverse, pos, pos_<axis>_mu1, pos_<axis>_mu2,
   // shower_max_relative_error, centroid_depth_relative_error (+ _null), ang, ang_reference
-  // (variable angle only), fom, separation_power (mean over features) and
-  // separation_power/<feature> (+ _null).
+  // (variable angle only), fom (+ _null = pos_null + eprof_null (+ ang_reference)),
+  // separation_power (mean over features) and separation_power/<feature> (+ _null).
   std::map<std::string, double> metrics;
 };
 
 struct ValidationReport {
   // Means over bins of the per-bin metrics: sf_mre, eprof, eprof_longitudinal, eprof_transverse,
-  // pos, ang, fom, separation_power (+ _null); worst bin: sf_relative_error_max,
-  // shower_max_relative_error, centroid_depth_relative_error (+ _null: the expected worst bin of
-  // independent samples); bins_used; invalid_cells_reference, invalid_cells_generated and
-  // invalid_events_generated (NaN, infinite or negative cells, read as 0). Every value is finite.
+  // pos, ang, fom, separation_power (+ _null; ang's floor is ang_reference); worst bin:
+  // sf_relative_error_max, shower_max_relative_error, centroid_depth_relative_error (+ _null: the
+  // expected worst bin of independent samples); bins_used; invalid_cells_reference,
+  // invalid_cells_generated and invalid_events_generated (NaN, infinite or negative cells, read as
+  // 0). Every value is finite.
   std::map<std::string, double> metrics;
   std::vector<BinMetrics> bins;
   // First the summaries across bins: sampling_fraction_per_bin and the point series
