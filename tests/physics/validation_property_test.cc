@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <random>
 #include <string>
@@ -261,6 +262,8 @@ TEST(ValidationPropertyTest, IndependentToySamplesScoreAtTheirNull) {
     }
   }
   for (const char* key : keys) {
+    std::printf("%-30s mean %.5f  mean null %.5f  ratio %.2f\n", key, value[key], null[key],
+                value[key] / null[key]);
     EXPECT_GT(null[key], 0.0) << key;
     EXPECT_GT(value[key] / null[key], 0.5) << key << " " << value[key] << " null " << null[key];
     EXPECT_LT(value[key] / null[key], 1.6) << key << " " << value[key] << " null " << null[key];
