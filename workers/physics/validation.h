@@ -67,6 +67,8 @@ struct BinMetrics {
   std::map<std::string, double> metrics;
 };
 
+// What ValidateShowers returns: report-wide metrics, per-bin metrics and the histograms behind
+// them.
 struct ValidationReport {
   // Means over bins of the per-bin metrics: sf_mre, eprof, eprof_longitudinal, eprof_transverse,
   // pos, ang, fom, separation_power (+ _null; ang's floor is ang_reference); worst bin:
@@ -87,7 +89,8 @@ struct ValidationReport {
 // Compares `generated` with `reference`. Both must have the same layout and shape. Any cell values
 // are accepted (invalid ones are counted and read as 0). INVALID_ARGUMENT on a layout/shape
 // mismatch, empty samples, a non-finite or negative primary energy or bad options;
-// FAILED_PRECONDITION when no bin has enough events in both samples. Thread-safe (no shared state).
+// FAILED_PRECONDITION when no bin has enough events in both samples. Thread-safe (no mutable shared
+// state).
 absl::StatusOr<ValidationReport> ValidateShowers(const showers::ShowerSet& reference,
                                                  const showers::ShowerSet& generated,
                                                  const ValidationOptions& options);
