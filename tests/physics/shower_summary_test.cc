@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include "showers/hdf5_io.h"
@@ -58,6 +59,23 @@ TEST(ShowerSummaryTest, HandBuiltShowers) {
   EXPECT_DOUBLE_EQ(max.mean, 4.0);
   EXPECT_NEAR(max.stddev, std::sqrt(2.0), 1e-12);
   EXPECT_NEAR(summary.centroid_layer().mean, (19.0 / 3.0 + 3.0) / 2, 1e-6);
+  EXPECT_EQ(summary.invalid_cells(), 0);
+}
+
+// NaN, infinite and negative cells are counted and read as 0: the figures stay those of the valid
+// cells (SF 1 / 100, maximum and centroid at layer 7).
+TEST(ShowerSummaryTest, InvalidCellsAreCountedAndReadAsZero) {
+  ShowerSet set = Empty({100.0f});
+  Cell(set, 0, 1, 1, 7) = 1.0f;
+  Cell(set, 0, 2, 2, 3) = std::numeric_limits<float>::quiet_NaN();
+  Cell(set, 0, 2, 3, 4) = std::numeric_limits<float>::infinity();
+  Cell(set, 0, 2, 4, 5) = -3.0f;
+  ShowerSummary summary;
+  summary.Add(set);
+  EXPECT_EQ(summary.invalid_cells(), 3);
+  EXPECT_DOUBLE_EQ(summary.sampling_fraction().mean, 0.01);
+  EXPECT_DOUBLE_EQ(summary.shower_max_layer().mean, 7.0);
+  EXPECT_DOUBLE_EQ(summary.centroid_layer().mean, 7.0);
 }
 
 TEST(ShowerSummaryTest, CaloChallengeLayersAreTheFirstAxis) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 
@@ -82,24 +83,32 @@ TEST(ValidationTest, IndependentSampleOfSameSettingsScoresAtTheStatisticalFloor)
   ASSERT_EQ(M(r, "bins_used"), 4);
   EXPECT_LT(M(r, "sf_mre_null"), 0.01);
   EXPECT_LT(M(r, "pos_null"), 0.02);
-  for (const char* key : {"sf_mre", "eprof", "pos", "separation_power"}) {
+  for (const char* key : {"sf_mre", "eprof", "pos", "fom", "separation_power", "eprof_longitudinal",
+                          "eprof_transverse", "sf_relative_error_max", "shower_max_relative_error",
+                          "centroid_depth_relative_error"}) {
     EXPECT_LT(M(r, key), 2.5 * M(r, std::string(key) + "_null")) << key;
   }
+  EXPECT_EQ(M(r, "invalid_cells_generated"), 0);
   EXPECT_NEAR(M(r, "fom"), M(r, "pos") + M(r, "eprof"), 1e-12);  // fixed angle: no angle term
   EXPECT_EQ(r.metrics.count("ang"), 0u);
 }
 
-// energy_scale 1.1 multiplies every cell by 1.1: the SF and every profile slice move by exactly 10%
-// (MRE and eprof -> 0.1 plus statistics, never below 0.1 minus statistics), while the moments,
-// ratios of sums, do not move at all.
+// energy_scale 1.1 multiplies every cell by 1.1: the SF and every profile slice move by exactly
+// 10%, a bounded relative error |a - b| / max(a, b) of 0.1 / 1.1 plus statistics, while the
+// moments, ratios of sums, do not move at all. The profile error is energy weighted, so its noise
+// is dominated by the bin's total energy, common to all slices: it does not average down over
+// slices and the bound is in units of its null (sqrt(2/pi) sigma; 2.5 nulls are ~3 sigma).
 TEST(ValidationTest, EnergyScaleShiftGivesTenPercentMre) {
   const ValidationReport r = Validate(Toy(2, 1.1));
-  EXPECT_NEAR(M(r, "sf_mre"), 0.1, 3.0 * M(r, "sf_mre_null") + 0.002);
-  // Each slice's term |0.1 + noise| has expectation between 0.1 and 0.1 + its null (E|a + n| >= |a|
-  // for symmetric noise, <= |a| + E|n|); the mean over 75 slices fluctuates much less than one
-  // slice.
-  EXPECT_GT(M(r, "eprof"), 0.1 - 0.5 * M(r, "eprof_null"));
-  EXPECT_LT(M(r, "eprof"), 0.1 + 1.5 * M(r, "eprof_null"));
+  constexpr double kShift = 0.1 / 1.1;
+  EXPECT_NEAR(M(r, "sf_mre"), kShift, 3.0 * M(r, "sf_mre_null") + 0.002);
+  EXPECT_NEAR(M(r, "sf_relative_error_max"), kShift, 4.0 * M(r, "sf_relative_error_max_null"));
+  EXPECT_NEAR(M(r, "eprof"), kShift, 2.5 * M(r, "eprof_null"));
+  EXPECT_NEAR(M(r, "eprof_longitudinal"), kShift, 2.5 * M(r, "eprof_longitudinal_null"));
+  EXPECT_NEAR(M(r, "eprof_transverse"), kShift, 2.5 * M(r, "eprof_transverse_null"));
+  EXPECT_LT(M(r, "shower_max_relative_error"), 2.5 * M(r, "shower_max_relative_error_null"));
+  EXPECT_LT(M(r, "centroid_depth_relative_error"),
+            2.5 * M(r, "centroid_depth_relative_error_null"));
   EXPECT_LT(M(r, "pos"), 2.5 * M(r, "pos_null"));
   for (const BinMetrics& b : r.bins) {
     // The per-event raw SF spread is ~5% (thin/thick sampling and leakage), the shift 10%: two
@@ -131,6 +140,13 @@ TEST(ValidationTest, StretchedProfileScoresClearlyWorse) {
   EXPECT_GT(M(r, "pos"), 5 * M(r, "pos_null"));
   EXPECT_GT(M(r, "eprof"), 3 * M(r, "eprof_null"));
   EXPECT_GT(M(r, "fom"), 2 * M(same, "fom"));
+  // The centroid moves by 8-20% (bounded error: 0.08/1.08 to 0.2/1.2); the longitudinal profile
+  // is far off, the transverse ones only by the SF change.
+  EXPECT_GT(M(r, "centroid_depth_relative_error"), 0.08 / 1.08);
+  EXPECT_LT(M(r, "centroid_depth_relative_error"), 0.2 / 1.2);
+  EXPECT_GT(M(r, "shower_max_relative_error"), 5 * M(r, "shower_max_relative_error_null"));
+  EXPECT_GT(M(r, "eprof_longitudinal"), 0.2);
+  EXPECT_GT(M(r, "eprof_longitudinal"), M(r, "eprof_transverse"));
   EXPECT_GT(M(r, "sf_mre"), 0.06);
   EXPECT_LT(M(r, "sf_mre"), 0.2);
 }
@@ -138,10 +154,23 @@ TEST(ValidationTest, StretchedProfileScoresClearlyWorse) {
 TEST(ValidationTest, HistogramsAreKeptAsConsistentData) {
   const ValidationReport r = Validate(Toy(2));
   int profiles_z = 0;
-  bool spectrum = false, hits = false, sf_curve = false;
+  bool spectrum = false, hits = false, sf_curve = false, sf_vs_energy = false;
   for (const Histogram& h : r.histograms) {
-    ASSERT_EQ(h.edges.size(), h.reference.size() + 1) << h.name;
     ASSERT_EQ(h.reference.size(), h.generated.size()) << h.name;
+    if (h.edges.empty()) {
+      ASSERT_EQ(h.x.size(), h.reference.size()) << h.name;  // a point series
+    } else {
+      ASSERT_EQ(h.edges.size(), h.reference.size() + 1) << h.name;
+      ASSERT_TRUE(h.x.empty()) << h.name;
+    }
+    if (!h.reference_error.empty() || !h.generated_error.empty()) {
+      ASSERT_EQ(h.reference_error.size(), h.reference.size()) << h.name;
+      ASSERT_EQ(h.generated_error.size(), h.generated.size()) << h.name;
+    }
+    if (h.name.rfind("profile_", 0) == 0 || h.name == "sampling_fraction" ||
+        h.name == "feature/total_energy" || h.name == "feature/hits") {
+      ASSERT_EQ(h.reference_error.size(), h.reference.size()) << h.name;
+    }
     if (h.name == "profile_z") {
       ++profiles_z;
       ASSERT_GE(h.energy_bin, 0);
@@ -151,6 +180,18 @@ TEST(ValidationTest, HistogramsAreKeptAsConsistentData) {
       const double total = std::accumulate(h.reference.begin(), h.reference.end(), 0.0);
       EXPECT_GT(total, BinMetric(b, "sf_reference") * b.energy_lo_gev);
       EXPECT_LT(total, BinMetric(b, "sf_reference") * b.energy_hi_gev);
+      // Standard error of the mean of ~100 events: below the mean, above 1/100 of it at the peak.
+      const size_t peak =
+          std::max_element(h.reference.begin(), h.reference.end()) - h.reference.begin();
+      EXPECT_LT(h.reference_error[peak], 0.2 * h.reference[peak]);
+      EXPECT_GT(h.reference_error[peak], 0.01 * h.reference[peak]);
+    }
+    if (h.name == "feature/total_energy") {
+      // Poisson: sqrt(f / N) for a normalised count f of N events.
+      const double n = static_cast<double>(r.bins[h.energy_bin].reference_events);
+      for (size_t i = 0; i < h.reference.size(); ++i) {
+        EXPECT_NEAR(h.reference_error[i], std::sqrt(h.reference[i] / n), 1e-12);
+      }
     }
     if (h.name == "cell_energy") {
       spectrum = true;
@@ -164,11 +205,26 @@ TEST(ValidationTest, HistogramsAreKeptAsConsistentData) {
       // The raw SF falls with energy (more leakage into the coarse back section).
       EXPECT_GT(h.reference.front(), h.reference.back());
     }
+    if (h.name == "sampling_fraction_vs_energy") {
+      sf_vs_energy = true;
+      EXPECT_EQ(h.energy_bin, -1);
+      EXPECT_EQ(h.x_label, "E_primary [GeV]");
+      ASSERT_EQ(h.x.size(), 4u);
+      for (size_t i = 0; i < 4; ++i) {
+        EXPECT_NEAR(h.x[i], 75.0 + 50.0 * i, 1e-9);  // bin centres of 50-100, ..., 200-250
+        EXPECT_DOUBLE_EQ(h.reference[i], BinMetric(r.bins[i], "sf_reference"));
+        EXPECT_DOUBLE_EQ(h.generated[i], BinMetric(r.bins[i], "sf_generated"));
+        // ~5% per-event spread over ~100 events: ~0.5% of the mean.
+        EXPECT_GT(h.reference_error[i], 0.001 * h.reference[i]);
+        EXPECT_LT(h.reference_error[i], 0.02 * h.reference[i]);
+      }
+    }
   }
   EXPECT_EQ(profiles_z, 4);
   EXPECT_TRUE(spectrum);
   EXPECT_TRUE(hits);
   EXPECT_TRUE(sf_curve);
+  EXPECT_TRUE(sf_vs_energy);
 }
 
 // Variable angle: the measured angle of the toy follows its label to ~1-2 degrees, so ang (relative
@@ -224,6 +280,37 @@ TEST(ValidationTest, CaloChallengeAxesAndLayerFeatures) {
   EXPECT_EQ(BinMetric(r->bins[0], "eprof_layer"), 0.0);
   EXPECT_EQ(BinMetric(r->bins[0], "separation_power/layer_energy_44"), 0.0);
   EXPECT_EQ(r->metrics.count("ang"), 0u);
+}
+
+// The cell-energy spectrum bins log10(E_cell / GeV) from -6 to 2 in 40 bins of 0.2: each cell lands
+// in floor((log10 E + 6) / 0.2), clamped to the first and last bin (subnormal and near-float-max
+// deposits included).
+TEST(ValidationTest, CellEnergySpectrumBins) {
+  ShowerSet s;
+  s.shape = {25, 25, 25};
+  const std::vector<std::pair<float, int>> cells = {
+      {1e-3f, 15},   {0.05f, 23},   {1.0f, 30},  {1.5e-6f, 0},  {2e-6f, 1},
+      {1e-7f, 0},    {1e-44f, 0},   {99.0f, 39}, {1000.0f, 39}, {3e38f, 39},
+      {0.0101f, 20}, {0.0099f, 19}, {0.2f, 26},  {6.4e-4f, 14}};
+  s.energy_gev = {100.0f, 100.0f};
+  s.cells.assign(2 * s.cells_per_event(), 0.0f);
+  std::vector<double> expected(40, 0.0);
+  for (size_t i = 0; i < cells.size(); ++i) {
+    s.cells[i * 7] = s.cells[s.cells_per_event() + i * 7] = cells[i].first;
+    expected[cells[i].second] += 1.0 / cells.size();
+  }
+  ValidationOptions o;
+  o.energy_edges_gev = {50, 150};
+  absl::StatusOr<ValidationReport> r = ValidateShowers(s, s, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  bool found = false;
+  for (const Histogram& h : r->histograms) {
+    if (h.name != "cell_energy") continue;
+    found = true;
+    ASSERT_EQ(h.reference.size(), 40u);
+    for (int b = 0; b < 40; ++b) EXPECT_NEAR(h.reference[b], expected[b], 1e-12) << "bin " << b;
+  }
+  EXPECT_TRUE(found);
 }
 
 TEST(ValidationTest, RejectsBadInputs) {

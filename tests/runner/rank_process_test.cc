@@ -276,6 +276,16 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
     ASSERT_TRUE(result.metrics().contains(key)) << key;
     EXPECT_TRUE(std::isfinite(result.metrics().at(key))) << key;
   }
+  // The bounded relative errors (validation.h), with their floors.
+  for (const char* key :
+       {"sf_relative_error_max", "shower_max_relative_error", "centroid_depth_relative_error",
+        "eprof_longitudinal", "eprof_transverse"}) {
+    for (const std::string name : {std::string(key), std::string(key) + "_null"}) {
+      ASSERT_TRUE(result.metrics().contains(name)) << name;
+      EXPECT_GE(result.metrics().at(name), 0) << name;
+      EXPECT_LE(result.metrics().at(name), 1) << name;
+    }
+  }
   EXPECT_FALSE(result.metrics().contains("ang"));  // fixed-angle model
   EXPECT_EQ(result.metrics().at("holdout_events"), 6);
   EXPECT_EQ(result.metrics().at("generated_events"), 6);
@@ -286,12 +296,24 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
   EXPECT_EQ(result.hyper_parameters().at("prefetch_batches"), "3");
   EXPECT_EQ(result.hyper_parameters().at("loader_threads"), "2");
   EXPECT_FALSE(result.histograms().empty());
-  bool has_profile = false;
+  bool has_profile = false, has_sf_vs_energy = false;
   for (const auto& h : result.histograms()) {
     has_profile |= absl::StartsWith(h.name(), "profile_");
     EXPECT_EQ(h.reference_size(), h.generated_size()) << h.name();
+    if (absl::StartsWith(h.name(), "profile_")) {
+      EXPECT_EQ(h.reference_error_size(), h.reference_size()) << h.name();
+      EXPECT_EQ(h.generated_error_size(), h.generated_size()) << h.name();
+    }
+    if (h.name() == "sampling_fraction_vs_energy") {
+      has_sf_vs_energy = true;
+      EXPECT_EQ(h.edges_size(), 0);
+      EXPECT_EQ(h.x_size(), h.reference_size());
+      EXPECT_EQ(h.reference_error_size(), h.reference_size());
+      EXPECT_GT(h.reference_size(), 0);
+    }
   }
   EXPECT_TRUE(has_profile);
+  EXPECT_TRUE(has_sf_vs_energy);
   absl::StatusOr<showers::ToyMcConfig> toy = showers::ParseToyMcSpec(spec.dataset());
   ASSERT_TRUE(toy.ok());
   EXPECT_EQ(result.dataset_sha256(), Sha256Hex(showers::FormatToyMcSpec(*toy)));

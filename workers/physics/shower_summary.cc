@@ -35,7 +35,10 @@ void ShowerSummary::Add(const showers::ShowerSet& set) {
       for (int64_t y = 0; y < ny; ++y) {
         for (int64_t z = 0; z < nz; ++z, ++idx) {
           const double v = cells[idx];
-          if (!(v > 0)) continue;
+          if (!(v > 0) || !std::isfinite(v)) {
+            invalid_cells_ += !(v == 0);  // NaN, infinity or negative
+            continue;
+          }
           depth[calo ? x : z] += v;
           total += v;
         }

@@ -24,11 +24,13 @@ class ShowerSummary {
   // Adds every event of `set`. Per event: SF = (sum of cells) / E_primary; the shower maximum is
   // the depth layer (z for 3DGAN grids, the layer axis for CaloChallenge) whose summed deposit is
   // largest; the longitudinal centroid is the deposit-weighted mean layer. Events without any
-  // deposit count for SF (as 0) but not for the depth figures.
+  // deposit count for SF (as 0) but not for the depth figures. NaN, infinite and negative cells
+  // are invalid: counted (invalid_cells) and read as 0.
   void Add(const showers::ShowerSet& set);
 
   int64_t events() const { return events_; }
   int64_t empty_events() const { return empty_events_; }
+  int64_t invalid_cells() const { return invalid_cells_; }
   double energy_min_gev() const { return energy_min_; }
   double energy_max_gev() const { return energy_max_; }
   Spread sampling_fraction() const { return Get(sf_); }
@@ -47,7 +49,7 @@ class ShowerSummary {
   };
   static Spread Get(const Sums& s);
 
-  int64_t events_ = 0, empty_events_ = 0;
+  int64_t events_ = 0, empty_events_ = 0, invalid_cells_ = 0;
   double energy_min_ = std::numeric_limits<double>::infinity();
   double energy_max_ = -std::numeric_limits<double>::infinity();
   Sums sf_, max_layer_, centroid_;

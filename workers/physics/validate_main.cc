@@ -1,13 +1,16 @@
 // gantry-validate: compares a generated shower file with a reference Monte Carlo file (reference
 // section D metrics) and prints the figure of merit, per-bin metrics and their statistical floors;
 // --json writes the whole report, histograms included, for plotting. --summary prints instead the
-// mean sampling fraction and shower-maximum depth (with spreads) of both files side by side.
+// mean sampling fraction and shower-maximum depth (with spreads) of both files side by side, then
+// the report-wide metrics (default bins) of their first events (up to 512 MiB of cells each).
 //   gantry-validate reference.h5 generated.h5 [--energies=50,100,200] [--half-width=5]
 //                   [--edges=10,100,500] [--theta=60,90,120] [--json=report.json]
 //   gantry-validate --summary reference.h5 generated.h5 [--json=summary.json]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -76,6 +79,8 @@ void WriteJson(const std::string& path, const gantry::physics::ValidationReport&
     out << (i ? "," : "") << "{\"name\":\"" << h.name << "\",\"x_label\":\"" << h.x_label
         << "\",\"energy_bin\":" << h.energy_bin << ",\"edges\":" << JsonList(h.edges)
         << ",\"reference\":" << JsonList(h.reference) << ",\"generated\":" << JsonList(h.generated)
+        << ",\"reference_error\":" << JsonList(h.reference_error)
+        << ",\"generated_error\":" << JsonList(h.generated_error) << ",\"x\":" << JsonList(h.x)
         << "}";
   }
   out << "]}\n";
@@ -110,6 +115,55 @@ std::string Ratio(const gantry::physics::Spread& ref, const gantry::physics::Spr
   char buf[64];
   std::snprintf(buf, sizeof(buf), "%.3f +- %.3f", r, std::fabs(r) * rel);
   return buf;
+}
+
+// The report-wide metrics with their statistical floors, and the invalid cells if any.
+void PrintMetrics(const gantry::physics::ValidationReport& report) {
+  std::printf("%-30s %10s %12s\n", "metric", "value", "floor(null)");
+  for (const char* key : {"fom", "pos", "eprof", "eprof_longitudinal", "eprof_transverse", "ang",
+                          "sf_mre", "sf_relative_error_max", "shower_max_relative_error",
+                          "centroid_depth_relative_error", "separation_power"}) {
+    auto it = report.metrics.find(key);
+    if (it == report.metrics.end()) continue;
+    auto null = report.metrics.find(std::string(key) + "_null");
+    if (null == report.metrics.end()) {
+      std::printf("%-30s %10.4f\n", key, it->second);
+    } else {
+      std::printf("%-30s %10.4f %12.4f\n", key, it->second, null->second);
+    }
+  }
+  for (const char* key : {"invalid_cells_reference", "invalid_cells_generated"}) {
+    auto it = report.metrics.find(key);
+    if (it != report.metrics.end() && it->second > 0) {
+      std::printf("%-30s %10.0f (NaN, infinite or negative; read as 0)\n", key, it->second);
+    }
+  }
+}
+
+// At most this many bytes of cells per file go into the --summary metrics (the first events).
+constexpr int64_t kSummaryMetricsBytes = int64_t{512} << 20;
+
+// The first events of a file that fit in kSummaryMetricsBytes.
+absl::StatusOr<gantry::showers::ShowerSet> ReadBounded(const std::string& path, int64_t events) {
+  auto first = gantry::showers::ReadShowerEvents(path, 0, 1);
+  if (!first.ok()) return first.status();
+  const int64_t bytes = first->cells_per_event() * static_cast<int64_t>(sizeof(float));
+  const int64_t count = std::max<int64_t>(1, std::min(events, kSummaryMetricsBytes / bytes));
+  return gantry::showers::ReadShowerEvents(path, 0, count);
+}
+
+// --summary's metrics: ValidateShowers with the default bins on the first events of both files.
+absl::StatusOr<gantry::physics::ValidationReport> SummaryMetrics(
+    const std::vector<std::string>& files,
+    const std::vector<gantry::physics::ShowerSummary>& summaries, int64_t* used_events) {
+  std::vector<gantry::showers::ShowerSet> sets;
+  for (size_t i = 0; i < files.size(); ++i) {
+    auto set = ReadBounded(files[i], summaries[i].events());
+    if (!set.ok()) return set.status();
+    used_events[i] = set->events();
+    sets.push_back(*std::move(set));
+  }
+  return gantry::physics::ValidateShowers(sets[0], sets[1], gantry::physics::ValidationOptions{});
 }
 
 // --summary: both files' headline figures side by side.
@@ -149,12 +203,27 @@ int Summary(const gantry::physics::ValidateCommand& command) {
     row("empty showers", std::to_string(ref.empty_events()), std::to_string(gen.empty_events()),
         "");
   }
+  if (ref.invalid_cells() + gen.invalid_cells() > 0) {
+    row("invalid cells (as 0)", std::to_string(ref.invalid_cells()),
+        std::to_string(gen.invalid_cells()), "");
+  }
   std::printf("(mean +- standard deviation over showers; the ratio's error is statistical)\n");
+  int64_t used[2] = {0, 0};
+  const auto metrics = SummaryMetrics(files, summaries, used);
+  if (metrics.ok()) {
+    std::printf("\nmetrics (%lld and %lld events, %d energy bins over the reference's range):\n",
+                static_cast<long long>(used[0]), static_cast<long long>(used[1]),
+                static_cast<int>(metrics->bins.size()));
+    PrintMetrics(*metrics);
+  } else {
+    std::printf("\nmetrics: not computed: %s\n", std::string(metrics.status().message()).c_str());
+  }
   std::printf("reference: %s\ngenerated: %s\n", files[0].c_str(), files[1].c_str());
   if (!json.empty()) {
     std::ofstream out(json);
     out << "{\"reference\":" << JsonSummary(files[0], ref)
-        << ",\"generated\":" << JsonSummary(files[1], gen) << "}\n";
+        << ",\"generated\":" << JsonSummary(files[1], gen)
+        << ",\"metrics\":" << (metrics.ok() ? JsonMap(metrics->metrics) : "null") << "}\n";
     if (!out) {
       std::fprintf(stderr, "cannot write %s\n", json.c_str());
       return 1;
@@ -180,27 +249,17 @@ int Validate(const gantry::physics::ValidateCommand& command) {
     std::fprintf(stderr, "%s\n", std::string(report.status().message()).c_str());
     return 1;
   }
-  std::printf("%-22s %10s %12s\n", "metric", "value", "floor(null)");
-  for (const char* key : {"fom", "pos", "eprof", "ang", "sf_mre", "separation_power"}) {
-    auto it = report->metrics.find(key);
-    if (it == report->metrics.end()) continue;
-    auto null = report->metrics.find(std::string(key) + "_null");
-    if (null == report->metrics.end()) {
-      std::printf("%-22s %10.4f\n", key, it->second);
-    } else {
-      std::printf("%-22s %10.4f %12.4f\n", key, it->second, null->second);
-    }
-  }
+  PrintMetrics(*report);
   for (const auto& b : report->bins) {
     std::printf("bin %g-%g GeV", b.energy_lo_gev, b.energy_hi_gev);
     if (b.theta_hi_rad > 0) {
       std::printf(", %.1f-%.1f deg", b.theta_lo_rad * 180 / M_PI, b.theta_hi_rad * 180 / M_PI);
     }
-    std::printf(" (%lld ref, %lld gen): fom %.4f pos %.4f eprof %.4f sf %.5f/%.5f\n",
+    std::printf(" (%lld ref, %lld gen): fom %.4f pos %.4f eprof %.4f sf %.5f/%.5f (%.4f)\n",
                 static_cast<long long>(b.reference_events),
                 static_cast<long long>(b.generated_events), b.metrics.at("fom"),
                 b.metrics.at("pos"), b.metrics.at("eprof"), b.metrics.at("sf_reference"),
-                b.metrics.at("sf_generated"));
+                b.metrics.at("sf_generated"), b.metrics.at("sf_relative_error"));
   }
   for (const auto& s : report->skipped_bins) std::printf("skipped: %s\n", s.c_str());
   if (!json.empty()) {

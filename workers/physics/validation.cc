@@ -1,16 +1,23 @@
 // Physics validation. Per-event quantities (profiles, moments, totals, hits, features) are computed
-// once per sample; each (energy, angle) bin then averages the events that fall into it. Every
-// difference metric gets a "_null" companion: the expected value of the same metric for two
-// independent samples of one distribution with the bin's event counts, E|N(0, s)| = sqrt(2/pi) s
-// with s^2 = var_r/n_r + var_g/n_g.
+// once per sample; each (energy, angle) bin then averages the events that fall into it. Cells that
+// are NaN, infinite or negative are invalid input: counted, reported and read as 0. Every relative
+// error is bounded: |a - b| / max(|a|, |b|) for means, sum_i |a_i - b_i| / sum_i max(a_i, b_i) for
+// profiles, both in [0, 1] (0 for identical inputs, 1 when one side is empty). Every difference
+// metric gets a "_null" companion: the expected value of the same metric for two independent
+// samples of one distribution with the bin's event counts, E|N(0, s)| = sqrt(2/pi) s with s^2 =
+// var_r/n_r + var_g/n_g, over the same denominator; a worst-bin metric's null is the expected
+// maximum over the bins.
 #include "workers/physics/validation.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <map>
 #include <numeric>
+#include <tuple>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -23,6 +30,7 @@ using showers::Layout;
 using showers::ShowerSet;
 
 constexpr double kSqrt2OverPi = 0.7978845608028654;
+constexpr double kMaxCell = std::numeric_limits<float>::max();
 constexpr int kSpectrumBins = 40;  // log10(E_cell / GeV) from -6 to 2
 constexpr double kSpectrumLo = -6.0, kSpectrumHi = 2.0;
 
@@ -36,16 +44,85 @@ struct Moments {
   }
   double Mean() const { return n > 0 ? sum / n : 0.0; }
   double Var() const { return n > 1 ? std::max(0.0, (sum2 - sum * sum / n) / (n - 1)) : 0.0; }
+  double Error() const { return n > 0 ? std::sqrt(Var() / n) : 0.0; }
 };
 
-// |mean_r - mean_g| / |mean_r| and its null expectation; skipped (false) when mean_r is 0.
-bool RelativeError(const Moments& r, const Moments& g, double* err, double* null) {
-  const double ref = r.Mean();
-  if (!(std::fabs(ref) > 0) || r.n == 0) return false;
-  *err = std::fabs(ref - g.Mean()) / std::fabs(ref);
-  const double se2 = r.Var() / std::max(r.n, 1.0) + (g.n > 0 ? g.Var() / g.n : 0.0);
-  *null = kSqrt2OverPi * std::sqrt(se2) / std::fabs(ref);
-  return true;
+// The standard deviation of mean_r - mean_g. A sample with one event has no spread of its own: it
+// borrows the other sample's variance (both 0 when both have one event).
+double DifferenceSigma(const Moments& r, const Moments& g) {
+  const double vr = r.n > 1 ? r.Var() : g.Var(), vg = g.n > 1 ? g.Var() : r.Var();
+  double s2 = 0;
+  if (r.n > 0) s2 += vr / r.n;
+  if (g.n > 0) s2 += vg / g.n;
+  return std::sqrt(s2);
+}
+
+// A bounded relative error and its null expectation.
+struct RelativeError {
+  double value = 0, null = 0;
+};
+
+// |mean_r - mean_g| / max(|mean_r|, |mean_g|), in [0, 1]: 0 when both means are 0 (or both samples
+// are empty), 1 when exactly one sample has no entries. Equal to |mean_g / mean_r - 1| to first
+// order. Null: sqrt(2/pi) DifferenceSigma over the same denominator, at most 1.
+RelativeError BoundedRelativeError(const Moments& r, const Moments& g) {
+  if (r.n == 0 || g.n == 0) return {r.n == g.n ? 0.0 : 1.0, 0.0};
+  const double mr = r.Mean(), mg = g.Mean();
+  const double denom = std::max(std::fabs(mr), std::fabs(mg));
+  if (!(denom > 0)) return {};
+  return {std::min(1.0, std::fabs(mr - mg) / denom),
+          std::min(1.0, kSqrt2OverPi * DifferenceSigma(r, g) / denom)};
+}
+
+// E[max_b |Z_b| s_b] for independent standard normal Z_b: the null of a worst-bin metric whose
+// per-bin nulls are sqrt(2/pi) s_b. Integrates P(max > t) = 1 - prod_b erf(t / (s_b sqrt 2)) over
+// t (Simpson's rule, 400 intervals up to 9 max s_b, where the tail is below 1e-17).
+double ExpectedMaxAbs(const std::vector<double>& s) {
+  const double top = s.empty() ? 0.0 : *std::max_element(s.begin(), s.end());
+  if (!(top > 0)) return 0.0;
+  constexpr int kSteps = 400;
+  const double hi = 9.0 * top, h = hi / kSteps;
+  auto tail = [&](double t) {
+    double p = 1.0;
+    for (double sb : s) {
+      if (sb > 0) p *= std::erf(t / (sb * std::sqrt(2.0)));
+    }
+    return 1.0 - p;
+  };
+  double sum = tail(0.0) + tail(hi);
+  for (int i = 1; i < kSteps; ++i) sum += (i % 2 ? 4.0 : 2.0) * tail(i * h);
+  return sum * h / 3.0;
+}
+
+// The inner edges of the cell-energy spectrum's bins in GeV, 10^(kSpectrumLo + i (hi - lo) / bins)
+// for i = 1 .. bins - 1.
+const std::array<double, kSpectrumBins - 1>& SpectrumEdges() {
+  static const std::array<double, kSpectrumBins - 1> edges = [] {
+    std::array<double, kSpectrumBins - 1> e{};
+    for (int i = 1; i < kSpectrumBins; ++i) {
+      e[i - 1] = std::pow(10.0, kSpectrumLo + (kSpectrumHi - kSpectrumLo) * i / kSpectrumBins);
+    }
+    return e;
+  }();
+  return edges;
+}
+
+// The spectrum bin of a positive finite deposit, exactly as floor((log10 v - lo) / width) clamped
+// to the bins, without a log10 per cell: a first guess from the double's exponent and mantissa
+// (log2 v ~ exponent + mantissa fraction, off by < 0.09, i.e. < 0.2 bins), corrected against the
+// table of edges.
+int SpectrumBin(double v) {
+  const auto& e = SpectrumEdges();
+  uint64_t bits;
+  std::memcpy(&bits, &v, sizeof(bits));
+  const double log2 = static_cast<double>(static_cast<int>((bits >> 52) & 0x7ff) - 1023) +
+                      static_cast<double>(bits & ((uint64_t{1} << 52) - 1)) / 4503599627370496.0;
+  const double guess =
+      (log2 * 0.30102999566398120 - kSpectrumLo) / (kSpectrumHi - kSpectrumLo) * kSpectrumBins;
+  int b = static_cast<int>(std::clamp(guess, 0.0, kSpectrumBins - 1.0));
+  while (b < kSpectrumBins - 1 && v >= e[b]) ++b;
+  while (b > 0 && v < e[b - 1]) --b;
+  return b;
 }
 
 // Everything validation needs from one event.
@@ -54,13 +131,15 @@ struct EventSummary {
   bool has_energy = false;
   double mu1[3] = {0, 0, 0}, mu2[3] = {0, 0, 0};
   double hits = 0, sparsity = 0, max_layer = 0, measured_theta = 0;
-  std::vector<float> profile[3];   // slice sums along each axis
+  std::vector<double> profile[3];  // slice sums along each axis
   std::vector<uint16_t> spectrum;  // cell counts per log10 energy bin
 };
 
 struct SampleSummary {
   std::vector<EventSummary> events;
   int depth_axis = 2;
+  int64_t invalid_cells = 0;   // NaN, infinite or negative, read as 0
+  int64_t invalid_events = 0;  // events with at least one invalid cell
 };
 
 SampleSummary Summarise(const ShowerSet& s, const ValidationOptions& o) {
@@ -78,27 +157,34 @@ SampleSummary Summarise(const ShowerSet& s, const ValidationOptions& o) {
     ev.spectrum.assign(kSpectrumBins, 0);
     for (int a = 0; a < 3; ++a) std::fill(p[a].begin(), p[a].end(), 0.0);
     const float* cells = s.event(e);
-    int64_t idx = 0, hits = 0, nonzero = 0;
+    int64_t idx = 0, hits = 0, nonzero = 0, invalid = 0;
     double total = 0;
     for (int64_t x = 0; x < n[0]; ++x) {
       for (int64_t y = 0; y < n[1]; ++y) {
         double row = 0;
         for (int64_t z = 0; z < n[2]; ++z, ++idx) {
           const double v = cells[idx];
-          if (v <= 0) continue;
+          if (v <= 0) {  // the common empty cell: one comparison, as without the checks
+            invalid += v < 0;
+            continue;
+          }
+          if (!(v <= kMaxCell)) {  // NaN or infinity
+            ++invalid;
+            continue;
+          }
           row += v;
           p[2][z] += v;
           ++nonzero;
           if (v > o.hit_threshold_gev) ++hits;
-          const int b = static_cast<int>((std::log10(v) - kSpectrumLo) /
-                                         (kSpectrumHi - kSpectrumLo) * kSpectrumBins);
-          ++ev.spectrum[std::clamp(b, 0, kSpectrumBins - 1)];
+          ++ev.spectrum[SpectrumBin(v)];
         }
         p[0][x] += row;
         p[1][y] += row;
         total += row;
       }
     }
+    out.invalid_cells += invalid;
+    out.invalid_events += invalid > 0;
     ev.total = total;
     ev.sf = ev.energy > 0 ? total / ev.energy : 0.0;
     ev.has_energy = total > 0;
@@ -198,8 +284,9 @@ std::vector<double> Fill(const std::vector<double>& values, const std::vector<do
   const int bins = static_cast<int>(edges.size()) - 1;
   std::vector<double> h(bins, 0.0);
   for (double v : values) {
-    const int b = static_cast<int>((v - edges[0]) / (edges[bins] - edges[0]) * bins);
-    h[std::clamp(b, 0, bins - 1)] += 1.0;
+    // Clamped as a double: a far-off value must not overflow the int conversion.
+    const double b = (v - edges[0]) / (edges[bins] - edges[0]) * bins;
+    h[static_cast<int>(std::clamp(b, 0.0, bins - 1.0))] += 1.0;
   }
   const double total = std::accumulate(h.begin(), h.end(), 0.0);
   if (total > 0) {
@@ -236,7 +323,7 @@ std::vector<Feature> Features(const SampleSummary& s, const std::array<std::stri
   for (int64_t l = 0; l < depth_layers; ++l) {
     f.push_back({absl::StrFormat("layer_energy_%02d", l),
                  absl::StrCat("energy in layer ", l, " [GeV]"),
-                 [d, l](const EventSummary& e) { return static_cast<double>(e.profile[d][l]); }});
+                 [d, l](const EventSummary& e) { return e.profile[d][l]; }});
   }
   return f;
 }
@@ -261,6 +348,15 @@ absl::Status CheckInputs(const ShowerSet& reference, const ShowerSet& generated,
       return absl::InvalidArgumentError(absl::StrCat(which,
                                                      " sample has a cell count that does not "
                                                      "match its events and shape"));
+    }
+  }
+  for (const ShowerSet* s : {&reference, &generated}) {
+    for (int64_t e = 0; e < s->events(); ++e) {
+      if (!std::isfinite(s->energy_gev[e]) || s->energy_gev[e] < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            s == &reference ? "reference" : "generated", " sample: the primary energy of event ", e,
+            " is not a finite non-negative number of GeV"));
+      }
     }
   }
   if (options.feature_bins < 2 || options.min_events_per_bin < 1) {
@@ -300,12 +396,13 @@ std::vector<double> Values(const EventList& events,
   return v;
 }
 
-// Mean relative angle error of the measured barycentre angle against the label.
+// Mean relative angle error of the measured barycentre angle against the label, each event's at
+// most 1.
 double AngleError(const EventList& events) {
   Moments a;
   for (auto* e : events) {
     if (std::isfinite(e->measured_theta) && e->theta > 0) {
-      a.Add(std::fabs(e->theta - e->measured_theta) / e->theta);
+      a.Add(std::min(1.0, std::fabs(e->theta - e->measured_theta) / e->theta));
     } else {
       a.Add(1.0);  // an empty shower has no angle: count it as a 100% error
     }
@@ -332,31 +429,53 @@ struct BinScore {
   const EventList& r;
   const EventList& g;
   const std::array<std::string, 3>& axes;
+  int depth_axis;
   int bin_index;
   std::map<std::string, double>& m;
   std::vector<Histogram>& histograms;
 };
 
-// Sampling fraction; appends the bin's means to the per-bin curves.
-void ScoreSamplingFraction(BinScore& b, std::vector<double>* sf_ref_curve,
-                           std::vector<double>* sf_gen_curve) {
-  Moments sf_r, sf_g;
-  for (auto* e : b.r) sf_r.Add(e->sf);
-  for (auto* e : b.g) sf_g.Add(e->sf);
-  b.m["sf_reference"] = sf_r.Mean();
-  b.m["sf_generated"] = sf_g.Mean();
-  double err = 0, null = 0;
-  if (RelativeError(sf_r, sf_g, &err, &null)) {
-    b.m["sf_relative_error"] = err;
-    b.m["sf_relative_error_null"] = null;
-  }
-  sf_ref_curve->push_back(sf_r.Mean());
-  sf_gen_curve->push_back(sf_g.Mean());
+// Writes `key` and `key_null`.
+void Put(BinScore& b, const std::string& key, const RelativeError& e) {
+  b.m[key] = e.value;
+  b.m[key + "_null"] = e.null;
 }
 
-// Profiles: eprof per axis = mean over slices (with reference energy) of the relative error.
+// The mean sampling fraction of a bin in both samples, for the curves across bins.
+struct SamplingFractionPoint {
+  double energy_gev = 0;
+  Moments reference, generated;
+};
+
+// Sampling fraction; returns the bin's means for the curves across bins.
+SamplingFractionPoint ScoreSamplingFraction(BinScore& b, double energy_centre_gev) {
+  SamplingFractionPoint p;
+  p.energy_gev = energy_centre_gev;
+  for (auto* e : b.r) p.reference.Add(e->sf);
+  for (auto* e : b.g) p.generated.Add(e->sf);
+  b.m["sf_reference"] = p.reference.Mean();
+  b.m["sf_generated"] = p.generated.Mean();
+  Put(b, "sf_relative_error", BoundedRelativeError(p.reference, p.generated));
+  return p;
+}
+
+// Profile error sums of one axis: sum_i |R_i - G_i|, sum_i max(R_i, G_i) and the null numerator
+// sum_i sqrt(2/pi) sigma_i.
+struct ProfileSums {
+  double diff = 0, norm = 0, null = 0;
+  RelativeError Get() const {
+    if (!(norm > 0)) return {};
+    return {std::min(1.0, diff / norm), std::min(1.0, null / norm)};
+  }
+};
+
+// Profiles: eprof_<axis> = sum_i |R_i - G_i| / sum_i max(R_i, G_i) over the slices of the mean
+// profiles R (reference) and G (generated): energy weighted, so near-empty slices weigh little and
+// never divide by ~0; in [0, 1]. eprof is the mean over the three axes, eprof_longitudinal the
+// depth axis, eprof_transverse the pooled other two.
 void ScoreProfiles(BinScore& b, const std::array<int64_t, 3>& shape) {
   double eprof = 0, eprof_null = 0;
+  ProfileSums transverse;
   for (int a = 0; a < 3; ++a) {
     const int64_t len = shape[a];
     Histogram h;
@@ -365,35 +484,41 @@ void ScoreProfiles(BinScore& b, const std::array<int64_t, 3>& shape) {
     h.energy_bin = b.bin_index;
     h.edges.resize(len + 1);
     std::iota(h.edges.begin(), h.edges.end(), 0.0);
-    double sum_err = 0, sum_null = 0, err = 0, null = 0;
-    int used = 0;
+    ProfileSums sums;
     for (int64_t i = 0; i < len; ++i) {
       Moments sr, sg;
       for (auto* e : b.r) sr.Add(e->profile[a][i]);
       for (auto* e : b.g) sg.Add(e->profile[a][i]);
       h.reference.push_back(sr.Mean());
       h.generated.push_back(sg.Mean());
-      if (RelativeError(sr, sg, &err, &null)) {
-        sum_err += err;
-        sum_null += null;
-        ++used;
-      }
+      h.reference_error.push_back(sr.Error());
+      h.generated_error.push_back(sg.Error());
+      sums.diff += std::fabs(sr.Mean() - sg.Mean());
+      sums.norm += std::max(sr.Mean(), sg.Mean());
+      sums.null += kSqrt2OverPi * DifferenceSigma(sr, sg);
     }
-    const double axis_err = used ? sum_err / used : 0.0, axis_null = used ? sum_null / used : 0.0;
-    b.m[absl::StrCat("eprof_", b.axes[a])] = axis_err;
-    b.m[absl::StrCat("eprof_", b.axes[a], "_null")] = axis_null;
-    eprof += axis_err / 3;
-    eprof_null += axis_null / 3;
+    const RelativeError axis = sums.Get();
+    Put(b, absl::StrCat("eprof_", b.axes[a]), axis);
+    eprof += axis.value / 3;
+    eprof_null += axis.null / 3;
+    if (a == b.depth_axis) {
+      Put(b, "eprof_longitudinal", axis);
+    } else {
+      transverse.diff += sums.diff;
+      transverse.norm += sums.norm;
+      transverse.null += sums.null;
+    }
     b.histograms.push_back(std::move(h));
   }
   b.m["eprof"] = eprof;
   b.m["eprof_null"] = eprof_null;
+  Put(b, "eprof_transverse", transverse.Get());
 }
 
-// Moments: pos = mean over axes and (mu1, mu2) of the relative error of the means.
+// Moments: pos = mean over axes and (mu1, mu2) of the relative error of the means (showers with
+// energy only).
 void ScoreMoments(BinScore& b) {
-  double pos = 0, pos_null = 0, err = 0, null = 0;
-  int pos_used = 0;
+  double pos = 0, pos_null = 0;
   for (int a = 0; a < 3; ++a) {
     for (int k = 1; k <= 2; ++k) {
       Moments mr, mg;
@@ -403,28 +528,48 @@ void ScoreMoments(BinScore& b) {
       for (auto* e : b.g) {
         if (e->has_energy) mg.Add(k == 1 ? e->mu1[a] : e->mu2[a]);
       }
-      if (!RelativeError(mr, mg, &err, &null)) continue;
-      const std::string key = absl::StrCat("pos_", b.axes[a], "_mu", k);
-      b.m[key] = err;
-      b.m[key + "_null"] = null;
-      pos += err;
-      pos_null += null;
-      ++pos_used;
+      const RelativeError err = BoundedRelativeError(mr, mg);
+      Put(b, absl::StrCat("pos_", b.axes[a], "_mu", k), err);
+      pos += err.value / 6;
+      pos_null += err.null / 6;
     }
   }
-  b.m["pos"] = pos_used ? pos / pos_used : 0.0;
-  b.m["pos_null"] = pos_used ? pos_null / pos_used : 0.0;
+  b.m["pos"] = pos;
+  b.m["pos_null"] = pos_null;
+}
+
+// Depth: relative errors of the mean depth of the shower maximum and of the mean depth centroid
+// (showers with energy only).
+void ScoreDepth(BinScore& b) {
+  Moments max_r, max_g, mu1_r, mu1_g;
+  for (auto* e : b.r) {
+    if (!e->has_energy) continue;
+    max_r.Add(e->max_layer);
+    mu1_r.Add(e->mu1[b.depth_axis]);
+  }
+  for (auto* e : b.g) {
+    if (!e->has_energy) continue;
+    max_g.Add(e->max_layer);
+    mu1_g.Add(e->mu1[b.depth_axis]);
+  }
+  Put(b, "shower_max_relative_error", BoundedRelativeError(max_r, max_g));
+  Put(b, "centroid_depth_relative_error", BoundedRelativeError(mu1_r, mu1_g));
 }
 
 // Figure of merit pos + eprof, plus the angle error (variable angle) measured against the label.
+// fom_null = pos_null + eprof_null (+ ang_reference): the expectation of a sum is the sum of the
+// expectations, and the angle's floor is the measurement's own error on the reference.
 void ScoreFigureOfMerit(BinScore& b, bool angles) {
   double fom = b.m["pos"] + b.m["eprof"];
+  double fom_null = b.m["pos_null"] + b.m["eprof_null"];
   if (angles) {
     b.m["ang"] = AngleError(b.g);
     b.m["ang_reference"] = AngleError(b.r);
     fom += b.m["ang"];
+    fom_null += b.m["ang_reference"];
   }
   b.m["fom"] = fom;
+  b.m["fom_null"] = fom_null;
 }
 
 // A distribution kept as a histogram pair with edges over the reference values.
@@ -438,6 +583,12 @@ const Histogram& KeepDistribution(BinScore& b, const std::string& name, const st
   h.edges = FeatureEdges(vr, feature_bins);
   h.reference = Fill(vr, h.edges);
   h.generated = Fill(vg, h.edges);
+  // Poisson error of a normalised count: sqrt(count) / N = sqrt(fraction / N).
+  for (const auto& [fractions, n, errors] :
+       {std::tuple(&h.reference, vr.size(), &h.reference_error),
+        std::tuple(&h.generated, vg.size(), &h.generated_error)}) {
+    for (double f : *fractions) errors->push_back(n > 0 ? std::sqrt(f / n) : 0.0);
+  }
   b.histograms.push_back(h);
   return b.histograms.back();
 }
@@ -480,14 +631,15 @@ void ScoreFeatures(BinScore& b, const std::vector<Feature>& features, int featur
     for (size_t i = 0; i < h.reference.size(); ++i)
       occupied += (h.reference[i] + h.generated[i]) > 0;
     // Null: E[(h1-h2)^2/(h1+h2)] ~ (1/n_r + 1/n_g)/2 per occupied bin, times 1/2.
-    const double s_null = 0.25 * occupied * (1.0 / b.r.size() + 1.0 / b.g.size());
+    // At most 1, the largest separation power.
+    const double s_null = std::min(1.0, 0.25 * occupied * (1.0 / b.r.size() + 1.0 / b.g.size()));
     b.m["separation_power/" + f.name] = s;
     b.m["separation_power/" + f.name + "_null"] = s_null;
     sp += s / features.size();
     sp_null += s_null / features.size();
   }
-  b.m["separation_power"] = sp;
-  b.m["separation_power_null"] = sp_null;
+  b.m["separation_power"] = std::min(1.0, sp);  // a mean of values <= 1, up to rounding
+  b.m["separation_power_null"] = std::min(1.0, sp_null);
 }
 
 // Distributions kept as histograms, and separation power on the high-level features.
@@ -505,16 +657,32 @@ void ScoreDistributions(BinScore& b, const std::vector<Feature>& features, int f
 // Adds the bin's summary metrics to the running sums that become the report-wide means.
 void AddToSums(const std::map<std::string, double>& m, std::map<std::string, double>* sums) {
   for (const char* key :
-       {"sf_relative_error", "sf_relative_error_null", "eprof", "eprof_null", "pos", "pos_null",
-        "ang", "ang_reference", "fom", "separation_power", "separation_power_null"}) {
+       {"sf_relative_error", "sf_relative_error_null", "eprof", "eprof_null", "eprof_longitudinal",
+        "eprof_longitudinal_null", "eprof_transverse", "eprof_transverse_null", "pos", "pos_null",
+        "ang", "ang_reference", "fom", "fom_null", "separation_power", "separation_power_null"}) {
     auto it = m.find(key);
     if (it != m.end()) (*sums)[key] += it->second;
   }
 }
 
-// The report-wide means over the used bins and the sampling fraction curve across bins.
+// The worst bin of a per-bin relative error (as `out`) and the expected worst bin of independent
+// samples (`out`_null: ExpectedMaxAbs of the per-bin sigmas, at most 1).
+void PutWorstBin(const std::vector<BinMetrics>& bins, const std::string& key,
+                 const std::string& out, std::map<std::string, double>* metrics) {
+  double worst = 0;
+  std::vector<double> sigmas;
+  for (const BinMetrics& b : bins) {
+    worst = std::max(worst, b.metrics.at(key));
+    sigmas.push_back(b.metrics.at(key + "_null") / kSqrt2OverPi);
+  }
+  (*metrics)[out] = worst;
+  (*metrics)[out + "_null"] = std::min(1.0, ExpectedMaxAbs(sigmas));
+}
+
+// The report-wide means and worst bins over the used bins, and the sampling fraction curves
+// across bins.
 void SummariseAcrossBins(const std::map<std::string, double>& sums,
-                         std::vector<double> sf_ref_curve, std::vector<double> sf_gen_curve,
+                         const std::vector<SamplingFractionPoint>& sf_points,
                          ValidationReport* report) {
   const double nb = static_cast<double>(report->bins.size());
   for (const auto& [key, total] : sums) {
@@ -524,14 +692,31 @@ void SummariseAcrossBins(const std::map<std::string, double>& sums,
     report->metrics[out] = total / nb;
   }
   report->metrics["bins_used"] = nb;
-  Histogram sf_curve;
-  sf_curve.name = "sampling_fraction_per_bin";
-  sf_curve.x_label = "bin index (see bins)";
-  sf_curve.edges.resize(report->bins.size() + 1);
-  std::iota(sf_curve.edges.begin(), sf_curve.edges.end(), 0.0);
-  sf_curve.reference = std::move(sf_ref_curve);
-  sf_curve.generated = std::move(sf_gen_curve);
-  report->histograms.push_back(std::move(sf_curve));
+  PutWorstBin(report->bins, "sf_relative_error", "sf_relative_error_max", &report->metrics);
+  PutWorstBin(report->bins, "shower_max_relative_error", "shower_max_relative_error",
+              &report->metrics);
+  PutWorstBin(report->bins, "centroid_depth_relative_error", "centroid_depth_relative_error",
+              &report->metrics);
+  Histogram per_bin;
+  per_bin.name = "sampling_fraction_per_bin";
+  per_bin.x_label = "bin index (see bins)";
+  per_bin.edges.resize(report->bins.size() + 1);
+  std::iota(per_bin.edges.begin(), per_bin.edges.end(), 0.0);
+  Histogram vs_energy;
+  vs_energy.name = "sampling_fraction_vs_energy";
+  vs_energy.x_label = "E_primary [GeV]";
+  for (const SamplingFractionPoint& p : sf_points) {
+    per_bin.reference.push_back(p.reference.Mean());
+    per_bin.generated.push_back(p.generated.Mean());
+    vs_energy.x.push_back(p.energy_gev);
+    vs_energy.reference.push_back(p.reference.Mean());
+    vs_energy.generated.push_back(p.generated.Mean());
+    vs_energy.reference_error.push_back(p.reference.Error());
+    vs_energy.generated_error.push_back(p.generated.Error());
+  }
+  // First in the list: a consumer that keeps only a prefix (a size budget) keeps these.
+  report->histograms.insert(report->histograms.begin(), std::move(vs_energy));
+  report->histograms.insert(report->histograms.begin(), std::move(per_bin));
 }
 
 }  // namespace
@@ -545,7 +730,7 @@ double SeparationPower(const std::vector<double>& h1, const std::vector<double>&
     const double a = h1[i] / n1, b = h2[i] / n2;
     if (a + b > 0) s += (a - b) * (a - b) / (a + b);
   }
-  return 0.5 * s;
+  return std::min(1.0, 0.5 * s);  // 1 for disjoint histograms, up to rounding
 }
 
 absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
@@ -570,7 +755,7 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
 
   ValidationReport report;
   std::map<std::string, double> sums;
-  std::vector<double> sf_ref_curve, sf_gen_curve;
+  std::vector<SamplingFractionPoint> sf_points;
   for (const Bin& bin : bins) {
     const EventList r = EventsIn(bin, ref), g = EventsIn(bin, gen);
     if (static_cast<int64_t>(r.size()) < options.min_events_per_bin ||
@@ -580,10 +765,17 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
       continue;
     }
     BinMetrics bm = EmptyBinMetrics(bin, r.size(), g.size());
-    BinScore score{r, g, axes, static_cast<int>(report.bins.size()), bm.metrics, report.histograms};
-    ScoreSamplingFraction(score, &sf_ref_curve, &sf_gen_curve);
+    BinScore score{r,
+                   g,
+                   axes,
+                   ref.depth_axis,
+                   static_cast<int>(report.bins.size()),
+                   bm.metrics,
+                   report.histograms};
+    sf_points.push_back(ScoreSamplingFraction(score, 0.5 * (bin.e_lo + bin.e_hi)));
     ScoreProfiles(score, reference.shape);
     ScoreMoments(score);
+    ScoreDepth(score);
     ScoreFigureOfMerit(score, angles);
     ScoreDistributions(score, features, options.feature_bins);
     AddToSums(bm.metrics, &sums);
@@ -595,7 +787,10 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
                      " events in both samples; skipped: ",
                      report.skipped_bins.empty() ? "none" : report.skipped_bins[0]));
   }
-  SummariseAcrossBins(sums, std::move(sf_ref_curve), std::move(sf_gen_curve), &report);
+  SummariseAcrossBins(sums, sf_points, &report);
+  report.metrics["invalid_cells_reference"] = static_cast<double>(ref.invalid_cells);
+  report.metrics["invalid_cells_generated"] = static_cast<double>(gen.invalid_cells);
+  report.metrics["invalid_events_generated"] = static_cast<double>(gen.invalid_events);
   return report;
 }
 

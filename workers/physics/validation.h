@@ -52,35 +52,51 @@ struct Histogram {
 
 // The metrics of one (energy, angle) bin. Every metric M comes with M_null: its expected value for
 // two independent samples of the same distribution with these event counts (the statistical floor),
-// estimated from the per-event spread.
+// estimated from the per-event spread. Relative errors are bounded: |a - b| / max(|a|, |b|) for
+// means (0 when both are 0, 1 when one sample has no entries) and sum_i |a_i - b_i| / sum_i
+// max(a_i, b_i) for profiles, so every relative error and its null lie in [0, 1].
 struct BinMetrics {
   double energy_lo_gev = 0, energy_hi_gev = 0;
   double theta_lo_rad = 0, theta_hi_rad = 0;  // both 0 when not binned in angle
   int64_t reference_events = 0, generated_events = 0;
   // Keys: sf_reference, sf_generated, sf_relative_error (+ _null), eprof, eprof_x, eprof_y,
-  // eprof_z, pos, pos_<axis>_mu1, pos_<axis>_mu2 (+ _null), ang, ang_reference (variable angle
-  // only), fom, separation_power (mean over features) and separation_power/<feature> (+ _null).
+  // eprof_z, eprof_longitudinal, eprof_transverse, pos, pos_<axis>_mu1, pos_<axis>_mu2,
+  // shower_max_relative_error, centroid_depth_relative_error (+ _null), ang, ang_reference
+  // (variable angle only), fom (+ _null = pos_null + eprof_null (+ ang_reference)),
+  // separation_power (mean over features) and separation_power/<feature> (+ _null).
   std::map<std::string, double> metrics;
 };
 
+// What ValidateShowers returns: report-wide metrics, per-bin metrics and the histograms behind
+// them.
 struct ValidationReport {
-  // Means over bins of the per-bin metrics: sf_mre, eprof, pos, ang, fom, separation_power (+
-  // _null), and bins_used.
+  // Means over bins of the per-bin metrics: sf_mre, eprof, eprof_longitudinal, eprof_transverse,
+  // pos, ang, fom, separation_power (+ _null; ang's floor is ang_reference); worst bin:
+  // sf_relative_error_max, shower_max_relative_error, centroid_depth_relative_error (+ _null: the
+  // expected worst bin of independent samples); bins_used; invalid_cells_reference,
+  // invalid_cells_generated and invalid_events_generated (NaN, infinite or negative cells, read as
+  // 0). Every value is finite.
   std::map<std::string, double> metrics;
   std::vector<BinMetrics> bins;
+  // First the summaries across bins: sampling_fraction_per_bin and the point series
+  // sampling_fraction_vs_energy (x = bin centre in GeV, standard errors of the mean); then per
+  // bin: profile_<axis> (with standard errors of the mean), sampling_fraction, sparsity,
+  // feature/<name> (with Poisson errors of the normalised counts), cell_energy.
   std::vector<Histogram> histograms;
   std::vector<std::string> skipped_bins;  // "energy 10-20 GeV: 1 reference, 0 generated events"
 };
 
-// Compares `generated` with `reference`. Both must have the same layout and shape. INVALID_ARGUMENT
-// on a layout/shape mismatch, empty samples or bad options; FAILED_PRECONDITION when no bin has
-// enough events in both samples.
+// Compares `generated` with `reference`. Both must have the same layout and shape. Any cell values
+// are accepted (invalid ones are counted and read as 0). INVALID_ARGUMENT on a layout/shape
+// mismatch, empty samples, a non-finite or negative primary energy or bad options;
+// FAILED_PRECONDITION when no bin has enough events in both samples. Thread-safe (no mutable shared
+// state).
 absl::StatusOr<ValidationReport> ValidateShowers(const showers::ShowerSet& reference,
                                                  const showers::ShowerSet& generated,
                                                  const ValidationOptions& options);
 
 // Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
-// here).
+// here), in [0, 1]; 0 when either is empty or the sizes differ.
 double SeparationPower(const std::vector<double>& h1, const std::vector<double>& h2);
 
 }  // namespace gantry::physics
