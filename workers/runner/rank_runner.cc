@@ -354,6 +354,7 @@ void RankRunner::RecordHyperParameters() {
   hp["label_flip_probability"] = absl::StrCat(m.label_flip);
   hp["generator_steps_per_discriminator_step"] = absl::StrCat(m.generator_steps);
   hp["loss_weights"] = absl::StrJoin(m.loss_weights, ",");
+  if (plan_.lr_decay_to < 1.0) hp["lr_decay_to"] = absl::StrCat(plan_.lr_decay_to);
   hp["batch_per_rank"] =
       absl::StrCat(plan_.batch_per_rank > 0 ? plan_.batch_per_rank : m.default_batch);
   hp["latent"] = absl::StrCat(m.latent);
@@ -441,6 +442,13 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
     ASSIGN_OR_RETURN(const std::string fitted, gan::FitConditionsToData(sample, &model_));
     Log("INFO", absl::StrFormat("%s (%.1f s)", fitted, SecondsSince(fit_start)));
   }
+  // The lineage records the conditions the model was trained with.
+  auto& conditions = *result_.mutable_hyper_parameters();
+  conditions["fake_energy_range_gev"] =
+      absl::StrFormat("%.6g-%.6g", model_.fake_energy_min_gev, model_.fake_energy_max_gev);
+  conditions["ecal_fit"] = absl::StrJoin(model_.ecal_fit, ",", [](std::string* out, double c) {
+    absl::StrAppend(out, absl::StrFormat("%.6g", c));
+  });
   const auto pipeline_start = std::chrono::steady_clock::now();
   gan::PrefetchOptions prefetch;
   prefetch.queue_depth = plan_.prefetch_batches;
