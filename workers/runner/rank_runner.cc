@@ -729,10 +729,9 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
             fom = it->second;
           } else {
             // Uploaded without a fom: a restart point, never the best.
-            Log("WARNING", absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
-                                        trainer.state().step,
-                                        " has no finite fom; it is not "
-                                        "scored"));
+            Log("WARNING",
+                absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
+                             trainer.state().step, " has no finite fom; it is not scored"));
           }
         }
         RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(),
@@ -849,8 +848,7 @@ v1::ValidationPoint RankRunner::PointOf(const v1::JobResult& validated, int epoc
   }
   if (!dropped.empty()) {
     Log("WARNING", absl::StrCat("validation of step ", step,
-                                ": non-finite metrics left out of "
-                                "the validation curve: ",
+                                ": non-finite metrics left out of the validation curve: ",
                                 absl::StrJoin(dropped, ", ")));
   }
   size_t bytes = 0;
@@ -1047,7 +1045,7 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
     *result->add_histograms() = std::move(out);
   }
   Log("INFO", absl::StrFormat("validation: %d generated vs %d held-out showers in %d bins, fom "
-                              "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.1f s)",
+                              "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.3f s)",
                               generated.events(), holdout_.events(), report->bins.size(),
                               metrics["fom"], metrics["mre_sampling_fraction"], metrics["eprof"],
                               metrics["pos"], SecondsSince(start)));
