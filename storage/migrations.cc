@@ -267,6 +267,13 @@ CREATE TABLE server_keys (
 );
 )sql";
 
+// Version 6: the BF16 physics guard's outcome per model version (gantry.v1.Bf16Check). Versions
+// registered before it read as STATE_UNSPECIFIED (served, shown as "not checked").
+constexpr const char* kV6 = R"sql(
+ALTER TABLE models ADD COLUMN bf16_state text NOT NULL DEFAULT 'STATE_UNSPECIFIED';
+ALTER TABLE models ADD COLUMN bf16_reason text NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -275,6 +282,9 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {2, "job attempts, checkpoints and drained workers", kV2},
       {3, "blob reference counts and per-tenant limits", kV3},
       {4, "worker credentials, job placements, server keys", kV4},
+      // PLACEHOLDER on branch bf16 only: version 5 is another change's; replace on merge.
+      {5, "placeholder for version 5", "SELECT 1;"},
+      {6, "the BF16 physics guard's outcome per model version", kV6},
   };
   return *kMigrations;
 }
