@@ -50,6 +50,14 @@ grpc::Status CatalogService::GetModel(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ParseModelRef(request->model(), "model").status());
     ASSIGN_OR_RETURN(*response, backend_.models->Resolve(p.tenant, request->model()));
+    // The curve of the job that trained it (none for a version registered without a job).
+    if (!response->lineage().job_id().empty()) {
+      ASSIGN_OR_RETURN(std::vector<v1::ValidationPoint> curve,
+                       backend_.jobs->ListValidationPoints(response->lineage().job_id()));
+      for (v1::ValidationPoint& point : curve) {
+        *response->add_validation_curve() = std::move(point);
+      }
+    }
     return absl::OkStatus();
   });
 }

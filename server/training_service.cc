@@ -89,6 +89,23 @@ grpc::Status TrainingService::GetJob(grpc::ServerContext* context, const v1::Get
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
     ASSIGN_OR_RETURN(*response, backend_.jobs->Get(Scope(p), request->job_id()));
+    ASSIGN_OR_RETURN(std::vector<v1::ValidationPoint> curve,
+                     backend_.jobs->ListValidationPoints(response->id()));
+    for (v1::ValidationPoint& point : curve) {
+      *response->add_validation_curve() = std::move(point);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status TrainingService::GetValidationPoint(grpc::ServerContext* context,
+                                                 const v1::GetValidationPointRequest* request,
+                                                 v1::ValidationPoint* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
+    if (request->step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
+    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
+    ASSIGN_OR_RETURN(*response, backend_.jobs->GetValidationPoint(job.id(), request->step()));
     return absl::OkStatus();
   });
 }

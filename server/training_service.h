@@ -27,6 +27,9 @@ class TrainingService final : public gantry::v1::TrainingService::Service {
   grpc::Status GetJobLogs(grpc::ServerContext* context,
                           const gantry::v1::GetJobLogsRequest* request,
                           gantry::v1::GetJobLogsResponse* response) override;
+  grpc::Status GetValidationPoint(grpc::ServerContext* context,
+                                  const gantry::v1::GetValidationPointRequest* request,
+                                  gantry::v1::ValidationPoint* response) override;
 
  private:
   // file:// datasets: PERMISSION_DENIED unless the operator allows the tenant, INVALID_ARGUMENT

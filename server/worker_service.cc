@@ -12,6 +12,7 @@
 #include "server/requests/field_checks.h"
 #include "server/requests/worker_requests.h"
 #include "server/worker_inbox.h"
+#include "storage/job_repository.h"
 
 namespace gantry::server {
 namespace {
@@ -214,22 +215,28 @@ grpc::Status WorkerService::Connect(
 
 absl::Status WorkerService::MayUpload(const Principal& principal,
                                       const v1::CheckpointHeader& header) {
+  return MayReport(principal, header.job_id(), header.attempt(), "header.job_id", "checkpoints");
+}
+
+absl::Status WorkerService::MayReport(const Principal& principal, const std::string& job_id,
+                                      int attempt, const std::string& field,
+                                      const std::string& what) {
   if (principal.is_rank_credential()) {
-    if (header.job_id() != principal.rank_job || header.attempt() != principal.rank_attempt) {
+    if (job_id != principal.rank_job || attempt != principal.rank_attempt) {
       return absl::PermissionDeniedError(absl::StrCat(
-          "header.job_id: this rank credential is for job ", principal.rank_job, " attempt ",
-          principal.rank_attempt, " only; a rank uploads checkpoints of its own job attempt"));
+          field, ": this rank credential is for job ", principal.rank_job, " attempt ",
+          principal.rank_attempt, " only; a rank reports ", what, " of its own job attempt"));
     }
     return absl::OkStatus();
   }
   if (!principal.is_worker_credential()) {
-    return absl::PermissionDeniedError("UploadCheckpoint needs a worker or rank credential");
+    return absl::PermissionDeniedError(
+        absl::StrCat("reporting ", what, " needs a worker or rank credential"));
   }
-  ASSIGN_OR_RETURN(bool placed,
-                   backend_.identities->HasRanksOn(header.job_id(), principal.worker_id));
+  ASSIGN_OR_RETURN(bool placed, backend_.identities->HasRanksOn(job_id, principal.worker_id));
   if (!placed) {
     return absl::PermissionDeniedError(
-        absl::StrCat("header.job_id: job ", header.job_id(), " has no ranks on this worker"));
+        absl::StrCat(field, ": job ", job_id, " has no ranks on this worker"));
   }
   return absl::OkStatus();
 }
@@ -364,6 +371,18 @@ grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
       if (!writer->Write(chunk)) return absl::OkStatus();
       if (end) return absl::OkStatus();
     }
+  });
+}
+
+grpc::Status WorkerService::ReportValidation(grpc::ServerContext* context,
+                                             const v1::ReportValidationRequest* request,
+                                             v1::ReportValidationResponse* /*response*/) {
+  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+    RETURN_IF_ERROR(ValidateReportValidation(*request, storage::kMaxValidationHistogramBytes));
+    RETURN_IF_ERROR(
+        MayReport(principal, request->job_id(), request->attempt(), "job_id", "validation points"));
+    return backend_.jobs->RecordValidationPoint(request->job_id(), request->attempt(),
+                                                request->point());
   });
 }
 

@@ -1,11 +1,13 @@
 // WorkerService: the worker-facing protocol (gantry.v1.WorkerService). Register (join token) stores
 // the worker and issues its credential, refusing a name whose worker is live unless the caller
 // shows that worker's credential; every other call takes the worker credential (Connect: only for
-// its own worker id) or a rank credential (checkpoints of its own job attempt). Connect is its
+// its own worker id) or a rank credential (checkpoints and validation points of its own job
+// attempt). Connect is its
 // control stream (heartbeats and job messages up, job messages stored in order through a
 // WorkerInbox into the WorkerSessions of the JobCoordinator and acknowledged once stored;
 // assignments, cancellations and acks down); UploadCheckpoint / FetchCheckpoint move checkpoints
-// through the blob store with sha256 verification. While PostgreSQL is unavailable, workers this
+// through the blob store with sha256 verification; ReportValidation stores a point of a job's
+// validation curve. While PostgreSQL is unavailable, workers this
 // process knows keep registering, connecting and heartbeating from memory (WorkerRegistry) and
 // their job messages wait.
 
@@ -36,6 +38,9 @@ class WorkerService final : public gantry::v1::WorkerService::Service {
   grpc::Status FetchCheckpoint(grpc::ServerContext* context,
                                const gantry::v1::FetchCheckpointRequest* request,
                                grpc::ServerWriter<gantry::v1::CheckpointChunk>* writer) override;
+  grpc::Status ReportValidation(grpc::ServerContext* context,
+                                const gantry::v1::ReportValidationRequest* request,
+                                gantry::v1::ReportValidationResponse* response) override;
 
  private:
   // Whether another live worker holds request.name(): connected to this process, or connected
@@ -46,6 +51,9 @@ class WorkerService final : public gantry::v1::WorkerService::Service {
   // PERMISSION_DENIED unless the caller may upload a checkpoint of header.job_id: a rank credential
   // of that job and attempt, or a worker credential of a worker any attempt of the job ran on.
   absl::Status MayUpload(const Principal& principal, const gantry::v1::CheckpointHeader& header);
+  // The same rule for a report about `job_id` of `attempt` (`field` names the job id in messages).
+  absl::Status MayReport(const Principal& principal, const std::string& job_id, int attempt,
+                         const std::string& field, const std::string& what);
   // Writes the heartbeat (and a registration answered from memory) to the database.
   absl::Status StoreHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& hb);
 

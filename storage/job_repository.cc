@@ -337,6 +337,107 @@ absl::StatusOr<std::vector<std::string>> JobRepository::ExpireCheckpoints(const 
   return unreferenced;
 }
 
+absl::Status JobRepository::RecordValidationPoint(const std::string& id, int attempt,
+                                                  const gantry::v1::ValidationPoint& point) {
+  gantry::v1::ValidationPoint histograms;
+  *histograms.mutable_histograms() = point.histograms();
+  if (histograms.ByteSizeLong() > kMaxValidationHistogramBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "point.histograms: ", histograms.ByteSizeLong(), " bytes serialized; at most ",
+        kMaxValidationHistogramBytes, " bytes per point (send fewer or coarser histograms)"));
+  }
+  gantry::v1::ValidationPoint stored = point;
+  stored.clear_histograms();
+  stored.clear_time();
+  stored.set_attempt(attempt);
+  std::string metrics = "{";
+  for (const auto& [name, value] : stored.metrics()) {
+    if (metrics.size() > 1) metrics += ",";
+    absl::StrAppend(&metrics, sql::JsonString(name), ":", sql::JsonNumber(value));
+  }
+  metrics += "}";
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result cur =
+        tx.Exec("job_validation_lock",
+                "SELECT attempt, (SELECT count(*) FROM job_validation_points WHERE job_id = $1), "
+                "EXISTS (SELECT 1 FROM job_validation_points WHERE job_id = $1 AND step = $2), "
+                "gantry_us(now()) FROM jobs WHERE id = $1 FOR UPDATE",
+                id, stored.step());
+    if (cur.empty()) return JobNotFound(id);
+    if (attempt < cur[0][0].as<int>()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("attempt: ", attempt, " is an earlier attempt of job ", id, " (now ",
+                       cur[0][0].as<int>(), "); its validation is not kept"));
+    }
+    if (!cur[0][2].as<bool>() && cur[0][1].as<int64_t>() >= kMaxValidationPoints) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("job ", id, " already has ", kMaxValidationPoints,
+                       " validation points; checkpoint less often (checkpoint_policy) to keep "
+                       "validating"));
+    }
+    tx.Exec("job_validation_insert",
+            "INSERT INTO job_validation_points (job_id, step, epoch, attempt, metrics, point, "
+            "histograms) VALUES ($1, $2, $3, $4, $5::jsonb, $6, $7) "
+            "ON CONFLICT (job_id, step) DO UPDATE SET epoch = EXCLUDED.epoch, "
+            "attempt = EXCLUDED.attempt, created_at = now(), metrics = EXCLUDED.metrics, "
+            "point = EXCLUDED.point, histograms = EXCLUDED.histograms",
+            id, stored.step(), stored.epoch(), attempt, metrics, sql::Bytes(stored),
+            sql::Bytes(histograms));
+    JobEvent event;
+    *event.mutable_validation_point() = stored;
+    sql::SetTimestamp(cur[0][3], event.mutable_validation_point()->mutable_time());
+    InsertEvent(tx, id, event);
+    return absl::OkStatus();
+  }));
+  Changed(id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<gantry::v1::ValidationPoint>> JobRepository::ListValidationPoints(
+    const std::string& id) {
+  std::vector<gantry::v1::ValidationPoint> points;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    points.clear();
+    pqxx::result r = tx.Exec("job_validation_list",
+                             "SELECT point, gantry_us(created_at) FROM job_validation_points "
+                             "WHERE job_id = $1 ORDER BY step LIMIT $2",
+                             id, kMaxValidationPoints);
+    for (const pqxx::row& row : r) {
+      gantry::v1::ValidationPoint& point = points.emplace_back();
+      RETURN_IF_ERROR(sql::ParseBytes(row[0], &point));
+      sql::SetTimestamp(row[1], point.mutable_time());
+    }
+    return absl::OkStatus();
+  }));
+  return points;
+}
+
+absl::StatusOr<gantry::v1::ValidationPoint> JobRepository::GetValidationPoint(const std::string& id,
+                                                                              int64_t step) {
+  gantry::v1::ValidationPoint point;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec("job_validation_get",
+                             "SELECT point, gantry_us(created_at), histograms FROM "
+                             "job_validation_points WHERE job_id = $1 AND step = $2",
+                             id, step);
+    if (r.empty()) {
+      return absl::NotFoundError(absl::StrCat("step: job ", id, " has no validation point at step ",
+                                              step,
+                                              "; its validation_curve lists the steps it has"));
+    }
+    point.Clear();
+    RETURN_IF_ERROR(sql::ParseBytes(r[0][0], &point));
+    sql::SetTimestamp(r[0][1], point.mutable_time());
+    if (!r[0][2].is_null()) {
+      gantry::v1::ValidationPoint histograms;
+      RETURN_IF_ERROR(sql::ParseBytes(r[0][2], &histograms));
+      *point.mutable_histograms() = std::move(*histograms.mutable_histograms());
+    }
+    return absl::OkStatus();
+  }));
+  return point;
+}
+
 absl::StatusOr<int64_t> JobRepository::AppendEvent(const std::string& id, const JobEvent& event) {
   int64_t sequence = 0;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {

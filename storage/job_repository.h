@@ -20,6 +20,10 @@ namespace gantry::storage {
 // SUCCEEDED, FAILED and CANCELLED: states a job never leaves.
 bool IsTerminalJobState(gantry::v1::JobState state);
 
+// Bounds of a job's validation curve (RecordValidationPoint).
+inline constexpr int kMaxValidationPoints = 1000;
+inline constexpr size_t kMaxValidationHistogramBytes = 4u << 20;
+
 // Thread-safe (stateless over a Database, which must outlive it). The spec is stored as protobuf
 // bytes next to the queryable columns (owner, state, labels jsonb, priority, dataset, created_at).
 // `owner` arguments: a tenant name restricts to that tenant's jobs (another tenant's job is
@@ -79,6 +83,24 @@ class JobRepository {
   // uses (no live checkpoint row of any job, no model version): the caller removes those blobs.
   absl::StatusOr<std::vector<std::string>> ExpireCheckpoints(const std::string& id, int keep_last,
                                                              bool keep_best = false);
+
+  // A validated checkpoint of `attempt` (one point of the job's validation curve): stored in
+  // job_validation_points (replacing an earlier point of the same step) with a validation_point
+  // event (metrics only) appended, in one transaction. point.time is set to now and point.attempt
+  // to `attempt`. FAILED_PRECONDITION for an attempt older than the job's; RESOURCE_EXHAUSTED when
+  // the job already has kMaxValidationPoints points; INVALID_ARGUMENT when the histograms serialize
+  // to more than kMaxValidationHistogramBytes. Metric names and values are the caller's to check.
+  absl::Status RecordValidationPoint(const std::string& id, int attempt,
+                                     const gantry::v1::ValidationPoint& point);
+
+  // The job's validation curve by increasing step, without histograms (at most
+  // kMaxValidationPoints). An unknown job has none.
+  absl::StatusOr<std::vector<gantry::v1::ValidationPoint>> ListValidationPoints(
+      const std::string& id);
+
+  // The point of `step` with its histograms; NOT_FOUND when the job has no point at that step.
+  absl::StatusOr<gantry::v1::ValidationPoint> GetValidationPoint(const std::string& id,
+                                                                 int64_t step);
 
   // Appends an event; storage assigns its sequence (per job, 1, 2, ...) and time (now), ignoring
   // those fields of `event`. Returns the sequence. NOT_FOUND for an unknown job.

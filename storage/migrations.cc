@@ -267,6 +267,22 @@ CREATE TABLE server_keys (
 );
 )sql";
 
+// Version 5: validation curves. One row per validated checkpoint of a job (by step), kept whatever
+// checkpoint retention does and deleted with the job.
+constexpr const char* kV5 = R"sql(
+CREATE TABLE job_validation_points (
+  job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  step bigint NOT NULL,
+  epoch integer NOT NULL,
+  attempt integer NOT NULL,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  metrics jsonb NOT NULL,                  -- {"fom": 0.12, ...}, for queries
+  point bytea NOT NULL,                    -- gantry.v1.ValidationPoint without time and histograms
+  histograms bytea,                        -- gantry.v1.ValidationPoint with only its histograms
+  PRIMARY KEY (job_id, step)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -275,6 +291,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {2, "job attempts, checkpoints and drained workers", kV2},
       {3, "blob reference counts and per-tenant limits", kV3},
       {4, "worker credentials, job placements, server keys", kV4},
+      {5, "job validation points", kV5},
   };
   return *kMigrations;
 }

@@ -154,9 +154,16 @@ absl::Status Get(CommandContext& context) {
       {"Workers", absl::StrJoin(job.assigned_workers(), ",")},
       {"Model", job.model_ref()},
   };
+  rows.push_back({"Validation", job.validation_curve().empty()
+                                    ? ""
+                                    : absl::StrCat(job.validation_curve_size(),
+                                                   " points (below; --json has every metric)")});
   for (auto& [key, value] : rows) {
     context.out << key << ":" << std::string(17 - key.size(), ' ') << (value.empty() ? "-" : value)
                 << '\n';
+  }
+  if (!job.validation_curve().empty()) {
+    context.out << '\n' << FormatValidationCurve(job.validation_curve());
   }
   return absl::OkStatus();
 }

@@ -156,9 +156,16 @@ absl::Status Get(CommandContext& context) {
         "; --json for the data");
   }
   rows.push_back({"Histograms", histograms});
+  rows.push_back({"Validation", m.validation_curve().empty()
+                                    ? ""
+                                    : absl::StrCat(m.validation_curve_size(), " points of job ",
+                                                   lineage.job_id(), " (below)")});
   for (auto& [key, value] : rows) {
     context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
                 << '\n';
+  }
+  if (!m.validation_curve().empty()) {
+    context.out << '\n' << FormatValidationCurve(m.validation_curve());
   }
   if (auto wanted = context.args.Get("histogram"); wanted.has_value()) {
     int shown = 0;

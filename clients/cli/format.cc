@@ -232,6 +232,31 @@ std::string FormatHistogram(const v1::Histogram& histogram) {
   return out.str();
 }
 
+std::string FormatValidationCurve(
+    const google::protobuf::RepeatedPtrField<v1::ValidationPoint>& curve) {
+  if (curve.empty()) return "";
+  std::vector<std::pair<std::string, std::string>> columns = {
+      {"fom", "FOM"}, {"mre_sampling_fraction", "SF_MRE"}, {"eprof", "EPROF"}, {"pos", "POS"}};
+  bool angles = false;
+  for (const v1::ValidationPoint& point : curve) angles = angles || point.metrics().count("ang");
+  if (angles) columns.push_back({"ang", "ANG"});
+  columns.push_back({"separation_power", "SEP_POWER"});
+  std::vector<std::string> headers = {"EPOCH", "STEP"};
+  for (const auto& column : columns) headers.push_back(column.second);
+  Table table(std::move(headers));
+  for (const v1::ValidationPoint& point : curve) {
+    std::vector<std::string> row = {absl::StrCat(point.epoch()), absl::StrCat(point.step())};
+    for (const auto& column : columns) {
+      auto it = point.metrics().find(column.first);
+      row.push_back(it == point.metrics().end() ? "" : absl::StrFormat("%.4g", it->second));
+    }
+    table.AddRow(std::move(row));
+  }
+  std::ostringstream out;
+  table.Render(out);
+  return out.str();
+}
+
 std::string FormatJobEvent(const v1::JobEvent& event) {
   std::string time = "--:--:--";
   if (event.has_time()) {
@@ -299,6 +324,18 @@ std::string FormatJobEvent(const v1::JobEvent& event) {
                             ? absl::StrCat(" (", FormatDuration(restart.redone_seconds()), ")")
                             : "");
       }
+      break;
+    }
+    case v1::JobEvent::kValidationPoint: {
+      const auto& point = event.validation_point();
+      body = absl::StrCat("validation epoch ", point.epoch(), " step ", point.step());
+      google::protobuf::Map<std::string, double> shown;
+      for (const char* key : {"fom", "mre_sampling_fraction", "eprof", "pos", "ang"}) {
+        if (auto it = point.metrics().find(key); it != point.metrics().end()) {
+          shown[key == std::string("mre_sampling_fraction") ? "sf_mre" : key] = it->second;
+        }
+      }
+      if (!shown.empty()) absl::StrAppend(&body, " ", FormatMetrics(shown));
       break;
     }
     case v1::JobEvent::kModelRegistered: {

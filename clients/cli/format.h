@@ -58,6 +58,12 @@ std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metr
 // Carlo reference, the GAN value and their ratio, under a title line naming it and its energy bin.
 std::string FormatHistogram(const v1::Histogram& histogram);
 
+// A validation curve as an aligned table: one row per point (epoch, step, then fom,
+// mre_sampling_fraction as SF_MRE, eprof, pos, ang when any point has it, and separation_power as
+// SEP_POWER; "-" where a point lacks the metric). Empty string for an empty curve.
+std::string FormatValidationCurve(
+    const google::protobuf::RepeatedPtrField<v1::ValidationPoint>& curve);
+
 // One readable line for a WatchJob event, e.g.
 // "22:40:03  state QUEUED -> RUNNING (Started: 2 ranks on w1,w2)".
 std::string FormatJobEvent(const v1::JobEvent& event);

@@ -1,5 +1,6 @@
 #include "server/requests/worker_requests.h"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -59,6 +60,61 @@ absl::Status ValidateCheckpointHeader(const v1::CheckpointHeader& header, int64_
   if (header.has_fom() && !std::isfinite(header.fom())) {
     return Invalid("header.fom", absl::StrCat("is ", header.fom(),
                                               "; a checkpoint's figure of merit must be finite"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateReportValidation(const v1::ReportValidationRequest& request,
+                                      size_t max_histogram_bytes) {
+  RETURN_IF_ERROR(ValidateId(request.job_id(), "job-", "job_id"));
+  RETURN_IF_ERROR(CheckInt(request.attempt(), 0, 1000000, "attempt"));
+  RETURN_IF_ERROR(CheckInt(request.rank(), 0, 255, "rank"));
+  const v1::ValidationPoint& point = request.point();
+  RETURN_IF_ERROR(CheckInt(point.epoch(), 0, kMaxEpochs, "point.epoch"));
+  if (point.step() < 0) return Invalid("point.step", "must be >= 0");
+  if (point.metrics().empty()) {
+    return Invalid("point.metrics", "is empty; a validation point needs its metrics");
+  }
+  if (point.metrics_size() > kMaxValidationMetrics) {
+    return Invalid("point.metrics", absl::StrCat("has ", point.metrics_size(), " entries; at most ",
+                                                 kMaxValidationMetrics));
+  }
+  for (const auto& [name, value] : point.metrics()) {
+    if (name.empty() || static_cast<int>(name.size()) > kMaxMetricNameLength ||
+        !AllChars(name, "_.-")) {
+      return Invalid("point.metrics", absl::StrCat("names must be 1-", kMaxMetricNameLength,
+                                                   " characters [A-Za-z0-9_.-]"));
+    }
+    if (!std::isfinite(value)) {
+      return Invalid(absl::StrCat("point.metrics[", name, "]"),
+                     absl::StrCat("is ", value,
+                                  "; metric values must be finite (leave a metric "
+                                  "out when it cannot be computed)"));
+    }
+  }
+  if (point.histograms_size() > kMaxValidationHistograms) {
+    return Invalid("point.histograms",
+                   absl::StrCat("has ", point.histograms_size(), " entries; at most ",
+                                kMaxValidationHistograms));
+  }
+  size_t bytes = 0;
+  for (int i = 0; i < point.histograms_size(); ++i) {
+    const v1::Histogram& h = point.histograms(i);
+    const std::string field = absl::StrCat("point.histograms[", i, "]");
+    if (h.name().empty() || h.name().size() > 128) {
+      return Invalid(checks::Sub(field, "name"), "must be 1-128 characters");
+    }
+    const int bins = std::max(h.reference_size(), h.generated_size());
+    if (bins > kMaxHistogramBins || h.edges_size() > kMaxHistogramBins + 1 ||
+        h.x_size() > kMaxHistogramBins) {
+      return Invalid(field, absl::StrCat("has more than ", kMaxHistogramBins, " bins"));
+    }
+    bytes += h.ByteSizeLong();
+  }
+  if (bytes > max_histogram_bytes) {
+    return Invalid("point.histograms",
+                   absl::StrCat("take ", bytes, " bytes; at most ", max_histogram_bytes,
+                                " per point (send fewer or coarser histograms)"));
   }
   return absl::OkStatus();
 }

@@ -1,4 +1,5 @@
-// Worker requests: the checks of WorkerService registrations and checkpoint upload headers.
+// Worker requests: the checks of WorkerService registrations, checkpoint upload headers and
+// validation reports.
 #ifndef GANTRY_SERVER_REQUESTS_WORKER_REQUESTS_H_
 #define GANTRY_SERVER_REQUESTS_WORKER_REQUESTS_H_
 
@@ -13,6 +14,16 @@ namespace gantry::server {
 absl::Status ValidateRegister(const gantry::v1::RegisterRequest& request);
 absl::Status ValidateCheckpointHeader(const gantry::v1::CheckpointHeader& header,
                                       int64_t max_bytes);
+// Job id, attempt, rank, epoch, step; at most kMaxValidationMetrics metrics with names
+// [A-Za-z0-9_.-]{1,kMaxMetricNameLength} and finite values; at most kMaxValidationHistograms
+// histograms of at most kMaxHistogramBins bins, serialized to at most `max_histogram_bytes`.
+absl::Status ValidateReportValidation(const gantry::v1::ReportValidationRequest& request,
+                                      size_t max_histogram_bytes);
+
+inline constexpr int kMaxValidationMetrics = 128;
+inline constexpr int kMaxMetricNameLength = 64;
+inline constexpr int kMaxValidationHistograms = 512;
+inline constexpr int kMaxHistogramBins = 100000;
 
 }  // namespace gantry::server
 

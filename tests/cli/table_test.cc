@@ -130,6 +130,34 @@ TEST(FormatTest, HistogramTable) {
   EXPECT_THAT(FormatHistogram(h), ::testing::HasSubstr("\n10-20  4 "));
 }
 
+TEST(FormatTest, ValidationCurveTableAndEvent) {
+  google::protobuf::RepeatedPtrField<v1::ValidationPoint> curve;
+  EXPECT_EQ(FormatValidationCurve(curve), "");
+  v1::ValidationPoint* a = curve.Add();
+  a->set_epoch(0);
+  a->set_step(4);
+  (*a->mutable_metrics())["fom"] = 1.23456;
+  (*a->mutable_metrics())["mre_sampling_fraction"] = 0.25;
+  (*a->mutable_metrics())["eprof"] = 0.5;
+  (*a->mutable_metrics())["pos"] = 0.73456;
+  v1::ValidationPoint* b = curve.Add();
+  b->set_epoch(1);
+  b->set_step(8);
+  (*b->mutable_metrics())["fom"] = 0.5;
+  EXPECT_EQ(FormatValidationCurve(curve),
+            "EPOCH  STEP  FOM    SF_MRE  EPROF  POS     SEP_POWER\n"
+            "0      4     1.235  0.25    0.5    0.7346  -\n"
+            "1      8     0.5    -       -      -       -\n");
+  (*b->mutable_metrics())["ang"] = 0.1;
+  EXPECT_THAT(FormatValidationCurve(curve), ::testing::HasSubstr("POS     ANG  SEP_POWER"));
+
+  v1::JobEvent event;
+  event.set_sequence(7);
+  *event.mutable_validation_point() = *a;
+  EXPECT_EQ(FormatJobEvent(event),
+            "--:--:--  #7  validation epoch 0 step 4 eprof=0.5 fom=1.23 pos=0.735 sf_mre=0.25");
+}
+
 TEST(FormatTest, JobEventLines) {
   v1::JobEvent event;
   event.set_sequence(3);

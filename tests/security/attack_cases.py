@@ -111,6 +111,9 @@ def isolation_cases(s):
          nf("TrainingService", "WatchJob", t.WatchJobRequest(job_id=job))),
         ("GetJobLogs of another tenant's job",
          nf("TrainingService", "GetJobLogs", t.GetJobLogsRequest(job_id=job))),
+        ("GetValidationPoint of another tenant's job",
+         nf("TrainingService", "GetValidationPoint",
+            t.GetValidationPointRequest(job_id=job, step=0))),
         ("ListJobs hides other tenants' jobs",
          listing_hides("TrainingService", "ListJobs", t.ListJobsRequest(), "jobs")),
         ("GetDataset of another tenant's dataset",
@@ -633,6 +636,10 @@ def worker_cases(s):
         ("a hello naming another worker", code(connect(cred, w1_id), CODE.PERMISSION_DENIED)),
         ("a checkpoint upload for a job never placed here",
          code(upload(cred, s.alice_job_id), CODE.PERMISSION_DENIED)),
+        ("a validation report for a job never placed here", code(lambda: s.call(
+            "WorkerService", "ReportValidation", w.ReportValidationRequest(
+                job_id=s.alice_job_id, point=s.common_pb2.ValidationPoint(
+                    step=1, metrics={"fom": 0.5})), token=cred), CODE.PERMISSION_DENIED)),
         ("a forged rank credential", code(upload(forged, s.alice_job_id), CODE.UNAUTHENTICATED)),
         ("a rank credential on Connect", code(connect(forged, w1_id), CODE.UNAUTHENTICATED)),
         ("FetchCheckpoint with a path for a sha256", code(lambda: s.call(

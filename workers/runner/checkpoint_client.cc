@@ -1,5 +1,6 @@
 #include "workers/runner/checkpoint_client.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -81,6 +82,24 @@ absl::StatusOr<UploadedCheckpoint> CheckpointClient::Upload(const std::string& j
                                             " bytes), expected ", sha256, " (", size, " bytes)"));
   }
   return UploadedCheckpoint{sha256, size};
+}
+
+absl::Status CheckpointClient::ReportValidation(const std::string& job_id, int attempt, int rank,
+                                                const v1::ValidationPoint& point) {
+  auto context = NewContext();
+  context->set_deadline(absl::ToChronoTime(absl::Now() + std::min(timeout_, absl::Seconds(30))));
+  v1::ReportValidationRequest request;
+  request.set_job_id(job_id);
+  request.set_attempt(attempt);
+  request.set_rank(rank);
+  *request.mutable_point() = point;
+  v1::ReportValidationResponse response;
+  const grpc::Status status = stub_->ReportValidation(context.get(), request, &response);
+  if (!status.ok()) {
+    return FromGrpcStatus(status,
+                          absl::StrCat("ReportValidation of step ", point.step(), " to ", server_));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<UploadedCheckpoint> CheckpointClient::Fetch(const std::string& sha256,

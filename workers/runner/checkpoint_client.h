@@ -1,5 +1,6 @@
 // CheckpointClient: moves checkpoint files between a worker and gantry-server through
-// WorkerService.UploadCheckpoint / FetchCheckpoint, authenticated by the worker join token.
+// WorkerService.UploadCheckpoint / FetchCheckpoint, and reports their validation
+// (ReportValidation), authenticated by the worker or rank credential.
 // Torch-free; thread-safe (each call has its own gRPC call).
 #ifndef GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_
 #define GANTRY_WORKERS_RUNNER_CHECKPOINT_CLIENT_H_
@@ -37,6 +38,11 @@ class CheckpointClient {
   absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch, int64_t step,
                                             const std::string& path, int attempt = 0, int rank = 0,
                                             std::optional<double> fom = std::nullopt);
+
+  // Reports the validation of the checkpoint at point.step (metrics and histograms) for the job
+  // attempt; one unary call with a deadline of min(timeout, 30 s). Errors carry the gRPC code.
+  absl::Status ReportValidation(const std::string& job_id, int attempt, int rank,
+                                const gantry::v1::ValidationPoint& point);
 
   // Downloads checkpoint `sha256` to `path` (via path.part + rename) and verifies its hash;
   // DATA_LOSS on a mismatch.

@@ -41,6 +41,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Histograms sent with one validation point (the server allows 4 MiB): the report-wide summaries
+// come first, then per-bin histograms while they fit. A point is stored for every checkpoint, so
+// the whole set (several MiB for a 3dgan model) goes only with the final result.
+constexpr size_t kMaxPointHistogramBytes = 256u << 10;
+
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -566,6 +571,10 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
     RETURN_IF_ERROR(Validate(trainer, &result_));
   }
+  if (plan_.validation) {
+    // The last point of the validation curve: the validation the model is registered with.
+    ReportPoint(PointOf(result_, static_cast<int>(trainer.state().epoch), trainer.state().step));
+  }
   result_.set_success(true);
   result_.set_message(absl::StrFormat(
       "trained %d epochs (%d steps) on %d ranks; checkpoint %s%s", trainer.state().epoch,
@@ -735,11 +744,20 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       }
       if (PeriodicCheckpointDue(trainer, epoch)) {
         std::optional<double> fom;
-        if (plan_.keep_best) {
-          ASSIGN_OR_RETURN(fom, ScoreCheckpoint(trainer));
+        std::optional<v1::ValidationPoint> point;
+        if (plan_.validation) point = ValidateCheckpoint(trainer);
+        if (plan_.keep_best && point.has_value()) {
+          if (auto it = point->metrics().find("fom"); it != point->metrics().end()) {
+            fom = it->second;
+          } else {
+            // Uploaded without a fom: a restart point, never the best.
+            Log("WARNING",
+                absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
+                             trainer.state().step, " has no finite fom; it is not scored"));
+          }
         }
-        RETURN_IF_ERROR(
-            SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(), fom));
+        RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(),
+                                      fom, std::move(point)));
       }
     }
     if (epoch_end) {
@@ -825,22 +843,63 @@ void RankRunner::WaitForUpload() {
   if (upload_thread_.joinable()) upload_thread_.join();
 }
 
-absl::StatusOr<std::optional<double>> RankRunner::ScoreCheckpoint(gan::Trainer& trainer) {
-  v1::JobResult scored;
-  absl::Status validated = Validate(trainer, &scored);
-  if (!validated.ok()) {
-    return absl::Status(validated.code(),
-                        absl::StrCat("checkpoint_policy.keep_best: scoring the checkpoint of step ",
-                                     trainer.state().step, ": ", validated.message()));
-  }
-  const double fom = scored.metrics().at("fom");
-  if (!std::isfinite(fom)) {
-    // Uploaded without a fom: a restart point, never the best.
-    Log("WARNING", absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
-                                trainer.state().step, " has fom ", fom, "; it is not scored"));
+std::optional<v1::ValidationPoint> RankRunner::ValidateCheckpoint(gan::Trainer& trainer) {
+  v1::JobResult validated;
+  const absl::Status status = Validate(trainer, &validated);
+  if (!status.ok()) {
+    Log("WARNING",
+        absl::StrCat("validation of the checkpoint of step ", trainer.state().step,
+                     " failed; the validation curve has no point there: ", status.ToString()));
     return std::nullopt;
   }
-  return fom;
+  return PointOf(validated, static_cast<int>(trainer.state().epoch), trainer.state().step);
+}
+
+v1::ValidationPoint RankRunner::PointOf(const v1::JobResult& validated, int epoch, int64_t step) {
+  v1::ValidationPoint point;
+  point.set_epoch(epoch);
+  point.set_step(step);
+  std::vector<std::string> dropped;
+  for (const auto& [name, value] : validated.metrics()) {
+    if (name == "data_stall_fraction") continue;  // a training figure, not a validation one
+    if (std::isfinite(value)) {
+      (*point.mutable_metrics())[name] = value;
+    } else {
+      dropped.push_back(absl::StrCat(name, "=", value));
+    }
+  }
+  if (!dropped.empty()) {
+    Log("WARNING", absl::StrCat("validation of step ", step,
+                                ": non-finite metrics left out of the validation curve: ",
+                                absl::StrJoin(dropped, ", ")));
+  }
+  size_t bytes = 0;
+  for (const v1::Histogram& h : validated.histograms()) {
+    bytes += h.ByteSizeLong() + 8;
+    if (bytes > kMaxPointHistogramBytes) break;
+    *point.add_histograms() = h;
+  }
+  return point;
+}
+
+void RankRunner::ReportPoint(const v1::ValidationPoint& point) {
+  const absl::Time give_up = absl::Now() + absl::Seconds(15);
+  absl::Status reported;
+  for (int attempt = 0;; ++attempt) {
+    reported = checkpoints_->ReportValidation(plan_.assignment.job_id(), plan_.assignment.attempt(),
+                                              rank_, point);
+    const absl::Duration wait = absl::Seconds(1 << std::min(attempt, 3));
+    if (reported.ok() || !absl::IsUnavailable(reported) || StopRequested() ||
+        absl::Now() + wait > give_up) {
+      break;
+    }
+    absl::SleepFor(wait);
+  }
+  if (!reported.ok()) {
+    Log("WARNING", absl::StrCat("the validation of step ", point.step(),
+                                " could not be reported; the validation curve misses it: ",
+                                reported.ToString()));
+  }
 }
 
 absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
@@ -877,7 +936,8 @@ absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch
 }
 
 absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
-                                       absl::Duration retry_for, std::optional<double> fom) {
+                                       absl::Duration retry_for, std::optional<double> fom,
+                                       std::optional<v1::ValidationPoint> point) {
   WaitForUpload();  // at most one upload in flight; its file is never pruned while it runs
   const int epoch = static_cast<int>(trainer.state().epoch);
   const int64_t step = trainer.state().step;
@@ -910,12 +970,13 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
     return absl::OkStatus();
   }
   // Training goes on while the snapshot uploads; a failure only costs this restart point.
-  upload_thread_ = std::thread([this, path, epoch, step, retry_for, fom] {
+  upload_thread_ = std::thread([this, path, epoch, step, retry_for, fom, point = std::move(point)] {
     const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for, fom);
     if (!uploaded.ok()) {
       Log("WARNING", absl::StrCat("checkpoint of epoch ", epoch, " (step ", step, ") kept at ",
                                   path, " but not uploaded: ", uploaded.ToString()));
     }
+    if (point.has_value()) ReportPoint(*point);
   });
   return absl::OkStatus();
 }
@@ -1006,7 +1067,7 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
     *result->add_histograms() = std::move(out);
   }
   Log("INFO", absl::StrFormat("validation: %d generated vs %d held-out showers in %d bins, fom "
-                              "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.1f s)",
+                              "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.3f s)",
                               generated.events(), holdout_.events(), report->bins.size(),
                               metrics["fom"], metrics["mre_sampling_fraction"], metrics["eprof"],
                               metrics["pos"], SecondsSince(start)));

@@ -125,14 +125,23 @@ class RankRunner {
   // failure is logged) or synchronously (final / preemption; the error is returned). Waits for
   // the previous upload first: at most one is in flight.
   // `retry_for` bounds the retries of UNAVAILABLE (zero: 15 s periodic, final_upload_retry final).
-  // `fom` is sent with the checkpoint (keep_best: its validation figure of merit).
+  // `fom` is sent with the checkpoint (keep_best: its validation figure of merit); `point`, when
+  // set, is reported (ReportPoint) after the upload, whatever its outcome.
   absl::Status SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
                              absl::Duration retry_for = absl::ZeroDuration(),
-                             std::optional<double> fom = std::nullopt);
-  // keep_best: validates the current generator on the hold-out (as at the end of training) and
-  // returns its fom, for the periodic checkpoint about to be saved (none, with a warning, when it
-  // is not finite). A failed validation is returned: the one at the end would fail the same way.
-  absl::StatusOr<std::optional<double>> ScoreCheckpoint(gan::Trainer& trainer);
+                             std::optional<double> fom = std::nullopt,
+                             std::optional<gantry::v1::ValidationPoint> point = std::nullopt);
+  // Validates the current generator on the hold-out (as at the end of training) for the periodic
+  // checkpoint about to be saved: its point of the validation curve. A failed validation never
+  // fails the job: it is logged as a warning and there is no point.
+  std::optional<gantry::v1::ValidationPoint> ValidateCheckpoint(gan::Trainer& trainer);
+  // The point of a validation `Validate` wrote into `validated`: its finite metrics (the others
+  // are logged and left out) and its histograms up to kMaxPointHistogramBytes.
+  gantry::v1::ValidationPoint PointOf(const gantry::v1::JobResult& validated, int epoch,
+                                      int64_t step);
+  // Sends `point` to the server (WorkerService.ReportValidation), retrying UNAVAILABLE for up to
+  // 15 s; a failure is logged as a warning (the curve misses the point, the job goes on).
+  void ReportPoint(const gantry::v1::ValidationPoint& point);
   absl::Status CheckpointAndStop(gan::Trainer& trainer);
   // Uploads with retries of UNAVAILABLE for up to `retry_for`; records the upload on success.
   absl::Status UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
