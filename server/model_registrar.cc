@@ -75,6 +75,8 @@ v1::ModelVersion ModelVersionOf(const std::string& job_id, const std::string& ow
   m.set_particle(result.particle());
   *m.mutable_energy_range_gev() = result.energy_range_gev();
   *m.mutable_theta_range_rad() = result.theta_range_rad();
+  *m.mutable_bf16() = result.bf16();
+  if (m.bf16().reason().size() > 1000) m.mutable_bf16()->mutable_reason()->resize(1000);
   return m;
 }
 

@@ -283,6 +283,13 @@ CREATE TABLE job_validation_points (
 );
 )sql";
 
+// Version 6: the BF16 physics guard's outcome per model version (gantry.v1.Bf16Check). Versions
+// registered before it read as STATE_UNSPECIFIED (served, shown as "not checked").
+constexpr const char* kV6 = R"sql(
+ALTER TABLE models ADD COLUMN bf16_state text NOT NULL DEFAULT 'STATE_UNSPECIFIED';
+ALTER TABLE models ADD COLUMN bf16_reason text NOT NULL DEFAULT '';
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -292,6 +299,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {3, "blob reference counts and per-tenant limits", kV3},
       {4, "worker credentials, job placements, server keys", kV4},
       {5, "job validation points", kV5},
+      {6, "the BF16 physics guard's outcome per model version", kV6},
   };
   return *kMigrations;
 }

@@ -16,8 +16,9 @@ namespace {
 
 using gantry::v1::ModelVersion;
 
-#define MODEL_COLUMNS \
-  "m.id, m.owner, m.name, m.version, m.visibility, m.status, m.record, gantry_us(m.created_at)"
+#define MODEL_COLUMNS                                                                             \
+  "m.id, m.owner, m.name, m.version, m.visibility, m.status, m.record, gantry_us(m.created_at), " \
+  "m.bf16_state, m.bf16_reason"
 
 // The visibility and listing filters shared by both orderings of List.
 #define MODEL_LIST_WHERE                                                                    \
@@ -81,6 +82,10 @@ absl::StatusOr<ModelVersion> ModelFromRow(const pqxx::row& row) {
   gantry::v1::ModelStatus_Parse(row[5].as<std::string>(), &status);
   m.set_status(status);
   sql::SetTimestamp(row[7], m.mutable_created_at());
+  gantry::v1::Bf16Check::State bf16 = gantry::v1::Bf16Check::STATE_UNSPECIFIED;
+  gantry::v1::Bf16Check::State_Parse(row[8].as<std::string>(), &bf16);
+  m.mutable_bf16()->set_state(bf16);
+  m.mutable_bf16()->set_reason(row[9].as<std::string>());
   return m;
 }
 
@@ -125,9 +130,9 @@ absl::StatusOr<ModelVersion> LoadById(Transaction& tx, int64_t id, bool histogra
       "model_by_id", "SELECT " MODEL_COLUMNS ", m.histograms FROM models m WHERE m.id = $1", id);
   if (r.empty()) return absl::NotFoundError("model version vanished");
   ASSIGN_OR_RETURN(ModelVersion m, ModelFromRow(r[0]));
-  if (histograms && !r[0][8].is_null()) {
+  if (histograms && !r[0][10].is_null()) {
     ModelVersion h;
-    RETURN_IF_ERROR(sql::ParseBytes(r[0][8], &h));
+    RETURN_IF_ERROR(sql::ParseBytes(r[0][10], &h));
     *m.mutable_histograms() = h.histograms();
   }
   LoadExtras(tx, {id}, {&m});
@@ -205,6 +210,7 @@ absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model
   record.clear_histograms();
   record.clear_status();
   record.clear_created_at();
+  record.clear_bf16();
   ModelVersion histograms;
   *histograms.mutable_histograms() = model.histograms();
   const gantry::v1::Visibility visibility = model.visibility() == gantry::v1::VISIBILITY_PUBLIC
@@ -220,11 +226,12 @@ absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model
     pqxx::result r = tx.Exec(
         "model_register",
         "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
-        "checkpoint_sha256) "
-        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_READY', $4, $5, $6 FROM models "
-        "WHERE owner = $1 AND name = $2 RETURNING id",
+        "checkpoint_sha256, bf16_state, bf16_reason) "
+        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_READY', $4, $5, $6, $7, $8 "
+        "FROM models WHERE owner = $1 AND name = $2 RETURNING id",
         model.owner(), model.name(), gantry::v1::Visibility_Name(visibility), sql::Bytes(record),
-        sql::Bytes(histograms), model.checkpoint_sha256());
+        sql::Bytes(histograms), model.checkpoint_sha256(),
+        gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason());
     const int64_t id = r[0][0].as<int64_t>();
     tx.Exec("model_tags_insert",
             "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
@@ -324,7 +331,7 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
       const pqxx::row& last = r[limit - 1];
       if (by_metric) {
         char value[40];
-        std::snprintf(value, sizeof(value), "%.17g", last[8].as<double>());
+        std::snprintf(value, sizeof(value), "%.17g", last[10].as<double>());
         page.next_page_token = sql::EncodePageToken("models-m:" + order_metric,
                                                     {absl::StrCat(last[0].as<int64_t>()), value});
       } else {

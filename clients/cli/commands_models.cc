@@ -123,6 +123,7 @@ absl::Status Get(CommandContext& context) {
       {"Checkpoint",
        absl::StrCat(FormatBytes(m.checkpoint_size_bytes()), " sha256 ", m.checkpoint_sha256())},
       {"Metrics", FormatMetrics(m.metrics())},
+      {"bf16", FormatBf16(m.bf16())},
       {"Job", lineage.job_id()},
       {"Preset", lineage.model_preset()},
       {"Dataset",

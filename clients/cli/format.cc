@@ -134,6 +134,19 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
   return absl::InvalidArgumentError(absl::StrCat("unknown precision '", text, "' (fp32 or bf16)"));
 }
 
+std::string FormatBf16(const v1::Bf16Check& check) {
+  switch (check.state()) {
+    case v1::Bf16Check::AVAILABLE:
+      return "available";
+    case v1::Bf16Check::UNAVAILABLE:
+      return absl::StrCat("unavailable: ", check.reason());
+    case v1::Bf16Check::NOT_CHECKED:
+      return absl::StrCat("not checked: ", check.reason());
+    default:
+      return "not checked: registered before the BF16 check";
+  }
+}
+
 std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp) {
   if (timestamp.seconds() == 0 && timestamp.nanos() == 0) return "-";
   absl::Time time = absl::FromUnixSeconds(timestamp.seconds());

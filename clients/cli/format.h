@@ -34,6 +34,9 @@ absl::StatusOr<v1::Visibility> ParseVisibility(const std::string& text);
 std::string LayoutName(v1::DatasetLayout layout);
 std::string ModelStatusName(v1::ModelStatus status);
 absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text);
+// "available", "unavailable: <reason>" or "not checked: <reason>" (versions registered before the
+// check: "not checked: registered before the BF16 check").
+std::string FormatBf16(const v1::Bf16Check& check);
 
 // "2026-11-21T22:40:03Z"; "-" for an unset timestamp.
 std::string FormatTimestamp(const google::protobuf::Timestamp& timestamp);

@@ -89,6 +89,12 @@ absl::Status ValidateGenerateForModel(const v1::GenerateRequest& request,
     return absl::FailedPreconditionError(
         absl::StrCat("model: ", ref, " is archived; generate from a ready version"));
   }
+  if (request.precision() == v1::PRECISION_BF16 &&
+      model.bf16().state() == v1::Bf16Check::UNAVAILABLE) {
+    return absl::FailedPreconditionError(absl::StrCat("precision: BF16 is unavailable for ", ref,
+                                                      ": ", model.bf16().reason(),
+                                                      "; use PRECISION_FP32"));
+  }
   if (request.particle() != v1::PARTICLE_UNSPECIFIED &&
       model.particle() != v1::PARTICLE_UNSPECIFIED && request.particle() != model.particle()) {
     return Invalid("particle",

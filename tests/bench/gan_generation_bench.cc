@@ -2,6 +2,7 @@
 // thread count, the network alone and the full ShowerGenerator path (noise, conditioning, GeV
 // conversion, copy out). Compare with pytorch_3dgan.py (run_gan_bench.sh runs both).
 //   gan_generation_bench [--preset=3dgan-25] [--batch=128] [--threads=2] [--iters=10]
+//                        [--precision=fp32|bf16]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -25,6 +26,12 @@ int main(int argc, char** argv) {
   const int threads = std::atoi(BenchFlag(argc, argv, "threads", "2").c_str());
   const int iters = std::atoi(BenchFlag(argc, argv, "iters", "10").c_str());
   const int warmup = std::atoi(BenchFlag(argc, argv, "warmup", "2").c_str());
+  const std::string precision = BenchFlag(argc, argv, "precision", "fp32");
+  if (precision != "fp32" && precision != "bf16") {
+    std::cerr << "--precision: fp32 or bf16\n";
+    return 1;
+  }
+  const bool bf16 = precision == "bf16";
   at::set_num_threads(threads);
   auto config = gantry::gan::PresetConfig(preset);
   if (!config.ok()) {
@@ -39,7 +46,8 @@ int main(int argc, char** argv) {
     c10::InferenceMode guard;
     const at::Tensor energy = at::rand({batch, 1}) * 4.9 + 0.1;
     const at::Tensor theta = at::full({batch, 1}, 1.57);
-    const at::Tensor input = g->MakeInput(energy, theta, at::randn({batch, g->noise_dim()}));
+    at::Tensor input = g->MakeInput(energy, theta, at::randn({batch, g->noise_dim()}));
+    if (bf16) input = input.to(at::kBFloat16);
     for (int i = 0; i < warmup; ++i) g->forward(input);
     const auto start = std::chrono::steady_clock::now();
     for (int i = 0; i < iters; ++i) g->forward(input);
@@ -50,6 +58,7 @@ int main(int argc, char** argv) {
   gantry::gan::ShowerGenerator runner(*config, g);
   gantry::gan::GenerationRequest request;
   request.batch_size = batch;
+  if (bf16) request.precision = gantry::gan::GenerationPrecision::kBFloat16;
   request.energy_gev.assign(static_cast<size_t>(batch * iters), 100.0f);
   if (config->variable_angle()) request.theta_rad.assign(request.energy_gev.size(), 1.57f);
   const auto start = std::chrono::steady_clock::now();
@@ -60,9 +69,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << "RESULT generate " << preset << " " << net_ms << " ms/shower (network, batch "
-            << batch << ", " << threads << " threads)\n";
+            << batch << ", " << threads << " threads, " << precision << ")\n";
   std::cout << "RESULT generate-end-to-end " << preset << " "
             << 1000.0 * s / static_cast<double>(request.energy_gev.size())
-            << " ms/shower (ShowerGenerator incl. GeV conversion)\n";
+            << " ms/shower (ShowerGenerator incl. GeV conversion, " << precision << ")\n";
   return 0;
 }

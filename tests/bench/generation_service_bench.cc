@@ -40,6 +40,7 @@ struct Settings {
   std::string token, model;
   double emin = 10, emax = 200;
   int chunk = 0;
+  gantry::v1::Precision precision = gantry::v1::PRECISION_FP32;
 };
 
 double Seconds(Clock::time_point a, Clock::time_point b) {
@@ -92,6 +93,7 @@ GenerateRequest RangeRequest(const Settings& s, int64_t count, uint64_t seed) {
   request.mutable_range()->set_count(count);
   request.set_seed(seed);
   request.set_chunk_showers(s.chunk);
+  request.set_precision(s.precision);
   return request;
 }
 
@@ -100,6 +102,7 @@ GenerateRequest OneShower(const Settings& s, double energy, uint64_t seed) {
   request.set_model(s.model);
   request.mutable_list()->add_items()->set_energy_gev(energy);
   request.set_seed(seed);
+  request.set_precision(s.precision);
   return request;
 }
 
@@ -204,7 +207,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: %s --server=HOST:PORT --token=T --model=NAME:VERSION [--mode=all|bulk|"
                  "concurrent|single] [--count=10000] [--clients=64] [--seconds=20] [--single=200] "
-                 "[--chunk=0] [--emin=10] [--emax=200] [--baseline-ms=X]\n",
+                 "[--chunk=0] [--emin=10] [--emax=200] [--baseline-ms=X] [--precision=fp32|bf16]\n",
                  argv[0]);
     return 2;
   }
@@ -213,6 +216,7 @@ int main(int argc, char** argv) {
   s.emax = std::atof(BenchFlag(argc, argv, "emax", "200").c_str());
   s.chunk = std::atoi(BenchFlag(argc, argv, "chunk", "0").c_str());
   const double baseline_ms = std::atof(BenchFlag(argc, argv, "baseline-ms", "0").c_str());
+  if (BenchFlag(argc, argv, "precision", "fp32") == "bf16") s.precision = gantry::v1::PRECISION_BF16;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(64 << 20);
   auto channel = grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(), args);

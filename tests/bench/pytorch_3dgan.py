@@ -2,7 +2,7 @@
 """Plain PyTorch (eager) 3DGAN models, layer for layer the same as workers/gan, for side-by-side speed
 comparisons with the LibTorch implementation (tests/bench/run_gan_bench.sh).
 
-  pytorch_3dgan.py generate --preset 3dgan-25 --batch 128 --threads 2 --iters 10
+  pytorch_3dgan.py generate --preset 3dgan-25 --batch 128 --threads 2 --iters 10 [--variant V]
   pytorch_3dgan.py train    --preset 3dgan-25 --batch 64  --threads 2 --iters 5
 
 Prints one line "RESULT <mode> <preset> <figure> <unit>". Needs Debian's python3-torch (run with
@@ -140,20 +140,29 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
+    # generate only: eager float32; TorchScript traced, frozen and optimize_for_inference'd
+    # (float32); eager under CPU autocast to bfloat16.
+    ap.add_argument("--variant", choices=["eager", "script", "autocast-bf16"], default="eager")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     gan = Gan(a.preset)
     if a.mode == "generate":
         gan.g.eval()
         z, _ = gan.noise(a.batch)
-        with torch.inference_mode():
+        g = gan.g
+        if a.variant == "script":
+            with torch.no_grad():
+                g = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(gan.g, z)))
+        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.variant == "autocast-bf16")
+        with torch.inference_mode(), autocast:
             for _ in range(a.warmup):
-                gan.g(z)
+                g(z)
             t = time.perf_counter()
             for _ in range(a.iters):
-                gan.g(z)
+                g(z)
             dt = time.perf_counter() - t
-        print(f"RESULT generate {a.preset} {1000.0 * dt / (a.iters * a.batch):.3f} ms/shower")
+        print(f"RESULT generate {a.preset} {1000.0 * dt / (a.iters * a.batch):.3f} ms/shower"
+              f" ({a.variant})")
     else:
         images = torch.rand(a.batch, 1, 25, 25, 25) * 0.01
         e100 = torch.empty(a.batch, 1).uniform_(0.1, 5.0)

@@ -9,6 +9,7 @@
 #   5. repeats 3-4 ROUNDS times (default 1), measures in-process once more (a drifting machine
 #      shows up) and stops everything.
 # usage: tests/bench/run_generation_bench.sh [generation_service_bench flags...]
+#   PRECISION=bf16 runs both the in-process and the service figures in bfloat16 (default fp32).
 #   GANTRY_BENCH_BUILD=build dir with gantry-server, gantry-worker, gantry, gan_generation_bench
 #   and generation_service_bench (default: build-client).
 set -euo pipefail
@@ -74,7 +75,8 @@ model="$(gantry jobs get "$job" --json | json_field modelRef)"
 echo "model: $model"
 
 in_process() {
-  "$bin/tests/bench/gan_generation_bench" --preset=3dgan-25 --batch=128 --threads=2 --iters=10 |
+  "$bin/tests/bench/gan_generation_bench" --preset=3dgan-25 --batch=128 --threads=2 --iters=10 \
+    --precision="${PRECISION:-fp32}" |
     tee -a "$work/in_process.log" | sed -n 's/^RESULT generate-end-to-end 3dgan-25 \([0-9.e+-]*\) .*/\1/p'
 }
 # CPU seconds (user + system) a process has used so far.
@@ -91,7 +93,7 @@ for round in $(seq 1 "$rounds"); do
   for mode in ${GANTRY_BENCH_MODES:-single bulk concurrent}; do
     s0="$(cpu_of "$server_pid")"; w0="$(cpu_of "$worker_pid")"; t0="$(date +%s.%N)"
     "$bin/tests/bench/generation_service_bench" --server="$server" --token="$GANTRY_TOKEN" \
-      --model="$model" --baseline-ms="$ip" --mode="$mode" "$@" | sed "s/^RESULT /RESULT round $round /"
+      --model="$model" --baseline-ms="$ip" --mode="$mode" --precision="${PRECISION:-fp32}" "$@" | sed "s/^RESULT /RESULT round $round /"
     s1="$(cpu_of "$server_pid")"; w1="$(cpu_of "$worker_pid")"; t1="$(date +%s.%N)"
     /usr/bin/python3 -c "print('CPU round $round %s: %.1f s wall (incl. warm-up), gantry-server %.2f s, gantry-worker %.2f s' % ('$mode', $t1 - $t0, $s1 - $s0, $w1 - $w0))"
   done

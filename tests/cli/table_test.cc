@@ -113,6 +113,21 @@ TEST(FormatTest, EnumNamesRoundTrip) {
   EXPECT_EQ(*ParsePrecision("bf16"), v1::PRECISION_BF16);
 }
 
+TEST(FormatTest, Bf16Check) {
+  v1::Bf16Check check;
+  EXPECT_EQ(FormatBf16(check), "not checked: registered before the BF16 check");
+  check.set_state(v1::Bf16Check::AVAILABLE);
+  check.set_reason("BF16 vs FP32: eprof 0.1 vs 0.1 (null 0.05)");
+  EXPECT_EQ(FormatBf16(check), "available");
+  check.set_state(v1::Bf16Check::UNAVAILABLE);
+  check.set_reason("eprof is 0.3 in BF16 against 0.1 in FP32");
+  EXPECT_EQ(FormatBf16(check), "unavailable: eprof is 0.3 in BF16 against 0.1 in FP32");
+  check.set_state(v1::Bf16Check::NOT_CHECKED);
+  check.set_reason("this worker's CPU lacks AVX512-BF16/AMX; use PRECISION_FP32");
+  EXPECT_EQ(FormatBf16(check),
+            "not checked: this worker's CPU lacks AVX512-BF16/AMX; use PRECISION_FP32");
+}
+
 TEST(FormatTest, HistogramTable) {
   v1::Histogram h;
   h.set_name("longitudinal_profile");

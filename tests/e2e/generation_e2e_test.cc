@@ -5,10 +5,12 @@
 // batcher, LibTorch) -> back, chunk by chunk.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -51,8 +53,9 @@ class GenerationE2eTest : public ServerFixture {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
     std::ofstream(join_token_file_) << "e2e-gen-join-token-0123456789abcdef\n";
+    // No model cache: a test changes a version's BF16 verdict in the database.
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
-                 "--lease-timeout-ms", "3000"});
+                 "--lease-timeout-ms", "3000", "--model_cache_ttl_ms=0"});
     token_ = NewTenant("physics");
     StartWorker();
     model_ref_ = TrainTinyModel();
@@ -234,6 +237,72 @@ TEST_F(GenerationE2eTest, ConcurrentClientsGetDistinctResultsEqualToTheirSequent
     ASSERT_TRUE(alone.status.ok()) << Describe(alone.status);
     EXPECT_EQ(alone.Bytes(), concurrent[i].Bytes()) << "client " << i;
   }
+}
+
+TEST_F(GenerationE2eTest, Bf16IsServedAsTheRegistryDecided) {
+  ASSERT_EQ(model_ref_, "gen-tiny:1");
+  // The training worker ran the guard on its final validation (this machine has AVX512-BF16; on
+  // one without it the check is "not checked" with the hardware reason).
+  v1::GetModelRequest get;
+  get.set_model(model_ref_);
+  v1::ModelVersion model;
+  ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok());
+  EXPECT_NE(model.bf16().state(), v1::Bf16Check::STATE_UNSPECIFIED) << Logs();
+  EXPECT_FALSE(model.bf16().reason().empty()) << model.bf16().DebugString();
+  std::cout << "registered BF16 verdict: " << model.bf16().ShortDebugString() << "\n";
+  if (model.bf16().state() == v1::Bf16Check::NOT_CHECKED &&
+      model.bf16().reason().find("lacks AVX512-BF16/AMX") != std::string::npos) {
+    return;  // no bfloat16 on this worker: tests/serving covers the refusal
+  }
+  // Serve it in BF16 whatever the guard said of this barely trained model, then refuse it.
+  db_.Query("UPDATE models SET bf16_state = 'AVAILABLE' WHERE name = 'gen-tiny'");
+  const std::vector<double> energies = {50, 100, 150, 200};
+  v1::GenerateRequest bf16 = ListRequest(energies, 11);
+  bf16.set_precision(v1::PRECISION_BF16);
+  Generated a = Generate(token_, ListRequest(energies, 11));
+  Generated b = Generate(token_, bf16);
+  ASSERT_TRUE(a.status.ok()) << Describe(a.status);
+  ASSERT_TRUE(b.status.ok()) << Describe(b.status) << "\n" << Logs();
+  ASSERT_EQ(b.Showers(), 4);
+  const std::string fa = a.Bytes(), fb = b.Bytes();
+  ASSERT_EQ(fb.size(), fa.size()) << "BF16 showers come back as float32";
+  EXPECT_NE(fa, fb) << "BF16 gave FP32's bits";
+  // Each shower's energy sum and each cell within 5% of FP32 (sum) and of the shower's peak (the
+  // tolerances of tests/serving, where they are explained).
+  constexpr size_t kCells = 25 * 25 * 25;
+  std::vector<float> x(fa.size() / 4), y(fb.size() / 4);
+  std::memcpy(x.data(), fa.data(), fa.size());
+  std::memcpy(y.data(), fb.data(), fb.size());
+  int compared = 0;
+  for (size_t s = 0; s < x.size(); s += kCells) {
+    double sx = 0, sy = 0, peak = 0, diff = 0;
+    for (size_t i = s; i < s + kCells; ++i) {
+      sx += x[i];
+      sy += y[i];
+      peak = std::max({peak, std::abs(double{x[i]}), std::abs(double{y[i]})});
+      diff = std::max(diff, std::abs(double{x[i]} - double{y[i]}));
+    }
+    if (sx == 0) continue;  // a barely trained model leaves some showers empty
+    ++compared;
+    EXPECT_LE(std::abs(sx - sy) / sx, 0.05) << "shower " << s / kCells;
+    EXPECT_LE(diff / peak, 0.05) << "shower " << s / kCells;
+  }
+  EXPECT_GT(compared, 0) << "every FP32 shower was empty";
+
+  db_.Query(
+      "UPDATE models SET bf16_state = 'UNAVAILABLE', bf16_reason = 'eprof is 0.5 in BF16 against "
+      "0.1 in FP32' WHERE name = 'gen-tiny'");
+  Generated refused = Generate(token_, bf16);
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
+      << Describe(refused.status);
+  EXPECT_NE(refused.status.error_message().find(
+                "BF16 is unavailable for gen-tiny:1: eprof is 0.5 in BF16 against 0.1 in FP32; use "
+                "PRECISION_FP32"),
+            std::string::npos)
+      << refused.status.error_message();
+  ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok());
+  EXPECT_EQ(model.bf16().state(), v1::Bf16Check::UNAVAILABLE);
+  EXPECT_TRUE(Generate(token_, ListRequest(energies, 11)).status.ok()) << "FP32 is still served";
 }
 
 }  // namespace

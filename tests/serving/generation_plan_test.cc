@@ -69,8 +69,21 @@ TEST(GenerationPlanTest, RefusesWhatTheWorkerCannotServe) {
             absl::StatusCode::kInvalidArgument);
   auto bf16 = RangeRequest(20, 100, 10, 1);
   bf16.mutable_request()->set_precision(v1::PRECISION_BF16);
-  EXPECT_EQ(GenerationPlan::Create(bf16, ModelTraits{}).status().code(),
-            absl::StatusCode::kUnimplemented);
+  ModelTraits no_bf16;
+  no_bf16.bf16_unavailable = "this worker's CPU lacks AVX512-BF16/AMX; use PRECISION_FP32";
+  const absl::Status refused = GenerationPlan::Create(bf16, no_bf16).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(refused.message(), no_bf16.bf16_unavailable);
+  ModelTraits with_bf16;
+  with_bf16.bf16_unavailable.clear();
+  absl::StatusOr<GenerationPlan> bf16_plan = GenerationPlan::Create(bf16, with_bf16);
+  ASSERT_TRUE(bf16_plan.ok()) << bf16_plan.status();
+  EXPECT_TRUE(bf16_plan->bfloat16());
+  EXPECT_TRUE(bf16_plan->Shower(3).bfloat16);
+  absl::StatusOr<GenerationPlan> fp32_plan =
+      GenerationPlan::Create(RangeRequest(20, 100, 10, 1), with_bf16);
+  ASSERT_TRUE(fp32_plan.ok()) << fp32_plan.status();
+  EXPECT_FALSE(fp32_plan->Shower(3).bfloat16);
   auto chunk = RangeRequest(20, 100, 10, 1);
   chunk.mutable_request()->set_chunk_showers(5000);
   EXPECT_EQ(GenerationPlan::Create(chunk, ModelTraits{}).status().code(),

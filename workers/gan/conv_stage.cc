@@ -95,8 +95,13 @@ ConvStageImpl::ConvStageImpl(const ConvStageSpec& spec) : spec_(spec) {
   }
 }
 
-torch::Tensor ConvStageImpl::Convolve(const torch::Tensor& x, const torch::Tensor& weight,
-                                      const torch::Tensor& bias, std::array<int64_t, 3> pad) {
+torch::Tensor ConvStageImpl::Convolve(const torch::Tensor& x, const torch::Tensor& float_weight,
+                                      const torch::Tensor& float_bias, std::array<int64_t, 3> pad) {
+  // Parameters stay float32; a bfloat16 input gets bfloat16 copies (small next to the conv).
+  const bool cast = x.scalar_type() != float_weight.scalar_type();
+  const torch::Tensor weight = cast ? float_weight.to(x.scalar_type()) : float_weight;
+  const torch::Tensor bias =
+      cast && float_bias.defined() ? float_bias.to(x.scalar_type()) : float_bias;
   bool fast = bias.defined() && at::GradMode::is_enabled();
   for (int i = 0; i < 3; ++i) fast = fast && pad[i] <= weight.size(2 + i) - 1;
   if (fast) return FastGradConv3d::apply(x, weight, bias, pad[0], pad[1], pad[2]);
@@ -125,7 +130,7 @@ torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
     const int64_t dmin = floordiv(-before, f[a]);
     const int64_t dmax = floordiv(f[a] - 1 + k[a] - 1 - before, f[a]);
     const int64_t taps = dmax - dmin + 1;
-    select[a] = at::zeros({f[a], taps, k[a]}, x.options());
+    select[a] = at::zeros({f[a], taps, k[a]}, x.options().dtype(at::kFloat));
     auto acc = select[a].accessor<float, 3>();
     for (int64_t r = 0; r < f[a]; ++r) {
       for (int64_t j = 0; j < k[a]; ++j) acc[r][floordiv(r + j - before, f[a]) - dmin][j] = 1.0f;
@@ -158,7 +163,8 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
   const bool integer_factors = up[0] == static_cast<int64_t>(up[0]) &&
                                up[1] == static_cast<int64_t>(up[1]) &&
                                up[2] == static_cast<int64_t>(up[2]);
-  if (upsample && polyphase_ && integer_factors && x.scalar_type() == at::kFloat) {
+  const bool float_or_bf16 = x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16;
+  if (upsample && polyphase_ && integer_factors && float_or_bf16) {
     x = PolyphaseForward(x);
   } else {
     if (upsample) {
@@ -176,7 +182,15 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
   } else {
     at::relu_(x);
   }
-  if (spec_.batch_norm) {
+  if (spec_.batch_norm && x.scalar_type() == at::kBFloat16 && !is_training()) {
+    // Inference in bfloat16: the running statistics as one per-channel scale and shift (computed
+    // in float32, applied in bfloat16).
+    const at::Tensor scale = bn_->weight * at::rsqrt(bn_->running_var + spec_.bn_eps);
+    const at::Tensor shift = bn_->bias - bn_->running_mean * scale;
+    const std::vector<int64_t> per_channel = {1, spec_.out_channels, 1, 1, 1};
+    x = at::addcmul(shift.to(at::kBFloat16).view(per_channel), x,
+                    scale.to(at::kBFloat16).view(per_channel));
+  } else if (spec_.batch_norm) {
     x = cross_rank_sum_ && is_training() ? SyncBatchNorm(x, *bn_, cross_rank_sum_)
                                          : bn_->forward(x);
   }

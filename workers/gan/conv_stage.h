@@ -44,7 +44,8 @@ class ConvStageImpl : public torch::nn::Module {
  public:
   explicit ConvStageImpl(const ConvStageSpec& spec);
 
-  // `generator` drives the dropout mask (nullopt: the global default generator).
+  // `generator` drives the dropout mask (nullopt: the global default generator). `x` is float32,
+  // float64 or (inference only) bfloat16; the output has its dtype.
   torch::Tensor forward(torch::Tensor x,
                         const c10::optional<at::Generator>& generator = c10::nullopt);
 

@@ -68,8 +68,12 @@ GeneratorImpl::GeneratorImpl(const ModelConfig& config) : config_(config) {
 }
 
 torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
-  torch::Tensor x = dense_->forward(input).view(
-      {-1, dense_shape_[0], dense_shape_[1], dense_shape_[2], dense_shape_[3]});
+  // A bfloat16 input runs the whole network in bfloat16 (parameters cast on the fly).
+  const bool bf16 = input.scalar_type() == at::kBFloat16;
+  torch::Tensor x =
+      (bf16 ? at::linear(input, dense_->weight.to(at::kBFloat16), dense_->bias.to(at::kBFloat16))
+            : dense_->forward(input))
+          .view({-1, dense_shape_[0], dense_shape_[1], dense_shape_[2], dense_shape_[3]});
   for (auto& stage : stages_) x = stage->forward(x);
   return x;
 }

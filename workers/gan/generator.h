@@ -20,7 +20,9 @@ class GeneratorImpl : public torch::nn::Module {
   // `config` must pass ValidateModelConfig.
   explicit GeneratorImpl(const ModelConfig& config);
 
-  // input: (N, latent) as built by MakeInput. Returns (N, 1, x, y, z), >= 0.
+  // input: (N, latent) as built by MakeInput. Returns (N, 1, x, y, z), >= 0, in the input's dtype:
+  // a bfloat16 input (inference only) computes every layer in bfloat16 from bfloat16 copies of the
+  // float32 parameters, BatchNorm applied as its running-statistics scale and shift.
   torch::Tensor forward(const torch::Tensor& input);
 
   // The conditioned latent vector: (E/100) * noise for 3dgan-25 (noise (N, latent)); concat[E/100,

@@ -11,10 +11,19 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
+namespace {
+
+// The network's input in the arithmetic of the pass.
+at::Tensor InPrecision(const at::Tensor& input, GenerationPrecision precision) {
+  return precision == GenerationPrecision::kBFloat16 ? input.to(at::kBFloat16) : input;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<ShowerGenerator>> ShowerGenerator::Load(
     const std::string& checkpoint_path) {
@@ -36,6 +45,9 @@ absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationReq
     if (!(e > 0) || !std::isfinite(e)) {
       return absl::InvalidArgumentError(absl::StrCat("energy must be > 0 GeV, got ", e));
     }
+  }
+  if (request.precision == GenerationPrecision::kBFloat16) {
+    if (absl::Status s = Bf16Support(); !s.ok()) return s;
   }
   const bool angles = config_.variable_angle();
   if (angles && static_cast<int64_t>(request.theta_rad.size()) != n) {
@@ -66,7 +78,8 @@ absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationReq
       const at::Tensor input = generator_->MakeInput(
           energy.slice(0, first, first + count),
           angles ? theta.slice(0, first, first + count) : at::Tensor(), noise);
-      const at::Tensor showers = UndoCellPreprocessing(config_, generator_->forward(input));
+      const at::Tensor showers = UndoCellPreprocessing(
+          config_, generator_->forward(InPrecision(input, request.precision)));
       std::memcpy(out.cells.data() + first * cells, showers.data_ptr<float>(),
                   sizeof(float) * static_cast<size_t>(count * cells));
     }
@@ -91,7 +104,8 @@ int64_t ShowerGenerator::memory_bytes() const {
 
 absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_gev,
                                                 absl::Span<const float> theta_rad,
-                                                absl::Span<const float> noise, float* out) {
+                                                absl::Span<const float> noise, float* out,
+                                                GenerationPrecision precision) {
   const int64_t n = static_cast<int64_t>(energy_gev.size());
   if (n == 0) return absl::InvalidArgumentError("no energies to generate showers for");
   const int64_t width = noise_dim();
@@ -103,6 +117,9 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
     if (!(e > 0) || !std::isfinite(e)) {
       return absl::InvalidArgumentError(absl::StrCat("energy must be > 0 GeV, got ", e));
     }
+  }
+  if (precision == GenerationPrecision::kBFloat16) {
+    if (absl::Status s = Bf16Support(); !s.ok()) return s;
   }
   const bool angles = config_.variable_angle();
   if (angles && static_cast<int64_t>(theta_rad.size()) != n) {
@@ -126,7 +143,8 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
       z = z.repeat({2, 1});
     }
     const at::Tensor showers = UndoCellPreprocessing(
-        config_, generator_->forward(generator_->MakeInput(energy, theta, z)));
+        config_,
+        generator_->forward(InPrecision(generator_->MakeInput(energy, theta, z), precision)));
     std::memcpy(out, showers.data_ptr<float>(),
                 sizeof(float) * static_cast<size_t>(n * cells_per_shower()));
   } catch (const c10::Error& e) {

@@ -18,11 +18,15 @@
 
 namespace gantry::gan {
 
+// The arithmetic of a forward pass; showers always come out as float32.
+enum class GenerationPrecision { kFloat32, kBFloat16 };
+
 struct GenerationRequest {
   std::vector<float> energy_gev;  // one shower per entry
   std::vector<float> theta_rad;   // same length for 3dgan-51; ignored (may be empty) otherwise
   uint64_t seed = 1;              // latent noise; same seed + request -> same showers
   int64_t batch_size = 128;
+  GenerationPrecision precision = GenerationPrecision::kFloat32;
 };
 
 class ShowerGenerator {
@@ -32,7 +36,9 @@ class ShowerGenerator {
   // Wraps an in-memory generator (shared with the caller; switched to eval mode).
   ShowerGenerator(ModelConfig config, Generator generator);
 
-  // INVALID_ARGUMENT for empty/non-positive energies, missing angles, batch < 1.
+  // INVALID_ARGUMENT for empty/non-positive energies, missing angles, batch < 1;
+  // FAILED_PRECONDITION for bfloat16 where Bf16Support() says no. The latent noise does not depend
+  // on the precision: the same request in both precisions runs the same inputs.
   absl::StatusOr<showers::ShowerSet> Generate(const GenerationRequest& request);
 
   // One forward pass (eval mode, no autograd) from caller-supplied latent noise: n = energy_gev's
@@ -41,10 +47,14 @@ class ShowerGenerator {
   // `out`. Used by the serving batcher, which derives each shower's noise from (seed, index) so
   // that results do not depend on how requests were batched (a lone shower is run as a pair, as
   // a batch of one rounds differently from larger batches). INVALID_ARGUMENT on bad sizes or
-  // energies, INTERNAL when LibTorch fails.
+  // energies, FAILED_PRECONDITION for bfloat16 where Bf16Support() says no, INTERNAL when LibTorch
+  // fails. In bfloat16 the input is rounded to bfloat16 after conditioning and the output widened
+  // to float32 before the GeV conversion; batch independence is then not promised (oneDNN picks
+  // its bfloat16 kernels by batch size).
   absl::Status GenerateFromNoise(absl::Span<const float> energy_gev,
                                  absl::Span<const float> theta_rad, absl::Span<const float> noise,
-                                 float* out);
+                                 float* out,
+                                 GenerationPrecision precision = GenerationPrecision::kFloat32);
   // Width of the latent noise per shower GenerateFromNoise expects.
   int64_t noise_dim() const;
   // Floats per generated shower (the product of the grid).

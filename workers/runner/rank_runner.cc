@@ -571,6 +571,12 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
     RETURN_IF_ERROR(Validate(trainer, &result_));
   }
+  if (plan_.validation && last_validation_.has_value()) {
+    *result_.mutable_bf16() = PrecisionCheck::Run(trainer.config(), trainer.state().generator,
+                                                  holdout_, *last_validation_);
+    Log("INFO", absl::StrCat("BF16 check: ", v1::Bf16Check::State_Name(result_.bf16().state()), " ",
+                             result_.bf16().reason()));
+  }
   if (plan_.validation) {
     // The last point of the validation curve: the validation the model is registered with.
     ReportPoint(PointOf(result_, static_cast<int>(trainer.state().epoch), trainer.state().step));
@@ -1033,6 +1039,7 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
     return absl::Status(report.status().code(),
                         absl::StrCat("validation: ", report.status().message()));
   }
+  last_validation_ = PrecisionCheck::Fp32Validation{request, options, report->metrics};
   auto& metrics = *result->mutable_metrics();
   for (const auto& [key, value] : report->metrics) {
     const std::string name = key == "sf_mre"        ? "mre_sampling_fraction"

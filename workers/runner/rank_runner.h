@@ -33,6 +33,7 @@
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/checkpoint_verifier.h"
 #include "workers/runner/dataset_source.h"
+#include "workers/runner/precision_check.h"
 #include "workers/runner/rank_plan.h"
 
 namespace gantry::distributed {
@@ -177,6 +178,8 @@ class RankRunner {
 
   // Filled while running (training thread only).
   showers::ShowerSet holdout_;  // rank 0 with validation only
+  // What the newest validation ran and measured, for the BF16 guard after the final one.
+  std::optional<PrecisionCheck::Fp32Validation> last_validation_;
   gantry::v1::JobResult result_;
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,7 +18,8 @@ struct ShowerSpec {
   uint64_t seed = 0;
   int64_t index = 0;  // position in its request
   float energy_gev = 0;
-  float theta_rad = 0;  // ignored by fixed-angle models
+  float theta_rad = 0;    // ignored by fixed-angle models
+  bool bfloat16 = false;  // computed in bfloat16 (returned as float32 all the same)
 };
 
 // What a served model is, as far as request planning is concerned.
@@ -27,6 +29,8 @@ struct ModelTraits {
   // The angle range the model was trained on (used when the served model carries none).
   double theta_min_rad = 1.0471975511965976;
   double theta_max_rad = 2.0943951023931953;
+  // Empty when the backend computes in bfloat16; else why not (the FAILED_PRECONDITION message).
+  std::string bf16_unavailable = "this worker does not compute in bfloat16; use PRECISION_FP32";
   int64_t cells_per_shower() const { return grid[0] * grid[1] * grid[2]; }
 };
 
@@ -34,7 +38,8 @@ class BatchBackend {
  public:
   virtual ~BatchBackend() = default;
   // Generates showers.size() showers into `out` (showers.size() * cells_per_shower floats, GeV,
-  // shower-major). Called by one thread at a time (the backend need not be thread-safe).
+  // shower-major). Called by one thread at a time (the backend need not be thread-safe). A batch
+  // may mix float32 and bfloat16 showers (ShowerSpec::bfloat16).
   virtual absl::Status RunBatch(const std::vector<ShowerSpec>& showers, float* out) = 0;
   virtual const ModelTraits& traits() const = 0;
   // Bytes the loaded model holds (parameters and buffers); what the model cache budgets.

@@ -22,13 +22,13 @@ bool Inside(double v, double lo, double hi) {
 bool RangeSet(const v1::Range& r) { return r.max() > 0 && r.max() >= r.min(); }
 
 // The request's options besides the conditions: seed, precision and chunk size.
-absl::Status CheckOptions(const v1::GenerateRequest& r, int max_chunk_showers) {
+absl::Status CheckOptions(const v1::GenerateRequest& r, int max_chunk_showers,
+                          const ModelTraits& traits) {
   if (r.seed() == 0) {
     return absl::InvalidArgumentError("request.seed: 0 (the server draws a seed; send it)");
   }
-  if (r.precision() == v1::PRECISION_BF16) {
-    return absl::UnimplementedError(
-        "precision BF16 is not served by this worker yet; use PRECISION_FP32");
+  if (r.precision() == v1::PRECISION_BF16 && !traits.bf16_unavailable.empty()) {
+    return absl::FailedPreconditionError(traits.bf16_unavailable);
   }
   if (r.chunk_showers() < 0 || r.chunk_showers() > max_chunk_showers) {
     return absl::InvalidArgumentError(absl::StrCat("request.chunk_showers: ", r.chunk_showers(),
@@ -101,11 +101,12 @@ class GenerationPlan::TrainingRanges {
 absl::StatusOr<GenerationPlan> GenerationPlan::Create(const v1::WorkerGenerateRequest& request,
                                                       const ModelTraits& traits) {
   const v1::GenerateRequest& r = request.request();
-  if (absl::Status s = CheckOptions(r, kMaxChunkShowers); !s.ok()) return s;
+  if (absl::Status s = CheckOptions(r, kMaxChunkShowers, traits); !s.ok()) return s;
   GenerationPlan plan;
   plan.model_ref_ = request.model().model_ref();
   plan.variable_angle_ = traits.variable_angle;
   plan.seed_ = r.seed();
+  plan.bfloat16_ = r.precision() == v1::PRECISION_BF16;
   plan.chunk_showers_ = r.chunk_showers() == 0 ? kDefaultChunkShowers : r.chunk_showers();
 
   const TrainingRanges ranges(request.model(), traits);
@@ -183,6 +184,7 @@ ShowerSpec GenerationPlan::Shower(int64_t index) const {
   ShowerSpec s;
   s.seed = seed_;
   s.index = index;
+  s.bfloat16 = bfloat16_;
   if (!energies_.empty()) {
     s.energy_gev = energies_[static_cast<size_t>(index)];
     if (variable_angle_) s.theta_rad = thetas_[static_cast<size_t>(index)];

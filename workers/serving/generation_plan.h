@@ -26,13 +26,15 @@ class GenerationPlan {
 
   // INVALID_ARGUMENT naming the field for: seed 0, no conditions, counts out of 1..kMaxShowers,
   // non-finite or non-positive energies, energies or angles outside the served model's training
-  // ranges (named), chunk_showers out of 0..kMaxChunkShowers. UNIMPLEMENTED for PRECISION_BF16.
+  // ranges (named), chunk_showers out of 0..kMaxChunkShowers. FAILED_PRECONDITION with
+  // traits.bf16_unavailable for PRECISION_BF16 when that is set.
   static absl::StatusOr<GenerationPlan> Create(const gantry::v1::WorkerGenerateRequest& request,
                                                const ModelTraits& traits);
 
   int64_t count() const { return count_; }
   int chunk_showers() const { return chunk_showers_; }
   uint64_t seed() const { return seed_; }
+  bool bfloat16() const { return bfloat16_; }
   const std::string& model_ref() const { return model_ref_; }
   // Shower `index` (0 <= index < count()): seed, index and its conditions.
   ShowerSpec Shower(int64_t index) const;
@@ -48,6 +50,7 @@ class GenerationPlan {
   int64_t count_ = 0;
   int chunk_showers_ = kDefaultChunkShowers;
   uint64_t seed_ = 0;
+  bool bfloat16_ = false;
   std::string model_ref_;
   bool variable_angle_ = false;
   // Listed conditions (empty for a range).

@@ -22,8 +22,9 @@ class GenerationService final : public gantry::v1::WorkerGenerationService::Serv
   // Chunks carry packed little-endian float32 showers with shape [n, x, y, z] (x, y, z = the
   // model's grid), one Condition per shower (theta 0 for fixed-angle models), the offset of the
   // first shower and the request's model_ref. Codes: UNAUTHENTICATED (secret), INVALID_ARGUMENT /
-  // UNIMPLEMENTED (GenerationPlan), the model loader's errors (e.g. NOT_FOUND, DATA_LOSS),
-  // RESOURCE_EXHAUSTED (queue or model cache full), DEADLINE_EXCEEDED, CANCELLED.
+  // FAILED_PRECONDITION (GenerationPlan; BF16 where this worker cannot compute in bfloat16), the
+  // model loader's errors (e.g. NOT_FOUND, DATA_LOSS), RESOURCE_EXHAUSTED (queue or model cache
+  // full), DEADLINE_EXCEEDED, CANCELLED.
   grpc::Status Generate(grpc::ServerContext* context,
                         const gantry::v1::WorkerGenerateRequest* request,
                         grpc::ServerWriter<gantry::v1::GenerateChunk>* writer) override;

@@ -3,7 +3,8 @@
 // the batch it runs in. With LibTorch 1.13's CPU kernels a shower's cells are bit-identical in
 // every batch of 2..128 at any position; ShowerGenerator::GenerateFromNoise runs a lone shower as a
 // pair for the same reason (tested in tests/serving; a different CPU or thread count may round
-// differently).
+// differently). Showers marked bfloat16 run in bfloat16 when gan::Bf16Support() allows it (traits
+// say why not otherwise).
 #ifndef GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
 #define GANTRY_WORKERS_SERVING_TORCH_BACKEND_H_
 
@@ -28,10 +29,14 @@ class TorchBackend final : public BatchBackend {
   int64_t memory_bytes() const override { return memory_bytes_; }
 
  private:
+  // Runs showers[members] (all of one precision) into `out`, in the order of `members`.
+  absl::Status RunGroup(const std::vector<ShowerSpec>& showers, const std::vector<size_t>& members,
+                        bool bfloat16, float* out);
+
   std::unique_ptr<gan::ShowerGenerator> generator_;
   ModelTraits traits_;
   int64_t memory_bytes_ = 0;
-  std::vector<float> energies_, thetas_, noise_;  // reused between batches
+  std::vector<float> energies_, thetas_, noise_, group_out_;  // reused between batches
 };
 
 }  // namespace gantry::serving
