@@ -55,7 +55,7 @@ class GenerationE2eTest : public ServerFixture {
     std::ofstream(join_token_file_) << "e2e-gen-join-token-0123456789abcdef\n";
     // No model cache: a test changes a version's BF16 verdict in the database.
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
-                 "--lease-timeout-ms", "3000", "--model_cache_ttl_ms=0"});
+                 "--lease-timeout-ms", "8000", "--model_cache_ttl_ms=0"});
     token_ = NewTenant("physics");
     StartWorker();
     model_ref_ = TrainTinyModel();

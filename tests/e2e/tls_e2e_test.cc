@@ -63,7 +63,7 @@ class TlsE2eTest : public ServerFixture {
     client_credentials_ = Tls(pki_ + "/ca.pem");  // a tenant: trusts the CA, no certificate
     StartServer({"--tls-cert", pki_ + "/server.pem", "--tls-key", pki_ + "/server.key",
                  "--tls-client-ca", pki_ + "/ca.pem", "--join-token-file", join_token_file_,
-                 "--heartbeat-interval-ms", "300", "--lease-timeout-ms", "3000"});
+                 "--heartbeat-interval-ms", "300", "--lease-timeout-ms", "8000"});
     token_ = NewTenant("physics");
   }
 

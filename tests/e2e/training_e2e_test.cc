@@ -36,7 +36,7 @@ class TrainingE2eTest : public ServerFixture {
     // Short heartbeats and lease so a lost worker is noticed within seconds.
     // file:// datasets under /nonexistent (the failing-rank case) for tenant "physics".
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
-                 "--lease-timeout-ms", "3000", "--file-dataset-roots=/nonexistent",
+                 "--lease-timeout-ms", "8000", "--file-dataset-roots=/nonexistent",
                  "--file-dataset-tenants=physics"});
     token_ = NewTenant("physics");
   }
@@ -250,7 +250,7 @@ TEST_F(TrainingE2eTest, ALostWorkerFailsItsJobAndAGangIsNeverPartial) {
   EXPECT_EQ(Get(waiting.id()).state(), v1::QUEUED);
 
   // Freeze one daemon (a hung machine or a network partition): its heartbeats stop, its rank
-  // keeps running, and the lease expires (3 s here).
+  // keeps running, and the lease expires (8 s here).
   const pid_t frozen = workers_["w2"]->pid();
   ASSERT_EQ(kill(frozen, SIGSTOP), 0);
   job = WaitForState(job.id(), v1::FAILED, 30);

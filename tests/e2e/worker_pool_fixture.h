@@ -79,7 +79,7 @@ class WorkerPoolFixture : public ServerFixture {
   void StartGantryServer(const std::string& listen) {
     std::vector<std::string> args = {"--join-token-file",     join_token_file_,
                                      "--heartbeat-interval-ms", "300",
-                                     "--lease-timeout-ms",      "3000",
+                                     "--lease-timeout-ms",      "8000",
                                      "--hang-timeout-seconds",  "20",
                                      "--hang-step-factor",      "4",
                                      "--rank-exit-grace-seconds", "10",
