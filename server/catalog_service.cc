@@ -52,11 +52,8 @@ grpc::Status CatalogService::GetModel(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(*response, backend_.models->Resolve(p.tenant, request->model()));
     // The curve of the job that trained it (none for a version registered without a job).
     if (!response->lineage().job_id().empty()) {
-      ASSIGN_OR_RETURN(std::vector<v1::ValidationPoint> curve,
-                       backend_.jobs->ListValidationPoints(response->lineage().job_id()));
-      for (v1::ValidationPoint& point : curve) {
-        *response->add_validation_curve() = std::move(point);
-      }
+      RETURN_IF_ERROR(backend_.jobs->AppendValidationCurve(response->lineage().job_id(),
+                                                           response->mutable_validation_curve()));
     }
     return absl::OkStatus();
   });

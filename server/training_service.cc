@@ -89,11 +89,8 @@ grpc::Status TrainingService::GetJob(grpc::ServerContext* context, const v1::Get
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
     ASSIGN_OR_RETURN(*response, backend_.jobs->Get(Scope(p), request->job_id()));
-    ASSIGN_OR_RETURN(std::vector<v1::ValidationPoint> curve,
-                     backend_.jobs->ListValidationPoints(response->id()));
-    for (v1::ValidationPoint& point : curve) {
-      *response->add_validation_curve() = std::move(point);
-    }
+    RETURN_IF_ERROR(
+        backend_.jobs->AppendValidationCurve(response->id(), response->mutable_validation_curve()));
     return absl::OkStatus();
   });
 }

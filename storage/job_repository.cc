@@ -393,6 +393,14 @@ absl::Status JobRepository::RecordValidationPoint(const std::string& id, int att
   return absl::OkStatus();
 }
 
+absl::Status JobRepository::AppendValidationCurve(
+    const std::string& id, google::protobuf::RepeatedPtrField<gantry::v1::ValidationPoint>* curve) {
+  absl::StatusOr<std::vector<gantry::v1::ValidationPoint>> points = ListValidationPoints(id);
+  if (!points.ok()) return points.status();
+  for (gantry::v1::ValidationPoint& point : *points) *curve->Add() = std::move(point);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<gantry::v1::ValidationPoint>> JobRepository::ListValidationPoints(
     const std::string& id) {
   std::vector<gantry::v1::ValidationPoint> points;

@@ -97,6 +97,10 @@ class JobRepository {
   // kMaxValidationPoints). An unknown job has none.
   absl::StatusOr<std::vector<gantry::v1::ValidationPoint>> ListValidationPoints(
       const std::string& id);
+  // ListValidationPoints appended to `curve` (Job.validation_curve, ModelVersion.validation_curve).
+  absl::Status AppendValidationCurve(
+      const std::string& id,
+      google::protobuf::RepeatedPtrField<gantry::v1::ValidationPoint>* curve);
 
   // The point of `step` with its histograms; NOT_FOUND when the job has no point at that step.
   absl::StatusOr<gantry::v1::ValidationPoint> GetValidationPoint(const std::string& id,
