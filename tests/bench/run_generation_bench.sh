@@ -13,57 +13,19 @@
 #   GANTRY_BENCH_BUILD=build dir with gantry-server, gantry-worker, gantry, gan_generation_bench
 #   and generation_service_bench (default: build-client).
 set -euo pipefail
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-bin="${GANTRY_BENCH_BUILD:-$root/build-client}"
-work="$(mktemp -d /tmp/gantry-genbench-XXXXXX)"
-chmod 755 "$work"
-export GANTRY_PG_DIR="$work/pg"
-
-pids=()
-cleanup() {
-  local rc=$?
-  trap - EXIT INT TERM
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  "$root/deploy/local/pg.sh" stop || true
-  [[ $rc -eq 0 ]] && rm -rf "$work" || echo "logs kept in $work" >&2
-  exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
+stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build-client}"
+bin="$stack_bin"
+work="$stack_work"
 
 echo "machine: $(nproc) cores, $(. /etc/os-release && echo "$PRETTY_NAME"), $(uname -r)"
 echo "compilers running now: $(ps aux | grep -c '[c]c1plus'), load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-dsn="$("$root/deploy/local/pg.sh" start)"
-echo "gnt_admin_$(openssl rand -hex 24)" >"$work/admin.token"
-echo "gnj_$(openssl rand -hex 24)" >"$work/join.token"
-"$bin/server/gantry-server" --listen 127.0.0.1:0 --db "$dsn" --data-dir "$work/data" \
-  --admin-token-file "$work/admin.token" --join-token-file "$work/join.token" \
-  >"$work/server.out" 2>"$work/server.log" &
-pids+=($!)
-for _ in $(seq 1 100); do
-  grep -q '^listening on ' "$work/server.out" 2>/dev/null && break
-  sleep 0.1
-done
-server="$(sed -n 's/^listening on //p' "$work/server.out" | head -1)"
-[[ -n "$server" ]] || { cat "$work/server.log"; echo "gantry-server did not start" >&2; exit 1; }
-export GANTRY_SERVER="$server"
-gantry() { "$bin/clients/cli/gantry" "$@"; }
-json_field() { /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
-
-GANTRY_TOKEN="$(cat "$work/admin.token")" gantry admin tenants create bench >/dev/null
-GANTRY_TOKEN="$(GANTRY_TOKEN="$(cat "$work/admin.token")" gantry admin tokens create bench --json | json_field token)"
-export GANTRY_TOKEN
-
-"$bin/workers/app/gantry-worker" daemon --server "$server" --join-token-file "$work/join.token" \
-  --name bench-worker --slots 1 --threads 2 --cache-dir "$work/worker" --advertise-host 127.0.0.1 \
-  --rendezvous-ports 29900-29949 >"$work/worker.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 100); do
-  GANTRY_TOKEN="$(cat "$work/admin.token")" gantry admin workers 2>/dev/null | grep -q bench-worker && break
-  sleep 0.2
-done
+stack_start_server
+server="$GANTRY_SERVER"
+stack_tenant bench
+stack_start_worker bench-worker 2 29900
+stack_wait_workers 1
 
 echo "registering a 3dgan-25 model (one epoch on 16 toy showers)"
 job="$(gantry jobs submit --name bench-25 --preset 3dgan-25 \
@@ -81,8 +43,8 @@ in_process() {
 }
 # CPU seconds (user + system) a process has used so far.
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$1/stat"; }
-server_pid="${pids[0]}"
-worker_pid="${pids[1]}"
+server_pid="${stack_pids[0]}"
+worker_pid="${stack_pids[1]}"
 # Rounds alternate the in-process generator and the service so that both see the same machine;
 # each service figure is divided by the in-process figure of its own round.
 rounds="${ROUNDS:-1}"
