@@ -1,8 +1,5 @@
 #include "clients/plots/ratio_plot.h"
 
-#include <cairo-svg.h>
-#include <cairo.h>
-
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -10,95 +7,35 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "clients/plots/axis_ticks.h"
+#include "clients/plots/canvas.h"
 
 namespace gantry::plots {
 namespace {
 
-struct Color {
-  double r, g, b;
-};
-constexpr Color kBlack{0, 0, 0};
-constexpr Color kGrey{0.45, 0.45, 0.45};
+using canvas::Circle;
+using canvas::Color;
+using canvas::DrawFrame;
+using canvas::DrawText;
+using canvas::DrawVerticalLabel;
+using canvas::DrawXTicks;
+using canvas::DrawYTicks;
+using canvas::ErrorBar;
+using canvas::Frame;
+using canvas::kBlack;
+using canvas::kGrey;
+using canvas::kLabelFont;
+using canvas::kSubtitleFont;
+using canvas::kTitleFont;
+using canvas::Printable;
+using canvas::SetColor;
+using canvas::SetFont;
+using canvas::Square;
+using canvas::TextWidth;
+
 constexpr Color kMc{0.12, 0.35, 0.70};
 constexpr Color kMcFill{0.77, 0.85, 0.96};
 constexpr Color kGan{0.83, 0.15, 0.10};
 constexpr Color kBand{0.86, 0.86, 0.86};
-constexpr char kFont[] = "DejaVu Sans";
-constexpr double kTickFont = 13, kLabelFont = 15, kTitleFont = 17, kSubtitleFont = 14;
-constexpr size_t kMaxText = 90;
-
-struct CairoDeleter {
-  void operator()(cairo_t* cr) const { cairo_destroy(cr); }
-  void operator()(cairo_surface_t* s) const { cairo_surface_destroy(s); }
-};
-using Context = std::unique_ptr<cairo_t, CairoDeleter>;
-using Surface = std::unique_ptr<cairo_surface_t, CairoDeleter>;
-
-cairo_status_t AppendBytes(void* closure, const unsigned char* data, unsigned int length) {
-  static_cast<std::string*>(closure)->append(reinterpret_cast<const char*>(data), length);
-  return CAIRO_STATUS_SUCCESS;
-}
-
-// Text that came from the server is drawn as printable ASCII only (Cairo refuses invalid UTF-8 and
-// stops drawing), cut to a length that fits a line.
-std::string Printable(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (out.size() >= kMaxText) {
-      out += "...";
-      break;
-    }
-    const auto u = static_cast<unsigned char>(c);
-    out += (u >= 0x20 && u < 0x7f) ? c : '?';
-  }
-  return out;
-}
-
-void SetColor(cairo_t* cr, Color c, double alpha = 1.0) {
-  cairo_set_source_rgba(cr, c.r, c.g, c.b, alpha);
-}
-
-void SetFont(cairo_t* cr, double size, bool bold = false) {
-  cairo_select_font_face(cr, kFont, CAIRO_FONT_SLANT_NORMAL,
-                         bold ? CAIRO_FONT_WEIGHT_BOLD : CAIRO_FONT_WEIGHT_NORMAL);
-  cairo_set_font_size(cr, size);
-}
-
-double TextWidth(cairo_t* cr, const std::string& text) {
-  cairo_text_extents_t extents;
-  cairo_text_extents(cr, text.c_str(), &extents);
-  return extents.x_advance;
-}
-
-// Draws `text` with its baseline at y; `align` 0 = left, 0.5 = centre, 1 = right of x.
-void DrawText(cairo_t* cr, const std::string& text, double x, double y, double align) {
-  cairo_move_to(cr, x - align * TextWidth(cr, text), y);
-  cairo_show_text(cr, text.c_str());
-}
-
-// Maps data coordinates into one panel's rectangle.
-struct Frame {
-  double left, right, top, bottom;
-  double x_lo, x_hi, y_lo, y_hi;
-  bool log_y = false;
-
-  double X(double x) const { return left + (x - x_lo) / (x_hi - x_lo) * (right - left); }
-  double Y(double y) const {
-    double t;
-    if (log_y) {
-      if (!(y > 0)) return bottom + 50;  // below the panel (clipped)
-      t = (std::log10(y) - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo));
-    } else {
-      t = (y - y_lo) / (y_hi - y_lo);
-    }
-    // Far outside values stay near the panel, so paths keep sane coordinates (they are clipped).
-    return std::clamp(bottom - t * (bottom - top), top - 50, bottom + 50);
-  }
-  void Clip(cairo_t* cr) const {
-    cairo_rectangle(cr, left, top, right - left, bottom - top);
-    cairo_clip(cr);
-  }
-};
 
 std::vector<double> Centres(const RatioPlot& p) {
   if (p.edges.empty()) return p.x;
@@ -108,30 +45,6 @@ std::vector<double> Centres(const RatioPlot& p) {
 }
 
 double Err(const std::vector<double>& errors, size_t i) { return errors.empty() ? 0 : errors[i]; }
-
-// A vertical error bar with small caps.
-void ErrorBar(cairo_t* cr, const Frame& f, double x, double lo, double hi) {
-  const double px = f.X(x), y0 = f.Y(lo), y1 = f.Y(hi);
-  if (std::fabs(y0 - y1) < 1) return;
-  cairo_move_to(cr, px, y0);
-  cairo_line_to(cr, px, y1);
-  cairo_move_to(cr, px - 3, y0);
-  cairo_line_to(cr, px + 3, y0);
-  cairo_move_to(cr, px - 3, y1);
-  cairo_line_to(cr, px + 3, y1);
-  cairo_stroke(cr);
-}
-
-void Circle(cairo_t* cr, double x, double y, double r) {
-  cairo_new_sub_path(cr);
-  cairo_arc(cr, x, y, r, 0, 2 * M_PI);
-  cairo_fill(cr);
-}
-
-void Square(cairo_t* cr, double x, double y, double half) {
-  cairo_rectangle(cr, x - half, y - half, 2 * half, 2 * half);
-  cairo_fill(cr);
-}
 
 // The y axis of the main panel: decades for log_y when there is something positive to show.
 AxisTicks MainYAxis(const RatioPlot& p, bool* log_y) {
@@ -164,63 +77,6 @@ AxisTicks MainYAxis(const RatioPlot& p, bool* log_y) {
   if (!std::isfinite(lo)) return LinearTicks(0, 1, 6, true);
   const double span = std::max(hi - lo, std::fabs(hi) * 0.02);
   return LinearTicks(std::max(0.0, lo - 0.15 * span), hi + 0.45 * span, 6, true);
-}
-
-// `skip_top_label`: the ratio panel leaves out the label at its top edge, where the main panel's
-// lowest label is.
-void DrawYTicks(cairo_t* cr, const Frame& f, const AxisTicks& axis, bool skip_top_label = false) {
-  SetColor(cr, kBlack);
-  cairo_set_line_width(cr, 1);
-  SetFont(cr, kTickFont);
-  for (const Tick& t : axis.ticks) {
-    const double y = f.Y(t.value);
-    cairo_move_to(cr, f.left, y);
-    cairo_line_to(cr, f.left + 7, y);
-    cairo_move_to(cr, f.right, y);
-    cairo_line_to(cr, f.right - 7, y);
-    cairo_stroke(cr);
-    if (skip_top_label && y < f.top + 6) continue;
-    if (t.has_exponent) {
-      const std::string exponent = absl::StrCat(t.exponent);
-      SetFont(cr, kTickFont * 0.75);
-      const double ew = TextWidth(cr, exponent);
-      DrawText(cr, exponent, f.left - 6 - ew, y - 1, 0);
-      SetFont(cr, kTickFont);
-      DrawText(cr, "10", f.left - 7 - ew, y + 5, 1);
-    } else {
-      DrawText(cr, t.label, f.left - 6, y + 5, 1);
-    }
-  }
-}
-
-void DrawXTicks(cairo_t* cr, const Frame& f, const AxisTicks& axis, bool labels) {
-  SetColor(cr, kBlack);
-  cairo_set_line_width(cr, 1);
-  SetFont(cr, kTickFont);
-  for (const Tick& t : axis.ticks) {
-    const double x = f.X(t.value);
-    cairo_move_to(cr, x, f.bottom);
-    cairo_line_to(cr, x, f.bottom - 7);
-    cairo_move_to(cr, x, f.top);
-    cairo_line_to(cr, x, f.top + 7);
-    cairo_stroke(cr);
-    if (labels) DrawText(cr, t.label, x, f.bottom + 18, 0.5);
-  }
-}
-
-void DrawFrame(cairo_t* cr, const Frame& f) {
-  SetColor(cr, kBlack);
-  cairo_set_line_width(cr, 1.2);
-  cairo_rectangle(cr, f.left, f.top, f.right - f.left, f.bottom - f.top);
-  cairo_stroke(cr);
-}
-
-void DrawVerticalLabel(cairo_t* cr, const std::string& text, double x, double y_centre) {
-  cairo_save(cr);
-  cairo_translate(cr, x, y_centre);
-  cairo_rotate(cr, -M_PI / 2);
-  DrawText(cr, text, 0, 0, 0.5);
-  cairo_restore(cr);
 }
 
 // The Monte Carlo: a filled step histogram with its error band, or squares with error bars.
@@ -394,18 +250,6 @@ void DrawRatioPanel(cairo_t* cr, Frame f, const std::vector<Ratio>& ratios) {
   DrawYTicks(cr, f, axis, true);
 }
 
-// Cairo names the page group after a counter of surfaces in the process ("surface7"); the same
-// plot must give the same file, so it is always "surface1" (nothing refers to it).
-void NumberSvgSurfaceOne(std::string* svg) {
-  const std::string prefix = "<g id=\"surface";
-  const size_t start = svg->find(prefix);
-  if (start == std::string::npos) return;
-  const size_t digits = start + prefix.size();
-  const size_t end = svg->find('"', digits);
-  if (end == std::string::npos) return;
-  svg->replace(digits, end - digits, "1");
-}
-
 }  // namespace
 
 absl::Status CheckRatioPlot(const RatioPlot& p) {
@@ -474,24 +318,9 @@ PanelLayout LayoutFor(const RenderOptions& o) {
 
 absl::StatusOr<std::string> RenderRatioPlot(const RatioPlot& p, const RenderOptions& options) {
   if (absl::Status s = CheckRatioPlot(p); !s.ok()) return s;
-  if (options.width < 300 || options.width > 4000 || options.height < 300 ||
-      options.height > 4000) {
-    return absl::InvalidArgumentError("image width and height must be within 300..4000");
-  }
-  std::string bytes;
-  Surface surface(
-      options.format == ImageFormat::kSvg
-          ? cairo_svg_surface_create_for_stream(AppendBytes, &bytes, options.width, options.height)
-          : cairo_image_surface_create(CAIRO_FORMAT_RGB24, options.width, options.height));
-  if (cairo_surface_status(surface.get()) != CAIRO_STATUS_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("cairo could not create the surface: ",
-                     cairo_status_to_string(cairo_surface_status(surface.get()))));
-  }
-  Context context(cairo_create(surface.get()));
-  cairo_t* cr = context.get();
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+  absl::StatusOr<std::unique_ptr<canvas::Canvas>> image = canvas::Canvas::Create(options);
+  if (!image.ok()) return image.status();
+  cairo_t* cr = (*image)->cr();
 
   const PanelLayout layout = LayoutFor(options);
   const std::vector<double> centres = Centres(p);
@@ -535,24 +364,7 @@ absl::StatusOr<std::string> RenderRatioPlot(const RatioPlot& p, const RenderOpti
   SetColor(cr, kGrey);
   DrawText(cr, Printable(p.subtitle), layout.left, 54, 0);
 
-  if (cairo_status(cr) != CAIRO_STATUS_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("cairo could not draw the plot: ", cairo_status_to_string(cairo_status(cr))));
-  }
-  context.reset();
-  cairo_status_t status = CAIRO_STATUS_SUCCESS;
-  if (options.format == ImageFormat::kPng) {
-    status = cairo_surface_write_to_png_stream(surface.get(), AppendBytes, &bytes);
-  } else {
-    cairo_surface_finish(surface.get());
-    status = cairo_surface_status(surface.get());
-    NumberSvgSurfaceOne(&bytes);
-  }
-  if (status != CAIRO_STATUS_SUCCESS) {
-    return absl::InternalError(
-        absl::StrCat("cairo could not encode the image: ", cairo_status_to_string(status)));
-  }
-  return bytes;
+  return (*image)->Finish();
 }
 
 }  // namespace gantry::plots
