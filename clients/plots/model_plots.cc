@@ -1,6 +1,7 @@
 #include "clients/plots/model_plots.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "clients/plots/curve_plot.h"
 
 namespace gantry::plots {
 namespace {
@@ -43,6 +45,15 @@ constexpr int kKindCount = sizeof(kKinds) / sizeof(kKinds[0]);
 constexpr char kSfCurve[] = "sampling_fraction_vs_energy";
 constexpr char kSfPerBin[] = "sampling_fraction_per_bin";
 constexpr size_t kMaxWarnings = 100;
+
+// The metrics of the validation curve figure, in legend order (the model version's metric names;
+// each may have its floor "<name>_null"). "eprof" (older versions) only when neither profile
+// metric of its own is there.
+constexpr const char* kCurveMetrics[] = {
+    "mre_sampling_fraction",     "eprof_longitudinal",           "eprof_transverse", "pos", "fom",
+    "shower_max_relative_error", "centroid_depth_relative_error"};
+constexpr char kCurveFallbackEprof[] = "eprof";
+constexpr char kCurveFile[] = "validation_curve";
 
 // Printable ASCII, cut to `limit` characters (server text in messages).
 std::string Printable(const std::string& text, size_t limit = 60) {
@@ -148,6 +159,7 @@ class Builder {
 
   absl::Status Run() {
     Classify();
+    RETURN_IF_ERROR(ValidationCurve());
     RETURN_IF_ERROR(SamplingFractionCurve());
     for (size_t b = 0; b < bins_.size(); ++b) {
       for (int k = 0; k < kKindCount; ++k) {
@@ -282,6 +294,95 @@ class Builder {
     return -1;
   }
 
+  // The validation curve: every metric of kCurveMetrics against the training step, with its
+  // floor. Points without a metric, or with a value the log scale cannot show (NaN, infinite,
+  // zero or negative), are left out of that series with one warning per metric; at most
+  // kMaxCurvePoints points are read.
+  absl::Status ValidationCurve() {
+    const int stored = model_.validation_curve_size();
+    if (stored == 0) return absl::OkStatus();
+    const int count = std::min(stored, static_cast<int>(kMaxCurvePoints));
+    if (count < stored) {
+      Warn(absl::StrCat("validation curve: only the first ", count, " of ", stored,
+                        " points were plotted"));
+    }
+    // The points by step (the server sends them so; equal steps keep their order).
+    std::vector<const v1::ValidationPoint*> points;
+    int negative_steps = 0;
+    for (int i = 0; i < count; ++i) {
+      const v1::ValidationPoint& point = model_.validation_curve(i);
+      if (point.step() < 0) {
+        ++negative_steps;
+        continue;
+      }
+      points.push_back(&point);
+    }
+    if (negative_steps > 0) {
+      Warn(absl::StrCat("validation curve: ", negative_steps,
+                        " points with a negative step; skipped"));
+    }
+    std::stable_sort(points.begin(), points.end(),
+                     [](const v1::ValidationPoint* a, const v1::ValidationPoint* b) {
+                       return a->step() < b->step();
+                     });
+    std::vector<std::string> names(std::begin(kCurveMetrics), std::end(kCurveMetrics));
+    const auto has_metric = [&](const std::string& name) {
+      return std::any_of(points.begin(), points.end(), [&](const v1::ValidationPoint* p) {
+        return p->metrics().count(name) > 0;
+      });
+    };
+    if (!has_metric("eprof_longitudinal") && !has_metric("eprof_transverse")) {
+      names.insert(names.begin() + 1, kCurveFallbackEprof);
+    }
+    CurvePlot plot;
+    plot.title = absl::StrCat(ref_, "  validation curve");
+    plot.x_label = "training step";
+    plot.y_label = "relative error (lower is better)";
+    plot.log_y = true;
+    for (const std::string& name : names) {
+      CurveSeries series;
+      series.label = name;
+      int unusable = 0;
+      const auto take = [&](const v1::ValidationPoint& p, const std::string& key,
+                            std::vector<double>* x, std::vector<double>* y) {
+        auto it = p.metrics().find(key);
+        if (it == p.metrics().end()) return;
+        if (!std::isfinite(it->second) || !(it->second > 0)) {
+          ++unusable;
+          return;
+        }
+        x->push_back(static_cast<double>(p.step()));
+        y->push_back(it->second);
+      };
+      for (const v1::ValidationPoint* p : points) {
+        take(*p, name, &series.x, &series.y);
+        take(*p, absl::StrCat(name, "_null"), &series.floor_x, &series.floor_y);
+      }
+      if (unusable > 0) {
+        Warn(absl::StrCat("validation curve: ", unusable, " values of ", name,
+                          " (or its floor) NaN, infinite, zero or negative; skipped"));
+      }
+      if (series.y.empty()) continue;
+      if (plot.series.size() == kMaxCurveSeries) break;
+      plot.series.push_back(std::move(series));
+    }
+    if (plot.series.empty()) return absl::OkStatus();
+    int first_epoch = points.front()->epoch(), last_epoch = points.back()->epoch();
+    plot.subtitle =
+        absl::StrCat(points.size(), " validated checkpoints, steps ", points.front()->step(), "-",
+                     points.back()->step(), ", epochs ", first_epoch, "-", last_epoch);
+    absl::StatusOr<std::string> bytes = RenderCurvePlot(plot, options_.render);
+    if (!bytes.ok()) {
+      Warn(absl::StrCat("validation curve: ", bytes.status().message(), "; skipped"));
+      return absl::OkStatus();
+    }
+    const std::string file = absl::StrCat(kCurveFile, ".", FileExtension(options_.render.format));
+    if (absl::Status s = sink_(file, *bytes); !s.ok()) return s;
+    report_->files.push_back({file, "validation metrics against training step", ""});
+    has_curve_ = true;
+    return absl::OkStatus();
+  }
+
   // Sampling fraction against energy: the point series when stored, else the per-bin curve against
   // the bins' centre energies (or their index when the bins are not plain energy ranges).
   absl::Status SamplingFractionCurve() {
@@ -338,8 +439,12 @@ class Builder {
         absl::StrCat("# Validation plots of ", MarkdownText(ref_), "\n\n",
                      "Generated showers (GAN) over the held-out Monte Carlo (MC), drawn "
                      "from the validation histograms stored with the model version. "
-                     "Each figure has a ratio panel GAN/MC with a band of +-5%.\n\n",
-                     "| file | plot | energy bin |\n|---|---|---|\n");
+                     "Each figure has a ratio panel GAN/MC with a band of +-5%.",
+                     has_curve_ ? " The validation curve shows the metrics of every validated "
+                                  "checkpoint against the training step, each with its "
+                                  "statistical floor (dashed)."
+                                : "",
+                     "\n\n", "| file | plot | energy bin |\n|---|---|---|\n");
     for (const PlotFile& f : report_->files) {
       absl::StrAppend(&md, "| [", f.file_name, "](", f.file_name, ") | ", f.kind, " | ",
                       f.energy_bin.empty() ? "-" : MarkdownText(f.energy_bin), " |\n");
@@ -362,6 +467,7 @@ class Builder {
   std::vector<std::string> bins_;
   std::map<std::pair<int, int>, Candidate> per_bin_;
   std::optional<Candidate> curve_, per_bin_curve_;
+  bool has_curve_ = false;
   size_t unlisted_warnings_ = 0;
 };
 

@@ -1,6 +1,7 @@
 // ModelPlots: the figures a physicist expects of one registered model version, made from its
 // stored validation histograms (profiles, sampling fraction against energy, energy-sum and
-// hit-count distributions, generated over Monte Carlo), with safe file names and an index.
+// hit-count distributions, generated over Monte Carlo) and its validation curve, with safe file
+// names and an index.
 #ifndef GANTRY_CLIENTS_PLOTS_MODEL_PLOTS_H_
 #define GANTRY_CLIENTS_PLOTS_MODEL_PLOTS_H_
 
@@ -40,7 +41,10 @@ struct ModelPlotsReport {
 using PlotSink =
     std::function<absl::Status(const std::string& file_name, const std::string& bytes)>;
 
-// Renders every known histogram of `model` and hands each file to `sink`. Unknown histogram names
+// Renders the validation curve (validation_curve.png/.svg: the metrics of model.validation_curve
+// against the training step, when at least one point has one of them; at most kMaxCurvePoints
+// points are read, unusable values are skipped with a warning) and every known histogram of
+// `model`, and hands each file to `sink`. Unknown histogram names
 // are ignored; a histogram that cannot be drawn (lengths that disagree, NaN, infinite or negative
 // values, too many bins) or repeats one already drawn is skipped with a warning. No name from the
 // server becomes part of a file name. FAILED_PRECONDITION when nothing could be drawn; else the

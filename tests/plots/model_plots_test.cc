@@ -6,6 +6,8 @@
 #include <cmath>
 #include <map>
 
+#include "clients/plots/curve_plot.h"
+
 namespace gantry::plots {
 namespace {
 
@@ -256,6 +258,114 @@ TEST(ModelPlotsTest, WithoutEdgesOrXTheBinsAreIndices) {
   EXPECT_THAT(w.report.warnings, IsEmpty());
   EXPECT_THAT(Names(w), ElementsAre("longitudinal_profile_all.png", "index.md"));
   EXPECT_THAT(w.files.at("index.md"), HasSubstr("| longitudinal profile | - |"));
+}
+
+// A curve as a job stores it: `points` checkpoints with every metric of the figure and floors.
+void AddCurve(v1::ModelVersion* model, int points) {
+  for (int e = 1; e <= points; ++e) {
+    v1::ValidationPoint* p = model->add_validation_curve();
+    p->set_epoch(e);
+    p->set_step(50 * e);
+    auto& m = *p->mutable_metrics();
+    for (const char* name :
+         {"mre_sampling_fraction", "eprof_longitudinal", "eprof_transverse", "pos", "fom",
+          "shower_max_relative_error", "centroid_depth_relative_error"}) {
+      m[name] = 0.3 / e + 0.01;
+      m[std::string(name) + "_null"] = 0.005;
+    }
+    m["separation_power"] = 0.2;  // not drawn
+  }
+}
+
+TEST(ModelPlotsTest, TheValidationCurveComesFirstAndIsListed) {
+  v1::ModelVersion model = Model(true, true);
+  AddCurve(&model, 6);
+  const Written w = Plot(model);
+  ASSERT_TRUE(w.status.ok()) << w.status;
+  EXPECT_THAT(w.report.warnings, IsEmpty());
+  ASSERT_GE(w.report.files.size(), 2u);
+  EXPECT_EQ(w.report.files[0].file_name, "validation_curve.png");
+  EXPECT_EQ(w.report.files[0].kind, "validation metrics against training step");
+  EXPECT_EQ(w.files.at("validation_curve.png").substr(1, 3), "PNG");
+  EXPECT_THAT(w.files.at("index.md"),
+              HasSubstr("| [validation_curve.png](validation_curve.png) | validation metrics "
+                        "against training step | - |"));
+  EXPECT_EQ(Plot(model).files, w.files);  // deterministic
+
+  // Only the curve (no histograms): still a figure and an index; SVG too.
+  v1::ModelVersion curve_only;
+  curve_only.set_name("ele");
+  curve_only.set_version(4);
+  AddCurve(&curve_only, 1);
+  ModelPlotsOptions svg;
+  svg.render.format = ImageFormat::kSvg;
+  const Written only = Plot(curve_only, svg);
+  ASSERT_TRUE(only.status.ok()) << only.status;
+  EXPECT_THAT(Names(only), ElementsAre("validation_curve.svg", "index.md"));
+  EXPECT_THAT(only.files.at("validation_curve.svg"), HasSubstr("<svg"));
+}
+
+TEST(ModelPlotsTest, HostileCurveValuesAreSkippedPerSeriesWithAWarning) {
+  v1::ModelVersion model;
+  model.set_name("ele");
+  model.set_version(5);
+  AddCurve(&model, 5);
+  const std::string clean = Plot(model).files.at("validation_curve.png");
+  // NaN, infinite, zero and negative values, a negative step, a hostile metric name, points out
+  // of order: the figure is drawn from what is usable.
+  auto& m0 = *model.mutable_validation_curve(0)->mutable_metrics();
+  m0["fom"] = std::nan("");
+  m0["pos"] = INFINITY;
+  m0["eprof_transverse"] = 0;
+  m0["mre_sampling_fraction_null"] = -1;
+  m0["../../\x1b[31m"] = 1;
+  model.mutable_validation_curve(1)->set_step(-7);
+  model.mutable_validation_curve(2)->set_step(1000000);
+  const Written w = Plot(model);
+  ASSERT_TRUE(w.status.ok()) << w.status;
+  EXPECT_THAT(Names(w), ElementsAre("validation_curve.png", "index.md"));
+  EXPECT_NE(w.files.at("validation_curve.png"), clean);
+  EXPECT_THAT(w.report.warnings,
+              ElementsAre("validation curve: 1 points with a negative step; skipped",
+                          "validation curve: 1 values of mre_sampling_fraction (or its floor) "
+                          "NaN, infinite, zero or negative; skipped",
+                          "validation curve: 1 values of eprof_transverse (or its floor) NaN, "
+                          "infinite, zero or negative; skipped",
+                          "validation curve: 1 values of pos (or its floor) NaN, infinite, zero "
+                          "or negative; skipped",
+                          "validation curve: 1 values of fom (or its floor) NaN, infinite, zero "
+                          "or negative; skipped"));
+
+  // A curve whose every value is unusable, or with none of the metrics: no figure, and with
+  // nothing else stored, nothing to plot.
+  v1::ModelVersion unusable;
+  unusable.set_name("ele");
+  unusable.set_version(6);
+  (*unusable.add_validation_curve()->mutable_metrics())["fom"] = std::nan("");
+  (*unusable.add_validation_curve()->mutable_metrics())["other"] = 0.5;
+  const Written none = Plot(unusable);
+  EXPECT_EQ(none.status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(none.files, IsEmpty());
+}
+
+TEST(ModelPlotsTest, AHugeCurveIsCutToTheFirstThousandPoints) {
+  v1::ModelVersion model;
+  model.set_name("ele");
+  model.set_version(7);
+  AddCurve(&model, static_cast<int>(kMaxCurvePoints) + 500);
+  const Written w = Plot(model);
+  ASSERT_TRUE(w.status.ok()) << w.status;
+  EXPECT_THAT(Names(w), ElementsAre("validation_curve.png", "index.md"));
+  EXPECT_THAT(w.report.warnings,
+              ElementsAre("validation curve: only the first 1000 of 1500 points were plotted"));
+  // Older versions with only "eprof": drawn in place of the two profile metrics.
+  v1::ModelVersion older;
+  older.set_name("ele");
+  older.set_version(8);
+  (*older.add_validation_curve()->mutable_metrics())["eprof"] = 0.2;
+  const Written old = Plot(older);
+  ASSERT_TRUE(old.status.ok()) << old.status;
+  EXPECT_THAT(Names(old), ElementsAre("validation_curve.png", "index.md"));
 }
 
 TEST(ModelPlotsTest, NothingToPlotIsFailedPrecondition) {
