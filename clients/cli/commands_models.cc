@@ -321,15 +321,17 @@ void AddModelCommands(std::vector<Command>* commands) {
                        Get});
   commands->push_back(
       {{"models", "plots"},
-       "Draw a version's validation plots (GAN over Monte Carlo) into PNG or SVG files",
-       "Draws the validation histograms stored with the model version: longitudinal and transverse "
+       "Draw a version's validation curve and plots (GAN over Monte Carlo) into PNG or SVG files",
+       "Draws the validation curve of the model version (validation_curve: its physics metrics at "
+       "every validated checkpoint against the training step, each with its statistical floor "
+       "dashed) and the validation histograms stored with it: longitudinal and transverse "
        "profiles, energy-sum, hit-count, sampling-fraction and cell-energy distributions per "
        "energy "
        "bin, and the sampling fraction against energy, each with a GAN/MC ratio panel; writes them "
        "and an index.md into DIR (created when missing). A non-empty DIR is refused unless "
        "--force; "
        "--force replaces files of the same names and leaves other files alone. Histograms that "
-       "cannot be drawn are skipped with a warning.",
+       "or curve values that cannot be drawn are skipped with a warning.",
        {{"MODEL", "name:version or name@alias"}},
        {{"out", "DIR", "folder to write into (required)"},
         {"format", "png|svg", "image format (default png)"},

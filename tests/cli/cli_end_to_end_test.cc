@@ -25,6 +25,7 @@
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
 #include "storage/database.h"
+#include "storage/job_repository.h"
 #include "storage/model_repository.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
@@ -565,12 +566,35 @@ TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
   // Hostile and broken entries: a path as a name (not a known kind: ignored) and a NaN profile.
   AddHistogram(&model, "../../escape", "10-100 GeV", 3);
   AddHistogram(&model, "profile_z", "../../200-300 GeV", 4)->set_reference(1, std::nan(""));
+  // The job that trained it validated three checkpoints (the server sends that curve with the
+  // version); the curve is not stored with the version itself.
+  storage::JobRepository jobs(**database);
+  v1::JobSpec spec;
+  spec.set_model_preset("tiny");
+  spec.set_dataset("toymc:events=100");
+  spec.set_world_size(1);
+  spec.mutable_hyper_parameters()->set_epochs(3);
+  auto job = jobs.Create("alice", spec, "");
+  ASSERT_TRUE(job.ok()) << job.status();
+  for (int epoch = 1; epoch <= 3; ++epoch) {
+    v1::ValidationPoint point;
+    point.set_epoch(epoch);
+    point.set_step(40 * epoch);
+    auto& metrics = *point.mutable_metrics();
+    metrics["mre_sampling_fraction"] = 0.3 / epoch;
+    metrics["mre_sampling_fraction_null"] = 0.01;
+    metrics["eprof_longitudinal"] = 0.2 / epoch;
+    metrics["eprof_longitudinal_null"] = 0.02;
+    metrics["fom"] = 0.5 / epoch;
+    ASSERT_TRUE(jobs.RecordValidationPoint(job->id(), 0, point).ok());
+  }
+  model.mutable_lineage()->set_job_id(job->id());
   ASSERT_TRUE(models.Register(model).ok());
 
   const std::string out = dir_.File("plots");
   CommandResult plots = Alice({"models", "plots", "ele:1", "--out", out});
   ASSERT_EQ(plots.exit_code, 0) << plots.err;
-  EXPECT_THAT(plots.out, HasSubstr("ele:1: 11 plots in " + out));
+  EXPECT_THAT(plots.out, HasSubstr("ele:1: 12 plots in " + out));
   EXPECT_THAT(plots.err, HasSubstr("gantry: warning: histogram #"));
   EXPECT_THAT(plots.err, HasSubstr("\"profile_z\" [../../200-300 GeV]: a value is NaN"));
   std::vector<std::string> names;
@@ -583,14 +607,21 @@ TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
                          "hit_count_bin02.png", "index.md", "longitudinal_profile_bin01.png",
                          "longitudinal_profile_bin02.png", "sampling_fraction_vs_energy.png",
                          "transverse_profile_x_bin01.png", "transverse_profile_x_bin02.png",
-                         "transverse_profile_y_bin01.png", "transverse_profile_y_bin02.png"));
+                         "transverse_profile_y_bin01.png", "transverse_profile_y_bin02.png",
+                         "validation_curve.png"));
   EXPECT_FALSE(std::filesystem::exists(dir_.File("escape.png")));
+  const std::string curve_png = ReadBytes(out + "/validation_curve.png");
+  EXPECT_EQ(curve_png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  EXPECT_GT(curve_png.size(), 5000u);
   const std::string png = ReadBytes(out + "/longitudinal_profile_bin02.png");
   EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_GT(png.size(), 5000u);
   const std::string index = ReadBytes(out + "/index.md");
   EXPECT_THAT(index, HasSubstr("| [longitudinal_profile_bin02.png](longitudinal_profile_bin02.png) "
                                "| longitudinal profile | 100-200 GeV |"));
+  EXPECT_THAT(index,
+              HasSubstr("| [validation_curve.png](validation_curve.png) | validation metrics "
+                        "against training step | - |"));
   EXPECT_THAT(index, HasSubstr("Not plotted:"));
 
   // A non-empty folder is refused (nothing changed) unless --force; --force replaces the plots.
@@ -604,6 +635,7 @@ TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
   CommandResult forced = Alice({"models", "plots", "ele:1", "--out", out, "--force"});
   ASSERT_EQ(forced.exit_code, 0) << forced.err;
   EXPECT_EQ(ReadBytes(out + "/longitudinal_profile_bin02.png"), png);  // deterministic
+  EXPECT_EQ(ReadBytes(out + "/validation_curve.png"), curve_png);
   EXPECT_TRUE(std::filesystem::exists(out + "/hit_count_bin01.png"));
   EXPECT_EQ(ReadBytes(out + "/notes.txt"), "mine\n");
 
@@ -611,12 +643,13 @@ TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
       Alice({"models", "plots", "ele:1", "--out", dir_.File("svg/nested"), "--format", "svg"});
   ASSERT_EQ(svg.exit_code, 0) << svg.err;
   EXPECT_THAT(ReadBytes(dir_.File("svg/nested/energy_sum_bin01.svg")), HasSubstr("<svg"));
+  EXPECT_THAT(ReadBytes(dir_.File("svg/nested/validation_curve.svg")), HasSubstr("<svg"));
 
   CommandResult json = Alice({"--json", "models", "plots", "ele:1", "--out", dir_.File("json")});
   ASSERT_EQ(json.exit_code, 0) << json.err;
   auto report = ParseJson<google::protobuf::Struct>(json.out);
   EXPECT_EQ(report.fields().at("model").string_value(), "ele:1");
-  EXPECT_EQ(report.fields().at("files").list_value().values_size(), 12);
+  EXPECT_EQ(report.fields().at("files").list_value().values_size(), 13);
   EXPECT_EQ(report.fields().at("warnings").list_value().values_size(), 1);
 
   CommandResult format = Alice({"models", "plots", "ele:1", "--out", out, "--format", "gif"});
