@@ -102,8 +102,16 @@ AxisTicks XAxis(const CurvePlot& p) {
       }
     }
   }
-  const double span = std::max(hi - lo, std::max(std::fabs(hi) * 0.1, 1.0));
-  return LinearTicks(lo - 0.05 * span, hi + 0.05 * span, 8, false);
+  // A single step (or steps close together) gets a range of at least 10 steps (or 10% of the
+  // step) around it, so that the ticks are whole steps.
+  const double min_span = std::max(std::fabs(hi) * 0.1, 10.0);
+  if (hi - lo < min_span) {
+    const double centre = 0.5 * (lo + hi);
+    lo = centre - 0.5 * min_span;
+    hi = centre + 0.5 * min_span;
+  }
+  const double pad = 0.05 * (hi - lo);
+  return LinearTicks(lo - pad, hi + pad, 8, false);
 }
 
 // A polyline through the points (a short horizontal mark for a single point).
