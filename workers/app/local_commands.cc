@@ -1,7 +1,6 @@
 #include "workers/app/local_commands.h"
 
 #include <ATen/Parallel.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
