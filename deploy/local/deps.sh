@@ -12,3 +12,21 @@ if ((${#missing[@]})); then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# npm (for ONNX Runtime below): Debian's npm package, unless the installed nodejs brings its own.
+if ! command -v npm >/dev/null; then
+  echo "deps: installing npm"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm >/dev/null
+fi
+# ONNX Runtime (CPU) for the export tests: onnxruntime-node from the npm registry, pinned by the
+# committed lockfile in tests/export/ort. Its CPU binaries are in the package; the install script
+# would download CUDA binaries from outside unless told to skip them. Reinstalled only when the
+# lockfile changed (the stamp holds its SHA-256).
+ort="$GANTRY_ROOT/tests/export/ort"
+lock_sum="$(sha256sum "$ort/package-lock.json" | cut -d' ' -f1)"
+if [[ "$(cat "$ort/node_modules/.gantry-lock-sha256" 2>/dev/null)" != "$lock_sum" ]]; then
+  echo "deps: installing onnxruntime-node (npm ci in tests/export/ort)"
+  (cd "$ort" && ONNXRUNTIME_NODE_INSTALL_CUDA=skip ONNXRUNTIME_NODE_INSTALL=skip \
+     npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sum" >"$ort/node_modules/.gantry-lock-sha256"
+fi

@@ -19,6 +19,7 @@ GANTRY_APT_PACKAGES=(
   libbenchmark-dev libssl-dev openssl libcairo2-dev fonts-dejavu-core
   libtorch-dev libgloo-dev libhdf5-dev libopenblas0-pthread
   python3 python3-torch python3-h5py python3-grpcio python3-numpy
+  libonnx-dev python3-onnx nodejs
   clang-14 libclang-rt-14-dev llvm-14
 )
 # Parallelism of the build (2 cores here).

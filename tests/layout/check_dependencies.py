@@ -22,6 +22,7 @@ EXTERNAL = {
     "libpqxx": re.compile(r"^pqxx/"),
     "grpc": re.compile(r"^(grpcpp|grpc)/(?!health/v1/)"),
     "cairo": re.compile(r"^cairo(-[a-z]+)?\.h$|^cairo/"),
+    "onnx": re.compile(r"^onnx/"),
 }
 
 # folder -> (repository folders it may include, restricted libraries it may use). A folder may
@@ -32,7 +33,7 @@ RULES = {
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
     "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
-    "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch"}),
+    "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
     "workers/physics": ({"proto", "base", "showers"}, set()),
     "clients": ({"proto", "base", "showers"}, {"grpc"}),

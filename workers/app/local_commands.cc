@@ -1,8 +1,13 @@
 #include "workers/app/local_commands.h"
 
 #include <ATen/Parallel.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
+#include <fstream>
 #include <random>
 #include <utility>
 
@@ -12,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
+#include "workers/export/model_export.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
 #include "workers/gan/condition_fit.h"
@@ -144,6 +150,42 @@ absl::Status RunLocalGenerate(const LocalGenerateOptions& o, std::ostream& log) 
   log << absl::StrFormat("generated %d showers with %s in %.2f s (%.2f ms/shower) -> %s\n",
                          showers->events(), (*generator)->config().preset, seconds,
                          1000.0 * seconds / showers->events(), o.out);
+  return absl::OkStatus();
+}
+
+absl::Status RunExport(const ExportOptions& o, std::ostream& log) {
+  absl::StatusOr<exporter::ExportFormat> format = exporter::ParseExportFormat(o.format);
+  if (!format.ok()) return format.status();
+  struct stat st;
+  if (!o.force && stat(o.out.c_str(), &st) == 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(o.out, " exists; give another --out or --force to replace it"));
+  }
+  absl::StatusOr<std::string> bytes = exporter::ExportCheckpoint(o.checkpoint, *format);
+  if (!bytes.ok()) return bytes.status();
+  const std::string tmp = o.out + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
+    out.close();
+    if (!out) {
+      unlink(tmp.c_str());
+      return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
+    }
+  }
+  // Without --force the final name is taken with link(), which fails if it appeared meanwhile.
+  const int moved = o.force ? rename(tmp.c_str(), o.out.c_str()) : link(tmp.c_str(), o.out.c_str());
+  const int error = errno;
+  if (!o.force || moved != 0) unlink(tmp.c_str());
+  if (moved != 0) {
+    if (error == EEXIST) {
+      return absl::AlreadyExistsError(
+          absl::StrCat(o.out, " exists; give another --out or --force to replace it"));
+    }
+    return absl::UnavailableError(absl::StrCat("cannot create ", o.out, ": ", strerror(error)));
+  }
+  log << "exported " << o.checkpoint << " as " << o.format << " to " << o.out << " ("
+      << bytes->size() << " bytes)\n";
   return absl::OkStatus();
 }
 

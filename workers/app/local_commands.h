@@ -1,5 +1,5 @@
 // LocalCommands: the gantry-worker subcommands that run without the service (local-train,
-// local-generate, toymc, checkpoint-diff): the developer's and the benchmarks' entry point.
+// local-generate, export, toymc, checkpoint-diff): the developer's and the benchmarks' entry point.
 #ifndef GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
 #define GANTRY_WORKERS_APP_LOCAL_COMMANDS_H_
 
@@ -40,6 +40,13 @@ struct LocalGenerateOptions {
   int threads = 2;
 };
 
+struct ExportOptions {
+  std::string checkpoint;
+  std::string format;  // "onnx" or "pytorch"
+  std::string out;     // written as out.tmp, then renamed
+  bool force = false;  // replace an existing out
+};
+
 struct ToyMcOptions {
   std::string spec = "toymc:";  // ParseToyMcSpec syntax
   std::string out;
@@ -49,6 +56,9 @@ struct ToyMcOptions {
 absl::Status RunLocalTrain(const LocalTrainOptions& options, std::ostream& log);
 absl::Status RunLocalGenerate(const LocalGenerateOptions& options, std::ostream& log);
 absl::Status RunToyMc(const ToyMcOptions& options, std::ostream& log);
+// `export`: the checkpoint's generator as ONNX or a PyTorch state dict (workers/export) into
+// options.out (FILE.tmp, then renamed). ALREADY_EXISTS when out exists and force is off.
+absl::Status RunExport(const ExportOptions& options, std::ostream& log);
 
 // `checkpoint-diff A B`: loads both checkpoints (with their optimisers) and prints one line per
 // tensor of both networks ("<name> max_abs_diff <d>", then "<n> of <m> tensors differ"), and the

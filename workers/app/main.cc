@@ -34,6 +34,8 @@ constexpr char kUsage[] =
     "  local-generate  --checkpoint=ckpt --out=file.h5 (--energies=50,100 |\n"
     "                  --energy-range=10:500 --count=N) [--theta-range=60:120 (degrees)\n"
     "                   --seed=1 --batch=128 --threads=2]\n"
+    "  export          --checkpoint=ckpt --format=onnx|pytorch --out=FILE [--force]\n"
+    "                  the generator as ONNX (opset 13) or a PyTorch state dict (docs/API.md)\n"
     "  toymc           --spec=toymc:layout=25,events=1000,seed=1 --out=file.h5\n"
     "  rank            --assignment=file --control-fd=N --server=host:port --cache-dir=dir\n"
     "                  --work-dir=dir [--bind-host=addr] (--credential-file=F; started by the\n"
@@ -96,6 +98,10 @@ absl::Status RunLocal(const std::string& command) {
     ASSIGN_OR_RETURN(gantry::app::LocalGenerateOptions options,
                      gantry::app::LocalGenerateOptionsFromFlags());
     return gantry::app::RunLocalGenerate(options, std::cout);
+  }
+  if (command == "export") {
+    ASSIGN_OR_RETURN(gantry::app::ExportOptions options, gantry::app::ExportOptionsFromFlags());
+    return gantry::app::RunExport(options, std::cout);
   }
   if (command == "toymc")
     return gantry::app::RunToyMc(gantry::app::ToyMcOptionsFromFlags(), std::cout);

@@ -102,11 +102,15 @@ ABSL_FLAG(std::string, model_set, "",
           "checkpoint's config, e.g. latent=64;loss_weights=2,0.1,1)");
 
 // local-generate
-ABSL_FLAG(std::string, checkpoint, "", "local-generate: checkpoint");
+ABSL_FLAG(std::string, checkpoint, "", "local-generate, export: checkpoint");
 ABSL_FLAG(std::string, energies, "", "local-generate: energies e1,e2,... in GeV");
 ABSL_FLAG(std::string, energy_range, "", "local-generate: min:max GeV, with --count");
 ABSL_FLAG(int64_t, count, 0, "local-generate: showers drawn from --energy-range");
 ABSL_FLAG(std::string, theta_range, "", "local-generate: min:max degrees (variable-angle models)");
+
+// export
+ABSL_FLAG(std::string, format, "", "export: onnx | pytorch");
+ABSL_FLAG(bool, force, false, "export: replace --out if it exists");
 
 // toymc
 ABSL_FLAG(std::string, spec, "toymc:", "toymc: toymc:layout=25,events=1000,seed=1");
@@ -158,6 +162,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
       {"local-generate",
        {"checkpoint", "out", "energies", "energy_range", "count", "theta_range", "seed", "batch",
         "threads"}},
+      {"export", {"checkpoint", "format", "out", "force"}},
       {"toymc", {"spec", "out"}},
       {"checkpoint-diff", {}},
       {"verify-checkpoint", {"fd"}},
@@ -279,6 +284,20 @@ absl::StatusOr<LocalTrainOptions> LocalTrainOptionsFromFlags() {
   o.lr_decay_to = absl::GetFlag(FLAGS_lr_decay_to);
   o.seed = absl::GetFlag(FLAGS_seed);
   o.threads = absl::GetFlag(FLAGS_threads).value_or(o.threads);
+  return o;
+}
+
+absl::StatusOr<ExportOptions> ExportOptionsFromFlags() {
+  ExportOptions o;
+  o.checkpoint = absl::GetFlag(FLAGS_checkpoint);
+  o.format = absl::GetFlag(FLAGS_format);
+  o.out = absl::GetFlag(FLAGS_out);
+  o.force = absl::GetFlag(FLAGS_force);
+  if (o.checkpoint.empty()) return absl::InvalidArgumentError("export needs --checkpoint=FILE");
+  if (o.format != "onnx" && o.format != "pytorch") {
+    return absl::InvalidArgumentError("export needs --format=onnx or --format=pytorch");
+  }
+  if (o.out.empty()) return absl::InvalidArgumentError("export needs --out=FILE");
   return o;
 }
 

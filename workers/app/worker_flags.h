@@ -33,6 +33,7 @@ absl::StatusOr<RankCommandOptions> RankOptionsFromFlags();
 
 absl::StatusOr<LocalTrainOptions> LocalTrainOptionsFromFlags();
 absl::StatusOr<LocalGenerateOptions> LocalGenerateOptionsFromFlags();
+absl::StatusOr<ExportOptions> ExportOptionsFromFlags();
 ToyMcOptions ToyMcOptionsFromFlags();
 // verify-checkpoint's --fd.
 int VerifyCheckpointFdFromFlags();

@@ -8,6 +8,7 @@
 #include <torch/nn/modules/linear.h>
 #include <torch/nn/pimpl.h>
 
+#include <array>
 #include <vector>
 
 #include "workers/gan/conv_stage.h"
@@ -32,6 +33,8 @@ class GeneratorImpl : public torch::nn::Module {
                           const torch::Tensor& noise) const;
   // Width of the noise MakeInput expects.
   int64_t noise_dim() const;
+  // Channels, x, y, z of the Linear output reshaped for the first conv stage.
+  const std::array<int64_t, 4>& dense_shape() const { return dense_shape_; }
 
   const ModelConfig& config() const { return config_; }
 

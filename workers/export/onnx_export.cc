@@ -1,0 +1,236 @@
+#include "workers/export/onnx_export.h"
+
+#include <ATen/ATen.h>
+#include <onnx/onnx_pb.h>
+
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/build_info.h"
+
+namespace gantry::exporter {
+namespace {
+
+void SetFloatTensor(onnx::TensorProto* t, const std::string& name, const at::Tensor& value) {
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t d : value.sizes()) t->add_dims(d);
+  const at::Tensor v = value.to(at::kFloat).contiguous();
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data_ptr<float>()),
+                              sizeof(float) * static_cast<size_t>(v.numel())));
+}
+
+void SetInt64Tensor(onnx::TensorProto* t, const std::string& name,
+                    const std::vector<int64_t>& values) {
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (int64_t v : values) t->add_int64_data(v);
+}
+
+void SetScalarFloat(onnx::TensorProto* t, const std::string& name, float value) {
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_float_data(value);
+}
+
+void SetFloatVector(onnx::TensorProto* t, const std::string& name,
+                    const std::vector<float>& values) {
+  t->set_name(name);
+  t->set_data_type(onnx::TensorProto::FLOAT);
+  t->add_dims(static_cast<int64_t>(values.size()));
+  for (float v : values) t->add_float_data(v);
+}
+
+void SetValueInfo(onnx::ValueInfoProto* info, const std::string& name,
+                  const std::vector<std::string>& symbolic, const std::vector<int64_t>& dims,
+                  const std::string& doc) {
+  info->set_name(name);
+  info->set_doc_string(doc);
+  auto* tensor = info->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = tensor->mutable_shape();
+  for (size_t i = 0; i < dims.size(); ++i) {
+    auto* dim = shape->add_dim();
+    if (i < symbolic.size() && !symbolic[i].empty()) {
+      dim->set_dim_param(symbolic[i]);
+    } else {
+      dim->set_dim_value(dims[i]);
+    }
+  }
+}
+
+onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& op, const std::string& name,
+                         const std::vector<std::string>& inputs, const std::string& output) {
+  onnx::NodeProto* n = g->add_node();
+  n->set_op_type(op);
+  n->set_name(name);
+  for (const std::string& i : inputs) n->add_input(i);
+  n->add_output(output);
+  return n;
+}
+
+void AddIntsAttribute(onnx::NodeProto* n, const std::string& name,
+                      const std::vector<int64_t>& values) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (int64_t v : values) a->add_ints(v);
+}
+
+void AddIntAttribute(onnx::NodeProto* n, const std::string& name, int64_t value) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(value);
+}
+
+void AddFloatAttribute(onnx::NodeProto* n, const std::string& name, float value) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(value);
+}
+
+void AddStringAttribute(onnx::NodeProto* n, const std::string& name, const std::string& value) {
+  onnx::AttributeProto* a = n->add_attribute();
+  a->set_name(name);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(value);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
+  const gan::ModelConfig& c = d.config;
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.set_producer_name("gantry");
+  model.set_producer_version(GantryVersion());
+  model.set_domain("ch.cern.gantry");
+  model.set_model_version(1);
+  model.set_doc_string(absl::StrCat(
+      "gantry 3DGAN generator (preset ", c.preset, "): latent noise and primary energy in GeV",
+      c.variable_angle() ? " and angle in rad" : "", " -> shower cell energies in GeV, shape [N, ",
+      c.grid[0], ", ", c.grid[1], ", ", c.grid[2], "] (z is depth)."));
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOnnxOpset);
+  auto* meta = model.add_metadata_props();
+  meta->set_key("gantry.description");
+  meta->set_value(DescriptionJson(d));
+  meta = model.add_metadata_props();
+  meta->set_key("gantry.config");
+  meta->set_value(gan::SerializeModelConfig(c));
+
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name(absl::StrCat("gantry_generator_", c.preset));
+  SetValueInfo(g->add_input(), kLatentInput, {"N"}, {0, d.noise_dim},
+               "latent noise, standard normal, one row per shower");
+  SetValueInfo(g->add_input(), kEnergyInput, {"N"}, {0, 1}, "primary energy in GeV");
+  if (c.variable_angle()) {
+    SetValueInfo(g->add_input(), kThetaInput, {"N"}, {0, 1},
+                 "incidence angle theta in radians (pi/2: perpendicular)");
+  }
+  SetValueInfo(g->add_output(), kShowerOutput, {"N"}, {0, c.grid[0], c.grid[1], c.grid[2]},
+               "cell energies in GeV, [N, x, y, z], z is depth");
+
+  // Conditioning: E / energy_scale, then noise * E' (fixed angle) or [E', theta, noise].
+  SetScalarFloat(g->add_initializer(), "energy_scale", static_cast<float>(c.energy_scale));
+  AddNode(g, "Div", "energy_to_network_units", {kEnergyInput, "energy_scale"}, "energy_scaled");
+  if (c.variable_angle()) {
+    AddIntAttribute(AddNode(g, "Concat", "condition", {"energy_scaled", kThetaInput, kLatentInput},
+                            "conditioned"),
+                    "axis", 1);
+  } else {
+    AddNode(g, "Mul", "condition", {kLatentInput, "energy_scaled"}, "conditioned");
+  }
+  SetFloatTensor(g->add_initializer(), "dense.weight", d.Find("dense.weight"));
+  SetFloatTensor(g->add_initializer(), "dense.bias", d.Find("dense.bias"));
+  onnx::NodeProto* gemm =
+      AddNode(g, "Gemm", "dense", {"conditioned", "dense.weight", "dense.bias"}, "dense_out");
+  AddIntAttribute(gemm, "transB", 1);
+  SetInt64Tensor(g->add_initializer(), "dense_shape",
+                 {-1, d.dense_shape[0], d.dense_shape[1], d.dense_shape[2], d.dense_shape[3]});
+  std::string x = "stage_input";
+  AddNode(g, "Reshape", "dense_reshape", {"dense_out", "dense_shape"}, x);
+
+  for (size_t i = 0; i < d.stages.size(); ++i) {
+    const gan::ConvStageSpec& s = d.stages[i];
+    const std::string p = absl::StrCat("stage", i);
+    if (s.upsample[0] != 1 || s.upsample[1] != 1 || s.upsample[2] != 1) {
+      SetFloatVector(g->add_initializer(), p + ".upsample_scales",
+                     {1.0f, 1.0f, static_cast<float>(s.upsample[0]),
+                      static_cast<float>(s.upsample[1]), static_cast<float>(s.upsample[2])});
+      onnx::NodeProto* r =
+          AddNode(g, "Resize", p + ".upsample", {x, "", p + ".upsample_scales"}, p + ".upsampled");
+      AddStringAttribute(r, "mode", "nearest");
+      AddStringAttribute(r, "coordinate_transformation_mode", "asymmetric");
+      AddStringAttribute(r, "nearest_mode", "floor");
+      x = p + ".upsampled";
+    }
+    const bool pad =
+        s.pad[0][0] || s.pad[0][1] || s.pad[1][0] || s.pad[1][1] || s.pad[2][0] || s.pad[2][1];
+    if (pad) {
+      SetInt64Tensor(g->add_initializer(), p + ".pads",
+                     {0, 0, s.pad[0][0], s.pad[1][0], s.pad[2][0], 0, 0, s.pad[0][1], s.pad[1][1],
+                      s.pad[2][1]});
+      onnx::NodeProto* n = AddNode(g, "Pad", p + ".pad", {x, p + ".pads"}, p + ".padded");
+      AddStringAttribute(n, "mode", "constant");
+      x = p + ".padded";
+    }
+    SetFloatTensor(g->add_initializer(), p + ".conv.weight", d.Find(p + ".conv.weight"));
+    std::vector<std::string> conv_inputs = {x, p + ".conv.weight"};
+    if (s.bias) {
+      SetFloatTensor(g->add_initializer(), p + ".conv.bias", d.Find(p + ".conv.bias"));
+      conv_inputs.push_back(p + ".conv.bias");
+    }
+    onnx::NodeProto* conv = AddNode(g, "Conv", p + ".conv", conv_inputs, p + ".conv_out");
+    AddIntsAttribute(conv, "kernel_shape", {s.kernel[0], s.kernel[1], s.kernel[2]});
+    AddIntsAttribute(conv, "strides", {1, 1, 1});
+    AddIntsAttribute(conv, "pads", {0, 0, 0, 0, 0, 0});
+    AddIntsAttribute(conv, "dilations", {1, 1, 1});
+    x = p + ".conv_out";
+    if (s.activation == gan::Activation::kRelu) {
+      AddNode(g, "Relu", p + ".activation", {x}, p + ".activated");
+    } else {
+      AddFloatAttribute(AddNode(g, "LeakyRelu", p + ".activation", {x}, p + ".activated"), "alpha",
+                        static_cast<float>(s.leaky_slope));
+    }
+    x = p + ".activated";
+    if (s.batch_norm) {
+      for (const char* bn : {"weight", "bias", "running_mean", "running_var"}) {
+        const std::string name = absl::StrCat(p, ".bn.", bn);
+        SetFloatTensor(g->add_initializer(), name, d.Find(name));
+      }
+      onnx::NodeProto* bn = AddNode(
+          g, "BatchNormalization", p + ".bn",
+          {x, p + ".bn.weight", p + ".bn.bias", p + ".bn.running_mean", p + ".bn.running_var"},
+          p + ".normalised");
+      AddFloatAttribute(bn, "epsilon", static_cast<float>(s.bn_eps));
+      x = p + ".normalised";
+    }
+  }
+
+  // (N, 1, x, y, z) in network units -> (N, x, y, z) in GeV.
+  SetInt64Tensor(g->add_initializer(), "shower_shape", {-1, c.grid[0], c.grid[1], c.grid[2]});
+  AddNode(g, "Reshape", "drop_channel", {x, "shower_shape"}, "network_cells");
+  x = "network_cells";
+  if (c.cell_power != 1.0) {
+    SetScalarFloat(g->add_initializer(), "inverse_cell_power",
+                   static_cast<float>(1.0 / c.cell_power));
+    AddNode(g, "Pow", "undo_cell_power", {x, "inverse_cell_power"}, "cells_linear");
+    x = "cells_linear";
+  }
+  SetScalarFloat(g->add_initializer(), "cell_scale", static_cast<float>(c.cell_scale));
+  AddNode(g, "Div", "cells_to_gev", {x, "cell_scale"}, kShowerOutput);
+
+  std::string bytes;
+  if (!model.SerializeToString(&bytes)) {
+    return absl::InternalError("could not serialize the ONNX model");
+  }
+  return bytes;
+}
+
+}  // namespace gantry::exporter
