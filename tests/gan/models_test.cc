@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
+#include <array>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "workers/gan/discriminator.h"
 #include "workers/gan/generator.h"
@@ -150,6 +153,55 @@ TEST(ModelsTest, ConvStageGradientsMatchAten) {
   EXPECT_TRUE(at::allclose(gx, x.grad(), 1e-4, 1e-5));
   EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-4, 1e-5));
   EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-4, 1e-5));
+}
+
+// The few-channel gradient kernels (1-channel input gradient by z taps, few-channel weight
+// gradients as a forward conv) compute exactly ATen's conv gradients: float64, to 1e-12, on the
+// discriminator's shapes (1 -> 4 "same", 8 -> 8 with symmetric padding 2 and 1, 8 -> 3).
+TEST(ModelsTest, FewChannelConvGradientsMatchAtenInFloat64) {
+  struct Case {
+    int64_t in, out;
+    std::array<int64_t, 3> kernel;
+    std::array<std::array<int64_t, 2>, 3> pad;
+    std::vector<int64_t> input;
+  };
+  const std::vector<Case> cases = {
+      {1, 4, {5, 5, 5}, ConvStageSpec::Same({5, 5, 5}), {3, 1, 9, 8, 7}},
+      {1, 3, {5, 4, 3}, {{{2, 2}, {1, 2}, {1, 1}}}, {2, 1, 7, 6, 9}},
+      {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 8, 7, 7, 7}},
+      {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(1, 1, 1), {2, 8, 7, 6, 8}},
+      {8, 3, {3, 4, 5}, ConvStageSpec::Symmetric(1, 1, 2), {2, 8, 6, 7, 8}},
+  };
+  for (const Case& c : cases) {
+    ConvStageSpec spec;
+    spec.in_channels = c.in;
+    spec.out_channels = c.out;
+    spec.kernel = c.kernel;
+    spec.pad = c.pad;
+    ConvStage stage(spec);
+    stage->to(at::kDouble);
+    auto named = stage->named_parameters();
+    const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
+    const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
+    const at::Tensor out = stage->forward(x);
+    const at::Tensor probe = at::randn(out.sizes(), at::kDouble);
+    (out * probe).sum().backward();
+    const at::Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+    x.grad().zero_();
+    w.grad().zero_();
+    b.grad().zero_();
+    const std::vector<int64_t> pad = {c.pad[2][0], c.pad[2][1], c.pad[1][0],
+                                      c.pad[1][1], c.pad[0][0], c.pad[0][1]};
+    const at::Tensor literal =
+        at::leaky_relu(at::conv3d(at::constant_pad_nd(x, pad, 0), w, b), spec.leaky_slope);
+    ASSERT_EQ(literal.sizes(), out.sizes());
+    (literal * probe).sum().backward();
+    const std::string what = "case " + std::to_string(c.in) + " -> " + std::to_string(c.out);
+    EXPECT_TRUE(at::allclose(out, literal, 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(gx, x.grad(), 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-12, 1e-12)) << what;
+  }
 }
 
 // Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->

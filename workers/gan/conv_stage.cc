@@ -4,15 +4,70 @@
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 namespace gantry::gan {
 
 namespace {
 
-// Stride-1 Conv3d whose input gradient is computed as a forward convolution with the flipped,
-// transposed kernel. oneDNN's backward-data kernel in LibTorch 1.13 is 4-8x slower than its forward
-// kernel for the few-channel 3D convolutions of the 3DGAN (e.g. 2->2 channels, 5^3 kernel on 25^3:
-// 0.26 s against 0.064 s at batch 4); the weight gradient keeps ATen's kernel, which is fine.
+// Input gradient of a stride-1 conv as a forward convolution with the flipped, transposed kernel
+// ("full" padding pad_full). When the conv's input has one channel, this forward conv has one
+// output channel, where oneDNN fills one lane of each vector (as slow as eight output channels);
+// then the z taps of the kernel become output channels of a conv with a k x k x 1 kernel and
+// are summed with their z shifts afterwards: same sums, ~3x less time (D's 1 -> 32 input conv).
+at::Tensor ConvInputGradient(const at::Tensor& grad, const at::Tensor& weight,
+                             const std::vector<int64_t>& pad_full) {
+  const at::Tensor flipped = weight.flip({2, 3, 4}).transpose(0, 1);  // (cin, cout, kx, ky, kz)
+  const int64_t kz = weight.size(4);
+  if (weight.size(1) != 1 || kz == 1) {
+    return at::conv3d(grad, flipped.contiguous(), {}, {1, 1, 1}, pad_full);
+  }
+  // (kz, cout, kx, ky, 1): output channel t holds the taps of flipped z index t.
+  const at::Tensor taps = flipped[0].permute({3, 0, 1, 2}).unsqueeze(4).contiguous();
+  const at::Tensor per_tap =
+      at::conv3d(grad, taps, {}, {1, 1, 1}, {pad_full[0], pad_full[1], 0});  // (N, kz, X, Y, Zg)
+  // input z = output z + t - pad_full[2]; pad so every shifted slice is in range.
+  const at::Tensor padded = at::constant_pad_nd(per_tap, {pad_full[2], pad_full[2]}, 0);
+  const int64_t z_in = grad.size(4) + 2 * pad_full[2] - kz + 1;
+  at::Tensor out = padded.slice(1, 0, 1).slice(4, 0, z_in).clone();
+  for (int64_t t = 1; t < kz; ++t) out.add_(padded.slice(1, t, t + 1).slice(4, t, t + z_in));
+  return out;
+}
+
+// Weight and bias gradients of a stride-1 conv. For few channels on both sides (the 8 -> 8 convs
+// of the discriminator) oneDNN falls back to its im2col + GEMM backward-weights kernel, which with
+// 2 threads costs 10-25x the forward conv; there the weight gradient is computed as a forward conv
+// instead: the batch becomes the channels (grad_w[o, i] = sum_n x[n, i] (*) grad[n, o]), with the
+// output gradient as the kernel. Elsewhere ATen's kernel is faster and is kept.
+std::pair<at::Tensor, at::Tensor> ConvParameterGradients(const at::Tensor& grad,
+                                                         const at::Tensor& input,
+                                                         const at::Tensor& weight,
+                                                         const std::vector<int64_t>& pad,
+                                                         bool want_weight, bool want_bias) {
+  const int64_t cout = weight.size(0), cin = weight.size(1);
+  const bool as_forward = want_weight && cin >= 2 && cin <= 8 && cout >= 2 && cout <= 8;
+  if (as_forward) {
+    const at::Tensor grad_weight =
+        at::conv3d(input.transpose(0, 1), grad.transpose(0, 1), {}, {1, 1, 1}, pad)
+            .transpose(0, 1)
+            .contiguous();
+    return {grad_weight, want_bias ? grad.sum({0, 2, 3, 4}) : at::Tensor()};
+  }
+  const std::vector<int64_t> bias_sizes = {cout};
+  auto r = at::convolution_backward(
+      grad, input, weight,
+      want_bias ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), {1, 1, 1}, pad,
+      {1, 1, 1}, false, {0, 0, 0}, 1, {false, want_weight, want_bias});
+  return {std::get<1>(r), std::get<2>(r)};
+}
+
+// Stride-1 Conv3d whose gradients avoid oneDNN's slow backward kernels for the few-channel 3D
+// convolutions of the 3DGAN: the input gradient is a forward convolution with the flipped,
+// transposed kernel (oneDNN's backward-data kernel in LibTorch 1.13 is 4-8x slower than its
+// forward kernel here, e.g. 2->2 channels, 5^3 kernel on 25^3: 0.26 s against 0.064 s at batch
+// 4), and few-channel weight gradients are forward convolutions too (ConvParameterGradients).
 class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
@@ -39,18 +94,12 @@ class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
     if (ctx->needs_input_grad(0)) {
       std::vector<int64_t> full(3);
       for (int i = 0; i < 3; ++i) full[i] = weight.size(2 + i) - 1 - pad[i];
-      grad_input = at::conv3d(grad, weight.flip({2, 3, 4}).transpose(0, 1).contiguous(), {},
-                              {1, 1, 1}, full);
+      grad_input = ConvInputGradient(grad, weight, full);
     }
     const bool want_bias = has_bias && ctx->needs_input_grad(2);
     if (ctx->needs_input_grad(1) || want_bias) {
-      const std::vector<int64_t> bias_sizes = {weight.size(0)};
-      auto r = at::convolution_backward(
-          grad, input, weight,
-          want_bias ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), {1, 1, 1},
-          pad, {1, 1, 1}, false, {0, 0, 0}, 1, {false, ctx->needs_input_grad(1), want_bias});
-      grad_weight = std::get<1>(r);
-      grad_bias = std::get<2>(r);
+      std::tie(grad_weight, grad_bias) =
+          ConvParameterGradients(grad, input, weight, pad, ctx->needs_input_grad(1), want_bias);
     }
     return {grad_input, grad_weight, grad_bias, at::Tensor(), at::Tensor(), at::Tensor()};
   }
