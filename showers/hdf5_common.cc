@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
+#include "showers/checked_file_driver.h"
 #include "showers/hdf5_io.h"
 
 namespace gantry::showers::h5 {
@@ -380,9 +381,7 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
     }
     if (!signed_image) return Invalid(path, "not an HDF5 file");
     file_size = static_cast<int64_t>(source.image.size());
-    if (H5Pset_fapl_core(fapl.get(), 1 << 16, /*backing_store=*/0) < 0 ||
-        H5Pset_file_image(fapl.get(), const_cast<char*>(source.image.data()), source.image.size()) <
-            0) {
+    if (UseCheckedFileDriver(fapl.get(), source.image) < 0) {
       return Loss(path, "cannot hand the file's bytes to HDF5");
     }
   } else {
@@ -396,16 +395,14 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
       H5Eclear2(H5E_DEFAULT);
       return Invalid(path, "not an HDF5 file");
     }
+    if (UseCheckedFileDriver(fapl.get()) < 0)
+      return Loss(path, "cannot set up the HDF5 file driver");
   }
   ShowerFile f;
   f.path = path;
   f.file = Handle(H5Fopen(source.path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
   const hid_t file = f.file.get();
-  // A file this process itself still writes (gantry generate appending, then inspecting) is shared
-  // with the writer inside HDF5, which holds bytes not yet on disk: its size on disk says nothing
-  // then (the chunk counts are still checked). Files from elsewhere are never open here twice.
-  if (source.image.empty() && H5Fget_obj_count(file, H5F_OBJ_FILE) > 1) file_size = -1;
   const char* cells_name = nullptr;
   if (HasLink(file, "showers") || HasLink(file, "incident_energies")) {
     if (!HasLink(file, "showers")) return Invalid(path, "CaloChallenge file without 'showers'");

@@ -229,6 +229,10 @@ absl::Status ShowerFileWriter::Append(const float* cells, int64_t events, const 
   }
   RETURN_IF_ERROR(AppendRows(path_, files_->ecal, first, rows, cells));
   events_ += events;
+  // On disk after every Append: another reader (another process, or this one through the checked
+  // driver, which does not share the writer's caches) sees the showers appended so far.
+  if (H5Fflush(files_->file.get(), H5F_SCOPE_LOCAL) < 0)
+    return Loss(path_, "cannot flush the file");
   return absl::OkStatus();
 }
 

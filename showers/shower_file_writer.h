@@ -29,7 +29,8 @@ absl::StatusOr<Layout> Layout3DGanForShape(const std::array<int64_t, 3>& shape);
 // float32 (N,4) = [PDG id, E, 0, 0]; variable angle ECAL (N,51,51,25), energy, theta, mtheta
 // (measured angle, 100 for an empty shower), eta and sum; and the root attribute "particle".
 // ReadShowerFile and h5py read the result. Every dataset starts empty and grows by Append(); the
-// file is consistent (readable, all datasets of equal length) after every successful Append().
+// file on disk is consistent (readable, all datasets of equal length) after every successful
+// Append(), which flushes it.
 // Not thread-safe: one thread appends. The destructor closes the file if Close() was not called.
 class ShowerFileWriter {
  public:

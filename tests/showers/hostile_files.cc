@@ -9,6 +9,7 @@
 #include <iterator>
 #include <random>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "showers/hdf5_io.h"
@@ -52,6 +53,39 @@ void AddDataset(hid_t file, const char* name, std::vector<hsize_t> dims, hid_t t
 std::string ReadAll(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+uint64_t LoadLe(const std::string& bytes, size_t at, int width) {
+  Check(at + width <= bytes.size(), "a field inside the file");
+  uint64_t v = 0;
+  for (int i = width - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes[at + i]);
+  return v;
+}
+
+// The root group's symbol-table message pointing its local heap at HADDR_UNDEF (all ones). In
+// libhdf5 1.10.8 that address "adjoins" the empty metadata accumulator of sec2 and core files and
+// the lookup copies from a null buffer. Expects the layout WriteShowerFile writes: superblock
+// version 0 (root object header address at byte 64), a version 1 object header.
+std::string WithUndefinedHeapAddress(std::string bytes) {
+  Check(bytes.size() > 96 && bytes[8] == 0, "superblock version 0");
+  const size_t header = LoadLe(bytes, 64, 8);
+  Check(LoadLe(bytes, header, 1) == 1, "object header version 1");
+  // Message blocks: the header's own (after its 16-byte prefix), then continuation blocks.
+  std::vector<std::pair<size_t, size_t>> blocks = {{header + 16, LoadLe(bytes, header + 8, 4)}};
+  for (size_t b = 0; b < blocks.size() && b < 16; ++b) {
+    for (size_t at = blocks[b].first; at + 8 <= blocks[b].first + blocks[b].second;) {
+      const uint64_t type = LoadLe(bytes, at, 2), size = LoadLe(bytes, at + 2, 2);
+      if (type == 0x10) blocks.emplace_back(LoadLe(bytes, at + 8, 8), LoadLe(bytes, at + 16, 8));
+      if (type == 0x11) {  // symbol table: B-tree address, then local heap address
+        Check(size >= 16, "a symbol-table message of 16 bytes");
+        bytes.replace(at + 8 + 8, 8, 8, '\xff');
+        return bytes;
+      }
+      at += 8 + size;
+    }
+  }
+  Check(false, "the root group has a symbol-table message");
+  return bytes;
 }
 
 void WriteAll(const std::string& path, const std::string& bytes) {
@@ -210,6 +244,10 @@ std::vector<HostileFile> WriteHostileFiles(const std::string& dir) {
                  absl::StatusCode::kDataLoss),
              garbage);
   }
+  WriteAll(add("undefined_heap_address.h5",
+               "a valid file whose root group's local heap is at the undefined address",
+               "no known layout"),
+           WithUndefinedHeapAddress(bytes));
   WriteAll(add("not_hdf5.h5", "text", "not an HDF5 file"), "just some text\n");
   return files;
 }
