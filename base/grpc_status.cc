@@ -2,7 +2,12 @@
 
 #include <string>
 
+#include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_details.h"
+#include "google/rpc/error_details.pb.h"
+#include "google/rpc/status.pb.h"
 
 namespace gantry {
 namespace {
@@ -21,28 +26,73 @@ std::string Bounded(absl::string_view message) {
   return absl::StrCat(message.substr(0, cut), "... (", message.size() - cut, " bytes cut)");
 }
 
+constexpr absl::string_view kTypeUrlPrefix = "type.googleapis.com/google.rpc.";
+// A details trailer larger than this from a peer is ignored (the message and code still count).
+constexpr size_t kMaxDetailsBytes = 64 << 10;
+
+// Copies the status's payloads into `out` (those with a google.rpc type URL).
+void CopyPayloads(const absl::Status& from, absl::Status* out) {
+  from.ForEachPayload(
+      [out](absl::string_view url, const absl::Cord& payload) { out->SetPayload(url, payload); });
+}
+
+// google.rpc.Status for an error: code, message and details (the attached ones, a default
+// ErrorInfo reason and RetryInfo when none were attached).
+std::string SerializedDetails(absl::Status status, int code, const std::string& message) {
+  if (GetStatusDetails(status).reason.empty()) {
+    status = SetErrorReason(status, DefaultErrorReason(status.code()));
+  }
+  if (!GetStatusDetails(status).retry_delay.has_value()) {
+    if (auto delay = DefaultRetryDelay(status.code())) status = SetRetryDelay(status, *delay);
+  }
+  google::rpc::Status rpc;
+  rpc.set_code(code);
+  rpc.set_message(message);
+  status.ForEachPayload([&rpc](absl::string_view url, const absl::Cord& payload) {
+    if (!absl::StartsWith(url, kTypeUrlPrefix)) return;
+    google::protobuf::Any* any = rpc.add_details();
+    any->set_type_url(std::string(url));
+    any->set_value(std::string(payload));
+  });
+  return rpc.SerializeAsString();
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  const int code = static_cast<int>(status.code());
-  return grpc::Status(
-      IsKnownCode(code) ? static_cast<grpc::StatusCode>(code) : grpc::StatusCode::UNKNOWN,
-      Bounded(status.message()));
+  const int raw = static_cast<int>(status.code());
+  const grpc::StatusCode code =
+      IsKnownCode(raw) ? static_cast<grpc::StatusCode>(raw) : grpc::StatusCode::UNKNOWN;
+  std::string message = Bounded(status.message());
+  std::string details = SerializedDetails(status, static_cast<int>(code), message);
+  return grpc::Status(code, std::move(message), std::move(details));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
   const int code = static_cast<int>(status.error_code());
-  return absl::Status(
+  absl::Status converted(
       IsKnownCode(code) ? static_cast<absl::StatusCode>(code) : absl::StatusCode::kUnknown,
       status.error_message());
+  google::rpc::Status rpc;
+  if (!status.error_details().empty() && status.error_details().size() <= kMaxDetailsBytes &&
+      rpc.ParseFromString(status.error_details())) {
+    for (const google::protobuf::Any& any : rpc.details()) {
+      if (absl::StartsWith(any.type_url(), kTypeUrlPrefix)) {
+        converted.SetPayload(any.type_url(), absl::Cord(any.value()));
+      }
+    }
+  }
+  return converted;
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view context) {
   if (status.ok()) return absl::OkStatus();
   const absl::Status converted = FromGrpcStatus(status);
-  return absl::Status(converted.code(), absl::StrCat(context, ": ", converted.message()));
+  absl::Status out(converted.code(), absl::StrCat(context, ": ", converted.message()));
+  CopyPayloads(converted, &out);
+  return out;
 }
 
 }  // namespace gantry

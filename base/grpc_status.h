@@ -15,13 +15,16 @@ namespace gantry {
 inline constexpr size_t kMaxStatusMessageBytes = 2048;
 
 // Code unchanged; the message too, unless longer than kMaxStatusMessageBytes: then it is cut,
-// with a note of how much was cut.
+// with a note of how much was cut. Errors carry a google.rpc.Status in the details trailer with the
+// status's details (base/status_details.h), plus an ErrorInfo reason (the code's name unless one
+// was set) and, for UNAVAILABLE and ABORTED, a RetryInfo of 1 s unless one was set.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
-// Code and message unchanged.
+// Code and message unchanged; the details of a google.rpc.Status trailer (at most 64 KiB) become
+// the status's details.
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
-// Same code; the message becomes "<context>: <message>". OK stays OK.
+// Same code and details; the message becomes "<context>: <message>". OK stays OK.
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view context);
 
 }  // namespace gantry

@@ -128,7 +128,7 @@ grpc::Status AdminService::DrainWorker(grpc::ServerContext* context,
                                        v1::WorkerInfo* response) {
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     if (request->worker().empty() || request->worker().size() > 256) {
-      return absl::InvalidArgumentError("worker: give the worker's name or id (ListWorkers)");
+      return checks::Invalid("worker", "give the worker's name or id (ListWorkers)");
     }
     ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
     const v1::WorkerInfo* found = nullptr;

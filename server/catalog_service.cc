@@ -15,7 +15,7 @@ namespace {
 namespace v1 = ::gantry::v1;
 
 absl::Status ValidateNameAndAlias(const std::string& name, const std::string& alias) {
-  if (name.empty()) return absl::InvalidArgumentError("name: is missing; give the model's name");
+  if (name.empty()) return checks::Invalid("name", "is missing; give the model's name");
   RETURN_IF_ERROR(ValidateModelName(name, "name"));
   if (alias.empty()) return absl::InvalidArgumentError("alias: is missing, e.g. \"champion\"");
   return ValidateAlias(alias, "alias");

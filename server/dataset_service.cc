@@ -43,7 +43,7 @@ absl::StatusOr<v1::UploadDatasetHeader> ReadUploadHeader(
     grpc::ServerReader<v1::UploadDatasetRequest>& reader) {
   v1::UploadDatasetRequest message;
   if (!reader.Read(&message)) {
-    return absl::InvalidArgumentError("header: the stream is empty; send the header first");
+    return checks::Invalid("header", "the stream is empty; send the header first");
   }
   if (!message.has_header()) {
     return absl::InvalidArgumentError(
@@ -136,25 +136,25 @@ absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
   v1::UploadDatasetRequest message;
   while (reader.Read(&message)) {
     if (!message.has_chunk()) {
-      return absl::InvalidArgumentError("chunk: only the first message may carry a header");
+      return checks::Invalid("chunk", "only the first message may carry a header");
     }
     if (static_cast<int64_t>(message.chunk().size()) > kMaxUploadChunkBytes) {
-      return absl::InvalidArgumentError(absl::StrCat("chunk: ", message.chunk().size(),
-                                                     " bytes; send chunks of at most ",
-                                                     kMaxUploadChunkBytes, " bytes"));
+      return checks::Invalid("chunk",
+                             absl::StrCat(message.chunk().size(), " bytes; send chunks of at most ",
+                                          kMaxUploadChunkBytes, " bytes"));
     }
     if (writer->bytes_written() + static_cast<int64_t>(message.chunk().size()) >
         header.size_bytes()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("header.size_bytes: ", header.size_bytes(), " but more bytes arrived"));
+      return checks::Invalid("header.size_bytes",
+                             absl::StrCat(header.size_bytes(), " but more bytes arrived"));
     }
     RETURN_IF_ERROR(writer->Append(message.chunk()));
   }
   if (context.IsCancelled()) return absl::CancelledError("the upload was cancelled");
   if (writer->bytes_written() != header.size_bytes()) {
-    return absl::InvalidArgumentError(absl::StrCat("header.size_bytes: ", header.size_bytes(),
-                                                   " but the stream ended after ",
-                                                   writer->bytes_written(), " bytes"));
+    return checks::Invalid("header.size_bytes",
+                           absl::StrCat(header.size_bytes(), " but the stream ended after ",
+                                        writer->bytes_written(), " bytes"));
   }
   std::optional<std::string> expected;
   if (!header.sha256().empty()) expected = header.sha256();
@@ -163,7 +163,7 @@ absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
   absl::StatusOr<storage::BlobInfo> blob = writer->Commit(
       expected, [this](const std::string& sha256) { return backend_.blob_refs->Pin(sha256); });
   if (absl::IsDataLoss(blob.status())) {
-    return absl::InvalidArgumentError(absl::StrCat("header.sha256: ", blob.status().message()));
+    return checks::Invalid("header.sha256", absl::StrCat(blob.status().message()));
   }
   return blob;
 }
@@ -208,7 +208,7 @@ grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
                                          grpc::ServerWriter<v1::DatasetChunk>* writer) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
-    if (request->offset() < 0) return absl::InvalidArgumentError("offset: must be >= 0");
+    if (request->offset() < 0) return checks::Invalid("offset", "must be >= 0");
     // Workers may read any dataset a job needs; a rank only its own job's.
     const std::string owner = p.worker || p.admin ? "" : p.tenant;
     if (owner.empty() && !absl::StartsWith(request->dataset_id(), "ds-")) {

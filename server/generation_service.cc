@@ -14,6 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/grpc_status.h"
+#include "base/status_details.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "server/requests/generation_requests.h"
@@ -124,9 +125,11 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
   const std::vector<GenerationRouter::Candidate> candidates =
       router_.Candidates(work.model().checkpoint_sha256(), absl::Now());
   if (candidates.empty()) {
-    return absl::UnavailableError(
-        "no worker serves generation; start a gantry-worker daemon joined to this server "
-        "(serving is on by default) and retry");
+    return SetErrorReason(
+        absl::UnavailableError(
+            "no worker serves generation; start a gantry-worker daemon joined to this server "
+            "(serving is on by default) and retry"),
+        "NO_SERVING_WORKER");
   }
   std::vector<std::string> unreachable;
   for (const GenerationRouter::Candidate& c : candidates) {
@@ -144,8 +147,10 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
     *showers_sent = a.showers;
     return a.status;
   }
-  return absl::UnavailableError(
-      absl::StrCat("no generation worker could be reached: ", absl::StrJoin(unreachable, "; ")));
+  return SetErrorReason(
+      absl::UnavailableError(absl::StrCat("no generation worker could be reached: ",
+                                          absl::StrJoin(unreachable, "; "))),
+      "NO_SERVING_WORKER");
 }
 
 GenerationService::Attempt GenerationService::CallWorker(

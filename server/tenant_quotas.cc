@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_details.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -13,6 +14,15 @@ namespace gantry::server {
 namespace {
 
 constexpr char kRaise[] = "ask an admin to raise the limit (gantry admin tenants limits set)";
+
+// The ErrorInfo of every quota refusal: reason QUOTA_EXCEEDED, which limit, its value and use.
+absl::Status QuotaExceeded(absl::Status status, absl::string_view limit_name, int64_t limit,
+                           int64_t in_use) {
+  return SetErrorReason(std::move(status), "QUOTA_EXCEEDED",
+                        {{"limit", std::string(limit_name)},
+                         {"value", absl::StrCat(limit)},
+                         {"in_use", absl::StrCat(in_use)}});
+}
 
 }  // namespace
 
@@ -55,10 +65,12 @@ absl::Status TenantQuotas::CheckDatasetBytes(const std::string& tenant, int64_t 
   if (limits.max_dataset_bytes <= 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(int64_t in_use, repository_.DatasetBytes(tenant));
   if (incoming > limits.max_dataset_bytes - in_use) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "limit max_dataset_bytes of tenant \"", tenant, "\" is ", limits.max_dataset_bytes,
-        " bytes; in use: ", in_use, " bytes, this upload: ", incoming,
-        " bytes. Delete datasets you no longer need, or ", kRaise));
+    return QuotaExceeded(
+        absl::ResourceExhaustedError(absl::StrCat(
+            "limit max_dataset_bytes of tenant \"", tenant, "\" is ", limits.max_dataset_bytes,
+            " bytes; in use: ", in_use, " bytes, this upload: ", incoming,
+            " bytes. Delete datasets you no longer need, or ", kRaise)),
+        "max_dataset_bytes", limits.max_dataset_bytes, in_use);
   }
   return absl::OkStatus();
 }
@@ -85,9 +97,11 @@ absl::StatusOr<TenantQuotas::Slot> TenantQuotas::Acquire(const std::string& key,
   if (limit > 0 && used >= limit) {
     const int64_t now_used = used;
     if (used == 0) in_use_.erase(key);
-    return absl::ResourceExhaustedError(absl::StrCat("limit ", limit_name, " of tenant \"", tenant,
-                                                     "\" is ", limit, "; in use: ", now_used, " ",
-                                                     what, ". Wait for one to end, or ", kRaise));
+    return QuotaExceeded(
+        absl::ResourceExhaustedError(absl::StrCat("limit ", limit_name, " of tenant \"", tenant,
+                                                  "\" is ", limit, "; in use: ", now_used, " ",
+                                                  what, ". Wait for one to end, or ", kRaise)),
+        limit_name, limit, now_used);
   }
   ++used;
   return Slot(this, key);
@@ -105,10 +119,11 @@ absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t shower
   const int64_t rate = limits.max_showers_per_minute;
   if (rate <= 0) return absl::OkStatus();
   if (showers > rate) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate,
-                     "; this request asks for ", showers, " showers. Ask for at most ", rate,
-                     " per call, or ", kRaise));
+    return QuotaExceeded(absl::ResourceExhaustedError(absl::StrCat(
+                             "limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate,
+                             "; this request asks for ", showers, " showers. Ask for at most ",
+                             rate, " per call, or ", kRaise)),
+                         "max_showers_per_minute", rate, showers);
   }
   const absl::Time now = absl::Now();
   absl::MutexLock lock(&mu_);
@@ -123,10 +138,15 @@ absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t shower
   b.updated = now;
   if (b.tokens + 1e-9 < static_cast<double>(showers)) {
     const double wait_s = (static_cast<double>(showers) - b.tokens) * 60.0 / rate;
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate, "; used in the last ",
-        "minute: ", static_cast<int64_t>(std::ceil(rate - b.tokens)), ", this request: ", showers,
-        ". Try again in ", static_cast<int64_t>(std::ceil(wait_s)), " s, or ", kRaise));
+    return SetRetryDelay(
+        QuotaExceeded(
+            absl::ResourceExhaustedError(absl::StrCat(
+                "limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate,
+                "; used in the last minute: ", static_cast<int64_t>(std::ceil(rate - b.tokens)),
+                ", this request: ", showers, ". Try again in ",
+                static_cast<int64_t>(std::ceil(wait_s)), " s, or ", kRaise)),
+            "max_showers_per_minute", rate, static_cast<int64_t>(std::ceil(rate - b.tokens))),
+        absl::Seconds(std::ceil(wait_s)));
   }
   b.tokens -= static_cast<double>(showers);
   return absl::OkStatus();

@@ -38,7 +38,7 @@ absl::Status TrainingService::CheckFileDataset(const Principal& p, const std::st
   }
   absl::StatusOr<std::string> path = o.file_dataset_roots.CheckLexical(ref.substr(7));
   if (!path.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.dataset: ", path.status().message()));
+    return checks::Invalid("spec.dataset", absl::StrCat(path.status().message()));
   }
   return absl::OkStatus();
 }
@@ -47,9 +47,9 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
                                         const v1::SubmitJobRequest* request, v1::Job* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot submit jobs");
-    if (!request->has_spec()) return absl::InvalidArgumentError("spec: is missing");
+    if (!request->has_spec()) return checks::Invalid("spec", "is missing");
     if (request->request_id().size() > 128) {
-      return absl::InvalidArgumentError("request_id: is longer than 128 characters");
+      return checks::Invalid("request_id", "is longer than 128 characters");
     }
     RETURN_IF_ERROR(ValidateJobSpec(request->spec()));
     v1::JobSpec spec = request->spec();
@@ -100,7 +100,7 @@ grpc::Status TrainingService::GetValidationPoint(grpc::ServerContext* context,
                                                  v1::ValidationPoint* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
-    if (request->step() < 0) return absl::InvalidArgumentError("step: must be >= 0");
+    if (request->step() < 0) return checks::Invalid("step", "must be >= 0");
     ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
     ASSIGN_OR_RETURN(*response, backend_.jobs->GetValidationPoint(job.id(), request->step()));
     return absl::OkStatus();
@@ -131,7 +131,7 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
     if (request->reason().size() > 1024) {
-      return absl::InvalidArgumentError("reason: is longer than 1024 characters");
+      return checks::Invalid("reason", "is longer than 1024 characters");
     }
     ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
     if (storage::IsTerminalJobState(job.state())) {
@@ -166,7 +166,7 @@ grpc::Status TrainingService::WatchJob(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
     if (request->after_sequence() < 0) {
-      return absl::InvalidArgumentError("after_sequence: must be >= 0 (0 = from the beginning)");
+      return checks::Invalid("after_sequence", "must be >= 0 (0 = from the beginning)");
     }
     const std::string scope = Scope(p);
     std::optional<TenantQuotas::Slot> stream;

@@ -45,7 +45,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
     if (request->previous_credential().size() > 512) {
-      return absl::InvalidArgumentError("previous_credential: is longer than 512 characters");
+      return checks::Invalid("previous_credential", "is longer than 512 characters");
     }
     // A worker re-registering (a reconnect, a restarted server) shows the credential it was given
     // and keeps it; anyone else needs the name to be free.
@@ -111,14 +111,14 @@ grpc::Status WorkerService::Connect(
     }
     v1::WorkerMessage message;
     if (!stream->Read(&message)) {
-      return absl::InvalidArgumentError("hello: the stream ended before the hello");
+      return checks::Invalid("hello", "the stream ended before the hello");
     }
     if (!message.has_hello()) {
-      return absl::InvalidArgumentError("hello: the first message must be a hello");
+      return checks::Invalid("hello", "the first message must be a hello");
     }
     const std::string id = message.hello().worker_id();
     if (id.empty()) {
-      return absl::InvalidArgumentError("hello.worker_id: is missing; call Register first");
+      return checks::Invalid("hello.worker_id", "is missing; call Register first");
     }
     if (id != principal.worker_id) {
       return absl::PermissionDeniedError(
@@ -172,7 +172,7 @@ grpc::Status WorkerService::Connect(
         break;
       }
       if (message.has_hello()) {
-        result = absl::InvalidArgumentError("hello: only the first message may be a hello");
+        result = checks::Invalid("hello", "only the first message may be a hello");
         break;
       }
       if (!message.has_heartbeat()) {
@@ -258,7 +258,7 @@ grpc::Status WorkerService::UploadCheckpoint(
   return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
     v1::UploadCheckpointRequest message;
     if (!reader->Read(&message) || !message.has_header()) {
-      return absl::InvalidArgumentError("header: the first message must carry the header");
+      return checks::Invalid("header", "the first message must carry the header");
     }
     const v1::CheckpointHeader header = message.header();
     RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
@@ -275,7 +275,7 @@ grpc::Status WorkerService::UploadCheckpoint(
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
     while (reader->Read(&message)) {
       if (!message.has_chunk()) {
-        return absl::InvalidArgumentError("chunk: only the first message may carry a header");
+        return checks::Invalid("chunk", "only the first message may carry a header");
       }
       if (static_cast<int64_t>(message.chunk().size()) > kMaxUploadChunkBytes ||
           writer->bytes_written() + static_cast<int64_t>(message.chunk().size()) >
@@ -287,9 +287,9 @@ grpc::Status WorkerService::UploadCheckpoint(
       RETURN_IF_ERROR(writer->Append(message.chunk()));
     }
     if (writer->bytes_written() != header.size_bytes()) {
-      return absl::InvalidArgumentError(absl::StrCat("header.size_bytes: ", header.size_bytes(),
-                                                     " but the stream ended after ",
-                                                     writer->bytes_written(), " bytes"));
+      return checks::Invalid("header.size_bytes",
+                             absl::StrCat(header.size_bytes(), " but the stream ended after ",
+                                          writer->bytes_written(), " bytes"));
     }
     // Pinned against collection before it is published; while the database is down the pin is
     // skipped (the collector adopts the file later with a full grace period).
@@ -340,7 +340,7 @@ grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
                                             grpc::ServerWriter<v1::CheckpointChunk>* writer) {
   return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateSha256(request->sha256(), "sha256"));
-    if (request->offset() < 0) return absl::InvalidArgumentError("offset: must be >= 0");
+    if (request->offset() < 0) return checks::Invalid("offset", "must be >= 0");
     ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(request->sha256()));
     ASSIGN_OR_RETURN(bool allowed, backend_.identities->MayFetchCheckpoint(
                                        request->sha256(), principal.worker_id, principal.rank_job));

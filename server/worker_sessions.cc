@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "base/failure_policy.h"
 #include "base/status_macros.h"
+#include "server/requests/field_checks.h"
 
 namespace gantry::server {
 namespace {
@@ -277,7 +278,7 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
     return absl::OkStatus();
   }
   if (m.job_id().empty()) {
-    return absl::InvalidArgumentError("job_id: is missing on a job message");
+    return checks::Invalid("job_id", "is missing on a job message");
   }
   bool current = true;  // of the job's current attempt
   {
@@ -352,8 +353,8 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
     ActiveJob& a = it->second;
     attempt = a.attempt;
     if (status.rank() < 0 || status.rank() >= a.spec.world_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("rank_status.rank: ", status.rank(),
-                                                     " is outside 0..", a.spec.world_size() - 1));
+      return checks::Invalid("rank_status.rank", absl::StrCat(status.rank(), " is outside 0..",
+                                                              a.spec.world_size() - 1));
     }
     RankState& rank = a.ranks[status.rank()];
     rank.phase = status.phase();

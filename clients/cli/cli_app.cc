@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/status_details.h"
 #include "clients/cli/arg_parser.h"
 #include "clients/cli/connection.h"
 #include "clients/cli/table.h"
@@ -161,6 +162,7 @@ int RunCommand(const Command& command, const std::vector<std::string>& command_a
     if (IsUsageError(status)) return UsageFailure(err, status, hint);
     err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
         << '\n';
+    for (const std::string& line : DescribeStatusDetails(status)) err << line << '\n';
     return kExitError;
   }
   return context.exit_code;

@@ -76,7 +76,10 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& server) {
       (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded)) {
     absl::StrAppend(&message, " (server ", server, ")");
   }
-  return absl::Status(code, message);
+  absl::Status out(code, message);
+  converted.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
 }
 
 }  // namespace gantry::cli

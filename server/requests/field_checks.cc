@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_details.h"
 #include "base/status_macros.h"
 #include "showers/toy_mc.h"
 
@@ -17,7 +18,9 @@ namespace v1 = ::gantry::v1;
 namespace checks {
 
 absl::Status Invalid(absl::string_view field, absl::string_view what) {
-  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+  return SetErrorReason(
+      AddFieldViolation(absl::InvalidArgumentError(absl::StrCat(field, ": ", what)), field, what),
+      kReasonInvalidField);
 }
 
 std::string Sub(absl::string_view parent, absl::string_view child) {

@@ -59,7 +59,9 @@ absl::Status ValidateDescription(absl::string_view description, absl::string_vie
 
 // Building blocks of the per-service request checks.
 namespace checks {
-// INVALID_ARGUMENT "<field>: <what>".
+inline constexpr absl::string_view kReasonInvalidField = "INVALID_FIELD";
+// INVALID_ARGUMENT "<field>: <what>", with a google.rpc.BadRequest violation of <field> and the
+// ErrorInfo reason kReasonInvalidField.
 absl::Status Invalid(absl::string_view field, absl::string_view what);
 // "<parent>.<child>".
 std::string Sub(absl::string_view parent, absl::string_view child);

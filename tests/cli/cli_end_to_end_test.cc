@@ -240,6 +240,8 @@ TEST_F(CliEndToEndTest, ErrorsExitNonZeroWithCodeAndMessage) {
   EXPECT_EQ(bad_epochs.exit_code, 1);
   EXPECT_THAT(bad_epochs.err, StartsWith("gantry: INVALID_ARGUMENT: "));
   EXPECT_THAT(bad_epochs.err, HasSubstr("epochs"));
+  // The server's google.rpc.BadRequest details, one line per field.
+  EXPECT_THAT(bad_epochs.err, HasSubstr("\n  field spec.hyper_parameters.epochs: "));
 
   CommandResult usage = Alice({"jobs", "submit", "--epochs", "ten"});
   EXPECT_EQ(usage.exit_code, 2);

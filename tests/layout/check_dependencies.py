@@ -28,7 +28,8 @@ EXTERNAL = {
 # folder -> (repository folders it may include, restricted libraries it may use). A folder may
 # always include itself. Sub-folders may narrow their parent's rule (longest prefix wins).
 RULES = {
-    "base": ({"base"}, {"grpc"}),
+    # base/ uses proto/ only for the vendored google.rpc error model (google/rpc/*.proto).
+    "base": ({"base", "proto"}, {"grpc"}),
     "showers": ({"base"}, {"hdf5"}),
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
@@ -46,7 +47,8 @@ SOURCE_SUFFIXES = {".h", ".hh", ".hpp", ".cc", ".cpp", ".cxx", ".in"}
 
 def classify(header):
     """('folder', name) for a repository header, ('library', name) for a restricted one, or None."""
-    if header.startswith("gantry/") or header.startswith("grpc/health/v1/"):
+    if (header.startswith("gantry/") or header.startswith("grpc/health/v1/")
+            or header.startswith("google/rpc/")):
         return ("folder", "proto")
     first = header.split("/", 1)[0]
     if "/" in header and first in FOLDERS:

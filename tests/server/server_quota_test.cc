@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/grpc_status.h"
+#include "base/status_details.h"
 #include "gantry/v1/admin.grpc.pb.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
@@ -260,6 +262,14 @@ TEST_F(ServerQuotaTest, ShowersPerMinuteIsATokenBucket) {
   g = Generate(token_, big);
   EXPECT_EQ(g.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << Describe(g.status);
   EXPECT_TRUE(Mentions(g.status, "used in the last minute: ")) << g.status.error_message();
+  // The same in machine-readable details: ErrorInfo QUOTA_EXCEEDED naming the limit, RetryInfo.
+  const StatusDetails details = GetStatusDetails(FromGrpcStatus(g.status));
+  EXPECT_EQ(details.reason, "QUOTA_EXCEEDED");
+  EXPECT_EQ(details.metadata.at("limit"), "max_showers_per_minute");
+  EXPECT_EQ(details.metadata.at("value"), "600");
+  ASSERT_TRUE(details.retry_delay.has_value());
+  EXPECT_GT(*details.retry_delay, absl::Seconds(1));
+  EXPECT_LE(*details.retry_delay, absl::Seconds(60));
   EXPECT_TRUE(Mentions(g.status, "this request: 500")) << g.status.error_message();
   EXPECT_TRUE(Mentions(g.status, "Try again in")) << g.status.error_message();
   // 10 showers per second come back: 100 are there after a second.

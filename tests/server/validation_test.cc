@@ -7,6 +7,7 @@
 #include <string>
 
 #include "base/grpc_status.h"
+#include "base/status_details.h"
 #include "server/auth.h"
 #include "server/requests/dataset_requests.h"
 #include "server/requests/field_checks.h"
@@ -28,11 +29,18 @@ v1::JobSpec Good() {
   return spec;
 }
 
-// Expects INVALID_ARGUMENT whose message starts with `field`.
+// Expects INVALID_ARGUMENT whose message starts with `field`, carrying a google.rpc.BadRequest
+// violation of that field (or one below it) and the reason INVALID_FIELD.
 void ExpectInvalid(const absl::Status& status, const std::string& field) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_EQ(std::string(status.message()).rfind(field, 0), 0u)
       << "message does not start with " << field << ": " << status.message();
+  const StatusDetails details = GetStatusDetails(status);
+  ASSERT_EQ(details.field_violations.size(), 1u) << status;
+  EXPECT_EQ(details.field_violations[0].field.rfind(field, 0), 0u)
+      << details.field_violations[0].field << " is not " << field;
+  EXPECT_FALSE(details.field_violations[0].description.empty());
+  EXPECT_EQ(details.reason, "INVALID_FIELD");
 }
 
 TEST(ValidationTest, AGoodSpecPasses) {
