@@ -39,9 +39,12 @@ printf '"""The package version (written by build_package.sh)."""\n__version__ = 
   --grpc_out="$gen" --plugin=protoc-gen-grpc="$(command -v grpc_python_plugin)" \
   --mypy_grpc_out="$gen" gantry/v1/*.proto) 2>&1 | { grep -v "^Writing mypy to" >&2 || true; }
 mkdir -p "$stage/gantry_client/v1"
+# In the .pyi, protoc 3.21's `__slots__ = []` of field-less messages becomes a tuple, which type
+# checkers accept without an annotation.
 for f in "$gen"/gantry/v1/*.py "$gen"/gantry/v1/*.pyi; do
   sed -e 's/^from gantry\.v1 import /from gantry_client.v1 import /' \
       -e 's/\bgantry\.v1\.\([a-z_]*_pb2\)\b/gantry_client.v1.\1/g' \
+      -e 's/^\( *\)__slots__ = \[\]$/\1__slots__ = ()/' \
       "$f" >"$stage/gantry_client/v1/$(basename "$f")"
 done
 printf '"""gantry.v1 messages (*_pb2) and gRPC stubs (*_pb2_grpc), generated from proto/gantry/v1."""\n' \

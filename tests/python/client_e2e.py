@@ -214,6 +214,10 @@ class ClientE2eTest(unittest.TestCase):
         np.testing.assert_array_equal(np.asarray(again), np.asarray(showers))
         np.testing.assert_array_equal(again.energies, showers.energies)
 
+        fixed = self.client.generate(self.model_ref, energies=100, count=5, seed=3)
+        self.assertEqual(fixed.shape, (5, 25, 25, 25))
+        np.testing.assert_allclose(fixed.energies, [100] * 5)
+
         listed = self.client.generate(self.model_ref, energies=[30, 120, 60], seed=5)
         self.assertEqual(listed.shape, (3, 25, 25, 25))
         np.testing.assert_allclose(listed.energies, [30, 120, 60])

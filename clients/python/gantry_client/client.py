@@ -216,7 +216,7 @@ class Client:
 
         With `count`: `count` showers, `energies` a (min, max) pair drawn uniformly (None = the
         model's training range) or one energy for all; `angles` likewise (rad; None = the model's
-        default). Without `count`: one shower per energy of `energies` (a number or a sequence),
+        default angle, or its training range for variable-angle models). Without `count`: one shower per energy of `energies` (a number or a sequence),
         `angles` None, one angle for all, or one per energy. The same seed (non-zero), model and
         conditions give the same showers. Raises ResourceExhausted before allocating when the
         showers would exceed `max_bytes` (2 GiB by default), InvalidArgument/NotFound/... when the
@@ -240,24 +240,20 @@ class Client:
             total = int(count)
             if total < 1:
                 raise ValueError(f"count must be at least 1, got {count}")
-            if energies is not None and _is_number(energies):
-                e = float(energies)  # type: ignore[arg-type]
-                thetas = _per_shower(angles, total, "angles")
-                request.list.items.extend(generation_pb2.Condition(energy_gev=e, theta_rad=t)
-                                          for t in thetas)
+            if energies is None:
+                lo, hi = version.energy_range_gev.min, version.energy_range_gev.max
             else:
-                lo, hi = (_pair(energies, "energies") if energies is not None else
-                          (version.energy_range_gev.min, version.energy_range_gev.max))
-                request.range.count = total
-                request.range.energy_gev.min, request.range.energy_gev.max = lo, hi
-                if angles is not None:
-                    tlo, thi = ((float(angles), float(angles)) if _is_number(angles)  # type: ignore[arg-type]
-                                else _pair(angles, "angles"))
-                    request.range.theta_rad.min, request.range.theta_rad.max = tlo, thi
+                lo, hi = _number_or_pair(energies, "energies")
+            request.range.count = total
+            request.range.energy_gev.min, request.range.energy_gev.max = lo, hi
+            if angles is not None:
+                tlo, thi = _number_or_pair(angles, "angles")
+                request.range.theta_rad.min, request.range.theta_rad.max = tlo, thi
         else:
             if energies is None:
                 raise ValueError("give energies (a number or a sequence), or count with a range")
-            values = [float(energies)] if _is_number(energies) else [float(e) for e in energies]  # type: ignore
+            values = ([float(energies)] if _is_number(energies)  # type: ignore[arg-type]
+                      else [float(e) for e in energies])  # type: ignore[union-attr]
             if not values:
                 raise ValueError("energies is empty")
             total = len(values)
@@ -427,7 +423,9 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def _pair(value: Any, what: str) -> Tuple[float, float]:
+def _number_or_pair(value: Any, what: str) -> Tuple[float, float]:
+    if _is_number(value):
+        return float(value), float(value)
     try:
         lo, hi = (float(v) for v in value)
     except (TypeError, ValueError):

@@ -30,7 +30,7 @@ STATUS_DETAILS_KEY = "grpc-status-details-bin"
 
 # The detail types decoded from google.protobuf.Any by their type URL; others stay Any.
 _DETAIL_TYPES: Dict[str, Type[_message.Message]] = {
-    "google.rpc." + cls.DESCRIPTOR.name: cls
+    "google.rpc." + cls.__name__: cls
     for cls in (error_details_pb2.ErrorInfo, error_details_pb2.RetryInfo,
                 error_details_pb2.DebugInfo, error_details_pb2.QuotaFailure,
                 error_details_pb2.PreconditionFailure, error_details_pb2.BadRequest,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import Iterable, Optional, Tuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from gantry_client.errors import DataLoss, ResourceExhausted
 from gantry_client.v1 import generation_pb2
@@ -30,7 +31,7 @@ class ShowerArray(np.ndarray):
     model_ref: str
     particle: str
 
-    def __new__(cls, cells: np.ndarray, energies: np.ndarray, angles: np.ndarray,
+    def __new__(cls, cells: ArrayLike, energies: ArrayLike, angles: ArrayLike,
                 model_ref: str = "", particle: str = "Ele") -> "ShowerArray":
         array = np.asarray(cells, dtype=np.float32).view(cls)
         array.energies = np.asarray(energies, dtype=np.float64)
@@ -140,8 +141,8 @@ def measured_theta_rad(cells: np.ndarray) -> np.ndarray:
     return out
 
 
-def to_hdf5(path: str, showers: np.ndarray, energies: Sequence[float],
-            angles: Optional[Sequence[float]] = None, particle: str = "Ele",
+def to_hdf5(path: str, showers: ArrayLike, energies: ArrayLike,
+            angles: Optional[ArrayLike] = None, particle: str = "Ele",
             gzip_level: int = 4) -> None:
     """Writes showers [n, x, y, z] (GeV) to `path` in the 3DGAN layout gantry reads and writes:
     25x25x25 -> fixed angle, ECAL float32 (n,25,25,25) and target float32 (n,4) = [PDG id, E, 0, 0];
