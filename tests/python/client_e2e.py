@@ -143,8 +143,23 @@ class ClientE2eTest(unittest.TestCase):
         self.assertEqual(len(calls), math.ceil(size / 16384))
         self.assertEqual(calls[-1], (size, size))
         self.assertEqual([s for s, _ in calls], sorted(set(s for s, _ in calls)))
+        self.assertEqual(self.client.dataset("py-upload").id, dataset.id)
         with self.assertRaises(gantry_client.AlreadyExists):
             self.client.upload_dataset(path, "py-upload")
+
+        # A callback that raises aborts the upload: its exception comes back, nothing is stored.
+        class Stop(Exception):
+            pass
+
+        def stop_after_two(sent, total):
+            if sent >= 2 * 16384:
+                raise Stop()
+
+        with self.assertRaises(Stop):
+            self.client.upload_dataset(path, "py-aborted", progress=stop_after_two,
+                                       chunk_bytes=16384)
+        with self.assertRaises(gantry_client.NotFound):
+            self.client.dataset("py-aborted")
 
     def test_3_submit_watch_resume(self):
         job = self.client.submit(TINY_SPEC)

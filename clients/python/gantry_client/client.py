@@ -279,8 +279,9 @@ class Client:
         """Uploads the HDF5 shower file at `path` as dataset `name` (default: the file name) and
         returns the stored Dataset once the server checked it. `progress(sent_bytes, total_bytes)`
         is called after each chunk is handed to gRPC (from gRPC's sending thread), last with
-        sent == total. The SHA-256 is computed first and checked by the server. `timeout` defaults
-        to 10 minutes plus 1 s per 10 MiB.
+        sent == total; an exception it raises cancels the upload (nothing is stored) and is
+        re-raised here. The SHA-256 is computed first and checked by the server. `timeout`
+        defaults to 10 minutes plus 1 s per 10 MiB.
 
             ds = client.upload_dataset("Ele_calo.h5", progress=lambda s, t: print(f"{s}/{t}"))
             client.submit(model_preset="3dgan-25", dataset=ds.id, ...)
@@ -311,10 +312,25 @@ class Client:
                     yield datasets_pb2.UploadDatasetRequest(chunk=block)
                     sent += len(block)
                     if progress is not None:
-                        progress(sent, size)
+                        try:
+                            progress(sent, size)
+                        except BaseException as error:
+                            aborted.append(error)
+                            raise  # gRPC cancels the call
 
-        return self._call(self.datasets.UploadDataset, requests(),
-                          timeout=timeout or 600 + size / (10 << 20))
+        aborted: List[BaseException] = []
+        try:
+            return self._call(self.datasets.UploadDataset, requests(),
+                              timeout=timeout or 600 + size / (10 << 20))
+        except GantryError:
+            if aborted:
+                raise aborted[0] from None
+            raise
+
+    def dataset(self, dataset: str) -> datasets_pb2.Dataset:
+        """One dataset by id ("ds-<uuid>") or name."""
+        return self._call(self.datasets.GetDataset,
+                          datasets_pb2.GetDatasetRequest(dataset_id=dataset))
 
     # --- training -------------------------------------------------------------------------------
 
