@@ -680,17 +680,16 @@ TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
 }
 
 TEST_F(CliEndToEndTest, PythonClientExample) {
-  // The Debian python3 (with python3-grpcio) runs the example on the generated stubs.
+  // The Debian python3 (with python3-grpcio) runs the example on the gantry-client package.
   const std::string example =
       std::string(GANTRY_PYTHON_CLIENT_DIR) + "/examples/submit_and_list.py";
-  CommandResult run = ChildProcess::Run(
-      {GANTRY_PYTHON3, example},
-      {{"PYTHONPATH", std::string(GANTRY_PY_STUBS_DIR) + ":" + GANTRY_PYTHON_CLIENT_DIR},
-       {"GANTRY_SERVER", server_->address()},
-       {"GANTRY_TOKEN", alice_token_},
-       {"GANTRY_CONFIG", std::nullopt},
-       {"HOME", dir_.path()}},
-      dir_.path());
+  CommandResult run = ChildProcess::Run({GANTRY_PYTHON3, example},
+                                        {{"PYTHONPATH", std::string(GANTRY_PY_PACKAGE_DIR)},
+                                         {"GANTRY_SERVER", server_->address()},
+                                         {"GANTRY_TOKEN", alice_token_},
+                                         {"GANTRY_CONFIG", std::nullopt},
+                                         {"HOME", dir_.path()}},
+                                        dir_.path());
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const std::string id = FirstMatch(run.out, "job-[0-9a-f-]+");
   ASSERT_FALSE(id.empty()) << run.out;
@@ -851,15 +850,14 @@ TEST(CliTlsTest, CaCertConnectsAndPlaintextDoesNot) {
       "except grpc.RpcError as e:\n"
       "    print('error', e.code().name)\n";
   auto python = [&](std::optional<std::string> ca_cert) {
-    return ChildProcess::Run(
-        {GANTRY_PYTHON3, "-c", script},
-        {{"PYTHONPATH", std::string(GANTRY_PY_STUBS_DIR) + ":" + GANTRY_PYTHON_CLIENT_DIR},
-         {"GANTRY_SERVER", server->address()},
-         {"GANTRY_TOKEN", kAdminToken},
-         {"GANTRY_CA_CERT", ca_cert},
-         {"GANTRY_CONFIG", std::nullopt},
-         {"HOME", dir.path()}},
-        dir.path());
+    return ChildProcess::Run({GANTRY_PYTHON3, "-c", script},
+                             {{"PYTHONPATH", std::string(GANTRY_PY_PACKAGE_DIR)},
+                              {"GANTRY_SERVER", server->address()},
+                              {"GANTRY_TOKEN", kAdminToken},
+                              {"GANTRY_CA_CERT", ca_cert},
+                              {"GANTRY_CONFIG", std::nullopt},
+                              {"HOME", dir.path()}},
+                             dir.path());
   };
   CommandResult py_tls = python(dir.File("cert.pem"));
   EXPECT_EQ(py_tls.exit_code, 0) << py_tls.err;

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Submit a toy training job, list the caller's jobs, cancel the job, and show the model catalog.
 
-    PYTHONPATH=<stubs dir>:clients/python GANTRY_SERVER=127.0.0.1:50051 GANTRY_TOKEN=... \
-        python3 clients/python/examples/submit_and_list.py
+    VENV/bin/pip install --no-build-isolation --no-index build/clients/python/dist/gantry_client-*.whl
+    GANTRY_SERVER=127.0.0.1:50051 GANTRY_TOKEN=... VENV/bin/python clients/python/examples/submit_and_list.py
 """
 
 import sys
