@@ -52,7 +52,7 @@ printf '"""gantry.v1 messages (*_pb2) and gRPC stubs (*_pb2_grpc), generated fro
 
 # google.rpc.Status and its standard details, registered in gantry_client.rpc's own descriptor pool
 # so they never collide with another copy (googleapis-common-protos) in the default pool.
-(cd "$here/protos" && protoc --proto_path=. --python_out="$gen" --pyi_out="$gen" \
+(cd "$here/../../proto" && protoc --proto_path=. --python_out="$gen" --pyi_out="$gen" \
   google/rpc/status.proto google/rpc/error_details.proto)
 for f in status error_details; do
   sed -e 's/_descriptor_pool\.Default()/_gantry_rpc_pool.POOL/' \

@@ -106,9 +106,10 @@ class ClientE2eTest(unittest.TestCase):
         with self.assertRaises(gantry_client.InvalidArgument) as caught:
             self.client.submit(bad)
         self.assertIn("world_size", caught.exception.message)
-        # Whatever details the server attaches decode (BadRequest names the field when present).
-        for violation in caught.exception.field_violations:
-            self.assertTrue(violation.field)
+        # The server's google.rpc details: a BadRequest naming the field, reason INVALID_FIELD.
+        fields = [v.field for v in caught.exception.field_violations]
+        self.assertEqual(fields, ["spec.world_size"])
+        self.assertEqual(caught.exception.reason, "INVALID_FIELD")
         with self.assertRaises(gantry_client.NotFound):
             self.client.generate("no-such-model:1", energies=[100.0])
         other = gantry_client.connect(token="gnt_not-a-real-token")
