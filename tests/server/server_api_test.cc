@@ -18,13 +18,15 @@ namespace v1 = ::gantry::v1;
 
 class ServerApiTest : public ServerFixture {};
 
-TEST_F(ServerApiTest, HealthIsServingForServerAndEveryService) {
+TEST_F(ServerApiTest, HealthIsServingForServerAndEveryServiceButGenerationWithoutWorkers) {
   EXPECT_EQ(HealthStatus(""), 1);
   for (const char* name :
-       {"gantry.v1.TrainingService", "gantry.v1.GenerationService", "gantry.v1.CatalogService",
-        "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
+       {"gantry.v1.TrainingService", "gantry.v1.CatalogService", "gantry.v1.DatasetService",
+        "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
     EXPECT_EQ(HealthStatus(name), 1) << name;
   }
+  // No worker serves generation yet: NOT_SERVING (2).
+  EXPECT_EQ(HealthStatus("gantry.v1.GenerationService"), 2);
   // An unknown service is NOT_FOUND per the health protocol.
   EXPECT_EQ(HealthStatus("gantry.v1.NoSuchService"),
             -static_cast<int>(grpc::StatusCode::NOT_FOUND));
