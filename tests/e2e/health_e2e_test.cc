@@ -81,9 +81,10 @@ class HealthE2eTest : public ServerFixture {
 
   // Starts `gantry --server ... --token ... ARGS` in the background, stdout and stderr to
   // <dir>/<name>.out and .err; returns its index in cli_.
-  size_t StartCli(const std::string& name, const std::vector<std::string>& args) {
+  size_t StartCli(const std::string& name, const std::vector<std::string>& args,
+                  const std::string& token = "") {
     std::string command = std::string("exec '") + GANTRY_CLI_BINARY + "' --server " +
-                          server_->address() + " --token " + token_;
+                          server_->address() + " --token " + (token.empty() ? token_ : token);
     for (const std::string& a : args) command += " '" + a + "'";
     command += " >" + Out(name) + " 2>" + Err(name) + " </dev/null";
     cli_.push_back(std::make_unique<ChildProcess>(
@@ -209,6 +210,13 @@ TEST_F(HealthE2eTest, HealthWorkerReportsReadinessAndWaitingCommands) {
   EXPECT_GT(w.loaded_models(0).queued_showers(), 0);
   EXPECT_GT(w.loaded_models(0).memory_bytes(), 0);
   EXPECT_TRUE(w.has_reported_at());
+
+  // The table of `gantry admin workers` shows the same.
+  const size_t workers = StartCli("workers", {"admin", "workers"}, admin_token_);
+  EXPECT_EQ(cli_[workers]->Wait(30000), 0) << ReadFile(Err("workers"));
+  const std::string table = ReadFile(Out("workers"));
+  EXPECT_NE(table.find("physics/" + job.model_ref() + " (warm)"), std::string::npos) << table;
+  EXPECT_NE(table.find(" calls"), std::string::npos) << table;
 
   v1::GetModelRequest get;
   get.set_model(job.model_ref());

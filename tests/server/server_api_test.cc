@@ -288,7 +288,8 @@ TEST_F(ServerApiTest, DatabaseOutageIsUnavailableAndTheServerRecovers) {
   v1::ListJobsResponse listed;
   grpc::Status s = training_->ListJobs(Ctx(alice).get(), {}, &listed);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAVAILABLE) << Describe(s);
-  EXPECT_EQ(HealthStatus(), 1) << "the process stays up";
+  // The process stays up and answers health checks (NOT_SERVING once the monitor saw the outage).
+  EXPECT_GT(HealthStatus(), 0) << "the process stays up";
 
   db_.AdminQuery("ALTER DATABASE " + db_.name() + " ALLOW_CONNECTIONS true");
   s = training_->ListJobs(Ctx(alice).get(), {}, &listed);
