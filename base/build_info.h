@@ -14,6 +14,10 @@ const char* GantryVersion();
 const char* GantryGitCommit();
 // "0.1.0 (6238015df88d)".
 std::string GantryVersionString();
+// What `--version` prints for `program`, two lines:
+//   gantry-server 0.1.0 (6238015df88d)
+//   build: Release, GCC 12.2.0, C++ 201703, gRPC 1.51.1, protobuf 3.21.12
+std::string GantryVersionText(const std::string& program);
 
 }  // namespace gantry
 

@@ -1,12 +1,15 @@
 #include "base/flags.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 
 #include "absl/flags/commandlineflag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/reflection.h"
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
+#include "base/build_info.h"
 
 namespace gantry {
 namespace {
@@ -25,9 +28,26 @@ std::vector<std::string> NormalizeFlagNames(int argc, char** argv) {
   return out;
 }
 
+// --version anywhere before "--": prints GantryVersionText for the program's base name and exits 0.
+void HandleVersion(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") return;
+    if (arg != "--version") continue;
+    std::string program = argc > 0 && argv[0] != nullptr ? argv[0] : "gantry";
+    if (const size_t slash = program.rfind('/'); slash != std::string::npos) {
+      program = program.substr(slash + 1);
+    }
+    std::fputs(GantryVersionText(program).c_str(), stdout);
+    std::fflush(stdout);
+    std::exit(0);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> ParseFlags(int argc, char** argv, const std::string& usage) {
+  HandleVersion(argc, argv);
   absl::SetProgramUsageMessage(usage);
   std::vector<std::string> normalized = NormalizeFlagNames(argc, argv);
   std::vector<char*> pointers;
@@ -75,6 +95,7 @@ absl::Status ParseOneFlag(const std::string& arg, int argc, char** argv, int* i)
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> ParseFlags(int argc, char** argv, bool* help) {
+  HandleVersion(argc, argv);
   *help = false;
   std::vector<std::string> positional;
   for (int i = 1; i < argc; ++i) {

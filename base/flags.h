@@ -11,6 +11,9 @@
 
 namespace gantry {
 
+// Both forms print the version and build info (GantryVersionText) and exit 0 when argv has
+// --version before any "--".
+//
 // Sets `usage`, parses argv into the ABSL_FLAGs linked into the binary (exits with a message on an
 // unknown or malformed flag, and on --help), and returns the positional arguments without argv[0].
 std::vector<std::string> ParseFlags(int argc, char** argv, const std::string& usage);

@@ -1,8 +1,14 @@
 #include "server/admin_service.h"
 
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "google/protobuf/util/time_util.h"
 #include "server/requests/field_checks.h"
 
 namespace gantry::server {
@@ -20,6 +26,39 @@ absl::StatusOr<int> RevokeJoinTokenAndWorkers(Backend& backend, const std::strin
 }  // namespace
 
 namespace v1 = ::gantry::v1;
+
+namespace {
+
+// Copies what the worker's latest heartbeat said into `w`; `versions`: checkpoint -> the versions
+// stored with it.
+void FillReport(const WorkerReport& report,
+                const std::map<std::string, std::vector<std::string>>& versions,
+                v1::WorkerInfo* w) {
+  const v1::Heartbeat& hb = report.heartbeat;
+  for (const v1::LoadedModel& m : hb.loaded_models()) {
+    v1::WorkerModel* out = w->add_loaded_models();
+    if (auto it = versions.find(m.checkpoint_sha256()); it != versions.end()) {
+      for (const std::string& v : it->second) out->add_models(v);
+    }
+    out->set_checkpoint_sha256(m.checkpoint_sha256());
+    out->set_memory_bytes(m.memory_bytes());
+    out->set_warm(m.warm());
+    out->set_active_requests(m.active_requests());
+    out->set_queued_showers(m.queued_showers());
+  }
+  w->set_generation_active_requests(hb.generation_active_requests());
+  w->set_generation_queued_showers(hb.generation_queued_showers());
+  for (const v1::RunningRank& r : hb.running_ranks()) {
+    v1::WorkerRank* out = w->add_running_ranks();
+    out->set_job_id(r.job_id());
+    out->set_attempt(r.attempt());
+    out->set_rank(r.rank());
+  }
+  *w->mutable_reported_at() =
+      google::protobuf::util::TimeUtil::MicrosecondsToTimestamp(absl::ToUnixMicros(report.at));
+}
+
+}  // namespace
 
 grpc::Status AdminService::CreateTenant(grpc::ServerContext* context,
                                         const v1::CreateTenantRequest* request,
@@ -114,9 +153,20 @@ grpc::Status AdminService::ListWorkers(grpc::ServerContext* context,
                                        v1::ListWorkersResponse* response) {
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
+    const std::map<std::string, WorkerReport> reports = sessions_.Reports();
+    std::set<std::string> checkpoints;
+    for (const auto& [id, report] : reports) {
+      for (const v1::LoadedModel& m : report.heartbeat.loaded_models()) {
+        if (checkpoints.size() < 1000) checkpoints.insert(m.checkpoint_sha256());
+      }
+    }
+    ASSIGN_OR_RETURN(const auto versions,
+                     backend_.models->VersionsByCheckpoint(
+                         std::vector<std::string>(checkpoints.begin(), checkpoints.end())));
     for (v1::WorkerInfo& w : workers) {
       // A preemption is known only in memory; an operator's drain is also stored.
       if (sessions_.Draining(w.id())) w.set_draining(true);
+      if (auto it = reports.find(w.id()); it != reports.end()) FillReport(it->second, versions, &w);
       *response->add_workers() = std::move(w);
     }
     return absl::OkStatus();

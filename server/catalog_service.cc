@@ -55,8 +55,29 @@ grpc::Status CatalogService::GetModel(grpc::ServerContext* context,
       RETURN_IF_ERROR(backend_.jobs->AppendValidationCurve(response->lineage().job_id(),
                                                            response->mutable_validation_curve()));
     }
+    FillReadiness(response);
     return absl::OkStatus();
   });
+}
+
+void CatalogService::FillReadiness(v1::ModelVersion* model) const {
+  if (sessions_ == nullptr || router_ == nullptr) return;
+  v1::ModelReadiness* readiness = model->mutable_readiness();
+  readiness->set_serving_workers(router_->ServingWorkers());
+  std::map<std::string, std::string> names;
+  for (const GenerationRouter::WorkerView& w : router_->Snapshot()) names[w.worker_id] = w.name;
+  for (const auto& [worker_id, report] : sessions_->Reports()) {
+    for (const v1::LoadedModel& m : report.heartbeat.loaded_models()) {
+      if (m.checkpoint_sha256() != model->checkpoint_sha256()) continue;
+      v1::ModelPlacement* p = readiness->add_loaded_on();
+      p->set_worker_id(worker_id);
+      if (auto it = names.find(worker_id); it != names.end()) p->set_worker_name(it->second);
+      p->set_warm(m.warm());
+      p->set_active_requests(m.active_requests());
+      p->set_queued_showers(m.queued_showers());
+      if (m.warm()) readiness->set_warm(true);
+    }
+  }
 }
 
 grpc::Status CatalogService::SetAlias(grpc::ServerContext* context,

@@ -6,13 +6,19 @@
 
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "server/backend.h"
+#include "server/generation_router.h"
+#include "server/worker_sessions.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` must outlive it.
+// Thread-safe; `backend`, `sessions` and `router` must outlive it. GetModel fills the version's
+// serving readiness from the workers' latest heartbeats (`sessions`) and the router's count of
+// serving workers; without them (null) readiness is left empty.
 class CatalogService final : public gantry::v1::CatalogService::Service {
  public:
-  explicit CatalogService(Backend& backend) : backend_(backend) {}
+  explicit CatalogService(Backend& backend, const WorkerSessions* sessions = nullptr,
+                          const GenerationRouter* router = nullptr)
+      : backend_(backend), sessions_(sessions), router_(router) {}
 
   grpc::Status ListModels(grpc::ServerContext* context,
                           const gantry::v1::ListModelsRequest* request,
@@ -31,7 +37,12 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
                             gantry::v1::ModelVersion* response) override;
 
  private:
+  // Where `model`'s checkpoint is loaded, from the latest heartbeats.
+  void FillReadiness(gantry::v1::ModelVersion* model) const;
+
   Backend& backend_;
+  const WorkerSessions* const sessions_;  // not owned; may be null
+  const GenerationRouter* const router_;  // not owned; may be null
 };
 
 }  // namespace gantry::server

@@ -60,6 +60,12 @@ struct ActiveJob {
   double MedianStepSeconds() const;
 };
 
+// What a connected worker said in its latest heartbeat (ListWorkers, GetModel readiness).
+struct WorkerReport {
+  gantry::v1::Heartbeat heartbeat;
+  absl::Time at = absl::InfinitePast();
+};
+
 // Plain data plus helpers; every member is read and written with `mu` held, and no holder of `mu`
 // calls the database (decisions are collected under it, written after releasing it).
 struct CoordinatorState {
@@ -89,6 +95,9 @@ struct CoordinatorState {
   // Jobs found active in the database at start, waiting for a worker to claim them.
   std::map<std::string, gantry::v1::Job> orphans ABSL_GUARDED_BY(mu);
   bool orphans_loaded ABSL_GUARDED_BY(mu) = false;
+  // The latest heartbeat of every worker connected to this process (memory only; dropped when its
+  // stream ends or its lease expires, so nothing stale is shown).
+  std::map<std::string, WorkerReport> reports ABSL_GUARDED_BY(mu);
   absl::Time started_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
 };
 

@@ -55,7 +55,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       coordinator_(*backend_, &router_),
       training_(*backend_),
       generation_(*backend_, router_),
-      catalog_(*backend_),
+      catalog_(*backend_, &coordinator_.sessions(), &router_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
       admin_(*backend_, coordinator_.sessions()),
@@ -123,13 +123,24 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
                                                " (address in use or invalid)"));
   }
   server->address_ = absl::StrCat(HostOf(options.listen), ":", port);
+  // The health monitor probes PostgreSQL on a connection of its own with short timeouts, so a
+  // pool full of slow calls does not read as an outage.
+  storage::DatabaseOptions probe;
+  probe.pool_size = 1;
+  probe.connect_timeout = absl::Seconds(2);
+  probe.statement_timeout = absl::Seconds(2);
+  probe.pool_wait = absl::Seconds(2);
+  ASSIGN_OR_RETURN(server->health_db_, storage::Database::Create(options.db_dsn, probe));
   grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
-  health->SetServingStatus(true);
-  for (const char* name :
-       {"gantry.v1.TrainingService", "gantry.v1.GenerationService", "gantry.v1.CatalogService",
-        "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService"}) {
-    health->SetServingStatus(name, true);
-  }
+  storage::Database* health_db = server->health_db_.get();
+  GenerationRouter* router = &server->router_;
+  server->health_ = std::make_unique<HealthMonitor>(
+      options.health_check_interval, [health_db] { return health_db->Ping(); },
+      [router] { return router->ServingWorkers(); },
+      [health](const std::string& service, bool serving) {
+        health->SetServingStatus(service, serving);
+      });
+  server->health_->Start();
   server->coordinator_.Start();
   server->blob_collector_.Start();
   return server;
@@ -137,6 +148,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
 
 void GantryServer::Shutdown() {
   if (backend_->shutting_down.exchange(true)) return;
+  if (health_ != nullptr) health_->Stop();
   coordinator_.Stop();
   blob_collector_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);

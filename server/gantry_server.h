@@ -1,6 +1,7 @@
-// GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking,
-// reflection, the auth interceptor, keepalive, message-size and thread limits on one grpc::Server,
-// and the blob garbage collector.
+// GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking
+// that follows the database and the serving workers (HealthMonitor), reflection, the auth
+// interceptor, keepalive, message-size and thread limits on one grpc::Server, and the blob garbage
+// collector.
 #ifndef GANTRY_SERVER_GANTRY_SERVER_H_
 #define GANTRY_SERVER_GANTRY_SERVER_H_
 
@@ -16,10 +17,12 @@
 #include "server/dataset_service.h"
 #include "server/generation_router.h"
 #include "server/generation_service.h"
+#include "server/health_monitor.h"
 #include "server/job_coordinator.h"
 #include "server/server_options.h"
 #include "server/training_service.h"
 #include "server/worker_service.h"
+#include "storage/database.h"
 
 namespace gantry::server {
 
@@ -27,7 +30,8 @@ namespace gantry::server {
 class GantryServer {
  public:
   // Connects to the database (applying migrations), binds options.listen (TLS when cert and key are
-  // given) and starts serving with every health status SERVING.
+  // given) and starts serving; health statuses are set by a first HealthMonitor check before it
+  // returns and follow the database and the workers every options.health_check_interval.
   static absl::StatusOr<std::unique_ptr<GantryServer>> Start(const ServerOptions& options);
   ~GantryServer();
 
@@ -56,6 +60,9 @@ class GantryServer {
   BlobCollector blob_collector_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
+  // The health monitor's own one-connection pool (short timeouts; never waits behind busy calls).
+  std::unique_ptr<storage::Database> health_db_;
+  std::unique_ptr<HealthMonitor> health_;  // destroyed first: it sets statuses on server_
 };
 
 }  // namespace gantry::server

@@ -42,6 +42,10 @@ ABSL_FLAG(std::string, admin_token_file, "",
 ABSL_FLAG(std::string, join_token_file, "", "file holding a worker join token to accept");
 ABSL_FLAG(int64_t, max_dataset_bytes, int64_t{64} << 30, "largest dataset upload accepted");
 ABSL_FLAG(int, shutdown_grace_seconds, 5, "seconds calls get to finish on SIGINT/SIGTERM");
+ABSL_FLAG(int, health_check_interval_ms, 3000,
+          "how often grpc.health.v1 statuses are brought up to date: PostgreSQL probed (services "
+          "that need it NOT_SERVING while it is unreachable), serving workers counted "
+          "(GenerationService); 0 = only once at start");
 ABSL_FLAG(int, heartbeat_interval_ms, 2000, "how often workers are told to heartbeat");
 ABSL_FLAG(int, lease_timeout_ms, 15000,
           "a worker silent for longer is lost and the jobs with ranks on it restart (or fail)");
@@ -146,6 +150,13 @@ int main(int argc, char** argv) {
   options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.max_dataset_bytes = absl::GetFlag(FLAGS_max_dataset_bytes);
   options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  options.health_check_interval = absl::Milliseconds(absl::GetFlag(FLAGS_health_check_interval_ms));
+  if (options.health_check_interval < absl::ZeroDuration() ||
+      (options.health_check_interval > absl::ZeroDuration() &&
+       options.health_check_interval < absl::Milliseconds(50))) {
+    std::cerr << "gantry-server: --health-check-interval-ms must be 0 (check once) or >= 50\n";
+    return 2;
+  }
   options.heartbeat_interval_ms = absl::GetFlag(FLAGS_heartbeat_interval_ms);
   options.lease_timeout_ms = absl::GetFlag(FLAGS_lease_timeout_ms);
   options.placing_timeout = absl::Seconds(absl::GetFlag(FLAGS_placing_timeout_seconds));

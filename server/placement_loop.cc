@@ -342,6 +342,7 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
     for (const scheduler::LostWorker& lost : state_.scheduler.ExpireLeases(now)) {
       const std::string name = state_.WorkerName(lost.worker_id);
       if (router_ != nullptr) router_->OnDisconnect(lost.worker_id);
+      state_.reports.erase(lost.worker_id);
       Loss& loss = losses.emplace_back();
       loss.worker_id = lost.worker_id;
       const std::string why =

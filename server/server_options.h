@@ -8,8 +8,8 @@
 
 #include "absl/time/time.h"
 #include "base/file_roots.h"
-#include "storage/tenant_limits.h"
 #include "server/sandboxed_inspector.h"
+#include "storage/tenant_limits.h"
 
 namespace gantry::server {
 
@@ -54,6 +54,9 @@ struct ServerOptions {
   // revoked token ends them with UNAUTHENTICATED within this plus auth_cache_ttl.
   absl::Duration stream_token_recheck = absl::Seconds(1);
   absl::Duration shutdown_grace = absl::Seconds(5);
+  // How often the health monitor probes PostgreSQL and counts serving workers (grpc.health.v1
+  // statuses follow within this); 0 = only once at start.
+  absl::Duration health_check_interval = absl::Seconds(3);
   int heartbeat_interval_ms = 2000;
   int lease_timeout_ms = 15000;
   // Job coordinator: how often it schedules; how long a job may stay PLACING before its ranks all

@@ -45,6 +45,7 @@ void WorkerSessions::OnRegister(const std::string& worker_id, const v1::Register
   absl::MutexLock lock(&state_.mu);
   state_.registered[worker_id] = request;
   state_.preempting.erase(worker_id);  // a new daemon (a preempted one exits)
+  state_.reports.erase(worker_id);     // its next heartbeat says what it has now
   if (drained) {
     state_.drained.insert(worker_id);
   } else {
@@ -253,8 +254,14 @@ void WorkerSessions::OnDisconnect(const std::shared_ptr<WorkerLink>& link) {
   if (it != state_.links.end() && it->second == link) {
     state_.links.erase(it);
     state_.scheduler.MarkDisconnected(link->worker_id());
+    state_.reports.erase(link->worker_id());
     if (router_ != nullptr) router_->OnDisconnect(link->worker_id());
   }
+}
+
+std::map<std::string, WorkerReport> WorkerSessions::Reports() const {
+  absl::MutexLock lock(&state_.mu);
+  return state_.reports;
 }
 
 std::string WorkerSessions::WorkerNameOf(const std::string& worker_id) const {
@@ -266,6 +273,10 @@ absl::Status WorkerSessions::OnHeartbeat(const std::string& worker_id,
                                          const v1::Heartbeat& heartbeat) {
   absl::MutexLock lock(&state_.mu);
   if (router_ != nullptr) router_->OnHeartbeat(worker_id, heartbeat);
+  WorkerReport& report = state_.reports[worker_id];
+  report.heartbeat = heartbeat;
+  report.heartbeat.clear_cached_datasets();  // not shown; can be long
+  report.at = absl::Now();
   std::set<std::string> cached(heartbeat.cached_datasets().begin(),
                                heartbeat.cached_datasets().end());
   return state_.scheduler.Heartbeat(worker_id, heartbeat.free_slots(), cached, absl::Now());

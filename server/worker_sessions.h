@@ -56,6 +56,8 @@ class WorkerSessions {
   // The stream ended (the link is closed here).
   void OnDisconnect(const std::shared_ptr<WorkerLink>& link);
   absl::Status OnHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& heartbeat);
+  // The latest heartbeat of every connected worker, by worker id (see CoordinatorState::reports).
+  std::map<std::string, WorkerReport> Reports() const;
   // rank_status, progress, log and result messages (job_id set), and preemption notices.
   // INVALID_ARGUMENT for a job message that names no job, FAILED_PRECONDITION for a job this
   // worker does not run, PERMISSION_DENIED for a rank (rank status, log; rank 0 for progress and

@@ -386,6 +386,30 @@ absl::Status ModelRepository::DeleteAlias(const std::string& owner, const std::s
   });
 }
 
+absl::StatusOr<std::map<std::string, std::vector<std::string>>>
+ModelRepository::VersionsByCheckpoint(const std::vector<std::string>& checkpoint_sha256s) {
+  if (checkpoint_sha256s.size() > 1000) {
+    return absl::InvalidArgumentError("at most 1000 checkpoints at a time");
+  }
+  std::map<std::string, std::vector<std::string>> versions;
+  if (checkpoint_sha256s.empty()) return versions;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    versions.clear();
+    pqxx::result r =
+        tx.Exec("models_by_checkpoint",
+                "SELECT checkpoint_sha256, owner, name, version FROM models "
+                "WHERE checkpoint_sha256 IN (SELECT jsonb_array_elements_text($1::jsonb)) "
+                "ORDER BY checkpoint_sha256, owner, name, version",
+                sql::JsonArray(checkpoint_sha256s));
+    for (const auto& row : r) {
+      versions[row[0].as<std::string>()].push_back(absl::StrCat(
+          row[1].as<std::string>(), "/", row[2].as<std::string>(), ":", row[3].as<int>()));
+    }
+    return absl::OkStatus();
+  }));
+  return versions;
+}
+
 absl::StatusOr<ModelVersion> ModelRepository::SetTags(const std::string& owner,
                                                       const std::string& ref,
                                                       const std::map<std::string, std::string>& set,

@@ -72,6 +72,12 @@ class ModelRepository {
                                                    const std::map<std::string, std::string>& set,
                                                    const std::vector<std::string>& remove);
 
+  // The versions (every owner's, archived ones too) stored with each of `checkpoint_sha256s`, as
+  // "owner/name:version", sorted; a checkpoint with none is absent. At most 1000 checkpoints
+  // (INVALID_ARGUMENT beyond).
+  absl::StatusOr<std::map<std::string, std::vector<std::string>>> VersionsByCheckpoint(
+      const std::vector<std::string>& checkpoint_sha256s);
+
   // Marks the referenced version MODEL_ARCHIVED (idempotent) and drops its aliases; returns it.
   absl::StatusOr<gantry::v1::ModelVersion> Archive(const std::string& owner,
                                                    const std::string& ref);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/build_info.h"
 #include "base/status_details.h"
 #include "clients/cli/arg_parser.h"
 #include "clients/cli/connection.h"
@@ -21,6 +22,7 @@ struct GlobalValues {
   ConfigFlags config;
   bool json = false;
   bool help = false;
+  bool version = false;
   std::optional<std::string> timeout;
 };
 
@@ -44,6 +46,10 @@ absl::StatusOr<std::vector<std::string>> ExtractGlobals(const std::vector<std::s
     }
     if (arg == "-h" || arg == "--help") {
       values->help = true;
+      continue;
+    }
+    if (arg == "--version") {
+      values->version = true;
       continue;
     }
     if (arg.rfind("--", 0) != 0) {
@@ -224,6 +230,7 @@ void CliApp::PrintUsage(std::ostream& out) const {
   out << "\nGlobal flags (anywhere on the line):\n";
   std::vector<FlagSpec> flags = GlobalFlags();
   flags.push_back({"help, -h", "", "show help (also 'gantry help <command>')"});
+  flags.push_back({"version", "", "print the version and build info and exit"});
   PrintFlags(flags, out);
   out << "\nRun 'gantry <command> --help' for a command's arguments and flags.\n"
       << "Exit codes: 0 success, 1 error reported by the server or the system, 2 usage error.\n";
@@ -255,6 +262,10 @@ int CliApp::Run(const std::vector<std::string>& args, std::ostream& out, std::os
   GlobalValues globals;
   absl::StatusOr<std::vector<std::string>> rest = ExtractGlobals(args, &globals);
   if (!rest.ok()) return UsageFailure(err, rest.status(), "Run 'gantry help' for usage.");
+  if (globals.version) {
+    out << GantryVersionText("gantry");
+    return kExitOk;
+  }
 
   const std::vector<std::string> words = CommandWords(*rest);
   if (words.empty()) {

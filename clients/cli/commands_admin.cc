@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "clients/cli/arg_parser.h"
 #include "clients/cli/command.h"
@@ -141,13 +142,27 @@ absl::Status Workers(CommandContext& context) {
     return absl::OkStatus();
   }
   Table table({"ID", "NAME", "DEVICE", "SLOTS", "FREE", "CONNECTED", "DRAINING", "LAST_HEARTBEAT",
-               "LABELS", "VERSION"});
+               "LABELS", "VERSION", "RANKS", "GEN_QUEUE", "MODELS"});
   const absl::Time now = absl::Now();
   for (const auto& w : response.workers()) {
+    // Ranks as job/rank; models as their versions (or the checkpoint's prefix), warm or cold.
+    std::vector<std::string> ranks;
+    for (const auto& r : w.running_ranks())
+      ranks.push_back(absl::StrCat(r.job_id(), "/", r.rank()));
+    std::vector<std::string> models;
+    for (const auto& m : w.loaded_models()) {
+      const std::string name =
+          m.models().empty() ? m.checkpoint_sha256().substr(0, 12) : absl::StrJoin(m.models(), "=");
+      models.push_back(absl::StrCat(name, m.warm() ? " (warm)" : " (cold)"));
+    }
     table.AddRow({w.id(), w.name(), DeviceName(w.device()), absl::StrCat(w.slots()),
                   absl::StrCat(w.free_slots()), w.connected() ? "yes" : "no",
                   w.draining() ? "yes" : "no", FormatAge(w.last_heartbeat(), now),
-                  FormatLabels(w.labels()), w.version()});
+                  FormatLabels(w.labels()), w.version(),
+                  ranks.empty() ? "-" : absl::StrJoin(ranks, ","),
+                  absl::StrCat(w.generation_queued_showers(), " showers/",
+                               w.generation_active_requests(), " calls"),
+                  models.empty() ? "-" : absl::StrJoin(models, ", ")});
   }
   table.Render(context.out);
   return absl::OkStatus();

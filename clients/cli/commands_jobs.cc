@@ -1,6 +1,8 @@
 // `gantry jobs ...`: submit, list, get, cancel, watch and read the logs of training jobs.
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -42,6 +44,87 @@ absl::Status PrintJob(CommandContext& context, const v1::Job& job) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<v1::Job> FetchJob(CommandContext& context, const std::string& id) {
+  v1::GetJobRequest request;
+  request.set_job_id(id);
+  v1::Job job;
+  RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::GetJob, request, &job));
+  return job;
+}
+
+// How a followed job ended.
+struct JobEnd {
+  v1::JobState state = v1::JOB_STATE_UNSPECIFIED;
+  std::string reason;
+  std::string message;
+};
+
+// Follows job `id`'s events after sequence `after` until the server closes the stream (the job
+// ended), handing each to `on_event`. A dropped stream (UNAVAILABLE, or CANCELLED from the
+// transport) is resumed after the last event seen, for about two minutes, once a stream worked.
+// Returns how the job ended (asked with GetJob when the stream showed no final state).
+absl::StatusOr<JobEnd> FollowJob(CommandContext& context, const std::string& id, int64_t after,
+                                 const std::function<absl::Status(const v1::JobEvent&)>& on_event) {
+  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  JobEnd end;
+  int64_t last_sequence = after;
+  int retries = 0;
+  bool streamed = false;  // only a watch that worked once retries; a wrong address fails at once
+  while (true) {
+    v1::WatchJobRequest request;
+    request.set_job_id(id);
+    request.set_after_sequence(last_sequence);
+    // No deadline: a watch follows the job for as long as it runs.
+    auto rpc = connection->NewLongContext(std::nullopt);
+    auto reader = stub->WatchJob(rpc.get(), request);
+    v1::JobEvent event;
+    while (reader->Read(&event)) {
+      RETURN_IF_ERROR(on_event(event));
+      last_sequence = event.sequence();
+      retries = 0;
+      streamed = true;
+      if (event.has_state_change()) {
+        end.state = event.state_change().to();
+        end.reason = event.state_change().reason();
+        end.message = event.state_change().message();
+      }
+    }
+    absl::Status status = FromGrpc(reader->Finish(), connection->config().server);
+    if (status.ok()) break;
+    // A restarting server or a network blip must not end a watch of a long training: resume
+    // after the last event seen, so nothing is printed twice or lost.
+    // The CLI never cancels its own watch, so CANCELLED here comes from the transport (a call that
+    // raced with the old server's shutdown) and is retried like UNAVAILABLE.
+    const bool transient = status.code() == absl::StatusCode::kUnavailable ||
+                           status.code() == absl::StatusCode::kCancelled;
+    if (!streamed || !transient || retries >= kWatchRetries) return status;
+    const absl::Duration delay =
+        std::min(absl::Seconds(1) * (1 << std::min(retries, 4)), absl::Seconds(10));
+    ++retries;
+    context.err << "gantry: watch interrupted (" << status.message() << "); reconnecting in "
+                << absl::FormatDuration(delay) << " from event #" << last_sequence << '\n';
+    absl::SleepFor(delay);
+  }
+  if (!IsTerminal(end.state)) {
+    // The stream closed without a final state in view (e.g. watched from a late sequence): ask.
+    ASSIGN_OR_RETURN(v1::Job job, FetchJob(context, id));
+    end.state = job.state();
+    end.reason = job.reason();
+    end.message = job.message();
+  }
+  return end;
+}
+
+// Exit code 1 (with a line on stderr) unless the job SUCCEEDED.
+void ReportEnd(CommandContext& context, const std::string& id, const JobEnd& end) {
+  if (end.state == v1::SUCCEEDED) return;
+  context.err << "gantry: job " << id << " ended " << JobStateName(end.state);
+  if (!end.reason.empty()) context.err << " (" << end.reason << ": " << end.message << ")";
+  context.err << '\n';
+  context.exit_code = 1;
+}
+
 absl::Status Submit(CommandContext& context) {
   ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(context.args, ReadWholeFile));
   // The API takes "ds-<id>"; let people name their uploaded dataset instead.
@@ -63,7 +146,21 @@ absl::Status Submit(CommandContext& context) {
   request.set_request_id(context.args.Get("request-id").value_or(""));
   v1::Job job;
   RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::SubmitJob, request, &job));
-  return PrintJob(context, job);
+  if (!context.args.Has("wait")) return PrintJob(context, job);
+  // --wait: progress on stderr, the job as it ended on stdout, exit 1 unless it SUCCEEDED.
+  context.err << "gantry: submitted " << job.id() << "; waiting for it to end\n";
+  ASSIGN_OR_RETURN(const JobEnd end,
+                   FollowJob(context, job.id(), 0, [&](const v1::JobEvent& event) {
+                     if (!event.has_log()) {
+                       context.err << FormatJobEvent(event) << '\n';
+                       context.err.flush();
+                     }
+                     return absl::OkStatus();
+                   }));
+  ASSIGN_OR_RETURN(const v1::Job ended, FetchJob(context, job.id()));
+  RETURN_IF_ERROR(PrintJob(context, ended));
+  ReportEnd(context, job.id(), end);
+  return absl::OkStatus();
 }
 
 absl::Status List(CommandContext& context) {
@@ -106,14 +203,6 @@ absl::Status List(CommandContext& context) {
     context.err << "(more jobs: raise --limit, or --limit 0 for all)\n";
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<v1::Job> FetchJob(CommandContext& context, const std::string& id) {
-  v1::GetJobRequest request;
-  request.set_job_id(id);
-  v1::Job job;
-  RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::GetJob, request, &job));
-  return job;
 }
 
 absl::Status Get(CommandContext& context) {
@@ -180,71 +269,54 @@ absl::Status Cancel(CommandContext& context) {
 absl::Status Watch(CommandContext& context) {
   const std::string id = context.args.Positional(0);
   ASSIGN_OR_RETURN(int after, IntFlagOr(context.args, "after", 0));
-  ASSIGN_OR_RETURN(auto stub, NewStub<TrainingService>(context));
-  ASSIGN_OR_RETURN(Connection * connection, context.connect());
-  v1::JobState last_state = v1::JOB_STATE_UNSPECIFIED;
-  std::string last_reason, last_message;
-  int64_t last_sequence = after;
-  int retries = 0;
-  bool streamed = false;  // only a watch that worked once retries; a wrong address fails at once
-  while (true) {
-    v1::WatchJobRequest request;
-    request.set_job_id(id);
-    request.set_after_sequence(last_sequence);
-    // No deadline: a watch follows the job for as long as it runs.
-    auto rpc = connection->NewLongContext(std::nullopt);
-    auto reader = stub->WatchJob(rpc.get(), request);
-    v1::JobEvent event;
-    while (reader->Read(&event)) {
-      if (context.json) {
-        RETURN_IF_ERROR(PrintJson(context.out, event));
-      } else {
-        context.out << FormatJobEvent(event) << '\n';
-      }
-      context.out.flush();
-      last_sequence = event.sequence();
-      retries = 0;
-      streamed = true;
-      if (event.has_state_change()) {
-        last_state = event.state_change().to();
-        last_reason = event.state_change().reason();
-        last_message = event.state_change().message();
-      }
-    }
-    absl::Status status = FromGrpc(reader->Finish(), connection->config().server);
-    if (status.ok()) break;
-    // A restarting server or a network blip must not end a watch of a long training: resume
-    // after the last event seen, so nothing is printed twice or lost.
-    // The CLI never cancels its own watch, so CANCELLED here comes from the transport (a call that
-    // raced with the old server's shutdown) and is retried like UNAVAILABLE.
-    const bool transient = status.code() == absl::StatusCode::kUnavailable ||
-                           status.code() == absl::StatusCode::kCancelled;
-    if (!streamed || !transient || retries >= kWatchRetries) return status;
-    const absl::Duration delay =
-        std::min(absl::Seconds(1) * (1 << std::min(retries, 4)), absl::Seconds(10));
-    ++retries;
-    context.err << "gantry: watch interrupted (" << status.message() << "); reconnecting in "
-                << absl::FormatDuration(delay) << " from event #" << last_sequence << '\n';
-    absl::SleepFor(delay);
-  }
-  if (!IsTerminal(last_state)) {
-    // The stream closed without a final state in view (e.g. watched from a late sequence): ask.
-    ASSIGN_OR_RETURN(v1::Job job, FetchJob(context, id));
-    last_state = job.state();
-    last_reason = job.reason();
-    last_message = job.message();
-  }
-  if (last_state == v1::SUCCEEDED) return absl::OkStatus();
-  context.err << "gantry: job " << id << " ended " << JobStateName(last_state);
-  if (!last_reason.empty()) context.err << " (" << last_reason << ": " << last_message << ")";
-  context.err << '\n';
-  context.exit_code = 1;
+  ASSIGN_OR_RETURN(const JobEnd end,
+                   FollowJob(context, id, after, [&](const v1::JobEvent& event) -> absl::Status {
+                     if (context.json) {
+                       RETURN_IF_ERROR(PrintJson(context.out, event));
+                     } else {
+                       context.out << FormatJobEvent(event) << '\n';
+                     }
+                     context.out.flush();
+                     return absl::OkStatus();
+                   }));
+  ReportEnd(context, id, end);
   return absl::OkStatus();
+}
+
+void PrintLogLine(std::ostream& out, const v1::LogLine& line) {
+  out << "[rank " << line.rank() << "] " << (line.level().empty() ? "INFO" : line.level()) << " "
+      << line.text() << '\n';
+}
+
+// `jobs logs --follow`: every log line from the start (they are job events), then new ones as
+// they come, until the job ends (exit 0 however it ended).
+absl::Status FollowLogs(CommandContext& context, int rank) {
+  const std::string id = context.args.Positional(0);
+  return FollowJob(context, id, 0,
+                   [&](const v1::JobEvent& event) -> absl::Status {
+                     if (!event.has_log() || (rank >= 0 && event.log().rank() != rank)) {
+                       return absl::OkStatus();
+                     }
+                     if (context.json) {
+                       RETURN_IF_ERROR(PrintJson(context.out, event.log()));
+                     } else {
+                       PrintLogLine(context.out, event.log());
+                     }
+                     context.out.flush();
+                     return absl::OkStatus();
+                   })
+      .status();
 }
 
 absl::Status Logs(CommandContext& context) {
   ASSIGN_OR_RETURN(int rank, IntFlagOr(context.args, "rank", -1));
   ASSIGN_OR_RETURN(int tail, IntFlagOr(context.args, "tail", 0));
+  if (context.args.Has("follow")) {
+    if (tail != 0) {
+      return UsageError("--tail and --follow cannot be combined: --follow prints every line");
+    }
+    return FollowLogs(context, rank);
+  }
   v1::GetJobLogsRequest request;
   request.set_job_id(context.args.Positional(0));
   request.set_rank(rank);
@@ -252,10 +324,7 @@ absl::Status Logs(CommandContext& context) {
   v1::GetJobLogsResponse response;
   RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::GetJobLogs, request, &response));
   if (context.json) return PrintJsonArray(context.out, response.lines());
-  for (const auto& line : response.lines()) {
-    context.out << "[rank " << line.rank() << "] " << (line.level().empty() ? "INFO" : line.level())
-                << " " << line.text() << '\n';
-  }
+  for (const auto& line : response.lines()) PrintLogLine(context.out, line);
   return absl::OkStatus();
 }
 
@@ -264,12 +333,17 @@ absl::Status Logs(CommandContext& context) {
 void AddJobCommands(std::vector<Command>* commands) {
   std::vector<FlagSpec> submit_flags = JobSpecFlags();
   submit_flags.push_back({"request-id", "ID", "idempotency key: a retry returns the same job"});
+  submit_flags.push_back({"wait", "",
+                          "wait until the job ends, printing its progress on stderr; exit 0 only "
+                          "if it SUCCEEDED"});
   commands->push_back(
       {{"jobs", "submit"},
        "Submit a training job (it is stored as QUEUED and the command returns at once)",
        "Builds a JobSpec from --spec (protobuf JSON) and/or the flags (flags win), e.g.\n"
        "  gantry jobs submit --name ele-25 --preset 3dgan-25 --dataset ds-<id> --epochs 30 \\\n"
-       "      --batch 64 --world-size 4 --label team=calo",
+       "      --batch 64 --world-size 4 --label team=calo\n"
+       "With --wait it follows the job (state changes, progress, checkpoints on stderr), prints\n"
+       "the job as it ended and exits 1 when it FAILED or was CANCELLED.",
        {},
        submit_flags,
        Submit});
@@ -304,7 +378,9 @@ void AddJobCommands(std::vector<Command>* commands) {
        "Print a job's log lines",
        "",
        {{"JOB_ID", "job-<uuid>"}},
-       {{"rank", "N", "only this rank (default: all)"}, {"tail", "N", "only the last N lines"}},
+       {{"rank", "N", "only this rank (default: all)"},
+        {"tail", "N", "only the last N lines"},
+        {"follow", "", "keep printing new lines until the job ends (from the first line)"}},
        Logs});
 }
 

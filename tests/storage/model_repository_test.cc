@@ -68,6 +68,27 @@ TEST_F(ModelRepositoryTest, RegisterNumbersVersionsPerOwnerAndName) {
   EXPECT_EQ(models.Register(Model("", "x")).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(ModelRepositoryTest, VersionsByCheckpointNamesEveryVersionStoredWithIt) {
+  ModelRepository models(*db_);
+  ASSERT_TRUE(models.Register(Model("bob", "ele")).ok());
+  ASSERT_TRUE(models.Register(Model("alice", "ele")).ok());
+  ModelVersion other = Model("alice", "pion");
+  other.set_checkpoint_sha256(std::string(64, 'd'));
+  ASSERT_TRUE(models.Register(other).ok());
+  ASSERT_TRUE(models.Archive("alice", "ele:1").ok());  // archived versions are still named
+
+  auto found = models.VersionsByCheckpoint(
+      {std::string(64, 'c'), std::string(64, 'd'), std::string(64, 'e')});
+  ASSERT_TRUE(found.ok()) << found.status();
+  EXPECT_EQ(found->size(), 2u);  // 'e' has none
+  EXPECT_EQ(found->at(std::string(64, 'c')),
+            (std::vector<std::string>{"alice/ele:1", "bob/ele:1"}));
+  EXPECT_EQ(found->at(std::string(64, 'd')), (std::vector<std::string>{"alice/pion:1"}));
+  EXPECT_TRUE(models.VersionsByCheckpoint({})->empty());
+  EXPECT_EQ(models.VersionsByCheckpoint(std::vector<std::string>(1001, "x")).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(ModelRepositoryTest, ConcurrentRegisterGetsDistinctConsecutiveVersions) {
   ModelRepository models(*db_);
   std::mutex mu;

@@ -469,6 +469,14 @@ std::vector<std::string> RankLauncher::running_jobs() const {
   return std::vector<std::string>(jobs.begin(), jobs.end());
 }
 
+std::vector<std::tuple<std::string, int, int>> RankLauncher::live_rank_keys() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::tuple<std::string, int, int>> keys;
+  keys.reserve(ranks_.size());
+  for (const auto& [key, rank] : ranks_) keys.push_back(key);
+  return keys;
+}
+
 bool RankLauncher::WaitIdle(absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
   return mu_.AwaitWithTimeout(

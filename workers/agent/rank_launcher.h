@@ -90,6 +90,8 @@ class RankLauncher {
   int live_ranks() const;
   // Distinct job ids with live ranks, sorted.
   std::vector<std::string> running_jobs() const;
+  // Every live rank as (job id, attempt, rank), sorted.
+  std::vector<std::tuple<std::string, int, int>> live_rank_keys() const;
   // Waits until no rank is live (see live_ranks); false on timeout.
   bool WaitIdle(absl::Duration timeout) const;
 

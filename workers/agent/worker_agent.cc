@@ -376,6 +376,12 @@ void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::Ser
     if (action == kHeartbeat) {
       v1::Heartbeat* hb = message.mutable_heartbeat();
       hb->set_free_slots(std::max(0, options_.slots - launcher_->live_ranks()));
+      for (const auto& [job_id, attempt, rank] : launcher_->live_rank_keys()) {
+        v1::RunningRank* r = hb->add_running_ranks();
+        r->set_job_id(job_id);
+        r->set_attempt(attempt);
+        r->set_rank(rank);
+      }
       for (const HeartbeatSource& source : heartbeat_sources_) source(*hb);
       next_heartbeat = absl::Now() + heartbeat_interval;
       if (!stream->Write(message)) {

@@ -93,6 +93,9 @@ void ServingExtension::FillHeartbeat(gantry::v1::Heartbeat& heartbeat) const {
     gantry::v1::LoadedModel* out = heartbeat.add_loaded_models();
     out->set_checkpoint_sha256(m.checkpoint_sha256);
     out->set_memory_bytes(m.memory_bytes);
+    out->set_warm(m.stats.batches > 0);
+    out->set_active_requests(m.stats.active_requests);
+    out->set_queued_showers(m.stats.queued_showers);
     queued += m.stats.queued_showers;
   }
   heartbeat.set_generation_active_requests(service_->active_requests());

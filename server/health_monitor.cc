@@ -1,0 +1,87 @@
+#include "server/health_monitor.h"
+
+#include <cstdio>
+#include <utility>
+
+namespace gantry::server {
+namespace {
+
+// Every public service but WorkerService answers from PostgreSQL (GenerationService resolves the
+// model there).
+constexpr const char* kDatabaseServices[] = {"gantry.v1.TrainingService",
+                                             "gantry.v1.CatalogService", "gantry.v1.DatasetService",
+                                             "gantry.v1.AdminService"};
+
+}  // namespace
+
+std::map<std::string, bool> HealthMonitor::Decide(bool database_reachable, int serving_workers) {
+  std::map<std::string, bool> statuses;
+  statuses[""] = database_reachable;
+  for (const char* name : kDatabaseServices) statuses[name] = database_reachable;
+  statuses[kGenerationService] = database_reachable && serving_workers > 0;
+  statuses[kWorkerService] = true;
+  return statuses;
+}
+
+HealthMonitor::HealthMonitor(absl::Duration period, std::function<absl::Status()> probe_database,
+                             std::function<int()> serving_workers,
+                             std::function<void(const std::string&, bool)> set_status)
+    : period_(period),
+      probe_database_(std::move(probe_database)),
+      serving_workers_(std::move(serving_workers)),
+      set_status_(std::move(set_status)) {}
+
+HealthMonitor::~HealthMonitor() { Stop(); }
+
+void HealthMonitor::Start() {
+  CheckNow();
+  if (period_ <= absl::ZeroDuration() || thread_.joinable()) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void HealthMonitor::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (thread_.joinable()) thread_.join();
+  absl::MutexLock lock(&check_mu_);
+  stopped_ = true;
+}
+
+void HealthMonitor::Run() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Condition stopping(&stopping_);
+      if (mu_.AwaitWithTimeout(stopping, period_)) return;
+    }
+    CheckNow();
+  }
+}
+
+void HealthMonitor::CheckNow() {
+  absl::MutexLock lock(&check_mu_);
+  if (stopped_) return;
+  const absl::Status database = probe_database_();
+  const bool reachable = database.ok();
+  if (!database_reachable_.has_value() || *database_reachable_ != reachable) {
+    if (reachable && database_reachable_.has_value()) {
+      std::fprintf(stderr, "gantry-server: health: PostgreSQL is reachable again: SERVING\n");
+    } else if (!reachable) {
+      std::fprintf(stderr,
+                   "gantry-server: health: PostgreSQL unreachable (%s): services that need it "
+                   "are NOT_SERVING\n",
+                   database.ToString().c_str());
+    }
+    database_reachable_ = reachable;
+  }
+  for (const auto& [service, serving] : Decide(reachable, serving_workers_())) {
+    auto it = published_.find(service);
+    if (it != published_.end() && it->second == serving) continue;
+    published_[service] = serving;
+    set_status_(service, serving);
+  }
+}
+
+}  // namespace gantry::server
