@@ -1,18 +1,21 @@
 // CatalogService: the model registry over ModelRepository (gantry.v1.CatalogService). Versions are
-// registered by training jobs (issue 4); this service lists, resolves, aliases, tags and archives
-// them.
+// registered by training jobs; this service lists, resolves, aliases, tags and archives them, and
+// exports them through a worker (ModelExportProxy).
 #ifndef GANTRY_SERVER_CATALOG_SERVICE_H_
 #define GANTRY_SERVER_CATALOG_SERVICE_H_
 
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "server/backend.h"
+#include "server/generation_router.h"
+#include "server/model_export_proxy.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` must outlive it.
+// Thread-safe; `backend` and `router` must outlive it.
 class CatalogService final : public gantry::v1::CatalogService::Service {
  public:
-  explicit CatalogService(Backend& backend) : backend_(backend) {}
+  CatalogService(Backend& backend, GenerationRouter& router)
+      : backend_(backend), exports_(backend, router) {}
 
   grpc::Status ListModels(grpc::ServerContext* context,
                           const gantry::v1::ListModelsRequest* request,
@@ -29,9 +32,15 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
   grpc::Status ArchiveModel(grpc::ServerContext* context,
                             const gantry::v1::ArchiveModelRequest* request,
                             gantry::v1::ModelVersion* response) override;
+  // Owner or public versions (others NOT_FOUND); INVALID_ARGUMENT for a bad reference or format;
+  // then ModelExportProxy::Export. One log line per call.
+  grpc::Status ExportModel(grpc::ServerContext* context,
+                           const gantry::v1::ExportModelRequest* request,
+                           grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer) override;
 
  private:
   Backend& backend_;
+  ModelExportProxy exports_;
 };
 
 }  // namespace gantry::server
