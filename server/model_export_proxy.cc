@@ -138,7 +138,9 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
   int64_t received = 0;
   v1::ExportModelChunk chunk, held;  // `held`: the latest data chunk, not yet sent
   bool holding = false;
-  absl::Status broken;  // the worker broke the protocol
+  absl::Status broken;   // the worker broke the protocol
+  absl::Status revoked;  // the client's token, checked again while the call runs
+  absl::Time checked = absl::Now();
   bool client_gone = false;
   while (reader->Read(&chunk)) {
     if (a.messages++ == 0) {
@@ -170,6 +172,11 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
     }
     received += static_cast<int64_t>(chunk.data().size());
     hash.Update(chunk.data());
+    if (absl::Now() - checked >= backend_.options.stream_token_recheck) {
+      checked = absl::Now();
+      revoked = backend_.RecheckToken(*context, Audience::kTenant);
+      if (!revoked.ok()) break;
+    }
     if (holding && !writer->Write(held)) {
       client_gone = true;
       break;
@@ -177,10 +184,12 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
     held.Swap(&chunk);
     holding = true;
   }
-  if (!broken.ok() || client_gone) ctx->TryCancel();
+  if (!broken.ok() || !revoked.ok() || client_gone) ctx->TryCancel();
   const grpc::Status s = reader->Finish();
   if (client_gone || context->IsCancelled()) {
     a.status = absl::CancelledError("the client went away; the worker's call was cancelled");
+  } else if (!revoked.ok()) {
+    a.status = revoked;
   } else if (!broken.ok()) {
     a.status = absl::Status(broken.code(), absl::StrCat("worker ", worker.name, " ",
                                                         broken.message(), "; the export failed"));
@@ -194,6 +203,8 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
     a.status = absl::DataLossError(absl::StrCat(
         "worker ", worker.name, " sent ", received, " bytes that do not match the declared ",
         declared.size_bytes(), " bytes and sha256; the export was not completed, retry"));
+  } else if (absl::Status still = backend_.RecheckToken(*context, Audience::kTenant); !still.ok()) {
+    a.status = still;  // revoked meanwhile: the last chunk is not sent
   } else if (!writer->Write(held)) {
     a.status = absl::CancelledError("the client went away");
   }

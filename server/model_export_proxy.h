@@ -12,7 +12,9 @@
 //    verified. Messages from workers are limited to kMaxChunkBytes + 64 KiB on this pool's
 //    channels.
 // A worker UNAVAILABLE before its first message is replaced by the next candidate; other worker
-// errors keep their code. The worker call inherits the client's deadline and cancellation.
+// errors keep their code. The worker call inherits the client's deadline and cancellation. The
+// client's token is checked again every options.stream_token_recheck while data flows and before
+// the last chunk (UNAUTHENTICATED once revoked, the worker's call cancelled).
 #ifndef GANTRY_SERVER_MODEL_EXPORT_PROXY_H_
 #define GANTRY_SERVER_MODEL_EXPORT_PROXY_H_
 

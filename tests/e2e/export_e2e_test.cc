@@ -202,6 +202,13 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
       Gantry({"models", "export", model_ref, "--format", "pytorch", "--out", out + "/model.pt"});
   ASSERT_EQ(cli_pt.exit_code, 0) << cli_pt.err << Logs();
   EXPECT_THAT(cli_pt.out, HasSubstr("as pytorch to " + out + "/model.pt"));
+  Result json = Gantry(
+      {"--json", "models", "export", model_ref, "--format", "pytorch", "--out", out + "/json.pt"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const std::string pt = ReadFile(out + "/json.pt");
+  EXPECT_EQ(pt, ReadFile(out + "/model.pt"));
+  EXPECT_THAT(json.out, HasSubstr("\"sha256\":\"" + Sha256Hex(pt) + "\""));
+  EXPECT_THAT(json.out, HasSubstr("\"model\":\"" + model_ref + "\""));
 
   // An existing --out is refused without --force and left as it was; --force replaces it.
   Result again =

@@ -92,6 +92,7 @@ grpc::Status FakeGenerationWorker::Export(grpc::ServerContext* context,
   if (mode == ExportMode::kTooLarge) return grpc::Status::OK;
   const int64_t step = mode == ExportMode::kHugeChunk ? (int64_t{4} << 20) : (int64_t{1} << 20);
   for (int64_t offset = 0; offset < static_cast<int64_t>(payload.size()); offset += step) {
+    if (mode == ExportMode::kSlow) std::this_thread::sleep_for(std::chrono::milliseconds(300));
     chunk.Clear();
     chunk.set_offset(offset);
     chunk.set_data(payload.substr(offset, step));

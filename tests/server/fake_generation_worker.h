@@ -35,6 +35,7 @@ class FakeGenerationWorker final : public gantry::v1::WorkerGenerationService::S
     kTooLarge,          // declares 1 GiB (and sends nothing more)
     kDataFirst,         // a data chunk before the metadata
     kHugeChunk,         // the whole payload in one 4 MiB message
+    kSlow,              // as kServe, 300 ms before each data chunk
   };
 
   explicit FakeGenerationWorker(std::string secret);

@@ -108,6 +108,33 @@ TEST_F(ServerExportTest, AHostileWorkersStreamNeverReachesTheClientComplete) {
   EXPECT_TRUE(Export(token_, "calo:1", v1::EXPORT_FORMAT_ONNX).status.ok());
 }
 
+TEST_F(ServerExportTest, ATokenRevokedDuringTheExportGetsNoCompleteFile) {
+  GenWorker alpha = AddWorker("alpha", {sha_});
+  LetHeartbeatsLand();
+  alpha.fake->set_export_mode(ExportMode::kSlow);
+  v1::CreateTokenRequest create;
+  create.set_tenant("physics");
+  v1::CreateTokenResponse issued;
+  ASSERT_TRUE(admin_->CreateToken(Ctx(admin_token_).get(), create, &issued).ok());
+  v1::ExportModelRequest request;
+  request.set_model("calo:1");
+  request.set_format(v1::EXPORT_FORMAT_ONNX);
+  auto ctx = Ctx(issued.token(), 20000);
+  auto reader = catalog_->ExportModel(ctx.get(), request);
+  v1::ExportModelChunk chunk;
+  ASSERT_TRUE(reader->Read(&chunk));
+  ASSERT_TRUE(chunk.has_metadata());
+  v1::RevokeTokenRequest revoke;
+  revoke.set_token_id(issued.token_id());
+  v1::RevokeTokenResponse revoked;
+  ASSERT_TRUE(admin_->RevokeToken(Ctx(admin_token_).get(), revoke, &revoked).ok());
+  int64_t bytes = 0;
+  while (reader->Read(&chunk)) bytes += static_cast<int64_t>(chunk.data().size());
+  const grpc::Status s = reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  EXPECT_LT(bytes, static_cast<int64_t>(FakeGenerationWorker::ExportPayload().size()));
+}
+
 TEST_F(ServerExportTest, RefusesBeforeAnyWorkerIsAsked) {
   GenWorker alpha = AddWorker("alpha", {sha_});
   LetHeartbeatsLand();
