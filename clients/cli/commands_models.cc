@@ -262,7 +262,9 @@ absl::Status Export(CommandContext& context) {
   const std::string format_name = context.args.Get("format").value_or("");
   v1::ExportModelRequest request;
   request.set_model(context.args.Positional(0));
-  if (format_name == "onnx") {
+  if (format_name.empty()) {
+    return UsageError("--format onnx|pytorch: give the export format");
+  } else if (format_name == "onnx") {
     request.set_format(v1::EXPORT_FORMAT_ONNX);
   } else if (format_name == "pytorch") {
     request.set_format(v1::EXPORT_FORMAT_PYTORCH);

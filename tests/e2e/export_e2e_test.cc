@@ -64,7 +64,7 @@ class ExportE2eTest : public ServerFixture {
         std::vector<std::string>{GANTRY_WORKER_BINARY, "daemon", "--server=" + server_->address(),
                                  "--join-token-file=" + join_token_file_, "--name=x1", "--slots=1",
                                  "--threads=1", "--cache-dir=" + dir_.path() + "/x1",
-                                 "--advertise-host=127.0.0.1", "--rendezvous-ports=29740-29759"},
+                                 "--advertise-host=127.0.0.1", "--rendezvous-ports=29950-29969"},
         dir_.path() + "/x1.log");
     ASSERT_GT(worker_process_->pid(), 0);
   }
@@ -209,6 +209,13 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   EXPECT_EQ(pt, ReadFile(out + "/model.pt"));
   EXPECT_THAT(json.out, HasSubstr("\"sha256\":\"" + Sha256Hex(pt) + "\""));
   EXPECT_THAT(json.out, HasSubstr("\"model\":\"" + model_ref + "\""));
+
+  // A format the CLI does not know is a usage error (exit 2) before anything is sent.
+  Result tflite =
+      Gantry({"models", "export", model_ref, "--format", "tflite", "--out", out + "/m.tflite"});
+  EXPECT_EQ(tflite.exit_code, 2);
+  EXPECT_THAT(tflite.err, HasSubstr("'tflite' is not onnx or pytorch"));
+  EXPECT_FALSE(Exists(out + "/m.tflite"));
 
   // An existing --out is refused without --force and left as it was; --force replaces it.
   Result again =
