@@ -22,6 +22,7 @@
 #include "tests/support/temp_dir.h"
 #include "workers/export/model_export.h"
 #include "workers/gan/bf16_support.h"
+#include "workers/serving/checkpoint_model_exporter.h"
 #include "workers/serving/checkpoint_model_loader.h"
 #include "workers/serving/serving_extension.h"
 
@@ -484,6 +485,58 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
       call(without, without.secret(), model.sha256, v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
       grpc::StatusCode::UNIMPLEMENTED);
   EXPECT_TRUE(chunks.empty());
+}
+
+// The daemon's exporter on checkpoints already in its model folder (so no server is asked): the
+// export with the generator's interface, and a hostile checkpoint's error without the worker's
+// paths.
+TEST(CheckpointModelExporterTest, ExportsWithTheInterfaceAndKeepsPathsOutOfErrors) {
+  gantry::testing::TempDir dir;
+  const std::string models = dir.File("models");
+  std::filesystem::create_directories(models);
+  const testing::TorchModelFile model = testing::WriteTorchModel("3dgan-25", 5, dir.File("m.ckpt"));
+  std::filesystem::copy_file(model.path, models + "/" + model.sha256 + ".pt");
+  const std::string garbage = "not a checkpoint at all";
+  const std::string garbage_sha = Sha256Hex(garbage);
+  std::ofstream(models + "/" + garbage_sha + ".pt") << garbage;
+  CheckpointModelLoaderOptions options;
+  options.server = "127.0.0.1:1";  // never dialled: both checkpoints are there
+  options.models_dir = models;
+  options.verify.binary = GANTRY_WORKER_BINARY;
+  ModelExporter exporter = MakeCheckpointModelExporter(options);
+
+  v1::ServedModel served;
+  served.set_checkpoint_sha256(model.sha256);
+  served.set_model_ref("ele:5");
+  absl::StatusOr<ExportedFile> onnx = exporter(served, v1::EXPORT_FORMAT_ONNX);
+  ASSERT_TRUE(onnx.ok()) << onnx.status();
+  EXPECT_EQ(onnx->bytes, *exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kOnnx));
+  EXPECT_EQ(onnx->metadata.format(), v1::EXPORT_FORMAT_ONNX);
+  ASSERT_EQ(onnx->metadata.inputs_size(), 2);
+  EXPECT_EQ(onnx->metadata.inputs(0).name(), "latent");
+  EXPECT_EQ(onnx->metadata.inputs(0).shape(1), 200);
+  EXPECT_EQ(onnx->metadata.inputs(0).element_type(), "float32");
+  ASSERT_EQ(onnx->metadata.outputs_size(), 1);
+  EXPECT_EQ(onnx->metadata.outputs(0).name(), "shower");
+  EXPECT_EQ(onnx->metadata.outputs(0).shape_size(), 4);
+
+  served.set_checkpoint_sha256(garbage_sha);
+  absl::StatusOr<ExportedFile> bad = exporter(served, v1::EXPORT_FORMAT_PYTORCH);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find(dir.path()), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find(garbage_sha), std::string::npos) << bad.status();
+  EXPECT_EQ(exporter(served, v1::EXPORT_FORMAT_UNSPECIFIED).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // A model folder that cannot be created: the error names the model, not the folder.
+  std::ofstream(dir.File("plain-file")) << "x";
+  CheckpointModelLoaderOptions broken = options;
+  broken.models_dir = dir.File("plain-file") + "/models";
+  absl::StatusOr<ExportedFile> no_dir =
+      MakeCheckpointModelExporter(broken)(served, v1::EXPORT_FORMAT_ONNX);
+  ASSERT_FALSE(no_dir.ok());
+  EXPECT_EQ(no_dir.status().message().find(dir.path()), std::string::npos) << no_dir.status();
+  EXPECT_NE(no_dir.status().message().find("<model cache>"), std::string::npos) << no_dir.status();
 }
 
 }  // namespace

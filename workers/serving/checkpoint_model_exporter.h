@@ -11,8 +11,9 @@
 namespace gantry::serving {
 
 // Errors: FetchModelCheckpoint's, the sandboxed verification's (INVALID_ARGUMENT "checkpoint
-// <sha256> could not be loaded safely"), ExportCheckpoint's. Thread-safe (each call reads the
-// checkpoint itself).
+// <sha256> could not be loaded safely"), ExportCheckpoint's, with this worker's file paths
+// replaced ("model <sha256>", "<model cache>"; the full message goes to stderr). Logs one line per
+// export. Thread-safe (each call reads the checkpoint itself).
 ModelExporter MakeCheckpointModelExporter(CheckpointModelLoaderOptions options);
 
 // For DaemonMain: the exporter over <cache-dir>/models (the model loader's folder).

@@ -43,7 +43,7 @@ class GenerationService final : public gantry::v1::WorkerGenerationService::Serv
   grpc::Status Export(grpc::ServerContext* context, const gantry::v1::WorkerExportRequest* request,
                       grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer) override;
 
-  // Generate calls being served now.
+  // Generate and Export calls being served now.
   int active_requests() const { return active_.load(); }
 
  private:
