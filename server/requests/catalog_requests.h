@@ -12,6 +12,9 @@ namespace gantry::server {
 
 absl::Status ValidateListModels(const gantry::v1::ListModelsRequest& request);
 absl::Status ValidateSetTags(const gantry::v1::SetTagsRequest& request);
+// The model reference ("name:version" or "name@alias") and the format (ONNX or PYTORCH; an
+// unspecified or unknown one is INVALID_ARGUMENT naming both).
+absl::Status ValidateExportModel(const gantry::v1::ExportModelRequest& request);
 
 }  // namespace gantry::server
 
