@@ -29,11 +29,11 @@ v1::Particle ParticleFromName(const std::string& name) {
 v1::DatasetLayout ToProto(showers::Layout layout) {
   switch (layout) {
     case showers::Layout::kFixedAngle3DGan:
-      return v1::LAYOUT_3DGAN_FIXED_ANGLE;
+      return v1::DATASET_LAYOUT_3DGAN_FIXED_ANGLE;
     case showers::Layout::kVariableAngle3DGan:
-      return v1::LAYOUT_3DGAN_VARIABLE_ANGLE;
+      return v1::DATASET_LAYOUT_3DGAN_VARIABLE_ANGLE;
     case showers::Layout::kCaloChallenge:
-      return v1::LAYOUT_CALOCHALLENGE;
+      return v1::DATASET_LAYOUT_CALOCHALLENGE;
   }
   return v1::DATASET_LAYOUT_UNSPECIFIED;
 }

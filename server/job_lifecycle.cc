@@ -17,7 +17,8 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 
-const std::vector<v1::JobState> kLive = {v1::PLACING, v1::RUNNING, v1::RESTARTING};
+const std::vector<v1::JobState> kLive = {v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING,
+                                         v1::JOB_STATE_RESTARTING};
 
 absl::Time TimeOf(const google::protobuf::Timestamp& ts) {
   return absl::FromUnixSeconds(ts.seconds()) + absl::Nanoseconds(ts.nanos());
@@ -51,12 +52,13 @@ void QueueAgain(CoordinatorState& state, ActiveJob& job, const scheduler::JobReq
 
 absl::StatusOr<v1::Job> JobLifecycle::StartPlacing(const std::string& job_id,
                                                    const std::string& message) {
-  return backend_.jobs->Transition(job_id, {v1::QUEUED}, v1::PLACING, "Placed", message);
+  return backend_.jobs->Transition(job_id, {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_PLACING, "Placed",
+                                   message);
 }
 
 void JobLifecycle::StartRunning(const std::string& job_id, int attempt, int ranks) {
   backend_.jobs
-      ->Transition(job_id, {v1::PLACING, v1::RESTARTING}, v1::RUNNING,
+      ->Transition(job_id, {v1::JOB_STATE_PLACING, v1::JOB_STATE_RESTARTING}, v1::JOB_STATE_RUNNING,
                    attempt > 0 ? "Resumed" : "Running",
                    attempt > 0 ? absl::StrCat("attempt ", attempt, ": all ", ranks,
                                               " ranks joined the process group")
@@ -110,7 +112,7 @@ bool JobLifecycle::TryEnd(const DeferredEnd& end) {
     state_.scheduler.Remove(job_id);
     state_.queued.erase(job_id);
   }
-  if (job->state() != v1::SUCCEEDED) state_.SendCancellation(it->second, message);
+  if (job->state() != v1::JOB_STATE_SUCCEEDED) state_.SendCancellation(it->second, message);
   return true;
 }
 
@@ -147,7 +149,7 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
   }
   if (!failure.retryable) {
     Unclaim(job_id);
-    End(job_id, kLive, v1::FAILED, failure.reason, message);
+    End(job_id, kLive, v1::JOB_STATE_FAILED, failure.reason, message);
     return;
   }
   if (!Restart(job_id, failure, message, latest_step, step_seconds)) {
@@ -160,11 +162,12 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
                            const std::string& message, int64_t latest_step, double step_seconds) {
   absl::StatusOr<v1::Job> job = backend_.jobs->Get("", job_id);
   if (!job.ok()) return !Transient(job.status());  // gone: nothing to restart
-  if (storage::IsTerminalJobState(job->state()) || job->state() == v1::CANCELLING) return true;
+  if (storage::IsTerminalJobState(job->state()) || job->state() == v1::JOB_STATE_CANCELLING)
+    return true;
   const int max_restarts = job->spec().max_restarts();
   if (failure.counted && job->restarts() >= max_restarts) {
     Unclaim(job_id);
-    End(job_id, kLive, v1::FAILED, failure.reason,
+    End(job_id, kLive, v1::JOB_STATE_FAILED, failure.reason,
         max_restarts == 0 ? message
                           : absl::StrCat(message, " (", job->restarts(), " of max_restarts ",
                                          max_restarts, " restarts used)"));
@@ -174,7 +177,7 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
   if (!request.ok()) {
     if (Transient(request.status())) return false;
     Unclaim(job_id);
-    End(job_id, kLive, v1::FAILED, "DatasetMissing",
+    End(job_id, kLive, v1::JOB_STATE_FAILED, "DatasetMissing",
         absl::StrCat(message, "; it cannot restart: ", request.status().message()));
     return true;
   }
@@ -265,9 +268,9 @@ void JobLifecycle::RetryDeferred() {
 }
 
 void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
-  if (job.state() == v1::CANCELLING) {
+  if (job.state() == v1::JOB_STATE_CANCELLING) {
     backend_.jobs
-        ->Transition(job.id(), {v1::CANCELLING}, v1::CANCELLED, "Cancelled",
+        ->Transition(job.id(), {v1::JOB_STATE_CANCELLING}, v1::JOB_STATE_CANCELLED, "Cancelled",
                      "no worker reported ranks of the job after the server restarted")
         .IgnoreError();
     return;
@@ -283,7 +286,7 @@ void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
     a.attempt = job.attempt();
     a.leased = false;
     a.placed_at = absl::Now();
-    if (job.state() == v1::RESTARTING && request.ok()) {
+    if (job.state() == v1::JOB_STATE_RESTARTING && request.ok()) {
       // The server stopped while this restart was under way: it goes on.
       QueueAgain(state_, a, *request);
       return;
@@ -300,7 +303,8 @@ bool JobLifecycle::LoadOrphans() {
     if (state_.orphans_loaded) return true;
   }
   absl::StatusOr<std::vector<v1::Job>> jobs =
-      backend_.jobs->ListByState({v1::PLACING, v1::RUNNING, v1::RESTARTING, v1::CANCELLING});
+      backend_.jobs->ListByState({v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING,
+                                  v1::JOB_STATE_RESTARTING, v1::JOB_STATE_CANCELLING});
   if (!jobs.ok()) return false;
   absl::MutexLock lock(&state_.mu);
   if (state_.orphans_loaded) return true;  // another caller loaded them meanwhile

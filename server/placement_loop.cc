@@ -78,13 +78,13 @@ void PlacementLoop::Tick(absl::Time now) {
   EndUnclaimedOrphans(now);
   // One query a tick for the jobs the database drives: new QUEUED ones, CANCELLING ones.
   absl::StatusOr<std::vector<v1::Job>> jobs =
-      backend_.jobs->ListByState({v1::QUEUED, v1::CANCELLING});
+      backend_.jobs->ListByState({v1::JOB_STATE_QUEUED, v1::JOB_STATE_CANCELLING});
   if (!jobs.ok()) {
     std::cerr << "gantry-server: the scheduler cannot list jobs: " << jobs.status() << "\n";
   } else {
     std::vector<v1::Job> queued, cancelling;
     for (v1::Job& job : *jobs)
-      (job.state() == v1::QUEUED ? queued : cancelling).push_back(std::move(job));
+      (job.state() == v1::JOB_STATE_QUEUED ? queued : cancelling).push_back(std::move(job));
     SyncQueue(queued);
     HandleCancellations(cancelling, now);
   }
@@ -149,8 +149,11 @@ void PlacementLoop::SyncQueue(const std::vector<v1::Job>& queued) {
     absl::MutexLock lock(&state_.mu);
     for (const scheduler::JobRequest& request : requests) {
       if (absl::Status st = state_.scheduler.Submit(request); !st.ok()) {
-        unschedulable.push_back(
-            {request.id, {v1::QUEUED}, v1::FAILED, "Unschedulable", std::string(st.message())});
+        unschedulable.push_back({request.id,
+                                 {v1::JOB_STATE_QUEUED},
+                                 v1::JOB_STATE_FAILED,
+                                 "Unschedulable",
+                                 std::string(st.message())});
         continue;
       }
       state_.queued.insert(request.id);
@@ -173,7 +176,7 @@ void PlacementLoop::SyncQueue(const std::vector<v1::Job>& queued) {
 std::optional<scheduler::JobRequest> PlacementLoop::MakeJobRequest(const v1::Job& job) {
   absl::StatusOr<scheduler::JobRequest> request = lifecycle_.MakeJobRequest(job);
   if (!request.ok()) {
-    lifecycle_.End(job.id(), {v1::QUEUED}, v1::FAILED, "DatasetMissing",
+    lifecycle_.End(job.id(), {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_FAILED, "DatasetMissing",
                    std::string(request.status().message()));
     return std::nullopt;
   }
@@ -242,8 +245,8 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
   }
   absl::StatusOr<v1::Assignment> common = MakeAssignment(placed, placement);
   if (!common.ok()) {
-    lifecycle_.End(placed.id, {v1::PLACING, v1::RESTARTING}, v1::FAILED, "PlacementFailed",
-                   std::string(common.status().message()));
+    lifecycle_.End(placed.id, {v1::JOB_STATE_PLACING, v1::JOB_STATE_RESTARTING},
+                   v1::JOB_STATE_FAILED, "PlacementFailed", std::string(common.status().message()));
     return;
   }
   // Which worker runs which rank, for checks after a server restart (hello claims, checkpoint
@@ -388,8 +391,11 @@ void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, 
       auto it = state_.active.find(job.id());
       if (it == state_.active.end()) {
         if (state_.orphans.count(job.id())) continue;  // a worker may still claim its ranks
-        endings.push_back(
-            {job.id(), {v1::CANCELLING}, v1::CANCELLED, "Cancelled", "no ranks were running"});
+        endings.push_back({job.id(),
+                           {v1::JOB_STATE_CANCELLING},
+                           v1::JOB_STATE_CANCELLED,
+                           "Cancelled",
+                           "no ranks were running"});
         continue;
       }
       ActiveJob& a = it->second;
@@ -402,13 +408,13 @@ void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, 
           state_.queued.erase(a.id);
         }
       }
-      const int exited = a.CountRanks(v1::RANK_EXITED);
+      const int exited = a.CountRanks(v1::RANK_PHASE_EXITED);
       const bool all_exited = a.waiting || exited >= job.spec().world_size();
       if (all_exited || now - a.ended_at > backend_.options.rank_exit_grace) {
         endings.push_back(
             {job.id(),
-             {v1::CANCELLING},
-             v1::CANCELLED,
+             {v1::JOB_STATE_CANCELLING},
+             v1::JOB_STATE_CANCELLED,
              "Cancelled",
              a.waiting    ? std::string("cancelled while waiting to restart")
              : all_exited ? absl::StrCat("all ", exited, " ranks stopped")
@@ -426,8 +432,8 @@ void PlacementLoop::ReapEnded(absl::Time now) {
     absl::MutexLock lock(&state_.mu);
     for (auto it = state_.active.begin(); it != state_.active.end();) {
       const ActiveJob& a = it->second;
-      const int exited = a.CountRanks(v1::RANK_EXITED);
-      const int running = a.CountRanks(v1::RANK_RUNNING);
+      const int exited = a.CountRanks(v1::RANK_PHASE_EXITED);
+      const int running = a.CountRanks(v1::RANK_PHASE_RUNNING);
       if (!a.ended && !a.waiting && !a.restarting && !a.cancel_sent &&
           now - a.placed_at > backend_.options.placing_timeout &&
           running + exited < a.spec.world_size()) {

@@ -64,7 +64,7 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
       absl::StatusOr<v1::ModelVersion> model =
           backend_.models->Resolve(p.tenant, spec.initial_model());
       RETURN_IF_ERROR(WithField(model.status(), "spec.initial_model"));
-      if (model->status() == v1::MODEL_ARCHIVED) {
+      if (model->status() == v1::MODEL_STATUS_ARCHIVED) {
         return absl::FailedPreconditionError(
             absl::StrCat("spec.initial_model: ", spec.initial_model(),
                          " is archived; fine-tune from a ready "
@@ -139,7 +139,7 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
           absl::StrCat("job ", job.id(), " is already ", v1::JobState_Name(job.state()),
                        "; only QUEUED, PLACING, RUNNING or RESTARTING jobs can be cancelled"));
     }
-    if (job.state() == v1::CANCELLING) {
+    if (job.state() == v1::JOB_STATE_CANCELLING) {
       *response = std::move(job);
       return absl::OkStatus();
     }
@@ -148,13 +148,16 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
                      request->reason().empty() ? "" : absl::StrCat(": ", request->reason()));
     // A queued job has nothing running: it ends at once. Running ranks must stop first (issue 4's
     // scheduler completes CANCELLING -> CANCELLED).
-    if (job.state() == v1::QUEUED) {
-      ASSIGN_OR_RETURN(*response, backend_.jobs->Transition(job.id(), {v1::QUEUED}, v1::CANCELLED,
+    if (job.state() == v1::JOB_STATE_QUEUED) {
+      ASSIGN_OR_RETURN(*response, backend_.jobs->Transition(job.id(), {v1::JOB_STATE_QUEUED},
+                                                            v1::JOB_STATE_CANCELLED,
                                                             "CancelledByUser", message));
     } else {
       ASSIGN_OR_RETURN(
-          *response, backend_.jobs->Transition(job.id(), {v1::PLACING, v1::RUNNING, v1::RESTARTING},
-                                               v1::CANCELLING, "CancelRequested", message));
+          *response,
+          backend_.jobs->Transition(
+              job.id(), {v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING, v1::JOB_STATE_RESTARTING},
+              v1::JOB_STATE_CANCELLING, "CancelRequested", message));
     }
     return absl::OkStatus();
   });

@@ -18,7 +18,8 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 
-const std::vector<v1::JobState> kLive = {v1::PLACING, v1::RUNNING, v1::RESTARTING};
+const std::vector<v1::JobState> kLive = {v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING,
+                                         v1::JOB_STATE_RESTARTING};
 
 std::string DescribeExit(int code) {
   if (code < 0) return absl::StrCat("was killed by signal ", -code);
@@ -162,7 +163,7 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
         continue;
       }
       auto orphan = state_.orphans.find(job_id);
-      if (orphan != state_.orphans.end() && orphan->second.state() == v1::RESTARTING) {
+      if (orphan != state_.orphans.end() && orphan->second.state() == v1::JOB_STATE_RESTARTING) {
         // A restart was under way when the server stopped: these ranks are an earlier attempt's
         // (or the new attempt's, still starting). Stop them; the orphan stays unclaimed and is
         // queued again after the lease timeout (PlacementLoop::EndUnclaimedOrphans).
@@ -238,10 +239,10 @@ v1::JobEvent WorkerSessions::AdoptOrphan(const std::string& worker_id, const v1:
   a.placed_at = absl::Now();
   a.leased = false;
   for (int rank = 0; rank < a.spec.world_size(); ++rank) {
-    a.ranks[rank].phase =
-        orphan.state() == v1::RUNNING ? v1::RANK_RUNNING : v1::RANK_PHASE_UNSPECIFIED;
+    a.ranks[rank].phase = orphan.state() == v1::JOB_STATE_RUNNING ? v1::RANK_PHASE_RUNNING
+                                                                  : v1::RANK_PHASE_UNSPECIFIED;
   }
-  if (orphan.state() == v1::RUNNING) a.running_since = absl::Now();
+  if (orphan.state() == v1::JOB_STATE_RUNNING) a.running_since = absl::Now();
   return LogEvent(
       -1, "INFO",
       absl::StrCat("adopted after a server restart: worker ", worker_id, " runs ranks of it"));
@@ -320,7 +321,7 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
       *event.mutable_log() = m.log();
       return backend_.jobs->AppendEvent(m.job_id(), event).status();
     }
-    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
       lifecycle_.AppendEventOrLog(
           m.job_id(), LogEvent(m.rank_status().rank(), "INFO",
                                absl::StrCat("rank ", m.rank_status().rank(), " of attempt ",
@@ -372,14 +373,14 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
     rank.exit_code = status.exit_code();
     rank.message = status.message();
     const std::string worker = state_.WorkerName(worker_id);
-    if (status.phase() == v1::RANK_RUNNING && !a.ended) {
-      const int running = a.CountRanks(v1::RANK_RUNNING);
+    if (status.phase() == v1::RANK_PHASE_RUNNING && !a.ended) {
+      const int running = a.CountRanks(v1::RANK_PHASE_RUNNING);
       if (running == a.spec.world_size()) {
         all_running = running;
         a.running_since = absl::Now();
       }
     }
-    if (status.phase() == v1::RANK_EXITED) {
+    if (status.phase() == v1::RANK_PHASE_EXITED) {
       const std::string detail =
           status.message().empty() ? "" : absl::StrCat(": ", status.message());
       exited = LogEvent(status.rank(), status.exit_code() == 0 ? "INFO" : "ERROR",
@@ -456,7 +457,7 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
     const std::string why =
         result.message().empty() ? "rank 0 reported a failure" : result.message();
     if (result.exit_code() == 0) {  // a worker that does not say which failure it was
-      lifecycle_.End(job_id, kLive, v1::FAILED, "TrainingFailed", why);
+      lifecycle_.End(job_id, kLive, v1::JOB_STATE_FAILED, "TrainingFailed", why);
     } else {
       lifecycle_.Fail(job_id, attempt, ClassifyRankExit(result.exit_code()), why);
     }
@@ -470,13 +471,13 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
     if (absl::IsUnavailable(registered.status())) return registered.status();
     if (!registered.ok()) {
       lifecycle_.End(
-          job_id, kLive, v1::FAILED, "RegistrationFailed",
+          job_id, kLive, v1::JOB_STATE_FAILED, "RegistrationFailed",
           absl::StrCat("the model could not be registered: ", registered.status().message()));
       return absl::OkStatus();
     }
     model_ref = *registered;
   }
-  lifecycle_.End(job_id, kLive, v1::SUCCEEDED, "Succeeded",
+  lifecycle_.End(job_id, kLive, v1::JOB_STATE_SUCCEEDED, "Succeeded",
                  absl::StrCat("trained, validated and registered as ", model_ref));
   return absl::OkStatus();
 }

@@ -147,7 +147,8 @@ absl::StatusOr<Dataset> DatasetRepository::Delete(const std::string& owner,
     pqxx::result users =
         tx.Exec("dataset_users",
                 "SELECT id, state FROM jobs WHERE owner = $1 AND dataset IN ($2, $3) "
-                "AND state IN ('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING', 'CANCELLING') "
+                "AND state IN ('JOB_STATE_QUEUED', 'JOB_STATE_PLACING', 'JOB_STATE_RUNNING', "
+                "'JOB_STATE_RESTARTING', 'JOB_STATE_CANCELLING') "
                 "ORDER BY seq LIMIT 1",
                 d.owner(), d.id(), d.name());
     if (!users.empty()) {

@@ -86,7 +86,8 @@ absl::Status JobNotFound(const std::string& id) {
 }  // namespace
 
 bool IsTerminalJobState(JobState s) {
-  return s == gantry::v1::SUCCEEDED || s == gantry::v1::FAILED || s == gantry::v1::CANCELLED;
+  return s == gantry::v1::JOB_STATE_SUCCEEDED || s == gantry::v1::JOB_STATE_FAILED ||
+         s == gantry::v1::JOB_STATE_CANCELLED;
 }
 
 absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry::v1::JobSpec& spec,
@@ -112,10 +113,11 @@ absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry
           return absl::OkStatus();
         }
       }
-      pqxx::result active = tx.Exec("job_quota_active",
-                                    "SELECT count(*) FROM jobs WHERE owner = $1 AND state IN "
-                                    "('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING')",
-                                    owner);
+      pqxx::result active = tx.Exec(
+          "job_quota_active",
+          "SELECT count(*) FROM jobs WHERE owner = $1 AND state IN "
+          "('JOB_STATE_QUEUED', 'JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING')",
+          owner);
       const int64_t in_use = active[0][0].as<int64_t>();
       if (in_use >= max_active_jobs) {
         return absl::ResourceExhaustedError(absl::StrCat(
@@ -128,7 +130,8 @@ absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry
     pqxx::result r = tx.Exec(
         "job_create",
         "INSERT INTO jobs (id, owner, state, reason, message, spec, labels, priority, dataset, "
-        "request_id) VALUES ($1, $2, 'QUEUED', 'Submitted', $3, $4, $5::jsonb, $6, $7, $8) "
+        "request_id) VALUES ($1, $2, 'JOB_STATE_QUEUED', 'Submitted', $3, $4, $5::jsonb, $6, $7, "
+        "$8) "
         "ON CONFLICT (owner, request_id) DO NOTHING RETURNING " JOB_COLUMNS,
         sql::NewId("job"), owner, message, sql::Bytes(spec), sql::JsonObject(labels),
         spec.priority(), spec.dataset(), request);
@@ -143,8 +146,8 @@ absl::StatusOr<Job> JobRepository::Create(const std::string& owner, const gantry
     }
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     InsertEvent(tx, job.id(),
-                StateChangeEvent(gantry::v1::JOB_STATE_UNSPECIFIED, gantry::v1::QUEUED, "Submitted",
-                                 message));
+                StateChangeEvent(gantry::v1::JOB_STATE_UNSPECIFIED, gantry::v1::JOB_STATE_QUEUED,
+                                 "Submitted", message));
     return absl::OkStatus();
   }));
   return job;
@@ -217,15 +220,15 @@ absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
                        gantry::v1::JobState_Name(to), " only from ", absl::StrJoin(allowed, ", ")));
     }
     const std::string to_name = gantry::v1::JobState_Name(to);
-    pqxx::result r =
-        tx.Exec("job_transition",
-                "UPDATE jobs SET state = $2::text, reason = $3, message = $4, updated_at = now(), "
-                "started_at = CASE WHEN $2::text = 'RUNNING' AND started_at IS NULL THEN now() "
-                "             ELSE started_at END, "
-                "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, "
-                "restarts = restarts + CASE WHEN $2::text = 'RESTARTING' THEN 1 ELSE 0 END "
-                "WHERE id = $1 RETURNING " JOB_COLUMNS,
-                id, to_name, reason, message, IsTerminalJobState(to));
+    pqxx::result r = tx.Exec(
+        "job_transition",
+        "UPDATE jobs SET state = $2::text, reason = $3, message = $4, updated_at = now(), "
+        "started_at = CASE WHEN $2::text = 'JOB_STATE_RUNNING' AND started_at IS NULL THEN now() "
+        "             ELSE started_at END, "
+        "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END, "
+        "restarts = restarts + CASE WHEN $2::text = 'JOB_STATE_RESTARTING' THEN 1 ELSE 0 END "
+        "WHERE id = $1 RETURNING " JOB_COLUMNS,
+        id, to_name, reason, message, IsTerminalJobState(to));
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     InsertEvent(tx, id, StateChangeEvent(from, to, reason, message));
     return absl::OkStatus();
@@ -247,16 +250,17 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
       return absl::FailedPreconditionError(
           absl::StrCat("job ", id, " is ", gantry::v1::JobState_Name(from), "; it cannot restart"));
     }
-    pqxx::result r = tx.Exec(
-        "job_restart",
-        "UPDATE jobs SET state = 'RESTARTING', reason = $2, message = $3, updated_at = now(), "
-        "attempt = attempt + 1, restarts = restarts + CASE WHEN $4 THEN 1 ELSE 0 END "
-        "WHERE id = $1 RETURNING " JOB_COLUMNS,
-        id, restart.reason(), restart.message(), restart.counted());
+    pqxx::result r =
+        tx.Exec("job_restart",
+                "UPDATE jobs SET state = 'JOB_STATE_RESTARTING', reason = $2, message = $3, "
+                "updated_at = now(), "
+                "attempt = attempt + 1, restarts = restarts + CASE WHEN $4 THEN 1 ELSE 0 END "
+                "WHERE id = $1 RETURNING " JOB_COLUMNS,
+                id, restart.reason(), restart.message(), restart.counted());
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
-    InsertEvent(
-        tx, id,
-        StateChangeEvent(from, gantry::v1::RESTARTING, restart.reason(), restart.message()));
+    InsertEvent(tx, id,
+                StateChangeEvent(from, gantry::v1::JOB_STATE_RESTARTING, restart.reason(),
+                                 restart.message()));
     JobEvent event;
     *event.mutable_restart() = restart;
     event.mutable_restart()->set_attempt(job.attempt());
@@ -500,10 +504,11 @@ absl::StatusOr<bool> JobRepository::SetQueuedMessage(const std::string& id,
                                                      const std::string& message) {
   bool changed = false;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("job_queued_message",
-                             "UPDATE jobs SET message = $2 WHERE id = $1 AND state = 'QUEUED' "
-                             "AND message IS DISTINCT FROM $2 RETURNING id",
-                             id, message);
+    pqxx::result r =
+        tx.Exec("job_queued_message",
+                "UPDATE jobs SET message = $2 WHERE id = $1 AND state = 'JOB_STATE_QUEUED' "
+                "AND message IS DISTINCT FROM $2 RETURNING id",
+                id, message);
     changed = !r.empty();
     return absl::OkStatus();
   }));

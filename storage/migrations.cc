@@ -290,6 +290,19 @@ ALTER TABLE models ADD COLUMN bf16_state text NOT NULL DEFAULT 'STATE_UNSPECIFIE
 ALTER TABLE models ADD COLUMN bf16_reason text NOT NULL DEFAULT '';
 )sql";
 
+// Version 7: enum values carry their enum's name as prefix (JOB_STATE_RUNNING, MODEL_STATUS_READY,
+// STATE_AVAILABLE); the stored names follow. Wire numbers are unchanged, so stored protobuf bytes
+// need nothing.
+constexpr const char* kV7 = R"sql(
+UPDATE jobs SET state = 'JOB_STATE_' || state
+  WHERE state IN ('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING', 'SUCCEEDED', 'FAILED', 'CANCELLING',
+                  'CANCELLED');
+UPDATE models SET status = 'MODEL_STATUS_' || substr(status, 7)
+  WHERE status IN ('MODEL_READY', 'MODEL_ARCHIVED');
+UPDATE models SET bf16_state = 'STATE_' || bf16_state
+  WHERE bf16_state IN ('AVAILABLE', 'UNAVAILABLE', 'NOT_CHECKED');
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -300,6 +313,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {4, "worker credentials, job placements, server keys", kV4},
       {5, "job validation points", kV5},
       {6, "the BF16 physics guard's outcome per model version", kV6},
+      {7, "enum value names with their enum's prefix", kV7},
   };
   return *kMigrations;
 }

@@ -23,7 +23,7 @@ using gantry::v1::ModelVersion;
 // The visibility and listing filters shared by both orderings of List.
 #define MODEL_LIST_WHERE                                                                    \
   "($1 = '' OR m.owner = $1 OR m.visibility = 'VISIBILITY_PUBLIC') "                        \
-  "AND ($2 = '' OR m.name = $2) AND ($3 OR m.status <> 'MODEL_ARCHIVED') "                  \
+  "AND ($2 = '' OR m.name = $2) AND ($3 OR m.status <> 'MODEL_STATUS_ARCHIVED') "           \
   "AND NOT EXISTS (SELECT 1 FROM jsonb_each_text($4::jsonb) f WHERE NOT EXISTS ("           \
   "  SELECT 1 FROM model_tags t WHERE t.model_id = m.id AND t.key = f.key "                 \
   "  AND t.value = f.value)) "                                                              \
@@ -78,7 +78,7 @@ absl::StatusOr<ModelVersion> ModelFromRow(const pqxx::row& row) {
   gantry::v1::Visibility visibility = gantry::v1::VISIBILITY_PRIVATE;
   gantry::v1::Visibility_Parse(row[4].as<std::string>(), &visibility);
   m.set_visibility(visibility);
-  gantry::v1::ModelStatus status = gantry::v1::MODEL_READY;
+  gantry::v1::ModelStatus status = gantry::v1::MODEL_STATUS_READY;
   gantry::v1::ModelStatus_Parse(row[5].as<std::string>(), &status);
   m.set_status(status);
   sql::SetTimestamp(row[7], m.mutable_created_at());
@@ -223,15 +223,16 @@ absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model
     // Serialises version allocation per (owner, name); concurrent names proceed in parallel.
     tx.Exec("model_register_lock", "SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))",
             model.owner(), model.name());
-    pqxx::result r = tx.Exec(
-        "model_register",
-        "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
-        "checkpoint_sha256, bf16_state, bf16_reason) "
-        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_READY', $4, $5, $6, $7, $8 "
-        "FROM models WHERE owner = $1 AND name = $2 RETURNING id",
-        model.owner(), model.name(), gantry::v1::Visibility_Name(visibility), sql::Bytes(record),
-        sql::Bytes(histograms), model.checkpoint_sha256(),
-        gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason());
+    pqxx::result r =
+        tx.Exec("model_register",
+                "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
+                "checkpoint_sha256, bf16_state, bf16_reason) "
+                "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_STATUS_READY', $4, $5, "
+                "$6, $7, $8 "
+                "FROM models WHERE owner = $1 AND name = $2 RETURNING id",
+                model.owner(), model.name(), gantry::v1::Visibility_Name(visibility),
+                sql::Bytes(record), sql::Bytes(histograms), model.checkpoint_sha256(),
+                gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason());
     const int64_t id = r[0][0].as<int64_t>();
     tx.Exec("model_tags_insert",
             "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
@@ -437,7 +438,8 @@ absl::StatusOr<ModelVersion> ModelRepository::Archive(const std::string& owner,
   ModelVersion m;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     ASSIGN_OR_RETURN(int64_t id, ResolveForChange(tx, owner, ref));
-    tx.Exec("model_archive", "UPDATE models SET status = 'MODEL_ARCHIVED' WHERE id = $1", id);
+    tx.Exec("model_archive", "UPDATE models SET status = 'MODEL_STATUS_ARCHIVED' WHERE id = $1",
+            id);
     tx.Exec("model_archive_aliases",
             "DELETE FROM model_aliases a USING models m WHERE m.id = $1 AND a.owner = m.owner "
             "AND a.name = m.name AND a.version = m.version",

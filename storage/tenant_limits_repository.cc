@@ -92,10 +92,11 @@ absl::StatusOr<int64_t> TenantLimitsRepository::DatasetBytes(const std::string& 
 absl::StatusOr<int64_t> TenantLimitsRepository::ActiveJobs(const std::string& tenant) {
   int64_t jobs = 0;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("tenant_active_jobs",
-                             "SELECT count(*) FROM jobs WHERE owner = $1 AND state IN "
-                             "('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING')",
-                             tenant);
+    pqxx::result r = tx.Exec(
+        "tenant_active_jobs",
+        "SELECT count(*) FROM jobs WHERE owner = $1 AND state IN "
+        "('JOB_STATE_QUEUED', 'JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING')",
+        tenant);
     jobs = r[0][0].as<int64_t>();
     return absl::OkStatus();
   }));

@@ -118,7 +118,7 @@ absl::StatusOr<JobEnd> FollowJob(CommandContext& context, const std::string& id,
 
 // Exit code 1 (with a line on stderr) unless the job SUCCEEDED.
 void ReportEnd(CommandContext& context, const std::string& id, const JobEnd& end) {
-  if (end.state == v1::SUCCEEDED) return;
+  if (end.state == v1::JOB_STATE_SUCCEEDED) return;
   context.err << "gantry: job " << id << " ended " << JobStateName(end.state);
   if (!end.reason.empty()) context.err << " (" << end.reason << ": " << end.message << ")";
   context.err << '\n';

@@ -9,10 +9,12 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/strip.h"
 #include "clients/cli/table.h"
 
 namespace gantry::cli {
@@ -36,14 +38,17 @@ std::string Short(double value) { return absl::StrFormat("%.3g", value); }
 
 std::string JobStateName(v1::JobState state) {
   if (state == v1::JOB_STATE_UNSPECIFIED) return "-";
-  const std::string& name = v1::JobState_Name(state);
-  return name.empty() ? absl::StrCat("STATE_", static_cast<int>(state)) : name;
+  absl::string_view name = v1::JobState_Name(state);
+  if (name.empty()) return absl::StrCat("STATE_", static_cast<int>(state));
+  absl::ConsumePrefix(&name, "JOB_STATE_");  // tables show RUNNING; --json the full name
+  return std::string(name);
 }
 
 absl::StatusOr<v1::JobState> ParseJobState(const std::string& text) {
   v1::JobState state;
-  if (v1::JobState_Parse(absl::AsciiStrToUpper(text), &state) &&
-      state != v1::JOB_STATE_UNSPECIFIED) {
+  std::string upper = absl::AsciiStrToUpper(text);
+  if (!absl::StartsWith(upper, "JOB_STATE_")) upper = absl::StrCat("JOB_STATE_", upper);
+  if (v1::JobState_Parse(upper, &state) && state != v1::JOB_STATE_UNSPECIFIED) {
     return state;
   }
   return absl::InvalidArgumentError(absl::StrCat(
@@ -52,7 +57,8 @@ absl::StatusOr<v1::JobState> ParseJobState(const std::string& text) {
 }
 
 bool IsTerminal(v1::JobState state) {
-  return state == v1::SUCCEEDED || state == v1::FAILED || state == v1::CANCELLED;
+  return state == v1::JOB_STATE_SUCCEEDED || state == v1::JOB_STATE_FAILED ||
+         state == v1::JOB_STATE_CANCELLED;
 }
 
 std::string ParticleName(v1::Particle particle) {
@@ -105,11 +111,11 @@ absl::StatusOr<v1::Visibility> ParseVisibility(const std::string& text) {
 
 std::string LayoutName(v1::DatasetLayout layout) {
   switch (layout) {
-    case v1::LAYOUT_3DGAN_FIXED_ANGLE:
+    case v1::DATASET_LAYOUT_3DGAN_FIXED_ANGLE:
       return "3dgan-fixed-angle";
-    case v1::LAYOUT_3DGAN_VARIABLE_ANGLE:
+    case v1::DATASET_LAYOUT_3DGAN_VARIABLE_ANGLE:
       return "3dgan-variable-angle";
-    case v1::LAYOUT_CALOCHALLENGE:
+    case v1::DATASET_LAYOUT_CALOCHALLENGE:
       return "calochallenge";
     default:
       return "-";
@@ -118,9 +124,9 @@ std::string LayoutName(v1::DatasetLayout layout) {
 
 std::string ModelStatusName(v1::ModelStatus status) {
   switch (status) {
-    case v1::MODEL_READY:
+    case v1::MODEL_STATUS_READY:
       return "ready";
-    case v1::MODEL_ARCHIVED:
+    case v1::MODEL_STATUS_ARCHIVED:
       return "archived";
     default:
       return "-";
@@ -136,11 +142,11 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
 
 std::string FormatBf16(const v1::Bf16Check& check) {
   switch (check.state()) {
-    case v1::Bf16Check::AVAILABLE:
+    case v1::Bf16Check::STATE_AVAILABLE:
       return "available";
-    case v1::Bf16Check::UNAVAILABLE:
+    case v1::Bf16Check::STATE_UNAVAILABLE:
       return absl::StrCat("unavailable: ", check.reason());
-    case v1::Bf16Check::NOT_CHECKED:
+    case v1::Bf16Check::STATE_NOT_CHECKED:
       return absl::StrCat("not checked: ", check.reason());
     default:
       return "not checked: registered before the BF16 check";

@@ -85,12 +85,12 @@ absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request, int64_t
 absl::Status ValidateGenerateForModel(const v1::GenerateRequest& request,
                                       const v1::ModelVersion& model) {
   const std::string ref = absl::StrCat(model.name(), ":", model.version());
-  if (model.status() == v1::MODEL_ARCHIVED) {
+  if (model.status() == v1::MODEL_STATUS_ARCHIVED) {
     return absl::FailedPreconditionError(
         absl::StrCat("model: ", ref, " is archived; generate from a ready version"));
   }
   if (request.precision() == v1::PRECISION_BF16 &&
-      model.bf16().state() == v1::Bf16Check::UNAVAILABLE) {
+      model.bf16().state() == v1::Bf16Check::STATE_UNAVAILABLE) {
     return absl::FailedPreconditionError(absl::StrCat("precision: BF16 is unavailable for ", ref,
                                                       ": ", model.bf16().reason(),
                                                       "; use PRECISION_FP32"));

@@ -148,7 +148,9 @@ TEST_F(DaemonServerTest, MessagesQueuedWhileTheServerIsDownReachItAfterARestart)
   (*spec.mutable_labels())["fake.log_frames"] = std::to_string(kFrames);
   (*spec.mutable_labels())["fake.frame_delay_ms"] = "100";
   const v1::Job job = SubmitJob(token, spec);
-  ASSERT_EQ(WaitForJob(token, job.id(), v1::RUNNING, 15000).state(), v1::RUNNING) << daemon.Log();
+  ASSERT_EQ(WaitForJob(token, job.id(), v1::JOB_STATE_RUNNING, 15000).state(),
+            v1::JOB_STATE_RUNNING)
+      << daemon.Log();
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
 
   // kill -9 while frames flow; they queue in the daemon until the server is back.

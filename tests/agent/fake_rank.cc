@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
 
   gantry::v1::WorkerMessage running;
   running.mutable_rank_status()->set_rank(a.rank());
-  running.mutable_rank_status()->set_phase(gantry::v1::RANK_RUNNING);
+  running.mutable_rank_status()->set_phase(gantry::v1::RANK_PHASE_RUNNING);
   Send(fd, running);
   const int frames = std::atoi(Label(a, "fake.frames", "3").c_str());
   const int delay_ms = std::atoi(Label(a, "fake.frame_delay_ms", "0").c_str());

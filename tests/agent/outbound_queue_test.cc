@@ -30,7 +30,7 @@ v1::WorkerMessage Exited(int rank) {
   v1::WorkerMessage m;
   m.set_job_id("job-s");
   m.mutable_rank_status()->set_rank(rank);
-  m.mutable_rank_status()->set_phase(v1::RANK_EXITED);
+  m.mutable_rank_status()->set_phase(v1::RANK_PHASE_EXITED);
   return m;
 }
 

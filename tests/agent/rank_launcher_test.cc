@@ -51,7 +51,8 @@ class Collector {
     auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& m : messages_) {
         if (m.job_id() == job && m.has_rank_status() && m.rank_status().rank() == rank &&
-            m.rank_status().phase() == v1::RANK_EXITED && (attempt < 0 || m.attempt() == attempt)) {
+            m.rank_status().phase() == v1::RANK_PHASE_EXITED &&
+            (attempt < 0 || m.attempt() == attempt)) {
           found = m.rank_status();
           return true;
         }
@@ -67,7 +68,7 @@ class Collector {
     auto check = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
       for (const auto& m : messages_) {
         if (m.job_id() == job && m.attempt() == attempt && m.has_rank_status() &&
-            m.rank_status().phase() == v1::RANK_RUNNING) {
+            m.rank_status().phase() == v1::RANK_PHASE_RUNNING) {
           return true;
         }
       }
@@ -140,16 +141,16 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   const std::vector<v1::WorkerMessage> got = collector_.Of("job-a");
   // STARTING (daemon), RUNNING, 50 progress, the result (rank), EXITED (daemon).
   ASSERT_EQ(got.size(), 54u);
-  EXPECT_EQ(got[0].rank_status().phase(), v1::RANK_STARTING);
+  EXPECT_EQ(got[0].rank_status().phase(), v1::RANK_PHASE_STARTING);
   EXPECT_EQ(got[0].rank_status().rank(), 1);
-  EXPECT_EQ(got[1].rank_status().phase(), v1::RANK_RUNNING);
+  EXPECT_EQ(got[1].rank_status().phase(), v1::RANK_PHASE_RUNNING);
   for (int i = 1; i <= 50; ++i) {
     ASSERT_TRUE(got[1 + i].has_progress()) << i;
     EXPECT_EQ(got[1 + i].progress().step(), i);
   }
   EXPECT_TRUE(got[52].has_result());
   EXPECT_EQ(got[52].result().message(), "fake result of rank 1");
-  EXPECT_EQ(got[53].rank_status().phase(), v1::RANK_EXITED);
+  EXPECT_EQ(got[53].rank_status().phase(), v1::RANK_PHASE_EXITED);
   EXPECT_EQ(launcher_->live_ranks(), 0);
 
   // The rank's command line and environment: its credential travels only in a 0600 file in its
@@ -228,7 +229,7 @@ TEST_F(RankLauncherTest, DuplicateAssignmentIsRefusedWhileTheRankRuns) {
   ASSERT_TRUE(collector_.WaitExited("job-dup", 0, absl::Seconds(5)).has_value());
   int starting = 0;
   for (const auto& m : collector_.Of("job-dup")) {
-    starting += m.has_rank_status() && m.rank_status().phase() == v1::RANK_STARTING ? 1 : 0;
+    starting += m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_STARTING ? 1 : 0;
   }
   EXPECT_EQ(starting, 1);
 }
@@ -284,7 +285,7 @@ TEST_F(RankLauncherTest, AttemptsAreKeyedApartAndCheckpointAndStopSendsSigusr1) 
   std::map<int, int> exits_by_attempt;
   int checkpoint_logs = 0;
   for (const v1::WorkerMessage& m : collector_.Of("job-r")) {
-    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
       EXPECT_EQ(m.rank_status().exit_code(), 200);
       ++exits_by_attempt[m.attempt()];
     }

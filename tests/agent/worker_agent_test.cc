@@ -273,12 +273,12 @@ TEST_F(WorkerAgentTest, RegistersSaysHelloAndRunsAssignedRanks) {
   service_.Send(Assign("job-1", 0, {{"fake.frames", "5"}, {"fake.exit", "0"}}));
   service_.Send(Assign("job-1", 1, {{"fake.mode", "sleep"}}));
   service_.Send(Assign("job-1", 1, {{"fake.mode", "sleep"}}));  // duplicate: ignored
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-1", 0, v1::RANK_EXITED); },
-                       absl::Seconds(10)));
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-1", 1, v1::RANK_RUNNING); },
-                       absl::Seconds(10)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-1", 0, v1::RANK_PHASE_EXITED); },
+      absl::Seconds(10)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-1", 1, v1::RANK_PHASE_RUNNING); },
+      absl::Seconds(10)));
   // One busy slot shows in the heartbeats.
   ASSERT_TRUE(service_.WaitFor(
       [](const Received& r) {
@@ -291,7 +291,7 @@ TEST_F(WorkerAgentTest, RegistersSaysHelloAndRunsAssignedRanks) {
   int starting1 = 0;
   for (const v1::WorkerMessage& m : OfJob(service_.received(), "job-1")) {
     if (m.has_rank_status() && m.rank_status().rank() == 1) {
-      starting1 += m.rank_status().phase() == v1::RANK_STARTING ? 1 : 0;
+      starting1 += m.rank_status().phase() == v1::RANK_PHASE_STARTING ? 1 : 0;
     } else if (!(m.has_progress() && m.progress().epochs() == 1) &&
                !(m.has_result() && m.result().message() == "fake result of rank 1")) {
       rank0.push_back(m);
@@ -299,23 +299,23 @@ TEST_F(WorkerAgentTest, RegistersSaysHelloAndRunsAssignedRanks) {
   }
   EXPECT_EQ(starting1, 1);
   ASSERT_EQ(rank0.size(), 9u);  // STARTING, RUNNING, 5 progress, result, EXITED
-  EXPECT_EQ(rank0[0].rank_status().phase(), v1::RANK_STARTING);
-  EXPECT_EQ(rank0[1].rank_status().phase(), v1::RANK_RUNNING);
+  EXPECT_EQ(rank0[0].rank_status().phase(), v1::RANK_PHASE_STARTING);
+  EXPECT_EQ(rank0[1].rank_status().phase(), v1::RANK_PHASE_RUNNING);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(rank0[2 + i].progress().step(), i + 1);
   EXPECT_TRUE(rank0[7].has_result());
-  EXPECT_EQ(rank0[8].rank_status().phase(), v1::RANK_EXITED);
+  EXPECT_EQ(rank0[8].rank_status().phase(), v1::RANK_PHASE_EXITED);
   EXPECT_EQ(rank0[8].rank_status().exit_code(), 0);
 
   // Cancellation stops the sleeping rank and frees its slot.
   v1::ServerMessage cancel;
   cancel.mutable_cancellation()->set_job_id("job-1");
   service_.Send(cancel);
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-1", 1, v1::RANK_EXITED); },
-                       absl::Seconds(5)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-1", 1, v1::RANK_PHASE_EXITED); },
+      absl::Seconds(5)));
   for (const v1::WorkerMessage& m : OfJob(service_.received(), "job-1")) {
     if (m.has_rank_status() && m.rank_status().rank() == 1 &&
-        m.rank_status().phase() == v1::RANK_EXITED) {
+        m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
       EXPECT_EQ(m.rank_status().exit_code(), -SIGTERM);
     }
   }
@@ -334,13 +334,13 @@ TEST_F(WorkerAgentTest, MessagesProducedWhileDisconnectedArriveAfterTheReconnect
   // after the reconnect (which the backoff of 0.1+0.2+0.4+0.8 s puts at about 1.5 s).
   service_.DropWhen(
       [](const v1::WorkerMessage& m) {
-        return m.has_rank_status() && m.rank_status().phase() == v1::RANK_RUNNING;
+        return m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_RUNNING;
       },
       absl::Seconds(1));
   service_.Send(Assign("job-q", 0, {{"fake.frames", "10"}, {"fake.frame_delay_ms", "300"}}));
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-q", 0, v1::RANK_EXITED); },
-                       absl::Seconds(20)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-q", 0, v1::RANK_PHASE_EXITED); },
+      absl::Seconds(20)));
 
   const Received r = service_.received();
   // The second stream opened with a hello naming the still-running job.
@@ -361,11 +361,11 @@ TEST_F(WorkerAgentTest, MessagesProducedWhileDisconnectedArriveAfterTheReconnect
   // Nothing lost, nothing reordered across the two streams.
   std::vector<v1::WorkerMessage> job = OfJob(r, "job-q");
   ASSERT_EQ(job.size(), 14u);
-  EXPECT_EQ(job[0].rank_status().phase(), v1::RANK_STARTING);
-  EXPECT_EQ(job[1].rank_status().phase(), v1::RANK_RUNNING);
+  EXPECT_EQ(job[0].rank_status().phase(), v1::RANK_PHASE_STARTING);
+  EXPECT_EQ(job[1].rank_status().phase(), v1::RANK_PHASE_RUNNING);
   for (int i = 0; i < 10; ++i) EXPECT_EQ(job[2 + i].progress().step(), i + 1);
   EXPECT_TRUE(job[12].has_result());
-  EXPECT_EQ(job[13].rank_status().phase(), v1::RANK_EXITED);
+  EXPECT_EQ(job[13].rank_status().phase(), v1::RANK_PHASE_EXITED);
   // The progress came on the second stream.
   int on_second = 0;
   for (const auto& [s, m] : r) on_second += s == 2 && m.has_progress() ? 1 : 0;
@@ -393,9 +393,9 @@ TEST_F(WorkerAgentTest, KeepsWhatIsNotAcknowledgedAndResendsItWithTheSameSeqs) {
   ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
   service_.set_acking(false);
   service_.Send(Assign("job-k", 0, {{"fake.frames", "3"}}));
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-k", 0, v1::RANK_EXITED); },
-                       absl::Seconds(10)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-k", 0, v1::RANK_PHASE_EXITED); },
+      absl::Seconds(10)));
   // Starting, running, 3 progress, the result, the exit: numbered in order, from 1.
   const std::vector<uint64_t> first = SeqsOn(service_.received(), 1, "job-k");
   ASSERT_EQ(first.size(), 7u);
@@ -438,15 +438,15 @@ TEST_F(WorkerAgentTest, KeepsWhatIsNotAcknowledgedAndResendsItWithTheSameSeqs) {
 TEST_F(WorkerAgentTest, StopReportsTheExitOfRunningRanks) {
   ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
   service_.Send(Assign("job-s", 0, {{"fake.mode", "sleep"}}));
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-s", 0, v1::RANK_RUNNING); },
-                       absl::Seconds(10)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-s", 0, v1::RANK_PHASE_RUNNING); },
+      absl::Seconds(10)));
   agent_->Stop();
   run_.join();
   EXPECT_TRUE(run_status_.ok());
   run_ = std::thread([] {});
   const Received r = service_.received();
-  EXPECT_TRUE(HasPhase(r, "job-s", 0, v1::RANK_EXITED));
+  EXPECT_TRUE(HasPhase(r, "job-s", 0, v1::RANK_PHASE_EXITED));
 }
 
 TEST_F(WorkerAgentTest, CheckpointAndStopSignalsTheRanksOfThatAttempt) {
@@ -454,9 +454,9 @@ TEST_F(WorkerAgentTest, CheckpointAndStopSignalsTheRanksOfThatAttempt) {
   v1::ServerMessage assign = Assign("job-d", 0, {{"fake.mode", "sleep"}});
   assign.mutable_assignment()->set_attempt(4);
   service_.Send(assign);
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-d", 0, v1::RANK_RUNNING); },
-                       absl::Seconds(10)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-d", 0, v1::RANK_PHASE_RUNNING); },
+      absl::Seconds(10)));
   v1::ServerMessage stale;  // another attempt: nothing to signal
   stale.mutable_checkpoint_and_stop()->set_job_id("job-d");
   stale.mutable_checkpoint_and_stop()->set_attempt(3);
@@ -466,12 +466,12 @@ TEST_F(WorkerAgentTest, CheckpointAndStopSignalsTheRanksOfThatAttempt) {
   drain.mutable_checkpoint_and_stop()->set_attempt(4);
   drain.mutable_checkpoint_and_stop()->set_reason("Drained");
   service_.Send(drain);
-  ASSERT_TRUE(
-      service_.WaitFor([](const Received& r) { return HasPhase(r, "job-d", 0, v1::RANK_EXITED); },
-                       absl::Seconds(10)));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-d", 0, v1::RANK_PHASE_EXITED); },
+      absl::Seconds(10)));
   for (const v1::WorkerMessage& m : OfJob(service_.received(), "job-d")) {
     EXPECT_EQ(m.attempt(), 4) << m.ShortDebugString();
-    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+    if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
       EXPECT_EQ(m.rank_status().exit_code(), 200);
     }
   }
@@ -496,8 +496,8 @@ TEST(WorkerDaemonProcessTest, SigtermIsAPreemptionNoticeRanksCheckpointWithinThe
   service.Send(WorkerAgentTest::Assign("job-q", 0, {{"fake.mode", "ignore-usr1"}}));
   ASSERT_TRUE(service.WaitFor(
       [](const Received& r) {
-        return HasPhase(r, "job-p", 0, v1::RANK_RUNNING) &&
-               HasPhase(r, "job-q", 0, v1::RANK_RUNNING);
+        return HasPhase(r, "job-p", 0, v1::RANK_PHASE_RUNNING) &&
+               HasPhase(r, "job-q", 0, v1::RANK_PHASE_RUNNING);
       },
       absl::Seconds(10)))
       << daemon.Log();
@@ -518,13 +518,13 @@ TEST(WorkerDaemonProcessTest, SigtermIsAPreemptionNoticeRanksCheckpointWithinThe
     }
     if (m.job_id() == "job-p") {
       EXPECT_EQ(m.attempt(), 2) << m.ShortDebugString();
-      if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_EXITED) {
+      if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
         polite_exit_at = static_cast<int>(i);
         EXPECT_EQ(m.rank_status().exit_code(), 200);
       }
     }
     if (m.job_id() == "job-q" && m.has_rank_status() &&
-        m.rank_status().phase() == v1::RANK_EXITED) {
+        m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
       EXPECT_EQ(m.rank_status().exit_code(), -SIGTERM);
       EXPECT_EQ(m.attempt(), 0);
     }
@@ -532,7 +532,7 @@ TEST(WorkerDaemonProcessTest, SigtermIsAPreemptionNoticeRanksCheckpointWithinThe
   ASSERT_GE(notice_at, 0) << daemon.Log();
   ASSERT_GE(polite_exit_at, 0) << daemon.Log();
   EXPECT_LT(notice_at, polite_exit_at);
-  EXPECT_TRUE(HasPhase(r, "job-q", 0, v1::RANK_EXITED)) << daemon.Log();
+  EXPECT_TRUE(HasPhase(r, "job-q", 0, v1::RANK_PHASE_EXITED)) << daemon.Log();
   EXPECT_GE(took, absl::Milliseconds(2900)) << "the deaf rank was stopped before the grace ended";
   EXPECT_LT(took, absl::Seconds(15));
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
@@ -572,21 +572,21 @@ TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanl
     ASSERT_TRUE(service.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)))
         << daemon.Log();
     service.Send(WorkerAgentTest::Assign("job-t", 0, {{"fake.mode", "sleep"}}));
-    ASSERT_TRUE(
-        service.WaitFor([](const Received& r) { return HasPhase(r, "job-t", 0, v1::RANK_RUNNING); },
-                        absl::Seconds(10)))
+    ASSERT_TRUE(service.WaitFor(
+        [](const Received& r) { return HasPhase(r, "job-t", 0, v1::RANK_PHASE_RUNNING); },
+        absl::Seconds(10)))
         << daemon.Log();
     EXPECT_EQ(daemon.Signal(SIGTERM, 10000), 0) << daemon.Log();
-    EXPECT_TRUE(HasPhase(service.received(), "job-t", 0, v1::RANK_EXITED));
+    EXPECT_TRUE(HasPhase(service.received(), "job-t", 0, v1::RANK_PHASE_EXITED));
     EXPECT_FALSE(alive(rank_pid("job-t")));
   }
   // kill -9: nobody is left to stop the rank, so the kernel does.
   {
     gantry::testing::DaemonProcess daemon(args, dir.File("daemon2.log"));
     service.Send(WorkerAgentTest::Assign("job-k", 0, {{"fake.mode", "sleep"}}));
-    ASSERT_TRUE(
-        service.WaitFor([](const Received& r) { return HasPhase(r, "job-k", 0, v1::RANK_RUNNING); },
-                        absl::Seconds(10)))
+    ASSERT_TRUE(service.WaitFor(
+        [](const Received& r) { return HasPhase(r, "job-k", 0, v1::RANK_PHASE_RUNNING); },
+        absl::Seconds(10)))
         << daemon.Log();
     const pid_t rank = rank_pid("job-k");
     ASSERT_GT(rank, 0);

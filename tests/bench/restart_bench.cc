@@ -28,7 +28,7 @@ class RestartBench : public WorkerPoolFixture {
     const auto until = steady_clock::now() + seconds(timeout_s);
     v1::Job job = Get(id);
     while (job.progress().step() < step && steady_clock::now() < until &&
-           job.state() != v1::SUCCEEDED && job.state() != v1::FAILED) {
+           job.state() != v1::JOB_STATE_SUCCEEDED && job.state() != v1::JOB_STATE_FAILED) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       job = Get(id);
     }
@@ -61,10 +61,10 @@ TEST_F(RestartBench, RestartCostPerCheckpointPolicy) {
     spec.mutable_checkpoint_policy()->set_every_steps(p.every_steps);
     spec.mutable_checkpoint_policy()->set_every_epochs(p.every_epochs);
     v1::Job job = Submit(spec);
-    job = WaitForState(job.id(), v1::RUNNING, 300);
-    ASSERT_EQ(job.state(), v1::RUNNING) << Logs();
+    job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 300);
+    ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << Logs();
     job = WaitForStep(job.id(), kill_at, 300);
-    ASSERT_EQ(job.state(), v1::RUNNING) << Logs();
+    ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << Logs();
     // A daemon running a rank of the job (the last one found).
     std::string victim;
     for (const auto& [name, w] : workers_) {
@@ -73,25 +73,26 @@ TEST_F(RestartBench, RestartCostPerCheckpointPolicy) {
     ASSERT_FALSE(victim.empty()) << Logs();
     const auto killed = steady_clock::now();
     ASSERT_EQ(workers_[victim]->Signal(SIGKILL, 10000), 128 + SIGKILL);
-    job = WaitForState(job.id(), v1::RESTARTING, 60);
+    job = WaitForState(job.id(), v1::JOB_STATE_RESTARTING, 60);
     const double to_restarting = Since(killed);
-    job = WaitForState(job.id(), v1::RUNNING, 300);
+    job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 300);
     const double to_running = Since(killed);
-    ASSERT_EQ(job.state(), v1::RUNNING) << Logs();
+    ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << Logs();
     StartWorker(victim, port += 30);  // the machine comes back for the next round
-    job = WaitForState(job.id(), v1::SUCCEEDED, 600);
-    ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+    job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 600);
+    ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
     std::vector<v1::Restart> restarts = Restarts(job.id());
     ASSERT_FALSE(restarts.empty());
     const v1::Restart& r = restarts.front();
-    rows.push_back(absl::StrFormat(
-        "| %s | %d | %s | %d | %d | %.1f | %.1f | %.1f |", p.name, job.progress().step(),
-        r.reason(), r.resumed_from_step(), r.redone_steps(), r.redone_seconds(), to_restarting,
-        to_running));
+    rows.push_back(absl::StrFormat("| %s | %d | %s | %d | %d | %.1f | %.1f | %.1f |", p.name,
+                                   job.progress().step(), r.reason(), r.resumed_from_step(),
+                                   r.redone_steps(), r.redone_seconds(), to_restarting,
+                                   to_running));
     WaitForFreeWorkers(3);
   }
   std::printf(
-      "\n| checkpoint policy | steps | reason | resumed from step | steps redone | redone s | kill -> "
+      "\n| checkpoint policy | steps | reason | resumed from step | steps redone | redone s | kill "
+      "-> "
       "RESTARTING s | kill -> RUNNING s |\n|---|---|---|---|---|---|---|---|\n");
   for (const std::string& row : rows) std::printf("%s\n", row.c_str());
 }
@@ -106,8 +107,8 @@ TEST_F(RestartBench, CheckpointCostOnTheStep) {
     spec.mutable_checkpoint_policy()->set_every_steps(every);
     spec.mutable_validation()->set_disabled(true);
     v1::Job job = Submit(spec);
-    job = WaitForState(job.id(), v1::SUCCEEDED, 600);
-    ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+    job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 600);
+    ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
     int checkpoints = 0;
     for (const v1::JobEvent& e : Events(job.id())) checkpoints += e.has_checkpoint_saved();
     // The ranks log each snapshot's write time and each upload's time.
@@ -118,7 +119,8 @@ TEST_F(RestartBench, CheckpointCostOnTheStep) {
       const std::string& text = e.log().text();
       double seconds = 0;
       size_t at = text.find("snapshot ");
-      if (at != std::string::npos && std::sscanf(text.c_str() + at, "snapshot %lf", &seconds) == 1) {
+      if (at != std::string::npos &&
+          std::sscanf(text.c_str() + at, "snapshot %lf", &seconds) == 1) {
         snapshot += seconds;
         ++snapshots;
       }

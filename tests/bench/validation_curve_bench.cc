@@ -43,8 +43,8 @@ TEST_F(ValidationCurveBench, ValidationCostPerCheckpoint) {
     v1::JobSpec spec = Spec(0);  // 2 ranks, 8 steps an epoch, 2 epochs, checkpoint every 4 steps
     spec.mutable_validation()->set_disabled(!validate);
     v1::Job job = Submit(spec);
-    job = WaitForState(job.id(), v1::SUCCEEDED, 900);
-    ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+    job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 900);
+    ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
     std::vector<double> validations;
     int checkpoints = 0;
     for (const v1::JobEvent& e : Events(job.id())) {

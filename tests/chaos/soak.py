@@ -38,7 +38,7 @@ import traceback
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FAULT_KINDS = ("kill_daemon", "kill_rank", "kill_server", "stop_pg")
-TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
 _libc = ctypes.CDLL(None, use_errno=True)
 PR_SET_PDEATHSIG = 1
@@ -577,15 +577,15 @@ class Soak:
         bad_failures = []
         for j in jobs:
             last = j["last"]
-            if last["state"] == "CANCELLED":
+            if last["state"] == "JOB_STATE_CANCELLED":
                 bad_failures.append(f"{last['id']} CANCELLED ({last.get('reason')})")
-            if last["state"] == "FAILED" and "restarts used)" not in last.get("message", ""):
+            if last["state"] == "JOB_STATE_FAILED" and "restarts used)" not in last.get("message", ""):
                 bad_failures.append(f"{last['id']} FAILED {last.get('reason')}: "
                                     f"{last.get('message', '')[:300]}")
         check("FAILED only with the restart budget used up", not bad_failures,
               "; ".join(bad_failures) or "none")
 
-        succeeded = [j for j in jobs if j["last"]["state"] == "SUCCEEDED"]
+        succeeded = [j for j in jobs if j["last"]["state"] == "JOB_STATE_SUCCEEDED"]
         check("at least one job succeeded", succeeded, f"{len(succeeded)} of {len(jobs)}")
 
         model_problems = []
@@ -652,7 +652,7 @@ class Soak:
             events = self.job_events(jid)
             j = self.jobs[jid]
             j["running_times"] = [parse_ts(e["time"]) for e in events
-                                  if e.get("stateChange", {}).get("to") == "RUNNING"]
+                                  if e.get("stateChange", {}).get("to") == "JOB_STATE_RUNNING"]
             j["restart_events"] = [{"t": round(parse_ts(e["time"]) - self.t0, 1),
                                     "reason": e["restart"].get("reason"),
                                     "attempt": e["restart"].get("attempt"),

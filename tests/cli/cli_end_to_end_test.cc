@@ -156,7 +156,7 @@ TEST_F(CliEndToEndTest, SubmitListGetCancelWatch) {
   auto jobs = ParseJsonArray<v1::ListJobsResponse>("jobs", json.out);
   ASSERT_EQ(jobs.jobs_size(), 1) << json.out;
   EXPECT_EQ(jobs.jobs(0).id(), id);
-  EXPECT_EQ(jobs.jobs(0).state(), v1::QUEUED);
+  EXPECT_EQ(jobs.jobs(0).state(), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(jobs.jobs(0).spec().hyper_parameters().epochs(), 2);
   EXPECT_EQ(jobs.jobs(0).spec().labels().at("suite"), "cli");
   CommandResult other_label = Alice({"--json", "jobs", "list", "--label", "suite=other"});
@@ -170,7 +170,7 @@ TEST_F(CliEndToEndTest, SubmitListGetCancelWatch) {
   ASSERT_EQ(cancel.exit_code, 0) << cancel.err;
   EXPECT_THAT(cancel.out, HasSubstr("CANCELLED"));
   CommandResult after = Alice({"jobs", "get", id, "--json"});
-  EXPECT_EQ(ParseJson<v1::Job>(after.out).state(), v1::CANCELLED);
+  EXPECT_EQ(ParseJson<v1::Job>(after.out).state(), v1::JOB_STATE_CANCELLED);
   CommandResult cancelled = Alice({"jobs", "list", "--state", "cancelled"});
   EXPECT_THAT(cancelled.out, HasSubstr(id));
   CommandResult queued = Alice({"jobs", "list", "--state", "queued"});
@@ -211,7 +211,7 @@ TEST_F(CliEndToEndTest, WatchFollowsALiveJobUntilItEnds) {
   while (std::getline(lines, line)) events.push_back(ParseJson<v1::JobEvent>(line));
   ASSERT_EQ(events.size(), 1u) << json.out;
   EXPECT_EQ(events[0].sequence(), 2);
-  EXPECT_EQ(events[0].state_change().to(), v1::CANCELLED);
+  EXPECT_EQ(events[0].state_change().to(), v1::JOB_STATE_CANCELLED);
 }
 
 TEST_F(CliEndToEndTest, SpecFileAndFlagsOverride) {
@@ -225,7 +225,7 @@ TEST_F(CliEndToEndTest, SpecFileAndFlagsOverride) {
   EXPECT_EQ(job.spec().display_name(), "from-file");
   EXPECT_EQ(job.spec().hyper_parameters().epochs(), 5);
   EXPECT_EQ(job.spec().hyper_parameters().batch_per_rank(), 8);
-  EXPECT_EQ(job.state(), v1::QUEUED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_QUEUED);
 }
 
 TEST_F(CliEndToEndTest, ErrorsExitNonZeroWithCodeAndMessage) {

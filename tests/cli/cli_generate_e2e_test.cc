@@ -93,8 +93,8 @@ class CliGenerateE2eTest : public ServerFixture {
     spec.set_world_size(1);
     spec.mutable_validation()->set_disabled(true);
     v1::Job job = SubmitJob(token_, spec);
-    job = WaitForJob(token_, job.id(), v1::SUCCEEDED, 240000);
-    EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << worker_process_->Log();
+    job = WaitForJob(token_, job.id(), v1::JOB_STATE_SUCCEEDED, 240000);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << worker_process_->Log();
     return job.model_ref();
   }
 

@@ -15,7 +15,7 @@ namespace {
 TEST(JsonOutputTest, ObjectHasDefaultFieldsAndEnumNames) {
   v1::Job job;
   job.set_id("job-1");
-  job.set_state(v1::QUEUED);
+  job.set_state(v1::JOB_STATE_QUEUED);
   std::ostringstream out;
   ASSERT_TRUE(PrintJson(out, job).ok());
   EXPECT_THAT(out.str(), ::testing::HasSubstr("\"state\":\"QUEUED\""));

@@ -93,14 +93,14 @@ TEST(FormatTest, BytesProgressAndRanges) {
 }
 
 TEST(FormatTest, EnumNamesRoundTrip) {
-  EXPECT_EQ(JobStateName(v1::QUEUED), "QUEUED");
+  EXPECT_EQ(JobStateName(v1::JOB_STATE_QUEUED), "QUEUED");
   EXPECT_EQ(JobStateName(v1::JOB_STATE_UNSPECIFIED), "-");
-  EXPECT_EQ(*ParseJobState("cancelled"), v1::CANCELLED);
-  EXPECT_EQ(*ParseJobState("Running"), v1::RUNNING);
+  EXPECT_EQ(*ParseJobState("cancelled"), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(*ParseJobState("Running"), v1::JOB_STATE_RUNNING);
   EXPECT_FALSE(ParseJobState("done").ok());
   EXPECT_FALSE(ParseJobState("JOB_STATE_UNSPECIFIED").ok());
-  EXPECT_TRUE(IsTerminal(v1::SUCCEEDED));
-  EXPECT_FALSE(IsTerminal(v1::CANCELLING));
+  EXPECT_TRUE(IsTerminal(v1::JOB_STATE_SUCCEEDED));
+  EXPECT_FALSE(IsTerminal(v1::JOB_STATE_CANCELLING));
   for (auto particle :
        {v1::PARTICLE_ELECTRON, v1::PARTICLE_PHOTON, v1::PARTICLE_PI0, v1::PARTICLE_CHARGED_PION}) {
     EXPECT_EQ(*ParseParticle(ParticleName(particle)), particle);
@@ -116,13 +116,13 @@ TEST(FormatTest, EnumNamesRoundTrip) {
 TEST(FormatTest, Bf16Check) {
   v1::Bf16Check check;
   EXPECT_EQ(FormatBf16(check), "not checked: registered before the BF16 check");
-  check.set_state(v1::Bf16Check::AVAILABLE);
+  check.set_state(v1::Bf16Check::STATE_AVAILABLE);
   check.set_reason("BF16 vs FP32: eprof 0.1 vs 0.1 (null 0.05)");
   EXPECT_EQ(FormatBf16(check), "available");
-  check.set_state(v1::Bf16Check::UNAVAILABLE);
+  check.set_state(v1::Bf16Check::STATE_UNAVAILABLE);
   check.set_reason("eprof is 0.3 in BF16 against 0.1 in FP32");
   EXPECT_EQ(FormatBf16(check), "unavailable: eprof is 0.3 in BF16 against 0.1 in FP32");
-  check.set_state(v1::Bf16Check::NOT_CHECKED);
+  check.set_state(v1::Bf16Check::STATE_NOT_CHECKED);
   check.set_reason("this worker's CPU lacks AVX512-BF16/AMX; use PRECISION_FP32");
   EXPECT_EQ(FormatBf16(check),
             "not checked: this worker's CPU lacks AVX512-BF16/AMX; use PRECISION_FP32");
@@ -178,8 +178,8 @@ TEST(FormatTest, JobEventLines) {
   event.set_sequence(3);
   event.mutable_time()->set_seconds(3600 * 22 + 60 * 40 + 3);
   auto* change = event.mutable_state_change();
-  change->set_from(v1::QUEUED);
-  change->set_to(v1::CANCELLED);
+  change->set_from(v1::JOB_STATE_QUEUED);
+  change->set_to(v1::JOB_STATE_CANCELLED);
   change->set_reason("CancelledByUser");
   change->set_message("cancelled by alice");
   EXPECT_EQ(FormatJobEvent(event),
@@ -187,7 +187,7 @@ TEST(FormatTest, JobEventLines) {
 
   v1::JobEvent created;
   created.set_sequence(1);
-  created.mutable_state_change()->set_to(v1::QUEUED);
+  created.mutable_state_change()->set_to(v1::JOB_STATE_QUEUED);
   created.mutable_state_change()->set_reason("Submitted");
   EXPECT_THAT(FormatJobEvent(created),
               ::testing::EndsWith("#1  state    (new) -> QUEUED (Submitted)"));

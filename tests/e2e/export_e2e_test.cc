@@ -118,8 +118,8 @@ class ExportE2eTest : public ServerFixture {
     spec.set_world_size(1);
     spec.mutable_validation()->set_disabled(true);
     v1::Job job = SubmitJob(token_, spec);
-    job = WaitForJob(token_, job.id(), v1::SUCCEEDED, 120000);
-    EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+    job = WaitForJob(token_, job.id(), v1::JOB_STATE_SUCCEEDED, 120000);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
     return job.model_ref();
   }
 

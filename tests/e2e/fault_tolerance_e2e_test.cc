@@ -1,10 +1,10 @@
 // Fault tolerance end to end: a real gantry-server on PostgreSQL, three real gantry-worker daemons
 // (one slot, one thread each) and their rank processes. Each fault below happens mid-training and
-// the job still ends SUCCEEDED with a registered model: kill -9 of a daemon (the job resumes from its
-// checkpoint on the idle third daemon, and its final weights are bit-identical to an uninterrupted
-// run's), SIGTERM preemption (not counted against max_restarts), a SIGSTOPped rank (the progress
-// watchdog restarts the job) and kill -9 of the server while the job is RESTARTING. A permanent
-// failure ends FAILED without a restart.
+// the job still ends SUCCEEDED with a registered model: kill -9 of a daemon (the job resumes from
+// its checkpoint on the idle third daemon, and its final weights are bit-identical to an
+// uninterrupted run's), SIGTERM preemption (not counted against max_restarts), a SIGSTOPped rank
+// (the progress watchdog restarts the job) and kill -9 of the server while the job is RESTARTING. A
+// permanent failure ends FAILED without a restart.
 #include <gtest/gtest.h>
 #include <signal.h>
 
@@ -25,15 +25,15 @@ TEST_F(FaultToleranceE2eTest, AKilledDaemonsJobResumesElsewhereWithIdenticalWeig
   WaitForFreeWorkers(2);
   // The reference: the same job, uninterrupted.
   v1::Job reference = Submit(Spec(2));
-  reference = WaitForState(reference.id(), v1::SUCCEEDED, 600);
-  ASSERT_EQ(reference.state(), v1::SUCCEEDED) << reference.DebugString() << Logs();
+  reference = WaitForState(reference.id(), v1::JOB_STATE_SUCCEEDED, 600);
+  ASSERT_EQ(reference.state(), v1::JOB_STATE_SUCCEEDED) << reference.DebugString() << Logs();
   WaitForFreeWorkers(2);
 
   StartWorker("w3", 31160);  // idle until the restart
   WaitForFreeWorkers(3);
   v1::Job job = Submit(Spec(2));
-  job = WaitForState(job.id(), v1::RUNNING, 300);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 300);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << Logs();
   job = WaitForCheckpoint(job.id(), 300);
   ASSERT_FALSE(job.latest_checkpoint().sha256().empty()) << job.DebugString() << Logs();
   // kill -9 of a daemon running a rank (the kernel takes its rank with it).
@@ -44,14 +44,14 @@ TEST_F(FaultToleranceE2eTest, AKilledDaemonsJobResumesElsewhereWithIdenticalWeig
   if (victim.empty()) victim = "w2";
   ASSERT_EQ(workers_[victim]->Signal(SIGKILL, 10000), 128 + SIGKILL);
   const auto killed = steady_clock::now();
-  job = WaitForState(job.id(), v1::RESTARTING, 60);
-  ASSERT_EQ(job.state(), v1::RESTARTING) << job.DebugString() << Logs();
-  job = WaitForState(job.id(), v1::RUNNING, 120);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RESTARTING, 60);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RESTARTING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 120);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << Logs();
   std::cerr << "kill -9 to RUNNING again: "
             << std::chrono::duration<double>(steady_clock::now() - killed).count() << " s\n";
-  job = WaitForState(job.id(), v1::SUCCEEDED, 600);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 600);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
   EXPECT_EQ(job.restarts(), 1);
   EXPECT_EQ(job.attempt(), 1);
   std::vector<v1::Restart> restarts = Restarts(job.id());
@@ -74,17 +74,18 @@ TEST_F(FaultToleranceE2eTest, APreemptedDaemonCheckpointsAndTheJobMovesWithoutCo
   StartWorker("w2", 31230);
   WaitForFreeWorkers(2);
   v1::Job job = Submit(Spec(0));  // max_restarts 0: a preemption is not a failure
-  job = WaitForState(job.id(), v1::RUNNING, 300);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 300);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << Logs();
   StartWorker("w3", 31260);
   WaitForFreeWorkers(1);
   // SIGTERM (a spot VM reclaim or a node drain): the daemon's rank checkpoints, then it exits.
-  const std::string victim = job.assigned_workers_size() > 1 && workers_.count(job.assigned_workers(1))
-                                 ? job.assigned_workers(1)
-                                 : "w2";
+  const std::string victim =
+      job.assigned_workers_size() > 1 && workers_.count(job.assigned_workers(1))
+          ? job.assigned_workers(1)
+          : "w2";
   ASSERT_EQ(workers_[victim]->Signal(SIGTERM, 60000), 0) << Logs();
-  job = WaitForState(job.id(), v1::SUCCEEDED, 600);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 600);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
   EXPECT_EQ(job.restarts(), 0);
   EXPECT_EQ(job.attempt(), 1);
   std::vector<v1::Restart> restarts = Restarts(job.id());
@@ -103,23 +104,23 @@ TEST_F(FaultToleranceE2eTest, AStoppedRankIsCaughtByTheWatchdogAndTheJobRestarts
   v1::JobSpec spec = Spec(2);
   spec.mutable_hyper_parameters()->set_epochs(3);
   v1::Job job = Submit(spec);
-  job = WaitForState(job.id(), v1::RUNNING, 300);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 300);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << Logs();
   job = WaitForCheckpoint(job.id(), 300);
   // SIGSTOP one rank: its peer blocks in the next all-reduce, no step is reported any more.
   std::vector<pid_t> ranks = ChildrenOf(workers_["w2"]->pid());
   ASSERT_EQ(ranks.size(), 1u) << Logs();
   ASSERT_EQ(kill(ranks[0], SIGSTOP), 0);
   const auto stopped = steady_clock::now();
-  job = WaitForState(job.id(), v1::RESTARTING, 120);
+  job = WaitForState(job.id(), v1::JOB_STATE_RESTARTING, 120);
   const double caught = std::chrono::duration<double>(steady_clock::now() - stopped).count();
-  ASSERT_EQ(job.state(), v1::RESTARTING) << job.DebugString() << Logs();
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RESTARTING) << job.DebugString() << Logs();
   EXPECT_TRUE(job.reason() == "NoProgress" || job.reason() == "CollectiveTimeout") << job.reason();
   // The limit is max(20 s, 4 x the median step time) after the last reported step, which rank 0
   // reports every few seconds.
   EXPECT_LT(caught, 60.0) << "bounded: --hang-timeout-seconds 20, --hang-step-factor 4";
-  job = WaitForState(job.id(), v1::SUCCEEDED, 600);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 600);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
   EXPECT_EQ(job.restarts(), 1);
   // The stopped rank ignored SIGTERM; the daemon's SIGKILL after its kill grace took it.
   EXPECT_NE(kill(ranks[0], 0), 0) << "the stopped rank " << ranks[0] << " is still there";
@@ -130,20 +131,20 @@ TEST_F(FaultToleranceE2eTest, KillingTheServerWhileAJobRestartsLosesNothing) {
   StartWorker("w2", 31430);
   WaitForFreeWorkers(2);
   v1::Job job = Submit(Spec(2));
-  job = WaitForState(job.id(), v1::RUNNING, 300);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 300);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << Logs();
   job = WaitForCheckpoint(job.id(), 300);
   // w2 dies; with no third worker the job waits in RESTARTING for a second free slot.
   ASSERT_EQ(workers_["w2"]->Signal(SIGKILL, 10000), 128 + SIGKILL);
-  job = WaitForState(job.id(), v1::RESTARTING, 60);
-  ASSERT_EQ(job.state(), v1::RESTARTING) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RESTARTING, 60);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RESTARTING) << job.DebugString() << Logs();
   // kill -9 of the server mid-restart, then the same server (database, port) again.
   const std::string address = server_->address();
   server_->Kill();
   StartGantryServer(address);
   StartWorker("w2", 31430);  // the machine comes back
-  job = WaitForState(job.id(), v1::SUCCEEDED, 600);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_SUCCEEDED, 600);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
   EXPECT_EQ(job.restarts(), 1) << "finishing the interrupted restart is not another one";
   EXPECT_FALSE(job.model_ref().empty());
 }
@@ -155,8 +156,8 @@ TEST_F(FaultToleranceE2eTest, APermanentFailureEndsFailedWithoutRestarting) {
   v1::JobSpec spec = Spec(3);
   spec.set_dataset("file:///nonexistent/e2e-showers.h5");
   v1::Job job = Submit(spec);
-  job = WaitForState(job.id(), v1::FAILED, 120);
-  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << Logs();
+  job = WaitForState(job.id(), v1::JOB_STATE_FAILED, 120);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.DebugString() << Logs();
   EXPECT_EQ(job.reason(), "DatasetError");
   EXPECT_EQ(job.restarts(), 0);
   EXPECT_EQ(job.attempt(), 0);

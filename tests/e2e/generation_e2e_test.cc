@@ -99,8 +99,8 @@ class GenerationE2eTest : public ServerFixture {
     spec.mutable_hyper_parameters()->set_seed(3);
     spec.set_world_size(1);
     v1::Job job = SubmitJob(token_, spec);
-    job = WaitForJob(token_, job.id(), v1::SUCCEEDED, 300000);
-    EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+    job = WaitForJob(token_, job.id(), v1::JOB_STATE_SUCCEEDED, 300000);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
     return job.model_ref();
   }
 
@@ -250,12 +250,12 @@ TEST_F(GenerationE2eTest, Bf16IsServedAsTheRegistryDecided) {
   EXPECT_NE(model.bf16().state(), v1::Bf16Check::STATE_UNSPECIFIED) << Logs();
   EXPECT_FALSE(model.bf16().reason().empty()) << model.bf16().DebugString();
   std::cout << "registered BF16 verdict: " << model.bf16().ShortDebugString() << "\n";
-  if (model.bf16().state() == v1::Bf16Check::NOT_CHECKED &&
+  if (model.bf16().state() == v1::Bf16Check::STATE_NOT_CHECKED &&
       model.bf16().reason().find("lacks AVX512-BF16/AMX") != std::string::npos) {
     return;  // no bfloat16 on this worker: tests/serving covers the refusal
   }
   // Serve it in BF16 whatever the guard said of this barely trained model, then refuse it.
-  db_.Query("UPDATE models SET bf16_state = 'AVAILABLE' WHERE name = 'gen-tiny'");
+  db_.Query("UPDATE models SET bf16_state = 'STATE_AVAILABLE' WHERE name = 'gen-tiny'");
   const std::vector<double> energies = {50, 100, 150, 200};
   v1::GenerateRequest bf16 = ListRequest(energies, 11);
   bf16.set_precision(v1::PRECISION_BF16);
@@ -290,7 +290,8 @@ TEST_F(GenerationE2eTest, Bf16IsServedAsTheRegistryDecided) {
   EXPECT_GT(compared, 0) << "every FP32 shower was empty";
 
   db_.Query(
-      "UPDATE models SET bf16_state = 'UNAVAILABLE', bf16_reason = 'eprof is 0.5 in BF16 against "
+      "UPDATE models SET bf16_state = 'STATE_UNAVAILABLE', bf16_reason = 'eprof is 0.5 in BF16 "
+      "against "
       "0.1 in FP32' WHERE name = 'gen-tiny'");
   Generated refused = Generate(token_, bf16);
   EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION)
@@ -301,7 +302,7 @@ TEST_F(GenerationE2eTest, Bf16IsServedAsTheRegistryDecided) {
             std::string::npos)
       << refused.status.error_message();
   ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok());
-  EXPECT_EQ(model.bf16().state(), v1::Bf16Check::UNAVAILABLE);
+  EXPECT_EQ(model.bf16().state(), v1::Bf16Check::STATE_UNAVAILABLE);
   EXPECT_TRUE(Generate(token_, ListRequest(energies, 11)).status.ok()) << "FP32 is still served";
 }
 

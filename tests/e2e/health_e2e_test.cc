@@ -179,7 +179,7 @@ TEST_F(HealthE2eTest, HealthWorkerReportsReadinessAndWaitingCommands) {
       << "the last stored line is printed too:\n"
       << followed;
   const v1::Job job = GetJob(token_, job_id);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED);
   EXPECT_TRUE(Eventually([&] { return OnlyWorker().running_ranks_size() == 0; }, 10000));
 
   // A Generate held open (one chunk read, the rest waiting): the worker reports the model loaded

@@ -105,8 +105,8 @@ class ResilienceE2eTest : public ServerFixture {
 
   // The job ended SUCCEEDED and its model is in the catalog.
   void ExpectSucceededAndRegistered(const std::string& job_id) {
-    v1::Job job = WaitForJob(token_, job_id, v1::SUCCEEDED, 300000);
-    ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << WorkerLogs();
+    v1::Job job = WaitForJob(token_, job_id, v1::JOB_STATE_SUCCEEDED, 300000);
+    ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << WorkerLogs();
     EXPECT_EQ(job.model_ref(), "e2e-resilient:1");
     v1::GetModelRequest get;
     get.set_model(job.model_ref());
@@ -145,8 +145,8 @@ TEST_F(ResilienceE2eTest, AServerKilledMidJobIsRestartedAndTheJobSucceeds) {
   token_ = NewTenant("physics");
   StartTwoWorkers(30500);
   const v1::Job submitted = SubmitJob(token_, TinySpec(kEpochs));
-  v1::Job job = WaitForJob(token_, submitted.id(), v1::RUNNING, 120000);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
+  v1::Job job = WaitForJob(token_, submitted.id(), v1::JOB_STATE_RUNNING, 120000);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << WorkerLogs();
   std::this_thread::sleep_for(seconds(5));
 
   // kill -9 mid-job: the ranks train on, their messages wait in the daemons.
@@ -176,8 +176,8 @@ TEST_F(ResilienceE2eTest, PostgresStoppedFor20SecondsMidJobAndTheJobSucceeds) {
   token_ = NewTenant("physics");
   StartTwoWorkers(30600);
   const v1::Job submitted = SubmitJob(token_, TinySpec(kEpochs));
-  v1::Job job = WaitForJob(token_, submitted.id(), v1::RUNNING, 120000);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
+  v1::Job job = WaitForJob(token_, submitted.id(), v1::JOB_STATE_RUNNING, 120000);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << WorkerLogs();
   std::this_thread::sleep_for(seconds(3));
 
   ASSERT_TRUE(pg.Stop());

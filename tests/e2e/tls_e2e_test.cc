@@ -187,8 +187,8 @@ TEST_F(TlsE2eTest, TrainRegisterAndGenerateOverTlsAndRefuseWhatIsNotTrusted) {
   spec.mutable_hyper_parameters()->set_seed(3);
   spec.set_world_size(1);
   v1::Job job = SubmitJob(token_, spec);
-  job = WaitForJob(token_, job.id(), v1::SUCCEEDED, 240000);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << Logs();
+  job = WaitForJob(token_, job.id(), v1::JOB_STATE_SUCCEEDED, 240000);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << Logs();
   ASSERT_EQ(job.model_ref(), "tls-tiny:1");
 
   v1::GenerateRequest generate;

@@ -151,8 +151,9 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
   }
   ASSERT_TRUE(reader->Finish().ok());
   job = Get(job.id());
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString() << WorkerLogs();
-  const std::vector<v1::JobState> expected = {v1::QUEUED, v1::PLACING, v1::RUNNING, v1::SUCCEEDED};
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString() << WorkerLogs();
+  const std::vector<v1::JobState> expected = {v1::JOB_STATE_QUEUED, v1::JOB_STATE_PLACING,
+                                              v1::JOB_STATE_RUNNING, v1::JOB_STATE_SUCCEEDED};
   EXPECT_EQ(states, expected);
   EXPECT_GE(progress_events, 1);
   EXPECT_GE(checkpoints, 1);
@@ -220,8 +221,8 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
 TEST_F(TrainingE2eTest, CancellationStopsEveryRankAndFreesTheSlots) {
   StartTwoWorkers(29670);
   v1::Job job = Submit(TinySpec(10000));
-  job = WaitForState(job.id(), v1::RUNNING, 120);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 120);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << WorkerLogs();
 
   v1::CancelJobRequest cancel;
   cancel.set_job_id(job.id());
@@ -229,9 +230,9 @@ TEST_F(TrainingE2eTest, CancellationStopsEveryRankAndFreesTheSlots) {
   v1::Job cancelled;
   ASSERT_TRUE(training_->CancelJob(Ctx(token_).get(), cancel, &cancelled).ok());
   const auto start = steady_clock::now();
-  job = WaitForState(job.id(), v1::CANCELLED, 30);
+  job = WaitForState(job.id(), v1::JOB_STATE_CANCELLED, 30);
   const double took = std::chrono::duration<double>(steady_clock::now() - start).count();
-  ASSERT_EQ(job.state(), v1::CANCELLED) << job.DebugString() << WorkerLogs();
+  ASSERT_EQ(job.state(), v1::JOB_STATE_CANCELLED) << job.DebugString() << WorkerLogs();
   EXPECT_LT(took, 15.0) << "all ranks should stop within seconds";
   EXPECT_EQ(job.reason(), "Cancelled");
   WaitForFreeWorkers(2, 15);
@@ -245,20 +246,20 @@ TEST_F(TrainingE2eTest, ALostWorkerFailsItsJobAndAGangIsNeverPartial) {
   v1::Job waiting = Submit(big);
 
   v1::Job job = Submit(TinySpec(10000));
-  job = WaitForState(job.id(), v1::RUNNING, 120);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
-  EXPECT_EQ(Get(waiting.id()).state(), v1::QUEUED);
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 120);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << WorkerLogs();
+  EXPECT_EQ(Get(waiting.id()).state(), v1::JOB_STATE_QUEUED);
 
   // Freeze one daemon (a hung machine or a network partition): its heartbeats stop, its rank
   // keeps running, and the lease expires (8 s here).
   const pid_t frozen = workers_["w2"]->pid();
   ASSERT_EQ(kill(frozen, SIGSTOP), 0);
-  job = WaitForState(job.id(), v1::FAILED, 30);
+  job = WaitForState(job.id(), v1::JOB_STATE_FAILED, 30);
   kill(frozen, SIGCONT);
-  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.DebugString() << WorkerLogs();
   EXPECT_EQ(job.reason(), "WorkerLost");
   EXPECT_NE(job.message().find("w2"), std::string::npos) << job.message();
-  EXPECT_EQ(Get(waiting.id()).state(), v1::QUEUED);
+  EXPECT_EQ(Get(waiting.id()).state(), v1::JOB_STATE_QUEUED);
   // The thawed daemon comes back without a restart: it reconnects, is told to stop the rank of the
   // failed job, and both workers end up idle and usable.
   WaitForFreeWorkers(2, 60);
@@ -268,13 +269,13 @@ TEST_F(TrainingE2eTest, ALostWorkerFailsItsJobAndAGangIsNeverPartial) {
 TEST_F(TrainingE2eTest, AKilledDaemonTakesItsRanksAndTheJobFails) {
   StartTwoWorkers(29850);
   v1::Job job = Submit(TinySpec(10000));
-  job = WaitForState(job.id(), v1::RUNNING, 120);
-  ASSERT_EQ(job.state(), v1::RUNNING) << job.DebugString() << WorkerLogs();
+  job = WaitForState(job.id(), v1::JOB_STATE_RUNNING, 120);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_RUNNING) << job.DebugString() << WorkerLogs();
   // kill -9: the kernel kills its rank too, so the surviving rank loses its peer at once; whichever
   // is noticed first (rank 0's failure report or the lost lease) ends the job FAILED.
   ASSERT_EQ(workers_["w2"]->Signal(SIGKILL, 10000), 128 + SIGKILL);
-  job = WaitForState(job.id(), v1::FAILED, 60);
-  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
+  job = WaitForState(job.id(), v1::JOB_STATE_FAILED, 60);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.DebugString() << WorkerLogs();
   // max_restarts 0: the first failure ends the job, whichever is seen first.
   EXPECT_TRUE(job.reason() == "WorkerLost" || job.reason() == "PeerLost" ||
               job.reason() == "RankFailed" || job.reason() == "CollectiveTimeout")
@@ -287,8 +288,8 @@ TEST_F(TrainingE2eTest, AFailingRankFailsTheJobWithItsReason) {
   v1::JobSpec spec = TinySpec(1);
   spec.set_dataset("file:///nonexistent/e2e-showers.h5");
   v1::Job job = Submit(spec);
-  job = WaitForState(job.id(), v1::FAILED, 120);
-  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString() << WorkerLogs();
+  job = WaitForState(job.id(), v1::JOB_STATE_FAILED, 120);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.DebugString() << WorkerLogs();
   // A missing file is a permanent failure (exit code 3), whichever rank reports it first.
   EXPECT_EQ(job.reason(), "DatasetError");
   EXPECT_NE(job.message().find("e2e-showers.h5"), std::string::npos) << job.message();

@@ -27,8 +27,8 @@ TEST_F(ValidationCurveE2eTest, EveryCheckpointIsValidatedAndTheCurveReachesJobAn
   spec.mutable_checkpoint_policy()->set_every_steps(2);
   spec.set_model_name("curve");
   const v1::Job submitted = Submit(spec);
-  const v1::Job done = WaitForState(submitted.id(), v1::SUCCEEDED, 100);
-  ASSERT_EQ(done.state(), v1::SUCCEEDED) << done.DebugString() << Logs();
+  const v1::Job done = WaitForState(submitted.id(), v1::JOB_STATE_SUCCEEDED, 100);
+  ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.DebugString() << Logs();
 
   const v1::Job job = Get(submitted.id());
   ASSERT_GE(job.validation_curve_size(), 2) << job.DebugString() << Logs();

@@ -77,12 +77,18 @@ class WorkerPoolFixture : public ServerFixture {
   // Short heartbeats and lease so a lost worker is noticed within seconds; a short progress
   // watchdog and rank exit grace so hangs end quickly. `listen` = "" picks a free port.
   void StartGantryServer(const std::string& listen) {
-    std::vector<std::string> args = {"--join-token-file",     join_token_file_,
-                                     "--heartbeat-interval-ms", "300",
-                                     "--lease-timeout-ms",      "8000",
-                                     "--hang-timeout-seconds",  "20",
-                                     "--hang-step-factor",      "4",
-                                     "--rank-exit-grace-seconds", "10",
+    std::vector<std::string> args = {"--join-token-file",
+                                     join_token_file_,
+                                     "--heartbeat-interval-ms",
+                                     "300",
+                                     "--lease-timeout-ms",
+                                     "8000",
+                                     "--hang-timeout-seconds",
+                                     "20",
+                                     "--hang-step-factor",
+                                     "4",
+                                     "--rank-exit-grace-seconds",
+                                     "10",
                                      "--file-dataset-roots=/nonexistent",
                                      "--file-dataset-tenants=physics"};
     if (!listen.empty()) args.push_back("--listen=" + listen);
@@ -162,7 +168,7 @@ class WorkerPoolFixture : public ServerFixture {
     const auto until = steady_clock::now() + seconds(timeout_s);
     v1::Job job = Get(id);
     while (job.latest_checkpoint().sha256().empty() && steady_clock::now() < until &&
-           job.state() != v1::FAILED && job.state() != v1::SUCCEEDED) {
+           job.state() != v1::JOB_STATE_FAILED && job.state() != v1::JOB_STATE_SUCCEEDED) {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       job = Get(id);
     }

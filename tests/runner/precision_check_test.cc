@@ -30,7 +30,7 @@ TEST(PrecisionCheckTest, DifferencesWithinTheNullMakeBf16Available) {
   bf16["eprof"] -= 0.0399;   // just inside 0.04, the other way
   bf16["pos"] += 0.015;
   const v1::Bf16Check check = PrecisionCheck::Decide(Fp32(), bf16);
-  EXPECT_EQ(check.state(), v1::Bf16Check::AVAILABLE) << check.reason();
+  EXPECT_EQ(check.state(), v1::Bf16Check::STATE_AVAILABLE) << check.reason();
   EXPECT_NE(check.reason().find("eprof"), std::string::npos) << check.reason();
 }
 
@@ -39,7 +39,7 @@ TEST(PrecisionCheckTest, ADifferenceBeyondTheNullNamesTheMetric) {
     Metrics bf16 = Fp32();
     bf16[metric] += 1.5 * Fp32()[metric + "_null"];
     const v1::Bf16Check check = PrecisionCheck::Decide(Fp32(), bf16);
-    EXPECT_EQ(check.state(), v1::Bf16Check::UNAVAILABLE) << metric;
+    EXPECT_EQ(check.state(), v1::Bf16Check::STATE_UNAVAILABLE) << metric;
     EXPECT_EQ(check.reason().rfind(metric + " is ", 0), 0u) << check.reason();
     EXPECT_NE(check.reason().find("exceeds the statistical null"), std::string::npos)
         << check.reason();
@@ -48,14 +48,14 @@ TEST(PrecisionCheckTest, ADifferenceBeyondTheNullNamesTheMetric) {
   // the physics; it is not a free improvement).
   Metrics better = Fp32();
   better["eprof"] = 0.10;
-  EXPECT_EQ(PrecisionCheck::Decide(Fp32(), better).state(), v1::Bf16Check::UNAVAILABLE);
+  EXPECT_EQ(PrecisionCheck::Decide(Fp32(), better).state(), v1::Bf16Check::STATE_UNAVAILABLE);
 }
 
 TEST(PrecisionCheckTest, TheLargerOfTheTwoNullsIsTheTolerance) {
   Metrics bf16 = Fp32();
   bf16["pos"] += 0.03;       // beyond FP32's null 0.02 ...
   bf16["pos_null"] = 0.035;  // ... but within BF16's own
-  EXPECT_EQ(PrecisionCheck::Decide(Fp32(), bf16).state(), v1::Bf16Check::AVAILABLE);
+  EXPECT_EQ(PrecisionCheck::Decide(Fp32(), bf16).state(), v1::Bf16Check::STATE_AVAILABLE);
 }
 
 TEST(PrecisionCheckTest, NonFiniteAndMissingMetrics) {
@@ -63,10 +63,10 @@ TEST(PrecisionCheckTest, NonFiniteAndMissingMetrics) {
   Metrics bf16 = Fp32();
   bf16["eprof"] = std::numeric_limits<double>::infinity();
   v1::Bf16Check check = PrecisionCheck::Decide(Fp32(), bf16);
-  EXPECT_EQ(check.state(), v1::Bf16Check::UNAVAILABLE);
+  EXPECT_EQ(check.state(), v1::Bf16Check::STATE_UNAVAILABLE);
   EXPECT_NE(check.reason().find("eprof is inf in BF16"), std::string::npos) << check.reason();
   bf16["eprof"] = nan;
-  EXPECT_EQ(PrecisionCheck::Decide(Fp32(), bf16).state(), v1::Bf16Check::UNAVAILABLE);
+  EXPECT_EQ(PrecisionCheck::Decide(Fp32(), bf16).state(), v1::Bf16Check::STATE_UNAVAILABLE);
 
   // A metric FP32 could not measure is not judged; the others still are.
   Metrics fp32 = Fp32();
@@ -75,13 +75,13 @@ TEST(PrecisionCheckTest, NonFiniteAndMissingMetrics) {
   Metrics far = Fp32();
   far["pos"] = 5;    // not judged
   far["eprof"] = 9;  // not judged (no finite FP32 null)
-  EXPECT_EQ(PrecisionCheck::Decide(fp32, far).state(), v1::Bf16Check::AVAILABLE);
+  EXPECT_EQ(PrecisionCheck::Decide(fp32, far).state(), v1::Bf16Check::STATE_AVAILABLE);
   far["sf_mre"] = 0.5;
-  EXPECT_EQ(PrecisionCheck::Decide(fp32, far).state(), v1::Bf16Check::UNAVAILABLE);
+  EXPECT_EQ(PrecisionCheck::Decide(fp32, far).state(), v1::Bf16Check::STATE_UNAVAILABLE);
 
   // Nothing to compare at all.
   check = PrecisionCheck::Decide(Metrics{{"fom", 1}}, Fp32());
-  EXPECT_EQ(check.state(), v1::Bf16Check::NOT_CHECKED);
+  EXPECT_EQ(check.state(), v1::Bf16Check::STATE_NOT_CHECKED);
   EXPECT_FALSE(check.reason().empty());
 }
 
@@ -95,7 +95,7 @@ TEST(PrecisionCheckTest, AWorkerWithoutBf16HardwareRecordsNotChecked) {
   fp32.metrics = Fp32();
   const v1::Bf16Check check = PrecisionCheck::Run(*config, generator, showers::ShowerSet{}, fp32);
   unsetenv(gan::kPretendNoBf16Env);
-  EXPECT_EQ(check.state(), v1::Bf16Check::NOT_CHECKED);
+  EXPECT_EQ(check.state(), v1::Bf16Check::STATE_NOT_CHECKED);
   EXPECT_EQ(check.reason(), "this worker's CPU lacks AVX512-BF16/AMX; use PRECISION_FP32");
 }
 

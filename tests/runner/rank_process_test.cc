@@ -226,7 +226,7 @@ TEST_F(RankProcessTest, TrainsChecksPointsValidatesAndReports) {
     if (run.messages[i].has_progress() && first_progress < 0) first_progress = i;
   }
   ASSERT_GE(first_running, 0) << run.Logs();
-  EXPECT_EQ(run.messages[first_running].rank_status().phase(), v1::RANK_RUNNING);
+  EXPECT_EQ(run.messages[first_running].rank_status().phase(), v1::RANK_PHASE_RUNNING);
   EXPECT_EQ(run.messages[first_running].rank_status().rank(), 0);
   ASSERT_GT(first_progress, first_running);
 
@@ -981,7 +981,7 @@ TEST_F(RankProcessTest, TwoRanksTrainDataParallelAsTwoProcesses) {
     const auto status = runs[rank].Of(v1::WorkerMessage::kRankStatus);
     ASSERT_EQ(status.size(), 1u);
     EXPECT_EQ(status[0].rank_status().rank(), rank);
-    EXPECT_EQ(status[0].rank_status().phase(), v1::RANK_RUNNING);
+    EXPECT_EQ(status[0].rank_status().phase(), v1::RANK_PHASE_RUNNING);
     // Rank 1 binds the interface that routes to the rendezvous host (loopback here).
     EXPECT_NE(runs[rank].Logs().find("(bind 127.0.0.1)"), std::string::npos) << runs[rank].Logs();
     EXPECT_NE(runs[rank].Logs().find("process group formed: 2 ranks"), std::string::npos)

@@ -304,7 +304,7 @@ def file_ref_cases(s):
             job = s.submit(s.alice_token, s.spec(dataset=ref))
             job = s.wait_job(s.alice_token, job.id, 180)
             state = s.training_pb2.JobState.Name(job.state)
-            expect(state == "FAILED", "the job ended %s: %s" % (state, job.message))
+            expect(state == "JOB_STATE_FAILED", "the job ended %s: %s" % (state, job.message))
             expect(job.reason == "DatasetError", "reason %s: %s" % (job.reason, job.message))
             expect(code_word in job.message, "message %r lacks %r" % (job.message, code_word))
             for secret in ("cache-w1", "cache-w2"):
@@ -765,7 +765,7 @@ def setup(s):
     # The model: a one-epoch tiny training on toy MC, private to alice.
     job = s.submit(s.alice_token, s.spec(model_name="alice-private"))
     job = s.wait_job(s.alice_token, job.id, 600)
-    expect(s.training_pb2.JobState.Name(job.state) == "SUCCEEDED",
+    expect(s.training_pb2.JobState.Name(job.state) == "JOB_STATE_SUCCEEDED",
            "alice's training ended %s: %s" % (s.training_pb2.JobState.Name(job.state), job.message))
     s.alice_model_ref = job.model_ref
     s.alice_job_id = job.id

@@ -1,6 +1,6 @@
 // The JobSpec examples in docs/API.md, submitted to a real gantry-server: each must be accepted as
-// written (QUEUED), and a copy with world_size 0 must be refused with INVALID_ARGUMENT. An example is
-// a ```json block directly after a line `<!-- example: gantry.v1.JobSpec -->`.
+// written (QUEUED), and a copy with world_size 0 must be refused with INVALID_ARGUMENT. An example
+// is a ```json block directly after a line `<!-- example: gantry.v1.JobSpec -->`.
 #include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
@@ -62,7 +62,7 @@ TEST_F(DocsExamplesTest, TheApiJobSpecExamplesAreAcceptedAndABrokenCopyIsRefused
     v1::Job job;
     grpc::Status s = training_->SubmitJob(Ctx(token).get(), request, &job);
     ASSERT_TRUE(s.ok()) << Describe(s);
-    EXPECT_EQ(job.state(), v1::QUEUED);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_QUEUED);
     EXPECT_EQ(job.reason(), "Submitted");
 
     request.mutable_spec()->set_world_size(0);

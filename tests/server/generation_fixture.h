@@ -80,8 +80,9 @@ class GenerationFixture : public ServerFixture {
     EXPECT_TRUE(m && m->has_assignment());
     if (!m || !m->has_assignment()) return "";
     trainer.set_free_slots(0);
-    trainer.RankStatus(job.id(), 0, v1::RANK_RUNNING);
-    EXPECT_EQ(WaitForJob(owner_token, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+    trainer.RankStatus(job.id(), 0, v1::RANK_PHASE_RUNNING);
+    EXPECT_EQ(WaitForJob(owner_token, job.id(), v1::JOB_STATE_RUNNING, 10000).state(),
+              v1::JOB_STATE_RUNNING);
     const std::string sha = UploadCheckpoint(channel_, trainer.credential(), job.id(), checkpoint);
     v1::WorkerMessage result;
     v1::JobResult* res = result.mutable_result();
@@ -92,8 +93,9 @@ class GenerationFixture : public ServerFixture {
     res->mutable_energy_range_gev()->set_max(100);
     res->set_particle(v1::PARTICLE_ELECTRON);
     trainer.Send(job.id(), result);
-    EXPECT_EQ(WaitForJob(owner_token, job.id(), v1::SUCCEEDED, 10000).state(), v1::SUCCEEDED);
-    trainer.RankStatus(job.id(), 0, v1::RANK_EXITED);
+    EXPECT_EQ(WaitForJob(owner_token, job.id(), v1::JOB_STATE_SUCCEEDED, 10000).state(),
+              v1::JOB_STATE_SUCCEEDED);
+    trainer.RankStatus(job.id(), 0, v1::RANK_PHASE_EXITED);
     return sha;
   }
 

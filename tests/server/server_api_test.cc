@@ -170,7 +170,7 @@ TEST_F(ServerApiTest, TenantsCannotSeeOrCancelEachOthersJobs) {
   EXPECT_EQ(listed.jobs_size(), 0);
   // Alice still has it; an admin sees it when asking for alice's jobs.
   ASSERT_TRUE(training_->GetJob(Ctx(alice).get(), get, &got).ok());
-  EXPECT_EQ(got.state(), v1::QUEUED);
+  EXPECT_EQ(got.state(), v1::JOB_STATE_QUEUED);
   ASSERT_TRUE(training_->ListJobs(Ctx(admin_token_).get(), list, &listed).ok());
   ASSERT_EQ(listed.jobs_size(), 1);
   EXPECT_EQ(listed.jobs(0).id(), job.id());
@@ -270,9 +270,9 @@ TEST_F(ServerApiTest, KilledServerRestartsWithEveryJob) {
   ASSERT_EQ(listed.jobs_size(), 3);
   std::map<std::string, v1::JobState> states;
   for (const v1::Job& job : listed.jobs()) states[job.id()] = job.state();
-  EXPECT_EQ(states[ids[0]], v1::QUEUED);
-  EXPECT_EQ(states[ids[1]], v1::CANCELLED);
-  EXPECT_EQ(states[ids[2]], v1::QUEUED);
+  EXPECT_EQ(states[ids[0]], v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(states[ids[1]], v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(states[ids[2]], v1::JOB_STATE_QUEUED);
 }
 
 TEST_F(ServerApiTest, DatabaseOutageIsUnavailableAndTheServerRecovers) {

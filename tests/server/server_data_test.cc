@@ -148,7 +148,7 @@ TEST_F(ServerDataTest, UploadAnHdf5FileThenListGetAndReadItBack) {
   EXPECT_EQ(dataset.id().rfind("ds-", 0), 0u);
   EXPECT_EQ(dataset.name(), "electrons");
   EXPECT_EQ(dataset.owner(), "alice");
-  EXPECT_EQ(dataset.layout(), v1::LAYOUT_3DGAN_FIXED_ANGLE);
+  EXPECT_EQ(dataset.layout(), v1::DATASET_LAYOUT_3DGAN_FIXED_ANGLE);
   EXPECT_EQ(std::vector<int64_t>(dataset.shape().begin(), dataset.shape().end()),
             (std::vector<int64_t>{25, 25, 25}));
   EXPECT_EQ(dataset.events(), 12);
@@ -356,7 +356,7 @@ TEST_F(ServerDataTest, CatalogListsResolvesAliasesTagsAndArchivesWithTenantVisib
   v1::ArchiveModelRequest archive;
   archive.set_model("calo:1");
   ASSERT_TRUE(catalog_->ArchiveModel(Ctx(alice).get(), archive, &model).ok());
-  EXPECT_EQ(model.status(), v1::MODEL_ARCHIVED);
+  EXPECT_EQ(model.status(), v1::MODEL_STATUS_ARCHIVED);
   list.Clear();
   ASSERT_TRUE(catalog_->ListModels(Ctx(alice).get(), list, &listed).ok());
   EXPECT_EQ(listed.models_size(), 2);

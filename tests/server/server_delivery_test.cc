@@ -80,12 +80,13 @@ TEST_F(ServerDeliveryTest, AcknowledgesStoredMessagesAndAppliesResentOnesOnce) {
   v1::WorkerMessage running;
   running.set_seq(1);
   running.mutable_rank_status()->set_rank(0);
-  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  running.mutable_rank_status()->set_phase(v1::RANK_PHASE_RUNNING);
   w->Send(job.id(), running);
   w->Send(job.id(), Log("first", 2));
   w->Send(job.id(), Log("second", 3));
   ASSERT_TRUE(w->WaitAcked(3));
-  EXPECT_EQ(WaitForJob(token_, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+  EXPECT_EQ(WaitForJob(token_, job.id(), v1::JOB_STATE_RUNNING, 10000).state(),
+            v1::JOB_STATE_RUNNING);
 
   // The daemon reconnects (same process, showing its credential): it re-sends what it has not
   // seen acknowledged.
@@ -162,10 +163,11 @@ TEST_F(ServerDeliveryTest, ADatabaseOutageKeepsStreamsAndLeasesAndMessagesWaitIn
   v1::WorkerMessage running;
   running.set_seq(1);
   running.mutable_rank_status()->set_rank(0);
-  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  running.mutable_rank_status()->set_phase(v1::RANK_PHASE_RUNNING);
   w->Send(job.id(), running);
   ASSERT_TRUE(w->WaitAcked(1));
-  ASSERT_EQ(WaitForJob(token_, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+  ASSERT_EQ(WaitForJob(token_, job.id(), v1::JOB_STATE_RUNNING, 10000).state(),
+            v1::JOB_STATE_RUNNING);
 
   ASSERT_TRUE(pg_->Stop());
   w->Send(job.id(), Log("during the outage", 2));
@@ -208,7 +210,7 @@ TEST_F(ServerDeliveryTest, ADatabaseOutageKeepsStreamsAndLeasesAndMessagesWaitIn
   EXPECT_EQ(counts["during the outage"], 1);
   EXPECT_EQ(counts["also during the outage"], 1);
   // No worker was lost, so the job runs on.
-  EXPECT_EQ(GetJob(token_, job.id()).state(), v1::RUNNING);
+  EXPECT_EQ(GetJob(token_, job.id()).state(), v1::JOB_STATE_RUNNING);
   const std::string log = server_->Stderr();
   EXPECT_NE(log.find("keeping its lease in memory"), std::string::npos) << log;
   EXPECT_NE(log.find("from memory"), std::string::npos) << log;
@@ -242,10 +244,11 @@ TEST_F(ServerDeliveryTest, ATerminalTransitionDuringADatabaseOutageIsStoredWhenI
   v1::WorkerMessage running;
   running.set_seq(1);
   running.mutable_rank_status()->set_rank(0);
-  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  running.mutable_rank_status()->set_phase(v1::RANK_PHASE_RUNNING);
   w->Send(job.id(), running);
   ASSERT_TRUE(w->WaitAcked(1));
-  ASSERT_EQ(WaitForJob(token_, job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+  ASSERT_EQ(WaitForJob(token_, job.id(), v1::JOB_STATE_RUNNING, 10000).state(),
+            v1::JOB_STATE_RUNNING);
 
   // Rank 0 reports a failure while PostgreSQL is down: the job's FAILED cannot be written.
   ASSERT_TRUE(pg_->Stop());
@@ -263,8 +266,8 @@ TEST_F(ServerDeliveryTest, ATerminalTransitionDuringADatabaseOutageIsStoredWhenI
       << server_->Stderr();
   std::this_thread::sleep_for(std::chrono::seconds(2));  // several retries fail meanwhile
   ASSERT_TRUE(pg_->Start());
-  const v1::Job ended = WaitForJob(token_, job.id(), v1::FAILED, 20000);
-  EXPECT_EQ(ended.state(), v1::FAILED) << server_->Stderr();
+  const v1::Job ended = WaitForJob(token_, job.id(), v1::JOB_STATE_FAILED, 20000);
+  EXPECT_EQ(ended.state(), v1::JOB_STATE_FAILED) << server_->Stderr();
   EXPECT_EQ(ended.reason(), "TrainingFailed");
   // Health follows the database: SERVING again within a health-check interval (3 s).
   EXPECT_TRUE(Eventually([&] { return HealthStatus() == 1; }, 10000));

@@ -119,8 +119,9 @@ v1::Job ServerFixture::WaitForJob(const std::string& token, const std::string& i
                                   v1::JobState state, int timeout_ms) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   v1::Job job = GetJob(token, id);
-  while (job.state() != state && job.state() != v1::SUCCEEDED && job.state() != v1::FAILED &&
-         job.state() != v1::CANCELLED && std::chrono::steady_clock::now() < until) {
+  while (job.state() != state && job.state() != v1::JOB_STATE_SUCCEEDED &&
+         job.state() != v1::JOB_STATE_FAILED && job.state() != v1::JOB_STATE_CANCELLED &&
+         std::chrono::steady_clock::now() < until) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
     job = GetJob(token, id);
   }

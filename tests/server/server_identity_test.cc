@@ -69,9 +69,10 @@ class ServerIdentityTest : public ServerFixture {
     }
     r.w0->set_free_slots(0);
     r.w1->set_free_slots(0);
-    r.w0->RankStatus(r.job.id(), 0, v1::RANK_RUNNING);
-    r.w1->RankStatus(r.job.id(), 1, v1::RANK_RUNNING);
-    EXPECT_EQ(WaitForJob(token_, r.job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+    r.w0->RankStatus(r.job.id(), 0, v1::RANK_PHASE_RUNNING);
+    r.w1->RankStatus(r.job.id(), 1, v1::RANK_PHASE_RUNNING);
+    EXPECT_EQ(WaitForJob(token_, r.job.id(), v1::JOB_STATE_RUNNING, 10000).state(),
+              v1::JOB_STATE_RUNNING);
     return r;
   }
 
@@ -184,22 +185,23 @@ TEST_F(ServerIdentityTest, AWorkerSpeaksOnlyForRanksPlacedOnIt) {
   const std::string id = r.job.id();
   // An intruder with the join token claims the job in its hello and reports for it.
   auto mallory = Worker("mallory", {id});
-  mallory->RankStatus(id, 0, v1::RANK_EXITED, 1);
+  mallory->RankStatus(id, 0, v1::RANK_PHASE_EXITED, 1);
   SendResult(*mallory, id, std::string(64, 'e'));
   // The worker of rank 1 speaks for rank 0.
-  r.w1->RankStatus(id, 0, v1::RANK_EXITED, 1);
+  r.w1->RankStatus(id, 0, v1::RANK_PHASE_EXITED, 1);
   SendResult(*r.w1, id, std::string(64, 'e'));
   v1::WorkerMessage progress;
   progress.mutable_progress()->set_step(999);
   r.w1->Send(id, progress);
   std::this_thread::sleep_for(std::chrono::milliseconds(800));
   const v1::Job still = Get(id);
-  EXPECT_EQ(still.state(), v1::RUNNING) << still.DebugString();
+  EXPECT_EQ(still.state(), v1::JOB_STATE_RUNNING) << still.DebugString();
   EXPECT_NE(still.progress().step(), 999);
   // Its own worker still drives it.
   const std::string sha = UploadCheckpoint(channel_, r.w0->credential(), id, "weights");
   SendResult(*r.w0, id, sha);
-  EXPECT_EQ(WaitForJob(token_, id, v1::SUCCEEDED, 10000).state(), v1::SUCCEEDED);
+  EXPECT_EQ(WaitForJob(token_, id, v1::JOB_STATE_SUCCEEDED, 10000).state(),
+            v1::JOB_STATE_SUCCEEDED);
 }
 
 TEST_F(ServerIdentityTest, CheckpointsMoveOnlyForJobsPlacedOnTheWorker) {

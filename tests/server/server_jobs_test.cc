@@ -83,7 +83,7 @@ class ServerJobsTest : public ServerFixture {
     EXPECT_GE(x.rendezvous_port(), 30100);
     EXPECT_EQ(x.threads(), 1);
     EXPECT_EQ(x.owner(), "physics");
-    EXPECT_EQ(Get(r.job.id()).state(), v1::PLACING);
+    EXPECT_EQ(Get(r.job.id()).state(), v1::JOB_STATE_PLACING);
     if (x.rank() == 0) {
       r.w0 = std::move(a), r.w1 = std::move(b);
     } else {
@@ -91,10 +91,10 @@ class ServerJobsTest : public ServerFixture {
     }
     r.w0->set_free_slots(0);
     r.w1->set_free_slots(0);
-    r.w0->RankStatus(r.job.id(), 0, v1::RANK_RUNNING);
-    EXPECT_EQ(Get(r.job.id()).state(), v1::PLACING) << "one rank is not a running job";
-    r.w1->RankStatus(r.job.id(), 1, v1::RANK_RUNNING);
-    EXPECT_EQ(WaitFor(r.job.id(), v1::RUNNING).state(), v1::RUNNING);
+    r.w0->RankStatus(r.job.id(), 0, v1::RANK_PHASE_RUNNING);
+    EXPECT_EQ(Get(r.job.id()).state(), v1::JOB_STATE_PLACING) << "one rank is not a running job";
+    r.w1->RankStatus(r.job.id(), 1, v1::RANK_PHASE_RUNNING);
+    EXPECT_EQ(WaitFor(r.job.id(), v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
     return r;
   }
 
@@ -139,8 +139,8 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
   h->add_generated(0.9);
   r.w0->Send(id, result);
 
-  v1::Job job = WaitFor(id, v1::SUCCEEDED);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
+  v1::Job job = WaitFor(id, v1::JOB_STATE_SUCCEEDED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString();
   EXPECT_EQ(job.model_ref(), "driven:1");
   EXPECT_EQ(job.progress().step(), 3);
   EXPECT_EQ(job.reason(), "Succeeded");
@@ -173,8 +173,8 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
   EXPECT_TRUE(found);
 
   // The ranks exit; their slots take the next job.
-  r.w0->RankStatus(id, 0, v1::RANK_EXITED);
-  r.w1->RankStatus(id, 1, v1::RANK_EXITED);
+  r.w0->RankStatus(id, 0, v1::RANK_PHASE_EXITED);
+  r.w1->RankStatus(id, 1, v1::RANK_PHASE_EXITED);
   r.w0->set_free_slots(1);
   r.w1->set_free_slots(1);
   v1::Job next = Submit(2);
@@ -186,9 +186,9 @@ TEST_F(ServerJobsTest, APlacedJobRunsReportsProgressAndRegistersItsModel) {
 TEST_F(ServerJobsTest, AFailedRankFailsTheJobAndStopsTheOthers) {
   Running r = StartRunningJob();
   ASSERT_NE(r.w0, nullptr);
-  r.w1->RankStatus(r.job.id(), 1, v1::RANK_EXITED, 3);
-  v1::Job job = WaitFor(r.job.id(), v1::FAILED);
-  ASSERT_EQ(job.state(), v1::FAILED);
+  r.w1->RankStatus(r.job.id(), 1, v1::RANK_PHASE_EXITED, 3);
+  v1::Job job = WaitFor(r.job.id(), v1::JOB_STATE_FAILED);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(job.reason(), "DatasetError") << "exit code 3 is a permanent dataset failure";
   EXPECT_EQ(job.restarts(), 0);
   EXPECT_NE(job.message().find("exited with code 3 (DatasetError, permanent): boom"),
@@ -207,14 +207,14 @@ TEST_F(ServerJobsTest, CancellingARunningJobStopsItsRanksThenEndsCancelled) {
   cancel.set_job_id(r.job.id());
   v1::Job cancelling;
   ASSERT_TRUE(training_->CancelJob(Ctx(token_).get(), cancel, &cancelling).ok());
-  EXPECT_EQ(cancelling.state(), v1::CANCELLING);
+  EXPECT_EQ(cancelling.state(), v1::JOB_STATE_CANCELLING);
   auto m0 = r.w0->Next(), m1 = r.w1->Next();
   ASSERT_TRUE(m0 && m0->has_cancellation() && m1 && m1->has_cancellation());
-  EXPECT_EQ(Get(r.job.id()).state(), v1::CANCELLING) << "ranks have not stopped yet";
-  r.w0->RankStatus(r.job.id(), 0, v1::RANK_EXITED, -15);
-  r.w1->RankStatus(r.job.id(), 1, v1::RANK_EXITED, 143);
-  v1::Job job = WaitFor(r.job.id(), v1::CANCELLED);
-  EXPECT_EQ(job.state(), v1::CANCELLED) << job.DebugString();
+  EXPECT_EQ(Get(r.job.id()).state(), v1::JOB_STATE_CANCELLING) << "ranks have not stopped yet";
+  r.w0->RankStatus(r.job.id(), 0, v1::RANK_PHASE_EXITED, -15);
+  r.w1->RankStatus(r.job.id(), 1, v1::RANK_PHASE_EXITED, 143);
+  v1::Job job = WaitFor(r.job.id(), v1::JOB_STATE_CANCELLED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLED) << job.DebugString();
   EXPECT_EQ(job.reason(), "Cancelled");
 }
 
@@ -222,8 +222,8 @@ TEST_F(ServerJobsTest, ASilentWorkerIsLostAndItsJobFails) {
   Running r = StartRunningJob();
   ASSERT_NE(r.w0, nullptr);
   r.w1->set_beating(false);  // the stream stays open, the heartbeats stop
-  v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
-  ASSERT_EQ(job.state(), v1::FAILED) << job.DebugString();
+  v1::Job job = WaitFor(r.job.id(), v1::JOB_STATE_FAILED, 8000);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_FAILED) << job.DebugString();
   EXPECT_EQ(job.reason(), "WorkerLost");
   EXPECT_NE(job.message().find(r.w1->name()), std::string::npos) << job.message();
   auto m = r.w0->Next();
@@ -242,8 +242,8 @@ TEST_F(ServerJobsTest, GangsAreWholeAndHigherPriorityGoesFirst) {
   m = b->Next();
   ASSERT_TRUE(m && m->has_assignment());
   EXPECT_EQ(m->assignment().job_id(), high.id());
-  EXPECT_EQ(Get(three.id()).state(), v1::QUEUED);
-  EXPECT_EQ(Get(low.id()).state(), v1::QUEUED);
+  EXPECT_EQ(Get(three.id()).state(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(Get(low.id()).state(), v1::JOB_STATE_QUEUED);
   EXPECT_FALSE(a->Next(1000).has_value()) << "no slot is double-booked";
   // Queued jobs say why they wait, as the scheduler sees it (refreshed every 2 s).
   const auto until = steady_clock::now() + milliseconds(6000);
@@ -278,8 +278,8 @@ TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
   result.mutable_result()->set_checkpoint_sha256(sha);
   result.mutable_result()->set_checkpoint_size_bytes(7);
   w0->Send(adopted, result);
-  v1::Job job = WaitFor(adopted, v1::SUCCEEDED);
-  EXPECT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
+  v1::Job job = WaitFor(adopted, v1::JOB_STATE_SUCCEEDED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString();
   EXPECT_EQ(job.model_ref(), "driven:1");
 }
 
@@ -294,8 +294,8 @@ TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartFailsAsWorkerLost) {
   // A job the server does not run is cancelled on the worker at once.
   auto m = w->Next();
   ASSERT_TRUE(m && m->has_cancellation());
-  v1::Job job = WaitFor(r.job.id(), v1::FAILED, 8000);
-  EXPECT_EQ(job.state(), v1::FAILED);
+  v1::Job job = WaitFor(r.job.id(), v1::JOB_STATE_FAILED, 8000);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(job.reason(), "WorkerLost") << "max_restarts 0: a lost job fails";
   EXPECT_NE(job.message().find("after the server restarted"), std::string::npos) << job.message();
 }

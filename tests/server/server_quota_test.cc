@@ -122,7 +122,8 @@ TEST_F(ServerQuotaTest, ConcurrentJobsAreLimitedByTheDefaultAndByAnOverride) {
   v1::CancelJobRequest cancel;
   cancel.set_job_id(a.id());
   ASSERT_TRUE(training_->CancelJob(Ctx(token_).get(), cancel, &job).ok());
-  ASSERT_EQ(WaitForJob(token_, a.id(), v1::CANCELLED, 10000).state(), v1::CANCELLED);
+  ASSERT_EQ(WaitForJob(token_, a.id(), v1::JOB_STATE_CANCELLED, 10000).state(),
+            v1::JOB_STATE_CANCELLED);
   s = TrySubmit(token_, &job);
   EXPECT_TRUE(s.ok()) << Describe(s);
 

@@ -464,7 +464,7 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
   v1::Job job;
   grpc::Status s = Submit(admin_token_, GoodSpec(), &job);
   EXPECT_TRUE(s.ok()) << Describe(s);
-  EXPECT_EQ(job.state(), v1::QUEUED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_QUEUED);
   // keep_best with validation on (the default) is accepted and recorded.
   v1::JobSpec best = GoodSpec();
   best.mutable_checkpoint_policy()->set_keep_best(true);
@@ -481,7 +481,7 @@ TEST_F(ServerRequestsTest, SubmitGetListAndCancel) {
   ASSERT_TRUE(s.ok()) << Describe(s);
   EXPECT_EQ(job.id().rfind("job-", 0), 0u) << job.id();
   EXPECT_EQ(job.owner(), "alice");
-  EXPECT_EQ(job.state(), v1::QUEUED);
+  EXPECT_EQ(job.state(), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(job.reason(), "Submitted");
   EXPECT_NE(job.spec().hyper_parameters().seed(), 0u) << "the server chooses and records a seed";
   EXPECT_EQ(job.spec().dataset(), GoodSpec().dataset());
@@ -535,7 +535,7 @@ TEST_F(ServerRequestsTest, SubmitGetListAndCancel) {
   v1::Job cancelled;
   s = training_->CancelJob(Ctx(alice).get(), cancel, &cancelled);
   ASSERT_TRUE(s.ok()) << Describe(s);
-  EXPECT_EQ(cancelled.state(), v1::CANCELLED);
+  EXPECT_EQ(cancelled.state(), v1::JOB_STATE_CANCELLED);
   EXPECT_FALSE(cancelled.reason().empty());
   EXPECT_NE(cancelled.message().find("wrong learning rate"), std::string::npos)
       << cancelled.message();
@@ -543,7 +543,7 @@ TEST_F(ServerRequestsTest, SubmitGetListAndCancel) {
 
   // State filter.
   list.Clear();
-  list.add_states(v1::CANCELLED);
+  list.add_states(v1::JOB_STATE_CANCELLED);
   ASSERT_TRUE(training_->ListJobs(Ctx(alice).get(), list, &listed).ok());
   ASSERT_EQ(listed.jobs_size(), 1);
   EXPECT_EQ(listed.jobs(0).id(), job.id());
@@ -575,7 +575,7 @@ TEST_F(ServerRequestsTest, WatchJobStreamsTheCancelAndEnds) {
   ASSERT_TRUE(reader->Read(&event));
   EXPECT_EQ(event.sequence(), 1);
   ASSERT_TRUE(event.has_state_change());
-  EXPECT_EQ(event.state_change().to(), v1::QUEUED);
+  EXPECT_EQ(event.state_change().to(), v1::JOB_STATE_QUEUED);
 
   // Cancel from another connection while the watch is open.
   std::thread canceller([&] {
@@ -589,8 +589,8 @@ TEST_F(ServerRequestsTest, WatchJobStreamsTheCancelAndEnds) {
   canceller.join();
   EXPECT_EQ(event.sequence(), 2);
   ASSERT_TRUE(event.has_state_change());
-  EXPECT_EQ(event.state_change().from(), v1::QUEUED);
-  EXPECT_EQ(event.state_change().to(), v1::CANCELLED);
+  EXPECT_EQ(event.state_change().from(), v1::JOB_STATE_QUEUED);
+  EXPECT_EQ(event.state_change().to(), v1::JOB_STATE_CANCELLED);
   EXPECT_FALSE(reader->Read(&event)) << "the stream ends once the job is terminal";
   grpc::Status s = reader->Finish();
   EXPECT_TRUE(s.ok()) << Describe(s);
@@ -603,7 +603,7 @@ TEST_F(ServerRequestsTest, WatchJobStreamsTheCancelAndEnds) {
   while (replay->Read(&event)) events.push_back(event);
   EXPECT_TRUE(replay->Finish().ok());
   ASSERT_EQ(events.size(), 1u);
-  EXPECT_EQ(events[0].state_change().to(), v1::CANCELLED);
+  EXPECT_EQ(events[0].state_change().to(), v1::JOB_STATE_CANCELLED);
 }
 
 TEST_F(ServerRequestsTest, ClientCancellingAWatchLeavesTheServerHealthy) {
@@ -680,9 +680,9 @@ TEST_F(ServerRequestsTest, FileDatasetsNeedAnAllowedTenantAndRoot) {
   grpc::Status other_tenant = submit(bob, "file:///data/calo/run1/Ele.h5");
   EXPECT_EQ(other_tenant.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_NE(other_tenant.error_message().find("bob"), std::string::npos) << Describe(other_tenant);
-  for (const char* outside : {"file:///etc/shadow", "file:///data/calorimeter/Ele.h5",
-                              "file:///data/calo", "file:///data/calo/../../etc/shadow",
-                              "file:///data/./calo/../secrets/x.h5"}) {
+  for (const char* outside :
+       {"file:///etc/shadow", "file:///data/calorimeter/Ele.h5", "file:///data/calo",
+        "file:///data/calo/../../etc/shadow", "file:///data/./calo/../secrets/x.h5"}) {
     grpc::Status s = submit(alice, outside);
     EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << outside << Describe(s);
     EXPECT_NE(s.error_message().find("spec.dataset"), std::string::npos) << Describe(s);

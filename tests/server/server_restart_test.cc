@@ -96,9 +96,9 @@ class ServerRestartTest : public ServerFixture {
   void RunRanks(const std::string& job, DriverWorker& w0, DriverWorker& w1, int attempt) {
     w0.set_free_slots(0);
     w1.set_free_slots(0);
-    w0.RankStatus(job, 0, v1::RANK_RUNNING, 0, attempt);
-    w1.RankStatus(job, 1, v1::RANK_RUNNING, 0, attempt);
-    EXPECT_EQ(WaitFor(job, v1::RUNNING).state(), v1::RUNNING);
+    w0.RankStatus(job, 0, v1::RANK_PHASE_RUNNING, 0, attempt);
+    w1.RankStatus(job, 1, v1::RANK_PHASE_RUNNING, 0, attempt);
+    EXPECT_EQ(WaitFor(job, v1::JOB_STATE_RUNNING).state(), v1::JOB_STATE_RUNNING);
   }
 
   void Progress(DriverWorker& w, const std::string& job, int64_t step, int attempt = 0) {
@@ -136,7 +136,7 @@ class ServerRestartTest : public ServerFixture {
     result.mutable_result()->set_checkpoint_sha256(sha);
     result.mutable_result()->set_checkpoint_size_bytes(static_cast<int64_t>(bytes.size()));
     w0.Send(job, result);
-    EXPECT_EQ(WaitFor(job, v1::SUCCEEDED).state(), v1::SUCCEEDED);
+    EXPECT_EQ(WaitFor(job, v1::JOB_STATE_SUCCEEDED).state(), v1::JOB_STATE_SUCCEEDED);
   }
 
   std::string join_ = "server-restart-join-token-0123456789";
@@ -159,9 +159,9 @@ TEST_F(ServerRestartTest, ARetryableExitRestartsTheGangFromTheLatestCheckpoint) 
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the progress is stored
 
   // Rank 1 loses its peer (exit 201): RESTARTING, every rank told to stop.
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPeerLost, 0);
-  v1::Job restarting = WaitFor(job.id(), v1::RESTARTING);
-  ASSERT_EQ(restarting.state(), v1::RESTARTING) << restarting.DebugString();
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitPeerLost, 0);
+  v1::Job restarting = WaitFor(job.id(), v1::JOB_STATE_RESTARTING);
+  ASSERT_EQ(restarting.state(), v1::JOB_STATE_RESTARTING) << restarting.DebugString();
   EXPECT_EQ(restarting.reason(), "PeerLost");
   EXPECT_EQ(restarting.restarts(), 1);
   EXPECT_EQ(restarting.attempt(), 1);
@@ -171,9 +171,9 @@ TEST_F(ServerRestartTest, ARetryableExitRestartsTheGangFromTheLatestCheckpoint) 
   EXPECT_EQ(stop->cancellation().job_id(), job.id());
 
   // A late message of attempt 0 changes nothing.
-  a->RankStatus(job.id(), 0, v1::RANK_EXITED, 1, 0);
+  a->RankStatus(job.id(), 0, v1::RANK_PHASE_EXITED, 1, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
-  EXPECT_EQ(Get(job.id()).state(), v1::RESTARTING);
+  EXPECT_EQ(Get(job.id()).state(), v1::JOB_STATE_RESTARTING);
 
   // alpha's old rank is still stopping (0 free); a new worker and beta (freed) take the gang.
   auto c = Worker("gamma");
@@ -208,9 +208,9 @@ TEST_F(ServerRestartTest, APermanentExitFailsAtOnceWhateverMaxRestarts) {
   std::vector<v1::Assignment> first = TakeAssignments(job.id(), a, b);
   ASSERT_EQ(first.size(), 2u);
   RunRanks(job.id(), *a, *b, 0);
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitInvalidSpec, 0);
-  v1::Job failed = WaitFor(job.id(), v1::FAILED);
-  ASSERT_EQ(failed.state(), v1::FAILED) << failed.DebugString();
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitInvalidSpec, 0);
+  v1::Job failed = WaitFor(job.id(), v1::JOB_STATE_FAILED);
+  ASSERT_EQ(failed.state(), v1::JOB_STATE_FAILED) << failed.DebugString();
   EXPECT_EQ(failed.reason(), "InvalidSpec");
   EXPECT_EQ(failed.restarts(), 0);
   EXPECT_EQ(failed.attempt(), 0);
@@ -222,8 +222,8 @@ TEST_F(ServerRestartTest, CountedRestartsStopAtMaxRestarts) {
   v1::Job job = Submit(1);
   ASSERT_EQ(TakeAssignments(job.id(), a, b).size(), 2u);
   RunRanks(job.id(), *a, *b, 0);
-  a->RankStatus(job.id(), 0, v1::RANK_EXITED, -9, 0);  // killed by SIGKILL
-  ASSERT_EQ(WaitFor(job.id(), v1::RESTARTING).state(), v1::RESTARTING);
+  a->RankStatus(job.id(), 0, v1::RANK_PHASE_EXITED, -9, 0);  // killed by SIGKILL
+  ASSERT_EQ(WaitFor(job.id(), v1::JOB_STATE_RESTARTING).state(), v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(Get(job.id()).reason(), "RankFailed");
   a->set_free_slots(1);
   b->set_free_slots(1);
@@ -231,9 +231,9 @@ TEST_F(ServerRestartTest, CountedRestartsStopAtMaxRestarts) {
   ASSERT_EQ(second.size(), 2u);
   EXPECT_TRUE(second[0].resume_checkpoint_sha256().empty()) << "no checkpoint: from scratch";
   RunRanks(job.id(), *a, *b, 1);
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitCollectiveTimeout, 1);
-  v1::Job failed = WaitFor(job.id(), v1::FAILED);
-  ASSERT_EQ(failed.state(), v1::FAILED) << failed.DebugString();
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitCollectiveTimeout, 1);
+  v1::Job failed = WaitFor(job.id(), v1::JOB_STATE_FAILED);
+  ASSERT_EQ(failed.state(), v1::JOB_STATE_FAILED) << failed.DebugString();
   EXPECT_EQ(failed.reason(), "CollectiveTimeout");
   EXPECT_EQ(failed.restarts(), 1);
   EXPECT_NE(failed.message().find("max_restarts 1"), std::string::npos) << failed.message();
@@ -253,10 +253,10 @@ TEST_F(ServerRestartTest, APreemptionRestartsElsewhereWithoutCounting) {
   // gone first.
   ASSERT_TRUE(
       UploadCheckpointAt(channel_, a->credential(), job.id(), "preempted weights", 7, 0).ok());
-  a->RankStatus(job.id(), 0, v1::RANK_EXITED, kExitPeerLost, 0);
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPreempted, 0);
-  v1::Job restarting = WaitFor(job.id(), v1::RESTARTING);
-  ASSERT_EQ(restarting.state(), v1::RESTARTING) << restarting.DebugString();
+  a->RankStatus(job.id(), 0, v1::RANK_PHASE_EXITED, kExitPeerLost, 0);
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitPreempted, 0);
+  v1::Job restarting = WaitFor(job.id(), v1::JOB_STATE_RESTARTING);
+  ASSERT_EQ(restarting.state(), v1::JOB_STATE_RESTARTING) << restarting.DebugString();
   EXPECT_EQ(restarting.reason(), "Preempted");
   EXPECT_EQ(restarting.restarts(), 0);
 
@@ -292,8 +292,8 @@ TEST_F(ServerRestartTest, ADrainedWorkersJobsCheckpointAndMoveUntilUndrained) {
   ASSERT_TRUE(stop.has_value() && stop->has_checkpoint_and_stop()) << "beta is asked to move";
   EXPECT_EQ(stop->checkpoint_and_stop().job_id(), job.id());
   EXPECT_EQ(stop->checkpoint_and_stop().attempt(), 0);
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPreempted, 0);
-  v1::Job restarting = WaitFor(job.id(), v1::RESTARTING);
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitPreempted, 0);
+  v1::Job restarting = WaitFor(job.id(), v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(restarting.reason(), "Drained");
   EXPECT_EQ(restarting.restarts(), 0);
   a->set_free_slots(1);
@@ -320,8 +320,8 @@ TEST_F(ServerRestartTest, UploadsOfAnEarlierAttemptAreRefused) {
   RunRanks(job.id(), *a, *b, 0);
   ASSERT_TRUE(
       UploadCheckpointAt(channel_, a->credential(), job.id(), "attempt 0 weights", 5, 0).ok());
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPeerLost, 0);
-  ASSERT_EQ(WaitFor(job.id(), v1::RESTARTING).state(), v1::RESTARTING);
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitPeerLost, 0);
+  ASSERT_EQ(WaitFor(job.id(), v1::JOB_STATE_RESTARTING).state(), v1::JOB_STATE_RESTARTING);
   grpc::Status late = UploadCheckpointAt(channel_, a->credential(), job.id(), "late weights", 9, 0);
   EXPECT_EQ(late.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(late.error_message().find("earlier attempt"), std::string::npos)
@@ -338,8 +338,8 @@ TEST_F(ServerRestartTest, ARestartUnderWayWhenTheServerStopsGoesOnAfterItsRestar
   v1::Job job = Submit(1);
   ASSERT_EQ(TakeAssignments(job.id(), a, b).size(), 2u);
   RunRanks(job.id(), *a, *b, 0);
-  b->RankStatus(job.id(), 1, v1::RANK_EXITED, kExitPeerLost, 0);
-  ASSERT_EQ(WaitFor(job.id(), v1::RESTARTING).state(), v1::RESTARTING);
+  b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitPeerLost, 0);
+  ASSERT_EQ(WaitFor(job.id(), v1::JOB_STATE_RESTARTING).state(), v1::JOB_STATE_RESTARTING);
   a->Close();
   b->Close();
   ASSERT_EQ(StopServer(), 0);
@@ -351,7 +351,7 @@ TEST_F(ServerRestartTest, ARestartUnderWayWhenTheServerStopsGoesOnAfterItsRestar
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[0].attempt(), 1);
   v1::Job placed = Get(job.id());
-  EXPECT_EQ(placed.state(), v1::RESTARTING);
+  EXPECT_EQ(placed.state(), v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(placed.restarts(), 1) << "finishing the restart is not another one";
   RunRanks(job.id(), *c, *d, 1);
   Succeed(*c, job.id(), 1);
@@ -366,7 +366,7 @@ TEST_F(ServerRestartTest, AWorkerAwayDuringARestartIsToldToStopItsOldRanksWhenIt
   // Rank 1's worker goes silent: its lease expires and the job restarts without it; the
   // cancellation of its old rank has nowhere to go.
   b->set_beating(false);
-  ASSERT_EQ(WaitFor(job.id(), v1::RESTARTING).state(), v1::RESTARTING);
+  ASSERT_EQ(WaitFor(job.id(), v1::JOB_STATE_RESTARTING).state(), v1::JOB_STATE_RESTARTING);
   const std::string name = b->name();
   b->Close();
   // It comes back, its old rank still running: told to stop it at once.
@@ -481,13 +481,13 @@ TEST_F(ServerWatchdogTest, AJobThatStopsMakingProgressIsRestarted) {
     Progress(*a, job.id(), step);
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
-  EXPECT_EQ(Get(job.id()).state(), v1::RUNNING);
+  EXPECT_EQ(Get(job.id()).state(), v1::JOB_STATE_RUNNING);
   // Then nothing (a rank hangs in a collective): restarted within the limit plus a tick.
   const auto hung = std::chrono::steady_clock::now();
-  v1::Job restarting = WaitFor(job.id(), v1::RESTARTING, 8000);
+  v1::Job restarting = WaitFor(job.id(), v1::JOB_STATE_RESTARTING, 8000);
   const double after =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - hung).count();
-  ASSERT_EQ(restarting.state(), v1::RESTARTING) << restarting.DebugString();
+  ASSERT_EQ(restarting.state(), v1::JOB_STATE_RESTARTING) << restarting.DebugString();
   EXPECT_EQ(restarting.reason(), "NoProgress");
   EXPECT_NE(restarting.message().find("last reported step 12"), std::string::npos)
       << restarting.message();

@@ -45,8 +45,9 @@ class ServerValidationCurveTest : public ServerFixture {
     if (!m || !m->has_assignment()) return r;
     r.assignment = m->assignment();
     r.worker->set_free_slots(0);
-    r.worker->RankStatus(r.job.id(), 0, v1::RANK_RUNNING);
-    EXPECT_EQ(WaitForJob(token_, r.job.id(), v1::RUNNING, 10000).state(), v1::RUNNING);
+    r.worker->RankStatus(r.job.id(), 0, v1::RANK_PHASE_RUNNING);
+    EXPECT_EQ(WaitForJob(token_, r.job.id(), v1::JOB_STATE_RUNNING, 10000).state(),
+              v1::JOB_STATE_RUNNING);
     return r;
   }
 
@@ -138,8 +139,8 @@ TEST_F(ServerValidationCurveTest, PointsAreStoredShownWatchedAndCarriedToTheMode
   result.mutable_result()->set_checkpoint_sha256(sha);
   result.mutable_result()->set_checkpoint_size_bytes(7);
   r.worker->Send(id, result);
-  job = WaitForJob(token_, id, v1::SUCCEEDED, 10000);
-  ASSERT_EQ(job.state(), v1::SUCCEEDED) << job.DebugString();
+  job = WaitForJob(token_, id, v1::JOB_STATE_SUCCEEDED, 10000);
+  ASSERT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString();
   v1::GetModelRequest get_model;
   get_model.set_model(job.model_ref());
   v1::ModelVersion model;
@@ -148,7 +149,7 @@ TEST_F(ServerValidationCurveTest, PointsAreStoredShownWatchedAndCarriedToTheMode
   ASSERT_EQ(model.validation_curve_size(), 3);
   EXPECT_EQ(model.validation_curve(2).step(), 30);
   EXPECT_DOUBLE_EQ(model.validation_curve(2).metrics().at("eprof"), 3 * 0.2);
-  r.worker->RankStatus(id, 0, v1::RANK_EXITED);
+  r.worker->RankStatus(id, 0, v1::RANK_PHASE_EXITED);
 }
 
 TEST_F(ServerValidationCurveTest, AReportIsScopedToTheReportersJobAttempt) {

@@ -67,7 +67,7 @@ TEST_F(ServerWatchTest, WatchersWakeOnChangesAndDoNotPollTheDatabase) {
     watches.push_back(OpenWatch(token, job.id()));
     v1::JobEvent first;
     ASSERT_TRUE(watches.back().reader->Read(&first));
-    EXPECT_EQ(first.state_change().to(), v1::QUEUED);
+    EXPECT_EQ(first.state_change().to(), v1::JOB_STATE_QUEUED);
   }
   // Between changes, no watcher reads the database (old behaviour: every stream, every 200 ms).
   EXPECT_EQ(ReadersDuring(absl::Milliseconds(1500)), 0);
@@ -82,7 +82,8 @@ TEST_F(ServerWatchTest, WatchersWakeOnChangesAndDoNotPollTheDatabase) {
     v1::JobEvent event;
     bool saw_end = false;
     while (w.reader->Read(&event)) {
-      if (event.has_state_change() && (event.state_change().to() == v1::CANCELLED)) saw_end = true;
+      if (event.has_state_change() && (event.state_change().to() == v1::JOB_STATE_CANCELLED))
+        saw_end = true;
     }
     EXPECT_TRUE(w.reader->Finish().ok());
     EXPECT_TRUE(saw_end);

@@ -131,7 +131,7 @@ TEST(ValidationTest, GenerateAgainstTheModelsTrainingRange) {
   v1::ModelVersion model;
   model.set_name("calo");
   model.set_version(1);
-  model.set_status(v1::MODEL_READY);
+  model.set_status(v1::MODEL_STATUS_READY);
   model.mutable_energy_range_gev()->set_min(10);
   model.mutable_energy_range_gev()->set_max(500);
   model.mutable_theta_range_rad()->set_min(1.0);

@@ -14,7 +14,7 @@ Dataset MakeDataset(const std::string& owner, const std::string& name) {
   Dataset d;
   d.set_owner(owner);
   d.set_name(name);
-  d.set_layout(gantry::v1::LAYOUT_3DGAN_FIXED_ANGLE);
+  d.set_layout(gantry::v1::DATASET_LAYOUT_3DGAN_FIXED_ANGLE);
   d.add_shape(25);
   d.add_shape(25);
   d.add_shape(25);
@@ -103,9 +103,9 @@ TEST_F(DatasetRepositoryTest, DeleteRefusedWhileAJobUsesIt) {
   // Another tenant cannot delete it at all.
   EXPECT_EQ(datasets.Delete("bob", d->id()).status().code(), absl::StatusCode::kNotFound);
 
-  ASSERT_TRUE(
-      jobs.Transition(job->id(), {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "")
-          .ok());
+  ASSERT_TRUE(jobs.Transition(job->id(), {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_CANCELLED, "Cancelled", "")
+                  .ok());
   auto deleted = datasets.Delete("alice", "busy");
   ASSERT_TRUE(deleted.ok()) << deleted.status();
   EXPECT_EQ(deleted->id(), d->id());
@@ -122,8 +122,9 @@ TEST_F(DatasetRepositoryTest, DeleteRefusedForJobReferencingByName) {
   spec.set_dataset("named");
   auto job = jobs.Create("alice", spec, "");
   ASSERT_TRUE(job.ok());
-  ASSERT_TRUE(
-      jobs.Transition(job->id(), {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "").ok());
+  ASSERT_TRUE(jobs.Transition(job->id(), {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_PLACING, "Placed", "")
+                  .ok());
   EXPECT_EQ(datasets.Delete("alice", "named").status().code(),
             absl::StatusCode::kFailedPrecondition);
   // A job of another tenant with the same dataset string does not block.

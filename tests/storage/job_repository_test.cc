@@ -38,7 +38,7 @@ TEST_F(JobRepositoryTest, CreateStoresQueuedJobWithFirstEvent) {
   EXPECT_EQ(job->id().rfind("job-", 0), 0u);
   EXPECT_EQ(job->id().size(), 4u + 36u);
   EXPECT_EQ(job->owner(), "alice");
-  EXPECT_EQ(job->state(), gantry::v1::QUEUED);
+  EXPECT_EQ(job->state(), gantry::v1::JOB_STATE_QUEUED);
   EXPECT_EQ(job->reason(), "Submitted");
   EXPECT_EQ(job->message(), "waiting for 2 free slots");
   EXPECT_EQ(job->spec().display_name(), "first");
@@ -53,7 +53,7 @@ TEST_F(JobRepositoryTest, CreateStoresQueuedJobWithFirstEvent) {
   ASSERT_TRUE(events.ok()) << events.status();
   ASSERT_EQ(events->size(), 1u);
   EXPECT_EQ((*events)[0].sequence(), 1);
-  EXPECT_EQ((*events)[0].state_change().to(), gantry::v1::QUEUED);
+  EXPECT_EQ((*events)[0].state_change().to(), gantry::v1::JOB_STATE_QUEUED);
   EXPECT_EQ((*events)[0].state_change().reason(), "Submitted");
 }
 
@@ -74,9 +74,9 @@ TEST_F(JobRepositoryTest, SetQueuedMessageExplainsOnlyQueuedJobsWithoutAnEvent) 
   EXPECT_EQ(got->reason(), "Submitted");
   EXPECT_EQ(jobs.ListEvents(job->id(), 0, 0)->size(), 1u) << "no event for an explanation";
 
-  ASSERT_TRUE(
-      jobs.Transition(job->id(), {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "on w1")
-          .ok());
+  ASSERT_TRUE(jobs.Transition(job->id(), {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_PLACING, "Placed", "on w1")
+                  .ok());
   EXPECT_FALSE(*jobs.SetQueuedMessage(job->id(), "stale")) << "only QUEUED jobs are explained";
   EXPECT_EQ(jobs.Get("alice", job->id())->message(), "on w1");
   EXPECT_FALSE(*jobs.SetQueuedMessage("job-00000000-0000-0000-0000-000000000000", "x"));
@@ -141,8 +141,9 @@ TEST_F(JobRepositoryTest, ListFiltersAndPaginates) {
     ids.push_back(j->id());
   }
   ASSERT_TRUE(jobs.Create("bob", Spec("b", {{"team", "odd"}}), "").ok());
-  ASSERT_TRUE(
-      jobs.Transition(ids[0], {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "").ok());
+  ASSERT_TRUE(jobs.Transition(ids[0], {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_CANCELLED, "Cancelled", "")
+                  .ok());
 
   // Newest first, pages of 3: 6 5 4 | 3 2 1 | 0.
   std::vector<std::string> seen;
@@ -167,12 +168,12 @@ TEST_F(JobRepositoryTest, ListFiltersAndPaginates) {
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->items.empty());
 
-  auto cancelled = jobs.List("alice", {gantry::v1::CANCELLED}, {}, 0, "");
+  auto cancelled = jobs.List("alice", {gantry::v1::JOB_STATE_CANCELLED}, {}, 0, "");
   ASSERT_TRUE(cancelled.ok());
   ASSERT_EQ(cancelled->items.size(), 1u);
   EXPECT_EQ(cancelled->items[0].id(), ids[0]);
-  auto queued_or_cancelled =
-      jobs.List("alice", {gantry::v1::QUEUED, gantry::v1::CANCELLED}, {}, 0, "");
+  auto queued_or_cancelled = jobs.List(
+      "alice", {gantry::v1::JOB_STATE_QUEUED, gantry::v1::JOB_STATE_CANCELLED}, {}, 0, "");
   EXPECT_EQ(queued_or_cancelled->items.size(), 7u);
 
   auto all = jobs.List("", {}, {{"team", "odd"}}, 0, "");
@@ -195,38 +196,43 @@ TEST_F(JobRepositoryTest, TransitionsAllowedAndRefused) {
   ASSERT_TRUE(job.ok());
   const std::string id = job->id();
 
-  auto refused = jobs.Transition(id, {gantry::v1::RUNNING}, gantry::v1::SUCCEEDED, "Done", "");
+  auto refused = jobs.Transition(id, {gantry::v1::JOB_STATE_RUNNING},
+                                 gantry::v1::JOB_STATE_SUCCEEDED, "Done", "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(refused.status().message().find("is QUEUED"), absl::string_view::npos)
       << refused.status();
 
-  auto placing =
-      jobs.Transition(id, {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "2 slots");
+  auto placing = jobs.Transition(id, {gantry::v1::JOB_STATE_QUEUED}, gantry::v1::JOB_STATE_PLACING,
+                                 "Placed", "2 slots");
   ASSERT_TRUE(placing.ok()) << placing.status();
-  EXPECT_EQ(placing->state(), gantry::v1::PLACING);
+  EXPECT_EQ(placing->state(), gantry::v1::JOB_STATE_PLACING);
   EXPECT_EQ(placing->reason(), "Placed");
   EXPECT_EQ(placing->message(), "2 slots");
-  auto running = jobs.Transition(id, {gantry::v1::PLACING}, gantry::v1::RUNNING, "Started", "");
+  auto running = jobs.Transition(id, {gantry::v1::JOB_STATE_PLACING}, gantry::v1::JOB_STATE_RUNNING,
+                                 "Started", "");
   ASSERT_TRUE(running.ok());
   EXPECT_TRUE(running->has_started_at());
-  auto restarting =
-      jobs.Transition(id, {gantry::v1::RUNNING}, gantry::v1::RESTARTING, "RankFailed", "rank 1");
+  auto restarting = jobs.Transition(id, {gantry::v1::JOB_STATE_RUNNING},
+                                    gantry::v1::JOB_STATE_RESTARTING, "RankFailed", "rank 1");
   ASSERT_TRUE(restarting.ok());
   EXPECT_EQ(restarting->restarts(), 1);
-  auto running2 = jobs.Transition(id, {gantry::v1::RESTARTING}, gantry::v1::RUNNING, "Resumed", "");
+  auto running2 = jobs.Transition(id, {gantry::v1::JOB_STATE_RESTARTING},
+                                  gantry::v1::JOB_STATE_RUNNING, "Resumed", "");
   ASSERT_TRUE(running2.ok());
   EXPECT_EQ(running2->started_at().SerializeAsString(), running->started_at().SerializeAsString());
   EXPECT_FALSE(running2->has_finished_at());
-  auto done = jobs.Transition(id, {gantry::v1::RUNNING}, gantry::v1::SUCCEEDED, "Succeeded", "ok");
+  auto done = jobs.Transition(id, {gantry::v1::JOB_STATE_RUNNING}, gantry::v1::JOB_STATE_SUCCEEDED,
+                              "Succeeded", "ok");
   ASSERT_TRUE(done.ok());
   EXPECT_TRUE(done->has_finished_at());
-  EXPECT_EQ(jobs.Transition(id, {gantry::v1::QUEUED, gantry::v1::RUNNING}, gantry::v1::CANCELLED,
-                            "Cancelled", "")
+  EXPECT_EQ(jobs.Transition(id, {gantry::v1::JOB_STATE_QUEUED, gantry::v1::JOB_STATE_RUNNING},
+                            gantry::v1::JOB_STATE_CANCELLED, "Cancelled", "")
                 .status()
                 .code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(jobs.Transition("job-none", {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "", "")
+  EXPECT_EQ(jobs.Transition("job-none", {gantry::v1::JOB_STATE_QUEUED},
+                            gantry::v1::JOB_STATE_CANCELLED, "", "")
                 .status()
                 .code(),
             absl::StatusCode::kNotFound);
@@ -236,10 +242,11 @@ TEST_F(JobRepositoryTest, TransitionsAllowedAndRefused) {
   ASSERT_TRUE(events.ok());
   std::vector<JobState> to;
   for (const auto& e : *events) to.push_back(e.state_change().to());
-  EXPECT_EQ(to, (std::vector<JobState>{gantry::v1::QUEUED, gantry::v1::PLACING, gantry::v1::RUNNING,
-                                       gantry::v1::RESTARTING, gantry::v1::RUNNING,
-                                       gantry::v1::SUCCEEDED}));
-  EXPECT_EQ((*events)[3].state_change().from(), gantry::v1::RUNNING);
+  EXPECT_EQ(
+      to, (std::vector<JobState>{gantry::v1::JOB_STATE_QUEUED, gantry::v1::JOB_STATE_PLACING,
+                                 gantry::v1::JOB_STATE_RUNNING, gantry::v1::JOB_STATE_RESTARTING,
+                                 gantry::v1::JOB_STATE_RUNNING, gantry::v1::JOB_STATE_SUCCEEDED}));
+  EXPECT_EQ((*events)[3].state_change().from(), gantry::v1::JOB_STATE_RUNNING);
   EXPECT_EQ((*events)[3].state_change().message(), "rank 1");
 }
 
@@ -251,8 +258,8 @@ TEST_F(JobRepositoryTest, ConcurrentTransitionsOnlyOneWins) {
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&] {
-      auto r =
-          jobs.Transition(job->id(), {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "");
+      auto r = jobs.Transition(job->id(), {gantry::v1::JOB_STATE_QUEUED},
+                               gantry::v1::JOB_STATE_CANCELLED, "Cancelled", "");
       if (r.ok()) ++wins;
       if (r.status().code() == absl::StatusCode::kFailedPrecondition) ++refused;
     });
@@ -319,13 +326,14 @@ TEST_F(JobRepositoryTest, ProgressModelRefAndListByState) {
   EXPECT_EQ(got->model_ref(), "tiny:1");
   EXPECT_EQ(jobs.UpdateProgress("job-none", p).code(), absl::StatusCode::kNotFound);
 
-  ASSERT_TRUE(
-      jobs.Transition(b->id(), {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "").ok());
-  auto queued = jobs.ListByState({gantry::v1::QUEUED});
+  ASSERT_TRUE(jobs.Transition(b->id(), {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_PLACING, "Placed", "")
+                  .ok());
+  auto queued = jobs.ListByState({gantry::v1::JOB_STATE_QUEUED});
   ASSERT_TRUE(queued.ok());
   ASSERT_EQ(queued->size(), 1u);
   EXPECT_EQ((*queued)[0].id(), a->id());
-  auto both = jobs.ListByState({gantry::v1::QUEUED, gantry::v1::PLACING});
+  auto both = jobs.ListByState({gantry::v1::JOB_STATE_QUEUED, gantry::v1::JOB_STATE_PLACING});
   ASSERT_EQ(both->size(), 2u);
   EXPECT_EQ((*both)[0].id(), a->id());  // oldest first
 }
@@ -337,8 +345,12 @@ TEST_F(JobRepositoryTest, RestartsCountAttemptsAndCheckpointsAreKeptAndExpired) 
   auto job = jobs.Create("alice", Spec("restarts"), "");
   ASSERT_TRUE(job.ok());
   const std::string id = job->id();
-  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "").ok());
-  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::PLACING}, gantry::v1::RUNNING, "Running", "").ok());
+  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::JOB_STATE_QUEUED}, gantry::v1::JOB_STATE_PLACING,
+                              "Placed", "")
+                  .ok());
+  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::JOB_STATE_PLACING}, gantry::v1::JOB_STATE_RUNNING,
+                              "Running", "")
+                  .ok());
 
   auto saved = [](const std::string& sha, int64_t step) {
     gantry::v1::CheckpointSaved c;
@@ -353,27 +365,28 @@ TEST_F(JobRepositoryTest, RestartsCountAttemptsAndCheckpointsAreKeptAndExpired) 
   ASSERT_TRUE(newest.ok()) << newest.status();
   EXPECT_TRUE(*newest);
   EXPECT_TRUE(*jobs.RecordCheckpoint(id, 0, saved(b, 20)));
-  EXPECT_FALSE(*jobs.RecordCheckpoint(id, 0, saved(c, 15))) << "behind the latest: kept, not latest";
+  EXPECT_FALSE(*jobs.RecordCheckpoint(id, 0, saved(c, 15)))
+      << "behind the latest: kept, not latest";
   EXPECT_EQ(jobs.Get("", id)->latest_checkpoint().sha256(), b);
 
   // A preemption (not counted), then a counted failure: attempt counts both, restarts one.
   gantry::v1::Restart preempted;
   preempted.set_reason("Preempted");
   preempted.set_counted(false);
-  auto r1 = jobs.BeginRestart(id, {gantry::v1::RUNNING}, preempted);
+  auto r1 = jobs.BeginRestart(id, {gantry::v1::JOB_STATE_RUNNING}, preempted);
   ASSERT_TRUE(r1.ok()) << r1.status();
-  EXPECT_EQ(r1->state(), gantry::v1::RESTARTING);
+  EXPECT_EQ(r1->state(), gantry::v1::JOB_STATE_RESTARTING);
   EXPECT_EQ(r1->attempt(), 1);
   EXPECT_EQ(r1->restarts(), 0);
   EXPECT_EQ(r1->reason(), "Preempted");
   gantry::v1::Restart lost;
   lost.set_reason("WorkerLost");
   lost.set_counted(true);
-  auto r2 = jobs.BeginRestart(id, {gantry::v1::RESTARTING}, lost);
+  auto r2 = jobs.BeginRestart(id, {gantry::v1::JOB_STATE_RESTARTING}, lost);
   ASSERT_TRUE(r2.ok());
   EXPECT_EQ(r2->attempt(), 2);
   EXPECT_EQ(r2->restarts(), 1);
-  EXPECT_EQ(jobs.BeginRestart(id, {gantry::v1::RUNNING}, lost).status().code(),
+  EXPECT_EQ(jobs.BeginRestart(id, {gantry::v1::JOB_STATE_RUNNING}, lost).status().code(),
             absl::StatusCode::kFailedPrecondition);
   auto events = jobs.ListEvents(id, 0, 0);
   ASSERT_TRUE(events.ok());
@@ -396,8 +409,9 @@ TEST_F(JobRepositoryTest, RestartsCountAttemptsAndCheckpointsAreKeptAndExpired) 
   ASSERT_TRUE(jobs.RecordCheckpoint(other->id(), 0, saved(a, 10)).ok());
   auto expired = jobs.ExpireCheckpoints(id, 2);
   ASSERT_TRUE(expired.ok()) << expired.status();
-  EXPECT_TRUE(expired->empty()) << "a (step 10) expires, but the other job's checkpoint is the same "
-                                   "blob; b (20) and c (15) are the newest two";
+  EXPECT_TRUE(expired->empty())
+      << "a (step 10) expires, but the other job's checkpoint is the same "
+         "blob; b (20) and c (15) are the newest two";
   auto none = jobs.ExpireCheckpoints(id, 2);
   ASSERT_TRUE(none.ok());
   EXPECT_TRUE(none->empty()) << "already expired";

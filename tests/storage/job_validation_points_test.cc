@@ -102,13 +102,17 @@ TEST_F(JobValidationPointsTest, ARepeatedStepReplacesAndOlderAttemptsAreRefused)
   auto job = jobs.Create("alice", Spec(), "");
   ASSERT_TRUE(job.ok());
   const std::string id = job->id();
-  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::QUEUED}, gantry::v1::PLACING, "Placed", "").ok());
-  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::PLACING}, gantry::v1::RUNNING, "Running", "").ok());
+  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::JOB_STATE_QUEUED}, gantry::v1::JOB_STATE_PLACING,
+                              "Placed", "")
+                  .ok());
+  ASSERT_TRUE(jobs.Transition(id, {gantry::v1::JOB_STATE_PLACING}, gantry::v1::JOB_STATE_RUNNING,
+                              "Running", "")
+                  .ok());
   ASSERT_TRUE(jobs.RecordValidationPoint(id, 0, Point(10, 0.9)).ok());
   gantry::v1::Restart restart;
   restart.set_reason("RankFailed");
   restart.set_counted(true);
-  ASSERT_TRUE(jobs.BeginRestart(id, {gantry::v1::RUNNING}, restart).ok());
+  ASSERT_TRUE(jobs.BeginRestart(id, {gantry::v1::JOB_STATE_RUNNING}, restart).ok());
 
   // The new attempt redoes step 10: its point replaces the first one.
   ASSERT_TRUE(jobs.RecordValidationPoint(id, 1, Point(10, 0.7)).ok());

@@ -53,7 +53,7 @@ TEST_F(ModelRepositoryTest, RegisterNumbersVersionsPerOwnerAndName) {
   auto v1 = models.Register(Model("alice", "ele", {{"fom", 0.3}}));
   ASSERT_TRUE(v1.ok()) << v1.status();
   EXPECT_EQ(v1->version(), 1);
-  EXPECT_EQ(v1->status(), gantry::v1::MODEL_READY);
+  EXPECT_EQ(v1->status(), gantry::v1::MODEL_STATUS_READY);
   EXPECT_EQ(v1->visibility(), gantry::v1::VISIBILITY_PRIVATE);
   EXPECT_TRUE(v1->aliases().empty());
   EXPECT_EQ(v1->metrics().at("fom"), 0.3);
@@ -231,10 +231,10 @@ TEST_F(ModelRepositoryTest, TagsArchiveAndPermissions) {
   ASSERT_TRUE(models.SetAlias("alice", "ele", "champion", 1).ok());
   auto archived = models.Archive("alice", "ele@champion");
   ASSERT_TRUE(archived.ok()) << archived.status();
-  EXPECT_EQ(archived->status(), gantry::v1::MODEL_ARCHIVED);
+  EXPECT_EQ(archived->status(), gantry::v1::MODEL_STATUS_ARCHIVED);
   EXPECT_TRUE(archived->aliases().empty());
   EXPECT_TRUE(models.Archive("alice", "ele:1").ok());  // idempotent
-  EXPECT_EQ(models.Resolve("alice", "ele:1")->status(), gantry::v1::MODEL_ARCHIVED);
+  EXPECT_EQ(models.Resolve("alice", "ele:1")->status(), gantry::v1::MODEL_STATUS_ARCHIVED);
   EXPECT_EQ(models.SetAlias("alice", "ele", "champion", 1).status().code(),
             absl::StatusCode::kFailedPrecondition);
 

@@ -65,9 +65,9 @@ TEST_F(TenantLimitsRepositoryTest, UsageCountsStoredBytesAndActiveJobs) {
   ASSERT_TRUE(first.ok()) << first.status();
   ASSERT_TRUE(jobs.Create("alice", spec, "").ok());
   EXPECT_EQ(*limits.ActiveJobs("alice"), 2);
-  ASSERT_TRUE(
-      jobs.Transition(first->id(), {gantry::v1::QUEUED}, gantry::v1::CANCELLED, "Cancelled", "")
-          .ok());
+  ASSERT_TRUE(jobs.Transition(first->id(), {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_CANCELLED, "Cancelled", "")
+                  .ok());
   EXPECT_EQ(*limits.ActiveJobs("alice"), 1) << "a finished job does not count";
 }
 

@@ -311,7 +311,7 @@ void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid,
   starting.set_job_id(job_id);
   starting.set_attempt(assignment.attempt());
   starting.mutable_rank_status()->set_rank(assignment.rank());
-  starting.mutable_rank_status()->set_phase(v1::RANK_STARTING);
+  starting.mutable_rank_status()->set_phase(v1::RANK_PHASE_STARTING);
   sink_(std::move(starting));
   absl::MutexLock lock(&mu_);
   raw->thread = std::thread([this, raw] { Supervise(raw); });
@@ -374,7 +374,7 @@ void RankLauncher::Supervise(Rank* r) {
   exited.set_attempt(r->attempt);
   v1::RankStatus* rs = exited.mutable_rank_status();
   rs->set_rank(r->rank);
-  rs->set_phase(v1::RANK_EXITED);
+  rs->set_phase(v1::RANK_PHASE_EXITED);
   if (WIFEXITED(status)) {
     rs->set_exit_code(WEXITSTATUS(status));
   } else if (WIFSIGNALED(status)) {

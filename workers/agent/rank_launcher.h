@@ -49,10 +49,10 @@ struct RankLauncherOptions {
 
 class RankLauncher {
  public:
-  // Receives every message for the Connect stream, job_id and attempt set: RANK_STARTING (from
-  // Launch), the
-  // rank's own frames in pipe order, then RANK_EXITED last. Called from Launch's caller and from
-  // supervisor threads, never with the launcher's lock held; must be thread-safe.
+  // Receives every message for the Connect stream, job_id and attempt set: RANK_PHASE_STARTING
+  // (from Launch), the rank's own frames in pipe order, then RANK_PHASE_EXITED last. Called from
+  // Launch's caller and from supervisor threads, never with the launcher's lock held; must be
+  // thread-safe.
   using Sink = std::function<void(gantry::v1::WorkerMessage)>;
 
   RankLauncher(RankLauncherOptions options, Sink sink);
@@ -66,9 +66,10 @@ class RankLauncher {
   // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, attempt,
   // rank) is still running here, RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT
   // for a job id unfit for a path, UNAVAILABLE after StopAll began, INTERNAL when no process could
-  // be started (nothing is sent to the sink then). An exec failure is reported as RANK_EXITED with
-  // exit code 127. With die_with_daemon the kernel SIGKILLs the rank if the calling thread exits
-  // first (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the launcher.
+  // be started (nothing is sent to the sink then). An exec failure is reported as RANK_PHASE_EXITED
+  // with exit code 127. With die_with_daemon the kernel SIGKILLs the rank if the calling thread
+  // exits first (PR_SET_PDEATHSIG): then call Launch from a thread that lives as long as the
+  // launcher.
   absl::Status Launch(const gantry::v1::Assignment& assignment);
 
   // Sends SIGTERM to the process group of every rank of `job_id`, all attempts (SIGKILL after
@@ -85,8 +86,8 @@ class RankLauncher {
   // Cancels every rank, refuses further launches and returns once all are reaped and reported.
   void StopAll();
 
-  // Ranks started and not yet reaped (a slot is free once its process is reaped; its RANK_EXITED
-  // reaches the sink right after).
+  // Ranks started and not yet reaped (a slot is free once its process is reaped; its
+  // RANK_PHASE_EXITED reaches the sink right after).
   int live_ranks() const;
   // Distinct job ids with live ranks, sorted.
   std::vector<std::string> running_jobs() const;
@@ -100,7 +101,7 @@ class RankLauncher {
 
   // Launch's checks under the lock: not stopping, this (job, rank) not running, a free slot.
   absl::Status CheckSlot(const gantry::v1::Assignment& assignment);
-  // Registers the started rank, reports RANK_STARTING and starts its supervisor thread.
+  // Registers the started rank, reports RANK_PHASE_STARTING and starts its supervisor thread.
   void StartSupervising(const gantry::v1::Assignment& assignment, pid_t pid, int pipe_fd,
                         const std::string& log_path);
   // The supervisor thread of one rank.

@@ -416,7 +416,7 @@ void WorkerAgent::Handle(const v1::ServerMessage& message) {
         failed.set_job_id(a.job_id());
         v1::RankStatus* rs = failed.mutable_rank_status();
         rs->set_rank(a.rank());
-        rs->set_phase(v1::RANK_EXITED);
+        rs->set_phase(v1::RANK_PHASE_EXITED);
         rs->set_exit_code(127);
         rs->set_message(absl::StrCat("the worker could not start the rank: ", s.message()));
         Enqueue(std::move(failed));

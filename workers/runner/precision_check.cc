@@ -39,13 +39,13 @@ v1::Bf16Check PrecisionCheck::Decide(const std::map<std::string, double>& fp32,
     const double null_b = Get(bf16, absl::StrCat(metric, "_null"));
     if (!std::isfinite(a) || !std::isfinite(null_a)) continue;  // nothing to compare with
     if (!std::isfinite(b)) {
-      return Check(v1::Bf16Check::UNAVAILABLE,
+      return Check(v1::Bf16Check::STATE_UNAVAILABLE,
                    absl::StrFormat("%s is %g in BF16 against %.3g in FP32", metric, b, a));
     }
     const double null = std::isfinite(null_b) ? std::max(null_a, null_b) : null_a;
     const double diff = std::abs(b - a);
     if (diff > null) {
-      return Check(v1::Bf16Check::UNAVAILABLE,
+      return Check(v1::Bf16Check::STATE_UNAVAILABLE,
                    absl::StrFormat("%s is %.3g in BF16 against %.3g in FP32: the difference %.3g "
                                    "exceeds the statistical null %.3g",
                                    metric, b, a, diff, null));
@@ -54,23 +54,23 @@ v1::Bf16Check PrecisionCheck::Decide(const std::map<std::string, double>& fp32,
                     absl::StrFormat("%s %.3g vs %.3g (null %.3g)", metric, b, a, null));
   }
   if (passed.empty()) {
-    return Check(v1::Bf16Check::NOT_CHECKED,
+    return Check(v1::Bf16Check::STATE_NOT_CHECKED,
                  "the validation gave no finite sf_mre, eprof or pos metric to compare");
   }
-  return Check(v1::Bf16Check::AVAILABLE, absl::StrCat("BF16 vs FP32: ", passed));
+  return Check(v1::Bf16Check::STATE_AVAILABLE, absl::StrCat("BF16 vs FP32: ", passed));
 }
 
 v1::Bf16Check PrecisionCheck::Run(const gan::ModelConfig& config, const gan::Generator& generator,
                                   const showers::ShowerSet& reference, const Fp32Validation& fp32) {
   if (absl::Status hardware = gan::Bf16Support(); !hardware.ok()) {
-    return Check(v1::Bf16Check::NOT_CHECKED, std::string(hardware.message()));
+    return Check(v1::Bf16Check::STATE_NOT_CHECKED, std::string(hardware.message()));
   }
   gan::ShowerGenerator runner(config, generator);
   gan::GenerationRequest request = fp32.request;
   request.precision = gan::GenerationPrecision::kBFloat16;
   absl::StatusOr<showers::ShowerSet> generated = runner.Generate(request);
   if (!generated.ok()) {
-    return Check(v1::Bf16Check::UNAVAILABLE,
+    return Check(v1::Bf16Check::STATE_UNAVAILABLE,
                  absl::StrCat("BF16 generation failed: ", generated.status().message()));
   }
   generated->particle = reference.particle;
@@ -78,7 +78,7 @@ v1::Bf16Check PrecisionCheck::Run(const gan::ModelConfig& config, const gan::Gen
       physics::ValidateShowers(reference, *generated, fp32.options);
   if (!report.ok()) {
     return Check(
-        v1::Bf16Check::NOT_CHECKED,
+        v1::Bf16Check::STATE_NOT_CHECKED,
         absl::StrCat("the BF16 sample could not be validated: ", report.status().message()));
   }
   return Decide(fp32.metrics, report->metrics);

@@ -520,7 +520,7 @@ absl::Status RankRunner::JoinProcessGroup(
 absl::Status RankRunner::StartRunning() {
   v1::WorkerMessage running;
   running.mutable_rank_status()->set_rank(rank_);
-  running.mutable_rank_status()->set_phase(v1::RANK_RUNNING);
+  running.mutable_rank_status()->set_phase(v1::RANK_PHASE_RUNNING);
   RETURN_IF_ERROR(Send(running));
   // Every rank may have to upload (checkpoint-and-stop); rank 0 also saves periodically.
   checkpoints_ = std::make_unique<CheckpointClient>(
