@@ -136,7 +136,7 @@ grpc::Status CatalogService::UpdateModel(grpc::ServerContext* context,
       if (path == "tags") update.tags.emplace(patch.tags().begin(), patch.tags().end());
     }
     ASSIGN_OR_RETURN(*response, backend_.models->Update(p.tenant, request->model(), update));
-    backend_.ForgetModels();  // Generate resolves through a cache; visibility decides who may
+    backend_.ForgetModels();  // Generate resolves through a cache; visibility decides who can
     return absl::OkStatus();
   });
 }

@@ -31,8 +31,8 @@ using gantry::v1::ModelVersion;
   "  hi float8) WHERE NOT EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id "   \
   "  AND x.name = f.name AND (f.lo IS NULL OR x.value >= f.lo) "                            \
   "  AND (f.hi IS NULL OR x.value <= f.hi))) "                                              \
-  "AND ($6 = '' OR m.dataset = $6 OR m.dataset IN (SELECT d.id FROM datasets d "            \
-  "  WHERE d.name = $6 AND ($1 = '' OR d.owner = $1))) "                                    \
+  "AND ($6::jsonb = '[]'::jsonb "                                                           \
+  "  OR m.dataset = ANY(ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))) "              \
   "AND ($7 = '' OR m.model_preset = $7) AND ($8::integer = 0 OR m.particle = $8::integer) "
 
 // A parsed reference: [owner/]name:version or [owner/]name@alias.
@@ -307,6 +307,19 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
   Page<ModelVersion> page;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     page = {};
+    // The dataset as given, and the ids of the viewer's datasets of that name (every owner's for
+    // the admin view), so the listing matches them through the models_dataset index.
+    std::vector<std::string> datasets;
+    if (!filter.dataset.empty()) {
+      datasets.push_back(filter.dataset);
+      for (const pqxx::row& row :
+           tx.Exec("model_list_dataset_ids",
+                   "SELECT id FROM datasets WHERE name = $1 AND ($2 = '' OR owner = $2)",
+                   filter.dataset, viewer)) {
+        datasets.push_back(row[0].as<std::string>());
+      }
+    }
+    const std::string datasets_json = sql::JsonArray(datasets);
     pqxx::result r;
     if (by_metric) {
       r = tx.Exec("model_list_by_metric",
@@ -316,14 +329,14 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
                   "AND ($9::bigint = 0 OR (om.value, m.id) > ($12::float8, $9::bigint)) "
                   "ORDER BY om.value, m.id LIMIT $10",
                   viewer, filter.name, filter.include_archived, tags_json, metric_json,
-                  filter.dataset, filter.model_preset, particle, after_id, limit + 1, order_metric,
+                  datasets_json, filter.model_preset, particle, after_id, limit + 1, order_metric,
                   after_value);
     } else {
       r = tx.Exec("model_list_by_created",
                   "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE
                   "AND ($9::bigint = 0 OR m.id < $9) ORDER BY m.id DESC LIMIT $10",
                   viewer, filter.name, filter.include_archived, tags_json, metric_json,
-                  filter.dataset, filter.model_preset, particle, after_id, limit + 1);
+                  datasets_json, filter.model_preset, particle, after_id, limit + 1);
     }
     std::vector<int64_t> ids;
     for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {
