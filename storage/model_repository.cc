@@ -31,8 +31,7 @@ using gantry::v1::ModelVersion;
   "  hi float8) WHERE NOT EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id "   \
   "  AND x.name = f.name AND (f.lo IS NULL OR x.value >= f.lo) "                            \
   "  AND (f.hi IS NULL OR x.value <= f.hi))) "                                              \
-  "AND ($6::jsonb = '[]'::jsonb "                                                           \
-  "  OR m.dataset = ANY(ARRAY(SELECT jsonb_array_elements_text($6::jsonb)))) "              \
+  "AND (cardinality($6::text[]) = 0 OR m.dataset = ANY($6::text[])) "                       \
   "AND ($7 = '' OR m.model_preset = $7) AND ($8::integer = 0 OR m.particle = $8::integer) "
 
 // A parsed reference: [owner/]name:version or [owner/]name@alias.
@@ -94,6 +93,22 @@ absl::StatusOr<ModelVersion> ModelFromRow(const pqxx::row& row) {
 
 std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+}
+
+// A PostgreSQL text[] literal: {"a","b"}, each element quoted with " and \ escaped. An array
+// parameter (not a subquery) lets the planner see the values and use their index.
+std::string TextArray(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
 }
 
 // Fills tags, metrics and aliases of `models` (whose row ids are `ids`, same order).
@@ -319,7 +334,7 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
         datasets.push_back(row[0].as<std::string>());
       }
     }
-    const std::string datasets_json = sql::JsonArray(datasets);
+    const std::string datasets_array = TextArray(datasets);
     pqxx::result r;
     if (by_metric) {
       r = tx.Exec("model_list_by_metric",
@@ -329,14 +344,14 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
                   "AND ($9::bigint = 0 OR (om.value, m.id) > ($12::float8, $9::bigint)) "
                   "ORDER BY om.value, m.id LIMIT $10",
                   viewer, filter.name, filter.include_archived, tags_json, metric_json,
-                  datasets_json, filter.model_preset, particle, after_id, limit + 1, order_metric,
+                  datasets_array, filter.model_preset, particle, after_id, limit + 1, order_metric,
                   after_value);
     } else {
       r = tx.Exec("model_list_by_created",
                   "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE
                   "AND ($9::bigint = 0 OR m.id < $9) ORDER BY m.id DESC LIMIT $10",
                   viewer, filter.name, filter.include_archived, tags_json, metric_json,
-                  datasets_json, filter.model_preset, particle, after_id, limit + 1);
+                  datasets_array, filter.model_preset, particle, after_id, limit + 1);
     }
     std::vector<int64_t> ids;
     for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {

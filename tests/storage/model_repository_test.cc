@@ -439,6 +439,13 @@ TEST_F(ModelRepositoryTest, ListFiltersByDatasetPresetAndParticleWithTheOtherFil
   ModelFilter toymc;
   toymc.dataset = "toymc:events=100,seed=3";
   EXPECT_EQ(list("alice", toymc), (std::vector<std::string>{"alice/m:3"}));
+  // References with the characters an array literal must escape.
+  const std::string odd = R"(file:///data/a "b",{c}\d.h5)";
+  add("alice", odd, "tiny", PARTICLE_PHOTON, 0.6);  // alice/m:5
+  ModelFilter odd_ref;
+  odd_ref.dataset = odd;
+  EXPECT_EQ(list("alice", odd_ref), (std::vector<std::string>{"alice/m:5"}));
+  ASSERT_TRUE(models.Archive("alice", "m:5").ok());
   ModelFilter unknown;
   unknown.dataset = "no-such-dataset";
   EXPECT_TRUE(list("alice", unknown).empty());
