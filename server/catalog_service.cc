@@ -1,10 +1,12 @@
 #include "server/catalog_service.h"
 
+#include <iostream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "server/requests/catalog_requests.h"
 #include "server/requests/field_checks.h"
@@ -150,6 +152,30 @@ grpc::Status CatalogService::ArchiveModel(grpc::ServerContext* context,
     backend_.ForgetModels();  // Generate resolves through a cache
     return absl::OkStatus();
   });
+}
+
+grpc::Status CatalogService::ExportModel(grpc::ServerContext* context,
+                                         const v1::ExportModelRequest* request,
+                                         grpc::ServerWriter<v1::ExportModelChunk>* writer) {
+  const absl::Time start = absl::Now();
+  std::string model_ref = request->model(), worker = "-", tenant = "-";
+  grpc::Status status = backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    tenant = p.tenant;
+    RETURN_IF_ERROR(ValidateExportModel(*request));
+    absl::StatusOr<v1::ModelVersion> model = backend_.ResolveModel(p.tenant, request->model());
+    if (!model.ok()) {
+      return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
+    }
+    model_ref = absl::StrCat(model->name(), ":", model->version());
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
+    return exports_.Export(context, *model, request->format(), writer, &worker);
+  });
+  std::cerr << "gantry-server: export " << model_ref << " tenant=" << tenant
+            << " format=" << v1::ExportFormat_Name(request->format()) << " worker=" << worker << " "
+            << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
+            << (status.ok() ? "OK" : absl::StrCat(status.error_code(), " ", status.error_message()))
+            << "\n";
+  return status;
 }
 
 }  // namespace gantry::server

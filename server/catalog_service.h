@@ -1,24 +1,25 @@
 // CatalogService: the model registry over ModelRepository (gantry.v1.CatalogService). Versions are
 // registered by training jobs; this service lists, resolves, aliases, tags, updates and archives
-// them.
+// them, and exports them through a worker (ModelExportProxy).
 #ifndef GANTRY_SERVER_CATALOG_SERVICE_H_
 #define GANTRY_SERVER_CATALOG_SERVICE_H_
 
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "server/backend.h"
 #include "server/generation_router.h"
+#include "server/model_export_proxy.h"
 #include "server/worker_sessions.h"
 
 namespace gantry::server {
 
 // Thread-safe; `backend`, `sessions` and `router` must outlive it. GetModel fills the version's
 // serving readiness from the workers' latest heartbeats (`sessions`) and the router's count of
-// serving workers; without them (null) readiness is left empty.
+// serving workers; without sessions (null) readiness is left empty. ExportModel goes through the
+// router's serving workers.
 class CatalogService final : public gantry::v1::CatalogService::Service {
  public:
-  explicit CatalogService(Backend& backend, const WorkerSessions* sessions = nullptr,
-                          const GenerationRouter* router = nullptr)
-      : backend_(backend), sessions_(sessions), router_(router) {}
+  CatalogService(Backend& backend, const WorkerSessions* sessions, GenerationRouter& router)
+      : backend_(backend), sessions_(sessions), router_(&router), exports_(backend, router) {}
 
   grpc::Status ListModels(grpc::ServerContext* context,
                           const gantry::v1::ListModelsRequest* request,
@@ -39,6 +40,11 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
   grpc::Status ArchiveModel(grpc::ServerContext* context,
                             const gantry::v1::ArchiveModelRequest* request,
                             gantry::v1::ModelVersion* response) override;
+  // Owner or public versions (others NOT_FOUND); INVALID_ARGUMENT for a bad reference or format;
+  // then ModelExportProxy::Export. One log line per call.
+  grpc::Status ExportModel(grpc::ServerContext* context,
+                           const gantry::v1::ExportModelRequest* request,
+                           grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer) override;
 
  private:
   // Where `model`'s checkpoint is loaded, from the latest heartbeats.
@@ -46,7 +52,8 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
 
   Backend& backend_;
   const WorkerSessions* const sessions_;  // not owned; may be null
-  const GenerationRouter* const router_;  // not owned; may be null
+  const GenerationRouter* const router_;  // not owned
+  ModelExportProxy exports_;
 };
 
 }  // namespace gantry::server

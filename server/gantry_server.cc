@@ -55,7 +55,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       coordinator_(*backend_, &router_),
       training_(*backend_),
       generation_(*backend_, router_),
-      catalog_(*backend_, &coordinator_.sessions(), &router_),
+      catalog_(*backend_, &coordinator_.sessions(), router_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
       admin_(*backend_, coordinator_.sessions()),

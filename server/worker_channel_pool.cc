@@ -8,18 +8,20 @@
 
 namespace gantry::server {
 
-WorkerChannelPool::WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials)
+WorkerChannelPool::WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials,
+                                     int max_receive_bytes)
     : credentials_(credentials != nullptr ? std::move(credentials)
-                                          : grpc::InsecureChannelCredentials()) {}
+                                          : grpc::InsecureChannelCredentials()),
+      max_receive_bytes_(max_receive_bytes) {}
 
 gantry::v1::WorkerGenerationService::Stub& WorkerChannelPool::StubFor(const std::string& endpoint) {
   absl::MutexLock lock(&mu_);
   Entry& e = entries_[endpoint];
   if (e.stub == nullptr) {
     grpc::ChannelArguments args;
-    // Chunks are sized by the client (up to 1024 showers of 51x51x25 floats): no size limit on
-    // what the worker sends back.
-    args.SetMaxReceiveMessageSize(-1);
+    // Generation chunks are sized by the client (up to 1024 showers of 51x51x25 floats): no size
+    // limit on what the worker sends back unless the pool's owner sets one.
+    args.SetMaxReceiveMessageSize(max_receive_bytes_);
     // A worker that restarts on the same endpoint is reachable again within about a second
     // (gRPC's default backoff grows to two minutes).
     args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);

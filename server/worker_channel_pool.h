@@ -19,8 +19,10 @@ namespace gantry::server {
 // reuses its channel, which reconnects by itself with a short backoff).
 class WorkerChannelPool {
  public:
-  // Channels use `credentials` (TLS verifying the workers' certificates, or null = plaintext).
-  explicit WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr);
+  // Channels use `credentials` (TLS verifying the workers' certificates, or null = plaintext) and
+  // accept messages of at most `max_receive_bytes` from workers (-1 = no limit).
+  explicit WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
+                             int max_receive_bytes = -1);
 
   // The stub for `endpoint` ("host:port"), created on first use. Stubs are thread-safe.
   gantry::v1::WorkerGenerationService::Stub& StubFor(const std::string& endpoint);
@@ -31,6 +33,7 @@ class WorkerChannelPool {
     std::unique_ptr<gantry::v1::WorkerGenerationService::Stub> stub;
   };
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
+  const int max_receive_bytes_;
   absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };

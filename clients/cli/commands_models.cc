@@ -1,4 +1,5 @@
-// `gantry models ...`: the model registry: list, show, plots, aliases, tags, update, archive.
+// `gantry models ...`: the model registry: list, show, plots, export, aliases, tags, update,
+// archive.
 #include <google/protobuf/struct.pb.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
+#include "clients/cli/export_file.h"
 #include "clients/cli/format.h"
 #include "clients/cli/json_output.h"
 #include "clients/cli/plot_directory.h"
@@ -251,6 +253,80 @@ absl::Status Plots(CommandContext& context) {
   return absl::OkStatus();
 }
 
+// "latent [N, 16] float32" for each tensor.
+std::string FormatTensors(const google::protobuf::RepeatedPtrField<v1::ExportTensor>& tensors) {
+  std::vector<std::string> parts;
+  for (const v1::ExportTensor& t : tensors) {
+    std::vector<std::string> dims;
+    for (int64_t d : t.shape()) dims.push_back(d < 0 ? "N" : absl::StrCat(d));
+    parts.push_back(
+        absl::StrCat(t.name(), " [", absl::StrJoin(dims, ", "), "] ", t.element_type()));
+  }
+  return absl::StrJoin(parts, ", ");
+}
+
+absl::Status Export(CommandContext& context) {
+  const std::string out = context.args.Get("out").value_or("");
+  if (out.empty()) return UsageError("--out FILE: give the file to write the export into");
+  const std::string format_name = context.args.Get("format").value_or("");
+  v1::ExportModelRequest request;
+  request.set_model(context.args.Positional(0));
+  if (format_name.empty()) {
+    return UsageError("--format onnx|pytorch: give the export format");
+  } else if (format_name == "onnx") {
+    request.set_format(v1::EXPORT_FORMAT_ONNX);
+  } else if (format_name == "pytorch") {
+    request.set_format(v1::EXPORT_FORMAT_PYTORCH);
+  } else {
+    return UsageError(absl::StrCat("--format: '", format_name, "' is not onnx or pytorch"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<ExportFile> file,
+                   ExportFile::Create(out, context.args.Has("force")));
+  ASSIGN_OR_RETURN(auto stub, NewStub<v1::CatalogService>(context));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  auto rpc = connection->NewLongContext(absl::Minutes(10));
+  auto reader = stub->ExportModel(rpc.get(), request);
+  v1::ExportModelChunk chunk;
+  v1::ExportMetadata metadata;
+  absl::Status written;
+  while (reader->Read(&chunk)) {
+    if (chunk.has_metadata()) {
+      metadata = chunk.metadata();
+      written = file->Begin(metadata);
+    } else {
+      written = file->Append(chunk.offset(), chunk.data());
+    }
+    if (!written.ok()) {
+      rpc->TryCancel();
+      break;
+    }
+  }
+  const grpc::Status finished = reader->Finish();
+  RETURN_IF_ERROR(written);
+  RETURN_IF_ERROR(FromGrpc(finished, connection->config().server));
+  RETURN_IF_ERROR(file->Finish());
+  if (context.json) {
+    metadata.set_size_bytes(file->bytes());
+    metadata.set_sha256(file->sha256());
+    google::protobuf::Struct json;
+    auto& fields = *json.mutable_fields();
+    fields["out"].set_string_value(file->path());
+    fields["model"].set_string_value(metadata.model_ref());
+    fields["format"].set_string_value(format_name);
+    fields["sizeBytes"].set_number_value(static_cast<double>(file->bytes()));
+    fields["sha256"].set_string_value(file->sha256());
+    fields["inputs"].set_string_value(FormatTensors(metadata.inputs()));
+    fields["outputs"].set_string_value(FormatTensors(metadata.outputs()));
+    return PrintJson(context.out, json);
+  }
+  context.out << "exported " << metadata.model_ref() << " as " << format_name << " to "
+              << file->path() << " (" << file->bytes() << " bytes, sha256 " << file->sha256()
+              << ")\n"
+              << "  inputs:  " << FormatTensors(metadata.inputs()) << "\n"
+              << "  outputs: " << FormatTensors(metadata.outputs()) << "\n";
+  return absl::OkStatus();
+}
+
 absl::Status AliasSet(CommandContext& context) {
   absl::StatusOr<int> version = ParseIntFlag("version", context.args.Positional(2));
   if (!version.ok() || *version <= 0) {
@@ -392,6 +468,20 @@ void AddModelCommands(std::vector<Command>* commands) {
         {"format", "png|svg", "image format (default png)"},
         {"force", "", "write into a non-empty DIR, replacing files of the same names"}},
        Plots});
+  commands->push_back(
+      {{"models", "export"},
+       "Download a version's generator as an ONNX graph or a PyTorch state dict",
+       "Exports the model version's generator through a serving worker: --format onnx writes an "
+       "ONNX graph (opset 13; inputs latent, energy and, for variable-angle models, theta; output "
+       "shower in GeV) for ONNX Runtime, --format pytorch a torch.load-able dict that "
+       "clients/python/gantry_export rebuilds. The file is written as FILE.tmp, checked against "
+       "the size and sha256 the server declared, then renamed to FILE; an existing FILE is "
+       "refused unless --force.",
+       {{"MODEL", "name:version or name@alias"}},
+       {{"format", "onnx|pytorch", "export format (required)"},
+        {"out", "FILE", "file to write (required)"},
+        {"force", "", "replace FILE if it exists"}},
+       Export});
   commands->push_back({{"models", "alias", "set"},
                        "Point an alias (e.g. champion) at a version",
                        "",

@@ -30,3 +30,13 @@ if [[ "$(cat "$ort/node_modules/.gantry-lock-sha256" 2>/dev/null)" != "$lock_sum
      npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock_sum" >"$ort/node_modules/.gantry-lock-sha256"
 fi
+
+# buf, the Protocol Buffers linter, for ctest proto.lint: @bufbuild/buf from the npm registry (its
+# Linux binary comes as an optional dependency), pinned by the lockfile in tests/proto/buf.
+buf_dir="$GANTRY_ROOT/tests/proto/buf"
+lock_sum="$(sha256sum "$buf_dir/package-lock.json" | cut -d' ' -f1)"
+if [[ "$(cat "$buf_dir/node_modules/.gantry-lock-sha256" 2>/dev/null)" != "$lock_sum" ]]; then
+  echo "deps: installing buf (npm ci in tests/proto/buf)"
+  (cd "$buf_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sum" >"$buf_dir/node_modules/.gantry-lock-sha256"
+fi

@@ -117,4 +117,17 @@ absl::Status ValidateUpdateModel(const v1::UpdateModelRequest& request) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateExportModel(const v1::ExportModelRequest& request) {
+  RETURN_IF_ERROR(ParseModelRef(request.model(), "model").status());
+  if (request.format() == v1::EXPORT_FORMAT_ONNX || request.format() == v1::EXPORT_FORMAT_PYTORCH) {
+    return absl::OkStatus();
+  }
+  const std::string given = v1::ExportFormat_IsValid(request.format())
+                                ? v1::ExportFormat_Name(request.format())
+                                : absl::StrCat(request.format());
+  return absl::InvalidArgumentError(
+      absl::StrCat("format: ", given,
+                   " is not an export format; use EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"));
+}
+
 }  // namespace gantry::server

@@ -136,6 +136,9 @@ def isolation_cases(s):
              name=model.split(":")[0], version=int(model.split(":")[1]), alias="mine"))),
         ("ArchiveModel of another tenant's model",
          nf("CatalogService", "ArchiveModel", c.ArchiveModelRequest(model=model))),
+        ("ExportModel of another tenant's private model",
+         nf("CatalogService", "ExportModel", c.ExportModelRequest(
+             model=model, format=c.EXPORT_FORMAT_ONNX))),
         ("Generate from another tenant's private model",
          nf("GenerationService", "Generate", g.GenerateRequest(
              model=model, range=g.ConditionRange(energy_gev={"min": 10, "max": 100}, count=4)))),

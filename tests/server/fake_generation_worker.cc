@@ -5,6 +5,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/sha256.h"
+
 namespace gantry::testing {
 
 namespace v1 = ::gantry::v1;
@@ -32,6 +34,71 @@ std::string FakeGenerationWorker::last_authorization() const {
 v1::WorkerGenerateRequest FakeGenerationWorker::last_request() const {
   std::lock_guard<std::mutex> lock(mu_);
   return last_request_;
+}
+
+v1::WorkerExportRequest FakeGenerationWorker::last_export_request() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return last_export_request_;
+}
+
+std::string FakeGenerationWorker::ExportPayload(int64_t size) {
+  std::string bytes(static_cast<size_t>(size), '\0');
+  for (int64_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * 131 + i / 977) & 0xff);
+  return bytes;
+}
+
+grpc::Status FakeGenerationWorker::Export(grpc::ServerContext* context,
+                                          const v1::WorkerExportRequest* request,
+                                          grpc::ServerWriter<v1::ExportModelChunk>* writer) {
+  ++export_calls_;
+  std::string auth;
+  auto it = context->client_metadata().find("authorization");
+  if (it != context->client_metadata().end()) auth.assign(it->second.data(), it->second.size());
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    last_authorization_ = auth;
+    last_export_request_ = *request;
+  }
+  if (auth != "Bearer " + secret_) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "wrong generation secret");
+  }
+  const ExportMode mode = export_mode_;
+  std::string payload = ExportPayload();
+  v1::ExportModelChunk chunk;
+  v1::ExportMetadata* m = chunk.mutable_metadata();
+  m->set_format(request->format());
+  m->set_size_bytes(static_cast<int64_t>(payload.size()));
+  m->set_sha256(Sha256Hex(payload));
+  m->set_model_ref("not-what-the-server-asked:9");
+  v1::ExportTensor* in = m->add_inputs();
+  in->set_name("latent");
+  in->add_shape(-1);
+  in->add_shape(16);
+  in->set_element_type("float32");
+  v1::ExportTensor* out = m->add_outputs();
+  out->set_name("shower");
+  for (int64_t d : {-1, 25, 25, 25}) out->add_shape(d);
+  out->set_element_type("float32");
+  if (mode == ExportMode::kWrongSha256) m->set_sha256(Sha256Hex("other bytes"));
+  if (mode == ExportMode::kLessThanDeclared) m->set_size_bytes(m->size_bytes() + 1);
+  if (mode == ExportMode::kTooLarge) m->set_size_bytes(int64_t{1} << 30);
+  if (mode == ExportMode::kMoreThanDeclared) payload.push_back('x');
+  if (mode == ExportMode::kDataFirst) {
+    v1::ExportModelChunk data;
+    data.set_data(payload.substr(0, 1000));
+    writer->Write(data);
+  }
+  if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+  if (mode == ExportMode::kTooLarge) return grpc::Status::OK;
+  const int64_t step = mode == ExportMode::kHugeChunk ? (int64_t{4} << 20) : (int64_t{1} << 20);
+  for (int64_t offset = 0; offset < static_cast<int64_t>(payload.size()); offset += step) {
+    if (mode == ExportMode::kSlow) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    chunk.Clear();
+    chunk.set_offset(offset);
+    chunk.set_data(payload.substr(offset, step));
+    if (!writer->Write(chunk)) return grpc::Status(grpc::StatusCode::CANCELLED, "gone");
+  }
+  return grpc::Status::OK;
 }
 
 std::chrono::system_clock::time_point FakeGenerationWorker::last_deadline() const {

@@ -14,12 +14,15 @@
 #include <iostream>
 #include <thread>
 
+#include "base/sha256.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/serving/shower_compare.h"
 #include "tests/serving/torch_model.h"
 #include "tests/support/temp_dir.h"
+#include "workers/export/model_export.h"
 #include "workers/gan/bf16_support.h"
+#include "workers/serving/checkpoint_model_exporter.h"
 #include "workers/serving/checkpoint_model_loader.h"
 #include "workers/serving/serving_extension.h"
 
@@ -403,6 +406,137 @@ TEST(CheckpointFetchTest, ReusesAVerifiedFileAndRefetchesACorruptOne) {
   EXPECT_EQ(refetch.status().code(), absl::StatusCode::kUnavailable) << refetch.status();
   EXPECT_FALSE(std::filesystem::exists(cached)) << "a corrupt file never counts as cached";
   EXPECT_EQ(FetchModelCheckpoint(o, "zz").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Export on the worker's service, with an exporter over the local checkpoint (the daemon's fetches
+// it from the server first): metadata, then bytes in chunks of at most 1 MiB, matching the
+// declared size and sha256 and the offline export of the same checkpoint.
+TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
+  gantry::testing::TempDir dir;
+  const testing::TorchModelFile model = testing::WriteTorchModel("3dgan-25", 3, dir.File("e.ckpt"));
+  agent::AgentOptions o;
+  o.advertise_host = "127.0.0.1";
+  o.serve_port = 0;
+  ModelExporter exporter = [&](const v1::ServedModel& m,
+                               v1::ExportFormat format) -> absl::StatusOr<ExportedFile> {
+    if (m.checkpoint_sha256() != model.sha256) return absl::NotFoundError("no such checkpoint");
+    auto e = exporter::ExportCheckpointWithInterface(
+        model.path, format == v1::EXPORT_FORMAT_ONNX ? exporter::ExportFormat::kOnnx
+                                                     : exporter::ExportFormat::kPytorch);
+    if (!e.ok()) return e.status();
+    ExportedFile f;
+    f.bytes = std::move(e->bytes);
+    for (const auto& t : e->inputs) f.metadata.add_inputs()->set_name(t.name);
+    return f;
+  };
+  ServingExtension with(o, testing::LocalFileLoader({}), exporter);
+  ServingExtension without(o, testing::LocalFileLoader({}));
+  ASSERT_TRUE(with.StartServer().ok());
+  ASSERT_TRUE(without.StartServer().ok());
+  auto call = [](const ServingExtension& ext, const std::string& secret, const std::string& sha,
+                 v1::ExportFormat format, std::vector<v1::ExportModelChunk>* chunks) {
+    auto stub = v1::WorkerGenerationService::NewStub(
+        grpc::CreateChannel(ext.endpoint(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", "Bearer " + secret);
+    v1::WorkerExportRequest r;
+    r.mutable_model()->set_checkpoint_sha256(sha);
+    r.mutable_model()->set_model_ref("ele:3");
+    r.set_format(format);
+    auto reader = stub->Export(&ctx, r);
+    v1::ExportModelChunk chunk;
+    while (reader->Read(&chunk)) chunks->push_back(chunk);
+    return reader->Finish();
+  };
+  std::vector<v1::ExportModelChunk> chunks;
+  grpc::Status s = call(with, with.secret(), model.sha256, v1::EXPORT_FORMAT_PYTORCH, &chunks);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_GE(chunks.size(), 2u);
+  ASSERT_TRUE(chunks[0].has_metadata());
+  const v1::ExportMetadata& m = chunks[0].metadata();
+  EXPECT_EQ(m.format(), v1::EXPORT_FORMAT_PYTORCH);
+  EXPECT_EQ(m.model_ref(), "ele:3");
+  EXPECT_EQ(m.checkpoint_sha256(), model.sha256);
+  ASSERT_EQ(m.inputs_size(), 2);
+  EXPECT_EQ(m.inputs(0).name(), "latent");
+  std::string bytes;
+  for (size_t i = 1; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i].offset(), static_cast<int64_t>(bytes.size()));
+    EXPECT_LE(chunks[i].data().size(), size_t{1} << 20);
+    bytes += chunks[i].data();
+  }
+  EXPECT_GT(chunks.size(), 2u) << "a 3dgan-25 generator is several MiB: more than one chunk";
+  EXPECT_EQ(m.size_bytes(), static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(m.sha256(), Sha256Hex(bytes));
+  EXPECT_EQ(bytes, *exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kPytorch));
+
+  chunks.clear();
+  EXPECT_EQ(call(with, "wrong", model.sha256, v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(
+      call(with, with.secret(), model.sha256, v1::EXPORT_FORMAT_UNSPECIFIED, &chunks).error_code(),
+      grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(call(with, with.secret(), "zz", v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(
+      call(with, with.secret(), std::string(64, 'a'), v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
+      grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(
+      call(without, without.secret(), model.sha256, v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
+      grpc::StatusCode::UNIMPLEMENTED);
+  EXPECT_TRUE(chunks.empty());
+}
+
+// The daemon's exporter on checkpoints already in its model folder (so no server is asked): the
+// export with the generator's interface, and a hostile checkpoint's error without the worker's
+// paths.
+TEST(CheckpointModelExporterTest, ExportsWithTheInterfaceAndKeepsPathsOutOfErrors) {
+  gantry::testing::TempDir dir;
+  const std::string models = dir.File("models");
+  std::filesystem::create_directories(models);
+  const testing::TorchModelFile model = testing::WriteTorchModel("3dgan-25", 5, dir.File("m.ckpt"));
+  std::filesystem::copy_file(model.path, models + "/" + model.sha256 + ".pt");
+  const std::string garbage = "not a checkpoint at all";
+  const std::string garbage_sha = Sha256Hex(garbage);
+  std::ofstream(models + "/" + garbage_sha + ".pt") << garbage;
+  CheckpointModelLoaderOptions options;
+  options.server = "127.0.0.1:1";  // never dialled: both checkpoints are there
+  options.models_dir = models;
+  options.verify.binary = GANTRY_WORKER_BINARY;
+  ModelExporter exporter = MakeCheckpointModelExporter(options);
+
+  v1::ServedModel served;
+  served.set_checkpoint_sha256(model.sha256);
+  served.set_model_ref("ele:5");
+  absl::StatusOr<ExportedFile> onnx = exporter(served, v1::EXPORT_FORMAT_ONNX);
+  ASSERT_TRUE(onnx.ok()) << onnx.status();
+  EXPECT_EQ(onnx->bytes, *exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kOnnx));
+  EXPECT_EQ(onnx->metadata.format(), v1::EXPORT_FORMAT_ONNX);
+  ASSERT_EQ(onnx->metadata.inputs_size(), 2);
+  EXPECT_EQ(onnx->metadata.inputs(0).name(), "latent");
+  EXPECT_EQ(onnx->metadata.inputs(0).shape(1), 200);
+  EXPECT_EQ(onnx->metadata.inputs(0).element_type(), "float32");
+  ASSERT_EQ(onnx->metadata.outputs_size(), 1);
+  EXPECT_EQ(onnx->metadata.outputs(0).name(), "shower");
+  EXPECT_EQ(onnx->metadata.outputs(0).shape_size(), 4);
+
+  served.set_checkpoint_sha256(garbage_sha);
+  absl::StatusOr<ExportedFile> bad = exporter(served, v1::EXPORT_FORMAT_PYTORCH);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().find(dir.path()), std::string::npos) << bad.status();
+  EXPECT_NE(bad.status().message().find(garbage_sha), std::string::npos) << bad.status();
+  EXPECT_EQ(exporter(served, v1::EXPORT_FORMAT_UNSPECIFIED).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // A model folder that cannot be created: the error names the model, not the folder.
+  std::ofstream(dir.File("plain-file")) << "x";
+  CheckpointModelLoaderOptions broken = options;
+  broken.models_dir = dir.File("plain-file") + "/models";
+  absl::StatusOr<ExportedFile> no_dir =
+      MakeCheckpointModelExporter(broken)(served, v1::EXPORT_FORMAT_ONNX);
+  ASSERT_FALSE(no_dir.ok());
+  EXPECT_EQ(no_dir.status().message().find(dir.path()), std::string::npos) << no_dir.status();
+  EXPECT_NE(no_dir.status().message().find("<model cache>"), std::string::npos) << no_dir.status();
 }
 
 }  // namespace

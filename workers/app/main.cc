@@ -19,6 +19,7 @@
 #include "workers/app/local_commands.h"
 #include "workers/app/rank_command.h"
 #include "workers/app/worker_flags.h"
+#include "workers/serving/checkpoint_model_exporter.h"
 #include "workers/serving/checkpoint_model_loader.h"
 #include "workers/serving/serving_extension.h"
 
@@ -79,7 +80,8 @@ int Daemon() {
   // The daemon itself serves generation (ranks never do): workers/serving.
   return gantry::agent::DaemonMain(
       *std::move(options),
-      {gantry::serving::ServingExtensionFactory(gantry::serving::MakeDaemonModelLoader)});
+      {gantry::serving::ServingExtensionFactory(gantry::serving::MakeDaemonModelLoader,
+                                                gantry::serving::MakeDaemonModelExporter)});
 }
 
 int Rank() {

@@ -2,6 +2,8 @@
 
 #include <c10/core/InferenceMode.h>
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "workers/export/generator_description.h"
 #include "workers/export/onnx_export.h"
@@ -9,6 +11,23 @@
 #include "workers/gan/checkpoint.h"
 
 namespace gantry::exporter {
+namespace {
+
+// The inputs and outputs of the graph ExportOnnx writes for `d` (and of the PyTorch rebuild).
+void DescribeInterface(const GeneratorDescription& d, ExportedModel* out) {
+  const gan::ModelConfig& c = d.config;
+  out->inputs.push_back({kLatentInput, {-1, d.noise_dim}, "latent noise, standard normal"});
+  out->inputs.push_back({kEnergyInput, {-1, 1}, "primary energy in GeV"});
+  if (c.variable_angle()) {
+    out->inputs.push_back(
+        {kThetaInput, {-1, 1}, "incidence angle theta in radians (pi/2: perpendicular)"});
+  }
+  out->outputs.push_back({kShowerOutput,
+                          {-1, c.grid[0], c.grid[1], c.grid[2]},
+                          "cell energies in GeV, [N, x, y, z], z is depth"});
+}
+
+}  // namespace
 
 absl::StatusOr<ExportFormat> ParseExportFormat(absl::string_view name) {
   if (name == "onnx") return ExportFormat::kOnnx;
@@ -33,6 +52,29 @@ absl::StatusOr<std::string> ExportCheckpoint(const std::string& checkpoint_path,
       gan::ReadCheckpoint(checkpoint_path, /*load_optimizers=*/false);
   if (!state.ok()) return state.status();
   return ExportGenerator(state->config, *state->generator, format);
+}
+
+}  // namespace gantry::exporter
+
+namespace gantry::exporter {
+
+absl::StatusOr<ExportedModel> ExportCheckpointWithInterface(const std::string& checkpoint_path,
+                                                            ExportFormat format) {
+  absl::StatusOr<gan::TrainingState> state =
+      gan::ReadCheckpoint(checkpoint_path, /*load_optimizers=*/false);
+  if (!state.ok()) return state.status();
+  absl::StatusOr<GeneratorDescription> d = [&] {
+    c10::InferenceMode guard;
+    return DescribeGenerator(state->config, *state->generator);
+  }();
+  if (!d.ok()) return d.status();
+  ExportedModel out;
+  DescribeInterface(*d, &out);
+  absl::StatusOr<std::string> bytes =
+      format == ExportFormat::kOnnx ? ExportOnnx(*d) : ExportPytorch(*d);
+  if (!bytes.ok()) return bytes.status();
+  out.bytes = *std::move(bytes);
+  return out;
 }
 
 }  // namespace gantry::exporter

@@ -7,6 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/grpc_status.h"
+#include "base/sha256.h"
+#include "workers/runner/dataset_cache.h"
 #include "workers/serving/generation_plan.h"
 
 namespace gantry::serving {
@@ -47,8 +49,10 @@ class ActiveCount {
 
 }  // namespace
 
-GenerationService::GenerationService(std::string secret, ModelCache* cache)
-    : expected_authorization_("Bearer " + std::move(secret)), cache_(cache) {}
+GenerationService::GenerationService(std::string secret, ModelCache* cache, ModelExporter exporter)
+    : expected_authorization_("Bearer " + std::move(secret)),
+      cache_(cache),
+      exporter_(std::move(exporter)) {}
 
 bool GenerationService::Authorized(const grpc::ServerContext& context) const {
   const auto& metadata = context.client_metadata();
@@ -108,6 +112,61 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
       return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
     }
   }
+}
+
+grpc::Status GenerationService::Export(grpc::ServerContext* context,
+                                       const v1::WorkerExportRequest* request,
+                                       grpc::ServerWriter<v1::ExportModelChunk>* writer) {
+  if (!Authorized(*context)) {
+    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                        "WorkerGenerationService is only for gantry-server: send authorization: "
+                        "Bearer <the generation_secret this worker registered>");
+  }
+  if (exporter_ == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this worker does not export models");
+  }
+  if (request->format() != v1::EXPORT_FORMAT_ONNX &&
+      request->format() != v1::EXPORT_FORMAT_PYTORCH) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("format: ", request->format(),
+                                     " is not EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"));
+  }
+  const std::string& sha = request->model().checkpoint_sha256();
+  if (!runner::IsSha256Hex(sha)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "model.checkpoint_sha256: is not a sha256 (64 lower-case hex digits)");
+  }
+  ActiveCount active(&active_);
+  absl::StatusOr<ExportedFile> file = [&] {
+    absl::MutexLock lock(&export_mu_);
+    return exporter_(request->model(), request->format());
+  }();
+  if (!file.ok()) return ToGrpcStatus(file.status());
+  if (context->IsCancelled()) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the call was cancelled");
+  }
+  const std::string& bytes = file->bytes;
+  v1::ExportModelChunk chunk;
+  v1::ExportMetadata* metadata = chunk.mutable_metadata();
+  *metadata = std::move(file->metadata);
+  metadata->set_format(request->format());
+  metadata->set_size_bytes(static_cast<int64_t>(bytes.size()));
+  metadata->set_sha256(Sha256Hex(bytes));
+  metadata->set_model_ref(request->model().model_ref());
+  metadata->set_checkpoint_sha256(sha);
+  if (!writer->Write(chunk)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
+  }
+  for (int64_t offset = 0; offset < static_cast<int64_t>(bytes.size());
+       offset += kExportChunkBytes) {
+    chunk.Clear();
+    chunk.set_offset(offset);
+    chunk.set_data(bytes.substr(offset, kExportChunkBytes));
+    if (context->IsCancelled() || !writer->Write(chunk)) {
+      return grpc::Status(grpc::StatusCode::CANCELLED, "the caller went away");
+    }
+  }
+  return grpc::Status::OK;
 }
 
 }  // namespace gantry::serving

@@ -28,7 +28,8 @@ std::string RandomSecret() {
   return out;
 }
 
-ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoader loader)
+ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoader loader,
+                                   ModelExporter exporter)
     : host_(options.advertise_host),
       tls_(options.tls),
       requested_port_(options.serve_port),
@@ -39,7 +40,7 @@ ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoad
   cache.batcher.max_queue_delay = absl::Microseconds(options.max_queue_delay_ms * 1000.0);
   cache.batcher.max_queued_requests = options.max_queued_requests;
   cache_ = std::make_unique<ModelCache>(cache, std::move(loader), std::make_shared<absl::Mutex>());
-  service_ = std::make_unique<GenerationService>(secret_, cache_.get());
+  service_ = std::make_unique<GenerationService>(secret_, cache_.get(), std::move(exporter));
 }
 
 ServingExtension::~ServingExtension() { Stop(); }
@@ -103,12 +104,14 @@ void ServingExtension::FillHeartbeat(gantry::v1::Heartbeat& heartbeat) const {
 }
 
 agent::DaemonExtensionFactory ServingExtensionFactory(
-    std::function<ModelLoader(const agent::AgentOptions&)> make_loader) {
-  return [make_loader = std::move(make_loader)](const agent::AgentOptions& options)
+    std::function<ModelLoader(const agent::AgentOptions&)> make_loader,
+    std::function<ModelExporter(const agent::AgentOptions&)> make_exporter) {
+  return [make_loader = std::move(make_loader),
+          make_exporter = std::move(make_exporter)](const agent::AgentOptions& options)
              -> absl::StatusOr<std::unique_ptr<agent::DaemonExtension>> {
     if (options.serve_port < 0) return std::unique_ptr<agent::DaemonExtension>();
-    return std::unique_ptr<agent::DaemonExtension>(
-        std::make_unique<ServingExtension>(options, make_loader(options)));
+    return std::unique_ptr<agent::DaemonExtension>(std::make_unique<ServingExtension>(
+        options, make_loader(options), make_exporter ? make_exporter(options) : nullptr));
   };
 }
 

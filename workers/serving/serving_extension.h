@@ -21,8 +21,9 @@ class ServingExtension final : public agent::DaemonExtension {
  public:
   // Uses advertise_host, serve_port (>= 0), max_batch_size, max_queue_delay_ms,
   // max_queued_requests, model_cache_bytes and tls (TLS with its certificate when it has one) of
-  // `options`.
-  ServingExtension(const agent::AgentOptions& options, ModelLoader loader);
+  // `options`. `exporter` serves Export (null: UNIMPLEMENTED).
+  ServingExtension(const agent::AgentOptions& options, ModelLoader loader,
+                   ModelExporter exporter = nullptr);
   ~ServingExtension() override;
 
   // StartServer, then adds the register source (generation_endpoint, generation_secret) and the
@@ -57,9 +58,10 @@ class ServingExtension final : public agent::DaemonExtension {
 std::string RandomSecret();
 
 // The factory DaemonMain takes: nullptr when --serve-port=-1, else a ServingExtension whose loader
-// is made by `make_loader` from the resolved options.
+// (and exporter, when `make_exporter` is given) is made from the resolved options.
 agent::DaemonExtensionFactory ServingExtensionFactory(
-    std::function<ModelLoader(const agent::AgentOptions&)> make_loader);
+    std::function<ModelLoader(const agent::AgentOptions&)> make_loader,
+    std::function<ModelExporter(const agent::AgentOptions&)> make_exporter = nullptr);
 
 }  // namespace gantry::serving
 
