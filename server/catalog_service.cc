@@ -38,6 +38,9 @@ grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
                                  request->metric_filters().end());
     filter.order_by = request->order_by();
     filter.include_archived = request->include_archived();
+    filter.dataset = request->dataset();
+    filter.model_preset = request->model_preset();
+    filter.particle = request->particle();
     ASSIGN_OR_RETURN(auto page, backend_.models->List(p.tenant, filter, page_size,
                                                       request->page().page_token()));
     for (v1::ModelVersion& m : page.items) *response->add_models() = std::move(m);
@@ -118,6 +121,24 @@ grpc::Status CatalogService::SetTags(grpc::ServerContext* context,
     std::map<std::string, std::string> set(request->set().begin(), request->set().end());
     std::vector<std::string> remove(request->remove().begin(), request->remove().end());
     ASSIGN_OR_RETURN(*response, backend_.models->SetTags(p.tenant, request->model(), set, remove));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status CatalogService::UpdateModel(grpc::ServerContext* context,
+                                         const v1::UpdateModelRequest* request,
+                                         v1::ModelVersion* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateUpdateModel(*request));
+    const v1::ModelVersion& patch = request->model_version();
+    storage::ModelUpdate update;
+    for (const std::string& path : request->update_mask().paths()) {
+      if (path == "description") update.description = patch.description();
+      if (path == "visibility") update.visibility = patch.visibility();
+      if (path == "tags") update.tags.emplace(patch.tags().begin(), patch.tags().end());
+    }
+    ASSIGN_OR_RETURN(*response, backend_.models->Update(p.tenant, request->model(), update));
+    backend_.ForgetModels();  // Generate resolves through a cache; visibility decides who can
     return absl::OkStatus();
   });
 }

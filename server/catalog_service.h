@@ -1,6 +1,6 @@
 // CatalogService: the model registry over ModelRepository (gantry.v1.CatalogService). Versions are
-// registered by training jobs; this service lists, resolves, aliases, tags and archives them, and
-// exports them through a worker (ModelExportProxy).
+// registered by training jobs; this service lists, resolves, aliases, tags, updates and archives
+// them, and exports them through a worker (ModelExportProxy).
 #ifndef GANTRY_SERVER_CATALOG_SERVICE_H_
 #define GANTRY_SERVER_CATALOG_SERVICE_H_
 
@@ -33,6 +33,10 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
                            gantry::v1::DeleteAliasResponse* response) override;
   grpc::Status SetTags(grpc::ServerContext* context, const gantry::v1::SetTagsRequest* request,
                        gantry::v1::ModelVersion* response) override;
+  // Applies the fields update_mask names (description, visibility, tags) to a version; owner only.
+  grpc::Status UpdateModel(grpc::ServerContext* context,
+                           const gantry::v1::UpdateModelRequest* request,
+                           gantry::v1::ModelVersion* response) override;
   grpc::Status ArchiveModel(grpc::ServerContext* context,
                             const gantry::v1::ArchiveModelRequest* request,
                             gantry::v1::ModelVersion* response) override;

@@ -1,6 +1,10 @@
 // The schema. Append new migrations at the end; never edit one that has shipped.
 #include "storage/migrations.h"
 
+#include "base/status_macros.h"
+#include "gantry/v1/catalog.pb.h"
+#include "storage/sql_util.h"
+
 namespace gantry::storage {
 
 namespace {
@@ -290,10 +294,33 @@ ALTER TABLE models ADD COLUMN bf16_state text NOT NULL DEFAULT 'STATE_UNSPECIFIE
 ALTER TABLE models ADD COLUMN bf16_reason text NOT NULL DEFAULT '';
 )sql";
 
-// Version 7: enum values carry their enum's name as prefix (JOB_STATE_RUNNING, MODEL_STATUS_READY,
+// Version 7: what ListModels filters by, copied out of each version's lineage record into columns:
+// the dataset reference, the preset and the particle (its gantry.v1.Particle number, which enum
+// renames leave alone). Existing versions are filled from their records (BackfillModelLineage).
+constexpr const char* kV7 = R"sql(
+ALTER TABLE models ADD COLUMN dataset text NOT NULL DEFAULT '';
+ALTER TABLE models ADD COLUMN model_preset text NOT NULL DEFAULT '';
+ALTER TABLE models ADD COLUMN particle integer NOT NULL DEFAULT 0;
+CREATE INDEX models_dataset ON models (dataset, id);
+CREATE INDEX models_model_preset ON models (model_preset, id);
+)sql";
+
+absl::Status BackfillModelLineage(Transaction& tx) {
+  for (const pqxx::row& row : tx.work().exec("SELECT id, record FROM models")) {
+    gantry::v1::ModelVersion m;
+    RETURN_IF_ERROR(sql::ParseBytes(row[1], &m));
+    tx.Exec("migration7_backfill",
+            "UPDATE models SET dataset = $2, model_preset = $3, particle = $4 WHERE id = $1",
+            row[0].as<int64_t>(), m.lineage().dataset(), m.lineage().model_preset(),
+            static_cast<int>(m.particle()));
+  }
+  return absl::OkStatus();
+}
+
+// Version 8: enum values carry their enum's name as prefix (JOB_STATE_RUNNING, MODEL_STATUS_READY,
 // STATE_AVAILABLE); the stored names follow. Wire numbers are unchanged, so stored protobuf bytes
 // need nothing.
-constexpr const char* kV7 = R"sql(
+constexpr const char* kV8 = R"sql(
 UPDATE jobs SET state = 'JOB_STATE_' || state
   WHERE state IN ('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING', 'SUCCEEDED', 'FAILED', 'CANCELLING',
                   'CANCELLED');
@@ -313,7 +340,8 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {4, "worker credentials, job placements, server keys", kV4},
       {5, "job validation points", kV5},
       {6, "the BF16 physics guard's outcome per model version", kV6},
-      {7, "enum value names with their enum's prefix", kV7},
+      {7, "dataset, preset and particle of model versions as columns", kV7, &BackfillModelLineage},
+      {8, "enum value names with their enum's prefix", kV8},
   };
   return *kMigrations;
 }

@@ -4,12 +4,18 @@
 
 #include <vector>
 
+#include "absl/status/status.h"
+#include "storage/transaction.h"
+
 namespace gantry::storage {
 
 struct Migration {
   int version;              // 1, 2, ... without gaps
   const char* description;  // one line, recorded in schema_version
   const char* sql;          // executed as one script inside the migration transaction
+  // Optional: runs after `sql` in the same transaction, for data SQL cannot reach (values inside
+  // stored protobuf records). An error rolls the whole migration back.
+  absl::Status (*backfill)(Transaction& tx) = nullptr;
 };
 
 // Every migration this binary knows, in increasing version order.

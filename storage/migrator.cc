@@ -55,6 +55,13 @@ absl::StatusOr<int> Migrator::Apply(Database& db) {
     for (const Migration& m : EmbeddedMigrations()) {
       if (m.version <= current) continue;
       tx.work().exec(m.sql);
+      if (m.backfill != nullptr) {
+        absl::Status filled = m.backfill(tx);
+        if (!filled.ok()) {
+          return absl::Status(filled.code(), absl::StrCat("migration ", m.version, " (",
+                                                          m.description, "): ", filled.message()));
+        }
+      }
       tx.Exec("migrator_record",
               "INSERT INTO schema_version (version, description) VALUES ($1, $2)", m.version,
               m.description);

@@ -30,7 +30,9 @@ using gantry::v1::ModelVersion;
   "AND NOT EXISTS (SELECT 1 FROM jsonb_to_recordset($5::jsonb) AS f(name text, lo float8, " \
   "  hi float8) WHERE NOT EXISTS (SELECT 1 FROM model_metrics x WHERE x.model_id = m.id "   \
   "  AND x.name = f.name AND (f.lo IS NULL OR x.value >= f.lo) "                            \
-  "  AND (f.hi IS NULL OR x.value <= f.hi))) "
+  "  AND (f.hi IS NULL OR x.value <= f.hi))) "                                              \
+  "AND (cardinality($6::text[]) = 0 OR m.dataset = ANY($6::text[])) "                       \
+  "AND ($7 = '' OR m.model_preset = $7) AND ($8::integer = 0 OR m.particle = $8::integer) "
 
 // A parsed reference: [owner/]name:version or [owner/]name@alias.
 struct ModelRef {
@@ -91,6 +93,22 @@ absl::StatusOr<ModelVersion> ModelFromRow(const pqxx::row& row) {
 
 std::string IdArray(const std::vector<int64_t>& ids) {
   return absl::StrCat("{", absl::StrJoin(ids, ","), "}");
+}
+
+// A PostgreSQL text[] literal: {"a","b"}, each element quoted with " and \ escaped. An array
+// parameter (not a subquery) lets the planner see the values and use their index.
+std::string TextArray(const std::vector<std::string>& values) {
+  std::string out = "{";
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (i > 0) out += ',';
+    out += '"';
+    for (char c : values[i]) {
+      if (c == '"' || c == '\\') out += '\\';
+      out += c;
+    }
+    out += '"';
+  }
+  return out + "}";
 }
 
 // Fills tags, metrics and aliases of `models` (whose row ids are `ids`, same order).
@@ -223,16 +241,17 @@ absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model
     // Serialises version allocation per (owner, name); concurrent names proceed in parallel.
     tx.Exec("model_register_lock", "SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))",
             model.owner(), model.name());
-    pqxx::result r =
-        tx.Exec("model_register",
-                "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
-                "checkpoint_sha256, bf16_state, bf16_reason) "
-                "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_STATUS_READY', $4, $5, "
-                "$6, $7, $8 "
-                "FROM models WHERE owner = $1 AND name = $2 RETURNING id",
-                model.owner(), model.name(), gantry::v1::Visibility_Name(visibility),
-                sql::Bytes(record), sql::Bytes(histograms), model.checkpoint_sha256(),
-                gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason());
+    pqxx::result r = tx.Exec(
+        "model_register",
+        "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
+        "checkpoint_sha256, bf16_state, bf16_reason, dataset, model_preset, particle) "
+        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_STATUS_READY', $4, $5, $6, $7, $8, "
+        "$9, $10, $11 FROM models WHERE owner = $1 AND name = $2 RETURNING id",
+        model.owner(), model.name(), gantry::v1::Visibility_Name(visibility), sql::Bytes(record),
+        sql::Bytes(histograms), model.checkpoint_sha256(),
+        gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason(),
+        model.lineage().dataset(), model.lineage().model_preset(),
+        static_cast<int>(model.particle()));
     const int64_t id = r[0][0].as<int64_t>();
     tx.Exec("model_tags_insert",
             "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
@@ -298,26 +317,41 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
   }
   metric_json += "]";
   const std::string tags_json = sql::JsonObject(filter.tags);
+  const int particle = static_cast<int>(filter.particle);
 
   Page<ModelVersion> page;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     page = {};
+    // The dataset as given, and the ids of the viewer's datasets of that name (every owner's for
+    // the admin view), so the listing matches them through the models_dataset index.
+    std::vector<std::string> datasets;
+    if (!filter.dataset.empty()) {
+      datasets.push_back(filter.dataset);
+      for (const pqxx::row& row :
+           tx.Exec("model_list_dataset_ids",
+                   "SELECT id FROM datasets WHERE name = $1 AND ($2 = '' OR owner = $2)",
+                   filter.dataset, viewer)) {
+        datasets.push_back(row[0].as<std::string>());
+      }
+    }
+    const std::string datasets_array = TextArray(datasets);
     pqxx::result r;
     if (by_metric) {
       r = tx.Exec("model_list_by_metric",
                   "SELECT " MODEL_COLUMNS
                   ", om.value FROM models m JOIN model_metrics om "
-                  "ON om.model_id = m.id AND om.name = $8 WHERE " MODEL_LIST_WHERE
-                  "AND ($6::bigint = 0 OR (om.value, m.id) > ($9::float8, $6::bigint)) "
-                  "ORDER BY om.value, m.id LIMIT $7",
-                  viewer, filter.name, filter.include_archived, tags_json, metric_json, after_id,
-                  limit + 1, order_metric, after_value);
+                  "ON om.model_id = m.id AND om.name = $11 WHERE " MODEL_LIST_WHERE
+                  "AND ($9::bigint = 0 OR (om.value, m.id) > ($12::float8, $9::bigint)) "
+                  "ORDER BY om.value, m.id LIMIT $10",
+                  viewer, filter.name, filter.include_archived, tags_json, metric_json,
+                  datasets_array, filter.model_preset, particle, after_id, limit + 1, order_metric,
+                  after_value);
     } else {
       r = tx.Exec("model_list_by_created",
                   "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE
-                  "AND ($6::bigint = 0 OR m.id < $6) ORDER BY m.id DESC LIMIT $7",
-                  viewer, filter.name, filter.include_archived, tags_json, metric_json, after_id,
-                  limit + 1);
+                  "AND ($9::bigint = 0 OR m.id < $9) ORDER BY m.id DESC LIMIT $10",
+                  viewer, filter.name, filter.include_archived, tags_json, metric_json,
+                  datasets_array, filter.model_preset, particle, after_id, limit + 1);
     }
     std::vector<int64_t> ids;
     for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {
@@ -358,7 +392,7 @@ absl::StatusOr<ModelVersion> ModelRepository::SetAlias(const std::string& owner,
     if (r.empty()) {
       return absl::NotFoundError(absl::StrCat("model ", name, ":", version, " does not exist"));
     }
-    if (r[0][1].as<std::string>() == "MODEL_ARCHIVED") {
+    if (r[0][1].as<std::string>() == "MODEL_STATUS_ARCHIVED") {
       return absl::FailedPreconditionError(absl::StrCat(
           "model ", name, ":", version, " is archived; point the alias at a ready version"));
     }
@@ -427,6 +461,48 @@ absl::StatusOr<ModelVersion> ModelRepository::SetTags(const std::string& owner,
             "FROM jsonb_each_text($2::jsonb) "
             "ON CONFLICT (model_id, key) DO UPDATE SET value = EXCLUDED.value",
             id, sql::JsonObject(set));
+    ASSIGN_OR_RETURN(m, LoadById(tx, id, false));
+    return absl::OkStatus();
+  }));
+  return m;
+}
+
+absl::StatusOr<ModelVersion> ModelRepository::Update(const std::string& owner,
+                                                     const std::string& ref,
+                                                     const ModelUpdate& update) {
+  if (update.visibility.has_value() && *update.visibility != gantry::v1::VISIBILITY_PRIVATE &&
+      *update.visibility != gantry::v1::VISIBILITY_PUBLIC) {
+    return absl::InvalidArgumentError("visibility must be VISIBILITY_PRIVATE or VISIBILITY_PUBLIC");
+  }
+  ModelVersion m;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    ASSIGN_OR_RETURN(int64_t id, ResolveForChange(tx, owner, ref));
+    pqxx::result r = tx.Exec("model_update_read",
+                             "SELECT status, visibility, record FROM models WHERE id = $1", id);
+    if ((update.visibility.has_value() || update.tags.has_value()) &&
+        r[0][0].as<std::string>() == "MODEL_STATUS_ARCHIVED") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model ", ref,
+                       " is archived; its visibility and tags are kept for lineage, only its "
+                       "description may change"));
+    }
+    ModelVersion record;
+    RETURN_IF_ERROR(sql::ParseBytes(r[0][2], &record));
+    std::string visibility = r[0][1].as<std::string>();
+    if (update.description.has_value()) record.set_description(*update.description);
+    if (update.visibility.has_value()) {
+      record.set_visibility(*update.visibility);
+      visibility = gantry::v1::Visibility_Name(*update.visibility);
+    }
+    tx.Exec("model_update_write", "UPDATE models SET record = $2, visibility = $3 WHERE id = $1",
+            id, sql::Bytes(record), visibility);
+    if (update.tags.has_value()) {
+      tx.Exec("model_update_tags_clear", "DELETE FROM model_tags WHERE model_id = $1", id);
+      tx.Exec("model_update_tags_insert",
+              "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
+              "FROM jsonb_each_text($2::jsonb)",
+              id, sql::JsonObject(*update.tags));
+    }
     ASSIGN_OR_RETURN(m, LoadById(tx, id, false));
     return absl::OkStatus();
   }));

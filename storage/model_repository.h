@@ -3,6 +3,7 @@
 #define GANTRY_STORAGE_MODEL_REPOSITORY_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,19 @@ struct ModelFilter {
   // versions without that metric are left out. Anything else is INVALID_ARGUMENT.
   std::string order_by;
   bool include_archived = false;
+  // Lineage filters (empty / PARTICLE_UNSPECIFIED = any). `dataset` matches Lineage.dataset exactly
+  // (a "ds-" id, "toymc:..." or "file://..."), or names a dataset: the viewer's own dataset of that
+  // name (any owner's for the admin view) matches the versions trained on its id.
+  std::string dataset;
+  std::string model_preset;  // Lineage.model_preset
+  gantry::v1::Particle particle = gantry::v1::PARTICLE_UNSPECIFIED;
+};
+
+// What Update changes; members left unset are kept.
+struct ModelUpdate {
+  std::optional<std::string> description;
+  std::optional<gantry::v1::Visibility> visibility;        // PRIVATE or PUBLIC
+  std::optional<std::map<std::string, std::string>> tags;  // replaces every tag
 };
 
 // Thread-safe (stateless over a Database, which must outlive it).
@@ -71,6 +85,12 @@ class ModelRepository {
   absl::StatusOr<gantry::v1::ModelVersion> SetTags(const std::string& owner, const std::string& ref,
                                                    const std::map<std::string, std::string>& set,
                                                    const std::vector<std::string>& remove);
+
+  // Applies `update` to the referenced version (owner only, as SetTags) in one transaction and
+  // returns it. An archived version keeps its visibility and tags: changing either is
+  // FAILED_PRECONDITION; its description may change. An update that changes nothing succeeds.
+  absl::StatusOr<gantry::v1::ModelVersion> Update(const std::string& owner, const std::string& ref,
+                                                  const ModelUpdate& update);
 
   // The versions (every owner's, archived ones too) stored with each of `checkpoint_sha256s`, as
   // "owner/name:version", sorted; a checkpoint with none is absent. At most 1000 checkpoints

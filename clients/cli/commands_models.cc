@@ -1,4 +1,5 @@
-// `gantry models ...`: the model registry: list, show, plots, export, aliases, tags, archive.
+// `gantry models ...`: the model registry: list, show, plots, export, aliases, tags, update,
+// archive.
 #include <google/protobuf/struct.pb.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
@@ -74,6 +76,13 @@ absl::Status List(CommandContext& context) {
   RETURN_IF_ERROR(AddMetricFilters(context.args, "min-metric", false, &request));
   request.set_order_by(context.args.Get("order-by").value_or(""));
   request.set_include_archived(context.args.Has("include-archived"));
+  request.set_dataset(context.args.Get("dataset").value_or(""));
+  request.set_model_preset(context.args.Get("preset").value_or(""));
+  if (auto particle = context.args.Get("particle"); particle.has_value()) {
+    absl::StatusOr<v1::Particle> parsed = ParseParticle(*particle);
+    if (!parsed.ok()) return UsageError(absl::StrCat("--particle: ", parsed.status().message()));
+    request.set_particle(*parsed);
+  }
   ASSIGN_OR_RETURN(int limit, IntFlagOr(context.args, "limit", 50));
   if (limit < 0) return UsageError("--limit: must be >= 0 (0 = all)");
   std::vector<v1::ModelVersion> models;
@@ -363,6 +372,48 @@ absl::Status Tag(CommandContext& context) {
   return absl::OkStatus();
 }
 
+// The update mask holds the fields whose flags are given, in a fixed order.
+absl::Status Update(CommandContext& context) {
+  v1::UpdateModelRequest request;
+  request.set_model(context.args.Positional(0));
+  v1::ModelVersion* patch = request.mutable_model_version();
+  google::protobuf::FieldMask* mask = request.mutable_update_mask();
+  if (auto description = context.args.Get("description"); description.has_value()) {
+    patch->set_description(*description);
+    mask->add_paths("description");
+  }
+  if (auto visibility = context.args.Get("visibility"); visibility.has_value()) {
+    absl::StatusOr<v1::Visibility> parsed = ParseVisibility(*visibility);
+    if (!parsed.ok()) return UsageError(absl::StrCat("--visibility: ", parsed.status().message()));
+    patch->set_visibility(*parsed);
+    mask->add_paths("visibility");
+  }
+  if (auto tags = context.args.Get("tags"); tags.has_value()) {
+    // "a=1,b" -> {a: "1", b: ""}; "" removes every tag.
+    for (absl::string_view item : absl::StrSplit(*tags, ',', absl::SkipEmpty())) {
+      const size_t eq = item.find('=');
+      const std::string key(item.substr(0, eq));
+      if (key.empty()) {
+        return UsageError(absl::StrCat("--tags: '", item, "' has no key; write KEY or KEY=VALUE"));
+      }
+      (*patch->mutable_tags())[key] =
+          eq == absl::string_view::npos ? "" : std::string(item.substr(eq + 1));
+    }
+    mask->add_paths("tags");
+  }
+  if (mask->paths().empty()) {
+    return UsageError("give at least one of --description, --visibility, --tags");
+  }
+  v1::ModelVersion m;
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::UpdateModel, request, &m));
+  if (context.json) return PrintJson(context.out, m);
+  context.out << ModelRef(m) << " updated (" << absl::StrJoin(mask->paths(), ", ") << ")\n"
+              << "  description: " << m.description() << "\n"
+              << "  visibility:  " << VisibilityName(m.visibility()) << "\n"
+              << "  tags:        " << FormatLabels(m.tags()) << "\n";
+  return absl::OkStatus();
+}
+
 absl::Status Archive(CommandContext& context) {
   v1::ArchiveModelRequest request;
   request.set_model(context.args.Positional(0));
@@ -385,6 +436,11 @@ void AddModelCommands(std::vector<Command>* commands) {
         {"min-metric", "M=X", "only versions with metric M >= X", true},
         {"order-by", "KEY", "created_at (default) or metric:<name> (ascending)"},
         {"include-archived", "", "also list archived versions"},
+        {"dataset", "DS",
+         "only versions trained on this dataset: its ds- id or name, or a toymc:/file:// "
+         "reference"},
+        {"preset", "P", "only versions of this model preset, e.g. 3dgan-25"},
+        {"particle", "P", "only versions of this particle: electron, photon, pi0 or charged-pion"},
         {"limit", "N", "at most N versions (default 50; 0 = all)"}},
        List});
   commands->push_back({{"models", "get"},
@@ -447,6 +503,17 @@ void AddModelCommands(std::vector<Command>* commands) {
                         {"KEY=VALUE", "tags to add or overwrite", true, true}},
                        {{"remove", "KEY", "tag key to remove", true}},
                        Tag});
+  commands->push_back(
+      {{"models", "update"},
+       "Change a version's description, visibility or tags (owner only)",
+       "Changes only the fields whose flags are given (the update mask is built from them); at "
+       "least one is required. --tags replaces every tag of the version. An archived version "
+       "keeps its visibility and tags; its description may change.",
+       {{"MODEL", "name:version or name@alias"}},
+       {{"description", "TEXT", "new description (at most 1024 characters)"},
+        {"visibility", "V", "private or public"},
+        {"tags", "K=V,...", "the new tags, comma-separated KEY=VALUE or KEY; '' removes all"}},
+       Update});
   commands->push_back({{"models", "archive"},
                        "Archive a version (hidden from listings, no generation; kept for lineage)",
                        "",

@@ -1,5 +1,6 @@
 #include "server/requests/catalog_requests.h"
 
+#include <set>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -13,8 +14,25 @@ namespace v1 = ::gantry::v1;
 
 using checks::AllChars;
 using checks::CheckFinite;
+using checks::CheckParticle;
 using checks::Invalid;
 using checks::Sub;
+
+// ListModelsRequest.dataset: a "ds-" id, a "toymc:" or "file://" reference, or a dataset name.
+absl::Status ValidateDatasetFilter(const std::string& dataset) {
+  if (dataset.empty()) return absl::OkStatus();
+  if (absl::StartsWith(dataset, "ds-")) return ValidateId(dataset, "ds-", "dataset");
+  if (absl::StartsWith(dataset, "toymc:") || absl::StartsWith(dataset, "file://")) {
+    if (dataset.size() > 1024) return Invalid("dataset", "is longer than 1024 characters");
+    return absl::OkStatus();
+  }
+  if (dataset.size() > 128 || !AllChars(dataset, "._-")) {
+    return Invalid("dataset",
+                   "must be a dataset id (ds-...), a dataset name ([A-Za-z0-9._-]{1,128}) or a "
+                   "\"toymc:...\" or \"file://...\" reference as given to the job");
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -32,6 +50,12 @@ absl::Status ValidateListModels(const v1::ListModelsRequest& request) {
     if (m.has_max()) RETURN_IF_ERROR(CheckFinite(m.max(), Sub(f, "max")));
     if (m.has_min() && m.has_max() && m.max() < m.min()) return Invalid(f, "max is below min");
   }
+  RETURN_IF_ERROR(ValidateDatasetFilter(request.dataset()));
+  if (!request.model_preset().empty() &&
+      (request.model_preset().size() > 64 || !AllChars(request.model_preset(), "._-"))) {
+    return Invalid("model_preset", "must name a preset such as \"3dgan-25\" ([A-Za-z0-9._-])");
+  }
+  RETURN_IF_ERROR(CheckParticle(request.particle(), "particle"));
   const std::string& order = request.order_by();
   if (!order.empty() && order != "created_at") {
     const absl::string_view metric =
@@ -56,6 +80,40 @@ absl::Status ValidateSetTags(const v1::SetTagsRequest& request) {
       return Invalid(absl::StrCat("remove[", i, "]"), "must be a tag key of 1-63 characters");
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateUpdateModel(const v1::UpdateModelRequest& request) {
+  RETURN_IF_ERROR(ParseModelRef(request.model(), "model").status());
+  const auto& paths = request.update_mask().paths();
+  if (paths.empty()) {
+    return Invalid("update_mask",
+                   "is empty; name the fields to change: description, visibility, tags");
+  }
+  std::set<std::string> seen;
+  for (int i = 0; i < paths.size(); ++i) {
+    const std::string field = absl::StrCat("update_mask.paths[", i, "]");
+    const std::string& path = paths[i];
+    if (path != "description" && path != "visibility" && path != "tags") {
+      return Invalid(field, absl::StrCat("\"", path.substr(0, 64),
+                                         "\" cannot be updated; use description, visibility or "
+                                         "tags"));
+    }
+    if (!seen.insert(path).second) {
+      return Invalid(field, absl::StrCat("\"", path, "\" is given twice; name each field once"));
+    }
+  }
+  const v1::ModelVersion& patch = request.model_version();
+  if (seen.count("description")) {
+    RETURN_IF_ERROR(ValidateDescription(patch.description(), "model_version.description"));
+  }
+  if (seen.count("visibility") && patch.visibility() != v1::VISIBILITY_PRIVATE &&
+      patch.visibility() != v1::VISIBILITY_PUBLIC) {
+    return Invalid("model_version.visibility",
+                   absl::StrCat("is ", static_cast<int>(patch.visibility()),
+                                "; set VISIBILITY_PRIVATE or VISIBILITY_PUBLIC"));
+  }
+  if (seen.count("tags")) RETURN_IF_ERROR(ValidateLabels(patch.tags(), "model_version.tags"));
   return absl::OkStatus();
 }
 

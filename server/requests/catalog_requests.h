@@ -1,4 +1,5 @@
-// Catalog requests: the checks of CatalogService listings and tag updates.
+// Catalog requests: the checks of CatalogService listings, tag updates, UpdateModel and
+// ExportModel.
 #ifndef GANTRY_SERVER_REQUESTS_CATALOG_REQUESTS_H_
 #define GANTRY_SERVER_REQUESTS_CATALOG_REQUESTS_H_
 
@@ -12,6 +13,9 @@ namespace gantry::server {
 
 absl::Status ValidateListModels(const gantry::v1::ListModelsRequest& request);
 absl::Status ValidateSetTags(const gantry::v1::SetTagsRequest& request);
+// The reference, the update mask (paths "description", "visibility", "tags", each at most once, at
+// least one) and the values of the fields it names; fields outside the mask are not looked at.
+absl::Status ValidateUpdateModel(const gantry::v1::UpdateModelRequest& request);
 // The model reference ("name:version" or "name@alias") and the format (ONNX or PYTORCH; an
 // unspecified or unknown one is INVALID_ARGUMENT naming both).
 absl::Status ValidateExportModel(const gantry::v1::ExportModelRequest& request);

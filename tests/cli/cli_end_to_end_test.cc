@@ -17,6 +17,8 @@
 #include <regex>
 #include <sstream>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "gantry/v1/admin.pb.h"
 #include "gantry/v1/catalog.pb.h"
@@ -524,6 +526,82 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   EXPECT_THAT(archive.out, HasSubstr("archived"));
   EXPECT_EQ(Alice({"models", "list"}).out, "No models.\n");
   EXPECT_THAT(Alice({"models", "list", "--include-archived"}).out, HasSubstr("ele:1"));
+}
+
+TEST_F(CliEndToEndTest, ModelsUpdateAndListFilters) {
+  auto database = storage::Database::Create(db_.dsn(), 1);
+  ASSERT_TRUE(database.ok()) << database.status();
+  storage::ModelRepository models(**database);
+  for (const auto& [name, preset, particle] :
+       std::vector<std::tuple<std::string, std::string, v1::Particle>>{
+           {"ele", "3dgan-25", v1::PARTICLE_ELECTRON}, {"gam", "tiny", v1::PARTICLE_PHOTON}}) {
+    v1::ModelVersion model;
+    model.set_owner("alice");
+    model.set_name(name);
+    model.set_description("first words");
+    model.set_particle(particle);
+    model.mutable_lineage()->set_model_preset(preset);
+    model.mutable_lineage()->set_dataset("toymc:events=200,seed=" + name);
+    (*model.mutable_tags())["stage"] = "draft";
+    ASSERT_TRUE(models.Register(model).ok());
+  }
+
+  // The mask holds the fields whose flags are given.
+  CommandResult update = Alice({"models", "update", "ele:1", "--description", "electrons, final",
+                                "--visibility", "public", "--tags", "stage=prod,reviewed"});
+  ASSERT_EQ(update.exit_code, 0) << update.err;
+  EXPECT_THAT(update.out, HasSubstr("ele:1 updated (description, visibility, tags)"));
+  EXPECT_THAT(update.out, HasSubstr("visibility:  public"));
+  CommandResult only = Alice({"--json", "models", "update", "gam:1", "--visibility", "public"});
+  ASSERT_EQ(only.exit_code, 0) << only.err;
+  auto gam = ParseJson<v1::ModelVersion>(only.out);
+  EXPECT_EQ(gam.visibility(), v1::VISIBILITY_PUBLIC);
+  EXPECT_EQ(gam.description(), "first words");
+  EXPECT_EQ(gam.tags().at("stage"), "draft");
+  auto ele = ParseJson<v1::ModelVersion>(Alice({"--json", "models", "get", "ele:1"}).out);
+  EXPECT_EQ(ele.description(), "electrons, final");
+  EXPECT_EQ(ele.tags().size(), 2u);
+  EXPECT_EQ(ele.tags().at("stage"), "prod");
+  EXPECT_EQ(ele.tags().at("reviewed"), "");
+
+  CommandResult none = Alice({"models", "update", "ele:1"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_THAT(none.err, HasSubstr("give at least one of --description, --visibility, --tags"));
+  CommandResult bad_visibility = Alice({"models", "update", "ele:1", "--visibility", "secret"});
+  EXPECT_EQ(bad_visibility.exit_code, 2);
+  EXPECT_THAT(bad_visibility.err, HasSubstr("--visibility"));
+  CommandResult too_long =
+      Alice({"models", "update", "ele:1", "--description", std::string(1100, 'x')});
+  EXPECT_EQ(too_long.exit_code, 1);
+  EXPECT_THAT(too_long.err, StartsWith("gantry: INVALID_ARGUMENT: model_version.description: "));
+  EXPECT_THAT(too_long.err, HasSubstr("\n  field model_version.description: "));
+
+  // Filters, alone and combined.
+  const auto listed = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> args = {"--json", "models", "list"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CommandResult result = Alice(args);
+    EXPECT_EQ(result.exit_code, 0) << result.err;
+    const auto response = ParseJsonArray<v1::ListModelsResponse>("models", result.out);
+    std::vector<std::string> names;
+    for (const auto& m : response.models()) names.push_back(m.name());
+    return names;
+  };
+  EXPECT_EQ(listed({"--particle", "photon"}), std::vector<std::string>{"gam"});
+  EXPECT_EQ(listed({"--preset", "3dgan-25"}), std::vector<std::string>{"ele"});
+  EXPECT_EQ(listed({"--dataset", "toymc:events=200,seed=gam"}), std::vector<std::string>{"gam"});
+  EXPECT_EQ(listed({"--preset", "3dgan-25", "--particle", "photon"}), std::vector<std::string>{});
+  EXPECT_EQ(listed({"--particle", "electron", "--tag", "stage=prod"}),
+            std::vector<std::string>{"ele"});
+  CommandResult table = Alice({"models", "list", "--particle", "electron"});
+  EXPECT_THAT(table.out, HasSubstr("ele:1"));
+  EXPECT_THAT(table.out, ::testing::Not(HasSubstr("gam:1")));
+  CommandResult bad_particle = Alice({"models", "list", "--particle", "muon"});
+  EXPECT_EQ(bad_particle.exit_code, 2);
+  EXPECT_THAT(bad_particle.err, HasSubstr("--particle: unknown particle 'muon'"));
+  CommandResult bad_dataset = Alice({"models", "list", "--dataset", "no such"});
+  EXPECT_EQ(bad_dataset.exit_code, 1);
+  EXPECT_THAT(bad_dataset.err, StartsWith("gantry: INVALID_ARGUMENT: dataset: "));
 }
 
 // A validation histogram as a finished job stores it (storage is used only to prepare the state).

@@ -214,6 +214,19 @@ class ClientE2eTest(unittest.TestCase):
         version = self.client.model(self.model_ref)
         self.assertEqual(version.lineage.model_preset, "tiny")
         self.assertAlmostEqual(version.energy_range_gev.min, 20, delta=1)
+        refs = lambda models: [f"{m.name}:{m.version}" for m in models]
+        self.assertEqual(refs(self.client.models(dataset=TINY_SPEC["dataset"], model_preset="tiny",
+                                                 particle="Ele")), [self.model_ref])
+        self.assertEqual(self.client.models(model_preset="3dgan-51"), [])
+
+        updated = self.client.update_model(self.model_ref, description="python client",
+                                           tags={"stage": "final"})
+        self.assertEqual(updated.description, "python client")
+        self.assertEqual(dict(updated.tags), {"stage": "final"})
+        self.assertEqual(refs(self.client.models(tags={"stage": "final"})), [self.model_ref])
+        with self.assertRaises(gantry_client.errors.InvalidArgument) as bad:
+            self.client.update_model(self.model_ref, description="x" * 1025)
+        self.assertEqual(bad.exception.field_violations[0].field, "model_version.description")
 
     def test_5_generate(self):
         self.assertTrue(self.model_ref, "test_3 registers the model")

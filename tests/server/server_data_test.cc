@@ -6,12 +6,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "base/grpc_status.h"
 #include "base/sha256.h"
+#include "base/status_details.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
 #include "storage/database.h"
@@ -105,9 +108,10 @@ class ServerDataTest : public ServerFixture {
     return reader->Finish();
   }
 
-  // Registers a model version directly in storage (what issue 4's jobs will do).
+  // Registers a model version directly in storage (what a job does when it succeeds).
   v1::ModelVersion Register(const std::string& owner, const std::string& name, double fom,
-                            v1::Visibility visibility) {
+                            v1::Visibility visibility,
+                            const std::function<void(v1::ModelVersion&)>& edit = nullptr) {
     if (db_conn_ == nullptr) {
       auto db = storage::Database::Create(db_.dsn(), 2);
       EXPECT_TRUE(db.ok()) << db.status();
@@ -126,6 +130,7 @@ class ServerDataTest : public ServerFixture {
     m.mutable_energy_range_gev()->set_max(500);
     m.set_checkpoint_sha256(std::string(64, 'a'));
     m.mutable_lineage()->set_model_preset("3dgan-25");
+    if (edit) edit(m);
     absl::StatusOr<v1::ModelVersion> registered = models_->Register(m);
     EXPECT_TRUE(registered.ok()) << registered.status();
     return registered.ok() ? *registered : v1::ModelVersion();
@@ -381,6 +386,189 @@ TEST_F(ServerDataTest, CatalogListsResolvesAliasesTagsAndArchivesWithTenantVisib
   refs.clear();
   for (const auto& m : listed.models()) refs.insert(m.name() + ":" + std::to_string(m.version()));
   EXPECT_EQ(refs, (std::set<std::string>{"shared:1", "bobs:1"}));
+}
+
+// Expects INVALID_ARGUMENT whose one google.rpc.BadRequest violation is `field` and whose message
+// names it and `mention`.
+void ExpectFieldError(const grpc::Status& s, const std::string& field, const std::string& mention) {
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+  EXPECT_EQ(s.error_message().rfind(field + ": ", 0), 0u) << s.error_message();
+  EXPECT_NE(s.error_message().find(mention), std::string::npos) << s.error_message();
+  const StatusDetails details = GetStatusDetails(FromGrpcStatus(s));
+  ASSERT_EQ(details.field_violations.size(), 1u) << Describe(s);
+  EXPECT_EQ(details.field_violations[0].field, field);
+  EXPECT_EQ(details.reason, "INVALID_FIELD");
+}
+
+TEST_F(ServerDataTest, UpdateModelChangesTheMaskedFieldsForTheOwnerOnly) {
+  const std::string alice = NewTenant("alice");
+  const std::string bob = NewTenant("bob");
+  Register("alice", "calo", 0.5, v1::VISIBILITY_PRIVATE);
+  Register("alice", "calo", 0.3, v1::VISIBILITY_PRIVATE);
+  Register("alice", "shared", 0.4, v1::VISIBILITY_PUBLIC);
+  auto update = [&](const std::string& token, const std::string& model,
+                    const std::vector<std::string>& paths,
+                    const std::function<void(v1::ModelVersion&)>& set, v1::ModelVersion* out) {
+    v1::UpdateModelRequest request;
+    request.set_model(model);
+    for (const std::string& path : paths) request.mutable_update_mask()->add_paths(path);
+    if (set) set(*request.mutable_model_version());
+    return catalog_->UpdateModel(Ctx(token).get(), request, out);
+  };
+  const auto everything = [](v1::ModelVersion& m) {
+    m.set_description("calorimeter GAN, final");
+    m.set_visibility(v1::VISIBILITY_PUBLIC);
+    (*m.mutable_tags())["stage"] = "final";
+    m.set_name("ignored");  // outside the mask
+  };
+
+  // Only the masked field changes.
+  v1::ModelVersion model;
+  grpc::Status s = update(alice, "calo:2", {"description"}, everything, &model);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(model.name(), "calo");
+  EXPECT_EQ(model.description(), "calorimeter GAN, final");
+  EXPECT_EQ(model.visibility(), v1::VISIBILITY_PRIVATE);
+  EXPECT_EQ(model.tags().at("detector"), "ecal");
+  // Visibility and tags (the whole map), by alias too; Bob can then read it.
+  v1::SetAliasRequest alias;
+  alias.set_name("calo");
+  alias.set_alias("champion");
+  alias.set_version(2);
+  ASSERT_TRUE(catalog_->SetAlias(Ctx(alice).get(), alias, &model).ok());
+  s = update(alice, "calo@champion", {"visibility", "tags"}, everything, &model);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(model.version(), 2);
+  EXPECT_EQ(model.visibility(), v1::VISIBILITY_PUBLIC);
+  EXPECT_EQ(model.tags().size(), 1u);
+  EXPECT_EQ(model.tags().at("stage"), "final");
+  v1::GetModelRequest get;
+  get.set_model("alice/calo:2");
+  s = catalog_->GetModel(Ctx(bob).get(), get, &model);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(model.description(), "calorimeter GAN, final");
+
+  // The owner rule: another tenant's private version does not exist for Bob, a public one is not
+  // his to change; nothing changed.
+  s = update(bob, "alice/calo:1", {"description"}, everything, &model);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+  s = update(bob, "alice/shared:1", {"description"}, everything, &model);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  s = update(alice, "calo:9", {"description"}, everything, &model);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+  get.set_model("shared:1");
+  ASSERT_TRUE(catalog_->GetModel(Ctx(alice).get(), get, &model).ok());
+  EXPECT_EQ(model.description(), "test model");
+
+  // Bad masks and values, each naming the field; nothing is stored.
+  s = update(alice, "calo:1", {}, everything, &model);
+  ExpectFieldError(s, "update_mask", "description, visibility, tags");
+  s = update(alice, "calo:1", {"description", "lineage"}, everything, &model);
+  ExpectFieldError(s, "update_mask.paths[1]", "\"lineage\" cannot be updated");
+  s = update(alice, "calo:1", {"*"}, everything, &model);
+  ExpectFieldError(s, "update_mask.paths[0]", "\"*\"");
+  s = update(alice, "calo:1", {"tags", "description", "tags"}, everything, &model);
+  ExpectFieldError(s, "update_mask.paths[2]", "given twice");
+  s = update(
+      alice, "calo:1", {"description"},
+      [](v1::ModelVersion& m) { m.set_description(std::string(1025, 'x')); }, &model);
+  ExpectFieldError(s, "model_version.description", "1024");
+  s = update(alice, "calo:1", {"visibility"}, nullptr, &model);
+  ExpectFieldError(s, "model_version.visibility", "VISIBILITY_PUBLIC");
+  s = update(
+      alice, "calo:1", {"tags"}, [](v1::ModelVersion& m) { (*m.mutable_tags())["bad key!"] = "x"; },
+      &model);
+  ExpectFieldError(s, "model_version.tags", "bad key!");
+  s = update(alice, "calo", {"description"}, everything, &model);
+  ExpectFieldError(s, "model", "name:version");
+  get.set_model("calo:1");
+  ASSERT_TRUE(catalog_->GetModel(Ctx(alice).get(), get, &model).ok());
+  EXPECT_EQ(model.description(), "test model");
+  EXPECT_EQ(model.tags().at("detector"), "ecal");
+
+  // Archived: the description may change, visibility and tags may not.
+  v1::ArchiveModelRequest archive;
+  archive.set_model("calo:1");
+  ASSERT_TRUE(catalog_->ArchiveModel(Ctx(alice).get(), archive, &model).ok());
+  s = update(alice, "calo:1", {"description"}, everything, &model);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(model.status(), v1::MODEL_STATUS_ARCHIVED);
+  EXPECT_EQ(model.description(), "calorimeter GAN, final");
+  for (const char* path : {"visibility", "tags"}) {
+    s = update(alice, "calo:1", {path}, everything, &model);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << path << Describe(s);
+    EXPECT_NE(s.error_message().find("archived"), std::string::npos) << s.error_message();
+  }
+  EXPECT_EQ(HealthStatus(), 1);
+}
+
+TEST_F(ServerDataTest, ListModelsFiltersByDatasetPresetAndParticle) {
+  const std::string alice = NewTenant("alice");
+  v1::Dataset uploaded;
+  const std::string path = WriteShowerFile("ele.h5", 20);
+  const std::string bytes = ReadFile(path);
+  grpc::Status s = Upload(alice, "electrons", "ele.h5", bytes, gantry::Sha256Hex(bytes), &uploaded);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  const auto trained_on = [](const std::string& dataset, const std::string& preset,
+                             v1::Particle particle) {
+    return [=](v1::ModelVersion& m) {
+      m.mutable_lineage()->set_dataset(dataset);
+      m.mutable_lineage()->set_model_preset(preset);
+      m.set_particle(particle);
+    };
+  };
+  Register("alice", "a", 0.5, v1::VISIBILITY_PRIVATE,
+           trained_on(uploaded.id(), "3dgan-25", v1::PARTICLE_ELECTRON));
+  Register("alice", "b", 0.2, v1::VISIBILITY_PRIVATE,
+           trained_on(uploaded.id(), "tiny", v1::PARTICLE_ELECTRON));
+  Register("alice", "c", 0.1, v1::VISIBILITY_PRIVATE,
+           trained_on("toymc:layout=25,events=100", "tiny", v1::PARTICLE_PHOTON));
+
+  const auto names = [&](const v1::ListModelsRequest& request) {
+    v1::ListModelsResponse listed;
+    const grpc::Status status = catalog_->ListModels(Ctx(alice).get(), request, &listed);
+    EXPECT_TRUE(status.ok()) << Describe(status);
+    std::vector<std::string> out;
+    for (const auto& m : listed.models()) out.push_back(m.name());
+    return out;
+  };
+  v1::ListModelsRequest list;
+  list.set_dataset("electrons");
+  EXPECT_EQ(names(list), (std::vector<std::string>{"b", "a"}));
+  list.set_dataset(uploaded.id());
+  EXPECT_EQ(names(list), (std::vector<std::string>{"b", "a"}));
+  list.set_model_preset("tiny");
+  EXPECT_EQ(names(list), (std::vector<std::string>{"b"}));
+  list.Clear();
+  list.set_particle(v1::PARTICLE_PHOTON);
+  EXPECT_EQ(names(list), (std::vector<std::string>{"c"}));
+  list.set_particle(v1::PARTICLE_ELECTRON);
+  list.set_order_by("metric:fom");
+  list.mutable_page()->set_page_size(1);
+  v1::ListModelsResponse listed;
+  ASSERT_TRUE(catalog_->ListModels(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.models_size(), 1);
+  EXPECT_EQ(listed.models(0).name(), "b");
+  list.mutable_page()->set_page_token(listed.next_page_token());
+  ASSERT_TRUE(catalog_->ListModels(Ctx(alice).get(), list, &listed).ok());
+  ASSERT_EQ(listed.models_size(), 1);
+  EXPECT_EQ(listed.models(0).name(), "a");
+  EXPECT_TRUE(listed.next_page_token().empty());
+
+  // Bad filters name the field.
+  list.Clear();
+  list.set_dataset("no/such name");
+  s = catalog_->ListModels(Ctx(alice).get(), list, &listed);
+  ExpectFieldError(s, "dataset", "dataset name");
+  list.Clear();
+  list.set_dataset("ds-!");
+  ExpectFieldError(catalog_->ListModels(Ctx(alice).get(), list, &listed), "dataset", "ds-");
+  list.Clear();
+  list.set_model_preset("3dgan 25");
+  ExpectFieldError(catalog_->ListModels(Ctx(alice).get(), list, &listed), "model_preset", "preset");
+  list.Clear();
+  list.set_particle(static_cast<v1::Particle>(99));
+  ExpectFieldError(catalog_->ListModels(Ctx(alice).get(), list, &listed), "particle", "99");
 }
 
 TEST_F(ServerDataTest, GenerateChecksTheRequestAgainstTheModelBeforeLookingForAWorker) {

@@ -9,6 +9,7 @@
 #include "base/grpc_status.h"
 #include "base/status_details.h"
 #include "server/auth.h"
+#include "server/requests/catalog_requests.h"
 #include "server/requests/dataset_requests.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/generation_requests.h"
@@ -212,6 +213,54 @@ TEST(ValidationTest, NamesAliasesAndIds) {
   EXPECT_TRUE(ValidateId("job-1234-abcd", "job-", "job_id").ok());
   ExpectInvalid(ValidateId("job-12;drop", "job-", "job_id"), "job_id");
   ExpectInvalid(ValidateId("ds-1", "job-", "job_id"), "job_id");
+}
+
+TEST(ValidationTest, UpdateModelMasksAndListModelsFilters) {
+  v1::UpdateModelRequest update;
+  update.set_model("calo:2");
+  ExpectInvalid(ValidateUpdateModel(update), "update_mask");
+  for (const char* path : {"description", "visibility", "tags"}) {
+    update.mutable_update_mask()->add_paths(path);
+  }
+  update.mutable_model_version()->set_visibility(v1::VISIBILITY_PUBLIC);
+  EXPECT_TRUE(ValidateUpdateModel(update).ok()) << ValidateUpdateModel(update);
+  update.mutable_model_version()->set_visibility(v1::VISIBILITY_UNSPECIFIED);
+  ExpectInvalid(ValidateUpdateModel(update), "model_version.visibility");
+  update.mutable_model_version()->set_visibility(v1::VISIBILITY_PRIVATE);
+  update.mutable_model_version()->set_description(std::string(1025, 'd'));
+  ExpectInvalid(ValidateUpdateModel(update), "model_version.description");
+  update.mutable_update_mask()->set_paths(0, "name");  // the description is no longer read
+  ExpectInvalid(ValidateUpdateModel(update), "update_mask.paths[0]");
+  update.mutable_update_mask()->set_paths(0, "tags");
+  ExpectInvalid(ValidateUpdateModel(update), "update_mask.paths[2]");
+  update.mutable_update_mask()->set_paths(0, "description");
+  (*update.mutable_model_version()->mutable_tags())[""] = "empty key";
+  update.mutable_model_version()->clear_description();
+  ExpectInvalid(ValidateUpdateModel(update), "model_version.tags");
+  update.set_model("calo");
+  ExpectInvalid(ValidateUpdateModel(update), "model");
+
+  v1::ListModelsRequest list;
+  for (const char* dataset :
+       {"ds-0a1b", "electrons_2024.v1", "toymc:layout=25,events=100", "file:///data/Ele_1.h5"}) {
+    list.set_dataset(dataset);
+    EXPECT_TRUE(ValidateListModels(list).ok()) << dataset << ValidateListModels(list);
+  }
+  for (const char* dataset : {"ds-", "ds-a/b", "two words", "../x"}) {
+    list.set_dataset(dataset);
+    ExpectInvalid(ValidateListModels(list), "dataset");
+  }
+  list.set_dataset(std::string(129, 'n'));
+  ExpectInvalid(ValidateListModels(list), "dataset");
+  list.clear_dataset();
+  list.set_model_preset("3dgan-51");
+  list.set_particle(v1::PARTICLE_CHARGED_PION);
+  EXPECT_TRUE(ValidateListModels(list).ok());
+  list.set_model_preset("3dgan 51");
+  ExpectInvalid(ValidateListModels(list), "model_preset");
+  list.clear_model_preset();
+  list.set_particle(static_cast<v1::Particle>(42));
+  ExpectInvalid(ValidateListModels(list), "particle");
 }
 
 TEST(StatusMappingTest, CodesAndMessagesPassThrough) {

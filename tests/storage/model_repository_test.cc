@@ -8,6 +8,8 @@
 #include <set>
 #include <thread>
 
+#include "storage/migrations.h"
+#include "storage/transaction.h"
 #include "tests/storage/storage_fixture.h"
 
 namespace gantry::storage {
@@ -317,6 +319,189 @@ TEST_F(ModelRepositoryTest, MetricFiltersAndOrdering) {
   ASSERT_TRUE(none.ok()) << none.status();
   EXPECT_TRUE(none->items.empty());
   EXPECT_EQ(test_db_.Query("SELECT count(*) FROM models"), "6\n");
+}
+
+TEST_F(ModelRepositoryTest, UpdateChangesOnlyWhatItNamesAndOnlyForTheOwner) {
+  ModelRepository models(*db_);
+  ModelVersion registered = Model("alice", "ele");
+  (*registered.mutable_tags())["stage"] = "draft";
+  ASSERT_TRUE(models.Register(registered).ok());
+
+  ModelUpdate description;
+  description.description = "better words";
+  auto updated = models.Update("alice", "ele:1", description);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->description(), "better words");
+  EXPECT_EQ(updated->visibility(), gantry::v1::VISIBILITY_PRIVATE);
+  EXPECT_EQ(updated->tags().at("stage"), "draft");
+  EXPECT_EQ(updated->lineage().model_preset(), "tiny");  // the rest of the record is kept
+
+  // Bob cannot see the private version, nor change it.
+  EXPECT_EQ(models.Update("bob", "alice/ele:1", description).status().code(),
+            absl::StatusCode::kNotFound);
+
+  ModelUpdate publish;
+  publish.visibility = gantry::v1::VISIBILITY_PUBLIC;
+  publish.tags = std::map<std::string, std::string>{{"detector", "ecal"}, {"stage", "final"}};
+  updated = models.Update("alice", "ele:1", publish);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->visibility(), gantry::v1::VISIBILITY_PUBLIC);
+  EXPECT_EQ(updated->tags().size(), 2u);
+  EXPECT_EQ(updated->tags().at("stage"), "final");
+  EXPECT_EQ(updated->description(), "better words");
+  auto seen_by_bob = models.Resolve("bob", "ele:1");
+  ASSERT_TRUE(seen_by_bob.ok()) << seen_by_bob.status();
+  EXPECT_EQ(seen_by_bob->visibility(), gantry::v1::VISIBILITY_PUBLIC);
+  EXPECT_EQ(seen_by_bob->description(), "better words");
+  // Public now: Bob sees it but may not change it.
+  EXPECT_EQ(models.Update("bob", "alice/ele:1", description).status().code(),
+            absl::StatusCode::kPermissionDenied);
+  // Listed by the new tags, not the old ones.
+  ModelFilter by_tag;
+  by_tag.tags = {{"stage", "final"}};
+  EXPECT_EQ(Refs(models.List("bob", by_tag, 0, "")->items),
+            (std::vector<std::string>{"alice/ele:1"}));
+  by_tag.tags = {{"stage", "draft"}};
+  EXPECT_TRUE(models.List("alice", by_tag, 0, "")->items.empty());
+
+  ModelUpdate bad;
+  bad.visibility = gantry::v1::VISIBILITY_UNSPECIFIED;
+  EXPECT_EQ(models.Update("alice", "ele:1", bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  // Archived: the description may change, visibility and tags may not, and a refused update
+  // changes nothing.
+  ASSERT_TRUE(models.Archive("alice", "ele:1").ok());
+  description.description = "archived: superseded by ele:2";
+  updated = models.Update("alice", "ele:1", description);
+  ASSERT_TRUE(updated.ok()) << updated.status();
+  EXPECT_EQ(updated->status(), gantry::v1::MODEL_STATUS_ARCHIVED);
+  EXPECT_EQ(updated->description(), "archived: superseded by ele:2");
+  ModelUpdate both = publish;
+  both.description = "not applied";
+  both.visibility = gantry::v1::VISIBILITY_PRIVATE;
+  EXPECT_EQ(models.Update("alice", "ele:1", both).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  ModelUpdate tags_only;
+  tags_only.tags = std::map<std::string, std::string>{};
+  EXPECT_EQ(models.Update("alice", "ele:1", tags_only).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  auto after = models.Resolve("alice", "ele:1");
+  ASSERT_TRUE(after.ok());
+  EXPECT_EQ(after->description(), "archived: superseded by ele:2");
+  EXPECT_EQ(after->visibility(), gantry::v1::VISIBILITY_PUBLIC);
+  EXPECT_EQ(after->tags().size(), 2u);
+  EXPECT_EQ(models.Update("alice", "ele:9", description).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(ModelRepositoryTest, ListFiltersByDatasetPresetAndParticleWithTheOtherFilters) {
+  // Alice's uploaded dataset "electrons" is ds-e1; bob has a dataset of the same name.
+  test_db_.Query(
+      "INSERT INTO datasets (id, owner, name, sha256, record) VALUES "
+      "('ds-e1', 'alice', 'electrons', 'x', ''), ('ds-b1', 'bob', 'electrons', 'y', '')");
+  ModelRepository models(*db_);
+  auto add = [&](const std::string& owner, const std::string& dataset, const std::string& preset,
+                 gantry::v1::Particle particle, double fom,
+                 gantry::v1::Visibility visibility = gantry::v1::VISIBILITY_PRIVATE) {
+    ModelVersion m = Model(owner, "m", {{"fom", fom}}, visibility);
+    m.mutable_lineage()->set_dataset(dataset);
+    m.mutable_lineage()->set_model_preset(preset);
+    m.set_particle(particle);
+    ASSERT_TRUE(models.Register(m).ok());
+  };
+  using gantry::v1::PARTICLE_ELECTRON;
+  using gantry::v1::PARTICLE_PHOTON;
+  add("alice", "ds-e1", "3dgan-25", PARTICLE_ELECTRON, 0.5);              // alice/m:1
+  add("alice", "ds-e1", "tiny", PARTICLE_ELECTRON, 0.2);                  // alice/m:2
+  add("alice", "toymc:events=100,seed=3", "tiny", PARTICLE_PHOTON, 0.1);  // alice/m:3
+  add("alice", "ds-e1", "3dgan-25", PARTICLE_ELECTRON, 0.4);              // alice/m:4
+  add("bob", "ds-b1", "3dgan-25", PARTICLE_ELECTRON, 0.3, gantry::v1::VISIBILITY_PUBLIC);
+  ASSERT_TRUE(models.Archive("alice", "m:4").ok());
+
+  auto list = [&](const std::string& viewer, const ModelFilter& f) {
+    auto page = models.List(viewer, f, 0, "");
+    EXPECT_TRUE(page.ok()) << page.status();
+    return page.ok() ? Refs(page->items) : std::vector<std::string>{};
+  };
+  ModelFilter by_id;
+  by_id.dataset = "ds-e1";
+  EXPECT_EQ(list("alice", by_id), (std::vector<std::string>{"alice/m:2", "alice/m:1"}));
+  by_id.include_archived = true;
+  EXPECT_EQ(list("alice", by_id),
+            (std::vector<std::string>{"alice/m:4", "alice/m:2", "alice/m:1"}));
+  // By name: the viewer's own dataset of that name; bob's "electrons" is another dataset.
+  ModelFilter by_name;
+  by_name.dataset = "electrons";
+  EXPECT_EQ(list("alice", by_name), (std::vector<std::string>{"alice/m:2", "alice/m:1"}));
+  EXPECT_EQ(list("bob", by_name), (std::vector<std::string>{"bob/m:1"}));
+  EXPECT_EQ(list("", by_name).size(), 3u);  // the admin view: every owner's "electrons"
+  ModelFilter toymc;
+  toymc.dataset = "toymc:events=100,seed=3";
+  EXPECT_EQ(list("alice", toymc), (std::vector<std::string>{"alice/m:3"}));
+  // References with the characters an array literal must escape.
+  const std::string odd = R"(file:///data/a "b",{c}\d.h5)";
+  add("alice", odd, "tiny", PARTICLE_PHOTON, 0.6);  // alice/m:5
+  ModelFilter odd_ref;
+  odd_ref.dataset = odd;
+  EXPECT_EQ(list("alice", odd_ref), (std::vector<std::string>{"alice/m:5"}));
+  ASSERT_TRUE(models.Archive("alice", "m:5").ok());
+  ModelFilter unknown;
+  unknown.dataset = "no-such-dataset";
+  EXPECT_TRUE(list("alice", unknown).empty());
+
+  ModelFilter preset;
+  preset.model_preset = "3dgan-25";
+  EXPECT_EQ(list("alice", preset), (std::vector<std::string>{"bob/m:1", "alice/m:1"}));
+  ModelFilter photon;
+  photon.particle = PARTICLE_PHOTON;
+  EXPECT_EQ(list("alice", photon), (std::vector<std::string>{"alice/m:3"}));
+
+  // Combined with each other, the name, tags, metric thresholds and the metric ordering, paged.
+  ModelFilter combined;
+  combined.dataset = "electrons";
+  combined.particle = PARTICLE_ELECTRON;
+  combined.name = "m";
+  combined.tags = {};
+  gantry::v1::MetricFilter fom;
+  fom.set_metric("fom");
+  fom.set_max(0.45);
+  combined.metric_filters = {fom};
+  combined.include_archived = true;
+  combined.order_by = "metric:fom";
+  EXPECT_EQ(list("alice", combined), (std::vector<std::string>{"alice/m:2", "alice/m:4"}));
+  std::vector<std::string> paged;
+  std::string token;
+  for (int i = 0; i < 5; ++i) {
+    auto page = models.List("alice", combined, 1, token);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const auto& r : Refs(page->items)) paged.push_back(r);
+    token = page->next_page_token;
+    if (token.empty()) break;
+  }
+  EXPECT_EQ(paged, (std::vector<std::string>{"alice/m:2", "alice/m:4"}));
+  combined.model_preset = "tiny";
+  EXPECT_EQ(list("alice", combined), (std::vector<std::string>{"alice/m:2"}));
+}
+
+TEST_F(ModelRepositoryTest, TheLineageColumnsOfExistingVersionsAreFilledFromTheirRecords) {
+  ModelRepository models(*db_);
+  ModelVersion m = Model("alice", "old");
+  m.mutable_lineage()->set_dataset("ds-old");
+  m.set_particle(gantry::v1::PARTICLE_PI0);
+  ASSERT_TRUE(models.Register(m).ok());
+  ASSERT_TRUE(models.Register(Model("alice", "bare")).ok());
+  // As a version stored before the columns existed.
+  test_db_.Query("UPDATE models SET dataset = '', model_preset = '', particle = 0");
+  const Migration* columns = nullptr;
+  for (const Migration& migration : EmbeddedMigrations()) {
+    if (migration.version == 7) columns = &migration;
+  }
+  ASSERT_NE(columns, nullptr);
+  ASSERT_NE(columns->backfill, nullptr);
+  ASSERT_TRUE(db_->Transact([&](Transaction& tx) { return columns->backfill(tx); }).ok());
+  EXPECT_EQ(test_db_.Query("SELECT name, dataset, model_preset, particle FROM models ORDER BY id"),
+            "old\tds-old\ttiny\t3\nbare\t\ttiny\t0\n");
 }
 
 }  // namespace

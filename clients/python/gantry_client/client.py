@@ -124,6 +124,7 @@ _PRECISIONS = {"fp32": generation_pb2.PRECISION_FP32, "bf16": generation_pb2.PRE
 _PARTICLES = {"Ele": common_pb2.PARTICLE_ELECTRON, "Gamma": common_pb2.PARTICLE_PHOTON,
               "Pi0": common_pb2.PARTICLE_PI0, "ChPi": common_pb2.PARTICLE_CHARGED_PION}
 _PARTICLE_NAMES = {v: k for k, v in _PARTICLES.items()}
+_VISIBILITIES = {"private": common_pb2.VISIBILITY_PRIVATE, "public": common_pb2.VISIBILITY_PUBLIC}
 # By name suffix, so the set holds whatever prefix the JobState values carry.
 _TERMINAL_STATES = frozenset(v.number for v in training_pb2.JobState.DESCRIPTOR.values
                              if v.name.endswith(("SUCCEEDED", "FAILED", "CANCELLED")))
@@ -178,18 +179,26 @@ class Client:
     def models(self, name: str = "", tags: Optional[Mapping[str, str]] = None, *,
                order_by: str = "", include_archived: bool = False,
                metric_max: Optional[Mapping[str, float]] = None,
+               dataset: str = "", model_preset: str = "", particle: str = "",
                limit: int = 10000) -> List[catalog_pb2.ModelVersion]:
         """The model versions the caller can see (own and public), newest first unless `order_by`
         ("created_at" or "metric:<name>", ascending). `name` exact; `tags` must all match;
-        `metric_max` keeps versions whose metric is <= the value. Follows pages up to `limit`.
+        `metric_max` keeps versions whose metric is <= the value; `dataset` (a "ds-" id, the name
+        of one of your datasets, or a "toymc:"/"file://" reference as the job gave it),
+        `model_preset` ("3dgan-25", ...) and `particle` ("Ele", "Gamma", "Pi0", "ChPi") keep the
+        versions trained on them. Follows pages up to `limit`.
 
-            for m in client.models(name="ele-25", metric_max={"fom": 0.2}):
+            for m in client.models(dataset="ele-2024", particle="Ele", metric_max={"fom": 0.2}):
                 print(f"{m.name}:{m.version}", m.metrics["fom"])
         """
+        if particle and particle not in _PARTICLES:
+            raise ValueError(f"particle {particle!r}: use one of {sorted(_PARTICLES)}")
         request = catalog_pb2.ListModelsRequest(
             name=name, tags=dict(tags or {}), order_by=order_by, include_archived=include_archived,
             metric_filters=[catalog_pb2.MetricFilter(metric=k, max=v)
-                            for k, v in (metric_max or {}).items()])
+                            for k, v in (metric_max or {}).items()],
+            dataset=dataset, model_preset=model_preset,
+            particle=_PARTICLES[particle] if particle else common_pb2.PARTICLE_UNSPECIFIED)
         found: List[catalog_pb2.ModelVersion] = []
         while len(found) < limit:
             request.page.page_size = min(100, limit - len(found))
@@ -199,6 +208,35 @@ class Client:
                 break
             request.page.page_token = response.next_page_token
         return found[:limit]
+
+    def update_model(self, ref: str, *, description: Optional[str] = None,
+                     visibility: Optional[str] = None,
+                     tags: Optional[Mapping[str, str]] = None) -> catalog_pb2.ModelVersion:
+        """Changes the description, visibility ("private" or "public") or tags (the whole map is
+        replaced; {} removes every tag) of the version `ref` (owner only) and returns it. Only
+        the arguments given are sent in the update mask; at least one is required. An archived
+        version keeps its visibility and tags (FailedPrecondition); its description may change.
+
+            client.update_model("ele-25:3", description="final", visibility="public")
+        """
+        patch = catalog_pb2.ModelVersion()
+        paths: List[str] = []
+        if description is not None:
+            patch.description = description
+            paths.append("description")
+        if visibility is not None:
+            if visibility not in _VISIBILITIES:
+                raise ValueError(f"visibility {visibility!r}: use one of {sorted(_VISIBILITIES)}")
+            patch.visibility = _VISIBILITIES[visibility]
+            paths.append("visibility")
+        if tags is not None:
+            patch.tags.update(dict(tags))
+            paths.append("tags")
+        if not paths:
+            raise ValueError("update_model needs at least one of description, visibility, tags")
+        request = catalog_pb2.UpdateModelRequest(model=ref, model_version=patch)
+        request.update_mask.paths.extend(paths)
+        return self._call(self.catalog.UpdateModel, request)
 
     def model(self, ref: str) -> catalog_pb2.ModelVersion:
         """One model version ("name:version" or "name@alias") with its histograms and curve."""
