@@ -25,6 +25,7 @@
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
 #include "storage/job_repository.h"
+#include "storage/model_pin_repository.h"
 #include "storage/model_repository.h"
 #include "storage/tenant_limits_repository.h"
 #include "storage/tenant_repository.h"
@@ -78,6 +79,7 @@ class Backend {
   std::unique_ptr<storage::JobRepository> jobs;
   std::unique_ptr<storage::DatasetRepository> datasets;
   std::unique_ptr<storage::ModelRepository> models;
+  std::unique_ptr<storage::ModelPinRepository> model_pins;  // AdminService.LoadModel
   std::unique_ptr<storage::WorkerRepository> workers;
   std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;
   std::unique_ptr<TenantQuotas> quotas;    // per-tenant limits, streams and shower rate

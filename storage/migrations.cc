@@ -290,6 +290,21 @@ ALTER TABLE models ADD COLUMN bf16_state text NOT NULL DEFAULT 'STATE_UNSPECIFIE
 ALTER TABLE models ADD COLUMN bf16_reason text NOT NULL DEFAULT '';
 )sql";
 
+// Version 7: model versions pinned on serving workers by AdminService.LoadModel, with their
+// workers and batching settings; re-applied when a worker (re)connects, gone with the version.
+constexpr const char* kV7 = R"sql(
+CREATE TABLE model_pins (
+  owner text NOT NULL,
+  name text NOT NULL,
+  version integer NOT NULL,
+  request bytea NOT NULL,                  -- gantry.v1.LoadModelRequest (model: "owner/name:version")
+  served bytea NOT NULL,                   -- gantry.v1.ServedModel
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (owner, name, version),
+  FOREIGN KEY (owner, name, version) REFERENCES models (owner, name, version) ON DELETE CASCADE
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -300,6 +315,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {4, "worker credentials, job placements, server keys", kV4},
       {5, "job validation points", kV5},
       {6, "the BF16 physics guard's outcome per model version", kV6},
+      {7, "model versions pinned on serving workers", kV7},
   };
   return *kMigrations;
 }
