@@ -19,8 +19,8 @@
 #include "server/server_options.h"
 #include "server/tenant_quotas.h"
 #include "server/ttl_cache.h"
-#include "storage/blob_repository.h"
 #include "server/worker_credentials.h"
+#include "storage/blob_repository.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
@@ -82,8 +82,8 @@ class Backend {
   std::unique_ptr<storage::ModelPinRepository> model_pins;  // AdminService.LoadModel
   std::unique_ptr<storage::WorkerRepository> workers;
   std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;
-  std::unique_ptr<TenantQuotas> quotas;    // per-tenant limits, streams and shower rate
-  JobNotifier job_notifier;                // signalled by every job event this process writes
+  std::unique_ptr<TenantQuotas> quotas;  // per-tenant limits, streams and shower rate
+  JobNotifier job_notifier;              // signalled by every job event this process writes
   std::unique_ptr<storage::WorkerIdentityRepository> identities;
   std::unique_ptr<WorkerCredentials> credentials;
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
