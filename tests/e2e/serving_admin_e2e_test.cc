@@ -7,7 +7,7 @@
 //   ListWorkers show it warm and pinned before any Generate, with its settings.
 // - The settings take effect: max batch 4 is the largest batch the worker runs; a queue of one
 //   request makes a second concurrent Generate RESOURCE_EXHAUSTED.
-// - The pin is re-applied by itself when the daemon is killed and comes back.
+// - The pin survives a server restart and is re-applied by itself when the daemon comes back.
 // - UnloadModel evicts it; a second UnloadModel is NOT_FOUND.
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -215,9 +215,11 @@ TEST_F(ServingAdminE2eTest, LoadWarmsPinsAppliesSettingsSurvivesReconnectAndUnlo
   g = Generate(token_, bad, 20000);
   EXPECT_EQ(g.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(g.status);
 
-  // The daemon dies and comes back (a new process, nothing loaded): the stored pin is applied
-  // again, with its settings, without another LoadModel.
+  // The daemon dies, the server restarts (the pin is in PostgreSQL) and the daemon comes back (a
+  // new process, nothing loaded): the new server applies the stored pin again, with its settings,
+  // without another LoadModel.
   ASSERT_GE(worker_->Signal(SIGKILL, 10000), -100);
+  RestartServer({"--max-showers-per-request", "100000"});
   StartWorker();
   ASSERT_TRUE(Eventually(
       [&] {
