@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
+#include "server/requests/admin_requests.h"
 #include "server/requests/field_checks.h"
 
 namespace gantry::server {
@@ -45,6 +46,9 @@ void FillReport(const WorkerReport& report,
     out->set_warm(m.warm());
     out->set_active_requests(m.active_requests());
     out->set_queued_showers(m.queued_showers());
+    out->set_pinned(m.pinned());
+    if (m.has_batching()) *out->mutable_batching() = m.batching();
+    out->set_largest_batch(m.largest_batch());
   }
   w->set_generation_active_requests(hb.generation_active_requests());
   w->set_generation_queued_showers(hb.generation_queued_showers());
@@ -258,6 +262,41 @@ grpc::Status AdminService::GetTenantLimits(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
     return DescribeLimits(request->tenant(), response);
+  });
+}
+
+absl::StatusOr<v1::ModelVersion> AdminService::ResolveForAdmin(const std::string& tenant,
+                                                               const std::string& ref) {
+  // "owner/name:version" sees every owner's versions (the admin view); an unqualified reference
+  // resolves as for the admin tenant itself (its own, then public versions).
+  return backend_.ResolveModel(absl::StrContains(ref, '/') ? "" : tenant, ref);
+}
+
+grpc::Status AdminService::LoadModel(grpc::ServerContext* context,
+                                     const v1::LoadModelRequest* request,
+                                     v1::LoadModelResponse* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateLoadModel(*request));
+    absl::StatusOr<v1::ModelVersion> model = ResolveForAdmin(p.tenant, request->model());
+    if (!model.ok()) {
+      return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
+    }
+    ASSIGN_OR_RETURN(*response, pinner_.Load(*request, *model));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminService::UnloadModel(grpc::ServerContext* context,
+                                       const v1::UnloadModelRequest* request,
+                                       v1::UnloadModelResponse* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    RETURN_IF_ERROR(ValidateUnloadModel(*request));
+    absl::StatusOr<v1::ModelVersion> model = ResolveForAdmin(p.tenant, request->model());
+    if (!model.ok()) {
+      return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
+    }
+    ASSIGN_OR_RETURN(*response, pinner_.Unload(*model));
+    return absl::OkStatus();
   });
 }
 

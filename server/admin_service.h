@@ -5,15 +5,16 @@
 
 #include "gantry/v1/admin.grpc.pb.h"
 #include "server/backend.h"
+#include "server/model_pinner.h"
 #include "server/worker_sessions.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` and `sessions` must outlive it.
+// Thread-safe; `backend`, `sessions` and `pinner` must outlive it.
 class AdminService final : public gantry::v1::AdminService::Service {
  public:
-  AdminService(Backend& backend, WorkerSessions& sessions)
-      : backend_(backend), sessions_(sessions) {}
+  AdminService(Backend& backend, WorkerSessions& sessions, ModelPinner& pinner)
+      : backend_(backend), sessions_(sessions), pinner_(pinner) {}
 
   grpc::Status CreateTenant(grpc::ServerContext* context,
                             const gantry::v1::CreateTenantRequest* request,
@@ -53,12 +54,25 @@ class AdminService final : public gantry::v1::AdminService::Service {
   grpc::Status GetTenantLimits(grpc::ServerContext* context,
                                const gantry::v1::GetTenantLimitsRequest* request,
                                gantry::v1::TenantLimitsInfo* response) override;
+  // Pins a model version ("owner/name:version" of any owner, or a reference the admin tenant
+  // sees; NOT_FOUND otherwise) on serving workers
+  // with its batching settings and answers once each target loaded it and ran its warm-up batch
+  // (or failed: the outcome says why). INVALID_ARGUMENT for bad settings (ValidateLoadModel).
+  grpc::Status LoadModel(grpc::ServerContext* context, const gantry::v1::LoadModelRequest* request,
+                         gantry::v1::LoadModelResponse* response) override;
+  // Forgets the pin and unloads it from the workers; NOT_FOUND when it is not pinned.
+  grpc::Status UnloadModel(grpc::ServerContext* context,
+                           const gantry::v1::UnloadModelRequest* request,
+                           gantry::v1::UnloadModelResponse* response) override;
 
  private:
+  absl::StatusOr<gantry::v1::ModelVersion> ResolveForAdmin(const std::string& tenant,
+                                                           const std::string& ref);
   absl::Status DescribeLimits(const std::string& tenant, gantry::v1::TenantLimitsInfo* info);
 
   Backend& backend_;
   WorkerSessions& sessions_;
+  ModelPinner& pinner_;
 };
 
 }  // namespace gantry::server

@@ -19,12 +19,13 @@
 #include "server/server_options.h"
 #include "server/tenant_quotas.h"
 #include "server/ttl_cache.h"
-#include "storage/blob_repository.h"
 #include "server/worker_credentials.h"
+#include "storage/blob_repository.h"
 #include "storage/blob_store.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
 #include "storage/job_repository.h"
+#include "storage/model_pin_repository.h"
 #include "storage/model_repository.h"
 #include "storage/tenant_limits_repository.h"
 #include "storage/tenant_repository.h"
@@ -78,10 +79,11 @@ class Backend {
   std::unique_ptr<storage::JobRepository> jobs;
   std::unique_ptr<storage::DatasetRepository> datasets;
   std::unique_ptr<storage::ModelRepository> models;
+  std::unique_ptr<storage::ModelPinRepository> model_pins;  // AdminService.LoadModel
   std::unique_ptr<storage::WorkerRepository> workers;
   std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;
-  std::unique_ptr<TenantQuotas> quotas;    // per-tenant limits, streams and shower rate
-  JobNotifier job_notifier;                // signalled by every job event this process writes
+  std::unique_ptr<TenantQuotas> quotas;  // per-tenant limits, streams and shower rate
+  JobNotifier job_notifier;              // signalled by every job event this process writes
   std::unique_ptr<storage::WorkerIdentityRepository> identities;
   std::unique_ptr<WorkerCredentials> credentials;
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls

@@ -80,6 +80,7 @@ void CatalogService::FillReadiness(v1::ModelVersion* model) const {
       p->set_warm(m.warm());
       p->set_active_requests(m.active_requests());
       p->set_queued_showers(m.queued_showers());
+      p->set_pinned(m.pinned());
       if (m.warm()) readiness->set_warm(true);
     }
   }

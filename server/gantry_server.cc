@@ -58,7 +58,8 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       catalog_(*backend_, &coordinator_.sessions(), router_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
-      admin_(*backend_, coordinator_.sessions()),
+      pinner_(*backend_, router_, coordinator_.sessions()),
+      admin_(*backend_, coordinator_.sessions(), pinner_),
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
                       backend_->options.blob_gc_grace) {}
 
@@ -142,6 +143,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
       });
   server->health_->Start();
   server->coordinator_.Start();
+  server->pinner_.Start();
   server->blob_collector_.Start();
   return server;
 }
@@ -149,6 +151,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
 void GantryServer::Shutdown() {
   if (backend_->shutting_down.exchange(true)) return;
   if (health_ != nullptr) health_->Stop();
+  pinner_.Stop();
   coordinator_.Stop();
   blob_collector_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);

@@ -51,6 +51,7 @@ class GantryServer {
   std::unique_ptr<Backend> backend_;
   GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
+  ModelPinner pinner_;  // AdminService.LoadModel, and keeping pins applied
   TrainingService training_;
   GenerationService generation_;
   CatalogService catalog_;

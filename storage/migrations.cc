@@ -317,10 +317,25 @@ absl::Status BackfillModelLineage(Transaction& tx) {
   return absl::OkStatus();
 }
 
-// Version 8: enum values carry their enum's name as prefix (JOB_STATE_RUNNING, MODEL_STATUS_READY,
+// Version 8: model versions pinned on serving workers by AdminService.LoadModel, with their
+// workers and batching settings; re-applied when a worker (re)connects, gone with the version.
+constexpr const char* kV8 = R"sql(
+CREATE TABLE model_pins (
+  owner text NOT NULL,
+  name text NOT NULL,
+  version integer NOT NULL,
+  request bytea NOT NULL,                  -- gantry.v1.LoadModelRequest (model: "owner/name:version")
+  served bytea NOT NULL,                   -- gantry.v1.ServedModel
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  PRIMARY KEY (owner, name, version),
+  FOREIGN KEY (owner, name, version) REFERENCES models (owner, name, version) ON DELETE CASCADE
+);
+)sql";
+
+// Version 9: enum values carry their enum's name as prefix (JOB_STATE_RUNNING, MODEL_STATUS_READY,
 // STATE_AVAILABLE); the stored names follow. Wire numbers are unchanged, so stored protobuf bytes
 // need nothing.
-constexpr const char* kV8 = R"sql(
+constexpr const char* kV9 = R"sql(
 UPDATE jobs SET state = 'JOB_STATE_' || state
   WHERE state IN ('QUEUED', 'PLACING', 'RUNNING', 'RESTARTING', 'SUCCEEDED', 'FAILED', 'CANCELLING',
                   'CANCELLED');
@@ -341,7 +356,8 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {5, "job validation points", kV5},
       {6, "the BF16 physics guard's outcome per model version", kV6},
       {7, "dataset, preset and particle of model versions as columns", kV7, &BackfillModelLineage},
-      {8, "enum value names with their enum's prefix", kV8},
+      {8, "model versions pinned on serving workers", kV8},
+      {9, "enum value names with their enum's prefix", kV9},
   };
   return *kMigrations;
 }

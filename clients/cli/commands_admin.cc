@@ -1,5 +1,5 @@
-// `gantry admin ...`: tenants and their limits, API tokens, worker join tokens and the worker list
-// (admin tokens only).
+// `gantry admin ...`: tenants and their limits, API tokens, worker join tokens, the worker list
+// and pinned (explicitly loaded) models (admin tokens only).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "clients/cli/arg_parser.h"
 #include "clients/cli/command.h"
@@ -153,7 +154,8 @@ absl::Status Workers(CommandContext& context) {
     for (const auto& m : w.loaded_models()) {
       const std::string name =
           m.models().empty() ? m.checkpoint_sha256().substr(0, 12) : absl::StrJoin(m.models(), "=");
-      models.push_back(absl::StrCat(name, m.warm() ? " (warm)" : " (cold)"));
+      models.push_back(
+          absl::StrCat(name, m.warm() ? " (warm" : " (cold", m.pinned() ? ", pinned)" : ")"));
     }
     table.AddRow({w.id(), w.name(), DeviceName(w.device()), absl::StrCat(w.slots()),
                   absl::StrCat(w.free_slots()), w.connected() ? "yes" : "no",
@@ -177,6 +179,95 @@ absl::Status DrainOrUndrain(CommandContext& context, bool undrain) {
   if (context.json) return PrintJson(context.out, response);
   context.out << response.name() << " (" << response.id() << "): " << response.state_message()
               << '\n';
+  return absl::OkStatus();
+}
+
+// A load or unload can take minutes (a worker may fetch the checkpoint first).
+constexpr absl::Duration kModelLoadDeadline = absl::Minutes(5);
+
+std::string SettingsText(const v1::BatchingSettings& b) {
+  if (!b.has_max_batch_size()) return "-";
+  return absl::StrCat("batch ", b.max_batch_size(), ", delay ", b.max_queue_delay_ms(),
+                      " ms, queue ", b.max_queued_requests(), ", ", b.priority_levels(),
+                      " priority level(s)");
+}
+
+void PrintOutcomes(CommandContext& context,
+                   const google::protobuf::RepeatedPtrField<v1::ModelLoadOutcome>& outcomes,
+                   bool unload) {
+  Table table(unload ? std::vector<std::string>{"WORKER", "STATE", "NOTE"}
+                     : std::vector<std::string>{"WORKER", "STATE", "LOAD_MS", "WARMUP_MS",
+                                                "SETTINGS", "NOTE"});
+  for (const v1::ModelLoadOutcome& o : outcomes) {
+    const std::string name = o.worker_name().empty() ? o.worker_id() : o.worker_name();
+    if (unload) {
+      table.AddRow(
+          {name, o.loaded() ? "unloading" : "unloaded", o.error().empty() ? "-" : o.error()});
+    } else {
+      table.AddRow({name, o.loaded() ? (o.warm() ? "warm" : "loaded") : "not loaded",
+                    absl::StrCat(o.load_ms()), absl::StrCat(o.warmup_ms()),
+                    SettingsText(o.batching()), o.error().empty() ? "-" : o.error()});
+    }
+  }
+  table.Render(context.out);
+}
+
+absl::Status ModelsLoad(CommandContext& context) {
+  v1::LoadModelRequest request;
+  request.set_model(context.args.Positional(0));
+  if (std::optional<std::string> workers = context.args.Get("workers")) {
+    for (absl::string_view w : absl::StrSplit(*workers, ',', absl::SkipEmpty())) {
+      request.add_workers(std::string(w));
+    }
+  }
+  ASSIGN_OR_RETURN(const int count, IntFlagOr(context.args, "count", 0));
+  request.set_worker_count(count);
+  v1::BatchingSettings* b = request.mutable_batching();
+  if (context.args.Has("max-batch")) {
+    ASSIGN_OR_RETURN(const int v, IntFlagOr(context.args, "max-batch", 0));
+    b->set_max_batch_size(v);
+  }
+  if (context.args.Has("max-delay-ms")) {
+    ASSIGN_OR_RETURN(const int v, IntFlagOr(context.args, "max-delay-ms", 0));
+    b->set_max_queue_delay_ms(v);
+  }
+  if (context.args.Has("queue")) {
+    ASSIGN_OR_RETURN(const int v, IntFlagOr(context.args, "queue", 0));
+    b->set_max_queued_requests(v);
+  }
+  if (context.args.Has("priority-levels")) {
+    ASSIGN_OR_RETURN(const int v, IntFlagOr(context.args, "priority-levels", 0));
+    b->set_priority_levels(v);
+  }
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  AdminService::Stub stub(connection->channel());
+  auto rpc = connection->NewLongContext(kModelLoadDeadline);
+  v1::LoadModelResponse response;
+  RETURN_IF_ERROR(
+      FromGrpc(stub.LoadModel(rpc.get(), request, &response), connection->config().server));
+  if (context.json) return PrintJson(context.out, response);
+  context.out << response.model_ref() << ": warm on " << response.warm_workers() << " of "
+              << response.workers_size() << " worker(s), pinned\n";
+  if (response.workers().empty()) {
+    context.out << "No worker serves generation now; it loads when one connects.\n";
+    return absl::OkStatus();
+  }
+  PrintOutcomes(context, response.workers(), false);
+  return absl::OkStatus();
+}
+
+absl::Status ModelsUnload(CommandContext& context) {
+  v1::UnloadModelRequest request;
+  request.set_model(context.args.Positional(0));
+  ASSIGN_OR_RETURN(Connection * connection, context.connect());
+  AdminService::Stub stub(connection->channel());
+  auto rpc = connection->NewLongContext(kModelLoadDeadline);
+  v1::UnloadModelResponse response;
+  RETURN_IF_ERROR(
+      FromGrpc(stub.UnloadModel(rpc.get(), request, &response), connection->config().server));
+  if (context.json) return PrintJson(context.out, response);
+  context.out << response.model_ref() << ": unpinned\n";
+  if (!response.workers().empty()) PrintOutcomes(context, response.workers(), true);
   return absl::OkStatus();
 }
 
@@ -327,6 +418,28 @@ void AddAdminCommands(std::vector<Command>* commands) {
                        {},
                        JoinTokensRevoke});
   commands->push_back({{"admin", "workers"}, "List registered workers", "", {}, {}, Workers});
+  commands->push_back(
+      {{"admin", "models", "load"},
+       "Load a model version on serving workers, pinned and warm, with its batching settings",
+       "Each worker loads the model, runs one warm-up batch and keeps it pinned (its model cache "
+       "never evicts it for another model) until 'admin models unload'. The pin and its settings "
+       "are stored and re-applied when a worker (re)connects. Settings not given take the worker "
+       "daemon's --max-batch-size, --max-queue-delay-ms and --max-queued-requests; loading again "
+       "replaces the workers and settings.",
+       {{"MODEL", "NAME:VERSION, NAME@ALIAS or OWNER/NAME:VERSION"}},
+       {{"workers", "W1,W2", "worker names or ids (default: every worker serving generation)"},
+        {"count", "N", "load on N serving workers (the least busy) instead of all"},
+        {"max-batch", "N", "showers per batch, 1..4096"},
+        {"max-delay-ms", "MS", "longest wait for a batch to fill, 0..10000"},
+        {"queue", "N", "requests queued per worker before RESOURCE_EXHAUSTED, 1..1000000"},
+        {"priority-levels", "N", "Generate priorities served in order, 1..10 (default 1)"}},
+       ModelsLoad});
+  commands->push_back({{"admin", "models", "unload"},
+                       "Unpin a model version and unload it from the workers",
+                       "Requests in flight finish first.",
+                       {{"MODEL", "NAME:VERSION, NAME@ALIAS or OWNER/NAME:VERSION"}},
+                       {},
+                       ModelsUnload});
   commands->push_back({{"admin", "workers", "drain"},
                        "Drain a worker: no new placements; its jobs checkpoint and move",
                        "Each running job with ranks on the worker saves a checkpoint at its next "

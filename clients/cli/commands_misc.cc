@@ -169,6 +169,10 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
     ASSIGN_OR_RETURN(int value, ParseIntFlag("chunk", *chunk));
     request.set_chunk_showers(value);
   }
+  if (auto priority = args.Get("priority"); priority.has_value()) {
+    ASSIGN_OR_RETURN(int value, ParseIntFlag("priority", *priority));
+    request.set_priority(value);
+  }
   return request;
 }
 
@@ -312,6 +316,7 @@ void AddMiscCommands(std::vector<Command>* commands) {
         {"seed", "N", "same seed + model + conditions = same showers"},
         {"precision", "P", "fp32 (default) or bf16"},
         {"chunk", "N", "showers per streamed chunk (default 64)"},
+        {"priority", "P", "0..9, higher is served first within the model's queue (see LoadModel)"},
         {"out", "FILE", "write the showers to FILE (.h5/.hdf5: HDF5; .npy: NumPy)"},
         {"output", "FILE", "same as --out"},
         {"quiet", "", "no progress bar"}},

@@ -79,6 +79,7 @@ absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request, int64_t
   if (!v1::Precision_IsValid(request.precision())) {
     return Invalid("precision", "is not a known Precision; use FP32 or BF16");
   }
+  RETURN_IF_ERROR(CheckInt(request.priority(), 0, kMaxPriority, "priority"));
   return CheckInt(request.chunk_showers(), 0, kMaxChunkShowers, "chunk_showers");
 }
 

@@ -207,6 +207,46 @@ TEST(DynamicBatcherTest, RoundRobinKeepsSingleShowersFromWaitingBehindBulk) {
   EXPECT_EQ(batches[1].size(), 8u);
 }
 
+TEST(DynamicBatcherTest, HigherPriorityIsServedFirstWithinTheQueue) {
+  FakeBackend backend;
+  BatcherOptions o = Options(2, absl::ZeroDuration());
+  o.priority_levels = 3;
+  DynamicBatcher batcher(o, &backend, nullptr);
+  backend.CloseGate();
+  auto first = *batcher.Submit(Plan(1, 2), absl::InfiniteFuture());
+  ASSERT_TRUE(backend.WaitStarted(1, absl::Seconds(5)));  // holds the gate; the rest queue
+  // Arrival order: low, middle, high (priority 9 is capped at 2), then another low.
+  auto low = *batcher.Submit(Plan(10, 2), absl::InfiniteFuture(), 0);
+  auto middle = *batcher.Submit(Plan(20, 2), absl::InfiniteFuture(), 1);
+  auto high = *batcher.Submit(Plan(30, 2), absl::InfiniteFuture(), 9);
+  auto low2 = *batcher.Submit(Plan(40, 2), absl::InfiniteFuture(), -3);
+  backend.OpenGate();
+  for (auto* s : {&first, &low, &middle, &high, &low2}) ASSERT_TRUE(ReadAll(**s).ok());
+  const auto batches = backend.batches();
+  ASSERT_EQ(batches.size(), 5u);
+  EXPECT_EQ(SeedsIn(batches[1]), std::set<uint64_t>{30});
+  EXPECT_EQ(SeedsIn(batches[2]), std::set<uint64_t>{20});
+  // Equal priorities share batches round-robin.
+  EXPECT_EQ(SeedsIn(batches[3]), (std::set<uint64_t>{10, 40}));
+  EXPECT_EQ(SeedsIn(batches[4]), (std::set<uint64_t>{10, 40}));
+}
+
+TEST(DynamicBatcherTest, OnePriorityLevelMakesEveryRequestEqual) {
+  FakeBackend backend;
+  BatcherOptions o = Options(2, absl::ZeroDuration());
+  DynamicBatcher batcher(o, &backend, nullptr);
+  backend.CloseGate();
+  auto first = *batcher.Submit(Plan(1, 2), absl::InfiniteFuture());
+  ASSERT_TRUE(backend.WaitStarted(1, absl::Seconds(5)));
+  auto low = *batcher.Submit(Plan(10, 1), absl::InfiniteFuture(), 0);
+  auto high = *batcher.Submit(Plan(30, 1), absl::InfiniteFuture(), 5);
+  backend.OpenGate();
+  for (auto* s : {&first, &low, &high}) ASSERT_TRUE(ReadAll(**s).ok());
+  const auto batches = backend.batches();
+  ASSERT_EQ(batches.size(), 2u);
+  EXPECT_EQ(SeedsIn(batches[1]), (std::set<uint64_t>{10, 30}));
+}
+
 TEST(DynamicBatcherTest, BackpressureBoundsShowersHeldForASlowReader) {
   FakeBackend backend;
   BatcherOptions o = Options(8, absl::ZeroDuration());

@@ -101,6 +101,68 @@ TEST(ModelCacheTest, NeverUnloadsAModelServingARequest) {
   EXPECT_EQ(Loaded(cache), (std::vector<std::string>{"d", "a"}));
 }
 
+TEST(ModelCacheTest, PinnedModelIsWarmWithItsSettingsAndNeverEvicted) {
+  Loads loads;
+  ModelCacheOptions o;
+  o.max_bytes = 200;
+  o.batcher.max_batch_size = 64;
+  ModelCache cache(o, loads.Loader(100), nullptr);
+  BatcherOptions pinned = o.batcher;
+  pinned.max_batch_size = 4;
+  pinned.max_queued_requests = 1;
+  pinned.priority_levels = 3;
+  absl::StatusOr<ModelCache::PinResult> r = cache.Pin(Model('a'), pinned);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->memory_bytes, 100);
+  EXPECT_EQ(r->batcher, pinned);
+  std::vector<ModelCache::LoadedModel> snapshot = cache.Snapshot();
+  ASSERT_EQ(snapshot.size(), 1u);
+  EXPECT_TRUE(snapshot[0].pinned);
+  EXPECT_EQ(snapshot[0].stats.batches, 1);  // the warm-up batch ran
+  EXPECT_EQ(snapshot[0].batcher.max_batch_size, 4);
+  // a is the least recently used idle model, but pinned: b goes instead.
+  absl::SleepFor(absl::Milliseconds(2));
+  ASSERT_TRUE(cache.Acquire(Model('b')).ok());
+  ASSERT_TRUE(cache.Acquire(Model('c')).ok());
+  EXPECT_EQ(Loaded(cache), (std::vector<std::string>{"c", "a"}));
+  {
+    absl::StatusOr<ModelCache::Lease> a = cache.Acquire(Model('a'));
+    ASSERT_TRUE(a.ok());
+    EXPECT_EQ((*a)->batcher().options().max_queued_requests, 1);
+  }
+  // Pinning again with other settings keeps the generator (no new load) behind a new batcher.
+  pinned.max_batch_size = 8;
+  ASSERT_TRUE(cache.Pin(Model('a'), pinned).ok());
+  EXPECT_EQ(loads.calls.load(), 3);
+  for (const ModelCache::LoadedModel& m : cache.Snapshot()) {
+    if (m.checkpoint_sha256[0] == 'a') EXPECT_EQ(m.batcher.max_batch_size, 8);
+    if (m.checkpoint_sha256[0] == 'c') EXPECT_EQ(m.batcher.max_batch_size, 64);
+  }
+}
+
+TEST(ModelCacheTest, UnpinUnloadsAtOnceOrAfterTheLastLease) {
+  Loads loads;
+  ModelCache cache({}, loads.Loader(100), nullptr);
+  ASSERT_TRUE(cache.Pin(Model('a'), cache.default_batcher()).ok());
+  ModelCache::UnpinResult r = cache.Unpin(std::string(64, 'a'));
+  EXPECT_TRUE(r.was_loaded);
+  EXPECT_TRUE(r.unloaded);
+  EXPECT_TRUE(Loaded(cache).empty());
+  EXPECT_EQ(loads.destroyed.load(), 1);
+
+  ASSERT_TRUE(cache.Pin(Model('b'), cache.default_batcher()).ok());
+  absl::StatusOr<ModelCache::Lease> b = cache.Acquire(Model('b'));  // a request in flight
+  ASSERT_TRUE(b.ok());
+  r = cache.Unpin(std::string(64, 'b'));
+  EXPECT_TRUE(r.was_loaded);
+  EXPECT_FALSE(r.unloaded);
+  EXPECT_EQ(Loaded(cache), std::vector<std::string>{"b"});
+  b->Release();
+  EXPECT_TRUE(Loaded(cache).empty());
+  EXPECT_EQ(loads.destroyed.load(), 2);
+  EXPECT_FALSE(cache.Unpin(std::string(64, 'b')).was_loaded);
+}
+
 TEST(ModelCacheTest, AModelLargerThanTheBudgetIsRefused) {
   Loads loads;
   ModelCacheOptions o;

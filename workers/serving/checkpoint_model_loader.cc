@@ -60,9 +60,8 @@ ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   std::shared_ptr<agent::CredentialSlot> credential = options.credential;
-  return MakeCheckpointModelLoader(
-      {options.server, [credential] { return credential->Get(); }, options.cache_dir + "/models",
-       options.tls});
+  return MakeCheckpointModelLoader({options.server, [credential] { return credential->Get(); },
+                                    options.cache_dir + "/models", options.tls});
 }
 
 }  // namespace gantry::serving

@@ -13,6 +13,7 @@ struct DynamicBatcher::Request {
   GenerationPlan plan;
   absl::Time submitted;
   absl::Time deadline;
+  int priority = 0;         // 0..priority_levels - 1
   int64_t capacity = 0;     // max showers buffered + in flight
   int64_t next_index = 0;   // next shower to put in a batch
   int64_t in_flight = 0;    // showers in the running batch
@@ -24,6 +25,12 @@ struct DynamicBatcher::Request {
   bool cancelled = false;
   bool queued = true;  // in queue_
 };
+
+bool operator==(const BatcherOptions& a, const BatcherOptions& b) {
+  return a.max_batch_size == b.max_batch_size && a.max_queue_delay == b.max_queue_delay &&
+         a.max_queued_requests == b.max_queued_requests && a.buffered_chunks == b.buffered_chunks &&
+         a.priority_levels == b.priority_levels;
+}
 
 DynamicBatcher::DynamicBatcher(BatcherOptions options, BatchBackend* backend,
                                std::shared_ptr<absl::Mutex> compute_slot)
@@ -46,11 +53,13 @@ DynamicBatcher::~DynamicBatcher() {
   queue_.clear();
 }
 
-absl::StatusOr<std::unique_ptr<DynamicBatcher::Stream>> DynamicBatcher::Submit(
-    GenerationPlan plan, absl::Time deadline) {
+absl::StatusOr<std::unique_ptr<DynamicBatcher::Stream>> DynamicBatcher::Submit(GenerationPlan plan,
+                                                                               absl::Time deadline,
+                                                                               int priority) {
   auto r = std::make_shared<Request>(std::move(plan));
   r->submitted = absl::Now();
   r->deadline = deadline;
+  r->priority = std::clamp(priority, 0, std::max(0, options_.priority_levels - 1));
   r->capacity = std::max<int64_t>(int64_t{options_.buffered_chunks} * r->plan.chunk_showers(),
                                   int64_t{2} * options_.max_batch_size);
   r->partial.offset = 0;
@@ -59,8 +68,8 @@ absl::StatusOr<std::unique_ptr<DynamicBatcher::Stream>> DynamicBatcher::Submit(
   if (static_cast<int>(queue_.size()) >= options_.max_queued_requests) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "the worker's generation queue for this model is full (", options_.max_queued_requests,
-        " requests waiting, --max-queued-requests); retry with backoff or ask for more showers "
-        "per request"));
+        " requests waiting: --max-queued-requests, or the model's max_queued_requests set by "
+        "LoadModel); retry with backoff or ask for more showers per request"));
   }
   queue_.push_back(r);
   ++active_;
@@ -122,19 +131,25 @@ absl::Time DynamicBatcher::ExpireLocked(absl::Time now) {
 std::vector<DynamicBatcher::Part> DynamicBatcher::TakeBatchLocked() {
   std::vector<std::shared_ptr<Request>> order(queue_.begin(), queue_.end());
   std::vector<int64_t> room(order.size()), take(order.size(), 0);
-  for (size_t i = 0; i < order.size(); ++i) room[i] = RoomLocked(*order[i]);
+  int top = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    room[i] = RoomLocked(*order[i]);
+    top = std::max(top, order[i]->priority);
+  }
   const size_t start = order.empty() ? 0 : round_robin_ % order.size();
   ++round_robin_;
   int64_t filled = 0;
-  bool progress = true;
-  while (filled < options_.max_batch_size && progress) {
-    progress = false;
-    for (size_t k = 0; k < order.size() && filled < options_.max_batch_size; ++k) {
-      const size_t i = (start + k) % order.size();
-      if (take[i] < room[i]) {
-        ++take[i];
-        ++filled;
-        progress = true;
+  for (int level = top; level >= 0 && filled < options_.max_batch_size; --level) {
+    bool progress = true;
+    while (filled < options_.max_batch_size && progress) {
+      progress = false;
+      for (size_t k = 0; k < order.size() && filled < options_.max_batch_size; ++k) {
+        const size_t i = (start + k) % order.size();
+        if (order[i]->priority == level && take[i] < room[i]) {
+          ++take[i];
+          ++filled;
+          progress = true;
+        }
       }
     }
   }

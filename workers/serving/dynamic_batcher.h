@@ -2,8 +2,11 @@
 // (Triton semantics: a batch runs when max_batch_size showers wait or when the oldest waiting
 // shower has waited max_queue_delay) and streams each request's showers back in chunks.
 //
-// - Fairness: batches are filled round-robin, one shower per request per turn, so a bulk request
-//   never starves single-shower requests.
+// - Priorities: a request carries a priority, capped at priority_levels - 1; batches are filled
+//   from the highest priority present down, so a lower-priority request gets showers into a batch
+//   only when no higher-priority one has room.
+// - Fairness: within a priority, batches are filled round-robin, one shower per request per turn,
+//   so a bulk request never starves single-shower requests.
 // - Bounded queue: at most max_queued_requests requests with showers still to produce; Submit
 //   answers RESOURCE_EXHAUSTED beyond that.
 // - Deadlines and cancellation: an expired request ends with DEADLINE_EXCEEDED, a cancelled one
@@ -42,7 +45,14 @@ struct BatcherOptions {
       absl::Milliseconds(2);       // wait for more showers at most this long
   int max_queued_requests = 1024;  // requests with showers still to produce
   int buffered_chunks = 2;         // per request, see backpressure above
+  int priority_levels = 1;         // distinct priorities, 1..kMaxPriorityLevels
 };
+
+// Most priority levels a model's batcher takes (GenerateRequest.priority is 0..9).
+inline constexpr int kMaxPriorityLevels = 10;
+
+bool operator==(const BatcherOptions& a, const BatcherOptions& b);
+inline bool operator!=(const BatcherOptions& a, const BatcherOptions& b) { return !(a == b); }
 
 class DynamicBatcher {
  public:
@@ -72,8 +82,11 @@ class DynamicBatcher {
   DynamicBatcher(const DynamicBatcher&) = delete;
   DynamicBatcher& operator=(const DynamicBatcher&) = delete;
 
-  // Queues a request. RESOURCE_EXHAUSTED (saying the limit and what to do) when the queue is full.
-  absl::StatusOr<std::unique_ptr<Stream>> Submit(GenerationPlan plan, absl::Time deadline);
+  // Queues a request at `priority` (higher first; below 0 counts as 0, above priority_levels - 1
+  // as priority_levels - 1). RESOURCE_EXHAUSTED (saying the limit and what to do) when the queue
+  // is full.
+  absl::StatusOr<std::unique_ptr<Stream>> Submit(GenerationPlan plan, absl::Time deadline,
+                                                 int priority = 0);
 
   Stats stats() const;
   const BatcherOptions& options() const { return options_; }
@@ -90,7 +103,7 @@ class DynamicBatcher {
   // Ends expired requests; returns the earliest pending deadline.
   absl::Time ExpireLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   int64_t RoomLocked(const Request& r) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Picks the next batch round-robin.
+  // Picks the next batch: highest priority first, round-robin within a priority.
   std::vector<Part> TakeBatchLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // `specs` are the batch's showers in order (the parts' showers, back to back).
   void DeliverLocked(const std::vector<Part>& parts, const std::vector<ShowerSpec>& specs,

@@ -49,6 +49,52 @@ class ActiveCount {
 
 }  // namespace
 
+absl::StatusOr<BatcherOptions> BatcherOptionsFrom(const v1::BatchingSettings& settings,
+                                                  const BatcherOptions& defaults) {
+  BatcherOptions o = defaults;
+  auto check = [](const char* field, int value, int lo, int hi) -> absl::Status {
+    if (value >= lo && value <= hi) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("batching.", field, ": ", value, " is out of range; give ", lo, "..", hi));
+  };
+  if (settings.has_max_batch_size()) {
+    if (absl::Status s = check("max_batch_size", settings.max_batch_size(), 1, 4096); !s.ok())
+      return s;
+    o.max_batch_size = settings.max_batch_size();
+  }
+  if (settings.has_max_queue_delay_ms()) {
+    if (absl::Status s = check("max_queue_delay_ms", settings.max_queue_delay_ms(), 0, 10000);
+        !s.ok())
+      return s;
+    o.max_queue_delay = absl::Milliseconds(settings.max_queue_delay_ms());
+  }
+  if (settings.has_max_queued_requests()) {
+    if (absl::Status s = check("max_queued_requests", settings.max_queued_requests(), 1, 1000000);
+        !s.ok())
+      return s;
+    o.max_queued_requests = settings.max_queued_requests();
+  }
+  o.priority_levels = 1;
+  if (settings.has_priority_levels()) {
+    if (absl::Status s =
+            check("priority_levels", settings.priority_levels(), 1, kMaxPriorityLevels);
+        !s.ok())
+      return s;
+    o.priority_levels = settings.priority_levels();
+  }
+  return o;
+}
+
+v1::BatchingSettings SettingsOf(const BatcherOptions& options) {
+  v1::BatchingSettings s;
+  s.set_max_batch_size(options.max_batch_size);
+  s.set_max_queue_delay_ms(
+      static_cast<int32_t>(absl::ToInt64Milliseconds(options.max_queue_delay)));
+  s.set_max_queued_requests(options.max_queued_requests);
+  s.set_priority_levels(options.priority_levels);
+  return s;
+}
+
 GenerationService::GenerationService(std::string secret, ModelCache* cache, ModelExporter exporter)
     : expected_authorization_("Bearer " + std::move(secret)),
       cache_(cache),
@@ -62,14 +108,43 @@ bool GenerationService::Authorized(const grpc::ServerContext& context) const {
                             expected_authorization_);
 }
 
+grpc::Status GenerationService::Unauthenticated() const {
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "WorkerGenerationService is only for gantry-server: send authorization: "
+                      "Bearer <the generation_secret this worker registered>");
+}
+
+grpc::Status GenerationService::LoadModel(grpc::ServerContext* context,
+                                          const v1::WorkerLoadModelRequest* request,
+                                          v1::WorkerLoadModelResponse* response) {
+  if (!Authorized(*context)) return Unauthenticated();
+  absl::StatusOr<BatcherOptions> options =
+      BatcherOptionsFrom(request->batching(), cache_->default_batcher());
+  if (!options.ok()) return ToGrpcStatus(options.status());
+  absl::StatusOr<ModelCache::PinResult> pinned = cache_->Pin(request->model(), *options);
+  if (!pinned.ok()) return ToGrpcStatus(pinned.status());
+  response->set_warm(true);
+  response->set_memory_bytes(pinned->memory_bytes);
+  response->set_load_ms(absl::ToInt64Milliseconds(pinned->load_time));
+  response->set_warmup_ms(absl::ToInt64Milliseconds(pinned->warmup_time));
+  *response->mutable_batching() = SettingsOf(pinned->batcher);
+  return grpc::Status::OK;
+}
+
+grpc::Status GenerationService::UnloadModel(grpc::ServerContext* context,
+                                            const v1::WorkerUnloadModelRequest* request,
+                                            v1::WorkerUnloadModelResponse* response) {
+  if (!Authorized(*context)) return Unauthenticated();
+  const ModelCache::UnpinResult r = cache_->Unpin(request->checkpoint_sha256());
+  response->set_was_loaded(r.was_loaded);
+  response->set_unloaded(r.unloaded);
+  return grpc::Status::OK;
+}
+
 grpc::Status GenerationService::Generate(grpc::ServerContext* context,
                                          const v1::WorkerGenerateRequest* request,
                                          grpc::ServerWriter<v1::GenerateChunk>* writer) {
-  if (!Authorized(*context)) {
-    return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
-                        "WorkerGenerationService is only for gantry-server: send authorization: "
-                        "Bearer <the generation_secret this worker registered>");
-  }
+  if (!Authorized(*context)) return Unauthenticated();
   ActiveCount active(&active_);
   const absl::Time deadline = Deadline(*context);
   absl::StatusOr<ModelCache::Lease> lease = cache_->Acquire(request->model());
@@ -80,7 +155,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   const bool variable_angle = (*lease)->traits().variable_angle;
   const std::string model_ref = plan->model_ref();
   absl::StatusOr<std::unique_ptr<DynamicBatcher::Stream>> stream =
-      (*lease)->batcher().Submit(*std::move(plan), deadline);
+      (*lease)->batcher().Submit(*std::move(plan), deadline, request->request().priority());
   if (!stream.ok()) return ToGrpcStatus(stream.status());
 
   DynamicBatcher::Chunk chunk;

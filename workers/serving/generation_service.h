@@ -2,7 +2,8 @@
 // caller's secret, gets the model from the ModelCache (loading it if needed), queues the request in
 // the model's DynamicBatcher and writes each chunk as soon as it is produced. Honours the call's
 // deadline (DEADLINE_EXCEEDED) and cancellation (the request leaves the batcher). Export runs the
-// injected ModelExporter, one export at a time per worker, and streams the file.
+// injected ModelExporter, one export at a time per worker, and streams the file. LoadModel and
+// UnloadModel pin and unpin models (AdminService.LoadModel through gantry-server).
 #ifndef GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
 #define GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
 
@@ -16,6 +17,12 @@
 #include "workers/serving/model_exporter.h"
 
 namespace gantry::serving {
+
+// `settings` over `defaults`; INVALID_ARGUMENT naming the field out of range.
+absl::StatusOr<BatcherOptions> BatcherOptionsFrom(const gantry::v1::BatchingSettings& settings,
+                                                  const BatcherOptions& defaults);
+// Every field of `options` as BatchingSettings.
+gantry::v1::BatchingSettings SettingsOf(const BatcherOptions& options);
 
 class GenerationService final : public gantry::v1::WorkerGenerationService::Service {
  public:
@@ -44,10 +51,24 @@ class GenerationService final : public gantry::v1::WorkerGenerationService::Serv
                       grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer) override;
 
   // Generate and Export calls being served now.
+
+  // Pins the model in the cache with the request's batching settings (unset: the daemon's flags)
+  // and answers once its warm-up batch ran. Codes: UNAUTHENTICATED, INVALID_ARGUMENT (a setting out
+  // of range, naming it), ModelCache::Pin's.
+  grpc::Status LoadModel(grpc::ServerContext* context,
+                         const gantry::v1::WorkerLoadModelRequest* request,
+                         gantry::v1::WorkerLoadModelResponse* response) override;
+  // Unpins and unloads (after the requests in flight). UNAUTHENTICATED; OK when not loaded.
+  grpc::Status UnloadModel(grpc::ServerContext* context,
+                           const gantry::v1::WorkerUnloadModelRequest* request,
+                           gantry::v1::WorkerUnloadModelResponse* response) override;
+
+  // Generate calls being served now.
   int active_requests() const { return active_.load(); }
 
  private:
   bool Authorized(const grpc::ServerContext& context) const;
+  grpc::Status Unauthenticated() const;
 
   const std::string expected_authorization_;
   ModelCache* const cache_;

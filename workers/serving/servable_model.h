@@ -1,5 +1,6 @@
 // ServableModel: one model loaded for serving: its backend (the generator) and the dynamic batcher
-// in front of it. Destroying it stops the batcher, then frees the generator.
+// in front of it. Destroying it stops the batcher, then frees the generator (unless another
+// ServableModel, built with other batching settings, still shares it).
 #ifndef GANTRY_WORKERS_SERVING_SERVABLE_MODEL_H_
 #define GANTRY_WORKERS_SERVING_SERVABLE_MODEL_H_
 
@@ -15,7 +16,7 @@ namespace gantry::serving {
 
 class ServableModel {
  public:
-  ServableModel(std::unique_ptr<BatchBackend> backend, const BatcherOptions& options,
+  ServableModel(std::shared_ptr<BatchBackend> backend, const BatcherOptions& options,
                 std::shared_ptr<absl::Mutex> compute_slot)
       : backend_(std::move(backend)),
         batcher_(
@@ -26,9 +27,11 @@ class ServableModel {
   const DynamicBatcher& batcher() const { return *batcher_; }
   const ModelTraits& traits() const { return backend_->traits(); }
   int64_t memory_bytes() const { return backend_->memory_bytes(); }
+  // The generator, to serve it again behind a batcher with other settings.
+  const std::shared_ptr<BatchBackend>& backend() const { return backend_; }
 
  private:
-  std::unique_ptr<BatchBackend> backend_;
+  std::shared_ptr<BatchBackend> backend_;
   std::unique_ptr<DynamicBatcher> batcher_;
 };
 

@@ -97,6 +97,9 @@ void ServingExtension::FillHeartbeat(gantry::v1::Heartbeat& heartbeat) const {
     out->set_warm(m.stats.batches > 0);
     out->set_active_requests(m.stats.active_requests);
     out->set_queued_showers(m.stats.queued_showers);
+    out->set_pinned(m.pinned);
+    *out->mutable_batching() = SettingsOf(m.batcher);
+    out->set_largest_batch(m.stats.largest_batch);
     queued += m.stats.queued_showers;
   }
   heartbeat.set_generation_active_requests(service_->active_requests());
