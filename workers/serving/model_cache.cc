@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "workers/runner/dataset_cache.h"
 
 namespace gantry::serving {
@@ -136,10 +137,10 @@ absl::StatusOr<ModelCache::Lease> ModelCache::Acquire(const gantry::v1::ServedMo
         entry->state = Entry::State::kReady;
         entry->last_used = absl::Now();
         ++loads_;
-        std::cerr << "gantry-worker: loaded model " << sha.substr(0, 12) << " ("
-                  << model.model_ref() << ", " << bytes << " bytes) in "
-                  << absl::ToDoubleSeconds(absl::Now() - load_start) << " s; model cache "
-                  << total_bytes_ << " of " << options_.max_bytes << " bytes" << std::endl;
+        GANTRY_LOG(INFO) << "loaded model " << sha.substr(0, 12) << " (" << model.model_ref()
+                         << ", " << bytes << " bytes) in "
+                         << absl::ToDoubleSeconds(absl::Now() - load_start) << " s; model cache "
+                         << total_bytes_ << " of " << options_.max_bytes << " bytes";
       }
     }
     if (!error.ok()) {
@@ -171,8 +172,8 @@ std::vector<std::shared_ptr<ServableModel>> ModelCache::EvictLocked() {
     victims.push_back(std::move(lru->model));
     entries_.erase(lru->sha256);
     ++unloads_;
-    std::cerr << "gantry-worker: unloaded model " << lru->sha256.substr(0, 12)
-              << " (least recently used) to fit the model cache" << std::endl;
+    GANTRY_LOG(INFO) << "unloaded model " << lru->sha256.substr(0, 12)
+                     << " (least recently used) to fit the model cache";
   }
   return victims;
 }
