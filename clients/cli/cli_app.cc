@@ -169,6 +169,8 @@ int RunCommand(const Command& command, const std::vector<std::string>& command_a
     err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
         << '\n';
     for (const std::string& line : DescribeStatusDetails(status)) err << line << '\n';
+    // The id the server logged the calls of this command under (for the operator).
+    if (connection != nullptr) err << "gantry: request id " << connection->request_id() << '\n';
     return kExitError;
   }
   return context.exit_code;
