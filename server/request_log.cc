@@ -5,7 +5,6 @@
 #include "absl/random/random.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_format.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/log.h"
@@ -15,10 +14,10 @@ namespace {
 
 using grpc::experimental::InterceptionHookPoints;
 
-absl::Mutex g_random_mu;
-absl::BitGen& Random() ABSL_EXCLUSIVE_LOCKS_REQUIRED(g_random_mu) {
-  static absl::BitGen* gen = new absl::BitGen();
-  return *gen;
+// One generator per thread: sampling and ids take no lock.
+absl::BitGen& Random() {
+  thread_local absl::BitGen gen;
+  return gen;
 }
 
 const char* CodeName(grpc::StatusCode code) {
@@ -107,10 +106,7 @@ class RequestLogInterceptor : public grpc::experimental::Interceptor {
     if (!failed) {
       const double rate = factory_->sample_rate();
       if (rate <= 0) return;
-      if (rate < 1) {
-        absl::MutexLock lock(&g_random_mu);
-        if (!absl::Bernoulli(Random(), rate)) return;
-      }
+      if (rate < 1 && !absl::Bernoulli(Random(), rate)) return;
     }
     const LogLevel level = !failed                              ? LogLevel::kInfo
                            : IsServerFault(status.error_code()) ? LogLevel::kError
@@ -151,14 +147,7 @@ bool IsValidRequestId(absl::string_view id) {
   return true;
 }
 
-std::string NewRequestId() {
-  uint64_t value;
-  {
-    absl::MutexLock lock(&g_random_mu);
-    value = absl::Uniform<uint64_t>(Random());
-  }
-  return absl::StrFormat("%016x", value);
-}
+std::string NewRequestId() { return absl::StrFormat("%016x", absl::Uniform<uint64_t>(Random())); }
 
 grpc::experimental::Interceptor* RequestLogInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
