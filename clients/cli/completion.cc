@@ -28,8 +28,7 @@ std::string BashCompletionScript(const std::vector<Command>& commands,
   }
   for (const Command& command : commands) {
     for (size_t n = 0; n < command.path.size(); ++n) {
-      const std::string prefix =
-          absl::StrJoin(command.path.begin(), command.path.begin() + n, " ");
+      const std::string prefix = absl::StrJoin(command.path.begin(), command.path.begin() + n, " ");
       if (seen.insert({prefix, command.path[n]}).second) {
         children[prefix].push_back(command.path[n]);
       }
@@ -47,8 +46,7 @@ std::string BashCompletionScript(const std::vector<Command>& commands,
       "completions/gantry)\n"
       "_gantry_children() {\n  case \"$1\" in\n";
   for (const auto& [prefix, names] : children) {
-    absl::StrAppend(&script, "    \"", prefix, "\") echo \"", absl::StrJoin(names, " "),
-                    "\" ;;\n");
+    absl::StrAppend(&script, "    \"", prefix, "\") echo \"", absl::StrJoin(names, " "), "\" ;;\n");
   }
   absl::StrAppend(&script, "  esac\n}\n_gantry_flags() {\n  case \"$1\" in\n");
   for (const Command& command : commands) {
