@@ -1,6 +1,6 @@
 // Request ids and the per-call log line against the real gantry-server: the id a client sends
 // comes back in the response metadata and names the call's log line; failed calls are always
-// logged, successful ones at --log-sample-rate (1: all, 0: none); --log-format=json lines parse.
+// logged, successful ones at --log-sample-rate (1: all, 0: none, 0.5: about half); JSON lines parse.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -100,6 +100,17 @@ TEST_F(ServerRequestLogTest, SuccessfulCallsAreSampled) {
     EXPECT_NE(lines[0].find("method=/gantry.v1.CatalogService/ListModels"), std::string::npos)
         << lines[0];
   }
+}
+
+TEST_F(ServerRequestLogTest, AHalfRateLogsAboutHalfOfTheSuccesses) {
+  StartServer({"--log-sample-rate=0.5"});
+  const std::string token = NewTenant("halves");
+  constexpr int kCalls = 200;
+  for (int i = 0; i < kCalls; ++i) SuccessfulCall(token, "half-" + std::to_string(i));
+  const size_t logged = LinesWith(server_->Stderr(), "request_id=half-").size();
+  // Binomial(200, 0.5): standard deviation about 7; these bounds are 5.6 of them away.
+  EXPECT_GT(logged, 60u);
+  EXPECT_LT(logged, 140u);
 }
 
 TEST_F(ServerRequestLogTest, JsonLinesCarryTheRequestFields) {
