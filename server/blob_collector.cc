@@ -2,6 +2,8 @@
 
 #include <cstdio>
 
+#include "base/log.h"
+
 namespace gantry::server {
 
 BlobCollector::BlobCollector(storage::BlobRepository& repository, storage::BlobStore& store,
@@ -32,14 +34,10 @@ void BlobCollector::Run() {
     }
     absl::StatusOr<storage::BlobCollection> done = repository_.Collect(store_, grace_);
     if (!done.ok()) {
-      std::fprintf(stderr, "gantry-server: blob collection: %s\n",
-                   done.status().ToString().c_str());
+      GANTRY_LOG(ERROR) << "blob collection: " << done.status().ToString();
     } else if (done->deleted > 0 || done->temp_removed > 0) {
-      std::fprintf(stderr,
-                   "gantry-server: blob collection deleted %lld unreferenced blobs and %lld "
-                   "abandoned uploads\n",
-                   static_cast<long long>(done->deleted),
-                   static_cast<long long>(done->temp_removed));
+      GANTRY_LOG(INFO) << "blob collection deleted " << done->deleted << " unreferenced blobs and "
+                       << done->temp_removed << " abandoned uploads";
     }
   }
 }

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "server/requests/catalog_requests.h"
 #include "server/requests/field_checks.h"
@@ -171,11 +172,12 @@ grpc::Status CatalogService::ExportModel(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
     return exports_.Export(context, *model, request->format(), writer, &worker);
   });
-  std::cerr << "gantry-server: export " << model_ref << " tenant=" << tenant
-            << " format=" << v1::ExportFormat_Name(request->format()) << " worker=" << worker << " "
-            << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
-            << (status.ok() ? "OK" : absl::StrCat(status.error_code(), " ", status.error_message()))
-            << "\n";
+  GANTRY_LOG(INFO) << "export " << model_ref << " tenant=" << tenant
+                   << " format=" << v1::ExportFormat_Name(request->format()) << " worker=" << worker
+                   << " " << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
+                   << (status.ok()
+                           ? "OK"
+                           : absl::StrCat(status.error_code(), " ", status.error_message()));
   return status;
 }
 

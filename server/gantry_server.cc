@@ -12,6 +12,7 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
+#include "server/request_log.h"
 
 namespace gantry::server {
 namespace {
@@ -114,6 +115,9 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   if (tls.workers.trusts_ca()) auth->RequireWorkerCertificates();
   b->auth = auth.get();
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // Request ids and the per-call log line first; authentication results are read by both.
+  interceptors.push_back(
+      std::make_unique<RequestLogInterceptorFactory>(auth.get(), options.log_sample_rate));
   interceptors.push_back(std::move(auth));
   builder.experimental().SetInterceptorCreators(std::move(interceptors));
 

@@ -14,6 +14,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "base/grpc_status.h"
+#include "base/log.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
@@ -109,11 +110,12 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     if (!routed.ok()) backend_.quotas->ReturnShowers(p.tenant, CountOf(*request) - sent);
     return routed;
   });
-  std::cerr << "gantry-server: generate " << model_ref << " tenant=" << tenant
-            << " count=" << CountOf(*request) << " seed=" << seed << " worker=" << worker << " "
-            << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
-            << (status.ok() ? "OK" : absl::StrCat(status.error_code(), " ", status.error_message()))
-            << "\n";
+  GANTRY_LOG(INFO) << "generate " << model_ref << " tenant=" << tenant
+                   << " count=" << CountOf(*request) << " seed=" << seed << " worker=" << worker
+                   << " " << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
+                   << (status.ok()
+                           ? "OK"
+                           : absl::StrCat(status.error_code(), " ", status.error_message()));
   return status;
 }
 

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/log.h"
+
 namespace gantry::server {
 namespace {
 
@@ -67,12 +69,10 @@ void HealthMonitor::CheckNow() {
   const bool reachable = database.ok();
   if (!database_reachable_.has_value() || *database_reachable_ != reachable) {
     if (reachable && database_reachable_.has_value()) {
-      std::fprintf(stderr, "gantry-server: health: PostgreSQL is reachable again: SERVING\n");
+      GANTRY_LOG(INFO) << "health: PostgreSQL is reachable again: SERVING";
     } else if (!reachable) {
-      std::fprintf(stderr,
-                   "gantry-server: health: PostgreSQL unreachable (%s): services that need it "
-                   "are NOT_SERVING\n",
-                   database.ToString().c_str());
+      GANTRY_LOG(WARNING) << "health: PostgreSQL unreachable (" << database.ToString()
+                          << "): services that need it are NOT_SERVING";
     }
     database_reachable_ = reachable;
   }

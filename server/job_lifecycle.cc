@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 #include "base/sha256.h"
 #include "showers/toy_mc.h"
 #include "storage/job_repository.h"
@@ -35,7 +36,7 @@ void QueueAgain(CoordinatorState& state, ActiveJob& job, const scheduler::JobReq
     ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
   state.scheduler.Remove(job.id);
   if (absl::Status st = state.scheduler.Submit(request); !st.ok()) {
-    std::cerr << "gantry-server: cannot queue " << job.id << " again: " << st << "\n";
+    GANTRY_LOG(ERROR) << "cannot queue " << job.id << " again: " << st;
   }
   state.queued.insert(job.id);
   job.waiting = true;
@@ -70,8 +71,8 @@ void JobLifecycle::End(const std::string& job_id, const std::vector<v1::JobState
                        v1::JobState to, const std::string& reason, const std::string& message) {
   DeferredEnd end{job_id, from, to, reason, message};
   if (TryEnd(end)) return;
-  std::cerr << "gantry-server: " << job_id << " -> " << v1::JobState_Name(to)
-            << " could not be written; retrying until it is stored\n";
+  GANTRY_LOG(WARNING) << job_id << " -> " << v1::JobState_Name(to)
+                      << " could not be written; retrying until it is stored";
   absl::MutexLock lock(&deferred_mu_);
   for (const DeferredEnd& d : deferred_ends_) {
     if (d.job_id == job_id) return;  // the first ending decided stays the one retried
@@ -91,7 +92,7 @@ bool JobLifecycle::TryEnd(const DeferredEnd& end) {
     return false;
   }
   if (!job.ok() && job.status().code() != absl::StatusCode::kFailedPrecondition) {
-    std::cerr << "gantry-server: cannot end " << job_id << ": " << job.status() << "\n";
+    GANTRY_LOG(ERROR) << "cannot end " << job_id << ": " << job.status();
     return true;  // e.g. NOT_FOUND: nothing to retry
   }
   if (!job.ok()) {  // it already left `from`: where is it now?
@@ -205,8 +206,8 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
     Unclaim(job_id);  // left the live states meanwhile (cancelled): nothing to restart
     return true;
   }
-  std::cerr << "gantry-server: " << job_id << " restarts as attempt " << restarted->attempt()
-            << " (" << failure.reason << "): " << restart.message() << "\n";
+  GANTRY_LOG(WARNING) << job_id << " restarts as attempt " << restarted->attempt() << " ("
+                      << failure.reason << "): " << restart.message();
   absl::MutexLock lock(&state_.mu);
   auto it = state_.active.find(job_id);
   if (it == state_.active.end()) return true;
@@ -225,8 +226,7 @@ void JobLifecycle::Unclaim(const std::string& job_id) {
 }
 
 void JobLifecycle::Defer(Deferred deferred) {
-  std::cerr << "gantry-server: the failure of " << deferred.job_id
-            << " could not be written; retrying\n";
+  GANTRY_LOG(WARNING) << "the failure of " << deferred.job_id << " could not be written; retrying";
   absl::MutexLock lock(&deferred_mu_);
   deferred_.push_back(std::move(deferred));
 }
@@ -254,8 +254,8 @@ void JobLifecycle::RetryDeferred() {
   }
   for (DeferredEnd& end : ends) {
     if (TryEnd(end)) {
-      std::cerr << "gantry-server: " << end.job_id << " -> " << v1::JobState_Name(end.to)
-                << " stored after " << end.tries << " failed attempt(s)\n";
+      GANTRY_LOG(INFO) << end.job_id << " -> " << v1::JobState_Name(end.to) << " stored after "
+                       << end.tries << " failed attempt(s)";
       continue;
     }
     ++end.tries;
@@ -318,8 +318,7 @@ bool JobLifecycle::LoadOrphans() {
 void JobLifecycle::AppendEventOrLog(const std::string& job_id, const v1::JobEvent& event) {
   absl::StatusOr<int64_t> seq = backend_.jobs->AppendEvent(job_id, event);
   if (!seq.ok()) {
-    std::cerr << "gantry-server: cannot record an event of " << job_id << ": " << seq.status()
-              << "\n";
+    GANTRY_LOG(ERROR) << "cannot record an event of " << job_id << ": " << seq.status();
   }
 }
 

@@ -16,6 +16,8 @@
 #include "base/build_info.h"
 #include "base/file_roots.h"
 #include "base/flags.h"
+#include "base/log.h"
+#include "base/log_flags.h"
 #include "base/sanitizers.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
@@ -118,6 +120,9 @@ ABSL_FLAG(int, inspect_timeout_ms, 120000, "wall-clock limit of one upload's ins
 // An AddressSanitizer build inspects without an address-space limit (base/sanitizers.h).
 ABSL_FLAG(int, inspect_memory_mb, gantry::kAddressSanitizer ? 0 : 1024,
           "address-space limit of the inspection child (0 = none, e.g. under AddressSanitizer)");
+ABSL_FLAG(double, log_sample_rate, 0.01,
+          "share of successful RPCs logged (one line each: method, tenant, code, duration, "
+          "request id); failed RPCs are always logged. 0 = none, 1 = all");
 ABSL_FLAG(int64_t, max_dataset_events, 50000000, "most events accepted in one uploaded file");
 
 int main(int argc, char** argv) {
@@ -130,8 +135,19 @@ int main(int argc, char** argv) {
               << "\"; every setting is a --flag (see --help)\n";
     return 2;
   }
+  absl::StatusOr<gantry::LogOptions> log_options = gantry::LogOptionsFromFlags("gantry-server");
+  if (!log_options.ok()) {
+    std::cerr << "gantry-server: " << log_options.status().message() << "\n";
+    return 2;
+  }
+  gantry::InitLogging(*log_options);
 
   gantry::server::ServerOptions options;
+  options.log_sample_rate = absl::GetFlag(FLAGS_log_sample_rate);
+  if (!(options.log_sample_rate >= 0 && options.log_sample_rate <= 1)) {
+    std::cerr << "gantry-server: --log-sample-rate must be between 0 and 1\n";
+    return 2;
+  }
   options.listen = absl::GetFlag(FLAGS_listen);
   options.db_dsn = absl::GetFlag(FLAGS_db);
   if (const char* env = std::getenv("GANTRY_DB"); options.db_dsn.empty() && env != nullptr) {
@@ -264,21 +280,21 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<gantry::server::GantryServer>> server =
       gantry::server::GantryServer::Start(options);
   if (!server.ok()) {
-    std::cerr << "gantry-server: cannot start: " << server.status().message() << std::endl;
+    GANTRY_LOG(ERROR) << "cannot start: " << server.status().message();
     return 1;
   }
-  std::cerr << "gantry-server " << gantry::GantryVersionString() << ": "
-            << (*server)->migrations_applied() << " migration(s) applied, data in "
-            << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on")
-            << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers") << std::endl;
+  GANTRY_LOG(INFO) << "gantry-server " << gantry::GantryVersionString() << ": "
+                   << (*server)->migrations_applied() << " migration(s) applied, data in "
+                   << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on")
+                   << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers");
   std::cout << "listening on " << (*server)->address() << std::endl;
 
   int signal = 0;
   sigwait(&signals, &signal);
-  std::cerr << "gantry-server: signal " << signal << ", shutting down" << std::endl;
+  GANTRY_LOG(INFO) << "signal " << signal << ", shutting down";
   (*server)->Shutdown();
   (*server)->Wait();
   server->reset();
-  std::cerr << "gantry-server: stopped" << std::endl;
+  GANTRY_LOG(INFO) << "stopped";
   return 0;
 }

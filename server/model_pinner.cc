@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 
@@ -126,8 +127,8 @@ v1::ModelLoadOutcome ModelPinner::CallLoad(const Candidate& worker,
     outcome.set_error(
         absl::StrCat(absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code())), ": ",
                      s.error_message()));
-    std::cerr << "gantry-server: load " << load.model().model_ref() << " on " << worker.name << ": "
-              << outcome.error() << "\n";
+    GANTRY_LOG(WARNING) << "load " << load.model().model_ref() << " on " << worker.name << ": "
+                        << outcome.error();
     return outcome;
   }
   outcome.set_loaded(true);
@@ -135,9 +136,9 @@ v1::ModelLoadOutcome ModelPinner::CallLoad(const Candidate& worker,
   outcome.set_load_ms(response.load_ms());
   outcome.set_warmup_ms(response.warmup_ms());
   *outcome.mutable_batching() = response.batching();
-  std::cerr << "gantry-server: loaded " << load.model().model_ref() << " on " << worker.name
-            << " (pinned, load " << response.load_ms() << " ms, warm-up " << response.warmup_ms()
-            << " ms)\n";
+  GANTRY_LOG(INFO) << "loaded " << load.model().model_ref() << " on " << worker.name
+                   << " (pinned, load " << response.load_ms() << " ms, warm-up "
+                   << response.warmup_ms() << " ms)";
   return outcome;
 }
 
@@ -288,8 +289,8 @@ void ModelPinner::ReconcileOnce() {
       if (wanted[c.worker_id].count(sha) > 0 || recently_asked(c.worker_id, sha)) continue;
       asked_[{c.worker_id, sha}] = now;
       CallUnload(c, sha);
-      std::cerr << "gantry-server: unpinned " << sha.substr(0, 12) << " on " << c.name
-                << " (no pin wants it there)\n";
+      GANTRY_LOG(INFO) << "unpinned " << sha.substr(0, 12) << " on " << c.name
+                       << " (no pin wants it there)";
     }
   }
 }

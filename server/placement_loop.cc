@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/failure_policy.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -80,7 +81,7 @@ void PlacementLoop::Tick(absl::Time now) {
   absl::StatusOr<std::vector<v1::Job>> jobs =
       backend_.jobs->ListByState({v1::JOB_STATE_QUEUED, v1::JOB_STATE_CANCELLING});
   if (!jobs.ok()) {
-    std::cerr << "gantry-server: the scheduler cannot list jobs: " << jobs.status() << "\n";
+    GANTRY_LOG(ERROR) << "the scheduler cannot list jobs: " << jobs.status();
   } else {
     std::vector<v1::Job> queued, cancelling;
     for (v1::Job& job : *jobs)
@@ -254,8 +255,8 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
   if (absl::Status recorded =
           backend_.identities->RecordPlacement(placed.id, placed.attempt, placement.rank_workers);
       !recorded.ok()) {
-    std::cerr << "gantry-server: cannot record the placement of " + placed.id + " attempt " +
-                     std::to_string(placed.attempt) + ": " + recorded.ToString() + "\n";
+    GANTRY_LOG(ERROR) << "cannot record the placement of " + placed.id + " attempt " +
+                             std::to_string(placed.attempt) + ": " + recorded.ToString();
   }
   if (again) {
     v1::JobEvent event;

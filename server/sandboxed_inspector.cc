@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "showers/inspection_report.h"
 
 namespace gantry::server {
@@ -54,12 +55,12 @@ absl::StatusOr<showers::DatasetInfo> SandboxedInspector::Inspect(
   request.max_output_bytes = 16 << 10;
   absl::StatusOr<SandboxResult> run = SandboxedProcess::RunOnFile(path, std::move(request));
   if (absl::IsNotFound(run.status())) {
-    std::cerr << "inspect: cannot open the stored upload " << path << std::endl;
+    GANTRY_LOG(ERROR) << "inspect: cannot open the stored upload " << path;
     return absl::InternalError(
         absl::StrCat("the uploaded file ", shown, " could not be opened for inspection"));
   }
   if (!run.ok()) {
-    std::cerr << "inspect: " << run.status() << std::endl;
+    GANTRY_LOG(ERROR) << "inspect: " << run.status();
     return absl::InternalError(
         "the server cannot inspect uploads right now (its inspection helper does not start); "
         "ask the operator to check gantry-server's --inspect-binary");

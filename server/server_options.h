@@ -74,6 +74,8 @@ struct ServerOptions {
   int collective_timeout_ms = 0;
   // Generation: the largest count one Generate call may ask for (RESOURCE_EXHAUSTED above it).
   int64_t max_showers_per_request = 1000000;
+  // The share of successful RPCs that get a log line (failed ones always do): 0..1.
+  double log_sample_rate = 0.01;
   // How long a verified tenant token and a resolved model reference are reused without asking
   // PostgreSQL again (0 = never). Changes made through this server (RevokeToken, SetAlias,
   // DeleteAlias, ArchiveModel) clear the caches at once; changes made elsewhere (another server,

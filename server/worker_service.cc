@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/worker_requests.h"
@@ -21,8 +22,6 @@ namespace v1 = ::gantry::v1;
 
 constexpr size_t kFetchChunkBytes = 1 << 20;
 constexpr int kMaxHelloJobs = 1000;
-
-void Log(const std::string& line) { std::cerr << "gantry-server: " + line + "\n" << std::flush; }
 
 }  // namespace
 
@@ -88,8 +87,9 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
       id = *known;
       credential = request->previous_credential();
       drained = sessions_.Drained(id);
-      Log(absl::StrCat("registered worker ", request->name(), " (", id,
-                       ") from memory; the database is unavailable: ", stored.status().message()));
+      GANTRY_LOG(WARNING) << absl::StrCat(
+          "registered worker ", request->name(), " (", id,
+          ") from memory; the database is unavailable: ", stored.status().message());
     }
     sessions_.OnRegister(id, *request, drained);
     response->set_worker_id(id);
@@ -155,7 +155,9 @@ grpc::Status WorkerService::Connect(
     WorkerInbox inbox(
         registry_.DeliveryOf(id), message.hello().incarnation(),
         [&](const v1::WorkerMessage& m) { return sessions_.OnWorkerMessage(id, m); },
-        [&](const std::string& line) { Log(absl::StrCat("worker ", name, ": ", line)); });
+        [&](const std::string& line) {
+          GANTRY_LOG(INFO) << absl::StrCat("worker ", name, ": ", line);
+        });
     auto acknowledge = [&] {
       v1::ServerMessage ack;
       ack.mutable_ack()->set_server_time_ms(absl::ToUnixMillis(absl::Now()));
@@ -191,10 +193,10 @@ grpc::Status WorkerService::Connect(
       // The lease lives in memory: a heartbeat the database cannot take still keeps the worker.
       const absl::Status stored = StoreHeartbeat(id, hb);
       if (!stored.ok() && !heartbeats_unstored) {
-        Log(absl::StrCat("cannot store heartbeats of worker ", name, " (", stored.ToString(),
-                         "); keeping its lease in memory"));
+        GANTRY_LOG(WARNING) << absl::StrCat("cannot store heartbeats of worker ", name, " (",
+                                            stored.ToString(), "); keeping its lease in memory");
       } else if (stored.ok() && heartbeats_unstored) {
-        Log(absl::StrCat("heartbeats of worker ", name, " are stored again"));
+        GANTRY_LOG(INFO) << absl::StrCat("heartbeats of worker ", name, " are stored again");
       }
       heartbeats_unstored = !stored.ok();
       result = sessions_.OnHeartbeat(id, hb);
@@ -203,8 +205,9 @@ grpc::Status WorkerService::Connect(
       acknowledge();
     }
     if (inbox.pending() > 0) {
-      Log(absl::StrCat("worker ", name, ": the stream ended with ", inbox.pending(),
-                       " job message(s) not stored; the worker sends them again"));
+      GANTRY_LOG(WARNING) << absl::StrCat(
+          "worker ", name, ": the stream ended with ", inbox.pending(),
+          " job message(s) not stored; the worker sends them again");
     }
     sessions_.OnDisconnect(link);
     writer.join();
@@ -308,9 +311,9 @@ grpc::Status WorkerService::UploadCheckpoint(
     if (absl::StatusOr<bool> recorded =
             backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved);
         absl::IsUnavailable(recorded.status())) {
-      Log(absl::StrCat(
+      GANTRY_LOG(WARNING) << absl::StrCat(
           "stored checkpoint ", blob.sha256, " of ", header.job_id(),
-          "; it is not recorded (not a restart point): ", recorded.status().message()));
+          "; it is not recorded (not a restart point): ", recorded.status().message());
     } else if (!recorded.ok()) {
       return recorded.status();
     } else if (job.ok()) {
@@ -325,8 +328,8 @@ grpc::Status WorkerService::UploadCheckpoint(
                   ->ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best())
                   .status();
           !expired.ok()) {
-        Log(absl::StrCat("cannot expire old checkpoints of ", header.job_id(), ": ",
-                         expired.ToString()));
+        GANTRY_LOG(WARNING) << absl::StrCat("cannot expire old checkpoints of ", header.job_id(),
+                                            ": ", expired.ToString());
       }
     }
     response->set_sha256(blob.sha256);

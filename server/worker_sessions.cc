@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/failure_policy.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 
@@ -144,8 +145,8 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
       if (active != state_.active.end()) {
         ActiveJob& a = active->second;
         if (!a.workers.count(worker_id) && !placed_here(job_id, -1).first) {
-          std::cerr << "gantry-server: worker " + state_.WorkerName(worker_id) + " claims job " +
-                           job_id + ", which was never placed on it; ignored\n";
+          GANTRY_LOG(WARNING) << "worker " + state_.WorkerName(worker_id) + " claims job " +
+                                     job_id + ", which was never placed on it; ignored";
           continue;
         }
         a.workers.insert(worker_id);
@@ -177,8 +178,9 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
       if (orphan != state_.orphans.end()) {
         const auto [here, ranks] = placed_here(job_id, orphan->second.attempt());
         if (!here) {
-          std::cerr << "gantry-server: worker " + state_.WorkerName(worker_id) + " claims job " +
-                           job_id + ", which is not recorded as placed on it; not adopted\n";
+          GANTRY_LOG(WARNING) << "worker " + state_.WorkerName(worker_id) + " claims job " +
+                                     job_id +
+                                     ", which is not recorded as placed on it; not adopted";
           continue;
         }
         adopted.emplace_back(job_id, AdoptOrphan(worker_id, orphan->second, ranks));

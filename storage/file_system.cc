@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 
 namespace gantry::storage {
 
@@ -23,7 +24,7 @@ std::string BaseName(const std::string& path) {
 }
 
 absl::Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
-  std::cerr << "storage: " << what << " " << path << ": " << std::strerror(err) << std::endl;
+  GANTRY_LOG(ERROR) << "storage: " << what << " " << path << ": " << std::strerror(err);
   std::string msg =
       absl::StrCat(what, " blob store file \"", BaseName(path), "\": ", std::strerror(err));
   if (err == ENOENT) return absl::NotFoundError(msg);
@@ -112,7 +113,7 @@ class PosixFileSystem : public FileSystem {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec) {
-      std::cerr << "storage: cannot create " << path << ": " << ec.message() << std::endl;
+      GANTRY_LOG(ERROR) << "storage: cannot create " << path << ": " << ec.message();
       return absl::InternalError(absl::StrCat("cannot create a blob store folder: ", ec.message()));
     }
     return absl::OkStatus();
@@ -143,7 +144,7 @@ class PosixFileSystem : public FileSystem {
       names.push_back(it->path().filename().string());
     }
     if (ec) {
-      std::cerr << "storage: cannot list " << path << ": " << ec.message() << std::endl;
+      GANTRY_LOG(ERROR) << "storage: cannot list " << path << ": " << ec.message();
       return absl::InternalError(absl::StrCat("cannot list a blob store folder: ", ec.message()));
     }
     return names;

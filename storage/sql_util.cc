@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/log.h"
 
 namespace gantry::storage::sql {
 
@@ -28,7 +29,7 @@ void RandomBytes(unsigned char* buf, int n) {
   // RAND_bytes only fails when the CSPRNG cannot be seeded; running on without randomness would
   // hand out guessable secrets, so this is fatal.
   if (RAND_bytes(buf, n) != 1) {
-    std::fprintf(stderr, "gantry: OpenSSL RAND_bytes failed; cannot generate secrets\n");
+    GANTRY_LOG(ERROR) << "OpenSSL RAND_bytes failed; cannot generate secrets";
     std::abort();
   }
 }

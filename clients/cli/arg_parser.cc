@@ -3,7 +3,9 @@
 #include <cmath>
 #include <limits>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/cord.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
@@ -53,63 +55,64 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::string& command,
                                      const std::vector<std::string>& args,
                                      const std::vector<FlagSpec>& flags,
                                      const std::vector<PositionalSpec>& positionals) {
-  ParsedArgs parsed;
-  bool flags_done = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (!flags_done && arg == "--") {
-      flags_done = true;
-      continue;
-    }
-    if (flags_done || arg.size() < 2 || arg[0] != '-' || arg == "-") {
-      parsed.AddPositional(arg);
-      continue;
-    }
-    // A negative number is a positional, not a flag (e.g. a rank of -1).
-    double ignored;
-    if (arg[1] != '-' && absl::SimpleAtod(arg, &ignored)) {
-      parsed.AddPositional(arg);
-      continue;
-    }
-    if (arg[1] != '-') {
-      return UsageError(absl::StrCat("unknown flag '", arg, "' for 'gantry ", command,
+  // CLI11 splits the words (--name value, --name=value, booleans, "--", positionals, unknown flags
+  // left over); the rules and messages of gantry's command line are checked here, on its results.
+  CLI::App app("gantry " + command, "gantry");
+  app.set_help_flag();  // --help is CliApp's
+  app.allow_extras(true);
+  std::vector<CLI::Option*> options;
+  for (const FlagSpec& spec : flags) {
+    CLI::Option* option = spec.metavar.empty() ? app.add_flag("--" + spec.name)
+                                               : app.add_option("--" + spec.name)->expected(1);
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    options.push_back(option);
+  }
+  std::vector<std::string> words;
+  app.add_option("arguments", words);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ArgumentMismatch& error) {
+    // "--NAME: 1 required ...": a value flag at the end of the line.
+    const std::string what = error.what();
+    const std::string name = what.substr(2, what.find(':') - 2);
+    const FlagSpec* spec = FindFlag(flags, name);
+    return UsageError(absl::StrCat("flag --", name, " needs a value (",
+                                   spec != nullptr ? spec->metavar : "VALUE", ")"));
+  } catch (const CLI::ParseError& error) {
+    return UsageError(absl::StrCat("'gantry ", command, "': ", error.what()));
+  }
+  for (const std::string& extra : app.remaining()) {
+    if (extra == "--") continue;
+    if (!absl::StartsWith(extra, "--")) {
+      return UsageError(absl::StrCat("unknown flag '", extra, "' for 'gantry ", command,
                                      "' (flags are written --name)"));
     }
-    std::string name = arg.substr(2);
-    std::optional<std::string> inline_value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      inline_value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    const FlagSpec* spec = FindFlag(flags, name);
-    if (spec == nullptr) {
-      return UsageError(absl::StrCat("unknown flag --", name, " for 'gantry ", command,
-                                     "'; see 'gantry ", command, " --help'"));
-    }
-    if (!spec->repeatable && parsed.Has(name)) {
-      return UsageError(absl::StrCat("flag --", name, " given more than once"));
-    }
-    if (spec->metavar.empty()) {  // boolean
-      if (inline_value.has_value()) {
-        if (*inline_value != "true" && *inline_value != "false") {
-          return UsageError(absl::StrCat(
-              "flag --", name, " takes no value (or =true/=false), got '", *inline_value, "'"));
-        }
-        if (*inline_value == "true") parsed.AddFlag(name, "true");
-      } else {
-        parsed.AddFlag(name, "true");
-      }
-      continue;
-    }
-    if (inline_value.has_value()) {
-      parsed.AddFlag(name, *inline_value);
-      continue;
-    }
-    if (i + 1 >= args.size()) {
-      return UsageError(absl::StrCat("flag --", name, " needs a value (", spec->metavar, ")"));
-    }
-    parsed.AddFlag(name, args[++i]);
+    const std::string name = extra.substr(2, extra.find('=') - 2);
+    return UsageError(absl::StrCat("unknown flag --", name, " for 'gantry ", command,
+                                   "'; see 'gantry ", command, " --help'"));
   }
+
+  ParsedArgs parsed;
+  for (size_t i = 0; i < flags.size(); ++i) {
+    const FlagSpec& spec = flags[i];
+    const std::vector<std::string>& values = options[i]->results();
+    if (values.empty()) continue;
+    if (!spec.repeatable && values.size() > 1) {
+      return UsageError(absl::StrCat("flag --", spec.name, " given more than once"));
+    }
+    for (const std::string& value : values) {
+      if (!spec.metavar.empty()) {
+        parsed.AddFlag(spec.name, value);
+      } else if (value != "true" && value != "false") {
+        return UsageError(absl::StrCat("flag --", spec.name,
+                                       " takes no value (or =true/=false), got '", value, "'"));
+      } else if (value == "true") {
+        parsed.AddFlag(spec.name, "true");
+      }
+    }
+  }
+  for (std::string& word : words) parsed.AddPositional(std::move(word));
 
   size_t required = 0;
   bool variadic = false;

@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -26,64 +27,53 @@ struct GlobalValues {
   std::optional<std::string> timeout;
 };
 
-const FlagSpec* FindGlobal(const std::vector<FlagSpec>& globals, const std::string& name) {
-  for (const auto& flag : globals) {
-    if (flag.name == name) return &flag;
-  }
-  return nullptr;
-}
-
-// Removes the global flags from `args` (anywhere before "--") into `values`.
+// Removes the global flags from `args` (anywhere before "--") into `values`: CLI11 takes the
+// global flags (and -h/--help, --version) and leaves every other word, in order, for the command.
 absl::StatusOr<std::vector<std::string>> ExtractGlobals(const std::vector<std::string>& args,
                                                         GlobalValues* values) {
+  CLI::App app("gantry", "gantry");
+  app.set_help_flag();  // help is printed by CliApp, for the command it names
+  app.allow_extras(true);
+  CLI::Option* help = app.add_flag("-h,--help");
+  CLI::Option* version = app.add_flag("--version");
   const std::vector<FlagSpec> globals = GlobalFlags();
-  std::vector<std::string> rest;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      rest.insert(rest.end(), args.begin() + i, args.end());
-      break;
-    }
-    if (arg == "-h" || arg == "--help") {
-      values->help = true;
-      continue;
-    }
-    if (arg == "--version") {
-      values->version = true;
-      continue;
-    }
-    if (arg.rfind("--", 0) != 0) {
-      rest.push_back(arg);
-      continue;
-    }
-    std::string name = arg.substr(2);
-    std::optional<std::string> value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name = name.substr(0, eq);
-    }
-    const FlagSpec* spec = FindGlobal(globals, name);
-    if (spec == nullptr) {
-      rest.push_back(arg);
-      continue;
-    }
-    if (spec->metavar.empty()) {
-      values->json = !value.has_value() || *value == "true";
-      continue;
-    }
-    if (!value.has_value()) {
-      if (i + 1 >= args.size()) {
-        return UsageError(absl::StrCat("flag --", name, " needs a value (", spec->metavar, ")"));
-      }
-      value = args[++i];
-    }
-    if (name == "server") values->config.server = *value;
-    if (name == "token") values->config.token = *value;
-    if (name == "ca-cert") values->config.ca_cert = *value;
-    if (name == "config") values->config.config_path = *value;
-    if (name == "timeout") values->timeout = *value;
+  std::vector<CLI::Option*> options;
+  for (const FlagSpec& spec : globals) {
+    CLI::Option* option = spec.metavar.empty() ? app.add_flag("--" + spec.name)
+                                               : app.add_option("--" + spec.name)->expected(1);
+    option->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+    options.push_back(option);
   }
-  return rest;
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 takes them reversed
+  try {
+    app.parse(reversed);
+  } catch (const CLI::ArgumentMismatch& error) {
+    // "--NAME: 1 required ...": a global flag at the end of the line without its value.
+    const std::string what = error.what();
+    const std::string name = what.substr(2, what.find(':') - 2);
+    std::string metavar = "VALUE";
+    for (const FlagSpec& spec : globals) {
+      if (spec.name == name) metavar = spec.metavar;
+    }
+    return UsageError(absl::StrCat("flag --", name, " needs a value (", metavar, ")"));
+  } catch (const CLI::ParseError& error) {
+    return UsageError(error.what());
+  }
+  values->help = help->count() > 0;
+  values->version = version->count() > 0;
+  for (size_t i = 0; i < globals.size(); ++i) {
+    const std::vector<std::string>& given = options[i]->results();
+    if (given.empty()) continue;
+    const std::string& name = globals[i].name;
+    const std::string& value = given.back();  // the last one wins
+    if (name == "json") values->json = value == "true";
+    if (name == "server") values->config.server = value;
+    if (name == "token") values->config.token = value;
+    if (name == "ca-cert") values->config.ca_cert = value;
+    if (name == "config") values->config.config_path = value;
+    if (name == "timeout") values->timeout = value;
+  }
+  return app.remaining();
 }
 
 void PrintFlags(const std::vector<FlagSpec>& flags, std::ostream& out) {
@@ -169,6 +159,8 @@ int RunCommand(const Command& command, const std::vector<std::string>& command_a
     err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
         << '\n';
     for (const std::string& line : DescribeStatusDetails(status)) err << line << '\n';
+    // The id the server logged the calls of this command under (for the operator).
+    if (connection != nullptr) err << "gantry: request id " << connection->request_id() << '\n';
     return kExitError;
   }
   return context.exit_code;

@@ -7,8 +7,10 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
+#include "clients/cli/cli_app.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
+#include "clients/cli/completion.h"
 #include "clients/cli/format.h"
 #include "clients/cli/generation_progress.h"
 #include "clients/cli/json_output.h"
@@ -285,6 +287,16 @@ absl::Status Config(CommandContext& context) {
   return absl::OkStatus();
 }
 
+// Prints the shell completion script (bash only) generated from the command table.
+absl::Status Completion(CommandContext& context) {
+  const std::string shell = context.args.Positional(0);
+  if (shell != "bash") {
+    return UsageError("completion: unsupported shell '" + shell + "' (supported: bash)");
+  }
+  context.out << BashCompletionScript(AllCommands(), GlobalFlags());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddMiscCommands(std::vector<Command>* commands) {
@@ -330,6 +342,13 @@ void AddMiscCommands(std::vector<Command>* commands) {
                        {},
                        {},
                        Config});
+  commands->push_back({{"completion"},
+                       "Print the shell completion script (bash)",
+                       "Load it in the current shell with 'source <(gantry completion bash)', or "
+                       "save it as\n~/.local/share/bash-completion/completions/gantry.",
+                       {{"SHELL", "bash"}},
+                       {},
+                       Completion});
 }
 
 std::vector<Command> AllCommands() {

@@ -4,7 +4,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/grpc_status.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -39,7 +41,10 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Create(const CliConfig& 
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 60000);
   arguments.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20000);
   auto channel = grpc::CreateCustomChannel(config.server, credentials, arguments);
-  return std::unique_ptr<Connection>(new Connection(config, std::move(channel), timeout));
+  absl::BitGen random;
+  const std::string request_id = absl::StrFormat("cli-%016x", absl::Uniform<uint64_t>(random));
+  return std::unique_ptr<Connection>(
+      new Connection(config, std::move(channel), timeout, request_id));
 }
 
 std::unique_ptr<grpc::ClientContext> Connection::NewContext() const {
@@ -53,6 +58,7 @@ std::unique_ptr<grpc::ClientContext> Connection::NewLongContext(
   if (!config_.token.empty()) {
     context->AddMetadata("authorization", absl::StrCat("Bearer ", config_.token));
   }
+  context->AddMetadata("x-request-id", request_id_);
   return context;
 }
 

@@ -25,8 +25,11 @@ class Connection {
 
   const std::shared_ptr<grpc::Channel>& channel() const { return channel_; }
   const CliConfig& config() const { return config_; }
+  // The request id this command sends with every call (x-request-id metadata; random, one per
+  // Connection): the server logs its calls under it and returns it.
+  const std::string& request_id() const { return request_id_; }
 
-  // A context with the token metadata and the ordinary call deadline.
+  // A context with the token and request id metadata and the ordinary call deadline.
   std::unique_ptr<grpc::ClientContext> NewContext() const;
   // A context for a long call: `deadline` from now, or none (nullopt) for streams that follow a
   // job.
@@ -37,12 +40,17 @@ class Connection {
   absl::StatusOr<std::string> CheckHealth(const std::string& service) const;
 
  private:
-  Connection(CliConfig config, std::shared_ptr<grpc::Channel> channel, absl::Duration timeout)
-      : config_(std::move(config)), channel_(std::move(channel)), timeout_(timeout) {}
+  Connection(CliConfig config, std::shared_ptr<grpc::Channel> channel, absl::Duration timeout,
+             std::string request_id)
+      : config_(std::move(config)),
+        channel_(std::move(channel)),
+        timeout_(timeout),
+        request_id_(std::move(request_id)) {}
 
   CliConfig config_;
   std::shared_ptr<grpc::Channel> channel_;
   absl::Duration timeout_;
+  std::string request_id_;
 };
 
 // Converts a gRPC status to an absl::Status with the same code and message. A DEADLINE_EXCEEDED or

@@ -20,7 +20,7 @@ GANTRY_APT_PACKAGES=(
   libtorch-dev libgloo-dev libhdf5-dev libopenblas0-pthread
   python3 python3-torch python3-h5py python3-grpcio python3-numpy python3-protobuf
   python3-venv python3-pip python3-setuptools python3-wheel mypy-protobuf
-  libonnx-dev python3-onnx nodejs
+  libonnx-dev python3-onnx nodejs libcli11-dev
   clang-14 libclang-rt-14-dev llvm-14
 )
 # Parallelism of the build (2 cores here).

@@ -36,6 +36,7 @@
 namespace gantry::testing {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -235,6 +236,15 @@ TEST_F(CliEndToEndTest, ErrorsExitNonZeroWithCodeAndMessage) {
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_THAT(missing.err, StartsWith("gantry: NOT_FOUND: "));
   EXPECT_EQ(missing.out, "");
+  // The CLI prints the request id it sent; the server logged the failed call under it.
+  const std::smatch id = [&] {
+    std::smatch m;
+    std::regex_search(missing.err, m, std::regex("\ngantry: request id (cli-[0-9a-f]{16})\n"));
+    return m;
+  }();
+  ASSERT_EQ(id.size(), 2u) << missing.err;
+  EXPECT_THAT(ReadBytes(dir_.File("server.err")),
+              AllOf(HasSubstr("request_id=" + id[1].str()), HasSubstr("code=NOT_FOUND")));
 
   CommandResult bad_epochs =
       Alice({"jobs", "submit", "--preset", "tiny", "--dataset", "toymc:events=100", "--epochs", "0",

@@ -53,7 +53,10 @@ const char kAgentUsage[] =
     "  --max-queue-delay-ms=MS     longest wait for a batch to fill (default 2; fractions ok)\n"
     "  --max-queued-requests=N     requests queued per model before RESOURCE_EXHAUSTED (1024)\n"
     "  --model-cache-bytes=N[K|M|G|T] memory for loaded generators, LRU unloaded (default 1G)\n"
-    "  --serve-threads=N           intra-op threads for generation (default 0 = all cores)\n";
+    "  --serve-threads=N           intra-op threads for generation (default 0 = all cores)\n"
+    "logs on stderr (the daemon passes both to its ranks):\n"
+    "  --log-format=text|json      timestamped text lines or JSON lines (default text)\n"
+    "  --log-level=LEVEL           debug, info, warning or error (default info)\n";
 
 namespace {
 

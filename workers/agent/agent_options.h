@@ -42,6 +42,9 @@ struct AgentOptions {
   // The program run for each rank as `<rank_binary> rank --assignment=...`; empty = this
   // executable (/proc/self/exe). Tests point it at a fake rank.
   std::string rank_binary;
+  // Extra arguments for every rank (the daemon's --log-format and --log-level, so its ranks log
+  // alike).
+  std::vector<std::string> rank_log_args;
   // Ranks are SIGKILLed by the kernel when the daemon dies (even by kill -9), so a dead daemon
   // never leaves ranks holding CPUs or GPUs that nobody reports. On by default; off lets ranks run
   // on until they finish or fail on their own.

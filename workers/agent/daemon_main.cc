@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/log.h"
 #include "base/signals.h"
 #include "workers/agent/worker_agent.h"
 #include "workers/runner/dataset_cache.h"
@@ -73,9 +74,8 @@ class DatasetCacheExtension final : public DaemonExtension {
   absl::Status Start(WorkerAgent& agent) override {
     cache_->EvictToLimit();
     const runner::DatasetCacheSummary at_start = cache_->Summary();
-    std::cerr << "gantry-worker: dataset cache " << cache_->dir() << ": " << at_start.keys.size()
-              << " datasets, " << at_start.bytes << " bytes (limit " << max_bytes_ << ")"
-              << std::endl;
+    GANTRY_LOG(INFO) << "dataset cache " << cache_->dir() << ": " << at_start.keys.size()
+                     << " datasets, " << at_start.bytes << " bytes (limit " << max_bytes_ << ")";
     auto report = std::make_shared<CacheReport>(std::move(cache_), absl::Seconds(5));
     agent.AddRegisterSource([report](gantry::v1::RegisterRequest& request) {
       for (const std::string& key : report->Get().keys) request.add_cached_datasets(key);
@@ -116,7 +116,7 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
   for (const DaemonExtensionFactory& make : factories) {
     absl::StatusOr<std::unique_ptr<DaemonExtension>> part = make(options);
     if (!part.ok()) {
-      std::cerr << "gantry-worker daemon: " << part.status().message() << std::endl;
+      GANTRY_LOG(ERROR) << part.status().message();
       return 1;
     }
     if (*part != nullptr) parts.push_back(*std::move(part));
@@ -124,7 +124,7 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
   WorkerAgent agent(std::move(options));
   for (auto& part : parts) {
     if (absl::Status st = part->Start(agent); !st.ok()) {
-      std::cerr << "gantry-worker daemon: " << st.message() << std::endl;
+      GANTRY_LOG(ERROR) << st.message();
       for (auto& started : parts) {
         if (started.get() == part.get()) break;
         started->Stop();
@@ -145,12 +145,11 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
         g_stop_signal = 0;
       }
       if (sig == SIGTERM && !preempting) {
-        std::cerr << "gantry-worker: SIGTERM (preemption notice): ranks checkpoint and stop"
-                  << std::endl;
+        GANTRY_LOG(WARNING) << "SIGTERM (preemption notice): ranks checkpoint and stop";
         preempting = true;
         agent.Preempt("SIGTERM");
       } else if (sig == SIGINT || sig == SIGTERM) {
-        std::cerr << "gantry-worker: signal " << sig << ", stopping ranks and exiting" << std::endl;
+        GANTRY_LOG(INFO) << "signal " << sig << ", stopping ranks and exiting";
         agent.Stop();
         return;
       }
@@ -161,8 +160,7 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
   signal_thread.join();
   for (auto& part : parts) part->Stop();
   if (!status.ok()) {
-    std::cerr << "gantry-worker daemon: the server refused this worker: " << status.ToString()
-              << std::endl;
+    GANTRY_LOG(ERROR) << "the server refused this worker: " << status.ToString();
     return 1;
   }
   return 0;

@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/log.h"
 #include "workers/agent/control_pipe.h"
 
 extern char** environ;
@@ -63,8 +64,6 @@ std::string Tail(const std::string& path) {
 
 // The rank credential's file in a rank's work dir.
 constexpr char kRankCredentialFile[] = "rank.credential";
-
-void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n" << std::flush; }
 
 // Writes a constant message to fd 2 and exits; only async-signal-safe calls (used after fork).
 [[noreturn]] void ChildFail(const char* message) {
@@ -150,6 +149,7 @@ struct ChildExec {
       args.push_back("--tls-cert=" + options.tls_files.cert);
       args.push_back("--tls-key=" + options.tls_files.key);
     }
+    args.insert(args.end(), options.extra_args.begin(), options.extra_args.end());
     // No secret of the daemon reaches a rank through its environment.
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       if (strncmp(*e, "GANTRY_JOIN_TOKEN=", 18) != 0) env.emplace_back(*e);
@@ -305,8 +305,8 @@ void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid,
     if (stopping_) SignalLocked(raw);  // StopAll began while this rank was being spawned
     ranks_.emplace(RankKey(job_id, assignment.attempt(), assignment.rank()), std::move(rank));
   }
-  Log(absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " attempt ",
-                   assignment.attempt(), " (pid ", pid, ", log ", log_path, ")"));
+  GANTRY_LOG(INFO) << absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " attempt ",
+                                   assignment.attempt(), " (pid ", pid, ", log ", log_path, ")");
   v1::WorkerMessage starting;
   starting.set_job_id(job_id);
   starting.set_attempt(assignment.attempt());
@@ -331,8 +331,8 @@ void RankLauncher::Supervise(Rank* r) {
       if (poll(&p, 1, 50) > 0) {
         absl::StatusOr<std::optional<v1::WorkerMessage>> next = reader.Next();
         if (!next.ok()) {
-          Log(absl::StrCat("rank ", r->rank, " of ", r->job_id,
-                           ": control pipe unusable: ", next.status().ToString()));
+          GANTRY_LOG(ERROR) << absl::StrCat("rank ", r->rank, " of ", r->job_id,
+                                            ": control pipe unusable: ", next.status().ToString());
           eof = true;
         } else if (!next->has_value()) {
           eof = true;
@@ -383,8 +383,8 @@ void RankLauncher::Supervise(Rank* r) {
     rs->set_exit_code(-1);
   }
   rs->set_message(!last_error.empty() ? last_error : Tail(r->log_path));
-  Log(absl::StrCat("rank ", r->rank, " of ", r->job_id, " attempt ", r->attempt,
-                   " exited with code ", rs->exit_code()));
+  GANTRY_LOG(INFO) << absl::StrCat("rank ", r->rank, " of ", r->job_id, " attempt ", r->attempt,
+                                   " exited with code ", rs->exit_code());
   {
     // The slot is free from here on; StopAll joins this thread, so the report below still lands
     // before StopAll returns.
@@ -420,7 +420,7 @@ int RankLauncher::Cancel(const std::string& job_id) {
     SignalLocked(rank.get());
     ++n;
   }
-  if (n > 0) Log(absl::StrCat("cancelling ", n, " rank(s) of ", job_id));
+  if (n > 0) GANTRY_LOG(INFO) << absl::StrCat("cancelling ", n, " rank(s) of ", job_id);
   return n;
 }
 
@@ -433,9 +433,10 @@ int RankLauncher::CheckpointAndStop(const std::string& job_id, int attempt) {
     ++n;
   }
   if (n > 0) {
-    Log(absl::StrCat("asked ", n, " rank(s) of ", job_id,
-                     attempt >= 0 ? absl::StrCat(" attempt ", attempt) : std::string(),
-                     " to checkpoint and stop"));
+    GANTRY_LOG(INFO) << absl::StrCat(
+        "asked ", n, " rank(s) of ", job_id,
+        attempt >= 0 ? absl::StrCat(" attempt ", attempt) : std::string(),
+        " to checkpoint and stop");
   }
   return n;
 }
@@ -444,7 +445,7 @@ int RankLauncher::CheckpointAndStopAll() {
   absl::MutexLock lock(&mu_);
   for (auto& [key, rank] : ranks_) kill(-rank->pid, SIGUSR1);
   if (!ranks_.empty())
-    Log(absl::StrCat("asked ", ranks_.size(), " rank(s) to checkpoint and stop"));
+    GANTRY_LOG(INFO) << absl::StrCat("asked ", ranks_.size(), " rank(s) to checkpoint and stop");
   return static_cast<int>(ranks_.size());
 }
 

@@ -30,8 +30,9 @@ namespace gantry::agent {
 struct RankLauncherOptions {
   // Program run per rank; empty = this executable (/proc/self/exe, i.e. gantry-worker).
   std::string rank_binary;
-  std::string server;      // passed as --server
-  std::string cache_dir;   // passed as --cache-dir
+  std::vector<std::string> extra_args;  // appended to every rank's command line
+  std::string server;                   // passed as --server
+  std::string cache_dir;                // passed as --cache-dir
   std::string file_roots;  // passed as --file-roots (comma-separated; empty = file:// refused)
   // Passed as --cache-max-bytes: the rank's dataset cache evicts down to it after a fill.
   int64_t cache_max_bytes = 0;

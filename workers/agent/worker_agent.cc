@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "base/build_info.h"
 #include "base/grpc_status.h"
+#include "base/log.h"
 #include "base/tls_config.h"
 
 namespace gantry::agent {
@@ -23,8 +24,6 @@ constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
 constexpr absl::Duration kRegisterDeadline = absl::Seconds(10);
 // How long Run waits for the last messages to reach the server when shutting down.
 constexpr absl::Duration kDrainTimeout = absl::Seconds(5);
-
-void Log(const std::string& line) { std::cerr << "gantry-worker: " + line + "\n" << std::flush; }
 
 // Refusals that retrying cannot fix (before the worker was ever accepted).
 bool IsPermanent(const absl::Status& s) {
@@ -66,6 +65,7 @@ WorkerAgent::WorkerAgent(AgentOptions options)
 
   RankLauncherOptions launch;
   launch.rank_binary = options_.rank_binary;
+  launch.extra_args = options_.rank_log_args;
   launch.server = options_.server;
   launch.tls_files = options_.tls_files;
   launch.cache_dir = options_.cache_dir;
@@ -117,10 +117,11 @@ void WorkerAgent::Enqueue(v1::WorkerMessage message) {
   const OutboundQueue::PushResult pushed = queue_.Push(std::move(message));
   if (pushed.dropped != v1::WorkerMessage::KIND_NOT_SET &&
       (queue_.dropped() == 1 || queue_.dropped() % 1000 == 0)) {
-    Log(absl::StrCat("the outbound queue is full (", queue_.capacity(),
-                     " messages not acknowledged by the server): dropped the oldest ",
-                     KindName(pushed.dropped), " message (", queue_.dropped(),
-                     " dropped so far; rank status and results are never dropped)"));
+    GANTRY_LOG(WARNING) << absl::StrCat(
+        "the outbound queue is full (", queue_.capacity(),
+        " messages not acknowledged by the server): dropped the oldest ", KindName(pushed.dropped),
+        " message (", queue_.dropped(),
+        " dropped so far; rank status and results are never dropped)");
   }
 }
 
@@ -129,9 +130,10 @@ void WorkerAgent::AddAuth(grpc::ClientContext* context, const std::string& secre
 }
 
 absl::Status WorkerAgent::Run() {
-  Log(absl::StrCat("worker \"", options_.name, "\" ", GantryVersionString(), ": server ",
-                   options_.server, ", ", options_.slots, " slot(s), ", options_.threads_per_rank,
-                   " thread(s) per rank, work dir ", options_.work_dir));
+  GANTRY_LOG(INFO) << absl::StrCat("worker \"", options_.name, "\" ", GantryVersionString(),
+                                   ": server ", options_.server, ", ", options_.slots, " slot(s), ",
+                                   options_.threads_per_rank, " thread(s) per rank, work dir ",
+                                   options_.work_dir);
   std::thread sessions([this] { SessionLoop(); });
   bool preempted = false;
   std::string reason;
@@ -151,8 +153,8 @@ absl::Status WorkerAgent::Run() {
     absl::MutexLock lock(&mu_);
     closing_ = true;
     if (!mu_.AwaitWithTimeout(absl::Condition(&loop_done_), kDrainTimeout)) {
-      Log(absl::StrCat("the server did not close the stream in time; ", queue_.size(),
-                       " message(s) not acknowledged"));
+      GANTRY_LOG(WARNING) << absl::StrCat("the server did not close the stream in time; ",
+                                          queue_.size(), " message(s) not acknowledged");
       if (current_context_ != nullptr) current_context_->TryCancel();
     }
     fatal = fatal_;
@@ -161,10 +163,11 @@ absl::Status WorkerAgent::Run() {
   {
     absl::MutexLock lock(&mu_);
     if (!queue_.empty()) {
-      Log(absl::StrCat(queue_.size(), " message(s) were never acknowledged by the server"));
+      GANTRY_LOG(WARNING) << absl::StrCat(queue_.size(),
+                                          " message(s) were never acknowledged by the server");
     }
   }
-  Log("stopped");
+  GANTRY_LOG(INFO) << "stopped";
   return fatal;
 }
 
@@ -175,10 +178,10 @@ void WorkerAgent::DrainForPreemption(const std::string& reason) {
   notice.mutable_preempting()->set_reason(reason);
   Enqueue(std::move(notice));
   const int ranks = launcher_->CheckpointAndStopAll();
-  Log(absl::StrCat("preemption notice (", reason, "): ", ranks,
-                   " rank(s) checkpointing; waiting up "
-                   "to ",
-                   absl::FormatDuration(grace)));
+  GANTRY_LOG(WARNING) << absl::StrCat("preemption notice (", reason, "): ", ranks,
+                                      " rank(s) checkpointing; waiting up "
+                                      "to ",
+                                      absl::FormatDuration(grace));
   const absl::Time deadline = absl::Now() + grace;
   // In slices, so that Stop() (SIGINT) cuts the wait short.
   while (!launcher_->WaitIdle(std::min(absl::Milliseconds(100), deadline - absl::Now()))) {
@@ -187,7 +190,8 @@ void WorkerAgent::DrainForPreemption(const std::string& reason) {
   }
   const int left = launcher_->live_ranks();
   if (left > 0) {
-    Log(absl::StrCat(left, " rank(s) still running after the preemption grace; stopping them"));
+    GANTRY_LOG(WARNING) << absl::StrCat(
+        left, " rank(s) still running after the preemption grace; stopping them");
   }
 }
 
@@ -205,8 +209,9 @@ void WorkerAgent::SessionLoop() {
     }
     if (established) backoff = kInitialBackoff;
     const absl::Duration delay = Jitter(backoff);
-    Log(absl::StrCat("connection to ", options_.server, " lost or refused (", status.ToString(),
-                     "); retrying in ", absl::FormatDuration(delay)));
+    GANTRY_LOG(WARNING) << absl::StrCat("connection to ", options_.server, " lost or refused (",
+                                        status.ToString(), "); retrying in ",
+                                        absl::FormatDuration(delay));
     if (mu_.AwaitWithTimeout(absl::Condition(&closing_), delay)) break;
     backoff = std::min(backoff * 2, kMaxBackoff);
   }
@@ -262,7 +267,8 @@ absl::Status WorkerAgent::RunSession(bool* established) {
     }
     options_.credential->Set(registered.worker_credential());
     if (worker_id_ != registered.worker_id()) {
-      if (!worker_id_.empty()) Log("the server gave a new worker id " + registered.worker_id());
+      if (!worker_id_.empty())
+        GANTRY_LOG(INFO) << "the server gave a new worker id " + registered.worker_id();
       worker_id_ = registered.worker_id();
     }
     registered_once_ = true;
@@ -316,10 +322,10 @@ absl::Status WorkerAgent::RunSession(bool* established) {
     resend = queue_.size();
   }
   *established = true;
-  Log(absl::StrCat(
+  GANTRY_LOG(INFO) << absl::StrCat(
       "connected as ", id, " (stream ", session, ", running jobs: [", absl::StrJoin(running, ","),
       "]", resend > 0 ? absl::StrCat(", re-sending ", resend, " unacknowledged message(s)") : "",
-      ")"));
+      ")");
   std::thread writer([&] { WriterLoop(stream.get(), &context, interval, silence_limit); });
   v1::ServerMessage message;
   while (stream->Read(&message)) {
@@ -359,8 +365,9 @@ void WorkerAgent::WriterLoop(grpc::ClientReaderWriter<v1::WorkerMessage, v1::Ser
       if (session_over_) return;
       const absl::Time now = absl::Now();
       if (now - last_server_message_ > silence_limit) {
-        Log(absl::StrCat("no word from the server for ", absl::FormatDuration(silence_limit),
-                         "; dropping the stream"));
+        GANTRY_LOG(WARNING) << absl::StrCat("no word from the server for ",
+                                            absl::FormatDuration(silence_limit),
+                                            "; dropping the stream");
         context->TryCancel();
         return;
       }
@@ -409,9 +416,10 @@ void WorkerAgent::Handle(const v1::ServerMessage& message) {
       const v1::Assignment& a = message.assignment();
       const absl::Status s = launcher_->Launch(a);
       if (absl::IsAlreadyExists(s)) {
-        Log("ignoring a duplicate assignment: " + std::string(s.message()));
+        GANTRY_LOG(INFO) << "ignoring a duplicate assignment: " + std::string(s.message());
       } else if (!s.ok()) {
-        Log(absl::StrCat("cannot start rank ", a.rank(), " of ", a.job_id(), ": ", s.ToString()));
+        GANTRY_LOG(ERROR) << absl::StrCat("cannot start rank ", a.rank(), " of ", a.job_id(), ": ",
+                                          s.ToString());
         v1::WorkerMessage failed;
         failed.set_job_id(a.job_id());
         v1::RankStatus* rs = failed.mutable_rank_status();
@@ -426,14 +434,15 @@ void WorkerAgent::Handle(const v1::ServerMessage& message) {
     case v1::ServerMessage::kCancellation: {
       const v1::Cancellation& c = message.cancellation();
       const int n = launcher_->Cancel(c.job_id());
-      if (n == 0) Log("cancellation of " + c.job_id() + ": no rank of it runs here");
+      if (n == 0) GANTRY_LOG(INFO) << "cancellation of " + c.job_id() + ": no rank of it runs here";
       break;
     }
     case v1::ServerMessage::kCheckpointAndStop: {
       const v1::CheckpointAndStop& c = message.checkpoint_and_stop();
       const int n = launcher_->CheckpointAndStop(c.job_id(), c.attempt());
-      Log(absl::StrCat("checkpoint-and-stop of ", c.job_id(), " attempt ", c.attempt(), " (",
-                       c.reason(), "): ", n, " rank(s) signalled"));
+      GANTRY_LOG(INFO) << absl::StrCat("checkpoint-and-stop of ", c.job_id(), " attempt ",
+                                       c.attempt(), " (", c.reason(), "): ", n,
+                                       " rank(s) signalled");
       break;
     }
     case v1::ServerMessage::kAck: {

@@ -13,6 +13,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/flags.h"
+#include "base/log.h"
+#include "base/log_flags.h"
 #include "base/status_macros.h"
 #include "workers/agent/agent_flags.h"
 #include "workers/agent/daemon_main.h"
@@ -77,6 +79,7 @@ int BadCommandLine(const std::string& command, const absl::Status& status) {
 int Daemon() {
   absl::StatusOr<gantry::agent::AgentOptions> options = gantry::app::DaemonOptionsFromFlags();
   if (!options.ok()) return BadCommandLine("daemon", options.status());
+  options->rank_log_args = gantry::LogFlagsAsArguments();
   // The daemon itself serves generation (ranks never do): workers/serving.
   return gantry::agent::DaemonMain(
       *std::move(options),
@@ -142,6 +145,13 @@ int main(int argc, char** argv) {
   if (absl::Status status = gantry::app::CheckFlagsApplyTo(command); !status.ok()) {
     return BadCommandLine(command, status);
   }
+  // Log lines (levelled, timestamped; --log-format, --log-level) are not command output: the
+  // local commands keep printing their progress and results on stdout.
+  absl::StatusOr<gantry::LogOptions> log_options = gantry::LogOptionsFromFlags(
+      command == "daemon" || command == "rank" ? "gantry-worker-" + command
+                                               : std::string("gantry-worker"));
+  if (!log_options.ok()) return BadCommandLine(command, log_options.status());
+  gantry::InitLogging(*log_options);
   if (command == "daemon") return Daemon();
   if (command == "rank") return Rank();
   if (command == "verify-checkpoint") {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/failure_policy.h"
 #include "base/file_roots.h"
+#include "base/log.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/runner/rank_plan.h"
 #include "workers/runner/rank_runner.h"
@@ -33,7 +34,7 @@ void OnCheckpointAndStop(int) { g_checkpoint_and_stop.store(true); }
 void Watchdog() {
   while (!g_stop.load()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   std::this_thread::sleep_for(std::chrono::seconds(5));
-  std::cerr << "gantry-worker rank: still running 5 s after SIGTERM; exiting\n";
+  GANTRY_LOG(ERROR) << "still running 5 s after SIGTERM; exiting";
   _exit(143);
 }
 
@@ -77,7 +78,7 @@ int RunRankCommand(const RankCommandOptions& o) {
     return agent::WriteControlMessage(fd, message);
   };
   auto fail_early = [&](const absl::Status& status, int rank, const std::string& job_id) {
-    std::cerr << "gantry-worker rank: " << status << "\n";
+    GANTRY_LOG(ERROR) << status;
     v1::WorkerMessage log;
     log.set_job_id(job_id);
     log.mutable_log()->set_rank(rank);
@@ -144,7 +145,7 @@ int RunRankCommand(const RankCommandOptions& o) {
                               return sink(stamped);
                             });
   const absl::Status status = runner.Run();
-  if (!status.ok()) std::cerr << "gantry-worker rank: " << status << "\n";
+  if (!status.ok()) GANTRY_LOG(ERROR) << status;
   return RankExitCodeFor(status);
 }
 

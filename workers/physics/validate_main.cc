@@ -18,6 +18,8 @@
 #include "absl/flags/flag.h"
 #include "absl/status/statusor.h"
 #include "base/flags.h"
+#include "base/log.h"
+#include "base/log_flags.h"
 #include "showers/hdf5_io.h"
 #include "workers/physics/shower_summary.h"
 #include "workers/physics/validate_flags.h"
@@ -298,5 +300,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, kUsage, argv[0], argv[0]);
     return 2;
   }
+  // Log lines (LibTorch's among them) as every gantry program writes them; reports stay on stdout.
+  absl::StatusOr<gantry::LogOptions> log_options = gantry::LogOptionsFromFlags("gantry-validate");
+  if (!log_options.ok()) {
+    std::fprintf(stderr, "%s\n", std::string(log_options.status().message()).c_str());
+    return 2;
+  }
+  gantry::InitLogging(*log_options);
   return command->summary ? Summary(*command) : Validate(*command);
 }

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/log.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
 
@@ -262,7 +263,7 @@ void DatasetCache::Log(const std::string& line) const {
   if (options_.log) {
     options_.log(line);
   } else {
-    std::cerr << "dataset cache: " << line << std::endl;
+    GANTRY_LOG(INFO) << "dataset cache: " << line;
   }
 }
 

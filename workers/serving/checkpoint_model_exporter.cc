@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "base/log.h"
 #include "workers/export/model_export.h"
 
 namespace gantry::serving {
@@ -29,8 +30,7 @@ void CopyTensors(const std::vector<exporter::ExportedTensor>& tensors,
 // message goes to the worker's log.
 absl::Status WithoutPaths(const absl::Status& status, const std::string& sha256,
                           const std::string& models_dir) {
-  std::cerr << "gantry-worker: export of " << sha256.substr(0, 12) << " failed: " << status
-            << std::endl;
+  GANTRY_LOG(WARNING) << "export of " << sha256.substr(0, 12) << " failed: " << status;
   const std::string file = models_dir + "/" + sha256 + ".pt";
   return absl::Status(status.code(),
                       absl::StrReplaceAll(status.message(), {{file, absl::StrCat("model ", sha256)},
@@ -57,9 +57,9 @@ ModelExporter MakeCheckpointModelExporter(CheckpointModelLoaderOptions options) 
         *path, format == v1::EXPORT_FORMAT_ONNX ? exporter::ExportFormat::kOnnx
                                                 : exporter::ExportFormat::kPytorch);
     if (!exported.ok()) return WithoutPaths(exported.status(), sha, options.models_dir);
-    std::cerr << "gantry-worker: exported " << sha.substr(0, 12) << " (" << model.model_ref()
-              << ") as " << v1::ExportFormat_Name(format) << ", " << exported->bytes.size()
-              << " bytes in " << absl::ToDoubleSeconds(absl::Now() - start) << " s" << std::endl;
+    GANTRY_LOG(INFO) << "exported " << sha.substr(0, 12) << " (" << model.model_ref() << ") as "
+                     << v1::ExportFormat_Name(format) << ", " << exported->bytes.size()
+                     << " bytes in " << absl::ToDoubleSeconds(absl::Now() - start) << " s";
     ExportedFile file;
     file.bytes = std::move(exported->bytes);
     file.metadata.set_format(format);

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "workers/runner/dataset_cache.h"
 #include "workers/serving/generation_plan.h"
 
@@ -147,10 +148,10 @@ absl::StatusOr<ModelCache::Lease> ModelCache::AcquireWith(const gantry::v1::Serv
         entry->state = Entry::State::kReady;
         entry->last_used = absl::Now();
         ++loads_;
-        std::cerr << "gantry-worker: loaded model " << sha.substr(0, 12) << " ("
-                  << model.model_ref() << ", " << bytes << " bytes) in "
-                  << absl::ToDoubleSeconds(absl::Now() - load_start) << " s; model cache "
-                  << total_bytes_ << " of " << options_.max_bytes << " bytes" << std::endl;
+        GANTRY_LOG(INFO) << "loaded model " << sha.substr(0, 12) << " (" << model.model_ref()
+                         << ", " << bytes << " bytes) in "
+                         << absl::ToDoubleSeconds(absl::Now() - load_start) << " s; model cache "
+                         << total_bytes_ << " of " << options_.max_bytes << " bytes";
       }
     }
     if (!error.ok()) {
@@ -226,11 +227,11 @@ absl::StatusOr<ModelCache::PinResult> ModelCache::Pin(const gantry::v1::ServedMo
     if (*poll == DynamicBatcher::Stream::Poll::kDone) break;
   }
   result.warmup_time = absl::Now() - warm_start;
-  std::cerr << "gantry-worker: pinned model " << model.checkpoint_sha256().substr(0, 12) << " ("
-            << model.model_ref() << ", max batch " << result.batcher.max_batch_size << ", queue "
-            << result.batcher.max_queued_requests << ", " << result.batcher.priority_levels
-            << " priority levels), warm-up " << absl::ToDoubleSeconds(result.warmup_time) << " s"
-            << std::endl;
+  GANTRY_LOG(INFO) << "pinned model " << model.checkpoint_sha256().substr(0, 12) << " ("
+                   << model.model_ref() << ", max batch " << result.batcher.max_batch_size
+                   << ", queue " << result.batcher.max_queued_requests << ", "
+                   << result.batcher.priority_levels << " priority levels), warm-up "
+                   << absl::ToDoubleSeconds(result.warmup_time) << " s";
   return result;
 }
 
@@ -252,8 +253,7 @@ ModelCache::UnpinResult ModelCache::Unpin(const std::string& checkpoint_sha256) 
     }
   }
   if (result.unloaded) {
-    std::cerr << "gantry-worker: unloaded model " << checkpoint_sha256.substr(0, 12)
-              << " (UnloadModel)" << std::endl;
+    GANTRY_LOG(INFO) << "unloaded model " << checkpoint_sha256.substr(0, 12) << " (UnloadModel)";
   }
   Destroy(std::move(victims));
   return result;
@@ -277,8 +277,8 @@ std::vector<std::shared_ptr<ServableModel>> ModelCache::EvictLocked() {
     }
     if (lru == nullptr) break;
     victims.push_back(RemoveLocked(lru));
-    std::cerr << "gantry-worker: unloaded model " << lru->sha256.substr(0, 12)
-              << " (least recently used) to fit the model cache" << std::endl;
+    GANTRY_LOG(INFO) << "unloaded model " << lru->sha256.substr(0, 12)
+                     << " (least recently used) to fit the model cache";
   }
   return victims;
 }

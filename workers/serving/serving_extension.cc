@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "base/tls_config.h"
 #include "workers/agent/worker_agent.h"
 
@@ -64,8 +65,8 @@ absl::Status ServingExtension::StartServer() {
         "--serve-port=-1 to turn serving off"));
   }
   endpoint_ = absl::StrCat(host_, ":", port_);
-  std::cerr << "gantry-worker: serving generation on " << endpoint_
-            << (tls_.has_identity() ? " (TLS)" : "") << std::endl;
+  GANTRY_LOG(INFO) << "serving generation on " << endpoint_
+                   << (tls_.has_identity() ? " (TLS)" : "");
   return absl::OkStatus();
 }
 

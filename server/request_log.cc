@@ -1,0 +1,157 @@
+#include "server/request_log.h"
+
+#include <cstdio>
+
+#include "absl/random/random.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/log.h"
+
+namespace gantry::server {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+// One generator per thread: sampling and ids take no lock.
+absl::BitGen& Random() {
+  thread_local absl::BitGen gen;
+  return gen;
+}
+
+const char* CodeName(grpc::StatusCode code) {
+  switch (code) {
+    case grpc::StatusCode::OK:
+      return "OK";
+    case grpc::StatusCode::CANCELLED:
+      return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN:
+      return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND:
+      return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS:
+      return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED:
+      return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+      return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED:
+      return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE:
+      return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL:
+      return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS:
+      return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED:
+      return "UNAUTHENTICATED";
+    default:
+      return "UNKNOWN";
+  }
+}
+
+// A failure of the server's own making (the rest are caused by the request or its caller).
+bool IsServerFault(grpc::StatusCode code) {
+  return code == grpc::StatusCode::INTERNAL || code == grpc::StatusCode::UNKNOWN ||
+         code == grpc::StatusCode::DATA_LOSS || code == grpc::StatusCode::UNAVAILABLE ||
+         code == grpc::StatusCode::UNIMPLEMENTED;
+}
+
+// Per call: takes or makes the id on the received metadata, returns it with the initial and the
+// trailing metadata, logs the line when the status is sent.
+class RequestLogInterceptor : public grpc::experimental::Interceptor {
+ public:
+  RequestLogInterceptor(const RequestLogInterceptorFactory* factory,
+                        grpc::experimental::ServerRpcInfo* info)
+      : factory_(factory), info_(info), start_(absl::Now()) {}
+
+  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
+      const auto* metadata = methods->GetRecvInitialMetadata();
+      const auto it = metadata->find(kRequestIdKey);
+      if (it != metadata->end()) {
+        const absl::string_view sent(it->second.data(), it->second.size());
+        if (IsValidRequestId(sent)) id_ = std::string(sent);
+      }
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_INITIAL_METADATA)) {
+      methods->GetSendInitialMetadata()->emplace(kRequestIdKey, Id());
+    }
+    if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
+      methods->GetSendTrailingMetadata()->emplace(kRequestIdKey, Id());
+      Log(methods->GetSendStatus());
+    }
+    methods->Proceed();
+  }
+
+ private:
+  const std::string& Id() {
+    if (id_.empty()) id_ = NewRequestId();
+    return id_;
+  }
+
+  void Log(const grpc::Status& status) {
+    const bool failed = !status.ok();
+    if (!failed) {
+      const double rate = factory_->sample_rate();
+      if (rate <= 0) return;
+      if (rate < 1 && !absl::Bernoulli(Random(), rate)) return;
+    }
+    const LogLevel level = !failed                              ? LogLevel::kInfo
+                           : IsServerFault(status.error_code()) ? LogLevel::kError
+                                                                : LogLevel::kWarning;
+    if (!LogEnabled(level)) return;
+    std::string caller;
+    if (factory_->auth() != nullptr) {
+      absl::StatusOr<Principal> principal = factory_->auth()->PrincipalOf(info_->server_context());
+      if (principal.ok()) {
+        caller = principal->worker ? "worker:" + principal->worker_id : principal->tenant;
+      }
+    }
+    const std::string method = info_->method() != nullptr ? info_->method() : "";
+    LogLine line(level, __FILE__, __LINE__);
+    line.Field("method", method)
+        .Field("tenant", caller)
+        .Field("code", CodeName(status.error_code()))
+        .Field("duration_ms",
+               absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(absl::Now() - start_)))
+        .Field("request_id", Id());
+    if (failed) line.Field("error", status.error_message());
+    line << "rpc " << method << " " << CodeName(status.error_code());
+  }
+
+  const RequestLogInterceptorFactory* factory_;
+  grpc::experimental::ServerRpcInfo* info_;
+  const absl::Time start_;
+  std::string id_;  // hooks of one call run one at a time
+};
+
+}  // namespace
+
+bool IsValidRequestId(absl::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  for (const char c : id) {
+    if (!absl::ascii_isalnum(c) && c != '.' && c != '_' && c != ':' && c != '-') return false;
+  }
+  return true;
+}
+
+std::string NewRequestId() { return absl::StrFormat("%016x", absl::Uniform<uint64_t>(Random())); }
+
+grpc::experimental::Interceptor* RequestLogInterceptorFactory::CreateServerInterceptor(
+    grpc::experimental::ServerRpcInfo* info) {
+  return new RequestLogInterceptor(this, info);
+}
+
+}  // namespace gantry::server
