@@ -18,7 +18,7 @@ TEST(JsonOutputTest, ObjectHasDefaultFieldsAndEnumNames) {
   job.set_state(v1::JOB_STATE_QUEUED);
   std::ostringstream out;
   ASSERT_TRUE(PrintJson(out, job).ok());
-  EXPECT_THAT(out.str(), ::testing::HasSubstr("\"state\":\"QUEUED\""));
+  EXPECT_THAT(out.str(), ::testing::HasSubstr("\"state\":\"JOB_STATE_QUEUED\""));
   EXPECT_THAT(out.str(), ::testing::HasSubstr("\"restarts\":0"));  // defaults are printed
   EXPECT_EQ(out.str().back(), '\n');
   v1::Job parsed;

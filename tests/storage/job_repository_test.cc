@@ -200,7 +200,7 @@ TEST_F(JobRepositoryTest, TransitionsAllowedAndRefused) {
                                  gantry::v1::JOB_STATE_SUCCEEDED, "Done", "");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_NE(refused.status().message().find("is QUEUED"), absl::string_view::npos)
+  EXPECT_NE(refused.status().message().find("is JOB_STATE_QUEUED"), absl::string_view::npos)
       << refused.status();
 
   auto placing = jobs.Transition(id, {gantry::v1::JOB_STATE_QUEUED}, gantry::v1::JOB_STATE_PLACING,
