@@ -781,9 +781,9 @@ TEST_F(CliEndToEndTest, PythonClientExample) {
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   const std::string id = FirstMatch(run.out, "job-[0-9a-f-]+");
   ASSERT_FALSE(id.empty()) << run.out;
-  EXPECT_THAT(run.out, HasSubstr("submitted " + id + " QUEUED"));
-  EXPECT_THAT(run.out, HasSubstr("listed " + id + " python-example QUEUED"));
-  EXPECT_THAT(run.out, HasSubstr("cancelled " + id + " CANCELLED"));
+  EXPECT_THAT(run.out, HasSubstr("submitted " + id + " JOB_STATE_QUEUED"));
+  EXPECT_THAT(run.out, HasSubstr("listed " + id + " python-example JOB_STATE_QUEUED"));
+  EXPECT_THAT(run.out, HasSubstr("cancelled " + id + " JOB_STATE_CANCELLED"));
   EXPECT_THAT(run.out, HasSubstr("models 0"));
   EXPECT_THAT(run.out, HasSubstr("error NOT_FOUND: "));
   // The job the Python client made is visible to the CLI under the same token.

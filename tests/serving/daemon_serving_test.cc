@@ -167,6 +167,10 @@ TEST_F(DaemonServingTest, RegistersItsEndpointServesAndReusesTheFetchedCheckpoin
   ASSERT_TRUE(reg.has_value()) << daemon->Log();
   ASSERT_EQ(reg->generation_endpoint().rfind("127.0.0.1:", 0), 0u) << reg->generation_endpoint();
   ASSERT_EQ(reg->generation_secret().size(), 64u);
+  // The daemon stores its worker credential after Register answers; its first heartbeat (Connect
+  // checks the credential) shows it has, so the checkpoint fetch below presents it.
+  ASSERT_TRUE(service_->WaitHeartbeat([](const v1::Heartbeat&) { return true; }, absl::Seconds(30)))
+      << daemon->Log();
   int64_t showers = 0;
   grpc::Status s = Generate(reg->generation_endpoint(), reg->generation_secret(), 40, &showers);
   ASSERT_TRUE(s.ok()) << s.error_message() << "\n" << daemon->Log();
