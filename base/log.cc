@@ -16,6 +16,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/json_string.h"
 #include "glog/logging.h"
 
 namespace gantry {
@@ -34,38 +35,6 @@ struct Pending {
   const std::vector<std::pair<std::string, std::string>>* fields;
 };
 thread_local const Pending* tl_pending = nullptr;
-
-void AppendJsonString(std::string* out, absl::string_view text) {
-  out->push_back('"');
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out->append("\\\"");
-        break;
-      case '\\':
-        out->append("\\\\");
-        break;
-      case '\n':
-        out->append("\\n");
-        break;
-      case '\r':
-        out->append("\\r");
-        break;
-      case '\t':
-        out->append("\\t");
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out->append(buf);
-        } else {
-          out->push_back(c);
-        }
-    }
-  }
-  out->push_back('"');
-}
 
 // A text field value: bare when it is one plain word, quoted otherwise.
 void AppendTextValue(std::string* out, absl::string_view value) {

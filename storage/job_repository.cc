@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/json_string.h"
 #include "base/status_macros.h"
 #include "storage/sql_util.h"
 #include "storage/transaction.h"
@@ -357,7 +358,7 @@ absl::Status JobRepository::RecordValidationPoint(const std::string& id, int att
   std::string metrics = "{";
   for (const auto& [name, value] : stored.metrics()) {
     if (metrics.size() > 1) metrics += ",";
-    absl::StrAppend(&metrics, sql::JsonString(name), ":", sql::JsonNumber(value));
+    absl::StrAppend(&metrics, JsonString(name), ":", sql::JsonNumber(value));
   }
   metrics += "}";
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {

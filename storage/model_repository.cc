@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/json_string.h"
 #include "base/status_macros.h"
 #include "storage/sql_util.h"
 #include "storage/transaction.h"
@@ -209,7 +210,7 @@ std::string MetricsJson(const google::protobuf::Map<std::string, double>& metric
     if (!std::isfinite(value)) continue;
     if (!first) out += ",";
     first = false;
-    absl::StrAppend(&out, sql::JsonString(name), ":", sql::JsonNumber(value));
+    absl::StrAppend(&out, JsonString(name), ":", sql::JsonNumber(value));
   }
   return out + "}";
 }
@@ -241,17 +242,18 @@ absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model
     // Serialises version allocation per (owner, name); concurrent names proceed in parallel.
     tx.Exec("model_register_lock", "SELECT pg_advisory_xact_lock(hashtext($1 || '/' || $2))",
             model.owner(), model.name());
-    pqxx::result r = tx.Exec(
-        "model_register",
-        "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
-        "checkpoint_sha256, bf16_state, bf16_reason, dataset, model_preset, particle) "
-        "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_STATUS_READY', $4, $5, $6, $7, $8, "
-        "$9, $10, $11 FROM models WHERE owner = $1 AND name = $2 RETURNING id",
-        model.owner(), model.name(), gantry::v1::Visibility_Name(visibility), sql::Bytes(record),
-        sql::Bytes(histograms), model.checkpoint_sha256(),
-        gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason(),
-        model.lineage().dataset(), model.lineage().model_preset(),
-        static_cast<int>(model.particle()));
+    pqxx::result r =
+        tx.Exec("model_register",
+                "INSERT INTO models (owner, name, version, visibility, status, record, histograms, "
+                "checkpoint_sha256, bf16_state, bf16_reason, dataset, model_preset, particle) "
+                "SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, 'MODEL_STATUS_READY', $4, $5, "
+                "$6, $7, $8, "
+                "$9, $10, $11 FROM models WHERE owner = $1 AND name = $2 RETURNING id",
+                model.owner(), model.name(), gantry::v1::Visibility_Name(visibility),
+                sql::Bytes(record), sql::Bytes(histograms), model.checkpoint_sha256(),
+                gantry::v1::Bf16Check::State_Name(model.bf16().state()), model.bf16().reason(),
+                model.lineage().dataset(), model.lineage().model_preset(),
+                static_cast<int>(model.particle()));
     const int64_t id = r[0][0].as<int64_t>();
     tx.Exec("model_tags_insert",
             "INSERT INTO model_tags (model_id, key, value) SELECT $1, key, value "
@@ -310,7 +312,7 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
   for (size_t i = 0; i < filter.metric_filters.size(); ++i) {
     const gantry::v1::MetricFilter& f = filter.metric_filters[i];
     absl::StrAppend(
-        &metric_json, i > 0 ? "," : "", "{\"name\":", sql::JsonString(f.metric()),
+        &metric_json, i > 0 ? "," : "", "{\"name\":", JsonString(f.metric()),
         ",\"lo\":", sql::JsonNumber(f.has_min() ? std::optional<double>(f.min()) : std::nullopt),
         ",\"hi\":", sql::JsonNumber(f.has_max() ? std::optional<double>(f.max()) : std::nullopt),
         "}");

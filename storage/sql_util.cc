@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/json_string.h"
 #include "base/log.h"
 
 namespace gantry::storage::sql {
@@ -68,39 +69,6 @@ google::protobuf::Timestamp TimestampFromMicros(int64_t micros) {
 void SetTimestamp(const pqxx::field& f, google::protobuf::Timestamp* ts) {
   if (f.is_null()) return;
   *ts = TimestampFromMicros(f.as<int64_t>());
-}
-
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-          out += buf;
-        } else {
-          out += static_cast<char>(c);
-        }
-    }
-  }
-  out += "\"";
-  return out;
 }
 
 std::string JsonObject(const std::map<std::string, std::string>& m) {

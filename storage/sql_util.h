@@ -33,7 +33,6 @@ std::string JsonObject(const std::map<std::string, std::string>& m);
 std::string JsonArray(const std::vector<std::string>& v);
 // A JSON number or null.
 std::string JsonNumber(const std::optional<double>& v);
-std::string JsonString(const std::string& s);
 
 // Serialises a message for a bytea parameter.
 pqxx::binarystring Bytes(const google::protobuf::MessageLite& m);

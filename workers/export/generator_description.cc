@@ -7,42 +7,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/json_string.h"
 
 namespace gantry::exporter {
 namespace {
 
 std::string Number(double d) { return absl::StrFormat("%.17g", d); }
-
-// A JSON string literal of printable ASCII text (the config text is key=value lines).
-std::string JsonString(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7f) {
-          out += absl::StrFormat("\\u%04x", static_cast<unsigned char>(c));
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 absl::Status CheckShape(const GeneratorDescription& d, const std::string& name,
                         const std::vector<int64_t>& want) {
