@@ -23,5 +23,10 @@ GANTRY_APT_PACKAGES=(
   libonnx-dev python3-onnx nodejs libcli11-dev
   clang-14 libclang-rt-14-dev llvm-14
 )
+# ccache: paths under the checkout are hashed relative to it, so a clone anywhere (CI clones afresh)
+# reuses the objects an earlier build of the same sources left in the cache. The sanitizer build's line
+# tables then name the directory of the build that filled the cache; nothing reads them but a debugger.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$GANTRY_ROOT}"
+export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 # Parallelism of the build (2 cores here).
 export GANTRY_JOBS="${GANTRY_JOBS:-$(nproc)}"

@@ -640,6 +640,11 @@ class Soak:
                             ("daemon_exited", "daemons never died unless killed")):
             found = [d for w, d in self.violations if w == what]
             check(title, not found, "; ".join(found) or "none")
+        requested = [k for k in FAULT_KINDS if k in self.args.faults]
+        injected = {f["kind"] for f in self.faults}
+        missing = [k for k in requested if k not in injected]
+        check("every requested fault kind was injected", not missing,
+              "missing: " + ", ".join(missing) if missing else f"{len(self.faults)} faults")
         survived = [f for f in self.faults if f["kind"] == "stop_pg"]
         check("gantry-server survived every PostgreSQL outage",
               all(f.get("server_survived") for f in survived),
