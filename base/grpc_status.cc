@@ -30,19 +30,13 @@ constexpr absl::string_view kTypeUrlPrefix = "type.googleapis.com/google.rpc.";
 // A details trailer larger than this from a peer is ignored (the message and code still count).
 constexpr size_t kMaxDetailsBytes = 64 << 10;
 
-// Copies the status's payloads into `out` (those with a google.rpc type URL).
-void CopyPayloads(const absl::Status& from, absl::Status* out) {
-  from.ForEachPayload(
-      [out](absl::string_view url, const absl::Cord& payload) { out->SetPayload(url, payload); });
-}
-
 // google.rpc.Status for an error: code, message and details (the attached ones, a default
 // ErrorInfo reason and RetryInfo when none were attached).
 std::string SerializedDetails(absl::Status status, int code, const std::string& message) {
-  if (GetStatusDetails(status).reason.empty()) {
+  if (!HasErrorReason(status)) {
     status = SetErrorReason(status, DefaultErrorReason(status.code()));
   }
-  if (!GetStatusDetails(status).retry_delay.has_value()) {
+  if (!HasRetryDelay(status)) {
     if (auto delay = DefaultRetryDelay(status.code())) status = SetRetryDelay(status, *delay);
   }
   google::rpc::Status rpc;
@@ -90,9 +84,7 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 absl::Status FromGrpcStatus(const grpc::Status& status, absl::string_view context) {
   if (status.ok()) return absl::OkStatus();
   const absl::Status converted = FromGrpcStatus(status);
-  absl::Status out(converted.code(), absl::StrCat(context, ": ", converted.message()));
-  CopyPayloads(converted, &out);
-  return out;
+  return WithMessage(converted, absl::StrCat(context, ": ", converted.message()));
 }
 
 }  // namespace gantry

@@ -35,6 +35,22 @@ void WritePayload(absl::Status* status, absl::string_view url, const Message& me
 
 }  // namespace
 
+absl::Status WithMessage(const absl::Status& status, absl::string_view message) {
+  if (status.ok()) return status;
+  absl::Status out(status.code(), message);
+  status.ForEachPayload(
+      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
+  return out;
+}
+
+bool HasErrorReason(const absl::Status& status) {
+  return status.GetPayload(kErrorInfoUrl).has_value();
+}
+
+bool HasRetryDelay(const absl::Status& status) {
+  return status.GetPayload(kRetryInfoUrl).has_value();
+}
+
 absl::Status AddFieldViolation(absl::Status status, absl::string_view field,
                                absl::string_view description) {
   if (status.ok()) return status;

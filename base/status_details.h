@@ -48,6 +48,13 @@ absl::Status SetErrorReason(absl::Status status, absl::string_view reason,
                             const std::map<std::string, std::string>& metadata = {});
 absl::Status SetRetryDelay(absl::Status status, absl::Duration delay);
 
+// The same code and details with another message (an OK status is returned unchanged).
+absl::Status WithMessage(const absl::Status& status, absl::string_view message);
+
+// Whether a reason or a retry hint is attached (without parsing the details).
+bool HasErrorReason(const absl::Status& status);
+bool HasRetryDelay(const absl::Status& status);
+
 // The details attached to status (all empty for a status without any).
 StatusDetails GetStatusDetails(const absl::Status& status);
 

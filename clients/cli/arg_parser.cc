@@ -51,6 +51,17 @@ bool IsUsageError(const absl::Status& status) {
   return status.GetPayload(kUsagePayloadUrl).has_value();
 }
 
+absl::Status MissingValueError(const std::string& mismatch_text,
+                               const std::vector<FlagSpec>& flags) {
+  const size_t colon = mismatch_text.find(':');
+  const std::string name = absl::StartsWith(mismatch_text, "--") && colon != std::string::npos
+                               ? mismatch_text.substr(2, colon - 2)
+                               : mismatch_text;
+  const FlagSpec* spec = FindFlag(flags, name);
+  return UsageError(absl::StrCat("flag --", name, " needs a value (",
+                                 spec != nullptr ? spec->metavar : "VALUE", ")"));
+}
+
 absl::StatusOr<ParsedArgs> ParseArgs(const std::string& command,
                                      const std::vector<std::string>& args,
                                      const std::vector<FlagSpec>& flags,
@@ -73,12 +84,7 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::string& command,
   try {
     app.parse(reversed);
   } catch (const CLI::ArgumentMismatch& error) {
-    // "--NAME: 1 required ...": a value flag at the end of the line.
-    const std::string what = error.what();
-    const std::string name = what.substr(2, what.find(':') - 2);
-    const FlagSpec* spec = FindFlag(flags, name);
-    return UsageError(absl::StrCat("flag --", name, " needs a value (",
-                                   spec != nullptr ? spec->metavar : "VALUE", ")"));
+    return MissingValueError(error.what(), flags);
   } catch (const CLI::ParseError& error) {
     return UsageError(absl::StrCat("'gantry ", command, "': ", error.what()));
   }

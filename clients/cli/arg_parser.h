@@ -53,6 +53,12 @@ class ParsedArgs {
 absl::Status UsageError(const std::string& message);
 bool IsUsageError(const absl::Status& status);
 
+// The usage error for CLI11's ArgumentMismatch text ("--NAME: 1 required ..."), a value flag at the
+// end of the line: "flag --NAME needs a value (METAVAR)", METAVAR from `flags` ("VALUE" if
+// unknown).
+absl::Status MissingValueError(const std::string& mismatch_text,
+                               const std::vector<FlagSpec>& flags);
+
 // Parses `args` (the tokens after the command path) against `flags` and `positionals`.
 // `command` (e.g. "jobs submit") names the command in error messages. `--` ends flag parsing.
 // `--help`/`-h` is not handled here; callers check for it before parsing.

@@ -48,14 +48,7 @@ absl::StatusOr<std::vector<std::string>> ExtractGlobals(const std::vector<std::s
   try {
     app.parse(reversed);
   } catch (const CLI::ArgumentMismatch& error) {
-    // "--NAME: 1 required ...": a global flag at the end of the line without its value.
-    const std::string what = error.what();
-    const std::string name = what.substr(2, what.find(':') - 2);
-    std::string metavar = "VALUE";
-    for (const FlagSpec& spec : globals) {
-      if (spec.name == name) metavar = spec.metavar;
-    }
-    return UsageError(absl::StrCat("flag --", name, " needs a value (", metavar, ")"));
+    return MissingValueError(error.what(), globals);  // a global flag at the end of the line
   } catch (const CLI::ParseError& error) {
     return UsageError(error.what());
   }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/grpc_status.h"
+#include "base/status_details.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
 namespace gantry::cli {
@@ -82,10 +83,7 @@ absl::Status FromGrpc(const grpc::Status& status, const std::string& server) {
       (code == absl::StatusCode::kUnavailable || code == absl::StatusCode::kDeadlineExceeded)) {
     absl::StrAppend(&message, " (server ", server, ")");
   }
-  absl::Status out(code, message);
-  converted.ForEachPayload(
-      [&out](absl::string_view url, const absl::Cord& payload) { out.SetPayload(url, payload); });
-  return out;
+  return WithMessage(converted, message);
 }
 
 }  // namespace gantry::cli

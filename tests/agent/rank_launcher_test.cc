@@ -15,18 +15,14 @@
 
 #include "absl/synchronization/mutex.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/files.h"
 
 namespace gantry::agent {
 namespace {
 
 namespace v1 = ::gantry::v1;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 // Thread-safe record of what the launcher sent.
 class Collector {

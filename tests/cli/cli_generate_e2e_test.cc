@@ -17,6 +17,7 @@
 #include "showers/hdf5_io.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -24,17 +25,8 @@ namespace {
 namespace v1 = ::gantry::v1;
 using ::testing::HasSubstr;
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::Exists;
+using ::gantry::testing::ReadFile;
 
 struct Result {
   int exit_code = -1;

@@ -13,16 +13,14 @@
 #include "clients/cli/npy_writer.h"
 #include "showers/hdf5_io.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/files.h"
 
 namespace gantry::cli {
 namespace {
 
 using ::testing::HasSubstr;
 
-bool Exists(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0;
-}
+using ::gantry::testing::Exists;
 
 // A chunk of n showers on grid (x, y, z) starting at `offset`: cell values encode (shower, cell)
 // so that a misplaced block shows up when read back.

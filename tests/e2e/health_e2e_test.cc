@@ -24,6 +24,7 @@
 #include "gantry/v1/generation.grpc.pb.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -34,12 +35,7 @@ constexpr int kServing = 1;
 constexpr int kNotServing = 2;
 constexpr const char* kGeneration = "gantry.v1.GenerationService";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 class HealthE2eTest : public ServerFixture {
  protected:

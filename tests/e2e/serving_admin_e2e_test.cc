@@ -23,6 +23,7 @@
 #include "tests/server/generation_fixture.h"
 #include "tests/serving/torch_model.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -31,12 +32,7 @@ namespace v1 = ::gantry::v1;
 
 constexpr const char* kModel = "physics/tiny:1";
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 class ServingAdminE2eTest : public GenerationFixture {
  protected:

@@ -11,6 +11,7 @@ import sys
 import threading
 import unittest
 
+import grpc
 import h5py
 import numpy as np
 
@@ -102,6 +103,21 @@ class ClientE2eTest(unittest.TestCase):
             self.client.job("job-does-not-exist")
         self.assertEqual(caught.exception.code.name, "NOT_FOUND")
         self.assertIn("job-does-not-exist", caught.exception.message)
+        # Every call carries a fresh x-request-id; the server returns it and the error reports it.
+        first = caught.exception.request_id
+        self.assertRegex(first, r"^[0-9a-f]{32}$")
+        self.assertIn(first, str(caught.exception))
+        with self.assertRaises(gantry_client.NotFound) as again:
+            self.client.job("job-does-not-exist")
+        self.assertRegex(again.exception.request_id, r"^[0-9a-f]{32}$")
+        self.assertNotEqual(again.exception.request_id, first)
+        # One the caller sets is kept, not replaced.
+        try:
+            self.client.training.GetJob(training_pb2.GetJobRequest(job_id="job-does-not-exist"),
+                                        metadata=[("x-request-id", "py-e2e-request-1")])
+            self.fail("GetJob of a missing job succeeded")
+        except grpc.RpcError as e:
+            self.assertEqual(gantry_client.errors.from_rpc_error(e).request_id, "py-e2e-request-1")
         bad = dict(TINY_SPEC, world_size=0)
         with self.assertRaises(gantry_client.InvalidArgument) as caught:
             self.client.submit(bad)

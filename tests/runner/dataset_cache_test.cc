@@ -20,6 +20,7 @@
 #include "base/sha256.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -30,12 +31,7 @@ using runner::DatasetCacheOptions;
 using runner::DatasetFill;
 using Attributes = std::map<std::string, std::string>;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 // `size` bytes derived from `seed`.
 std::string Content(const std::string& seed, size_t size) {

@@ -22,6 +22,7 @@
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/holdout_split.h"
 #include "workers/runner/rank_plan.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -32,12 +33,7 @@ using runner::DatasetSource;
 using runner::DatasetSourceOptions;
 using runner::MaterializedDataset;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 // Simulates `events` toy showers with `seed`, writes them to `path` and returns them.
 absl::StatusOr<showers::ShowerSet> WriteToyFile(const std::string& path, int64_t events,

@@ -35,6 +35,7 @@
 #include "workers/gan/checkpoint_diff.h"
 #include "workers/gan/model_config.h"
 #include "workers/runner/checkpoint_client.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -42,12 +43,7 @@ namespace {
 namespace v1 = ::gantry::v1;
 namespace fs = std::filesystem;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 // A rank child process and everything it wrote to its control pipe.
 struct RankRun {

@@ -21,18 +21,14 @@
 #include "storage/model_repository.h"
 #include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
 
 namespace v1 = ::gantry::v1;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using ::gantry::testing::ReadFile;
 
 // Regular files under the blob store (excluding its temp dir).
 int CountBlobs(const std::string& data_dir) {

@@ -1,5 +1,7 @@
 #include "tests/support/child_process.h"
 
+#include "tests/support/files.h"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,13 +25,6 @@ int ExitCode(int status) {
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return -1;
-}
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
 }
 
 // In the child after fork: apply env, then exec. Never returns.

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/atomic_file.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
 #include "workers/export/model_export.h"
@@ -163,27 +164,14 @@ absl::Status RunExport(const ExportOptions& o, std::ostream& log) {
   }
   absl::StatusOr<std::string> bytes = exporter::ExportCheckpoint(o.checkpoint, *format);
   if (!bytes.ok()) return bytes.status();
-  const std::string tmp = o.out + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes->data(), static_cast<std::streamsize>(bytes->size()));
-    out.close();
-    if (!out) {
-      unlink(tmp.c_str());
-      return absl::UnavailableError(absl::StrCat("cannot write ", tmp));
-    }
-  }
   // Without --force the final name is taken with link(), which fails if it appeared meanwhile.
-  const int moved = o.force ? rename(tmp.c_str(), o.out.c_str()) : link(tmp.c_str(), o.out.c_str());
-  const int error = errno;
-  if (!o.force || moved != 0) unlink(tmp.c_str());
-  if (moved != 0) {
-    if (error == EEXIST) {
-      return absl::AlreadyExistsError(
-          absl::StrCat(o.out, " exists; give another --out or --force to replace it"));
-    }
-    return absl::UnavailableError(absl::StrCat("cannot create ", o.out, ": ", strerror(error)));
+  absl::Status written =
+      WriteFileAtomically(o.out, {*bytes}, o.force ? ExistingFile::kReplace : ExistingFile::kKeep);
+  if (absl::IsAlreadyExists(written)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(o.out, " exists; give another --out or --force to replace it"));
   }
+  if (!written.ok()) return written;
   log << "exported " << o.checkpoint << " as " << o.format << " to " << o.out << " ("
       << bytes->size() << " bytes)\n";
   return absl::OkStatus();

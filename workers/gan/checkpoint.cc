@@ -17,6 +17,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 #include "base/sha256.h"
 #include "workers/gan/checkpoint_envelope.h"
 
@@ -134,21 +135,10 @@ absl::StatusOr<TrainingState> NewTrainingState(const ModelConfig& config, uint64
 absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state) {
   absl::StatusOr<std::string> payload = SerializePayload(state);
   if (!payload.ok()) return payload.status();
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write checkpoint ", tmp));
-    out << kCheckpointMagic << "\n"
-        << "sha256 " << gantry::Sha256Hex(*payload) << "\n"
-        << "bytes " << payload->size() << "\n";
-    out.write(payload->data(), static_cast<std::streamsize>(payload->size()));
-    out.flush();
-    if (!out) return absl::UnavailableError(absl::StrCat("writing checkpoint ", tmp, " failed"));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot rename ", tmp, " to ", path));
-  }
-  return absl::OkStatus();
+  const std::string header =
+      absl::StrCat(kCheckpointMagic, "\n", "sha256 ", gantry::Sha256Hex(*payload), "\n", "bytes ",
+                   payload->size(), "\n");
+  return gantry::WriteFileAtomically(path, {header, *payload});
 }
 
 absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers) {

@@ -19,6 +19,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
@@ -110,28 +111,6 @@ absl::Status FsyncPath(const std::string& path, bool directory) {
   Fd fd(::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC));
   if (fd.get() < 0) return absl::UnavailableError(Errno("cannot open", path));
   if (::fsync(fd.get()) != 0) return absl::UnavailableError(Errno("cannot fsync", path));
-  return absl::OkStatus();
-}
-
-// Writes `content` to `path` through path.tmp, fsync and rename.
-absl::Status WriteFileAtomically(const std::string& path, const std::string& content) {
-  const std::string tmp = path + ".tmp";
-  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) return absl::UnavailableError(Errno("cannot create", tmp));
-  size_t done = 0;
-  while (done < content.size()) {
-    const ssize_t n = ::write(fd.get(), content.data() + done, content.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return absl::UnavailableError(Errno("cannot write", tmp));
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd.get()) != 0) return absl::UnavailableError(Errno("cannot fsync", tmp));
-  fd.Reset();
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::UnavailableError(Errno("cannot rename into", path));
-  }
   return absl::OkStatus();
 }
 
@@ -292,7 +271,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetCache::AcquireImpl(const std::string&
       DatasetCacheEntry touched = cached->entry_;
       touched.last_used = std::max(absl::Now(), touched.last_used + absl::Microseconds(1));
       touched.path.clear();
-      RETURN_IF_ERROR(WriteFileAtomically(MetaPath(key), FormatMeta(touched)));
+      RETURN_IF_ERROR(gantry::WriteFileAtomically(MetaPath(key), {FormatMeta(touched)}));
       cached->entry_.last_used = touched.last_used;
       return cached;
     }
@@ -376,7 +355,7 @@ absl::Status DatasetCache::FillEntry(const std::string& key, const DatasetFill& 
   entry.last_used = entry.created;
   entry.attributes = std::move(attributes);
   // The metadata goes first: a data file is only ever visible with its metadata beside it.
-  RETURN_IF_ERROR(WriteFileAtomically(MetaPath(key), FormatMeta(entry)));
+  RETURN_IF_ERROR(gantry::WriteFileAtomically(MetaPath(key), {FormatMeta(entry)}));
   if (::rename(part.c_str(), DataPath(key).c_str()) != 0) {
     return absl::UnavailableError(Errno("cannot move into the cache:", part));
   }

@@ -21,7 +21,8 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 import grpc
 from google.protobuf import json_format
 
-from gantry_client.errors import DeadlineExceeded, GantryError, Unavailable, from_rpc_error
+from gantry_client.errors import (REQUEST_ID_KEY, DeadlineExceeded, GantryError, Unavailable,
+                                  from_rpc_error)
 from gantry_client.showers import DEFAULT_MAX_BYTES, ShowerArray, assemble_chunks
 from gantry_client.v1 import (admin_pb2, admin_pb2_grpc, catalog_pb2, catalog_pb2_grpc, common_pb2,
                               datasets_pb2, datasets_pb2_grpc, generation_pb2, generation_pb2_grpc,
@@ -81,15 +82,21 @@ def resolve_settings(server: Optional[str] = None, token: Optional[str] = None,
                     ca_cert=pick(ca_cert, "GANTRY_CA_CERT", "ca_cert"))
 
 
-class _BearerToken(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
-                   grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
-    """Adds `authorization: Bearer <token>` to every call (works on plaintext channels too)."""
+class _CallMetadata(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
+                    grpc.StreamUnaryClientInterceptor, grpc.StreamStreamClientInterceptor):
+    """Adds `authorization: Bearer <token>` (when a token is set; plaintext channels too) and a fresh
+    `x-request-id` to every call that does not carry one, so a failure can be found in the server's
+    log by the id the error reports."""
 
     def __init__(self, token: str):
-        self._metadata = ("authorization", f"Bearer {token}")
+        self._token = ("authorization", f"Bearer {token}") if token else None
 
     def _details(self, details):
-        metadata = list(details.metadata or []) + [self._metadata]
+        metadata = list(details.metadata or [])
+        if self._token is not None:
+            metadata.append(self._token)
+        if not any(key == REQUEST_ID_KEY for key, _ in metadata):
+            metadata.append((REQUEST_ID_KEY, uuid.uuid4().hex))
         return _CallDetails(details.method, details.timeout, metadata, details.credentials,
                             getattr(details, "wait_for_ready", None),
                             getattr(details, "compression", None))
@@ -150,8 +157,7 @@ class Client:
             channel = grpc.secure_channel(settings.server, credentials)
         else:
             channel = grpc.insecure_channel(settings.server)
-        if settings.token:
-            channel = grpc.intercept_channel(channel, _BearerToken(settings.token))
+        channel = grpc.intercept_channel(channel, _CallMetadata(settings.token))
         self.channel = channel
         self.training = training_pb2_grpc.TrainingServiceStub(channel)
         self.datasets = datasets_pb2_grpc.DatasetServiceStub(channel)

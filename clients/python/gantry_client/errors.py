@@ -23,10 +23,12 @@ __all__ = [
     "GantryError", "Cancelled", "Unknown", "InvalidArgument", "DeadlineExceeded", "NotFound",
     "AlreadyExists", "PermissionDenied", "ResourceExhausted", "FailedPrecondition", "Aborted",
     "OutOfRange", "Unimplemented", "Internal", "Unavailable", "DataLoss", "Unauthenticated",
-    "from_rpc_error", "error_for_code",
+    "from_rpc_error", "error_for_code", "REQUEST_ID_KEY",
 ]
 
 STATUS_DETAILS_KEY = "grpc-status-details-bin"
+# The request id the client sends and the server returns (also in the server's log lines).
+REQUEST_ID_KEY = "x-request-id"
 
 # The detail types decoded from google.protobuf.Any by their type URL; others stay Any.
 _DETAIL_TYPES: Dict[str, Type[_message.Message]] = {
@@ -48,15 +50,18 @@ class GantryError(Exception):
     code: grpc.StatusCode = grpc.StatusCode.UNKNOWN
 
     def __init__(self, message: str, details: Sequence[_message.Message] = (),
-                 code: Optional[grpc.StatusCode] = None) -> None:
+                 code: Optional[grpc.StatusCode] = None, request_id: str = "") -> None:
         super().__init__(message)
         self.message = message
         self.details: List[_message.Message] = list(details)
+        # The call's x-request-id as the server returned it ("" when none came back).
+        self.request_id = request_id
         if code is not None:
             self.code = code
 
     def __str__(self) -> str:
-        return f"{self.code.name}: {self.message}"
+        suffix = f" (request id {self.request_id})" if self.request_id else ""
+        return f"{self.code.name}: {self.message}{suffix}"
 
     def detail(self, kind: Type[M]) -> Optional[M]:
         """The first detail of type `kind` (e.g. error_details_pb2.ErrorInfo), or None."""
@@ -193,10 +198,13 @@ def from_rpc_error(error: grpc.RpcError) -> GantryError:
     code = error.code() if hasattr(error, "code") else grpc.StatusCode.UNKNOWN
     message = error.details() if hasattr(error, "details") else str(error)
     details: List[_message.Message] = []
+    request_id = ""
     trailers = error.trailing_metadata() if hasattr(error, "trailing_metadata") else None
     for key, value in trailers or ():
         if key == STATUS_DETAILS_KEY and isinstance(value, bytes):
             details = decode_status_details(value)
-    exception = error_for_code(code)(message or "", details, code=code)
+        elif key == REQUEST_ID_KEY and isinstance(value, str) and len(value) <= 128:
+            request_id = value
+    exception = error_for_code(code)(message or "", details, code=code, request_id=request_id)
     exception.rpc_error = error  # type: ignore[attr-defined]
     return exception
