@@ -52,7 +52,8 @@ CommandResult RunTool(const std::vector<std::string>& argv, const std::string& s
 
 // "[::ffff:10.0.0.1]:80" and "10.0.0.1:80" both as "10.0.0.1:80".
 std::string PlainAddress(std::string a) {
-  if (absl::ConsumePrefix(&a, "[::ffff:")) {
+  if (absl::StartsWith(a, "[::ffff:")) {
+    a.erase(0, 8);
     const size_t close = a.find(']');
     if (close != std::string::npos) a.erase(close, 1);
   }
