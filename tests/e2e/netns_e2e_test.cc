@@ -11,7 +11,10 @@
 // the cut daemon rejoins without its stale rank once the link is back.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <iostream>
@@ -29,6 +32,7 @@
 #include "base/sha256.h"
 #include "tests/e2e/netns_hosts.h"
 #include "tests/e2e/worker_pool_fixture.h"
+#include "tests/support/temp_dir.h"
 
 namespace gantry::testing {
 namespace {
@@ -380,6 +384,55 @@ TEST_F(NetnsE2eTest, TrainsAndServesAcrossHostsAndSurvivesABlackHoledHost) {
   EXPECT_TRUE(ChildrenOf(workers_[victim]->pid()).empty());
   std::cerr << "total " << std::chrono::duration<double>(steady_clock::now() - start).count()
             << " s\n";
+}
+
+// A run killed before its cleanup (kill -9, a ctest timeout) leaves a bridge, namespaces, veths and
+// an nftables table named after its pid: the next run removes them, and never a live run's.
+TEST(NetnsHostsTest, LeftoversOfADeadRunAreRemovedAndALiveRunsAreKept) {
+  TempDir dir;
+  const pid_t dead = fork();
+  if (dead == 0) _exit(0);
+  ASSERT_GT(dead, 0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::string tag = absl::StrCat("gnt", dead);
+  auto run = [&dir](const std::vector<std::string>& argv) {
+    return ChildProcess::Run(argv, {}, dir.path(), 30);
+  };
+  const std::string ip = "/usr/sbin/ip", nft = "/usr/sbin/nft";
+  // A live run (this process): made first, since Create sweeps too; the sweep keeps it.
+  auto live = NetnsHosts::Create(kSubnetPrefix, 1, dir.path());
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_EQ(run({ip, "link", "add", tag + "br", "type", "bridge"}).exit_code, 0);
+  ASSERT_EQ(run({ip, "netns", "add", tag + "-h1"}).exit_code, 0);
+  ASSERT_EQ(run({ip, "link", "add", tag + "h1", "type", "veth", "peer", "name", "eth0", "netns",
+                 tag + "-h1"})
+                .exit_code,
+            0);
+  ASSERT_EQ(run({nft, "add table netdev " + tag + "h1"}).exit_code, 0);
+  // A process inside the dead run's namespace (an orphaned daemon).
+  ChildProcess orphan({ip, "netns", "exec", tag + "-h1", "/bin/sleep", "300"},
+                      dir.path() + "/orphan.log");
+  ASSERT_TRUE(Eventually([&] { return !run({ip, "netns", "pids", tag + "-h1"}).out.empty(); }));
+
+  std::vector<std::string> removed = NetnsHosts::SweepDeadRuns(dir.path());
+  const std::string joined = absl::StrJoin(removed, ",");
+  // (The veth may go with its namespace before the sweep reaches the links: checked below.)
+  for (const std::string name : {tag + "-h1", "nft " + tag + "h1", tag + "br"}) {
+    EXPECT_NE(std::find(removed.begin(), removed.end(), name), removed.end())
+        << name << ": " << joined;
+  }
+  EXPECT_EQ(orphan.Wait(10000), 128 + SIGKILL) << "the orphan in the dead run's namespace";
+  EXPECT_EQ(run({ip, "link", "show", tag + "br"}).exit_code, 1);
+  EXPECT_EQ(run({ip, "link", "show", tag + "h1"}).exit_code, 1);
+  EXPECT_EQ(run({nft, "list table netdev " + tag + "h1"}).exit_code, 1);
+  EXPECT_EQ(run({ip, "netns", "list"}).out.find(tag + "-h1"), std::string::npos);
+  EXPECT_EQ(run({ip, "link", "show", (*live)->bridge()}).exit_code, 0) << "the live run's bridge";
+  EXPECT_EQ(run({ip, "link", "show", (*live)->host(0).veth}).exit_code, 0);
+  // And the live run's own destructor removes its hosts.
+  const std::string bridge = (*live)->bridge(), netns = (*live)->host(0).netns;
+  live->reset();
+  EXPECT_EQ(run({ip, "link", "show", bridge}).exit_code, 1);
+  EXPECT_EQ(run({ip, "netns", "list"}).out.find(netns), std::string::npos);
 }
 
 }  // namespace
