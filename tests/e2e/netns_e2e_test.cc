@@ -394,8 +394,9 @@ TEST_F(NetnsE2eTest, TrainsAndServesAcrossHostsAndSurvivesABlackHoledHost) {
             << " s\n";
 }
 
-// A run killed before its cleanup (kill -9, a ctest timeout) leaves a bridge, namespaces, veths and
-// an nftables table named after its pid: the next run removes them, and never a live run's.
+// A run killed before its cleanup (kill -9, a ctest timeout) leaves a bridge, namespaces, veths, an
+// nftables table named after its pid and its processes: the next run removes them, and never a
+// live run's.
 TEST(NetnsHostsTest, LeftoversOfADeadRunAreRemovedAndALiveRunsAreKept) {
   TempDir dir;
   const pid_t dead = fork();
@@ -407,36 +408,49 @@ TEST(NetnsHostsTest, LeftoversOfADeadRunAreRemovedAndALiveRunsAreKept) {
     return ChildProcess::Run(argv, {}, dir.path(), 30);
   };
   const std::string ip = "/usr/sbin/ip", nft = "/usr/sbin/nft";
-  // A live run (this process): made first, since Create sweeps too; the sweep keeps it.
-  auto live = NetnsHosts::Create(kSubnetPrefix, 1, dir.path());
-  ASSERT_TRUE(live.ok()) << live.status();
+  // The dead run's bridge with its address, a host namespace with its veth and an nftables table.
   ASSERT_EQ(run({ip, "link", "add", tag + "br", "type", "bridge"}).exit_code, 0);
+  ASSERT_EQ(
+      run({ip, "addr", "add", std::string(kSubnetPrefix) + "1/24", "dev", tag + "br"}).exit_code,
+      0);
   ASSERT_EQ(run({ip, "netns", "add", tag + "-h1"}).exit_code, 0);
   ASSERT_EQ(run({ip, "link", "add", tag + "h1", "type", "veth", "peer", "name", "eth0", "netns",
                  tag + "-h1"})
                 .exit_code,
             0);
   ASSERT_EQ(run({nft, "add table netdev " + tag + "h1"}).exit_code, 0);
-  // A process inside the dead run's namespace (an orphaned daemon).
+  // An orphaned daemon inside its namespace, and its orphaned server listening on the bridge
+  // address in the root namespace.
   ChildProcess orphan({ip, "netns", "exec", tag + "-h1", "/bin/sleep", "300"},
                       dir.path() + "/orphan.log");
+  ChildProcess server(
+      {"/usr/bin/python3", "-c",
+       absl::StrCat("import socket, time\ns = socket.socket()\ns.bind(('", kSubnetPrefix, "1', ",
+                    kServerPort + 1, "))\ns.listen()\ntime.sleep(300)\n")},
+      dir.path() + "/server.log");
   ASSERT_TRUE(Eventually([&] { return !run({ip, "netns", "pids", tag + "-h1"}).out.empty(); }));
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return absl::StrContains(run({"/usr/bin/ss", "-Htln"}).out,
+                                 absl::StrCat(kSubnetPrefix, "1:", kServerPort + 1));
+      },
+      10000))
+      << server.Log();
 
-  std::vector<std::string> removed = NetnsHosts::SweepDeadRuns(dir.path());
-  const std::string joined = absl::StrJoin(removed, ",");
-  // (The veth may go with its namespace before the sweep reaches the links: checked below.)
-  for (const std::string name : {tag + "-h1", "nft " + tag + "h1", tag + "br"}) {
-    EXPECT_NE(std::find(removed.begin(), removed.end(), name), removed.end())
-        << name << ": " << joined;
-  }
+  // The next run sweeps all of it and builds its hosts on the same subnet.
+  auto live = NetnsHosts::Create(kSubnetPrefix, 1, dir.path());
+  ASSERT_TRUE(live.ok()) << live.status();
   EXPECT_EQ(orphan.Wait(10000), 128 + SIGKILL) << "the orphan in the dead run's namespace";
+  EXPECT_EQ(server.Wait(10000), 128 + SIGKILL) << "the dead run's listener on the subnet";
   EXPECT_EQ(run({ip, "link", "show", tag + "br"}).exit_code, 1);
   EXPECT_EQ(run({ip, "link", "show", tag + "h1"}).exit_code, 1);
   EXPECT_EQ(run({nft, "list table netdev " + tag + "h1"}).exit_code, 1);
   EXPECT_EQ(run({ip, "netns", "list"}).out.find(tag + "-h1"), std::string::npos);
+
+  // A live run (this process) is never swept; its destructor removes its hosts.
+  NetnsHosts::SweepDeadRuns(dir.path());
   EXPECT_EQ(run({ip, "link", "show", (*live)->bridge()}).exit_code, 0) << "the live run's bridge";
   EXPECT_EQ(run({ip, "link", "show", (*live)->host(0).veth}).exit_code, 0);
-  // And the live run's own destructor removes its hosts.
   const std::string bridge = (*live)->bridge(), netns = (*live)->host(0).netns;
   live->reset();
   EXPECT_EQ(run({ip, "link", "show", bridge}).exit_code, 1);

@@ -96,6 +96,19 @@ absl::StatusOr<std::unique_ptr<NetnsHosts>> NetnsHosts::Create(const std::string
                        "): stop the run that holds it or delete that interface"));
     }
   }
+  // No live run holds the subnet, so a process still listening on it in the root namespace (the
+  // server of a killed run) is a leftover: its socket stays bound after the address went away, and
+  // would take the port, and the connections, of this run's server.
+  CommandResult listeners = RunTool({Tool("ss"), "-Htlnp"}, scratch_dir);
+  const std::regex owner("pid=([0-9]+)");
+  for (absl::string_view line : absl::StrSplit(listeners.out, '\n', absl::SkipEmpty())) {
+    std::vector<std::string> fields = absl::StrSplit(line, ' ', absl::SkipWhitespace());
+    if (fields.size() < 4 || !absl::StartsWith(PlainAddress(fields[3]), subnet_prefix)) continue;
+    const std::string text(line);
+    for (std::sregex_iterator m(text.begin(), text.end(), owner), end; m != end; ++m) {
+      kill(static_cast<pid_t>(std::atol((*m)[1].str().c_str())), SIGKILL);
+    }
+  }
   std::unique_ptr<NetnsHosts> hosts(new NetnsHosts(scratch_dir, absl::StrCat(kPrefix, getpid())));
   absl::Status built = hosts->Build(subnet_prefix, count);
   if (!built.ok()) return built;  // the destructor removes what was made

@@ -33,8 +33,9 @@ class NetnsHosts {
   };
 
   // Creates the bridge (`subnet_prefix` + "1", e.g. "10.213.0.1") and `count` hosts; commands'
-  // output goes through files in `scratch_dir`. Removes leftovers of dead earlier runs first, and
-  // fails with what to do when a live process holds the subnet.
+  // output goes through files in `scratch_dir`. Removes leftovers of dead earlier runs first (and
+  // kills processes still listening on the subnet in the root namespace, such as a killed run's
+  // server), and fails with what to do when an interface holds an address of the subnet.
   static absl::StatusOr<std::unique_ptr<NetnsHosts>> Create(const std::string& subnet_prefix,
                                                             int count,
                                                             const std::string& scratch_dir);
