@@ -65,7 +65,7 @@ class WorkerPoolFixture : public ServerFixture {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
     std::ofstream(join_token_file_) << "e2e-join-token-0123456789abcdef\n";
-    StartGantryServer("");
+    StartGantryServer(server_listen_);
     token_ = NewTenant("physics");
   }
 
@@ -230,6 +230,8 @@ class WorkerPoolFixture : public ServerFixture {
     return code;
   }
 
+  // The server's --listen for SetUp; "" = a free loopback port.
+  std::string server_listen_;
   std::string join_token_file_;
   std::string token_;
   std::map<std::string, std::unique_ptr<ChildProcess>> workers_;

@@ -58,6 +58,14 @@ WorkerAgent::WorkerAgent(AgentOptions options)
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 5000);
+  // A path that silently drops everything (a cut link, a dead NAT entry) leaves the TCP
+  // connection "up" for as long as the kernel retransmits (minutes): new calls would queue on it
+  // and, once the path is back, wait out the retransmission backoff. Pings on the transport
+  // declare it dead within keepalive time + timeout, so the channel reconnects on a fresh
+  // connection. The server accepts a ping every 5 s without strikes.
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetMaxReceiveMessageSize(16 << 20);
   args.SetMaxSendMessageSize(16 << 20);
   channel_ = grpc::CreateCustomChannel(options_.server, ChannelCredentialsFor(options_.tls), args);
