@@ -15,6 +15,8 @@ namespace gantry::server {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  // host:port of the Prometheus /metrics endpoint (plain HTTP); empty = off.
+  std::string metrics_listen;
   std::string db_dsn;                      // libpq DSN
   std::string data_dir;                    // blob store root
   std::string tls_cert_file;               // PEM; TLS only when both cert and key are given
