@@ -226,7 +226,8 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
     if (started->attempt() == 0 && started->has_created_at()) {
       const absl::Time created = absl::FromUnixSeconds(started->created_at().seconds()) +
                                  absl::Nanoseconds(started->created_at().nanos());
-      GetServerMetrics().queue_wait.Observe({}, std::max(0.0, absl::ToDoubleSeconds(now - created)));
+      GetServerMetrics().queue_wait.Observe({},
+                                            std::max(0.0, absl::ToDoubleSeconds(now - created)));
     }
   }
   ActiveJob placed;

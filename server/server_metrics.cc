@@ -91,7 +91,8 @@ std::string JobStateLabel(gantry::v1::JobState state) {
   return std::string(absl::StripPrefix(gantry::v1::JobState_Name(state), "JOB_STATE_"));
 }
 std::string DeviceLabel(gantry::v1::DeviceKind kind) {
-  return absl::AsciiStrToLower(absl::StripPrefix(gantry::v1::DeviceKind_Name(kind), "DEVICE_KIND_"));
+  return absl::AsciiStrToLower(
+      absl::StripPrefix(gantry::v1::DeviceKind_Name(kind), "DEVICE_KIND_"));
 }
 
 void RecordPool(const StateFamilies& f, const std::string& pool,
@@ -131,8 +132,7 @@ const ServerMetrics& GetServerMetrics() {
         r.Histogram("gantry_job_gang_start_seconds",
                     "Time from placing a job to all of its ranks running (dataset, rendezvous).",
                     {}, wait_buckets),
-        r.Counter("gantry_generation_requests_total",
-                  "Generate calls by status code.", {"code"}),
+        r.Counter("gantry_generation_requests_total", "Generate calls by status code.", {"code"}),
         r.Counter("gantry_generation_showers_total", "Showers streamed to Generate clients."),
         r.Histogram("gantry_generation_duration_seconds",
                     "Duration of whole Generate calls by status code.", {"code"},
@@ -142,8 +142,8 @@ const ServerMetrics& GetServerMetrics() {
   return *server_metrics;
 }
 
-ServerMetricsCollector::ServerMetricsCollector(metrics::MetricsRegistry& registry,
-                                               Backend& backend, CoordinatorState& state,
+ServerMetricsCollector::ServerMetricsCollector(metrics::MetricsRegistry& registry, Backend& backend,
+                                               CoordinatorState& state,
                                                storage::Database* health_db)
     : registry_(registry), backend_(backend), state_(state), health_db_(health_db) {
   GetServerMetrics();  // the event series show (at zero) from the first scrape
@@ -187,9 +187,9 @@ void ServerMetricsCollector::Collect() {
         ++connected;
       }
       const auto pool_label = request.labels().find("pool");
-      const std::string pool =
-          pool_label != request.labels().end() && !pool_label->second.empty() ? pool_label->second
-                                                                             : "default";
+      const std::string pool = pool_label != request.labels().end() && !pool_label->second.empty()
+                                   ? pool_label->second
+                                   : "default";
       const std::string device = DeviceLabel(request.device());
       slots[{pool, device, "total"}] += request.slots();
       slots[{pool, device, "free"}] += state_.scheduler.FreeSlots(id);

@@ -70,10 +70,10 @@ class Database {
   struct PoolStats {
     int size = 0;
     int in_use = 0;
-    int waiting = 0;               // callers waiting for a free connection now
-    int64_t acquired = 0;          // connections handed out
-    int64_t timeouts = 0;          // waits that gave up after pool_wait (UNAVAILABLE)
-    double wait_seconds = 0;       // summed time callers waited for a connection
+    int waiting = 0;          // callers waiting for a free connection now
+    int64_t acquired = 0;     // connections handed out
+    int64_t timeouts = 0;     // waits that gave up after pool_wait (UNAVAILABLE)
+    double wait_seconds = 0;  // summed time callers waited for a connection
   };
   PoolStats Stats() const;
 

@@ -555,10 +555,10 @@ absl::StatusOr<JobRepository::StateCounts> JobRepository::CountByOwnerAndState()
       if (!gantry::v1::JobState_Parse(row[1].as<std::string>(), &state)) continue;
       counts.jobs[{row[0].as<std::string>(), state}] = row[2].as<int64_t>();
     }
-    pqxx::result oldest = tx.Exec(
-        "job_oldest_queued",
-        "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM jobs "
-        "WHERE state = 'JOB_STATE_QUEUED'");
+    pqxx::result oldest =
+        tx.Exec("job_oldest_queued",
+                "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM jobs "
+                "WHERE state = 'JOB_STATE_QUEUED'");
     counts.oldest_queued_seconds = oldest[0][0].as<double>();
     return absl::OkStatus();
   }));

@@ -76,8 +76,8 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     bound = http.bind_to_port(host_port->host, port);
   }
   if (!bound) {
-    return absl::UnavailableError(absl::StrCat(flag, ": cannot listen on ", address,
-                                               " (address in use, or not an address of this host)"));
+    return absl::UnavailableError(absl::StrCat(
+        flag, ": cannot listen on ", address, " (address in use, or not an address of this host)"));
   }
   const bool bracket = host_port->host.find(':') != std::string::npos;
   server->address_ = bracket ? absl::StrCat("[", host_port->host, "]:", port)

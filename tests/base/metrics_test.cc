@@ -24,8 +24,8 @@ TEST(PrometheusTextTest, EscapesLabelValues) {
   EXPECT_EQ(EscapeLabelValue("a\\b"), "a\\\\b");
   EXPECT_EQ(EscapeLabelValue("say \"hi\""), "say \\\"hi\\\"");
   EXPECT_EQ(EscapeLabelValue("two\nlines"), "two\\nlines");
-  EXPECT_EQ(EscapeLabelValue("caf\xC3\xA9"), "caf\xC3\xA9");  // valid UTF-8 kept
-  EXPECT_EQ(EscapeLabelValue("bad\xFF"), "bad\xEF\xBF\xBD");  // invalid byte replaced
+  EXPECT_EQ(EscapeLabelValue("caf\xC3\xA9"), "caf\xC3\xA9");            // valid UTF-8 kept
+  EXPECT_EQ(EscapeLabelValue("bad\xFF"), "bad\xEF\xBF\xBD");            // invalid byte replaced
   EXPECT_EQ(EscapeLabelValue("\xC0\xAF"), "\xEF\xBF\xBD\xEF\xBF\xBD");  // overlong '/'
 }
 
@@ -59,8 +59,8 @@ TEST(PrometheusTextTest, ChecksNames) {
 
 TEST(MetricsRegistryTest, RendersCounterWithHelpTypeAndEscapedLabels) {
   MetricsRegistry registry;
-  MetricFamily& calls = registry.Counter("test_calls_total", "Calls \\ made.\nSecond line.",
-                                         {"method", "code"});
+  MetricFamily& calls =
+      registry.Counter("test_calls_total", "Calls \\ made.\nSecond line.", {"method", "code"});
   calls.Increment({"/a.B/C", "OK"});
   calls.Increment({"/a.B/C", "OK"}, 2);
   calls.Increment({"x\"y\\z\n", "NOT_FOUND"});

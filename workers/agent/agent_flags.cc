@@ -320,8 +320,9 @@ absl::Status ResolveAgentOptions(AgentOptions* o) {
   // data and checkpoints.
   for (const std::string& root : o->file_roots.roots()) {
     const std::string real_root = std::filesystem::weakly_canonical(root, ec).string();
-    for (const auto& [flag, dir] : {std::pair<const char*, const std::string&>{"cache-dir", o->cache_dir},
-                                    {"work-dir", o->work_dir}}) {
+    for (const auto& [flag, dir] :
+         {std::pair<const char*, const std::string&>{"cache-dir", o->cache_dir},
+          {"work-dir", o->work_dir}}) {
       const std::string real_dir = std::filesystem::weakly_canonical(dir, ec).string();
       if (PathIsUnder(real_dir, real_root) || PathIsUnder(real_root, real_dir)) {
         return Bad("file-roots", absl::StrCat(root, " overlaps --", flag, " ", dir));

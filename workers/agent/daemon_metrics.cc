@@ -99,12 +99,18 @@ runner::DatasetCacheCounters g_cache_recorded ABSL_GUARDED_BY(g_cache_mu);
 
 absl::Status RecordRankMetrics(const std::string& job_id, int rank,
                                const gantry::v1::RankMetrics& m) {
-  const std::vector<double> values = {
-      static_cast<double>(m.steps), m.step_seconds,        m.data_wait_seconds,
-      m.allreduce_seconds,          static_cast<double>(m.samples),
-      m.samples_per_second,         m.data_stall_fraction, static_cast<double>(m.cache_hits),
-      static_cast<double>(m.cache_misses), static_cast<double>(m.cache_filled_bytes),
-      static_cast<double>(m.cache_evictions), static_cast<double>(m.cache_evicted_bytes)};
+  const std::vector<double> values = {static_cast<double>(m.steps),
+                                      m.step_seconds,
+                                      m.data_wait_seconds,
+                                      m.allreduce_seconds,
+                                      static_cast<double>(m.samples),
+                                      m.samples_per_second,
+                                      m.data_stall_fraction,
+                                      static_cast<double>(m.cache_hits),
+                                      static_cast<double>(m.cache_misses),
+                                      static_cast<double>(m.cache_filled_bytes),
+                                      static_cast<double>(m.cache_evictions),
+                                      static_cast<double>(m.cache_evicted_bytes)};
   for (const double v : values) {
     if (!Valid(v)) {
       return absl::InvalidArgumentError(

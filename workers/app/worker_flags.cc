@@ -249,7 +249,8 @@ agent::AgentFlags DaemonFlags() {
 absl::StatusOr<std::string> DaemonMetricsListenFromFlags() {
   std::string listen = absl::GetFlag(FLAGS_metrics_listen);
   if (listen.empty()) return listen;
-  absl::StatusOr<metrics::HostPort> parsed = metrics::ParseListenAddress(listen, "--metrics-listen");
+  absl::StatusOr<metrics::HostPort> parsed =
+      metrics::ParseListenAddress(listen, "--metrics-listen");
   if (!parsed.ok()) return parsed.status();
   return listen;
 }

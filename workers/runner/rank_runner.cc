@@ -721,9 +721,9 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
     ++epoch_steps;
     wait_seconds += report.data_wait_seconds;
     step_seconds += report.seconds;
-    metrics_reporter_->OnStep(report.seconds, report.data_wait_seconds, trainer.batch_size(),
-                              data_parallel_ != nullptr ? data_parallel_->stats().allreduce_seconds
-                                                        : 0);
+    metrics_reporter_->OnStep(
+        report.seconds, report.data_wait_seconds, trainer.batch_size(),
+        data_parallel_ != nullptr ? data_parallel_->stats().allreduce_seconds : 0);
     epoch_wait += report.data_wait_seconds;
     epoch_seconds += report.seconds;
     const bool epoch_end = trainer.state().epoch != epoch;

@@ -87,31 +87,31 @@ absl::Status ServingExtension::Start(agent::WorkerAgent& agent) {
   bytes_spec.label_names = {"checkpoint"};
   bytes_spec.max_series = 64;
   metrics::MetricFamily& bytes = registry.Add(bytes_spec);
-  metrics::MetricFamily& cache_bytes = registry.Gauge(
-      "gantry_worker_model_cache_bytes", "Memory of all loaded generators, and the cache's limit.",
-      {"kind"});
-  metrics::MetricFamily& active = registry.Gauge(
-      "gantry_worker_generation_active_requests", "Generate calls being served by this daemon.");
-  metrics::MetricFamily& queued = registry.Gauge(
-      "gantry_worker_generation_queued_showers", "Showers asked for and not yet generated.");
+  metrics::MetricFamily& cache_bytes =
+      registry.Gauge("gantry_worker_model_cache_bytes",
+                     "Memory of all loaded generators, and the cache's limit.", {"kind"});
+  metrics::MetricFamily& active = registry.Gauge("gantry_worker_generation_active_requests",
+                                                 "Generate calls being served by this daemon.");
+  metrics::MetricFamily& queued = registry.Gauge("gantry_worker_generation_queued_showers",
+                                                 "Showers asked for and not yet generated.");
   const int64_t limit = model_cache_limit_;
-  metrics_collector_ = registry.AddCollector([this, &loaded, &bytes, &cache_bytes, &active,
-                                              &queued, limit] {
-    const std::vector<ModelCache::LoadedModel> models = cache_->Snapshot();
-    loaded.Set({}, static_cast<double>(models.size()));
-    bytes.Clear();
-    int64_t total = 0;
-    int64_t waiting = 0;
-    for (const ModelCache::LoadedModel& m : models) {
-      bytes.Set({m.checkpoint_sha256.substr(0, 12)}, static_cast<double>(m.memory_bytes));
-      total += m.memory_bytes;
-      waiting += m.stats.queued_showers;
-    }
-    cache_bytes.Set({"loaded"}, static_cast<double>(total));
-    cache_bytes.Set({"limit"}, static_cast<double>(limit));
-    active.Set({}, service_->active_requests());
-    queued.Set({}, static_cast<double>(waiting));
-  });
+  metrics_collector_ =
+      registry.AddCollector([this, &loaded, &bytes, &cache_bytes, &active, &queued, limit] {
+        const std::vector<ModelCache::LoadedModel> models = cache_->Snapshot();
+        loaded.Set({}, static_cast<double>(models.size()));
+        bytes.Clear();
+        int64_t total = 0;
+        int64_t waiting = 0;
+        for (const ModelCache::LoadedModel& m : models) {
+          bytes.Set({m.checkpoint_sha256.substr(0, 12)}, static_cast<double>(m.memory_bytes));
+          total += m.memory_bytes;
+          waiting += m.stats.queued_showers;
+        }
+        cache_bytes.Set({"loaded"}, static_cast<double>(total));
+        cache_bytes.Set({"limit"}, static_cast<double>(limit));
+        active.Set({}, service_->active_requests());
+        queued.Set({}, static_cast<double>(waiting));
+      });
   return absl::OkStatus();
 }
 
