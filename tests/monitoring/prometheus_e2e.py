@@ -245,6 +245,33 @@ def check_pages(stack):
         log(f"{name} /metrics: {len(body.splitlines())} lines, promtool clean")
 
 
+def check_flag_errors(stack):
+    """A malformed --metrics-listen is refused (exit 2), a taken one stops the process (exit 1),
+    both with a message naming the flag."""
+    join = os.path.join(stack.dir, "join.token")
+    cases = [
+        ("gantry-server, malformed", 2,
+         [stack.bins["server"], "--metrics-listen", "9100", "--db", stack.dsn]),
+        ("gantry-server, taken", 1,
+         [stack.bins["server"], "--listen", f"127.0.0.1:{stack.serve_port + 1}",
+          "--metrics-listen", stack.server_metrics, "--db", stack.dsn,
+          "--data-dir", os.path.join(stack.dir, "data2")]),
+        ("gantry-worker daemon, malformed", 2,
+         [stack.bins["worker"], "daemon", "--server", stack.grpc, "--join-token-file", join,
+          "--cache-dir", os.path.join(stack.dir, "cache2"), "--metrics-listen", "[::1]9100"]),
+        ("gantry-worker daemon, taken", 1,
+         [stack.bins["worker"], "daemon", "--server", stack.grpc, "--join-token-file", join,
+          "--name", "metrics-w2", "--cache-dir", os.path.join(stack.dir, "cache2"),
+          "--serve-port", "-1", "--metrics-listen", stack.worker_metrics]),
+    ]
+    for what, code, cmd in cases:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=stack.dir)
+        out = p.stdout + p.stderr
+        if p.returncode != code or "--metrics-listen" not in out:
+            raise Failure(f"{what}: exit {p.returncode} (expected {code}), output:\n{out[-800:]}")
+    log(f"{len(cases)} bad or taken --metrics-listen refused with clear messages")
+
+
 def run_workload(stack):
     spec = {
         "displayName": "metrics-e2e",
@@ -415,6 +442,7 @@ def main():
         log(f"work dir {stack.dir}")
         stack.start()
         check_pages(stack)
+        check_flag_errors(stack)
         run_workload(stack)
         check_series(stack)
         check_dashboard(stack)
