@@ -99,18 +99,18 @@ runner::DatasetCacheCounters g_cache_recorded ABSL_GUARDED_BY(g_cache_mu);
 
 absl::Status RecordRankMetrics(const std::string& job_id, int rank,
                                const gantry::v1::RankMetrics& m) {
-  const std::vector<double> values = {static_cast<double>(m.steps),
-                                      m.step_seconds,
-                                      m.data_wait_seconds,
-                                      m.allreduce_seconds,
-                                      static_cast<double>(m.samples),
-                                      m.samples_per_second,
-                                      m.data_stall_fraction,
-                                      static_cast<double>(m.cache_hits),
-                                      static_cast<double>(m.cache_misses),
-                                      static_cast<double>(m.cache_filled_bytes),
-                                      static_cast<double>(m.cache_evictions),
-                                      static_cast<double>(m.cache_evicted_bytes)};
+  const std::vector<double> values = {static_cast<double>(m.steps()),
+                                      m.step_seconds(),
+                                      m.data_wait_seconds(),
+                                      m.allreduce_seconds(),
+                                      static_cast<double>(m.samples()),
+                                      m.samples_per_second(),
+                                      m.data_stall_fraction(),
+                                      static_cast<double>(m.cache_hits()),
+                                      static_cast<double>(m.cache_misses()),
+                                      static_cast<double>(m.cache_filled_bytes()),
+                                      static_cast<double>(m.cache_evictions()),
+                                      static_cast<double>(m.cache_evicted_bytes())};
   for (const double v : values) {
     if (!Valid(v)) {
       return absl::InvalidArgumentError(
@@ -130,20 +130,20 @@ absl::Status RecordRankMetrics(const std::string& job_id, int rank,
   }
   const Families& f = Get();
   const std::string rank_label = std::to_string(rank);
-  f.steps.Increment({rank_label}, static_cast<double>(m.steps));
+  f.steps.Increment({rank_label}, static_cast<double>(m.steps()));
   for (const double v : m.step_seconds_each()) f.step_seconds.Observe({rank_label}, v);
-  f.data_wait_seconds.Increment({rank_label}, m.data_wait_seconds);
-  f.allreduce_seconds.Increment({rank_label}, m.allreduce_seconds);
-  f.samples.Increment({rank_label}, static_cast<double>(m.samples));
-  if (m.steps > 0) {
-    f.samples_per_second.Set({job_id, rank_label}, m.samples_per_second);
-    f.data_stall_fraction.Set({job_id, rank_label}, std::min(1.0, m.data_stall_fraction));
+  f.data_wait_seconds.Increment({rank_label}, m.data_wait_seconds());
+  f.allreduce_seconds.Increment({rank_label}, m.allreduce_seconds());
+  f.samples.Increment({rank_label}, static_cast<double>(m.samples()));
+  if (m.steps() > 0) {
+    f.samples_per_second.Set({job_id, rank_label}, m.samples_per_second());
+    f.data_stall_fraction.Set({job_id, rank_label}, std::min(1.0, m.data_stall_fraction()));
   }
-  f.cache_hits.Increment({}, static_cast<double>(m.cache_hits));
-  f.cache_misses.Increment({}, static_cast<double>(m.cache_misses));
-  f.cache_filled_bytes.Increment({}, static_cast<double>(m.cache_filled_bytes));
-  f.cache_evictions.Increment({}, static_cast<double>(m.cache_evictions));
-  f.cache_evicted_bytes.Increment({}, static_cast<double>(m.cache_evicted_bytes));
+  f.cache_hits.Increment({}, static_cast<double>(m.cache_hits()));
+  f.cache_misses.Increment({}, static_cast<double>(m.cache_misses()));
+  f.cache_filled_bytes.Increment({}, static_cast<double>(m.cache_filled_bytes()));
+  f.cache_evictions.Increment({}, static_cast<double>(m.cache_evictions()));
+  f.cache_evicted_bytes.Increment({}, static_cast<double>(m.cache_evicted_bytes()));
   return absl::OkStatus();
 }
 
