@@ -147,7 +147,7 @@ ServerMetricsCollector::ServerMetricsCollector(metrics::MetricsRegistry& registr
                                                storage::Database* health_db)
     : registry_(registry), backend_(backend), state_(state), health_db_(health_db) {
   GetServerMetrics();  // the event series show (at zero) from the first scrape
-  GetStateFamilies();
+  GetStateFamilies().collect_errors.Increment({"jobs"}, 0);
   id_ = registry_.AddCollector([this] { Collect(); });
 }
 
