@@ -1,5 +1,7 @@
 #include "base/metrics/metrics_http_server.h"
 
+#include <sys/socket.h>
+
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -56,6 +58,12 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
   server->http_ = std::make_unique<httplib::Server>();
   httplib::Server& http = *server->http_;
   http.new_task_queue = [] { return new httplib::ThreadPool(kHandlerThreads); };
+  // SO_REUSEADDR only: httplib's default adds SO_REUSEPORT, which would let a second process bind
+  // the same port silently instead of failing with "address in use".
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   http.set_read_timeout(5, 0);
   http.set_write_timeout(5, 0);
   http.set_payload_max_length(0);  // GET only: no request body is read
@@ -91,6 +99,7 @@ absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
 }
 
 MetricsHttpServer::~MetricsHttpServer() {
+  if (!thread_.joinable()) return;  // never listened (Start failed)
   // stop() only takes effect once the loop runs: wait for it (or for its early end).
   while (!http_->is_running() && !finished_) absl::SleepFor(absl::Milliseconds(1));
   http_->stop();
