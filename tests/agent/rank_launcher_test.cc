@@ -15,8 +15,8 @@
 
 #include "absl/synchronization/mutex.h"
 #include "base/metrics/metrics_registry.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 namespace gantry::agent {
 namespace {
@@ -174,9 +174,9 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
 }
 
 TEST_F(RankLauncherTest, RankMetricsStayInTheDaemonAndBadOnesAreDropped) {
-  ASSERT_TRUE(launcher_
-                  ->Launch(Assign("job-m", 5, {{"fake.metrics", "3"}, {"fake.bad_metrics", "1"}}))
-                  .ok());
+  ASSERT_TRUE(
+      launcher_->Launch(Assign("job-m", 5, {{"fake.metrics", "3"}, {"fake.bad_metrics", "1"}}))
+          .ok());
   ASSERT_TRUE(collector_.WaitExited("job-m", 5, absl::Seconds(20)).has_value());
   // STARTING, RUNNING, 3 progress, the result, EXITED: no RankMetrics reaches the server's sink.
   const std::vector<v1::WorkerMessage> got = collector_.Of("job-m");
