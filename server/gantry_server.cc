@@ -13,6 +13,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "server/request_log.h"
+#include "server/rpc_metrics.h"
 
 namespace gantry::server {
 namespace {
@@ -73,6 +74,13 @@ GantryServer::~GantryServer() {
 
 absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOptions& options) {
   ASSIGN_OR_RETURN(const ServerTls tls, LoadServerTls(options));
+  // The metrics endpoint binds first: a bad or taken --metrics-listen fails before anything starts.
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_http;
+  if (!options.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(metrics_http,
+                     metrics::MetricsHttpServer::Start(options.metrics_listen, "--metrics-listen",
+                                                       &metrics::ProcessMetrics()));
+  }
   std::shared_ptr<grpc::ServerCredentials> creds =
       ServerCredentialsFor(tls.listener, tls.workers.ca_pem);
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(options));
@@ -115,6 +123,8 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   if (tls.workers.trusts_ca()) auth->RequireWorkerCertificates();
   b->auth = auth.get();
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // Every answered call is counted, whatever the later interceptors decide.
+  interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>());
   // Request ids and the per-call log line first; authentication results are read by both.
   interceptors.push_back(
       std::make_unique<RequestLogInterceptorFactory>(auth.get(), options.log_sample_rate));
@@ -146,6 +156,9 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
         health->SetServingStatus(service, serving);
       });
   server->health_->Start();
+  server->metrics_collector_ = std::make_unique<ServerMetricsCollector>(
+      metrics::ProcessMetrics(), *b, server->coordinator_.state(), server->health_db_.get());
+  server->metrics_http_ = std::move(metrics_http);
   server->coordinator_.Start();
   server->pinner_.Start();
   server->blob_collector_.Start();

@@ -1,7 +1,7 @@
 // GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking
 // that follows the database and the serving workers (HealthMonitor), reflection, the auth
-// interceptor, keepalive, message-size and thread limits on one grpc::Server, and the blob garbage
-// collector.
+// interceptor, keepalive, message-size and thread limits on one grpc::Server, the blob garbage
+// collector, and the Prometheus /metrics endpoint (options.metrics_listen).
 #ifndef GANTRY_SERVER_GANTRY_SERVER_H_
 #define GANTRY_SERVER_GANTRY_SERVER_H_
 
@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "base/metrics/metrics_http_server.h"
 #include "grpcpp/server.h"
 #include "server/admin_service.h"
 #include "server/backend.h"
@@ -19,6 +20,7 @@
 #include "server/generation_service.h"
 #include "server/health_monitor.h"
 #include "server/job_coordinator.h"
+#include "server/server_metrics.h"
 #include "server/server_options.h"
 #include "server/training_service.h"
 #include "server/worker_service.h"
@@ -37,6 +39,10 @@ class GantryServer {
 
   // "host:port" actually bound (port resolved when options.listen asked for port 0).
   const std::string& address() const { return address_; }
+  // "host:port" of the /metrics endpoint; empty when options.metrics_listen is empty.
+  std::string metrics_address() const {
+    return metrics_http_ != nullptr ? metrics_http_->address() : std::string();
+  }
   int migrations_applied() const { return backend_->migrations_applied; }
 
   // Marks health NOT_SERVING, ends streams and waits up to options.shutdown_grace for calls to
@@ -63,7 +69,10 @@ class GantryServer {
   std::string address_;
   // The health monitor's own one-connection pool (short timeouts; never waits behind busy calls).
   std::unique_ptr<storage::Database> health_db_;
-  std::unique_ptr<HealthMonitor> health_;  // destroyed first: it sets statuses on server_
+  std::unique_ptr<HealthMonitor> health_;  // sets statuses on server_
+  // The scrape-time gauges of this server, and the endpoint: destroyed first.
+  std::unique_ptr<ServerMetricsCollector> metrics_collector_;
+  std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
 };
 
 }  // namespace gantry::server

@@ -19,6 +19,8 @@
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 #include "server/requests/generation_requests.h"
+#include "server/rpc_metrics.h"
+#include "server/server_metrics.h"
 
 namespace gantry::server {
 namespace {
@@ -79,6 +81,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   const absl::Time start = absl::Now();
   std::string model_ref = request->model(), worker = "-", tenant = "-";
   uint64_t seed = request->seed();
+  int64_t sent = 0;  // showers streamed to the client
   grpc::Status status = backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     tenant = p.tenant;
     RETURN_IF_ERROR(ValidateGenerateRequest(*request, backend_.options.max_showers_per_request));
@@ -104,12 +107,16 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     *served->mutable_theta_range_rad() = model->theta_range_rad();
     *work.mutable_request() = *request;
     work.mutable_request()->set_seed(seed);
-    int64_t sent = 0;
     absl::Status routed = Route(context, work, CountOf(*request), writer, &worker, &sent);
     // Showers that never reached the client go back into the tenant's bucket.
     if (!routed.ok()) backend_.quotas->ReturnShowers(p.tenant, CountOf(*request) - sent);
     return routed;
   });
+  const ServerMetrics& metrics = GetServerMetrics();
+  const char* code = StatusCodeName(status.error_code());
+  metrics.generation_requests.Increment({code});
+  metrics.generation_showers.Increment({}, static_cast<double>(sent));
+  metrics.generation_seconds.Observe({code}, absl::ToDoubleSeconds(absl::Now() - start));
   GANTRY_LOG(INFO) << "generate " << model_ref << " tenant=" << tenant
                    << " count=" << CountOf(*request) << " seed=" << seed << " worker=" << worker
                    << " " << absl::ToDoubleSeconds(absl::Now() - start) << " s: "

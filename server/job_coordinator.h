@@ -41,6 +41,8 @@ class JobCoordinator {
 
   // The worker streams; see WorkerSessions.
   WorkerSessions& sessions() { return sessions_; }
+  // The shared in-memory view (the /metrics collector reads it under its mutex).
+  CoordinatorState& state() { return state_; }
 
  private:
   CoordinatorState state_;

@@ -21,6 +21,7 @@
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/log_flags.h"
+#include "base/metrics/metrics_http_server.h"
 #include "base/sanitizers.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
@@ -29,6 +30,8 @@
 ABSL_FLAG(
     std::string, listen, "127.0.0.1:50051",
     "host:port to serve on; port 0 picks a free port (printed as \"listening on HOST:PORT\")");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "host:port of the Prometheus /metrics endpoint (plain HTTP; default empty: off)");
 ABSL_FLAG(std::string, db, "",
           "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them or --db-file is "
           "required)");
@@ -156,6 +159,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (!options.metrics_listen.empty()) {
+    if (absl::StatusOr<gantry::metrics::HostPort> parsed =
+            gantry::metrics::ParseListenAddress(options.metrics_listen, "--metrics-listen");
+        !parsed.ok()) {
+      std::cerr << "gantry-server: " << parsed.status().message() << "\n";
+      return 2;
+    }
+  }
   options.db_dsn = absl::GetFlag(FLAGS_db);
   if (const std::string db_file = absl::GetFlag(FLAGS_db_file); !db_file.empty()) {
     if (!options.db_dsn.empty()) {
@@ -313,6 +325,9 @@ int main(int argc, char** argv) {
                    << (*server)->migrations_applied() << " migration(s) applied, data in "
                    << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on")
                    << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers");
+  if (!(*server)->metrics_address().empty()) {
+    GANTRY_LOG(INFO) << "metrics on http://" << (*server)->metrics_address() << "/metrics";
+  }
   std::cout << "listening on " << (*server)->address() << std::endl;
 
   int signal = 0;

@@ -13,6 +13,7 @@
 #include "base/failure_policy.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "server/server_metrics.h"
 
 namespace gantry::server {
 namespace {
@@ -188,7 +189,11 @@ void PlacementLoop::PlaceJobs(absl::Time now) {
   std::vector<std::pair<scheduler::Placement, std::vector<std::string>>> placements;
   {
     absl::MutexLock lock(&state_.mu);
-    for (scheduler::Placement& placement : state_.scheduler.Schedule(now)) {
+    const absl::Time pass_start = absl::Now();
+    std::vector<scheduler::Placement> decided = state_.scheduler.Schedule(now);
+    GetServerMetrics().schedule_seconds.Observe({},
+                                                absl::ToDoubleSeconds(absl::Now() - pass_start));
+    for (scheduler::Placement& placement : decided) {
       state_.queued.erase(placement.job_id);
       std::vector<std::string> names;
       for (const std::string& w : placement.rank_workers) names.push_back(state_.WorkerName(w));
@@ -218,6 +223,12 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
       return;
     }
     started = *std::move(job);
+    if (started->attempt() == 0 && started->has_created_at()) {
+      const absl::Time created = absl::FromUnixSeconds(started->created_at().seconds()) +
+                                 absl::Nanoseconds(started->created_at().nanos());
+      GetServerMetrics().queue_wait.Observe({},
+                                            std::max(0.0, absl::ToDoubleSeconds(now - created)));
+    }
   }
   ActiveJob placed;
   {

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/log.h"
+#include "server/rpc_metrics.h"
 
 namespace gantry::server {
 namespace {
@@ -18,47 +19,6 @@ using grpc::experimental::InterceptionHookPoints;
 absl::BitGen& Random() {
   thread_local absl::BitGen gen;
   return gen;
-}
-
-const char* CodeName(grpc::StatusCode code) {
-  switch (code) {
-    case grpc::StatusCode::OK:
-      return "OK";
-    case grpc::StatusCode::CANCELLED:
-      return "CANCELLED";
-    case grpc::StatusCode::UNKNOWN:
-      return "UNKNOWN";
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "INVALID_ARGUMENT";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "DEADLINE_EXCEEDED";
-    case grpc::StatusCode::NOT_FOUND:
-      return "NOT_FOUND";
-    case grpc::StatusCode::ALREADY_EXISTS:
-      return "ALREADY_EXISTS";
-    case grpc::StatusCode::PERMISSION_DENIED:
-      return "PERMISSION_DENIED";
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      return "RESOURCE_EXHAUSTED";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "FAILED_PRECONDITION";
-    case grpc::StatusCode::ABORTED:
-      return "ABORTED";
-    case grpc::StatusCode::OUT_OF_RANGE:
-      return "OUT_OF_RANGE";
-    case grpc::StatusCode::UNIMPLEMENTED:
-      return "UNIMPLEMENTED";
-    case grpc::StatusCode::INTERNAL:
-      return "INTERNAL";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "UNAVAILABLE";
-    case grpc::StatusCode::DATA_LOSS:
-      return "DATA_LOSS";
-    case grpc::StatusCode::UNAUTHENTICATED:
-      return "UNAUTHENTICATED";
-    default:
-      return "UNKNOWN";
-  }
 }
 
 // A failure of the server's own making (the rest are caused by the request or its caller).
@@ -123,12 +83,12 @@ class RequestLogInterceptor : public grpc::experimental::Interceptor {
     LogLine line(level, __FILE__, __LINE__);
     line.Field("method", method)
         .Field("tenant", caller)
-        .Field("code", CodeName(status.error_code()))
+        .Field("code", StatusCodeName(status.error_code()))
         .Field("duration_ms",
                absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(absl::Now() - start_)))
         .Field("request_id", Id());
     if (failed) line.Field("error", status.error_message());
-    line << "rpc " << method << " " << CodeName(status.error_code());
+    line << "rpc " << method << " " << StatusCodeName(status.error_code());
   }
 
   const RequestLogInterceptorFactory* factory_;

@@ -15,9 +15,11 @@ namespace gantry::server {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
-  std::string db_dsn;                      // libpq DSN
-  std::string data_dir;                    // blob store root
-  std::string tls_cert_file;               // PEM; TLS only when both cert and key are given
+  // host:port of the Prometheus /metrics endpoint (plain HTTP); empty = off.
+  std::string metrics_listen;
+  std::string db_dsn;         // libpq DSN
+  std::string data_dir;       // blob store root
+  std::string tls_cert_file;  // PEM; TLS only when both cert and key are given
   std::string tls_key_file;
   // PEM CA bundle of worker certificates. When set (TLS on): WorkerService calls, and ReadDataset
   // calls made with a join token, need a client certificate verified against it; tenants connect

@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
+#include "server/server_metrics.h"
 
 namespace gantry::server {
 namespace {
@@ -380,6 +381,10 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
       if (running == a.spec.world_size()) {
         all_running = running;
         a.running_since = absl::Now();
+        if (a.placed_at != absl::Time()) {
+          GetServerMetrics().gang_start_seconds.Observe(
+              {}, absl::ToDoubleSeconds(a.running_since - a.placed_at));
+        }
       }
     }
     if (status.phase() == v1::RANK_PHASE_EXITED) {

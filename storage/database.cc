@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "storage/transaction.h"
 
 namespace gantry::storage {
@@ -77,15 +78,37 @@ std::unique_ptr<PooledConnection> Database::Acquire() {
   absl::MutexLock lock(&mu_);
   const absl::Condition free_connection(
       +[](std::vector<std::unique_ptr<PooledConnection>>* idle) { return !idle->empty(); }, &idle_);
+  const absl::Time start = absl::Now();
+  ++waiting_;
+  bool got = true;
   if (pool_wait_ > absl::ZeroDuration()) {
-    if (!mu_.AwaitWithTimeout(free_connection, pool_wait_)) return nullptr;
+    got = mu_.AwaitWithTimeout(free_connection, pool_wait_);
   } else {
     mu_.Await(free_connection);
+  }
+  --waiting_;
+  wait_seconds_ += absl::ToDoubleSeconds(absl::Now() - start);
+  if (!got) {
+    ++timeouts_;
+    return nullptr;
   }
   std::unique_ptr<PooledConnection> conn = std::move(idle_.back());
   idle_.pop_back();
   ++in_use_;
+  ++acquired_;
   return conn;
+}
+
+Database::PoolStats Database::Stats() const {
+  absl::MutexLock lock(&mu_);
+  PoolStats stats;
+  stats.size = pool_size_;
+  stats.in_use = in_use_;
+  stats.waiting = waiting_;
+  stats.acquired = acquired_;
+  stats.timeouts = timeouts_;
+  stats.wait_seconds = wait_seconds_;
+  return stats;
 }
 
 void Database::Release(std::unique_ptr<PooledConnection> conn) {

@@ -2,6 +2,7 @@
 #ifndef GANTRY_STORAGE_DATABASE_H_
 #define GANTRY_STORAGE_DATABASE_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +66,17 @@ class Database {
   const std::string& dsn() const { return dsn_; }
   int pool_size() const { return pool_size_; }
 
+  // The pool's use so far (the server's /metrics gauges and counters).
+  struct PoolStats {
+    int size = 0;
+    int in_use = 0;
+    int waiting = 0;          // callers waiting for a free connection now
+    int64_t acquired = 0;     // connections handed out
+    int64_t timeouts = 0;     // waits that gave up after pool_wait (UNAVAILABLE)
+    double wait_seconds = 0;  // summed time callers waited for a connection
+  };
+  PoolStats Stats() const;
+
  private:
   Database(std::string dsn, const DatabaseOptions& options);
   std::unique_ptr<PooledConnection> Acquire();
@@ -75,11 +87,15 @@ class Database {
   const std::string connect_dsn_;       // dsn_ with the connect timeout
   const int64_t statement_timeout_ms_;  // 0 = none
   const absl::Duration pool_wait_;      // <= 0 = forever
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   // Idle connections (possibly not yet opened); `in_use_` counts the ones handed out. Acquire
   // returns null when none became free within pool_wait_.
   std::vector<std::unique_ptr<PooledConnection>> idle_ ABSL_GUARDED_BY(mu_);
   int in_use_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t acquired_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t timeouts_ ABSL_GUARDED_BY(mu_) = 0;
+  double wait_seconds_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace gantry::storage

@@ -544,6 +544,27 @@ absl::StatusOr<std::vector<Job>> JobRepository::ListByState(const std::vector<Jo
   return jobs;
 }
 
+absl::StatusOr<JobRepository::StateCounts> JobRepository::CountByOwnerAndState() {
+  StateCounts counts;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    counts = StateCounts();
+    pqxx::result r = tx.Exec("job_state_counts",
+                             "SELECT owner, state, count(*) FROM jobs GROUP BY owner, state");
+    for (const pqxx::row& row : r) {
+      JobState state = gantry::v1::JOB_STATE_UNSPECIFIED;
+      if (!gantry::v1::JobState_Parse(row[1].as<std::string>(), &state)) continue;
+      counts.jobs[{row[0].as<std::string>(), state}] = row[2].as<int64_t>();
+    }
+    pqxx::result oldest =
+        tx.Exec("job_oldest_queued",
+                "SELECT COALESCE(EXTRACT(EPOCH FROM now() - min(created_at)), 0)::float8 FROM jobs "
+                "WHERE state = 'JOB_STATE_QUEUED'");
+    counts.oldest_queued_seconds = oldest[0][0].as<double>();
+    return absl::OkStatus();
+  }));
+  return counts;
+}
+
 void JobRepository::Changed(const std::string& id) const {
   if (change_listener_) change_listener_(id);
 }

@@ -125,6 +125,14 @@ class JobRepository {
   // Records the registered model ("name:version") of a job.
   absl::Status SetModelRef(const std::string& id, const std::string& model_ref);
 
+  // How many jobs each owner has in each state, and how long the oldest QUEUED job has waited
+  // (0 when none waits): the server's /metrics gauges, read at scrape time.
+  struct StateCounts {
+    std::map<std::pair<std::string, gantry::v1::JobState>, int64_t> jobs;  // (owner, state)
+    double oldest_queued_seconds = 0;
+  };
+  absl::StatusOr<StateCounts> CountByOwnerAndState();
+
   // Every job (of any owner) in one of `states`, oldest first (for the scheduler).
   absl::StatusOr<std::vector<gantry::v1::Job>> ListByState(
       const std::vector<gantry::v1::JobState>& states);

@@ -22,7 +22,7 @@ GANTRY_APT_PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel mypy-protobuf
   libonnx-dev python3-onnx nodejs libcli11-dev
   clang-14 libclang-rt-14-dev llvm-14
-  iproute2 nftables podman runc mmdebstrap prometheus netavark aardvark-dns
+  iproute2 nftables podman runc mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
 )
 # ccache: paths under the checkout are hashed relative to it, so a clone anywhere (CI clones afresh)
 # reuses the objects an earlier build of the same sources left in the cache. The sanitizer build's line

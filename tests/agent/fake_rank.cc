@@ -7,6 +7,8 @@
 //   fake.log_lines=N     lines printed to stderr before exiting (default 0)
 //   fake.frame_delay_ms=N pause before each progress and log frame (default 0)
 //   fake.log_frames=N    LogLine frames "log frame I" after the progress frames (default 0)
+//   fake.metrics=N       RankMetrics frames after the progress frames (default 0)
+//   fake.bad_metrics=1   one more RankMetrics frame with a negative step time
 // In the sleeping modes, SIGUSR1 (checkpoint-and-stop) makes it write usr1.txt in its work dir,
 // send an INFO log "checkpointed on SIGUSR1" and exit with 200 (kExitPreempted).
 #include <fcntl.h>
@@ -107,6 +109,28 @@ int main(int argc, char** argv) {
     p.mutable_progress()->set_step(i);
     p.mutable_progress()->set_epochs(a.rank());
     Send(fd, p);
+  }
+  // RankMetrics frames (the daemon keeps them for /metrics): each 2 steps of 0.1 s and 0.2 s, 16
+  // samples, one cache hit; fake.bad_metrics=1 adds one with a negative step time.
+  const int metric_frames = std::atoi(Label(a, "fake.metrics", "0").c_str());
+  for (int i = 1; i <= metric_frames; ++i) {
+    gantry::v1::WorkerMessage m;
+    gantry::v1::RankMetrics* r = m.mutable_rank_metrics();
+    r->set_steps(2);
+    r->set_step_seconds(0.3);
+    r->add_step_seconds_each(0.1);
+    r->add_step_seconds_each(0.2);
+    r->set_samples(16);
+    r->set_samples_per_second(80);
+    r->set_data_stall_fraction(0.25);
+    r->set_cache_hits(1);
+    Send(fd, m);
+  }
+  if (Label(a, "fake.bad_metrics", "0") == "1") {
+    gantry::v1::WorkerMessage m;
+    m.mutable_rank_metrics()->set_steps(1000);
+    m.mutable_rank_metrics()->add_step_seconds_each(-1);
+    Send(fd, m);
   }
   const int log_frames = std::atoi(Label(a, "fake.log_frames", "0").c_str());
   for (int i = 1; i <= log_frames; ++i) {

@@ -14,8 +14,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "tests/support/temp_dir.h"
+#include "base/metrics/metrics_registry.h"
 #include "tests/support/files.h"
+#include "tests/support/temp_dir.h"
 
 namespace gantry::agent {
 namespace {
@@ -170,6 +171,29 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/leaked_fds.txt"), "0");
   EXPECT_NE(ReadFile(WorkDir("job-a", 1) + "/rank.log").find("fake rank 1 of job-a starting"),
             std::string::npos);
+}
+
+TEST_F(RankLauncherTest, RankMetricsStayInTheDaemonAndBadOnesAreDropped) {
+  ASSERT_TRUE(
+      launcher_->Launch(Assign("job-m", 5, {{"fake.metrics", "3"}, {"fake.bad_metrics", "1"}}))
+          .ok());
+  ASSERT_TRUE(collector_.WaitExited("job-m", 5, absl::Seconds(20)).has_value());
+  // STARTING, RUNNING, 3 progress, the result, EXITED: no RankMetrics reaches the server's sink.
+  const std::vector<v1::WorkerMessage> got = collector_.Of("job-m");
+  ASSERT_EQ(got.size(), 7u);
+  for (const v1::WorkerMessage& m : got) EXPECT_FALSE(m.has_rank_metrics());
+
+  metrics::MetricsRegistry& registry = metrics::ProcessMetrics();
+  const std::string page = registry.Render();
+  // 3 good frames of 2 steps each; the bad frame (1000 steps, a negative time) is dropped whole.
+  EXPECT_NE(page.find("gantry_worker_rank_steps_total{rank=\"5\"} 6\n"), std::string::npos) << page;
+  EXPECT_NE(page.find("gantry_worker_rank_step_seconds_count{rank=\"5\"} 6\n"), std::string::npos);
+  EXPECT_NE(page.find("gantry_worker_rank_step_seconds_bucket{rank=\"5\",le=\"0.1\"} 3\n"),
+            std::string::npos);
+  EXPECT_NE(page.find("gantry_worker_rank_samples_total{rank=\"5\"} 48\n"), std::string::npos);
+  EXPECT_NE(page.find("gantry_worker_dataset_cache_hits_total 3\n"), std::string::npos);
+  // The running rank's gauges went with it.
+  EXPECT_EQ(page.find("gantry_worker_rank_samples_per_second{"), std::string::npos) << page;
 }
 
 TEST_F(RankLauncherTest, ExitMessageIsTheLastErrorLogElseTheLogTail) {

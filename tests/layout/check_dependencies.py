@@ -23,6 +23,7 @@ EXTERNAL = {
     "grpc": re.compile(r"^(grpcpp|grpc)/(?!health/v1/)"),
     "cairo": re.compile(r"^cairo(-[a-z]+)?\.h$|^cairo/"),
     "onnx": re.compile(r"^onnx/"),
+    "httplib": re.compile(r"^httplib\.h$"),
 }
 
 # folder -> (repository folders it may include, restricted libraries it may use). A folder may
@@ -30,6 +31,8 @@ EXTERNAL = {
 RULES = {
     # base/ uses proto/ only for the vendored google.rpc error model (google/rpc/*.proto).
     "base": ({"base", "proto"}, {"grpc"}),
+    # base/metrics: the /metrics endpoint is the one user of cpp-httplib.
+    "base/metrics": ({"base", "proto"}, {"grpc", "httplib"}),
     "showers": ({"base"}, {"hdf5"}),
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),

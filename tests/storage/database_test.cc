@@ -77,8 +77,16 @@ TEST(DatabaseTest, WaitingForAFreeConnectionIsBoundedByThePoolWait) {
     return absl::OkStatus();
   });
   const absl::Duration waited = absl::Now() - start;
+  // The pool's metrics while the holder still has the one connection.
+  const Database::PoolStats during = (*db)->Stats();
+  EXPECT_EQ(during.size, 1);
+  EXPECT_EQ(during.in_use, 1);
+  EXPECT_EQ(during.waiting, 0);
+  EXPECT_EQ(during.timeouts, 1);
+  EXPECT_GE(during.wait_seconds, 0.25);
   release.Notify();
   holder.join();
+  EXPECT_EQ((*db)->Stats().in_use, 0);
   EXPECT_EQ(busy.code(), absl::StatusCode::kUnavailable) << busy;
   EXPECT_NE(busy.message().find("no free connection"), std::string::npos) << busy;
   EXPECT_FALSE(ran);

@@ -57,6 +57,30 @@ TEST_F(JobRepositoryTest, CreateStoresQueuedJobWithFirstEvent) {
   EXPECT_EQ((*events)[0].state_change().reason(), "Submitted");
 }
 
+TEST_F(JobRepositoryTest, CountByOwnerAndStateFeedsTheMetrics) {
+  JobRepository jobs(*db_);
+  auto empty = jobs.CountByOwnerAndState();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  EXPECT_TRUE(empty->jobs.empty());
+  EXPECT_EQ(empty->oldest_queued_seconds, 0);
+  auto a1 = jobs.Create("alice", Spec("a1"), "");
+  auto a2 = jobs.Create("alice", Spec("a2"), "");
+  auto b1 = jobs.Create("bob", Spec("b1"), "");
+  ASSERT_TRUE(a1.ok() && a2.ok() && b1.ok());
+  ASSERT_TRUE(jobs.Transition(a2->id(), {gantry::v1::JOB_STATE_QUEUED},
+                              gantry::v1::JOB_STATE_CANCELLED, "Cancelled", "by test")
+                  .ok());
+  auto counts = jobs.CountByOwnerAndState();
+  ASSERT_TRUE(counts.ok()) << counts.status();
+  using Key = std::pair<std::string, gantry::v1::JobState>;
+  const std::map<Key, int64_t> expected = {{{"alice", gantry::v1::JOB_STATE_QUEUED}, 1},
+                                           {{"alice", gantry::v1::JOB_STATE_CANCELLED}, 1},
+                                           {{"bob", gantry::v1::JOB_STATE_QUEUED}, 1}};
+  EXPECT_EQ(counts->jobs, expected);
+  EXPECT_GE(counts->oldest_queued_seconds, 0);
+  EXPECT_LT(counts->oldest_queued_seconds, 60);
+}
+
 TEST_F(JobRepositoryTest, SetQueuedMessageExplainsOnlyQueuedJobsWithoutAnEvent) {
   JobRepository jobs(*db_);
   auto job = jobs.Create("alice", Spec("waits"), "");

@@ -54,6 +54,9 @@ const char kAgentUsage[] =
     "  --max-queued-requests=N     requests queued per model before RESOURCE_EXHAUSTED (1024)\n"
     "  --model-cache-bytes=N[K|M|G|T] memory for loaded generators, LRU unloaded (default 1G)\n"
     "  --serve-threads=N           intra-op threads for generation (default 0 = all cores)\n"
+    "metrics:\n"
+    "  --metrics-listen=HOST:PORT  serve Prometheus metrics on http://HOST:PORT/metrics (ranks,\n"
+    "                              dataset cache, generation; default empty: off)\n"
     "logs on stderr (the daemon passes both to its ranks):\n"
     "  --log-format=text|json      timestamped text lines or JSON lines (default text)\n"
     "  --log-level=LEVEL           debug, info, warning or error (default info)\n";
@@ -317,8 +320,9 @@ absl::Status ResolveAgentOptions(AgentOptions* o) {
   // data and checkpoints.
   for (const std::string& root : o->file_roots.roots()) {
     const std::string real_root = std::filesystem::weakly_canonical(root, ec).string();
-    for (const auto& [flag, dir] : {std::pair<const char*, const std::string&>{"cache-dir", o->cache_dir},
-                                    {"work-dir", o->work_dir}}) {
+    for (const auto& [flag, dir] :
+         {std::pair<const char*, const std::string&>{"cache-dir", o->cache_dir},
+          {"work-dir", o->work_dir}}) {
       const std::string real_dir = std::filesystem::weakly_canonical(dir, ec).string();
       if (PathIsUnder(real_dir, real_root) || PathIsUnder(real_root, real_dir)) {
         return Bad("file-roots", absl::StrCat(root, " overlaps --", flag, " ", dir));

@@ -13,7 +13,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/log.h"
+#include "base/metrics/metrics_registry.h"
 #include "base/signals.h"
+#include "workers/agent/daemon_metrics.h"
 #include "workers/agent/worker_agent.h"
 #include "workers/runner/dataset_cache.h"
 
@@ -85,10 +87,16 @@ class DatasetCacheExtension final : public DaemonExtension {
       for (const std::string& key : summary.keys) heartbeat.add_cached_datasets(key);
       heartbeat.set_cache_bytes(summary.bytes);
     });
+    const int64_t max_bytes = max_bytes_;
+    metrics_collector_ = metrics::ProcessMetrics().AddCollector(
+        [report, max_bytes] { RecordDaemonCache(report->Get(), max_bytes); });
     return absl::OkStatus();
   }
 
-  void Stop() override {}
+  void Stop() override {
+    if (metrics_collector_ != 0) metrics::ProcessMetrics().RemoveCollector(metrics_collector_);
+    metrics_collector_ = 0;
+  }
 
  private:
   DatasetCacheExtension(std::unique_ptr<runner::DatasetCache> cache, int64_t max_bytes)
@@ -96,6 +104,7 @@ class DatasetCacheExtension final : public DaemonExtension {
 
   std::unique_ptr<runner::DatasetCache> cache_;
   const int64_t max_bytes_;
+  int64_t metrics_collector_ = 0;  // in metrics::ProcessMetrics()
 };
 
 }  // namespace

@@ -22,6 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "base/log.h"
 #include "workers/agent/control_pipe.h"
+#include "workers/agent/daemon_metrics.h"
 
 extern char** environ;
 
@@ -338,6 +339,13 @@ void RankLauncher::Supervise(Rank* r) {
           eof = true;
         } else {
           v1::WorkerMessage message = std::move(**next);
+          if (message.has_rank_metrics()) {
+            // For this daemon's /metrics page only; the server never sees it.
+            const absl::Status recorded =
+                RecordRankMetrics(r->job_id, r->rank, message.rank_metrics());
+            if (!recorded.ok()) GANTRY_LOG(WARNING) << recorded.message();
+            continue;
+          }
           message.set_job_id(r->job_id);
           message.set_attempt(r->attempt);
           if (message.has_log() && message.log().level() == "ERROR") {
@@ -385,6 +393,7 @@ void RankLauncher::Supervise(Rank* r) {
   rs->set_message(!last_error.empty() ? last_error : Tail(r->log_path));
   GANTRY_LOG(INFO) << absl::StrCat("rank ", r->rank, " of ", r->job_id, " attempt ", r->attempt,
                                    " exited with code ", rs->exit_code());
+  ForgetRankGauges(r->job_id, r->rank);
   {
     // The slot is free from here on; StopAll joins this thread, so the report below still lands
     // before StopAll returns.

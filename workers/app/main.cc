@@ -18,6 +18,7 @@
 #include "base/status_macros.h"
 #include "workers/agent/agent_flags.h"
 #include "workers/agent/daemon_main.h"
+#include "workers/agent/metrics_extension.h"
 #include "workers/app/local_commands.h"
 #include "workers/app/rank_command.h"
 #include "workers/app/worker_flags.h"
@@ -51,7 +52,7 @@ constexpr char kUsage[] =
     "                  --device --threads --labels --cache-dir --cache-max-bytes --advertise-host\n"
     "                  --rendezvous-ports --work-dir --serve-port --max-batch-size\n"
     "                  --max-queue-delay-ms --max-queued-requests --model-cache-bytes\n"
-    "                  --serve-threads] (the worker daemon; `daemon --help`)\n";
+    "                  --serve-threads --metrics-listen] (the worker daemon; `daemon --help`)\n";
 
 // --help (or `help`): the daemon's flag reference on stdout, the commands' on stderr.
 int PrintHelp(const std::string& command) {
@@ -79,11 +80,15 @@ int BadCommandLine(const std::string& command, const absl::Status& status) {
 int Daemon() {
   absl::StatusOr<gantry::agent::AgentOptions> options = gantry::app::DaemonOptionsFromFlags();
   if (!options.ok()) return BadCommandLine("daemon", options.status());
+  absl::StatusOr<std::string> metrics_listen = gantry::app::DaemonMetricsListenFromFlags();
+  if (!metrics_listen.ok()) return BadCommandLine("daemon", metrics_listen.status());
   options->rank_log_args = gantry::LogFlagsAsArguments();
-  // The daemon itself serves generation (ranks never do): workers/serving.
+  // The daemon itself serves generation (ranks never do): workers/serving. The /metrics endpoint
+  // starts first, so a port clash stops the daemon before it registers.
   return gantry::agent::DaemonMain(
       *std::move(options),
-      {gantry::serving::ServingExtensionFactory(gantry::serving::MakeDaemonModelLoader,
+      {gantry::agent::MetricsExtensionFactory(*std::move(metrics_listen)),
+       gantry::serving::ServingExtensionFactory(gantry::serving::MakeDaemonModelLoader,
                                                 gantry::serving::MakeDaemonModelExporter)});
 }
 

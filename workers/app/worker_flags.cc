@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "base/metrics/metrics_http_server.h"
 #include "base/status_macros.h"
 
 namespace {
@@ -70,6 +71,8 @@ ABSL_FLAG(std::string, model_cache_bytes, kDaemon.model_cache_bytes,
           "daemon: memory for loaded generators, N[K|M|G|T]");
 ABSL_FLAG(int, serve_threads, kDaemon.serve_threads,
           "daemon: intra-op threads for generation (0 = all cores)");
+ABSL_FLAG(std::string, metrics_listen, "",
+          "daemon: HOST:PORT of the Prometheus /metrics endpoint (default empty: off)");
 ABSL_FLAG(std::string, rank_binary, "", "daemon (tests): program run for each rank");
 ABSL_FLAG(int, kill_grace_ms, kDaemon.kill_grace_ms,
           "daemon (tests): grace between SIGTERM and SIGKILL of a rank");
@@ -148,6 +151,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "max_queued_requests",
         "model_cache_bytes",
         "serve_threads",
+        "metrics_listen",
         "rank_binary",
         "kill_grace_ms",
         "preemption_grace_ms",
@@ -240,6 +244,15 @@ agent::AgentFlags DaemonFlags() {
   f.preemption_grace_ms = absl::GetFlag(FLAGS_preemption_grace_ms);
   f.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
   return f;
+}
+
+absl::StatusOr<std::string> DaemonMetricsListenFromFlags() {
+  std::string listen = absl::GetFlag(FLAGS_metrics_listen);
+  if (listen.empty()) return listen;
+  absl::StatusOr<metrics::HostPort> parsed =
+      metrics::ParseListenAddress(listen, "--metrics-listen");
+  if (!parsed.ok()) return parsed.status();
+  return listen;
 }
 
 absl::StatusOr<agent::AgentOptions> DaemonOptionsFromFlags() {

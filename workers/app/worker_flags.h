@@ -26,6 +26,10 @@ agent::AgentFlags DaemonFlags();
 // directories, reads --join-token-file).
 absl::StatusOr<agent::AgentOptions> DaemonOptionsFromFlags();
 
+// The daemon's --metrics-listen, checked as HOST:PORT (INVALID_ARGUMENT naming the flag); empty =
+// no /metrics endpoint.
+absl::StatusOr<std::string> DaemonMetricsListenFromFlags();
+
 // The rank's flags (its credential comes in the file --credential-file names, never on argv or in
 // the environment). Required flags are checked by RunRankCommand, which reports them through the
 // control pipe.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <iostream>
 #include <utility>
@@ -252,6 +253,27 @@ absl::StatusOr<DatasetCache::Lease> DatasetCache::Acquire(const std::string& key
   return AcquireImpl(key, &fill);
 }
 
+namespace {
+
+// The process-wide totals behind ProcessDatasetCacheCounters.
+std::atomic<int64_t> g_hits{0};
+std::atomic<int64_t> g_misses{0};
+std::atomic<int64_t> g_filled_bytes{0};
+std::atomic<int64_t> g_evictions{0};
+std::atomic<int64_t> g_evicted_bytes{0};
+
+}  // namespace
+
+DatasetCacheCounters ProcessDatasetCacheCounters() {
+  DatasetCacheCounters counters;
+  counters.hits = g_hits.load();
+  counters.misses = g_misses.load();
+  counters.filled_bytes = g_filled_bytes.load();
+  counters.evictions = g_evictions.load();
+  counters.evicted_bytes = g_evicted_bytes.load();
+  return counters;
+}
+
 absl::StatusOr<DatasetCache::Lease> DatasetCache::AcquireCached(const std::string& key) {
   return AcquireImpl(key, nullptr);
 }
@@ -273,6 +295,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetCache::AcquireImpl(const std::string&
       touched.path.clear();
       RETURN_IF_ERROR(gantry::WriteFileAtomically(MetaPath(key), {FormatMeta(touched)}));
       cached->entry_.last_used = touched.last_used;
+      ++g_hits;
       return cached;
     }
     if (cached.status().code() == absl::StatusCode::kDataLoss) {
@@ -283,6 +306,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetCache::AcquireImpl(const std::string&
     } else if (cached.status().code() != absl::StatusCode::kNotFound || fill == nullptr) {
       return cached.status();
     }
+    ++g_misses;
     if (absl::Status filled = FillEntry(key, *fill); !filled.ok()) {
       ::unlink(LockPath(key).c_str());  // leave no trace but a resumable .part (see LockFile)
       return filled;
@@ -296,6 +320,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetCache::AcquireImpl(const std::string&
     lease.entry_.path = DataPath(key);
     lease.fd_ = data.release();
     lease.filled_ = true;
+    g_filled_bytes += lease.entry_.size_bytes;
   }
   if (options_.max_bytes > 0) EvictToLimit();
   return lease;
@@ -428,6 +453,8 @@ std::vector<std::string> DatasetCache::EvictToLimit() {
     ::unlink(LockPath(e.key).c_str());  // while holding it: waiters re-open (see LockFile)
     total -= e.size_bytes;
     evicted.push_back(e.key);
+    ++g_evictions;
+    g_evicted_bytes += e.size_bytes;
     Log(absl::StrFormat("evicted %s (%d bytes, %s, last used %s); %d bytes remain, limit %d", e.key,
                         e.size_bytes, e.source, absl::FormatTime(e.last_used), total,
                         options_.max_bytes));

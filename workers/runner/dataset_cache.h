@@ -57,6 +57,17 @@ struct DatasetCacheSummary {
   int64_t bytes = 0;              // their data files' sizes
 };
 
+// What every DatasetCache of this process did so far (monotonic totals; thread-safe to read).
+// A rank sends the increments to its daemon for the daemon's /metrics page.
+struct DatasetCacheCounters {
+  int64_t hits = 0;    // Acquire/AcquireCached answered by a complete, verified entry
+  int64_t misses = 0;  // Acquire that had to fill the entry
+  int64_t filled_bytes = 0;
+  int64_t evictions = 0;
+  int64_t evicted_bytes = 0;
+};
+DatasetCacheCounters ProcessDatasetCacheCounters();
+
 struct DatasetCacheOptions {
   // Entries live in <cache_dir>/datasets (created when missing).
   std::string cache_dir;

@@ -292,6 +292,10 @@ absl::Status RankRunner::RunInner() {
                               spec.dataset(), plan_.epochs, plan_.batch_per_rank, plan_.threads));
   result_.set_code_version(CodeVersion());
   RecordHyperParameters();
+  // Reported to the daemon only (its /metrics page): as often as progress, at most every 2 s.
+  metrics_reporter_ = std::make_unique<RankMetricsReporter>(
+      [this](const v1::WorkerMessage& message) { Send(message).IgnoreError(); },
+      std::min(options_.progress_interval, absl::Seconds(2)));
 
   // 1. The data. The source and the dataset (its lease pins the cache file) live to the end.
   const auto data_start = std::chrono::steady_clock::now();
@@ -313,6 +317,7 @@ absl::Status RankRunner::RunInner() {
   LogDataset(dataset, *reader, particle, SecondsSince(data_start));
   RETURN_IF_ERROR(MarkDataFailure(CheckDatasetFitsModel(*reader)));
   RecordDataset(dataset, particle);
+  metrics_reporter_->Flush();  // the cache hit or fill of the dataset
 
   // 2. The hold-out split and the training input pipeline.
   absl::StatusOr<std::unique_ptr<gan::BatchSource>> batches =
@@ -328,13 +333,16 @@ absl::Status RankRunner::RunInner() {
   if (world_size_ > 1) RETURN_IF_ERROR(JoinProcessGroup(*trainer, &communicator, &data_parallel));
   if (StopRequested()) return absl::CancelledError("cancelled while forming the process group");
   communicator_ = communicator.get();
+  data_parallel_ = data_parallel.get();
   RETURN_IF_ERROR(StartRunning());
 
   // 4. Training.
   in_training_ = true;
   const absl::Status trained = TrainLoop(*trainer);
   in_training_ = false;
+  metrics_reporter_->Flush();
   communicator_ = nullptr;
+  data_parallel_ = nullptr;
   RETURN_IF_ERROR(trained);
   if (data_parallel != nullptr) {
     const distributed::DataParallelStats stats = data_parallel->stats();
@@ -713,6 +721,9 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
     ++epoch_steps;
     wait_seconds += report.data_wait_seconds;
     step_seconds += report.seconds;
+    metrics_reporter_->OnStep(
+        report.seconds, report.data_wait_seconds, trainer.batch_size(),
+        data_parallel_ != nullptr ? data_parallel_->stats().allreduce_seconds : 0);
     epoch_wait += report.data_wait_seconds;
     epoch_seconds += report.seconds;
     const bool epoch_end = trainer.state().epoch != epoch;

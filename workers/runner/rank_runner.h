@@ -34,6 +34,7 @@
 #include "workers/runner/checkpoint_verifier.h"
 #include "workers/runner/dataset_source.h"
 #include "workers/runner/precision_check.h"
+#include "workers/runner/rank_metrics_reporter.h"
 #include "workers/runner/rank_plan.h"
 
 namespace gantry::distributed {
@@ -183,7 +184,9 @@ class RankRunner {
   gantry::v1::JobResult result_;
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;
-  distributed::Communicator* communicator_ = nullptr;  // world_size > 1, while training
+  distributed::Communicator* communicator_ = nullptr;      // world_size > 1, while training
+  distributed::DataParallel* data_parallel_ = nullptr;     // world_size > 1, while training
+  std::unique_ptr<RankMetricsReporter> metrics_reporter_;  // RankMetrics to the daemon
   bool in_training_ = false;  // exceptions now come from steps (collectives)
   std::chrono::steady_clock::time_point last_save_time_;  // for every_minutes
 

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "workers/serving/serving_metrics.h"
 
 namespace gantry::serving {
 
@@ -193,12 +195,19 @@ void DynamicBatcher::SchedulerLoop() {
     }
     batch_cells_.resize(specs.size() * static_cast<size_t>(cells));
     absl::Status status;
+    const ServingMetrics& metrics = GetServingMetrics();
+    metrics.queue_delay.Observe({}, absl::ToDoubleSeconds(now - oldest));
     mu_.Unlock();
     {
       if (compute_slot_ != nullptr) compute_slot_->Lock();
+      const absl::Time compute_start = absl::Now();
       status = backend_->RunBatch(specs, batch_cells_.data());
+      metrics.compute.Observe({}, absl::ToDoubleSeconds(absl::Now() - compute_start));
       if (compute_slot_ != nullptr) compute_slot_->Unlock();
     }
+    metrics.batches.Increment({status.ok() ? "ok" : "error"});
+    metrics.batch_size.Observe({}, static_cast<double>(specs.size()));
+    if (status.ok()) metrics.showers.Increment({}, static_cast<double>(specs.size()));
     mu_.Lock();
     ++stats_.batches;
     stats_.batched_showers += static_cast<int64_t>(specs.size());

@@ -4,9 +4,11 @@
 #include <iostream>
 #include <random>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "base/metrics/metrics_registry.h"
 #include "base/tls_config.h"
 #include "workers/agent/worker_agent.h"
 
@@ -34,6 +36,7 @@ ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoad
     : host_(options.advertise_host),
       tls_(options.tls),
       requested_port_(options.serve_port),
+      model_cache_limit_(options.model_cache_bytes),
       secret_(RandomSecret()) {
   ModelCacheOptions cache;
   cache.max_bytes = options.model_cache_bytes;
@@ -74,10 +77,49 @@ absl::Status ServingExtension::Start(agent::WorkerAgent& agent) {
   if (absl::Status s = StartServer(); !s.ok()) return s;
   agent.AddRegisterSource([this](gantry::v1::RegisterRequest& r) { FillRegister(r); });
   agent.AddHeartbeatSource([this](gantry::v1::Heartbeat& h) { FillHeartbeat(h); });
+  metrics::MetricsRegistry& registry = metrics::ProcessMetrics();
+  metrics::MetricFamily& loaded = registry.Gauge(
+      "gantry_worker_loaded_models", "Generators loaded in the model cache of this daemon.");
+  metrics::MetricSpec bytes_spec;
+  bytes_spec.name = "gantry_worker_loaded_model_bytes";
+  bytes_spec.help =
+      "Memory of each loaded generator (parameters and buffers), by checkpoint (sha256 prefix).";
+  bytes_spec.label_names = {"checkpoint"};
+  bytes_spec.max_series = 64;
+  metrics::MetricFamily& bytes = registry.Add(bytes_spec);
+  metrics::MetricFamily& cache_bytes =
+      registry.Gauge("gantry_worker_model_cache_bytes",
+                     "Memory of all loaded generators, and the cache's limit.", {"kind"});
+  metrics::MetricFamily& active = registry.Gauge("gantry_worker_generation_active_requests",
+                                                 "Generate calls being served by this daemon.");
+  metrics::MetricFamily& queued = registry.Gauge("gantry_worker_generation_queued_showers",
+                                                 "Showers asked for and not yet generated.");
+  const int64_t limit = model_cache_limit_;
+  metrics_collector_ =
+      registry.AddCollector([this, &loaded, &bytes, &cache_bytes, &active, &queued, limit] {
+        const std::vector<ModelCache::LoadedModel> models = cache_->Snapshot();
+        loaded.Set({}, static_cast<double>(models.size()));
+        bytes.Clear();
+        int64_t total = 0;
+        int64_t waiting = 0;
+        for (const ModelCache::LoadedModel& m : models) {
+          bytes.Set({m.checkpoint_sha256.substr(0, 12)}, static_cast<double>(m.memory_bytes));
+          total += m.memory_bytes;
+          waiting += m.stats.queued_showers;
+        }
+        cache_bytes.Set({"loaded"}, static_cast<double>(total));
+        cache_bytes.Set({"limit"}, static_cast<double>(limit));
+        active.Set({}, service_->active_requests());
+        queued.Set({}, static_cast<double>(waiting));
+      });
   return absl::OkStatus();
 }
 
 void ServingExtension::Stop() {
+  if (metrics_collector_ != 0) {
+    metrics::ProcessMetrics().RemoveCollector(metrics_collector_);
+    metrics_collector_ = 0;
+  }
   if (server_ == nullptr) return;
   server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   server_->Wait();

@@ -5,6 +5,7 @@
 #ifndef GANTRY_WORKERS_SERVING_SERVING_EXTENSION_H_
 #define GANTRY_WORKERS_SERVING_SERVING_EXTENSION_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -26,8 +27,9 @@ class ServingExtension final : public agent::DaemonExtension {
                    ModelExporter exporter = nullptr);
   ~ServingExtension() override;
 
-  // StartServer, then adds the register source (generation_endpoint, generation_secret) and the
-  // heartbeat source (loaded_models, generation_active_requests, generation_queued_showers).
+  // StartServer, then adds the register source (generation_endpoint, generation_secret), the
+  // heartbeat source (loaded_models, generation_active_requests, generation_queued_showers) and
+  // the collector of the loaded-model gauges of the process's /metrics page.
   absl::Status Start(agent::WorkerAgent& agent) override;
   // Stops the server (calls in flight end with UNAVAILABLE after a short grace).
   void Stop() override;
@@ -46,12 +48,14 @@ class ServingExtension final : public agent::DaemonExtension {
   const std::string host_;
   const TlsConfig tls_;  // with a certificate: the endpoint serves TLS
   const int requested_port_;
+  const int64_t model_cache_limit_;  // --model-cache-bytes
   const std::string secret_;
   std::unique_ptr<ModelCache> cache_;
   std::unique_ptr<GenerationService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;
   int port_ = 0;
+  int64_t metrics_collector_ = 0;  // in metrics::ProcessMetrics(); 0 = none
 };
 
 // 64 hex digits from the system's random source.
