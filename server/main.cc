@@ -5,12 +5,15 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/build_info.h"
@@ -27,7 +30,11 @@ ABSL_FLAG(
     std::string, listen, "127.0.0.1:50051",
     "host:port to serve on; port 0 picks a free port (printed as \"listening on HOST:PORT\")");
 ABSL_FLAG(std::string, db, "",
-          "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them is required)");
+          "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them or --db-file is "
+          "required)");
+ABSL_FLAG(std::string, db_file, "",
+          "file holding the libpq DSN (keeps a password out of the process list; a container "
+          "secret); not with --db");
 ABSL_FLAG(std::string, data_dir, "var/data",
           "directory of the blob store (datasets, checkpoints), relative to the working directory "
           "unless absolute");
@@ -150,6 +157,25 @@ int main(int argc, char** argv) {
   }
   options.listen = absl::GetFlag(FLAGS_listen);
   options.db_dsn = absl::GetFlag(FLAGS_db);
+  if (const std::string db_file = absl::GetFlag(FLAGS_db_file); !db_file.empty()) {
+    if (!options.db_dsn.empty()) {
+      std::cerr << "gantry-server: give either --db or --db-file, not both\n";
+      return 2;
+    }
+    std::ifstream in(db_file);
+    std::ostringstream dsn;
+    if (!in || !(dsn << in.rdbuf())) {
+      std::cerr << "gantry-server: cannot read --db-file " << db_file
+                << ": it must be a readable file holding the libpq DSN\n";
+      return 2;
+    }
+    options.db_dsn = std::string(absl::StripAsciiWhitespace(dsn.str()));
+    if (options.db_dsn.empty()) {
+      std::cerr << "gantry-server: --db-file " << db_file
+                << " is empty: write the libpq DSN into it\n";
+      return 2;
+    }
+  }
   if (const char* env = std::getenv("GANTRY_DB"); options.db_dsn.empty() && env != nullptr) {
     options.db_dsn = env;
   }

@@ -1,0 +1,49 @@
+# Shared settings of deploy/containers/{up,flow,down}. Source it; do not run it.
+# Every container, network, volume and secret they create is named $ctr-*, so `down` removes exactly
+# what `up` made and nothing of anyone else's on the same podman storage.
+source "$(dirname "${BASH_SOURCE[0]}")/../local/env.sh"
+containers_dir="$GANTRY_ROOT/deploy/containers"
+podman() { "$containers_dir/podman" "$@"; }
+
+ctr="${GANTRY_CTR_PREFIX:-gantry-ctr}"
+if [[ ! "$ctr" =~ ^gantry-ctr(-[a-z0-9]+)*$ ]]; then
+  echo "GANTRY_CTR_PREFIX '$ctr' must be gantry-ctr or gantry-ctr-<suffix> (lower case)" >&2
+  exit 2
+fi
+tag="${GANTRY_IMAGE_TAG:-dev}"
+network="$ctr-net"
+# Host port (loopback) published for gantry-server's gRPC port 50051.
+host_port="${GANTRY_CTR_PORT:-43051}"
+if [[ ! "$host_port" =~ ^[0-9]+$ ]] || ((host_port < 1 || host_port > 65535)); then
+  echo "GANTRY_CTR_PORT '$host_port' must be a TCP port number" >&2
+  exit 2
+fi
+# Host-side state: the secrets' source files (mode 0600), the CLI's output directory, logs.
+run_dir="${GANTRY_CTR_RUN:-$GANTRY_VAR/containers/$ctr}"
+server_in_network="$ctr-server:50051"
+worker_count=2
+# The user the gantry images run as (runtime.Containerfile).
+gantry_uid=10001
+
+# Waits until `podman healthcheck run NAME` passes; prints the container's logs and fails after $2 s.
+wait_healthy() {
+  local name="$1" limit="$2" start=$SECONDS
+  until podman healthcheck run "$name" >/dev/null 2>&1; do
+    if [[ "$(podman inspect --format '{{.State.Running}}' "$name" 2>/dev/null)" != true ]]; then
+      echo "$name exited; its log:" >&2
+      podman logs --tail 40 "$name" >&2 || true
+      return 1
+    fi
+    if ((SECONDS - start > limit)); then
+      echo "$name not healthy after $limit s; its log:" >&2
+      podman logs --tail 40 "$name" >&2 || true
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+# The container's address on $network.
+container_ip() {
+  podman inspect --format "{{(index .NetworkSettings.Networks \"$network\").IPAddress}}" "$1"
+}
