@@ -43,10 +43,11 @@ expect(serverContainer?.readinessProbe?.grpc?.port === 50051 &&
 expect(serverContainer?.livenessProbe?.grpc?.port === 50051 &&
        serverContainer.livenessProbe.grpc.service === "gantry.v1.WorkerService",
        "gantry-server liveness is not grpc.health.v1 service gantry.v1.WorkerService");
-expect(serverContainer?.env?.some((e) => e.name === "GANTRY_DB" &&
-                                  e.valueFrom?.secretKeyRef?.name === "gantry-db" &&
-                                  e.valueFrom.secretKeyRef.key === "dsn"),
-       "gantry-server does not take GANTRY_DB from Secret gantry-db key dsn");
+const dbVolume = server?.spec.template.spec.volumes?.find((v) => v.secret?.secretName === "gantry-db");
+const dbMount = serverContainer?.volumeMounts?.find((m) => m.name === dbVolume?.name);
+expect(dbVolume?.secret.items?.some((i) => i.key === "dsn" && `${dbMount?.mountPath}/${i.path}` === flag(serverContainer.args, "db-file")),
+       "gantry-server's --db-file is not the dsn key of Secret gantry-db");
+expect(!serverContainer?.env?.some((e) => e.name === "GANTRY_DB"), "the DSN is in gantry-server's environment");
 expect(server?.spec.template.spec.volumes?.some((v) => v.persistentVolumeClaim?.claimName === "gantry-blobs") &&
        serverContainer?.volumeMounts?.some((m) => m.name === "blobs" &&
                                           m.mountPath === flag(serverContainer.args, "data-dir")),
