@@ -15,6 +15,8 @@
 //                               `gantry-health-probe 127.0.0.1:PORT SERVICE` (a podman health check);
 //                               readiness probes are dropped (podman 4.3 has none; the test checks
 //                               readiness through grpc.health.v1 itself)
+//   containerPorts           -> dropped: podman 4.3 publishes each on the host; pods reach each
+//                               other at their IPs on the podman network
 //   Namespace, NetworkPolicy -> not played (podman has no namespaces or network policies)
 // Every played name (pods, volume claims = podman volumes, ConfigMaps) gets the prefix --prefix.
 // Anything else (another kind, another downward-API field, more replicas) is refused with an error,
@@ -182,7 +184,7 @@ for (const [index, unit] of units.entries()) {
         if (value === undefined) die(`${kind} ${workload.metadata.name}: downward API field ${field} has no conversion`);
         env.value = value;
         delete env.valueFrom;
-        if (index === 0 || kind === "DaemonSet") report(`${pod}: env ${env.name} from ${field} -> ${value}`);
+        report(`${pod}: env ${env.name} from ${field} -> ${value}`);
       } else if (env.valueFrom?.secretKeyRef) {
         const { name, key } = env.valueFrom.secretKeyRef;
         env.valueFrom = { configMapKeyRef: { name: useConfigMap(name), key } };
@@ -211,6 +213,12 @@ for (const [index, unit] of units.entries()) {
     if (container.readinessProbe) {
       report(`${pod}: readinessProbe dropped (the test checks grpc.health.v1 "" itself)`);
       delete container.readinessProbe;
+    }
+    // podman 4.3 publishes every containerPort on the host (hostPort defaulting to it); in
+    // Kubernetes they are informational, and the pods reach each other at their IPs anyway.
+    if (container.ports) {
+      report(`${pod}: containerPorts ${container.ports.map((p) => p.containerPort).join(", ")} dropped (podman 4.3 would publish them on the host)`);
+      delete container.ports;
     }
     containers.push(container.name);
   }
