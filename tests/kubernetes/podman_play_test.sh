@@ -55,24 +55,28 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# images_current: every image exists and is newer than the binaries of this build and the image
-# definitions it is made from (then deploy/containers/build, minutes even when cached, is skipped).
+# images_current: every image exists and holds exactly this build's binaries (compared by SHA-256
+# inside the image), so deploy/containers/build, minutes even when its layers are cached, is skipped.
 images_current() {
-  local role image created newest
+  local role image files want have
   declare -A inputs=(
     [server]="server/gantry-server server/gantry-inspect clients/probe/gantry-health-probe"
     [worker]="workers/app/gantry-worker" [cli]="clients/cli/gantry showers/gantry-toymc" [postgres]="")
   for role in server worker cli postgres; do
     image="localhost/gantry-$role:dev"
-    created="$(podman image inspect --format '{{.Created.Unix}}' "$image" 2>/dev/null)" || return 1
-    newest="$( (for b in ${inputs[$role]}; do stat -c %Y "$build/$b" || echo 9999999999; done
-                find "$root/deploy/containers/images" "$root/deploy/containers/build" -type f -printf '%T@\n') |
-              sort -n | tail -1 | cut -d. -f1)"
-    ((created >= newest)) || return 1
+    podman image exists "$image" || return 1
+    [[ -n "${inputs[$role]}" ]] || continue
+    files=()
+    for b in ${inputs[$role]}; do files+=("$b"); done
+    want="$(cd "$build" && sha256sum "${files[@]}" 2>/dev/null | awk '{print $1}')" || return 1
+    have="$(podman run --rm --network none --entrypoint sha256sum "$image" \
+              $(for b in "${files[@]}"; do echo "/usr/local/bin/$(basename "$b")"; done) 2>/dev/null |
+            awk '{print $1}')" || return 1
+    [[ "$want" == "$have" ]] || return 1
   done
 }
 if images_current; then
-  step "images localhost/gantry-{server,worker,cli,postgres}:dev are newer than this build: reused"
+  step "images localhost/gantry-{server,worker,cli,postgres}:dev hold this build's binaries: reused"
 else
   step "images (deploy/containers/build)"
   GANTRY_BUILD_DIR="$build" "$root/deploy/containers/build" server worker cli postgres >"$scratch/build.log" 2>&1 ||
