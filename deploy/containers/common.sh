@@ -25,6 +25,12 @@ worker_count=2
 # The user the gantry images run as (runtime.Containerfile).
 gantry_uid=10001
 
+# Options of every long-running container: logs in files (podman logs works without journald). Without
+# systemd (this machine, most CI) podman cannot schedule periodic health checks and says so on every
+# start; there they are turned off and checked on demand (`podman healthcheck run`, which up does).
+run_options=(--log-driver=k8s-file)
+[[ -S /run/systemd/private ]] || run_options+=(--health-interval=disable)
+
 # Waits until `podman healthcheck run NAME` passes; prints the container's logs and fails after $2 s.
 wait_healthy() {
   local name="$1" limit="$2" start=$SECONDS

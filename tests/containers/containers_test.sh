@@ -4,7 +4,8 @@
 # health check with `podman healthcheck run`, runs the flow across them (flow: world_size 2 across the
 # two worker containers, registration, generation), checks that the server's liveness survives a
 # PostgreSQL outage while its "" service follows the database, and removes everything (down; also on
-# failure). Only gantry-ctr-test-* containers, networks, volumes and secrets are created or removed.
+# failure); a second `up` over running containers is refused. Only gantry-ctr-test-* containers,
+# networks, volumes and secrets are created or removed.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 export GANTRY_CTR_PREFIX=gantry-ctr-test
@@ -60,7 +61,10 @@ for secret_file in admin.token join.token pg.password; do
   value="$(cat "$run_dir/$secret_file")"
   [[ -n "$value" && "$processes" != *"$value"* ]] || fail "the $secret_file shows in the process list"
 done
-pass "no secret in the process list"; lap
+pass "no secret in the process list"
+out="$("$deploy/up" 2>&1)" && fail "a second up started over the running containers"
+grep -q 'run deploy/containers/down first' <<<"$out" || fail "a second up: unclear error: $out"
+pass "a second up refused"; lap
 
 echo "== flow"
 "$deploy/flow"
