@@ -12,6 +12,11 @@ if ((${#missing[@]})); then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+if ! command -v kubectl >/dev/null; then
+  echo "deps: installing $GANTRY_APT_KUBECTL (kubectl)"
+  SUDO=""; [[ $(id -u) -ne 0 ]] && SUDO="sudo"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$GANTRY_APT_KUBECTL" >/dev/null
+fi
 # npm (for ONNX Runtime below): Debian's npm package, unless the installed nodejs brings its own.
 if ! command -v npm >/dev/null; then
   echo "deps: installing npm"
@@ -39,4 +44,15 @@ if [[ "$(cat "$buf_dir/node_modules/.gantry-lock-sha256" 2>/dev/null)" != "$lock
   echo "deps: installing buf (npm ci in tests/proto/buf)"
   (cd "$buf_dir" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
   echo "$lock_sum" >"$buf_dir/node_modules/.gantry-lock-sha256"
+fi
+
+# The Kubernetes API schemas for ctest kubernetes.manifests: kubernetes-models (validators generated
+# from the Kubernetes OpenAPI spec) and yaml from the npm registry, pinned by the lockfile in
+# tests/kubernetes/schema.
+k8s_schema="$GANTRY_ROOT/tests/kubernetes/schema"
+lock_sum="$(sha256sum "$k8s_schema/package-lock.json" | cut -d' ' -f1)"
+if [[ "$(cat "$k8s_schema/node_modules/.gantry-lock-sha256" 2>/dev/null)" != "$lock_sum" ]]; then
+  echo "deps: installing the Kubernetes schemas (npm ci in tests/kubernetes/schema)"
+  (cd "$k8s_schema" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+  echo "$lock_sum" >"$k8s_schema/node_modules/.gantry-lock-sha256"
 fi

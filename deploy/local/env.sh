@@ -24,6 +24,10 @@ GANTRY_APT_PACKAGES=(
   clang-14 libclang-rt-14-dev llvm-14
   iproute2 nftables podman runc mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
 )
+# kubectl for the Kubernetes manifests (kubectl kustomize in ctest kubernetes.*): Debian's
+# kubernetes-client (kubectl 1.20, kustomize v2.0.3 inside). deps.sh installs it only when no kubectl
+# is on PATH: another package that owns /usr/bin/kubectl (Google's Cloud SDK) makes its install fail.
+GANTRY_APT_KUBECTL=kubernetes-client
 # ccache: paths under the checkout are hashed relative to it, so a clone anywhere (CI clones afresh)
 # reuses the objects an earlier build of the same sources left in the cache. The sanitizer build's line
 # tables then name the directory of the build that filled the cache; nothing reads them but a debugger.

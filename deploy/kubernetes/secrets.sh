@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Writes the files an overlay's secretGenerator turns into the Secrets gantry-tokens (admin-token,
+# join-token) and gantry-db (dsn, postgres-password), under OVERLAY/secrets/ with mode 0600. Files
+# already there are kept, so running it again changes nothing; delete one to have it made anew.
+# Nothing it writes is committed (.gitignore). Then: kubectl apply -k OVERLAY
+#   deploy/kubernetes/secrets.sh deploy/kubernetes/overlays/local
+#   deploy/kubernetes/secrets.sh deploy/kubernetes/overlays/gpu-cloud --dsn 'host=db.example.org ...'
+# --dsn DSN: the libpq DSN gantry-server uses (a managed PostgreSQL); default: the in-cluster
+# PostgreSQL (deploy/kubernetes/postgres) with a fresh random password.
+set -euo pipefail
+usage() { echo "usage: $0 OVERLAY_DIR [--dsn DSN]" >&2; exit 2; }
+[[ $# -ge 1 ]] || usage
+overlay="$1"; shift
+dsn=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --dsn) [[ $# -ge 2 && -n "$2" ]] || { echo "$0: --dsn needs a libpq DSN" >&2; exit 2; }; dsn="$2"; shift 2 ;;
+    --dsn=*) dsn="${1#--dsn=}"; [[ -n "$dsn" ]] || { echo "$0: --dsn needs a libpq DSN" >&2; exit 2; }; shift ;;
+    *) usage ;;
+  esac
+done
+[[ -f "$overlay/kustomization.yaml" ]] ||
+  { echo "$0: $overlay has no kustomization.yaml; give an overlay directory such as deploy/kubernetes/overlays/local" >&2; exit 2; }
+command -v openssl >/dev/null || { echo "$0: openssl is needed to make random tokens" >&2; exit 1; }
+dir="$overlay/secrets"
+mkdir -p "$dir"
+chmod 700 "$dir"
+umask 077
+# Writes VALUE into FILE unless FILE exists and is not empty.
+make_once() {
+  local file="$dir/$1" value="$2"
+  if [[ -s "$file" ]]; then echo "kept    $file"; return; fi
+  printf '%s' "$value" >"$file.tmp"
+  mv "$file.tmp" "$file"
+  echo "created $file"
+}
+make_once admin-token "gnt_admin_$(openssl rand -hex 24)"
+make_once join-token "gnj_$(openssl rand -hex 24)"
+make_once postgres-password "$(openssl rand -hex 24)"
+if [[ -n "$dsn" ]]; then
+  # An explicit DSN replaces the stored one: it is the operator's to change.
+  printf '%s' "$dsn" >"$dir/dsn.tmp" && mv "$dir/dsn.tmp" "$dir/dsn"
+  echo "set     $dir/dsn"
+else
+  make_once dsn "host=gantry-postgres port=5432 dbname=gantry user=gantry password=$(cat "$dir/postgres-password") connect_timeout=5"
+fi

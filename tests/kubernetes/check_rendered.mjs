@@ -1,0 +1,113 @@
+// Asserts what gantry's rendered Kubernetes overlays must say beyond schema validity: the probes,
+// the worker flags from the downward API, the Secrets wired in, the NetworkPolicies and, for the
+// GPU overlay, accelerator requests, node selectors and tolerations per pool.
+// usage: node check_rendered.mjs local|gpu-cloud RENDERED.yaml
+// Prints one line per failed expectation and exits 1 if there is any.
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const { parseAllDocuments } = await import(
+  pathToFileURL(path.join(here, "schema", "node_modules", "yaml", "dist", "index.js")).href);
+
+const [overlay, file] = process.argv.slice(2);
+if (!["local", "gpu-cloud"].includes(overlay) || !file) {
+  console.error("usage: node check_rendered.mjs local|gpu-cloud RENDERED.yaml");
+  process.exit(2);
+}
+const objects = parseAllDocuments(readFileSync(file, "utf8")).map((d) => d.toJS()).filter(Boolean);
+let failures = 0;
+function expect(condition, message) {
+  if (!condition) {
+    console.log(`${overlay}: ${message}`);
+    failures++;
+  }
+}
+const find = (kind, name) => objects.find((o) => o.kind === kind && o.metadata?.name === name);
+const flag = (args, name) => (args ?? []).find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+
+for (const object of objects) {
+  expect(object.kind === "Namespace" || object.metadata?.namespace === "gantry",
+         `${object.kind} ${object.metadata?.name} is not in namespace gantry`);
+}
+
+// gantry-server: readiness on the whole server (needs PostgreSQL), liveness on a service that stays
+// SERVING through a database outage (server/health_monitor.h: WorkerService).
+const server = find("Deployment", "gantry-server");
+expect(server, "no Deployment gantry-server");
+const serverContainer = server?.spec.template.spec.containers[0];
+expect(serverContainer?.readinessProbe?.grpc?.port === 50051 &&
+       serverContainer.readinessProbe.grpc.service === "",
+       "gantry-server readiness is not grpc.health.v1 on port 50051, service \"\"");
+expect(serverContainer?.livenessProbe?.grpc?.port === 50051 &&
+       serverContainer.livenessProbe.grpc.service === "gantry.v1.WorkerService",
+       "gantry-server liveness is not grpc.health.v1 service gantry.v1.WorkerService");
+const dbVolume = server?.spec.template.spec.volumes?.find((v) => v.secret?.secretName === "gantry-db");
+const dbMount = serverContainer?.volumeMounts?.find((m) => m.name === dbVolume?.name);
+expect(dbVolume?.secret.items?.some((i) => i.key === "dsn" && `${dbMount?.mountPath}/${i.path}` === flag(serverContainer.args, "db-file")),
+       "gantry-server's --db-file is not the dsn key of Secret gantry-db");
+expect(!serverContainer?.env?.some((e) => e.name === "GANTRY_DB"), "the DSN is in gantry-server's environment");
+expect(server?.spec.template.spec.volumes?.some((v) => v.persistentVolumeClaim?.claimName === "gantry-blobs") &&
+       serverContainer?.volumeMounts?.some((m) => m.name === "blobs" &&
+                                          m.mountPath === flag(serverContainer.args, "data-dir")),
+       "the blob store (--data-dir) is not on volume claim gantry-blobs");
+expect(find("PersistentVolumeClaim", "gantry-blobs"), "no PersistentVolumeClaim gantry-blobs");
+expect(find("Service", "gantry-server-workers")?.spec.publishNotReadyAddresses === true,
+       "Service gantry-server-workers does not publish not-ready addresses");
+for (const name of ["gantry-tokens", "gantry-db"]) {
+  expect(find("Secret", name), `no Secret ${name}`);
+}
+expect(Object.keys(find("Secret", "gantry-tokens")?.data ?? {}).sort().join() === "admin-token,join-token",
+       "Secret gantry-tokens does not hold exactly admin-token and join-token");
+
+// PostgreSQL: a StatefulSet with a volume claim, reachable from gantry-server only.
+const postgres = find("StatefulSet", "gantry-postgres");
+expect(postgres?.spec.volumeClaimTemplates?.length === 1, "PostgreSQL is not a StatefulSet with a volume claim");
+const pgPolicy = find("NetworkPolicy", "gantry-postgres-ingress");
+expect(pgPolicy?.spec.ingress?.length === 1 && pgPolicy.spec.ingress[0].from?.length === 1 &&
+       pgPolicy.spec.ingress[0].from[0].podSelector?.matchLabels?.["app.kubernetes.io/name"] === "gantry-server",
+       "PostgreSQL's NetworkPolicy does not admit gantry-server alone");
+expect(find("NetworkPolicy", "gantry-default-deny-ingress")?.spec.ingress === undefined,
+       "no default-deny ingress NetworkPolicy");
+const workerPolicy = find("NetworkPolicy", "gantry-worker-ingress");
+expect(workerPolicy?.spec.ingress?.every((rule) => rule.from?.length > 0 && rule.from.every(
+           (peer) => ["gantry-worker", "gantry-server"].includes(peer.podSelector?.matchLabels?.["app.kubernetes.io/name"]) &&
+                     !peer.namespaceSelector && !peer.ipBlock)),
+       "workers admit peers other than gantry workers and gantry-server");
+
+// Workers: DaemonSets, pod IP advertised, node name as worker name, rendezvous ports, join token.
+const pools = objects.filter((o) => o.kind === "DaemonSet");
+expect(pools.length === (overlay === "local" ? 1 : 2), `expected ${overlay === "local" ? 1 : 2} worker DaemonSet(s), found ${pools.length}`);
+for (const pool of pools) {
+  const spec = pool.spec.template.spec;
+  const container = spec.containers[0];
+  const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.valueFrom?.fieldRef?.fieldPath]));
+  const name = pool.metadata.name;
+  expect(container.args?.[0] === "daemon", `${name}: not gantry-worker daemon`);
+  expect(flag(container.args, "advertise-host") === "$(POD_IP)" && env.POD_IP === "status.podIP",
+         `${name}: --advertise-host is not the pod IP from the downward API`);
+  expect(flag(container.args, "name") === "$(NODE_NAME)" && env.NODE_NAME === "spec.nodeName",
+         `${name}: --name is not the node name from the downward API`);
+  expect(/^\d+-\d+$/.test(flag(container.args, "rendezvous-ports") ?? ""), `${name}: no --rendezvous-ports MIN-MAX`);
+  expect(flag(container.args, "server") === "gantry-server-workers:50051", `${name}: --server is not gantry-server-workers:50051`);
+  expect(spec.volumes?.find((v) => v.name === "tokens")?.secret?.secretName === "gantry-tokens",
+         `${name}: the join token is not from Secret gantry-tokens`);
+  const labels = pool.spec.template.metadata.labels ?? {};
+  expect(labels["app.kubernetes.io/name"] === "gantry-worker", `${name}: pods lack app.kubernetes.io/name=gantry-worker`);
+  if (overlay === "gpu-cloud") {
+    const poolName = labels["gantry.io/pool"];
+    const gpus = container.resources?.limits?.["nvidia.com/gpu"];
+    const devices = (flag(container.args, "device") ?? "").replace(/^gpu:/, "").split(",");
+    expect(poolName && spec.nodeSelector?.["gantry.io/pool"] === poolName, `${name}: no nodeSelector for its pool`);
+    expect(spec.tolerations?.some((t) => t.key === "gantry.io/pool" && t.value === poolName) &&
+           spec.tolerations.some((t) => t.key === "nvidia.com/gpu"), `${name}: lacks the pool's or the GPU tolerations`);
+    expect(gpus > 0 && container.resources.requests?.["nvidia.com/gpu"] === gpus,
+           `${name}: no nvidia.com/gpu request equal to its limit`);
+    expect(devices.length === gpus && Number(flag(container.args, "slots")) === gpus,
+           `${name}: --device and --slots do not cover its ${gpus} GPU(s)`);
+    expect(flag(container.args, "labels")?.includes(`pool=${poolName}`), `${name}: --labels lacks pool=${poolName}`);
+  }
+}
+if (failures > 0) process.exit(1);
+console.log(`${overlay}: ${objects.length} objects, every expectation met`);

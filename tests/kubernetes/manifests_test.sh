@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# ctest kubernetes.manifests: renders deploy/kubernetes (base, postgres, workers, overlays/local,
+# overlays/gpu-cloud) with `kubectl kustomize` in a scratch copy whose secret files secrets.sh wrote,
+# validates every object offline against the Kubernetes API schemas (validate.mjs: unknown fields
+# fail), checks what the overlays must say (check_rendered.mjs), and makes sure broken manifests
+# fail: an unknown field, a wrong type, an unknown kind, a bad patch in an overlay, a missing secret.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+command -v kubectl >/dev/null ||
+  { echo "FAIL: kubectl is missing (deploy/local/deps.sh installs Debian's kubernetes-client)" >&2; exit 1; }
+[[ -d "$here/schema/node_modules/kubernetes-models" ]] ||
+  { echo "FAIL: the schema package is missing: run deploy/local/deps.sh (npm ci in tests/kubernetes/schema)" >&2; exit 1; }
+scratch="$(mktemp -d /tmp/gantry-kube-manifests.XXXXXX)"
+trap 'rm -rf "$scratch"' EXIT
+cp -r "$root/deploy/kubernetes" "$scratch/kubernetes"
+rm -rf "$scratch"/kubernetes/overlays/*/secrets   # never the operator's own secret files
+k="$scratch/kubernetes"
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+render() { kubectl kustomize "$1" 2>"$scratch/kustomize.err"; }
+
+echo "== kubectl: $(kubectl version --client --short 2>/dev/null || kubectl version --client 2>/dev/null | head -1)"
+
+# secrets.sh: files with mode 0600, kept on a second run, a DSN naming the in-cluster PostgreSQL.
+for overlay in local gpu-cloud; do
+  "$k/secrets.sh" "$k/overlays/$overlay" >/dev/null
+  before="$(cat "$k/overlays/$overlay/secrets/"*)"
+  "$k/secrets.sh" "$k/overlays/$overlay" >"$scratch/again.out"
+  [[ "$(grep -c '^kept ' "$scratch/again.out")" == 4 ]] || fail "secrets.sh did not keep the existing files"
+  [[ "$(cat "$k/overlays/$overlay/secrets/"*)" == "$before" ]] || fail "secrets.sh changed existing secrets of $overlay"
+  for f in admin-token join-token postgres-password dsn; do
+    [[ -s "$k/overlays/$overlay/secrets/$f" ]] || fail "secrets.sh wrote no $overlay/secrets/$f"
+    [[ "$(stat -c %a "$k/overlays/$overlay/secrets/$f")" == 600 ]] || fail "$overlay/secrets/$f is not mode 0600"
+  done
+  grep -q "^host=gantry-postgres .*password=$(cat "$k/overlays/$overlay/secrets/postgres-password") " \
+    "$k/overlays/$overlay/secrets/dsn" || fail "the default DSN does not name gantry-postgres with the generated password"
+done
+"$k/secrets.sh" "$scratch/nowhere" 2>"$scratch/err" && fail "secrets.sh accepted a directory without kustomization.yaml"
+grep -q "has no kustomization.yaml" "$scratch/err" || fail "secrets.sh's error does not say what is wrong"
+"$k/secrets.sh" "$k/overlays/gpu-cloud" --dsn "host=db.example.org dbname=gantry sslmode=require" >/dev/null
+[[ "$(cat "$k/overlays/gpu-cloud/secrets/dsn")" == "host=db.example.org dbname=gantry sslmode=require" ]] ||
+  fail "secrets.sh --dsn did not set the managed PostgreSQL DSN"
+
+# Every kustomization renders, and every object it renders is valid.
+for dir in base postgres workers overlays/local overlays/gpu-cloud; do
+  out="$scratch/$(echo "$dir" | tr / -).yaml"
+  if ! render "$k/$dir" >"$out"; then
+    fail "kubectl kustomize $dir: $(cat "$scratch/kustomize.err")"
+    continue
+  fi
+  if ! node "$here/validate.mjs" "$out" >"$scratch/validate.out"; then
+    fail "$dir does not validate:"; cat "$scratch/validate.out"
+  else
+    echo "$dir: $(tail -1 "$scratch/validate.out")"
+  fi
+done
+for overlay in local gpu-cloud; do
+  node "$here/check_rendered.mjs" "$overlay" "$scratch/overlays-$overlay.yaml" || fail "$overlay misses expectations above"
+done
+# The managed-PostgreSQL variant, made as docs/DEPLOYMENT.md tells: the gpu-cloud overlay without
+# its two lines marked "in-cluster PostgreSQL".
+sed -i '/# in-cluster PostgreSQL$/d' "$k/overlays/gpu-cloud/kustomization.yaml"
+if render "$k/overlays/gpu-cloud" >"$scratch/managed.yaml"; then
+  node "$here/validate.mjs" "$scratch/managed.yaml" >/dev/null || fail "the managed-PostgreSQL variant does not validate"
+  grep -q "kind: StatefulSet" "$scratch/managed.yaml" && fail "the managed-PostgreSQL variant still runs PostgreSQL"
+else
+  fail "the managed-PostgreSQL variant does not render: $(cat "$scratch/kustomize.err")"
+fi
+
+# Negative checks: each broken input must be refused, naming the problem.
+# expect_invalid NAME PATTERN: validate.mjs must fail on $scratch/bad.yaml and print PATTERN.
+expect_invalid() {
+  if node "$here/validate.mjs" "$scratch/bad.yaml" >"$scratch/bad.out"; then
+    fail "$1 passed validation"
+  elif ! grep -q -- "$2" "$scratch/bad.out"; then
+    fail "$1: the output does not name the problem ($2):"; cat "$scratch/bad.out"
+  else
+    echo "refused as expected ($1): $(grep -m1 -- "$2" "$scratch/bad.out")"
+  fi
+}
+sed 's/^\(\s*\)readinessProbe:/\1readinessProbes:/' "$scratch/overlays-local.yaml" >"$scratch/bad.yaml"
+expect_invalid "a misspelt container field" "unknown field .spec.template.spec.containers\[0\].readinessProbes"
+sed 's/^\(\s*\)replicas: 1$/\1replicas: one/' "$scratch/overlays-local.yaml" >"$scratch/bad.yaml"
+expect_invalid "replicas as a string" "/spec/replicas type"
+sed 's/^kind: DaemonSet$/kind: DaemonSets/' "$scratch/overlays-local.yaml" >"$scratch/bad.yaml"
+expect_invalid "an unknown kind" "no schema for apiVersion apps/v1 kind DaemonSets"
+sed 's/^\(\s*\)policyTypes:$/\1policyType:/' "$scratch/base.yaml" >"$scratch/bad.yaml"
+expect_invalid "a misspelt NetworkPolicy field" "unknown field .spec.policyType"
+printf 'apiVersion: v1\nkind: Service\nmetadata:\n  name: x\nspec:\n  ports:\n  - port: 80\n    protocol: TCP\n    bogus: 1\n' >"$scratch/bad.yaml"
+expect_invalid "an unknown field in a list item" "unknown field .spec.ports\[0\].bogus"
+# A bad patch in an overlay (a number as a string): the rendered overlay carries the mistake and must fail validation.
+cat >>"$k/overlays/local/sizes.yaml" <<'EOF'
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: gantry-server
+  namespace: gantry
+spec:
+  template:
+    spec:
+      terminationGracePeriodSeconds: "30"
+EOF
+# kubectl 1.20's kustomize refuses the patch itself; later ones render it and the schema refuses it.
+if render "$k/overlays/local" >"$scratch/bad.yaml"; then
+  expect_invalid "an overlay patch with a string grace period" "terminationGracePeriodSeconds type"
+else
+  echo "refused as expected (an overlay patch with a string grace period): kustomize: $(grep -v '^# Warning' "$scratch/kustomize.err" | head -3 | tr '\n' ' ')"
+fi
+# A missing secret file: kustomize must refuse to render the overlay.
+rm "$k/overlays/local/secrets/join-token"
+render "$k/overlays/local" >/dev/null && fail "the local overlay rendered without its join-token file"
+
+if ((failures > 0)); then
+  echo "kubernetes.manifests: $failures failure(s)"
+  exit 1
+fi
+echo "kubernetes.manifests: every manifest valid, every broken one refused"
