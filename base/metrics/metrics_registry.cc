@@ -42,6 +42,16 @@ void CheckSpec(const MetricSpec& spec) {
   }
 }
 
+MetricSpec MakeSpec(std::string name, std::string help, MetricType type,
+                    std::vector<std::string> label_names) {
+  MetricSpec spec;
+  spec.name = std::move(name);
+  spec.help = std::move(help);
+  spec.type = type;
+  spec.label_names = std::move(label_names);
+  return spec;
+}
+
 }  // namespace
 
 std::vector<double> LatencyBuckets() {
@@ -69,32 +79,21 @@ MetricFamily& MetricsRegistry::Add(MetricSpec spec) {
 
 MetricFamily& MetricsRegistry::Counter(std::string name, std::string help,
                                        std::vector<std::string> label_names) {
-  MetricSpec spec;
-  spec.name = std::move(name);
-  spec.help = std::move(help);
-  spec.type = MetricType::kCounter;
-  spec.label_names = std::move(label_names);
-  return Add(std::move(spec));
+  return Add(
+      MakeSpec(std::move(name), std::move(help), MetricType::kCounter, std::move(label_names)));
 }
 
 MetricFamily& MetricsRegistry::Gauge(std::string name, std::string help,
                                      std::vector<std::string> label_names) {
-  MetricSpec spec;
-  spec.name = std::move(name);
-  spec.help = std::move(help);
-  spec.type = MetricType::kGauge;
-  spec.label_names = std::move(label_names);
-  return Add(std::move(spec));
+  return Add(
+      MakeSpec(std::move(name), std::move(help), MetricType::kGauge, std::move(label_names)));
 }
 
 MetricFamily& MetricsRegistry::Histogram(std::string name, std::string help,
                                          std::vector<std::string> label_names,
                                          std::vector<double> buckets) {
-  MetricSpec spec;
-  spec.name = std::move(name);
-  spec.help = std::move(help);
-  spec.type = MetricType::kHistogram;
-  spec.label_names = std::move(label_names);
+  MetricSpec spec =
+      MakeSpec(std::move(name), std::move(help), MetricType::kHistogram, std::move(label_names));
   spec.buckets = std::move(buckets);
   return Add(std::move(spec));
 }
