@@ -20,6 +20,7 @@
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "tests/server/server_fixture.h"
+#include "tests/serving/shower_compare.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {
@@ -39,6 +40,13 @@ struct Generated {
     std::string all;
     for (const auto& c : chunks) all += c.showers();
     return all;
+  }
+  // The same, as floats.
+  std::vector<float> Cells() const {
+    const std::string all = Bytes();
+    std::vector<float> cells(all.size() / sizeof(float));
+    std::memcpy(cells.data(), all.data(), cells.size() * sizeof(float));
+    return cells;
   }
   int64_t Showers() const {
     int64_t n = 0;
@@ -231,11 +239,13 @@ TEST_F(GenerationE2eTest, ConcurrentClientsGetDistinctResultsEqualToTheirSequent
       EXPECT_NE(concurrent[i].Bytes(), concurrent[j].Bytes()) << "clients " << i << " and " << j;
     }
   }
-  // Batched together with others or alone, a request's showers are the same.
+  // Batched together with others or alone, a request's showers are the same up to rounding (the
+  // served guarantee: 1e-4 of a shower's largest cell; bit for bit on AVX-512 CPUs).
   for (int i : {0, kClients - 1}) {
     Generated alone = Generate(token_, ListRequest(energies, 1000 + i));
     ASSERT_TRUE(alone.status.ok()) << Describe(alone.status);
-    EXPECT_EQ(alone.Bytes(), concurrent[i].Bytes()) << "client " << i;
+    EXPECT_LE(serving::testing::WorstRelativeDifference(alone.Cells(), concurrent[i].Cells()), 1e-4)
+        << "client " << i;
   }
 }
 

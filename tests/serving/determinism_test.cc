@@ -1,7 +1,7 @@
-// Determinism of served showers with the real (untrained) generator: the same request gives
-// bit-identical showers whether batched alone, merged with other requests, or as a lone shower
-// (the documented guarantee is kBatchingTolerance; on LibTorch 1.13's CPU kernels it is exact);
-// different seeds differ.
+// Determinism of served showers with the real (untrained) generator: the same request batched the
+// same way gives bit-identical showers; batched alone, merged with other requests, or as a lone
+// shower it agrees within kBatchingTolerance (bit for bit on AVX-512 CPUs, not on AVX2-only ones,
+// whose oneDNN kernels round larger batches differently); different seeds differ.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -119,9 +119,7 @@ TEST_F(DeterminismTest, OtherBatchingGivesTheSameShowersWithinTolerance) {
             << "\n";
   EXPECT_LE(vs_merged, kBatchingTolerance);
   EXPECT_LE(vs_single, kBatchingTolerance);
-  // In fact bit-identical: every batch size rounds the same way (a lone shower runs as a pair).
-  EXPECT_EQ(0, std::memcmp(alone.data(), merged.data(), alone.size() * sizeof(float)));
-  EXPECT_EQ(0, std::memcmp(last.data(), single.data(), single.size() * sizeof(float)));
+  // Any batch size, with the shower anywhere in it.
   for (int n : {2, 3, 17, 64}) {
     const GenerationPlan plan = Plan(42, 20);
     std::vector<ShowerSpec> specs;
@@ -129,8 +127,9 @@ TEST_F(DeterminismTest, OtherBatchingGivesTheSameShowersWithinTolerance) {
     specs[n / 2] = plan.Shower(19);
     std::vector<float> out(n * single.size());
     ASSERT_TRUE(backend_->RunBatch(specs, out.data()).ok());
-    EXPECT_EQ(0, std::memcmp(out.data() + (n / 2) * single.size(), single.data(),
-                             single.size() * sizeof(float)))
+    const std::vector<float> placed(out.begin() + (n / 2) * single.size(),
+                                    out.begin() + (n / 2 + 1) * single.size());
+    EXPECT_LE(WorstRelativeDifference(placed, single), kBatchingTolerance)
         << "shower 19 at position " << n / 2 << " of a batch of " << n;
   }
 }
