@@ -113,7 +113,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     return routed;
   });
   const ServerMetrics& metrics = GetServerMetrics();
-  const char* code = StatusCodeName(status.error_code());
+  const std::string code = StatusCodeName(status.error_code());
   metrics.generation_requests.Increment({code});
   metrics.generation_showers.Increment({}, static_cast<double>(sent));
   metrics.generation_seconds.Observe({code}, absl::ToDoubleSeconds(absl::Now() - start));

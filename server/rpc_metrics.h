@@ -3,12 +3,14 @@
 #ifndef GANTRY_SERVER_RPC_METRICS_H_
 #define GANTRY_SERVER_RPC_METRICS_H_
 
+#include <string>
+
 #include "grpcpp/support/server_interceptor.h"
 
 namespace gantry::server {
 
 // The name of a status code as the metrics and the request log show it ("NOT_FOUND").
-const char* StatusCodeName(grpc::StatusCode code);
+std::string StatusCodeName(grpc::StatusCode code);
 
 // Thread-safe; owned by the grpc::Server.
 class RpcMetricsInterceptorFactory : public grpc::experimental::ServerInterceptorFactoryInterface {

@@ -22,7 +22,7 @@ GANTRY_APT_PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel mypy-protobuf
   libonnx-dev python3-onnx nodejs libcli11-dev
   clang-14 libclang-rt-14-dev llvm-14
-  iproute2 nftables podman runc mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
+  iproute2 nftables podman runc catatonit mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
 )
 # kubectl for the Kubernetes manifests (kubectl kustomize in ctest kubernetes.*): Debian's
 # kubernetes-client (kubectl 1.20, kustomize v2.0.3 inside). deps.sh installs it only when no kubectl
