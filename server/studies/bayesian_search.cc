@@ -8,6 +8,7 @@
 #include <optional>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "server/studies/gaussian_process.h"
 #include "server/studies/random_source.h"
 #include "server/studies/search_history.h"
@@ -52,7 +53,26 @@ Eigen::MatrixXd Rows(const std::vector<Eigen::VectorXd>& points, int dimensions)
   return matrix;
 }
 
+absl::Status CheckCoordinates(const UnitCube& cube) {
+  if (cube.dimensions() > BayesianSearch::kMaxCoordinates) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the search space has ", cube.dimensions(),
+        " coordinates (one per numeric parameter, one per categorical choice); bayesian search "
+        "takes at most ",
+        BayesianSearch::kMaxCoordinates,
+        ": use fewer parameters or choices, or the evolutionary or random algorithm"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status BayesianSearch::CheckBudget(const SearchSpace& space, int64_t max_trials) const {
+  if (absl::Status status = Optimizer::CheckBudget(space, max_trials); !status.ok()) {
+    return status;
+  }
+  return CheckCoordinates(UnitCube(space));
+}
 
 absl::StatusOr<std::vector<Assignment>> BayesianSearch::Suggest(
     const SearchSpace& space, absl::Span<const Observation> completed,
@@ -62,6 +82,7 @@ absl::StatusOr<std::vector<Assignment>> BayesianSearch::Suggest(
   }
   RandomSource random(SuggestSeed(seed, completed.size(), pending.size()));
   const UnitCube cube(space);
+  if (absl::Status status = CheckCoordinates(cube); !status.ok()) return status;
   const int dimensions = cube.dimensions();
   std::vector<Eigen::VectorXd> taken = EncodeHistory(cube, completed, pending);
   const std::vector<double> objectives = FiniteObjectives(completed);

@@ -22,6 +22,13 @@ class BayesianSearch : public Optimizer {
                                                   absl::Span<const Observation> completed,
                                                   absl::Span<const Assignment> pending, int count,
                                                   uint64_t seed) const override;
+  // Also INVALID_ARGUMENT when the space has more than kMaxCoordinates cube coordinates.
+  absl::Status CheckBudget(const SearchSpace& space, int64_t max_trials) const override;
+
+  // One coordinate per numeric parameter and one per choice of a categorical one. The local
+  // maximiser (BOBYQA) needs memory quadratic in it, so a space beyond this is refused (the
+  // evolutionary and random searches take it).
+  static constexpr int kMaxCoordinates = 64;
 
  private:
   OptimizerOptions options_;

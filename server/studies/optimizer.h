@@ -47,11 +47,11 @@ struct OptimizerOptions {
   int acquisition_candidates = 2000;
   int acquisition_restarts = 8;
 
-  // Evolutionary: the size of a generation. A study's first generation is random; each later
-  // suggestion breeds from the fittest fraction of the last `population_size` completed
-  // observations and the best of all.
+  // Evolutionary: the size of a generation. A study's first population_size trials are random;
+  // each later suggestion is a child of two of the best round(fit_fraction * population_size)
+  // (at least two) completed observations.
   int population_size = 10;
-  // Evolutionary: the fraction of the population kept as parents (at least two).
+  // Evolutionary: the fraction of a generation kept as parents.
   double fit_fraction = 0.3;
   // Evolutionary: the Gaussian mutation's standard deviation, in units of each axis' width in
   // the unit cube (log axes in log scale); categorical axes switch to a random choice with this
@@ -71,8 +71,9 @@ class Optimizer {
   // `seed` is the study's seed; the optimizer mixes it with the history's size, so a constant
   // seed still gives fresh points at each call and the same points for the same history.
   //
-  // INVALID_ARGUMENT when the space does not validate, count < 1, or an observation or pending
-  // assignment does not fit the space. Grid only: fewer than `count` when fewer untried points
+  // INVALID_ARGUMENT when the space does not validate, count is not in [1, 1000], or an
+  // observation or pending assignment does not fit the space (or has a negative or non-finite
+  // stddev). Grid only: fewer than `count` when fewer untried points
   // remain, OUT_OF_RANGE when none remain.
   virtual absl::StatusOr<std::vector<Assignment>> Suggest(const SearchSpace& space,
                                                           absl::Span<const Observation> completed,
@@ -84,9 +85,10 @@ class Optimizer {
   virtual absl::Status CheckBudget(const SearchSpace& space, int64_t max_trials) const;
 };
 
-// INVALID_ARGUMENT naming the field for options out of range (grid_points_per_axis < 2,
-// initial_random_points < 1, restarts or candidates < 1, population_size < 2, fit_fraction not
-// in (0, 1], mutation_stddev < 0 or not finite).
+// INVALID_ARGUMENT naming the field for options of the chosen algorithm out of range
+// (grid_points_per_axis not in [2, 1000], initial_random_points < 1, restarts not in [1, 100],
+// candidates not in [1, 100000], population_size < 2, fit_fraction not in (0, 1],
+// mutation_stddev not in [0, 1]).
 absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(Algorithm algorithm,
                                                          const OptimizerOptions& options = {});
 

@@ -229,6 +229,14 @@ TEST(OptimizerTest, BadArgumentsAndOptionsAreRejected) {
       HasSubstr("pending assignment 0"));
   EXPECT_EQ(optimizer->CheckBudget(objective.space, 0).code(), absl::StatusCode::kInvalidArgument);
 
+  std::vector<std::string> choices;
+  for (int c = 0; c < 65; ++c) choices.push_back("c" + std::to_string(c));
+  const SearchSpace wide({{"choice", ParameterKind::kCategorical, 0, 0, choices}});
+  EXPECT_THAT(std::string(optimizer->CheckBudget(wide, 10).message()), HasSubstr("65 coordinates"));
+  EXPECT_EQ(optimizer->Suggest(wide, {}, {}, 1, 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(Make(Algorithm::kEvolutionary)->Suggest(wide, {}, {}, 1, 1).ok());
+
   OptimizerOptions options;
   options.grid_points_per_axis = 1;
   EXPECT_THAT(std::string(MakeOptimizer(Algorithm::kGrid, options).status().message()),
