@@ -97,13 +97,41 @@ absl::StatusOr<std::vector<Assignment>> BayesianSearch::Suggest(
     return point;
   };
 
-  std::optional<GaussianProcess> process;
-  Eigen::VectorXd observed_targets(n), observed_noise(n);
-  for (size_t i = 0; i < n; ++i) {
-    observed_targets[i] = objectives[i];
-    const double stddev = completed[i].stddev.value_or(0.0);
-    observed_noise[i] = stddev * stddev;
+  // The observations the GP models: all of them up to kMaxModelledObservations, else the best
+  // half of that and the most recent others (the fit is cubic in their number).
+  std::vector<size_t> modelled;
+  if (n <= static_cast<size_t>(kMaxModelledObservations)) {
+    modelled.resize(n);
+    std::iota(modelled.begin(), modelled.end(), 0);
+  } else {
+    std::vector<size_t> by_value(n);
+    std::iota(by_value.begin(), by_value.end(), 0);
+    std::stable_sort(by_value.begin(), by_value.end(),
+                     [&](size_t a, size_t b) { return objectives[a] < objectives[b]; });
+    std::vector<bool> chosen(n, false);
+    for (int i = 0; i < kMaxModelledObservations / 2; ++i) chosen[by_value[i]] = true;
+    int recent = kMaxModelledObservations - kMaxModelledObservations / 2;
+    for (size_t i = n; i-- > 0 && recent > 0;) {
+      if (!chosen[i]) {
+        chosen[i] = true;
+        --recent;
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      if (chosen[i]) modelled.push_back(i);
+    }
   }
+  const size_t m = modelled.size();
+  std::vector<Eigen::VectorXd> modelled_points;
+  Eigen::VectorXd observed_targets(m), observed_noise(m);
+  for (size_t j = 0; j < m; ++j) {
+    const size_t i = modelled[j];
+    modelled_points.push_back(taken[i]);
+    observed_targets[j] = objectives[i];
+    const double stddev = completed[i].stddev.value_or(0.0);
+    observed_noise[j] = stddev * stddev;
+  }
+  std::optional<GaussianProcess> process;
   const double best_observed =
       n > 0 ? *std::min_element(objectives.begin(), objectives.end()) : 0.0;
   // Observed points best first: seeds of the local maximisations.
@@ -131,20 +159,23 @@ absl::StatusOr<std::vector<Assignment>> BayesianSearch::Suggest(
       continue;
     }
     if (!process.has_value()) {
-      absl::StatusOr<GaussianProcess> fitted = GaussianProcess::Fit(
-          Rows(std::vector<Eigen::VectorXd>(taken.begin(), taken.begin() + n), dimensions),
-          observed_targets, observed_noise, options_.hyperparameter_restarts, random);
+      absl::StatusOr<GaussianProcess> fitted =
+          GaussianProcess::Fit(Rows(modelled_points, dimensions), observed_targets, observed_noise,
+                               options_.hyperparameter_restarts, random);
       if (!fitted.ok()) return fitted.status();
       process = *std::move(fitted);
     }
     if (taken.size() > n) {
       // Constant liar: pending and already chosen points count as observed at the best value.
-      Eigen::VectorXd targets(taken.size()), noise(taken.size());
-      targets.head(n) = observed_targets;
-      targets.tail(taken.size() - n).setConstant(best_observed);
-      noise.head(n) = observed_noise;
-      noise.tail(taken.size() - n).setZero();
-      if (absl::Status status = process->Condition(Rows(taken, dimensions), targets, noise);
+      std::vector<Eigen::VectorXd> points = modelled_points;
+      points.insert(points.end(), taken.begin() + n, taken.end());
+      const size_t lies = taken.size() - n;
+      Eigen::VectorXd targets(m + lies), noise(m + lies);
+      targets.head(m) = observed_targets;
+      targets.tail(lies).setConstant(best_observed);
+      noise.head(m) = observed_noise;
+      noise.tail(lies).setZero();
+      if (absl::Status status = process->Condition(Rows(points, dimensions), targets, noise);
           !status.ok()) {
         return status;
       }

@@ -29,6 +29,9 @@ class BayesianSearch : public Optimizer {
   // maximiser (BOBYQA) needs memory quadratic in it, so a space beyond this is refused (the
   // evolutionary and random searches take it).
   static constexpr int kMaxCoordinates = 64;
+  // The GP's fit is cubic in the observations it models: beyond this many completed ones it
+  // models the best half of this number and the most recent others.
+  static constexpr int kMaxModelledObservations = 500;
 
  private:
   OptimizerOptions options_;

@@ -1,7 +1,7 @@
 // The study search algorithms on analytic objectives: evaluations needed to reach a target
 // (median over seeds) for GP-EI, evolutionary and random search, and the GP's suggestion time at
 // growing history sizes. Pure computation, one thread. Run by hand:
-//   build/tests/bench/study_search_bench [--seeds=10] [--timing-sizes=100,500]
+//   build/tests/bench/study_search_bench [--seeds=10] [--timing-sizes=100,500,1000]
 // Figures in docs/BENCHMARKS.md "Study search algorithms".
 #include <algorithm>
 #include <chrono>
@@ -35,7 +35,7 @@ int Run(int argc, char** argv) {
   }
   std::vector<int> timing_sizes;
   for (absl::string_view size :
-       absl::StrSplit(bench::BenchFlag(argc, argv, "timing-sizes", "100,500"), ',')) {
+       absl::StrSplit(bench::BenchFlag(argc, argv, "timing-sizes", "100,500,1000"), ',')) {
     int n = 0;
     if (!absl::SimpleAtoi(size, &n) || n < 2) {
       std::fprintf(stderr, "--timing-sizes takes integers >= 2, comma separated\n");
