@@ -193,6 +193,44 @@ TEST(OptimizerTest, EvolutionaryImprovesTheBestFitnessAcrossGenerations) {
       << "first generation median best " << Median(first_generation);
 }
 
+TEST(OptimizerTest, ASpentSmallSpaceStillGetsValidSuggestions) {
+  // Three points in all, all tried: the searches that never run out repeat valid points.
+  const SearchSpace space({{"n", ParameterKind::kInteger, 1, 3, {}}});
+  std::vector<Observation> completed;
+  for (int64_t n = 1; n <= 3; ++n) completed.push_back({{{"n", n}}, static_cast<double>(n), {}});
+  for (Algorithm algorithm : {Algorithm::kRandom, Algorithm::kBayesian, Algorithm::kEvolutionary}) {
+    SCOPED_TRACE(AlgorithmName(algorithm));
+    OptimizerOptions options;
+    options.initial_random_points = 2;
+    options.population_size = 2;
+    absl::StatusOr<std::vector<Assignment>> next =
+        Make(algorithm, options)->Suggest(space, completed, {}, 4, 1);
+    ASSERT_TRUE(next.ok()) << next.status();
+    ASSERT_EQ(next->size(), 4u);
+    for (const Assignment& a : *next) EXPECT_TRUE(space.CheckAssignment(a).ok());
+  }
+  EXPECT_EQ(Make(Algorithm::kGrid)->Suggest(space, completed, {}, 1, 1).status().code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST(OptimizerTest, BayesianFindsTheMinimumOfOneContinuousAxis) {
+  const SearchSpace space({{"x", ParameterKind::kContinuous, -2, 2, {}}});
+  const auto value = [](const Assignment& a) {
+    const double x = std::get<double>(a.at("x"));
+    return (x - 0.7) * (x - 0.7);
+  };
+  std::unique_ptr<Optimizer> bayesian = Make(Algorithm::kBayesian);
+  std::vector<Observation> completed;
+  for (int trial = 0; trial < 15; ++trial) {
+    absl::StatusOr<std::vector<Assignment>> next = bayesian->Suggest(space, completed, {}, 1, 4);
+    ASSERT_TRUE(next.ok()) << next.status();
+    completed.push_back({next->front(), value(next->front()), std::nullopt});
+  }
+  double best = 1e300;
+  for (const Observation& o : completed) best = std::min(best, o.objective);
+  EXPECT_LT(best, 1e-3);
+}
+
 TEST(OptimizerTest, NonFiniteObjectivesCountAsTheWorst) {
   const AnalyticObjective objective = testing::Branin();
   for (Algorithm algorithm : {Algorithm::kBayesian, Algorithm::kEvolutionary}) {
