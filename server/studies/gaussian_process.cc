@@ -30,8 +30,9 @@ struct FitProblem {
   const Eigen::VectorXd* extra_noise;
 };
 
-// Builds K (signal part in `kernel`, full matrix returned) for hyper-parameters theta =
-// [log l_1..log l_d, log signal variance, log noise variance].
+// The kernel matrix K: signal_variance * Matern52(r) with r the distance scaled by the length
+// scales, plus on the diagonal the noise variance, each observation's extra noise and a jitter.
+// The distances r go to `distances` when it is given (the gradient needs them).
 Eigen::MatrixXd Covariance(const Eigen::MatrixXd& inputs, const Eigen::VectorXd& extra_noise,
                            const Eigen::VectorXd& length_scales, double signal_variance,
                            double noise_variance, Eigen::MatrixXd* distances) {
@@ -51,9 +52,9 @@ Eigen::MatrixXd Covariance(const Eigen::MatrixXd& inputs, const Eigen::VectorXd&
   return covariance;
 }
 
-// The negative log marginal likelihood is not what NLopt maximises; this returns the log
-// marginal likelihood and fills its gradient (when asked), or -inf when K is not positive
-// definite.
+// NLopt's objective: the log marginal likelihood at theta = [log l_1..log l_d, log signal
+// variance, log noise variance] and its gradient (when asked); -1e300 when K is not positive
+// definite, so the optimiser backs off.
 double LogMarginalLikelihood(unsigned size, const double* theta, double* gradient, void* data) {
   const FitProblem& problem = *static_cast<const FitProblem*>(data);
   const Eigen::MatrixXd& inputs = *problem.inputs;
