@@ -1,5 +1,6 @@
 #include "server/studies/grid_search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <set>
@@ -83,7 +84,18 @@ std::vector<std::vector<ParameterValue>> GridSearch::Axes(const SearchSpace& spa
         values.assign(parameter.choices.begin(), parameter.choices.end());
         break;
     }
-    axes.push_back(std::move(values));
+    // Clip what rounding pushed out of the range and drop values that match an earlier one (a
+    // very narrow range), so every grid point is a distinct, valid assignment.
+    std::vector<ParameterValue> distinct;
+    for (ParameterValue& value : values) {
+      if (double* number = std::get_if<double>(&value)) {
+        *number = std::clamp(*number, parameter.low, parameter.high);
+      }
+      const bool seen = std::any_of(distinct.begin(), distinct.end(),
+                                    [&](const ParameterValue& v) { return SameValue(v, value); });
+      if (!seen) distinct.push_back(std::move(value));
+    }
+    axes.push_back(std::move(distinct));
   }
   return axes;
 }

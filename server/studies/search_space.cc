@@ -91,6 +91,10 @@ absl::Status ValidateParameter(const Parameter& parameter) {
     return Invalid(parameter, absl::StrCat("empty or inverted range [", parameter.low, ", ",
                                            parameter.high, "]: low must be below high"));
   }
+  if (!std::isfinite(parameter.high - parameter.low)) {
+    return Invalid(parameter, absl::StrCat("range [", parameter.low, ", ", parameter.high,
+                                           "] is wider than a double holds: narrow it"));
+  }
   if (parameter.kind == ParameterKind::kLogContinuous && parameter.low <= 0) {
     return Invalid(parameter, absl::StrCat("log scale needs low > 0 (got ", parameter.low,
                                            "): raise low or use a continuous parameter"));

@@ -25,10 +25,10 @@ class SearchSpace {
 
   // INVALID_ARGUMENT naming the parameter and saying what to change for: no parameters or more
   // than kMaxParameters; an empty or badly formed name (letters, digits, '_', '.', '-' and '/'
-  // only) or a duplicate one; non-finite bounds, low >= high, low <= 0 for log-continuous,
-  // non-integral integer bounds, choices given to a numeric kind; for categoricals no choices,
-  // more than kMaxChoices, an empty or duplicate choice, or one holding ',', '=' or a control
-  // character.
+  // only) or a duplicate one; non-finite bounds or width, low >= high, low <= 0 for
+  // log-continuous, non-integral integer bounds, choices given to a numeric kind; for
+  // categoricals no choices, more than kMaxChoices, an empty or duplicate choice, or one holding
+  // ',', '=' or a control character.
   absl::Status Validate() const;
 
   const std::vector<Parameter>& parameters() const { return parameters_; }

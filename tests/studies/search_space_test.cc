@@ -54,6 +54,8 @@ TEST(SearchSpaceTest, ValidateNamesTheParameterAndTheFault) {
           {{"x", ParameterKind::kContinuous, 0, std::numeric_limits<double>::infinity(), {}}}),
       "finite");
   ExpectInvalid(SearchSpace({{"x", ParameterKind::kContinuous, std::nan(""), 1, {}}}), "finite");
+  ExpectInvalid(SearchSpace({{"x", ParameterKind::kContinuous, -1e308, 1e308, {}}}),
+                "wider than a double holds");
   ExpectInvalid(SearchSpace({{"", ParameterKind::kContinuous, 0, 1, {}}}), "empty name");
   ExpectInvalid(SearchSpace({{"a=b", ParameterKind::kContinuous, 0, 1, {}}}), "use only letters");
   std::vector<Parameter> many;
