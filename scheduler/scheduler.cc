@@ -404,6 +404,20 @@ std::vector<std::string> Scheduler::QueuedJobs() const {
   return ids;
 }
 
+std::vector<JobRequest> Scheduler::QueuedRequests() const {
+  std::vector<JobRequest> requests;
+  requests.reserve(queue_.size());
+  for (const QueueKey& key : queue_) {
+    if (auto it = jobs_.find(key.id); it != jobs_.end()) requests.push_back(it->second.request);
+  }
+  return requests;
+}
+
+bool Scheduler::Live(const std::string& worker_id) const {
+  auto it = workers_.find(worker_id);
+  return it != workers_.end() && it->second.connected && !it->second.lost;
+}
+
 std::vector<std::string> Scheduler::PlacedJobs() const {
   std::vector<std::string> ids;
   for (const auto& [id, job] : jobs_) {
