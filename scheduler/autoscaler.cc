@@ -100,8 +100,7 @@ AutoscalePlan Autoscaler::Plan(const std::vector<PoolConfig>& pools,
     const PoolConfig& pool = *t.config;
     plan.waiting_jobs[name] = t.waiting;
     if (!pool.elastic) continue;
-    const bool can_call =
-        !t.provisioning.call_in_flight && now >= t.provisioning.backoff_until;
+    const bool can_call = !t.provisioning.call_in_flight && now >= t.provisioning.backoff_until;
     const int total = t.live + t.provisioning.pending_workers + t.planned;
     if (total < pool.min_workers && can_call) t.planned += pool.min_workers - total;
     if (t.planned > 0) {

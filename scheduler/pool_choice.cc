@@ -37,9 +37,9 @@ absl::StatusOr<std::string> ChoosePool(const std::vector<PoolConfig>& pools,
   std::string named = job.pool;
   if (auto it = job.selector.find("pool"); it != job.selector.end()) {
     if (!named.empty() && named != it->second) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("spec.pool \"", named, "\" and worker_selector pool=", it->second,
-                       " disagree; name the pool once"));
+      return absl::InvalidArgumentError(absl::StrCat("spec.pool \"", named,
+                                                     "\" and worker_selector pool=", it->second,
+                                                     " disagree; name the pool once"));
     }
     named = it->second;
   }
@@ -49,9 +49,9 @@ absl::StatusOr<std::string> ChoosePool(const std::vector<PoolConfig>& pools,
     if (found == pools.end()) {
       std::vector<std::string> names;
       for (const PoolConfig& p : pools) names.push_back(p.name);
-      return absl::InvalidArgumentError(absl::StrCat("spec.pool: no pool is named \"", named,
-                                                     "\"; defined pools: ",
-                                                     absl::StrJoin(names, ", ")));
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec.pool: no pool is named \"", named,
+                       "\"; defined pools: ", absl::StrJoin(names, ", ")));
     }
     if (Normalized(found->device) != Normalized(job.device)) {
       return absl::InvalidArgumentError(

@@ -21,7 +21,7 @@ struct PoolConfig {
   int min_workers = 0;
   int max_workers = 0;
   int slots_per_worker = 1;
-  bool elastic = false;  // false: a static pool, never scaled
+  bool elastic = false;                       // false: a static pool, never scaled
   std::map<std::string, std::string> labels;  // its workers' labels besides pool=name
 };
 
@@ -45,10 +45,10 @@ struct PoolJob {
 
 // What the server knows about a pool's provisioning besides its workers.
 struct PoolProvisioning {
-  int pending_workers = 0;                         // asked for, not joined yet
-  bool call_in_flight = false;                     // a provisioner run is going on
+  int pending_workers = 0;                          // asked for, not joined yet
+  bool call_in_flight = false;                      // a provisioner run is going on
   absl::Time backoff_until = absl::InfinitePast();  // no scale-up before (after failures)
-  std::string last_error;                          // "" after a success
+  std::string last_error;                           // "" after a success
 };
 
 struct AutoscalerOptions {

@@ -470,7 +470,8 @@ std::string Scheduler::WaitReason(const std::string& job_id) const {
     }
     if (draining > 0) {
       absl::StrAppend(&text, " (", draining,
-                      draining == 1 ? " matching worker is" : " matching workers are", " draining)");
+                      draining == 1 ? " matching worker is" : " matching workers are",
+                      " draining)");
     }
     absl::StrAppend(&text, "; it cannot run until more join");
     return text;

@@ -69,11 +69,14 @@ class AdminService final : public gantry::v1::AdminService::Service {
                            gantry::v1::UnloadModelResponse* response) override;
   // Pools: the spec checked by ValidatePool, stored, and the autoscaler woken; answers carry the
   // status the autoscaler observes.
-  grpc::Status CreatePool(grpc::ServerContext* context, const gantry::v1::CreatePoolRequest* request,
+  grpc::Status CreatePool(grpc::ServerContext* context,
+                          const gantry::v1::CreatePoolRequest* request,
                           gantry::v1::Pool* response) override;
-  grpc::Status UpdatePool(grpc::ServerContext* context, const gantry::v1::UpdatePoolRequest* request,
+  grpc::Status UpdatePool(grpc::ServerContext* context,
+                          const gantry::v1::UpdatePoolRequest* request,
                           gantry::v1::Pool* response) override;
-  grpc::Status DeletePool(grpc::ServerContext* context, const gantry::v1::DeletePoolRequest* request,
+  grpc::Status DeletePool(grpc::ServerContext* context,
+                          const gantry::v1::DeletePoolRequest* request,
                           gantry::v1::DeletePoolResponse* response) override;
   grpc::Status ListPools(grpc::ServerContext* context, const gantry::v1::ListPoolsRequest* request,
                          gantry::v1::ListPoolsResponse* response) override;

@@ -14,9 +14,9 @@ namespace gantry::server {
 
 // One run.
 struct CommandRequest {
-  std::vector<std::string> argv;              // argv[0]: a path (absolute, or found on PATH)
-  std::map<std::string, std::string> env;     // added to (or replacing in) the server's environment
-  std::string stdin_data;                     // given on stdin (empty: /dev/null)
+  std::vector<std::string> argv;           // argv[0]: a path (absolute, or found on PATH)
+  std::map<std::string, std::string> env;  // added to (or replacing in) the server's environment
+  std::string stdin_data;                  // given on stdin (empty: /dev/null)
   absl::Duration timeout = absl::Seconds(60);  // the whole process group is SIGKILLed after it
 };
 

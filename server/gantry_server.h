@@ -58,7 +58,7 @@ class GantryServer {
   std::unique_ptr<Backend> backend_;
   GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
-  ModelPinner pinner_;  // AdminService.LoadModel, and keeping pins applied
+  ModelPinner pinner_;         // AdminService.LoadModel, and keeping pins applied
   PoolAutoscaler autoscaler_;  // elastic pools
   TrainingService training_;
   GenerationService generation_;

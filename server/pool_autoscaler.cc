@@ -86,30 +86,30 @@ void PoolAutoscaler::Launch(const std::string& pool, std::string action,
   GANTRY_LOG(INFO) << "pool " << pool << ": " << action;
   auto done = std::make_shared<std::atomic<bool>>(false);
   const absl::Duration base = backend_.options.pool_backoff;
-  std::thread thread([this, pool, action, fn = std::move(fn), after = std::move(after), done,
-                      base] {
-    const absl::Status status = fn();
-    {
-      absl::MutexLock lock(&mu_);
-      PoolRuntime& runtime = pools_[pool];
-      runtime.in_flight = false;
-      if (status.ok()) {
-        runtime.failures = 0;
-        runtime.last_error.clear();
-        runtime.backoff_until = absl::InfinitePast();
-      } else {
-        ++runtime.failures;
-        runtime.last_error = std::string(status.message());
-        runtime.last_error_at = absl::Now();
-        runtime.backoff_until = absl::Now() + base * (1 << std::min(runtime.failures - 1, 5));
-        GANTRY_LOG(WARNING) << "pool " << pool << ": " << action << " failed: " << status
-                            << "; no scale-up before " << Clock(runtime.backoff_until);
-      }
-      after(status);
-      wake_ = true;
-    }
-    done->store(true);
-  });
+  std::thread thread(
+      [this, pool, action, fn = std::move(fn), after = std::move(after), done, base] {
+        const absl::Status status = fn();
+        {
+          absl::MutexLock lock(&mu_);
+          PoolRuntime& runtime = pools_[pool];
+          runtime.in_flight = false;
+          if (status.ok()) {
+            runtime.failures = 0;
+            runtime.last_error.clear();
+            runtime.backoff_until = absl::InfinitePast();
+          } else {
+            ++runtime.failures;
+            runtime.last_error = std::string(status.message());
+            runtime.last_error_at = absl::Now();
+            runtime.backoff_until = absl::Now() + base * (1 << std::min(runtime.failures - 1, 5));
+            GANTRY_LOG(WARNING) << "pool " << pool << ": " << action << " failed: " << status
+                                << "; no scale-up before " << Clock(runtime.backoff_until);
+          }
+          after(status);
+          wake_ = true;
+        }
+        done->store(true);
+      });
   calls_.push_back(Call{std::move(thread), done});
 }
 
@@ -193,9 +193,9 @@ void PoolAutoscaler::Tick(absl::Time now) {
       if (runtime.expected_workers > 0 && n >= runtime.expected_workers) {
         runtime.expected_workers = 0;  // all joined
       } else if (runtime.expected_workers > 0 && now > runtime.expect_until) {
-        runtime.last_error = absl::StrCat(runtime.expected_workers - n,
-                                          " provisioned workers did not join within ",
-                                          absl::FormatDuration(backend_.options.pool_join_timeout));
+        runtime.last_error =
+            absl::StrCat(runtime.expected_workers - n, " provisioned workers did not join within ",
+                         absl::FormatDuration(backend_.options.pool_join_timeout));
         runtime.last_error_at = now;
         runtime.expected_workers = 0;
       }
@@ -249,8 +249,8 @@ void PoolAutoscaler::Tick(absl::Time now) {
         for (const scheduler::PoolJob& job : jobs) {
           if (job.pool == name && !notes.count(job.id)) {
             notes[job.id] = absl::StrCat("waiting for ", p.pending_workers, " starting ",
-                                         p.pending_workers == 1 ? "worker" : "workers",
-                                         " of pool ", name, " to join");
+                                         p.pending_workers == 1 ? "worker" : "workers", " of pool ",
+                                         name, " to join");
           }
         }
       }
@@ -277,7 +277,8 @@ void PoolAutoscaler::Tick(absl::Time now) {
         if (auto r = state_.reports.find(w.id); r != state_.reports.end()) {
           running = r->second.heartbeat.running_ranks_size();
         }
-        if (state_.scheduler.LeasedSlots(w.id) > 0 || running > 0 || state_.Draining(w.id)) continue;
+        if (state_.scheduler.LeasedSlots(w.id) > 0 || running > 0 || state_.Draining(w.id))
+          continue;
         state_.scheduler.SetDraining(w.id, true);
         confirmed[pool].push_back(std::move(w));
       }

@@ -8,9 +8,9 @@
 #define GANTRY_SERVER_POOL_AUTOSCALER_H_
 
 #include <atomic>
+#include <functional>
 #include <list>
 #include <map>
-#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -51,7 +51,7 @@ class PoolAutoscaler {
   struct PoolRuntime {
     std::string spec_bytes;  // the spec its provisioner was built from
     std::shared_ptr<Provisioner> provisioner;
-    int expected_workers = 0;                      // live workers expected once pending ones join
+    int expected_workers = 0;                        // live workers expected once pending ones join
     absl::Time expect_until = absl::InfinitePast();  // pending ones count until then
     bool in_flight = false;
     int failures = 0;  // consecutive

@@ -27,15 +27,14 @@ std::string SlurmProvisioner::PilotScript(const std::string& pool) const {
   for (const auto& [key, value] : labels_) absl::StrAppend(&labels, ",", key, "=", value);
   std::string script = absl::StrCat(
       "#!/bin/sh\n# gantry pilot of pool ", pool, ": one gantry-worker daemon for the wall time.\n",
-      "mkdir -p ", Quote(work_dir), " || exit 1\n",  //
+      "mkdir -p ", Quote(work_dir), " || exit 1\n",      //
       "exec ", Quote(spec_.worker_binary()), " daemon",  //
-      " ", Quote("--server=" + spec_.server_address()),
-      " ", Quote("--join-token-file=" + spec_.join_token_file()),
-      " \"--name=", pool, "-pilot-${SLURM_JOB_ID}\"",  //
-      " ", Quote(absl::StrCat("--slots=", slots_per_worker_)),
-      " \"--labels=", labels, "\"",  //
-      " ", Quote(absl::StrCat("--idle-exit-after=", idle, "s")),
-      " ", Quote("--cache-dir=" + work_dir), "\"/gantry-pilot-${SLURM_JOB_ID}\"");
+      " ", Quote("--server=" + spec_.server_address()), " ",
+      Quote("--join-token-file=" + spec_.join_token_file()), " \"--name=", pool,
+      "-pilot-${SLURM_JOB_ID}\"",                                                             //
+      " ", Quote(absl::StrCat("--slots=", slots_per_worker_)), " \"--labels=", labels, "\"",  //
+      " ", Quote(absl::StrCat("--idle-exit-after=", idle, "s")), " ",
+      Quote("--cache-dir=" + work_dir), "\"/gantry-pilot-${SLURM_JOB_ID}\"");
   for (const std::string& arg : spec_.daemon_args()) absl::StrAppend(&script, " ", Quote(arg));
   absl::StrAppend(&script, "\n");
   return script;
@@ -91,9 +90,9 @@ absl::Status SlurmProvisioner::Run(const std::vector<std::string>& argv,
         argv[0], " not found on the server's PATH: install slurm-client (and munge) there"));
   }
   if (outcome->timed_out) {
-    return absl::DeadlineExceededError(
-        absl::StrCat(argv[0], " timed out after ", absl::FormatDuration(request.timeout),
-                     " (is slurmctld reachable?) and was killed"));
+    return absl::DeadlineExceededError(absl::StrCat(argv[0], " timed out after ",
+                                                    absl::FormatDuration(request.timeout),
+                                                    " (is slurmctld reachable?) and was killed"));
   }
   return absl::UnavailableError(absl::StrCat("Slurm: ", argv[0], " ", outcome->Describe()));
 }

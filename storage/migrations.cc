@@ -345,7 +345,8 @@ UPDATE models SET bf16_state = 'STATE_' || bf16_state
   WHERE bf16_state IN ('AVAILABLE', 'UNAVAILABLE', 'NOT_CHECKED');
 )sql";
 
-// Version 10: pools of workers (AdminService.CreatePool): name and the operator's gantry.v1.PoolSpec.
+// Version 10: pools of workers (AdminService.CreatePool): name and the operator's
+// gantry.v1.PoolSpec.
 constexpr const char* kV10 = R"sql(
 CREATE TABLE pools (
   name text PRIMARY KEY,

@@ -73,8 +73,8 @@ absl::Status PoolRepository::Delete(const std::string& name) {
 absl::StatusOr<gantry::v1::Pool> PoolRepository::Get(const std::string& name) {
   gantry::v1::Pool pool;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec(
-        "pool_get", absl::StrCat("SELECT ", kColumns, " FROM pools WHERE name = $1"), name);
+    pqxx::result r =
+        tx.Exec("pool_get", absl::StrCat("SELECT ", kColumns, " FROM pools WHERE name = $1"), name);
     if (r.empty()) return NoSuchPool(name);
     ASSIGN_OR_RETURN(pool, PoolFromRow(r[0]));
     return absl::OkStatus();

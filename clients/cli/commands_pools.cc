@@ -43,7 +43,8 @@ void PrintPoolsTable(const std::vector<const v1::Pool*>& pools, std::ostream& ou
                   absl::StrCat(s.max_workers()), absl::StrCat(std::max(1, s.slots_per_worker())),
                   ProvisionerName(s.provisioner()), absl::StrCat(st.workers()),
                   absl::StrCat(st.busy_workers()), absl::StrCat(st.pending_workers()),
-                  absl::StrCat(st.waiting_jobs()), st.last_error().empty() ? "-" : st.last_error()});
+                  absl::StrCat(st.waiting_jobs()),
+                  st.last_error().empty() ? "-" : st.last_error()});
   }
   table.Render(out);
 }
@@ -69,8 +70,8 @@ absl::StatusOr<v1::PoolSpec> BuildPoolSpec(CommandContext& context, v1::PoolSpec
     spec.Clear();
     auto status = google::protobuf::util::JsonStringToMessage(*contents, &spec);
     if (!status.ok()) {
-      return UsageError(absl::StrCat("--spec ", *path, ": not a valid PoolSpec JSON: ",
-                                     std::string(status.message())));
+      return UsageError(absl::StrCat(
+          "--spec ", *path, ": not a valid PoolSpec JSON: ", std::string(status.message())));
     }
   }
   if (std::optional<std::string> v = args.Get("device")) {

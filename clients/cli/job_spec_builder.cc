@@ -153,14 +153,13 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
   }));
   RETURN_IF_ERROR(int_flag("checkpoint-every",
                            [&](int v) { spec.mutable_checkpoint_policy()->set_every_epochs(v); }));
-  RETURN_IF_ERROR(int_flag("checkpoint-every-steps", [&](int v) {
-    spec.mutable_checkpoint_policy()->set_every_steps(v);
-  }));
+  RETURN_IF_ERROR(int_flag("checkpoint-every-steps",
+                           [&](int v) { spec.mutable_checkpoint_policy()->set_every_steps(v); }));
   RETURN_IF_ERROR(IfGiven(args, "checkpoint-every-minutes", [&](const std::string& text) {
     double minutes = 0;
     if (!absl::SimpleAtod(text, &minutes) || !(minutes >= 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--checkpoint-every-minutes: \"", text, "\" is not a number of minutes >= 0"));
+      return absl::InvalidArgumentError(absl::StrCat("--checkpoint-every-minutes: \"", text,
+                                                     "\" is not a number of minutes >= 0"));
     }
     spec.mutable_checkpoint_policy()->set_every_minutes(minutes);
     return absl::OkStatus();

@@ -34,8 +34,9 @@ absl::Status CheckAbsolute(const std::string& path, const std::string& field, bo
 absl::Status CheckArgv(const google::protobuf::RepeatedPtrField<std::string>& argv,
                        const std::string& field, bool required) {
   if (argv.empty()) {
-    return required ? checks::Invalid(field, "give the command as argv: an absolute path first, "
-                                             "then fixed arguments (no shell string)")
+    return required ? checks::Invalid(field,
+                                      "give the command as argv: an absolute path first, "
+                                      "then fixed arguments (no shell string)")
                     : absl::OkStatus();
   }
   if (argv.size() > 64) return checks::Invalid(field, "at most 64 arguments");
@@ -67,8 +68,8 @@ absl::Status CheckSlurm(const gantry::v1::SlurmProvisioner& s) {
   const size_t colon = s.server_address().rfind(':');
   int port = 0;
   if (s.server_address().empty() || colon == std::string::npos || colon == 0 ||
-      !absl::SimpleAtoi(s.server_address().substr(colon + 1), &port) || port < 1 ||
-      port > 65535 || !checks::AllChars(s.server_address(), ".:-[]")) {
+      !absl::SimpleAtoi(s.server_address().substr(colon + 1), &port) || port < 1 || port > 65535 ||
+      !checks::AllChars(s.server_address(), ".:-[]")) {
     return checks::Invalid(f + "server_address",
                            "give host:port the pilots dial to reach gantry-server, e.g. "
                            "head.cluster:50051");
@@ -100,23 +101,21 @@ absl::Status ValidatePool(const std::string& name, const gantry::v1::PoolSpec& s
                                         " is not a price; give a number >= 0 (0 = free)"));
   }
   RETURN_IF_ERROR(checks::CheckInt(spec.slots_per_worker(), 0, 256, "spec.slots_per_worker"));
-  const bool elastic =
-      spec.provisioner().kind_case() == gantry::v1::ProvisionerSpec::kCommand ||
-      spec.provisioner().kind_case() == gantry::v1::ProvisionerSpec::kSlurm;
-  RETURN_IF_ERROR(checks::CheckInt(spec.max_workers(), elastic ? 1 : 0, 10000,
-                                   "spec.max_workers"));
+  const bool elastic = spec.provisioner().kind_case() == gantry::v1::ProvisionerSpec::kCommand ||
+                       spec.provisioner().kind_case() == gantry::v1::ProvisionerSpec::kSlurm;
+  RETURN_IF_ERROR(checks::CheckInt(spec.max_workers(), elastic ? 1 : 0, 10000, "spec.max_workers"));
   RETURN_IF_ERROR(checks::CheckInt(spec.min_workers(), 0, 10000, "spec.min_workers"));
   if (spec.min_workers() > spec.max_workers() && (elastic || spec.max_workers() > 0)) {
-    return checks::Invalid("spec.min_workers",
-                           absl::StrCat("min_workers ", spec.min_workers(), " is above max_workers ",
-                                        spec.max_workers(),
-                                        "; lower min_workers or raise max_workers"));
+    return checks::Invalid(
+        "spec.min_workers",
+        absl::StrCat("min_workers ", spec.min_workers(), " is above max_workers ",
+                     spec.max_workers(), "; lower min_workers or raise max_workers"));
   }
   if (spec.labels_size() > 32) return checks::Invalid("spec.labels", "at most 32 labels");
   for (const auto& [key, value] : spec.labels()) {
     if (key == "pool" || key == "slurm-job") {
-      return checks::Invalid("spec.labels", absl::StrCat("\"", key,
-                                                         "\" is set by gantry; remove it"));
+      return checks::Invalid("spec.labels",
+                             absl::StrCat("\"", key, "\" is set by gantry; remove it"));
     }
     if (key.empty() || key.size() > 63 || value.size() > 63 || !checks::AllChars(key, "._-") ||
         !checks::AllChars(value, "._-")) {

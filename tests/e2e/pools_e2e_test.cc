@@ -217,10 +217,13 @@ TEST_F(PoolsE2eTest, BadPoolSpecsAndUnknownPoolsAreRefusedWithWhatToChange) {
   };
   const std::vector<Case> cases = {
       {"neg", [](v1::PoolSpec& s) { s.set_price_per_device_hour(-1); }, "price_per_device_hour"},
-      {"minmax", [](v1::PoolSpec& s) { s.set_min_workers(3); }, "min_workers 3 is above max_workers 2"},
+      {"minmax", [](v1::PoolSpec& s) { s.set_min_workers(3); },
+       "min_workers 3 is above max_workers 2"},
       {"nomax", [](v1::PoolSpec& s) { s.set_max_workers(0); }, "spec.max_workers"},
       {"relative",
-       [](v1::PoolSpec& s) { s.mutable_provisioner()->mutable_command()->set_scale_up(0, "up.sh"); },
+       [](v1::PoolSpec& s) {
+         s.mutable_provisioner()->mutable_command()->set_scale_up(0, "up.sh");
+       },
        "absolute path"},
       {"Bad_Name", [](v1::PoolSpec&) {}, "pool name"},
       {"label", [](v1::PoolSpec& s) { (*s.mutable_labels())["pool"] = "x"; }, "set by gantry"},
@@ -233,8 +236,8 @@ TEST_F(PoolsE2eTest, BadPoolSpecsAndUnknownPoolsAreRefusedWithWhatToChange) {
     c.change(bad);
     grpc::Status st = Create(c.name, bad);
     EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << c.name;
-    EXPECT_TRUE(absl::StrContains(st.error_message(), c.expect)) << c.name << ": "
-                                                                  << st.error_message();
+    EXPECT_TRUE(absl::StrContains(st.error_message(), c.expect))
+        << c.name << ": " << st.error_message();
   }
   ASSERT_TRUE(Create("cloud", spec).ok());
   EXPECT_EQ(Create("cloud", spec).error_code(), grpc::StatusCode::ALREADY_EXISTS);
@@ -249,7 +252,8 @@ TEST_F(PoolsE2eTest, BadPoolSpecsAndUnknownPoolsAreRefusedWithWhatToChange) {
   v1::Job job;
   grpc::Status st = training_->SubmitJob(Ctx(token_).get(), submit, &job);
   EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_TRUE(absl::StrContains(st.error_message(), "no pool is named \"nope\"; defined pools: cloud"))
+  EXPECT_TRUE(
+      absl::StrContains(st.error_message(), "no pool is named \"nope\"; defined pools: cloud"))
       << st.error_message();
   // Only admins manage pools.
   v1::ListPoolsResponse list;
@@ -264,9 +268,9 @@ TEST_F(PoolsE2eTest, BadPoolSpecsAndUnknownPoolsAreRefusedWithWhatToChange) {
 }
 
 TEST_F(PoolsE2eTest, CommandProvisionerGrowsForAGangAndShrinksToZero) {
-  const std::string up = absl::StrCat(kScripts, "/scale_up.sh ", state_dir_, " ",
-                                      GANTRY_WORKER_BINARY, " ", server_->address(), " ",
-                                      join_token_file_, " 49520");
+  const std::string up =
+      absl::StrCat(kScripts, "/scale_up.sh ", state_dir_, " ", GANTRY_WORKER_BINARY, " ",
+                   server_->address(), " ", join_token_file_, " 49520");
   const std::string down = absl::StrCat(kScripts, "/scale_down.sh ", state_dir_);
   // A pool whose provisioner hangs (timeout 2 s) and one whose provisioner fails, both cheaper:
   // jobs naming them wait with the error; the burst pool's job runs meanwhile (nothing blocks).
@@ -302,35 +306,44 @@ TEST_F(PoolsE2eTest, CommandProvisionerGrowsForAGangAndShrinksToZero) {
   const v1::Job job = SubmitJob(token_, Spec(""));
 
   // Two daemons start for the gang of two, the job runs on them and succeeds.
-  v1::Pool pool = WaitForPool("burst", [](const v1::Pool& p) { return p.status().workers() == 2; }, 60);
+  v1::Pool pool = WaitForPool(
+      "burst", [](const v1::Pool& p) { return p.status().workers() == 2; }, 60);
   EXPECT_EQ(pool.status().workers(), 2) << pool.DebugString() << server_->Stderr();
   EXPECT_TRUE(absl::StrContains(pool.status().last_action(), "scale up by 2 for " + job.id()))
       << pool.status().last_action();
   const v1::Job done = WaitForJob(token_, job.id(), v1::JOB_STATE_SUCCEEDED, 120000);
   ASSERT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.message() << server_->Stderr();
-  for (const std::string& w : done.assigned_workers()) EXPECT_TRUE(absl::StartsWith(w, "burst-w")) << w;
+  for (const std::string& w : done.assigned_workers())
+    EXPECT_TRUE(absl::StartsWith(w, "burst-w")) << w;
   std::cout << "job placed and succeeded in "
-            << std::chrono::duration_cast<seconds>(steady_clock::now() - started).count()
-            << " s\n";
+            << std::chrono::duration_cast<seconds>(steady_clock::now() - started).count() << " s\n";
   // The dear pool was never used.
   EXPECT_EQ(Get("dear").status().workers(), 0);
 
   // The failing and hanging provisioners: errors in the pools' status and the jobs' messages.
-  v1::Pool b = WaitForPool("broken", [](const v1::Pool& p) { return !p.status().last_error().empty(); }, 20);
-  EXPECT_TRUE(absl::StrContains(b.status().last_error(), "exited with code 3: error: quota exceeded"))
+  v1::Pool b = WaitForPool(
+      "broken", [](const v1::Pool& p) { return !p.status().last_error().empty(); }, 20);
+  EXPECT_TRUE(
+      absl::StrContains(b.status().last_error(), "exited with code 3: error: quota exceeded"))
       << b.status().last_error();
   v1::Job waiting = WaitForMessage(broken.id(), "quota exceeded", 20);
   EXPECT_EQ(waiting.state(), v1::JOB_STATE_QUEUED);
-  EXPECT_TRUE(absl::StrContains(waiting.message(), "pool broken cannot scale up")) << waiting.message();
-  v1::Pool h = WaitForPool("hang", [](const v1::Pool& p) { return !p.status().last_error().empty(); }, 20);
-  EXPECT_TRUE(absl::StrContains(h.status().last_error(), "timed out after 2s")) << h.status().last_error();
-  EXPECT_TRUE(h.status().has_backoff_until() || h.status().last_action().find("scale up") != std::string::npos);
+  EXPECT_TRUE(absl::StrContains(waiting.message(), "pool broken cannot scale up"))
+      << waiting.message();
+  v1::Pool h = WaitForPool(
+      "hang", [](const v1::Pool& p) { return !p.status().last_error().empty(); }, 20);
+  EXPECT_TRUE(absl::StrContains(h.status().last_error(), "timed out after 2s"))
+      << h.status().last_error();
+  EXPECT_TRUE(h.status().has_backoff_until() ||
+              h.status().last_action().find("scale up") != std::string::npos);
   EXPECT_EQ(GetJob(token_, hung.id()).state(), v1::JOB_STATE_QUEUED);
 
   // Idle for the idle timeout (4 s): the scale-down script stops both daemons; scale to zero.
-  pool = WaitForPool("burst", [](const v1::Pool& p) { return p.status().workers() == 0; }, 60);
+  pool = WaitForPool(
+      "burst", [](const v1::Pool& p) { return p.status().workers() == 0; }, 60);
   EXPECT_EQ(pool.status().workers(), 0) << pool.DebugString();
-  EXPECT_TRUE(absl::StrContains(pool.status().last_action(), "scale down")) << pool.status().last_action();
+  EXPECT_TRUE(absl::StrContains(pool.status().last_action(), "scale down"))
+      << pool.status().last_action();
   EXPECT_EQ(LiveDaemons(), 0);
 }
 
@@ -405,8 +418,7 @@ TEST_F(PoolsE2eTest, SlurmPilotsRunAGangAndGoAway) {
     EXPECT_TRUE(absl::StartsWith(w, "hpc-pilot-")) << w;
   }
   std::cout << "job succeeded after "
-            << std::chrono::duration_cast<seconds>(steady_clock::now() - started).count()
-            << " s\n";
+            << std::chrono::duration_cast<seconds>(steady_clock::now() - started).count() << " s\n";
   // The pilots go away afterwards (idle exit after 5 s, or scancel by the autoscaler).
   for (int i = 0; i < 120; ++i) {
     queue = Output("SLURM_CONF=" + slurm_conf_ + " squeue -h -n gantry-pilot-hpc -o '%i %T'");
@@ -414,7 +426,8 @@ TEST_F(PoolsE2eTest, SlurmPilotsRunAGangAndGoAway) {
     std::this_thread::sleep_for(milliseconds(500));
   }
   EXPECT_EQ(queue, "") << server_->Stderr();
-  v1::Pool pool = WaitForPool("hpc", [](const v1::Pool& p) { return p.status().workers() == 0; }, 30);
+  v1::Pool pool = WaitForPool(
+      "hpc", [](const v1::Pool& p) { return p.status().workers() == 0; }, 30);
   EXPECT_EQ(pool.status().workers(), 0);
   EXPECT_EQ(pool.status().last_error(), "");
 }

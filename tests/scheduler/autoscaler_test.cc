@@ -39,7 +39,8 @@ Autoscaler Scaler(absl::Duration idle = absl::Seconds(60)) {
 }
 
 TEST(AutoscalerTest, EmptyPoolGrowsByWholeGang) {
-  const AutoscalePlan plan = Scaler().Plan({Elastic("hpc", 0, 4)}, {}, {{"job-a", "hpc", 2}}, {}, kNow);
+  const AutoscalePlan plan =
+      Scaler().Plan({Elastic("hpc", 0, 4)}, {}, {{"job-a", "hpc", 2}}, {}, kNow);
   ASSERT_EQ(plan.scale_ups.size(), 1u);
   EXPECT_EQ(plan.scale_ups[0].pool, "hpc");
   EXPECT_EQ(plan.scale_ups[0].count, 2);
@@ -56,9 +57,9 @@ TEST(AutoscalerTest, SlotsPerWorkerRoundsUp) {
 
 TEST(AutoscalerTest, NeverHalfAGang) {
   // One worker free already, max 2: a gang of 4 needs 3 more, which would exceed max.
-  const AutoscalePlan plan = Scaler().Plan({Elastic("hpc", 0, 2)}, {Worker("w1", "hpc", 1, 0)},
-                                           {{"job-big", "hpc", 4}, {"job-small", "hpc", 2}}, {},
-                                           kNow);
+  const AutoscalePlan plan =
+      Scaler().Plan({Elastic("hpc", 0, 2)}, {Worker("w1", "hpc", 1, 0)},
+                    {{"job-big", "hpc", 4}, {"job-small", "hpc", 2}}, {}, kNow);
   ASSERT_EQ(plan.scale_ups.size(), 1u);
   EXPECT_EQ(plan.scale_ups[0].count, 1);  // only the small gang: 1 free + 1 new
   EXPECT_EQ(plan.scale_ups[0].job_ids, std::vector<std::string>{"job-small"});
@@ -70,25 +71,24 @@ TEST(AutoscalerTest, NeverHalfAGang) {
 TEST(AutoscalerTest, PendingWorkersAreCountedBeforeNewOnes) {
   std::map<std::string, PoolProvisioning> prov;
   prov["hpc"].pending_workers = 2;
-  const AutoscalePlan plan =
-      Scaler().Plan({Elastic("hpc", 0, 8)}, {}, {{"job-a", "hpc", 2}, {"job-b", "hpc", 1}}, prov,
-                    kNow);
+  const AutoscalePlan plan = Scaler().Plan({Elastic("hpc", 0, 8)}, {},
+                                           {{"job-a", "hpc", 2}, {"job-b", "hpc", 1}}, prov, kNow);
   ASSERT_EQ(plan.scale_ups.size(), 1u);
   EXPECT_EQ(plan.scale_ups[0].count, 1);  // job-a takes the two pending, job-b one more
   EXPECT_EQ(plan.scale_ups[0].job_ids, std::vector<std::string>{"job-b"});
 }
 
 TEST(AutoscalerTest, FreeSlotsServeTheJobWithoutScaling) {
-  const AutoscalePlan plan = Scaler().Plan(
-      {Elastic("hpc", 0, 8)}, {Worker("w1", "hpc", 2, 0), Worker("w2", "hpc", 2, 1)},
-      {{"job-a", "hpc", 3}}, {}, kNow);
+  const AutoscalePlan plan =
+      Scaler().Plan({Elastic("hpc", 0, 8)}, {Worker("w1", "hpc", 2, 0), Worker("w2", "hpc", 2, 1)},
+                    {{"job-a", "hpc", 3}}, {}, kNow);
   EXPECT_TRUE(plan.scale_ups.empty());
   EXPECT_TRUE(plan.scale_downs.empty());
 }
 
 TEST(AutoscalerTest, MinWorkersAreKept) {
-  const AutoscalePlan plan = Scaler().Plan({Elastic("hpc", 3, 8)}, {Worker("w1", "hpc", 1, 0)},
-                                           {}, {}, kNow);
+  const AutoscalePlan plan =
+      Scaler().Plan({Elastic("hpc", 3, 8)}, {Worker("w1", "hpc", 1, 0)}, {}, {}, kNow);
   ASSERT_EQ(plan.scale_ups.size(), 1u);
   EXPECT_EQ(plan.scale_ups[0].count, 2);
   EXPECT_TRUE(plan.scale_ups[0].job_ids.empty());
@@ -98,8 +98,7 @@ TEST(AutoscalerTest, BackoffAndInFlightHoldScaleUpWithAReason) {
   std::map<std::string, PoolProvisioning> prov;
   prov["hpc"].backoff_until = kNow + absl::Seconds(30);
   prov["hpc"].last_error = "Slurm: sbatch exited with code 1: Unable to contact slurm controller";
-  AutoscalePlan plan =
-      Scaler().Plan({Elastic("hpc", 1, 8)}, {}, {{"job-a", "hpc", 2}}, prov, kNow);
+  AutoscalePlan plan = Scaler().Plan({Elastic("hpc", 1, 8)}, {}, {{"job-a", "hpc", 2}}, prov, kNow);
   EXPECT_TRUE(plan.scale_ups.empty());  // not even for min_workers
   ASSERT_TRUE(plan.job_notes.count("job-a"));
   EXPECT_NE(plan.job_notes.at("job-a").find("Unable to contact slurm controller"),
@@ -118,31 +117,32 @@ TEST(AutoscalerTest, BackoffAndInFlightHoldScaleUpWithAReason) {
 }
 
 TEST(AutoscalerTest, ScalesIdleWorkersToZeroButNeverBusyOnes) {
-  const AutoscalePlan plan = Scaler(absl::Seconds(60)).Plan(
-      {Elastic("hpc", 0, 8)},
-      {Worker("w-idle-old", "hpc", 1, 0, absl::Seconds(300)),
-       Worker("w-idle-new", "hpc", 1, 0, absl::Seconds(10)),
-       Worker("w-busy", "hpc", 1, 1, absl::Seconds(600))},
-      {}, {}, kNow);
+  const AutoscalePlan plan = Scaler(absl::Seconds(60))
+                                 .Plan({Elastic("hpc", 0, 8)},
+                                       {Worker("w-idle-old", "hpc", 1, 0, absl::Seconds(300)),
+                                        Worker("w-idle-new", "hpc", 1, 0, absl::Seconds(10)),
+                                        Worker("w-busy", "hpc", 1, 1, absl::Seconds(600))},
+                                       {}, {}, kNow);
   ASSERT_EQ(plan.scale_downs.size(), 1u);
   EXPECT_EQ(plan.scale_downs[0].worker_ids, std::vector<std::string>{"w-idle-old"});
 }
 
 TEST(AutoscalerTest, ScaleDownStopsAtMinAndOldestIdleGoFirst) {
-  const AutoscalePlan plan = Scaler(absl::Seconds(60)).Plan(
-      {Elastic("hpc", 1, 8)},
-      {Worker("w-a", "hpc", 1, 0, absl::Seconds(100)), Worker("w-b", "hpc", 1, 0, absl::Seconds(900)),
-       Worker("w-c", "hpc", 1, 0, absl::Seconds(500))},
-      {}, {}, kNow);
+  const AutoscalePlan plan = Scaler(absl::Seconds(60))
+                                 .Plan({Elastic("hpc", 1, 8)},
+                                       {Worker("w-a", "hpc", 1, 0, absl::Seconds(100)),
+                                        Worker("w-b", "hpc", 1, 0, absl::Seconds(900)),
+                                        Worker("w-c", "hpc", 1, 0, absl::Seconds(500))},
+                                       {}, {}, kNow);
   ASSERT_EQ(plan.scale_downs.size(), 1u);
   EXPECT_EQ(plan.scale_downs[0].worker_ids, (std::vector<std::string>{"w-b", "w-c"}));
 }
 
 TEST(AutoscalerTest, NoScaleDownWhileJobsWaitOrWorkersArePending) {
   std::map<std::string, PoolProvisioning> prov;
-  AutoscalePlan plan = Scaler().Plan({Elastic("hpc", 0, 1)},
-                                     {Worker("w-a", "hpc", 1, 0, absl::Hours(1))},
-                                     {{"job-big", "hpc", 4}}, prov, kNow);
+  AutoscalePlan plan =
+      Scaler().Plan({Elastic("hpc", 0, 1)}, {Worker("w-a", "hpc", 1, 0, absl::Hours(1))},
+                    {{"job-big", "hpc", 4}}, prov, kNow);
   EXPECT_TRUE(plan.scale_downs.empty());
   prov["hpc"].pending_workers = 1;
   plan = Scaler().Plan({Elastic("hpc", 0, 4)}, {Worker("w-a", "hpc", 1, 0, absl::Hours(1))}, {},
@@ -153,8 +153,8 @@ TEST(AutoscalerTest, NoScaleDownWhileJobsWaitOrWorkersArePending) {
 TEST(AutoscalerTest, StaticPoolsAreNeverScaled) {
   PoolConfig fixed = Elastic("onprem", 2, 4);
   fixed.elastic = false;
-  const AutoscalePlan plan = Scaler().Plan(
-      {fixed}, {Worker("w-a", "onprem", 1, 0, absl::Hours(1))}, {{"job-a", "onprem", 3}}, {}, kNow);
+  const AutoscalePlan plan = Scaler().Plan({fixed}, {Worker("w-a", "onprem", 1, 0, absl::Hours(1))},
+                                           {{"job-a", "onprem", 3}}, {}, kNow);
   EXPECT_TRUE(plan.scale_ups.empty());
   EXPECT_TRUE(plan.scale_downs.empty());
   EXPECT_EQ(plan.waiting_jobs.at("onprem"), 1);
