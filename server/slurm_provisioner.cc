@@ -1,5 +1,6 @@
 #include "server/slurm_provisioner.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "server/command_runner.h"
@@ -65,7 +66,13 @@ absl::Status SlurmProvisioner::ScaleDown(const std::string& pool,
     if (it != w.labels.end() && !it->second.empty()) argv.push_back(it->second);
   }
   if (argv.size() == 1) return absl::OkStatus();  // none is a pilot (started by hand)
-  return Run(argv, "");
+  absl::Status status = Run(argv, "");
+  // A pilot that ended by itself meanwhile (its idle exit, its wall time) is already gone.
+  if (!status.ok() && (absl::StrContains(status.message(), "already completing or completed") ||
+                       absl::StrContains(status.message(), "Invalid job id"))) {
+    return absl::OkStatus();
+  }
+  return status;
 }
 
 absl::Status SlurmProvisioner::CancelPending(const std::string& pool) {

@@ -367,7 +367,8 @@ TEST_F(PoolsE2eTest, SlurmPilotsRunAGangAndGoAway) {
   s->set_join_token_file(join_token_file_);
   s->set_worker_binary(GANTRY_WORKER_BINARY);
   s->set_slurm_conf(slurm_conf_);
-  s->set_work_dir(dir_.path() + "/pilots");
+  s->set_work_dir(dir_.path() + "/pilots");  // must exist: Slurm opens the pilots' logs there
+  Output("mkdir -p " + dir_.path() + "/pilots");
   s->set_time_limit_minutes(10);
   s->set_idle_exit_seconds(5);
   s->add_daemon_args("--threads=1");
@@ -406,7 +407,7 @@ TEST_F(PoolsE2eTest, SlurmPilotsRunAGangAndGoAway) {
   // Pilots appear in squeue.
   std::string queue;
   for (int i = 0; i < 120; ++i) {
-    queue = Output("SLURM_CONF=" + slurm_conf_ + " squeue -h -n gantry-pilot-hpc -o '%i %T'");
+    queue = Output("SLURM_CONF=" + slurm_conf_ + " squeue -h -r -n gantry-pilot-hpc -o '%i %T'");
     if (std::count(queue.begin(), queue.end(), '\n') >= 2) break;
     std::this_thread::sleep_for(milliseconds(250));
   }
@@ -421,7 +422,7 @@ TEST_F(PoolsE2eTest, SlurmPilotsRunAGangAndGoAway) {
             << std::chrono::duration_cast<seconds>(steady_clock::now() - started).count() << " s\n";
   // The pilots go away afterwards (idle exit after 5 s, or scancel by the autoscaler).
   for (int i = 0; i < 120; ++i) {
-    queue = Output("SLURM_CONF=" + slurm_conf_ + " squeue -h -n gantry-pilot-hpc -o '%i %T'");
+    queue = Output("SLURM_CONF=" + slurm_conf_ + " squeue -h -r -n gantry-pilot-hpc -o '%i %T'");
     if (queue.empty()) break;
     std::this_thread::sleep_for(milliseconds(500));
   }
