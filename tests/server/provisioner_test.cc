@@ -2,13 +2,12 @@
 // output line as the error, timeouts that kill the whole process group, daemons left running in
 // their own session not blocking the call, argv and environment as documented, ValidatePool's
 // messages, and the Slurm pilot script's quoting.
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <fstream>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "base/file_roots.h"
 #include "base/tls_config.h"
-#include "absl/time/time.h"
 #include "gantry/v1/common.pb.h"
 #include "workers/agent/credential_slot.h"
 

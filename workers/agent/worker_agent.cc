@@ -90,7 +90,9 @@ WorkerAgent::WorkerAgent(AgentOptions options)
 
 WorkerAgent::~WorkerAgent() { launcher_.reset(); }
 
-int WorkerAgent::RunningRanks() const { return static_cast<int>(launcher_->live_rank_keys().size()); }
+int WorkerAgent::RunningRanks() const {
+  return static_cast<int>(launcher_->live_rank_keys().size());
+}
 
 void WorkerAgent::Stop() {
   absl::MutexLock lock(&mu_);
