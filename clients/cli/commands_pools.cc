@@ -105,7 +105,7 @@ absl::StatusOr<v1::PoolSpec> BuildPoolSpec(CommandContext& context, v1::PoolSpec
     ASSIGN_OR_RETURN(auto pair, ParseKeyValueFlag("label", text));
     (*spec.mutable_labels())[pair.first] = pair.second;
   }
-  if (args.Has("scale-up") || args.Has("scale-down") || args.Has("timeout")) {
+  if (args.Has("scale-up") || args.Has("scale-down") || args.Has("command-timeout")) {
     v1::CommandProvisioner* c = spec.mutable_provisioner()->mutable_command();
     if (std::optional<std::string> v = args.Get("scale-up")) {
       c->clear_scale_up();
@@ -115,8 +115,8 @@ absl::StatusOr<v1::PoolSpec> BuildPoolSpec(CommandContext& context, v1::PoolSpec
       c->clear_scale_down();
       for (absl::string_view a : absl::StrSplit(*v, ',')) c->add_scale_down(std::string(a));
     }
-    if (std::optional<std::string> v = args.Get("timeout")) {
-      ASSIGN_OR_RETURN(int n, ParseIntFlag("timeout", *v));
+    if (std::optional<std::string> v = args.Get("command-timeout")) {
+      ASSIGN_OR_RETURN(int n, ParseIntFlag("command-timeout", *v));
       c->set_timeout_seconds(n);
     }
   }
@@ -200,7 +200,7 @@ std::vector<FlagSpec> SpecFlags() {
       {"label", "K=V", "label the pool's workers carry besides pool=NAME", true},
       {"scale-up", "PATH[,ARG...]", "command provisioner: the scale-up argv (no shell)"},
       {"scale-down", "PATH[,ARG...]", "command provisioner: the scale-down argv"},
-      {"timeout", "SECONDS", "command provisioner: per run (default 60)"},
+      {"command-timeout", "SECONDS", "command provisioner: per run (default 60)"},
       {"static", "", "static provisioner (workers started by hand)"},
   };
 }
