@@ -31,6 +31,7 @@ absl::Status CommandProvisioner::Run(const char* what, const std::vector<std::st
                  {"GANTRY_COUNT", absl::StrCat(count)},
                  {"GANTRY_WORKERS", absl::StrJoin(names, " ")}};
   request.timeout = absl::Seconds(spec_.timeout_seconds() > 0 ? spec_.timeout_seconds() : 60);
+  request.cancelled = cancelled_;
   absl::StatusOr<CommandOutcome> outcome = CommandRunner::Run(request);
   if (!outcome.ok()) {
     return absl::UnavailableError(

@@ -3,6 +3,7 @@
 #ifndef GANTRY_SERVER_COMMAND_PROVISIONER_H_
 #define GANTRY_SERVER_COMMAND_PROVISIONER_H_
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,10 @@ namespace gantry::server {
 // Thread-safe (immutable).
 class CommandProvisioner final : public Provisioner {
  public:
-  explicit CommandProvisioner(gantry::v1::CommandProvisioner spec) : spec_(std::move(spec)) {}
+  // Runs end early when `*cancelled` turns true (may be null).
+  explicit CommandProvisioner(gantry::v1::CommandProvisioner spec,
+                              const std::atomic<bool>* cancelled = nullptr)
+      : spec_(std::move(spec)), cancelled_(cancelled) {}
 
   bool Elastic() const override { return true; }
   // Runs scale_up; an exit code other than 0, a timeout or a command that cannot start is
@@ -29,6 +33,7 @@ class CommandProvisioner final : public Provisioner {
                    int count, const std::vector<std::string>& names);
 
   const gantry::v1::CommandProvisioner spec_;
+  const std::atomic<bool>* const cancelled_;
 };
 
 }  // namespace gantry::server

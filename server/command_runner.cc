@@ -122,7 +122,7 @@ absl::StatusOr<CommandOutcome> CommandRunner::Run(const CommandRequest& request)
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) break;
-    if (absl::Now() >= deadline) {
+    if (absl::Now() >= deadline || (request.cancelled != nullptr && request.cancelled->load())) {
       outcome.timed_out = true;
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);

@@ -3,6 +3,7 @@
 #ifndef GANTRY_SERVER_COMMAND_RUNNER_H_
 #define GANTRY_SERVER_COMMAND_RUNNER_H_
 
+#include <atomic>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@ struct CommandRequest {
   std::map<std::string, std::string> env;  // added to (or replacing in) the server's environment
   std::string stdin_data;                  // given on stdin (empty: /dev/null)
   absl::Duration timeout = absl::Seconds(60);  // the whole process group is SIGKILLed after it
+  // When set and it turns true (the server is stopping), the run ends as after its timeout.
+  const std::atomic<bool>* cancelled = nullptr;
 };
 
 // How it ended.

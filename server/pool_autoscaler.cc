@@ -40,12 +40,13 @@ void PoolAutoscaler::Stop() {
     stop_ = true;
   }
   if (thread_.joinable()) thread_.join();
+  cancel_calls_.store(true);  // provisioner commands under way are killed now
   std::list<Call> calls;
   {
     absl::MutexLock lock(&mu_);
     calls.swap(calls_);
   }
-  for (Call& call : calls) call.thread.join();  // each ends by its provisioner's timeout
+  for (Call& call : calls) call.thread.join();
 }
 
 void PoolAutoscaler::Wake() {
@@ -186,7 +187,7 @@ void PoolAutoscaler::Tick(absl::Time now) {
       PoolRuntime& runtime = pools_[name];
       const std::string bytes = pool->spec().SerializeAsString();
       if (runtime.provisioner == nullptr || runtime.spec_bytes != bytes) {
-        runtime.provisioner = MakeProvisioner(pool->spec());
+        runtime.provisioner = MakeProvisioner(pool->spec(), &cancel_calls_);
         runtime.spec_bytes = bytes;
       }
       const int n = live[name];

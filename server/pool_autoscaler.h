@@ -28,8 +28,8 @@
 
 namespace gantry::server {
 
-// Thread-safe. `backend` and `state` must outlive it; Stop() (or the destructor) waits for the
-// provisioner calls under way (each ends by its timeout).
+// Thread-safe. `backend` and `state` must outlive it; Stop() (or the destructor) kills the
+// provisioner commands under way and waits for their threads.
 class PoolAutoscaler {
  public:
   PoolAutoscaler(Backend& backend, CoordinatorState& state);
@@ -86,6 +86,7 @@ class PoolAutoscaler {
   // Workers handed to a provisioner's scale-down (not counted as free until they are gone).
   std::set<std::string> removing_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  std::atomic<bool> cancel_calls_{false};  // set by Stop: provisioner commands end at once
   bool wake_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };

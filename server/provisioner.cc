@@ -22,14 +22,16 @@ class StaticProvisioner final : public Provisioner {
 
 }  // namespace
 
-std::unique_ptr<Provisioner> MakeProvisioner(const gantry::v1::PoolSpec& spec) {
+std::unique_ptr<Provisioner> MakeProvisioner(const gantry::v1::PoolSpec& spec,
+                                             const std::atomic<bool>* cancelled) {
   switch (spec.provisioner().kind_case()) {
     case gantry::v1::ProvisionerSpec::kCommand:
-      return std::make_unique<CommandProvisioner>(spec.provisioner().command());
+      return std::make_unique<CommandProvisioner>(spec.provisioner().command(), cancelled);
     case gantry::v1::ProvisionerSpec::kSlurm:
       return std::make_unique<SlurmProvisioner>(
           spec.provisioner().slurm(), std::max(1, spec.slots_per_worker()),
-          std::map<std::string, std::string>(spec.labels().begin(), spec.labels().end()));
+          std::map<std::string, std::string>(spec.labels().begin(), spec.labels().end()),
+          cancelled);
     default:
       return std::make_unique<StaticProvisioner>();
   }

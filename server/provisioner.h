@@ -3,6 +3,7 @@
 #ifndef GANTRY_SERVER_PROVISIONER_H_
 #define GANTRY_SERVER_PROVISIONER_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,8 +39,10 @@ class Provisioner {
   virtual absl::Status CancelPending(const std::string& pool) { return absl::OkStatus(); }
 };
 
-// The provisioner a (validated) pool spec names; static when none is set.
-std::unique_ptr<Provisioner> MakeProvisioner(const gantry::v1::PoolSpec& spec);
+// The provisioner a (validated) pool spec names; static when none is set. Its commands are killed
+// when `*cancelled` turns true (may be null; must outlive the provisioner).
+std::unique_ptr<Provisioner> MakeProvisioner(const gantry::v1::PoolSpec& spec,
+                                             const std::atomic<bool>* cancelled = nullptr);
 
 }  // namespace gantry::server
 

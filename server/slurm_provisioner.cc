@@ -86,6 +86,7 @@ absl::Status SlurmProvisioner::Run(const std::vector<std::string>& argv,
   request.stdin_data = stdin_data;
   if (!spec_.slurm_conf().empty()) request.env["SLURM_CONF"] = spec_.slurm_conf();
   request.timeout = absl::Seconds(spec_.timeout_seconds() > 0 ? spec_.timeout_seconds() : 30);
+  request.cancelled = cancelled_;
   absl::StatusOr<CommandOutcome> outcome = CommandRunner::Run(request);
   if (!outcome.ok()) {
     return absl::UnavailableError(

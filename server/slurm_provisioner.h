@@ -5,6 +5,8 @@
 #ifndef GANTRY_SERVER_SLURM_PROVISIONER_H_
 #define GANTRY_SERVER_SLURM_PROVISIONER_H_
 
+#include <atomic>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,9 +18,14 @@ namespace gantry::server {
 // Thread-safe (immutable).
 class SlurmProvisioner final : public Provisioner {
  public:
+  // Runs of sbatch/scancel end early when `*cancelled` turns true (may be null).
   SlurmProvisioner(gantry::v1::SlurmProvisioner spec, int slots_per_worker,
-                   std::map<std::string, std::string> labels)
-      : spec_(std::move(spec)), slots_per_worker_(slots_per_worker), labels_(std::move(labels)) {}
+                   std::map<std::string, std::string> labels,
+                   const std::atomic<bool>* cancelled = nullptr)
+      : spec_(std::move(spec)),
+        slots_per_worker_(slots_per_worker),
+        labels_(std::move(labels)),
+        cancelled_(cancelled) {}
 
   bool Elastic() const override { return true; }
   // One `sbatch --array=0-(count-1)` of the pilot script (given on stdin). UNAVAILABLE with
@@ -40,6 +47,7 @@ class SlurmProvisioner final : public Provisioner {
   const gantry::v1::SlurmProvisioner spec_;
   const int slots_per_worker_;
   const std::map<std::string, std::string> labels_;
+  const std::atomic<bool>* const cancelled_;
 };
 
 }  // namespace gantry::server

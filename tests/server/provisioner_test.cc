@@ -6,8 +6,10 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
@@ -58,6 +60,24 @@ TEST(CommandRunnerTest, TimeoutKillsTheProcessGroup) {
   ASSERT_GT(pid, 0);
   for (int i = 0; i < 50 && Running(pid); ++i) absl::SleepFor(absl::Milliseconds(20));
   EXPECT_FALSE(Running(pid)) << "the command's child survived its timeout";
+}
+
+TEST(CommandRunnerTest, CancellationEndsARunAtOnce) {
+  std::atomic<bool> cancelled{false};
+  CommandRequest request;
+  request.argv = {"/bin/sleep", "300"};
+  request.timeout = absl::Seconds(300);
+  request.cancelled = &cancelled;
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(200));
+    cancelled.store(true);
+  });
+  const absl::Time start = absl::Now();
+  absl::StatusOr<CommandOutcome> out = CommandRunner::Run(request);
+  stopper.join();
+  ASSERT_TRUE(out.ok());
+  EXPECT_FALSE(out->ok());
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
 }
 
 TEST(CommandRunnerTest, DaemonsInTheirOwnSessionDoNotBlockAndSurvive) {
