@@ -404,6 +404,20 @@ std::vector<std::string> Scheduler::QueuedJobs() const {
   return ids;
 }
 
+std::vector<JobRequest> Scheduler::QueuedRequests() const {
+  std::vector<JobRequest> requests;
+  requests.reserve(queue_.size());
+  for (const QueueKey& key : queue_) {
+    if (auto it = jobs_.find(key.id); it != jobs_.end()) requests.push_back(it->second.request);
+  }
+  return requests;
+}
+
+bool Scheduler::Live(const std::string& worker_id) const {
+  auto it = workers_.find(worker_id);
+  return it != workers_.end() && it->second.connected && !it->second.lost;
+}
+
 std::vector<std::string> Scheduler::PlacedJobs() const {
   std::vector<std::string> ids;
   for (const auto& [id, job] : jobs_) {
@@ -456,7 +470,8 @@ std::string Scheduler::WaitReason(const std::string& job_id) const {
     }
     if (draining > 0) {
       absl::StrAppend(&text, " (", draining,
-                      draining == 1 ? " matching worker is" : " matching workers are", " draining)");
+                      draining == 1 ? " matching worker is" : " matching workers are",
+                      " draining)");
     }
     absl::StrAppend(&text, "; it cannot run until more join");
     return text;

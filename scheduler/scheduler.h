@@ -101,6 +101,10 @@ class Scheduler {
   int LeasedSlots(const std::string& worker_id) const;
   // Queued job ids in scheduling order.
   std::vector<std::string> QueuedJobs() const;
+  // Queued jobs' requests in scheduling order (the autoscaler's demand).
+  std::vector<JobRequest> QueuedRequests() const;
+  // Whether the worker is known, connected and not lost (the autoscaler counts these).
+  bool Live(const std::string& worker_id) const;
   // Placed job ids, sorted.
   std::vector<std::string> PlacedJobs() const;
   std::optional<Placement> PlacementOf(const std::string& job_id) const;

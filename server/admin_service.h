@@ -6,15 +6,18 @@
 #include "gantry/v1/admin.grpc.pb.h"
 #include "server/backend.h"
 #include "server/model_pinner.h"
+#include "server/pool_autoscaler.h"
 #include "server/worker_sessions.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend`, `sessions` and `pinner` must outlive it.
+// Thread-safe; `backend`, `sessions`, `pinner` and `autoscaler` must outlive it. The pool RPCs
+// live in admin_service_pools.cc.
 class AdminService final : public gantry::v1::AdminService::Service {
  public:
-  AdminService(Backend& backend, WorkerSessions& sessions, ModelPinner& pinner)
-      : backend_(backend), sessions_(sessions), pinner_(pinner) {}
+  AdminService(Backend& backend, WorkerSessions& sessions, ModelPinner& pinner,
+               PoolAutoscaler& autoscaler)
+      : backend_(backend), sessions_(sessions), pinner_(pinner), autoscaler_(autoscaler) {}
 
   grpc::Status CreateTenant(grpc::ServerContext* context,
                             const gantry::v1::CreateTenantRequest* request,
@@ -64,6 +67,21 @@ class AdminService final : public gantry::v1::AdminService::Service {
   grpc::Status UnloadModel(grpc::ServerContext* context,
                            const gantry::v1::UnloadModelRequest* request,
                            gantry::v1::UnloadModelResponse* response) override;
+  // Pools: the spec checked by ValidatePool, stored, and the autoscaler woken; answers carry the
+  // status the autoscaler observes.
+  grpc::Status CreatePool(grpc::ServerContext* context,
+                          const gantry::v1::CreatePoolRequest* request,
+                          gantry::v1::Pool* response) override;
+  grpc::Status UpdatePool(grpc::ServerContext* context,
+                          const gantry::v1::UpdatePoolRequest* request,
+                          gantry::v1::Pool* response) override;
+  grpc::Status DeletePool(grpc::ServerContext* context,
+                          const gantry::v1::DeletePoolRequest* request,
+                          gantry::v1::DeletePoolResponse* response) override;
+  grpc::Status ListPools(grpc::ServerContext* context, const gantry::v1::ListPoolsRequest* request,
+                         gantry::v1::ListPoolsResponse* response) override;
+  grpc::Status GetPool(grpc::ServerContext* context, const gantry::v1::GetPoolRequest* request,
+                       gantry::v1::Pool* response) override;
 
  private:
   absl::StatusOr<gantry::v1::ModelVersion> ResolveForAdmin(const std::string& tenant,
@@ -73,6 +91,7 @@ class AdminService final : public gantry::v1::AdminService::Service {
   Backend& backend_;
   WorkerSessions& sessions_;
   ModelPinner& pinner_;
+  PoolAutoscaler& autoscaler_;
 };
 
 }  // namespace gantry::server

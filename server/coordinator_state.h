@@ -98,6 +98,9 @@ struct CoordinatorState {
   // The latest heartbeat of every worker connected to this process (memory only; dropped when its
   // stream ends or its lease expires, so nothing stale is shown).
   std::map<std::string, WorkerReport> reports ABSL_GUARDED_BY(mu);
+  // The pool autoscaler's word on queued jobs (e.g. "pool hpc cannot scale up: ..."), appended to
+  // the scheduler's wait reason in their messages.
+  std::map<std::string, std::string> pool_notes ABSL_GUARDED_BY(mu);
   absl::Time started_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
 };
 

@@ -61,7 +61,8 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
       pinner_(*backend_, router_, coordinator_.sessions()),
-      admin_(*backend_, coordinator_.sessions(), pinner_),
+      autoscaler_(*backend_, coordinator_.state()),
+      admin_(*backend_, coordinator_.sessions(), pinner_, autoscaler_),
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
                       backend_->options.blob_gc_grace) {}
 
@@ -161,6 +162,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   server->metrics_http_ = std::move(metrics_http);
   server->coordinator_.Start();
   server->pinner_.Start();
+  server->autoscaler_.Start();
   server->blob_collector_.Start();
   return server;
 }
@@ -169,6 +171,7 @@ void GantryServer::Shutdown() {
   if (backend_->shutting_down.exchange(true)) return;
   if (health_ != nullptr) health_->Stop();
   pinner_.Stop();
+  autoscaler_.Stop();
   coordinator_.Stop();
   blob_collector_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);

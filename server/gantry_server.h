@@ -20,6 +20,7 @@
 #include "server/generation_service.h"
 #include "server/health_monitor.h"
 #include "server/job_coordinator.h"
+#include "server/pool_autoscaler.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
 #include "server/training_service.h"
@@ -57,7 +58,8 @@ class GantryServer {
   std::unique_ptr<Backend> backend_;
   GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
-  ModelPinner pinner_;  // AdminService.LoadModel, and keeping pins applied
+  ModelPinner pinner_;         // AdminService.LoadModel, and keeping pins applied
+  PoolAutoscaler autoscaler_;  // elastic pools
   TrainingService training_;
   GenerationService generation_;
   CatalogService catalog_;

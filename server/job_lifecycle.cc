@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "base/log.h"
 #include "base/sha256.h"
+#include "server/pool_resolver.h"
 #include "showers/toy_mc.h"
 #include "storage/job_repository.h"
 
@@ -330,6 +331,14 @@ absl::StatusOr<scheduler::JobRequest> JobLifecycle::MakeJobRequest(const v1::Job
   request.world_size = job.spec().world_size();
   request.device = job.spec().resources_per_rank().device();  // the scheduler normalises
   request.selector.insert(job.spec().worker_selector().begin(), job.spec().worker_selector().end());
+  // The pool is chosen when the job is queued (again): the cheapest eligible one then. A pool that
+  // has gone since submission leaves the job waiting for workers labelled with its name.
+  absl::StatusOr<std::string> pool = ResolveJobPool(*backend_.pools, job.spec());
+  if (pool.ok() && !pool->empty()) {
+    request.selector["pool"] = *pool;
+  } else if (!pool.ok() && !job.spec().pool().empty()) {
+    request.selector["pool"] = job.spec().pool();
+  }
   if (absl::StartsWith(job.spec().dataset(), "ds-")) {
     absl::StatusOr<v1::Dataset> ds = backend_.datasets->Get(job.owner(), job.spec().dataset());
     if (!ds.ok()) {

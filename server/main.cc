@@ -68,6 +68,13 @@ ABSL_FLAG(int, hang_timeout_seconds, 300,
           "the progress watchdog restarts a running job when rank 0 reports no new step for "
           "max(this, --hang-step-factor x the median step time)");
 ABSL_FLAG(double, hang_step_factor, 20, "see --hang-timeout-seconds");
+ABSL_FLAG(int, autoscale_interval_ms, 2000, "how often the pool autoscaler plans (docs/POOLS.md)");
+ABSL_FLAG(int, pool_idle_timeout_seconds, 60,
+          "an elastic pool's worker idle this long (no ranks) is removed, down to min_workers");
+ABSL_FLAG(int, pool_join_timeout_seconds, 600,
+          "provisioned workers that have not joined after this no longer count as pending");
+ABSL_FLAG(int, pool_backoff_seconds, 10,
+          "after a provisioner failure no scale-up for this long, doubling per failure (to 32x)");
 ABSL_FLAG(int, collective_timeout_ms, 0,
           "Gloo collective timeout given to ranks (0 = the worker's default)");
 ABSL_FLAG(int, placing_timeout_seconds, 600,
@@ -217,6 +224,18 @@ int main(int argc, char** argv) {
   options.rank_exit_grace = absl::Seconds(absl::GetFlag(FLAGS_rank_exit_grace_seconds));
   options.hang_timeout = absl::Seconds(absl::GetFlag(FLAGS_hang_timeout_seconds));
   options.hang_step_factor = absl::GetFlag(FLAGS_hang_step_factor);
+  options.autoscale_interval = absl::Milliseconds(absl::GetFlag(FLAGS_autoscale_interval_ms));
+  options.pool_idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_pool_idle_timeout_seconds));
+  options.pool_join_timeout = absl::Seconds(absl::GetFlag(FLAGS_pool_join_timeout_seconds));
+  options.pool_backoff = absl::Seconds(absl::GetFlag(FLAGS_pool_backoff_seconds));
+  if (options.autoscale_interval < absl::Milliseconds(100) ||
+      options.pool_idle_timeout < absl::ZeroDuration() ||
+      options.pool_join_timeout < absl::Seconds(1) || options.pool_backoff < absl::Seconds(1)) {
+    std::cerr << "gantry-server: --autoscale-interval-ms must be >= 100, "
+                 "--pool-idle-timeout-seconds >= 0, --pool-join-timeout-seconds and "
+                 "--pool-backoff-seconds >= 1\n";
+    return 2;
+  }
   options.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
   if (options.rank_exit_grace < absl::Seconds(1) || options.hang_timeout < absl::Seconds(1) ||
       !(options.hang_step_factor >= 1) || options.collective_timeout_ms < 0) {

@@ -122,6 +122,10 @@ void PlacementLoop::ExplainWaits(absl::Time now) {
     }
     for (const std::string& id : state_.queued) {
       std::string reason = state_.scheduler.WaitReason(id);
+      if (auto note = state_.pool_notes.find(id);
+          note != state_.pool_notes.end() && !reason.empty() && !note->second.empty()) {
+        absl::StrAppend(&reason, "; ", note->second);
+      }
       if (reason.empty() || wait_reasons_[id] == reason) continue;
       changed.emplace_back(id, std::move(reason));
     }

@@ -68,6 +68,13 @@ struct ServerOptions {
   absl::Duration placing_timeout = absl::Minutes(10);
   absl::Duration rank_exit_grace = absl::Seconds(30);
   absl::Duration progress_event_interval = absl::Seconds(1);
+  // Elastic pools (docs/POOLS.md): how often the autoscaler plans; how long an idle provisioned
+  // worker above min_workers stays; how long provisioned workers count as pending before they
+  // must have joined; the first backoff after a provisioner failure (doubling up to 32x).
+  absl::Duration autoscale_interval = absl::Seconds(2);
+  absl::Duration pool_idle_timeout = absl::Seconds(60);
+  absl::Duration pool_join_timeout = absl::Minutes(10);
+  absl::Duration pool_backoff = absl::Seconds(10);
   // Fault tolerance. The progress watchdog restarts a RUNNING job (reason NoProgress) when rank 0
   // reports no new step for max(hang_timeout, hang_step_factor x the median step time). Ranks get
   // collective_timeout_ms as their Gloo timeout (0 = the worker's default).

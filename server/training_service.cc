@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "server/pool_resolver.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/training_requests.h"
 
@@ -71,6 +72,8 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
                          "version"));
       }
     }
+    if (spec.pool().size() > 63) return checks::Invalid("spec.pool", "is not a pool name");
+    RETURN_IF_ERROR(ResolveJobPool(*backend_.pools, spec).status());
     if (spec.hyper_parameters().seed() == 0) {
       // "0 = chosen by the server and recorded".
       std::random_device rd;

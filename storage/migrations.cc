@@ -345,6 +345,17 @@ UPDATE models SET bf16_state = 'STATE_' || bf16_state
   WHERE bf16_state IN ('AVAILABLE', 'UNAVAILABLE', 'NOT_CHECKED');
 )sql";
 
+// Version 10: pools of workers (AdminService.CreatePool): name and the operator's
+// gantry.v1.PoolSpec.
+constexpr const char* kV10 = R"sql(
+CREATE TABLE pools (
+  name text PRIMARY KEY,
+  spec bytea NOT NULL,                     -- gantry.v1.PoolSpec
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now()
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -358,6 +369,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {7, "dataset, preset and particle of model versions as columns", kV7, &BackfillModelLineage},
       {8, "model versions pinned on serving workers", kV8},
       {9, "enum value names with their enum's prefix", kV9},
+      {10, "pools of workers", kV10},
   };
   return *kMigrations;
 }

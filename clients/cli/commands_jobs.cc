@@ -231,6 +231,10 @@ absl::Status Get(CommandContext& context) {
       {"Priority", absl::StrCat(spec.priority())},
       {"Labels", FormatLabels(spec.labels())},
       {"Worker selector", FormatLabels(spec.worker_selector())},
+      {"Pool", spec.pool().empty()
+                   ? (spec.allow_preemptible() ? "cheapest eligible (preemptible allowed)"
+                                               : "cheapest eligible")
+                   : spec.pool()},
       {"Progress", FormatProgressCell(job.progress())},
       {"Losses", FormatMetrics(job.progress().losses())},
       {"Restarts", absl::StrCat(job.restarts(), " of max ", spec.max_restarts(), " (attempt ",

@@ -357,6 +357,7 @@ std::vector<Command> AllCommands() {
   AddDatasetCommands(&commands);
   AddModelCommands(&commands);
   AddAdminCommands(&commands);
+  AddPoolCommands(&commands);
   AddMiscCommands(&commands);
   return commands;
 }

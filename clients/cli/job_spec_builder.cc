@@ -43,7 +43,9 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"gpus", "N", "GPUs per rank"},
       {"threads", "N", "intra-op threads per rank (0 = worker default)"},
       {"label", "K=V", "job label", true},
-      {"selector", "K=V", "worker label the job needs, e.g. pool=onprem", true},
+      {"selector", "K=V", "worker label the job needs, e.g. zone=a", true},
+      {"pool", "NAME", "run in this pool (default: the cheapest eligible one, if pools exist)"},
+      {"allow-preemptible", "", "gantry may choose a preemptible pool"},
       {"priority", "N", "higher runs first (-100..100)"},
       {"seed", "N", "random seed (0 = chosen by the server)"},
       {"model-name", "NAME", "register the trained model under this name"},
@@ -125,6 +127,11 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
     ASSIGN_OR_RETURN(auto pair, ParseKeyValueFlag("selector", text));
     (*spec.mutable_worker_selector())[pair.first] = pair.second;
   }
+  RETURN_IF_ERROR(IfGiven(args, "pool", [&](const std::string& v) {
+    spec.set_pool(v);
+    return absl::OkStatus();
+  }));
+  if (args.Has("allow-preemptible")) spec.set_allow_preemptible(true);
   RETURN_IF_ERROR(int_flag("priority", [&](int v) { spec.set_priority(v); }));
   RETURN_IF_ERROR(IfGiven(args, "seed", [&](const std::string& text) -> absl::Status {
     ASSIGN_OR_RETURN(uint64_t seed, ParseUint64Flag("seed", text));
@@ -146,14 +153,13 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
   }));
   RETURN_IF_ERROR(int_flag("checkpoint-every",
                            [&](int v) { spec.mutable_checkpoint_policy()->set_every_epochs(v); }));
-  RETURN_IF_ERROR(int_flag("checkpoint-every-steps", [&](int v) {
-    spec.mutable_checkpoint_policy()->set_every_steps(v);
-  }));
+  RETURN_IF_ERROR(int_flag("checkpoint-every-steps",
+                           [&](int v) { spec.mutable_checkpoint_policy()->set_every_steps(v); }));
   RETURN_IF_ERROR(IfGiven(args, "checkpoint-every-minutes", [&](const std::string& text) {
     double minutes = 0;
     if (!absl::SimpleAtod(text, &minutes) || !(minutes >= 0)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--checkpoint-every-minutes: \"", text, "\" is not a number of minutes >= 0"));
+      return absl::InvalidArgumentError(absl::StrCat("--checkpoint-every-minutes: \"", text,
+                                                     "\" is not a number of minutes >= 0"));
     }
     spec.mutable_checkpoint_policy()->set_every_minutes(minutes);
     return absl::OkStatus();

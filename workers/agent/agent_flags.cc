@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "base/file_roots.h"
 #include "base/status_macros.h"
 
@@ -40,6 +41,8 @@ const char kAgentUsage[] =
     "                              at once); SIGINT always stops at once\n"
     "  --collective-timeout-ms=MS  Gloo collective and rendezvous timeout of ranks whose job\n"
     "                              does not set one (default 120000)\n"
+    "  --idle-exit-after=DURATION  exit (code 0) after this long without a running rank, e.g.\n"
+    "                              300s or 5m (pilot jobs; default: never)\n"
     "TLS (the daemon, its ranks and its generation endpoint):\n"
     "  --ca-cert=FILE              PEM CA bundle that signed gantry-server's certificate; TLS to\n"
     "                              the server is on when given\n"
@@ -246,6 +249,21 @@ absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
   o->preemption_grace_ms = f.preemption_grace_ms;
   RETURN_IF_ERROR(CheckInt("collective-timeout-ms", f.collective_timeout_ms, 1000, 86400000));
   o->collective_timeout_ms = f.collective_timeout_ms;
+  o->idle_exit_after = absl::ZeroDuration();
+  if (!f.idle_exit_after.empty() && f.idle_exit_after != "0") {
+    int64_t seconds = 0;
+    absl::Duration idle;
+    if (absl::SimpleAtoi(f.idle_exit_after, &seconds)) {
+      idle = absl::Seconds(seconds);
+    } else if (!absl::ParseDuration(f.idle_exit_after, &idle)) {
+      return Bad("idle-exit-after", absl::StrCat("\"", f.idle_exit_after,
+                                                 "\" is not a duration; use e.g. 300s, 5m or 1h"));
+    }
+    if (idle < absl::Seconds(1) || idle > absl::Hours(24 * 30)) {
+      return Bad("idle-exit-after", "must be between 1s and 720h (or 0 = never)");
+    }
+    o->idle_exit_after = idle;
+  }
   return absl::OkStatus();
 }
 

@@ -43,6 +43,7 @@ struct AgentFlags {
   int kill_grace_ms = 5000;            // hidden
   int preemption_grace_ms = 25000;     // SIGTERM: ranks checkpoint within this; 0 = stop at once
   int collective_timeout_ms = 120000;  // Gloo timeout of assignments that leave it 0
+  std::string idle_exit_after;         // "" = never; 300s, 5m, 1h or plain seconds
   std::string ca_cert;                 // PEM CA bundle: TLS to gantry-server when given
   std::string tls_cert;  // PEM certificate (mutual TLS, generation endpoint); needs --ca-cert
   std::string tls_key;   // PEM private key of --tls-cert

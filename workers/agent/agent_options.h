@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "base/file_roots.h"
 #include "base/tls_config.h"
 #include "gantry/v1/common.pb.h"
@@ -56,6 +57,9 @@ struct AgentOptions {
   int preemption_grace_ms = 25000;
   // Gloo collective and rendezvous timeout written into assignments that leave it 0.
   int collective_timeout_ms = 120000;
+  // The daemon exits (code 0) after this long without a running rank (a Slurm pilot frees its
+  // allocation); zero = never.
+  absl::Duration idle_exit_after = absl::ZeroDuration();
 
   // Generation serving (workers/serving): WorkerGenerationService on advertise_host:serve_port.
   int serve_port = 0;                            // 0 = an ephemeral port; -1 = serving off

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/log.h"
 #include "base/metrics/metrics_registry.h"
@@ -130,6 +131,7 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
     }
     if (*part != nullptr) parts.push_back(*std::move(part));
   }
+  const absl::Duration idle_exit_after = options.idle_exit_after;
   WorkerAgent agent(std::move(options));
   for (auto& part : parts) {
     if (absl::Status st = part->Start(agent); !st.ok()) {
@@ -146,7 +148,18 @@ int DaemonMain(AgentOptions options, const std::vector<DaemonExtensionFactory>& 
   // checkpoint. SIGINT, or a second SIGTERM, stops them at once.
   std::thread signal_thread([&] {
     bool preempting = false;
+    absl::Time busy_at = absl::Now();  // the idle exit counts from the start or the last rank
     while (!done.load()) {
+      if (idle_exit_after > absl::ZeroDuration() && !preempting) {
+        if (agent.RunningRanks() > 0) {
+          busy_at = absl::Now();
+        } else if (absl::Now() - busy_at >= idle_exit_after) {
+          GANTRY_LOG(INFO) << "no rank for " << absl::FormatDuration(idle_exit_after)
+                           << " (--idle-exit-after): exiting";
+          agent.Stop();
+          return;
+        }
+      }
       timespec timeout{0, 200 * 1000 * 1000};
       int sig = sigtimedwait(&signals, nullptr, &timeout);
       if (sig <= 0 && g_stop_signal != 0) {

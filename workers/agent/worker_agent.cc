@@ -90,6 +90,10 @@ WorkerAgent::WorkerAgent(AgentOptions options)
 
 WorkerAgent::~WorkerAgent() { launcher_.reset(); }
 
+int WorkerAgent::RunningRanks() const {
+  return static_cast<int>(launcher_->live_rank_keys().size());
+}
+
 void WorkerAgent::Stop() {
   absl::MutexLock lock(&mu_);
   stopping_ = true;

@@ -54,6 +54,8 @@ class WorkerAgent {
   // it is Stop(). Thread-safe, returns at once.
   void Preempt(const std::string& reason);
 
+  // Rank processes running now (the daemon's idle exit).
+  int RunningRanks() const;
   // The id the server gave this worker ("" before the first Register).
   std::string worker_id() const;
   // Connect streams opened so far (1 + reconnects).

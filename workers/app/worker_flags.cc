@@ -78,6 +78,9 @@ ABSL_FLAG(int, kill_grace_ms, kDaemon.kill_grace_ms,
           "daemon (tests): grace between SIGTERM and SIGKILL of a rank");
 ABSL_FLAG(int, preemption_grace_ms, kDaemon.preemption_grace_ms,
           "daemon: on SIGTERM, how long ranks may take to checkpoint and exit (0 = stop at once)");
+ABSL_FLAG(std::string, idle_exit_after, kDaemon.idle_exit_after,
+          "daemon: exit after this long without a running rank, e.g. 300s (pilot jobs); "
+          "empty or 0 = never");
 ABSL_FLAG(int, collective_timeout_ms, kDaemon.collective_timeout_ms,
           "daemon: Gloo collective and rendezvous timeout for jobs that do not set one");
 
@@ -155,7 +158,8 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "rank_binary",
         "kill_grace_ms",
         "preemption_grace_ms",
-        "collective_timeout_ms"}},
+        "collective_timeout_ms",
+        "idle_exit_after"}},
       {"rank",
        {"server", "cache_dir", "cache_max_bytes", "work_dir", "file_roots", "assignment",
         "control_fd", "bind_host", "max_steps_per_epoch", "ca_cert", "tls_cert", "tls_key",
@@ -242,6 +246,7 @@ agent::AgentFlags DaemonFlags() {
   f.rank_binary = absl::GetFlag(FLAGS_rank_binary);
   f.kill_grace_ms = absl::GetFlag(FLAGS_kill_grace_ms);
   f.preemption_grace_ms = absl::GetFlag(FLAGS_preemption_grace_ms);
+  f.idle_exit_after = absl::GetFlag(FLAGS_idle_exit_after);
   f.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);
   return f;
 }
