@@ -3,12 +3,14 @@
 // port registers, downloads an uploaded dataset (ReadDataset) and trains a job whose model is
 // registered; WorkerService on the tenant port and the tenant services on the worker port answer
 // UNIMPLEMENTED; a credential at the wrong listener is PERMISSION_DENIED; health and the RPC
-// metrics cover both listeners; both close on SIGTERM; bad --worker-listen values stop the start.
-// Ports 45010-45011 (server), 45100-45120 (rendezvous).
+// metrics cover both listeners; both close on SIGTERM; the worker listener has the main one's TLS;
+// bad --worker-listen values stop the start. Ports 45010-45013 (servers), 45100-45120 (rendezvous).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -189,6 +191,54 @@ TEST_F(WorkerListenE2eTest, WorkersJoinAndTrainOnlyThroughTheWorkerListener) {
   ASSERT_EQ(StopServer(), 0);
   auto closed = grpc::CreateChannel(kWorkerListen, grpc::InsecureChannelCredentials());
   EXPECT_EQ(HealthOn(closed, ""), -grpc::StatusCode::UNAVAILABLE);
+}
+
+// The worker listener has the main listener's TLS, mutual TLS for workers included: a second server
+// (ports 45012-45013) with --tls-cert/--tls-key/--tls-client-ca and a private CA from
+// deploy/local/certs.sh.
+TEST_F(WorkerListenE2eTest, WorkerListenerHasTheMainListenersTls) {
+  const std::string pki = dir_.File("pki");
+  const std::string certs =
+      std::string(GANTRY_SOURCE_DIR) + "/deploy/local/certs.sh " + pki + " w1 >/dev/null";
+  ASSERT_EQ(std::system(certs.c_str()), 0) << certs;
+  const auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  };
+  const auto tls = [&](bool client_certificate) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = read(pki + "/ca.pem");
+    if (client_certificate) {
+      ssl.pem_cert_chain = read(pki + "/worker-w1.pem");
+      ssl.pem_private_key = read(pki + "/worker-w1.key");
+    }
+    return grpc::SslCredentials(ssl);
+  };
+  std::string error;
+  auto tls_server = ServerProcess::Start(
+      {"--db=" + db_.dsn(), "--data-dir=" + dir_.File("data-tls"),
+       "--admin-token-file=" + dir_.File("admin.token"), "--join-token-file=" + join_token_file_,
+       "--listen=127.0.0.1:45012", "--worker-listen=127.0.0.1:45013",
+       "--tls-cert=" + pki + "/server.pem", "--tls-key=" + pki + "/server.key",
+       "--tls-client-ca=" + pki + "/ca.pem"},
+      dir_.File("tls-server.stderr"), &error);
+  ASSERT_NE(tls_server, nullptr) << error;
+  const std::string worker_port = "127.0.0.1:45013";
+  // Plaintext is refused on the worker port as on the tenant port.
+  EXPECT_EQ(HealthOn(grpc::CreateChannel(worker_port, grpc::InsecureChannelCredentials()), ""),
+            -grpc::StatusCode::UNAVAILABLE);
+  EXPECT_EQ(HealthOn(grpc::CreateChannel("127.0.0.1:45012", tls(false)), ""), 1);
+  EXPECT_EQ(HealthOn(grpc::CreateChannel(worker_port, tls(false)), "gantry.v1.WorkerService"), 1);
+  // Mutual TLS for workers: no client certificate, no registration; with one, registered.
+  v1::RegisterResponse registered;
+  grpc::Status s = Register(grpc::CreateChannel(worker_port, tls(false)), "w1", &registered);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  EXPECT_NE(s.error_message().find("mutual TLS"), std::string::npos) << Describe(s);
+  s = Register(grpc::CreateChannel(worker_port, tls(true)), "w1", &registered);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(tls_server->Terminate(), 0) << tls_server->Stderr();
 }
 
 TEST_F(WorkerListenE2eTest, BadWorkerListenValuesStopTheStartWithAClearError) {
