@@ -1,8 +1,6 @@
 #include "server/backend.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/ascii.h"
