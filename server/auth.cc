@@ -15,13 +15,14 @@ using grpc::experimental::InterceptionHookPoints;
 // Authenticates on the received initial metadata and forgets the result when the call ends.
 class AuthInterceptor : public grpc::experimental::Interceptor {
  public:
-  AuthInterceptor(AuthInterceptorFactory* factory, grpc::experimental::ServerRpcInfo* info)
-      : factory_(factory), info_(info) {}
+  AuthInterceptor(AuthInterceptorFactory* factory, grpc::experimental::ServerRpcInfo* info,
+                  ListenerRole role)
+      : factory_(factory), info_(info), role_(role) {}
   ~AuthInterceptor() override { factory_->Forget(info_->server_context()); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
-      factory_->Authenticate(info_, methods->GetRecvInitialMetadata());
+      factory_->Authenticate(info_, methods->GetRecvInitialMetadata(), role_);
     }
     methods->Proceed();
   }
@@ -29,6 +30,25 @@ class AuthInterceptor : public grpc::experimental::Interceptor {
  private:
   AuthInterceptorFactory* factory_;
   grpc::experimental::ServerRpcInfo* info_;
+  const ListenerRole role_;
+};
+
+// The interceptor factory of one listener: AuthInterceptors bound to the shared factory and a role.
+class ListenerAuthInterceptorFactory
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  ListenerAuthInterceptorFactory(AuthInterceptorFactory* shared, ListenerRole role)
+      : shared_(shared), role_(role) {}
+
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    if (AudienceOf(info->method()) == Audience::kNone) return nullptr;
+    return new AuthInterceptor(shared_, info, role_);
+  }
+
+ private:
+  AuthInterceptorFactory* shared_;
+  const ListenerRole role_;
 };
 
 }  // namespace
@@ -48,12 +68,17 @@ AuthInterceptorFactory::AuthInterceptorFactory(TokenVerifier verifier)
 grpc::experimental::Interceptor* AuthInterceptorFactory::CreateServerInterceptor(
     grpc::experimental::ServerRpcInfo* info) {
   if (AudienceOf(info->method()) == Audience::kNone) return nullptr;
-  return new AuthInterceptor(this, info);
+  return new AuthInterceptor(this, info, ListenerRole::kEveryone);
+}
+
+std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>
+AuthInterceptorFactory::ForListener(ListenerRole role) {
+  return std::make_unique<ListenerAuthInterceptorFactory>(this, role);
 }
 
 void AuthInterceptorFactory::Authenticate(
     grpc::experimental::ServerRpcInfo* info,
-    std::multimap<grpc::string_ref, grpc::string_ref>* metadata) {
+    std::multimap<grpc::string_ref, grpc::string_ref>* metadata, ListenerRole role) {
   const Audience audience = AudienceOf(info->method());
   const bool certificate_missing =
       require_worker_certificates_ && !PeerPresentedCertificate(*info->server_context());
@@ -81,6 +106,17 @@ void AuthInterceptorFactory::Authenticate(
     result = absl::UnauthenticatedError(
         "worker calls need mutual TLS: connect with a client certificate signed by the worker CA "
         "the server trusts (gantry-worker --tls-cert/--tls-key)");
+  }
+  // Checked after the token, so a caller at the wrong address learns where to go, not that its
+  // valid credential is unknown.
+  if (result.ok() && role == ListenerRole::kTenants && result->worker) {
+    result = absl::PermissionDeniedError(
+        "worker and rank credentials are accepted only on the worker listener: point "
+        "gantry-worker --server at the address of gantry-server --worker-listen");
+  } else if (result.ok() && role == ListenerRole::kWorkers && !result->worker) {
+    result = absl::PermissionDeniedError(
+        "tenant tokens are not accepted on the worker listener: call the tenant address "
+        "(gantry-server --listen)");
   }
   absl::MutexLock lock(&mu_);
   calls_.insert_or_assign(info->server_context(), std::move(result));

@@ -43,6 +43,11 @@ enum class Audience { kNone, kTenant, kAdmin, kWorkerJoin, kWorker, kTenantOrWor
 // The audience of a full method name such as "/gantry.v1.AdminService/CreateTenant".
 Audience AudienceOf(absl::string_view method);
 
+// Whose credentials a listener accepts: everyone's (one listener serves all), tenants' only (the
+// main listener beside a worker listener), or workers' only (the worker listener). A call with a
+// valid credential of the other kind is PERMISSION_DENIED with the address it should use.
+enum class ListenerRole { kEveryone, kTenants, kWorkers };
+
 // Checks a bearer secret for an audience: UNAUTHENTICATED for an unknown, revoked or wrong-kind
 // token, PERMISSION_DENIED for a non-admin on kAdmin. Called on the RPC's thread; must be
 // thread-safe.
@@ -60,8 +65,14 @@ class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
   // listener verified against the worker CA). Call before the server accepts calls.
   void RequireWorkerCertificates() { require_worker_certificates_ = true; }
 
+  // Authenticates with ListenerRole::kEveryone.
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
+  // An interceptor factory for one listener of a server with several: it authenticates into this
+  // factory (PrincipalOf sees its calls) and refuses credentials `role` does not accept. This
+  // factory must outlive it.
+  std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface> ForListener(
+      ListenerRole role);
 
   // The principal of a running call, or why it has none. Handlers of authenticated services call
   // this first and return its error unchanged.
@@ -69,7 +80,7 @@ class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
 
   // Used by the interceptor.
   void Authenticate(grpc::experimental::ServerRpcInfo* info,
-                    std::multimap<grpc::string_ref, grpc::string_ref>* metadata);
+                    std::multimap<grpc::string_ref, grpc::string_ref>* metadata, ListenerRole role);
   void Forget(const grpc::ServerContextBase* context);
 
  private:

@@ -1,8 +1,6 @@
 #include "server/backend.h"
 
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 
 #include "absl/strings/ascii.h"
@@ -10,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
+#include "server/secret_file.h"
 #include "storage/migrator.h"
 
 namespace gantry::server {
@@ -17,21 +16,12 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path, const char* flag) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat(flag, ": cannot read ", path));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  std::string secret(absl::StripAsciiWhitespace(buffer.str()));
-  if (secret.size() < 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": the token in ", path, " is shorter than 16 characters"));
-  }
-  return secret;
-}
+// Bootstrap tokens are at least this long (a guessable secret is refused at start).
+constexpr size_t kMinTokenChars = 16;
 
 absl::Status BootstrapAdmin(Backend& backend, const std::string& path) {
-  ASSIGN_OR_RETURN(std::string secret, ReadSecretFile(path, "--admin-token-file"));
+  ASSIGN_OR_RETURN(std::string secret, ReadSecretFile(path, "--admin-token-file",
+                                                      "the admin tenant's token", kMinTokenChars));
   absl::StatusOr<v1::Tenant> tenant = backend.tenants->CreateTenant("admin", true);
   if (absl::IsAlreadyExists(tenant.status())) tenant = backend.tenants->GetTenant("admin");
   RETURN_IF_ERROR(tenant.status());
@@ -79,7 +69,8 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   }
   if (!options.join_token_file.empty()) {
     ASSIGN_OR_RETURN(std::string secret,
-                     ReadSecretFile(options.join_token_file, "--join-token-file"));
+                     ReadSecretFile(options.join_token_file, "--join-token-file",
+                                    "the worker join token", kMinTokenChars));
     RETURN_IF_ERROR(
         backend->tokens->ImportJoinToken(secret, "bootstrap (--join-token-file)").status());
   }

@@ -36,7 +36,7 @@
 
 namespace gantry::server {
 
-// Thread-safe: every member is. Owns the storage objects; `auth` is owned by the grpc::Server
+// Thread-safe: every member is. Owns the storage objects; `auth` is owned by the GantryServer
 // (which the Backend must outlive only while calls run).
 class Backend {
  public:

@@ -1,5 +1,7 @@
 #include "server/gantry_server.h"
 
+#include <optional>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -13,7 +15,6 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
 #include "server/request_log.h"
-#include "server/rpc_metrics.h"
 
 namespace gantry::server {
 namespace {
@@ -50,6 +51,63 @@ std::string HostOf(const std::string& listen) {
   return colon == std::string::npos ? listen : listen.substr(0, colon);
 }
 
+// One grpc::Server of gantry-server: where it listens (and the flag that said so), the services it
+// carries and whose credentials it accepts.
+struct Listener {
+  std::string address;
+  const char* flag;
+  std::vector<grpc::Service*> services;
+  ListenerRole role;
+};
+
+// The grpc::Server of `listener`, serving, with what every listener shares: TLS, message sizes,
+// the thread bound (`quota`, one for all listeners), keepalive, and the interceptors (request log
+// and RPC metrics, then authentication into `auth`). *bound is the "host:port" it listens on.
+absl::StatusOr<std::unique_ptr<grpc::Server>> StartListener(
+    const Listener& listener, const ServerOptions& options,
+    const std::shared_ptr<grpc::ServerCredentials>& creds, const grpc::ResourceQuota* quota,
+    AuthInterceptorFactory& auth, std::string* bound) {
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort(listener.address, creds, &port);
+  for (grpc::Service* service : listener.services) builder.RegisterService(service);
+  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  builder.SetMaxSendMessageSize(options.max_message_bytes);
+  // A bounded thread pool: past max_threads, gRPC refuses new calls (RESOURCE_EXHAUSTED) instead
+  // of starting more threads.
+  if (quota != nullptr) builder.SetResourceQuota(*quota);
+  // Long-lived streams (WatchJob, worker Connect): ping idle connections, and accept client pings.
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
+  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
+  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
+  // A taken port fails the start: with SO_REUSEPORT (gRPC's default on Linux) a second server
+  // would share it silently and take half of the connections.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
+  // Request ids, the per-call log line and the RPC metrics first: every answered call is counted,
+  // whatever authentication decides; the log reads authentication's result.
+  interceptors.push_back(
+      std::make_unique<RequestLogInterceptorFactory>(&auth, options.log_sample_rate));
+  interceptors.push_back(auth.ForListener(listener.role));
+  builder.experimental().SetInterceptorCreators(std::move(interceptors));
+
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError(absl::StrCat(listener.flag, ": cannot listen on ",
+                                               listener.address, " (address in use or invalid)"));
+  }
+  *bound = absl::StrCat(HostOf(listener.address), ":", port);
+  return server;
+}
+
+// The grpc.health.v1 names the worker listener answers for (the rest are NOT_FOUND there).
+bool WorkerListenerCarries(const std::string& service) {
+  return service.empty() || service == HealthMonitor::kWorkerService ||
+         service == gantry::v1::DatasetService::service_full_name();
+}
+
 }  // namespace
 
 GantryServer::GantryServer(std::unique_ptr<Backend> backend)
@@ -60,6 +118,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       catalog_(*backend_, &coordinator_.sessions(), router_),
       datasets_(*backend_),
       workers_(*backend_, coordinator_.sessions()),
+      worker_datasets_(datasets_),
       pinner_(*backend_, router_, coordinator_.sessions()),
       autoscaler_(*backend_, coordinator_.state()),
       admin_(*backend_, coordinator_.sessions(), pinner_, autoscaler_),
@@ -69,12 +128,18 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {
     Shutdown();
-    server_->Wait();
+    Wait();
   }
 }
 
 absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOptions& options) {
   ASSIGN_OR_RETURN(const ServerTls tls, LoadServerTls(options));
+  if (!options.worker_listen.empty() && options.worker_listen == options.listen) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--worker-listen: ", options.worker_listen,
+                     " is --listen's address; give the worker protocol a port of its own, or leave "
+                     "--worker-listen empty to serve workers on --listen"));
+  }
   // The metrics endpoint binds first: a bad or taken --metrics-listen fails before anything starts.
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http;
   if (!options.metrics_listen.empty()) {
@@ -89,56 +154,39 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
     backend->worker_channel_credentials = ChannelCredentialsFor(tls.workers);
   }
   std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
-  Backend* b = server->backend_.get();
+  GantryServer& s = *server;
+  Backend* b = s.backend_.get();
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort(options.listen, creds, &port);
-  builder.RegisterService(&server->training_);
-  builder.RegisterService(&server->generation_);
-  builder.RegisterService(&server->catalog_);
-  builder.RegisterService(&server->datasets_);
-  builder.RegisterService(&server->workers_);
-  builder.RegisterService(&server->admin_);
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
-  builder.SetMaxSendMessageSize(options.max_message_bytes);
-  // A bounded thread pool: past max_threads, gRPC refuses new calls (RESOURCE_EXHAUSTED) instead
-  // of starting more threads.
-  if (options.max_threads > 0) {
-    grpc::ResourceQuota quota("gantry-server");
-    quota.SetMaxThreads(options.max_threads);
-    builder.SetResourceQuota(quota);
-  }
-  // Long-lived streams (WatchJob, worker Connect): ping idle connections, and accept client pings.
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
-  builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
-  builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-  auto auth =
+  s.auth_ =
       std::make_unique<AuthInterceptorFactory>([b](Audience audience, const std::string& secret) {
         return b->VerifyToken(audience, secret);
       });
-  if (tls.workers.trusts_ca()) auth->RequireWorkerCertificates();
-  b->auth = auth.get();
-  std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
-  // Every answered call is counted, whatever the later interceptors decide.
-  interceptors.push_back(std::make_unique<RpcMetricsInterceptorFactory>());
-  // Request ids and the per-call log line first; authentication results are read by both.
-  interceptors.push_back(
-      std::make_unique<RequestLogInterceptorFactory>(auth.get(), options.log_sample_rate));
-  interceptors.push_back(std::move(auth));
-  builder.experimental().SetInterceptorCreators(std::move(interceptors));
-
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || port == 0) {
-    server->server_.reset();
-    return absl::UnavailableError(absl::StrCat("--listen: cannot listen on ", options.listen,
-                                               " (address in use or invalid)"));
+  if (tls.workers.trusts_ca()) s.auth_->RequireWorkerCertificates();
+  b->auth = s.auth_.get();
+  std::optional<grpc::ResourceQuota> quota;
+  if (options.max_threads > 0) {
+    quota.emplace("gantry-server");
+    quota->SetMaxThreads(options.max_threads);
   }
-  server->address_ = absl::StrCat(HostOf(options.listen), ":", port);
+  const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
+  const bool split = !options.worker_listen.empty();
+  Listener main{options.listen,
+                "--listen",
+                {&s.training_, &s.generation_, &s.catalog_, &s.datasets_, &s.admin_},
+                split ? ListenerRole::kTenants : ListenerRole::kEveryone};
+  if (!split) main.services.push_back(&s.workers_);
+  ASSIGN_OR_RETURN(s.server_,
+                   StartListener(main, options, creds, shared_quota, *s.auth_, &s.address_));
+  if (split) {
+    const Listener workers{options.worker_listen,
+                           "--worker-listen",
+                           {&s.workers_, &s.worker_datasets_},
+                           ListenerRole::kWorkers};
+    ASSIGN_OR_RETURN(s.worker_server_, StartListener(workers, options, creds, shared_quota,
+                                                     *s.auth_, &s.worker_address_));
+  }
   // The health monitor probes PostgreSQL on a connection of its own with short timeouts, so a
   // pool full of slow calls does not read as an outage.
   storage::DatabaseOptions probe;
@@ -146,24 +194,33 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   probe.connect_timeout = absl::Seconds(2);
   probe.statement_timeout = absl::Seconds(2);
   probe.pool_wait = absl::Seconds(2);
-  ASSIGN_OR_RETURN(server->health_db_, storage::Database::Create(options.db_dsn, probe));
-  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
-  storage::Database* health_db = server->health_db_.get();
-  GenerationRouter* router = &server->router_;
-  server->health_ = std::make_unique<HealthMonitor>(
+  ASSIGN_OR_RETURN(s.health_db_, storage::Database::Create(options.db_dsn, probe));
+  grpc::HealthCheckServiceInterface* health = s.server_->GetHealthCheckService();
+  grpc::HealthCheckServiceInterface* worker_health =
+      split ? s.worker_server_->GetHealthCheckService() : nullptr;
+  storage::Database* health_db = s.health_db_.get();
+  GenerationRouter* router = &s.router_;
+  // Each listener answers for the services it carries: with a worker listener, WorkerService's
+  // status lives there only.
+  s.health_ = std::make_unique<HealthMonitor>(
       options.health_check_interval, [health_db] { return health_db->Ping(); },
       [router] { return router->ServingWorkers(); },
-      [health](const std::string& service, bool serving) {
-        health->SetServingStatus(service, serving);
+      [health, worker_health](const std::string& service, bool serving) {
+        if (worker_health == nullptr || service != HealthMonitor::kWorkerService) {
+          health->SetServingStatus(service, serving);
+        }
+        if (worker_health != nullptr && WorkerListenerCarries(service)) {
+          worker_health->SetServingStatus(service, serving);
+        }
       });
-  server->health_->Start();
-  server->metrics_collector_ = std::make_unique<ServerMetricsCollector>(
-      metrics::ProcessMetrics(), *b, server->coordinator_.state(), server->health_db_.get());
-  server->metrics_http_ = std::move(metrics_http);
-  server->coordinator_.Start();
-  server->pinner_.Start();
-  server->autoscaler_.Start();
-  server->blob_collector_.Start();
+  s.health_->Start();
+  s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
+      metrics::ProcessMetrics(), *b, s.coordinator_.state(), s.health_db_.get());
+  s.metrics_http_ = std::move(metrics_http);
+  s.coordinator_.Start();
+  s.pinner_.Start();
+  s.autoscaler_.Start();
+  s.blob_collector_.Start();
   return server;
 }
 
@@ -174,10 +231,21 @@ void GantryServer::Shutdown() {
   autoscaler_.Stop();
   coordinator_.Stop();
   blob_collector_.Stop();
-  server_->GetHealthCheckService()->SetServingStatus(false);
-  server_->Shutdown(absl::ToChronoTime(absl::Now() + backend_->options.shutdown_grace));
+  // Both listeners drain within the same grace, side by side.
+  const absl::Time deadline = absl::Now() + backend_->options.shutdown_grace;
+  std::vector<std::thread> draining;
+  for (grpc::Server* listener : {server_.get(), worker_server_.get()}) {
+    if (listener == nullptr) continue;
+    listener->GetHealthCheckService()->SetServingStatus(false);
+    draining.emplace_back(
+        [listener, deadline] { listener->Shutdown(absl::ToChronoTime(deadline)); });
+  }
+  for (std::thread& t : draining) t.join();
 }
 
-void GantryServer::Wait() { server_->Wait(); }
+void GantryServer::Wait() {
+  if (server_ != nullptr) server_->Wait();
+  if (worker_server_ != nullptr) worker_server_->Wait();
+}
 
 }  // namespace gantry::server

@@ -1,7 +1,8 @@
 // GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking
 // that follows the database and the serving workers (HealthMonitor), reflection, the auth
-// interceptor, keepalive, message-size and thread limits on one grpc::Server, the blob garbage
-// collector, and the Prometheus /metrics endpoint (options.metrics_listen).
+// interceptor, keepalive, message-size and thread limits on one grpc::Server (or two: the worker
+// protocol on its own listener, options.worker_listen), the blob garbage collector, and the
+// Prometheus /metrics endpoint (options.metrics_listen).
 #ifndef GANTRY_SERVER_GANTRY_SERVER_H_
 #define GANTRY_SERVER_GANTRY_SERVER_H_
 
@@ -24,6 +25,7 @@
 #include "server/server_metrics.h"
 #include "server/server_options.h"
 #include "server/training_service.h"
+#include "server/worker_dataset_service.h"
 #include "server/worker_service.h"
 #include "storage/database.h"
 
@@ -32,22 +34,26 @@ namespace gantry::server {
 // Start() returns a serving server; Shutdown() may be called from any thread, once.
 class GantryServer {
  public:
-  // Connects to the database (applying migrations), binds options.listen (TLS when cert and key are
-  // given) and starts serving; health statuses are set by a first HealthMonitor check before it
-  // returns and follow the database and the workers every options.health_check_interval.
+  // Connects to the database (applying migrations), binds options.listen and, when given,
+  // options.worker_listen (both with TLS when cert and key are given) and starts serving; health
+  // statuses are set by a first HealthMonitor check before it returns and follow the database and
+  // the workers every options.health_check_interval.
   static absl::StatusOr<std::unique_ptr<GantryServer>> Start(const ServerOptions& options);
   ~GantryServer();
 
   // "host:port" actually bound (port resolved when options.listen asked for port 0).
   const std::string& address() const { return address_; }
+  // "host:port" of the worker listener actually bound; empty when options.worker_listen is empty
+  // (workers then use address()).
+  const std::string& worker_address() const { return worker_address_; }
   // "host:port" of the /metrics endpoint; empty when options.metrics_listen is empty.
   std::string metrics_address() const {
     return metrics_http_ != nullptr ? metrics_http_->address() : std::string();
   }
   int migrations_applied() const { return backend_->migrations_applied; }
 
-  // Marks health NOT_SERVING, ends streams and waits up to options.shutdown_grace for calls to
-  // finish, then cancels the rest.
+  // Marks health NOT_SERVING, ends streams and waits up to options.shutdown_grace for calls on
+  // every listener to finish, then cancels the rest.
   void Shutdown();
   // Blocks until the server has shut down.
   void Wait();
@@ -65,13 +71,19 @@ class GantryServer {
   CatalogService catalog_;
   DatasetService datasets_;
   WorkerService workers_;
+  WorkerDatasetService worker_datasets_;  // ReadDataset alone, for the worker listener
   AdminService admin_;
   BlobCollector blob_collector_;
+  // Every call's authentication result, whichever listener took it; outlives both servers.
+  std::unique_ptr<AuthInterceptorFactory> auth_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
+  // The worker listener (options.worker_listen); null when the main listener serves workers too.
+  std::unique_ptr<grpc::Server> worker_server_;
+  std::string worker_address_;
   // The health monitor's own one-connection pool (short timeouts; never waits behind busy calls).
   std::unique_ptr<storage::Database> health_db_;
-  std::unique_ptr<HealthMonitor> health_;  // sets statuses on server_
+  std::unique_ptr<HealthMonitor> health_;  // sets statuses on server_ and worker_server_
   // The scrape-time gauges of this server, and the endpoint: destroyed first.
   std::unique_ptr<ServerMetricsCollector> metrics_collector_;
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;

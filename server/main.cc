@@ -5,11 +5,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
-#include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -25,11 +24,17 @@
 #include "base/sanitizers.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
+#include "server/secret_file.h"
 #include "server/server_options.h"
 
 ABSL_FLAG(
     std::string, listen, "127.0.0.1:50051",
     "host:port to serve on; port 0 picks a free port (printed as \"listening on HOST:PORT\")");
+ABSL_FLAG(std::string, worker_listen, "",
+          "host:port of a second gRPC listener for the worker protocol only (WorkerService, "
+          "DatasetService.ReadDataset, grpc.health.v1; same TLS as --listen), so a network policy "
+          "can admit only workers to it; --listen then serves tenants only. Default empty: "
+          "workers use --listen");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port of the Prometheus /metrics endpoint (plain HTTP; default empty: off)");
 ABSL_FLAG(std::string, db, "",
@@ -166,10 +171,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.listen = absl::GetFlag(FLAGS_listen);
+  options.worker_listen = absl::GetFlag(FLAGS_worker_listen);
   options.metrics_listen = absl::GetFlag(FLAGS_metrics_listen);
-  if (!options.metrics_listen.empty()) {
+  for (const auto& [address, flag] : {std::pair{&options.worker_listen, "--worker-listen"},
+                                      std::pair{&options.metrics_listen, "--metrics-listen"}}) {
+    if (address->empty()) continue;
     if (absl::StatusOr<gantry::metrics::HostPort> parsed =
-            gantry::metrics::ParseListenAddress(options.metrics_listen, "--metrics-listen");
+            gantry::metrics::ParseListenAddress(*address, flag);
         !parsed.ok()) {
       std::cerr << "gantry-server: " << parsed.status().message() << "\n";
       return 2;
@@ -181,19 +189,13 @@ int main(int argc, char** argv) {
       std::cerr << "gantry-server: give either --db or --db-file, not both\n";
       return 2;
     }
-    std::ifstream in(db_file);
-    std::ostringstream dsn;
-    if (!in || !(dsn << in.rdbuf())) {
-      std::cerr << "gantry-server: cannot read --db-file " << db_file
-                << ": it must be a readable file holding the libpq DSN\n";
+    absl::StatusOr<std::string> dsn =
+        gantry::server::ReadSecretFile(db_file, "--db-file", "the libpq DSN");
+    if (!dsn.ok()) {
+      std::cerr << "gantry-server: " << dsn.status().message() << "\n";
       return 2;
     }
-    options.db_dsn = std::string(absl::StripAsciiWhitespace(dsn.str()));
-    if (options.db_dsn.empty()) {
-      std::cerr << "gantry-server: --db-file " << db_file
-                << " is empty: write the libpq DSN into it\n";
-      return 2;
-    }
+    options.db_dsn = *std::move(dsn);
   }
   if (const char* env = std::getenv("GANTRY_DB"); options.db_dsn.empty() && env != nullptr) {
     options.db_dsn = env;
@@ -346,6 +348,10 @@ int main(int argc, char** argv) {
                    << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers");
   if (!(*server)->metrics_address().empty()) {
     GANTRY_LOG(INFO) << "metrics on http://" << (*server)->metrics_address() << "/metrics";
+  }
+  if (!(*server)->worker_address().empty()) {
+    // Printed before "listening on", which tells scripts and tests the server is up.
+    std::cout << "worker protocol on " << (*server)->worker_address() << std::endl;
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
 

@@ -28,13 +28,17 @@ bool IsServerFault(grpc::StatusCode code) {
          code == grpc::StatusCode::UNIMPLEMENTED;
 }
 
-// Per call: takes or makes the id on the received metadata, returns it with the initial and the
-// trailing metadata, logs the line when the status is sent.
+// Per call: the clock starts when the call is created; takes or makes the id on the received
+// metadata, returns it with the initial and the trailing metadata, and when the status is sent
+// records the metrics and logs the line.
 class RequestLogInterceptor : public grpc::experimental::Interceptor {
  public:
   RequestLogInterceptor(const RequestLogInterceptorFactory* factory,
                         grpc::experimental::ServerRpcInfo* info)
-      : factory_(factory), info_(info), start_(absl::Now()) {}
+      : factory_(factory),
+        info_(info),
+        method_(info->method() != nullptr ? info->method() : "unknown"),
+        start_(absl::Now()) {}
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
@@ -50,7 +54,10 @@ class RequestLogInterceptor : public grpc::experimental::Interceptor {
     }
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS)) {
       methods->GetSendTrailingMetadata()->emplace(kRequestIdKey, Id());
-      Log(methods->GetSendStatus());
+      const grpc::Status status = methods->GetSendStatus();
+      const absl::Duration duration = absl::Now() - start_;
+      RecordRpc(method_, status.error_code(), duration);
+      Log(status, duration);
     }
     methods->Proceed();
   }
@@ -61,7 +68,7 @@ class RequestLogInterceptor : public grpc::experimental::Interceptor {
     return id_;
   }
 
-  void Log(const grpc::Status& status) {
+  void Log(const grpc::Status& status, absl::Duration duration) {
     const bool failed = !status.ok();
     if (!failed) {
       const double rate = factory_->sample_rate();
@@ -79,20 +86,19 @@ class RequestLogInterceptor : public grpc::experimental::Interceptor {
         caller = principal->worker ? "worker:" + principal->worker_id : principal->tenant;
       }
     }
-    const std::string method = info_->method() != nullptr ? info_->method() : "";
     LogLine line(level, __FILE__, __LINE__);
-    line.Field("method", method)
+    line.Field("method", method_)
         .Field("tenant", caller)
         .Field("code", StatusCodeName(status.error_code()))
-        .Field("duration_ms",
-               absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(absl::Now() - start_)))
+        .Field("duration_ms", absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(duration)))
         .Field("request_id", Id());
     if (failed) line.Field("error", status.error_message());
-    line << "rpc " << method << " " << StatusCodeName(status.error_code());
+    line << "rpc " << method_ << " " << StatusCodeName(status.error_code());
   }
 
   const RequestLogInterceptorFactory* factory_;
   grpc::experimental::ServerRpcInfo* info_;
+  const std::string method_;
   const absl::Time start_;
   std::string id_;  // hooks of one call run one at a time
 };

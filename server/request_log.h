@@ -1,11 +1,13 @@
-// RequestLog: a server interceptor that gives every call a request id and logs one line per call.
+// RequestLog: a server interceptor that gives every call a request id, logs one line per call and
+// feeds the RPC metrics (server/rpc_metrics.h), timing each call once for both.
 //
 // The id is the client's `x-request-id` metadata when it is a plausible id (1 to 128 characters of
 // [A-Za-z0-9._:-]), otherwise a new random one; the server returns it as `x-request-id` in both
 // the initial and the trailing metadata. When the call ends, a line with method, tenant (or
 // worker), status code, duration and request id is logged: always for failed calls (WARNING for
 // codes a client causes, ERROR for INTERNAL, UNKNOWN, DATA_LOSS, UNAVAILABLE and UNIMPLEMENTED),
-// and for a random `sample_rate` share of successful ones (INFO).
+// and for a random `sample_rate` share of successful ones (INFO). Every answered call is counted in
+// the metrics, logged or not (a call cancelled before a status is sent is neither).
 #ifndef GANTRY_SERVER_REQUEST_LOG_H_
 #define GANTRY_SERVER_REQUEST_LOG_H_
 

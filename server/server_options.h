@@ -15,6 +15,11 @@ namespace gantry::server {
 
 struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
+  // host:port of a second gRPC listener that carries only what workers call (WorkerService,
+  // DatasetService.ReadDataset) and grpc.health.v1, with the same TLS as `listen`, so a network
+  // policy can admit only workers to it. When set, `listen` serves tenants only: WorkerService is
+  // UNIMPLEMENTED there and worker credentials are refused. Empty: `listen` serves everything.
+  std::string worker_listen;
   // host:port of the Prometheus /metrics endpoint (plain HTTP); empty = off.
   std::string metrics_listen;
   std::string db_dsn;         // libpq DSN

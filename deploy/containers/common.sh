@@ -20,7 +20,10 @@ if [[ ! "$host_port" =~ ^[0-9]+$ ]] || ((host_port < 1 || host_port > 65535)); t
 fi
 # Host-side state: the secrets' source files (mode 0600), the CLI's output directory, logs.
 run_dir="${GANTRY_CTR_RUN:-$GANTRY_VAR/containers/$ctr}"
+# gantry-server's two gRPC ports on $network: tenants (the CLI) use 50051, the workers the worker
+# protocol's own listener, 50052 (--worker-listen), which is not published on the host.
 server_in_network="$ctr-server:50051"
+worker_server_in_network="$ctr-server:50052"
 worker_count=2
 # The user the gantry images run as (runtime.Containerfile).
 gantry_uid=10001

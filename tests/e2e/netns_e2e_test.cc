@@ -29,7 +29,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "base/sha256.h"
 #include "tests/e2e/netns_hosts.h"
 #include "tests/e2e/worker_pool_fixture.h"
 #include "tests/support/temp_dir.h"
@@ -178,26 +177,7 @@ class NetnsE2eTest : public WorkerPoolFixture {
                               " toymc:layout=25,events=80,seed=5,emin=20,emax=200 " + h5 +
                               " >/dev/null";
     EXPECT_EQ(std::system(toymc.c_str()), 0) << toymc;
-    std::ifstream in(h5, std::ios::binary);
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    const std::string bytes = buffer.str();
-    v1::Dataset dataset;
-    auto ctx = Ctx(token_, 30000);
-    auto writer = datasets_->UploadDataset(ctx.get(), &dataset);
-    v1::UploadDatasetRequest header;
-    header.mutable_header()->set_name("netns-data");
-    header.mutable_header()->set_size_bytes(bytes.size());
-    header.mutable_header()->set_sha256(Sha256Hex(bytes));
-    header.mutable_header()->set_file_name("Ele_netns.h5");
-    EXPECT_TRUE(writer->Write(header));
-    v1::UploadDatasetRequest chunk;
-    chunk.set_chunk(bytes);
-    EXPECT_TRUE(writer->Write(chunk));
-    writer->WritesDone();
-    grpc::Status uploaded = writer->Finish();
-    EXPECT_TRUE(uploaded.ok()) << Describe(uploaded);
-    return dataset.id();
+    return UploadDatasetFile(token_, "netns-data", h5);
   }
 
   std::unique_ptr<NetnsHosts> hosts_;

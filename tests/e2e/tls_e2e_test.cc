@@ -15,7 +15,6 @@
 #include <thread>
 #include <vector>
 
-#include "base/sha256.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
@@ -158,30 +157,14 @@ TEST_F(TlsE2eTest, TrainRegisterAndGenerateOverTlsAndRefuseWhatIsNotTrusted) {
                             " toymc:layout=25,events=32,seed=5,emin=20,emax=200 " + h5 +
                             " >/dev/null";
   ASSERT_EQ(std::system(toymc.c_str()), 0) << toymc;
-  const std::string bytes = ReadText(h5);
-  v1::Dataset dataset;
-  {
-    auto ctx = Ctx(token_, 30000);
-    auto writer = datasets_->UploadDataset(ctx.get(), &dataset);
-    v1::UploadDatasetRequest header;
-    header.mutable_header()->set_name("tls-data");
-    header.mutable_header()->set_size_bytes(bytes.size());
-    header.mutable_header()->set_sha256(Sha256Hex(bytes));
-    header.mutable_header()->set_file_name("Ele_tls.h5");
-    ASSERT_TRUE(writer->Write(header));
-    v1::UploadDatasetRequest chunk;
-    chunk.set_chunk(bytes);
-    ASSERT_TRUE(writer->Write(chunk));
-    writer->WritesDone();
-    grpc::Status uploaded = writer->Finish();
-    ASSERT_TRUE(uploaded.ok()) << Describe(uploaded);
-  }
+  const std::string dataset = UploadDatasetFile(token_, "tls-data", h5);
+  ASSERT_FALSE(dataset.empty());
   worker_process_ = StartDaemon("g1", WorkerTls(pki_, "g1"));
   v1::JobSpec spec;
   spec.set_display_name("tls-e2e");
   spec.set_model_name("tls-tiny");
   spec.set_model_preset("tiny");
-  spec.set_dataset(dataset.id());
+  spec.set_dataset(dataset);
   spec.mutable_hyper_parameters()->set_epochs(1);
   spec.mutable_hyper_parameters()->set_batch_per_rank(8);
   spec.mutable_hyper_parameters()->set_seed(3);

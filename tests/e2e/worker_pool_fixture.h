@@ -92,6 +92,7 @@ class WorkerPoolFixture : public ServerFixture {
                                      "--file-dataset-roots=/nonexistent",
                                      "--file-dataset-tenants=physics"};
     if (!listen.empty()) args.push_back("--listen=" + listen);
+    args.insert(args.end(), server_extra_args_.begin(), server_extra_args_.end());
     StartServer(args);
   }
 
@@ -99,7 +100,8 @@ class WorkerPoolFixture : public ServerFixture {
     std::vector<std::string> argv = {
         GANTRY_WORKER_BINARY,
         "daemon",
-        "--server=" + server_->address(),
+        "--server=" +
+            (worker_server_address_.empty() ? server_->address() : worker_server_address_),
         "--join-token-file=" + join_token_file_,
         "--name=" + name,
         "--slots=1",
@@ -232,6 +234,10 @@ class WorkerPoolFixture : public ServerFixture {
 
   // The server's --listen for SetUp; "" = a free loopback port.
   std::string server_listen_;
+  // More server flags for SetUp, and the address daemons are given as --server ("" = the server's
+  // address), e.g. a worker listener.
+  std::vector<std::string> server_extra_args_;
+  std::string worker_server_address_;
   std::string join_token_file_;
   std::string token_;
   std::map<std::string, std::unique_ptr<ChildProcess>> workers_;

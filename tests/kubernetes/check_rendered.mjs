@@ -1,5 +1,6 @@
-// Asserts what gantry's rendered Kubernetes overlays must say beyond schema validity: the probes,
-// the worker flags from the downward API, the Secrets wired in, the NetworkPolicies and, for the
+// Asserts what gantry's rendered Kubernetes overlays must say beyond schema validity: the server's
+// two ports and probes, the worker flags from the downward API, the Secrets wired in, the
+// NetworkPolicies (the worker port admits worker pods only) and, for the
 // GPU overlay, accelerator requests, node selectors and tolerations per pool.
 // usage: node check_rendered.mjs local|gpu-cloud RENDERED.yaml
 // Prints one line per failed expectation and exits 1 if there is any.
@@ -32,17 +33,33 @@ for (const object of objects) {
          `${object.kind} ${object.metadata?.name} is not in namespace gantry`);
 }
 
-// gantry-server: readiness on the whole server (needs PostgreSQL), liveness on a service that stays
-// SERVING through a database outage (server/health_monitor.h: WorkerService).
+// gantry-server: tenants on port 50051 (--listen), the worker protocol on its own port 50052
+// (--worker-listen); readiness on the whole server (needs PostgreSQL), liveness on a service that
+// stays SERVING through a database outage (server/health_monitor.h: WorkerService, on the worker
+// port).
+const TENANT_PORT = 50051;
+const WORKER_PORT = 50052;
 const server = find("Deployment", "gantry-server");
 expect(server, "no Deployment gantry-server");
 const serverContainer = server?.spec.template.spec.containers[0];
-expect(serverContainer?.readinessProbe?.grpc?.port === 50051 &&
+const containerPort = (name) => serverContainer?.ports?.find((p) => p.name === name)?.containerPort;
+expect(flag(serverContainer?.args, "listen") === `0.0.0.0:${TENANT_PORT}` && containerPort("grpc") === TENANT_PORT,
+       `gantry-server does not serve tenants on --listen=0.0.0.0:${TENANT_PORT} (containerPort grpc)`);
+expect(flag(serverContainer?.args, "worker-listen") === `0.0.0.0:${WORKER_PORT}` &&
+       containerPort("worker-grpc") === WORKER_PORT,
+       `gantry-server does not serve the worker protocol on --worker-listen=0.0.0.0:${WORKER_PORT} (containerPort worker-grpc)`);
+expect(serverContainer?.readinessProbe?.grpc?.port === TENANT_PORT &&
        serverContainer.readinessProbe.grpc.service === "",
-       "gantry-server readiness is not grpc.health.v1 on port 50051, service \"\"");
-expect(serverContainer?.livenessProbe?.grpc?.port === 50051 &&
+       `gantry-server readiness is not grpc.health.v1 on port ${TENANT_PORT}, service ""`);
+expect(serverContainer?.livenessProbe?.grpc?.port === WORKER_PORT &&
        serverContainer.livenessProbe.grpc.service === "gantry.v1.WorkerService",
-       "gantry-server liveness is not grpc.health.v1 service gantry.v1.WorkerService");
+       `gantry-server liveness is not grpc.health.v1 service gantry.v1.WorkerService on port ${WORKER_PORT}`);
+// The tenant Service exposes the tenant port alone; the workers' Service the worker port alone.
+const servicePorts = (name) => (find("Service", name)?.spec.ports ?? []).map((p) => [p.port, p.targetPort ?? p.port]);
+expect(JSON.stringify(servicePorts("gantry-server")) === JSON.stringify([[TENANT_PORT, "grpc"]]),
+       `Service gantry-server does not expose exactly port ${TENANT_PORT} -> grpc`);
+expect(JSON.stringify(servicePorts("gantry-server-workers")) === JSON.stringify([[WORKER_PORT, "worker-grpc"]]),
+       `Service gantry-server-workers does not expose exactly port ${WORKER_PORT} -> worker-grpc`);
 const dbVolume = server?.spec.template.spec.volumes?.find((v) => v.secret?.secretName === "gantry-db");
 const dbMount = serverContainer?.volumeMounts?.find((m) => m.name === dbVolume?.name);
 expect(dbVolume?.secret.items?.some((i) => i.key === "dsn" && `${dbMount?.mountPath}/${i.path}` === flag(serverContainer.args, "db-file")),
@@ -70,6 +87,29 @@ expect(pgPolicy?.spec.ingress?.length === 1 && pgPolicy.spec.ingress[0].from?.le
        "PostgreSQL's NetworkPolicy does not admit gantry-server alone");
 expect(find("NetworkPolicy", "gantry-default-deny-ingress")?.spec.ingress === undefined,
        "no default-deny ingress NetworkPolicy");
+// Every ingress rule of every NetworkPolicy that selects the server's pods: the tenant port is
+// admitted from anywhere; a rule that opens the worker port (by number, by name, in a range, or by
+// naming no port) admits only peers that select gantry-worker pods (no namespaceSelector, no
+// ipBlock), and there is one.
+const serverLabels = server?.spec.template.metadata?.labels ?? {};
+const selectsPods = (selector, labels) => !selector?.matchExpressions?.length &&
+  Object.entries(selector?.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
+const serverRules = objects.filter((o) => o.kind === "NetworkPolicy" && selectsPods(o.spec.podSelector, serverLabels))
+  .flatMap((p) => (p.spec.ingress ?? []).map((rule) => ({ policy: p.metadata.name, rule })));
+const opens = (rule, number, name) => !rule.ports?.length || rule.ports.some((p) =>
+  (p.protocol ?? "TCP") === "TCP" && (p.port === undefined || p.port === number || p.port === name ||
+                                      (typeof p.port === "number" && p.endPort >= number && p.port <= number)));
+const onlyWorkers = (peer) => !peer.namespaceSelector && !peer.ipBlock &&
+  peer.podSelector?.matchLabels?.["app.kubernetes.io/name"] === "gantry-worker" &&
+  !peer.podSelector.matchExpressions?.length;
+expect(serverRules.some(({ rule }) => opens(rule, TENANT_PORT, "grpc") && !rule.from?.length),
+       `gantry-server's tenant port ${TENANT_PORT} is not admitted from anywhere`);
+const workerPortRules = serverRules.filter(({ rule }) => opens(rule, WORKER_PORT, "worker-grpc"));
+expect(workerPortRules.length > 0, `no NetworkPolicy admits worker pods to gantry-server's worker port ${WORKER_PORT}`);
+for (const { policy, rule } of workerPortRules) {
+  expect(rule.from?.length > 0 && rule.from.every(onlyWorkers),
+         `NetworkPolicy ${policy} admits peers other than gantry-worker pods to gantry-server's worker port ${WORKER_PORT}`);
+}
 const workerPolicy = find("NetworkPolicy", "gantry-worker-ingress");
 expect(workerPolicy?.spec.ingress?.every((rule) => rule.from?.length > 0 && rule.from.every(
            (peer) => ["gantry-worker", "gantry-server"].includes(peer.podSelector?.matchLabels?.["app.kubernetes.io/name"]) &&
@@ -90,7 +130,8 @@ for (const pool of pools) {
   expect(flag(container.args, "name") === "$(NODE_NAME)" && env.NODE_NAME === "spec.nodeName",
          `${name}: --name is not the node name from the downward API`);
   expect(/^\d+-\d+$/.test(flag(container.args, "rendezvous-ports") ?? ""), `${name}: no --rendezvous-ports MIN-MAX`);
-  expect(flag(container.args, "server") === "gantry-server-workers:50051", `${name}: --server is not gantry-server-workers:50051`);
+  expect(flag(container.args, "server") === `gantry-server-workers:${WORKER_PORT}`,
+         `${name}: --server is not gantry-server-workers:${WORKER_PORT} (the worker port)`);
   expect(spec.volumes?.find((v) => v.name === "tokens")?.secret?.secretName === "gantry-tokens",
          `${name}: the join token is not from Secret gantry-tokens`);
   const labels = pool.spec.template.metadata.labels ?? {};

@@ -2,8 +2,9 @@
 # ctest kubernetes.manifests: renders deploy/kubernetes (base, postgres, workers, overlays/local,
 # overlays/gpu-cloud) with `kubectl kustomize` in a scratch copy whose secret files secrets.sh wrote,
 # validates every object offline against the Kubernetes API schemas (validate.mjs: unknown fields
-# fail), checks what the overlays must say (check_rendered.mjs), and makes sure broken manifests
-# fail: an unknown field, a wrong type, an unknown kind, a bad patch in an overlay, a missing secret.
+# fail), checks what the overlays must say (check_rendered.mjs, the NetworkPolicies included), and
+# makes sure broken manifests fail: an unknown field, a wrong type, an unknown kind, a bad patch in an
+# overlay, a missing secret, a worker port reachable by more than worker pods.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -58,6 +59,47 @@ done
 for overlay in local gpu-cloud; do
   node "$here/check_rendered.mjs" "$overlay" "$scratch/overlays-$overlay.yaml" || fail "$overlay misses expectations above"
 done
+# The NetworkPolicy shape is asserted, not assumed: each widening of what reaches the server's worker
+# port must fail check_rendered.mjs, naming the problem.
+# expect_unchecked NAME PATTERN JS: check_rendered.mjs must fail on the local overlay changed by JS
+# (statements over `objects`, the rendered objects) and print PATTERN.
+expect_unchecked() {
+  node --input-type=module -e '
+    const [input, output, yamlModule, body] = process.argv.slice(1);
+    const { readFileSync, writeFileSync } = await import("node:fs");
+    const { parseAllDocuments, stringify } = await import(yamlModule);
+    const objects = parseAllDocuments(readFileSync(input, "utf8")).map((d) => d.toJS()).filter(Boolean);
+    const policy = (name) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === name);
+    new Function("objects", "policy", body)(objects, policy);
+    writeFileSync(output, objects.map((o) => stringify(o)).join("---\n"));
+  ' "$scratch/overlays-local.yaml" "$scratch/bad.yaml" "$here/schema/node_modules/yaml/dist/index.js" "$3"
+  if node "$here/check_rendered.mjs" local "$scratch/bad.yaml" >"$scratch/bad.out"; then
+    fail "$1 passed check_rendered.mjs"
+  elif ! grep -q -- "$2" "$scratch/bad.out"; then
+    fail "$1: check_rendered.mjs does not name the problem ($2):"; cat "$scratch/bad.out"
+  else
+    echo "refused as expected ($1): $(grep -m1 -- "$2" "$scratch/bad.out")"
+  fi
+}
+worker_port_open="admits peers other than gantry-worker pods to gantry-server's worker port"
+expect_unchecked "the worker port open to every peer" "$worker_port_open" \
+  'delete policy("gantry-server-worker-ingress").spec.ingress[0].from;'
+expect_unchecked "the worker port open to another namespace" "$worker_port_open" \
+  'policy("gantry-server-worker-ingress").spec.ingress[0].from.push({ namespaceSelector: {} });'
+expect_unchecked "the worker port open to an address block" "$worker_port_open" \
+  'policy("gantry-server-worker-ingress").spec.ingress[0].from.push({ ipBlock: { cidr: "0.0.0.0/0" } });'
+expect_unchecked "the tenant rule opened to every port" "$worker_port_open" \
+  'delete policy("gantry-server-ingress").spec.ingress[0].ports;'
+expect_unchecked "the tenant rule opened to a port range" "$worker_port_open" \
+  'policy("gantry-server-ingress").spec.ingress[0].ports[0].endPort = 50100;'
+expect_unchecked "no rule for the worker port" "no NetworkPolicy admits worker pods" \
+  'policy("gantry-server-worker-ingress").spec.ingress = [];'
+expect_unchecked "workers dialling the tenant port" "--server is not gantry-server-workers:50052" \
+  'for (const o of objects) if (o.kind === "DaemonSet") o.spec.template.spec.containers[0].args =
+     o.spec.template.spec.containers[0].args.map((a) => a.startsWith("--server=") ? "--server=gantry-server:50051" : a);'
+expect_unchecked "the worker port behind the tenant Service" "Service gantry-server does not expose exactly" \
+  'objects.find((o) => o.kind === "Service" && o.metadata.name === "gantry-server").spec.ports.push(
+     { name: "worker-grpc", port: 50052, targetPort: "worker-grpc" });'
 # The managed-PostgreSQL variant, made as docs/DEPLOYMENT.md tells: the gpu-cloud overlay without
 # its two lines marked "in-cluster PostgreSQL".
 sed -i '/# in-cluster PostgreSQL$/d' "$k/overlays/gpu-cloud/kustomization.yaml"

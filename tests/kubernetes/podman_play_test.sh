@@ -6,8 +6,9 @@
 #      by podman_convert.mjs for what podman 4.3 cannot play (the conversions are printed);
 #   3. a podman network of its own, then PostgreSQL, gantry-server and two worker pods (the DaemonSet
 #      on two simulated nodes), each played with a static IP on it;
-#   4. checks: the server's liveness service (gantry.v1.WorkerService) through the converted probe,
-#      readiness ("" SERVING) from the host, both workers connected at their pod IPs; an admin makes a
+#   4. checks: the server's liveness service (gantry.v1.WorkerService, on the worker port 50052)
+#      through the converted probe, readiness ("" SERVING) from the host, the worker protocol on its
+#      own port only, both workers connected (through the worker port) at their pod IPs; an admin makes a
 #      tenant and a token, the tenant uploads a small HDF5 dataset, trains a tiny job with world_size 2
 #      across the two worker pods to SUCCEEDED, the model is registered, showers are generated.
 # Everything it creates is named gantry-kube-play-<pid>-* and removed on exit, pass or fail.
@@ -152,6 +153,16 @@ server_ready() { GANTRY_TOKEN="$admin_token" cli health; }
 wait_for 60 "gantry-server alive (liveness: grpc.health.v1 gantry.v1.WorkerService)" \
   podman healthcheck run "$server_ctr" || exit 1
 wait_for 30 "gantry-server ready (readiness: grpc.health.v1 \"\" SERVING at $GANTRY_SERVER)" server_ready || exit 1
+# The worker protocol has its own port (--worker-listen, 50052), the one Service gantry-server-workers
+# names and the workers dial; the tenant port does not carry it. (podman enforces no NetworkPolicy:
+# that only worker pods reach 50052 is checked on the manifests, by kubernetes.manifests.)
+probe="$build/clients/probe/gantry-health-probe"
+out="$("$probe" "$server_ip:50051" gantry.v1.WorkerService 2>&1)" &&
+  fail "the tenant port $server_ip:50051 serves gantry.v1.WorkerService"
+grep -q '(gRPC code 5)' <<<"$out" || fail "the tenant port: expected NOT_FOUND for gantry.v1.WorkerService, got: $out"
+"$probe" "$server_ip:50052" gantry.v1.WorkerService >/dev/null ||
+  fail "the worker port $server_ip:50052 does not serve gantry.v1.WorkerService"
+echo "   worker protocol on $server_ip:50052 only (the tenant port answers NOT_FOUND for it)"
 
 step "two worker pods (DaemonSet on two simulated nodes)"
 play gantry-worker

@@ -1,9 +1,13 @@
 #include "tests/server/server_fixture.h"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
+
+#include "base/sha256.h"
 
 namespace gantry::testing {
 
@@ -126,6 +130,36 @@ v1::Job ServerFixture::WaitForJob(const std::string& token, const std::string& i
     job = GetJob(token, id);
   }
   return job;
+}
+
+std::string ServerFixture::UploadDatasetFile(const std::string& token, const std::string& name,
+                                             const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  const std::string bytes = buffer.str();
+  if (!in || bytes.empty()) {
+    ADD_FAILURE() << "cannot read the dataset file " << path;
+    return "";
+  }
+  v1::Dataset dataset;
+  auto ctx = Ctx(token, 30000);
+  auto writer = datasets_->UploadDataset(ctx.get(), &dataset);
+  v1::UploadDatasetRequest header;
+  header.mutable_header()->set_name(name);
+  header.mutable_header()->set_size_bytes(bytes.size());
+  header.mutable_header()->set_sha256(Sha256Hex(bytes));
+  header.mutable_header()->set_file_name(std::filesystem::path(path).filename().string());
+  v1::UploadDatasetRequest chunk;
+  chunk.set_chunk(bytes);
+  const bool written = writer->Write(header) && writer->Write(chunk);
+  writer->WritesDone();
+  const grpc::Status uploaded = writer->Finish();
+  if (!written || !uploaded.ok()) {
+    ADD_FAILURE() << "upload of " << path << " as " << name << ": " << Describe(uploaded);
+    return "";
+  }
+  return dataset.id();
 }
 
 v1::JobSpec ServerFixture::GoodSpec() {

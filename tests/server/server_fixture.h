@@ -53,6 +53,10 @@ class ServerFixture : public ::testing::Test {
   // returns the job as last seen.
   gantry::v1::Job WaitForJob(const std::string& token, const std::string& id,
                              gantry::v1::JobState state, int timeout_ms);
+  // Uploads the file at `path` as dataset `name` of `token`'s tenant (a header, then the file in
+  // one chunk) and returns its id; a failed upload fails the test and returns "".
+  std::string UploadDatasetFile(const std::string& token, const std::string& name,
+                                const std::string& path);
   // A valid JobSpec (toy Monte Carlo data, tiny preset).
   static gantry::v1::JobSpec GoodSpec();
   // grpc.health.v1 Check for `service` ("" = the whole server); SERVING is 1.
