@@ -1,0 +1,95 @@
+// An Optimizer proposes the next points of a study from its history. Stateless: the suggestions
+// are a pure function of (options, space, completed observations, pending assignments, count,
+// seed), so a server that restarts mid-study and replays its trials from PostgreSQL proposes the
+// same next points.
+#ifndef GANTRY_SERVER_STUDIES_OPTIMIZER_H_
+#define GANTRY_SERVER_STUDIES_OPTIMIZER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/studies/search_space.h"
+#include "server/studies/study_types.h"
+
+namespace gantry::studies {
+
+enum class Algorithm {
+  kRandom,        // uniform (log-uniform for log-continuous) sampling
+  kGrid,          // a deterministic enumeration of a grid, in order, skipping points already tried
+  kBayesian,      // Gaussian process (Matern 5/2 ARD) + expected improvement, constant liar batches
+  kEvolutionary,  // keep the fittest fraction, children by interpolation of parents + mutation
+};
+
+// "random", "grid", "bayesian", "evolutionary".
+std::string_view AlgorithmName(Algorithm algorithm);
+// The inverse of AlgorithmName; INVALID_ARGUMENT listing the accepted names otherwise.
+absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
+
+// Tuning of the algorithms; the defaults suit studies of tens of trials. Each algorithm reads
+// only its own fields.
+struct OptimizerOptions {
+  // Grid: points per continuous or log-continuous axis (ends included); an integer axis takes
+  // at most this many distinct integers, a categorical axis all its choices.
+  int grid_points_per_axis = 5;
+
+  // Bayesian: random points before the Gaussian process takes over (fewer observations than
+  // this, completed and pending together, give random suggestions).
+  int initial_random_points = 5;
+  // Bayesian: starts of the bounded maximisation of the log marginal likelihood.
+  int hyperparameter_restarts = 4;
+  // Bayesian: random candidates scored by expected improvement; the best of them and of the
+  // observed points seed the local maximisations of EI.
+  int acquisition_candidates = 2000;
+  int acquisition_restarts = 8;
+
+  // Evolutionary: the size of a generation. A study's first generation is random; each later
+  // suggestion breeds from the fittest fraction of the last `population_size` completed
+  // observations and the best of all.
+  int population_size = 10;
+  // Evolutionary: the fraction of the population kept as parents (at least two).
+  double fit_fraction = 0.3;
+  // Evolutionary: the Gaussian mutation's standard deviation, in units of each axis' width in
+  // the unit cube (log axes in log scale); categorical axes switch to a random choice with this
+  // probability.
+  double mutation_stddev = 0.05;
+};
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  virtual Algorithm algorithm() const = 0;
+
+  // `count` (>= 1) new assignments, each valid for `space` (SearchSpace::CheckAssignment).
+  // `completed` are the finished trials in trial order, `pending` the assignments of trials still
+  // running (suggested earlier, not observed yet), also in trial order: a batch avoids them.
+  // `seed` is the study's seed; the optimizer mixes it with the history's size, so a constant
+  // seed still gives fresh points at each call and the same points for the same history.
+  //
+  // INVALID_ARGUMENT when the space does not validate, count < 1, or an observation or pending
+  // assignment does not fit the space. Grid only: fewer than `count` when fewer untried points
+  // remain, OUT_OF_RANGE when none remain.
+  virtual absl::StatusOr<std::vector<Assignment>> Suggest(const SearchSpace& space,
+                                                          absl::Span<const Observation> completed,
+                                                          absl::Span<const Assignment> pending,
+                                                          int count, uint64_t seed) const = 0;
+
+  // OK when a study of `max_trials` trials can run on `space`; INVALID_ARGUMENT saying what to
+  // change otherwise (the grid: more trials than grid points). Assumes a valid space.
+  virtual absl::Status CheckBudget(const SearchSpace& space, int64_t max_trials) const;
+};
+
+// INVALID_ARGUMENT naming the field for options out of range (grid_points_per_axis < 2,
+// initial_random_points < 1, restarts or candidates < 1, population_size < 2, fit_fraction not
+// in (0, 1], mutation_stddev < 0 or not finite).
+absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(Algorithm algorithm,
+                                                         const OptimizerOptions& options = {});
+
+}  // namespace gantry::studies
+
+#endif  // GANTRY_SERVER_STUDIES_OPTIMIZER_H_
