@@ -63,7 +63,9 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       pinner_(*backend_, router_, coordinator_.sessions()),
       admin_(*backend_, coordinator_.sessions(), pinner_),
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
-                      backend_->options.blob_gc_grace) {}
+                      backend_->options.blob_gc_grace),
+      studies_(*backend_),
+      study_driver_(*backend_, backend_->options.study_interval) {}
 
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {
@@ -101,6 +103,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   builder.RegisterService(&server->datasets_);
   builder.RegisterService(&server->workers_);
   builder.RegisterService(&server->admin_);
+  builder.RegisterService(&server->studies_);
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // A bounded thread pool: past max_threads, gRPC refuses new calls (RESOURCE_EXHAUSTED) instead
@@ -162,6 +165,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   server->coordinator_.Start();
   server->pinner_.Start();
   server->blob_collector_.Start();
+  server->study_driver_.Start();
   return server;
 }
 
@@ -171,6 +175,7 @@ void GantryServer::Shutdown() {
   pinner_.Stop();
   coordinator_.Stop();
   blob_collector_.Stop();
+  study_driver_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + backend_->options.shutdown_grace));
 }

@@ -22,6 +22,8 @@
 #include "server/job_coordinator.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
+#include "server/study_driver.h"
+#include "server/study_service.h"
 #include "server/training_service.h"
 #include "server/worker_service.h"
 #include "storage/database.h"
@@ -65,6 +67,8 @@ class GantryServer {
   WorkerService workers_;
   AdminService admin_;
   BlobCollector blob_collector_;
+  StudyService studies_;
+  StudyDriver study_driver_;  // submits and follows the trials of stored studies
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   // The health monitor's own one-connection pool (short timeouts; never waits behind busy calls).

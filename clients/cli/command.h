@@ -46,6 +46,7 @@ void AddJobCommands(std::vector<Command>* commands);
 void AddDatasetCommands(std::vector<Command>* commands);
 void AddModelCommands(std::vector<Command>* commands);
 void AddAdminCommands(std::vector<Command>* commands);
+void AddStudyCommands(std::vector<Command>* commands);
 void AddMiscCommands(std::vector<Command>* commands);  // health, generate, config
 
 // Every command, in the order `gantry help` lists them.
