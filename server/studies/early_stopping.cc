@@ -2,7 +2,7 @@
 
 namespace gantry::studies {
 
-std::string_view EarlyStoppingRuleName(EarlyStoppingRule rule) {
+absl::string_view EarlyStoppingRuleName(EarlyStoppingRule rule) {
   switch (rule) {
     case EarlyStoppingRule::kNone:
       return "none";
@@ -14,7 +14,7 @@ std::string_view EarlyStoppingRuleName(EarlyStoppingRule rule) {
   return "unknown";
 }
 
-absl::StatusOr<EarlyStoppingRule> ParseEarlyStoppingRule(std::string_view) {
+absl::StatusOr<EarlyStoppingRule> ParseEarlyStoppingRule(absl::string_view) {
   return absl::UnimplementedError("ParseEarlyStoppingRule: not implemented yet");
 }
 

@@ -5,11 +5,11 @@
 
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "server/studies/study_types.h"
 
@@ -29,9 +29,9 @@ enum class EarlyStoppingRule {
 };
 
 // "none", "median", "asha".
-std::string_view EarlyStoppingRuleName(EarlyStoppingRule rule);
+absl::string_view EarlyStoppingRuleName(EarlyStoppingRule rule);
 // The inverse of EarlyStoppingRuleName; INVALID_ARGUMENT listing the accepted names otherwise.
-absl::StatusOr<EarlyStoppingRule> ParseEarlyStoppingRule(std::string_view name);
+absl::StatusOr<EarlyStoppingRule> ParseEarlyStoppingRule(absl::string_view name);
 
 struct EarlyStoppingOptions {
   EarlyStoppingRule rule = EarlyStoppingRule::kNone;

@@ -2,7 +2,7 @@
 
 namespace gantry::studies {
 
-std::string_view AlgorithmName(Algorithm algorithm) {
+absl::string_view AlgorithmName(Algorithm algorithm) {
   switch (algorithm) {
     case Algorithm::kRandom:
       return "random";
@@ -16,7 +16,7 @@ std::string_view AlgorithmName(Algorithm algorithm) {
   return "unknown";
 }
 
-absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view) {
+absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view) {
   return absl::UnimplementedError("ParseAlgorithm: not implemented yet");
 }
 

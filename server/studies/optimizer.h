@@ -7,11 +7,11 @@
 
 #include <cstdint>
 #include <memory>
-#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "server/studies/search_space.h"
 #include "server/studies/study_types.h"
@@ -26,9 +26,9 @@ enum class Algorithm {
 };
 
 // "random", "grid", "bayesian", "evolutionary".
-std::string_view AlgorithmName(Algorithm algorithm);
+absl::string_view AlgorithmName(Algorithm algorithm);
 // The inverse of AlgorithmName; INVALID_ARGUMENT listing the accepted names otherwise.
-absl::StatusOr<Algorithm> ParseAlgorithm(std::string_view name);
+absl::StatusOr<Algorithm> ParseAlgorithm(absl::string_view name);
 
 // Tuning of the algorithms; the defaults suit studies of tens of trials. Each algorithm reads
 // only its own fields.

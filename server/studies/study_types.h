@@ -7,11 +7,11 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <variant>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace gantry::studies {
 
@@ -24,9 +24,9 @@ enum class ParameterKind {
 };
 
 // "continuous", "log-continuous", "integer", "categorical".
-std::string_view ParameterKindName(ParameterKind kind);
+absl::string_view ParameterKindName(ParameterKind kind);
 // The inverse of ParameterKindName; INVALID_ARGUMENT listing the accepted names otherwise.
-absl::StatusOr<ParameterKind> ParseParameterKind(std::string_view name);
+absl::StatusOr<ParameterKind> ParseParameterKind(absl::string_view name);
 
 // One dimension of a search space. `low`/`high` are used by the numeric kinds, `choices` by
 // categorical parameters only.
