@@ -240,9 +240,9 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
           std::vector<std::string> names;
           for (const auto& [name, value] : model.metrics()) names.push_back(name);
           std::sort(names.begin(), names.end());
-          failure = absl::StrCat("the model of fold ", k, " (", job.model_ref(),
-                                 ") has no metric \"", metric,
-                                 "\"; its metrics are: ", absl::StrJoin(names, ", "));
+          failure =
+              absl::StrCat("the model of fold ", k, " (", job.model_ref(), ") has no metric \"",
+                           metric, "\"; its metrics are: ", absl::StrJoin(names, ", "));
         } else {
           RETURN_IF_ERROR(backend_.studies->SetFoldObjective(fold->job_id(), it->second));
           objectives.push_back(it->second);
@@ -255,17 +255,16 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
     for (const std::string& id : LiveJobs(trial)) {
       RETURN_IF_ERROR(CancelTrialJob(backend_, id, absl::StrCat("trial ended: ", failure)));
     }
-    return backend_.studies
-        ->FinishTrial(study.id(), trial.number(), end, failure, std::nullopt, 0)
+    return backend_.studies->FinishTrial(study.id(), trial.number(), end, failure, std::nullopt, 0)
         .status();
   }
   if (static_cast<int>(objectives.size()) < folds) return absl::OkStatus();
   const MeanAndSpread m = MeanAndSpreadOf(objectives);
   return backend_.studies
-      ->FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_SUCCEEDED,
-                    absl::StrFormat("%s = %.6g ± %.2g over %d folds", metric, m.mean, m.stddev,
-                                    folds),
-                    m.mean, m.stddev)
+      ->FinishTrial(
+          study.id(), trial.number(), v1::TRIAL_STATE_SUCCEEDED,
+          absl::StrFormat("%s = %.6g ± %.2g over %d folds", metric, m.mean, m.stddev, folds),
+          m.mean, m.stddev)
       .status();
 }
 
@@ -307,17 +306,15 @@ absl::StatusOr<bool> StudyDriver::MaybeStopEarly(const v1::Study& study, const v
   options.min_steps = std::max(1, spec.early_stopping().min_points());
   options.min_trials = 1;
   options.reduction_factor = 2;
-  ASSIGN_OR_RETURN(studies::StopDecision decision,
-                   studies::ShouldStopTrial(mine, others, options));
+  ASSIGN_OR_RETURN(studies::StopDecision decision, studies::ShouldStopTrial(mine, others, options));
   if (!decision.stop) return false;
   const std::string message = absl::StrCat("stopped early: ", decision.reason);
   for (const std::string& id : LiveJobs(trial)) {
     RETURN_IF_ERROR(CancelTrialJob(backend_, id, message));
   }
-  ASSIGN_OR_RETURN(bool finished,
-                   backend_.studies->FinishTrial(study.id(), trial.number(),
-                                                 v1::TRIAL_STATE_STOPPED, message, std::nullopt,
-                                                 0));
+  ASSIGN_OR_RETURN(bool finished, backend_.studies->FinishTrial(study.id(), trial.number(),
+                                                                v1::TRIAL_STATE_STOPPED, message,
+                                                                std::nullopt, 0));
   return finished;
 }
 
@@ -382,18 +379,16 @@ absl::Status StudyDriver::SubmitFold(
     RETURN_IF_ERROR(ApplyParameter(name, value, &job));
   }
   const std::string title = spec.display_name().empty() ? study.id() : spec.display_name();
-  job.set_display_name(spec.folds() > 1
-                           ? absl::StrCat(title, " trial ", number, " fold ", fold)
-                           : absl::StrCat(title, " trial ", number));
+  job.set_display_name(spec.folds() > 1 ? absl::StrCat(title, " trial ", number, " fold ", fold)
+                                        : absl::StrCat(title, " trial ", number));
   (*job.mutable_labels())["study"] = study.id();
   (*job.mutable_labels())["study-trial"] = absl::StrCat(number);
   (*job.mutable_labels())["study-fold"] = absl::StrCat(fold);
   if (job.model_name().empty()) job.set_model_name(study.id());
   if (job.hyper_parameters().seed() == 0) {
     // The folds of a trial share a training seed; trials differ.
-    job.mutable_hyper_parameters()->set_seed((spec.seed() ^ (uint64_t{0x9e3779b97f4a7c15} *
-                                                             static_cast<uint64_t>(number))) |
-                                             1);
+    job.mutable_hyper_parameters()->set_seed(
+        (spec.seed() ^ (uint64_t{0x9e3779b97f4a7c15} * static_cast<uint64_t>(number))) | 1);
   }
   if (spec.folds() > 1) {
     job.mutable_data_split()->set_folds(spec.folds());
@@ -412,8 +407,7 @@ absl::Status StudyDriver::Finish(const v1::Study& study, const std::vector<v1::T
   const int best = BestTrialIndex(trials, spec.objective().maximize());
   if (best < 0) {
     return backend_.studies
-        ->Transition(study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_FAILED,
-                     "NoObjective",
+        ->Transition(study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_FAILED, "NoObjective",
                      absl::StrCat("none of the ", trials.size(), " trials produced ",
                                   MetricOf(spec), "; see ListTrials for why each ended"))
         .status();
@@ -453,8 +447,8 @@ absl::Status StudyDriver::Cancel(const v1::Study& study, const std::vector<v1::T
     if (trial.state() != v1::TRIAL_STATE_RUNNING) continue;
     const std::vector<std::string> live = LiveJobs(trial);
     for (const std::string& id : live) {
-      RETURN_IF_ERROR(CancelTrialJob(backend_, id, absl::StrCat("study ", study.id(),
-                                                                " was cancelled")));
+      RETURN_IF_ERROR(
+          CancelTrialJob(backend_, id, absl::StrCat("study ", study.id(), " was cancelled")));
     }
     if (!live.empty()) {
       ++running;
@@ -467,8 +461,8 @@ absl::Status StudyDriver::Cancel(const v1::Study& study, const std::vector<v1::T
   }
   if (running > 0) return absl::OkStatus();
   return backend_.studies
-      ->Transition(study.id(), {v1::STUDY_STATE_CANCELLING}, v1::STUDY_STATE_CANCELLED,
-                   "Cancelled", study.message())
+      ->Transition(study.id(), {v1::STUDY_STATE_CANCELLING}, v1::STUDY_STATE_CANCELLED, "Cancelled",
+                   study.message())
       .status();
 }
 

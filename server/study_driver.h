@@ -59,8 +59,8 @@ class StudyDriver {
   // Stores `count` new trials suggested by the optimiser and submits their jobs. Sets
   // `exhausted` when the search space has no untried point left (grid).
   absl::Status StartTrials(const gantry::v1::Study& study,
-                           const std::vector<gantry::v1::Trial>& trials, int count,
-                           bool* exhausted) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass_mu_);
+                           const std::vector<gantry::v1::Trial>& trials, int count, bool* exhausted)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass_mu_);
   // Submits fold `fold` of trial `number` (idempotent by request id) and records its job.
   absl::Status SubmitFold(const gantry::v1::Study& study, int number,
                           const google::protobuf::Map<std::string, gantry::v1::ParameterValue>& p,

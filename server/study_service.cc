@@ -56,8 +56,7 @@ absl::StatusOr<v1::Study> StudyService::Load(const std::string& scope, const std
 }
 
 grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
-                                       const v1::CreateStudyRequest* request,
-                                       v1::Study* response) {
+                                       const v1::CreateStudyRequest* request, v1::Study* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot create studies");
     if (!request->has_spec()) return checks::Invalid("spec", "is missing");
@@ -194,8 +193,7 @@ grpc::Status StudyService::WatchStudy(grpc::ServerContext* context,
 }
 
 grpc::Status StudyService::CancelStudy(grpc::ServerContext* context,
-                                       const v1::CancelStudyRequest* request,
-                                       v1::Study* response) {
+                                       const v1::CancelStudyRequest* request, v1::Study* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot cancel studies");
     RETURN_IF_ERROR(ValidateId(request->study_id(), "study-", "study_id"));
@@ -204,9 +202,9 @@ grpc::Status StudyService::CancelStudy(grpc::ServerContext* context,
     }
     ASSIGN_OR_RETURN(v1::Study study, backend_.studies->Get(Scope(p), request->study_id()));
     if (storage::IsTerminalStudyState(study.state())) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("study ", study.id(), " is already ", v1::StudyState_Name(study.state()),
-                       "; only a RUNNING study can be cancelled"));
+      return absl::FailedPreconditionError(absl::StrCat("study ", study.id(), " is already ",
+                                                        v1::StudyState_Name(study.state()),
+                                                        "; only a RUNNING study can be cancelled"));
     }
     const std::string message =
         absl::StrCat("cancelled by ", p.tenant,

@@ -18,7 +18,7 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 
-#define STUDY_COLUMNS                                                                      \
+#define STUDY_COLUMNS                                                                       \
   "id, owner, spec, state, reason, message, gantry_us(created_at), gantry_us(updated_at), " \
   "gantry_us(finished_at), best_trial, best_model_ref, seq"
 
@@ -103,9 +103,10 @@ absl::StatusOr<v1::Study> StudyRepository::Create(const std::string& owner,
 absl::StatusOr<v1::Study> StudyRepository::Get(const std::string& owner, const std::string& id) {
   v1::Study study;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec(
-        "study_get", "SELECT " STUDY_COLUMNS " FROM studies WHERE id = $1 AND ($2 = '' OR owner = $2)",
-        id, owner);
+    pqxx::result r =
+        tx.Exec("study_get",
+                "SELECT " STUDY_COLUMNS " FROM studies WHERE id = $1 AND ($2 = '' OR owner = $2)",
+                id, owner);
     if (r.empty()) return StudyNotFound(id);
     ASSIGN_OR_RETURN(study, StudyFromRow(r[0]));
     return absl::OkStatus();
@@ -120,8 +121,7 @@ absl::StatusOr<Page<v1::Study>> StudyRepository::List(const std::string& owner,
   ASSIGN_OR_RETURN(int limit, sql::PageSize(page_size));
   int64_t before = 0;
   if (!page_token.empty()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> keys,
-                     sql::DecodePageToken("studies", page_token, 1));
+    ASSIGN_OR_RETURN(std::vector<std::string> keys, sql::DecodePageToken("studies", page_token, 1));
     if (!absl::SimpleAtoi(keys[0], &before) || before <= 0) {
       return absl::InvalidArgumentError("page_token is malformed; pass next_page_token unchanged");
     }
@@ -129,13 +129,12 @@ absl::StatusOr<Page<v1::Study>> StudyRepository::List(const std::string& owner,
   Page<v1::Study> page;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     page = {};
-    pqxx::result r =
-        tx.Exec("study_list",
-                "SELECT " STUDY_COLUMNS
-                " FROM studies WHERE ($1 = '' OR owner = $1) "
-                "AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[])) "
-                "AND ($3::bigint = 0 OR seq < $3) ORDER BY seq DESC LIMIT $4",
-                owner, StateArray(states), before, limit + 1);
+    pqxx::result r = tx.Exec("study_list",
+                             "SELECT " STUDY_COLUMNS
+                             " FROM studies WHERE ($1 = '' OR owner = $1) "
+                             "AND (cardinality($2::text[]) = 0 OR state = ANY($2::text[])) "
+                             "AND ($3::bigint = 0 OR seq < $3) ORDER BY seq DESC LIMIT $4",
+                             owner, StateArray(states), before, limit + 1);
     int64_t last_seq = 0;
     for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {
       ASSIGN_OR_RETURN(v1::Study study, StudyFromRow(r[i]));
@@ -154,10 +153,9 @@ absl::StatusOr<std::vector<v1::Study>> StudyRepository::ListActive() {
   std::vector<v1::Study> studies;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     studies.clear();
-    pqxx::result r = tx.Exec("study_active",
-                             "SELECT " STUDY_COLUMNS
-                             " FROM studies WHERE state IN ('STUDY_STATE_RUNNING', "
-                             "'STUDY_STATE_CANCELLING') ORDER BY seq");
+    pqxx::result r = tx.Exec("study_active", "SELECT " STUDY_COLUMNS
+                                             " FROM studies WHERE state IN ('STUDY_STATE_RUNNING', "
+                                             "'STUDY_STATE_CANCELLING') ORDER BY seq");
     for (const pqxx::row& row : r) {
       ASSIGN_OR_RETURN(v1::Study study, StudyFromRow(row));
       studies.push_back(std::move(study));
@@ -180,16 +178,16 @@ absl::StatusOr<v1::Study> StudyRepository::Transition(
     if (std::find(allowed_from.begin(), allowed_from.end(), from) == allowed_from.end()) {
       std::vector<std::string> allowed;
       for (v1::StudyState s : allowed_from) allowed.push_back(v1::StudyState_Name(s));
-      return absl::FailedPreconditionError(absl::StrCat(
-          "study ", id, " is ", v1::StudyState_Name(from), "; it can become ",
-          v1::StudyState_Name(to), " only from ", absl::StrJoin(allowed, ", ")));
+      return absl::FailedPreconditionError(
+          absl::StrCat("study ", id, " is ", v1::StudyState_Name(from), "; it can become ",
+                       v1::StudyState_Name(to), " only from ", absl::StrJoin(allowed, ", ")));
     }
-    pqxx::result r = tx.Exec(
-        "study_transition",
-        "UPDATE studies SET state = $2, reason = $3, message = $4, updated_at = now(), "
-        "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END WHERE id = $1 "
-        "RETURNING " STUDY_COLUMNS,
-        id, v1::StudyState_Name(to), reason, message, IsTerminalStudyState(to));
+    pqxx::result r =
+        tx.Exec("study_transition",
+                "UPDATE studies SET state = $2, reason = $3, message = $4, updated_at = now(), "
+                "finished_at = CASE WHEN $5 THEN now() ELSE finished_at END WHERE id = $1 "
+                "RETURNING " STUDY_COLUMNS,
+                id, v1::StudyState_Name(to), reason, message, IsTerminalStudyState(to));
     ASSIGN_OR_RETURN(study, StudyFromRow(r[0]));
     return absl::OkStatus();
   }));
@@ -236,8 +234,8 @@ absl::Status StudyRepository::AddTrialJob(const std::string& id, int number, int
             id, number, fold, job_id);
     pqxx::result r = tx.Exec(
         "study_trial_job_get",
-        "SELECT job_id FROM study_trial_jobs WHERE study_id = $1 AND number = $2 AND fold = $3",
-        id, number, fold);
+        "SELECT job_id FROM study_trial_jobs WHERE study_id = $1 AND number = $2 AND fold = $3", id,
+        number, fold);
     if (r.empty() || r[0][0].as<std::string>() != job_id) {
       return absl::FailedPreconditionError(absl::StrCat(
           "fold ", fold, " of trial ", number, " of study ", id, " already has another job"));
@@ -307,13 +305,13 @@ absl::StatusOr<std::vector<v1::Trial>> StudyRepository::ListTrials(const std::st
       index[trial.number()] = trials.size();
       trials.push_back(std::move(trial));
     }
-    pqxx::result jobs = tx.Exec(
-        "study_trial_jobs",
-        "SELECT t.number, t.fold, t.job_id, t.objective, j.state, j.model_ref, j.spec, "
-        "gantry_us(j.started_at), gantry_us(j.finished_at), gantry_us(now()) "
-        "FROM study_trial_jobs t JOIN jobs j ON j.id = t.job_id WHERE t.study_id = $1 "
-        "ORDER BY t.number, t.fold",
-        id);
+    pqxx::result jobs =
+        tx.Exec("study_trial_jobs",
+                "SELECT t.number, t.fold, t.job_id, t.objective, j.state, j.model_ref, j.spec, "
+                "gantry_us(j.started_at), gantry_us(j.finished_at), gantry_us(now()) "
+                "FROM study_trial_jobs t JOIN jobs j ON j.id = t.job_id WHERE t.study_id = $1 "
+                "ORDER BY t.number, t.fold",
+                id);
     for (const pqxx::row& row : jobs) {
       auto it = index.find(row[0].as<int>());
       if (it == index.end()) continue;
@@ -340,9 +338,9 @@ absl::StatusOr<std::optional<StudyRepository::TrialRef>> StudyRepository::TrialO
     const std::string& job_id) {
   std::optional<TrialRef> ref;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("study_trial_of_job",
-                             "SELECT study_id, number FROM study_trial_jobs WHERE job_id = $1",
-                             job_id);
+    pqxx::result r =
+        tx.Exec("study_trial_of_job",
+                "SELECT study_id, number FROM study_trial_jobs WHERE job_id = $1", job_id);
     ref.reset();
     if (!r.empty()) ref = TrialRef{r[0][0].as<std::string>(), r[0][1].as<int>()};
     return absl::OkStatus();

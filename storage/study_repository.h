@@ -1,4 +1,5 @@
-// StudyRepository: hyper-parameter studies, their trials and the training jobs of each trial's folds.
+// StudyRepository: hyper-parameter studies, their trials and the training jobs of each trial's
+// folds.
 #ifndef GANTRY_STORAGE_STUDY_REPOSITORY_H_
 #define GANTRY_STORAGE_STUDY_REPOSITORY_H_
 
@@ -49,8 +50,9 @@ class StudyRepository {
   absl::Status SetBest(const std::string& id, int trial, const std::string& model_ref);
 
   // Stores trial `number` (RUNNING) with its parameters. ALREADY_EXISTS when the number is taken.
-  absl::Status AddTrial(const std::string& id, int number,
-                        const google::protobuf::Map<std::string, gantry::v1::ParameterValue>& params);
+  absl::Status AddTrial(
+      const std::string& id, int number,
+      const google::protobuf::Map<std::string, gantry::v1::ParameterValue>& params);
   // Records the training job of a trial's fold; a second call for the same fold is a no-op when
   // it names the same job.
   absl::Status AddTrialJob(const std::string& id, int number, int fold, const std::string& job_id);

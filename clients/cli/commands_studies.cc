@@ -74,7 +74,8 @@ std::string FormatObjective(const v1::Trial& trial) {
 std::string FormatBest(const v1::Study& study) {
   if (study.best_trial() == 0) return "-";
   std::string best = absl::StrCat("#", study.best_trial());
-  if (study.has_best_objective()) absl::StrAppend(&best, absl::StrFormat(" %.4g", study.best_objective()));
+  if (study.has_best_objective())
+    absl::StrAppend(&best, absl::StrFormat(" %.4g", study.best_objective()));
   return best;
 }
 
@@ -119,8 +120,8 @@ absl::Status Create(CommandContext& context) {
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
   if (auto s = google::protobuf::util::JsonStringToMessage(*contents, &spec, options); !s.ok()) {
-    return UsageError(absl::StrCat("--spec ", path, ": not a valid StudySpec JSON: ",
-                                   std::string(s.message())));
+    return UsageError(
+        absl::StrCat("--spec ", path, ": not a valid StudySpec JSON: ", std::string(s.message())));
   }
   if (auto name = context.args.Get("name")) spec.set_display_name(*name);
   if (context.args.Has("max-trials")) {
@@ -189,12 +190,12 @@ absl::Status Get(CommandContext& context) {
                                  spec.objective().metric())},
       {"Parameters", absl::StrJoin(params, "; ")},
       {"Folds", spec.folds() > 1 ? absl::StrCat(spec.folds()) : "no cross-validation"},
-      {"Budget", absl::StrCat(spec.budget().max_trials(), " trials, ",
-                              spec.budget().max_parallel_trials(), " in parallel",
-                              spec.budget().max_device_hours() > 0
-                                  ? absl::StrCat(", ", spec.budget().max_device_hours(),
-                                                 " device-hours")
-                                  : "")},
+      {"Budget",
+       absl::StrCat(spec.budget().max_trials(), " trials, ", spec.budget().max_parallel_trials(),
+                    " in parallel",
+                    spec.budget().max_device_hours() > 0
+                        ? absl::StrCat(", ", spec.budget().max_device_hours(), " device-hours")
+                        : "")},
       {"Trials", absl::StrCat(study.trials_started(), " started, ", study.trials_running(),
                               " running, ", study.trials_finished(), " finished")},
       {"Device-hours", absl::StrFormat("%.4f", study.device_hours())},
@@ -257,8 +258,8 @@ std::string ProgressLine(const v1::Study& study) {
   const int filled = std::min(kWidth, kWidth * study.trials_finished() / total);
   return absl::StrFormat("[%s%s] %d/%d trials done, %d running, best %s, %.3f device-h, %s",
                          std::string(filled, '#'), std::string(kWidth - filled, '.'),
-                         study.trials_finished(), total, study.trials_running(),
-                         FormatBest(study), study.device_hours(), StudyStateName(study.state()));
+                         study.trials_finished(), total, study.trials_running(), FormatBest(study),
+                         study.device_hours(), StudyStateName(study.state()));
 }
 
 absl::Status Watch(CommandContext& context) {

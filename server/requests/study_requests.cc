@@ -69,7 +69,9 @@ const std::map<std::string, SearchableField>& Fields() {
         }}},
       {"hyper_parameters.loss_weights.angle",
        {FieldType::kDouble,
-        [](S* s, double v) { s->mutable_hyper_parameters()->mutable_loss_weights()->set_angle(v); }}},
+        [](S* s, double v) {
+          s->mutable_hyper_parameters()->mutable_loss_weights()->set_angle(v);
+        }}},
       {"hyper_parameters.loss_weights.ecal_sum",
        {FieldType::kDouble,
         [](S* s, double v) {
@@ -139,10 +141,10 @@ absl::Status ValidateParameter(const v1::StudySpec& spec, int i) {
   const v1::SearchParameter& p = spec.parameters(i);
   auto it = Fields().find(p.name());
   if (it == Fields().end()) {
-    return Invalid(Param(i, "name"),
-                   absl::StrCat("\"", p.name(),
-                                "\" is not a searchable JobSpec field; use one of: ",
-                                absl::StrJoin(StudyParameterNames(), ", ")));
+    return Invalid(
+        Param(i, "name"),
+        absl::StrCat("\"", p.name(), "\" is not a searchable JobSpec field; use one of: ",
+                     absl::StrJoin(StudyParameterNames(), ", ")));
   }
   const FieldType type = it->second.type;
   if (!v1::SearchParameter::Kind_IsValid(p.kind()) ||
@@ -157,9 +159,9 @@ absl::Status ValidateParameter(const v1::StudySpec& spec, int i) {
     std::set<std::string> seen;
     for (const std::string& c : p.choices()) {
       if (c.empty() || c.size() > 128 || c.find_first_of(",=") != std::string::npos) {
-        return Invalid(Param(i, "choices"),
-                       absl::StrCat("choice \"", c,
-                                    "\" is invalid; use 1-128 characters without ',' or '='"));
+        return Invalid(
+            Param(i, "choices"),
+            absl::StrCat("choice \"", c, "\" is invalid; use 1-128 characters without ',' or '='"));
       }
       if (!seen.insert(c).second) {
         return Invalid(Param(i, "choices"), absl::StrCat("choice \"", c, "\" is repeated"));
@@ -191,13 +193,13 @@ absl::Status ValidateParameter(const v1::StudySpec& spec, int i) {
     }
     if (p.kind() == v1::SearchParameter::KIND_INTEGER &&
         (p.min() != std::floor(p.min()) || p.max() != std::floor(p.max()))) {
-      return Invalid(Param(i), absl::StrCat("an INTEGER range needs integral bounds, not ",
-                                            p.min(), "..", p.max()));
+      return Invalid(Param(i), absl::StrCat("an INTEGER range needs integral bounds, not ", p.min(),
+                                            "..", p.max()));
     }
     if (type == FieldType::kInt && p.kind() != v1::SearchParameter::KIND_INTEGER) {
-      return Invalid(Param(i, "kind"),
-                     absl::StrCat(p.name(), " is an integer field; search it as INTEGER or "
-                                            "CATEGORICAL"));
+      return Invalid(Param(i, "kind"), absl::StrCat(p.name(),
+                                                    " is an integer field; search it as INTEGER or "
+                                                    "CATEGORICAL"));
     }
   }
   // Every extreme value must make a valid job.
@@ -314,9 +316,8 @@ absl::Status ValidateStudySpec(const v1::StudySpec& spec) {
                    absl::StrCat("is ", b.max_device_hours(), "; give hours >= 0 (0 = no limit)"));
   }
   if (spec.folds() != 0 && (spec.folds() < 2 || spec.folds() > kMaxFolds)) {
-    return Invalid("spec.folds",
-                   absl::StrCat("is ", spec.folds(), "; use 0 (no cross-validation) or 2..",
-                                kMaxFolds));
+    return Invalid("spec.folds", absl::StrCat("is ", spec.folds(),
+                                              "; use 0 (no cross-validation) or 2..", kMaxFolds));
   }
   const v1::EarlyStopping& es = spec.early_stopping();
   if (!v1::EarlyStopping::Rule_IsValid(es.rule())) {

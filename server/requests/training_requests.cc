@@ -157,8 +157,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.has_data_split()) {
     const v1::DataSplit& split = spec.data_split();
     RETURN_IF_ERROR(CheckInt(split.folds(), 2, kMaxFolds, "spec.data_split.folds"));
-    RETURN_IF_ERROR(CheckInt(split.validation_fold(), 0, split.folds() - 1,
-                             "spec.data_split.validation_fold"));
+    RETURN_IF_ERROR(
+        CheckInt(split.validation_fold(), 0, split.folds() - 1, "spec.data_split.validation_fold"));
     if (spec.validation().disabled()) {
       return Invalid("spec.data_split",
                      "needs validation: the job validates on its fold, and "

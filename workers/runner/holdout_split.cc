@@ -41,9 +41,8 @@ absl::StatusOr<HoldoutSplit> SplitFolds(int64_t events, int folds, int validatio
         absl::StrCat("spec.data_split.folds: is ", folds, "; K-fold needs at least 2 folds"));
   }
   if (validation_fold < 0 || validation_fold >= folds) {
-    return absl::InvalidArgumentError(absl::StrCat("spec.data_split.validation_fold: is ",
-                                                   validation_fold, "; it must be in 0..",
-                                                   folds - 1));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.data_split.validation_fold: is ", validation_fold, "; it must be in 0..", folds - 1));
   }
   if (events < folds) {
     return absl::InvalidArgumentError(

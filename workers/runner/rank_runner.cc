@@ -436,11 +436,11 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
     const std::string& local_path) {
   // The hold-out split is identical on every rank; only rank 0 validates, so only it reads the
   // held-out events. The training events stream from the file through the prefetching source.
-  ASSIGN_OR_RETURN(HoldoutSplit split,
-                   plan_.folds > 0 ? SplitFolds(reader->events(), plan_.folds,
-                                                plan_.validation_fold, plan_.split_seed)
-                                   : SplitHoldout(reader->events(), plan_.holdout_fraction,
-                                                  plan_.seed));
+  ASSIGN_OR_RETURN(
+      HoldoutSplit split,
+      plan_.folds > 0
+          ? SplitFolds(reader->events(), plan_.folds, plan_.validation_fold, plan_.split_seed)
+          : SplitHoldout(reader->events(), plan_.holdout_fraction, plan_.seed));
   if (rank_ == 0 && plan_.validation) {
     ASSIGN_OR_RETURN(holdout_, reader->ReadEvents(split.holdout));
     holdout_.particle = particle;
