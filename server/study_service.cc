@@ -79,15 +79,7 @@ grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
       first.mutable_data_split()->set_folds(spec.folds());
       first.mutable_data_split()->set_validation_fold(0);
     }
-    if (absl::Status s = submitter_.Check(p, first); !s.ok()) {
-      std::string message(s.message());
-      if (absl::StartsWith(message, "spec.data_split.folds")) {
-        message = absl::StrCat("spec.folds", message.substr(21));
-      } else if (absl::StartsWith(message, "spec.")) {
-        message = absl::StrCat("spec.base_job.", message.substr(5));
-      }
-      return absl::Status(s.code(), message);
-    }
+    RETURN_IF_ERROR(UnderBaseJob(submitter_.Check(p, first)));
     if (spec.seed() == 0) {
       std::random_device rd;
       spec.set_seed((uint64_t{rd()} << 32 | rd()) | 1);

@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -261,6 +262,23 @@ absl::Status ApplyParameter(const std::string& name, const v1::ParameterValue& v
   return absl::OkStatus();
 }
 
+absl::Status UnderBaseJob(const absl::Status& status) {
+  if (status.ok()) return status;
+  std::string message(status.message());
+  const size_t colon = message.find(": ");
+  std::string field = colon == std::string::npos ? "" : message.substr(0, colon);
+  if (field == "spec.data_split.folds") {
+    field = "spec.folds";
+  } else if (absl::StartsWith(field, "spec.")) {
+    field = absl::StrCat("spec.base_job.", field.substr(5));
+  } else {
+    return status;
+  }
+  const std::string what = message.substr(colon + 2);
+  if (status.code() == absl::StatusCode::kInvalidArgument) return Invalid(field, what);
+  return absl::Status(status.code(), absl::StrCat(field, ": ", what));
+}
+
 absl::Status ValidateStudySpec(const v1::StudySpec& spec) {
   if (spec.display_name().size() > 256) {
     return Invalid("spec.display_name", "is longer than 256 characters");
@@ -272,6 +290,7 @@ absl::Status ValidateStudySpec(const v1::StudySpec& spec) {
     return Invalid("spec.base_job.data_split",
                    "is set by the study for K-fold; use spec.folds instead");
   }
+  RETURN_IF_ERROR(UnderBaseJob(ValidateJobSpec(spec.base_job())));
   if (spec.parameters().empty()) {
     return Invalid("spec.parameters", "is empty; give at least one parameter to search over");
   }

@@ -31,6 +31,9 @@ absl::Status ApplyParameter(const std::string& name, const gantry::v1::Parameter
 // budget, folds, early stopping. INVALID_ARGUMENT names the field ("spec.parameters[1].max", ...)
 // and says what to change. The base job itself is checked by the caller (JobSubmitter::Check).
 absl::Status ValidateStudySpec(const gantry::v1::StudySpec& spec);
+// A JobSpec check's error as the study's: "spec.<field>: ..." becomes "spec.base_job.<field>: ..."
+// and "spec.data_split.folds: ..." becomes "spec.folds: ..." (the study sets the data split).
+absl::Status UnderBaseJob(const absl::Status& status);
 absl::Status ValidateListStudies(const gantry::v1::ListStudiesRequest& request);
 
 // The search library's view of a study and back.

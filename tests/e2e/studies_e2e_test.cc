@@ -51,6 +51,7 @@ class StudiesE2eTest : public WorkerPoolFixture {
     job->mutable_hyper_parameters()->set_batch_per_rank(4);
     job->mutable_resources_per_rank()->set_threads(1);
     job->set_world_size(1);
+    job->set_max_restarts(1);
     job->mutable_validation()->set_showers_per_bin(20);
     job->set_model_name("e2e-study");
     v1::SearchParameter* lr = spec.add_parameters();

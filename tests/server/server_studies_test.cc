@@ -137,7 +137,7 @@ TEST_F(ServerStudiesTest, BadStudiesAreRefusedWithTheFieldToChange) {
       },
       "spec.folds", "has only 10 events");
   ExpectInvalid([](v1::StudySpec& s) { s.mutable_base_job()->set_world_size(0); },
-                "spec.parameters[0]", "spec.world_size");
+                "spec.base_job.world_size", "is missing");
   ExpectInvalid([](v1::StudySpec& s) { s.mutable_objective()->set_metric("f o m"); },
                 "spec.objective.metric", "not a metric name");
   ExpectInvalid(
