@@ -24,6 +24,8 @@ EXTERNAL = {
     "cairo": re.compile(r"^cairo(-[a-z]+)?\.h$|^cairo/"),
     "onnx": re.compile(r"^onnx/"),
     "httplib": re.compile(r"^httplib\.h$"),
+    "eigen": re.compile(r"^(Eigen|unsupported/Eigen)/"),
+    "nlopt": re.compile(r"^nlopt\.(h|hpp)$"),
 }
 
 # folder -> (repository folders it may include, restricted libraries it may use). A folder may
@@ -37,6 +39,9 @@ RULES = {
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
     "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
+    # server/studies: the pure search library (no gRPC, protobuf or storage); the one user of
+    # Eigen and NLopt.
+    "server/studies": ({"base"}, {"eigen", "nlopt"}),
     "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
     "workers/physics": ({"proto", "base", "showers"}, set()),
