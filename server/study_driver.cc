@@ -303,9 +303,8 @@ absl::StatusOr<bool> StudyDriver::MaybeStopEarly(const v1::Study& study, const v
   options.rule = spec.early_stopping().rule() == v1::EarlyStopping::RULE_ASHA
                      ? studies::EarlyStoppingRule::kAsha
                      : studies::EarlyStoppingRule::kMedian;
+  // The library's defaults otherwise: the median of at least 3 other trials, ASHA halving by 3.
   options.min_steps = std::max(1, spec.early_stopping().min_points());
-  options.min_trials = 1;
-  options.reduction_factor = 2;
   ASSIGN_OR_RETURN(studies::StopDecision decision, studies::ShouldStopTrial(mine, others, options));
   if (!decision.stop) return false;
   const std::string message = absl::StrCat("stopped early: ", decision.reason);
