@@ -115,7 +115,11 @@ absl::StatusOr<v1::Study> FetchStudy(CommandContext& context, const std::string&
 
 absl::Status Create(CommandContext& context) {
   v1::StudySpec spec;
-  const std::string path = *context.args.Get("spec");
+  const std::optional<std::string> given = context.args.Get("spec");
+  if (!given.has_value()) {
+    return UsageError("--spec is required: a StudySpec JSON file (see docs/STUDIES.md)");
+  }
+  const std::string& path = *given;
   absl::StatusOr<std::string> contents = ReadWholeFile(path);
   if (!contents.ok()) return UsageError(absl::StrCat("--spec: ", contents.status().message()));
   google::protobuf::util::JsonParseOptions options;
