@@ -120,6 +120,18 @@ class StudiesE2eTest : public WorkerPoolFixture {
     *max_running = std::max(*max_running, running);
   }
 
+  // Runs `gantry --server ... --token ... <args>` and returns its exit code; `out` gets stdout.
+  int Cli(const std::vector<std::string>& args, std::string* out) {
+    const std::string path = dir_.path() + "/cli.out";
+    std::vector<std::string> argv = {GANTRY_CLI_BINARY, "--server", server_->address(), "--token",
+                                     token_};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ChildProcess cli(argv, path);
+    const int code = cli.Wait(30000);
+    *out = cli.Log();
+    return code;
+  }
+
   v1::ModelVersion GetModel(const std::string& ref) {
     v1::GetModelRequest request;
     request.set_model(ref);
@@ -233,6 +245,21 @@ TEST_F(StudiesE2eTest, FourTrialsTwoInParallelWithTwoFoldsSurviveARestart) {
   EXPECT_EQ(study.trials_finished(), 4);
   EXPECT_GT(study.device_hours(), 0);
   EXPECT_NE(study.message().find("best trial"), std::string::npos) << study.message();
+
+  // The CLI shows the same: four SUCCEEDED trials with their folds, the study with its model.
+  std::string out;
+  ASSERT_EQ(Cli({"studies", "trials", created.id(), "--folds"}, &out), 0) << out;
+  size_t succeeded = 0;
+  for (size_t at = out.find("SUCCEEDED"); at != std::string::npos;
+       at = out.find("SUCCEEDED", at + 1)) {
+    ++succeeded;
+  }
+  EXPECT_EQ(succeeded, 4u + 8u) << out;  // 4 trials, then 8 fold jobs
+  EXPECT_NE(out.find("learning_rate="), std::string::npos) << out;
+  ASSERT_EQ(Cli({"studies", "get", created.id()}, &out), 0) << out;
+  EXPECT_NE(out.find(study.best_model_ref()), std::string::npos) << out;
+  ASSERT_EQ(Cli({"studies", "watch", created.id()}, &out), 0) << out;
+  EXPECT_NE(out.find("[####################] 4/4 trials done"), std::string::npos) << out;
 }
 
 TEST_F(StudiesE2eTest, CancellingAStudyStopsEveryTrialJob) {
