@@ -356,7 +356,8 @@ absl::Status StudyDriver::StartTrials(const v1::Study& study, const std::vector<
     ++number;
     const auto parameters = ParametersOf(a);
     absl::Status added = backend_.studies->AddTrial(study.id(), number, parameters);
-    if (absl::IsAlreadyExists(added)) return absl::OkStatus();  // another server got there first
+    // Another server got there first, or the study was cancelled since this pass read it.
+    if (absl::IsAlreadyExists(added) || absl::IsFailedPrecondition(added)) return absl::OkStatus();
     RETURN_IF_ERROR(added);
     GANTRY_LOG(INFO) << "study " << study.id() << ": trial " << number << " "
                      << FormatParameters(parameters);

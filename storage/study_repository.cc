@@ -212,6 +212,15 @@ absl::Status StudyRepository::AddTrial(
   v1::Trial stored;
   *stored.mutable_parameters() = params;
   return db_.Transact([&](Transaction& tx) -> absl::Status {
+    // Shares the study row's lock with Transition (FOR UPDATE), so a trial is either stored before
+    // a cancellation or refused after it.
+    pqxx::result state =
+        tx.Exec("study_lock_shared", "SELECT state FROM studies WHERE id = $1 FOR SHARE", id);
+    if (state.empty()) return StudyNotFound(id);
+    if (state[0][0].as<std::string>() != "STUDY_STATE_RUNNING") {
+      return absl::FailedPreconditionError(absl::StrCat("study ", id, " is ", state[0][0].c_str(),
+                                                        "; trials are added only while it runs"));
+    }
     pqxx::result r = tx.Exec("study_trial_insert",
                              "INSERT INTO study_trials (study_id, number, state, parameters) "
                              "VALUES ($1, $2, 'TRIAL_STATE_RUNNING', $3) "

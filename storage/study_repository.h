@@ -49,7 +49,8 @@ class StudyRepository {
   // Records the best trial so far and its model ("" while unknown).
   absl::Status SetBest(const std::string& id, int trial, const std::string& model_ref);
 
-  // Stores trial `number` (RUNNING) with its parameters. ALREADY_EXISTS when the number is taken.
+  // Stores trial `number` (RUNNING) with its parameters. ALREADY_EXISTS when the number is taken,
+  // FAILED_PRECONDITION when the study is no longer RUNNING (cancelled or ended meanwhile).
   absl::Status AddTrial(
       const std::string& id, int number,
       const google::protobuf::Map<std::string, gantry::v1::ParameterValue>& params);

@@ -72,6 +72,10 @@ TEST_F(StudyRepositoryTest, CreateGetListAreIdempotentAndTenantScoped) {
   EXPECT_NE(refused.status().message().find("STUDY_STATE_CANCELLED"), std::string::npos);
   EXPECT_EQ(studies.ListActive()->size(), 1u);
   EXPECT_EQ(studies.List("alice", {v1::STUDY_STATE_CANCELLED}, 10, "")->items.size(), 1u);
+  // No trial joins a study that ended.
+  google::protobuf::Map<std::string, v1::ParameterValue> p;
+  p["hyper_parameters.learning_rate"].set_number(1e-3);
+  EXPECT_EQ(studies.AddTrial(a->id(), 1, p).code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(StudyRepositoryTest, TrialsAndTheirJobs) {
