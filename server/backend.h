@@ -28,6 +28,7 @@
 #include "storage/model_pin_repository.h"
 #include "storage/model_repository.h"
 #include "storage/pool_repository.h"
+#include "storage/study_repository.h"
 #include "storage/tenant_limits_repository.h"
 #include "storage/tenant_repository.h"
 #include "storage/token_repository.h"
@@ -81,6 +82,7 @@ class Backend {
   std::unique_ptr<storage::DatasetRepository> datasets;
   std::unique_ptr<storage::ModelRepository> models;
   std::unique_ptr<storage::ModelPinRepository> model_pins;  // AdminService.LoadModel
+  std::unique_ptr<storage::StudyRepository> studies;
   std::unique_ptr<storage::WorkerRepository> workers;
   std::unique_ptr<storage::PoolRepository> pools;  // AdminService pools, the autoscaler
   std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;

@@ -123,7 +123,9 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       autoscaler_(*backend_, coordinator_.state()),
       admin_(*backend_, coordinator_.sessions(), pinner_, autoscaler_),
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
-                      backend_->options.blob_gc_grace) {}
+                      backend_->options.blob_gc_grace),
+      studies_(*backend_),
+      study_driver_(*backend_, backend_->options.study_interval) {}
 
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {
@@ -174,7 +176,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   const bool split = !options.worker_listen.empty();
   Listener main{options.listen,
                 "--listen",
-                {&s.training_, &s.generation_, &s.catalog_, &s.datasets_, &s.admin_},
+                {&s.training_, &s.generation_, &s.catalog_, &s.datasets_, &s.admin_, &s.studies_},
                 split ? ListenerRole::kTenants : ListenerRole::kEveryone};
   if (!split) main.services.push_back(&s.workers_);
   ASSIGN_OR_RETURN(s.server_,
@@ -220,6 +222,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   s.coordinator_.Start();
   s.pinner_.Start();
   s.autoscaler_.Start();
+  s.study_driver_.Start();
   s.blob_collector_.Start();
   return server;
 }
@@ -231,6 +234,7 @@ void GantryServer::Shutdown() {
   autoscaler_.Stop();
   coordinator_.Stop();
   blob_collector_.Stop();
+  study_driver_.Stop();
   // Both listeners drain within the same grace, side by side.
   const absl::Time deadline = absl::Now() + backend_->options.shutdown_grace;
   std::vector<std::thread> draining;

@@ -24,6 +24,8 @@
 #include "server/pool_autoscaler.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
+#include "server/study_driver.h"
+#include "server/study_service.h"
 #include "server/training_service.h"
 #include "server/worker_dataset_service.h"
 #include "server/worker_service.h"
@@ -76,6 +78,8 @@ class GantryServer {
   BlobCollector blob_collector_;
   // Every call's authentication result, whichever listener took it; outlives both servers.
   std::unique_ptr<AuthInterceptorFactory> auth_;
+  StudyService studies_;
+  StudyDriver study_driver_;  // submits and follows the trials of stored studies
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   // The worker listener (options.worker_listen); null when the main listener serves workers too.

@@ -112,6 +112,9 @@ ABSL_FLAG(int64_t, blob_gc_interval_ms, 600000,
 ABSL_FLAG(int64_t, blob_gc_grace_ms, 3600000,
           "a blob is deleted only after nothing has used it for this long (at least 100; keep it "
           "well above the slowest upload's inspection)");
+ABSL_FLAG(int64_t, study_interval_ms, 1000,
+          "how often the study driver advances running studies: collects trial results, stops "
+          "poor trials and submits new ones (0 = never)");
 ABSL_FLAG(int, max_threads, 256,
           "the most threads gRPC may use to serve calls (a grpc::ResourceQuota; 0 = no bound)");
 ABSL_FLAG(int64_t, tenant_max_dataset_bytes, 0,
@@ -280,6 +283,11 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_tenant_max_showers_per_minute);
   options.max_streams_per_tenant = absl::GetFlag(FLAGS_tenant_max_streams);
   options.watch_poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_watch_poll_interval_ms));
+  options.study_interval = absl::Milliseconds(absl::GetFlag(FLAGS_study_interval_ms));
+  if (options.study_interval < absl::ZeroDuration()) {
+    std::cerr << "gantry-server: --study-interval-ms must be >= 0\n";
+    return 2;
+  }
   options.stream_token_recheck = absl::Milliseconds(absl::GetFlag(FLAGS_stream_token_recheck_ms));
   if (options.watch_poll_interval < absl::Milliseconds(50) ||
       options.stream_token_recheck < absl::Milliseconds(50)) {

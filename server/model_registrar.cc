@@ -1,6 +1,7 @@
 #include "server/model_registrar.h"
 
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -93,8 +94,18 @@ absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
         absl::StrCat("checkpoint ", result.checkpoint_sha256(), " has ", size,
                      " bytes stored but the result says ", result.checkpoint_size_bytes()));
   }
-  ASSIGN_OR_RETURN(v1::ModelVersion stored,
-                   backend_.models->Register(ModelVersionOf(job_id, owner, spec, result, size)));
+  v1::ModelVersion version = ModelVersionOf(job_id, owner, spec, result, size);
+  // A study's trial job: its study and trial go into the lineage (the labels are the user's to
+  // set, so the study's own record of the job decides).
+  if (spec.labels().count("study")) {
+    ASSIGN_OR_RETURN(std::optional<storage::StudyRepository::TrialRef> trial,
+                     backend_.studies->TrialOfJob(job_id));
+    if (trial.has_value()) {
+      version.mutable_lineage()->set_study_id(trial->study_id);
+      version.mutable_lineage()->set_study_trial(trial->number);
+    }
+  }
+  ASSIGN_OR_RETURN(v1::ModelVersion stored, backend_.models->Register(version));
   const std::string model_ref = absl::StrCat(stored.name(), ":", stored.version());
   RETURN_IF_ERROR(backend_.jobs->SetModelRef(job_id, model_ref));
   v1::JobEvent event;

@@ -44,6 +44,9 @@ struct ServerOptions {
   // unreferenced (and unpinned by an upload) before it is deleted.
   absl::Duration blob_gc_interval = absl::Minutes(10);
   absl::Duration blob_gc_grace = absl::Hours(1);
+  // How often the study driver advances the running studies (0 = never: studies are stored but
+  // run nowhere, e.g. on a read-only replica).
+  absl::Duration study_interval = absl::Seconds(1);
   // The most threads gRPC may use for calls (grpc::ResourceQuota::SetMaxThreads); 0 = no bound.
   int max_threads = 256;
   // Per-tenant limits every tenant has unless AdminService.SetTenantLimits stored an override

@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
-#include "server/pool_resolver.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/training_requests.h"
 
@@ -22,67 +21,14 @@ namespace v1 = ::gantry::v1;
 // Admins see every tenant's jobs; everyone else only their own.
 std::string Scope(const Principal& p) { return p.admin ? "" : p.tenant; }
 
-absl::Status WithField(const absl::Status& status, absl::string_view field) {
-  if (status.ok()) return status;
-  return absl::Status(status.code(), absl::StrCat(field, ": ", status.message()));
-}
-
 }  // namespace
-
-absl::Status TrainingService::CheckFileDataset(const Principal& p, const std::string& ref) const {
-  const ServerOptions& o = backend_.options;
-  if (!o.file_dataset_tenants.count("*") && !o.file_dataset_tenants.count(p.tenant)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "spec.dataset: tenant \"", p.tenant,
-        "\" may not read file:// datasets; upload the file (gantry datasets upload) or ask the "
-        "operator to allow your tenant"));
-  }
-  absl::StatusOr<std::string> path = o.file_dataset_roots.CheckLexical(ref.substr(7));
-  if (!path.ok()) {
-    return checks::Invalid("spec.dataset", absl::StrCat(path.status().message()));
-  }
-  return absl::OkStatus();
-}
 
 grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
                                         const v1::SubmitJobRequest* request, v1::Job* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot submit jobs");
     if (!request->has_spec()) return checks::Invalid("spec", "is missing");
-    if (request->request_id().size() > 128) {
-      return checks::Invalid("request_id", "is longer than 128 characters");
-    }
-    RETURN_IF_ERROR(ValidateJobSpec(request->spec()));
-    v1::JobSpec spec = request->spec();
-    ASSIGN_OR_RETURN(DatasetRefKind kind,
-                     ValidateDatasetRef(spec.dataset(), spec.model_preset(), "spec.dataset"));
-    if (kind == DatasetRefKind::kFile) RETURN_IF_ERROR(CheckFileDataset(p, spec.dataset()));
-    if (kind == DatasetRefKind::kUploaded) {
-      RETURN_IF_ERROR(
-          WithField(backend_.datasets->Get(p.tenant, spec.dataset()).status(), "spec.dataset"));
-    }
-    if (!spec.initial_model().empty()) {
-      absl::StatusOr<v1::ModelVersion> model =
-          backend_.models->Resolve(p.tenant, spec.initial_model());
-      RETURN_IF_ERROR(WithField(model.status(), "spec.initial_model"));
-      if (model->status() == v1::MODEL_STATUS_ARCHIVED) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("spec.initial_model: ", spec.initial_model(),
-                         " is archived; fine-tune from a ready "
-                         "version"));
-      }
-    }
-    if (spec.pool().size() > 63) return checks::Invalid("spec.pool", "is not a pool name");
-    RETURN_IF_ERROR(ResolveJobPool(*backend_.pools, spec).status());
-    if (spec.hyper_parameters().seed() == 0) {
-      // "0 = chosen by the server and recorded".
-      std::random_device rd;
-      const uint64_t seed = (uint64_t{rd()} << 32 | rd()) | 1;
-      spec.mutable_hyper_parameters()->set_seed(seed);
-    }
-    ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
-    ASSIGN_OR_RETURN(*response, backend_.jobs->Create(p.tenant, spec, request->request_id(),
-                                                      limits.max_concurrent_jobs));
+    ASSIGN_OR_RETURN(*response, submitter_.Submit(p, request->spec(), request->request_id()));
     return absl::OkStatus();
   });
 }

@@ -5,13 +5,14 @@
 
 #include "gantry/v1/training.grpc.pb.h"
 #include "server/backend.h"
+#include "server/job_submitter.h"
 
 namespace gantry::server {
 
 // Thread-safe; `backend` must outlive it.
 class TrainingService final : public gantry::v1::TrainingService::Service {
  public:
-  explicit TrainingService(Backend& backend) : backend_(backend) {}
+  explicit TrainingService(Backend& backend) : backend_(backend), submitter_(backend) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const gantry::v1::SubmitJobRequest* request,
                          gantry::v1::Job* response) override;
@@ -32,11 +33,8 @@ class TrainingService final : public gantry::v1::TrainingService::Service {
                                   gantry::v1::ValidationPoint* response) override;
 
  private:
-  // file:// datasets: PERMISSION_DENIED unless the operator allows the tenant, INVALID_ARGUMENT
-  // unless the path lies under an allowed root.
-  absl::Status CheckFileDataset(const Principal& p, const std::string& ref) const;
-
   Backend& backend_;
+  JobSubmitter submitter_;
 };
 
 }  // namespace gantry::server

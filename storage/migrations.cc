@@ -353,6 +353,53 @@ CREATE TABLE pools (
   spec bytea NOT NULL,                     -- gantry.v1.PoolSpec
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
+
+);
+)sql";
+
+// Version 11: hyper-parameter studies, their trials and the training jobs of each trial's folds.
+// A fold job's state, model and cost are read from its jobs row; only the objective is copied.
+constexpr const char* kV11 = R"sql(
+CREATE TABLE studies (
+  seq bigserial NOT NULL UNIQUE,           -- insertion order: keyset pagination, newest first
+  id text PRIMARY KEY,                     -- study-<uuid>
+  owner text NOT NULL REFERENCES tenants (name),
+  state text NOT NULL,                     -- gantry.v1.StudyState name
+  reason text NOT NULL DEFAULT '',
+  message text NOT NULL DEFAULT '',
+  spec bytea NOT NULL,                     -- gantry.v1.StudySpec (seed resolved)
+  request_id text,                         -- idempotency key, unique per owner
+  best_trial integer NOT NULL DEFAULT 0,
+  best_model_ref text NOT NULL DEFAULT '',
+  created_at timestamptz NOT NULL DEFAULT now(),
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  UNIQUE (owner, request_id)
+);
+CREATE INDEX studies_owner_seq ON studies (owner, seq DESC);
+CREATE INDEX studies_state ON studies (state);
+
+CREATE TABLE study_trials (
+  study_id text NOT NULL REFERENCES studies (id) ON DELETE CASCADE,
+  number integer NOT NULL,                 -- 1, 2, ...
+  state text NOT NULL,                     -- gantry.v1.TrialState name
+  message text NOT NULL DEFAULT '',
+  parameters bytea NOT NULL,               -- gantry.v1.Trial with only its parameters
+  objective double precision,              -- mean over folds
+  objective_stddev double precision NOT NULL DEFAULT 0,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  finished_at timestamptz,
+  PRIMARY KEY (study_id, number)
+);
+
+CREATE TABLE study_trial_jobs (
+  study_id text NOT NULL,
+  number integer NOT NULL,
+  fold integer NOT NULL,
+  job_id text NOT NULL UNIQUE REFERENCES jobs (id),
+  objective double precision,              -- the objective metric of the job's model
+  PRIMARY KEY (study_id, number, fold),
+  FOREIGN KEY (study_id, number) REFERENCES study_trials (study_id, number) ON DELETE CASCADE
 );
 )sql";
 
@@ -370,6 +417,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {8, "model versions pinned on serving workers", kV8},
       {9, "enum value names with their enum's prefix", kV9},
       {10, "pools of workers", kV10},
+      {11, "hyper-parameter studies, trials and trial jobs", kV11},
   };
   return *kMigrations;
 }

@@ -354,6 +354,7 @@ void AddMiscCommands(std::vector<Command>* commands) {
 std::vector<Command> AllCommands() {
   std::vector<Command> commands;
   AddJobCommands(&commands);
+  AddStudyCommands(&commands);
   AddDatasetCommands(&commands);
   AddModelCommands(&commands);
   AddAdminCommands(&commands);

@@ -28,6 +28,7 @@ inline constexpr int kMaxChunkShowers = 1024;
 // GenerateRequest.priority is 0..kMaxPriority (a worker caps it at its model's levels - 1).
 inline constexpr int kMaxPriority = 9;
 inline constexpr int kMaxLogTail = 10000;
+inline constexpr int kMaxFolds = 20;  // JobSpec.data_split.folds and StudySpec.folds
 inline constexpr int64_t kMaxUploadChunkBytes = 4 << 20;  // 4 MiB, as datasets.proto says
 
 // A parsed model reference: "[owner/]name:version" (version > 0) or "[owner/]name@alias".

@@ -154,6 +154,17 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
                            "spec.data_pipeline.prefetch_batches"));
   RETURN_IF_ERROR(
       CheckInt(spec.data_pipeline().loader_threads(), 0, 256, "spec.data_pipeline.loader_threads"));
+  if (spec.has_data_split()) {
+    const v1::DataSplit& split = spec.data_split();
+    RETURN_IF_ERROR(CheckInt(split.folds(), 2, kMaxFolds, "spec.data_split.folds"));
+    RETURN_IF_ERROR(
+        CheckInt(split.validation_fold(), 0, split.folds() - 1, "spec.data_split.validation_fold"));
+    if (spec.validation().disabled()) {
+      return Invalid("spec.data_split",
+                     "needs validation: the job validates on its fold, and "
+                     "spec.validation.disabled is set");
+    }
+  }
   return absl::OkStatus();
 }
 

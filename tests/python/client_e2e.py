@@ -282,6 +282,44 @@ class ClientE2eTest(unittest.TestCase):
             self.client.generate(self.model_ref, energies=(10, 500), count=10)
         self.assertIn("training range", caught.exception.message)
 
+    def test_6_study(self):
+        # A one-trial study on the daemon: created, followed to its end, its model aliased.
+        spec = {
+            "display_name": "py-study",
+            "base_job": dict(TINY_SPEC, model_name="py-study", validation={"showers_per_bin": 20}),
+            "parameters": [{"name": "hyper_parameters.learning_rate",
+                            "kind": "KIND_LOG_CONTINUOUS", "min": 1e-4, "max": 1e-2}],
+            "budget": {"max_trials": 1, "max_parallel_trials": 1},
+            "seed": 5,
+        }
+        with self.assertRaises(gantry_client.InvalidArgument) as bad:
+            self.client.create_study(dict(spec, budget={"max_trials": 0}))
+        self.assertIn("spec.budget.max_trials", bad.exception.message)
+        with self.assertRaises(gantry_client.InvalidArgument) as unknown:
+            self.client.create_study(dict(spec, parameters=[
+                {"name": "hyper_parameters.momentum", "kind": "KIND_CONTINUOUS", "min": 0,
+                 "max": 1}]))
+        self.assertIn("not a searchable JobSpec field", unknown.exception.message)
+        study = self.client.create_study(spec)
+        self.assertEqual(study.state, self.client.pb.studies.STUDY_STATE_RUNNING)
+        self.assertIn(study.id, [s.id for s in self.client.list_studies()])
+        updates = []
+        final = self.client.wait_study(study, on_update=updates.append, timeout=200)
+        self.assertEqual(final.state, self.client.pb.studies.STUDY_STATE_SUCCEEDED, final.message)
+        self.assertTrue(updates)
+        trials = self.client.trials(study)
+        self.assertEqual(len(trials), 1)
+        self.assertEqual(trials[0].state, self.client.pb.studies.TRIAL_STATE_SUCCEEDED)
+        lr = trials[0].parameters["hyper_parameters.learning_rate"].number
+        self.assertTrue(1e-4 <= lr <= 1e-2)
+        self.assertAlmostEqual(trials[0].objective, trials[0].folds[0].objective)
+        model = self.client.model(f"py-study@{study.id}")
+        self.assertEqual(f"{model.name}:{model.version}", final.best_model_ref)
+        self.assertEqual(model.lineage.study_id, study.id)
+        self.assertAlmostEqual(model.metrics["fom"], trials[0].objective)
+        with self.assertRaises(gantry_client.FailedPrecondition):
+            self.client.cancel_study(study)
+
 
 if __name__ == "__main__":
     unittest.main()

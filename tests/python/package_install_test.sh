@@ -23,7 +23,7 @@ package = pathlib.Path(gantry_client.__file__).resolve().parent
 assert venv in package.parents, f"gantry_client imported from {package}, not the venv"
 assert (package / "py.typed").is_file(), "py.typed missing"
 stubs = sorted((package / "v1").glob("*_pb2*.py"))
-assert len(stubs) == 14, [s.name for s in stubs]
+assert len(stubs) == 16, [s.name for s in stubs]  # 8 protos x (messages, stubs)
 for folder in ("v1", "rpc"):
     for module in (package / folder).glob("*_pb2*.py"):
         hints = module.with_suffix(".pyi")

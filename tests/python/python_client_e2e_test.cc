@@ -69,7 +69,7 @@ TEST_F(PythonClientE2eTest, HelpersFromAFreshVenv) {
                               << server_->Stderr();
   // Every step ran (unittest -v names each test and its result).
   for (const char* step : {"test_1_errors", "test_2_upload", "test_3_submit_watch_resume",
-                           "test_4_models", "test_5_generate"}) {
+                           "test_4_models", "test_5_generate", "test_6_study"}) {
     EXPECT_NE(run.err.find(std::string(step) + " "), std::string::npos) << step << "\n" << run.err;
   }
   EXPECT_NE(run.err.find("\nOK"), std::string::npos) << run.err;

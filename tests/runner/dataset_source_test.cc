@@ -19,10 +19,10 @@
 #include "storage/database.h"
 #include "storage/worker_identity_repository.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/files.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/holdout_split.h"
 #include "workers/runner/rank_plan.h"
-#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -68,6 +68,58 @@ TEST(HoldoutSplitTest, DeterministicDisjointAndComplete) {
   absl::StatusOr<runner::HoldoutSplit> other = runner::SplitHoldout(1000, 0.1, 43);
   ASSERT_TRUE(other.ok());
   EXPECT_NE(other->holdout, a->holdout);
+}
+
+TEST(KFoldSplitTest, FoldsAreDisjointCoverTheEventsAndTrainOnTheRest) {
+  constexpr int64_t kEvents = 103;  // not a multiple of K: fold sizes differ by one
+  constexpr int kFolds = 5;
+  std::set<int64_t> validated;
+  std::vector<size_t> sizes;
+  for (int k = 0; k < kFolds; ++k) {
+    absl::StatusOr<runner::HoldoutSplit> split = runner::SplitFolds(kEvents, kFolds, k, 7);
+    ASSERT_TRUE(split.ok()) << split.status();
+    sizes.push_back(split->holdout.size());
+    // Validation and training events of one fold: disjoint, together every event.
+    std::set<int64_t> all(split->holdout.begin(), split->holdout.end());
+    for (int64_t i : split->train) EXPECT_TRUE(all.insert(i).second) << "event " << i << " twice";
+    EXPECT_EQ(all.size(), static_cast<size_t>(kEvents));
+    EXPECT_TRUE(std::is_sorted(split->train.begin(), split->train.end()));
+    // Across folds: every event is validated exactly once.
+    for (int64_t i : split->holdout) {
+      EXPECT_TRUE(validated.insert(i).second) << "event " << i << " in two folds";
+      EXPECT_GE(i, 0);
+      EXPECT_LT(i, kEvents);
+    }
+    // The same seed gives the same fold (every job of a study agrees on it).
+    absl::StatusOr<runner::HoldoutSplit> again = runner::SplitFolds(kEvents, kFolds, k, 7);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ(again->holdout, split->holdout);
+  }
+  EXPECT_EQ(validated.size(), static_cast<size_t>(kEvents));
+  EXPECT_EQ(*std::min_element(sizes.begin(), sizes.end()), 20u);
+  EXPECT_EQ(*std::max_element(sizes.begin(), sizes.end()), 21u);
+  // Another seed, other folds.
+  absl::StatusOr<runner::HoldoutSplit> other = runner::SplitFolds(kEvents, kFolds, 0, 8);
+  ASSERT_TRUE(other.ok());
+  absl::StatusOr<runner::HoldoutSplit> first = runner::SplitFolds(kEvents, kFolds, 0, 7);
+  ASSERT_TRUE(first.ok());
+  EXPECT_NE(other->holdout, first->holdout);
+}
+
+TEST(KFoldSplitTest, RefusesFoldsTheDataCannotFill) {
+  absl::StatusOr<runner::HoldoutSplit> too_many = runner::SplitFolds(10, 12, 0, 1);
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("has only 10 events"), std::string::npos)
+      << too_many.status();
+  EXPECT_NE(too_many.status().message().find("at most 10 folds"), std::string::npos);
+  EXPECT_EQ(runner::SplitFolds(10, 1, 0, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runner::SplitFolds(10, 3, 3, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(runner::SplitFolds(10, 3, -1, 1).status().code(), absl::StatusCode::kInvalidArgument);
+  // As many folds as events: one event each.
+  absl::StatusOr<runner::HoldoutSplit> single = runner::SplitFolds(10, 10, 4, 1);
+  ASSERT_TRUE(single.ok());
+  EXPECT_EQ(single->holdout.size(), 1u);
+  EXPECT_EQ(single->train.size(), 9u);
 }
 
 TEST(HoldoutSplitTest, EdgeCasesAndRefusals) {
@@ -452,9 +504,8 @@ class RunnerServerTest : public ServerFixture {
     EXPECT_TRUE(key.ok()) << key.status();
     const std::string worker = "wrk-runner-test";
     return absl::StrCat("grk_", job_id, ":0:", worker, ":",
-                        HmacSha256Hex(key.ok() ? *key : "",
-                                      absl::StrCat("gantry rank credential\n", job_id, "\n0\n",
-                                                   worker)));
+                        HmacSha256Hex(key.ok() ? *key : "", absl::StrCat("gantry rank credential\n",
+                                                                         job_id, "\n0\n", worker)));
   }
 
   int workers_ = 0;

@@ -39,6 +39,7 @@ int ServerFixture::StopServer() {
   datasets_.reset();
   worker_.reset();
   admin_.reset();
+  studies_.reset();
   health_.reset();
   channel_.reset();
   const int code = server_->Terminate();
@@ -74,6 +75,7 @@ void ServerFixture::StartServer(const std::vector<std::string>& extra) {
   datasets_ = v1::DatasetService::NewStub(channel_);
   worker_ = v1::WorkerService::NewStub(channel_);
   admin_ = v1::AdminService::NewStub(channel_);
+  studies_ = v1::StudyService::NewStub(channel_);
   health_ = grpc::health::v1::Health::NewStub(channel_);
 }
 

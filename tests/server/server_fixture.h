@@ -15,6 +15,7 @@
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
+#include "gantry/v1/studies.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -77,6 +78,7 @@ class ServerFixture : public ::testing::Test {
   std::unique_ptr<gantry::v1::DatasetService::Stub> datasets_;
   std::unique_ptr<gantry::v1::WorkerService::Stub> worker_;
   std::unique_ptr<gantry::v1::AdminService::Stub> admin_;
+  std::unique_ptr<gantry::v1::StudyService::Stub> studies_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 };
 

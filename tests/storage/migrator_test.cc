@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "storage/database.h"
+#include "storage/migrations.h"
 #include "tests/support/test_database.h"
 
 namespace gantry::storage {
@@ -19,12 +20,14 @@ TEST(MigratorTest, FreshDatabaseGetsEveryMigrationThenNothing) {
 
   auto first = Migrator::Apply(**db);
   ASSERT_TRUE(first.ok()) << first.status();
-  EXPECT_EQ(*first, Migrator::LatestVersion());
+  // Numbers may skip (versions are reserved per branch), so count the migrations.
+  const int count = static_cast<int>(EmbeddedMigrations().size());
+  EXPECT_EQ(*first, count);
   EXPECT_EQ(*Migrator::CurrentVersion(**db), Migrator::LatestVersion());
   // Recorded with a description and a time.
   EXPECT_EQ(tdb.Query("SELECT count(*) FROM schema_version WHERE description <> '' "
                       "AND applied_at IS NOT NULL"),
-            absl::StrCat(Migrator::LatestVersion(), "\n"));
+            absl::StrCat(count, "\n"));
   // The tables exist.
   for (const char* table :
        {"tenants", "api_tokens", "join_tokens", "jobs", "job_events", "datasets", "models",
@@ -36,8 +39,7 @@ TEST(MigratorTest, FreshDatabaseGetsEveryMigrationThenNothing) {
   auto second = Migrator::Apply(**db);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(*second, 0);
-  EXPECT_EQ(tdb.Query("SELECT count(*) FROM schema_version"),
-            absl::StrCat(Migrator::LatestVersion(), "\n"));
+  EXPECT_EQ(tdb.Query("SELECT count(*) FROM schema_version"), absl::StrCat(count, "\n"));
 }
 
 TEST(MigratorTest, ConcurrentStartsApplyOnce) {
@@ -51,7 +53,7 @@ TEST(MigratorTest, ConcurrentStartsApplyOnce) {
   t.join();
   ASSERT_TRUE(a.ok()) << a.status();
   ASSERT_TRUE(b.ok()) << b.status();
-  EXPECT_EQ(*a + *b, Migrator::LatestVersion());
+  EXPECT_EQ(*a + *b, static_cast<int>(EmbeddedMigrations().size()));
 }
 
 TEST(MigratorTest, NewerDatabaseIsRefused) {

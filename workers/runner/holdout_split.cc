@@ -11,6 +11,55 @@
 
 namespace gantry::runner {
 
+namespace {
+
+// 0..events-1 in the order of a Fisher-Yates shuffle driven by std::mt19937_64(seed), with an
+// explicit modulo-free draw (uniform via rejection), so every platform gives the same order.
+std::vector<int64_t> SeededPermutation(int64_t events, uint64_t seed) {
+  std::vector<int64_t> order(events);
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = events - 1; i > 0; --i) {
+    const uint64_t bound = static_cast<uint64_t>(i) + 1;
+    const uint64_t limit =
+        std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
+    uint64_t draw;
+    do {
+      draw = rng();
+    } while (draw >= limit);
+    std::swap(order[i], order[draw % bound]);
+  }
+  return order;
+}
+
+}  // namespace
+
+absl::StatusOr<HoldoutSplit> SplitFolds(int64_t events, int folds, int validation_fold,
+                                        uint64_t seed) {
+  if (folds < 2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.data_split.folds: is ", folds, "; K-fold needs at least 2 folds"));
+  }
+  if (validation_fold < 0 || validation_fold >= folds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "spec.data_split.validation_fold: is ", validation_fold, "; it must be in 0..", folds - 1));
+  }
+  if (events < folds) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.data_split.folds: is ", folds, " but the dataset has only ", events,
+                     " events; every fold needs at least one, so use at most ", events, " folds"));
+  }
+  const std::vector<int64_t> order = SeededPermutation(events, seed);
+  const int64_t begin = validation_fold * events / folds;
+  const int64_t end = (validation_fold + 1) * events / folds;
+  HoldoutSplit split;
+  split.holdout.assign(order.begin() + begin, order.begin() + end);
+  split.train.assign(order.begin(), order.begin() + begin);
+  split.train.insert(split.train.end(), order.begin() + end, order.end());
+  std::sort(split.train.begin(), split.train.end());
+  return split;
+}
+
 absl::StatusOr<HoldoutSplit> SplitHoldout(int64_t events, double fraction, uint64_t seed) {
   if (!(fraction >= 0.0 && fraction < 1.0)) {
     return absl::InvalidArgumentError(
@@ -22,20 +71,7 @@ absl::StatusOr<HoldoutSplit> SplitHoldout(int64_t events, double fraction, uint6
     return absl::InvalidArgumentError(
         absl::StrCat("holding out ", held, " of ", events, " events leaves none to train on"));
   }
-  std::vector<int64_t> order(events);
-  std::iota(order.begin(), order.end(), 0);
-  std::mt19937_64 rng(seed);
-  // Fisher-Yates from the back with an explicit modulo-free draw (uniform via rejection).
-  for (int64_t i = events - 1; i > 0; --i) {
-    const uint64_t bound = static_cast<uint64_t>(i) + 1;
-    const uint64_t limit =
-        std::numeric_limits<uint64_t>::max() - std::numeric_limits<uint64_t>::max() % bound;
-    uint64_t draw;
-    do {
-      draw = rng();
-    } while (draw >= limit);
-    std::swap(order[i], order[draw % bound]);
-  }
+  const std::vector<int64_t> order = SeededPermutation(events, seed);
   HoldoutSplit split;
   split.holdout.assign(order.begin(), order.begin() + held);
   split.train.assign(order.begin() + held, order.end());

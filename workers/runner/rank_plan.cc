@@ -256,6 +256,22 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
                                       batch * m.grid[0] * m.grid[1] * m.grid[2],
                                       std::thread::hardware_concurrency(), &plan));
   RETURN_IF_ERROR(ResolveValidation(spec.validation(), &plan));
+  if (spec.has_data_split()) {
+    const v1::DataSplit& split = spec.data_split();
+    if (split.folds() < 2 || split.folds() > 20) {
+      return Bad("spec.data_split.folds", absl::StrCat(split.folds(), " is not in 2..20"));
+    }
+    if (split.validation_fold() < 0 || split.validation_fold() >= split.folds()) {
+      return Bad("spec.data_split.validation_fold",
+                 absl::StrCat(split.validation_fold(), " is not in 0..", split.folds() - 1));
+    }
+    if (!plan.validation) {
+      return Bad("spec.data_split", "needs validation (spec.validation.disabled is set)");
+    }
+    plan.folds = split.folds();
+    plan.validation_fold = split.validation_fold();
+    plan.split_seed = split.seed();
+  }
   RETURN_IF_ERROR(ResolveCheckpointPolicy(spec.checkpoint_policy(), &plan));
   return plan;
 }

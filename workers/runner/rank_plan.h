@@ -22,6 +22,11 @@ struct RankPlan {
   int threads = 0;  // 0 = leave LibTorch's default
   bool validation = true;
   double holdout_fraction = 0.1;
+  // K-fold (spec.data_split): folds > 0 replaces the hold-out by fold `validation_fold` of `folds`
+  // seeded by `split_seed`.
+  int folds = 0;
+  int validation_fold = 0;
+  uint64_t split_seed = 0;
   // Checkpoint triggers on rank 0 (the union; 0 = off each): at the end of every N-th epoch, every
   // N steps, and when this many minutes passed since the last save. The end of training always
   // saves.

@@ -436,16 +436,26 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
     const std::string& local_path) {
   // The hold-out split is identical on every rank; only rank 0 validates, so only it reads the
   // held-out events. The training events stream from the file through the prefetching source.
-  ASSIGN_OR_RETURN(HoldoutSplit split,
-                   SplitHoldout(reader->events(), plan_.holdout_fraction, plan_.seed));
+  ASSIGN_OR_RETURN(
+      HoldoutSplit split,
+      plan_.folds > 0
+          ? SplitFolds(reader->events(), plan_.folds, plan_.validation_fold, plan_.split_seed)
+          : SplitHoldout(reader->events(), plan_.holdout_fraction, plan_.seed));
   if (rank_ == 0 && plan_.validation) {
     ASSIGN_OR_RETURN(holdout_, reader->ReadEvents(split.holdout));
     holdout_.particle = particle;
   }
-  Log("INFO", absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
-                              "(fraction %.3g, seed %d)",
-                              split.holdout.size(), split.train.size(), plan_.holdout_fraction,
-                              plan_.seed));
+  if (plan_.folds > 0) {
+    Log("INFO", absl::StrFormat("k-fold: validating on fold %d of %d (%d events), training on "
+                                "the other %d events (split seed %d)",
+                                plan_.validation_fold, plan_.folds, split.holdout.size(),
+                                split.train.size(), plan_.split_seed));
+  } else {
+    Log("INFO", absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
+                                "(fraction %.3g, seed %d)",
+                                split.holdout.size(), split.train.size(), plan_.holdout_fraction,
+                                plan_.seed));
+  }
   if (model_.fit_conditions_to_data) {
     // Every rank fits the same events to the same values, and so does a restart (its checkpoint's
     // config must equal the job's).

@@ -26,7 +26,7 @@ from gantry_client.errors import (REQUEST_ID_KEY, DeadlineExceeded, GantryError,
 from gantry_client.showers import DEFAULT_MAX_BYTES, ShowerArray, assemble_chunks
 from gantry_client.v1 import (admin_pb2, admin_pb2_grpc, catalog_pb2, catalog_pb2_grpc, common_pb2,
                               datasets_pb2, datasets_pb2_grpc, generation_pb2, generation_pb2_grpc,
-                              training_pb2, training_pb2_grpc)
+                              studies_pb2, studies_pb2_grpc, training_pb2, training_pb2_grpc)
 
 DEFAULT_SERVER = "127.0.0.1:50051"
 
@@ -135,6 +135,9 @@ _VISIBILITIES = {"private": common_pb2.VISIBILITY_PRIVATE, "public": common_pb2.
 # By name suffix, so the set holds whatever prefix the JobState values carry.
 _TERMINAL_STATES = frozenset(v.number for v in training_pb2.JobState.DESCRIPTOR.values
                              if v.name.endswith(("SUCCEEDED", "FAILED", "CANCELLED")))
+_TERMINAL_STUDY_STATES = frozenset(
+    v.number for v in studies_pb2.StudyState.DESCRIPTOR.values
+    if v.name.endswith(("SUCCEEDED", "FAILED", "CANCELLED")))
 # Upload chunks: the server takes at most 4 MiB per message.
 _UPLOAD_CHUNK_MAX = 4 << 20
 
@@ -144,7 +147,8 @@ class Client:
     `pb` holds the message modules (pb.training.JobSpec, ...)."""
 
     pb = types.SimpleNamespace(common=common_pb2, training=training_pb2, datasets=datasets_pb2,
-                               catalog=catalog_pb2, generation=generation_pb2, admin=admin_pb2)
+                               catalog=catalog_pb2, generation=generation_pb2, admin=admin_pb2,
+                               studies=studies_pb2)
 
     def __init__(self, settings: Settings, timeout: float = 30.0) -> None:
         """Opens a channel to settings.server (TLS when settings.ca_cert is set). `timeout` is the
@@ -164,6 +168,7 @@ class Client:
         self.catalog = catalog_pb2_grpc.CatalogServiceStub(channel)
         self.generation = generation_pb2_grpc.GenerationServiceStub(channel)
         self.admin = admin_pb2_grpc.AdminServiceStub(channel)
+        self.studies = studies_pb2_grpc.StudyServiceStub(channel)
 
     def close(self) -> None:
         self.channel.close()
@@ -473,6 +478,88 @@ class Client:
             raise GantryError(f"job {final.id} stream ended in state "
                               f"{training_pb2.JobState.Name(final.state)}")
         return final
+
+    # --- studies --------------------------------------------------------------------------------
+
+    def create_study(self, spec: Union[studies_pb2.StudySpec, Mapping[str, Any], None] = None, *,
+                     request_id: str = "", **fields: Any) -> studies_pb2.Study:
+        """Creates a hyper-parameter study and returns it (RUNNING; the server runs its trials).
+        `spec` is a StudySpec or a dict in its JSON form; keyword arguments set top-level fields on
+        top of it. Parameters are named by their JobSpec field path. The call carries an
+        idempotency key (`request_id`, a fresh UUID by default).
+
+            study = client.create_study(
+                base_job={"model_preset": "3dgan-25", "dataset": "ds-...", "world_size": 1,
+                          "hyper_parameters": {"epochs": 10, "batch_per_rank": 64}},
+                parameters=[{"name": "hyper_parameters.learning_rate",
+                             "kind": "KIND_LOG_CONTINUOUS", "min": 1e-4, "max": 1e-2}],
+                algorithm="SEARCH_ALGORITHM_BAYESIAN", folds=3,
+                budget={"max_trials": 20, "max_parallel_trials": 2})
+        """
+        message = studies_pb2.StudySpec()
+        if isinstance(spec, studies_pb2.StudySpec):
+            message.CopyFrom(spec)
+        elif spec is not None:
+            json_format.ParseDict(dict(spec), message)
+        if fields:
+            json_format.ParseDict(fields, message)
+        request = studies_pb2.CreateStudyRequest(spec=message,
+                                                 request_id=request_id or str(uuid.uuid4()))
+        return self._call(self.studies.CreateStudy, request)
+
+    def study(self, study: Union[str, studies_pb2.Study]) -> studies_pb2.Study:
+        """The study (by id or Study) with its trial counts, device-hours and best trial."""
+        return self._call(self.studies.GetStudy,
+                          studies_pb2.GetStudyRequest(study_id=_study_id(study)))
+
+    def list_studies(self, limit: int = 50) -> List[studies_pb2.Study]:
+        """The caller's studies, newest first (at most `limit`, 1..1000)."""
+        request = studies_pb2.ListStudiesRequest(page=common_pb2.PageRequest(page_size=limit))
+        return list(self._call(self.studies.ListStudies, request).studies)
+
+    def trials(self, study: Union[str, studies_pb2.Study]) -> List[studies_pb2.Trial]:
+        """The study's trials by number: parameters, fold results, objective mean and spread,
+        state and device-hours."""
+        request = studies_pb2.ListTrialsRequest(study_id=_study_id(study))
+        return list(self._call(self.studies.ListTrials, request).trials)
+
+    def cancel_study(self, study: Union[str, studies_pb2.Study],
+                     reason: str = "") -> studies_pb2.Study:
+        """Stops the study: no new trials, every trial job still running is cancelled."""
+        return self._call(self.studies.CancelStudy,
+                          studies_pb2.CancelStudyRequest(study_id=_study_id(study), reason=reason))
+
+    def watch_study(self, study: Union[str, studies_pb2.Study]) -> Iterator[studies_pb2.StudyUpdate]:
+        """Yields StudyUpdate (the study and all its trials) at once and at every change, until the
+        study ends. Closing the iterator ends the call."""
+        call = self.studies.WatchStudy(studies_pb2.WatchStudyRequest(study_id=_study_id(study)))
+        try:
+            yield from call
+        except grpc.RpcError as error:
+            raise from_rpc_error(error) from None
+        finally:
+            call.cancel()
+
+    def wait_study(self, study: Union[str, studies_pb2.Study],
+                   on_update: Optional[Callable[[studies_pb2.StudyUpdate], None]] = None,
+                   timeout: Optional[float] = None) -> studies_pb2.Study:
+        """Watches the study to its end, calling `on_update` for each update, and returns the final
+        Study. Raises DeadlineExceeded after `timeout` seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for update in self.watch_study(study):
+            if on_update is not None:
+                on_update(update)
+            if deadline is not None and time.monotonic() > deadline:
+                raise DeadlineExceeded(f"study {_study_id(study)} did not end within {timeout} s")
+        final = self.study(study)
+        if final.state not in _TERMINAL_STUDY_STATES:
+            raise GantryError(f"study {final.id} stream ended in state "
+                              f"{studies_pb2.StudyState.Name(final.state)}")
+        return final
+
+
+def _study_id(study: Union[str, studies_pb2.Study]) -> str:
+    return study if isinstance(study, str) else study.id
 
 
 def _job_id(job: Union[str, training_pb2.Job]) -> str:
