@@ -143,6 +143,7 @@ int main(int argc, char** argv) {
               std::chrono::duration<double>(Clock::now() - seed_start).count());
 
   httplib::Client http("127.0.0.1", port);
+  http.set_keep_alive(true);  // one connection, as a browser keeps it
   auto login =
       http.Post("/api/v1/session", "{\"token\":\"" + token.token() + "\"}", "application/json");
   if (!login || login->status != 200) Die("login failed");
