@@ -106,10 +106,6 @@ QueryParams ParamsOf(const httplib::Request& request) {
   return QueryParams(request.params.begin(), request.params.end());
 }
 
-bool ContainsIgnoringCase(absl::string_view text, absl::string_view part) {
-  return absl::StrContains(absl::AsciiStrToLower(text), absl::AsciiStrToLower(part));
-}
-
 // A download's file name: the model reference reduced to [A-Za-z0-9_.-].
 std::string DownloadName(const std::string& model_ref, int64_t showers) {
   std::string name;
@@ -519,36 +515,19 @@ void HttpApiServer::Login(const httplib::Request& request, httplib::Response& re
 
 void HttpApiServer::ListModels(const httplib::Request& request, httplib::Response& response,
                                const std::string& secret, const std::string& name) {
-  absl::StatusOr<ModelListQuery> query = ModelListQueryFrom(ParamsOf(request));
-  if (!query.ok()) return ReplyError(response, query.status());
+  absl::StatusOr<v1::ListModelsRequest> list = ListModelsRequestFrom(ParamsOf(request));
+  if (!list.ok()) return ReplyError(response, list.status());
   if (!name.empty()) {
-    if (!query->request.name().empty() && query->request.name() != name) {
+    if (!list->name().empty() && list->name() != name) {
       return ReplyError(response, absl::InvalidArgumentError(
                                       "name: the query names another model than the path"));
     }
-    query->request.set_name(name);
+    list->set_name(name);
   }
   v1::ListModelsResponse models;
   const grpc::Status status =
-      catalog_->ListModels(ContextFor(secret, kCallTimeout).get(), query->request, &models);
+      catalog_->ListModels(ContextFor(secret, kCallTimeout).get(), *list, &models);
   if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
-  // The search terms ListModels does not take narrow the page it returned.
-  if (!query->name_contains.empty() || !query->owner.empty() || !query->alias.empty()) {
-    v1::ListModelsResponse kept;
-    kept.set_next_page_token(models.next_page_token());
-    for (v1::ModelVersion& m : *models.mutable_models()) {
-      if (!query->name_contains.empty() && !ContainsIgnoringCase(m.name(), query->name_contains)) {
-        continue;
-      }
-      if (!query->owner.empty() && m.owner() != query->owner) continue;
-      if (!query->alias.empty() &&
-          std::find(m.aliases().begin(), m.aliases().end(), query->alias) == m.aliases().end()) {
-        continue;
-      }
-      *kept.add_models() = std::move(m);
-    }
-    models = std::move(kept);
-  }
   ReplyJson(response, ToJson(models));
 }
 

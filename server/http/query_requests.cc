@@ -103,13 +103,13 @@ absl::Status ReadPage(const QueryParams& params, v1::PageRequest* page) {
 
 }  // namespace
 
-absl::StatusOr<ModelListQuery> ModelListQueryFrom(const QueryParams& params) {
-  RETURN_IF_ERROR(CheckNames(params,
-                             {"name", "orderBy", "includeArchived", "dataset", "modelPreset",
-                              "particle", "pageSize", "pageToken", "q", "owner", "alias"},
-                             {"tags", "metricFilters"}));
-  ModelListQuery query;
-  v1::ListModelsRequest& r = query.request;
+absl::StatusOr<v1::ListModelsRequest> ListModelsRequestFrom(const QueryParams& params) {
+  RETURN_IF_ERROR(
+      CheckNames(params,
+                 {"name", "orderBy", "includeArchived", "dataset", "modelPreset", "particle",
+                  "pageSize", "pageToken", "q", "nameContains", "owner", "alias"},
+                 {"tags", "metricFilters"}));
+  v1::ListModelsRequest r;
   r.set_name(Single(params, "name"));
   r.set_order_by(Single(params, "orderBy"));
   ASSIGN_OR_RETURN(bool archived, Bool(params, "includeArchived"));
@@ -143,10 +143,13 @@ absl::StatusOr<ModelListQuery> ModelListQueryFrom(const QueryParams& params) {
   for (auto it = filters_begin; it != filters_end; ++it) {
     ASSIGN_OR_RETURN(*r.add_metric_filters(), ParseMetricFilter(it->second));
   }
-  query.name_contains = Single(params, "q");
-  query.owner = Single(params, "owner");
-  query.alias = Single(params, "alias");
-  return query;
+  if (params.count("q") > 0 && params.count("nameContains") > 0) {
+    return Invalid("q", "and nameContains are the same filter; give one");
+  }
+  r.set_name_contains(params.count("q") > 0 ? Single(params, "q") : Single(params, "nameContains"));
+  r.set_owner(Single(params, "owner"));
+  r.set_alias(Single(params, "alias"));
+  return r;
 }
 
 absl::StatusOr<v1::ListJobsRequest> ListJobsRequestFrom(const QueryParams& params) {

@@ -15,19 +15,11 @@ namespace gantry::server::http {
 // Decoded query parameters, in order, repeated names kept (httplib::Params).
 using QueryParams = std::multimap<std::string, std::string>;
 
-// ListModels plus the catalog page's search terms that the gRPC request does not carry.
-struct ModelListQuery {
-  gantry::v1::ListModelsRequest request;
-  std::string name_contains;  // `q`: substring of the model name (case-insensitive)
-  std::string owner;          // exact owning tenant
-  std::string alias;          // versions that carry this alias
-};
-
 // name, tags=k:v (repeated), metricFilters=NAME<V | NAME<=V | NAME>V | NAME>=V (repeated),
-// orderBy, includeArchived, dataset, modelPreset, particle (enum name), pageSize, pageToken, q,
-// owner, alias. INVALID_ARGUMENT naming the parameter for an unknown one, a malformed value or a
-// parameter given twice (except the repeated ones).
-absl::StatusOr<ModelListQuery> ModelListQueryFrom(const QueryParams& params);
+// orderBy, includeArchived, dataset, modelPreset, particle (enum name), pageSize, pageToken, q (as
+// nameContains), owner, alias. INVALID_ARGUMENT naming the parameter for an unknown one, a
+// malformed value or a parameter given twice (except the repeated ones).
+absl::StatusOr<gantry::v1::ListModelsRequest> ListModelsRequestFrom(const QueryParams& params);
 
 // state (repeated JobState names), pageSize, pageToken.
 absl::StatusOr<gantry::v1::ListJobsRequest> ListJobsRequestFrom(const QueryParams& params);

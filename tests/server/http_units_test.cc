@@ -102,26 +102,27 @@ TEST(QueryRequestsTest, ModelListQueriesMapToListModelsFields) {
                         {"pageSize", "20"},
                         {"pageToken", "abc"},
                         {"q", "cal"}};
-  absl::StatusOr<ModelListQuery> q = ModelListQueryFrom(params);
+  absl::StatusOr<v1::ListModelsRequest> q = ListModelsRequestFrom(params);
   ASSERT_TRUE(q.ok()) << q.status();
-  EXPECT_EQ(q->request.name(), "calo");
-  EXPECT_EQ(q->request.tags().at("beam"), "e:1");
-  ASSERT_EQ(q->request.metric_filters_size(), 2);
-  EXPECT_EQ(q->request.metric_filters(0).max(), 0.05);
-  EXPECT_FALSE(q->request.metric_filters(0).has_min());
-  EXPECT_EQ(q->request.metric_filters(1).min(), 0.1);
-  EXPECT_TRUE(q->request.include_archived());
-  EXPECT_EQ(q->request.particle(), v1::PARTICLE_PHOTON);
-  EXPECT_EQ(q->request.page().page_size(), 20);
-  EXPECT_EQ(q->name_contains, "cal");
+  EXPECT_EQ(q->name(), "calo");
+  EXPECT_EQ(q->tags().at("beam"), "e:1");
+  ASSERT_EQ(q->metric_filters_size(), 2);
+  EXPECT_EQ(q->metric_filters(0).max(), 0.05);
+  EXPECT_FALSE(q->metric_filters(0).has_min());
+  EXPECT_EQ(q->metric_filters(1).min(), 0.1);
+  EXPECT_TRUE(q->include_archived());
+  EXPECT_EQ(q->particle(), v1::PARTICLE_PHOTON);
+  EXPECT_EQ(q->page().page_size(), 20);
+  EXPECT_EQ(q->name_contains(), "cal");
 
   for (const QueryParams& bad :
        {QueryParams{{"nope", "1"}}, QueryParams{{"name", "a"}, {"name", "b"}},
         QueryParams{{"tags", "novalue"}}, QueryParams{{"tags", "a:1"}, {"tags", "a:2"}},
         QueryParams{{"metricFilters", "fom=1"}}, QueryParams{{"metricFilters", "<1"}},
         QueryParams{{"pageSize", "ten"}}, QueryParams{{"includeArchived", "maybe"}},
-        QueryParams{{"particle", "quark"}}, QueryParams{{"q", std::string(2000, 'x')}}}) {
-    absl::StatusOr<ModelListQuery> refused = ModelListQueryFrom(bad);
+        QueryParams{{"particle", "quark"}}, QueryParams{{"q", std::string(2000, 'x')}},
+        QueryParams{{"q", "a"}, {"nameContains", "b"}}}) {
+    absl::StatusOr<v1::ListModelsRequest> refused = ListModelsRequestFrom(bad);
     EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument)
         << bad.begin()->first << "=" << bad.begin()->second.substr(0, 20);
   }
