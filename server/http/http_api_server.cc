@@ -439,7 +439,8 @@ void HttpApiServer::AddRoutes() {
 bool HttpApiServer::RequireSession(const httplib::Request& request, httplib::Response& response,
                                    std::string* secret) {
   *secret = SessionSecretFromCookies(request.get_header_value("Cookie"));
-  if (secret->empty()) {
+  // Only session ids: an API token copied into the cookie is not a session.
+  if (!storage::WebSessionRepository::IsSessionSecret(*secret)) {
     ReplyError(response, absl::UnauthenticatedError(
                              "no session: log in with POST /api/v1/session {\"token\": ...}"));
     return false;

@@ -139,6 +139,9 @@ TEST_F(ServerHttpTest, SessionsLogInCarryACsrfTokenAndEndWithLogoutOrRevocation)
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 401);
   EXPECT_EQ(JsonField(r->body, "status"), "UNAUTHENTICATED");
+  // An API token in the cookie is not a session.
+  r = http_->Get("/api/v1/models", {{"Cookie", absl::StrCat("gantry_session=", token_)}});
+  EXPECT_EQ(r->status, 401);
   // Bad logins.
   r = http_->Post("/api/v1/session", "{\"token\":\"gnt_nope\"}", "application/json");
   EXPECT_EQ(r->status, 401);
