@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,12 @@ namespace {
 namespace v1 = ::gantry::v1;
 using Clock = std::chrono::steady_clock;
 
+// The server, stopped by Die too (std::exit runs no destructors of main's locals).
+std::unique_ptr<gantry::testing::ServerProcess> server;
+
 [[noreturn]] void Die(const std::string& what) {
   std::fprintf(stderr, "catalog_http_bench: %s\n", what.c_str());
+  server.reset();
   std::exit(1);
 }
 
@@ -107,7 +112,7 @@ int main(int argc, char** argv) {
   std::ofstream(dir.File("admin.token")) << admin_token << "\n";
   const int port = 47900 + static_cast<int>(getpid() % 100);
   std::string error;
-  auto server = gantry::testing::ServerProcess::Start(
+  server = gantry::testing::ServerProcess::Start(
       {"--db=" + db.dsn(), "--data-dir=" + dir.File("data"),
        "--admin-token-file=" + dir.File("admin.token"),
        absl::StrCat("--http-listen=127.0.0.1:", port), "--log-level=WARNING"},
