@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/sha256.h"
 #include "base/tls_config.h"
 
 namespace gantry::server {
@@ -96,6 +97,10 @@ void AuthInterceptorFactory::Authenticate(
         const std::string secret(absl::StripAsciiWhitespace(value.substr(kBearer.size())));
         if (secret.empty() || secret.size() > 512) {
           result = absl::UnauthenticatedError("the bearer token is empty or too long");
+        } else if (absl::StartsWith(secret, "gws_") && !FromHttpApi(*metadata)) {
+          // Browser sessions live in cookies of the HTTP API, which calls in-process only.
+          result = absl::UnauthenticatedError(
+              "a browser session is not a bearer token; use an API token over gRPC");
         } else {
           result = verifier_(audience, secret);
         }
@@ -120,6 +125,14 @@ void AuthInterceptorFactory::Authenticate(
   }
   absl::MutexLock lock(&mu_);
   calls_.insert_or_assign(info->server_context(), std::move(result));
+}
+
+bool AuthInterceptorFactory::FromHttpApi(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+  if (http_api_key_.empty()) return false;
+  auto it = metadata.find(kHttpApiKeyMetadata);
+  return it != metadata.end() &&
+         SecretsEqual(absl::string_view(it->second.data(), it->second.size()), http_api_key_);
 }
 
 void AuthInterceptorFactory::Forget(const grpc::ServerContextBase* context) {

@@ -42,6 +42,9 @@ grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
     filter.dataset = request->dataset();
     filter.model_preset = request->model_preset();
     filter.particle = request->particle();
+    filter.name_contains = request->name_contains();
+    filter.owner = request->owner();
+    filter.alias = request->alias();
     ASSIGN_OR_RETURN(auto page, backend_.models->List(p.tenant, filter, page_size,
                                                       request->page().page_token()));
     for (v1::ModelVersion& m : page.items) *response->add_models() = std::move(m);

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/sha256.h"
 #include "base/status_macros.h"
 #include "base/tls_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -166,6 +167,9 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
         return b->VerifyToken(audience, secret);
       });
   if (tls.workers.trusts_ca()) s.auth_->RequireWorkerCertificates();
+  // A key only this process knows marks the HTTP API's in-process calls (browser sessions).
+  const std::string http_api_key = RandomSecretHex(32);
+  s.auth_->set_http_api_key(http_api_key);
   b->auth = s.auth_.get();
   std::optional<grpc::ResourceQuota> quota;
   if (options.max_threads > 0) {
@@ -219,6 +223,20 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
       metrics::ProcessMetrics(), *b, s.coordinator_.state(), s.health_db_.get());
   s.metrics_http_ = std::move(metrics_http);
+  if (!options.http_listen.empty()) {
+    http::HttpApiOptions http_options;
+    http_options.listen = options.http_listen;
+    http_options.web_root = options.web_root;
+    http_options.tls_cert_file = options.tls_cert_file;
+    http_options.tls_key_file = options.tls_key_file;
+    http_options.session_ttl = options.http_session_ttl;
+    http_options.max_generate_showers = options.http_max_generate_showers;
+    http_options.temp_dir = options.data_dir + "/http-downloads";
+    http_options.in_process_key = http_api_key;
+    ASSIGN_OR_RETURN(
+        s.http_, http::HttpApiServer::Start(http_options, *b,
+                                            s.server_->InProcessChannel(grpc::ChannelArguments())));
+  }
   s.coordinator_.Start();
   s.pinner_.Start();
   s.autoscaler_.Start();
@@ -245,6 +263,7 @@ void GantryServer::Shutdown() {
         [listener, deadline] { listener->Shutdown(absl::ToChronoTime(deadline)); });
   }
   for (std::thread& t : draining) t.join();
+  http_.reset();
 }
 
 void GantryServer::Wait() {

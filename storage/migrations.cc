@@ -353,7 +353,6 @@ CREATE TABLE pools (
   spec bytea NOT NULL,                     -- gantry.v1.PoolSpec
   created_at timestamptz NOT NULL DEFAULT now(),
   updated_at timestamptz NOT NULL DEFAULT now()
-
 );
 )sql";
 
@@ -403,6 +402,21 @@ CREATE TABLE study_trial_jobs (
 );
 )sql";
 
+// Version 12: browser sessions of the HTTP API (WebSessionRepository). Only the SHA-256 of the
+// session secret is stored; a session ends with its API token (ON DELETE CASCADE, and the join on
+// revoked_at when it is checked).
+constexpr const char* kV12 = R"sql(
+CREATE TABLE web_sessions (
+  sha256 text PRIMARY KEY,
+  token_id text NOT NULL REFERENCES api_tokens (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  closed_at timestamptz
+);
+CREATE INDEX web_sessions_token ON web_sessions (token_id);
+CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -418,6 +432,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {9, "enum value names with their enum's prefix", kV9},
       {10, "pools of workers", kV10},
       {11, "hyper-parameter studies, trials and trial jobs", kV11},
+      {12, "browser sessions of the HTTP API", kV12},
   };
   return *kMigrations;
 }

@@ -35,6 +35,14 @@ using gantry::v1::ModelVersion;
   "AND (cardinality($6::text[]) = 0 OR m.dataset = ANY($6::text[])) "                       \
   "AND ($7 = '' OR m.model_preset = $7) AND ($8::integer = 0 OR m.particle = $8::integer) "
 
+// The search terms of ModelFilter (name substring, owner, alias) with their parameter numbers.
+#define MODEL_SEARCH_WHERE(q, owner, alias)                                        \
+  "AND (" q " = '' OR m.name ILIKE " q ") AND (" owner " = '' OR m.owner = " owner \
+  ") "                                                                             \
+  "AND (" alias                                                                    \
+  " = '' OR EXISTS (SELECT 1 FROM model_aliases a WHERE a.owner = m.owner "        \
+  "AND a.name = m.name AND a.version = m.version AND a.alias = " alias ")) "
+
 // A parsed reference: [owner/]name:version or [owner/]name@alias.
 struct ModelRef {
   std::string owner;  // empty = unqualified
@@ -320,6 +328,16 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
   metric_json += "]";
   const std::string tags_json = sql::JsonObject(filter.tags);
   const int particle = static_cast<int>(filter.particle);
+  // ILIKE pattern of the name substring, its wildcards and escape character taken literally.
+  std::string name_pattern;
+  if (!filter.name_contains.empty()) {
+    name_pattern = "%";
+    for (char c : filter.name_contains) {
+      if (c == '%' || c == '_' || c == '\\') name_pattern += '\\';
+      name_pattern += c;
+    }
+    name_pattern += '%';
+  }
 
   Page<ModelVersion> page;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
@@ -343,17 +361,20 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
                   "SELECT " MODEL_COLUMNS
                   ", om.value FROM models m JOIN model_metrics om "
                   "ON om.model_id = m.id AND om.name = $11 WHERE " MODEL_LIST_WHERE
+                  MODEL_SEARCH_WHERE("$13", "$14", "$15")
                   "AND ($9::bigint = 0 OR (om.value, m.id) > ($12::float8, $9::bigint)) "
                   "ORDER BY om.value, m.id LIMIT $10",
                   viewer, filter.name, filter.include_archived, tags_json, metric_json,
                   datasets_array, filter.model_preset, particle, after_id, limit + 1, order_metric,
-                  after_value);
+                  after_value, name_pattern, filter.owner, filter.alias);
     } else {
-      r = tx.Exec("model_list_by_created",
-                  "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE
-                  "AND ($9::bigint = 0 OR m.id < $9) ORDER BY m.id DESC LIMIT $10",
-                  viewer, filter.name, filter.include_archived, tags_json, metric_json,
-                  datasets_array, filter.model_preset, particle, after_id, limit + 1);
+      r = tx.Exec(
+          "model_list_by_created",
+          "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE MODEL_SEARCH_WHERE(
+              "$11", "$12", "$13") "AND ($9::bigint = 0 OR m.id < $9) ORDER BY m.id DESC LIMIT $10",
+          viewer, filter.name, filter.include_archived, tags_json, metric_json, datasets_array,
+          filter.model_preset, particle, after_id, limit + 1, name_pattern, filter.owner,
+          filter.alias);
     }
     std::vector<int64_t> ids;
     for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {

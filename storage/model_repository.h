@@ -30,6 +30,9 @@ struct ModelFilter {
   std::string dataset;
   std::string model_preset;  // Lineage.model_preset
   gantry::v1::Particle particle = gantry::v1::PARTICLE_UNSPECIFIED;
+  std::string name_contains;  // a substring of the name, any case; empty = any
+  std::string owner;          // the owning tenant (within what the viewer sees); empty = any
+  std::string alias;          // versions that carry this alias; empty = any
 };
 
 // What Update changes; members left unset are kept.

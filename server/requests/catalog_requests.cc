@@ -56,6 +56,11 @@ absl::Status ValidateListModels(const v1::ListModelsRequest& request) {
     return Invalid("model_preset", "must name a preset such as \"3dgan-25\" ([A-Za-z0-9._-])");
   }
   RETURN_IF_ERROR(CheckParticle(request.particle(), "particle"));
+  if (request.name_contains().size() > 64) {
+    return Invalid("name_contains", "is longer than 64 characters");
+  }
+  if (!request.owner().empty()) RETURN_IF_ERROR(ValidateTenantName(request.owner(), "owner"));
+  if (!request.alias().empty()) RETURN_IF_ERROR(ValidateAlias(request.alias(), "alias"));
   const std::string& order = request.order_by();
   if (!order.empty() && order != "created_at") {
     const absl::string_view metric =

@@ -42,6 +42,9 @@ RULES = {
     # server/studies: the pure search library (no gRPC, protobuf or storage); the one user of
     # Eigen and NLopt.
     "server/studies": ({"base"}, {"eigen", "nlopt"}),
+    # server/http: the HTTP API and web app listener (cpp-httplib).
+    "server/http": ({"proto", "base", "showers", "storage", "scheduler", "server"},
+                    {"grpc", "httplib"}),
     "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
     "workers/physics": ({"proto", "base", "showers"}, set()),

@@ -395,6 +395,40 @@ TEST_F(ModelRepositoryTest, UpdateChangesOnlyWhatItNamesAndOnlyForTheOwner) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(ModelRepositoryTest, ListSearchesNameSubstringOwnerAndAliasInBothOrders) {
+  ModelRepository models(*db_);
+  ASSERT_TRUE(models.Register(Model("alice", "Electrons_25", {{"fom", 0.2}})).ok());
+  ASSERT_TRUE(models.Register(Model("alice", "electrons%x", {{"fom", 0.1}})).ok());
+  ASSERT_TRUE(models.Register(Model("alice", "pions", {{"fom", 0.3}})).ok());
+  ASSERT_TRUE(
+      models.Register(Model("bob", "electrons", {{"fom", 0.4}}, gantry::v1::VISIBILITY_PUBLIC))
+          .ok());
+  ASSERT_TRUE(models.SetAlias("alice", "Electrons_25", "champion", 1).ok());
+  for (const std::string order : {"", "metric:fom"}) {
+    const auto list = [&](ModelFilter filter) {
+      filter.order_by = order;
+      auto page = models.List("alice", filter, 50, "");
+      EXPECT_TRUE(page.ok()) << page.status();
+      return page.ok() ? Refs(page->items) : std::vector<std::string>{};
+    };
+    ModelFilter search;
+    search.name_contains = "ELECTRONS";
+    EXPECT_EQ(list(search).size(), 3u) << order;
+    search.name_contains = "%";  // literal, not a wildcard
+    EXPECT_EQ(list(search), (std::vector<std::string>{"alice/electrons%x:1"})) << order;
+    search.name_contains = "s_2";  // "_" is literal too
+    EXPECT_EQ(list(search), (std::vector<std::string>{"alice/Electrons_25:1"})) << order;
+    ModelFilter owner;
+    owner.owner = "bob";
+    EXPECT_EQ(list(owner), (std::vector<std::string>{"bob/electrons:1"})) << order;
+    ModelFilter alias;
+    alias.alias = "champion";
+    EXPECT_EQ(list(alias), (std::vector<std::string>{"alice/Electrons_25:1"})) << order;
+    alias.owner = "bob";
+    EXPECT_TRUE(list(alias).empty()) << order;
+  }
+}
+
 TEST_F(ModelRepositoryTest, ListFiltersByDatasetPresetAndParticleWithTheOtherFilters) {
   // Alice's uploaded dataset "electrons" is ds-e1; bob has a dataset of the same name.
   test_db_.Query(
