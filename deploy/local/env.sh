@@ -23,6 +23,7 @@ GANTRY_APT_PACKAGES=(
   libonnx-dev python3-onnx nodejs libcli11-dev
   clang-14 libclang-rt-14-dev llvm-14
   iproute2 nftables podman runc catatonit mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
+  chromium
 )
 # kubectl for the Kubernetes manifests (kubectl kustomize in ctest kubernetes.*): Debian's
 # kubernetes-client (kubectl 1.20, kustomize v2.0.3 inside). deps.sh installs it only when no kubectl
