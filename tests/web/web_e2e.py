@@ -253,7 +253,10 @@ def run(stack, args):
     if code != 0:
         raise Failure(f"browser.mjs failed (exit {code})")
     log(f"browser checks passed in {time.time() - t0:.0f} s")
-    check_download(os.path.join(downloads, "web-ele_1.h5"))
+    files = [f for f in os.listdir(downloads) if f.endswith(".h5")]
+    if len(files) != 1:
+        raise Failure(f"expected one downloaded .h5 file, found {os.listdir(downloads)}")
+    check_download(os.path.join(downloads, files[0]))
     stack.cli(["jobs", "cancel", running], stack.tokens["alice"])
 
 

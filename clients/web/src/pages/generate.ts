@@ -4,8 +4,9 @@ import { getJson, type ModelVersion, refOf, request } from "../api";
 import { errorBox, field, h, setMain } from "../dom";
 import type { Route } from "../main";
 
-/** The largest count the form sends; the server refuses more anyway. */
-export const MAX_COUNT = 10000;
+/** The largest count the form sends: gantry-server's default --http-max-generate-showers (a
+ * server started with another bound answers with its own message). */
+export const MAX_COUNT = 2000;
 
 /** "50" -> [50, 50], "10:200" -> [10, 200]; throws a message naming the field. */
 export function parseRange(what: string, text: string, unit: string): [number, number] | null {

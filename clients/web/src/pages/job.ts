@@ -132,11 +132,27 @@ export async function renderJob(route: Route): Promise<void> {
         // a malformed line is skipped, the stream goes on
       }
     };
-    source.onerror = () => {
-      // The server closes the stream when the job ends; reconnect only while it still runs.
+    // The server's last message: "end" when the job ended, "error" with a status body when the
+    // watch failed (e.g. the session ended).
+    source.addEventListener("end", () => {
+      ended = true;
       source?.close();
+    });
+    source.addEventListener("error", (m) => {
+      source?.close();
+      const data = (m as MessageEvent).data;
+      if (typeof data === "string" && data) {
+        ended = true;
+        try {
+          addEvent(`the live stream stopped: ${(JSON.parse(data) as { message?: string }).message ?? data}`);
+        } catch {
+          addEvent("the live stream stopped");
+        }
+        return;
+      }
+      // A dropped connection: reconnect while the job may still run.
       if (!ended) retry = window.setTimeout(connect, 2000);
-    };
+    });
   };
   let retry = 0;
   connect();
