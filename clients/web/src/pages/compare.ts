@@ -25,8 +25,12 @@ export async function renderCompare(route: Route): Promise<void> {
   });
   const out = h("div", {});
   setMain("Compare", h("h1", {}, "Compare versions"), form, out);
-  if (refs.length === 0) return;
-  if (refs.length < 2 || refs.length > 3) {
+  if (refs.length < 2) {
+    out.append(h("p", { className: "hint" }, "Add one or two more versions, separated by commas."));
+    input.focus();
+    return;
+  }
+  if (refs.length > 3) {
     out.append(errorBox(`Give 2 or 3 versions to compare; ${refs.length} given.`));
     return;
   }

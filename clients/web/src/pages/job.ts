@@ -87,12 +87,16 @@ export async function renderJob(route: Route): Promise<void> {
     // the stream below fills the curves as well
   }
   if (job.progress) showProgress(job.progress);
-  try {
-    const tail = await getJson<{ lines?: LogLine[] }>(`/api/v1/jobs/${enc(id)}/logs?tail=200`);
-    for (const l of tail.lines ?? []) addLog(l);
-  } catch {
-    // logs are optional on this page
-  }
+  // The stream replays the job's events from the start (logs included); when the server refuses
+  // it, the stored log tail is shown instead.
+  const logTail = async () => {
+    try {
+      const tail = await getJson<{ lines?: LogLine[] }>(`/api/v1/jobs/${enc(id)}/logs?tail=200`);
+      for (const l of tail.lines ?? []) addLog(l);
+    } catch {
+      // nothing more to show
+    }
+  };
 
   let lastSequence = 0;
   let ended = TERMINAL.has(job.state ?? "");
@@ -148,6 +152,7 @@ export async function renderJob(route: Route): Promise<void> {
         } catch {
           addEvent("the live stream stopped");
         }
+        if (lastSequence === 0) void logTail();
         return;
       }
       // A dropped connection: reconnect while the job may still run.
