@@ -209,7 +209,6 @@ class Stack:
             f"http://{self.http}/", timeout=5).status == 200, 30)
         self.tenant("alice")
         self.tenant("bob")
-        # Two slots: bob's model trains beside alice's first one.
         self.spawn("worker", [
             self.bins["worker"], "daemon", "--server", self.grpc,
             "--join-token-file", os.path.join(self.dir, "join.token"), "--name", "web-w1",
@@ -222,17 +221,18 @@ class Stack:
 
 
 def run(stack, args):
-    first = stack.submit("alice", "web-ele", 2)
+    # Two slots: bob's model trains beside alice's first one, the fine-tuning beside the long job.
+    first = stack.submit("alice", "web-ele", 1)
     secret = stack.submit("bob", "bob-secret", 1)
     v1 = stack.finish("alice", first)
     stack.cli(["models", "tag", v1, "campaign=web", "detector=ecal"], stack.tokens["alice"])
-    tuned = stack.submit("alice", "web-ele", 1, initial_model=v1)
     bob_ref = stack.finish("bob", secret)
+    tuned = stack.submit("alice", "web-ele", 1, initial_model=v1)
+    # A job that runs for the whole browser session: its curve must grow on the job page.
+    running = stack.submit("alice", "web-live", 400, events=256)
     v2 = stack.finish("alice", tuned)
     if (v1, v2, bob_ref) != ("web-ele:1", "web-ele:2", "bob-secret:1"):
         raise Failure(f"unexpected model references {v1}, {v2}, {bob_ref}")
-    # A job that runs for the whole browser session: its curve must grow on the job page.
-    running = stack.submit("alice", "web-live", 400, events=256)
     stack.wait_for("the long job to run", lambda: json.loads(stack.cli(
         ["jobs", "get", running, "--json"], stack.tokens["alice"])).get("state") == "JOB_STATE_RUNNING",
         120)
