@@ -71,6 +71,11 @@ void AuthInterceptorFactory::Authenticate(
         const std::string secret(absl::StripAsciiWhitespace(value.substr(kBearer.size())));
         if (secret.empty() || secret.size() > 512) {
           result = absl::UnauthenticatedError("the bearer token is empty or too long");
+        } else if (absl::StartsWith(secret, "gws_") &&
+                   !absl::StartsWith(info->server_context()->peer(), "inproc")) {
+          // Browser sessions live in cookies of the HTTP API, which calls in-process only.
+          result = absl::UnauthenticatedError(
+              "a browser session is not a bearer token; use an API token over gRPC");
         } else {
           result = verifier_(audience, secret);
         }

@@ -57,6 +57,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   storage::Database& db = *backend->db;
   backend->tenants = std::make_unique<storage::TenantRepository>(db);
   backend->tokens = std::make_unique<storage::TokenRepository>(db);
+  backend->web_sessions = std::make_unique<storage::WebSessionRepository>(db);
   backend->jobs = std::make_unique<storage::JobRepository>(db);
   backend->jobs->set_change_listener(
       [b = backend.get()](const std::string& job_id) { b->job_notifier.Notify(job_id); });
@@ -96,6 +97,11 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
     }
     return credentials->VerifyWorkerSecret(secret);
   }
+  const bool session = storage::WebSessionRepository::IsSessionSecret(secret);
+  if (session && audience != Audience::kTenant) {
+    return absl::UnauthenticatedError(
+        "a browser session is accepted only by the tenant services; use an API token");
+  }
   const std::string key = Sha256Hex(secret);
   const uint64_t generation = token_cache_.Generation();
   if (std::optional<Principal> cached = token_cache_.Get(key); cached.has_value()) {
@@ -106,7 +112,9 @@ absl::StatusOr<Principal> Backend::VerifyToken(Audience audience, const std::str
     }
     return *cached;
   }
-  absl::StatusOr<storage::TokenTenant> tenant = tokens->Authenticate(secret);
+  absl::StatusOr<storage::TokenTenant> tenant =
+      session ? web_sessions->Authenticate(secret) : tokens->Authenticate(secret);
+  if (session && absl::IsUnauthenticated(tenant.status())) return tenant.status();
   if (absl::IsUnauthenticated(tenant.status())) {
     return absl::UnauthenticatedError(
         "the bearer token is unknown or revoked; ask an admin for a "

@@ -30,6 +30,7 @@
 #include "storage/tenant_limits_repository.h"
 #include "storage/tenant_repository.h"
 #include "storage/token_repository.h"
+#include "storage/web_session_repository.h"
 #include "storage/worker_identity_repository.h"
 #include "storage/worker_repository.h"
 
@@ -46,8 +47,10 @@ class Backend {
 
   // Checks a bearer secret for an audience (the AuthInterceptorFactory's TokenVerifier): join
   // tokens for Register, worker and rank credentials for the rest of WorkerService (and
-  // ReadDataset), tenant tokens elsewhere. Worker secrets this process verified before are still
-  // accepted while the database is unavailable, so workers can reconnect through an outage.
+  // ReadDataset), tenant tokens elsewhere. A browser session secret ("gws_...", which only the
+  // HTTP API sends, over the in-process channel) stands for its tenant on the tenant audience.
+  // Worker secrets this process verified before are still accepted while the database is
+  // unavailable, so workers can reconnect through an outage.
   absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
 
   // ModelRepository::Resolve through a cache of options.model_cache_ttl (histograms left out).
@@ -76,6 +79,7 @@ class Backend {
   std::unique_ptr<storage::BlobRepository> blob_refs;  // reference counts, pins, collection
   std::unique_ptr<storage::TenantRepository> tenants;
   std::unique_ptr<storage::TokenRepository> tokens;
+  std::unique_ptr<storage::WebSessionRepository> web_sessions;  // the HTTP API's logins
   std::unique_ptr<storage::JobRepository> jobs;
   std::unique_ptr<storage::DatasetRepository> datasets;
   std::unique_ptr<storage::ModelRepository> models;

@@ -159,6 +159,20 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   server->metrics_collector_ = std::make_unique<ServerMetricsCollector>(
       metrics::ProcessMetrics(), *b, server->coordinator_.state(), server->health_db_.get());
   server->metrics_http_ = std::move(metrics_http);
+  if (!options.http_listen.empty()) {
+    http::HttpApiOptions http_options;
+    http_options.listen = options.http_listen;
+    http_options.web_root = options.web_root;
+    http_options.tls_cert_file = options.tls_cert_file;
+    http_options.tls_key_file = options.tls_key_file;
+    http_options.session_ttl = options.http_session_ttl;
+    http_options.max_generate_showers = options.http_max_generate_showers;
+    http_options.temp_dir = options.data_dir + "/http-downloads";
+    ASSIGN_OR_RETURN(
+        server->http_,
+        http::HttpApiServer::Start(http_options, *b,
+                                   server->server_->InProcessChannel(grpc::ChannelArguments())));
+  }
   server->coordinator_.Start();
   server->pinner_.Start();
   server->blob_collector_.Start();
@@ -173,6 +187,7 @@ void GantryServer::Shutdown() {
   blob_collector_.Stop();
   server_->GetHealthCheckService()->SetServingStatus(false);
   server_->Shutdown(absl::ToChronoTime(absl::Now() + backend_->options.shutdown_grace));
+  http_.reset();
 }
 
 void GantryServer::Wait() { server_->Wait(); }

@@ -1,7 +1,8 @@
 // GantryServer: a running gantry-server: the Backend, every gantry.v1 service, health checking
 // that follows the database and the serving workers (HealthMonitor), reflection, the auth
 // interceptor, keepalive, message-size and thread limits on one grpc::Server, the blob garbage
-// collector, and the Prometheus /metrics endpoint (options.metrics_listen).
+// collector, the Prometheus /metrics endpoint (options.metrics_listen) and the HTTP API with the
+// web app (options.http_listen).
 #ifndef GANTRY_SERVER_GANTRY_SERVER_H_
 #define GANTRY_SERVER_GANTRY_SERVER_H_
 
@@ -19,6 +20,7 @@
 #include "server/generation_router.h"
 #include "server/generation_service.h"
 #include "server/health_monitor.h"
+#include "server/http/http_api_server.h"
 #include "server/job_coordinator.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
@@ -43,6 +45,8 @@ class GantryServer {
   std::string metrics_address() const {
     return metrics_http_ != nullptr ? metrics_http_->address() : std::string();
   }
+  // "host:port" of the HTTP API; empty when options.http_listen is empty.
+  std::string http_address() const { return http_ != nullptr ? http_->address() : std::string(); }
   int migrations_applied() const { return backend_->migrations_applied; }
 
   // Marks health NOT_SERVING, ends streams and waits up to options.shutdown_grace for calls to
@@ -73,6 +77,9 @@ class GantryServer {
   // The scrape-time gauges of this server, and the endpoint: destroyed first.
   std::unique_ptr<ServerMetricsCollector> metrics_collector_;
   std::unique_ptr<metrics::MetricsHttpServer> metrics_http_;
+  // The HTTP API (calls the services above through server_'s in-process channel); stopped in
+  // Shutdown once the gRPC server has ended its calls.
+  std::unique_ptr<http::HttpApiServer> http_;
 };
 
 }  // namespace gantry::server

@@ -32,6 +32,14 @@ ABSL_FLAG(
     "host:port to serve on; port 0 picks a free port (printed as \"listening on HOST:PORT\")");
 ABSL_FLAG(std::string, metrics_listen, "",
           "host:port of the Prometheus /metrics endpoint (plain HTTP; default empty: off)");
+ABSL_FLAG(std::string, http_listen, "",
+          "host:port of the HTTP API and web app (HTTPS with --tls-cert/--tls-key); empty = off");
+ABSL_FLAG(std::string, web_root, "",
+          "folder of the built web app served by --http-listen (default: <build>/web next to "
+          "this binary, when it exists)");
+ABSL_FLAG(int, http_session_hours, 12, "how long a browser session of the HTTP API lasts");
+ABSL_FLAG(int64_t, http_max_generate_showers, 2000,
+          "most showers one HTTP download (POST /api/v1/generate) may ask for");
 ABSL_FLAG(std::string, db, "",
           "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them or --db-file is "
           "required)");
@@ -168,6 +176,28 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  options.http_listen = absl::GetFlag(FLAGS_http_listen);
+  if (!options.http_listen.empty()) {
+    if (absl::StatusOr<gantry::metrics::HostPort> parsed =
+            gantry::metrics::ParseListenAddress(options.http_listen, "--http-listen");
+        !parsed.ok()) {
+      std::cerr << "gantry-server: " << parsed.status().message() << "\n";
+      return 2;
+    }
+    options.web_root = absl::GetFlag(FLAGS_web_root);
+    if (options.web_root.empty()) options.web_root = gantry::server::http::DefaultWebRoot();
+  } else if (!absl::GetFlag(FLAGS_web_root).empty()) {
+    std::cerr << "gantry-server: --web-root needs --http-listen (the address to serve it on)\n";
+    return 2;
+  }
+  const int session_hours = absl::GetFlag(FLAGS_http_session_hours);
+  options.http_max_generate_showers = absl::GetFlag(FLAGS_http_max_generate_showers);
+  if (session_hours < 1 || session_hours > 24 * 30 || options.http_max_generate_showers < 1) {
+    std::cerr << "gantry-server: --http-session-hours must be 1..720 and "
+                 "--http-max-generate-showers >= 1\n";
+    return 2;
+  }
+  options.http_session_ttl = absl::Hours(session_hours);
   options.db_dsn = absl::GetFlag(FLAGS_db);
   if (const std::string db_file = absl::GetFlag(FLAGS_db_file); !db_file.empty()) {
     if (!options.db_dsn.empty()) {
@@ -327,6 +357,12 @@ int main(int argc, char** argv) {
                    << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers");
   if (!(*server)->metrics_address().empty()) {
     GANTRY_LOG(INFO) << "metrics on http://" << (*server)->metrics_address() << "/metrics";
+  }
+  if (!(*server)->http_address().empty()) {
+    GANTRY_LOG(INFO) << "HTTP API on " << (options.tls_cert_file.empty() ? "http" : "https")
+                     << "://" << (*server)->http_address() << "/"
+                     << (options.web_root.empty() ? " (no web app: --web-root)"
+                                                  : ", web app from " + options.web_root);
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
 

@@ -17,8 +17,14 @@ struct ServerOptions {
   std::string listen = "127.0.0.1:50051";  // host:port; port 0 picks a free one
   // host:port of the Prometheus /metrics endpoint (plain HTTP); empty = off.
   std::string metrics_listen;
-  std::string db_dsn;         // libpq DSN
-  std::string data_dir;       // blob store root
+  // host:port of the HTTP API and web app (server/http); empty = off. Over TLS (tls_cert_file and
+  // tls_key_file) it serves HTTPS with the same certificate.
+  std::string http_listen;
+  std::string web_root;                               // the built web app; empty = none (API only)
+  absl::Duration http_session_ttl = absl::Hours(12);  // browser sessions last this long
+  int64_t http_max_generate_showers = 2000;           // per POST /api/v1/generate
+  std::string db_dsn;                                 // libpq DSN
+  std::string data_dir;                               // blob store root
   std::string tls_cert_file;  // PEM; TLS only when both cert and key are given
   std::string tls_key_file;
   // PEM CA bundle of worker certificates. When set (TLS on): WorkerService calls, and ReadDataset

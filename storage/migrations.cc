@@ -345,6 +345,21 @@ UPDATE models SET bf16_state = 'STATE_' || bf16_state
   WHERE bf16_state IN ('AVAILABLE', 'UNAVAILABLE', 'NOT_CHECKED');
 )sql";
 
+// Version 12: browser sessions of the HTTP API (WebSessionRepository). Only the SHA-256 of the
+// session secret is stored; a session ends with its API token (ON DELETE CASCADE, and the join on
+// revoked_at when it is checked).
+constexpr const char* kV12 = R"sql(
+CREATE TABLE web_sessions (
+  sha256 text PRIMARY KEY,
+  token_id text NOT NULL REFERENCES api_tokens (id) ON DELETE CASCADE,
+  created_at timestamptz NOT NULL DEFAULT now(),
+  expires_at timestamptz NOT NULL,
+  closed_at timestamptz
+);
+CREATE INDEX web_sessions_token ON web_sessions (token_id);
+CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -358,6 +373,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {7, "dataset, preset and particle of model versions as columns", kV7, &BackfillModelLineage},
       {8, "model versions pinned on serving workers", kV8},
       {9, "enum value names with their enum's prefix", kV9},
+      {12, "browser sessions of the HTTP API", kV12},
   };
   return *kMigrations;
 }

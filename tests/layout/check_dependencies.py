@@ -37,6 +37,9 @@ RULES = {
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
     "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
+    # server/http: the HTTP API and web app listener (cpp-httplib).
+    "server/http": ({"proto", "base", "showers", "storage", "scheduler", "server"},
+                    {"grpc", "httplib"}),
     "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
     "workers/physics": ({"proto", "base", "showers"}, set()),

@@ -1,0 +1,789 @@
+#include "server/http/http_api_server.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "base/grpc_status.h"
+#include "base/json_string.h"
+#include "base/log.h"
+#include "base/metrics/metrics_http_server.h"
+#include "base/sha256.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/client_context.h"
+#include "grpcpp/completion_queue.h"
+#include "httplib.h"
+#include "server/http/http_errors.h"
+#include "server/http/query_requests.h"
+#include "server/http/session_cookie.h"
+#include "server/http/shower_download.h"
+
+namespace gantry::server::http {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+// Unary calls give up after this; a Generate download after kGenerateTimeout.
+constexpr absl::Duration kCallTimeout = absl::Seconds(30);
+constexpr absl::Duration kGenerateTimeout = absl::Minutes(10);
+// Request bodies (JSON requests) above this are refused by httplib with 413.
+constexpr size_t kMaxBodyBytes = 1 << 20;
+// Job metrics: events read at most, and points returned at most (evenly thinned above it).
+constexpr int kMaxMetricEventsScanned = 200000;
+constexpr size_t kMaxMetricPoints = 5000;
+
+// The strict policy of every response: only this origin's scripts, styles, images and API.
+constexpr char kContentSecurityPolicy[] =
+    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "frame-ancestors 'none'; form-action 'self'";
+
+// The tenant and start time of the request running on this handler thread, for its log line
+// (httplib calls the logger on the thread that ran the handler).
+thread_local std::string request_tenant;
+thread_local absl::Time request_start;
+
+std::string ToJson(const google::protobuf::Message& message) {
+  google::protobuf::util::JsonPrintOptions options;
+  options.always_print_primitive_fields = true;
+  std::string json;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
+  return json;
+}
+
+void ReplyError(httplib::Response& response, const absl::Status& status) {
+  response.status = HttpStatusOf(status.code());
+  response.set_content(ErrorJson(status), "application/json");
+}
+
+void ReplyJson(httplib::Response& response, std::string json) {
+  response.status = 200;
+  response.set_content(std::move(json), "application/json");
+}
+
+void Reply(httplib::Response& response, const grpc::Status& status,
+           const google::protobuf::Message& message) {
+  if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
+  ReplyJson(response, ToJson(message));
+}
+
+// A request body as a gantry.v1 message (protobuf JSON mapping, unknown fields refused). An empty
+// body is the empty message.
+absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message) {
+  if (request.body.empty()) return absl::OkStatus();
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status = google::protobuf::util::JsonStringToMessage(request.body, message, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("the request body is not a JSON ",
+                                                   message->GetDescriptor()->name(), ": ",
+                                                   std::string(status.message()).substr(0, 200)));
+  }
+  return absl::OkStatus();
+}
+
+std::unique_ptr<grpc::ClientContext> ContextFor(const std::string& secret,
+                                                absl::Duration timeout = kCallTimeout) {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->AddMetadata("authorization", absl::StrCat("Bearer ", secret));
+  context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
+  return context;
+}
+
+QueryParams ParamsOf(const httplib::Request& request) {
+  return QueryParams(request.params.begin(), request.params.end());
+}
+
+bool ContainsIgnoringCase(absl::string_view text, absl::string_view part) {
+  return absl::StrContains(absl::AsciiStrToLower(text), absl::AsciiStrToLower(part));
+}
+
+// A download's file name: the model reference reduced to [A-Za-z0-9_.-].
+std::string DownloadName(const std::string& model_ref, int64_t showers) {
+  std::string name;
+  for (char c : model_ref.substr(0, 100)) {
+    name += absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' ? c : '-';
+  }
+  return absl::StrCat(name.empty() ? "showers" : name, "-", showers, ".h5");
+}
+
+// The count of showers a GenerateRequest asks for.
+int64_t RequestedShowers(const v1::GenerateRequest& request) {
+  if (request.has_list()) return request.list().items_size();
+  if (request.has_range()) return request.range().count();
+  return 0;
+}
+
+}  // namespace
+
+std::string DefaultWebRoot() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (n <= 0) return "";
+  std::string dir(self, static_cast<size_t>(n));
+  dir.resize(dir.find_last_of('/'));                                       // <build>/server
+  const std::string root = dir.substr(0, dir.find_last_of('/')) + "/web";  // <build>/web
+  struct stat st;
+  return stat((root + "/index.html").c_str(), &st) == 0 ? root : "";
+}
+
+HttpApiServer::HttpApiServer(const HttpApiOptions& options, Backend& backend,
+                             std::shared_ptr<grpc::Channel> channel)
+    : options_(options),
+      backend_(backend),
+      secure_cookies_(!options.tls_cert_file.empty() && !options.tls_key_file.empty()),
+      channel_(std::move(channel)),
+      catalog_(v1::CatalogService::NewStub(channel_)),
+      training_(v1::TrainingService::NewStub(channel_)),
+      generation_(v1::GenerationService::NewStub(channel_)) {}
+
+absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
+    const HttpApiOptions& options, Backend& backend, std::shared_ptr<grpc::Channel> channel) {
+  absl::StatusOr<metrics::HostPort> host_port =
+      metrics::ParseListenAddress(options.listen, "--http-listen");
+  if (!host_port.ok()) return host_port.status();
+  std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, backend, std::move(channel)));
+  if (!options.web_root.empty()) {
+    absl::StatusOr<std::unique_ptr<StaticFiles>> files =
+        StaticFiles::Create(options.web_root, "--web-root");
+    if (!files.ok()) return files.status();
+    server->static_files_ = *std::move(files);
+  }
+  std::error_code error;
+  std::filesystem::remove_all(options.temp_dir, error);  // downloads a crash left behind
+  std::filesystem::create_directories(options.temp_dir, error);
+  if (error) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", options.temp_dir,
+                                               " for generated downloads: ", error.message()));
+  }
+  // A browser that closes its connection mid-download must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+  if (server->secure_cookies_) {
+    auto tls = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
+                                                    options.tls_key_file.c_str());
+    if (!tls->is_valid()) {
+      return absl::InvalidArgumentError(
+          "--http-listen with TLS: --tls-cert/--tls-key could not be loaded for HTTPS");
+    }
+    server->http_ = std::move(tls);
+  } else {
+    server->http_ = std::make_unique<httplib::Server>();
+  }
+  httplib::Server& http = *server->http_;
+  const int threads = options.handler_threads;
+  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // SO_REUSEADDR only (httplib's default adds SO_REUSEPORT: a second process would bind silently).
+  http.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
+  http.set_read_timeout(30, 0);
+  http.set_write_timeout(30, 0);
+  http.set_payload_max_length(kMaxBodyBytes);
+  http.set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
+                            {"X-Content-Type-Options", "nosniff"},
+                            {"X-Frame-Options", "DENY"},
+                            {"Referrer-Policy", "no-referrer"}});
+  server->AddRoutes();
+  int port = host_port->port;
+  bool bound = false;
+  if (port == 0) {
+    port = http.bind_to_any_port(host_port->host);
+    bound = port > 0;
+  } else {
+    bound = http.bind_to_port(host_port->host, port);
+  }
+  if (!bound) {
+    return absl::UnavailableError(
+        absl::StrCat("--http-listen: cannot listen on ", options.listen,
+                     " (address in use, or not an address of this host)"));
+  }
+  const bool bracket = host_port->host.find(':') != std::string::npos;
+  server->address_ = bracket ? absl::StrCat("[", host_port->host, "]:", port)
+                             : absl::StrCat(host_port->host, ":", port);
+  HttpApiServer* self = server.get();
+  server->thread_ = std::thread([self] {
+    self->http_->listen_after_bind();
+    self->finished_ = true;
+  });
+  return server;
+}
+
+HttpApiServer::~HttpApiServer() {
+  if (!thread_.joinable()) return;
+  // stop() only takes effect once the loop runs: wait for it (or for its early end).
+  while (!http_->is_running() && !finished_) absl::SleepFor(absl::Milliseconds(1));
+  http_->stop();
+  thread_.join();
+}
+
+void HttpApiServer::AddRoutes() {
+  httplib::Server& http = *http_;
+  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
+    request_tenant.clear();
+    request_start = absl::Now();
+    response.set_header("Cache-Control", "no-store");
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // One line per request: method, path (never the query string or a body), status, time, tenant.
+  http.set_logger([](const httplib::Request& request, const httplib::Response& response) {
+    GANTRY_LOG(INFO).Field("tenant", request_tenant.empty() ? "-" : request_tenant)
+        << "http " << request.method << " " << request.path.substr(0, 200) << " " << response.status
+        << " " << absl::ToInt64Milliseconds(absl::Now() - request_start) << " ms";
+  });
+  http.set_error_handler([](const httplib::Request& request, httplib::Response& response) {
+    if (!response.body.empty()) return;
+    if (response.status == 413) {
+      ReplyError(response, absl::InvalidArgumentError(absl::StrCat(
+                               "the request body is larger than ", kMaxBodyBytes, " bytes")));
+      response.status = 413;
+    } else if (response.status == 404) {
+      ReplyError(response, absl::NotFoundError(absl::StrCat(
+                               "no route ", request.method, " ", request.path.substr(0, 200),
+                               "; the routes are in docs/API.md \"HTTP API\"")));
+    }
+  });
+  http.set_exception_handler(
+      [](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
+        ReplyError(response, absl::InternalError("the request failed inside the server"));
+      });
+
+  http.Post("/api/v1/session", [this](const httplib::Request& request,
+                                      httplib::Response& response) { Login(request, response); });
+  http.Get("/api/v1/session", [this](const httplib::Request& request, httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    ReplyJson(response, absl::StrCat("{\"tenant\":", JsonString(request_tenant),
+                                     ",\"csrfToken\":", JsonString(CsrfTokenFor(secret)), "}"));
+  });
+  http.Delete("/api/v1/session",
+              [this](const httplib::Request& request, httplib::Response& response) {
+                std::string secret;
+                if (!RequireSession(request, response, &secret)) return;
+                if (absl::Status closed = backend_.web_sessions->Close(secret); !closed.ok()) {
+                  return ReplyError(response, closed);
+                }
+                backend_.ForgetTokens();  // the session stops working at once on this server
+                response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
+                ReplyJson(response, "{}");
+              });
+
+  // The catalog.
+  http.Get("/api/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    ListModels(request, response, secret, "");
+  });
+  http.Get(R"(/api/v1/models/([^/]+)/versions)",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             ListModels(request, response, secret, request.matches[1]);
+           });
+  http.Get(R"(/api/v1/models/([^/]+)/validation)",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             v1::GetModelRequest get;
+             get.set_model(request.matches[1]);
+             v1::ModelVersion model;
+             const grpc::Status status = catalog_->GetModel(ContextFor(secret).get(), get, &model);
+             // What the plots draw: the version's metrics (with their statistical floors),
+             // histograms per energy bin and the validation curve of its job.
+             v1::ModelVersion validation;
+             validation.set_name(model.name());
+             validation.set_version(model.version());
+             *validation.mutable_metrics() = model.metrics();
+             *validation.mutable_histograms() = model.histograms();
+             *validation.mutable_validation_curve() = model.validation_curve();
+             *validation.mutable_energy_range_gev() = model.energy_range_gev();
+             validation.set_particle(model.particle());
+             Reply(response, status, validation);
+           });
+  http.Get(R"(/api/v1/models/([^/]+))",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             v1::GetModelRequest get;
+             get.set_model(request.matches[1]);
+             v1::ModelVersion model;
+             Reply(response, catalog_->GetModel(ContextFor(secret).get(), get, &model), model);
+           });
+  http.Post(R"(/api/v1/models/([^/]+)/aliases)", [this](const httplib::Request& request,
+                                                        httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    v1::SetAliasRequest set;
+    if (absl::Status parsed = ParseBody(request, &set); !parsed.ok()) {
+      return ReplyError(response, parsed);
+    }
+    if (!set.name().empty() && set.name() != request.matches[1].str()) {
+      return ReplyError(response,
+                        absl::InvalidArgumentError("name: the body names another model than the "
+                                                   "path; leave it out of the body"));
+    }
+    set.set_name(request.matches[1]);
+    v1::ModelVersion model;
+    Reply(response, catalog_->SetAlias(ContextFor(secret).get(), set, &model), model);
+  });
+  http.Delete(R"(/api/v1/models/([^/]+)/aliases/([^/]+))", [this](const httplib::Request& request,
+                                                                  httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    v1::DeleteAliasRequest remove;
+    remove.set_name(request.matches[1]);
+    remove.set_alias(request.matches[2]);
+    v1::DeleteAliasResponse reply;
+    Reply(response, catalog_->DeleteAlias(ContextFor(secret).get(), remove, &reply), reply);
+  });
+  http.Post(R"(/api/v1/models/([^/]+):setTags)", [this](const httplib::Request& request,
+                                                        httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    v1::SetTagsRequest set;
+    if (absl::Status parsed = ParseBody(request, &set); !parsed.ok()) {
+      return ReplyError(response, parsed);
+    }
+    if (!set.model().empty() && set.model() != request.matches[1].str()) {
+      return ReplyError(response,
+                        absl::InvalidArgumentError("model: the body names another version than the "
+                                                   "path; leave it out of the body"));
+    }
+    set.set_model(request.matches[1]);
+    v1::ModelVersion model;
+    Reply(response, catalog_->SetTags(ContextFor(secret).get(), set, &model), model);
+  });
+  http.Post(R"(/api/v1/models/([^/]+):archive)", [this](const httplib::Request& request,
+                                                        httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    v1::ArchiveModelRequest archive;
+    archive.set_model(request.matches[1]);
+    v1::ModelVersion model;
+    Reply(response, catalog_->ArchiveModel(ContextFor(secret).get(), archive, &model), model);
+  });
+
+  // Jobs.
+  http.Get("/api/v1/jobs", [this](const httplib::Request& request, httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    absl::StatusOr<v1::ListJobsRequest> list = ListJobsRequestFrom(ParamsOf(request));
+    if (!list.ok()) return ReplyError(response, list.status());
+    v1::ListJobsResponse jobs;
+    Reply(response, training_->ListJobs(ContextFor(secret).get(), *list, &jobs), jobs);
+  });
+  http.Get(R"(/api/v1/jobs/([^/]+)/events)",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             ServeJobEvents(request, response, secret, request.matches[1]);
+           });
+  http.Get(R"(/api/v1/jobs/([^/]+)/logs)",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             absl::StatusOr<v1::GetJobLogsRequest> logs =
+                 GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
+             if (!logs.ok()) return ReplyError(response, logs.status());
+             v1::GetJobLogsResponse lines;
+             Reply(response, training_->GetJobLogs(ContextFor(secret).get(), *logs, &lines), lines);
+           });
+  http.Get(R"(/api/v1/jobs/([^/]+)/metrics)",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             ServeJobMetrics(request, response, secret, request.matches[1]);
+           });
+  http.Get(R"(/api/v1/jobs/([^/]+))",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             std::string secret;
+             if (!RequireSession(request, response, &secret)) return;
+             v1::GetJobRequest get;
+             get.set_job_id(request.matches[1]);
+             v1::Job job;
+             Reply(response, training_->GetJob(ContextFor(secret).get(), get, &job), job);
+           });
+
+  http.Post("/api/v1/generate",
+            [this](const httplib::Request& request, httplib::Response& response) {
+              std::string secret;
+              if (!RequireSession(request, response, &secret)) return;
+              Generate(request, response, secret);
+            });
+
+  // Anything else under /api/ is an unknown route; every other GET is the web app.
+  http.Get(R"(/.*)", [this](const httplib::Request& request, httplib::Response& response) {
+    if (absl::StartsWith(request.path, "/api/")) {
+      return ReplyError(response, absl::NotFoundError(absl::StrCat(
+                                      "no route GET ", request.path.substr(0, 200),
+                                      "; the routes are in docs/API.md \"HTTP API\"")));
+    }
+    ServeStatic(request, response);
+  });
+}
+
+bool HttpApiServer::RequireSession(const httplib::Request& request, httplib::Response& response,
+                                   std::string* secret) {
+  *secret = SessionSecretFromCookies(request.get_header_value("Cookie"));
+  if (secret->empty()) {
+    ReplyError(response, absl::UnauthenticatedError(
+                             "no session: log in with POST /api/v1/session {\"token\": ...}"));
+    return false;
+  }
+  absl::StatusOr<Principal> principal = backend_.VerifyToken(Audience::kTenant, *secret);
+  if (!principal.ok()) {
+    if (absl::IsUnauthenticated(principal.status())) {
+      response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
+    }
+    ReplyError(response, principal.status());
+    return false;
+  }
+  request_tenant = principal->tenant;
+  if (request.method != "GET" && request.method != "HEAD") {
+    if (!CsrfTokenMatches(*secret, request.get_header_value(std::string(kCsrfHeader)))) {
+      ReplyError(response, absl::PermissionDeniedError(absl::StrCat(
+                               "missing or wrong ", kCsrfHeader,
+                               " header: send the csrfToken of GET /api/v1/session with "
+                               "every write")));
+      return false;
+    }
+    if (!request.body.empty() &&
+        !absl::StartsWith(request.get_header_value("Content-Type"), "application/json")) {
+      ReplyError(response, absl::InvalidArgumentError(
+                               "the request body must be JSON (Content-Type: application/json)"));
+      response.status = 415;
+      return false;
+    }
+  }
+  return true;
+}
+
+void HttpApiServer::Login(const httplib::Request& request, httplib::Response& response) {
+  // Content-Type application/json cannot be sent cross-site without a CORS preflight, which this
+  // server never grants: a foreign page cannot log a browser in.
+  if (!absl::StartsWith(request.get_header_value("Content-Type"), "application/json")) {
+    ReplyError(response, absl::InvalidArgumentError(
+                             "log in with a JSON body {\"token\": \"...\"} and Content-Type: "
+                             "application/json"));
+    response.status = 415;
+    return;
+  }
+  google::protobuf::Struct body;
+  google::protobuf::util::JsonParseOptions options;
+  if (!google::protobuf::util::JsonStringToMessage(request.body, &body, options).ok() ||
+      body.fields_size() != 1 || body.fields().count("token") == 0 ||
+      body.fields().at("token").kind_case() != google::protobuf::Value::kStringValue) {
+    return ReplyError(response, absl::InvalidArgumentError(
+                                    "the body must be {\"token\": \"<your gantry API token>\"}"));
+  }
+  const std::string& token = body.fields().at("token").string_value();
+  if (token.empty() || token.size() > 512) {
+    return ReplyError(response,
+                      absl::InvalidArgumentError("token: give your gantry API token (gnt_...)"));
+  }
+  // A browser that logs in again ends the session it had.
+  if (std::string old = SessionSecretFromCookies(request.get_header_value("Cookie"));
+      !old.empty()) {
+    backend_.web_sessions->Close(old).IgnoreError();
+    backend_.ForgetTokens();
+  }
+  absl::StatusOr<storage::OpenedSession> session =
+      backend_.web_sessions->Open(token, options_.session_ttl);
+  if (!session.ok()) return ReplyError(response, session.status());
+  request_tenant = session->tenant.tenant;
+  response.set_header("Set-Cookie",
+                      SessionCookie(session->secret, options_.session_ttl, secure_cookies_));
+  ReplyJson(response, absl::StrCat("{\"tenant\":", JsonString(session->tenant.tenant),
+                                   ",\"csrfToken\":", JsonString(CsrfTokenFor(session->secret)),
+                                   ",\"expiresAt\":",
+                                   JsonString(absl::FormatTime(session->expires_at)), "}"));
+}
+
+void HttpApiServer::ListModels(const httplib::Request& request, httplib::Response& response,
+                               const std::string& secret, const std::string& name) {
+  absl::StatusOr<ModelListQuery> query = ModelListQueryFrom(ParamsOf(request));
+  if (!query.ok()) return ReplyError(response, query.status());
+  if (!name.empty()) {
+    if (!query->request.name().empty() && query->request.name() != name) {
+      return ReplyError(response, absl::InvalidArgumentError(
+                                      "name: the query names another model than the path"));
+    }
+    query->request.set_name(name);
+  }
+  v1::ListModelsResponse models;
+  const grpc::Status status =
+      catalog_->ListModels(ContextFor(secret).get(), query->request, &models);
+  if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
+  // The search terms ListModels does not take narrow the page it returned.
+  if (!query->name_contains.empty() || !query->owner.empty() || !query->alias.empty()) {
+    v1::ListModelsResponse kept;
+    kept.set_next_page_token(models.next_page_token());
+    for (v1::ModelVersion& m : *models.mutable_models()) {
+      if (!query->name_contains.empty() && !ContainsIgnoringCase(m.name(), query->name_contains)) {
+        continue;
+      }
+      if (!query->owner.empty() && m.owner() != query->owner) continue;
+      if (!query->alias.empty() &&
+          std::find(m.aliases().begin(), m.aliases().end(), query->alias) == m.aliases().end()) {
+        continue;
+      }
+      *kept.add_models() = std::move(m);
+    }
+    models = std::move(kept);
+  }
+  ReplyJson(response, ToJson(models));
+}
+
+void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Response& response,
+                                   const std::string& secret, const std::string& job_id) {
+  v1::WatchJobRequest watch;
+  watch.set_job_id(job_id);
+  // Resuming: the browser's Last-Event-ID (EventSource reconnects) or ?afterSequence=.
+  std::string after = request.get_header_value("Last-Event-ID");
+  if (request.has_param("afterSequence")) after = request.get_param_value("afterSequence");
+  if (!after.empty()) {
+    int64_t sequence = 0;
+    if (!absl::SimpleAtoi(after, &sequence) || sequence < 0) {
+      return ReplyError(response, absl::InvalidArgumentError(
+                                      "afterSequence: must be a non-negative event sequence"));
+    }
+    watch.set_after_sequence(sequence);
+  }
+  // The job must exist and be the caller's before the stream starts, so errors get their status.
+  v1::GetJobRequest get;
+  get.set_job_id(job_id);
+  v1::Job job;
+  if (grpc::Status status = training_->GetJob(ContextFor(secret).get(), get, &job); !status.ok()) {
+    return ReplyError(response, FromGrpcStatus(status));
+  }
+  if (event_streams_.fetch_add(1) >= options_.max_event_streams) {
+    event_streams_.fetch_sub(1);
+    return ReplyError(response, absl::ResourceExhaustedError(absl::StrCat(
+                                    "this server already streams ", options_.max_event_streams,
+                                    " job event streams; close one or try again later")));
+  }
+  response.set_header("X-Accel-Buffering", "no");
+  response.set_chunked_content_provider(
+      "text/event-stream",
+      [this, secret, watch](size_t, httplib::DataSink& sink) {
+        StreamJobEvents(secret, watch, sink);
+        sink.done();
+        return true;
+      },
+      [this](bool) { event_streams_.fetch_sub(1); });
+}
+
+void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJobRequest& watch,
+                                    httplib::DataSink& sink) {
+  grpc::CompletionQueue queue;
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", absl::StrCat("Bearer ", secret));
+  std::unique_ptr<grpc::ClientAsyncReader<v1::JobEvent>> reader =
+      training_->PrepareAsyncWatchJob(&context, watch, &queue);
+  bool client_gone = false;
+  // Waits for the operation tagged `expected`; on an idle stream it writes a comment line every
+  // event_keepalive, and cancels the call once the browser is gone.
+  const auto wait = [&](void* expected) {
+    for (;;) {
+      void* tag = nullptr;
+      bool ok = false;
+      const auto next =
+          queue.AsyncNext(&tag, &ok, absl::ToChronoTime(absl::Now() + options_.event_keepalive));
+      if (next == grpc::CompletionQueue::GOT_EVENT && tag == expected) return ok;
+      if (next == grpc::CompletionQueue::SHUTDOWN) return false;
+      if (next == grpc::CompletionQueue::TIMEOUT && !client_gone) {
+        static constexpr char kKeepalive[] = ": keepalive\n\n";
+        if (!sink.write(kKeepalive, sizeof(kKeepalive) - 1)) {
+          client_gone = true;
+          context.TryCancel();
+        }
+      }
+    }
+  };
+  static char kStart, kRead, kFinish;
+  reader->StartCall(&kStart);
+  bool open = wait(&kStart);
+  v1::JobEvent event;
+  while (open) {
+    reader->Read(&event, &kRead);
+    if (!wait(&kRead)) break;
+    const std::string message =
+        absl::StrCat("id: ", event.sequence(), "\ndata: ", ToJson(event), "\n\n");
+    if (!client_gone && !sink.write(message.data(), message.size())) {
+      client_gone = true;
+      context.TryCancel();
+    }
+  }
+  grpc::Status status;
+  reader->Finish(&status, &kFinish);
+  wait(&kFinish);
+  if (!client_gone) {
+    // How the stream ended: "end" when the job ended, "error" (a google.rpc.Status-like body)
+    // when the call failed, e.g. UNAUTHENTICATED after a logout or a revoked token.
+    const std::string last =
+        status.ok()
+            ? std::string("event: end\ndata: {}\n\n")
+            : absl::StrCat("event: error\ndata: ", ErrorJson(FromGrpcStatus(status)), "\n\n");
+    sink.write(last.data(), last.size());
+  }
+  queue.Shutdown();
+  void* tag = nullptr;
+  bool ok = false;
+  while (queue.Next(&tag, &ok)) {
+  }
+}
+
+void HttpApiServer::ServeJobMetrics(const httplib::Request& request, httplib::Response& response,
+                                    const std::string& secret, const std::string& job_id) {
+  int64_t after = 0;
+  for (const auto& [name, value] : request.params) {
+    if (name != "afterSequence" || !absl::SimpleAtoi(value, &after) || after < 0) {
+      return ReplyError(response,
+                        absl::InvalidArgumentError(
+                            "query: this route takes only afterSequence (a non-negative event "
+                            "sequence)"));
+    }
+  }
+  // Visibility through TrainingService.GetJob: another tenant's job is NOT_FOUND, as in gRPC.
+  v1::GetJobRequest get;
+  get.set_job_id(job_id);
+  v1::Job job;
+  if (grpc::Status status = training_->GetJob(ContextFor(secret).get(), get, &job); !status.ok()) {
+    return ReplyError(response, FromGrpcStatus(status));
+  }
+  // The loss curve is the job's progress events (rank 0's reports, at most one per
+  // --progress-event-interval), read from the job's event log.
+  std::vector<v1::JobEvent> points;
+  int scanned = 0;
+  int64_t cursor = after;
+  while (scanned < kMaxMetricEventsScanned) {
+    absl::StatusOr<std::vector<v1::JobEvent>> events =
+        backend_.jobs->ListEvents(job.id(), cursor, 1000);
+    if (!events.ok()) return ReplyError(response, events.status());
+    if (events->empty()) break;
+    scanned += static_cast<int>(events->size());
+    cursor = events->back().sequence();
+    for (v1::JobEvent& e : *events) {
+      if (e.has_progress()) points.push_back(std::move(e));
+    }
+  }
+  // Evenly thinned to kMaxMetricPoints, always keeping the newest.
+  const size_t stride = points.size() > kMaxMetricPoints
+                            ? (points.size() + kMaxMetricPoints - 1) / kMaxMetricPoints
+                            : 1;
+  std::string json = "[";
+  bool first = true;
+  for (size_t i = 0; i < points.size(); ++i) {
+    if (i % stride != 0 && i + 1 != points.size()) continue;
+    const v1::JobEvent& e = points[i];
+    std::string progress = ToJson(e.progress());  // "{...}"
+    absl::StrAppend(&json, first ? "" : ",", "{\"sequence\":\"", e.sequence(), "\",\"time\":",
+                    JsonString(absl::FormatTime(absl::RFC3339_full,
+                                                absl::FromUnixSeconds(e.time().seconds()) +
+                                                    absl::Nanoseconds(e.time().nanos()),
+                                                absl::UTCTimeZone())),
+                    progress.size() > 2 ? "," : "", progress.substr(1));
+    first = false;
+  }
+  json += "]";
+  ReplyJson(response, std::move(json));
+}
+
+void HttpApiServer::Generate(const httplib::Request& request, httplib::Response& response,
+                             const std::string& secret) {
+  v1::GenerateRequest generate;
+  if (absl::Status parsed = ParseBody(request, &generate); !parsed.ok()) {
+    return ReplyError(response, parsed);
+  }
+  const int64_t count = RequestedShowers(generate);
+  if (count > options_.max_generate_showers) {
+    return ReplyError(response,
+                      absl::InvalidArgumentError(absl::StrCat(
+                          "count: ", count, " showers is above the web download bound of ",
+                          options_.max_generate_showers,
+                          " (--http-max-generate-showers); use the gantry CLI or the Python "
+                          "client for larger files")));
+  }
+  // The model's particle names the file's particle (and an unknown model is NOT_FOUND early).
+  v1::GetModelRequest get;
+  get.set_model(generate.model());
+  v1::ModelVersion model;
+  if (grpc::Status status = catalog_->GetModel(ContextFor(secret).get(), get, &model);
+      !status.ok()) {
+    return ReplyError(response, FromGrpcStatus(status));
+  }
+  const std::string path = absl::StrCat(options_.temp_dir, "/download-", downloads_.fetch_add(1),
+                                        "-", RandomSecretHex(8), ".h5");
+  std::unique_ptr<grpc::ClientContext> context = ContextFor(secret, kGenerateTimeout);
+  std::unique_ptr<grpc::ClientReader<v1::GenerateChunk>> reader =
+      generation_->Generate(context.get(), generate);
+  absl::StatusOr<int64_t> written =
+      WriteShowerStream([&](v1::GenerateChunk* chunk) { return reader->Read(chunk); }, count,
+                        FileParticle(model.particle()), path);
+  if (!written.ok()) context->TryCancel();
+  const grpc::Status finished = reader->Finish();
+  absl::Status result = written.status();
+  if (!finished.ok()) result = FromGrpcStatus(finished);
+  if (result.ok() && *written != count) {
+    result = absl::InternalError(
+        absl::StrCat("the generation stream ended after ", *written, " of ", count, " showers"));
+  }
+  if (!result.ok()) {
+    unlink(path.c_str());
+    return ReplyError(response, result);
+  }
+  // Sent from an unlinked file: nothing is left behind whatever happens to the connection.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  unlink(path.c_str());
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0) close(fd);
+    return ReplyError(response, absl::InternalError("the generated file vanished"));
+  }
+  response.status = 200;
+  response.set_header(
+      "Content-Disposition",
+      absl::StrCat("attachment; filename=\"",
+                   DownloadName(absl::StrCat(model.name(), "-v", model.version()), count), "\""));
+  response.set_content_provider(
+      static_cast<size_t>(st.st_size), "application/x-hdf5",
+      [fd](size_t offset, size_t length, httplib::DataSink& sink) {
+        char buffer[1 << 16];
+        const ssize_t n =
+            pread(fd, buffer, std::min(length, sizeof(buffer)), static_cast<off_t>(offset));
+        if (n <= 0) return false;
+        return sink.write(buffer, static_cast<size_t>(n));
+      },
+      [fd](bool) { close(fd); });
+}
+
+void HttpApiServer::ServeStatic(const httplib::Request& request, httplib::Response& response) {
+  if (static_files_ == nullptr) {
+    return ReplyError(
+        response, absl::NotFoundError("this server has no web app: start it with --web-root (the "
+                                      "built app, <build>/web)"));
+  }
+  absl::StatusOr<StaticFile> file = static_files_->Read(request.path);
+  if (!file.ok()) {
+    response.status = HttpStatusOf(file.status().code());
+    response.set_content("not found\n", "text/plain; charset=utf-8");
+    return;
+  }
+  response.set_header("Cache-Control",
+                      file->immutable ? "public, max-age=31536000, immutable" : "no-cache");
+  response.set_content(std::move(file->content), file->content_type);
+}
+
+}  // namespace gantry::server::http

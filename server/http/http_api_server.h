@@ -1,0 +1,107 @@
+// HttpApiServer: the HTTP listener of gantry-server (--http-listen): the JSON API of docs/API.md
+// "HTTP API" (browser sessions, CSRF-checked writes, the catalog, jobs with Server-Sent Events,
+// generation as an HDF5 download) and the web app's static files (--web-root). Every API route
+// calls the gantry.v1 services through the gRPC server's in-process channel, authenticated with
+// the browser session, so validation, status codes and tenant isolation are those of gRPC.
+#ifndef GANTRY_SERVER_HTTP_HTTP_API_SERVER_H_
+#define GANTRY_SERVER_HTTP_HTTP_API_SERVER_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gantry/v1/catalog.grpc.pb.h"
+#include "gantry/v1/generation.grpc.pb.h"
+#include "gantry/v1/training.grpc.pb.h"
+#include "grpcpp/channel.h"
+#include "server/backend.h"
+#include "server/http/static_files.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+class DataSink;
+}  // namespace httplib
+
+namespace gantry::server::http {
+
+struct HttpApiOptions {
+  std::string listen;    // host:port (port 0 picks a free one)
+  std::string web_root;  // the built web app; empty = API only
+  // Both set: HTTPS with this certificate, and the session cookie gets `Secure`.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  absl::Duration session_ttl = absl::Hours(12);
+  // The most showers one POST /api/v1/generate may ask for (INVALID_ARGUMENT above).
+  int64_t max_generate_showers = 2000;
+  // Where generated HDF5 files are written before they are sent (emptied at start).
+  std::string temp_dir;
+  int handler_threads = 16;
+  // Concurrent Server-Sent Event streams (each holds a handler thread); 429 above.
+  int max_event_streams = 8;
+  // A comment line is sent on an idle event stream this often, so a closed browser tab is noticed.
+  absl::Duration event_keepalive = absl::Seconds(15);
+};
+
+// Start() returns a listening server; the destructor stops it (waiting for running requests,
+// whose gRPC calls end when the gRPC server shuts down). Thread-safe.
+class HttpApiServer {
+ public:
+  // `backend` must outlive the server; `channel` is the gRPC server's in-process channel.
+  static absl::StatusOr<std::unique_ptr<HttpApiServer>> Start(
+      const HttpApiOptions& options, Backend& backend, std::shared_ptr<grpc::Channel> channel);
+  ~HttpApiServer();
+
+  // "host:port" actually bound.
+  const std::string& address() const { return address_; }
+
+ private:
+  HttpApiServer(const HttpApiOptions& options, Backend& backend,
+                std::shared_ptr<grpc::Channel> channel);
+  void AddRoutes();
+
+  // The session secret of an API request, or false after answering 401 (no or bad session), 403
+  // (a write without the session's X-CSRF-Token) or 415 (a body that is not JSON).
+  bool RequireSession(const httplib::Request& request, httplib::Response& response,
+                      std::string* secret);
+  void Login(const httplib::Request& request, httplib::Response& response);
+  void ListModels(const httplib::Request& request, httplib::Response& response,
+                  const std::string& secret, const std::string& name);
+  void ServeJobEvents(const httplib::Request& request, httplib::Response& response,
+                      const std::string& secret, const std::string& job_id);
+  void StreamJobEvents(const std::string& secret, const gantry::v1::WatchJobRequest& watch,
+                       httplib::DataSink& sink);
+  void ServeJobMetrics(const httplib::Request& request, httplib::Response& response,
+                       const std::string& secret, const std::string& job_id);
+  void Generate(const httplib::Request& request, httplib::Response& response,
+                const std::string& secret);
+  void ServeStatic(const httplib::Request& request, httplib::Response& response);
+
+  const HttpApiOptions options_;
+  Backend& backend_;
+  const bool secure_cookies_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<gantry::v1::CatalogService::Stub> catalog_;
+  std::unique_ptr<gantry::v1::TrainingService::Stub> training_;
+  std::unique_ptr<gantry::v1::GenerationService::Stub> generation_;
+  std::unique_ptr<StaticFiles> static_files_;  // null without a web root
+  std::atomic<int> event_streams_{0};
+  std::atomic<uint64_t> downloads_{0};  // names temporary files
+  std::unique_ptr<httplib::Server> http_;
+  std::string address_;
+  std::thread thread_;
+  std::atomic<bool> finished_{false};
+};
+
+// The web app folder the build installs next to the server (<build>/web for
+// <build>/server/gantry-server) when it holds index.html; empty otherwise.
+std::string DefaultWebRoot();
+
+}  // namespace gantry::server::http
+
+#endif  // GANTRY_SERVER_HTTP_HTTP_API_SERVER_H_
