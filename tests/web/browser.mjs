@@ -90,7 +90,8 @@ try {
   await page.waitForSelector('main[data-page="login"]', { timeout: 20000 });
   check(page.url().includes("#/login?next="), `without a session #/models went to ${page.url()}, not the login page`);
   await open("/version/web-ele%3A1", "login");
-  check(decodeURIComponent(page.url()).includes("next=/version/web-ele:1"), `the login page does not remember the version page: ${page.url()}`);
+  const next = new URLSearchParams(new URL(page.url()).hash.split("?")[1] ?? "").get("next");
+  check(next === "/version/web-ele%3A1", `the login page does not remember the version page: ${page.url()}`);
   check((await api("/api/v1/models")).status === 401, "GET /api/v1/models without a session is not 401");
   await shot("login");
   log("no session: redirected to login, API 401");
@@ -173,6 +174,9 @@ try {
   check(metricRows.includes("fom") && metricRows.includes("eprof"), `the metrics table lists ${metricRows}`);
   check((await texts("ol.lineage li li a")).includes("web-ele:2"), "the lineage does not list web-ele:2 as fine-tuned from web-ele:1");
   await shot("version");
+  await page.$eval("#plots-h", (e) => e.scrollIntoView());
+  await shot("version-plots");
+  await page.evaluate(() => window.scrollTo(0, 0));
   log(`version page: ${plots.length} plots drawn with data, metrics, lineage, checkpoint, usage`);
 
   // 5. Compare two versions on the same plots.
@@ -185,6 +189,7 @@ try {
   check(heads.includes("web-ele:1") && heads.includes("web-ele:2"), `the comparison's metrics table has columns ${heads}`);
   const legend = await page.$$eval("figure.plot .u-legend .u-series .u-label", (ls) => ls.map((l) => l.textContent));
   check(legend.includes("web-ele:1") && legend.includes("web-ele:2"), `the compared plots' legends name ${[...new Set(legend)]}`);
+  await page.$eval("#cmp-plots", (e) => e.scrollIntoView());
   await shot("compare");
   log(`compare: ${plots.length} plots with both versions`);
 

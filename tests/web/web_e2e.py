@@ -243,6 +243,16 @@ def run(stack, args):
                WEB_TOKEN=stack.tokens["alice"], WEB_RUNNING_JOB=running,
                WEB_DOWNLOADS=downloads, WEB_PROFILE=os.path.join(stack.dir, "chromium-profile"),
                WEB_SCREENSHOTS=os.path.abspath(args.screenshots) if args.screenshots else "")
+    if args.hold:
+        # For working on browser.mjs: run it by hand against this stack, as often as needed.
+        with open(os.path.join(stack.dir, "browser.env"), "w") as f:
+            for k, v in env.items():
+                if k.startswith("WEB_"):
+                    f.write(f"export {k}='{v}'\n")
+        log(f"holding: source {stack.dir}/browser.env, run node tests/web/browser.mjs; Ctrl-C ends")
+        while True:
+            time.sleep(1)
+            stack.check_alive()
     t0 = time.time()
     browser = stack.spawn("browser", ["node", os.path.join(HERE, "browser.mjs")], env=env)
     try:
@@ -292,6 +302,8 @@ def main():
     ap.add_argument("--screenshots", default="",
                     help="write PNG screenshots of the main pages into this folder (docs/web)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
+    ap.add_argument("--hold", action="store_true",
+                    help="set everything up, then wait (for running browser.mjs by hand)")
     args = ap.parse_args()
 
     def on_signal(signum, frame):
