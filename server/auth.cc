@@ -5,6 +5,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/sha256.h"
 #include "base/tls_config.h"
 
 namespace gantry::server {
@@ -71,8 +72,7 @@ void AuthInterceptorFactory::Authenticate(
         const std::string secret(absl::StripAsciiWhitespace(value.substr(kBearer.size())));
         if (secret.empty() || secret.size() > 512) {
           result = absl::UnauthenticatedError("the bearer token is empty or too long");
-        } else if (absl::StartsWith(secret, "gws_") &&
-                   !absl::StartsWith(info->server_context()->peer(), "inproc")) {
+        } else if (absl::StartsWith(secret, "gws_") && !FromHttpApi(*metadata)) {
           // Browser sessions live in cookies of the HTTP API, which calls in-process only.
           result = absl::UnauthenticatedError(
               "a browser session is not a bearer token; use an API token over gRPC");
@@ -89,6 +89,14 @@ void AuthInterceptorFactory::Authenticate(
   }
   absl::MutexLock lock(&mu_);
   calls_.insert_or_assign(info->server_context(), std::move(result));
+}
+
+bool AuthInterceptorFactory::FromHttpApi(
+    const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const {
+  if (http_api_key_.empty()) return false;
+  auto it = metadata.find(kHttpApiKeyMetadata);
+  return it != metadata.end() &&
+         SecretsEqual(absl::string_view(it->second.data(), it->second.size()), http_api_key_);
 }
 
 void AuthInterceptorFactory::Forget(const grpc::ServerContextBase* context) {

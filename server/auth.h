@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -34,6 +35,9 @@ struct Principal {
   bool is_rank_credential() const { return worker && !rank_job.empty(); }
 };
 
+// The metadata key of the HTTP API's in-process calls (AuthInterceptorFactory::set_http_api_key).
+inline constexpr char kHttpApiKeyMetadata[] = "gantry-http-api-key";
+
 // What a method needs: nothing (health, reflection), a tenant token, an admin tenant's token, a
 // worker join token (WorkerService.Register), a worker or rank credential (the rest of
 // WorkerService), or either a tenant token or a worker or rank credential (ReadDataset, which
@@ -60,6 +64,10 @@ class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
   // listener verified against the worker CA). Call before the server accepts calls.
   void RequireWorkerCertificates() { require_worker_certificates_ = true; }
 
+  // Browser sessions ("gws_..." secrets) are accepted only from calls that carry this key in
+  // kHttpApiKeyMetadata: the HTTP API's in-process calls. Call before the server accepts calls.
+  void set_http_api_key(std::string key) { http_api_key_ = std::move(key); }
+
   grpc::experimental::Interceptor* CreateServerInterceptor(
       grpc::experimental::ServerRpcInfo* info) override;
 
@@ -73,7 +81,10 @@ class AuthInterceptorFactory : public grpc::experimental::ServerInterceptorFacto
   void Forget(const grpc::ServerContextBase* context);
 
  private:
+  bool FromHttpApi(const std::multimap<grpc::string_ref, grpc::string_ref>& metadata) const;
+
   TokenVerifier verifier_;
+  std::string http_api_key_;                  // set before serving, then read-only
   bool require_worker_certificates_ = false;  // set before serving, then read-only
   mutable absl::Mutex mu_;
   absl::flat_hash_map<const grpc::ServerContextBase*, absl::StatusOr<Principal>> calls_

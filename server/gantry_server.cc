@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/sha256.h"
 #include "base/status_macros.h"
 #include "base/tls_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -121,6 +122,9 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
         return b->VerifyToken(audience, secret);
       });
   if (tls.workers.trusts_ca()) auth->RequireWorkerCertificates();
+  // A key only this process knows marks the HTTP API's in-process calls (browser sessions).
+  const std::string http_api_key = RandomSecretHex(32);
+  auth->set_http_api_key(http_api_key);
   b->auth = auth.get();
   std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>> interceptors;
   // Every answered call is counted, whatever the later interceptors decide.
@@ -168,6 +172,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
     http_options.session_ttl = options.http_session_ttl;
     http_options.max_generate_showers = options.http_max_generate_showers;
     http_options.temp_dir = options.data_dir + "/http-downloads";
+    http_options.in_process_key = http_api_key;
     ASSIGN_OR_RETURN(
         server->http_,
         http::HttpApiServer::Start(http_options, *b,

@@ -94,13 +94,18 @@ absl::Status ParseBody(const httplib::Request& request, google::protobuf::Messag
   return absl::OkStatus();
 }
 
-std::unique_ptr<grpc::ClientContext> ContextFor(const std::string& secret,
-                                                absl::Duration timeout = kCallTimeout) {
+}  // namespace
+
+std::unique_ptr<grpc::ClientContext> HttpApiServer::ContextFor(const std::string& secret,
+                                                               absl::Duration timeout) const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->AddMetadata("authorization", absl::StrCat("Bearer ", secret));
+  context->AddMetadata(kHttpApiKeyMetadata, options_.in_process_key);
   context->set_deadline(absl::ToChronoTime(absl::Now() + timeout));
   return context;
 }
+
+namespace {
 
 QueryParams ParamsOf(const httplib::Request& request) {
   return QueryParams(request.params.begin(), request.params.end());
@@ -299,7 +304,8 @@ void HttpApiServer::AddRoutes() {
              v1::GetModelRequest get;
              get.set_model(request.matches[1]);
              v1::ModelVersion model;
-             const grpc::Status status = catalog_->GetModel(ContextFor(secret).get(), get, &model);
+             const grpc::Status status =
+                 catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model);
              // What the plots draw: the version's metrics (with their statistical floors),
              // histograms per energy bin and the validation curve of its job.
              v1::ModelVersion validation;
@@ -312,15 +318,15 @@ void HttpApiServer::AddRoutes() {
              validation.set_particle(model.particle());
              Reply(response, status, validation);
            });
-  http.Get(R"(/api/v1/models/([^/]+))",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             v1::GetModelRequest get;
-             get.set_model(request.matches[1]);
-             v1::ModelVersion model;
-             Reply(response, catalog_->GetModel(ContextFor(secret).get(), get, &model), model);
-           });
+  http.Get(R"(/api/v1/models/([^/]+))", [this](const httplib::Request& request,
+                                               httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    v1::GetModelRequest get;
+    get.set_model(request.matches[1]);
+    v1::ModelVersion model;
+    Reply(response, catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model), model);
+  });
   http.Post(R"(/api/v1/models/([^/]+)/aliases)", [this](const httplib::Request& request,
                                                         httplib::Response& response) {
     std::string secret;
@@ -336,7 +342,7 @@ void HttpApiServer::AddRoutes() {
     }
     set.set_name(request.matches[1]);
     v1::ModelVersion model;
-    Reply(response, catalog_->SetAlias(ContextFor(secret).get(), set, &model), model);
+    Reply(response, catalog_->SetAlias(ContextFor(secret, kCallTimeout).get(), set, &model), model);
   });
   http.Delete(R"(/api/v1/models/([^/]+)/aliases/([^/]+))", [this](const httplib::Request& request,
                                                                   httplib::Response& response) {
@@ -346,7 +352,8 @@ void HttpApiServer::AddRoutes() {
     remove.set_name(request.matches[1]);
     remove.set_alias(request.matches[2]);
     v1::DeleteAliasResponse reply;
-    Reply(response, catalog_->DeleteAlias(ContextFor(secret).get(), remove, &reply), reply);
+    Reply(response, catalog_->DeleteAlias(ContextFor(secret, kCallTimeout).get(), remove, &reply),
+          reply);
   });
   http.Post(R"(/api/v1/models/([^/]+):setTags)", [this](const httplib::Request& request,
                                                         httplib::Response& response) {
@@ -363,7 +370,7 @@ void HttpApiServer::AddRoutes() {
     }
     set.set_model(request.matches[1]);
     v1::ModelVersion model;
-    Reply(response, catalog_->SetTags(ContextFor(secret).get(), set, &model), model);
+    Reply(response, catalog_->SetTags(ContextFor(secret, kCallTimeout).get(), set, &model), model);
   });
   http.Post(R"(/api/v1/models/([^/]+):archive)", [this](const httplib::Request& request,
                                                         httplib::Response& response) {
@@ -372,7 +379,8 @@ void HttpApiServer::AddRoutes() {
     v1::ArchiveModelRequest archive;
     archive.set_model(request.matches[1]);
     v1::ModelVersion model;
-    Reply(response, catalog_->ArchiveModel(ContextFor(secret).get(), archive, &model), model);
+    Reply(response, catalog_->ArchiveModel(ContextFor(secret, kCallTimeout).get(), archive, &model),
+          model);
   });
 
   // Jobs.
@@ -382,7 +390,8 @@ void HttpApiServer::AddRoutes() {
     absl::StatusOr<v1::ListJobsRequest> list = ListJobsRequestFrom(ParamsOf(request));
     if (!list.ok()) return ReplyError(response, list.status());
     v1::ListJobsResponse jobs;
-    Reply(response, training_->ListJobs(ContextFor(secret).get(), *list, &jobs), jobs);
+    Reply(response, training_->ListJobs(ContextFor(secret, kCallTimeout).get(), *list, &jobs),
+          jobs);
   });
   http.Get(R"(/api/v1/jobs/([^/]+)/events)",
            [this](const httplib::Request& request, httplib::Response& response) {
@@ -390,31 +399,32 @@ void HttpApiServer::AddRoutes() {
              if (!RequireSession(request, response, &secret)) return;
              ServeJobEvents(request, response, secret, request.matches[1]);
            });
-  http.Get(R"(/api/v1/jobs/([^/]+)/logs)",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             absl::StatusOr<v1::GetJobLogsRequest> logs =
-                 GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
-             if (!logs.ok()) return ReplyError(response, logs.status());
-             v1::GetJobLogsResponse lines;
-             Reply(response, training_->GetJobLogs(ContextFor(secret).get(), *logs, &lines), lines);
-           });
+  http.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& request,
+                                                  httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    absl::StatusOr<v1::GetJobLogsRequest> logs =
+        GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
+    if (!logs.ok()) return ReplyError(response, logs.status());
+    v1::GetJobLogsResponse lines;
+    Reply(response, training_->GetJobLogs(ContextFor(secret, kCallTimeout).get(), *logs, &lines),
+          lines);
+  });
   http.Get(R"(/api/v1/jobs/([^/]+)/metrics)",
            [this](const httplib::Request& request, httplib::Response& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobMetrics(request, response, secret, request.matches[1]);
            });
-  http.Get(R"(/api/v1/jobs/([^/]+))",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             v1::GetJobRequest get;
-             get.set_job_id(request.matches[1]);
-             v1::Job job;
-             Reply(response, training_->GetJob(ContextFor(secret).get(), get, &job), job);
-           });
+  http.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& request,
+                                             httplib::Response& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    v1::GetJobRequest get;
+    get.set_job_id(request.matches[1]);
+    v1::Job job;
+    Reply(response, training_->GetJob(ContextFor(secret, kCallTimeout).get(), get, &job), job);
+  });
 
   http.Post("/api/v1/generate",
             [this](const httplib::Request& request, httplib::Response& response) {
@@ -524,7 +534,7 @@ void HttpApiServer::ListModels(const httplib::Request& request, httplib::Respons
   }
   v1::ListModelsResponse models;
   const grpc::Status status =
-      catalog_->ListModels(ContextFor(secret).get(), query->request, &models);
+      catalog_->ListModels(ContextFor(secret, kCallTimeout).get(), query->request, &models);
   if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
   // The search terms ListModels does not take narrow the page it returned.
   if (!query->name_contains.empty() || !query->owner.empty() || !query->alias.empty()) {
@@ -565,7 +575,8 @@ void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Res
   v1::GetJobRequest get;
   get.set_job_id(job_id);
   v1::Job job;
-  if (grpc::Status status = training_->GetJob(ContextFor(secret).get(), get, &job); !status.ok()) {
+  if (grpc::Status status = training_->GetJob(ContextFor(secret, kCallTimeout).get(), get, &job);
+      !status.ok()) {
     return ReplyError(response, FromGrpcStatus(status));
   }
   if (event_streams_.fetch_add(1) >= options_.max_event_streams) {
@@ -590,6 +601,7 @@ void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJo
   grpc::CompletionQueue queue;
   grpc::ClientContext context;
   context.AddMetadata("authorization", absl::StrCat("Bearer ", secret));
+  context.AddMetadata(kHttpApiKeyMetadata, options_.in_process_key);
   std::unique_ptr<grpc::ClientAsyncReader<v1::JobEvent>> reader =
       training_->PrepareAsyncWatchJob(&context, watch, &queue);
   bool client_gone = false;
@@ -660,7 +672,8 @@ void HttpApiServer::ServeJobMetrics(const httplib::Request& request, httplib::Re
   v1::GetJobRequest get;
   get.set_job_id(job_id);
   v1::Job job;
-  if (grpc::Status status = training_->GetJob(ContextFor(secret).get(), get, &job); !status.ok()) {
+  if (grpc::Status status = training_->GetJob(ContextFor(secret, kCallTimeout).get(), get, &job);
+      !status.ok()) {
     return ReplyError(response, FromGrpcStatus(status));
   }
   // The loss curve is the job's progress events (rank 0's reports, at most one per
@@ -720,7 +733,7 @@ void HttpApiServer::Generate(const httplib::Request& request, httplib::Response&
   v1::GetModelRequest get;
   get.set_model(generate.model());
   v1::ModelVersion model;
-  if (grpc::Status status = catalog_->GetModel(ContextFor(secret).get(), get, &model);
+  if (grpc::Status status = catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model);
       !status.ok()) {
     return ReplyError(response, FromGrpcStatus(status));
   }

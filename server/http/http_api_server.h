@@ -18,6 +18,7 @@
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "grpcpp/channel.h"
+#include "grpcpp/client_context.h"
 #include "server/backend.h"
 #include "server/http/static_files.h"
 
@@ -41,6 +42,8 @@ struct HttpApiOptions {
   int64_t max_generate_showers = 2000;
   // Where generated HDF5 files are written before they are sent (emptied at start).
   std::string temp_dir;
+  // Sent as kHttpApiKeyMetadata on every in-process call (see AuthInterceptorFactory).
+  std::string in_process_key;
   int handler_threads = 16;
   // Concurrent Server-Sent Event streams (each holds a handler thread); 429 above.
   int max_event_streams = 8;
@@ -64,6 +67,9 @@ class HttpApiServer {
   HttpApiServer(const HttpApiOptions& options, Backend& backend,
                 std::shared_ptr<grpc::Channel> channel);
   void AddRoutes();
+  // A context for an in-process call on behalf of the session `secret`.
+  std::unique_ptr<grpc::ClientContext> ContextFor(const std::string& secret,
+                                                  absl::Duration timeout) const;
 
   // The session secret of an API request, or false after answering 401 (no or bad session), 403
   // (a write without the session's X-CSRF-Token) or 415 (a body that is not JSON).
