@@ -276,13 +276,17 @@ def check_download(path):
         raise Failure(f"the generated file {path} was not downloaded")
     import h5py
     import numpy
+    # The 3DGAN layout the CLI writes: ECAL [n, x, y, z] and target [n, 4] = (PDG id, E in GeV, ...).
     with h5py.File(path, "r") as f:
-        names = list(f.keys())
-        showers = next((f[k] for k in ("ECAL", "showers") if k in f), None)
-        energies = next((f[k] for k in ("energy", "target", "energies") if k in f), None)
-        if showers is None or energies is None:
-            raise Failure(f"the downloaded HDF5 has datasets {names}: no showers and energies")
-        cells, e = numpy.asarray(showers), numpy.asarray(energies).reshape(-1)
+        names = sorted(f.keys())
+        if "ECAL" not in f or "target" not in f:
+            raise Failure(f"the downloaded HDF5 has datasets {names}, not ECAL and target")
+        cells, target = numpy.asarray(f["ECAL"]), numpy.asarray(f["target"])
+    if target.ndim != 2 or target.shape[1] < 2:
+        raise Failure(f"the downloaded target has shape {target.shape}, expected [n, 4]")
+    e = target[:, 1]
+    if not (target[:, 0] == 11).all():
+        raise Failure(f"the downloaded particles are {set(target[:, 0])}, expected electrons (11)")
     if cells.shape[0] != 20 or cells.shape[1:] != (25, 25, 25):
         raise Failure(f"the downloaded showers have shape {cells.shape}, expected (20, 25, 25, 25)")
     if e.shape[0] != 20 or e.min() < 50 or e.max() > 100:

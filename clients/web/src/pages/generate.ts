@@ -32,7 +32,8 @@ export async function renderGenerate(route: Route): Promise<void> {
   const submit = h("button", { type: "submit" }, "Generate and download");
   const form = h(
     "form",
-    { className: "card" },
+    // The checks below name the field and what to change; the browser's own bubbles would not.
+    { className: "card", novalidate: true },
     field("Model", model),
     refs,
     field("Energies (GeV)", energies, "One value or min:max, drawn uniformly."),
@@ -56,6 +57,7 @@ export async function renderGenerate(route: Route): Promise<void> {
       if (!Number.isInteger(s) || s < 0) throw new Error(`Seed ${seed.value}: give a whole number, 0 or more.`);
       const range: Record<string, unknown> = { energyGev: { min: e[0], max: e[1] }, count: String(n) };
       if (a) range.thetaRad = { min: a[0], max: a[1] };
+      if (!model.value.trim()) throw new Error("Model: give name:version or name@alias.");
       body = { model: model.value.trim(), range, seed: String(s) };
     } catch (e) {
       status.append(errorBox((e as Error).message));

@@ -23,7 +23,7 @@ export async function renderJob(route: Route): Promise<void> {
   try {
     job = await getJson<Job>(`/api/v1/jobs/${enc(id)}`);
   } catch (e) {
-    const msg = e instanceof ApiError && e.httpStatus === 404 ? `No job ${id} is visible to you.` : (e as Error).message;
+    const msg = e instanceof ApiError && e.httpStatus === 404 ? `Job ${id} does not exist or is not visible to you.` : (e as Error).message;
     setMain("Job", h("h1", {}, id), errorBox(msg), h("p", {}, link("/jobs", "Back to the jobs")));
     return;
   }

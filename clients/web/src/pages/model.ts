@@ -15,7 +15,7 @@ export async function renderModel(route: Route): Promise<void> {
     return;
   }
   if (versions.length === 0) {
-    setMain(name, h("h1", {}, name), errorBox(`No model ${name} is visible to you.`), h("p", {}, link("/models", "Back to the models")));
+    setMain(name, h("h1", {}, name), errorBox(`Model ${name} does not exist or is not visible to you.`), h("p", {}, link("/models", "Back to the models")));
     return;
   }
   versions.sort((a, b) => b.version - a.version);

@@ -12,7 +12,7 @@ export async function renderVersion(route: Route): Promise<void> {
   try {
     m = await getJson<ModelVersion>(`/api/v1/models/${enc(ref)}`);
   } catch (e) {
-    const msg = e instanceof ApiError && e.httpStatus === 404 ? `No model version ${ref} is visible to you.` : (e as Error).message;
+    const msg = e instanceof ApiError && e.httpStatus === 404 ? `Model version ${ref} does not exist or is not visible to you.` : (e as Error).message;
     setMain("Not found", h("h1", {}, ref), errorBox(msg), h("p", {}, link("/models", "Back to the models")));
     return;
   }
@@ -30,7 +30,7 @@ export async function renderVersion(route: Route): Promise<void> {
       link(`/generate?model=${enc(self)}`, "Generate from this version", { className: "button" }),
       link(`/compare?refs=${enc(self)}`, "Compare with…", { className: "button secondary" }),
     ),
-    h("div", { className: "grid" }, overview(m), usage(self)),
+    h("div", { className: "grid" }, overview(m), usage(self, m)),
     owner ? ownerActions(m) : null,
     h("section", { "aria-labelledby": "metrics-h" }, h("h2", { id: "metrics-h" }, "Metrics"), metricsTable([{ label: self, metrics: m.metrics ?? {} }])),
     plots,
@@ -100,9 +100,12 @@ function overview(m: ModelVersion): HTMLElement {
   );
 }
 
-function usage(ref: string): HTMLElement {
-  const cli = `gantry generate ${ref} --energy 10:200 --count 1000 --seed 42 --out showers.h5`;
-  const py = `import gantry_client\nclient = gantry_client.connect()\nclient.generate("${ref}", energies=(10, 200), count=1000, seed=42).to_hdf5("showers.h5")`;
+/** The CLI and Python lines for 1000 showers over the version's training energy range. */
+function usage(ref: string, m: ModelVersion): HTMLElement {
+  const lo = m.energyRangeGev?.min ?? 10;
+  const hi = m.energyRangeGev?.max ?? 200;
+  const cli = `gantry generate ${ref} --energy ${num(lo, 6)}:${num(hi, 6)} --count 1000 --seed 42 --out showers.h5`;
+  const py = `import gantry_client\nclient = gantry_client.connect()\nclient.generate("${ref}", energies=(${num(lo, 6)}, ${num(hi, 6)}), count=1000, seed=42).to_hdf5("showers.h5")`;
   return h(
     "section",
     { "aria-labelledby": "usage-h" },
@@ -164,7 +167,7 @@ function ownerActions(m: ModelVersion): HTMLElement {
   };
   const fail = (e: unknown) => status.replaceChildren(errorBox((e as Error).message));
 
-  const alias = h("input", { name: "alias", placeholder: "champion", required: true, pattern: "[a-z][a-z0-9_-]{0,62}", title: "a lower-case letter, then letters, digits, _ or -" });
+  const alias = h("input", { name: "alias", placeholder: "champion", required: true, pattern: "[a-z][a-z0-9_\\-]{0,62}", title: "a lower-case letter, then letters, digits, _ or -" });
   const aliasForm = h("form", { className: "inline" }, field("Point alias at this version", alias), h("button", { type: "submit" }, "Set alias"));
   aliasForm.addEventListener("submit", (ev) => {
     ev.preventDefault();
