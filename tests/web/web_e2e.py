@@ -263,11 +263,28 @@ def run(stack, args):
     if code != 0:
         raise Failure(f"browser.mjs failed (exit {code})")
     log(f"browser checks passed in {time.time() - t0:.0f} s")
+    if args.screenshots:
+        shrink_screenshots(args.screenshots)
     files = [f for f in os.listdir(downloads) if f.endswith(".h5")]
     if len(files) != 1:
         raise Failure(f"expected one downloaded .h5 file, found {os.listdir(downloads)}")
     check_download(os.path.join(downloads, files[0]))
     stack.cli(["jobs", "cancel", running], stack.tokens["alice"])
+
+
+def shrink_screenshots(folder):
+    """64-colour palettes: a third of the size, the same look for flat pages and plots."""
+    try:
+        from PIL import Image
+    except ImportError:
+        log("python3-pil is missing: screenshots left as full-colour PNG")
+        return
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".png"):
+            path = os.path.join(folder, name)
+            image = Image.open(path).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT)
+            image.save(path, optimize=True)
+            log(f"screenshot {name}: {os.path.getsize(path)} bytes")
 
 
 def check_download(path):

@@ -9,6 +9,15 @@ import { progressText, stateName } from "./jobs";
 const TERMINAL = new Set(["JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED"]);
 const MAX_LOG_LINES = 2000;
 
+/** "2 h 05 min", "4 min 10 s", "—". */
+function duration(seconds: number | undefined): string {
+  if (!seconds || !Number.isFinite(seconds) || seconds <= 0) return "—";
+  const s = Math.round(seconds);
+  if (s >= 3600) return `${Math.floor(s / 3600)} h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")} min`;
+  if (s >= 60) return `${Math.floor(s / 60)} min ${s % 60} s`;
+  return `${s} s`;
+}
+
 /** A progress point out of whatever the metrics route stores: a Progress, or an object holding one. */
 function progressOf(x: unknown): Progress | null {
   if (!x || typeof x !== "object") return null;
@@ -65,7 +74,7 @@ export async function renderJob(route: Route): Promise<void> {
         ["Progress", progressText({ ...job, progress: p })],
         ["Samples/s", num(p.samplesPerSecond)],
         ["Data stall", p.dataStallFraction === undefined ? "—" : `${num(100 * p.dataStallFraction)}%`],
-        ["ETA", p.etaSeconds ? `${Math.round(p.etaSeconds)} s` : "—"],
+        ["ETA", duration(p.etaSeconds)],
       ].flatMap(([k, v]) => [h("dt", {}, k), h("dd", { "data-live": k }, v)]),
     );
   };
