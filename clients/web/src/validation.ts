@@ -49,6 +49,6 @@ export function metricsTable(versions: { label: string; metrics: Record<string, 
 }
 
 function rank(name: string): number {
-  const i = ["fom", "sf_mre", "eprof", "eprof_longitudinal", "eprof_transverse", "pos", "separation_power"].indexOf(name);
+  const i = ["fom", "sf_mre", "mre_sampling_fraction", "eprof", "eprof_longitudinal", "eprof_transverse", "pos", "separation_power"].indexOf(name);
   return i < 0 ? 100 : i;
 }

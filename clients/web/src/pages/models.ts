@@ -5,7 +5,7 @@ import { errorBox, field, h, link, num, setMain, table, when } from "../dom";
 import type { Route } from "../main";
 
 /** The metrics shown as columns, in this order, when versions carry them. */
-export const KEY_METRICS = ["fom", "sf_mre", "eprof", "pos", "separation_power"];
+export const KEY_METRICS = ["fom", "sf_mre", "mre_sampling_fraction", "eprof", "pos", "separation_power"];
 
 const FILTERS = ["q", "preset", "tag", "alias", "dataset", "owner", "metric", "max", "sort", "archived", "page"] as const;
 
