@@ -142,12 +142,14 @@ async function errorOf(r: Response): Promise<ApiError> {
 /** Sends a request; writes carry the CSRF token. A 401 ends the session and goes to the login page. */
 export async function request(method: string, path: string, body?: unknown): Promise<Response> {
   const headers: Record<string, string> = { Accept: "application/json" };
-  if (body !== undefined) headers["Content-Type"] = "application/json";
-  if (method !== "GET" && session) headers["X-CSRF-Token"] = session.csrfToken;
+  const write = method !== "GET";
+  // Writes always carry a JSON body (the server takes no other type), "{}" when there is nothing to say.
+  if (write) headers["Content-Type"] = "application/json";
+  if (write && session) headers["X-CSRF-Token"] = session.csrfToken;
   const r = await fetch(path, {
     method,
     headers,
-    body: body === undefined ? undefined : JSON.stringify(body),
+    body: write ? JSON.stringify(body ?? {}) : undefined,
     credentials: "same-origin",
   });
   if (r.status === 401 && path !== "/api/v1/session") {
