@@ -26,6 +26,7 @@
 #include "grpcpp/completion_queue.h"
 #include "httplib.h"
 #include "server/http/http_errors.h"
+#include "server/http/json_printer.h"
 #include "server/http/query_requests.h"
 #include "server/http/session_cookie.h"
 #include "server/http/shower_download.h"
@@ -55,13 +56,7 @@ constexpr char kContentSecurityPolicy[] =
 thread_local std::string request_tenant;
 thread_local absl::Time request_start;
 
-std::string ToJson(const google::protobuf::Message& message) {
-  google::protobuf::util::JsonPrintOptions options;
-  options.always_print_primitive_fields = true;
-  std::string json;
-  if (!google::protobuf::util::MessageToJsonString(message, &json, options).ok()) return "{}";
-  return json;
-}
+std::string ToJson(const google::protobuf::Message& message) { return ProtoToJson(message); }
 
 void ReplyError(httplib::Response& response, const absl::Status& status) {
   response.status = HttpStatusOf(status.code());
@@ -194,6 +189,7 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     int yes = 1;
     setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
   });
+  http.set_tcp_nodelay(true);  // small JSON answers go out at once, not after a delayed ACK
   http.set_read_timeout(30, 0);
   http.set_write_timeout(30, 0);
   http.set_payload_max_length(kMaxBodyBytes);

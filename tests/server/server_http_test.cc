@@ -425,6 +425,45 @@ TEST_F(ServerHttpTest, JobRoutesStreamEventsAndServeTheLossCurve) {
   }
 }
 
+TEST_F(ServerHttpTest, LoggingOutEndsAnOpenEventStream) {
+  Browser b = Login(token_);
+  v1::JobSpec spec = GoodSpec();
+  spec.set_world_size(1);
+  v1::Job job = SubmitJob(token_, spec);  // no worker takes it: it stays QUEUED
+  std::mutex mu;
+  std::string stream;
+  std::thread reader([&] {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(30, 0);
+    client.Get(absl::StrCat("/api/v1/jobs/", job.id(), "/events").c_str(), b.Reads(),
+               [&](const char* data, size_t length) {
+                 std::lock_guard<std::mutex> lock(mu);
+                 stream.append(data, length);
+                 return true;
+               });
+  });
+  struct JoinOnExit {
+    std::thread& thread;
+    ~JoinOnExit() {
+      if (thread.joinable()) thread.join();
+    }
+  } join_reader{reader};
+  ASSERT_TRUE(Eventually(
+      [&] {
+        std::lock_guard<std::mutex> lock(mu);
+        return absl::StrContains(stream, "JOB_STATE_QUEUED");
+      },
+      10000));
+  const auto logout = std::chrono::steady_clock::now();
+  ASSERT_EQ(http_->Delete("/api/v1/session", b.Writes())->status, 200);
+  reader.join();  // the stream ends: the WatchJob behind it re-checks its session every second
+  EXPECT_LT(std::chrono::steady_clock::now() - logout, std::chrono::seconds(8));
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_TRUE(absl::StrContains(stream, "event: error")) << stream;
+  EXPECT_TRUE(absl::StrContains(stream, "UNAUTHENTICATED")) << stream;
+  EXPECT_FALSE(absl::StrContains(stream, "event: end")) << stream;
+}
+
 TEST_F(ServerHttpTest, GenerateStreamsAnHdf5FileTheShowerReaderReads) {
   GenWorker w = AddWorker("gen-http", {sha_});
   w.fake->set_cells(25);  // the 3DGAN fixed-angle grid
