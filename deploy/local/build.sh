@@ -9,3 +9,6 @@ if [[ ! -f "$GANTRY_BUILD_DIR/CMakeCache.txt" || $# -gt 0 ]]; then
     "${launcher[@]}" "$@" >/dev/null
 fi
 cmake --build "$GANTRY_BUILD_DIR" -j "$GANTRY_JOBS"
+# The web app gantry-server serves with --web-root: type-checked and bundled (clients/web/build.mjs,
+# a no-op when nothing changed since the last build).
+node "$GANTRY_ROOT/clients/web/build.mjs" "$GANTRY_BUILD_DIR/web"

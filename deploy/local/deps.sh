@@ -46,3 +46,7 @@ npm_ci_pinned tests/proto/buf buf
 # The Kubernetes API schemas for ctest kubernetes.manifests: kubernetes-models (validators generated
 # from the Kubernetes OpenAPI spec) and yaml.
 npm_ci_pinned tests/kubernetes/schema "the Kubernetes schemas"
+# The web app (clients/web): TypeScript, esbuild and uPlot; build.sh builds it into $GANTRY_BUILD_DIR/web.
+npm_ci_pinned clients/web "the web app's toolchain"
+# puppeteer-core for ctest web.*: it drives Debian's chromium; it never downloads a browser.
+npm_ci_pinned tests/web puppeteer-core PUPPETEER_SKIP_DOWNLOAD=1
