@@ -2,8 +2,8 @@
 // (RunOnce) submits the trials, the test moves their jobs to RUNNING and stores validation points
 // the way ReportValidation does (JobRepository::RecordValidationPoint), and the next pass stops the
 // trial that is clearly worse than the median of the others (its job CANCELLING with a message
-// saying so, the trial STOPPED) while the good trials keep running; with too few trials for the
-// rule nothing stops.
+// saying so, the trial STOPPED) while the good trials keep running; with too few trials or points
+// for the rule nothing stops; ASHA keeps the best third at its first rung.
 #include "server/study_driver.h"
 
 #include <gtest/gtest.h>
@@ -41,8 +41,11 @@ class StudyDriverTest : public ::testing::Test {
     driver_ = std::make_unique<server::StudyDriver>(*backend_, absl::ZeroDuration());
   }
 
-  // `trials` trials of one job each (no folds), all started at once, with the median rule.
-  static v1::StudySpec Spec(int trials) {
+  // `trials` trials of one job each (no folds), all started at once, with `rule` (the median rule
+  // unless told) after `min_points` validation points.
+  static v1::StudySpec Spec(int trials,
+                            v1::EarlyStopping::Rule rule = v1::EarlyStopping::RULE_MEDIAN,
+                            int min_points = 2) {
     v1::StudySpec spec;
     spec.set_display_name("early stopping");
     v1::JobSpec* job = spec.mutable_base_job();
@@ -60,8 +63,8 @@ class StudyDriverTest : public ::testing::Test {
     lr->set_max(1e-2);
     spec.mutable_budget()->set_max_trials(trials);
     spec.mutable_budget()->set_max_parallel_trials(trials);
-    spec.mutable_early_stopping()->set_rule(v1::EarlyStopping::RULE_MEDIAN);
-    spec.mutable_early_stopping()->set_min_points(2);
+    spec.mutable_early_stopping()->set_rule(rule);
+    spec.mutable_early_stopping()->set_min_points(min_points);
     spec.mutable_objective()->set_metric("fom");  // lower is better
     spec.set_seed(7);
     return spec;
@@ -206,6 +209,32 @@ TEST_F(StudyDriverTest, NoTrialStopsBeforeMinPoints) {
   ASSERT_TRUE(driver_->RunOnce().ok());
   for (const v1::Trial& trial : Trials(study.id())) {
     EXPECT_EQ(trial.state(), v1::TRIAL_STATE_RUNNING) << trial.number() << ": " << trial.message();
+  }
+}
+
+TEST_F(StudyDriverTest, AshaKeepsTheBestThirdAtTheFirstRung) {
+  // ASHA halving by 3 with its first rung at the first point: of 6 trials, the 2 best continue.
+  const v1::Study study = StartStudy(Spec(6, v1::EarlyStopping::RULE_ASHA, 1));
+  std::vector<v1::Trial> trials = Trials(study.id());
+  ASSERT_EQ(trials.size(), 6u);
+  const std::vector<double> foms = {0.60, 0.40, 0.70, 0.45, 3.00, 0.65};
+  for (size_t i = 0; i < trials.size(); ++i) Report(trials[i], {foms[i]});
+  ASSERT_TRUE(driver_->RunOnce().ok());
+  trials = Trials(study.id());
+  ASSERT_EQ(trials.size(), 6u);
+  for (size_t i = 0; i < trials.size(); ++i) {
+    const v1::Job job = Job(trials[i].folds(0).job_id());
+    if (i == 1 || i == 3) {
+      EXPECT_EQ(trials[i].state(), v1::TRIAL_STATE_RUNNING) << i << ": " << trials[i].message();
+      EXPECT_EQ(job.state(), v1::JOB_STATE_RUNNING) << i;
+    } else {
+      EXPECT_EQ(trials[i].state(), v1::TRIAL_STATE_STOPPED) << i << ": " << trials[i].message();
+      EXPECT_EQ(trials[i].message().rfind("stopped early: ASHA", 0), 0u) << trials[i].message();
+      EXPECT_NE(trials[i].message().find("not among the best 2 of 6"), std::string::npos)
+          << trials[i].message();
+      EXPECT_EQ(job.state(), v1::JOB_STATE_CANCELLING) << i;
+      EXPECT_EQ(job.message().rfind("stopped early: ASHA", 0), 0u) << job.message();
+    }
   }
 }
 
