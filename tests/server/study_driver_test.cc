@@ -3,7 +3,8 @@
 // the way ReportValidation does (JobRepository::RecordValidationPoint), and the next pass stops the
 // trial that is clearly worse than the median of the others (its job CANCELLING with a message
 // saying so, the trial STOPPED) while the good trials keep running; with too few trials or points
-// for the rule nothing stops; ASHA keeps the best third at its first rung.
+// for the rule nothing stops; ASHA keeps the best third at its first rung; a stopped trial frees
+// its slot for a new one in the same pass.
 #include "server/study_driver.h"
 
 #include <gtest/gtest.h>
@@ -79,7 +80,7 @@ class StudyDriverTest : public ::testing::Test {
     if (!study.ok()) return {};
     EXPECT_TRUE(driver_->RunOnce().ok());
     const std::vector<v1::Trial> trials = Trials(study->id());
-    EXPECT_EQ(static_cast<int>(trials.size()), spec.budget().max_trials());
+    EXPECT_EQ(static_cast<int>(trials.size()), spec.budget().max_parallel_trials());
     for (const v1::Trial& trial : trials) {
       EXPECT_EQ(trial.state(), v1::TRIAL_STATE_RUNNING) << trial.message();
       EXPECT_EQ(trial.folds_size(), 1);
@@ -236,6 +237,27 @@ TEST_F(StudyDriverTest, AshaKeepsTheBestThirdAtTheFirstRung) {
       EXPECT_EQ(job.message().rfind("stopped early: ASHA", 0), 0u) << job.message();
     }
   }
+}
+
+TEST_F(StudyDriverTest, AStoppedTrialFreesItsSlotForANewTrialInTheSamePass) {
+  v1::StudySpec spec = Spec(4);
+  spec.mutable_budget()->set_max_trials(5);
+  const v1::Study study = StartStudy(spec);
+  std::vector<v1::Trial> trials = Trials(study.id());
+  ASSERT_EQ(trials.size(), 4u);
+  Report(trials[0], {0.50, 0.40});
+  Report(trials[1], {3.00, 2.90});
+  Report(trials[2], {0.55, 0.42});
+  Report(trials[3], {0.60, 0.45});
+  ASSERT_TRUE(driver_->RunOnce().ok());
+  trials = Trials(study.id());
+  ASSERT_EQ(trials.size(), 5u);
+  EXPECT_EQ(trials[1].state(), v1::TRIAL_STATE_STOPPED) << trials[1].message();
+  for (int i : {0, 2, 3, 4}) {
+    EXPECT_EQ(trials[i].state(), v1::TRIAL_STATE_RUNNING) << i << ": " << trials[i].message();
+  }
+  ASSERT_EQ(trials[4].folds_size(), 1);
+  EXPECT_EQ(Job(trials[4].folds(0).job_id()).state(), v1::JOB_STATE_QUEUED);
 }
 
 }  // namespace
