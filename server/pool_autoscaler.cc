@@ -292,7 +292,10 @@ void PoolAutoscaler::Tick(absl::Time now) {
   }
   if (confirmed.empty()) return;
   absl::MutexLock lock(&mu_);
-  for (auto& [pool, list] : confirmed) {
+  for (auto& entry : confirmed) {
+    // Named copies: lambdas cannot capture structured bindings before C++20 (clang refuses).
+    const std::string pool = entry.first;
+    const auto list = entry.second;
     std::shared_ptr<Provisioner> provisioner = pools_[pool].provisioner;
     std::vector<std::string> names;
     for (const ProvisionedWorker& w : list) names.push_back(w.name);
