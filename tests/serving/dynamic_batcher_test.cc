@@ -157,7 +157,9 @@ TEST(DynamicBatcherTest, DeadlineIsEnforcedByTheSchedulerToo) {
 
 TEST(DynamicBatcherTest, CancelledRequestIsDroppedFromBatchesNotYetRun) {
   FakeBackend backend;
-  BatcherOptions o = Options(4, absl::Milliseconds(300));
+  // Room for more than both requests, so no batch is full before the cancel: the scheduler waits
+  // out the queue delay instead of racing the cancel with a full batch of four.
+  BatcherOptions o = Options(8, absl::Seconds(1));
   DynamicBatcher batcher(o, &backend, nullptr);
   auto cancelled = *batcher.Submit(Plan(1, 2), absl::InfiniteFuture());
   auto kept = *batcher.Submit(Plan(2, 2), absl::InfiniteFuture());
