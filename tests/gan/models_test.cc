@@ -150,9 +150,15 @@ TEST(ModelsTest, ConvStageGradientsMatchAten) {
   b.grad().zero_();
   const at::Tensor padded = at::constant_pad_nd(x, {0, 0, 1, 2, 2, 2}, 0);
   (at::leaky_relu(at::conv3d(padded, w, b), 0.3) * probe).sum().backward();
-  EXPECT_TRUE(at::allclose(gx, x.grad(), 1e-4, 1e-5));
-  EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-4, 1e-5));
-  EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-4, 1e-5));
+  // Float32 sums of ~700 products: an element-wise tolerance fails on entries that cancel to
+  // near zero, so each gradient is compared against its own largest magnitude.
+  const auto expect_close = [](const at::Tensor& fast, const at::Tensor& aten, const char* what) {
+    const double scale = aten.abs().max().item<double>();
+    EXPECT_LE((fast - aten).abs().max().item<double>(), 1e-4 * scale) << what;
+  };
+  expect_close(gx, x.grad(), "input gradient");
+  expect_close(gw, w.grad(), "weight gradient");
+  expect_close(gb, b.grad(), "bias gradient");
 }
 
 // The few-channel gradient kernels (1-channel input gradient by z taps, few-channel weight
