@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -154,6 +155,12 @@ void Scheduler::Lease(Job& job, const Placement& placement, bool count_as_new) {
   job.placed = true;
   job.placement = placement;
   job.port_blocked_on.clear();
+  job.over_quota = false;
+  job.reserved_workers.clear();
+  job.reserved_behind.clear();
+  const int slots = static_cast<int>(placement.rank_workers.size());
+  tenant_slots_[job.request.tenant] += slots;
+  tenant_pool_slots_[{job.request.tenant, PoolOf(job.request)}] += slots;
 }
 
 void Scheduler::Release(Job& job) {
@@ -183,6 +190,14 @@ void Scheduler::Release(Job& job) {
     }
   }
   job.placed = false;
+  const int slots = static_cast<int>(placement.rank_workers.size());
+  if (auto it = tenant_slots_.find(job.request.tenant); it != tenant_slots_.end()) {
+    if ((it->second -= slots) <= 0) tenant_slots_.erase(it);
+  }
+  if (auto it = tenant_pool_slots_.find({job.request.tenant, PoolOf(job.request)});
+      it != tenant_pool_slots_.end()) {
+    if ((it->second -= slots) <= 0) tenant_pool_slots_.erase(it);
+  }
 }
 
 bool Scheduler::TryPlace(Job& job, const std::vector<Worker*>& candidates, Placement* out) {
@@ -209,7 +224,7 @@ bool Scheduler::TryPlace(Job& job, const std::vector<Worker*>& candidates, Place
     long total = 0;
     for (Worker* w : candidates) {
       int free = Usable(*w);
-      if (free <= 0) continue;
+      if (free <= 0 || w->reserved) continue;
       if (std::find(portless.begin(), portless.end(), w) != portless.end()) continue;
       bool cached =
           !request.dataset_key.empty() && w->state.cached_datasets.count(request.dataset_key) > 0;
@@ -255,51 +270,225 @@ bool Scheduler::TryPlace(Job& job, const std::vector<Worker*>& candidates, Place
   return false;
 }
 
+// What one Schedule round knows besides the workers and jobs.
+struct Scheduler::Round {
+  // Placeable workers by device kind, with or without free slots (reservations count full ones).
+  std::map<DeviceKind, std::vector<Worker*>> placeable_by_device;
+  long total_free = 0;  // usable slots outside reservations
+  // Per requirement (device + selector): the placeable matching workers; the smallest gang that
+  // did not fit this round (any gang at least as large cannot fit either, as slots only get taken
+  // or reserved); the smallest gang that could not reserve; whether a reservation was made.
+  std::unordered_map<std::string, std::vector<Worker*>> matching;
+  std::unordered_map<std::string, int> smallest_unfit;
+  std::unordered_map<std::string, int> smallest_unreservable;
+  std::set<std::string> reserved_requirements;
+  std::vector<Reservation> reservations;
+  // Per requirement: the job whose reservation holds one of its workers, and how many
+  // reservations there were when that was looked up.
+  std::unordered_map<std::string, std::pair<size_t, std::string>> behind;
+};
+
+std::string Scheduler::PoolOf(const JobRequest& job) {
+  auto it = job.selector.find("pool");
+  return it == job.selector.end() ? std::string() : it->second;
+}
+
+const TenantPolicy& Scheduler::PolicyOf(const std::string& tenant) const {
+  static const TenantPolicy kDefault;
+  auto it = policies_.find(tenant);
+  return it == policies_.end() ? kDefault : it->second;
+}
+
+int Scheduler::QuotaOf(const JobRequest& job) const {
+  const TenantPolicy& policy = PolicyOf(job.tenant);
+  auto it = policy.max_slots_per_pool.find(PoolOf(job));
+  return it == policy.max_slots_per_pool.end() ? 0 : it->second;
+}
+
+absl::Status Scheduler::SetTenantPolicies(std::map<std::string, TenantPolicy> policies) {
+  for (const auto& [tenant, policy] : policies) {
+    if (!(policy.weight > 0) || !std::isfinite(policy.weight)) {
+      return absl::InvalidArgumentError(absl::StrCat("tenant ", tenant, ": weight ", policy.weight,
+                                                     " must be a positive finite number"));
+    }
+    for (const auto& [pool, quota] : policy.max_slots_per_pool) {
+      if (quota < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("tenant ", tenant, ": quota ", quota, " on pool ", pool, " is negative"));
+      }
+    }
+  }
+  policies_ = std::move(policies);
+  return absl::OkStatus();
+}
+
+int Scheduler::TenantSlots(const std::string& tenant,
+                           const std::optional<std::string>& pool) const {
+  if (!pool.has_value()) {
+    auto it = tenant_slots_.find(tenant);
+    return it == tenant_slots_.end() ? 0 : it->second;
+  }
+  auto it = tenant_pool_slots_.find({tenant, *pool});
+  return it == tenant_pool_slots_.end() ? 0 : it->second;
+}
+
+bool Scheduler::Reserve(Job& job, const std::vector<Worker*>& workers, long* total_free,
+                        std::vector<Reservation>* reservations) {
+  std::vector<Worker*> open;
+  long capacity = 0;
+  for (Worker* w : workers) {
+    if (w->reserved) continue;
+    open.push_back(w);
+    capacity += w->state.slots;
+  }
+  const int need = job.request.world_size;
+  if (capacity < need) return false;
+  std::sort(open.begin(), open.end(), [](const Worker* a, const Worker* b) {
+    int free_a = Usable(*a), free_b = Usable(*b);
+    if (free_a != free_b) return free_a > free_b;
+    if (a->state.slots != b->state.slots) return a->state.slots > b->state.slots;
+    return a->order < b->order;
+  });
+  Reservation reservation{job.request.id, need, {}};
+  long reserved = 0;
+  for (Worker* w : open) {
+    if (reserved >= need) break;
+    w->reserved = true;
+    *total_free -= Usable(*w);
+    reserved += w->state.slots;
+    reservation.workers.push_back(w);
+    job.reserved_workers.push_back(w->state.id);
+  }
+  reservations->push_back(std::move(reservation));
+  return true;
+}
+
+bool Scheduler::Consider(Job& job, Round& round, Placement* placement) {
+  job.port_blocked_on.clear();
+  job.over_quota = false;
+  job.reserved_workers.clear();
+  job.reserved_behind.clear();
+  const JobRequest& request = job.request;
+  if (int quota = QuotaOf(request);
+      quota > 0 && TenantSlots(request.tenant, PoolOf(request)) + request.world_size > quota) {
+    job.over_quota = true;
+    return false;
+  }
+  std::string requirement = RequirementKey(request);
+  auto [workers, inserted] = round.matching.try_emplace(requirement);
+  if (inserted) {
+    for (Worker* w : round.placeable_by_device[request.device]) {
+      if (Matches(*w, request)) workers->second.push_back(w);
+    }
+  }
+  auto unfit = round.smallest_unfit.find(requirement);
+  if (request.world_size <= round.total_free &&
+      (unfit == round.smallest_unfit.end() || request.world_size < unfit->second)) {
+    if (TryPlace(job, workers->second, placement)) {
+      Lease(job, *placement, /*count_as_new=*/true);
+      round.total_free -= request.world_size;
+      return true;
+    }
+    if (!job.port_blocked_on.empty()) return false;
+    int& smallest = round.smallest_unfit.try_emplace(requirement, request.world_size).first->second;
+    smallest = std::min(smallest, request.world_size);
+  }
+  if (!round.reservations.empty()) {
+    auto& behind = round.behind[requirement];
+    if (behind.first != round.reservations.size()) {
+      behind = {round.reservations.size(), ""};
+      for (const Reservation& r : round.reservations) {
+        for (const Worker* w : r.workers) {
+          if (Matches(*w, request)) {
+            behind.second = r.job_id;
+            break;
+          }
+        }
+        if (!behind.second.empty()) break;
+      }
+    }
+    job.reserved_behind = behind.second;
+  }
+  // A single rank needs no reservation: any slot that frees fits it.
+  if (options_.reservations && request.world_size > 1 &&
+      !round.reserved_requirements.count(requirement)) {
+    auto unreservable = round.smallest_unreservable.find(requirement);
+    if (unreservable == round.smallest_unreservable.end() ||
+        request.world_size < unreservable->second) {
+      if (Reserve(job, workers->second, &round.total_free, &round.reservations)) {
+        round.reserved_requirements.insert(requirement);
+        return false;
+      }
+      int& smallest =
+          round.smallest_unreservable.try_emplace(requirement, request.world_size).first->second;
+      smallest = std::min(smallest, request.world_size);
+    }
+  }
+  return false;
+}
+
 std::vector<Placement> Scheduler::Schedule(absl::Time now) {
   std::vector<Placement> placements;
-  // Workers that can take ranks now, by device kind; free slots only shrink during a round.
-  std::map<DeviceKind, std::vector<Worker*>> open_by_device;
-  long total_free = 0;
+  Round round;
   int order = 0;
   for (auto& [id, w] : workers_) {
     w.order = order++;
+    w.reserved = false;
     if (!Placeable(w, now)) continue;
-    int free = Usable(w);
-    if (free <= 0) continue;
-    open_by_device[w.state.device].push_back(&w);
-    total_free += free;
+    round.placeable_by_device[w.state.device].push_back(&w);
+    round.total_free += Usable(w);
   }
-  // Per requirement (device + selector): the open matching workers, and the smallest gang that did
-  // not fit this round (any gang at least as large cannot fit either, as slots only get taken).
-  std::unordered_map<std::string, std::vector<Worker*>> matching;
-  std::unordered_map<std::string, int> smallest_unfit;
+  // A tenant's queued jobs of one priority level, in queue order, and the next one to consider.
+  struct TenantQueue {
+    std::string tenant;
+    double weight = 1;
+    std::vector<const QueueKey*> jobs;
+    size_t next = 0;
+  };
+  // The fair-share order: lowest slots held / weight, then the older next job.
+  struct Turn {
+    double share;
+    const QueueKey* next;
+    size_t queue;
+    bool operator<(const Turn& o) const {
+      if (share != o.share) return share < o.share;
+      if (*next < *o.next || *o.next < *next) return *next < *o.next;
+      return queue < o.queue;
+    }
+  };
   std::vector<QueueKey> placed_keys;
-  for (const QueueKey& key : queue_) {
-    Job& job = jobs_.at(key.id);
-    job.port_blocked_on.clear();
-    const JobRequest& request = job.request;
-    if (request.world_size > total_free) continue;
-    std::string requirement = RequirementKey(request);
-    auto unfit = smallest_unfit.find(requirement);
-    if (unfit != smallest_unfit.end() && request.world_size >= unfit->second) continue;
-    auto [workers, inserted] = matching.try_emplace(requirement);
-    if (inserted) {
-      for (Worker* w : open_by_device[request.device]) {
-        if (Matches(*w, request)) workers->second.push_back(w);
+  auto level = queue_.begin();
+  while (level != queue_.end()) {
+    const int priority = level->priority;
+    std::vector<TenantQueue> queues;
+    std::unordered_map<std::string, size_t> queue_of;
+    for (; level != queue_.end() && level->priority == priority; ++level) {
+      const std::string& tenant = jobs_.at(level->id).request.tenant;
+      auto [it, inserted] = queue_of.try_emplace(tenant, queues.size());
+      if (inserted) queues.push_back({tenant, PolicyOf(tenant).weight, {}, 0});
+      queues[it->second].jobs.push_back(&*level);
+    }
+    auto share = [this](const TenantQueue& q) {
+      auto it = tenant_slots_.find(q.tenant);
+      return (it == tenant_slots_.end() ? 0.0 : it->second) / q.weight;
+    };
+    std::set<Turn> turns;
+    for (size_t i = 0; i < queues.size(); ++i)
+      turns.insert({share(queues[i]), queues[i].jobs[0], i});
+    while (!turns.empty()) {
+      const size_t index = turns.begin()->queue;
+      turns.erase(turns.begin());
+      TenantQueue& queue = queues[index];
+      const QueueKey& key = *queue.jobs[queue.next++];
+      Placement placement;
+      if (Consider(jobs_.at(key.id), round, &placement)) {
+        placed_keys.push_back(key);
+        placements.push_back(std::move(placement));
+      }
+      if (queue.next < queue.jobs.size()) {
+        turns.insert({share(queue), queue.jobs[queue.next], index});
       }
     }
-    Placement placement;
-    if (!TryPlace(job, workers->second, &placement)) {
-      if (job.port_blocked_on.empty()) {
-        int& smallest = smallest_unfit.try_emplace(requirement, request.world_size).first->second;
-        smallest = std::min(smallest, request.world_size);
-      }
-      continue;
-    }
-    Lease(job, placement, /*count_as_new=*/true);
-    total_free -= request.world_size;
-    placed_keys.push_back(key);
-    placements.push_back(std::move(placement));
   }
   for (const QueueKey& key : placed_keys) queue_.erase(key);
   return placements;
@@ -408,7 +597,10 @@ std::vector<JobRequest> Scheduler::QueuedRequests() const {
   std::vector<JobRequest> requests;
   requests.reserve(queue_.size());
   for (const QueueKey& key : queue_) {
-    if (auto it = jobs_.find(key.id); it != jobs_.end()) requests.push_back(it->second.request);
+    // A job held back by its tenant's quota is no demand for more workers.
+    if (auto it = jobs_.find(key.id); it != jobs_.end() && !it->second.over_quota) {
+      requests.push_back(it->second.request);
+    }
   }
   return requests;
 }
@@ -438,6 +630,21 @@ std::string Scheduler::WaitReason(const std::string& job_id) const {
   if (it == jobs_.end() || it->second.placed) return "";
   const Job& job = it->second;
   const JobRequest& request = job.request;
+  if (int quota = QuotaOf(request); quota > 0) {
+    const std::string pool = PoolOf(request);
+    const std::string tenant = request.tenant.empty() ? std::string("\"\"") : request.tenant;
+    if (request.world_size > quota) {
+      return absl::StrCat("tenant ", tenant, " may hold at most ", Slots(quota), " on pool ", pool,
+                          " and this job needs ", request.world_size,
+                          "; it cannot run until an admin raises the quota "
+                          "(gantry admin tenants limits set)");
+    }
+    int held = TenantSlots(request.tenant, pool);
+    if (held + request.world_size > quota) {
+      return absl::StrCat("waiting: tenant ", tenant, " holds ", held, " of its ", Slots(quota),
+                          " on pool ", pool, "; this job needs ", request.world_size);
+    }
+  }
   int registered = 0, unavailable = 0, draining = 0;
   long capacity = 0, free = 0;
   for (const auto& [id, w] : workers_) {
@@ -476,9 +683,20 @@ std::string Scheduler::WaitReason(const std::string& job_id) const {
     absl::StrAppend(&text, "; it cannot run until more join");
     return text;
   }
-  if (free < n)
-    return absl::StrCat("waiting for ", n, " free ", n == 1 ? "slot" : "slots", " matching ", what,
-                        " (", free, " free)");
+  if (free < n) {
+    std::string text = absl::StrCat("waiting for ", n, " free ", n == 1 ? "slot" : "slots",
+                                    " matching ", what, " (", free, " free)");
+    if (!job.reserved_workers.empty()) {
+      absl::StrAppend(&text, "; ", job.reserved_workers.size(),
+                      job.reserved_workers.size() == 1 ? " worker is" : " workers are",
+                      " reserved for it, so smaller jobs do not take their slots as they free up");
+    }
+    return text;
+  }
+  if (!job.reserved_behind.empty()) {
+    return absl::StrCat(free, " free slots match ", what, " but they are reserved for ",
+                        job.reserved_behind, ", a larger job ahead of this one");
+  }
   if (!job.port_blocked_on.empty()) {
     auto w = workers_.find(job.port_blocked_on);
     std::string range = w == workers_.end()

@@ -13,12 +13,29 @@
 // A job placed before the last report and removed since frees its slots at the worker's next
 // heartbeat.
 //
-// Queue order is priority (higher first), then submission time (earlier first), then job id. A job
-// starts only when `world_size` matching slots are free at once and never partially (gang
-// placement). Backfill: a job that does not fit does not block the jobs behind it. Starvation
-// caveat: a large job can wait indefinitely while smaller or later jobs keep taking the slots that
-// free up; nothing reserves slots for it (a later issue may add reservations or aging). WaitReason
-// says what it waits for.
+// Order. Jobs are taken by priority (higher first). Among jobs of equal priority the order is fair
+// share between tenants, recomputed after every placement: the next job is the oldest queued job
+// (submitted, then id) of the tenant whose slots held now divided by its weight is the lowest
+// (ties: the tenant whose next job is older). Slots held are the slots leased to the tenant's
+// placed jobs in every pool, at this moment: no decayed history, so a server restart loses nothing
+// and a tenant's past use never holds it back once its jobs end. A tenant alone gets every free
+// slot (the order only decides who goes first; nothing is held back for absent tenants).
+//
+// Quotas. A job whose tenant already holds `q` slots of its quota `Q` on the job's pool (the
+// selector's "pool") is skipped while q + world_size > Q; it blocks nobody, its message says so.
+//
+// Gangs and reservations. A job starts only when `world_size` matching slots are free at once and
+// never partially. When a job does not fit, jobs behind it may still start (backfill), except on
+// its reservation: with options.reservations, the first gang (world_size > 1) of each requirement
+// (device + selector) that does not fit in this order reserves matching workers, taken by most
+// usable slots now, then most slots, then id, until their slots add up to its world_size (without
+// runtime estimates the workers with the most free slots are the best guess of those that free
+// soonest). No other job of the same or lower rank is placed on a reserved worker in that round
+// (conservative backfill: a backfilled job uses only unreserved slots), so as ranks end the
+// reserved workers empty until the gang fits. Reservations are made again every round. A job whose
+// matching workers cannot hold it even when empty reserves nothing (it would idle them for good).
+// Jobs waiting on their quota or a rendezvous port reserve nothing either. WaitReason says what a
+// job waits for.
 #ifndef GANTRY_SCHEDULER_SCHEDULER_H_
 #define GANTRY_SCHEDULER_SCHEDULER_H_
 
@@ -62,6 +79,11 @@ class Scheduler {
   // stay. Kept across UpsertWorker and heartbeats until undrained. false for an unknown worker.
   bool SetDraining(const std::string& worker_id, bool draining);
 
+  // Replaces every tenant's policy; tenants absent from `policies` get TenantPolicy{} (weight 1,
+  // no quota). INVALID_ARGUMENT (and nothing changes) for a weight that is not a positive finite
+  // number or a negative quota. Takes effect at the next Schedule; placed jobs are never undone.
+  absl::Status SetTenantPolicies(std::map<std::string, TenantPolicy> policies);
+
   // Queues a job (idempotent by id: a job already queued or placed is left alone and OK is
   // returned). INVALID_ARGUMENT for an empty id or world_size < 1.
   absl::Status Submit(const JobRequest& job);
@@ -69,14 +91,14 @@ class Scheduler {
   // Removes a queued job or releases a placed one's leases (slots and port); false when unknown.
   bool Remove(const std::string& job_id);
 
-  // Places queued jobs in queue order as long as they fit (backfill: a job that does not fit does
-  // not block the ones behind it). Only connected workers heard from within lease_timeout of `now`
-  // and not lost are used. Matching: device kind equal (UNSPECIFIED = CPU), selector pairs among
-  // the labels. Choice of slots: workers caching job.dataset_key first, then most usable matching
-  // slots first (packs the gang onto as few workers as possible), ties by worker id. Ranks are
-  // numbered worker by worker; rank 0 goes to the worker with the most ranks of the job (ties: the
-  // first one chosen that has a free rendezvous port). A worker that would host rank 0 but has no
-  // free port is left out and the choice made again (up to 4 times); failing that the job waits
+  // Places queued jobs in the order above as long as they fit, quotas allow and reservations leave
+  // room (see the top of this file). Only connected workers heard from within lease_timeout of
+  // `now` and not lost are used. Matching: device kind equal (UNSPECIFIED = CPU), selector pairs
+  // among the labels. Choice of slots: workers caching job.dataset_key first, then most usable
+  // matching slots first (packs the gang onto as few workers as possible), ties by worker id. Ranks
+  // are numbered worker by worker; rank 0 goes to the worker with the most ranks of the job (ties:
+  // the first one chosen that has a free rendezvous port). A worker that would host rank 0 but has
+  // no free port is left out and the choice made again (up to 4 times); failing that the job waits
   // for the next round. The rendezvous port is the lowest port of that worker's range not
   // leased to another placed job.
   std::vector<Placement> Schedule(absl::Time now);
@@ -101,16 +123,21 @@ class Scheduler {
   int LeasedSlots(const std::string& worker_id) const;
   // Queued job ids in scheduling order.
   std::vector<std::string> QueuedJobs() const;
-  // Queued jobs' requests in scheduling order (the autoscaler's demand).
+  // Queued jobs' requests in priority order, without those the last Schedule held back for their
+  // tenant's quota (the autoscaler's demand).
   std::vector<JobRequest> QueuedRequests() const;
   // Whether the worker is known, connected and not lost (the autoscaler counts these).
   bool Live(const std::string& worker_id) const;
+  // Slots held by the tenant's placed jobs: in `pool`, or in every pool when `pool` is nullopt.
+  int TenantSlots(const std::string& tenant, const std::optional<std::string>& pool) const;
   // Placed job ids, sorted.
   std::vector<std::string> PlacedJobs() const;
   std::optional<Placement> PlacementOf(const std::string& job_id) const;
   // Why a queued job is waiting, for the job's message, e.g. "waiting for 2 free slots matching
   // device CPU and pool=onprem (1 free)" or "no registered worker matches device CPU and pool=gpu;
-  // it cannot run until one joins". "" when the job is not queued. Costs one pass over the workers.
+  // it cannot run until one joins", "waiting: tenant alice holds 6 of its 8 slots on pool hpc;
+  // this job needs 4" or "... reserved for job-x ...". "" when the job is not queued. Costs one
+  // pass over the workers.
   std::string WaitReason(const std::string& job_id) const;
 
  private:
@@ -127,6 +154,7 @@ class Scheduler {
     std::map<std::string, int> job_ranks;          // placed job id -> ranks of it here
     std::map<int, std::string> leased_ports;       // rendezvous port -> job id
     int order = 0;  // position in workers_ (id order), refreshed by each Schedule for cheap ties
+    bool reserved = false;  // reserved for a gang in the current Schedule round
   };
   // Queue order: priority desc, submitted asc, id asc.
   struct QueueKey {
@@ -144,9 +172,31 @@ class Scheduler {
     bool placed = false;
     Placement placement;
     std::string port_blocked_on;  // worker whose lack of a free port stopped the last attempt
+    // Set by the last Schedule round while queued:
+    bool over_quota = false;                    // skipped for its tenant's quota
+    std::vector<std::string> reserved_workers;  // workers reserved for it
+    std::string reserved_behind;                // the job whose reservation kept it out
+  };
+  // A reservation made in one Schedule round.
+  struct Reservation {
+    std::string job_id;
+    int world_size = 0;
+    std::vector<Worker*> workers;
   };
 
   static bool Matches(const Worker& worker, const JobRequest& job);
+  static std::string PoolOf(const JobRequest& job);
+  const TenantPolicy& PolicyOf(const std::string& tenant) const;
+  // The tenant's quota on the job's pool (0 = none).
+  int QuotaOf(const JobRequest& job) const;
+  // Reserves unreserved `workers` (the job's placeable matching ones) for it; false when they
+  // cannot hold it even when empty. Lowers *total_free by the usable slots reserved.
+  bool Reserve(Job& job, const std::vector<Worker*>& workers, long* total_free,
+               std::vector<Reservation>* reservations);
+  // Tries to place one job in this round: quota, then free slots outside reservations, then a
+  // reservation of its own. Returns true when placed (and leased).
+  struct Round;
+  bool Consider(Job& job, Round& round, Placement* placement);
   static int Usable(const Worker& worker);
   bool Placeable(const Worker& worker, absl::Time now) const;
   // The lowest free rendezvous port of the worker, or -1.
@@ -163,6 +213,9 @@ class Scheduler {
   std::map<std::string, Worker> workers_;      // by id (ordered: ties are broken by worker id)
   std::unordered_map<std::string, Job> jobs_;  // queued and placed jobs by id
   std::set<QueueKey> queue_;
+  std::map<std::string, TenantPolicy> policies_;
+  std::unordered_map<std::string, int> tenant_slots_;  // tenant -> slots its placed jobs hold
+  std::map<std::pair<std::string, std::string>, int> tenant_pool_slots_;  // (tenant, pool) -> slots
 };
 
 }  // namespace gantry::scheduler

@@ -27,11 +27,13 @@ struct WorkerState {
 // A training job waiting for a gang of `world_size` slots.
 struct JobRequest {
   std::string id;        // "job-..."
+  std::string tenant;    // its owner: fair share and quotas ("" = a tenant of its own)
   int priority = 0;      // higher first
   absl::Time submitted;  // earlier first among equal priority
   int world_size = 1;
   gantry::v1::DeviceKind device = gantry::v1::DEVICE_KIND_CPU;  // UNSPECIFIED counts as CPU
-  std::map<std::string, std::string> selector;  // every pair must be among the worker's labels
+  // Every pair must be among the worker's labels; "pool" names the pool its quota counts in.
+  std::map<std::string, std::string> selector;
   std::string dataset_key;  // sha256 of its dataset when known ("" = no cache preference)
 };
 
@@ -50,8 +52,18 @@ struct LostWorker {
       job_ids;  // jobs that had a rank on it (their leases are now released everywhere)
 };
 
+// A tenant's share of the workers (Scheduler::SetTenantPolicies); tenants without one get the
+// defaults: weight 1, no quota.
+struct TenantPolicy {
+  double weight = 1;  // > 0: the fair-share order compares slots held / weight
+  // Pool name -> the most slots the tenant's placed jobs may hold there at once (0 = no quota).
+  std::map<std::string, int> max_slots_per_pool;
+};
+
 struct SchedulerOptions {
   absl::Duration lease_timeout = absl::Seconds(15);  // silent longer than this = lost
+  // Reserve workers for the first job of each requirement that does not fit (see Scheduler).
+  bool reservations = true;
 };
 
 }  // namespace gantry::scheduler

@@ -51,13 +51,20 @@ std::vector<std::string> PlacedIds(const std::vector<Placement>& placements) {
 
 class SchedulerTest : public ::testing::Test {
  protected:
-  SchedulerTest() : scheduler_(SchedulerOptions{absl::Seconds(15)}) {}
+  explicit SchedulerTest(bool reservations = true)
+      : scheduler_(SchedulerOptions{absl::Seconds(15), reservations}) {}
   // Registers a worker and sends its first heartbeat (all its slots free).
   void Add(const WorkerState& w, absl::Time now = kT0) {
     scheduler_.UpsertWorker(w, now);
     ASSERT_TRUE(scheduler_.Heartbeat(w.id, w.slots, w.cached_datasets, now).ok());
   }
   Scheduler scheduler_;
+};
+
+// Backfill as it is without reservations (tests/scheduler/fair_share_test.cc has them on).
+class SchedulerWithoutReservationsTest : public SchedulerTest {
+ protected:
+  SchedulerWithoutReservationsTest() : SchedulerTest(/*reservations=*/false) {}
 };
 
 TEST_F(SchedulerTest, GangIsNeverPlacedPartially) {
@@ -339,7 +346,8 @@ TEST_F(SchedulerTest, DisconnectedWorkerKeepsLeasesButTakesNoNewRanks) {
   EXPECT_EQ(scheduler_.LeasedSlots("wrk-a"), 2);
 }
 
-TEST_F(SchedulerTest, ReportedFreeSlotsBoundPlacementUntilTheNextHeartbeat) {
+// Without reservations: with them, job-3 would reserve wrk-a and the single-rank jobs would wait.
+TEST_F(SchedulerWithoutReservationsTest, ReportedFreeSlotsBoundPlacementUntilTheNextHeartbeat) {
   Add(Worker("wrk-a", 4));
   // Two ranks the scheduler does not know of (e.g. from before a server restart).
   ASSERT_TRUE(scheduler_.Heartbeat("wrk-a", 2, {}, kT0).ok());
@@ -457,7 +465,8 @@ TEST_F(SchedulerTest, WaitReasonTexts) {
   EXPECT_THAT(scheduler_.Schedule(kT0), IsEmpty());
 
   EXPECT_EQ(scheduler_.WaitReason("job-two"),
-            "waiting for 2 free slots matching device CPU and pool=onprem (1 free)");
+            "waiting for 2 free slots matching device CPU and pool=onprem (1 free); 2 workers are "
+            "reserved for it, so smaller jobs do not take their slots as they free up");
   EXPECT_EQ(scheduler_.WaitReason("job-three"),
             "needs 3 slots matching device CPU and pool=onprem but the connected matching "
             "workers have 2 in total; it cannot run until more join");
