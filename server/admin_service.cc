@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/requests/admin_requests.h"
@@ -215,6 +216,8 @@ storage::TenantLimits::Overrides OverridesFromProto(const v1::TenantLimitValues&
   if (v.has_max_concurrent_jobs()) o.max_concurrent_jobs = v.max_concurrent_jobs();
   if (v.has_max_generation_streams()) o.max_generation_streams = v.max_generation_streams();
   if (v.has_max_showers_per_minute()) o.max_showers_per_minute = v.max_showers_per_minute();
+  if (v.has_fair_share_weight()) o.fair_share_weight = v.fair_share_weight();
+  o.max_slots_per_pool.insert(v.max_slots_per_pool().begin(), v.max_slots_per_pool().end());
   return o;
 }
 
@@ -223,6 +226,24 @@ void OverridesToProto(const storage::TenantLimits::Overrides& o, v1::TenantLimit
   if (o.max_concurrent_jobs) v->set_max_concurrent_jobs(*o.max_concurrent_jobs);
   if (o.max_generation_streams) v->set_max_generation_streams(*o.max_generation_streams);
   if (o.max_showers_per_minute) v->set_max_showers_per_minute(*o.max_showers_per_minute);
+  if (o.fair_share_weight) v->set_fair_share_weight(*o.fair_share_weight);
+  v->mutable_max_slots_per_pool()->insert(o.max_slots_per_pool.begin(), o.max_slots_per_pool.end());
+}
+
+// A quota on a pool that does not exist is refused: a typo would otherwise limit nothing.
+absl::Status CheckQuotaPools(storage::PoolRepository& pools, const v1::TenantLimitValues& v) {
+  if (v.max_slots_per_pool().empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<v1::Pool> defined, pools.List());
+  std::set<std::string> names;
+  for (const v1::Pool& pool : defined) names.insert(pool.name());
+  for (const auto& [pool, slots] : v.max_slots_per_pool()) {
+    if (names.count(pool)) continue;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "overrides.max_slots_per_pool: no pool is named \"", pool,
+        "\"; defined pools: ", names.empty() ? std::string("none") : absl::StrJoin(names, ", "),
+        " (create the pool first, or fix the name)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -237,6 +258,9 @@ absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantL
   e->set_max_concurrent_jobs(effective.max_concurrent_jobs);
   e->set_max_generation_streams(effective.max_generation_streams);
   e->set_max_showers_per_minute(effective.max_showers_per_minute);
+  e->set_fair_share_weight(effective.fair_share_weight);
+  e->mutable_max_slots_per_pool()->insert(effective.max_slots_per_pool.begin(),
+                                          effective.max_slots_per_pool.end());
   ASSIGN_OR_RETURN(int64_t bytes, backend_.tenant_limits->DatasetBytes(tenant));
   ASSIGN_OR_RETURN(int64_t jobs, backend_.tenant_limits->ActiveJobs(tenant));
   info->set_dataset_bytes_in_use(bytes);
@@ -249,6 +273,7 @@ grpc::Status AdminService::SetTenantLimits(grpc::ServerContext* context,
                                            v1::TenantLimitsInfo* response) {
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
+    RETURN_IF_ERROR(CheckQuotaPools(*backend_.pools, request->overrides()));
     RETURN_IF_ERROR(
         backend_.tenant_limits->Set(request->tenant(), OverridesFromProto(request->overrides())));
     backend_.quotas->Forget(request->tenant());

@@ -326,6 +326,7 @@ void JobLifecycle::AppendEventOrLog(const std::string& job_id, const v1::JobEven
 absl::StatusOr<scheduler::JobRequest> JobLifecycle::MakeJobRequest(const v1::Job& job) {
   scheduler::JobRequest request;
   request.id = job.id();
+  request.tenant = job.owner();
   request.priority = job.spec().priority();
   request.submitted = TimeOf(job.created_at());
   request.world_size = job.spec().world_size();

@@ -91,6 +91,7 @@ void PlacementLoop::Tick(absl::Time now) {
     HandleCancellations(cancelling, now);
   }
   ExpireWorkers(now);
+  RefreshTenantPolicies(now);
   PlaceJobs(now);
   ReapEnded(now);
   WatchProgress(now);
@@ -108,6 +109,33 @@ void PlacementLoop::EndUnclaimedOrphans(absl::Time now) {
     state_.orphans.clear();
   }
   for (const v1::Job& job : unclaimed) lifecycle_.EndUnclaimed(job, wait);
+}
+
+void PlacementLoop::RefreshTenantPolicies(absl::Time now) {
+  if (now - policies_loaded_ < absl::Seconds(2)) return;
+  absl::StatusOr<std::map<std::string, storage::TenantLimits::Overrides>> overrides =
+      backend_.tenant_limits->SchedulingOverrides();
+  if (!overrides.ok()) {
+    // The scheduler keeps the policies it has; the next tick tries again.
+    GANTRY_LOG(ERROR) << "the scheduler cannot read the tenants' policies: " << overrides.status();
+    return;
+  }
+  policies_loaded_ = now;
+  std::map<std::string, scheduler::TenantPolicy> policies;
+  for (const auto& [tenant, o] : *overrides) {
+    const storage::TenantLimits limits = backend_.quotas->defaults().With(o);
+    scheduler::TenantPolicy& policy = policies[tenant];
+    policy.weight = limits.fair_share_weight;
+    for (const auto& [pool, slots] : limits.max_slots_per_pool) {
+      policy.max_slots_per_pool[pool] = static_cast<int>(std::min<int64_t>(slots, INT32_MAX));
+    }
+  }
+  absl::Status st;
+  {
+    absl::MutexLock lock(&state_.mu);
+    st = state_.scheduler.SetTenantPolicies(std::move(policies));
+  }
+  if (!st.ok()) GANTRY_LOG(ERROR) << "tenant policies refused by the scheduler: " << st;
 }
 
 void PlacementLoop::ExplainWaits(absl::Time now) {

@@ -58,6 +58,9 @@ class PlacementLoop {
   void ReapEnded(absl::Time now);
   // The progress watchdog: restarts RUNNING jobs whose rank 0 reports no new step in time.
   void WatchProgress(absl::Time now);
+  // Every 2 s: reads the tenants' fair-share weights and pool quotas (one query, outside the
+  // coordinator's lock) and hands them to the scheduler, so the placement pass never waits on SQL.
+  void RefreshTenantPolicies(absl::Time now);
   // Every few seconds: the scheduler's reason why each queued job waits becomes its message.
   void ExplainWaits(absl::Time now);
   // What every rank's Assignment shares (the dataset sha and the fine-tuning checkpoint are
@@ -73,6 +76,7 @@ class PlacementLoop {
   // Touched by the ticking thread only.
   std::map<std::string, std::string> wait_reasons_;  // last message written per queued job
   absl::Time last_explained_ = absl::InfinitePast();
+  absl::Time policies_loaded_ = absl::InfinitePast();
 
   absl::Mutex loop_mu_;
   bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;

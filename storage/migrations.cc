@@ -417,6 +417,19 @@ CREATE INDEX web_sessions_token ON web_sessions (token_id);
 CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
 )sql";
 
+// Version 14: the scheduler's per-tenant policy: a fair-share weight (NULL = the server's default)
+// and per-pool slot quotas.
+constexpr const char* kV14 = R"sql(
+ALTER TABLE tenant_limits ADD COLUMN fair_share_weight double precision
+  CHECK (fair_share_weight > 0 AND fair_share_weight <= 1e6);
+CREATE TABLE tenant_pool_quotas (
+  tenant text NOT NULL REFERENCES tenants (name) ON DELETE CASCADE,
+  pool text NOT NULL,
+  max_slots integer NOT NULL CHECK (max_slots >= 0),
+  PRIMARY KEY (tenant, pool)
+);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -433,6 +446,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {10, "pools of workers", kV10},
       {11, "hyper-parameter studies, trials and trial jobs", kV11},
       {12, "browser sessions of the HTTP API", kV12},
+      {14, "tenants' fair-share weights and per-pool slot quotas", kV14},
   };
   return *kMigrations;
 }

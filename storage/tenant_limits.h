@@ -3,17 +3,21 @@
 #define GANTRY_STORAGE_TENANT_LIMITS_H_
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <string>
 
 namespace gantry::storage {
 
 // A plain value; the server's defaults come from flags, a tenant's overrides from PostgreSQL
-// (TenantLimitsRepository). Every field: 0 = unlimited.
+// (TenantLimitsRepository). Every count: 0 = unlimited.
 struct TenantLimits {
   int64_t max_dataset_bytes = 0;       // sum of size_bytes of the tenant's datasets
   int64_t max_concurrent_jobs = 0;     // jobs QUEUED, PLACING, RUNNING or RESTARTING
   int64_t max_generation_streams = 0;  // concurrent Generate calls
   int64_t max_showers_per_minute = 0;  // token bucket refilled at this rate, holding one minute
+  double fair_share_weight = 1;        // the scheduler's fair share: slots held / weight
+  std::map<std::string, int64_t> max_slots_per_pool;  // pool -> slots held at once (0 = no quota)
 
   // Each field of `overrides` that is set replaces the one of `*this`.
   struct Overrides {
@@ -21,6 +25,8 @@ struct TenantLimits {
     std::optional<int64_t> max_concurrent_jobs;
     std::optional<int64_t> max_generation_streams;
     std::optional<int64_t> max_showers_per_minute;
+    std::optional<double> fair_share_weight;
+    std::map<std::string, int64_t> max_slots_per_pool;  // pools given here replace the defaults'
   };
   TenantLimits With(const Overrides& overrides) const {
     TenantLimits l = *this;
@@ -32,6 +38,9 @@ struct TenantLimits {
     if (overrides.max_showers_per_minute) {
       l.max_showers_per_minute = *overrides.max_showers_per_minute;
     }
+    if (overrides.fair_share_weight) l.fair_share_weight = *overrides.fair_share_weight;
+    for (const auto& [pool, slots] : overrides.max_slots_per_pool)
+      l.max_slots_per_pool[pool] = slots;
     return l;
   }
 };

@@ -30,7 +30,7 @@ absl::StatusOr<TenantLimits::Overrides> TenantLimitsRepository::Get(const std::s
     pqxx::result r =
         tx.Exec("tenant_limits_get",
                 "SELECT l.max_dataset_bytes, l.max_concurrent_jobs, l.max_generation_streams, "
-                "l.max_showers_per_minute, t.name IS NOT NULL FROM tenants t "
+                "l.max_showers_per_minute, l.fair_share_weight FROM tenants t "
                 "LEFT JOIN tenant_limits l ON l.tenant = t.name WHERE t.name = $1",
                 tenant);
     if (r.empty()) return TenantNotFound(tenant);
@@ -38,6 +38,12 @@ absl::StatusOr<TenantLimits::Overrides> TenantLimitsRepository::Get(const std::s
     o.max_concurrent_jobs = Nullable(r[0][1]);
     o.max_generation_streams = Nullable(r[0][2]);
     o.max_showers_per_minute = Nullable(r[0][3]);
+    if (!r[0][4].is_null()) o.fair_share_weight = r[0][4].as<double>();
+    pqxx::result quotas =
+        tx.Exec("tenant_pool_quotas_get",
+                "SELECT pool, max_slots FROM tenant_pool_quotas WHERE tenant = $1", tenant);
+    for (const auto& row : quotas)
+      o.max_slots_per_pool[row[0].as<std::string>()] = row[1].as<int64_t>();
     return absl::OkStatus();
   }));
   return o;
@@ -55,6 +61,23 @@ absl::Status TenantLimitsRepository::Set(const std::string& tenant,
           absl::StrCat("overrides.", name, ": ", *value, " is negative; give 0 for unlimited"));
     }
   }
+  if (o.fair_share_weight &&
+      !(*o.fair_share_weight > 0 && *o.fair_share_weight <= kMaxFairShareWeight)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("overrides.fair_share_weight: ", *o.fair_share_weight,
+                     " is not a weight; give a number above 0 and at most 1e6 (default 1)"));
+  }
+  for (const auto& [pool, slots] : o.max_slots_per_pool) {
+    if (pool.empty()) {
+      return absl::InvalidArgumentError(
+          "overrides.max_slots_per_pool: a quota needs a pool name; give pool=slots");
+    }
+    if (slots < 0 || slots > INT32_MAX) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("overrides.max_slots_per_pool[", pool, "]: ", slots,
+                       " is not a slot count; give 0 (no quota) up to 2147483647"));
+    }
+  }
   if (o.max_concurrent_jobs.value_or(0) > INT32_MAX ||
       o.max_generation_streams.value_or(0) > INT32_MAX) {
     return absl::InvalidArgumentError(
@@ -65,15 +88,45 @@ absl::Status TenantLimitsRepository::Set(const std::string& tenant,
     if (t.empty()) return TenantNotFound(tenant);
     tx.Exec("tenant_limits_set",
             "INSERT INTO tenant_limits (tenant, max_dataset_bytes, max_concurrent_jobs, "
-            "max_generation_streams, max_showers_per_minute) VALUES ($1, $2, $3, $4, $5) "
+            "max_generation_streams, max_showers_per_minute, fair_share_weight) "
+            "VALUES ($1, $2, $3, $4, $5, $6) "
             "ON CONFLICT (tenant) DO UPDATE SET max_dataset_bytes = EXCLUDED.max_dataset_bytes, "
             "max_concurrent_jobs = EXCLUDED.max_concurrent_jobs, "
             "max_generation_streams = EXCLUDED.max_generation_streams, "
-            "max_showers_per_minute = EXCLUDED.max_showers_per_minute, updated_at = now()",
+            "max_showers_per_minute = EXCLUDED.max_showers_per_minute, "
+            "fair_share_weight = EXCLUDED.fair_share_weight, updated_at = now()",
             tenant, o.max_dataset_bytes, o.max_concurrent_jobs, o.max_generation_streams,
-            o.max_showers_per_minute);
+            o.max_showers_per_minute, o.fair_share_weight);
+    tx.Exec("tenant_pool_quotas_clear", "DELETE FROM tenant_pool_quotas WHERE tenant = $1", tenant);
+    for (const auto& [pool, slots] : o.max_slots_per_pool) {
+      tx.Exec("tenant_pool_quotas_set",
+              "INSERT INTO tenant_pool_quotas (tenant, pool, max_slots) VALUES ($1, $2, $3)",
+              tenant, pool, static_cast<int>(slots));
+    }
     return absl::OkStatus();
   });
+}
+
+absl::StatusOr<std::map<std::string, TenantLimits::Overrides>>
+TenantLimitsRepository::SchedulingOverrides() {
+  std::map<std::string, TenantLimits::Overrides> all;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    all.clear();
+    pqxx::result weights = tx.Exec("tenant_weights_all",
+                                   "SELECT tenant, fair_share_weight FROM tenant_limits "
+                                   "WHERE fair_share_weight IS NOT NULL");
+    for (const auto& row : weights) {
+      all[row[0].as<std::string>()].fair_share_weight = row[1].as<double>();
+    }
+    pqxx::result quotas =
+        tx.Exec("tenant_pool_quotas_all", "SELECT tenant, pool, max_slots FROM tenant_pool_quotas");
+    for (const auto& row : quotas) {
+      all[row[0].as<std::string>()].max_slots_per_pool[row[1].as<std::string>()] =
+          row[2].as<int64_t>();
+    }
+    return absl::OkStatus();
+  }));
+  return all;
 }
 
 absl::StatusOr<int64_t> TenantLimitsRepository::DatasetBytes(const std::string& tenant) {

@@ -3,6 +3,7 @@
 #define GANTRY_STORAGE_TENANT_LIMITS_REPOSITORY_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,9 +22,16 @@ class TenantLimitsRepository {
   // tenant.
   absl::StatusOr<TenantLimits::Overrides> Get(const std::string& tenant);
 
-  // Replaces the tenant's overrides (unset fields: the server's default). Values must be >= 0
-  // (INVALID_ARGUMENT otherwise); NOT_FOUND for an unknown tenant.
+  // Replaces the tenant's overrides (unset fields: the server's default; the pool quotas as a
+  // whole). Counts must be >= 0, the weight in (0, 1e6], quota pools named (INVALID_ARGUMENT
+  // otherwise; whether the pools exist is the caller's check); NOT_FOUND for an unknown tenant.
   absl::Status Set(const std::string& tenant, const TenantLimits::Overrides& overrides);
+
+  // Every tenant's scheduling overrides (fair_share_weight and max_slots_per_pool only), for the
+  // tenants that have any.
+  absl::StatusOr<std::map<std::string, TenantLimits::Overrides>> SchedulingOverrides();
+
+  static constexpr double kMaxFairShareWeight = 1e6;
 
   // Bytes of the tenant's stored datasets.
   absl::StatusOr<int64_t> DatasetBytes(const std::string& tenant);

@@ -1,10 +1,12 @@
 // `gantry admin ...`: tenants and their limits, API tokens, worker join tokens, the worker list
 // and pinned (explicitly loaded) models (admin tokens only).
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -305,6 +307,18 @@ absl::Status PrintLimits(CommandContext& context, const v1::TenantLimitsInfo& in
     table.AddRow({l.field, LimitText(info.effective(), l.field, true),
                   LimitText(info.overrides(), l.field, false), use});
   }
+  table.AddRow({"fair_share_weight", absl::StrCat(info.effective().fair_share_weight()),
+                info.overrides().has_fair_share_weight()
+                    ? absl::StrCat(info.overrides().fair_share_weight())
+                    : std::string("default"),
+                "-"});
+  const std::map<std::string, int64_t> quotas(info.effective().max_slots_per_pool().begin(),
+                                              info.effective().max_slots_per_pool().end());
+  for (const auto& [pool, slots] : quotas) {
+    table.AddRow({absl::StrCat("max_slots_per_pool[", pool, "]"),
+                  slots == 0 ? std::string("unlimited") : absl::StrCat(slots),
+                  slots == 0 ? std::string("unlimited") : absl::StrCat(slots), "-"});
+  }
   context.out << "tenant " << info.tenant() << '\n';
   table.Render(context.out);
   return absl::OkStatus();
@@ -344,11 +358,40 @@ absl::Status TenantLimitsSet(CommandContext& context) {
     }
     o->GetReflection()->SetInt64(o, f, static_cast<int64_t>(n));
   }
+  if (std::optional<std::string> weight = context.args.Get("fair-share-weight")) {
+    any = true;
+    double w = 0;
+    if (*weight == "default") {
+      o->clear_fair_share_weight();
+    } else if (!absl::SimpleAtod(*weight, &w) || !(w > 0) || w > 1e6) {
+      return UsageError(absl::StrCat("--fair-share-weight: \"", *weight,
+                                     "\" is not a weight; give a number above 0 and at most 1e6, "
+                                     "or \"default\" (1)"));
+    } else {
+      o->set_fair_share_weight(w);
+    }
+  }
+  if (std::optional<std::string> quotas = context.args.Get("max-slots-per-pool")) {
+    any = true;
+    o->clear_max_slots_per_pool();
+    if (*quotas != "default") {
+      for (absl::string_view pair : absl::StrSplit(*quotas, ',', absl::SkipEmpty())) {
+        std::pair<std::string, std::string> kv = absl::StrSplit(pair, absl::MaxSplits('=', 1));
+        int64_t slots = 0;
+        if (kv.first.empty() || !absl::SimpleAtoi(kv.second, &slots) || slots < 0) {
+          return UsageError(absl::StrCat("--max-slots-per-pool: \"", pair,
+                                         "\" is not POOL=SLOTS; give e.g. hpc=8,cloud=0 "
+                                         "(0 = no quota), or \"default\" for none"));
+        }
+        (*o->mutable_max_slots_per_pool())[kv.first] = slots;
+      }
+    }
+  }
   if (!any) {
     return UsageError(
         "give at least one of --max-dataset-bytes, --max-concurrent-jobs, "
         "--max-generation-streams, --max-showers-per-minute (a number, 0 = unlimited, or "
-        "\"default\")");
+        "\"default\"), --fair-share-weight or --max-slots-per-pool");
   }
   v1::TenantLimitsInfo info;
   RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::SetTenantLimits, request, &info));
@@ -380,7 +423,10 @@ void AddAdminCommands(std::vector<Command>* commands) {
        {{"max-dataset-bytes", "N", "bytes of stored datasets"},
         {"max-concurrent-jobs", "N", "jobs QUEUED, PLACING, RUNNING or RESTARTING"},
         {"max-generation-streams", "N", "concurrent Generate calls (per server)"},
-        {"max-showers-per-minute", "N", "generated showers per minute (per server)"}},
+        {"max-showers-per-minute", "N", "generated showers per minute (per server)"},
+        {"fair-share-weight", "W", "the tenant's weight in the scheduler's fair share (default 1)"},
+        {"max-slots-per-pool", "POOL=N,...",
+         "the most slots its jobs hold in each pool at once (replaces all; \"default\": none)"}},
        TenantLimitsSet});
   commands->push_back({{"admin", "tokens", "create"},
                        "Issue an API token for a tenant (the secret is shown once)",

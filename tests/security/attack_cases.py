@@ -741,6 +741,15 @@ def quota_cases(s):
             CODE.PERMISSION_DENIED)),
         ("a negative limit", lambda: s.expect_code(
             set_limits(s.admin_token, "dave", max_concurrent_jobs=-1), CODE.INVALID_ARGUMENT)),
+        ("a fair-share weight that is not a number", lambda: s.expect_code(
+            set_limits(s.admin_token, "dave", fair_share_weight=float("nan")),
+            CODE.INVALID_ARGUMENT)),
+        ("a negative pool quota", lambda: s.expect_code(
+            set_limits(s.admin_token, "dave", max_slots_per_pool={"nowhere": -4}),
+            CODE.INVALID_ARGUMENT)),
+        ("a quota on a pool that does not exist", lambda: s.expect_code(
+            set_limits(s.admin_token, "dave", max_slots_per_pool={"nowhere": 4}),
+            CODE.INVALID_ARGUMENT)),
         ("limits of an unknown tenant", lambda: s.expect_code(
             set_limits(s.admin_token, "nobody", max_concurrent_jobs=1), CODE.NOT_FOUND)),
         ("a revoked token ends its WatchJob", revoked_token_ends_watch),

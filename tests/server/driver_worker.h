@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -38,7 +39,8 @@ class DriverWorker {
  public:
   DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
                int slots, std::vector<std::string> running = {}, DriverServing serving = {},
-               uint64_t incarnation = 0, std::string previous_credential = "")
+               uint64_t incarnation = 0, std::string previous_credential = "",
+               const std::map<std::string, std::string>& labels = {})
       : stub_(v1::WorkerService::NewStub(channel)),
         join_(std::move(join)),
         name_(name),
@@ -54,6 +56,7 @@ class DriverWorker {
     reg.set_generation_endpoint(serving.endpoint);
     reg.set_generation_secret(serving.secret);
     reg.set_previous_credential(previous_credential);
+    reg.mutable_labels()->insert(labels.begin(), labels.end());
     v1::RegisterResponse registered;
     // As a daemon does: a name still held by a predecessor whose stream the server has not seen
     // end yet (FAILED_PRECONDITION) is retried for a while.

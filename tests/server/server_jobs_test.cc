@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -35,9 +36,10 @@ class ServerJobsTest : public ServerFixture {
 
   std::unique_ptr<DriverWorker> Worker(const std::string& name, int slots = 1,
                                        std::vector<std::string> running = {},
-                                       const std::string& previous_credential = "") {
+                                       const std::string& previous_credential = "",
+                                       const std::map<std::string, std::string>& labels = {}) {
     auto w = std::make_unique<DriverWorker>(channel_, join_, name, slots, std::move(running),
-                                            DriverServing{}, 0, previous_credential);
+                                            DriverServing{}, 0, previous_credential, labels);
     EXPECT_TRUE(w->status().ok()) << Describe(w->status());
     return w;
   }
@@ -51,6 +53,16 @@ class ServerJobsTest : public ServerFixture {
   }
 
   v1::Job Get(const std::string& id) { return GetJob(token_, id); }
+  // Waits up to 6 s for the queued job's message to contain `text` (refreshed every 2 s).
+  v1::Job WaitForMessage(const std::string& id, const std::string& text) {
+    const auto until = steady_clock::now() + milliseconds(6000);
+    v1::Job job = Get(id);
+    while (job.message().find(text) == std::string::npos && steady_clock::now() < until) {
+      std::this_thread::sleep_for(milliseconds(100));
+      job = Get(id);
+    }
+    return job;
+  }
   v1::Job WaitFor(const std::string& id, v1::JobState state, int timeout_ms = 10000) {
     return WaitForJob(token_, id, state, timeout_ms);
   }
@@ -298,6 +310,76 @@ TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartFailsAsWorkerLost) {
   EXPECT_EQ(job.state(), v1::JOB_STATE_FAILED);
   EXPECT_EQ(job.reason(), "WorkerLost") << "max_restarts 0: a lost job fails";
   EXPECT_NE(job.message().find("after the server restarted"), std::string::npos) << job.message();
+}
+
+}  // namespace
+}  // namespace gantry::testing
+
+namespace gantry::testing {
+namespace {
+
+TEST_F(ServerJobsTest, ASlotQuotaMakesAJobWaitUntilTheTenantsOtherJobEnds) {
+  v1::CreatePoolRequest create;
+  create.set_name("hpc");
+  create.mutable_spec()->set_price_per_device_hour(0.1);
+  v1::Pool pool;
+  grpc::Status s = admin_->CreatePool(Ctx(admin_token_).get(), create, &pool);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+
+  v1::SetTenantLimitsRequest limits;
+  limits.set_tenant("physics");
+  (*limits.mutable_overrides()->mutable_max_slots_per_pool())["hbc"] = 3;
+  v1::TenantLimitsInfo info;
+  s = admin_->SetTenantLimits(Ctx(admin_token_).get(), limits, &info);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("no pool is named \"hbc\"; defined pools: hpc"),
+            std::string::npos)
+      << s.error_message();
+  limits.mutable_overrides()->clear_max_slots_per_pool();
+  limits.mutable_overrides()->set_fair_share_weight(-1);
+  s = admin_->SetTenantLimits(Ctx(admin_token_).get(), limits, &info);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("fair_share_weight: -1 is not a weight"), std::string::npos)
+      << s.error_message();
+  limits.mutable_overrides()->set_fair_share_weight(2);
+  (*limits.mutable_overrides()->mutable_max_slots_per_pool())["hpc"] = 3;
+  s = admin_->SetTenantLimits(Ctx(admin_token_).get(), limits, &info);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(info.effective().fair_share_weight(), 2);
+  EXPECT_EQ(info.effective().max_slots_per_pool().at("hpc"), 3);
+  // The placement loop reads the tenants' policies every 2 s.
+  std::this_thread::sleep_for(milliseconds(2500));
+
+  auto w = Worker("hpc-1", 4, {}, "", {{"pool", "hpc"}});
+  w->set_free_slots(4);
+  w->Heartbeat();
+  v1::Job first = Submit(2);
+  for (int rank = 0; rank < 2; ++rank) {
+    auto m = w->Next();
+    ASSERT_TRUE(m && m->has_assignment()) << Get(first.id()).DebugString();
+    EXPECT_EQ(m->assignment().job_id(), first.id());
+  }
+  v1::Job second = Submit(2);
+  v1::Job waiting = WaitForMessage(
+      second.id(), "waiting: tenant physics holds 2 of its 3 slots on pool hpc; this job needs 2");
+  EXPECT_EQ(waiting.state(), v1::JOB_STATE_QUEUED);
+  EXPECT_NE(waiting.message().find("holds 2 of its 3 slots"), std::string::npos)
+      << waiting.message();
+  EXPECT_FALSE(w->Next(500).has_value()) << "two slots are free but the quota holds it back";
+
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(first.id());
+  v1::Job cancelling;
+  ASSERT_TRUE(training_->CancelJob(Ctx(token_).get(), cancel, &cancelling).ok());
+  auto m = w->Next();
+  ASSERT_TRUE(m && m->has_cancellation());
+  w->RankStatus(first.id(), 0, v1::RANK_PHASE_EXITED, 143);
+  w->RankStatus(first.id(), 1, v1::RANK_PHASE_EXITED, 143);
+  EXPECT_EQ(WaitFor(first.id(), v1::JOB_STATE_CANCELLED).state(), v1::JOB_STATE_CANCELLED);
+  m = w->Next();
+  while (m && m->has_cancellation()) m = w->Next();  // one per rank or per worker
+  ASSERT_TRUE(m && m->has_assignment()) << "the tenant's other job ended: it starts";
+  EXPECT_EQ(m->assignment().job_id(), second.id());
 }
 
 }  // namespace

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+#include <string>
+
 #include "storage/dataset_repository.h"
 #include "storage/job_repository.h"
 #include "tests/storage/storage_fixture.h"
@@ -40,6 +44,53 @@ TEST_F(TenantLimitsRepositoryTest, OverridesReplaceOnlyTheFieldsThatAreSet) {
   EXPECT_NE(negative.message().find("max_dataset_bytes"), std::string::npos) << negative;
   EXPECT_EQ(limits.Set("nobody", {}).code(), absl::StatusCode::kNotFound);
   EXPECT_EQ(limits.Get("nobody").status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TenantLimitsRepositoryTest, FairShareWeightsAndPoolQuotasAreStoredAndListed) {
+  TenantLimitsRepository limits(*db_);
+  TenantLimits::Overrides o;
+  o.fair_share_weight = 2.5;
+  o.max_slots_per_pool = {{"hpc", 8}, {"cloud", 0}};
+  ASSERT_TRUE(limits.Set("alice", o).ok());
+  TenantLimits::Overrides bob;
+  bob.max_concurrent_jobs = 3;  // no scheduling override: not listed
+  ASSERT_TRUE(limits.Set("bob", bob).ok());
+  auto got = limits.Get("alice");
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->fair_share_weight, 2.5);
+  EXPECT_EQ(got->max_slots_per_pool, (std::map<std::string, int64_t>{{"cloud", 0}, {"hpc", 8}}));
+  const TenantLimits effective = TenantLimits{}.With(*got);
+  EXPECT_EQ(effective.fair_share_weight, 2.5);
+  EXPECT_EQ(TenantLimits{}.With(*limits.Get("bob")).fair_share_weight, 1) << "the default";
+
+  auto all = limits.SchedulingOverrides();
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ(all->at("alice").max_slots_per_pool.at("hpc"), 8);
+
+  // Replaced as a whole: the quotas not given are gone.
+  o.fair_share_weight.reset();
+  o.max_slots_per_pool = {{"hpc", 4}};
+  ASSERT_TRUE(limits.Set("alice", o).ok());
+  got = limits.Get("alice");
+  EXPECT_FALSE(got->fair_share_weight.has_value());
+  EXPECT_EQ(got->max_slots_per_pool, (std::map<std::string, int64_t>{{"hpc", 4}}));
+
+  for (double bad : {0.0, -1.0, 2e6, std::nan("")}) {
+    TenantLimits::Overrides w;
+    w.fair_share_weight = bad;
+    const absl::Status st = limits.Set("alice", w);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(st.message().find("fair_share_weight"), std::string::npos) << st;
+  }
+  TenantLimits::Overrides negative;
+  negative.max_slots_per_pool = {{"hpc", -2}};
+  absl::Status st = limits.Set("alice", negative);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("max_slots_per_pool[hpc]: -2"), std::string::npos) << st;
+  negative.max_slots_per_pool = {{"", 2}};
+  EXPECT_EQ(limits.Set("alice", negative).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(limits.Get("alice")->max_slots_per_pool.at("hpc"), 4) << "refused sets change nothing";
 }
 
 TEST_F(TenantLimitsRepositoryTest, UsageCountsStoredBytesAndActiveJobs) {
