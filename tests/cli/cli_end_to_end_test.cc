@@ -322,6 +322,47 @@ TEST_F(CliEndToEndTest, AdminSetsAndShowsTenantLimits) {
   EXPECT_THAT(not_admin.err, StartsWith("gantry: PERMISSION_DENIED: "));
 }
 
+TEST_F(CliEndToEndTest, AdminSetsFairShareWeightAndPoolQuotas) {
+  CommandResult pool = Admin({"admin", "pools", "create", "hpc", "--static", "--price", "0.3"});
+  ASSERT_EQ(pool.exit_code, 0) << pool.err;
+  CommandResult set = Admin({"admin", "tenants", "limits", "set", "alice", "--fair-share-weight",
+                             "2.5", "--max-slots-per-pool", "hpc=8"});
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_THAT(set.out, HasSubstr("fair_share_weight"));
+  EXPECT_THAT(set.out, HasSubstr("max_slots_per_pool[hpc]"));
+  CommandResult json = Admin({"admin", "tenants", "limits", "alice", "--json"});
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  auto info = ParseJson<v1::TenantLimitsInfo>(json.out);
+  EXPECT_EQ(info.effective().fair_share_weight(), 2.5);
+  EXPECT_EQ(info.effective().max_slots_per_pool().at("hpc"), 8);
+
+  CommandResult unknown =
+      Admin({"admin", "tenants", "limits", "set", "alice", "--max-slots-per-pool", "hbc=8"});
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_THAT(unknown.err, StartsWith("gantry: INVALID_ARGUMENT: "));
+  EXPECT_THAT(unknown.err, HasSubstr("no pool is named \"hbc\"; defined pools: hpc"));
+  for (const char* bad : {"hpc", "hpc=-1", "=3", "hpc=x"}) {
+    CommandResult usage =
+        Admin({"admin", "tenants", "limits", "set", "alice", "--max-slots-per-pool", bad});
+    EXPECT_EQ(usage.exit_code, 2) << bad << ": " << usage.err;
+    EXPECT_THAT(usage.err, HasSubstr("POOL=SLOTS")) << bad;
+  }
+  for (const char* bad : {"0", "-2", "nan", "2e6"}) {
+    CommandResult usage =
+        Admin({"admin", "tenants", "limits", "set", "alice", "--fair-share-weight", bad});
+    EXPECT_EQ(usage.exit_code, 2) << bad << ": " << usage.err;
+  }
+  // "default" drops both.
+  CommandResult reset = Admin({"admin", "tenants", "limits", "set", "alice", "--fair-share-weight",
+                               "default", "--max-slots-per-pool", "default"});
+  ASSERT_EQ(reset.exit_code, 0) << reset.err;
+  info =
+      ParseJson<v1::TenantLimitsInfo>(Admin({"admin", "tenants", "limits", "alice", "--json"}).out);
+  EXPECT_FALSE(info.overrides().has_fair_share_weight());
+  EXPECT_TRUE(info.overrides().max_slots_per_pool().empty());
+  EXPECT_EQ(info.effective().fair_share_weight(), 1);
+}
+
 TEST_F(CliEndToEndTest, EnvironmentAndConfigFileAreHonoured) {
   const std::string id = SubmitToyJob("env-job");
   ASSERT_FALSE(id.empty());
