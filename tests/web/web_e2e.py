@@ -274,11 +274,7 @@ def run(stack, args):
 
 def shrink_screenshots(folder):
     """64-colour palettes: a third of the size, the same look for flat pages and plots."""
-    try:
-        from PIL import Image
-    except ImportError:
-        log("python3-pil is missing: screenshots left as full-colour PNG")
-        return
+    from PIL import Image  # python3-pil, in deploy/local/env.sh's package list
     for name in sorted(os.listdir(folder)):
         if name.endswith(".png"):
             path = os.path.join(folder, name)
