@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,7 +17,6 @@
 #include "base/grpc_status.h"
 #include "base/json_string.h"
 #include "base/log.h"
-#include "base/metrics/metrics_http_server.h"
 #include "base/sha256.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -147,9 +145,6 @@ HttpApiServer::HttpApiServer(const HttpApiOptions& options, Backend& backend,
 
 absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     const HttpApiOptions& options, Backend& backend, std::shared_ptr<grpc::Channel> channel) {
-  absl::StatusOr<metrics::HostPort> host_port =
-      metrics::ParseListenAddress(options.listen, "--http-listen");
-  if (!host_port.ok()) return host_port.status();
   std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, backend, std::move(channel)));
   if (!options.web_root.empty()) {
     absl::StatusOr<std::unique_ptr<StaticFiles>> files =
@@ -166,6 +161,7 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
   }
   // A browser that closes its connection mid-download must not kill the process.
   signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<httplib::Server> http;
   if (server->secure_cookies_) {
     auto tls = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
                                                     options.tls_key_file.c_str());
@@ -173,61 +169,33 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
       return absl::InvalidArgumentError(
           "--http-listen with TLS: --tls-cert/--tls-key could not be loaded for HTTPS");
     }
-    server->http_ = std::move(tls);
+    http = std::move(tls);
   } else {
-    server->http_ = std::make_unique<httplib::Server>();
+    http = std::make_unique<httplib::Server>();
   }
-  httplib::Server& http = *server->http_;
-  const int threads = options.handler_threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // SO_REUSEADDR only (httplib's default adds SO_REUSEPORT: a second process would bind silently).
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_tcp_nodelay(true);  // small JSON answers go out at once, not after a delayed ACK
-  http.set_read_timeout(30, 0);
-  http.set_write_timeout(30, 0);
-  http.set_payload_max_length(kMaxBodyBytes);
-  http.set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
-                            {"X-Content-Type-Options", "nosniff"},
-                            {"X-Frame-Options", "DENY"},
-                            {"Referrer-Policy", "no-referrer"}});
-  server->AddRoutes();
-  int port = host_port->port;
-  bool bound = false;
-  if (port == 0) {
-    port = http.bind_to_any_port(host_port->host);
-    bound = port > 0;
-  } else {
-    bound = http.bind_to_port(host_port->host, port);
-  }
-  if (!bound) {
-    return absl::UnavailableError(
-        absl::StrCat("--http-listen: cannot listen on ", options.listen,
-                     " (address in use, or not an address of this host)"));
-  }
-  const bool bracket = host_port->host.find(':') != std::string::npos;
-  server->address_ = bracket ? absl::StrCat("[", host_port->host, "]:", port)
-                             : absl::StrCat(host_port->host, ":", port);
-  HttpApiServer* self = server.get();
-  server->thread_ = std::thread([self] {
-    self->http_->listen_after_bind();
-    self->finished_ = true;
-  });
+  http->set_tcp_nodelay(true);  // small JSON answers go out at once, not after a delayed ACK
+  http->set_read_timeout(30, 0);
+  http->set_write_timeout(30, 0);
+  http->set_payload_max_length(kMaxBodyBytes);
+  http->set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
+                             {"X-Content-Type-Options", "nosniff"},
+                             {"X-Frame-Options", "DENY"},
+                             {"Referrer-Policy", "no-referrer"}});
+  server->AddRoutes(*http);
+  HttpListenerOptions listen;
+  listen.address = options.listen;
+  listen.flag = "--http-listen";
+  listen.handler_threads = options.handler_threads;
+  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
+      HttpListener::Start(std::move(http), listen);
+  if (!listener.ok()) return listener.status();
+  server->listener_ = *std::move(listener);
   return server;
 }
 
-HttpApiServer::~HttpApiServer() {
-  if (!thread_.joinable()) return;
-  // stop() only takes effect once the loop runs: wait for it (or for its early end).
-  while (!http_->is_running() && !finished_) absl::SleepFor(absl::Milliseconds(1));
-  http_->stop();
-  thread_.join();
-}
+HttpApiServer::~HttpApiServer() = default;
 
-void HttpApiServer::AddRoutes() {
-  httplib::Server& http = *http_;
+void HttpApiServer::AddRoutes(httplib::Server& http) {
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
     request_tenant.clear();
     request_start = absl::Now();

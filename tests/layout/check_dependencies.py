@@ -33,7 +33,9 @@ EXTERNAL = {
 RULES = {
     # base/ uses proto/ only for the vendored google.rpc error model (google/rpc/*.proto).
     "base": ({"base", "proto"}, {"grpc"}),
-    # base/metrics: the /metrics endpoint is the one user of cpp-httplib.
+    # base/http: the one cpp-httplib listener (bind, serve, stop) the HTTP endpoints share.
+    "base/http": ({"base", "proto"}, {"grpc", "httplib"}),
+    # base/metrics: the /metrics endpoint configures its routes with cpp-httplib.
     "base/metrics": ({"base", "proto"}, {"grpc", "httplib"}),
     "showers": ({"base"}, {"hdf5"}),
     "storage": ({"proto", "base"}, {"libpqxx"}),
