@@ -28,6 +28,7 @@
 #include "server/http/query_requests.h"
 #include "server/http/session_cookie.h"
 #include "server/http/shower_download.h"
+#include "showers/stream/generate_chunk.h"
 
 namespace gantry::server::http {
 namespace {
@@ -688,7 +689,7 @@ void HttpApiServer::Generate(const httplib::Request& request, httplib::Response&
       generation_->Generate(context.get(), generate);
   absl::StatusOr<int64_t> written =
       WriteShowerStream([&](v1::GenerateChunk* chunk) { return reader->Read(chunk); }, count,
-                        FileParticle(model.particle()), path);
+                        showers::FileParticle(model.particle()), path);
   if (!written.ok()) context->TryCancel();
   const grpc::Status finished = reader->Finish();
   absl::Status result = written.status();

@@ -38,6 +38,8 @@ RULES = {
     # base/metrics: the /metrics endpoint configures its routes with cpp-httplib.
     "base/metrics": ({"base", "proto"}, {"grpc", "httplib"}),
     "showers": ({"base"}, {"hdf5"}),
+    # showers/stream: generated chunks (gantry.v1.GenerateChunk) into shower files.
+    "showers/stream": ({"base", "proto"}, set()),
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
     "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
