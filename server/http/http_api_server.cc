@@ -18,6 +18,7 @@
 #include "base/json_string.h"
 #include "base/log.h"
 #include "base/sha256.h"
+#include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
@@ -67,12 +68,6 @@ void ReplyJson(httplib::Response& response, std::string json) {
   response.set_content(std::move(json), "application/json");
 }
 
-void Reply(httplib::Response& response, const grpc::Status& status,
-           const google::protobuf::Message& message) {
-  if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
-  ReplyJson(response, ToJson(message));
-}
-
 // A request body as a gantry.v1 message (protobuf JSON mapping, unknown fields refused). An empty
 // body is the empty message.
 absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message) {
@@ -119,6 +114,99 @@ int64_t RequestedShowers(const v1::GenerateRequest& request) {
   if (request.has_list()) return request.list().items_size();
   if (request.has_range()) return request.range().count();
   return 0;
+}
+
+// The reply type of a stub's unary method.
+template <typename Method>
+struct ReplyOf;
+template <typename Stub, typename Request, typename Reply>
+struct ReplyOf<grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Reply*)> {
+  using type = Reply;
+};
+
+// A reply shown as it is.
+struct AsIs {
+  template <typename Message>
+  const Message& operator()(const Message& message) const {
+    return message;
+  }
+};
+
+// The request of each unary route, from its path (request.matches), query and JSON body.
+template <typename Request>
+absl::StatusOr<Request> ModelInPath(const httplib::Request& request) {
+  Request call;
+  call.set_model(request.matches[1]);
+  return call;
+}
+
+absl::StatusOr<v1::GetJobRequest> JobInPath(const httplib::Request& request) {
+  v1::GetJobRequest call;
+  call.set_job_id(request.matches[1]);
+  return call;
+}
+
+// GET /models and /models/{name}/versions: the query, restricted to the path's model name.
+absl::StatusOr<v1::ListModelsRequest> ListModelsOf(const httplib::Request& request) {
+  absl::StatusOr<v1::ListModelsRequest> list = ListModelsRequestFrom(ParamsOf(request));
+  if (!list.ok() || request.matches.size() < 2) return list;
+  const std::string name = request.matches[1];
+  if (!list->name().empty() && list->name() != name) {
+    return absl::InvalidArgumentError("name: the query names another model than the path");
+  }
+  list->set_name(name);
+  return list;
+}
+
+absl::StatusOr<v1::SetAliasRequest> SetAliasOf(const httplib::Request& request) {
+  v1::SetAliasRequest set;
+  RETURN_IF_ERROR(ParseBody(request, &set));
+  if (!set.name().empty() && set.name() != request.matches[1].str()) {
+    return absl::InvalidArgumentError(
+        "name: the body names another model than the path; leave it out of the body");
+  }
+  set.set_name(request.matches[1]);
+  return set;
+}
+
+absl::StatusOr<v1::DeleteAliasRequest> DeleteAliasOf(const httplib::Request& request) {
+  v1::DeleteAliasRequest remove;
+  remove.set_name(request.matches[1]);
+  remove.set_alias(request.matches[2]);
+  return remove;
+}
+
+absl::StatusOr<v1::SetTagsRequest> SetTagsOf(const httplib::Request& request) {
+  v1::SetTagsRequest set;
+  RETURN_IF_ERROR(ParseBody(request, &set));
+  if (!set.model().empty() && set.model() != request.matches[1].str()) {
+    return absl::InvalidArgumentError(
+        "model: the body names another version than the path; leave it out of the body");
+  }
+  set.set_model(request.matches[1]);
+  return set;
+}
+
+absl::StatusOr<v1::ListJobsRequest> ListJobsOf(const httplib::Request& request) {
+  return ListJobsRequestFrom(ParamsOf(request));
+}
+
+absl::StatusOr<v1::GetJobLogsRequest> JobLogsOf(const httplib::Request& request) {
+  return GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
+}
+
+// What the validation plots draw: the version's metrics (with their statistical floors),
+// histograms per energy bin and the validation curve of its job.
+v1::ModelVersion ValidationOf(const v1::ModelVersion& model) {
+  v1::ModelVersion validation;
+  validation.set_name(model.name());
+  validation.set_version(model.version());
+  *validation.mutable_metrics() = model.metrics();
+  *validation.mutable_histograms() = model.histograms();
+  *validation.mutable_validation_curve() = model.validation_curve();
+  *validation.mutable_energy_range_gev() = model.energy_range_gev();
+  validation.set_particle(model.particle());
+  return validation;
 }
 
 }  // namespace
@@ -246,146 +334,62 @@ void HttpApiServer::AddRoutes(httplib::Server& http) {
                 ReplyJson(response, "{}");
               });
 
+  // A unary route: the session, the request `build` makes of the HTTP request, the in-process
+  // call, and its reply (as `present` shows it) as JSON; any failure as its HTTP error.
+  const auto unary_presented = [this](auto* stub, auto method, auto build, auto present) {
+    return [this, stub, method, build, present](const httplib::Request& request,
+                                                httplib::Response& response) {
+      std::string secret;
+      if (!RequireSession(request, response, &secret)) return;
+      auto call = build(request);
+      if (!call.ok()) return ReplyError(response, call.status());
+      typename ReplyOf<decltype(method)>::type reply;
+      const grpc::Status status =
+          (stub->*method)(ContextFor(secret, kCallTimeout).get(), *call, &reply);
+      if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
+      ReplyJson(response, ToJson(present(reply)));
+    };
+  };
+  const auto unary = [&unary_presented](auto* stub, auto method, auto build) {
+    return unary_presented(stub, method, build, AsIs());
+  };
+  v1::CatalogService::Stub* catalog = catalog_.get();
+  v1::TrainingService::Stub* training = training_.get();
+  using Catalog = v1::CatalogService::Stub;
+  using Training = v1::TrainingService::Stub;
+
   // The catalog.
-  http.Get("/api/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    ListModels(request, response, secret, "");
-  });
+  http.Get("/api/v1/models", unary(catalog, &Catalog::ListModels, ListModelsOf));
   http.Get(R"(/api/v1/models/([^/]+)/versions)",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             ListModels(request, response, secret, request.matches[1]);
-           });
-  http.Get(R"(/api/v1/models/([^/]+)/validation)",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             v1::GetModelRequest get;
-             get.set_model(request.matches[1]);
-             v1::ModelVersion model;
-             const grpc::Status status =
-                 catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model);
-             // What the plots draw: the version's metrics (with their statistical floors),
-             // histograms per energy bin and the validation curve of its job.
-             v1::ModelVersion validation;
-             validation.set_name(model.name());
-             validation.set_version(model.version());
-             *validation.mutable_metrics() = model.metrics();
-             *validation.mutable_histograms() = model.histograms();
-             *validation.mutable_validation_curve() = model.validation_curve();
-             *validation.mutable_energy_range_gev() = model.energy_range_gev();
-             validation.set_particle(model.particle());
-             Reply(response, status, validation);
-           });
-  http.Get(R"(/api/v1/models/([^/]+))", [this](const httplib::Request& request,
-                                               httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::GetModelRequest get;
-    get.set_model(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model), model);
-  });
-  http.Post(R"(/api/v1/models/([^/]+)/aliases)", [this](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::SetAliasRequest set;
-    if (absl::Status parsed = ParseBody(request, &set); !parsed.ok()) {
-      return ReplyError(response, parsed);
-    }
-    if (!set.name().empty() && set.name() != request.matches[1].str()) {
-      return ReplyError(response,
-                        absl::InvalidArgumentError("name: the body names another model than the "
-                                                   "path; leave it out of the body"));
-    }
-    set.set_name(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->SetAlias(ContextFor(secret, kCallTimeout).get(), set, &model), model);
-  });
-  http.Delete(R"(/api/v1/models/([^/]+)/aliases/([^/]+))", [this](const httplib::Request& request,
-                                                                  httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::DeleteAliasRequest remove;
-    remove.set_name(request.matches[1]);
-    remove.set_alias(request.matches[2]);
-    v1::DeleteAliasResponse reply;
-    Reply(response, catalog_->DeleteAlias(ContextFor(secret, kCallTimeout).get(), remove, &reply),
-          reply);
-  });
-  http.Post(R"(/api/v1/models/([^/]+):setTags)", [this](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::SetTagsRequest set;
-    if (absl::Status parsed = ParseBody(request, &set); !parsed.ok()) {
-      return ReplyError(response, parsed);
-    }
-    if (!set.model().empty() && set.model() != request.matches[1].str()) {
-      return ReplyError(response,
-                        absl::InvalidArgumentError("model: the body names another version than the "
-                                                   "path; leave it out of the body"));
-    }
-    set.set_model(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->SetTags(ContextFor(secret, kCallTimeout).get(), set, &model), model);
-  });
-  http.Post(R"(/api/v1/models/([^/]+):archive)", [this](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::ArchiveModelRequest archive;
-    archive.set_model(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->ArchiveModel(ContextFor(secret, kCallTimeout).get(), archive, &model),
-          model);
-  });
+           unary(catalog, &Catalog::ListModels, ListModelsOf));
+  http.Get(
+      R"(/api/v1/models/([^/]+)/validation)",
+      unary_presented(catalog, &Catalog::GetModel, ModelInPath<v1::GetModelRequest>, ValidationOf));
+  http.Get(R"(/api/v1/models/([^/]+))",
+           unary(catalog, &Catalog::GetModel, ModelInPath<v1::GetModelRequest>));
+  http.Post(R"(/api/v1/models/([^/]+)/aliases)", unary(catalog, &Catalog::SetAlias, SetAliasOf));
+  http.Delete(R"(/api/v1/models/([^/]+)/aliases/([^/]+))",
+              unary(catalog, &Catalog::DeleteAlias, DeleteAliasOf));
+  http.Post(R"(/api/v1/models/([^/]+):setTags)", unary(catalog, &Catalog::SetTags, SetTagsOf));
+  http.Post(R"(/api/v1/models/([^/]+):archive)",
+            unary(catalog, &Catalog::ArchiveModel, ModelInPath<v1::ArchiveModelRequest>));
 
   // Jobs.
-  http.Get("/api/v1/jobs", [this](const httplib::Request& request, httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    absl::StatusOr<v1::ListJobsRequest> list = ListJobsRequestFrom(ParamsOf(request));
-    if (!list.ok()) return ReplyError(response, list.status());
-    v1::ListJobsResponse jobs;
-    Reply(response, training_->ListJobs(ContextFor(secret, kCallTimeout).get(), *list, &jobs),
-          jobs);
-  });
+  http.Get("/api/v1/jobs", unary(training, &Training::ListJobs, ListJobsOf));
   http.Get(R"(/api/v1/jobs/([^/]+)/events)",
            [this](const httplib::Request& request, httplib::Response& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobEvents(request, response, secret, request.matches[1]);
            });
-  http.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& request,
-                                                  httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    absl::StatusOr<v1::GetJobLogsRequest> logs =
-        GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
-    if (!logs.ok()) return ReplyError(response, logs.status());
-    v1::GetJobLogsResponse lines;
-    Reply(response, training_->GetJobLogs(ContextFor(secret, kCallTimeout).get(), *logs, &lines),
-          lines);
-  });
+  http.Get(R"(/api/v1/jobs/([^/]+)/logs)", unary(training, &Training::GetJobLogs, JobLogsOf));
   http.Get(R"(/api/v1/jobs/([^/]+)/metrics)",
            [this](const httplib::Request& request, httplib::Response& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobMetrics(request, response, secret, request.matches[1]);
            });
-  http.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& request,
-                                             httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::GetJobRequest get;
-    get.set_job_id(request.matches[1]);
-    v1::Job job;
-    Reply(response, training_->GetJob(ContextFor(secret, kCallTimeout).get(), get, &job), job);
-  });
+  http.Get(R"(/api/v1/jobs/([^/]+))", unary(training, &Training::GetJob, JobInPath));
 
   http.Post("/api/v1/generate",
             [this](const httplib::Request& request, httplib::Response& response) {
@@ -481,24 +485,6 @@ void HttpApiServer::Login(const httplib::Request& request, httplib::Response& re
                                    ",\"csrfToken\":", JsonString(CsrfTokenFor(session->secret)),
                                    ",\"expiresAt\":",
                                    JsonString(absl::FormatTime(session->expires_at)), "}"));
-}
-
-void HttpApiServer::ListModels(const httplib::Request& request, httplib::Response& response,
-                               const std::string& secret, const std::string& name) {
-  absl::StatusOr<v1::ListModelsRequest> list = ListModelsRequestFrom(ParamsOf(request));
-  if (!list.ok()) return ReplyError(response, list.status());
-  if (!name.empty()) {
-    if (!list->name().empty() && list->name() != name) {
-      return ReplyError(response, absl::InvalidArgumentError(
-                                      "name: the query names another model than the path"));
-    }
-    list->set_name(name);
-  }
-  v1::ListModelsResponse models;
-  const grpc::Status status =
-      catalog_->ListModels(ContextFor(secret, kCallTimeout).get(), *list, &models);
-  if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
-  ReplyJson(response, ToJson(models));
 }
 
 void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Response& response,

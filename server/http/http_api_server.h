@@ -76,8 +76,6 @@ class HttpApiServer {
   bool RequireSession(const httplib::Request& request, httplib::Response& response,
                       std::string* secret);
   void Login(const httplib::Request& request, httplib::Response& response);
-  void ListModels(const httplib::Request& request, httplib::Response& response,
-                  const std::string& secret, const std::string& name);
   void ServeJobEvents(const httplib::Request& request, httplib::Response& response,
                       const std::string& secret, const std::string& job_id);
   void StreamJobEvents(const std::string& secret, const gantry::v1::WatchJobRequest& watch,
