@@ -158,15 +158,23 @@ absl::StatusOr<v1::ListModelsRequest> ListModelsOf(const httplib::Request& reque
   return list;
 }
 
-absl::StatusOr<v1::SetAliasRequest> SetAliasOf(const httplib::Request& request) {
-  v1::SetAliasRequest set;
-  RETURN_IF_ERROR(ParseBody(request, &set));
-  if (!set.name().empty() && set.name() != request.matches[1].str()) {
-    return absl::InvalidArgumentError(
-        "name: the body names another model than the path; leave it out of the body");
+// A JSON body whose `field` names what the path names: left out (set from the path) or equal.
+template <typename Request>
+absl::StatusOr<Request> BodyForPath(const httplib::Request& request,
+                                    std::string* (Request::*field)(), const char* mismatch) {
+  Request call;
+  RETURN_IF_ERROR(ParseBody(request, &call));
+  std::string* value = (call.*field)();
+  if (!value->empty() && *value != request.matches[1].str()) {
+    return absl::InvalidArgumentError(mismatch);
   }
-  set.set_name(request.matches[1]);
-  return set;
+  *value = request.matches[1];
+  return call;
+}
+
+absl::StatusOr<v1::SetAliasRequest> SetAliasOf(const httplib::Request& request) {
+  return BodyForPath(request, &v1::SetAliasRequest::mutable_name,
+                     "name: the body names another model than the path; leave it out of the body");
 }
 
 absl::StatusOr<v1::DeleteAliasRequest> DeleteAliasOf(const httplib::Request& request) {
@@ -177,14 +185,9 @@ absl::StatusOr<v1::DeleteAliasRequest> DeleteAliasOf(const httplib::Request& req
 }
 
 absl::StatusOr<v1::SetTagsRequest> SetTagsOf(const httplib::Request& request) {
-  v1::SetTagsRequest set;
-  RETURN_IF_ERROR(ParseBody(request, &set));
-  if (!set.model().empty() && set.model() != request.matches[1].str()) {
-    return absl::InvalidArgumentError(
-        "model: the body names another version than the path; leave it out of the body");
-  }
-  set.set_model(request.matches[1]);
-  return set;
+  return BodyForPath(
+      request, &v1::SetTagsRequest::mutable_model,
+      "model: the body names another version than the path; leave it out of the body");
 }
 
 absl::StatusOr<v1::ListJobsRequest> ListJobsOf(const httplib::Request& request) {
