@@ -45,6 +45,7 @@ grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
     filter.name_contains = request->name_contains();
     filter.owner = request->owner();
     filter.alias = request->alias();
+    filter.fine_tuned_from = request->fine_tuned_from();
     ASSIGN_OR_RETURN(auto page, backend_.models->List(p.tenant, filter, page_size,
                                                       request->page().page_token()));
     for (v1::ModelVersion& m : page.items) *response->add_models() = std::move(m);

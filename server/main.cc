@@ -18,6 +18,7 @@
 #include "base/build_info.h"
 #include "base/file_roots.h"
 #include "base/flags.h"
+#include "base/http/listen_address.h"
 #include "base/log.h"
 #include "base/log_flags.h"
 #include "base/metrics/metrics_http_server.h"
@@ -187,8 +188,7 @@ int main(int argc, char** argv) {
   for (const auto& [address, flag] : {std::pair{&options.worker_listen, "--worker-listen"},
                                       std::pair{&options.metrics_listen, "--metrics-listen"}}) {
     if (address->empty()) continue;
-    if (absl::StatusOr<gantry::metrics::HostPort> parsed =
-            gantry::metrics::ParseListenAddress(*address, flag);
+    if (absl::StatusOr<gantry::HostPort> parsed = gantry::ParseListenAddress(*address, flag);
         !parsed.ok()) {
       std::cerr << "gantry-server: " << parsed.status().message() << "\n";
       return 2;
@@ -196,8 +196,8 @@ int main(int argc, char** argv) {
   }
   options.http_listen = absl::GetFlag(FLAGS_http_listen);
   if (!options.http_listen.empty()) {
-    if (absl::StatusOr<gantry::metrics::HostPort> parsed =
-            gantry::metrics::ParseListenAddress(options.http_listen, "--http-listen");
+    if (absl::StatusOr<gantry::HostPort> parsed =
+            gantry::ParseListenAddress(options.http_listen, "--http-listen");
         !parsed.ok()) {
       std::cerr << "gantry-server: " << parsed.status().message() << "\n";
       return 2;

@@ -223,6 +223,66 @@ std::string MetricsJson(const google::protobuf::Map<std::string, double>& metric
   return out + "}";
 }
 
+// The serialised bytes of Lineage.parent_model (field 7, length-delimited) holding `value`.
+std::string ParentModelFieldBytes(const std::string& value) {
+  std::string bytes(1, static_cast<char>((7 << 3) | 2));
+  for (uint64_t n = value.size();; n >>= 7) {
+    if (n < 0x80) {
+      bytes += static_cast<char>(n);
+      break;
+    }
+    bytes += static_cast<char>((n & 0x7f) | 0x80);
+  }
+  return bytes + value;
+}
+
+// The parent version of ModelFilter.fine_tuned_from and the spellings a child's lineage has of it.
+struct ParentModel {
+  std::string owner;  // empty: no fine_tuned_from filter
+  std::string name;
+  int version = 0;
+  bool is_public = false;
+  std::string unqualified;  // "name:version"
+  std::string qualified;    // "owner/name:version"
+};
+
+absl::StatusOr<ParentModel> ResolveParent(Transaction& tx, const std::string& viewer,
+                                          const std::string& ref) {
+  ParentModel parent;
+  if (ref.empty()) return parent;
+  ASSIGN_OR_RETURN(int64_t id, ResolveId(tx, viewer, ref));
+  pqxx::result r = tx.Exec("model_parent_of_filter",
+                           "SELECT owner, name, version, visibility FROM models WHERE id = $1", id);
+  parent.owner = r[0][0].as<std::string>();
+  parent.name = r[0][1].as<std::string>();
+  parent.version = r[0][2].as<int>();
+  parent.is_public = r[0][3].as<std::string>() == "VISIBILITY_PUBLIC";
+  parent.unqualified = absl::StrCat(parent.name, ":", parent.version);
+  parent.qualified = absl::StrCat(parent.owner, "/", parent.unqualified);
+  return parent;
+}
+
+// ModelFilter.fine_tuned_from in SQL, its parameters numbered from `first`: the parent's owner
+// ('' = no filter), whether it is public, its name and version, and the bytes of Lineage field 7
+// spelt "name:version" and "owner/name:version". No column holds the parent reference, so it is
+// found inside the stored record (a serialised ModelVersion) by those bytes; ParentModelMatches
+// then checks each row exactly, so the same bytes elsewhere in a record never list a version.
+std::string ParentModelWhere(int first) {
+  const auto p = [first](int i) { return absl::StrCat("$", first + i); };
+  return absl::StrCat("AND (", p(0), " = '' OR position(", p(5),
+                      "::bytea in m.record) > 0 OR (position(", p(4),
+                      "::bytea in m.record) > 0 AND (m.owner = ", p(0), " OR (", p(1),
+                      "::boolean AND NOT EXISTS (SELECT 1 FROM models o WHERE o.owner = m.owner "
+                      "AND o.name = ",
+                      p(2), " AND o.version = ", p(3), "::integer))))) ");
+}
+
+bool ParentModelMatches(const ParentModel& parent, const ModelVersion& m) {
+  if (parent.owner.empty()) return true;
+  const std::string& recorded = m.lineage().parent_model();
+  return recorded == parent.qualified || recorded == parent.unqualified;
+}
+
 }  // namespace
 
 absl::StatusOr<ModelVersion> ModelRepository::Register(const ModelVersion& model) {
@@ -355,30 +415,37 @@ absl::StatusOr<Page<ModelVersion>> ModelRepository::List(const std::string& view
       }
     }
     const std::string datasets_array = TextArray(datasets);
+    ASSIGN_OR_RETURN(const ParentModel parent, ResolveParent(tx, viewer, filter.fine_tuned_from));
+    const pqxx::binarystring unqualified(ParentModelFieldBytes(parent.unqualified));
+    const pqxx::binarystring qualified(ParentModelFieldBytes(parent.qualified));
     pqxx::result r;
     if (by_metric) {
       r = tx.Exec("model_list_by_metric",
                   "SELECT " MODEL_COLUMNS
                   ", om.value FROM models m JOIN model_metrics om "
                   "ON om.model_id = m.id AND om.name = $11 WHERE " MODEL_LIST_WHERE
-                  MODEL_SEARCH_WHERE("$13", "$14", "$15")
-                  "AND ($9::bigint = 0 OR (om.value, m.id) > ($12::float8, $9::bigint)) "
-                  "ORDER BY om.value, m.id LIMIT $10",
+                  MODEL_SEARCH_WHERE("$13", "$14", "$15") "AND ($9::bigint = 0 OR (om.value, "
+                  "m.id) > ($12::float8, $9::bigint)) " +
+                      ParentModelWhere(16) + "ORDER BY om.value, m.id LIMIT $10",
                   viewer, filter.name, filter.include_archived, tags_json, metric_json,
                   datasets_array, filter.model_preset, particle, after_id, limit + 1, order_metric,
-                  after_value, name_pattern, filter.owner, filter.alias);
+                  after_value, name_pattern, filter.owner, filter.alias, parent.owner,
+                  parent.is_public, parent.name, parent.version, unqualified, qualified);
     } else {
-      r = tx.Exec(
-          "model_list_by_created",
-          "SELECT " MODEL_COLUMNS " FROM models m WHERE " MODEL_LIST_WHERE MODEL_SEARCH_WHERE(
-              "$11", "$12", "$13") "AND ($9::bigint = 0 OR m.id < $9) ORDER BY m.id DESC LIMIT $10",
-          viewer, filter.name, filter.include_archived, tags_json, metric_json, datasets_array,
-          filter.model_preset, particle, after_id, limit + 1, name_pattern, filter.owner,
-          filter.alias);
+      r = tx.Exec("model_list_by_created",
+                  "SELECT " MODEL_COLUMNS
+                  " FROM models m WHERE " MODEL_LIST_WHERE MODEL_SEARCH_WHERE(
+                      "$11", "$12", "$13") "AND ($9::bigint = 0 OR m.id < $9) " +
+                      ParentModelWhere(14) + "ORDER BY m.id DESC LIMIT $10",
+                  viewer, filter.name, filter.include_archived, tags_json, metric_json,
+                  datasets_array, filter.model_preset, particle, after_id, limit + 1, name_pattern,
+                  filter.owner, filter.alias, parent.owner, parent.is_public, parent.name,
+                  parent.version, unqualified, qualified);
     }
     std::vector<int64_t> ids;
     for (size_t i = 0; i < r.size() && static_cast<int>(i) < limit; ++i) {
       ASSIGN_OR_RETURN(ModelVersion m, ModelFromRow(r[i]));
+      if (!ParentModelMatches(parent, m)) continue;
       page.items.push_back(std::move(m));
       ids.push_back(r[i][0].as<int64_t>());
     }

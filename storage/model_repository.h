@@ -33,6 +33,10 @@ struct ModelFilter {
   std::string name_contains;  // a substring of the name, any case; empty = any
   std::string owner;          // the owning tenant (within what the viewer sees); empty = any
   std::string alias;          // versions that carry this alias; empty = any
+  // "[owner/]name:version" of a version the viewer sees: the versions whose Lineage.parent_model
+  // names it ("name:version" owned by the parent's owner, or by anyone when the parent is public
+  // and they own no version of that name and number; or "owner/name:version"). Empty = any.
+  std::string fine_tuned_from;
 };
 
 // What Update changes; members left unset are kept.

@@ -18,6 +18,7 @@
 #include "clients/cli/shower_output.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
+#include "showers/stream/generate_chunk.h"
 
 namespace gantry::cli {
 namespace {
@@ -55,20 +56,6 @@ absl::StatusOr<v1::Range> ParseRangeFlag(const std::string& flag, const std::str
 }
 
 bool IsRange(const std::string& text) { return text.find(':') != std::string::npos; }
-
-// "Ele", "Gamma", "Pi0", "ChPi": the particle names of the 3DGAN files.
-std::string FileParticle(v1::Particle particle) {
-  switch (particle) {
-    case v1::PARTICLE_PHOTON:
-      return "Gamma";
-    case v1::PARTICLE_PI0:
-      return "Pi0";
-    case v1::PARTICLE_CHARGED_PION:
-      return "ChPi";
-    default:
-      return "Ele";
-  }
-}
 
 // Builds the request from the flags. `model` (from CatalogService.GetModel) supplies the energy
 // range when none is given.
@@ -204,7 +191,8 @@ absl::Status Generate(CommandContext& context) {
   if (out_path.has_value()) {
     const v1::Particle particle =
         request.particle() != v1::PARTICLE_UNSPECIFIED ? request.particle() : model.particle();
-    ASSIGN_OR_RETURN(output, ShowerOutput::Create(*out_path, FileParticle(particle), total));
+    ASSIGN_OR_RETURN(output,
+                     ShowerOutput::Create(*out_path, showers::FileParticle(particle), total));
   }
   ASSIGN_OR_RETURN(auto stub, NewStub<v1::GenerationService>(context));
   ASSIGN_OR_RETURN(Connection * connection, context.connect());

@@ -1,17 +1,15 @@
 #include "clients/cli/shower_output.h"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <utility>
-#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "clients/cli/npy_writer.h"
+#include "showers/stream/generate_chunk.h"
 
 namespace gantry::cli {
 namespace {
@@ -50,77 +48,31 @@ ShowerOutput::~ShowerOutput() {
   if (!finished_ && showers_ == 0) std::remove(part_path().c_str());
 }
 
-absl::Status ShowerOutput::Open(const v1::GenerateChunk& first) {
-  grid_.assign(first.shape().begin() + 1, first.shape().end());
-  if (format_ == Format::kNpy) {
+absl::Status ShowerOutput::Append(const v1::GenerateChunk& chunk) {
+  if (finished_) return absl::FailedPreconditionError("the output is already finished");
+  if (format_ == Format::kHdf5) {
+    if (hdf5_ == nullptr) {
+      hdf5_ = std::make_unique<showers::ChunkHdf5Writer>(part_path(), particle_, expected_);
+    }
+    RETURN_IF_ERROR(hdf5_->Append(chunk));
+    showers_ = hdf5_->showers();
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(showers::CheckGenerateChunk(chunk, showers_, expected_, grid_));
+  const int64_t n = chunk.shape(0);
+  if (n == 0) return absl::OkStatus();
+  if (npy_ == nullptr) {
+    grid_.assign(chunk.shape().begin() + 1, chunk.shape().end());
     npy_ = std::fopen(part_path().c_str(), "wb");
     if (npy_ == nullptr) return Errno("cannot create", part_path());
     const std::string header = NpyHeader({expected_, grid_[0], grid_[1], grid_[2]});
     if (std::fwrite(header.data(), 1, header.size(), npy_) != header.size()) {
       return Errno("cannot write", part_path());
     }
-    return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(showers::Layout layout,
-                   showers::Layout3DGanForShape({grid_[0], grid_[1], grid_[2]}));
-  showers::ShowerFileWriterOptions options;
-  options.layout = layout;
-  options.particle = particle_;
-  ASSIGN_OR_RETURN(hdf5_, showers::ShowerFileWriter::Create(part_path(), options));
-  return absl::OkStatus();
-}
-
-absl::Status ShowerOutput::Append(const v1::GenerateChunk& chunk) {
-  if (finished_) return absl::FailedPreconditionError("the output is already finished");
-  if (chunk.shape_size() != 4 || chunk.shape(0) < 0 || chunk.shape(1) <= 0 || chunk.shape(2) <= 0 ||
-      chunk.shape(3) <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk at offset ", chunk.offset(), " has shape [",
-                     absl::StrJoin(chunk.shape(), ","), "], expected [n,x,y,z]"));
-  }
-  const int64_t n = chunk.shape(0);
-  if (n == 0) return absl::OkStatus();
-  const int64_t per_shower = chunk.shape(1) * chunk.shape(2) * chunk.shape(3);
-  if (static_cast<int64_t>(chunk.showers().size()) != n * per_shower * 4) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk at offset ", chunk.offset(), " carries ",
-                                                   chunk.showers().size(), " bytes for ", n,
-                                                   " showers of ", per_shower, " float32 cells"));
-  }
-  if (chunk.conditions_size() != n) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk at offset ", chunk.offset(), " has ",
-                                                   chunk.conditions_size(), " conditions for ", n,
-                                                   " showers"));
-  }
-  if (chunk.offset() != showers_) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk at offset ", chunk.offset(), " arrived after ", showers_, " showers"));
-  }
-  if (showers_ + n > expected_) {
-    return absl::InvalidArgumentError(absl::StrCat("the server sent more showers (", showers_ + n,
-                                                   ") than requested (", expected_, ")"));
-  }
-  if (grid_.empty()) {
-    RETURN_IF_ERROR(Open(chunk));
-  } else if (!std::equal(grid_.begin(), grid_.end(), chunk.shape().begin() + 1)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "chunk at offset ", chunk.offset(), " has grid ", absl::StrJoin(chunk.shape(), "x"),
-        " unlike the earlier ", absl::StrJoin(grid_, "x")));
-  }
-  if (npy_ != nullptr) {
-    if (std::fwrite(chunk.showers().data(), 1, chunk.showers().size(), npy_) !=
-        chunk.showers().size()) {
-      return Errno("cannot write", part_path());
-    }
-  } else {
-    // Packed little-endian float32 on the wire; this client runs on little-endian machines.
-    std::vector<float> cells(static_cast<size_t>(n * per_shower));
-    std::memcpy(cells.data(), chunk.showers().data(), chunk.showers().size());
-    std::vector<float> energy(n), theta(n);
-    for (int64_t i = 0; i < n; ++i) {
-      energy[i] = static_cast<float>(chunk.conditions(i).energy_gev());
-      theta[i] = static_cast<float>(chunk.conditions(i).theta_rad());
-    }
-    RETURN_IF_ERROR(hdf5_->Append(cells.data(), n, energy.data(), theta.data()));
+  if (std::fwrite(chunk.showers().data(), 1, chunk.showers().size(), npy_) !=
+      chunk.showers().size()) {
+    return Errno("cannot write", part_path());
   }
   showers_ += n;
   return absl::OkStatus();

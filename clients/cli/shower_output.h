@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "gantry/v1/generation.pb.h"
-#include "showers/shower_file_writer.h"
+#include "showers/stream/chunk_hdf5_writer.h"
 
 namespace gantry::cli {
 
@@ -53,14 +53,12 @@ class ShowerOutput {
         particle_(std::move(particle)),
         expected_(expected),
         format_(format) {}
-  absl::Status Open(const v1::GenerateChunk& first);
-
   const std::string path_;
   const std::string particle_;
   const int64_t expected_;
   const Format format_;
-  std::vector<int64_t> grid_;  // (x, y, z) once the first chunk arrived
-  std::unique_ptr<showers::ShowerFileWriter> hdf5_;
+  std::vector<int64_t> grid_;  // .npy: (x, y, z) once the first chunk arrived
+  std::unique_ptr<showers::ChunkHdf5Writer> hdf5_;
   std::FILE* npy_ = nullptr;
   int64_t showers_ = 0;
   bool finished_ = false;

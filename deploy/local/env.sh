@@ -25,7 +25,7 @@ GANTRY_APT_PACKAGES=(
   iproute2 nftables podman runc catatonit mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
   libeigen3-dev libnlopt-dev libnlopt-cxx-dev
   slurm-wlm slurmctld slurmd slurm-client munge
-  chromium
+  chromium python3-pil
 )
 # kubectl for the Kubernetes manifests (kubectl kustomize in ctest kubernetes.*): Debian's
 # kubernetes-client (kubectl 1.20, kustomize v2.0.3 inside). deps.sh installs it only when no kubectl

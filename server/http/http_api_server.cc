@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -18,8 +17,8 @@
 #include "base/grpc_status.h"
 #include "base/json_string.h"
 #include "base/log.h"
-#include "base/metrics/metrics_http_server.h"
 #include "base/sha256.h"
+#include "base/status_macros.h"
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
@@ -30,6 +29,7 @@
 #include "server/http/query_requests.h"
 #include "server/http/session_cookie.h"
 #include "server/http/shower_download.h"
+#include "showers/stream/generate_chunk.h"
 
 namespace gantry::server::http {
 namespace {
@@ -66,12 +66,6 @@ void ReplyError(httplib::Response& response, const absl::Status& status) {
 void ReplyJson(httplib::Response& response, std::string json) {
   response.status = 200;
   response.set_content(std::move(json), "application/json");
-}
-
-void Reply(httplib::Response& response, const grpc::Status& status,
-           const google::protobuf::Message& message) {
-  if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
-  ReplyJson(response, ToJson(message));
 }
 
 // A request body as a gantry.v1 message (protobuf JSON mapping, unknown fields refused). An empty
@@ -122,6 +116,102 @@ int64_t RequestedShowers(const v1::GenerateRequest& request) {
   return 0;
 }
 
+// The reply type of a stub's unary method.
+template <typename Method>
+struct ReplyOf;
+template <typename Stub, typename Request, typename Reply>
+struct ReplyOf<grpc::Status (Stub::*)(grpc::ClientContext*, const Request&, Reply*)> {
+  using type = Reply;
+};
+
+// A reply shown as it is.
+struct AsIs {
+  template <typename Message>
+  const Message& operator()(const Message& message) const {
+    return message;
+  }
+};
+
+// The request of each unary route, from its path (request.matches), query and JSON body.
+template <typename Request>
+absl::StatusOr<Request> ModelInPath(const httplib::Request& request) {
+  Request call;
+  call.set_model(request.matches[1]);
+  return call;
+}
+
+absl::StatusOr<v1::GetJobRequest> JobInPath(const httplib::Request& request) {
+  v1::GetJobRequest call;
+  call.set_job_id(request.matches[1]);
+  return call;
+}
+
+// GET /models and /models/{name}/versions: the query, restricted to the path's model name.
+absl::StatusOr<v1::ListModelsRequest> ListModelsOf(const httplib::Request& request) {
+  absl::StatusOr<v1::ListModelsRequest> list = ListModelsRequestFrom(ParamsOf(request));
+  if (!list.ok() || request.matches.size() < 2) return list;
+  const std::string name = request.matches[1];
+  if (!list->name().empty() && list->name() != name) {
+    return absl::InvalidArgumentError("name: the query names another model than the path");
+  }
+  list->set_name(name);
+  return list;
+}
+
+// A JSON body whose `field` names what the path names: left out (set from the path) or equal.
+template <typename Request>
+absl::StatusOr<Request> BodyForPath(const httplib::Request& request,
+                                    std::string* (Request::*field)(), const char* mismatch) {
+  Request call;
+  RETURN_IF_ERROR(ParseBody(request, &call));
+  std::string* value = (call.*field)();
+  if (!value->empty() && *value != request.matches[1].str()) {
+    return absl::InvalidArgumentError(mismatch);
+  }
+  *value = request.matches[1];
+  return call;
+}
+
+absl::StatusOr<v1::SetAliasRequest> SetAliasOf(const httplib::Request& request) {
+  return BodyForPath(request, &v1::SetAliasRequest::mutable_name,
+                     "name: the body names another model than the path; leave it out of the body");
+}
+
+absl::StatusOr<v1::DeleteAliasRequest> DeleteAliasOf(const httplib::Request& request) {
+  v1::DeleteAliasRequest remove;
+  remove.set_name(request.matches[1]);
+  remove.set_alias(request.matches[2]);
+  return remove;
+}
+
+absl::StatusOr<v1::SetTagsRequest> SetTagsOf(const httplib::Request& request) {
+  return BodyForPath(
+      request, &v1::SetTagsRequest::mutable_model,
+      "model: the body names another version than the path; leave it out of the body");
+}
+
+absl::StatusOr<v1::ListJobsRequest> ListJobsOf(const httplib::Request& request) {
+  return ListJobsRequestFrom(ParamsOf(request));
+}
+
+absl::StatusOr<v1::GetJobLogsRequest> JobLogsOf(const httplib::Request& request) {
+  return GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
+}
+
+// What the validation plots draw: the version's metrics (with their statistical floors),
+// histograms per energy bin and the validation curve of its job.
+v1::ModelVersion ValidationOf(const v1::ModelVersion& model) {
+  v1::ModelVersion validation;
+  validation.set_name(model.name());
+  validation.set_version(model.version());
+  *validation.mutable_metrics() = model.metrics();
+  *validation.mutable_histograms() = model.histograms();
+  *validation.mutable_validation_curve() = model.validation_curve();
+  *validation.mutable_energy_range_gev() = model.energy_range_gev();
+  validation.set_particle(model.particle());
+  return validation;
+}
+
 }  // namespace
 
 std::string DefaultWebRoot() {
@@ -147,9 +237,6 @@ HttpApiServer::HttpApiServer(const HttpApiOptions& options, Backend& backend,
 
 absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     const HttpApiOptions& options, Backend& backend, std::shared_ptr<grpc::Channel> channel) {
-  absl::StatusOr<metrics::HostPort> host_port =
-      metrics::ParseListenAddress(options.listen, "--http-listen");
-  if (!host_port.ok()) return host_port.status();
   std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, backend, std::move(channel)));
   if (!options.web_root.empty()) {
     absl::StatusOr<std::unique_ptr<StaticFiles>> files =
@@ -166,6 +253,7 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
   }
   // A browser that closes its connection mid-download must not kill the process.
   signal(SIGPIPE, SIG_IGN);
+  std::unique_ptr<httplib::Server> http;
   if (server->secure_cookies_) {
     auto tls = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
                                                     options.tls_key_file.c_str());
@@ -173,61 +261,33 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
       return absl::InvalidArgumentError(
           "--http-listen with TLS: --tls-cert/--tls-key could not be loaded for HTTPS");
     }
-    server->http_ = std::move(tls);
+    http = std::move(tls);
   } else {
-    server->http_ = std::make_unique<httplib::Server>();
+    http = std::make_unique<httplib::Server>();
   }
-  httplib::Server& http = *server->http_;
-  const int threads = options.handler_threads;
-  http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // SO_REUSEADDR only (httplib's default adds SO_REUSEPORT: a second process would bind silently).
-  http.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
-  });
-  http.set_tcp_nodelay(true);  // small JSON answers go out at once, not after a delayed ACK
-  http.set_read_timeout(30, 0);
-  http.set_write_timeout(30, 0);
-  http.set_payload_max_length(kMaxBodyBytes);
-  http.set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
-                            {"X-Content-Type-Options", "nosniff"},
-                            {"X-Frame-Options", "DENY"},
-                            {"Referrer-Policy", "no-referrer"}});
-  server->AddRoutes();
-  int port = host_port->port;
-  bool bound = false;
-  if (port == 0) {
-    port = http.bind_to_any_port(host_port->host);
-    bound = port > 0;
-  } else {
-    bound = http.bind_to_port(host_port->host, port);
-  }
-  if (!bound) {
-    return absl::UnavailableError(
-        absl::StrCat("--http-listen: cannot listen on ", options.listen,
-                     " (address in use, or not an address of this host)"));
-  }
-  const bool bracket = host_port->host.find(':') != std::string::npos;
-  server->address_ = bracket ? absl::StrCat("[", host_port->host, "]:", port)
-                             : absl::StrCat(host_port->host, ":", port);
-  HttpApiServer* self = server.get();
-  server->thread_ = std::thread([self] {
-    self->http_->listen_after_bind();
-    self->finished_ = true;
-  });
+  http->set_tcp_nodelay(true);  // small JSON answers go out at once, not after a delayed ACK
+  http->set_read_timeout(30, 0);
+  http->set_write_timeout(30, 0);
+  http->set_payload_max_length(kMaxBodyBytes);
+  http->set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
+                             {"X-Content-Type-Options", "nosniff"},
+                             {"X-Frame-Options", "DENY"},
+                             {"Referrer-Policy", "no-referrer"}});
+  server->AddRoutes(*http);
+  HttpListenerOptions listen;
+  listen.address = options.listen;
+  listen.flag = "--http-listen";
+  listen.handler_threads = options.handler_threads;
+  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
+      HttpListener::Start(std::move(http), listen);
+  if (!listener.ok()) return listener.status();
+  server->listener_ = *std::move(listener);
   return server;
 }
 
-HttpApiServer::~HttpApiServer() {
-  if (!thread_.joinable()) return;
-  // stop() only takes effect once the loop runs: wait for it (or for its early end).
-  while (!http_->is_running() && !finished_) absl::SleepFor(absl::Milliseconds(1));
-  http_->stop();
-  thread_.join();
-}
+HttpApiServer::~HttpApiServer() = default;
 
-void HttpApiServer::AddRoutes() {
-  httplib::Server& http = *http_;
+void HttpApiServer::AddRoutes(httplib::Server& http) {
   http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
     request_tenant.clear();
     request_start = absl::Now();
@@ -277,146 +337,62 @@ void HttpApiServer::AddRoutes() {
                 ReplyJson(response, "{}");
               });
 
+  // A unary route: the session, the request `build` makes of the HTTP request, the in-process
+  // call, and its reply (as `present` shows it) as JSON; any failure as its HTTP error.
+  const auto unary_presented = [this](auto* stub, auto method, auto build, auto present) {
+    return [this, stub, method, build, present](const httplib::Request& request,
+                                                httplib::Response& response) {
+      std::string secret;
+      if (!RequireSession(request, response, &secret)) return;
+      auto call = build(request);
+      if (!call.ok()) return ReplyError(response, call.status());
+      typename ReplyOf<decltype(method)>::type reply;
+      const grpc::Status status =
+          (stub->*method)(ContextFor(secret, kCallTimeout).get(), *call, &reply);
+      if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
+      ReplyJson(response, ToJson(present(reply)));
+    };
+  };
+  const auto unary = [&unary_presented](auto* stub, auto method, auto build) {
+    return unary_presented(stub, method, build, AsIs());
+  };
+  v1::CatalogService::Stub* catalog = catalog_.get();
+  v1::TrainingService::Stub* training = training_.get();
+  using Catalog = v1::CatalogService::Stub;
+  using Training = v1::TrainingService::Stub;
+
   // The catalog.
-  http.Get("/api/v1/models", [this](const httplib::Request& request, httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    ListModels(request, response, secret, "");
-  });
+  http.Get("/api/v1/models", unary(catalog, &Catalog::ListModels, ListModelsOf));
   http.Get(R"(/api/v1/models/([^/]+)/versions)",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             ListModels(request, response, secret, request.matches[1]);
-           });
-  http.Get(R"(/api/v1/models/([^/]+)/validation)",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             std::string secret;
-             if (!RequireSession(request, response, &secret)) return;
-             v1::GetModelRequest get;
-             get.set_model(request.matches[1]);
-             v1::ModelVersion model;
-             const grpc::Status status =
-                 catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model);
-             // What the plots draw: the version's metrics (with their statistical floors),
-             // histograms per energy bin and the validation curve of its job.
-             v1::ModelVersion validation;
-             validation.set_name(model.name());
-             validation.set_version(model.version());
-             *validation.mutable_metrics() = model.metrics();
-             *validation.mutable_histograms() = model.histograms();
-             *validation.mutable_validation_curve() = model.validation_curve();
-             *validation.mutable_energy_range_gev() = model.energy_range_gev();
-             validation.set_particle(model.particle());
-             Reply(response, status, validation);
-           });
-  http.Get(R"(/api/v1/models/([^/]+))", [this](const httplib::Request& request,
-                                               httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::GetModelRequest get;
-    get.set_model(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->GetModel(ContextFor(secret, kCallTimeout).get(), get, &model), model);
-  });
-  http.Post(R"(/api/v1/models/([^/]+)/aliases)", [this](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::SetAliasRequest set;
-    if (absl::Status parsed = ParseBody(request, &set); !parsed.ok()) {
-      return ReplyError(response, parsed);
-    }
-    if (!set.name().empty() && set.name() != request.matches[1].str()) {
-      return ReplyError(response,
-                        absl::InvalidArgumentError("name: the body names another model than the "
-                                                   "path; leave it out of the body"));
-    }
-    set.set_name(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->SetAlias(ContextFor(secret, kCallTimeout).get(), set, &model), model);
-  });
-  http.Delete(R"(/api/v1/models/([^/]+)/aliases/([^/]+))", [this](const httplib::Request& request,
-                                                                  httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::DeleteAliasRequest remove;
-    remove.set_name(request.matches[1]);
-    remove.set_alias(request.matches[2]);
-    v1::DeleteAliasResponse reply;
-    Reply(response, catalog_->DeleteAlias(ContextFor(secret, kCallTimeout).get(), remove, &reply),
-          reply);
-  });
-  http.Post(R"(/api/v1/models/([^/]+):setTags)", [this](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::SetTagsRequest set;
-    if (absl::Status parsed = ParseBody(request, &set); !parsed.ok()) {
-      return ReplyError(response, parsed);
-    }
-    if (!set.model().empty() && set.model() != request.matches[1].str()) {
-      return ReplyError(response,
-                        absl::InvalidArgumentError("model: the body names another version than the "
-                                                   "path; leave it out of the body"));
-    }
-    set.set_model(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->SetTags(ContextFor(secret, kCallTimeout).get(), set, &model), model);
-  });
-  http.Post(R"(/api/v1/models/([^/]+):archive)", [this](const httplib::Request& request,
-                                                        httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::ArchiveModelRequest archive;
-    archive.set_model(request.matches[1]);
-    v1::ModelVersion model;
-    Reply(response, catalog_->ArchiveModel(ContextFor(secret, kCallTimeout).get(), archive, &model),
-          model);
-  });
+           unary(catalog, &Catalog::ListModels, ListModelsOf));
+  http.Get(
+      R"(/api/v1/models/([^/]+)/validation)",
+      unary_presented(catalog, &Catalog::GetModel, ModelInPath<v1::GetModelRequest>, ValidationOf));
+  http.Get(R"(/api/v1/models/([^/]+))",
+           unary(catalog, &Catalog::GetModel, ModelInPath<v1::GetModelRequest>));
+  http.Post(R"(/api/v1/models/([^/]+)/aliases)", unary(catalog, &Catalog::SetAlias, SetAliasOf));
+  http.Delete(R"(/api/v1/models/([^/]+)/aliases/([^/]+))",
+              unary(catalog, &Catalog::DeleteAlias, DeleteAliasOf));
+  http.Post(R"(/api/v1/models/([^/]+):setTags)", unary(catalog, &Catalog::SetTags, SetTagsOf));
+  http.Post(R"(/api/v1/models/([^/]+):archive)",
+            unary(catalog, &Catalog::ArchiveModel, ModelInPath<v1::ArchiveModelRequest>));
 
   // Jobs.
-  http.Get("/api/v1/jobs", [this](const httplib::Request& request, httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    absl::StatusOr<v1::ListJobsRequest> list = ListJobsRequestFrom(ParamsOf(request));
-    if (!list.ok()) return ReplyError(response, list.status());
-    v1::ListJobsResponse jobs;
-    Reply(response, training_->ListJobs(ContextFor(secret, kCallTimeout).get(), *list, &jobs),
-          jobs);
-  });
+  http.Get("/api/v1/jobs", unary(training, &Training::ListJobs, ListJobsOf));
   http.Get(R"(/api/v1/jobs/([^/]+)/events)",
            [this](const httplib::Request& request, httplib::Response& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobEvents(request, response, secret, request.matches[1]);
            });
-  http.Get(R"(/api/v1/jobs/([^/]+)/logs)", [this](const httplib::Request& request,
-                                                  httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    absl::StatusOr<v1::GetJobLogsRequest> logs =
-        GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
-    if (!logs.ok()) return ReplyError(response, logs.status());
-    v1::GetJobLogsResponse lines;
-    Reply(response, training_->GetJobLogs(ContextFor(secret, kCallTimeout).get(), *logs, &lines),
-          lines);
-  });
+  http.Get(R"(/api/v1/jobs/([^/]+)/logs)", unary(training, &Training::GetJobLogs, JobLogsOf));
   http.Get(R"(/api/v1/jobs/([^/]+)/metrics)",
            [this](const httplib::Request& request, httplib::Response& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobMetrics(request, response, secret, request.matches[1]);
            });
-  http.Get(R"(/api/v1/jobs/([^/]+))", [this](const httplib::Request& request,
-                                             httplib::Response& response) {
-    std::string secret;
-    if (!RequireSession(request, response, &secret)) return;
-    v1::GetJobRequest get;
-    get.set_job_id(request.matches[1]);
-    v1::Job job;
-    Reply(response, training_->GetJob(ContextFor(secret, kCallTimeout).get(), get, &job), job);
-  });
+  http.Get(R"(/api/v1/jobs/([^/]+))", unary(training, &Training::GetJob, JobInPath));
 
   http.Post("/api/v1/generate",
             [this](const httplib::Request& request, httplib::Response& response) {
@@ -512,24 +488,6 @@ void HttpApiServer::Login(const httplib::Request& request, httplib::Response& re
                                    ",\"csrfToken\":", JsonString(CsrfTokenFor(session->secret)),
                                    ",\"expiresAt\":",
                                    JsonString(absl::FormatTime(session->expires_at)), "}"));
-}
-
-void HttpApiServer::ListModels(const httplib::Request& request, httplib::Response& response,
-                               const std::string& secret, const std::string& name) {
-  absl::StatusOr<v1::ListModelsRequest> list = ListModelsRequestFrom(ParamsOf(request));
-  if (!list.ok()) return ReplyError(response, list.status());
-  if (!name.empty()) {
-    if (!list->name().empty() && list->name() != name) {
-      return ReplyError(response, absl::InvalidArgumentError(
-                                      "name: the query names another model than the path"));
-    }
-    list->set_name(name);
-  }
-  v1::ListModelsResponse models;
-  const grpc::Status status =
-      catalog_->ListModels(ContextFor(secret, kCallTimeout).get(), *list, &models);
-  if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
-  ReplyJson(response, ToJson(models));
 }
 
 void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Response& response,
@@ -720,7 +678,7 @@ void HttpApiServer::Generate(const httplib::Request& request, httplib::Response&
       generation_->Generate(context.get(), generate);
   absl::StatusOr<int64_t> written =
       WriteShowerStream([&](v1::GenerateChunk* chunk) { return reader->Read(chunk); }, count,
-                        FileParticle(model.particle()), path);
+                        showers::FileParticle(model.particle()), path);
   if (!written.ok()) context->TryCancel();
   const grpc::Status finished = reader->Finish();
   absl::Status result = written.status();

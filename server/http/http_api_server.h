@@ -10,10 +10,10 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/http/http_listener.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
@@ -61,12 +61,12 @@ class HttpApiServer {
   ~HttpApiServer();
 
   // "host:port" actually bound.
-  const std::string& address() const { return address_; }
+  const std::string& address() const { return listener_->address(); }
 
  private:
   HttpApiServer(const HttpApiOptions& options, Backend& backend,
                 std::shared_ptr<grpc::Channel> channel);
-  void AddRoutes();
+  void AddRoutes(httplib::Server& http);
   // A context for an in-process call on behalf of the session `secret`.
   std::unique_ptr<grpc::ClientContext> ContextFor(const std::string& secret,
                                                   absl::Duration timeout) const;
@@ -76,8 +76,6 @@ class HttpApiServer {
   bool RequireSession(const httplib::Request& request, httplib::Response& response,
                       std::string* secret);
   void Login(const httplib::Request& request, httplib::Response& response);
-  void ListModels(const httplib::Request& request, httplib::Response& response,
-                  const std::string& secret, const std::string& name);
   void ServeJobEvents(const httplib::Request& request, httplib::Response& response,
                       const std::string& secret, const std::string& job_id);
   void StreamJobEvents(const std::string& secret, const gantry::v1::WatchJobRequest& watch,
@@ -98,10 +96,8 @@ class HttpApiServer {
   std::unique_ptr<StaticFiles> static_files_;  // null without a web root
   std::atomic<int> event_streams_{0};
   std::atomic<uint64_t> downloads_{0};  // names temporary files
-  std::unique_ptr<httplib::Server> http_;
-  std::string address_;
-  std::thread thread_;
-  std::atomic<bool> finished_{false};
+  // Last: destroyed first, so running requests end before what they use goes away.
+  std::unique_ptr<HttpListener> listener_;
 };
 
 // The web app folder the build installs next to the server (<build>/web for

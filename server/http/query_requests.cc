@@ -107,7 +107,7 @@ absl::StatusOr<v1::ListModelsRequest> ListModelsRequestFrom(const QueryParams& p
   RETURN_IF_ERROR(
       CheckNames(params,
                  {"name", "orderBy", "includeArchived", "dataset", "modelPreset", "particle",
-                  "pageSize", "pageToken", "q", "nameContains", "owner", "alias"},
+                  "pageSize", "pageToken", "q", "nameContains", "owner", "alias", "fineTunedFrom"},
                  {"tags", "metricFilters"}));
   v1::ListModelsRequest r;
   r.set_name(Single(params, "name"));
@@ -148,6 +148,7 @@ absl::StatusOr<v1::ListModelsRequest> ListModelsRequestFrom(const QueryParams& p
   }
   r.set_name_contains(params.count("q") > 0 ? Single(params, "q") : Single(params, "nameContains"));
   r.set_owner(Single(params, "owner"));
+  r.set_fine_tuned_from(Single(params, "fineTunedFrom"));
   r.set_alias(Single(params, "alias"));
   return r;
 }

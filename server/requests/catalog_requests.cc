@@ -61,6 +61,13 @@ absl::Status ValidateListModels(const v1::ListModelsRequest& request) {
   }
   if (!request.owner().empty()) RETURN_IF_ERROR(ValidateTenantName(request.owner(), "owner"));
   if (!request.alias().empty()) RETURN_IF_ERROR(ValidateAlias(request.alias(), "alias"));
+  if (!request.fine_tuned_from().empty()) {
+    ASSIGN_OR_RETURN(ModelRef parent, ParseModelRef(request.fine_tuned_from(), "fine_tuned_from"));
+    if (!parent.alias.empty()) {
+      return Invalid("fine_tuned_from",
+                     "must name a version (name:version or owner/name:version), not an alias");
+    }
+  }
   const std::string& order = request.order_by();
   if (!order.empty() && order != "created_at") {
     const absl::string_view metric =

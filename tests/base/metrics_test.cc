@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "base/http/listen_address.h"
 #include "base/metrics/metric_family.h"
 #include "base/metrics/metrics_http_server.h"
 #include "base/metrics/metrics_registry.h"

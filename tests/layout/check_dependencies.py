@@ -33,9 +33,13 @@ EXTERNAL = {
 RULES = {
     # base/ uses proto/ only for the vendored google.rpc error model (google/rpc/*.proto).
     "base": ({"base", "proto"}, {"grpc"}),
-    # base/metrics: the /metrics endpoint is the one user of cpp-httplib.
+    # base/http: the one cpp-httplib listener (bind, serve, stop) the HTTP endpoints share.
+    "base/http": ({"base", "proto"}, {"grpc", "httplib"}),
+    # base/metrics: the /metrics endpoint configures its routes with cpp-httplib.
     "base/metrics": ({"base", "proto"}, {"grpc", "httplib"}),
     "showers": ({"base"}, {"hdf5"}),
+    # showers/stream: generated chunks (gantry.v1.GenerateChunk) into shower files.
+    "showers/stream": ({"base", "proto"}, set()),
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
     "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),

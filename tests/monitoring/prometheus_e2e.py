@@ -11,15 +11,11 @@ dashboard (deploy/monitoring/grafana-gantry.json), which must be accepted and na
 that exist. Everything it started is stopped on exit, also on failure or a signal.
 """
 import argparse
-import ctypes
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -28,21 +24,10 @@ import urllib.request
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DASHBOARD = os.path.join(ROOT, "deploy/monitoring/grafana-gantry.json")
 TENANT = "metrics"
+sys.path.insert(0, os.path.join(ROOT, "tests/support"))
+from gantry_stack import Failure, GantryStack, Logger, run_stack  # noqa: E402
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_parent():
-    # Children die with the test even when ctest SIGKILLs it at its timeout.
-    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-
-
-def log(msg):
-    print(f"[metrics-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-class Failure(Exception):
-    pass
+log = Logger("metrics-e2e")
 
 
 def http_get(url, timeout=10):
@@ -50,100 +35,13 @@ def http_get(url, timeout=10):
         return r.status, r.headers.get("Content-Type", ""), r.read().decode()
 
 
-class Stack:
+class Stack(GantryStack):
     def __init__(self, args):
-        self.build = os.path.abspath(args.build_dir)
-        self.bins = {
-            "gantry": os.path.join(self.build, "clients/cli/gantry"),
-            "server": os.path.join(self.build, "server/gantry-server"),
-            "worker": os.path.join(self.build, "workers/app/gantry-worker"),
-            "prometheus": args.prometheus,
-            "promtool": args.promtool,
-        }
-        for name, path in self.bins.items():
-            if not os.access(path, os.X_OK):
-                raise Failure(f"{name}: {path} is missing (build first; prometheus comes from the "
-                              "Debian package, deploy/local/deps.sh)")
-        self.dir = tempfile.mkdtemp(prefix="gantry-metrics-e2e-")
-        os.chmod(self.dir, 0o755)  # the postgres user must reach its directory inside
-        self.keep = args.keep
-        base = args.port_base
-        self.grpc = f"127.0.0.1:{base}"
-        self.server_metrics = f"127.0.0.1:{base + 1}"
-        self.worker_metrics = f"127.0.0.1:{base + 2}"
-        self.serve_port = base + 3
-        self.rendezvous = f"{base + 10}-{base + 40}"
-        self.prometheus = f"127.0.0.1:{base + 90}"
-        self.pg_env = dict(os.environ, GANTRY_PG_DIR=os.path.join(self.dir, "pg"))
-        self.procs = {}
-        self.pg_started = False
-        self.token = None
-        with open(os.path.join(self.dir, "admin.token"), "w") as f:
-            f.write("gnt_admin_m_" + os.urandom(24).hex() + "\n")
-        with open(os.path.join(self.dir, "join.token"), "w") as f:
-            f.write("gnj_m_" + os.urandom(20).hex() + "\n")
-        with open(os.path.join(self.dir, "admin.token")) as f:
-            self.admin_token = f.read().strip()
-
-    # ------------------------------------------------------------------ processes
-    def spawn(self, name, cmd):
-        out = open(os.path.join(self.dir, f"{name}.log"), "w")
-        self.procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT,
-                                            cwd=self.dir, preexec_fn=_die_with_parent)
-        out.close()
-        log(f"{name} started (pid {self.procs[name].pid})")
-
-    def check_alive(self):
-        for name, p in self.procs.items():
-            if p.poll() is not None:
-                raise Failure(f"{name} exited with code {p.returncode}:\n{self.tail(name)}")
-
-    def tail(self, name, lines=30):
-        try:
-            with open(os.path.join(self.dir, f"{name}.log")) as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
-
-    def wait_for(self, what, predicate, timeout):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            self.check_alive()
-            try:
-                last = predicate()
-                if last:
-                    return last
-            except (OSError, urllib.error.URLError, ValueError, KeyError) as e:
-                last = e
-            time.sleep(0.3)
-        raise Failure(f"timed out after {timeout} s waiting for {what} (last: {last})")
-
-    def stop(self):
-        for name in ("worker", "server", "prometheus"):
-            p = self.procs.get(name)
-            if p is not None and p.poll() is None:
-                p.send_signal(signal.SIGINT if name == "worker" else signal.SIGTERM)
-        for name, p in self.procs.items():
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if self.pg_started:
-            subprocess.run([os.path.join(ROOT, "deploy/local/pg.sh"), "stop"], env=self.pg_env,
-                           capture_output=True, timeout=120)
-
-    # ------------------------------------------------------------------ the CLI
-    def cli(self, argv, token=None, timeout=120):
-        env = dict(os.environ, HOME=self.dir, GANTRY_SERVER=self.grpc,
-                   GANTRY_TOKEN=token or self.token or "")
-        env.pop("GANTRY_CA_CERT", None)
-        p = subprocess.run([self.bins["gantry"]] + argv, env=env, capture_output=True, text=True,
-                           timeout=timeout)
-        if p.returncode != 0:
-            raise Failure(f"gantry {' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()}")
-        return p.stdout
+        super().__init__(args.build_dir, "metrics-e2e", args.port_base, log,
+                         extra_bins={"prometheus": args.prometheus, "promtool": args.promtool})
+        self.server_metrics = f"127.0.0.1:{args.port_base + 1}"
+        self.worker_metrics = f"127.0.0.1:{args.port_base + 2}"
+        self.prometheus = f"127.0.0.1:{args.port_base + 90}"
 
     # ------------------------------------------------------------------ Prometheus API
     def prom(self, path, **params):
@@ -173,34 +71,12 @@ class Stack:
 
     # ------------------------------------------------------------------ start
     def start(self):
-        dsn = subprocess.run([os.path.join(ROOT, "deploy/local/pg.sh"), "start"], env=self.pg_env,
-                             capture_output=True, text=True, timeout=120)
-        if dsn.returncode != 0:
-            raise Failure(f"pg.sh start failed: {dsn.stdout}{dsn.stderr}")
-        self.pg_started = True
-        self.dsn = dsn.stdout.strip().splitlines()[-1]
-        self.spawn("server", [
-            self.bins["server"], "--listen", self.grpc, "--metrics-listen", self.server_metrics,
-            "--db", self.dsn, "--data-dir", os.path.join(self.dir, "data"),
-            "--admin-token-file", os.path.join(self.dir, "admin.token"),
-            "--join-token-file", os.path.join(self.dir, "join.token"),
-            "--heartbeat-interval-ms", "500"])
-        self.wait_for("gantry-server to listen",
-                      lambda: "listening on" in open(os.path.join(self.dir, "server.log")).read(),
-                      90)
-        self.cli(["admin", "tenants", "create", TENANT], token=self.admin_token)
-        self.token = self.cli(["admin", "tokens", "create", TENANT, "--quiet"],
-                              token=self.admin_token).strip().splitlines()[-1]
-        self.spawn("worker", [
-            self.bins["worker"], "daemon", "--server", self.grpc,
-            "--join-token-file", os.path.join(self.dir, "join.token"), "--name", "metrics-w1",
-            "--slots", "1", "--threads", "1", "--cache-dir", os.path.join(self.dir, "cache"),
-            "--advertise-host", "127.0.0.1", "--rendezvous-ports", self.rendezvous,
-            "--serve-port", str(self.serve_port), "--labels", "pool=e2e",
-            "--metrics-listen", self.worker_metrics])
-        self.wait_for("the worker to connect", lambda: any(
-            w.get("connected") for w in json.loads(
-                self.cli(["admin", "workers", "--json"], token=self.admin_token))), 90)
+        self.start_postgres()
+        self.start_server(["--metrics-listen", self.server_metrics])
+        self.default_token = self.tenant(TENANT)
+        self.start_worker("metrics-w1", slots=1,
+                          extra_flags=["--labels", "pool=e2e", "--metrics-listen",
+                                       self.worker_metrics])
         config = os.path.join(self.dir, "prometheus.yml")
         with open(config, "w") as f:
             f.write(f"""global:
@@ -248,7 +124,7 @@ def check_pages(stack):
 def check_flag_errors(stack):
     """A malformed --metrics-listen is refused (exit 2), a taken one stops the process (exit 1),
     both with a message naming the flag."""
-    join = os.path.join(stack.dir, "join.token")
+    join = stack.join_token_file
     cases = [
         ("gantry-server, malformed", 2,
          [stack.bins["server"], "--metrics-listen", "9100", "--db", stack.dsn]),
@@ -429,38 +305,16 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temporary directory")
     args = ap.parse_args()
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    stack = None
-    ok = False
-    t0 = time.time()
-    try:
-        stack = Stack(args)
-        log(f"work dir {stack.dir}")
+    def body(stack):
         stack.start()
         check_pages(stack)
         check_flag_errors(stack)
         run_workload(stack)
         check_series(stack)
         check_dashboard(stack)
-        ok = True
-        log(f"PASS in {time.time() - t0:.0f} s")
-    except (Failure, KeyboardInterrupt) as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        if stack is not None:
-            for name in ("server", "worker", "prometheus"):
-                print(f"---- {name} log tail\n{stack.tail(name)}", file=sys.stderr)
-    finally:
-        if stack is not None:
-            stack.stop()
-            if ok and not args.keep:
-                shutil.rmtree(stack.dir, ignore_errors=True)
-            else:
-                print(f"logs kept in {stack.dir}", file=sys.stderr)
-    return 0 if ok else 1
+
+    return run_stack(log, lambda: Stack(args), body, args.keep,
+                     ("server", "worker", "prometheus"))
 
 
 if __name__ == "__main__":

@@ -567,6 +567,84 @@ TEST_F(ServerDataTest, ListModelsFiltersByDatasetPresetAndParticle) {
   ExpectFieldError(catalog_->ListModels(Ctx(alice).get(), list, &listed), "particle", "99");
 }
 
+TEST_F(ServerDataTest, ListModelsFineTunedFromFindsChildrenWithinWhatTheViewerSees) {
+  const std::string alice = NewTenant("alice");
+  const std::string bob = NewTenant("bob");
+  const auto child_of = [](const std::string& parent) {
+    return [=](v1::ModelVersion& m) { m.mutable_lineage()->set_parent_model(parent); };
+  };
+  Register("alice", "base", 0.5, v1::VISIBILITY_PUBLIC);                       // alice/base:1
+  Register("alice", "base", 0.4, v1::VISIBILITY_PRIVATE, child_of("base:1"));  // alice/base:2
+  Register("alice", "tuned", 0.3, v1::VISIBILITY_PRIVATE, child_of("base:1"));
+  Register("alice", "other", 0.3, v1::VISIBILITY_PRIVATE, child_of("base:2"));
+  // Others' tunings of alice's public base:1: bob's unqualified (he has no base:1 of his own) and
+  // qualified; carol's "base:1" means her own private base:1, not alice's.
+  Register("bob", "bob-tuned", 0.2, v1::VISIBILITY_PUBLIC, child_of("base:1"));
+  Register("bob", "bob-qualified", 0.2, v1::VISIBILITY_PRIVATE, child_of("alice/base:1"));
+  const std::string carol = NewTenant("carol");
+  Register("carol", "base", 0.9, v1::VISIBILITY_PRIVATE);  // carol/base:1
+  Register("carol", "carol-tuned", 0.2, v1::VISIBILITY_PUBLIC, child_of("base:1"));
+  // A version whose description holds the bytes of a lineage field: found by bytes, refused
+  // by the exact check.
+  Register("alice", "lookalike", 0.1, v1::VISIBILITY_PRIVATE, [](v1::ModelVersion& m) {
+    v1::Lineage decoy;
+    decoy.set_parent_model("base:1");
+    m.set_description(decoy.SerializeAsString());
+  });
+
+  const auto children = [&](const std::string& token, const std::string& parent) {
+    v1::ListModelsRequest request;
+    request.set_fine_tuned_from(parent);
+    v1::ListModelsResponse listed;
+    const grpc::Status status = catalog_->ListModels(Ctx(token).get(), request, &listed);
+    EXPECT_TRUE(status.ok()) << Describe(status);
+    std::vector<std::string> out;
+    for (const auto& m : listed.models())
+      out.push_back(m.owner() + "/" + m.name() + ":" + std::to_string(m.version()));
+    return out;
+  };
+  EXPECT_EQ(children(alice, "base:1"),
+            (std::vector<std::string>{"bob/bob-tuned:1", "alice/tuned:1", "alice/base:2"}));
+  EXPECT_EQ(children(alice, "alice/base:1"), children(alice, "base:1"));
+  EXPECT_EQ(children(alice, "base:2"), (std::vector<std::string>{"alice/other:1"}));
+  // bob sees his own children of alice's public base:1, never alice's private ones; carol sees
+  // hers under her own base:1.
+  EXPECT_EQ(children(bob, "alice/base:1"),
+            (std::vector<std::string>{"bob/bob-qualified:1", "bob/bob-tuned:1"}));
+  EXPECT_EQ(children(carol, "base:1"), (std::vector<std::string>{"carol/carol-tuned:1"}));
+  EXPECT_TRUE(children(alice, "tuned:1").empty());
+
+  // Pages through the filter hold every child once, newest first (a page may be shorter than
+  // page_size where the exact check dropped a row).
+  std::vector<std::string> paged;
+  v1::ListModelsRequest request;
+  request.set_fine_tuned_from("base:1");
+  request.mutable_page()->set_page_size(2);
+  for (int pages = 0; pages < 5; ++pages) {
+    v1::ListModelsResponse page;
+    ASSERT_TRUE(catalog_->ListModels(Ctx(alice).get(), request, &page).ok());
+    for (const auto& m : page.models()) paged.push_back(m.name());
+    if (page.next_page_token().empty()) break;
+    request.mutable_page()->set_page_token(page.next_page_token());
+  }
+  EXPECT_EQ(paged, (std::vector<std::string>{"bob-tuned", "tuned", "base"}));
+
+  // A private version of another tenant is NOT_FOUND, as GetModel says; bad references name the
+  // field.
+  v1::ListModelsRequest bad;
+  v1::ListModelsResponse listed;
+  bad.set_fine_tuned_from("alice/base:2");
+  grpc::Status s = catalog_->ListModels(Ctx(bob).get(), bad, &listed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << Describe(s);
+  bad.set_fine_tuned_from("base@champion");
+  ExpectFieldError(catalog_->ListModels(Ctx(alice).get(), bad, &listed), "fine_tuned_from",
+                   "alias");
+  bad.set_fine_tuned_from("base");
+  s = catalog_->ListModels(Ctx(alice).get(), bad, &listed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+  EXPECT_NE(s.error_message().find("fine_tuned_from"), std::string::npos) << Describe(s);
+}
+
 TEST_F(ServerDataTest, GenerateChecksTheRequestAgainstTheModelBeforeLookingForAWorker) {
   const std::string alice = NewTenant("alice");
   Register("alice", "calo", 0.5, v1::VISIBILITY_PRIVATE);

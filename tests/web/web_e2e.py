@@ -15,148 +15,31 @@ log-out. The downloaded file is read here with h5py. Everything it started is st
 also on failure or a signal.
 """
 import argparse
-import ctypes
 import json
-import os
-import shutil
-import signal
 import subprocess
+import os
 import sys
-import tempfile
 import time
-import urllib.error
 import urllib.request
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(ROOT, "tests/support"))
+from gantry_stack import Failure, GantryStack, Logger, run_stack  # noqa: E402
 
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def _die_with_parent():
-    # Children die with the test even when ctest SIGKILLs it at its timeout.
-    _libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    os.setpgrp()  # chromium's helpers follow node in its own group, which stop() signals whole
+log = Logger("web-e2e")
 
 
-def log(msg):
-    print(f"[web-e2e {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-class Failure(Exception):
-    pass
-
-
-class Stack:
+class Stack(GantryStack):
     def __init__(self, args):
-        self.build = os.path.abspath(args.build_dir)
-        self.bins = {
-            "gantry": os.path.join(self.build, "clients/cli/gantry"),
-            "server": os.path.join(self.build, "server/gantry-server"),
-            "worker": os.path.join(self.build, "workers/app/gantry-worker"),
-            "chromium": args.chromium,
-        }
-        for name, path in self.bins.items():
-            if not os.access(path, os.X_OK):
-                raise Failure(f"{name}: {path} is missing (build first; chromium comes from the "
-                              "Debian package, deploy/local/deps.sh)")
+        super().__init__(args.build_dir, "web-e2e", args.port_base, log,
+                         extra_bins={"chromium": args.chromium})
         self.web_root = os.path.join(self.build, "web")
         if not os.path.isfile(os.path.join(self.web_root, "app.js")):
             raise Failure(f"{self.web_root}/app.js is missing: deploy/local/build.sh builds the web app")
         if not os.path.isdir(os.path.join(HERE, "node_modules/puppeteer-core")):
             raise Failure("tests/web/node_modules/puppeteer-core is missing: run deploy/local/deps.sh")
-        self.dir = tempfile.mkdtemp(prefix="gantry-web-e2e-")
-        os.chmod(self.dir, 0o755)  # the postgres user must reach its directory inside
-        base = args.port_base
-        self.grpc = f"127.0.0.1:{base}"
-        self.http = f"127.0.0.1:{base + 1}"
-        self.serve_port = base + 3
-        self.rendezvous = f"{base + 10}-{base + 40}"
-        self.pg_env = dict(os.environ, GANTRY_PG_DIR=os.path.join(self.dir, "pg"))
-        self.procs = {}
-        self.pg_started = False
-        self.tokens = {}
-        with open(os.path.join(self.dir, "admin.token"), "w") as f:
-            f.write("gnt_admin_w_" + os.urandom(24).hex() + "\n")
-        with open(os.path.join(self.dir, "join.token"), "w") as f:
-            f.write("gnj_w_" + os.urandom(20).hex() + "\n")
-        with open(os.path.join(self.dir, "admin.token")) as f:
-            self.admin_token = f.read().strip()
-
-    # ------------------------------------------------------------------ processes
-    def spawn(self, name, cmd, env=None):
-        out = open(os.path.join(self.dir, f"{name}.log"), "w")
-        self.procs[name] = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, cwd=self.dir,
-                                            env=env, preexec_fn=_die_with_parent)
-        out.close()
-        log(f"{name} started (pid {self.procs[name].pid})")
-        return self.procs[name]
-
-    def check_alive(self):
-        for name in ("server", "worker"):
-            p = self.procs.get(name)
-            if p is not None and p.poll() is not None:
-                raise Failure(f"{name} exited with code {p.returncode}:\n{self.tail(name)}")
-
-    def tail(self, name, lines=30):
-        try:
-            with open(os.path.join(self.dir, f"{name}.log")) as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return ""
-
-    def wait_for(self, what, predicate, timeout):
-        deadline = time.time() + timeout
-        last = None
-        while time.time() < deadline:
-            self.check_alive()
-            try:
-                last = predicate()
-                if last:
-                    return last
-            except (OSError, urllib.error.URLError, ValueError, KeyError, Failure) as e:
-                last = e
-            time.sleep(0.3)
-        raise Failure(f"timed out after {timeout} s waiting for {what} (last: {last})")
-
-    def stop(self):
-        for name, p in self.procs.items():
-            if p.poll() is None:
-                sig = signal.SIGINT if name == "worker" else signal.SIGTERM
-                try:
-                    # node and chromium run in their own process group: stop all of it.
-                    os.killpg(p.pid, sig) if name == "browser" else p.send_signal(sig)
-                except ProcessLookupError:
-                    pass
-        for name, p in self.procs.items():
-            try:
-                p.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-            if name == "browser":
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)  # any chromium helper left behind
-                except ProcessLookupError:
-                    pass
-        if self.pg_started:
-            subprocess.run([os.path.join(ROOT, "deploy/local/pg.sh"), "stop"], env=self.pg_env,
-                           capture_output=True, timeout=120)
-
-    # ------------------------------------------------------------------ the CLI
-    def cli(self, argv, token, timeout=120):
-        env = dict(os.environ, HOME=self.dir, GANTRY_SERVER=self.grpc, GANTRY_TOKEN=token)
-        env.pop("GANTRY_CA_CERT", None)
-        p = subprocess.run([self.bins["gantry"]] + argv, env=env, capture_output=True, text=True,
-                           timeout=timeout)
-        if p.returncode != 0:
-            raise Failure(f"gantry {' '.join(argv)} failed ({p.returncode}): {p.stderr.strip()}")
-        return p.stdout
-
-    def tenant(self, name):
-        self.cli(["admin", "tenants", "create", name], self.admin_token)
-        self.tokens[name] = self.cli(["admin", "tokens", "create", name, "--quiet"],
-                                     self.admin_token).strip().splitlines()[-1]
+        self.http = f"127.0.0.1:{args.port_base + 1}"
 
     def submit(self, tenant, model_name, epochs, initial_model="", events=64):
         spec = {
@@ -189,35 +72,13 @@ class Stack:
 
     # ------------------------------------------------------------------ start
     def start(self):
-        dsn = subprocess.run([os.path.join(ROOT, "deploy/local/pg.sh"), "start"], env=self.pg_env,
-                             capture_output=True, text=True, timeout=120)
-        if dsn.returncode != 0:
-            raise Failure(f"pg.sh start failed: {dsn.stdout}{dsn.stderr}")
-        self.pg_started = True
-        self.dsn = dsn.stdout.strip().splitlines()[-1]
-        self.spawn("server", [
-            self.bins["server"], "--listen", self.grpc, "--http-listen", self.http,
-            "--web-root", self.web_root, "--db", self.dsn,
-            "--data-dir", os.path.join(self.dir, "data"),
-            "--admin-token-file", os.path.join(self.dir, "admin.token"),
-            "--join-token-file", os.path.join(self.dir, "join.token"),
-            "--heartbeat-interval-ms", "500"])
-        self.wait_for("gantry-server to listen",
-                      lambda: "listening on" in open(os.path.join(self.dir, "server.log")).read(),
-                      90)
+        self.start_postgres()
+        self.start_server(["--http-listen", self.http, "--web-root", self.web_root])
         self.wait_for("the HTTP listener", lambda: urllib.request.urlopen(
             f"http://{self.http}/", timeout=5).status == 200, 30)
         self.tenant("alice")
         self.tenant("bob")
-        self.spawn("worker", [
-            self.bins["worker"], "daemon", "--server", self.grpc,
-            "--join-token-file", os.path.join(self.dir, "join.token"), "--name", "web-w1",
-            "--slots", "2", "--threads", "1", "--cache-dir", os.path.join(self.dir, "cache"),
-            "--advertise-host", "127.0.0.1", "--rendezvous-ports", self.rendezvous,
-            "--serve-port", str(self.serve_port)])
-        self.wait_for("the worker to connect", lambda: any(
-            w.get("connected") for w in json.loads(
-                self.cli(["admin", "workers", "--json"], self.admin_token))), 90)
+        self.start_worker("web-w1", slots=2)
 
 
 def run(stack, args):
@@ -254,7 +115,8 @@ def run(stack, args):
             time.sleep(1)
             stack.check_alive()
     t0 = time.time()
-    browser = stack.spawn("browser", ["node", os.path.join(HERE, "browser.mjs")], env=env)
+    browser = stack.spawn("browser", ["node", os.path.join(HERE, "browser.mjs")], env=env,
+                          watch=False, own_group=True)
     try:
         code = browser.wait(timeout=240)
     except subprocess.TimeoutExpired:
@@ -274,11 +136,7 @@ def run(stack, args):
 
 def shrink_screenshots(folder):
     """64-colour palettes: a third of the size, the same look for flat pages and plots."""
-    try:
-        from PIL import Image
-    except ImportError:
-        log("python3-pil is missing: screenshots left as full-colour PNG")
-        return
+    from PIL import Image  # python3-pil, in deploy/local/env.sh's package list
     for name in sorted(os.listdir(folder)):
         if name.endswith(".png"):
             path = os.path.join(folder, name)
@@ -327,34 +185,11 @@ def main():
                     help="set everything up, then wait (for running browser.mjs by hand)")
     args = ap.parse_args()
 
-    def on_signal(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    stack = None
-    ok = False
-    t0 = time.time()
-    try:
-        stack = Stack(args)
-        log(f"work dir {stack.dir}")
+    def body(stack):
         stack.start()
         run(stack, args)
-        ok = True
-        log(f"PASS in {time.time() - t0:.0f} s")
-    except (Failure, KeyboardInterrupt) as e:
-        print(f"FAIL: {e}", file=sys.stderr)
-        if stack is not None:
-            for name in ("server", "worker", "browser"):
-                print(f"---- {name} log tail\n{stack.tail(name, 60)}", file=sys.stderr)
-    finally:
-        if stack is not None:
-            stack.stop()
-            if ok and not args.keep:
-                shutil.rmtree(stack.dir, ignore_errors=True)
-            else:
-                print(f"logs kept in {stack.dir}", file=sys.stderr)
-    return 0 if ok else 1
+
+    return run_stack(log, lambda: Stack(args), body, args.keep, ("server", "worker", "browser"))
 
 
 if __name__ == "__main__":

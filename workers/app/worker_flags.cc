@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
-#include "base/metrics/metrics_http_server.h"
+#include "base/http/listen_address.h"
 #include "base/status_macros.h"
 
 namespace {
@@ -254,8 +254,8 @@ agent::AgentFlags DaemonFlags() {
 absl::StatusOr<std::string> DaemonMetricsListenFromFlags() {
   std::string listen = absl::GetFlag(FLAGS_metrics_listen);
   if (listen.empty()) return listen;
-  absl::StatusOr<metrics::HostPort> parsed =
-      metrics::ParseListenAddress(listen, "--metrics-listen");
+  absl::StatusOr<::gantry::HostPort> parsed =
+      ::gantry::ParseListenAddress(listen, "--metrics-listen");
   if (!parsed.ok()) return parsed.status();
   return listen;
 }

@@ -134,8 +134,11 @@ async function lineage(m: ModelVersion): Promise<HTMLElement> {
   const l = m.lineage ?? {};
   let children: ModelVersion[] = [];
   try {
-    const all = await getJson<{ models?: ModelVersion[] }>(`/api/v1/models?pageSize=1000&includeArchived=true`);
-    children = (all.models ?? []).filter((x) => x.lineage?.parentModel === self);
+    const parent = m.owner ? `${m.owner}/${self}` : self;
+    const found = await getJson<{ models?: ModelVersion[] }>(
+      `/api/v1/models?fineTunedFrom=${encodeURIComponent(parent)}&includeArchived=true&pageSize=100`,
+    );
+    children = found.models ?? [];
   } catch {
     // the chain without children is still worth showing
   }
