@@ -305,6 +305,14 @@ absl::Status PrintLimits(CommandContext& context, const v1::TenantLimitsInfo& in
     table.AddRow({l.field, LimitText(info.effective(), l.field, true),
                   LimitText(info.overrides(), l.field, false), use});
   }
+  table.AddRow({"monthly_budget_usd",
+                info.effective().monthly_budget_usd() > 0
+                    ? absl::StrCat(info.effective().monthly_budget_usd())
+                    : "unlimited",
+                info.overrides().has_monthly_budget_usd()
+                    ? absl::StrCat(info.overrides().monthly_budget_usd())
+                    : "default",
+                "gantry costs"});
   context.out << "tenant " << info.tenant() << '\n';
   table.Render(context.out);
   return absl::OkStatus();
@@ -344,11 +352,20 @@ absl::Status TenantLimitsSet(CommandContext& context) {
     }
     o->GetReflection()->SetInt64(o, f, static_cast<int64_t>(n));
   }
+  if (std::optional<std::string> value = context.args.Get("monthly-budget-usd")) {
+    any = true;
+    if (*value == "default") {
+      o->clear_monthly_budget_usd();
+    } else {
+      ASSIGN_OR_RETURN(double usd, ParseDoubleFlag("monthly-budget-usd", *value));
+      o->set_monthly_budget_usd(usd);  // the server checks the range
+    }
+  }
   if (!any) {
     return UsageError(
         "give at least one of --max-dataset-bytes, --max-concurrent-jobs, "
-        "--max-generation-streams, --max-showers-per-minute (a number, 0 = unlimited, or "
-        "\"default\")");
+        "--max-generation-streams, --max-showers-per-minute, --monthly-budget-usd (a number, 0 = "
+        "unlimited, or \"default\")");
   }
   v1::TenantLimitsInfo info;
   RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::SetTenantLimits, request, &info));
@@ -380,7 +397,9 @@ void AddAdminCommands(std::vector<Command>* commands) {
        {{"max-dataset-bytes", "N", "bytes of stored datasets"},
         {"max-concurrent-jobs", "N", "jobs QUEUED, PLACING, RUNNING or RESTARTING"},
         {"max-generation-streams", "N", "concurrent Generate calls (per server)"},
-        {"max-showers-per-minute", "N", "generated showers per minute (per server)"}},
+        {"max-showers-per-minute", "N", "generated showers per minute (per server)"},
+        {"monthly-budget-usd", "USD",
+         "spend per calendar month (UTC); once reached the tenant's queued jobs wait"}},
        TenantLimitsSet});
   commands->push_back({{"admin", "tokens", "create"},
                        "Issue an API token for a tenant (the secret is shown once)",
