@@ -1,6 +1,8 @@
 #include "server/admin_service.h"
 
+#include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -263,6 +265,9 @@ absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantL
                                           effective.max_slots_per_pool.end());
   ASSIGN_OR_RETURN(int64_t bytes, backend_.tenant_limits->DatasetBytes(tenant));
   ASSIGN_OR_RETURN(int64_t jobs, backend_.tenant_limits->ActiveJobs(tenant));
+  ASSIGN_OR_RETURN(std::optional<double> budget, backend_.costs->MonthlyBudget(tenant));
+  if (budget) info->mutable_overrides()->set_monthly_budget_usd(*budget);
+  e->set_monthly_budget_usd(budget.value_or(0));
   info->set_dataset_bytes_in_use(bytes);
   info->set_active_jobs(jobs);
   return absl::OkStatus();
@@ -274,8 +279,19 @@ grpc::Status AdminService::SetTenantLimits(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
     RETURN_IF_ERROR(CheckQuotaPools(*backend_.pools, request->overrides()));
+    std::optional<double> budget;
+    if (request->overrides().has_monthly_budget_usd()) {
+      budget = request->overrides().monthly_budget_usd();
+      if (!std::isfinite(*budget) || *budget < 0) {
+        return checks::Invalid("overrides.monthly_budget_usd",
+                               absl::StrCat(*budget,
+                                            " is not a budget; give a finite amount >= 0 "
+                                            "in USD (0 = unlimited)"));
+      }
+    }
     RETURN_IF_ERROR(
         backend_.tenant_limits->Set(request->tenant(), OverridesFromProto(request->overrides())));
+    RETURN_IF_ERROR(backend_.costs->SetMonthlyBudget(request->tenant(), budget));
     backend_.quotas->Forget(request->tenant());
     return DescribeLimits(request->tenant(), response);
   });

@@ -60,6 +60,7 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   backend->models = std::make_unique<storage::ModelRepository>(db);
   backend->model_pins = std::make_unique<storage::ModelPinRepository>(db);
   backend->pools = std::make_unique<storage::PoolRepository>(db);
+  backend->costs = std::make_unique<storage::CostRepository>(db);
   backend->studies = std::make_unique<storage::StudyRepository>(db);
   backend->workers = std::make_unique<storage::WorkerRepository>(db);
   backend->identities = std::make_unique<storage::WorkerIdentityRepository>(db);

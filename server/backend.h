@@ -22,6 +22,7 @@
 #include "server/worker_credentials.h"
 #include "storage/blob_repository.h"
 #include "storage/blob_store.h"
+#include "storage/cost_repository.h"
 #include "storage/database.h"
 #include "storage/dataset_repository.h"
 #include "storage/job_repository.h"
@@ -89,6 +90,7 @@ class Backend {
   std::unique_ptr<storage::StudyRepository> studies;
   std::unique_ptr<storage::WorkerRepository> workers;
   std::unique_ptr<storage::PoolRepository> pools;  // AdminService pools, the autoscaler
+  std::unique_ptr<storage::CostRepository> costs;  // usage per job attempt, cost reports
   std::unique_ptr<storage::TenantLimitsRepository> tenant_limits;
   std::unique_ptr<TenantQuotas> quotas;  // per-tenant limits, streams and shower rate
   JobNotifier job_notifier;              // signalled by every job event this process writes

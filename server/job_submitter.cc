@@ -36,7 +36,8 @@ absl::Status JobSubmitter::CheckFileDataset(const Principal& p, const std::strin
   return absl::OkStatus();
 }
 
-absl::Status JobSubmitter::Check(const Principal& p, const v1::JobSpec& spec) {
+absl::Status JobSubmitter::Check(const Principal& p, const v1::JobSpec& spec,
+                                 int64_t* dataset_events) {
   RETURN_IF_ERROR(ValidateJobSpec(spec));
   ASSIGN_OR_RETURN(DatasetRefKind kind,
                    ValidateDatasetRef(spec.dataset(), spec.model_preset(), "spec.dataset"));
@@ -72,6 +73,7 @@ absl::Status JobSubmitter::Check(const Principal& p, const v1::JobSpec& spec) {
   }
   if (spec.pool().size() > 63) return checks::Invalid("spec.pool", "is not a pool name");
   RETURN_IF_ERROR(ResolveJobPool(*backend_.pools, spec).status());
+  if (dataset_events != nullptr) *dataset_events = events;
   return absl::OkStatus();
 }
 

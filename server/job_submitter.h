@@ -4,6 +4,7 @@
 #ifndef GANTRY_SERVER_JOB_SUBMITTER_H_
 #define GANTRY_SERVER_JOB_SUBMITTER_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,8 +27,10 @@ class JobSubmitter {
   absl::StatusOr<gantry::v1::Job> Submit(const Principal& p, gantry::v1::JobSpec spec,
                                          const std::string& request_id);
 
-  // The checks of Submit that need no insert: the spec, its dataset and its initial model.
-  absl::Status Check(const Principal& p, const gantry::v1::JobSpec& spec);
+  // The checks of Submit that need no insert: the spec, its dataset and its initial model. With
+  // `dataset_events`, also the dataset's event count (-1 when the server does not know it).
+  absl::Status Check(const Principal& p, const gantry::v1::JobSpec& spec,
+                     int64_t* dataset_events = nullptr);
 
  private:
   // file:// datasets: PERMISSION_DENIED unless the operator allows the tenant, INVALID_ARGUMENT

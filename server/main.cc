@@ -89,6 +89,8 @@ ABSL_FLAG(int, pool_join_timeout_seconds, 600,
           "provisioned workers that have not joined after this no longer count as pending");
 ABSL_FLAG(int, pool_backoff_seconds, 10,
           "after a provisioner failure no scale-up for this long, doubling per failure (to 32x)");
+ABSL_FLAG(int, budget_refresh_ms, 5000,
+          "how old the scheduler's cache of each tenant's monthly spend may get (budgets)");
 ABSL_FLAG(int, collective_timeout_ms, 0,
           "Gloo collective timeout given to ranks (0 = the worker's default)");
 ABSL_FLAG(int, placing_timeout_seconds, 600,
@@ -269,6 +271,11 @@ int main(int argc, char** argv) {
     std::cerr << "gantry-server: --autoscale-interval-ms must be >= 100, "
                  "--pool-idle-timeout-seconds >= 0, --pool-join-timeout-seconds and "
                  "--pool-backoff-seconds >= 1\n";
+    return 2;
+  }
+  options.budget_refresh = absl::Milliseconds(absl::GetFlag(FLAGS_budget_refresh_ms));
+  if (options.budget_refresh < absl::Milliseconds(100)) {
+    std::cerr << "gantry-server: --budget-refresh-ms must be >= 100\n";
     return 2;
   }
   options.collective_timeout_ms = absl::GetFlag(FLAGS_collective_timeout_ms);

@@ -87,7 +87,7 @@ void PlacementLoop::Tick(absl::Time now) {
     std::vector<v1::Job> queued, cancelling;
     for (v1::Job& job : *jobs)
       (job.state() == v1::JOB_STATE_QUEUED ? queued : cancelling).push_back(std::move(job));
-    SyncQueue(queued);
+    SyncQueue(HoldOverBudget(std::move(queued), now));
     HandleCancellations(cancelling, now);
   }
   ExpireWorkers(now);
@@ -207,6 +207,33 @@ void PlacementLoop::SyncQueue(const std::vector<v1::Job>& queued) {
   EndAll(lifecycle_, unschedulable);
 }
 
+std::vector<v1::Job> PlacementLoop::HoldOverBudget(std::vector<v1::Job> queued, absl::Time now) {
+  budget_gate_.Refresh(now);
+  std::vector<v1::Job> admitted;
+  std::map<std::string, std::string> holds;
+  for (v1::Job& job : queued) {
+    std::optional<std::string> why = budget_gate_.Exhausted(job.owner());
+    if (!why.has_value()) {
+      if (budget_holds_.count(job.id())) {  // released: the scheduler explains the wait from now
+        backend_.jobs
+            ->SetQueuedMessage(job.id(), absl::StrCat("within budget again; waiting for ",
+                                                      job.spec().world_size(), " free slots"))
+            .IgnoreError();
+      }
+      admitted.push_back(std::move(job));
+      continue;
+    }
+    auto before = budget_holds_.find(job.id());
+    if (before == budget_holds_.end() || before->second != *why) {
+      if (!backend_.jobs->SetQueuedMessage(job.id(), *why).ok()) continue;  // retried next tick
+      wait_reasons_.erase(job.id());  // explained again once it is admitted
+    }
+    holds[job.id()] = std::move(*why);
+  }
+  budget_holds_ = std::move(holds);
+  return admitted;
+}
+
 std::optional<scheduler::JobRequest> PlacementLoop::MakeJobRequest(const v1::Job& job) {
   absl::StatusOr<scheduler::JobRequest> request = lifecycle_.MakeJobRequest(job);
   if (!request.ok()) {
@@ -301,6 +328,7 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
     GANTRY_LOG(ERROR) << "cannot record the placement of " + placed.id + " attempt " +
                              std::to_string(placed.attempt) + ": " + recorded.ToString();
   }
+  RecordUsageStart(placed, placement);
   if (again) {
     v1::JobEvent event;
     event.mutable_log()->set_rank(-1);
@@ -342,6 +370,41 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
     }
   }
   if (failure.has_value()) lifecycle_.Fail(placed.id, placed.attempt, WorkerLost(), *failure);
+}
+
+void PlacementLoop::RecordUsageStart(const ActiveJob& job, const scheduler::Placement& placement) {
+  storage::AttemptUsage usage;
+  usage.job_id = job.id;
+  usage.attempt = job.attempt;
+  usage.owner = job.owner;
+  usage.model_name = !job.spec.model_name().empty()     ? job.spec.model_name()
+                     : !job.spec.display_name().empty() ? job.spec.display_name()
+                                                        : job.id;
+  usage.preset = job.spec.model_preset();
+  usage.device = job.spec.resources_per_rank().device();
+  const bool gpu = usage.device == v1::DEVICE_KIND_GPU;
+  usage.devices = static_cast<int>(placement.rank_workers.size()) *
+                  (gpu ? std::max(1, job.spec.resources_per_rank().count()) : 1);
+  {
+    // The pool is the one its workers carry (the scheduler placed the gang within one pool).
+    absl::MutexLock lock(&state_.mu);
+    if (!placement.rank_workers.empty()) {
+      auto it = state_.registered.find(placement.rank_workers[0]);
+      if (it != state_.registered.end()) {
+        auto label = it->second.labels().find("pool");
+        if (label != it->second.labels().end()) usage.pool = label->second;
+      }
+    }
+  }
+  if (!usage.pool.empty()) {
+    absl::StatusOr<v1::Pool> pool = backend_.pools->Get(usage.pool);
+    if (pool.ok()) usage.price_per_device_hour = pool->spec().price_per_device_hour();
+  }
+  absl::StatusOr<bool> started = backend_.costs->StartAttempt(usage);
+  if (!started.ok()) {
+    GANTRY_LOG(ERROR) << "cannot record the usage of " << job.id << " attempt " << job.attempt
+                      << ": " << started.status();
+  }
 }
 
 absl::StatusOr<v1::Assignment> PlacementLoop::MakeAssignment(

@@ -20,6 +20,7 @@
 #include "gantry/v1/worker.pb.h"
 #include "scheduler/scheduler.h"
 #include "server/backend.h"
+#include "server/budget_gate.h"
 #include "server/coordinator_state.h"
 #include "server/generation_router.h"
 #include "server/job_lifecycle.h"
@@ -33,7 +34,11 @@ class PlacementLoop {
  public:
   PlacementLoop(Backend& backend, CoordinatorState& state, JobLifecycle& lifecycle,
                 GenerationRouter* router)
-      : backend_(backend), state_(state), lifecycle_(lifecycle), router_(router) {}
+      : backend_(backend),
+        state_(state),
+        lifecycle_(lifecycle),
+        router_(router),
+        budget_gate_(*backend.costs, backend.options.budget_refresh) {}
   ~PlacementLoop() { Stop(); }
 
   // Starts the tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
@@ -52,6 +57,11 @@ class PlacementLoop {
   std::optional<scheduler::JobRequest> MakeJobRequest(const gantry::v1::Job& job);
   void ExpireWorkers(absl::Time now);
   void PlaceJobs(absl::Time now);
+  // Monthly budgets: `queued` without the jobs of tenants that spent their budget (they wait,
+  // their message says why, and the scheduler never sees them).
+  std::vector<gantry::v1::Job> HoldOverBudget(std::vector<gantry::v1::Job> queued, absl::Time now);
+  // Records the start of a placed attempt's usage (pool, devices, price) for its cost.
+  void RecordUsageStart(const ActiveJob& job, const scheduler::Placement& placement);
   void Place(const scheduler::Placement& placement, const std::vector<std::string>& names,
              absl::Time now);
   void HandleCancellations(const std::vector<gantry::v1::Job>& cancelling, absl::Time now);
@@ -72,11 +82,13 @@ class PlacementLoop {
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
   GenerationRouter* const router_;  // not owned; may be null
+  BudgetGate budget_gate_;
 
   // Touched by the ticking thread only.
   std::map<std::string, std::string> wait_reasons_;  // last message written per queued job
   absl::Time last_explained_ = absl::InfinitePast();
   absl::Time policies_loaded_ = absl::InfinitePast();
+  std::map<std::string, std::string> budget_holds_;  // job held for its tenant's budget -> message
 
   absl::Mutex loop_mu_;
   bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;

@@ -89,6 +89,8 @@ struct ServerOptions {
   absl::Duration pool_idle_timeout = absl::Seconds(60);
   absl::Duration pool_join_timeout = absl::Minutes(10);
   absl::Duration pool_backoff = absl::Seconds(10);
+  // Monthly budgets: how old the placement loop's cache of each tenant's spend may get.
+  absl::Duration budget_refresh = absl::Seconds(5);
   // Fault tolerance. The progress watchdog restarts a RUNNING job (reason NoProgress) when rank 0
   // reports no new step for max(hang_timeout, hang_step_factor x the median step time). Ranks get
   // collective_timeout_ms as their Gloo timeout (0 = the worker's default).

@@ -8,8 +8,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "server/budget_gate.h"
+#include "server/requests/cost_requests.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/training_requests.h"
 
@@ -28,6 +31,27 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot submit jobs");
     if (!request->has_spec()) return checks::Invalid("spec", "is missing");
+    if (request->validate_only()) {
+      if (request->request_id().size() > 128) {
+        return checks::Invalid("request_id", "is longer than 128 characters");
+      }
+      int64_t events = -1;
+      RETURN_IF_ERROR(submitter_.Check(p, request->spec(), &events));
+      ASSIGN_OR_RETURN(std::vector<v1::CostEstimate> estimates,
+                       estimator_.Estimate(request->spec(), events));
+      response->set_owner(p.tenant);
+      *response->mutable_spec() = request->spec();
+      for (v1::CostEstimate& e : estimates) *response->add_estimates() = std::move(e);
+      return absl::OkStatus();
+    }
+    ASSIGN_OR_RETURN(std::optional<double> budget, backend_.costs->MonthlyBudget(p.tenant));
+    if (budget.value_or(0) > 0) {
+      int64_t events = -1;
+      RETURN_IF_ERROR(submitter_.Check(p, request->spec(), &events));
+      ASSIGN_OR_RETURN(std::vector<v1::CostEstimate> estimates,
+                       estimator_.Estimate(request->spec(), events));
+      RETURN_IF_ERROR(CheckBudget(p.tenant, estimates));
+    }
     ASSIGN_OR_RETURN(*response, submitter_.Submit(p, request->spec(), request->request_id()));
     return absl::OkStatus();
   });
@@ -40,6 +64,7 @@ grpc::Status TrainingService::GetJob(grpc::ServerContext* context, const v1::Get
     ASSIGN_OR_RETURN(*response, backend_.jobs->Get(Scope(p), request->job_id()));
     RETURN_IF_ERROR(
         backend_.jobs->AppendValidationCurve(response->id(), response->mutable_validation_curve()));
+    RETURN_IF_ERROR(backend_.costs->FillUsage({response}));
     return absl::OkStatus();
   });
 }
@@ -70,6 +95,9 @@ grpc::Status TrainingService::ListJobs(grpc::ServerContext* context,
     ASSIGN_OR_RETURN(auto page, backend_.jobs->List(owner, states, labels, page_size,
                                                     request->page().page_token()));
     for (v1::Job& job : page.items) *response->add_jobs() = std::move(job);
+    std::vector<v1::Job*> jobs;
+    for (v1::Job& job : *response->mutable_jobs()) jobs.push_back(&job);
+    RETURN_IF_ERROR(backend_.costs->FillUsage(jobs));
     response->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
   });
@@ -188,6 +216,67 @@ grpc::Status TrainingService::GetJobLogs(grpc::ServerContext* context,
     const size_t limit = request->tail() > 0 ? request->tail() : kMaxLogTail;
     const size_t first = lines.size() > limit ? lines.size() - limit : 0;
     for (size_t i = first; i < lines.size(); ++i) *response->add_lines() = std::move(lines[i]);
+    return absl::OkStatus();
+  });
+}
+
+absl::Status TrainingService::CheckBudget(const std::string& tenant,
+                                          const std::vector<v1::CostEstimate>& estimates) {
+  if (estimates.empty() || estimates[0].cost_usd() <= 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::optional<double> budget, backend_.costs->MonthlyBudget(tenant));
+  if (budget.value_or(0) <= 0) return absl::OkStatus();
+  const absl::Time now = absl::Now();
+  storage::CostReportQuery query;
+  query.tenant = tenant;
+  query.start = BudgetGate::MonthStart(now);
+  query.end = now + absl::Hours(1);
+  ASSIGN_OR_RETURN(v1::CostReport spent, backend_.costs->Report(query));
+  const double left = *budget - spent.cost_usd();
+  const v1::CostEstimate& cheapest = estimates[0];
+  if (cheapest.cost_usd() <= left) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "the job's estimate is %.2f USD on its cheapest pool%s but tenant %s has %.2f of its %.2f "
+      "USD budget for %s left (%.2f spent); make the job smaller (epochs, dataset, world_size), "
+      "or raise the budget with `gantry admin tenants limits set %s --monthly-budget-usd=N`",
+      cheapest.cost_usd(), cheapest.pool().empty() ? "" : absl::StrCat(" ", cheapest.pool()),
+      tenant, std::max(0.0, left), *budget, BudgetGate::MonthName(now), spent.cost_usd(), tenant));
+}
+
+grpc::Status TrainingService::GetCostReport(grpc::ServerContext* context,
+                                            const v1::GetCostReportRequest* request,
+                                            v1::CostReport* response) {
+  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    if (p.worker) return absl::PermissionDeniedError("workers cannot read cost reports");
+    storage::CostReportQuery query;
+    query.tenant = request->tenant().empty() ? p.tenant : request->tenant();
+    if (query.tenant == "*") {
+      if (!p.admin) {
+        return absl::PermissionDeniedError(
+            "tenant: \"*\" (every tenant) is for admins; leave it empty for your own costs");
+      }
+      query.tenant.clear();
+    } else if (query.tenant != p.tenant && !p.admin) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "tenant: only admins may read another tenant's costs; leave it empty for your own"));
+    }
+    ASSIGN_OR_RETURN(CostReportShape shape, ValidateCostReport(*request, absl::Now()));
+    query.by_tenant = shape.by_tenant;
+    query.by_pool = shape.by_pool;
+    query.by_model = shape.by_model;
+    query.by_day = shape.by_day;
+    query.start = shape.start;
+    query.end = shape.end;
+    if (!request->pool().empty()) {
+      absl::StatusOr<v1::Pool> pool = backend_.pools->Get(request->pool());
+      if (absl::IsNotFound(pool.status())) {
+        return checks::Invalid("pool", absl::StrCat("no pool is named \"", request->pool(),
+                                                    "\" (gantry admin pools list); leave it "
+                                                    "empty for every pool"));
+      }
+      RETURN_IF_ERROR(pool.status());
+      query.pool = request->pool();
+    }
+    ASSIGN_OR_RETURN(*response, backend_.costs->Report(query));
     return absl::OkStatus();
   });
 }

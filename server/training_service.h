@@ -5,6 +5,7 @@
 
 #include "gantry/v1/training.grpc.pb.h"
 #include "server/backend.h"
+#include "server/cost_estimator.h"
 #include "server/job_submitter.h"
 
 namespace gantry::server {
@@ -12,7 +13,8 @@ namespace gantry::server {
 // Thread-safe; `backend` must outlive it.
 class TrainingService final : public gantry::v1::TrainingService::Service {
  public:
-  explicit TrainingService(Backend& backend) : backend_(backend), submitter_(backend) {}
+  explicit TrainingService(Backend& backend)
+      : backend_(backend), submitter_(backend), estimator_(*backend.pools, *backend.costs) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const gantry::v1::SubmitJobRequest* request,
                          gantry::v1::Job* response) override;
@@ -31,10 +33,19 @@ class TrainingService final : public gantry::v1::TrainingService::Service {
   grpc::Status GetValidationPoint(grpc::ServerContext* context,
                                   const gantry::v1::GetValidationPointRequest* request,
                                   gantry::v1::ValidationPoint* response) override;
+  grpc::Status GetCostReport(grpc::ServerContext* context,
+                             const gantry::v1::GetCostReportRequest* request,
+                             gantry::v1::CostReport* response) override;
 
  private:
+  // FAILED_PRECONDITION when the tenant has a monthly budget and the cheapest estimate of `spec`
+  // exceeds what is left of it this month.
+  absl::Status CheckBudget(const std::string& tenant,
+                           const std::vector<gantry::v1::CostEstimate>& estimates);
+
   Backend& backend_;
   JobSubmitter submitter_;
+  CostEstimator estimator_;
 };
 
 }  // namespace gantry::server

@@ -57,6 +57,15 @@ std::string StateArray(const std::vector<JobState>& states) {
 }
 
 // Appends `event` to job `id` inside `tx`; returns its sequence. Empty result = no such job.
+// Ends the job's running attempt in the usage records (CostRepository): its rank lifetime stops
+// with the transition that ends it, on the database's clock.
+void CloseOpenUsage(Transaction& tx, const std::string& id) {
+  tx.Exec("job_usage_close",
+          "UPDATE job_usage SET ended_at = greatest(now(), started_at) "
+          "WHERE job_id = $1 AND ended_at IS NULL",
+          id);
+}
+
 pqxx::result InsertEvent(Transaction& tx, const std::string& id, const JobEvent& event) {
   JobEvent stored = event;
   stored.clear_sequence();
@@ -231,6 +240,7 @@ absl::StatusOr<Job> JobRepository::Transition(const std::string& id,
         "WHERE id = $1 RETURNING " JOB_COLUMNS,
         id, to_name, reason, message, IsTerminalJobState(to));
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
+    if (IsTerminalJobState(to)) CloseOpenUsage(tx, id);
     InsertEvent(tx, id, StateChangeEvent(from, to, reason, message));
     return absl::OkStatus();
   }));
@@ -251,6 +261,19 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
       return absl::FailedPreconditionError(
           absl::StrCat("job ", id, " is ", gantry::v1::JobState_Name(from), "; it cannot restart"));
     }
+    // The attempt that ends: its devices and price give the redone work's device-hours and cost.
+    gantry::v1::Restart recorded = restart;
+    pqxx::result usage = tx.Exec(
+        "job_restart_usage",
+        "SELECT devices, price_per_device_hour FROM job_usage u JOIN jobs j ON j.id = u.job_id "
+        "AND j.attempt = u.attempt WHERE u.job_id = $1",
+        id);
+    if (!usage.empty()) {
+      const double device_hours = restart.redone_seconds() / 3600.0 * usage[0][0].as<int>();
+      recorded.set_redone_device_hours(device_hours);
+      recorded.set_redone_cost_usd(device_hours * usage[0][1].as<double>());
+    }
+    CloseOpenUsage(tx, id);
     pqxx::result r =
         tx.Exec("job_restart",
                 "UPDATE jobs SET state = 'JOB_STATE_RESTARTING', reason = $2, message = $3, "
@@ -260,10 +283,10 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
                 id, restart.reason(), restart.message(), restart.counted());
     ASSIGN_OR_RETURN(job, JobFromRow(r[0]));
     InsertEvent(tx, id,
-                StateChangeEvent(from, gantry::v1::JOB_STATE_RESTARTING, restart.reason(),
-                                 restart.message()));
+                StateChangeEvent(from, gantry::v1::JOB_STATE_RESTARTING, recorded.reason(),
+                                 recorded.message()));
     JobEvent event;
-    *event.mutable_restart() = restart;
+    *event.mutable_restart() = recorded;
     event.mutable_restart()->set_attempt(job.attempt());
     InsertEvent(tx, id, event);
     return absl::OkStatus();

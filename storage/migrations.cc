@@ -417,6 +417,29 @@ CREATE INDEX web_sessions_token ON web_sessions (token_id);
 CREATE INDEX web_sessions_expires ON web_sessions (expires_at);
 )sql";
 
+// Version 13: what each job attempt used: its pool, devices and price per device-hour as placed,
+// from its placement to its end (server clock). A running attempt has no ended_at and counts up to
+// now. Owner and model name are copied so cost reports need no join. Per-tenant monthly budgets.
+constexpr const char* kV13 = R"sql(
+CREATE TABLE job_usage (
+  job_id text NOT NULL REFERENCES jobs (id) ON DELETE CASCADE,
+  attempt integer NOT NULL,
+  owner text NOT NULL,
+  model_name text NOT NULL DEFAULT '',
+  preset text NOT NULL DEFAULT '',
+  pool text NOT NULL DEFAULT '',           -- '' = no pool (workers matched by selector)
+  device text NOT NULL,                    -- gantry.v1.DeviceKind name
+  devices integer NOT NULL,                -- ranks x devices per rank (a CPU rank counts as one)
+  price_per_device_hour double precision NOT NULL DEFAULT 0,
+  started_at timestamptz NOT NULL DEFAULT now(),
+  ended_at timestamptz,
+  PRIMARY KEY (job_id, attempt)
+);
+CREATE INDEX job_usage_owner_started ON job_usage (owner, started_at);
+CREATE INDEX job_usage_started ON job_usage (started_at);
+CREATE INDEX job_usage_preset_device ON job_usage (preset, device);
+
+ALTER TABLE tenant_limits ADD COLUMN monthly_budget_usd double precision;
 // Version 14: the scheduler's per-tenant policy: a fair-share weight (NULL = the server's default)
 // and per-pool slot quotas.
 constexpr const char* kV14 = R"sql(
@@ -446,6 +469,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {10, "pools of workers", kV10},
       {11, "hyper-parameter studies, trials and trial jobs", kV11},
       {12, "browser sessions of the HTTP API", kV12},
+      {13, "device-hours and cost per job attempt, monthly budgets", kV13},
       {14, "tenants' fair-share weights and per-pool slot quotas", kV14},
   };
   return *kMigrations;

@@ -47,6 +47,7 @@ void AddDatasetCommands(std::vector<Command>* commands);
 void AddModelCommands(std::vector<Command>* commands);
 void AddAdminCommands(std::vector<Command>* commands);
 void AddPoolCommands(std::vector<Command>* commands);
+void AddCostCommands(std::vector<Command>* commands);
 void AddStudyCommands(std::vector<Command>* commands);
 void AddMiscCommands(std::vector<Command>* commands);  // health, generate, config
 

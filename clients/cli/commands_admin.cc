@@ -319,6 +319,14 @@ absl::Status PrintLimits(CommandContext& context, const v1::TenantLimitsInfo& in
                   slots == 0 ? std::string("unlimited") : absl::StrCat(slots),
                   slots == 0 ? std::string("unlimited") : absl::StrCat(slots), "-"});
   }
+  table.AddRow({"monthly_budget_usd",
+                info.effective().monthly_budget_usd() > 0
+                    ? absl::StrCat(info.effective().monthly_budget_usd())
+                    : "unlimited",
+                info.overrides().has_monthly_budget_usd()
+                    ? absl::StrCat(info.overrides().monthly_budget_usd())
+                    : "default",
+                "gantry costs"});
   context.out << "tenant " << info.tenant() << '\n';
   table.Render(context.out);
   return absl::OkStatus();
@@ -387,11 +395,20 @@ absl::Status TenantLimitsSet(CommandContext& context) {
       }
     }
   }
+  if (std::optional<std::string> value = context.args.Get("monthly-budget-usd")) {
+    any = true;
+    if (*value == "default") {
+      o->clear_monthly_budget_usd();
+    } else {
+      ASSIGN_OR_RETURN(double usd, ParseDoubleFlag("monthly-budget-usd", *value));
+      o->set_monthly_budget_usd(usd);  // the server checks the range
+    }
+  }
   if (!any) {
     return UsageError(
         "give at least one of --max-dataset-bytes, --max-concurrent-jobs, "
-        "--max-generation-streams, --max-showers-per-minute (a number, 0 = unlimited, or "
-        "\"default\"), --fair-share-weight or --max-slots-per-pool");
+        "--max-generation-streams, --max-showers-per-minute, --monthly-budget-usd (a number, 0 = "
+        "unlimited, or \"default\"), --fair-share-weight or --max-slots-per-pool");
   }
   v1::TenantLimitsInfo info;
   RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::SetTenantLimits, request, &info));
@@ -426,7 +443,9 @@ void AddAdminCommands(std::vector<Command>* commands) {
         {"max-showers-per-minute", "N", "generated showers per minute (per server)"},
         {"fair-share-weight", "W", "the tenant's weight in the scheduler's fair share (default 1)"},
         {"max-slots-per-pool", "POOL=N,...",
-         "the most slots its jobs hold in each pool at once (replaces all; \"default\": none)"}},
+         "the most slots its jobs hold in each pool at once (replaces all; \"default\": none)"},
+        {"monthly-budget-usd", "USD",
+         "spend per calendar month (UTC); once reached the tenant's queued jobs wait"}},
        TenantLimitsSet});
   commands->push_back({{"admin", "tokens", "create"},
                        "Issue an API token for a tenant (the secret is shown once)",

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
@@ -125,6 +126,27 @@ void ReportEnd(CommandContext& context, const std::string& id, const JobEnd& end
   context.exit_code = 1;
 }
 
+// `jobs submit --dry-run`: the spec passed every check; what it would take on each pool.
+absl::Status PrintEstimates(CommandContext& context, const v1::Job& job) {
+  if (context.json) return PrintJson(context.out, job);
+  context.out << "valid: nothing was submitted. Estimates, cheapest first:\n";
+  Table table({"POOL", "DEVICE", "USD/DEVICE-H", "DURATION", "DEVICE-H", "COST USD"});
+  for (const v1::CostEstimate& e : job.estimates()) {
+    const bool known = e.samples_per_second_per_rank() > 0;
+    table.AddRow({e.pool().empty() ? "(any worker)" : e.pool(), DeviceName(e.device()),
+                  absl::StrFormat("%.4g", e.price_per_device_hour()),
+                  known ? FormatDuration(e.duration_seconds()) : "?",
+                  known ? absl::StrFormat("%.4f", e.device_hours()) : "?",
+                  known ? absl::StrFormat("%.4f", e.cost_usd()) : "?"});
+  }
+  table.Render(context.out);
+  for (const v1::CostEstimate& e : job.estimates()) {
+    context.out << (e.pool().empty() ? "(any worker)" : e.pool()) << ": " << e.samples()
+                << " samples; " << e.basis() << '\n';
+  }
+  return absl::OkStatus();
+}
+
 absl::Status Submit(CommandContext& context) {
   ASSIGN_OR_RETURN(v1::JobSpec spec, BuildJobSpec(context.args, ReadWholeFile));
   // The API takes "ds-<id>"; let people name their uploaded dataset instead.
@@ -144,8 +166,10 @@ absl::Status Submit(CommandContext& context) {
   v1::SubmitJobRequest request;
   *request.mutable_spec() = spec;
   request.set_request_id(context.args.Get("request-id").value_or(""));
+  request.set_validate_only(context.args.Has("dry-run"));
   v1::Job job;
   RETURN_IF_ERROR(CallUnary(context, &TrainingService::Stub::SubmitJob, request, &job));
+  if (request.validate_only()) return PrintEstimates(context, job);
   if (!context.args.Has("wait")) return PrintJob(context, job);
   // --wait: progress on stderr, the job as it ended on stdout, exit 1 unless it SUCCEEDED.
   context.err << "gantry: submitted " << job.id() << "; waiting for it to end\n";
@@ -246,7 +270,16 @@ absl::Status Get(CommandContext& context) {
                                         job.latest_checkpoint().sha256().substr(0, 12))},
       {"Workers", absl::StrJoin(job.assigned_workers(), ",")},
       {"Model", job.model_ref()},
+      {"Device-hours", absl::StrFormat("%.4f", job.device_hours())},
+      {"Cost", absl::StrFormat("%.4f USD%s", job.cost_usd(),
+                               job.cost_note().empty() ? "" : " (" + job.cost_note() + ")")},
   };
+  for (const v1::PoolUsage& u : job.pool_usage()) {
+    rows.push_back({u.pool().empty() ? "  (no pool)" : "  pool " + u.pool(),
+                    absl::StrFormat("%.4f device-h x %.4g USD = %.4f USD, %d attempt%s",
+                                    u.device_hours(), u.price_per_device_hour(), u.cost_usd(),
+                                    u.attempts(), u.attempts() == 1 ? "" : "s")});
+  }
   rows.push_back({"Validation", job.validation_curve().empty()
                                     ? ""
                                     : absl::StrCat(job.validation_curve_size(),
@@ -337,6 +370,9 @@ absl::Status Logs(CommandContext& context) {
 void AddJobCommands(std::vector<Command>* commands) {
   std::vector<FlagSpec> submit_flags = JobSpecFlags();
   submit_flags.push_back({"request-id", "ID", "idempotency key: a retry returns the same job"});
+  submit_flags.push_back({"dry-run", "",
+                          "check the spec as a submit would and print the estimated duration, "
+                          "device-hours and cost on each eligible pool; submit nothing"});
   submit_flags.push_back({"wait", "",
                           "wait until the job ends, printing its progress on stderr; exit 0 only "
                           "if it SUCCEEDED"});

@@ -347,6 +347,7 @@ std::vector<Command> AllCommands() {
   AddModelCommands(&commands);
   AddAdminCommands(&commands);
   AddPoolCommands(&commands);
+  AddCostCommands(&commands);
   AddMiscCommands(&commands);
   return commands;
 }

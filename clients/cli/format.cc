@@ -343,6 +343,11 @@ std::string FormatJobEvent(const v1::JobEvent& event) {
                             ? absl::StrCat(" (", FormatDuration(restart.redone_seconds()), ")")
                             : "");
       }
+      if (restart.redone_device_hours() > 0) {
+        absl::StrAppend(&body,
+                        absl::StrFormat("; redone work %.4f device-h, %.4f USD",
+                                        restart.redone_device_hours(), restart.redone_cost_usd()));
+      }
       break;
     }
     case v1::JobEvent::kValidationPoint: {

@@ -112,6 +112,7 @@ class WorkerPoolFixture : public ServerFixture {
         "--kill-grace-ms=2000",
         "--preemption-grace-ms=60000",
         "--rendezvous-ports=" + std::to_string(port_base) + "-" + std::to_string(port_base + 20)};
+    argv.insert(argv.end(), worker_extra_args_.begin(), worker_extra_args_.end());
     auto worker = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
     ASSERT_GT(worker->pid(), 0);
     workers_[name] = std::move(worker);
@@ -238,6 +239,7 @@ class WorkerPoolFixture : public ServerFixture {
   // address), e.g. a worker listener.
   std::vector<std::string> server_extra_args_;
   std::string worker_server_address_;
+  std::vector<std::string> worker_extra_args_;  // more daemon flags for StartWorker, e.g. --labels
   std::string join_token_file_;
   std::string token_;
   std::map<std::string, std::unique_ptr<ChildProcess>> workers_;

@@ -220,6 +220,16 @@ class ClientE2eTest(unittest.TestCase):
         self.assertEqual(done.model_ref, registered[0])
         type(self).model_ref = done.model_ref
 
+        # Costs: the ended job's device-hours (no pool, no price) are in the tenant's report, and
+        # an estimate of the same spec is based on its history.
+        self.assertGreater(done.device_hours, 0)
+        report = self.client.cost_report(["tenant"])
+        self.assertGreaterEqual(report.device_hours, done.device_hours)
+        self.assertEqual(report.cost_usd, 0)
+        estimates = self.client.estimate(TINY_SPEC)
+        self.assertEqual(len(estimates), 1)
+        self.assertTrue(estimates[0].basis.startswith("history: "), estimates[0].basis)
+
     def test_4_models(self):
         self.assertTrue(self.model_ref, "test_3 registers the model")
         listed = [f"{m.name}:{m.version}" for m in self.client.models()]

@@ -414,6 +414,35 @@ class Client:
                 delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
 
+    def estimate(self, spec: Union[training_pb2.JobSpec, Mapping[str, Any], None] = None,
+                 **fields: Any) -> List[training_pb2.CostEstimate]:
+        """Checks a JobSpec as `submit` would (same errors) without creating a job and returns
+        the estimated duration, device-hours and cost on each eligible pool, cheapest first,
+        each with its `basis` (SubmitJob with validate_only)."""
+        message = training_pb2.JobSpec()
+        if isinstance(spec, training_pb2.JobSpec):
+            message.CopyFrom(spec)
+        elif spec is not None:
+            json_format.ParseDict(dict(spec), message)
+        if fields:
+            json_format.ParseDict(fields, message)
+        request = training_pb2.SubmitJobRequest(spec=message, validate_only=True)
+        return list(self._call(self.training.SubmitJob, request).estimates)
+
+    def cost_report(self, group_by: Sequence[str] = (), *, tenant: str = "", pool: str = "",
+                    start: Optional[float] = None,
+                    end: Optional[float] = None) -> training_pb2.CostReport:
+        """Device-hours and cost grouped by any of "tenant", "pool", "model", "day" over
+        [start, end) (Unix seconds; default: this calendar month, UTC, up to now). `tenant`: ""
+        for your own; admins any tenant or "*" for all."""
+        request = training_pb2.GetCostReportRequest(group_by=list(group_by), tenant=tenant,
+                                                    pool=pool)
+        if start is not None:
+            request.start_time.FromNanoseconds(int(start * 1e9))
+        if end is not None:
+            request.end_time.FromNanoseconds(int(end * 1e9))
+        return self._call(self.training.GetCostReport, request)
+
     def job(self, job: Union[str, training_pb2.Job]) -> training_pb2.Job:
         """The job (by id or Job) as the server has it now, with its validation curve."""
         return self._call(self.training.GetJob, training_pb2.GetJobRequest(job_id=_job_id(job)))
