@@ -10,7 +10,7 @@
 # usage: tests/bench/run_fidelity_study.sh        (build dir: GANTRY_BENCH_BUILD, default ./build)
 # Env (defaults = the recipe of record, docs/MODELS.md "Fidelity"):
 #   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO SEED WORLD_SIZE THREADS CHECKPOINT_STEPS SHOWERS
-#   LATENT LOSS_WEIGHTS
+#   LATENT LOSS_WEIGHTS PORT_BASE (first of the workers' rendezvous ports, 50 a worker)
 #   PLOTS_DIR, STACK_KEEP=1 (keep the scratch folder and its logs), JSON_OUT (the summary as JSON)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
@@ -30,6 +30,7 @@ checkpoint_steps="${CHECKPOINT_STEPS:-250}"
 showers="${SHOWERS:-2000}"
 latent="${LATENT:-0}"                       # 0 = the preset's
 loss_weights="${LOSS_WEIGHTS:-}"            # adversarial,energy,ecal_sum; empty = the preset's
+port_base="${PORT_BASE:-30050}"
 dataset="toymc:layout=25,events=$events,seed=$data_seed,emin=10,emax=200"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
@@ -37,7 +38,7 @@ echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -
 stack_start_server
 stack_tenant physics
 for ((w = 1; w <= world_size; ++w)); do
-  stack_start_worker "study-worker-$w" "$threads" $((30000 + 50 * w))
+  stack_start_worker "study-worker-$w" "$threads" $((port_base + 50 * (w - 1)))
 done
 stack_wait_workers "$world_size"
 
