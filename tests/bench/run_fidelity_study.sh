@@ -20,7 +20,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
 stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build}"
 
 preset="${PRESET:-tiny}"
-events="${EVENTS:-4500}"
+events="${EVENTS:-4000}"
 data_seed="${DATA_SEED:-11}"
 epochs="${EPOCHS:-3}"
 batch="${BATCH:-16}"
