@@ -11,33 +11,42 @@
 # Env (defaults = the recipe of record, docs/MODELS.md "Fidelity"):
 #   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO SEED WORLD_SIZE THREADS CHECKPOINT_STEPS SHOWERS
 #   LATENT LOSS_WEIGHTS
+#   PORT_BASE: listen only on ports from here (server PORT_BASE, worker w serves on PORT_BASE + w and
+#   its rendezvous ports are PORT_BASE + 50 w ... + 49); unset: server and serving on ephemeral ports,
+#   rendezvous from 30050
 #   PLOTS_DIR, STACK_KEEP=1 (keep the scratch folder and its logs), JSON_OUT (the summary as JSON)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
 stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build}"
 
-preset="${PRESET:-fidelity}"
-events="${EVENTS:-5000}"
+preset="${PRESET:-tiny}"
+events="${EVENTS:-4000}"
 data_seed="${DATA_SEED:-11}"
-epochs="${EPOCHS:-4}"
+epochs="${EPOCHS:-3}"
 batch="${BATCH:-16}"
-lr="${LR:-0}"                       # 0 = the preset's
+lr="${LR:-0.0003}"                  # 0 = the preset's
 lr_decay_to="${LR_DECAY_TO:-0.1}"
 seed="${SEED:-1}"
 world_size="${WORLD_SIZE:-1}"
-threads="${THREADS:-2}"
+threads="${THREADS:-1}"
 checkpoint_steps="${CHECKPOINT_STEPS:-250}"
 showers="${SHOWERS:-2000}"
-latent="${LATENT:-0}"                       # 0 = the preset's
-loss_weights="${LOSS_WEIGHTS:-}"            # adversarial,energy,ecal_sum; empty = the preset's
+latent="${LATENT:-128}"                     # 0 = the preset's
+loss_weights="${LOSS_WEIGHTS:-6,0.1,0.4}"   # adversarial,energy,ecal_sum; empty = the preset's
+port_base="${PORT_BASE:-}"
 dataset="toymc:layout=25,events=$events,seed=$data_seed,emin=10,emax=200"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
      "load $(cut -d' ' -f1-3 /proc/loadavg)"
+if [[ -n "$port_base" ]]; then export STACK_SERVER_PORT="$port_base"; fi
 stack_start_server
 stack_tenant physics
 for ((w = 1; w <= world_size; ++w)); do
-  stack_start_worker "study-worker-$w" "$threads" $((30000 + 50 * w))
+  if [[ -n "$port_base" ]]; then
+    stack_start_worker "study-worker-$w" "$threads" $((port_base + 50 * w)) --serve-port $((port_base + w))
+  else
+    stack_start_worker "study-worker-$w" "$threads" $((30000 + 50 * w))
+  fi
 done
 stack_wait_workers "$world_size"
 

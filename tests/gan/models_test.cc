@@ -336,6 +336,69 @@ TEST(ModelsTest, ConfigRoundTripAndValidation) {
   EXPECT_EQ(ParseModelConfig("preset=x\n").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// The optional log input of the discriminator (ModelConfig::discriminator_log_scale), in float64:
+// s * log(1 + x / s) and its gradient 1 / (1 + x / s), finite at empty cells; 0 is the identity;
+// the ecal head still sums the linear image.
+TEST(ModelsTest, DiscriminatorLogInputInFloat64) {
+  const std::vector<double> cells = {0.0, 1e-6, 0.01, 0.5, 1.0, 3.0, 50.0, 400.0};
+  for (double s : {0.1, 1.0, 10.0}) {
+    at::Tensor x = at::tensor(cells, at::kDouble).set_requires_grad(true);
+    const at::Tensor y = DiscriminatorInput(x, s);
+    y.sum().backward();
+    for (size_t i = 0; i < cells.size(); ++i) {
+      const double want = s * std::log1p(cells[i] / s);
+      EXPECT_NEAR(y[i].item<double>(), want, 1e-14 * std::max(1.0, want)) << "s " << s;
+      EXPECT_NEAR(x.grad()[i].item<double>(), 1.0 / (1.0 + cells[i] / s), 1e-14) << "s " << s;
+    }
+    // Below s the input stays nearly linear; far above it is compressed.
+    EXPECT_NEAR(DiscriminatorInput(at::full({1}, 1e-3 * s, at::kDouble), s).item<double>(),
+                1e-3 * s, 1e-6 * s);
+    EXPECT_LT(DiscriminatorInput(at::full({1}, 50.0 * s, at::kDouble), s).item<double>(), 4.0 * s);
+  }
+  const at::Tensor x = at::rand({3, 4}, at::kDouble);
+  EXPECT_TRUE(at::equal(DiscriminatorInput(x, 0.0), x));
+
+  ModelConfig c = Preset("tiny");
+  c.discriminator_log_scale = 1.0;
+  Discriminator d(c);
+  d->eval();
+  at::Tensor image = at::rand({2, 1, 25, 25, 25}) * 50.0;
+  image[1].zero_();
+  image.set_requires_grad(true);
+  const DiscriminatorOutput out = d->forward(image);
+  EXPECT_NEAR(out.ecal[0][0].item<float>(), image[0].sum().item<float>(),
+              1e-5 * image[0].sum().item<float>());
+  EXPECT_EQ(out.ecal[1][0].item<float>(), 0.0f);
+  out.real_probability.sum().backward();
+  EXPECT_TRUE(at::isfinite(image.grad()).all().item<bool>());
+}
+
+TEST(ModelsTest, DiscriminatorLogScaleConfig) {
+  ModelConfig c = Preset("tiny");
+  EXPECT_EQ(c.discriminator_log_scale, 0.0);
+  c.discriminator_log_scale = 2.5;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->discriminator_log_scale, 2.5);
+  // A config written before the field existed reads as the linear input.
+  std::string old = SerializeModelConfig(Preset("tiny"));
+  const size_t at = old.find("discriminator_log_scale=");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, old.find('\n', at) - at + 1);
+  auto parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->discriminator_log_scale, 0.0);
+  auto overridden = OverrideModelConfig(Preset("tiny"), "discriminator_log_scale=1");
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(overridden->discriminator_log_scale, 1.0);
+  for (double bad : {-1.0, std::nan(""), 1e9}) {
+    c.discriminator_log_scale = bad;
+    const absl::Status s = ValidateModelConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("discriminator_log_scale"), std::string::npos) << s;
+  }
+}
+
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
 TEST(ModelsTest, ConfigsAreBoundedBeforeAnyNetworkIsBuilt) {
   auto refused = [](const ModelConfig& c, const std::string& fragment) {

@@ -65,7 +65,7 @@ DiscriminatorImpl::DiscriminatorImpl(const ModelConfig& config) : config_(config
 }
 
 DiscriminatorOutput DiscriminatorImpl::forward(const torch::Tensor& image) {
-  torch::Tensor x = image;
+  torch::Tensor x = DiscriminatorInput(image, config_.discriminator_log_scale);
   for (auto& stage : stages_) x = stage->forward(x, dropout_generator_);
   x = at::avg_pool3d(x, {2, 2, 2}).flatten(1);
   DiscriminatorOutput out;
@@ -77,6 +77,12 @@ DiscriminatorOutput DiscriminatorImpl::forward(const torch::Tensor& image) {
   out.ecal = linear.sum({1, 2, 3, 4}).unsqueeze(1);
   if (config_.variable_angle()) out.theta = BarycentreAngle(linear);
   return out;
+}
+
+torch::Tensor DiscriminatorInput(const torch::Tensor& image, double log_scale) {
+  if (log_scale == 0.0) return image;
+  // Clamped at 0 so a negative cell (none after the generator's ReLU) cannot reach log(<= 0).
+  return at::log1p(at::clamp_min(image, 0.0) / log_scale) * log_scale;
 }
 
 torch::Tensor BarycentreAngle(const torch::Tensor& image) {

@@ -48,6 +48,11 @@ TORCH_MODULE(Discriminator);
 
 std::vector<ConvStageSpec> DiscriminatorStages(const ModelConfig& config);
 
+// What the conv stages see of a preprocessed image: the image itself for log_scale 0, else
+// log_scale * log(1 + image / log_scale) (ModelConfig::discriminator_log_scale). Its gradient is
+// 1 / (1 + image / log_scale): finite at empty cells, unlike a power below 1.
+torch::Tensor DiscriminatorInput(const torch::Tensor& image, double log_scale);
+
 // The 3dgan-51 angle head: differentiable barycentre angle (rad) of raw (N, 1, x, y, z) images in
 // linear energy units; the shower axis tilts along x with depth z. 100 for empty images.
 torch::Tensor BarycentreAngle(const torch::Tensor& image);

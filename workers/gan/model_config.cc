@@ -129,6 +129,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     return bad(absl::StrCat("default_batch must be in [1, ", kMaxBatch, "]"));
   }
   if (!(c.dropout >= 0 && c.dropout < 1)) return bad("dropout must be in [0, 1)");
+  if (!(c.discriminator_log_scale >= 0 && c.discriminator_log_scale <= 1e6)) {
+    return bad("discriminator_log_scale must be in [0, 1e6] (0 disables the log input)");
+  }
   if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
     return bad("cell_scale, cell_power and energy_scale must be > 0");
   }
@@ -160,6 +163,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("discriminator_filters", Join(c.discriminator_filters));
   put("discriminator_bn_eps", num(c.discriminator_bn_eps));
   put("dropout", num(c.dropout));
+  put("discriminator_log_scale", num(c.discriminator_log_scale));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
   put("loss_weights", Join(c.loss_weights));
@@ -298,6 +302,12 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
       status = absl::InvalidArgumentError("model config: fit_conditions_to_data must be 0 or 1");
     }
     c.fit_conditions_to_data = it->second == "1";
+  }
+  // Optional: configs written before it existed had a linear discriminator input.
+  if (auto it = kv.find("discriminator_log_scale"); it != kv.end()) {
+    if (!absl::SimpleAtod(it->second, &c.discriminator_log_scale) && status.ok()) {
+      status = absl::InvalidArgumentError("model config: bad number for discriminator_log_scale");
+    }
   }
   if (!status.ok()) return status;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;

@@ -37,6 +37,11 @@ struct ModelConfig {
   std::vector<int64_t> discriminator_filters{32, 8, 8, 8};
   double discriminator_bn_eps = 1e-3;
   double dropout = 0.2;
+  // 0: the discriminator's conv stages see the preprocessed image. s > 0: they see
+  // s * log(1 + image / s), which keeps cells below s nearly linear and compresses the core, so
+  // faint cells weigh more next to it. The parameter-free heads (ecal sum, angle) and the
+  // generator are unchanged.
+  double discriminator_log_scale = 0.0;
 
   double bn_momentum = 0.01;  // torch convention (= Keras momentum 0.99)
   double leaky_slope = 0.3;   // Keras LeakyReLU default

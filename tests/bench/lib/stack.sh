@@ -1,7 +1,8 @@
 # The whole gantry service on this machine for benchmark scripts: a private PostgreSQL, gantry-server,
 # a tenant with a token and worker daemons, all stopped when the script exits. Source it; do not run it.
 #   stack_init BUILD_DIR       scratch folder in $stack_work, traps EXIT/INT/TERM (logs kept on failure)
-#   stack_start_server         PostgreSQL + gantry-server; exports GANTRY_SERVER
+#   stack_start_server         PostgreSQL + gantry-server (port STACK_SERVER_PORT, default an
+#                              ephemeral one); exports GANTRY_SERVER
 #   stack_tenant NAME          creates the tenant and exports GANTRY_TOKEN (a token of it)
 #   stack_start_worker NAME THREADS PORT_BASE [daemon flags...]   one daemon, 50 rendezvous ports
 #   stack_wait_workers N       until N workers are connected
@@ -38,7 +39,7 @@ stack_start_server() {
   dsn="$("$stack_root/deploy/local/pg.sh" start)"
   echo "gnt_admin_$(openssl rand -hex 24)" >"$stack_work/admin.token"
   echo "gnj_$(openssl rand -hex 24)" >"$stack_work/join.token"
-  "$stack_bin/server/gantry-server" --listen 127.0.0.1:0 --db "$dsn" --data-dir "$stack_work/data" \
+  "$stack_bin/server/gantry-server" --listen "127.0.0.1:${STACK_SERVER_PORT:-0}" --db "$dsn" --data-dir "$stack_work/data" \
     --admin-token-file "$stack_work/admin.token" --join-token-file "$stack_work/join.token" \
     >"$stack_work/server.out" 2>"$stack_work/server.log" &
   stack_pids+=($!)
