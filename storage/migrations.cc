@@ -440,6 +440,8 @@ CREATE INDEX job_usage_started ON job_usage (started_at);
 CREATE INDEX job_usage_preset_device ON job_usage (preset, device);
 
 ALTER TABLE tenant_limits ADD COLUMN monthly_budget_usd double precision;
+)sql";
+
 // Version 14: the scheduler's per-tenant policy: a fair-share weight (NULL = the server's default)
 // and per-pool slot quotas.
 constexpr const char* kV14 = R"sql(
