@@ -46,7 +46,7 @@ expect_has() {
 }
 
 expect "top-level commands starting with j" "jobs" j
-expect "top-level commands starting with co" "completion config" co
+expect "top-level commands starting with co" "completion config costs" co
 expect "subcommands of jobs starting with s" "submit" jobs s
 expect "subcommands of datasets" "$( "$gantry" help datasets | awk '/^gantry datasets/ {print $3}' | sort | xargs)" datasets ""
 expect_has "flags of jobs submit" --epochs jobs submit --
