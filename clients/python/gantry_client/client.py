@@ -31,6 +31,19 @@ from gantry_client.v1 import (admin_pb2, admin_pb2_grpc, catalog_pb2, catalog_pb
 DEFAULT_SERVER = "127.0.0.1:50051"
 
 
+def _job_spec(spec: Union[training_pb2.JobSpec, Mapping[str, Any], None],
+              fields: Mapping[str, Any]) -> training_pb2.JobSpec:
+    """A JobSpec from a message or a dict (protobuf JSON names), with `fields` on top."""
+    message = training_pb2.JobSpec()
+    if isinstance(spec, training_pb2.JobSpec):
+        message.CopyFrom(spec)
+    elif spec is not None:
+        json_format.ParseDict(dict(spec), message)
+    if fields:
+        json_format.ParseDict(fields, message)
+    return message
+
+
 @dataclasses.dataclass
 class Settings:
     """Where to connect and as whom: `server` host:port, `token` (sent as a bearer token; may be
@@ -394,13 +407,7 @@ class Client:
             job = client.submit(model_preset="3dgan-25", dataset="toymc:layout=25,events=20000",
                                 world_size=2, hyper_parameters={"epochs": 30, "batch_per_rank": 64})
         """
-        message = training_pb2.JobSpec()
-        if isinstance(spec, training_pb2.JobSpec):
-            message.CopyFrom(spec)
-        elif spec is not None:
-            json_format.ParseDict(dict(spec), message)
-        if fields:
-            json_format.ParseDict(fields, message)
+        message = _job_spec(spec, fields)
         request = training_pb2.SubmitJobRequest(spec=message,
                                                 request_id=request_id or str(uuid.uuid4()))
         delay = 0.5
@@ -419,13 +426,7 @@ class Client:
         """Checks a JobSpec as `submit` would (same errors) without creating a job and returns
         the estimated duration, device-hours and cost on each eligible pool, cheapest first,
         each with its `basis` (SubmitJob with validate_only)."""
-        message = training_pb2.JobSpec()
-        if isinstance(spec, training_pb2.JobSpec):
-            message.CopyFrom(spec)
-        elif spec is not None:
-            json_format.ParseDict(dict(spec), message)
-        if fields:
-            json_format.ParseDict(fields, message)
+        message = _job_spec(spec, fields)
         request = training_pb2.SubmitJobRequest(spec=message, validate_only=True)
         return list(self._call(self.training.SubmitJob, request).estimates)
 
