@@ -31,11 +31,11 @@ from gantry_client.v1 import (admin_pb2, admin_pb2_grpc, catalog_pb2, catalog_pb
 DEFAULT_SERVER = "127.0.0.1:50051"
 
 
-def _job_spec(spec: Union[training_pb2.JobSpec, Mapping[str, Any], None],
-              fields: Mapping[str, Any]) -> training_pb2.JobSpec:
-    """A JobSpec from a message or a dict (protobuf JSON names), with `fields` on top."""
-    message = training_pb2.JobSpec()
-    if isinstance(spec, training_pb2.JobSpec):
+def _spec_message(cls: Any, spec: Any, fields: Mapping[str, Any]) -> Any:
+    """A `cls` message (JobSpec, StudySpec) from a message or a dict (protobuf JSON names), with
+    `fields` on top."""
+    message = cls()
+    if isinstance(spec, cls):
         message.CopyFrom(spec)
     elif spec is not None:
         json_format.ParseDict(dict(spec), message)
@@ -407,7 +407,7 @@ class Client:
             job = client.submit(model_preset="3dgan-25", dataset="toymc:layout=25,events=20000",
                                 world_size=2, hyper_parameters={"epochs": 30, "batch_per_rank": 64})
         """
-        message = _job_spec(spec, fields)
+        message = _spec_message(training_pb2.JobSpec, spec, fields)
         request = training_pb2.SubmitJobRequest(spec=message,
                                                 request_id=request_id or str(uuid.uuid4()))
         delay = 0.5
@@ -426,7 +426,7 @@ class Client:
         """Checks a JobSpec as `submit` would (same errors) without creating a job and returns
         the estimated duration, device-hours and cost on each eligible pool, cheapest first,
         each with its `basis` (SubmitJob with validate_only)."""
-        message = _job_spec(spec, fields)
+        message = _spec_message(training_pb2.JobSpec, spec, fields)
         request = training_pb2.SubmitJobRequest(spec=message, validate_only=True)
         return list(self._call(self.training.SubmitJob, request).estimates)
 
@@ -526,13 +526,7 @@ class Client:
                 algorithm="SEARCH_ALGORITHM_BAYESIAN", folds=3,
                 budget={"max_trials": 20, "max_parallel_trials": 2})
         """
-        message = studies_pb2.StudySpec()
-        if isinstance(spec, studies_pb2.StudySpec):
-            message.CopyFrom(spec)
-        elif spec is not None:
-            json_format.ParseDict(dict(spec), message)
-        if fields:
-            json_format.ParseDict(fields, message)
+        message = _spec_message(studies_pb2.StudySpec, spec, fields)
         request = studies_pb2.CreateStudyRequest(spec=message,
                                                  request_id=request_id or str(uuid.uuid4()))
         return self._call(self.studies.CreateStudy, request)
