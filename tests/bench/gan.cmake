@@ -2,11 +2,9 @@
 # tests/bench/run_gan_bench.sh runs them side by side with tests/bench/pytorch_3dgan.py.
 foreach(name gan_generation_bench gan_training_bench compute_peak_bench)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
-  # The worker's OpenMP default (OMP_WAIT_POLICY=PASSIVE), so the figures are the worker's.
-  target_link_libraries(${name} PRIVATE gantry_gan gantry_openmp_wait_policy)
+  target_link_libraries(${name} PRIVATE gantry_gan)
 endforeach()
 # Data-parallel scaling (issue 4): 2 ranks vs 1 rank, overlap on/off (figures in docs/BENCHMARKS.md
 # "Data-parallel scaling"). Run by hand: dp_scaling_bench --batch=32 --rounds=2
 add_executable(dp_scaling_bench ${CMAKE_CURRENT_LIST_DIR}/dp_scaling_bench.cc)
-target_link_libraries(dp_scaling_bench PRIVATE gantry_distributed gantry_gan
-                      gantry_openmp_wait_policy)
+target_link_libraries(dp_scaling_bench PRIVATE gantry_distributed gantry_gan)

@@ -15,11 +15,13 @@
 
 #include "tests/bench/bench_flags.h"
 #include "workers/gan/generator.h"
+#include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/shower_generator.h"
 
 using gantry::bench::BenchFlag;
 
 int main(int argc, char** argv) {
+  gantry::gan::PreferPassiveOpenMpWait(argv);  // as gantry-worker does
   using gantry::gan::Generator;
   const std::string preset = BenchFlag(argc, argv, "preset", "3dgan-25");
   const int64_t batch = std::atoll(BenchFlag(argc, argv, "batch", "128").c_str());

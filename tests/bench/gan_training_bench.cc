@@ -10,11 +10,13 @@
 #include <string>
 
 #include "tests/bench/bench_flags.h"
+#include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/trainer.h"
 
 using gantry::bench::BenchFlag;
 
 int main(int argc, char** argv) {
+  gantry::gan::PreferPassiveOpenMpWait(argv);  // as gantry-worker does
   const std::string preset = BenchFlag(argc, argv, "preset", "3dgan-25");
   const int64_t batch = std::atoll(BenchFlag(argc, argv, "batch", "64").c_str());
   const int threads = std::atoi(BenchFlag(argc, argv, "threads", "2").c_str());
