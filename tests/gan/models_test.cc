@@ -210,6 +210,36 @@ TEST(ModelsTest, FewChannelConvGradientsMatchAtenInFloat64) {
   }
 }
 
+// The discriminator's 32 -> 8 conv also computes its weight gradient as a forward conv (batch as
+// channels); float64, to 1e-12, against ATen's backward on that shape (padding 2 and 1).
+TEST(ModelsTest, WideInputWeightGradientMatchesAtenInFloat64) {
+  for (const auto& pad : {ConvStageSpec::Symmetric(2, 2, 2), ConvStageSpec::Symmetric(1, 1, 1)}) {
+    ConvStageSpec spec;
+    spec.in_channels = 32;
+    spec.out_channels = 8;
+    spec.kernel = {5, 5, 5};
+    spec.pad = pad;
+    ConvStage stage(spec);
+    stage->to(at::kDouble);
+    auto named = stage->named_parameters();
+    const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
+    const at::Tensor x = at::randn({3, 32, 7, 6, 8}, at::kDouble);
+    const at::Tensor out = stage->forward(x);
+    const at::Tensor probe = at::randn(out.sizes(), at::kDouble);
+    (out * probe).sum().backward();
+    const at::Tensor gw = w.grad().clone(), gb = b.grad().clone();
+    const std::vector<int64_t> aten_pad = {pad[0][0], pad[1][0], pad[2][0]};
+    const at::Tensor grad_out =
+        probe * at::where(out.gt(0), at::ones_like(out), at::full_like(out, spec.leaky_slope));
+    const auto aten =
+        at::convolution_backward(grad_out, x, w, std::vector<int64_t>{8}, {1, 1, 1}, aten_pad,
+                                 {1, 1, 1}, false, {0, 0, 0}, 1, {false, true, true});
+    EXPECT_TRUE(at::allclose(gw, std::get<1>(aten), 1e-12, 1e-12)) << "weight gradient";
+    EXPECT_TRUE(at::allclose(gb, std::get<2>(aten), 1e-12, 1e-12)) << "bias gradient";
+    EXPECT_GT(gw.abs().max().item<double>(), 0.0);
+  }
+}
+
 // Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->
 // conv, values and weight gradients.
 TEST(ModelsTest, PolyphaseUpsampleConvMatchesLiteralPath) {
