@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "workers/gan/conv_stage.h"
 #include "workers/gan/discriminator.h"
 #include "workers/gan/generator.h"
 #include "workers/gan/losses.h"
@@ -401,6 +402,75 @@ TEST(ModelsTest, DiscriminatorLogInputInFloat64) {
   EXPECT_EQ(out.ecal[1][0].item<float>(), 0.0f);
   out.real_probability.sum().backward();
   EXPECT_TRUE(at::isfinite(image.grad()).all().item<bool>());
+}
+
+// The optional leaky gradient of the generator's output ReLU (generator_relu_grad_slope), in
+// float64: the output is exactly relu(x) in every mode; in training with autograd the gradient is
+// 1 where x > 0 and the slope elsewhere; in eval mode, or with slope 0, it is the exact ReLU's.
+TEST(ModelsTest, GeneratorOutputReluLeakyGradientInFloat64) {
+  const std::vector<double> inputs = {-3.0, -1e-9, 0.0, 1e-9, 0.5, 7.0};
+  auto run = [&inputs](double slope, bool training) {
+    ConvStageSpec spec;
+    spec.kernel = {1, 1, 1};
+    spec.bias = false;
+    spec.activation = Activation::kRelu;
+    spec.relu_grad_slope = slope;
+    ConvStage stage(spec);
+    stage->to(at::kDouble);
+    {
+      torch::NoGradGuard no_grad;
+      stage->named_parameters()["conv.weight"].fill_(1.0);
+    }
+    stage->train(training);
+    at::Tensor x = at::tensor(inputs, at::kDouble).view({1, 1, 1, 1, -1}).set_requires_grad(true);
+    const at::Tensor y = stage->forward(x);
+    EXPECT_TRUE(at::equal(y, at::relu(x.detach()))) << "slope " << slope;
+    (y * 2.0).sum().backward();
+    return x.grad().flatten();
+  };
+  const at::Tensor leaky = run(0.1, true);
+  const at::Tensor eval = run(0.1, false);
+  const at::Tensor exact = run(0.0, true);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const double want = inputs[i] > 0 ? 2.0 : 0.2;
+    EXPECT_DOUBLE_EQ(leaky[i].item<double>(), want) << inputs[i];
+    EXPECT_DOUBLE_EQ(eval[i].item<double>(), inputs[i] > 0 ? 2.0 : 0.0) << inputs[i];
+    EXPECT_DOUBLE_EQ(exact[i].item<double>(), inputs[i] > 0 ? 2.0 : 0.0) << inputs[i];
+  }
+  // Only the generator's output stage carries it, in both topologies.
+  for (const char* name : {"tiny", "3dgan-25", "3dgan-51"}) {
+    ModelConfig c = Preset(name);
+    c.generator_relu_grad_slope = 0.05;
+    const std::vector<ConvStageSpec> stages = GeneratorStages(c);
+    for (size_t i = 0; i + 1 < stages.size(); ++i) EXPECT_EQ(stages[i].relu_grad_slope, 0.0);
+    EXPECT_EQ(stages.back().relu_grad_slope, 0.05) << name;
+  }
+}
+
+TEST(ModelsTest, GeneratorReluGradSlopeConfig) {
+  ModelConfig c = Preset("tiny");
+  EXPECT_EQ(c.generator_relu_grad_slope, 0.0);
+  c.generator_relu_grad_slope = 0.05;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->generator_relu_grad_slope, 0.05);
+  // A config written before the field existed reads as the exact ReLU gradient.
+  std::string old = SerializeModelConfig(Preset("tiny"));
+  const size_t at = old.find("generator_relu_grad_slope=");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, old.find('\n', at) - at + 1);
+  auto parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->generator_relu_grad_slope, 0.0);
+  auto overridden = OverrideModelConfig(Preset("tiny"), "generator_relu_grad_slope=0.1");
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(overridden->generator_relu_grad_slope, 0.1);
+  for (double bad : {-0.1, std::nan(""), 1.5}) {
+    c.generator_relu_grad_slope = bad;
+    const absl::Status s = ValidateModelConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("generator_relu_grad_slope"), std::string::npos) << s;
+  }
 }
 
 TEST(ModelsTest, DiscriminatorLogScaleConfig) {

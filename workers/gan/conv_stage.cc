@@ -107,6 +107,29 @@ class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
   }
 };
 
+// ReLU whose backward lets a fraction `slope` of the gradient through where the input was <= 0.
+// The output is exactly relu(x); only training sees the difference: a cell whose input is
+// negative for every event would otherwise get no gradient from any loss and stay empty forever.
+class ReluWithLeakyGradient : public torch::autograd::Function<ReluWithLeakyGradient> {
+ public:
+  static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& x,
+                            double slope) {
+    at::Tensor positive = x.gt(0);
+    ctx->save_for_backward({positive});
+    ctx->saved_data["slope"] = slope;
+    return at::relu(x);
+  }
+
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
+                                                 torch::autograd::variable_list grads) {
+    const at::Tensor positive = ctx->get_saved_variables()[0];
+    const double slope = ctx->saved_data["slope"].toDouble();
+    const at::Tensor scale = at::where(positive, at::ones({}, grads[0].options()),
+                                       at::full({}, slope, grads[0].options()));
+    return {grads[0] * scale, at::Tensor()};
+  }
+};
+
 }  // namespace
 
 std::array<std::array<int64_t, 2>, 3> ConvStageSpec::Same(std::array<int64_t, 3> kernel) {
@@ -230,6 +253,8 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.
   if (spec_.activation == Activation::kLeakyRelu) {
     at::leaky_relu_(x, spec_.leaky_slope);
+  } else if (spec_.relu_grad_slope > 0 && is_training() && at::GradMode::is_enabled()) {
+    x = ReluWithLeakyGradient::apply(x, spec_.relu_grad_slope);
   } else {
     at::relu_(x);
   }

@@ -30,6 +30,9 @@ struct ConvStageSpec {
   bool bias = true;
   Activation activation = Activation::kLeakyRelu;
   double leaky_slope = 0.3;
+  // kRelu only, training only: the gradient slope passed back for inputs the ReLU clamps to 0
+  // (0: the exact ReLU gradient). The forward pass is unchanged.
+  double relu_grad_slope = 0.0;
   bool batch_norm = false;
   double bn_eps = 1e-3;
   double bn_momentum = 0.01;

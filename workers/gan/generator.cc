@@ -53,6 +53,7 @@ std::vector<ConvStageSpec> GeneratorStages(const ModelConfig& c) {
     stages.push_back(s6);
     for (auto& s : stages) s.activation = Activation::kRelu;
   }
+  stages.back().relu_grad_slope = c.generator_relu_grad_slope;
   return stages;
 }
 

@@ -132,6 +132,9 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (!(c.discriminator_log_scale >= 0 && c.discriminator_log_scale <= 1e6)) {
     return bad("discriminator_log_scale must be in [0, 1e6] (0 disables the log input)");
   }
+  if (!(c.generator_relu_grad_slope >= 0 && c.generator_relu_grad_slope <= 1)) {
+    return bad("generator_relu_grad_slope must be in [0, 1] (0 is the exact ReLU gradient)");
+  }
   if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
     return bad("cell_scale, cell_power and energy_scale must be > 0");
   }
@@ -164,6 +167,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("discriminator_bn_eps", num(c.discriminator_bn_eps));
   put("dropout", num(c.dropout));
   put("discriminator_log_scale", num(c.discriminator_log_scale));
+  put("generator_relu_grad_slope", num(c.generator_relu_grad_slope));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
   put("loss_weights", Join(c.loss_weights));
@@ -307,6 +311,12 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   if (auto it = kv.find("discriminator_log_scale"); it != kv.end()) {
     if (!absl::SimpleAtod(it->second, &c.discriminator_log_scale) && status.ok()) {
       status = absl::InvalidArgumentError("model config: bad number for discriminator_log_scale");
+    }
+  }
+  // Optional: configs written before it existed trained with the exact ReLU gradient.
+  if (auto it = kv.find("generator_relu_grad_slope"); it != kv.end()) {
+    if (!absl::SimpleAtod(it->second, &c.generator_relu_grad_slope) && status.ok()) {
+      status = absl::InvalidArgumentError("model config: bad number for generator_relu_grad_slope");
     }
   }
   if (!status.ok()) return status;

@@ -43,6 +43,12 @@ struct ModelConfig {
   // generator are unchanged.
   double discriminator_log_scale = 0.0;
 
+  // Training only: the gradient slope the generator's output ReLU passes back where it clamps a
+  // cell to 0 (0: the exact ReLU gradient). A cell that is negative before the ReLU for every
+  // event gets no gradient otherwise, so a whole phase of the x2 upsampled grid can stay empty
+  // (docs/MODELS.md "Fidelity"). Generation is unchanged: the forward pass is still relu(x).
+  double generator_relu_grad_slope = 0.0;
+
   double bn_momentum = 0.01;  // torch convention (= Keras momentum 0.99)
   double leaky_slope = 0.3;   // Keras LeakyReLU default
 
