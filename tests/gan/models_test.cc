@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/discriminator.h"
 #include "workers/gan/generator.h"
@@ -447,56 +448,43 @@ TEST(ModelsTest, GeneratorOutputReluLeakyGradientInFloat64) {
   }
 }
 
-TEST(ModelsTest, GeneratorReluGradSlopeConfig) {
+// An optional number of ModelConfig that is 0 (off) by default: it round-trips through the stored
+// text, a config written before it existed reads as 0, --model-set overrides it, and
+// ValidateModelConfig refuses each of `bad` with a message naming it.
+void ExpectOptionalConfigNumber(const std::string& key, double ModelConfig::*field, double good,
+                                const std::vector<double>& bad) {
   ModelConfig c = Preset("tiny");
-  EXPECT_EQ(c.generator_relu_grad_slope, 0.0);
-  c.generator_relu_grad_slope = 0.05;
+  EXPECT_EQ(c.*field, 0.0) << key;
+  c.*field = good;
   auto back = ParseModelConfig(SerializeModelConfig(c));
   ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->generator_relu_grad_slope, 0.05);
-  // A config written before the field existed reads as the exact ReLU gradient.
+  EXPECT_EQ((*back).*field, good) << key;
   std::string old = SerializeModelConfig(Preset("tiny"));
-  const size_t at = old.find("generator_relu_grad_slope=");
-  ASSERT_NE(at, std::string::npos);
+  const size_t at = old.find(key + "=");
+  ASSERT_NE(at, std::string::npos) << key;
   old.erase(at, old.find('\n', at) - at + 1);
   auto parsed = ParseModelConfig(old);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->generator_relu_grad_slope, 0.0);
-  auto overridden = OverrideModelConfig(Preset("tiny"), "generator_relu_grad_slope=0.1");
+  EXPECT_EQ((*parsed).*field, 0.0) << key;
+  auto overridden = OverrideModelConfig(Preset("tiny"), absl::StrCat(key, "=", good));
   ASSERT_TRUE(overridden.ok()) << overridden.status();
-  EXPECT_EQ(overridden->generator_relu_grad_slope, 0.1);
-  for (double bad : {-0.1, std::nan(""), 1.5}) {
-    c.generator_relu_grad_slope = bad;
+  EXPECT_EQ((*overridden).*field, good) << key;
+  for (double value : bad) {
+    c.*field = value;
     const absl::Status s = ValidateModelConfig(c);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(s.message().find("generator_relu_grad_slope"), std::string::npos) << s;
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << key << " " << value;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s;
   }
 }
 
+TEST(ModelsTest, GeneratorReluGradSlopeConfig) {
+  ExpectOptionalConfigNumber("generator_relu_grad_slope", &ModelConfig::generator_relu_grad_slope,
+                             0.05, {-0.1, std::nan(""), 1.5});
+}
+
 TEST(ModelsTest, DiscriminatorLogScaleConfig) {
-  ModelConfig c = Preset("tiny");
-  EXPECT_EQ(c.discriminator_log_scale, 0.0);
-  c.discriminator_log_scale = 2.5;
-  auto back = ParseModelConfig(SerializeModelConfig(c));
-  ASSERT_TRUE(back.ok()) << back.status();
-  EXPECT_EQ(back->discriminator_log_scale, 2.5);
-  // A config written before the field existed reads as the linear input.
-  std::string old = SerializeModelConfig(Preset("tiny"));
-  const size_t at = old.find("discriminator_log_scale=");
-  ASSERT_NE(at, std::string::npos);
-  old.erase(at, old.find('\n', at) - at + 1);
-  auto parsed = ParseModelConfig(old);
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_EQ(parsed->discriminator_log_scale, 0.0);
-  auto overridden = OverrideModelConfig(Preset("tiny"), "discriminator_log_scale=1");
-  ASSERT_TRUE(overridden.ok()) << overridden.status();
-  EXPECT_EQ(overridden->discriminator_log_scale, 1.0);
-  for (double bad : {-1.0, std::nan(""), 1e9}) {
-    c.discriminator_log_scale = bad;
-    const absl::Status s = ValidateModelConfig(c);
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_NE(s.message().find("discriminator_log_scale"), std::string::npos) << s;
-  }
+  ExpectOptionalConfigNumber("discriminator_log_scale", &ModelConfig::discriminator_log_scale, 2.5,
+                             {-1.0, std::nan(""), 1e9});
 }
 
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
