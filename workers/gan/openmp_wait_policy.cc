@@ -1,5 +1,6 @@
 #include "workers/gan/openmp_wait_policy.h"
 
+#include <limits.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -17,8 +18,15 @@ namespace gantry::gan {
 // which runs after it, resets environ to the original block). Hence the re-execution.
 void PreferPassiveOpenMpWait(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") != nullptr) return;
+  // The binary's own path, not /proc/self/exe: exec names the process after the file it runs, and
+  // "exe" would break whatever finds the worker by name (the container health check reads
+  // /proc/1/comm).
+  char path[PATH_MAX];
+  const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+  if (n <= 0) return;
+  path[n] = '\0';
   if (setenv("OMP_WAIT_POLICY", "PASSIVE", /*overwrite=*/1) != 0) return;
-  execv("/proc/self/exe", argv);
+  execv(path, argv);
   // Only reached when exec failed: run on, with libgomp's default, and keep the variable unset
   // so child processes see the same environment as this one.
   unsetenv("OMP_WAIT_POLICY");
