@@ -6,7 +6,8 @@
 set -euo pipefail
 worker="$1"
 dir="$(mktemp -d)"
-trap 'rm -rf "$dir"' EXIT
+daemon_pid=""
+trap '[[ -n "$daemon_pid" ]] && kill "$daemon_pid" 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # The last block libgomp printed: the settings of the process that runs main() to the end.
@@ -35,4 +36,20 @@ grep -q "GOMP_SPINCOUNT = '30000000000'" "$dir/err" || fail "ACTIVE without its 
 # The re-executed worker still does its work (a tiny toy MC file).
 "$worker" toymc --spec=toymc:layout=25,events=4,seed=3 --out="$dir/toy.h5" >"$dir/toymc.log"
 grep -q "simulated 4 showers" "$dir/toymc.log" || fail "toymc after the re-execution: $(cat "$dir/toymc.log")"
+# The re-executed process keeps its name (the worker container's health check finds the daemon by
+# /proc/1/comm). A daemon whose server is not listening (port 53001) keeps retrying, so it can be read.
+env -u OMP_WAIT_POLICY "$worker" daemon --server=127.0.0.1:53001 --join-token=t --work-dir="$dir/work" \
+  --cache-dir="$dir/cache" >"$dir/daemon.log" 2>&1 &
+daemon_pid=$!
+for _ in $(seq 1 100); do
+  tr '\0' '\n' <"/proc/$daemon_pid/environ" 2>/dev/null | grep -qx OMP_WAIT_POLICY=PASSIVE && break
+  sleep 0.1
+done
+tr '\0' '\n' <"/proc/$daemon_pid/environ" | grep -qx OMP_WAIT_POLICY=PASSIVE ||
+  fail "the daemon was not re-executed with PASSIVE: $(cat "$dir/daemon.log")"
+[[ "$(cat "/proc/$daemon_pid/comm")" == gantry-worker ]] ||
+  fail "the re-executed daemon is named '$(cat "/proc/$daemon_pid/comm")', not gantry-worker"
+kill "$daemon_pid"
+wait "$daemon_pid" 2>/dev/null || true
+daemon_pid=""
 echo "PASS"
