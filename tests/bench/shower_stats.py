@@ -25,6 +25,21 @@ def load(path):
         return np.asarray(f["ECAL"], dtype=np.float64)
 
 
+def face_stats(x):
+    """The one-line summary above for showers `x` (N, 25, 25, z), or None when all are empty."""
+    total = x.sum()
+    per_event = x.sum(axis=(1, 2, 3))
+    ok = per_event > 0
+    if total <= 0 or not ok.any():
+        return None
+    column = (x[:, 12, 12].sum(axis=1)[ok] / per_event[ok]).mean()
+    core = (x[:, 11:14, 11:14].sum(axis=(1, 2, 3))[ok] / per_event[ok]).mean()
+    profile = x.sum(axis=(0, 2, 3)) / total
+    peaks = np.bincount(np.argmax(x.sum(axis=(2, 3))[ok], axis=1), minlength=25)
+    return (f"even x {x[:, 0::2].sum() / total:.3f}  even y {x[:, :, 0::2].sum() / total:.3f}"
+            f"  col(12,12) {column:.3f}  3x3 {core:.3f}  x[9..15] {profile[9:16]}  peak x {peaks}")
+
+
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
@@ -33,18 +48,7 @@ def main():
         x = load(path)
         if x.ndim != 4 or x.shape[1] != 25 or x.shape[2] != 25:
             sys.exit(f"{path}: expected showers of shape (N, 25, 25, z), got {x.shape}")
-        total = x.sum()
-        per_event = x.sum(axis=(1, 2, 3))
-        ok = per_event > 0
-        if total <= 0 or not ok.any():
-            print(f"{path}: every shower is empty")
-            continue
-        column = (x[:, 12, 12].sum(axis=1)[ok] / per_event[ok]).mean()
-        core = (x[:, 11:14, 11:14].sum(axis=(1, 2, 3))[ok] / per_event[ok]).mean()
-        profile = x.sum(axis=(0, 2, 3)) / total
-        peaks = np.bincount(np.argmax(x.sum(axis=(2, 3))[ok], axis=1), minlength=25)
-        print(f"{path}: even x {x[:, 0::2].sum() / total:.3f}  even y {x[:, :, 0::2].sum() / total:.3f}"
-              f"  col(12,12) {column:.3f}  3x3 {core:.3f}  x[9..15] {profile[9:16]}  peak x {peaks}")
+        print(f"{path}: {face_stats(x) or 'every shower is empty'}")
 
 
 if __name__ == "__main__":

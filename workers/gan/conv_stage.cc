@@ -124,9 +124,7 @@ class ReluWithLeakyGradient : public torch::autograd::Function<ReluWithLeakyGrad
                                                  torch::autograd::variable_list grads) {
     const at::Tensor positive = ctx->get_saved_variables()[0];
     const double slope = ctx->saved_data["slope"].toDouble();
-    const at::Tensor scale = at::where(positive, at::ones({}, grads[0].options()),
-                                       at::full({}, slope, grads[0].options()));
-    return {grads[0] * scale, at::Tensor()};
+    return {at::where(positive, grads[0], grads[0] * slope), at::Tensor()};
   }
 };
 
