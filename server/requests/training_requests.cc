@@ -97,12 +97,15 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(ValidateLabels(spec.labels(), "spec.labels"));
   const std::string& preset = spec.model_preset();
   if (preset.empty()) {
-    return Invalid("spec.model_preset", "is missing; use \"3dgan-25\", \"3dgan-51\" or \"tiny\"");
+    return Invalid("spec.model_preset",
+                   "is missing; use \"3dgan-25\", \"3dgan-51\", \"tiny\" or \"tiny-template\"");
   }
-  if (preset != "3dgan-25" && preset != "3dgan-51" && preset != "tiny") {
-    return Invalid("spec.model_preset", absl::StrCat("\"", preset,
-                                                     "\" is unknown; use \"3dgan-25\", "
-                                                     "\"3dgan-51\" or \"tiny\""));
+  if (preset != "3dgan-25" && preset != "3dgan-51" && preset != "tiny" &&
+      preset != "tiny-template") {
+    return Invalid("spec.model_preset",
+                   absl::StrCat("\"", preset,
+                                "\" is unknown; use \"3dgan-25\", \"3dgan-51\", \"tiny\" or "
+                                "\"tiny-template\""));
   }
   const v1::ModelOverrides& mo = spec.model_overrides();
   RETURN_IF_ERROR(CheckInt(mo.latent_size(), 0, 4096, "spec.model_overrides.latent_size"));

@@ -1,8 +1,10 @@
 // The fake conditions and the ecal-sum target fitted to the training data (gan::ConditionFit).
 #include "workers/gan/condition_fit.h"
 
+#include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numeric>
@@ -132,6 +134,64 @@ TEST(ConditionFitTest, FileSampleEqualsMemorySample) {
   EXPECT_EQ(SerializeModelConfig(a), SerializeModelConfig(b));
   EXPECT_EQ(SampleConditions(a, **reader, {-1}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// generator_template: the sample carries the per-cell least-squares fit cell / e = a + b ln e
+// (e = E/100, preprocessed cells), the same from a file as from memory, and nothing without a
+// template; one beam energy gives b = 0 and a = the mean.
+TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) {
+  showers::ToyMcConfig mc;
+  mc.events = 120;
+  mc.energy_min_gev = 20;
+  mc.energy_max_gev = 180;
+  mc.seed = 4;
+  const showers::ShowerSet data = *showers::SimulateToyMc(mc);
+  ModelConfig c = *PresetConfig("tiny");
+  EXPECT_TRUE(SampleConditions(c, data, AllRows(data)).shower_template.empty());
+  c.generator_template = true;
+  const ConditionSample s = SampleConditions(c, data, AllRows(data));
+  const int64_t n = data.cells_per_event();
+  ASSERT_EQ(static_cast<int64_t>(s.shower_template.size()), 2 * n);
+  // By hand, in float64 tensors.
+  const TrainingTensors t = *PreprocessShowers(c, data);
+  const at::Tensor e = t.energy100.to(at::kDouble);
+  const at::Tensor y = t.images.reshape({data.events(), n}).to(at::kDouble) / e;
+  const at::Tensor x = at::log(e) - at::log(e).mean();
+  const at::Tensor b = (x * (y - y.mean(0))).sum(0) / (x * x).sum();
+  const at::Tensor a = y.mean(0) - b * at::log(e).mean();
+  const double peak = a.abs().max().item<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(s.shower_template[i], a[i].item<double>(), 1e-6 * peak) << i;
+    ASSERT_NEAR(s.shower_template[n + i], b[i].item<double>(), 1e-6 * peak) << i;
+  }
+  // The toy's showers are centred and deepen with energy: the mean's largest cell is in the
+  // central column, and the deepest layers gain with ln e (b > 0) while the first lose (b < 0).
+  const at::Tensor mean = y.mean(0).view({c.grid[0], c.grid[1], c.grid[2]});
+  const int64_t argmax = mean.argmax().item<int64_t>();
+  EXPECT_EQ(argmax / (c.grid[1] * c.grid[2]), c.grid[0] / 2);
+  EXPECT_EQ(argmax / c.grid[2] % c.grid[1], c.grid[1] / 2);
+  const at::Tensor slope = b.view({c.grid[0], c.grid[1], c.grid[2]})[c.grid[0] / 2][c.grid[1] / 2];
+  EXPECT_LT(slope[1].item<double>(), 0);
+  EXPECT_GT(slope[c.grid[2] - 3].item<double>(), 0);
+  const std::string path = ::testing::TempDir() + "/template.h5";
+  ASSERT_TRUE(showers::WriteShowerFile(path, data).ok());
+  auto reader = showers::ShowerFileReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto from_file = SampleConditions(c, **reader, AllRows(data));
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(from_file->shower_template, s.shower_template);
+  // One beam energy.
+  mc.energy_min_gev = mc.energy_max_gev = 50;
+  const showers::ShowerSet beam = *showers::SimulateToyMc(mc);
+  const ConditionSample one = SampleConditions(c, beam, AllRows(beam));
+  ASSERT_EQ(static_cast<int64_t>(one.shower_template.size()), 2 * n);
+  const TrainingTensors tb = *PreprocessShowers(c, beam);
+  const at::Tensor beam_mean =
+      (tb.images.reshape({beam.events(), n}).to(at::kDouble) / tb.energy100.to(at::kDouble)).mean(0);
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(one.shower_template[i], beam_mean[i].item<double>(), 1e-6 * peak) << i;
+    ASSERT_EQ(one.shower_template[n + i], 0.0) << i;
+  }
 }
 
 TEST(ConditionFitTest, ConfigKeepsTheFlagAndOldConfigsParseWithoutIt) {

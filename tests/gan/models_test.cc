@@ -461,6 +461,84 @@ TEST(ModelsTest, DiscriminatorLogScaleConfig) {
                              {-1.0, std::nan(""), 1e9});
 }
 
+// generator_template: off by default, round-trips, reads as off from configs written before it,
+// and --model-set turns it on; "2" is refused.
+TEST(ModelsTest, GeneratorTemplateConfig) {
+  ModelConfig c = Preset("tiny");
+  EXPECT_FALSE(c.generator_template);
+  c.generator_template = true;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->generator_template);
+  std::string old = SerializeModelConfig(c);
+  const size_t at = old.find("generator_template=");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, old.find('\n', at) - at + 1);
+  auto parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->generator_template);
+  auto on = OverrideModelConfig(Preset("tiny"), "generator_template=1");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_TRUE(on->generator_template);
+  const auto bad = OverrideModelConfig(Preset("tiny"), "generator_template=2");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("generator_template"), std::string::npos) << bad.status();
+}
+
+// The shower template, in float64: with the output conv's weights at 0 the generator's output is
+// exactly relu(e (a + b ln e)), e = E/100, for both topologies; the fixed-angle input carries e as
+// an extra last column; the loss's gradient reaches a and b as the sums over events of e and
+// e ln e where the output is positive. SetShowerTemplate refuses another size, a non-finite value
+// and a model without a template.
+TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
+  for (const char* name : {"tiny", "3dgan-51"}) {
+    ModelConfig c = Preset(name);
+    c.generator_template = true;
+    if (c.variable_angle()) {  // narrow, to keep float64 fast; the template path is the same
+      c.latent = 8;
+      c.dense_channels = 2;
+      c.generator_filters = {2, 2, 2, 2, 2, 2};
+    }
+    Generator g(c);
+    g->to(at::kDouble);
+    g->train();
+    const int64_t cells = c.grid[0] * c.grid[1] * c.grid[2];
+    std::vector<double> values(static_cast<size_t>(2 * cells));
+    for (int64_t i = 0; i < 2 * cells; ++i) values[i] = std::sin(0.37 * static_cast<double>(i));
+    ASSERT_TRUE(g->SetShowerTemplate(values).ok()) << name;
+    {
+      torch::NoGradGuard no_grad;
+      const std::string last = absl::StrCat("stage", GeneratorStages(c).size() - 1, ".conv.weight");
+      g->named_parameters()[last].zero_();
+    }
+    const at::Tensor energy100 = at::tensor({0.5, 2.0}, at::kDouble).view({2, 1});
+    const at::Tensor theta = at::full({2, 1}, 1.2, at::kDouble);
+    const at::Tensor input =
+        g->MakeInput(energy100, theta, at::randn({2, g->noise_dim()}, at::kDouble));
+    EXPECT_EQ(input.size(1), c.variable_angle() ? c.latent : c.latent + 1) << name;
+    const at::Tensor t = at::tensor(values, at::kDouble).view({2, c.grid[0], c.grid[1], c.grid[2]});
+    const at::Tensor e = energy100.view({2, 1, 1, 1, 1});
+    const at::Tensor pre = e * (t[0] + at::log(e) * t[1]);
+    const at::Tensor out = g->forward(input);
+    EXPECT_TRUE(at::allclose(out, at::relu(pre), 0, 1e-12)) << name;
+    out.sum().backward();
+    const at::Tensor positive = pre.gt(0).to(at::kDouble);
+    const at::Tensor want_a = (positive * e).sum(0);
+    const at::Tensor want_b = (positive * e * at::log(e)).sum(0);
+    const at::Tensor grad = g->shower_template().grad();
+    EXPECT_TRUE(at::allclose(grad[0], want_a[0], 0, 1e-12)) << name;
+    EXPECT_TRUE(at::allclose(grad[1], want_b[0], 0, 1e-12)) << name;
+
+    EXPECT_EQ(g->SetShowerTemplate(std::vector<double>(10, 1.0)).code(),
+              absl::StatusCode::kInvalidArgument);
+    values[3] = std::nan("");
+    EXPECT_EQ(g->SetShowerTemplate(values).code(), absl::StatusCode::kInvalidArgument);
+  }
+  Generator plain(Preset("tiny"));
+  EXPECT_FALSE(plain->shower_template().defined());
+  EXPECT_EQ(plain->SetShowerTemplate({1.0}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
 TEST(ModelsTest, ConfigsAreBoundedBeforeAnyNetworkIsBuilt) {
   auto refused = [](const ModelConfig& c, const std::string& fragment) {

@@ -85,15 +85,24 @@ absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
       config = gan::OverrideModelConfig(*config, o.model_set);
       if (!config.ok()) return config.status();
     }
-    if (config->fit_conditions_to_data) {
+    gan::ConditionSample sample;
+    if (config->fit_conditions_to_data || config->generator_template) {
       std::vector<int64_t> rows(static_cast<size_t>(showers->events()));
       for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
-      absl::StatusOr<std::string> fitted =
-          gan::FitConditionsToData(gan::SampleConditions(*config, *showers, rows), &*config);
+      sample = gan::SampleConditions(*config, *showers, rows);
+    }
+    if (config->fit_conditions_to_data) {
+      absl::StatusOr<std::string> fitted = gan::FitConditionsToData(sample, &*config);
       if (!fitted.ok()) return fitted.status();
       log << *fitted << "\n";
     }
     trainer = gan::Trainer::Create(*config, *showers, options);
+    if (trainer.ok() && config->generator_template) {
+      absl::Status set =
+          (*trainer)->mutable_state().generator->SetShowerTemplate(sample.shower_template);
+      if (!set.ok()) return set;
+      log << "shower template: fitted to " << sample.sample_ecal.size() << " training events\n";
+    }
   }
   if (!trainer.ok()) return trainer.status();
   gan::Trainer& t = **trainer;

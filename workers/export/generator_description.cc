@@ -38,6 +38,11 @@ at::Tensor GeneratorDescription::Find(const std::string& name) const {
 absl::StatusOr<GeneratorDescription> DescribeGenerator(const gan::ModelConfig& config,
                                                        gan::GeneratorImpl& generator) {
   if (absl::Status s = gan::ValidateModelConfig(config); !s.ok()) return s;
+  if (config.generator_template) {
+    return absl::UnimplementedError(
+        "models with a shower template (generator_template) do not export yet; generate through "
+        "the service or with gantry-worker local-generate");
+  }
   GeneratorDescription d;
   d.config = config;
   d.noise_dim = generator.noise_dim();

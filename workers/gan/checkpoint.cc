@@ -29,13 +29,20 @@ constexpr std::streamoff kMaxHeaderBytes = 256;  // three short lines
 constexpr uint64_t kMaxCheckpointBytes = uint64_t{16} << 30;
 
 // Keras initialisers of the reference: he_uniform for the generator convs, glorot_normal for its
-// last conv, glorot_uniform for dense layers and discriminator convs, zero biases.
+// last conv, glorot_uniform for dense layers and discriminator convs, zero biases. A generator with
+// a shower template starts with the template at 0 (the trainer's caller sets it from the data) and
+// its last conv kTemplateResidualInitScale times smaller, so its first showers are the template.
 void InitKerasStyle(torch::nn::Module& module, bool is_generator, int64_t last_stage,
                     at::Generator& rng) {
   torch::NoGradGuard no_grad;
+  const bool has_template = module.named_parameters().contains("shower_template");
   for (auto& item : module.named_parameters()) {
     const std::string& name = item.key();
     at::Tensor p = item.value();
+    if (name == "shower_template") {
+      p.zero_();
+      continue;
+    }
     if (name.find(".bn.") != std::string::npos)
       continue;  // BatchNorm: gamma 1, beta 0 (torch default)
     if (name.size() >= 4 && name.compare(name.size() - 4, 4, "bias") == 0) {
@@ -49,6 +56,7 @@ void InitKerasStyle(torch::nn::Module& module, bool is_generator, int64_t last_s
     const bool last = name.rfind("stage" + std::to_string(last_stage) + ".", 0) == 0;
     if (is_generator && conv && last) {
       p.normal_(0.0, std::sqrt(2.0 / (fan_in + fan_out)), rng);
+      if (has_template) p.mul_(kTemplateResidualInitScale);
     } else if (is_generator && conv) {
       const double limit = std::sqrt(6.0 / fan_in);
       p.uniform_(-limit, limit, rng);

@@ -26,6 +26,58 @@ bool EventEcal(const ModelConfig& config, const float* cells, int64_t n, double*
   return true;
 }
 
+// The sums of the shower template's per-cell fit, cell / e = a + b ln(e) (generator_template).
+class TemplateFit {
+ public:
+  explicit TemplateFit(const ModelConfig& config) : config_(config) {}
+
+  // One sampled event; events without a positive energy are skipped.
+  void Add(const float* cells, int64_t n, double energy_gev) {
+    if (!config_.generator_template || !(energy_gev > 0)) return;
+    if (sum_y_.empty()) {
+      sum_y_.assign(n, 0.0);
+      sum_xy_.assign(n, 0.0);
+    }
+    const double e = energy_gev / config_.energy_scale;
+    const double x = std::log(e);
+    for (int64_t c = 0; c < n; ++c) {
+      const double v = static_cast<double>(cells[c]) * config_.cell_scale;
+      if (!(v >= config_.cell_threshold)) continue;
+      const double y = (config_.cell_power == 1.0 ? v : std::pow(v, config_.cell_power)) / e;
+      sum_y_[c] += y;
+      sum_xy_[c] += x * y;
+    }
+    ++events_;
+    sum_x_ += x;
+    sum_xx_ += x * x;
+  }
+
+  // a then b per cell; empty without events.
+  std::vector<double> Finish() const {
+    std::vector<double> out;
+    if (events_ == 0) return out;
+    const double n = static_cast<double>(events_);
+    const double mean_x = sum_x_ / n;
+    const double var_x = sum_xx_ / n - mean_x * mean_x;
+    const bool slope = var_x > 1e-9;  // a spread of energies, not one beam energy
+    const size_t cells = sum_y_.size();
+    out.assign(2 * cells, 0.0);
+    for (size_t c = 0; c < cells; ++c) {
+      const double mean_y = sum_y_[c] / n;
+      const double b = slope ? (sum_xy_[c] / n - mean_x * mean_y) / var_x : 0.0;
+      out[c] = mean_y - b * mean_x;
+      out[cells + c] = b;
+    }
+    return out;
+  }
+
+ private:
+  const ModelConfig& config_;
+  std::vector<double> sum_y_, sum_xy_;
+  double sum_x_ = 0, sum_xx_ = 0;
+  int64_t events_ = 0;
+};
+
 // Evenly spread picks of at most `limit` of `n` positions.
 std::vector<int64_t> SpreadPicks(int64_t n, int64_t limit) {
   std::vector<int64_t> picks;
@@ -71,6 +123,7 @@ bool Solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vecto
 ConditionSample SampleConditions(const ModelConfig& config, const showers::ShowerSet& showers,
                                  const std::vector<int64_t>& rows) {
   ConditionSample s;
+  TemplateFit fit(config);
   const int64_t n = showers.cells_per_event();
   for (int64_t row : rows) {
     s.energy_gev.push_back(showers.energy_gev[row]);
@@ -84,7 +137,9 @@ ConditionSample SampleConditions(const ModelConfig& config, const showers::Showe
     if (!EventEcal(config, showers.event(row), n, &ecal)) continue;
     s.sample_energy_gev.push_back(showers.energy_gev[row]);
     s.sample_ecal.push_back(ecal);
+    fit.Add(showers.event(row), n, showers.energy_gev[row]);
   }
+  s.shower_template = fit.Finish();
   return s;
 }
 
@@ -92,6 +147,7 @@ absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
                                                  const showers::ShowerFileReader& reader,
                                                  const std::vector<int64_t>& candidates) {
   ConditionSample s;
+  TemplateFit fit(config);
   for (int64_t index : candidates) {
     if (index < 0 || index >= reader.events()) {
       return absl::InvalidArgumentError(
@@ -119,8 +175,10 @@ absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
       if (!EventEcal(config, events->event(e), n, &ecal)) continue;
       s.sample_energy_gev.push_back(events->energy_gev[e]);
       s.sample_ecal.push_back(ecal);
+      fit.Add(events->event(e), n, events->energy_gev[e]);
     }
   }
+  s.shower_template = fit.Finish();
   return s;
 }
 

@@ -26,6 +26,10 @@ struct ConditionSample {
   std::vector<double> theta_rad;          // all training events (variable angle), else empty
   std::vector<double> sample_energy_gev;  // the sampled events
   std::vector<double> sample_ecal;        // their ecal sums in model units (as preprocessed)
+  // ModelConfig::generator_template only, else empty: the generator's initial shower template,
+  // 2 x (x * y * z) values a then b, the per-cell least-squares fit over the sampled events of
+  // preprocessed cell / e = a + b ln(e), e = E / energy_scale (b = 0 when all energies are equal).
+  std::vector<double> shower_template;
 };
 
 // At most this many events are read for the sampling-fraction fit (evenly spread over the data).

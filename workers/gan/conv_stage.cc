@@ -228,8 +228,8 @@ torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
   return y;
 }
 
-torch::Tensor ConvStageImpl::forward(torch::Tensor x,
-                                     const c10::optional<at::Generator>& generator) {
+torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Generator>& generator,
+                                     const torch::Tensor& add_before_activation) {
   const auto& up = spec_.upsample;
   const bool upsample = up[0] != 1 || up[1] != 1 || up[2] != 1;
   const bool integer_factors = up[0] == static_cast<int64_t>(up[0]) &&
@@ -248,6 +248,7 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
     if (has_extra_pad_) x = at::constant_pad_nd(x, extra_pad_, 0);
     x = Convolve(x, conv_->weight, conv_->bias, conv_pad_);
   }
+  if (add_before_activation.defined()) x = x + add_before_activation;
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.
   if (spec_.activation == Activation::kLeakyRelu) {
     at::leaky_relu_(x, spec_.leaky_slope);

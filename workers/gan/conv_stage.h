@@ -48,9 +48,11 @@ class ConvStageImpl : public torch::nn::Module {
   explicit ConvStageImpl(const ConvStageSpec& spec);
 
   // `generator` drives the dropout mask (nullopt: the global default generator). `x` is float32,
-  // float64 or (inference only) bfloat16; the output has its dtype.
+  // float64 or (inference only) bfloat16; the output has its dtype. `add_before_activation`, when
+  // defined, is added to the conv output (broadcasting) before the activation.
   torch::Tensor forward(torch::Tensor x,
-                        const c10::optional<at::Generator>& generator = c10::nullopt);
+                        const c10::optional<at::Generator>& generator = c10::nullopt,
+                        const torch::Tensor& add_before_activation = torch::Tensor());
 
   const ConvStageSpec& spec() const { return spec_; }
 

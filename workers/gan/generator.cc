@@ -1,6 +1,11 @@
 #include "workers/gan/generator.h"
 
 #include <ATen/ATen.h>
+#include <torch/utils.h>
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
 
 namespace gantry::gan {
 
@@ -66,17 +71,55 @@ GeneratorImpl::GeneratorImpl(const ModelConfig& config) : config_(config) {
   for (const ConvStageSpec& spec : GeneratorStages(config)) {
     stages_.push_back(register_module("stage" + std::to_string(i++), ConvStage(spec)));
   }
+  if (config.generator_template) {
+    shower_template_ = register_parameter(
+        "shower_template", torch::zeros({2, config.grid[0], config.grid[1], config.grid[2]}));
+  }
+}
+
+absl::Status GeneratorImpl::SetShowerTemplate(const std::vector<double>& values) {
+  if (!shower_template_.defined()) {
+    return absl::FailedPreconditionError("the generator has no shower template");
+  }
+  if (static_cast<int64_t>(values.size()) != shower_template_.numel()) {
+    return absl::InvalidArgumentError(absl::StrCat("shower template: ", values.size(),
+                                                   " values for ", shower_template_.numel(),
+                                                   " cells"));
+  }
+  for (double v : values) {
+    if (!std::isfinite(v)) return absl::InvalidArgumentError("shower template: a value is not finite");
+  }
+  torch::NoGradGuard no_grad;
+  shower_template_.copy_(
+      at::tensor(at::ArrayRef<double>(values), at::kDouble).view(shower_template_.sizes()));
+  return absl::OkStatus();
 }
 
 torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
   // A bfloat16 input runs the whole network in bfloat16 (parameters cast on the fly).
   const bool bf16 = input.scalar_type() == at::kBFloat16;
-  torch::Tensor x =
-      (bf16 ? at::linear(input, dense_->weight.to(at::kBFloat16), dense_->bias.to(at::kBFloat16))
-            : dense_->forward(input))
-          .view({-1, dense_shape_[0], dense_shape_[1], dense_shape_[2], dense_shape_[3]});
-  for (auto& stage : stages_) x = stage->forward(x);
-  return x;
+  torch::Tensor dense_input = input;
+  torch::Tensor template_term;
+  if (shower_template_.defined()) {
+    // E/100 is the fixed-angle input's extra last column and the variable-angle input's first.
+    torch::Tensor energy100;
+    if (config_.variable_angle()) {
+      energy100 = input.narrow(1, 0, 1);
+    } else {
+      dense_input = input.narrow(1, 0, config_.latent);
+      energy100 = input.narrow(1, config_.latent, 1);
+    }
+    const torch::Tensor t = shower_template_.to(input.scalar_type());
+    const torch::Tensor e = energy100.reshape({-1, 1, 1, 1, 1});
+    template_term = e * (t[0] + at::log(e) * t[1]);
+  }
+  torch::Tensor x = (bf16 ? at::linear(dense_input, dense_->weight.to(at::kBFloat16),
+                                       dense_->bias.to(at::kBFloat16))
+                          : dense_->forward(dense_input))
+                        .view({-1, dense_shape_[0], dense_shape_[1], dense_shape_[2],
+                               dense_shape_[3]});
+  for (size_t i = 0; i + 1 < stages_.size(); ++i) x = stages_[i]->forward(x);
+  return stages_.back()->forward(x, c10::nullopt, template_term);
 }
 
 int64_t GeneratorImpl::noise_dim() const {
@@ -85,7 +128,10 @@ int64_t GeneratorImpl::noise_dim() const {
 
 torch::Tensor GeneratorImpl::MakeInput(const torch::Tensor& energy100, const torch::Tensor& theta,
                                        const torch::Tensor& noise) const {
-  if (!config_.variable_angle()) return noise * energy100;
+  if (!config_.variable_angle()) {
+    return shower_template_.defined() ? at::cat({noise * energy100, energy100}, 1)
+                                      : noise * energy100;
+  }
   return at::cat({energy100, theta, noise}, 1);
 }
 

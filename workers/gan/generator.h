@@ -11,28 +11,44 @@
 #include <array>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/model_config.h"
 
 namespace gantry::gan {
+
+// With a shower template, a fresh generator's last conv starts this many times smaller than the
+// reference's initialisation: the conv stack adds a small residual to the template's showers
+// instead of about ten times the Monte Carlo's energy spread over the grid.
+inline constexpr double kTemplateResidualInitScale = 0.01;
 
 class GeneratorImpl : public torch::nn::Module {
  public:
   // `config` must pass ValidateModelConfig.
   explicit GeneratorImpl(const ModelConfig& config);
 
-  // input: (N, latent) as built by MakeInput. Returns (N, 1, x, y, z), >= 0, in the input's dtype:
+  // input: as built by MakeInput. Returns (N, 1, x, y, z), >= 0, in the input's dtype:
   // a bfloat16 input (inference only) computes every layer in bfloat16 from bfloat16 copies of the
   // float32 parameters, BatchNorm applied as its running-statistics scale and shift.
   torch::Tensor forward(const torch::Tensor& input);
 
   // The conditioned latent vector: (E/100) * noise for 3dgan-25 (noise (N, latent)); concat[E/100,
   // theta, noise] for 3dgan-51 (noise (N, latent - 2)). energy100, theta: (N, 1); theta is ignored
-  // (may be undefined) for the fixed-angle architecture.
+  // (may be undefined) for the fixed-angle architecture. With a shower template the fixed-angle
+  // input carries E/100 as one more, last column, which the template reads and the Linear does not.
   torch::Tensor MakeInput(const torch::Tensor& energy100, const torch::Tensor& theta,
                           const torch::Tensor& noise) const;
   // Width of the noise MakeInput expects.
   int64_t noise_dim() const;
+
+  // ModelConfig::generator_template: the learned (2, x, y, z) template [a, b]; with e = E /
+  // energy_scale the generator adds e (a + b ln e) to its output before the final ReLU, in
+  // preprocessed units. Undefined without one.
+  const torch::Tensor& shower_template() const { return shower_template_; }
+  // Sets the template to `values` (a then b, 2 x x * y * z values: ConditionSample's
+  // shower_template). FAILED_PRECONDITION without a template, INVALID_ARGUMENT for another size or
+  // a value that is not finite.
+  absl::Status SetShowerTemplate(const std::vector<double>& values);
   // Channels, x, y, z of the Linear output reshaped for the first conv stage.
   const std::array<int64_t, 4>& dense_shape() const { return dense_shape_; }
 
@@ -43,6 +59,7 @@ class GeneratorImpl : public torch::nn::Module {
   std::array<int64_t, 4> dense_shape_{};  // channels, x, y, z after the Linear
   torch::nn::Linear dense_{nullptr};
   std::vector<ConvStage> stages_;
+  torch::Tensor shower_template_;
 };
 TORCH_MODULE(Generator);
 

@@ -52,6 +52,19 @@ ModelConfig Tiny() {
   return c;
 }
 
+// tiny with a shower template (ModelConfig::generator_template): the generator starts from the
+// training data's mean shower and learns the fluctuations around it, which a few hundred steps
+// can do; the plain topology first has to find the one-cell-wide centre (docs/MODELS.md
+// "Fidelity"). A 128-dimensional latent and the loss weights of the fidelity study.
+ModelConfig TinyTemplate() {
+  ModelConfig c = Tiny();
+  c.preset = "tiny-template";
+  c.generator_template = true;
+  c.latent = 128;
+  c.loss_weights = {6.0, 0.1, 0.4};
+  return c;
+}
+
 std::string Join(const std::vector<int64_t>& v) { return absl::StrJoin(v, ","); }
 std::string Join(const std::vector<double>& v) {
   return absl::StrJoin(v, ",", [](std::string* out, double d) {
@@ -69,11 +82,12 @@ absl::StatusOr<ModelConfig> PresetConfig(absl::string_view name) {
   }
   if (name == "3dgan-51") return Variable51();
   if (name == "tiny") return Tiny();
+  if (name == "tiny-template") return TinyTemplate();
   return absl::NotFoundError(absl::StrCat("unknown model preset \"", name,
                                           "\"; known: ", absl::StrJoin(PresetNames(), ", ")));
 }
 
-std::vector<std::string> PresetNames() { return {"3dgan-25", "3dgan-51", "tiny"}; }
+std::vector<std::string> PresetNames() { return {"3dgan-25", "3dgan-51", "tiny", "tiny-template"}; }
 
 absl::Status ValidateModelConfig(const ModelConfig& c) {
   auto bad = [](absl::string_view what) {
@@ -168,6 +182,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("dropout", num(c.dropout));
   put("discriminator_log_scale", num(c.discriminator_log_scale));
   put("generator_relu_grad_slope", num(c.generator_relu_grad_slope));
+  put("generator_template", c.generator_template ? "1" : "0");
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
   put("loss_weights", Join(c.loss_weights));
@@ -318,6 +333,13 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
     if (!absl::SimpleAtod(it->second, &c.generator_relu_grad_slope) && status.ok()) {
       status = absl::InvalidArgumentError("model config: bad number for generator_relu_grad_slope");
     }
+  }
+  // Optional: configs written before it existed had no template.
+  if (auto it = kv.find("generator_template"); it != kv.end()) {
+    if (it->second != "0" && it->second != "1" && status.ok()) {
+      status = absl::InvalidArgumentError("model config: generator_template must be 0 or 1");
+    }
+    c.generator_template = it->second == "1";
   }
   if (!status.ok()) return status;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;

@@ -1,5 +1,6 @@
 // ModelConfig: every number that defines a 3DGAN variant (architecture, losses, optimiser, data
-// normalisation), with the named presets "3dgan-25", "3dgan-51" and "tiny". Torch-free.
+// normalisation), with the named presets "3dgan-25", "3dgan-51", "tiny" and "tiny-template".
+// Torch-free.
 #ifndef GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
 #define GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
 
@@ -21,7 +22,7 @@ enum class Architecture {
 };
 
 struct ModelConfig {
-  std::string preset;  // "3dgan-25", "3dgan-51", "tiny" or "custom"
+  std::string preset;  // "3dgan-25", "3dgan-51", "tiny", "tiny-template" or "custom"
   Architecture architecture = Architecture::kFixedAngle25;
   std::array<int64_t, 3> grid{25, 25, 25};  // generated image (x, y, z); z is depth
 
@@ -48,6 +49,12 @@ struct ModelConfig {
   // event gets no gradient otherwise, so a whole phase of the x2 upsampled grid can stay empty
   // (docs/MODELS.md "Fidelity"). Generation is unchanged: the forward pass is still relu(x).
   double generator_relu_grad_slope = 0.0;
+  // The generator adds (E / energy_scale) x T to its output before the final ReLU, T a learned
+  // per-cell template (x, y, z) that a fresh training initialises to the training data's mean
+  // preprocessed shower per unit E / energy_scale (InitShowerTemplate). The mean shape is then
+  // there from the first step and the conv stack learns the shower-to-shower fluctuations around
+  // it, instead of first having to find a one-cell-wide centre (docs/MODELS.md "Fidelity").
+  bool generator_template = false;
 
   double bn_momentum = 0.01;  // torch convention (= Keras momentum 0.99)
   double leaky_slope = 0.3;   // Keras LeakyReLU default

@@ -456,14 +456,17 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
                                 split.holdout.size(), split.train.size(), plan_.holdout_fraction,
                                 plan_.seed));
   }
-  if (model_.fit_conditions_to_data) {
+  if (model_.fit_conditions_to_data || model_.generator_template) {
     // Every rank fits the same events to the same values, and so does a restart (its checkpoint's
     // config must equal the job's).
     const auto fit_start = std::chrono::steady_clock::now();
-    ASSIGN_OR_RETURN(const gan::ConditionSample sample,
+    ASSIGN_OR_RETURN(gan::ConditionSample sample,
                      gan::SampleConditions(model_, *reader, split.train));
-    ASSIGN_OR_RETURN(const std::string fitted, gan::FitConditionsToData(sample, &model_));
-    Log("INFO", absl::StrFormat("%s (%.1f s)", fitted, SecondsSince(fit_start)));
+    if (model_.fit_conditions_to_data) {
+      ASSIGN_OR_RETURN(const std::string fitted, gan::FitConditionsToData(sample, &model_));
+      Log("INFO", absl::StrFormat("%s (%.1f s)", fitted, SecondsSince(fit_start)));
+    }
+    shower_template_ = std::move(sample.shower_template);
   }
   // The lineage records the conditions the model was trained with.
   auto& conditions = *result_.mutable_hyper_parameters();
@@ -668,6 +671,10 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
   }
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
                    gan::Trainer::CreateWithSource(model_, std::move(batches), options));
+  if (model_.generator_template) {
+    // The training events' mean shower (every rank computes the same one).
+    RETURN_IF_ERROR(trainer->mutable_state().generator->SetShowerTemplate(shower_template_));
+  }
   const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
   if (!initial.empty()) {
     // Fine-tuning: the initial model's weights, fresh optimisers and counters.

@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -163,6 +164,9 @@ class RankRunner {
   // The model a fresh training starts from: plan_.model with its conditions fitted to the
   // training events (gan::FitConditionsToData); set while the input pipeline is built.
   gan::ModelConfig model_;
+  // ModelConfig::generator_template: the training events' mean shower a fresh generator's
+  // template starts from (gan::ConditionSample::shower_template); set with model_.
+  std::vector<double> shower_template_;
   const RankRunnerOptions options_;
   const int rank_;
   const int world_size_;
