@@ -19,20 +19,20 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
 stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build}"
 
-preset="${PRESET:-tiny}"
+preset="${PRESET:-tiny-template}"
 events="${EVENTS:-4000}"
 data_seed="${DATA_SEED:-11}"
-epochs="${EPOCHS:-3}"
+epochs="${EPOCHS:-2}"
 batch="${BATCH:-16}"
 lr="${LR:-0.0003}"                  # 0 = the preset's
 lr_decay_to="${LR_DECAY_TO:-0.1}"
 seed="${SEED:-1}"
 world_size="${WORLD_SIZE:-1}"
 threads="${THREADS:-1}"
-checkpoint_steps="${CHECKPOINT_STEPS:-250}"
+checkpoint_steps="${CHECKPOINT_STEPS:-150}"
 showers="${SHOWERS:-2000}"
-latent="${LATENT:-128}"                     # 0 = the preset's
-loss_weights="${LOSS_WEIGHTS:-6,0.1,0.4}"   # adversarial,energy,ecal_sum; empty = the preset's
+latent="${LATENT:-0}"                       # 0 = the preset's
+loss_weights="${LOSS_WEIGHTS:-}"            # adversarial,energy,ecal_sum; empty = the preset's
 port_base="${PORT_BASE:-}"
 dataset="toymc:layout=25,events=$events,seed=$data_seed,emin=10,emax=200"
 

@@ -42,6 +42,15 @@ TEST(DescribeGenerator, RefusesAConfigTheGeneratorWasNotBuiltFrom) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The exporters do not write the shower template yet: such a model is refused with a message that
+// says how to generate from it instead.
+TEST(DescribeGenerator, RefusesAModelWithAShowerTemplate) {
+  gan::TrainingState state = Fresh("tiny-template");
+  absl::StatusOr<GeneratorDescription> d = DescribeGenerator(state.config, *state.generator);
+  ASSERT_EQ(d.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(d.status().message().find("local-generate"), std::string::npos) << d.status();
+}
+
 TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {
   for (const std::string& preset : {"tiny", "3dgan-51"}) {
     gan::TrainingState state =

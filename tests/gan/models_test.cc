@@ -464,6 +464,10 @@ TEST(ModelsTest, DiscriminatorLogScaleConfig) {
 // generator_template: off by default, round-trips, reads as off from configs written before it,
 // and --model-set turns it on; "2" is refused.
 TEST(ModelsTest, GeneratorTemplateConfig) {
+  // tiny-template: tiny's networks with latent 128 (dense 112 x 1,568 more) and 2 x 25^3 template
+  // values; the discriminator is tiny's.
+  EXPECT_EQ(TrainableParameters(*Generator(Preset("tiny-template"))), 44776 + 175616 + 31250);
+  EXPECT_EQ(TrainableParameters(*Discriminator(Preset("tiny-template"))), 46378);
   ModelConfig c = Preset("tiny");
   EXPECT_FALSE(c.generator_template);
   c.generator_template = true;
