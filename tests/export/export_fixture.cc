@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
       at::Tensor p = item.value();
       if (item.key().find(".bn.weight") != std::string::npos) p.uniform_(0.5, 1.5, rng);
       if (item.key().find(".bn.bias") != std::string::npos) p.normal_(0.0, 0.2, rng);
+      if (item.key() == "shower_template") {  // a fresh one is 0
+        p[0].uniform_(0.0, 1.0, rng);
+        p[1].normal_(0.0, 0.3, rng);
+      }
     }
     // The last conv's weights made non-negative: its input is >= 0 (ReLU, BatchNorm aside), so each
     // shower cell is a sum of non-negative terms. Otherwise a fresh 3dgan-51 generator's showers

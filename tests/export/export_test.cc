@@ -3,6 +3,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "workers/export/generator_description.h"
@@ -42,13 +43,21 @@ TEST(DescribeGenerator, RefusesAConfigTheGeneratorWasNotBuiltFrom) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// The exporters do not write the shower template yet: such a model is refused with a message that
-// says how to generate from it instead.
-TEST(DescribeGenerator, RefusesAModelWithAShowerTemplate) {
+// A model with a shower template describes it, and its tensor must have the grid's shape.
+TEST(DescribeGenerator, CarriesTheShowerTemplate) {
   gan::TrainingState state = Fresh("tiny-template");
   absl::StatusOr<GeneratorDescription> d = DescribeGenerator(state.config, *state.generator);
-  ASSERT_EQ(d.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(d.status().message().find("local-generate"), std::string::npos) << d.status();
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->Find("shower_template").sizes().vec(), (std::vector<int64_t>{2, 25, 25, 25}));
+  EXPECT_NE(DescriptionJson(*d).find("\"shower_template\":true"), std::string::npos);
+  gan::TrainingState tiny = Fresh("tiny");
+  EXPECT_NE(DescriptionJson(*DescribeGenerator(tiny.config, *tiny.generator))
+                .find("\"shower_template\":false"),
+            std::string::npos);
+  gan::ModelConfig other_grid = state.config;
+  other_grid.grid = {25, 25, 24};
+  EXPECT_EQ(DescribeGenerator(other_grid, *state.generator).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {

@@ -38,11 +38,6 @@ at::Tensor GeneratorDescription::Find(const std::string& name) const {
 absl::StatusOr<GeneratorDescription> DescribeGenerator(const gan::ModelConfig& config,
                                                        gan::GeneratorImpl& generator) {
   if (absl::Status s = gan::ValidateModelConfig(config); !s.ok()) return s;
-  if (config.generator_template) {
-    return absl::UnimplementedError(
-        "models with a shower template (generator_template) do not export yet; generate through "
-        "the service or with gantry-worker local-generate");
-  }
   GeneratorDescription d;
   d.config = config;
   d.noise_dim = generator.noise_dim();
@@ -58,6 +53,11 @@ absl::StatusOr<GeneratorDescription> DescribeGenerator(const gan::ModelConfig& c
       d.dense_shape[0] * d.dense_shape[1] * d.dense_shape[2] * d.dense_shape[3];
   if (absl::Status s = CheckShape(d, "dense.weight", {dense_out, config.latent}); !s.ok()) return s;
   if (absl::Status s = CheckShape(d, "dense.bias", {dense_out}); !s.ok()) return s;
+  if (config.generator_template) {
+    absl::Status s =
+        CheckShape(d, "shower_template", {2, config.grid[0], config.grid[1], config.grid[2]});
+    if (!s.ok()) return s;
+  }
   for (size_t i = 0; i < d.stages.size(); ++i) {
     const gan::ConvStageSpec& s = d.stages[i];
     const std::string p = absl::StrCat("stage", i, ".");
@@ -111,7 +111,9 @@ std::string DescriptionJson(const GeneratorDescription& d) {
       absl::StrJoin(c.grid, ","), "],\"noise_dim\":", d.noise_dim, ",\"latent\":", c.latent,
       ",\"dense_shape\":[", absl::StrJoin(d.dense_shape, ","),
       "],\"energy_scale\":", Number(c.energy_scale), ",\"cell_scale\":", Number(c.cell_scale),
-      ",\"cell_power\":", Number(c.cell_power), ",\"stages\":[", absl::StrJoin(stages, ","),
+      ",\"cell_power\":", Number(c.cell_power),
+      ",\"shower_template\":", c.generator_template ? "true" : "false", ",\"stages\":[",
+      absl::StrJoin(stages, ","),
       "],\"gantry_config\":", JsonString(gan::SerializeModelConfig(c)), "}");
 }
 

@@ -192,6 +192,23 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
     AddIntsAttribute(conv, "pads", {0, 0, 0, 0, 0, 0});
     AddIntsAttribute(conv, "dilations", {1, 1, 1});
     x = p + ".conv_out";
+    if (c.generator_template && i + 1 == d.stages.size()) {
+      // The shower template, e (a + b ln e) with e = energy_scaled as [N, 1, 1, 1, 1].
+      const at::Tensor t = d.Find("shower_template");
+      SetFloatTensor(g->add_initializer(), "shower_template.a", t[0].contiguous());
+      SetFloatTensor(g->add_initializer(), "shower_template.b", t[1].contiguous());
+      SetInt64Tensor(g->add_initializer(), "per_shower_shape", {-1, 1, 1, 1, 1});
+      AddNode(g, "Reshape", "template.energy", {"energy_scaled", "per_shower_shape"},
+              "template.e");
+      AddNode(g, "Log", "template.log_energy", {"template.e"}, "template.log_e");
+      AddNode(g, "Mul", "template.slope", {"template.log_e", "shower_template.b"},
+              "template.b_log_e");
+      AddNode(g, "Add", "template.shape", {"shower_template.a", "template.b_log_e"},
+              "template.per_energy");
+      AddNode(g, "Mul", "template.scale", {"template.e", "template.per_energy"}, "template.cells");
+      AddNode(g, "Add", "template.add", {x, "template.cells"}, p + ".with_template");
+      x = p + ".with_template";
+    }
     if (s.activation == gan::Activation::kRelu) {
       AddNode(g, "Relu", p + ".activation", {x}, p + ".activated");
     } else {

@@ -38,12 +38,14 @@ class _Stage(nn.Module):
         self.slope = spec["leaky_slope"]
         self.bn = nn.BatchNorm3d(spec["out_channels"], eps=spec["bn_eps"]) if spec["batch_norm"] else None
 
-    def forward(self, x):
+    def forward(self, x, add=None):
         if self.upsample != [1, 1, 1]:
             x = F.interpolate(x, scale_factor=tuple(float(f) for f in self.upsample), mode="nearest")
         if any(self.pad):
             x = F.pad(x, self.pad)
         x = self.conv(x)
+        if add is not None:
+            x = x + add
         x = F.relu(x) if self.relu else F.leaky_relu(x, self.slope)
         if self.bn is not None:
             x = self.bn(x)
@@ -71,6 +73,9 @@ class Generator(nn.Module):
         self.stage_count = len(description["stages"])
         for i, spec in enumerate(description["stages"]):
             setattr(self, "stage%d" % i, _Stage(spec))
+        # [a, b]: the last stage adds e (a + b ln e), e = energy / energy_scale, before its activation.
+        self.shower_template = (nn.Parameter(torch.zeros(2, *self.grid))
+                                if description.get("shower_template") else None)
 
     def forward(self, latent, energy, theta=None):
         """latent [N, noise_dim], energy [N, 1] GeV, theta [N, 1] rad (variable angle only)."""
@@ -82,8 +87,13 @@ class Generator(nn.Module):
         else:
             x = latent * energy
         x = self.dense(x).view(-1, *self.dense_shape)
+        add = None
+        if self.shower_template is not None:
+            e = energy.reshape(-1, 1, 1, 1, 1)
+            add = e * (self.shower_template[0] + torch.log(e) * self.shower_template[1])
         for i in range(self.stage_count):
-            x = getattr(self, "stage%d" % i)(x)
+            last = i + 1 == self.stage_count
+            x = getattr(self, "stage%d" % i)(x, add if last else None)
         x = x.squeeze(1)
         if self.cell_power != 1.0:
             x = torch.pow(x, 1.0 / self.cell_power)
