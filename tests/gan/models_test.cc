@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "workers/gan/checkpoint.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/discriminator.h"
 #include "workers/gan/generator.h"
@@ -541,6 +542,25 @@ TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
   Generator plain(Preset("tiny"));
   EXPECT_FALSE(plain->shower_template().defined());
   EXPECT_EQ(plain->SetShowerTemplate({1.0}).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A fresh tiny-template model: the template is 0 until the data sets it, and the output conv starts
+// kTemplateResidualInitScale times the reference's initialisation (same seed, same draws).
+TEST(ModelsTest, FreshTemplateModelStartsWithASmallResidual) {
+  auto plain = NewTrainingState(Preset("tiny"), 5);
+  ModelConfig c = Preset("tiny");
+  c.generator_template = true;
+  auto with_template = NewTrainingState(c, 5);
+  ASSERT_TRUE(plain.ok() && with_template.ok());
+  EXPECT_TRUE(at::equal(with_template->generator->shower_template(),
+                        at::zeros_like(with_template->generator->shower_template())));
+  const std::string last = absl::StrCat("stage", GeneratorStages(c).size() - 1, ".conv.weight");
+  const at::Tensor a = plain->generator->named_parameters()[last];
+  const at::Tensor b = with_template->generator->named_parameters()[last];
+  EXPECT_TRUE(at::allclose(b, a * kTemplateResidualInitScale, 1e-6, 0));
+  const std::string first = "stage0.conv.weight";
+  EXPECT_TRUE(at::equal(plain->generator->named_parameters()[first],
+                        with_template->generator->named_parameters()[first]));
 }
 
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
