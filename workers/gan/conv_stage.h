@@ -43,6 +43,12 @@ struct ConvStageSpec {
   static std::array<std::array<int64_t, 2>, 3> Symmetric(int64_t x, int64_t y, int64_t z);
 };
 
+// How the stages' convs compute input gradients in training; both are exact. kAuto: oneDNN's
+// backward-data kernel on CPUs without AVX-512 (faster there), a forward conv with the flipped
+// kernel on CPUs with it. Process-wide; tests set it to run both paths on one machine.
+enum class InputGradientKernel { kAuto, kBackwardData, kForwardConv };
+void SetInputGradientKernel(InputGradientKernel kernel);
+
 class ConvStageImpl : public torch::nn::Module {
  public:
   explicit ConvStageImpl(const ConvStageSpec& spec);
