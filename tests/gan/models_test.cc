@@ -1,5 +1,7 @@
 // Tests of the 3DGAN networks: parameter counts, shapes, heads, losses, config round trip.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
@@ -277,6 +279,41 @@ TEST(ModelsTest, ConvGradientKernelsMatchAtenInFloat64) {
     }
   }
   SetInputGradientKernel(InputGradientKernel::kAuto);
+}
+
+// The dropout mask: values 0 or 1 / keep, the kept fraction within 5 standard deviations of
+// keep, the same mask from the same generator state at 1 and 2 threads, a new mask per draw.
+TEST(ModelsTest, ScaledDropoutMaskKeepsTheRateAndIsReproducible) {
+  const at::Tensor like = at::empty({3, 8, 25, 25, 25}, at::kDouble);  // several Philox blocks
+  const double keep = 0.8;
+  const int threads = at::get_num_threads();
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  at::set_num_threads(1);
+  const at::Tensor one_thread = ScaledDropoutMask(like, keep, gen);
+  const at::Tensor next = ScaledDropoutMask(like, keep, gen);
+  gen.set_current_seed(7);
+  at::set_num_threads(2);
+  const at::Tensor two_threads = ScaledDropoutMask(like, keep, gen);
+  at::set_num_threads(threads);
+  EXPECT_EQ(one_thread.sizes(), like.sizes());
+  EXPECT_EQ(one_thread.scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::equal(one_thread, two_threads));
+  EXPECT_FALSE(at::equal(one_thread, next));
+  const at::Tensor kept = one_thread.ne(0);
+  EXPECT_TRUE(at::logical_or(kept.logical_not(), one_thread.eq(1.0 / keep)).all().item<bool>());
+  const double n = static_cast<double>(like.numel());
+  const double fraction = kept.sum().item<double>() / n;
+  EXPECT_NEAR(fraction, keep, 5 * std::sqrt(keep * (1 - keep) / n));
+  // Each Philox block on its own keeps the rate too (no block left constant).
+  const at::Tensor per_block = kept.flatten()
+                                   .slice(0, 0, (like.numel() / 65536) * 65536)
+                                   .view({-1, 65536})
+                                   .to(at::kDouble)
+                                   .mean(1);
+  EXPECT_LT((per_block - keep).abs().max().item<double>(),
+            5 * std::sqrt(keep * (1 - keep) / 65536));
+  EXPECT_TRUE(ScaledDropoutMask(at::empty({4, 4}), 1.0, gen).eq(1).all().item<bool>());
+  EXPECT_THROW(ScaledDropoutMask(like, 0.0, gen), c10::Error);
 }
 
 // Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->
