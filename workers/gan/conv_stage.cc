@@ -91,10 +91,9 @@ bool UseBackwardDataKernel(const at::Tensor& weight) {
 }
 
 // Stride-1 Conv3d whose gradients avoid oneDNN's slow backward kernels for the few-channel 3D
-// convolutions of the 3DGAN: the input gradient is a forward convolution with the flipped,
-// transposed kernel (oneDNN's backward-data kernel in LibTorch 1.13 is 4-8x slower than its
-// forward kernel here, e.g. 2->2 channels, 5^3 kernel on 25^3: 0.26 s against 0.064 s at batch
-// 4), and few-channel weight gradients are forward convolutions too (ConvParameterGradients).
+// convolutions of the 3DGAN: input gradients by the faster of oneDNN's backward-data kernel and a
+// forward convolution with the flipped, transposed kernel (UseBackwardDataKernel), weight
+// gradients on a padded copy of the input (ConvParameterGradients).
 class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
@@ -169,6 +168,7 @@ class ReluWithLeakyGradient : public torch::autograd::Function<ReluWithLeakyGrad
 at::Tensor ScaledDropoutMask(const at::Tensor& like, double keep,
                              const c10::optional<at::Generator>& generator) {
   TORCH_CHECK(keep > 0 && keep <= 1, "dropout keep probability must be in (0, 1], got ", keep);
+  TORCH_CHECK(like.is_cpu(), "ScaledDropoutMask draws CPU masks; got a tensor on ", like.device());
   auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(
       generator, at::detail::getDefaultCPUGenerator());
   uint64_t seed = 0;
@@ -344,7 +344,13 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x,
                                          : bn_->forward(x);
   }
   if (spec_.dropout > 0 && is_training()) {
-    x = x * ScaledDropoutMask(x, 1.0 - spec_.dropout, generator);
+    const double keep = 1.0 - spec_.dropout;
+    if (x.is_cpu()) {
+      x = x * ScaledDropoutMask(x, keep, generator);
+    } else {  // ATen's draw on the device (a GPU generator)
+      at::Tensor mask = at::empty_like(x).bernoulli_(keep, generator);
+      x = x * mask.div_(keep);
+    }
   }
   return x;
 }

@@ -49,10 +49,10 @@ struct ConvStageSpec {
 enum class InputGradientKernel { kAuto, kBackwardData, kForwardConv };
 void SetInputGradientKernel(InputGradientKernel kernel);
 
-// The dropout multiplier of a ConvStage in training: a contiguous tensor shaped and typed like
-// `like` (float32 or float64) whose elements are 1 / keep with probability keep, else 0. Draws one
-// number from `generator` (nullopt: the global default); the same generator state gives the same
-// mask whatever the thread count.
+// The dropout multiplier of a ConvStage training on the CPU: a contiguous CPU tensor shaped and
+// typed like `like` (float32 or float64) whose elements are 1 / keep with probability keep, else 0.
+// Draws one number from `generator` (nullopt: the global default); the same generator state gives
+// the same mask whatever the thread count.
 at::Tensor ScaledDropoutMask(const at::Tensor& like, double keep,
                              const c10::optional<at::Generator>& generator);
 
