@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace gantry::gan {
 namespace {
@@ -44,6 +45,20 @@ TEST(HeapRetentionTest, FreedLargeBlockIsReusedWithoutPageFaults) {
   EXPECT_GT(first, kPages / 2);
   const long second = FaultsOfTouchedBlock();  // the same pages again
   EXPECT_LT(second, kPages / 50) << "first touch " << first << " faults, second " << second;
+}
+
+// With mmap off, a thread whose malloc arena is not the main one (its heaps are at most 64 MiB)
+// still gets a large block: glibc retries in the main arena. The worker's gRPC threads generate.
+TEST(HeapRetentionTest, OtherThreadsStillGetLargeBlocks) {
+  ASSERT_TRUE(RetainFreedHeapMemory());
+  long faults = -1;
+  std::thread worker([&faults] {
+    void* small = std::malloc(64);  // binds this thread to an arena first
+    faults = FaultsOfTouchedBlock();
+    std::free(small);
+  });
+  worker.join();
+  EXPECT_GE(faults, 0) << "malloc of " << kBlock << " bytes failed on another thread";
 }
 
 }  // namespace
