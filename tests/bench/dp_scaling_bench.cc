@@ -28,6 +28,7 @@
 #include "tests/bench/bench_flags.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
+#include "workers/gan/heap_retention.h"
 #include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/trainer.h"
 
@@ -296,6 +297,7 @@ int Drive(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   gantry::gan::PreferPassiveOpenMpWait(argv);  // as gantry-worker does
+  gantry::gan::RetainFreedHeapMemory();        // large tensors reuse faulted-in pages
   if (gantry::bench::BenchFlag(argc, argv, "role", "") == "rank") {
     return gantry::bench::Rank(argc, argv);
   }

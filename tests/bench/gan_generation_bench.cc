@@ -15,6 +15,7 @@
 
 #include "tests/bench/bench_flags.h"
 #include "workers/gan/generator.h"
+#include "workers/gan/heap_retention.h"
 #include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/shower_generator.h"
 
@@ -22,6 +23,7 @@ using gantry::bench::BenchFlag;
 
 int main(int argc, char** argv) {
   gantry::gan::PreferPassiveOpenMpWait(argv);  // as gantry-worker does
+  gantry::gan::RetainFreedHeapMemory();        // large tensors reuse faulted-in pages
   using gantry::gan::Generator;
   const std::string preset = BenchFlag(argc, argv, "preset", "3dgan-25");
   const int64_t batch = std::atoll(BenchFlag(argc, argv, "batch", "128").c_str());

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "tests/bench/bench_flags.h"
+#include "workers/gan/heap_retention.h"
 #include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/trainer.h"
 
@@ -17,6 +18,7 @@ using gantry::bench::BenchFlag;
 
 int main(int argc, char** argv) {
   gantry::gan::PreferPassiveOpenMpWait(argv);  // as gantry-worker does
+  gantry::gan::RetainFreedHeapMemory();        // large tensors reuse faulted-in pages
   const std::string preset = BenchFlag(argc, argv, "preset", "3dgan-25");
   const int64_t batch = std::atoll(BenchFlag(argc, argv, "batch", "64").c_str());
   const int threads = std::atoi(BenchFlag(argc, argv, "threads", "2").c_str());

@@ -1,5 +1,7 @@
 // Tests of the 3DGAN networks: parameter counts, shapes, heads, losses, config round trip.
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
@@ -215,6 +217,104 @@ TEST(ModelsTest, FewChannelConvGradientsMatchAtenInFloat64) {
     EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-12, 1e-12)) << what;
     EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-12, 1e-12)) << what;
   }
+}
+
+// Both input-gradient kernels (oneDNN's backward-data, picked on CPUs without AVX-512, and the
+// forward conv with the flipped kernel, picked with AVX-512) and the weight gradients on a padded
+// copy compute ATen's conv gradients: float64, each gradient within 1e-12 of its own largest
+// magnitude, on the discriminator's and generator's shapes.
+TEST(ModelsTest, ConvGradientKernelsMatchAtenInFloat64) {
+  struct Case {
+    int64_t in, out;
+    std::array<int64_t, 3> kernel;
+    std::array<std::array<int64_t, 2>, 3> pad;
+    std::vector<int64_t> input;
+  };
+  const std::vector<Case> cases = {
+      {1, 4, {5, 5, 5}, ConvStageSpec::Same({5, 5, 5}), {3, 1, 9, 8, 7}},
+      {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 32, 7, 6, 8}},
+      {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 8, 7, 7, 7}},
+      {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(1, 1, 1), {2, 8, 7, 6, 8}},
+      {8, 16, {6, 6, 8}, ConvStageSpec::Same({6, 6, 8}), {2, 8, 7, 7, 8}},
+      {6, 6, {3, 3, 8}, {{{1, 1}, {0, 0}, {3, 3}}}, {2, 6, 6, 5, 4}},
+  };
+  const auto expect_close = [](const at::Tensor& got, const at::Tensor& aten,
+                               const std::string& what) {
+    const double scale = aten.abs().max().item<double>();
+    EXPECT_LE((got - aten).abs().max().item<double>(), 1e-12 * scale) << what;
+  };
+  for (const InputGradientKernel kernel :
+       {InputGradientKernel::kBackwardData, InputGradientKernel::kForwardConv}) {
+    SetInputGradientKernel(kernel);
+    for (const Case& c : cases) {
+      ConvStageSpec spec;
+      spec.in_channels = c.in;
+      spec.out_channels = c.out;
+      spec.kernel = c.kernel;
+      spec.pad = c.pad;
+      ConvStage stage(spec);
+      stage->to(at::kDouble);
+      auto named = stage->named_parameters();
+      const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
+      const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
+      const at::Tensor out = stage->forward(x);
+      const at::Tensor probe = at::randn(out.sizes(), at::kDouble);
+      (out * probe).sum().backward();
+      const at::Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+      x.grad().zero_();
+      w.grad().zero_();
+      b.grad().zero_();
+      const std::vector<int64_t> pad = {c.pad[2][0], c.pad[2][1], c.pad[1][0],
+                                        c.pad[1][1], c.pad[0][0], c.pad[0][1]};
+      const at::Tensor literal =
+          at::leaky_relu(at::conv3d(at::constant_pad_nd(x, pad, 0), w, b), spec.leaky_slope);
+      ASSERT_EQ(literal.sizes(), out.sizes());
+      (literal * probe).sum().backward();
+      const std::string what =
+          absl::StrCat(kernel == InputGradientKernel::kBackwardData ? "backward-data" : "forward",
+                       " kernel, ", c.in, " -> ", c.out);
+      expect_close(out, literal, what + " value");
+      expect_close(gx, x.grad(), what + " input gradient");
+      expect_close(gw, w.grad(), what + " weight gradient");
+      expect_close(gb, b.grad(), what + " bias gradient");
+    }
+  }
+  SetInputGradientKernel(InputGradientKernel::kAuto);
+}
+
+// The dropout mask: values 0 or 1 / keep, the kept fraction within 5 standard deviations of
+// keep, the same mask from the same generator state at 1 and 2 threads, a new mask per draw.
+TEST(ModelsTest, ScaledDropoutMaskKeepsTheRateAndIsReproducible) {
+  const at::Tensor like = at::empty({3, 8, 25, 25, 25}, at::kDouble);  // several Philox blocks
+  const double keep = 0.8;
+  const int threads = at::get_num_threads();
+  at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(7);
+  at::set_num_threads(1);
+  const at::Tensor one_thread = ScaledDropoutMask(like, keep, gen);
+  const at::Tensor next = ScaledDropoutMask(like, keep, gen);
+  gen.set_current_seed(7);
+  at::set_num_threads(2);
+  const at::Tensor two_threads = ScaledDropoutMask(like, keep, gen);
+  at::set_num_threads(threads);
+  EXPECT_EQ(one_thread.sizes(), like.sizes());
+  EXPECT_EQ(one_thread.scalar_type(), at::kDouble);
+  EXPECT_TRUE(at::equal(one_thread, two_threads));
+  EXPECT_FALSE(at::equal(one_thread, next));
+  const at::Tensor kept = one_thread.ne(0);
+  EXPECT_TRUE(at::logical_or(kept.logical_not(), one_thread.eq(1.0 / keep)).all().item<bool>());
+  const double n = static_cast<double>(like.numel());
+  const double fraction = kept.sum().item<double>() / n;
+  EXPECT_NEAR(fraction, keep, 5 * std::sqrt(keep * (1 - keep) / n));
+  // Each Philox block on its own keeps the rate too (no block left constant).
+  const at::Tensor per_block = kept.flatten()
+                                   .slice(0, 0, (like.numel() / 65536) * 65536)
+                                   .view({-1, 65536})
+                                   .to(at::kDouble)
+                                   .mean(1);
+  EXPECT_LT((per_block - keep).abs().max().item<double>(),
+            5 * std::sqrt(keep * (1 - keep) / 65536));
+  EXPECT_TRUE(ScaledDropoutMask(at::empty({4, 4}), 1.0, gen).eq(1).all().item<bool>());
+  EXPECT_THROW(ScaledDropoutMask(like, 0.0, gen), c10::Error);
 }
 
 // Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->

@@ -22,6 +22,7 @@
 #include "workers/app/local_commands.h"
 #include "workers/app/rank_command.h"
 #include "workers/app/worker_flags.h"
+#include "workers/gan/heap_retention.h"
 #include "workers/gan/openmp_wait_policy.h"
 #include "workers/serving/checkpoint_model_exporter.h"
 #include "workers/serving/checkpoint_model_loader.h"
@@ -123,6 +124,7 @@ absl::Status RunLocal(const std::string& command) {
 
 int main(int argc, char** argv) {
   gantry::gan::PreferPassiveOpenMpWait(argv);  // the worker runs LibTorch (may re-execute)
+  gantry::gan::RetainFreedHeapMemory();        // large tensors reuse faulted-in pages
   if (argc < 2) {
     std::cerr << kUsage;
     return 2;

@@ -1,9 +1,15 @@
 #include "workers/gan/conv_stage.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
+#include <ATen/core/PhiloxRNGEngine.h>
 #include <torch/autograd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <mutex>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -36,40 +42,58 @@ at::Tensor ConvInputGradient(const at::Tensor& grad, const at::Tensor& weight,
   return out;
 }
 
-// Weight and bias gradients of a stride-1 conv. For few output channels (the 8 -> 8 and 32 -> 8
-// convs of the discriminator) oneDNN falls back to its im2col + GEMM backward-weights kernel, which
-// with 2 threads costs 10-25x the forward conv (8 -> 8) or 1.4-9x the forward-conv form below
-// (32 -> 8, worse the busier the machine); there the weight gradient is computed as a forward conv
-// instead: the batch becomes the channels (grad_w[o, i] = sum_n x[n, i] (*) grad[n, o]), with the
-// output gradient as the kernel. Elsewhere (one input channel, many output channels) ATen's kernel
-// is faster and is kept.
+// Weight and bias gradients of a stride-1 conv by oneDNN's backward-weights kernel, on an input
+// padded beforehand when it has several channels. Given the padding itself, oneDNN 2.6 falls back
+// to its im2col + GEMM kernel (`x64:gemm:jit`) for these 3D shapes, 10-25x slower than its direct
+// `jit:avx2` kernel on the padded copy (32 -> 8 at batch 16, 2 threads: 6.5 s against 0.28 s,
+// and half the time of the weight gradient as a forward conv with the batch as channels; the
+// pad copy costs 0.04 s). For one input channel (1 -> 32) the GEMM kernel is the faster one
+// (batch 64: 0.22 s against 0.81 s).
 std::pair<at::Tensor, at::Tensor> ConvParameterGradients(const at::Tensor& grad,
                                                          const at::Tensor& input,
                                                          const at::Tensor& weight,
                                                          const std::vector<int64_t>& pad,
                                                          bool want_weight, bool want_bias) {
-  const int64_t cout = weight.size(0), cin = weight.size(1);
-  const bool as_forward = want_weight && cin >= 2 && cin <= 32 && cout >= 2 && cout <= 8;
-  if (as_forward) {
-    const at::Tensor grad_weight =
-        at::conv3d(input.transpose(0, 1), grad.transpose(0, 1), {}, {1, 1, 1}, pad)
-            .transpose(0, 1)
-            .contiguous();
-    return {grad_weight, want_bias ? grad.sum({0, 2, 3, 4}) : at::Tensor()};
-  }
+  const int64_t cout = weight.size(0);
+  const bool padded = weight.size(1) > 1 && (pad[0] != 0 || pad[1] != 0 || pad[2] != 0);
+  const at::Tensor source =
+      padded && want_weight
+          ? at::constant_pad_nd(input, {pad[2], pad[2], pad[1], pad[1], pad[0], pad[0]}, 0)
+          : input;
+  const std::vector<int64_t> source_pad =
+      padded && want_weight ? std::vector<int64_t>{0, 0, 0} : pad;
   const std::vector<int64_t> bias_sizes = {cout};
   auto r = at::convolution_backward(
-      grad, input, weight,
-      want_bias ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), {1, 1, 1}, pad,
-      {1, 1, 1}, false, {0, 0, 0}, 1, {false, want_weight, want_bias});
+      grad, source, weight,
+      want_bias ? c10::OptionalIntArrayRef(bias_sizes) : c10::OptionalIntArrayRef(), {1, 1, 1},
+      source_pad, {1, 1, 1}, false, {0, 0, 0}, 1, {false, want_weight, want_bias});
   return {std::get<1>(r), std::get<2>(r)};
 }
 
+// Which input-gradient kernel a CPU without AVX-512 runs: oneDNN's `jit:avx2` backward-data
+// kernel beats the forward-conv form there (8 -> 8 at batch 16, 2 threads: 0.080 s against 0.128
+// s); with AVX-512 its backward-data kernel was 4-8x slower than the forward form (2 -> 2, batch
+// 4).
+std::atomic<InputGradientKernel> input_gradient_kernel{InputGradientKernel::kAuto};
+
+bool UseBackwardDataKernel(const at::Tensor& weight) {
+  if (weight.size(1) == 1) return false;  // the z-tap form is faster for one input channel
+  switch (input_gradient_kernel.load(std::memory_order_relaxed)) {
+    case InputGradientKernel::kBackwardData:
+      return true;
+    case InputGradientKernel::kForwardConv:
+      return false;
+    case InputGradientKernel::kAuto:
+      break;
+  }
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  return !avx512;
+}
+
 // Stride-1 Conv3d whose gradients avoid oneDNN's slow backward kernels for the few-channel 3D
-// convolutions of the 3DGAN: the input gradient is a forward convolution with the flipped,
-// transposed kernel (oneDNN's backward-data kernel in LibTorch 1.13 is 4-8x slower than its
-// forward kernel here, e.g. 2->2 channels, 5^3 kernel on 25^3: 0.26 s against 0.064 s at batch
-// 4), and few-channel weight gradients are forward convolutions too (ConvParameterGradients).
+// convolutions of the 3DGAN: input gradients by the faster of oneDNN's backward-data kernel and a
+// forward convolution with the flipped, transposed kernel (UseBackwardDataKernel), weight
+// gradients on a padded copy of the input (ConvParameterGradients).
 class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
  public:
   static at::Tensor forward(torch::autograd::AutogradContext* ctx, const at::Tensor& input,
@@ -94,9 +118,15 @@ class FastGradConv3d : public torch::autograd::Function<FastGradConv3d> {
     const at::Tensor grad = grads[0].contiguous();
     at::Tensor grad_input, grad_weight, grad_bias;
     if (ctx->needs_input_grad(0)) {
-      std::vector<int64_t> full(3);
-      for (int i = 0; i < 3; ++i) full[i] = weight.size(2 + i) - 1 - pad[i];
-      grad_input = ConvInputGradient(grad, weight, full);
+      if (UseBackwardDataKernel(weight)) {
+        grad_input = std::get<0>(at::convolution_backward(grad, input, weight, c10::nullopt,
+                                                          {1, 1, 1}, pad, {1, 1, 1}, false,
+                                                          {0, 0, 0}, 1, {true, false, false}));
+      } else {
+        std::vector<int64_t> full(3);
+        for (int i = 0; i < 3; ++i) full[i] = weight.size(2 + i) - 1 - pad[i];
+        grad_input = ConvInputGradient(grad, weight, full);
+      }
     }
     const bool want_bias = has_bias && ctx->needs_input_grad(2);
     if (ctx->needs_input_grad(1) || want_bias) {
@@ -129,6 +159,51 @@ class ReluWithLeakyGradient : public torch::autograd::Function<ReluWithLeakyGrad
 };
 
 }  // namespace
+
+// ATen's bernoulli_ with a scalar probability draws on CPU one element at a time from the
+// generator, on one thread (3dgan-25, batch 64: ~220M draws per training step, the largest
+// element-wise cost of the step). Here each block of kMaskBlock elements has its own Philox
+// stream (seed drawn once from the generator, block index as the subsequence), so blocks fill in
+// parallel and the mask does not depend on the thread count.
+at::Tensor ScaledDropoutMask(const at::Tensor& like, double keep,
+                             const c10::optional<at::Generator>& generator) {
+  TORCH_CHECK(keep > 0 && keep <= 1, "dropout keep probability must be in (0, 1], got ", keep);
+  TORCH_CHECK(like.is_cpu(), "ScaledDropoutMask draws CPU masks; got a tensor on ", like.device());
+  auto* gen = at::get_generator_or_default<at::CPUGeneratorImpl>(
+      generator, at::detail::getDefaultCPUGenerator());
+  uint64_t seed = 0;
+  {
+    std::lock_guard<std::mutex> lock(gen->mutex_);
+    seed = gen->random64();
+  }
+  at::Tensor mask =
+      at::empty(like.sizes(), like.options().memory_format(at::MemoryFormat::Contiguous));
+  // u < threshold with u uniform on [0, 2^32): probability keep (to 2^-32).
+  const double threshold_real = std::ldexp(keep, 32);
+  const uint64_t threshold =
+      threshold_real >= 4294967296.0 ? uint64_t{1} << 32 : static_cast<uint64_t>(threshold_real);
+  constexpr int64_t kMaskBlock = int64_t{1} << 16;
+  const int64_t n = mask.numel();
+  const int64_t blocks = (n + kMaskBlock - 1) / kMaskBlock;
+  AT_DISPATCH_FLOATING_TYPES(mask.scalar_type(), "ScaledDropoutMask", [&] {
+    scalar_t* out = mask.data_ptr<scalar_t>();
+    const scalar_t kept = static_cast<scalar_t>(1.0 / keep);
+    at::parallel_for(0, blocks, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t b = begin; b < end; ++b) {
+        at::Philox4_32 engine(seed, static_cast<uint64_t>(b), 0);
+        const int64_t stop = std::min(n, (b + 1) * kMaskBlock);
+        for (int64_t i = b * kMaskBlock; i < stop; ++i) {
+          out[i] = static_cast<uint64_t>(engine()) < threshold ? kept : scalar_t(0);
+        }
+      }
+    });
+  });
+  return mask;
+}
+
+void SetInputGradientKernel(InputGradientKernel kernel) {
+  input_gradient_kernel.store(kernel, std::memory_order_relaxed);
+}
 
 std::array<std::array<int64_t, 2>, 3> ConvStageSpec::Same(std::array<int64_t, 3> kernel) {
   std::array<std::array<int64_t, 2>, 3> pad{};
@@ -271,8 +346,12 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Ge
   }
   if (spec_.dropout > 0 && is_training()) {
     const double keep = 1.0 - spec_.dropout;
-    at::Tensor mask = at::empty_like(x).bernoulli_(keep, generator);
-    x = x * mask.div_(keep);
+    if (x.is_cpu()) {
+      x = x * ScaledDropoutMask(x, keep, generator);
+    } else {  // ATen's draw on the device (a GPU generator)
+      at::Tensor mask = at::empty_like(x).bernoulli_(keep, generator);
+      x = x * mask.div_(keep);
+    }
   }
   return x;
 }

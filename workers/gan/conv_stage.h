@@ -43,6 +43,19 @@ struct ConvStageSpec {
   static std::array<std::array<int64_t, 2>, 3> Symmetric(int64_t x, int64_t y, int64_t z);
 };
 
+// How the stages' convs compute input gradients in training; both are exact. kAuto: oneDNN's
+// backward-data kernel on CPUs without AVX-512 (faster there), a forward conv with the flipped
+// kernel on CPUs with it. Process-wide; tests set it to run both paths on one machine.
+enum class InputGradientKernel { kAuto, kBackwardData, kForwardConv };
+void SetInputGradientKernel(InputGradientKernel kernel);
+
+// The dropout multiplier of a ConvStage training on the CPU: a contiguous CPU tensor shaped and
+// typed like `like` (float32 or float64) whose elements are 1 / keep with probability keep, else 0.
+// Draws one number from `generator` (nullopt: the global default); the same generator state gives
+// the same mask whatever the thread count.
+at::Tensor ScaledDropoutMask(const at::Tensor& like, double keep,
+                             const c10::optional<at::Generator>& generator);
+
 class ConvStageImpl : public torch::nn::Module {
  public:
   explicit ConvStageImpl(const ConvStageSpec& spec);
