@@ -187,7 +187,8 @@ TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) 
   ASSERT_EQ(static_cast<int64_t>(one.shower_template.size()), 2 * n);
   const TrainingTensors tb = *PreprocessShowers(c, beam);
   const at::Tensor beam_mean =
-      (tb.images.reshape({beam.events(), n}).to(at::kDouble) / tb.energy100.to(at::kDouble)).mean(0);
+      (tb.images.reshape({beam.events(), n}).to(at::kDouble) / tb.energy100.to(at::kDouble))
+          .mean(0);
   for (int64_t i = 0; i < n; ++i) {
     ASSERT_NEAR(one.shower_template[i], beam_mean[i].item<double>(), 1e-6 * peak) << i;
     ASSERT_EQ(one.shower_template[n + i], 0.0) << i;

@@ -113,8 +113,8 @@ std::string DescriptionJson(const GeneratorDescription& d) {
       "],\"energy_scale\":", Number(c.energy_scale), ",\"cell_scale\":", Number(c.cell_scale),
       ",\"cell_power\":", Number(c.cell_power),
       ",\"shower_template\":", c.generator_template ? "true" : "false", ",\"stages\":[",
-      absl::StrJoin(stages, ","),
-      "],\"gantry_config\":", JsonString(gan::SerializeModelConfig(c)), "}");
+      absl::StrJoin(stages, ","), "],\"gantry_config\":", JsonString(gan::SerializeModelConfig(c)),
+      "}");
 }
 
 }  // namespace gantry::exporter

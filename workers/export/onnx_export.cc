@@ -198,8 +198,7 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
       SetFloatTensor(g->add_initializer(), "shower_template.a", t[0].contiguous());
       SetFloatTensor(g->add_initializer(), "shower_template.b", t[1].contiguous());
       SetInt64Tensor(g->add_initializer(), "per_shower_shape", {-1, 1, 1, 1, 1});
-      AddNode(g, "Reshape", "template.energy", {"energy_scaled", "per_shower_shape"},
-              "template.e");
+      AddNode(g, "Reshape", "template.energy", {"energy_scaled", "per_shower_shape"}, "template.e");
       AddNode(g, "Log", "template.log_energy", {"template.e"}, "template.log_e");
       AddNode(g, "Mul", "template.slope", {"template.log_e", "shower_template.b"},
               "template.b_log_e");

@@ -82,12 +82,12 @@ absl::Status GeneratorImpl::SetShowerTemplate(const std::vector<double>& values)
     return absl::FailedPreconditionError("the generator has no shower template");
   }
   if (static_cast<int64_t>(values.size()) != shower_template_.numel()) {
-    return absl::InvalidArgumentError(absl::StrCat("shower template: ", values.size(),
-                                                   " values for ", shower_template_.numel(),
-                                                   " cells"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "shower template: ", values.size(), " values for ", shower_template_.numel(), " cells"));
   }
   for (double v : values) {
-    if (!std::isfinite(v)) return absl::InvalidArgumentError("shower template: a value is not finite");
+    if (!std::isfinite(v))
+      return absl::InvalidArgumentError("shower template: a value is not finite");
   }
   torch::NoGradGuard no_grad;
   shower_template_.copy_(
@@ -113,11 +113,11 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
     const torch::Tensor e = energy100.reshape({-1, 1, 1, 1, 1});
     template_term = e * (t[0] + at::log(e) * t[1]);
   }
-  torch::Tensor x = (bf16 ? at::linear(dense_input, dense_->weight.to(at::kBFloat16),
-                                       dense_->bias.to(at::kBFloat16))
-                          : dense_->forward(dense_input))
-                        .view({-1, dense_shape_[0], dense_shape_[1], dense_shape_[2],
-                               dense_shape_[3]});
+  torch::Tensor x =
+      (bf16 ? at::linear(dense_input, dense_->weight.to(at::kBFloat16),
+                         dense_->bias.to(at::kBFloat16))
+            : dense_->forward(dense_input))
+          .view({-1, dense_shape_[0], dense_shape_[1], dense_shape_[2], dense_shape_[3]});
   for (size_t i = 0; i + 1 < stages_.size(); ++i) x = stages_[i]->forward(x);
   return stages_.back()->forward(x, c10::nullopt, template_term);
 }
