@@ -28,6 +28,15 @@ std::vector<int64_t> AllRows(const showers::ShowerSet& s) {
   return rows;
 }
 
+showers::ShowerSet Toy(int64_t events, double emin, double emax, uint64_t seed = 1) {
+  showers::ToyMcConfig mc;
+  mc.events = events;
+  mc.energy_min_gev = emin;
+  mc.energy_max_gev = emax;
+  mc.seed = seed;
+  return *showers::SimulateToyMc(mc);
+}
+
 TEST(ConditionFitTest, PolynomialRecoversItsCoefficients) {
   const std::vector<double> want = {0.0018, -0.023, 0.11, -0.28, 2.21};
   std::vector<double> x, y;
@@ -81,12 +90,7 @@ TEST(ConditionFitTest, NotAskedLeavesTheReferenceValues) {
 // On the toy Monte Carlo at 10-200 GeV: fakes are drawn where the data is, and the ecal target
 // follows the toy's own sampling fraction (not the reference's Geant4 fit) in every energy bin.
 TEST(ConditionFitTest, ToyMonteCarloTargetMatchesItsSamplingFraction) {
-  showers::ToyMcConfig mc;
-  mc.events = 600;
-  mc.energy_min_gev = 10;
-  mc.energy_max_gev = 200;
-  mc.seed = 3;
-  const showers::ShowerSet data = *showers::SimulateToyMc(mc);
+  const showers::ShowerSet data = Toy(600, 10, 200, 3);
   ModelConfig c = *PresetConfig("tiny");
   const absl::StatusOr<std::string> fitted =
       FitConditionsToData(SampleConditions(c, data, AllRows(data)), &c);
@@ -115,11 +119,7 @@ TEST(ConditionFitTest, ToyMonteCarloTargetMatchesItsSamplingFraction) {
 }
 
 TEST(ConditionFitTest, FileSampleEqualsMemorySample) {
-  showers::ToyMcConfig mc;
-  mc.events = 300;
-  mc.energy_min_gev = 20;
-  mc.energy_max_gev = 80;
-  const showers::ShowerSet data = *showers::SimulateToyMc(mc);
+  const showers::ShowerSet data = Toy(300, 20, 80);
   const std::string path = ::testing::TempDir() + "/condition_fit.h5";
   ASSERT_TRUE(showers::WriteShowerFile(path, data).ok());
   auto reader = showers::ShowerFileReader::Open(path);
@@ -140,12 +140,7 @@ TEST(ConditionFitTest, FileSampleEqualsMemorySample) {
 // (e = E/100, preprocessed cells), the same from a file as from memory, and nothing without a
 // template; one beam energy gives b = 0 and a = the mean.
 TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) {
-  showers::ToyMcConfig mc;
-  mc.events = 120;
-  mc.energy_min_gev = 20;
-  mc.energy_max_gev = 180;
-  mc.seed = 4;
-  const showers::ShowerSet data = *showers::SimulateToyMc(mc);
+  const showers::ShowerSet data = Toy(120, 20, 180, 4);
   ModelConfig c = *PresetConfig("tiny");
   EXPECT_TRUE(SampleConditions(c, data, AllRows(data)).shower_template.empty());
   c.generator_template = true;
@@ -181,8 +176,7 @@ TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) 
   ASSERT_TRUE(from_file.ok()) << from_file.status();
   EXPECT_EQ(from_file->shower_template, s.shower_template);
   // One beam energy.
-  mc.energy_min_gev = mc.energy_max_gev = 50;
-  const showers::ShowerSet beam = *showers::SimulateToyMc(mc);
+  const showers::ShowerSet beam = Toy(120, 50, 50, 4);
   const ConditionSample one = SampleConditions(c, beam, AllRows(beam));
   ASSERT_EQ(static_cast<int64_t>(one.shower_template.size()), 2 * n);
   const TrainingTensors tb = *PreprocessShowers(c, beam);

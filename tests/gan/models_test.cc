@@ -166,18 +166,58 @@ TEST(ModelsTest, ConvStageGradientsMatchAten) {
   expect_close(gb, b.grad(), "bias gradient");
 }
 
+// One conv stage case of the float64 gradient tests below: channels, kernel, padding, input shape.
+struct ConvGradientCase {
+  int64_t in, out;
+  std::array<int64_t, 3> kernel;
+  std::array<std::array<int64_t, 2>, 3> pad;
+  std::vector<int64_t> input;
+};
+
+// For one random input and output probe, in float64: the ConvStage's output and its input, weight
+// and bias gradients, then the same four from ATen's literal pad -> conv3d -> leaky ReLU.
+struct StageAndAten {
+  at::Tensor out, gx, gw, gb;      // the stage
+  at::Tensor literal, lx, lw, lb;  // ATen
+};
+StageAndAten ConvStageAgainstAten(const ConvGradientCase& c) {
+  ConvStageSpec spec;
+  spec.in_channels = c.in;
+  spec.out_channels = c.out;
+  spec.kernel = c.kernel;
+  spec.pad = c.pad;
+  ConvStage stage(spec);
+  stage->to(at::kDouble);
+  auto named = stage->named_parameters();
+  const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
+  const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
+  StageAndAten r;
+  r.out = stage->forward(x);
+  const at::Tensor probe = at::randn(r.out.sizes(), at::kDouble);
+  (r.out * probe).sum().backward();
+  r.gx = x.grad().clone();
+  r.gw = w.grad().clone();
+  r.gb = b.grad().clone();
+  x.grad().zero_();
+  w.grad().zero_();
+  b.grad().zero_();
+  const std::vector<int64_t> pad = {c.pad[2][0], c.pad[2][1], c.pad[1][0],
+                                    c.pad[1][1], c.pad[0][0], c.pad[0][1]};
+  r.literal = at::leaky_relu(at::conv3d(at::constant_pad_nd(x, pad, 0), w, b), spec.leaky_slope);
+  EXPECT_EQ(r.literal.sizes(), r.out.sizes());
+  (r.literal * probe).sum().backward();
+  r.lx = x.grad();
+  r.lw = w.grad();
+  r.lb = b.grad();
+  return r;
+}
+
 // The few-channel gradient kernels (1-channel input gradient by z taps, few-channel weight
 // gradients as a forward conv) compute exactly ATen's conv gradients: float64, to 1e-12, on the
 // discriminator's shapes (1 -> 4 "same", 8 -> 8 and 32 -> 8 with symmetric padding 2 and 1, 8 ->
 // 3).
 TEST(ModelsTest, FewChannelConvGradientsMatchAtenInFloat64) {
-  struct Case {
-    int64_t in, out;
-    std::array<int64_t, 3> kernel;
-    std::array<std::array<int64_t, 2>, 3> pad;
-    std::vector<int64_t> input;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConvGradientCase> cases = {
       {1, 4, {5, 5, 5}, ConvStageSpec::Same({5, 5, 5}), {3, 1, 9, 8, 7}},
       {1, 3, {5, 4, 3}, {{{2, 2}, {1, 2}, {1, 1}}}, {2, 1, 7, 6, 9}},
       {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 8, 7, 7, 7}},
@@ -187,35 +227,13 @@ TEST(ModelsTest, FewChannelConvGradientsMatchAtenInFloat64) {
       {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 32, 7, 6, 8}},
       {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(1, 1, 1), {3, 32, 7, 6, 8}},
   };
-  for (const Case& c : cases) {
-    ConvStageSpec spec;
-    spec.in_channels = c.in;
-    spec.out_channels = c.out;
-    spec.kernel = c.kernel;
-    spec.pad = c.pad;
-    ConvStage stage(spec);
-    stage->to(at::kDouble);
-    auto named = stage->named_parameters();
-    const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
-    const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
-    const at::Tensor out = stage->forward(x);
-    const at::Tensor probe = at::randn(out.sizes(), at::kDouble);
-    (out * probe).sum().backward();
-    const at::Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
-    x.grad().zero_();
-    w.grad().zero_();
-    b.grad().zero_();
-    const std::vector<int64_t> pad = {c.pad[2][0], c.pad[2][1], c.pad[1][0],
-                                      c.pad[1][1], c.pad[0][0], c.pad[0][1]};
-    const at::Tensor literal =
-        at::leaky_relu(at::conv3d(at::constant_pad_nd(x, pad, 0), w, b), spec.leaky_slope);
-    ASSERT_EQ(literal.sizes(), out.sizes());
-    (literal * probe).sum().backward();
+  for (const ConvGradientCase& c : cases) {
+    const StageAndAten r = ConvStageAgainstAten(c);
     const std::string what = "case " + std::to_string(c.in) + " -> " + std::to_string(c.out);
-    EXPECT_TRUE(at::allclose(out, literal, 1e-12, 1e-12)) << what;
-    EXPECT_TRUE(at::allclose(gx, x.grad(), 1e-12, 1e-12)) << what;
-    EXPECT_TRUE(at::allclose(gw, w.grad(), 1e-12, 1e-12)) << what;
-    EXPECT_TRUE(at::allclose(gb, b.grad(), 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(r.out, r.literal, 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(r.gx, r.lx, 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(r.gw, r.lw, 1e-12, 1e-12)) << what;
+    EXPECT_TRUE(at::allclose(r.gb, r.lb, 1e-12, 1e-12)) << what;
   }
 }
 
@@ -224,13 +242,7 @@ TEST(ModelsTest, FewChannelConvGradientsMatchAtenInFloat64) {
 // copy compute ATen's conv gradients: float64, each gradient within 1e-12 of its own largest
 // magnitude, on the discriminator's and generator's shapes.
 TEST(ModelsTest, ConvGradientKernelsMatchAtenInFloat64) {
-  struct Case {
-    int64_t in, out;
-    std::array<int64_t, 3> kernel;
-    std::array<std::array<int64_t, 2>, 3> pad;
-    std::vector<int64_t> input;
-  };
-  const std::vector<Case> cases = {
+  const std::vector<ConvGradientCase> cases = {
       {1, 4, {5, 5, 5}, ConvStageSpec::Same({5, 5, 5}), {3, 1, 9, 8, 7}},
       {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 32, 7, 6, 8}},
       {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 8, 7, 7, 7}},
@@ -246,37 +258,15 @@ TEST(ModelsTest, ConvGradientKernelsMatchAtenInFloat64) {
   for (const InputGradientKernel kernel :
        {InputGradientKernel::kBackwardData, InputGradientKernel::kForwardConv}) {
     SetInputGradientKernel(kernel);
-    for (const Case& c : cases) {
-      ConvStageSpec spec;
-      spec.in_channels = c.in;
-      spec.out_channels = c.out;
-      spec.kernel = c.kernel;
-      spec.pad = c.pad;
-      ConvStage stage(spec);
-      stage->to(at::kDouble);
-      auto named = stage->named_parameters();
-      const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
-      const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
-      const at::Tensor out = stage->forward(x);
-      const at::Tensor probe = at::randn(out.sizes(), at::kDouble);
-      (out * probe).sum().backward();
-      const at::Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
-      x.grad().zero_();
-      w.grad().zero_();
-      b.grad().zero_();
-      const std::vector<int64_t> pad = {c.pad[2][0], c.pad[2][1], c.pad[1][0],
-                                        c.pad[1][1], c.pad[0][0], c.pad[0][1]};
-      const at::Tensor literal =
-          at::leaky_relu(at::conv3d(at::constant_pad_nd(x, pad, 0), w, b), spec.leaky_slope);
-      ASSERT_EQ(literal.sizes(), out.sizes());
-      (literal * probe).sum().backward();
+    for (const ConvGradientCase& c : cases) {
+      const StageAndAten r = ConvStageAgainstAten(c);
       const std::string what =
           absl::StrCat(kernel == InputGradientKernel::kBackwardData ? "backward-data" : "forward",
                        " kernel, ", c.in, " -> ", c.out);
-      expect_close(out, literal, what + " value");
-      expect_close(gx, x.grad(), what + " input gradient");
-      expect_close(gw, w.grad(), what + " weight gradient");
-      expect_close(gb, b.grad(), what + " bias gradient");
+      expect_close(r.out, r.literal, what + " value");
+      expect_close(r.gx, r.lx, what + " input gradient");
+      expect_close(r.gw, r.lw, what + " weight gradient");
+      expect_close(r.gb, r.lb, what + " bias gradient");
     }
   }
   SetInputGradientKernel(InputGradientKernel::kAuto);
