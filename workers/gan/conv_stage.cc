@@ -55,13 +55,12 @@ std::pair<at::Tensor, at::Tensor> ConvParameterGradients(const at::Tensor& grad,
                                                          const std::vector<int64_t>& pad,
                                                          bool want_weight, bool want_bias) {
   const int64_t cout = weight.size(0);
-  const bool padded = weight.size(1) > 1 && (pad[0] != 0 || pad[1] != 0 || pad[2] != 0);
+  const bool pad_copy =
+      want_weight && weight.size(1) > 1 && (pad[0] != 0 || pad[1] != 0 || pad[2] != 0);
   const at::Tensor source =
-      padded && want_weight
-          ? at::constant_pad_nd(input, {pad[2], pad[2], pad[1], pad[1], pad[0], pad[0]}, 0)
-          : input;
-  const std::vector<int64_t> source_pad =
-      padded && want_weight ? std::vector<int64_t>{0, 0, 0} : pad;
+      pad_copy ? at::constant_pad_nd(input, {pad[2], pad[2], pad[1], pad[1], pad[0], pad[0]}, 0)
+               : input;
+  const std::vector<int64_t> source_pad = pad_copy ? std::vector<int64_t>{0, 0, 0} : pad;
   const std::vector<int64_t> bias_sizes = {cout};
   auto r = at::convolution_backward(
       grad, source, weight,

@@ -672,7 +672,7 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
                    gan::Trainer::CreateWithSource(model_, std::move(batches), options));
   if (model_.generator_template) {
-    // The training events' mean shower (every rank computes the same one).
+    // The template fitted to the training events (every rank fits the same one).
     RETURN_IF_ERROR(trainer->mutable_state().generator->SetShowerTemplate(shower_template_));
   }
   const std::string& initial = plan_.assignment.initial_checkpoint_sha256();

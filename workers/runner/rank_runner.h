@@ -164,8 +164,8 @@ class RankRunner {
   // The model a fresh training starts from: plan_.model with its conditions fitted to the
   // training events (gan::FitConditionsToData); set while the input pipeline is built.
   gan::ModelConfig model_;
-  // ModelConfig::generator_template: the training events' mean shower a fresh generator's
-  // template starts from (gan::ConditionSample::shower_template); set with model_.
+  // ModelConfig::generator_template: the template fitted to the training events that a fresh
+  // generator starts from (gan::ConditionSample::shower_template); set with model_.
   std::vector<double> shower_template_;
   const RankRunnerOptions options_;
   const int rank_;
