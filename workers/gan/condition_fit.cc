@@ -1,5 +1,7 @@
 #include "workers/gan/condition_fit.h"
 
+#include <ATen/ATen.h>
+
 #include <algorithm>
 #include <cmath>
 #include <set>
@@ -26,10 +28,19 @@ bool EventEcal(const ModelConfig& config, const float* cells, int64_t n, double*
   return true;
 }
 
-// The sums of the shower template's per-cell fit, cell / e = a + b ln(e) (generator_template).
+// The shower template's fit (generator_template): per cell, the least-squares line
+// cell / e = a + b ln(e), then the leading principal components of the events' deviations from it
+// (template_modes). The line needs only sums; the modes keep the sampled events' rows, at most
+// kModeFitBytes of them.
 class TemplateFit {
  public:
-  explicit TemplateFit(const ModelConfig& config) : config_(config) {}
+  // `expected_events`: how many events Add will see at most, so that the rows kept for the modes
+  // are spread over all of them.
+  TemplateFit(const ModelConfig& config, int64_t expected_events) : config_(config) {
+    const int64_t cells = config.grid[0] * config.grid[1] * config.grid[2];
+    const int64_t max_rows = std::max<int64_t>(1, kModeFitBytes / (cells * 4));
+    row_stride_ = std::max<int64_t>(1, (expected_events + max_rows - 1) / max_rows);
+  }
 
   // One sampled event; events without a positive energy are skipped.
   void Add(const float* cells, int64_t n, double energy_gev) {
@@ -40,19 +51,26 @@ class TemplateFit {
     }
     const double e = energy_gev / config_.energy_scale;
     const double x = std::log(e);
+    const bool keep = config_.template_modes > 0 && events_ % row_stride_ == 0;
+    if (keep) {
+      rows_.resize(rows_.size() + static_cast<size_t>(n), 0.0f);
+      row_log_e_.push_back(x);
+    }
+    float* row = keep ? rows_.data() + rows_.size() - n : nullptr;
     for (int64_t c = 0; c < n; ++c) {
       const double v = static_cast<double>(cells[c]) * config_.cell_scale;
       if (!(v >= config_.cell_threshold)) continue;
       const double y = (config_.cell_power == 1.0 ? v : std::pow(v, config_.cell_power)) / e;
       sum_y_[c] += y;
       sum_xy_[c] += x * y;
+      if (keep) row[c] = static_cast<float>(y);
     }
     ++events_;
     sum_x_ += x;
     sum_xx_ += x * x;
   }
 
-  // a then b per cell; empty without events.
+  // a, b, then the template_modes modes per cell; empty without events.
   std::vector<double> Finish() const {
     std::vector<double> out;
     if (events_ == 0) return out;
@@ -61,21 +79,59 @@ class TemplateFit {
     const double var_x = sum_xx_ / n - mean_x * mean_x;
     const bool slope = var_x > 1e-9;  // a spread of energies, not one beam energy
     const size_t cells = sum_y_.size();
-    out.assign(2 * cells, 0.0);
+    out.assign((2 + static_cast<size_t>(config_.template_modes)) * cells, 0.0);
     for (size_t c = 0; c < cells; ++c) {
       const double mean_y = sum_y_[c] / n;
       const double b = slope ? (sum_xy_[c] / n - mean_x * mean_y) / var_x : 0.0;
       out[c] = mean_y - b * mean_x;
       out[cells + c] = b;
     }
+    if (config_.template_modes > 0) AddModes(&out);
     return out;
   }
 
  private:
+  // Caps the rows kept for the modes: 2,000 events of 25^3 cells, about 1,000 of 51x51x25.
+  static constexpr int64_t kModeFitBytes = int64_t{256} << 20;
+
+  // The modes: with R the kept rows' deviations from a + b ln e (events x cells), the
+  // eigenvectors u_k of R R^T with the K largest eigenvalues give M_k = R^T u_k / sqrt(events),
+  // the k-th principal direction times the standard deviation along it. Signs are fixed (the
+  // largest entry positive), so every process computes the same modes.
+  void AddModes(std::vector<double>* out) const {
+    const int64_t cells = static_cast<int64_t>(sum_y_.size());
+    const int64_t kept = static_cast<int64_t>(row_log_e_.size());
+    const int64_t modes = config_.template_modes;
+    if (kept < 2) return;
+    const at::Tensor line = at::from_blob(out->data(), {2, cells}, at::kDouble).to(at::kFloat);
+    const at::Tensor log_e =
+        at::from_blob(const_cast<double*>(row_log_e_.data()), {kept, 1}, at::kDouble)
+            .to(at::kFloat);
+    const at::Tensor rows =
+        at::from_blob(const_cast<float*>(rows_.data()), {kept, cells}, at::kFloat);
+    const at::Tensor deviations = rows - line[0] - log_e * line[1];
+    const at::Tensor gram = at::matmul(deviations, deviations.t()).to(at::kDouble);
+    const auto [values, vectors] = at::linalg_eigh(gram);  // ascending eigenvalues
+    const double scale = values.max().item<double>();
+    for (int64_t k = 0; k < std::min(modes, kept); ++k) {
+      const int64_t j = kept - 1 - k;
+      if (!(values[j].item<double>() > 1e-9 * scale)) break;
+      at::Tensor mode = at::matmul(deviations.t(), vectors.select(1, j).to(at::kFloat))
+                            .to(at::kDouble)
+                            .div_(std::sqrt(static_cast<double>(kept)));
+      if (mode[mode.abs().argmax()].item<double>() < 0) mode.neg_();
+      std::copy_n(mode.contiguous().data_ptr<double>(), cells,
+                  out->data() + (2 + k) * static_cast<size_t>(cells));
+    }
+  }
+
   const ModelConfig& config_;
+  int64_t row_stride_ = 1;
   std::vector<double> sum_y_, sum_xy_;
   double sum_x_ = 0, sum_xx_ = 0;
   int64_t events_ = 0;
+  std::vector<float> rows_;        // kept events' cell / e, row after row
+  std::vector<double> row_log_e_;  // their ln e
 };
 
 // Evenly spread picks of at most `limit` of `n` positions.
@@ -123,7 +179,8 @@ bool Solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vecto
 ConditionSample SampleConditions(const ModelConfig& config, const showers::ShowerSet& showers,
                                  const std::vector<int64_t>& rows) {
   ConditionSample s;
-  TemplateFit fit(config);
+  TemplateFit fit(config,
+                  std::min<int64_t>(static_cast<int64_t>(rows.size()), kConditionFitEvents));
   const int64_t n = showers.cells_per_event();
   for (int64_t row : rows) {
     s.energy_gev.push_back(showers.energy_gev[row]);
@@ -147,7 +204,8 @@ absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
                                                  const showers::ShowerFileReader& reader,
                                                  const std::vector<int64_t>& candidates) {
   ConditionSample s;
-  TemplateFit fit(config);
+  TemplateFit fit(config,
+                  std::min<int64_t>(static_cast<int64_t>(candidates.size()), kConditionFitEvents));
   for (int64_t index : candidates) {
     if (index < 0 || index >= reader.events()) {
       return absl::InvalidArgumentError(

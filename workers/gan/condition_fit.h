@@ -27,8 +27,11 @@ struct ConditionSample {
   std::vector<double> sample_energy_gev;  // the sampled events
   std::vector<double> sample_ecal;        // their ecal sums in model units (as preprocessed)
   // ModelConfig::generator_template only, else empty: the generator's initial shower template,
-  // 2 x (x * y * z) values a then b, the per-cell least-squares fit over the sampled events of
-  // preprocessed cell / e = a + b ln(e), e = E / energy_scale (b = 0 when all energies are equal).
+  // (2 + template_modes) x (x * y * z) values. a then b: the per-cell least-squares fit over the
+  // sampled events of preprocessed cell / e = a + b ln(e), e = E / energy_scale (b = 0 when all
+  // energies are equal). Then the modes M_k: the leading principal components of the sampled
+  // events' deviations from that line (in cell / e), each times its standard deviation, the
+  // largest entry positive; zero where the sample has fewer independent deviations.
   std::vector<double> shower_template;
 };
 

@@ -73,7 +73,8 @@ GeneratorImpl::GeneratorImpl(const ModelConfig& config) : config_(config) {
   }
   if (config.generator_template) {
     shower_template_ = register_parameter(
-        "shower_template", torch::zeros({2, config.grid[0], config.grid[1], config.grid[2]}));
+        "shower_template",
+        torch::zeros({2 + config.template_modes, config.grid[0], config.grid[1], config.grid[2]}));
   }
 }
 
@@ -112,6 +113,18 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
     const torch::Tensor t = shower_template_.to(input.scalar_type());
     const torch::Tensor e = energy100.reshape({-1, 1, 1, 1, 1});
     template_term = e * (t[0] + at::log(e) * t[1]);
+    const int64_t modes = config_.template_modes;
+    if (modes > 0) {
+      // e z_k: the fixed-angle input's first columns already are noise x E/100; the
+      // variable-angle noise starts after E/100 and theta.
+      const torch::Tensor scaled_noise = config_.variable_angle()
+                                             ? input.narrow(1, 2, modes) * energy100
+                                             : input.narrow(1, 0, modes);
+      const torch::Tensor fluctuation =
+          at::matmul(scaled_noise, t.narrow(0, 2, modes).reshape({modes, -1}));
+      template_term = template_term +
+                      fluctuation.view({-1, 1, config_.grid[0], config_.grid[1], config_.grid[2]});
+    }
   }
   torch::Tensor x =
       (bf16 ? at::linear(dense_input, dense_->weight.to(at::kBFloat16),

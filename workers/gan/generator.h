@@ -41,13 +41,14 @@ class GeneratorImpl : public torch::nn::Module {
   // Width of the noise MakeInput expects.
   int64_t noise_dim() const;
 
-  // ModelConfig::generator_template: the learned (2, x, y, z) template [a, b]; with e = E /
-  // energy_scale the generator adds e (a + b ln e) to its output before the final ReLU, in
+  // ModelConfig::generator_template: the learned (2 + K, x, y, z) template [a, b, M_1 .. M_K],
+  // K = template_modes; with e = E / energy_scale and z the noise the generator adds
+  // e (a + b ln e + z_1 M_1 + ... + z_K M_K) to its output before the final ReLU, in
   // preprocessed units. Undefined without one.
   const torch::Tensor& shower_template() const { return shower_template_; }
-  // Sets the template to `values` (a then b, 2 x x * y * z values: ConditionSample's
-  // shower_template). FAILED_PRECONDITION without a template, INVALID_ARGUMENT for another size or
-  // a value that is not finite.
+  // Sets the template to `values` (a, b, then the modes, (2 + K) x x * y * z values:
+  // ConditionSample's shower_template). FAILED_PRECONDITION without a template, INVALID_ARGUMENT
+  // for another size or a value that is not finite.
   absl::Status SetShowerTemplate(const std::vector<double>& values);
   // Channels, x, y, z of the Linear output reshaped for the first conv stage.
   const std::array<int64_t, 4>& dense_shape() const { return dense_shape_; }

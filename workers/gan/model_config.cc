@@ -52,14 +52,16 @@ ModelConfig Tiny() {
   return c;
 }
 
-// tiny with a shower template (ModelConfig::generator_template): the generator starts from the
-// training data's mean shower and learns the fluctuations around it, which a few hundred steps
-// can do; the plain topology first has to find the one-cell-wide centre (docs/MODELS.md
-// "Fidelity"). A 128-dimensional latent and the loss weights of the fidelity study.
+// tiny with a shower template (ModelConfig::generator_template) and 8 fluctuation modes: the
+// generator starts from the training data's mean shower and its leading shower-to-shower
+// fluctuations, and learns the rest, which a few hundred steps can do; the plain topology first
+// has to find the one-cell-wide centre (docs/MODELS.md "Fidelity"). A 128-dimensional latent and
+// the loss weights of the fidelity study.
 ModelConfig TinyTemplate() {
   ModelConfig c = Tiny();
   c.preset = "tiny-template";
   c.generator_template = true;
+  c.template_modes = 8;
   c.latent = 128;
   c.loss_weights = {6.0, 0.1, 0.4};
   return c;
@@ -149,6 +151,17 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
   if (!(c.generator_relu_grad_slope >= 0 && c.generator_relu_grad_slope <= 1)) {
     return bad("generator_relu_grad_slope must be in [0, 1] (0 is the exact ReLU gradient)");
   }
+  if (c.template_modes < 0 || c.template_modes > kMaxTemplateModes) {
+    return bad(absl::StrCat("template_modes must be in [0, ", kMaxTemplateModes, "]"));
+  }
+  if (c.template_modes > 0 && !c.generator_template) {
+    return bad("template_modes needs generator_template=1 (the modes are part of the template)");
+  }
+  if (c.template_modes > (v ? c.latent - 2 : c.latent)) {
+    return bad(
+        "template_modes must not exceed the generator's noise width (latent, or latent - 2 "
+        "for 3dgan-51)");
+  }
   if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
     return bad("cell_scale, cell_power and energy_scale must be > 0");
   }
@@ -183,6 +196,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("discriminator_log_scale", num(c.discriminator_log_scale));
   put("generator_relu_grad_slope", num(c.generator_relu_grad_slope));
   put("generator_template", c.generator_template ? "1" : "0");
+  put("template_modes", absl::StrCat(c.template_modes));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
   put("loss_weights", Join(c.loss_weights));
@@ -340,6 +354,12 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
       status = absl::InvalidArgumentError("model config: generator_template must be 0 or 1");
     }
     c.generator_template = it->second == "1";
+  }
+  // Optional: configs written before it existed had no modes.
+  if (auto it = kv.find("template_modes"); it != kv.end()) {
+    if (!absl::SimpleAtoi(it->second, &c.template_modes) && status.ok()) {
+      status = absl::InvalidArgumentError("model config: bad integer for template_modes");
+    }
   }
   if (!status.ok()) return status;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;

@@ -55,6 +55,12 @@ struct ModelConfig {
   // there from the first step and the conv stack learns the shower-to-shower fluctuations around
   // it, instead of first having to find a one-cell-wide centre (docs/MODELS.md "Fidelity").
   bool generator_template = false;
+  // With generator_template: the generator also adds e (z_1 M_1 + ... + z_K M_K), K =
+  // template_modes, z_k the first K components of its normal noise and M_k learned per-cell
+  // modes. A fresh training sets them to the leading principal components of the training
+  // showers' deviations from the template, each scaled by its standard deviation, so the
+  // shower-to-shower fluctuations (energy, depth, width) are there from the first step too.
+  int64_t template_modes = 0;
 
   double bn_momentum = 0.01;  // torch convention (= Keras momentum 0.99)
   double leaky_slope = 0.3;   // Keras LeakyReLU default
@@ -108,6 +114,7 @@ std::vector<std::string> PresetNames();
 inline constexpr int64_t kMaxLatent = 4096;
 inline constexpr int64_t kMaxDenseChannels = 256;
 inline constexpr int64_t kMaxFilters = 512;
+inline constexpr int64_t kMaxTemplateModes = 64;
 // Sum over neighbouring conv layers of in x out channels (x <= 216 kernel weights each): ~56M
 // weights at most.
 inline constexpr int64_t kMaxChannelPairs = 262144;
