@@ -89,6 +89,7 @@ int main(int argc, char** argv) {
       if (item.key() == "shower_template") {  // a fresh one is 0
         p[0].uniform_(0.0, 1.0, rng);
         p[1].normal_(0.0, 0.3, rng);
+        if (p.size(0) > 2) p.narrow(0, 2, p.size(0) - 2).normal_(0.0, 0.1, rng);  // the modes
       }
     }
     // The last conv's weights made non-negative: its input is >= 0 (ReLU, BatchNorm aside), so each

@@ -43,13 +43,19 @@ TEST(DescribeGenerator, RefusesAConfigTheGeneratorWasNotBuiltFrom) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// A model with a shower template describes it, and its tensor must have the grid's shape.
+// A model with a shower template describes it and its modes, and its tensor must have the grid's
+// shape.
 TEST(DescribeGenerator, CarriesTheShowerTemplate) {
   gan::TrainingState state = Fresh("tiny-template");
   absl::StatusOr<GeneratorDescription> d = DescribeGenerator(state.config, *state.generator);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->Find("shower_template").sizes().vec(), (std::vector<int64_t>{2, 25, 25, 25}));
+  EXPECT_EQ(d->Find("shower_template").sizes().vec(), (std::vector<int64_t>{10, 25, 25, 25}));
   EXPECT_NE(DescriptionJson(*d).find("\"shower_template\":true"), std::string::npos);
+  EXPECT_NE(DescriptionJson(*d).find("\"template_modes\":8"), std::string::npos);
+  gan::ModelConfig fewer_modes = state.config;
+  fewer_modes.template_modes = 2;
+  EXPECT_EQ(DescribeGenerator(fewer_modes, *state.generator).status().code(),
+            absl::StatusCode::kInvalidArgument);
   gan::TrainingState tiny = Fresh("tiny");
   EXPECT_NE(DescriptionJson(*DescribeGenerator(tiny.config, *tiny.generator))
                 .find("\"shower_template\":false"),

@@ -189,6 +189,66 @@ TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) 
   }
 }
 
+// template_modes: after a and b (unchanged by the modes) come the leading principal components of
+// the events' deviations from a + b ln e, each times its standard deviation: by hand, the
+// eigenvalues of the deviations' Gram matrix in float64 are events x |M_k|^2, largest first; the
+// modes are orthogonal, each an eigenvector of the covariance, their largest entry positive, the
+// same from a file as from memory. Three events leave the third mode 0 (two independent
+// deviations only).
+TEST(ConditionFitTest, ShowerTemplateModesAreTheLeadingPrincipalComponents) {
+  const showers::ShowerSet data = Toy(120, 20, 180, 4);
+  ModelConfig c = *PresetConfig("tiny");
+  c.generator_template = true;
+  const std::vector<double> line = SampleConditions(c, data, AllRows(data)).shower_template;
+  c.template_modes = 3;
+  const ConditionSample s = SampleConditions(c, data, AllRows(data));
+  const int64_t n = data.cells_per_event();
+  ASSERT_EQ(static_cast<int64_t>(s.shower_template.size()), 5 * n);
+  EXPECT_TRUE(std::equal(line.begin(), line.end(), s.shower_template.begin()));
+
+  const at::Tensor all = at::tensor(s.shower_template, at::kDouble).view({5, n});
+  const TrainingTensors t = *PreprocessShowers(c, data);
+  const at::Tensor e = t.energy100.to(at::kDouble);
+  const at::Tensor deviations =
+      t.images.reshape({data.events(), n}).to(at::kDouble) / e - all[0] - at::log(e) * all[1];
+  const at::Tensor eigenvalues =
+      std::get<0>(at::linalg_eigh(at::matmul(deviations, deviations.t()))).flip(0);
+  for (int64_t k = 0; k < 3; ++k) {
+    const at::Tensor mode = all[2 + k];
+    const double norm2 = mode.dot(mode).item<double>();
+    EXPECT_NEAR(norm2 * data.events(), eigenvalues[k].item<double>(),
+                1e-4 * eigenvalues[0].item<double>())
+        << k;
+    // An eigenvector of the covariance with eigenvalue |M_k|^2.
+    const at::Tensor image =
+        at::matmul(deviations.t(), at::matmul(deviations, mode)) / data.events();
+    EXPECT_LT((image - norm2 * mode).norm().item<double>(),
+              1e-3 * norm2 * mode.norm().item<double>())
+        << k;
+    EXPECT_GT(mode[mode.abs().argmax()].item<double>(), 0) << k;
+    for (int64_t j = 0; j < k; ++j) {
+      EXPECT_LT(std::fabs(mode.dot(all[2 + j]).item<double>()),
+                1e-4 * std::sqrt(norm2 * all[2 + j].dot(all[2 + j]).item<double>()))
+          << j << " " << k;
+    }
+  }
+  EXPECT_GT(all[2].norm().item<double>(), all[3].norm().item<double>());
+
+  const std::string path = ::testing::TempDir() + "/modes.h5";
+  ASSERT_TRUE(showers::WriteShowerFile(path, data).ok());
+  auto reader = showers::ShowerFileReader::Open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  auto from_file = SampleConditions(c, **reader, AllRows(data));
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  EXPECT_EQ(from_file->shower_template, s.shower_template);
+
+  const ConditionSample three = SampleConditions(c, data, {0, 1, 2});
+  ASSERT_EQ(static_cast<int64_t>(three.shower_template.size()), 5 * n);
+  const at::Tensor few = at::tensor(three.shower_template, at::kDouble).view({5, n});
+  EXPECT_GT(few[3].norm().item<double>(), 0);
+  EXPECT_EQ(few[4].norm().item<double>(), 0);
+}
+
 TEST(ConditionFitTest, ConfigKeepsTheFlagAndOldConfigsParseWithoutIt) {
   ModelConfig c = *PresetConfig("tiny");
   EXPECT_TRUE(c.fit_conditions_to_data);

@@ -555,9 +555,9 @@ TEST(ModelsTest, DiscriminatorLogScaleConfig) {
 // generator_template: off by default, round-trips, reads as off from configs written before it,
 // and --model-set turns it on; "2" is refused.
 TEST(ModelsTest, GeneratorTemplateConfig) {
-  // tiny-template: tiny's networks with latent 128 (dense 112 x 1,568 more) and 2 x 25^3 template
-  // values; the discriminator is tiny's.
-  EXPECT_EQ(TrainableParameters(*Generator(Preset("tiny-template"))), 44776 + 175616 + 31250);
+  // tiny-template: tiny's networks with latent 128 (dense 112 x 1,568 more) and (2 + 8 modes) x
+  // 25^3 template values; the discriminator is tiny's.
+  EXPECT_EQ(TrainableParameters(*Generator(Preset("tiny-template"))), 44776 + 175616 + 10 * 15625);
   EXPECT_EQ(TrainableParameters(*Discriminator(Preset("tiny-template"))), 46378);
   ModelConfig c = Preset("tiny");
   EXPECT_FALSE(c.generator_template);
@@ -578,17 +578,45 @@ TEST(ModelsTest, GeneratorTemplateConfig) {
   const auto bad = OverrideModelConfig(Preset("tiny"), "generator_template=2");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("generator_template"), std::string::npos) << bad.status();
+
+  // template_modes: round-trips, reads as 0 from configs written before it, needs the template
+  // and at most the noise width (and kMaxTemplateModes) of modes.
+  EXPECT_EQ(Preset("tiny").template_modes, 0);
+  EXPECT_EQ(Preset("tiny-template").template_modes, 8);
+  c.template_modes = 5;
+  back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->template_modes, 5);
+  old = SerializeModelConfig(c);
+  const size_t modes_at = old.find("template_modes=");
+  ASSERT_NE(modes_at, std::string::npos);
+  old.replace(modes_at, old.find('\n', modes_at) - modes_at, "template_modes=x");
+  EXPECT_EQ(ParseModelConfig(old).status().code(), absl::StatusCode::kInvalidArgument);
+  old.erase(modes_at, old.find('\n', modes_at) - modes_at + 1);
+  parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->template_modes, 0);
+  auto refused = [](const std::string& set, const std::string& fragment) {
+    const auto r = OverrideModelConfig(Preset("tiny"), set);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << set;
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status();
+  };
+  refused("template_modes=2", "needs generator_template=1");
+  refused("generator_template=1;template_modes=17", "noise width");  // tiny: latent 16
+  refused("generator_template=1;latent=128;template_modes=65", "template_modes must be in [0, 64]");
+  refused("generator_template=1;template_modes=-1", "template_modes must be in [0, 64]");
 }
 
 // The shower template, in float64: with the output conv's weights at 0 the generator's output is
-// exactly relu(e (a + b ln e)), e = E/100, for both topologies; the fixed-angle input carries e as
-// an extra last column; the loss's gradient reaches a and b as the sums over events of e and
-// e ln e where the output is positive. SetShowerTemplate refuses another size, a non-finite value
-// and a model without a template.
+// exactly relu(e (a + b ln e + z_1 M_1 + z_2 M_2 + z_3 M_3)), e = E/100, z the noise, for both
+// topologies; the fixed-angle input carries e as an extra last column; the loss's gradient reaches
+// a, b and M_k as the sums over events of e, e ln e and e z_k where the output is positive.
+// SetShowerTemplate refuses another size, a non-finite value and a model without a template.
 TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
   for (const char* name : {"tiny", "3dgan-51"}) {
     ModelConfig c = Preset(name);
     c.generator_template = true;
+    c.template_modes = 3;
     if (c.variable_angle()) {  // narrow, to keep float64 fast; the template path is the same
       c.latent = 8;
       c.dense_channels = 2;
@@ -598,8 +626,9 @@ TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
     g->to(at::kDouble);
     g->train();
     const int64_t cells = c.grid[0] * c.grid[1] * c.grid[2];
-    std::vector<double> values(static_cast<size_t>(2 * cells));
-    for (int64_t i = 0; i < 2 * cells; ++i) values[i] = std::sin(0.37 * static_cast<double>(i));
+    const int64_t rows = 2 + c.template_modes;
+    std::vector<double> values(static_cast<size_t>(rows * cells));
+    for (int64_t i = 0; i < rows * cells; ++i) values[i] = std::sin(0.37 * static_cast<double>(i));
     ASSERT_TRUE(g->SetShowerTemplate(values).ok()) << name;
     {
       torch::NoGradGuard no_grad;
@@ -608,12 +637,16 @@ TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
     }
     const at::Tensor energy100 = at::tensor({0.5, 2.0}, at::kDouble).view({2, 1});
     const at::Tensor theta = at::full({2, 1}, 1.2, at::kDouble);
-    const at::Tensor input =
-        g->MakeInput(energy100, theta, at::randn({2, g->noise_dim()}, at::kDouble));
+    const at::Tensor noise = at::randn({2, g->noise_dim()}, at::kDouble);
+    const at::Tensor input = g->MakeInput(energy100, theta, noise);
     EXPECT_EQ(input.size(1), c.variable_angle() ? c.latent : c.latent + 1) << name;
-    const at::Tensor t = at::tensor(values, at::kDouble).view({2, c.grid[0], c.grid[1], c.grid[2]});
+    const at::Tensor t =
+        at::tensor(values, at::kDouble).view({rows, c.grid[0], c.grid[1], c.grid[2]});
     const at::Tensor e = energy100.view({2, 1, 1, 1, 1});
-    const at::Tensor pre = e * (t[0] + at::log(e) * t[1]);
+    at::Tensor pre = e * (t[0] + at::log(e) * t[1]);
+    for (int64_t k = 0; k < c.template_modes; ++k) {  // e z_k M_k, z_k the k-th noise column
+      pre = pre + e * noise.select(1, k).view({2, 1, 1, 1, 1}) * t[2 + k];
+    }
     const at::Tensor out = g->forward(input);
     EXPECT_TRUE(at::allclose(out, at::relu(pre), 0, 1e-12)) << name;
     out.sum().backward();
@@ -623,6 +656,10 @@ TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
     const at::Tensor grad = g->shower_template().grad();
     EXPECT_TRUE(at::allclose(grad[0], want_a[0], 0, 1e-12)) << name;
     EXPECT_TRUE(at::allclose(grad[1], want_b[0], 0, 1e-12)) << name;
+    for (int64_t k = 0; k < c.template_modes; ++k) {
+      const at::Tensor want_mode = (positive * e * noise.select(1, k).view({2, 1, 1, 1, 1})).sum(0);
+      EXPECT_TRUE(at::allclose(grad[2 + k], want_mode[0], 0, 1e-12)) << name << " mode " << k;
+    }
 
     EXPECT_EQ(g->SetShowerTemplate(std::vector<double>(10, 1.0)).code(),
               absl::StatusCode::kInvalidArgument);

@@ -55,7 +55,8 @@ absl::StatusOr<GeneratorDescription> DescribeGenerator(const gan::ModelConfig& c
   if (absl::Status s = CheckShape(d, "dense.bias", {dense_out}); !s.ok()) return s;
   if (config.generator_template) {
     absl::Status s =
-        CheckShape(d, "shower_template", {2, config.grid[0], config.grid[1], config.grid[2]});
+        CheckShape(d, "shower_template",
+                   {2 + config.template_modes, config.grid[0], config.grid[1], config.grid[2]});
     if (!s.ok()) return s;
   }
   for (size_t i = 0; i < d.stages.size(); ++i) {
@@ -112,9 +113,9 @@ std::string DescriptionJson(const GeneratorDescription& d) {
       ",\"dense_shape\":[", absl::StrJoin(d.dense_shape, ","),
       "],\"energy_scale\":", Number(c.energy_scale), ",\"cell_scale\":", Number(c.cell_scale),
       ",\"cell_power\":", Number(c.cell_power),
-      ",\"shower_template\":", c.generator_template ? "true" : "false", ",\"stages\":[",
-      absl::StrJoin(stages, ","), "],\"gantry_config\":", JsonString(gan::SerializeModelConfig(c)),
-      "}");
+      ",\"shower_template\":", c.generator_template ? "true" : "false",
+      ",\"template_modes\":", c.template_modes, ",\"stages\":[", absl::StrJoin(stages, ","),
+      "],\"gantry_config\":", JsonString(gan::SerializeModelConfig(c)), "}");
 }
 
 }  // namespace gantry::exporter

@@ -193,7 +193,8 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
     AddIntsAttribute(conv, "dilations", {1, 1, 1});
     x = p + ".conv_out";
     if (c.generator_template && i + 1 == d.stages.size()) {
-      // The shower template, e (a + b ln e) with e = energy_scaled as [N, 1, 1, 1, 1].
+      // The shower template, e (a + b ln e + z_1 M_1 + ... + z_K M_K) with e = energy_scaled as
+      // [N, 1, 1, 1, 1].
       const at::Tensor t = d.Find("shower_template");
       SetFloatTensor(g->add_initializer(), "shower_template.a", t[0].contiguous());
       SetFloatTensor(g->add_initializer(), "shower_template.b", t[1].contiguous());
@@ -205,7 +206,26 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
       AddNode(g, "Add", "template.shape", {"shower_template.a", "template.b_log_e"},
               "template.per_energy");
       AddNode(g, "Mul", "template.scale", {"template.e", "template.per_energy"}, "template.cells");
-      AddNode(g, "Add", "template.add", {x, "template.cells"}, p + ".with_template");
+      std::string cells = "template.cells";
+      if (c.template_modes > 0) {
+        // The modes: (latent[:, :K] x e) matmul M, [K, x * y * z], reshaped to [N, 1, x, y, z].
+        const int64_t k = c.template_modes;
+        SetFloatTensor(g->add_initializer(), "shower_template.modes",
+                       t.narrow(0, 2, k).reshape({k, -1}).contiguous());
+        SetInt64Tensor(g->add_initializer(), "modes.starts", {0});
+        SetInt64Tensor(g->add_initializer(), "modes.ends", {k});
+        SetInt64Tensor(g->add_initializer(), "modes.axes", {1});
+        SetInt64Tensor(g->add_initializer(), "modes.cell_shape",
+                       {-1, 1, c.grid[0], c.grid[1], c.grid[2]});
+        AddNode(g, "Slice", "modes.noise",
+                {kLatentInput, "modes.starts", "modes.ends", "modes.axes"}, "modes.z");
+        AddNode(g, "Mul", "modes.scale", {"modes.z", "energy_scaled"}, "modes.z_e");
+        AddNode(g, "MatMul", "modes.combine", {"modes.z_e", "shower_template.modes"}, "modes.flat");
+        AddNode(g, "Reshape", "modes.reshape", {"modes.flat", "modes.cell_shape"}, "modes.cells");
+        AddNode(g, "Add", "modes.add", {"template.cells", "modes.cells"}, "template.with_modes");
+        cells = "template.with_modes";
+      }
+      AddNode(g, "Add", "template.add", {x, cells}, p + ".with_template");
       x = p + ".with_template";
     }
     if (s.activation == gan::Activation::kRelu) {

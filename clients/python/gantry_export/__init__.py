@@ -73,8 +73,10 @@ class Generator(nn.Module):
         self.stage_count = len(description["stages"])
         for i, spec in enumerate(description["stages"]):
             setattr(self, "stage%d" % i, _Stage(spec))
-        # [a, b]: the last stage adds e (a + b ln e), e = energy / energy_scale, before its activation.
-        self.shower_template = (nn.Parameter(torch.zeros(2, *self.grid))
+        # [a, b, M_1 .. M_K]: the last stage adds e (a + b ln e + z_1 M_1 + ... + z_K M_K) before its
+        # activation, e = energy / energy_scale, z_k the first K latent components.
+        self.template_modes = int(description.get("template_modes", 0))
+        self.shower_template = (nn.Parameter(torch.zeros(2 + self.template_modes, *self.grid))
                                 if description.get("shower_template") else None)
 
     def forward(self, latent, energy, theta=None):
@@ -91,6 +93,10 @@ class Generator(nn.Module):
         if self.shower_template is not None:
             e = energy.reshape(-1, 1, 1, 1, 1)
             add = e * (self.shower_template[0] + torch.log(e) * self.shower_template[1])
+            k = self.template_modes
+            if k > 0:
+                modes = self.shower_template[2:].reshape(k, -1)
+                add = add + ((latent[:, :k] * energy) @ modes).view(-1, 1, *self.grid)
         for i in range(self.stage_count):
             last = i + 1 == self.stage_count
             x = getattr(self, "stage%d" % i)(x, add if last else None)
