@@ -53,7 +53,9 @@ int Fail(const std::string& what) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  gantry::ParseFlags(argc, argv, "export_fixture --out_dir=DIR [--checkpoint=FILE]");
+  const std::vector<std::string> positional =
+      gantry::ParseFlags(argc, argv, "export_fixture --out_dir=DIR [--checkpoint=FILE]");
+  if (!positional.empty()) return Fail("unexpected argument " + positional.front());
   const std::string dir = absl::GetFlag(FLAGS_out_dir);
   const int64_t n = absl::GetFlag(FLAGS_count);
   const uint64_t seed = absl::GetFlag(FLAGS_seed);
