@@ -93,7 +93,7 @@ TEST(ConditionFitTest, ToyMonteCarloTargetMatchesItsSamplingFraction) {
   const showers::ShowerSet data = Toy(600, 10, 200, 3);
   ModelConfig c = *PresetConfig("tiny");
   const absl::StatusOr<std::string> fitted =
-      FitConditionsToData(SampleConditions(c, data, AllRows(data)), &c);
+      FitConditionsToData(*SampleConditions(c, data, AllRows(data)), &c);
   ASSERT_TRUE(fitted.ok()) << fitted.status();
   EXPECT_NE(fitted->find("fake energies"), std::string::npos);
   EXPECT_GE(c.fake_energy_min_gev, 10);
@@ -130,9 +130,15 @@ TEST(ConditionFitTest, FileSampleEqualsMemorySample) {
   auto from_file = SampleConditions(a, **reader, rows);
   ASSERT_TRUE(from_file.ok()) << from_file.status();
   ASSERT_TRUE(FitConditionsToData(*from_file, &a).ok());
-  ASSERT_TRUE(FitConditionsToData(SampleConditions(b, data, rows), &b).ok());
+  ASSERT_TRUE(FitConditionsToData(*SampleConditions(b, data, rows), &b).ok());
   EXPECT_EQ(SerializeModelConfig(a), SerializeModelConfig(b));
   EXPECT_EQ(SampleConditions(a, **reader, {-1}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(SampleConditions(b, data, {300}).status().code(), absl::StatusCode::kInvalidArgument);
+  // Showers of another grid are refused, from memory and from a file, before any cell is read.
+  const absl::Status other_grid = SampleConditions(*PresetConfig("3dgan-51"), data, rows).status();
+  EXPECT_EQ(other_grid.code(), absl::StatusCode::kInvalidArgument) << other_grid;
+  EXPECT_EQ(SampleConditions(*PresetConfig("3dgan-51"), **reader, rows).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -142,9 +148,9 @@ TEST(ConditionFitTest, FileSampleEqualsMemorySample) {
 TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) {
   const showers::ShowerSet data = Toy(120, 20, 180, 4);
   ModelConfig c = *PresetConfig("tiny");
-  EXPECT_TRUE(SampleConditions(c, data, AllRows(data)).shower_template.empty());
+  EXPECT_TRUE(SampleConditions(c, data, AllRows(data))->shower_template.empty());
   c.generator_template = true;
-  const ConditionSample s = SampleConditions(c, data, AllRows(data));
+  const ConditionSample s = *SampleConditions(c, data, AllRows(data));
   const int64_t n = data.cells_per_event();
   ASSERT_EQ(static_cast<int64_t>(s.shower_template.size()), 2 * n);
   // By hand, in float64 tensors.
@@ -177,7 +183,7 @@ TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) 
   EXPECT_EQ(from_file->shower_template, s.shower_template);
   // One beam energy.
   const showers::ShowerSet beam = Toy(120, 50, 50, 4);
-  const ConditionSample one = SampleConditions(c, beam, AllRows(beam));
+  const ConditionSample one = *SampleConditions(c, beam, AllRows(beam));
   ASSERT_EQ(static_cast<int64_t>(one.shower_template.size()), 2 * n);
   const TrainingTensors tb = *PreprocessShowers(c, beam);
   const at::Tensor beam_mean =
@@ -199,9 +205,9 @@ TEST(ConditionFitTest, ShowerTemplateModesAreTheLeadingPrincipalComponents) {
   const showers::ShowerSet data = Toy(120, 20, 180, 4);
   ModelConfig c = *PresetConfig("tiny");
   c.generator_template = true;
-  const std::vector<double> line = SampleConditions(c, data, AllRows(data)).shower_template;
+  const std::vector<double> line = SampleConditions(c, data, AllRows(data))->shower_template;
   c.template_modes = 3;
-  const ConditionSample s = SampleConditions(c, data, AllRows(data));
+  const ConditionSample s = *SampleConditions(c, data, AllRows(data));
   const int64_t n = data.cells_per_event();
   ASSERT_EQ(static_cast<int64_t>(s.shower_template.size()), 5 * n);
   EXPECT_TRUE(std::equal(line.begin(), line.end(), s.shower_template.begin()));
@@ -242,7 +248,7 @@ TEST(ConditionFitTest, ShowerTemplateModesAreTheLeadingPrincipalComponents) {
   ASSERT_TRUE(from_file.ok()) << from_file.status();
   EXPECT_EQ(from_file->shower_template, s.shower_template);
 
-  const ConditionSample three = SampleConditions(c, data, {0, 1, 2});
+  const ConditionSample three = *SampleConditions(c, data, {0, 1, 2});
   ASSERT_EQ(static_cast<int64_t>(three.shower_template.size()), 5 * n);
   const at::Tensor few = at::tensor(three.shower_template, at::kDouble).view({5, n});
   EXPECT_GT(few[3].norm().item<double>(), 0);

@@ -89,7 +89,9 @@ absl::Status RunLocalTrain(const LocalTrainOptions& o, std::ostream& log) {
     if (config->fit_conditions_to_data || config->generator_template) {
       std::vector<int64_t> rows(static_cast<size_t>(showers->events()));
       for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
-      sample = gan::SampleConditions(*config, *showers, rows);
+      absl::StatusOr<gan::ConditionSample> sampled = gan::SampleConditions(*config, *showers, rows);
+      if (!sampled.ok()) return sampled.status();
+      sample = *std::move(sampled);
     }
     if (config->fit_conditions_to_data) {
       absl::StatusOr<std::string> fitted = gan::FitConditionsToData(sample, &*config);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -13,20 +14,6 @@
 
 namespace gantry::gan {
 namespace {
-
-// The preprocessed ecal sum of one event (PreprocessEvents' rule: cells x cell_scale, values below
-// cell_threshold dropped), or nullopt-like false when the event selection drops it.
-bool EventEcal(const ModelConfig& config, const float* cells, int64_t n, double* ecal) {
-  if (!PassesEventSelection(config, cells, n)) return false;
-  const double scale = config.cell_scale;
-  double sum = 0;
-  for (int64_t c = 0; c < n; ++c) {
-    const double v = static_cast<double>(cells[c]) * scale;
-    if (v >= config.cell_threshold) sum += v;
-  }
-  *ecal = sum;
-  return true;
-}
 
 // The shower template's fit (generator_template): per cell, the least-squares line
 // cell / e = a + b ln(e), then the leading principal components of the events' deviations from it
@@ -42,8 +29,9 @@ class TemplateFit {
     row_stride_ = std::max<int64_t>(1, (expected_events + max_rows - 1) / max_rows);
   }
 
-  // One sampled event; events without a positive energy are skipped.
-  void Add(const float* cells, int64_t n, double energy_gev) {
+  // One sampled event, its cells preprocessed (PreprocessEvents); events without a positive energy
+  // are skipped.
+  void Add(const float* preprocessed, int64_t n, double energy_gev) {
     if (!config_.generator_template || !(energy_gev > 0)) return;
     if (sum_y_.empty()) {
       sum_y_.assign(n, 0.0);
@@ -58,9 +46,8 @@ class TemplateFit {
     }
     float* row = keep ? rows_.data() + rows_.size() - n : nullptr;
     for (int64_t c = 0; c < n; ++c) {
-      const double v = static_cast<double>(cells[c]) * config_.cell_scale;
-      if (!(v >= config_.cell_threshold)) continue;
-      const double y = (config_.cell_power == 1.0 ? v : std::pow(v, config_.cell_power)) / e;
+      if (preprocessed[c] == 0.0f) continue;
+      const double y = static_cast<double>(preprocessed[c]) / e;
       sum_y_[c] += y;
       sum_xy_[c] += x * y;
       if (keep) row[c] = static_cast<float>(y);
@@ -174,28 +161,54 @@ bool Solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vecto
   return true;
 }
 
+// Adds the events `rows` of `showers` that pass the event selection to the sample (energy, ecal
+// sum) and to the template fit, preprocessed as for training, a block at a time.
+void AddSampledEvents(const ModelConfig& config, const showers::ShowerSet& showers,
+                      const std::vector<int64_t>& rows, ConditionSample* s, TemplateFit* fit) {
+  constexpr size_t kBlock = 256;
+  const int64_t n = showers.cells_per_event();
+  std::vector<int64_t> selected;
+  for (size_t first = 0; first < rows.size(); first += kBlock) {
+    selected.clear();
+    for (size_t i = first; i < std::min(rows.size(), first + kBlock); ++i) {
+      if (PassesEventSelection(config, showers.event(rows[i]), n)) selected.push_back(rows[i]);
+    }
+    const TrainingTensors t = PreprocessEvents(config, showers, selected);
+    const float* images = t.images.data_ptr<float>();
+    const float* ecal = t.ecal.data_ptr<float>();
+    for (size_t k = 0; k < selected.size(); ++k) {
+      const double energy = showers.energy_gev[selected[k]];
+      s->sample_energy_gev.push_back(energy);
+      s->sample_ecal.push_back(ecal[k]);
+      fit->Add(images + static_cast<int64_t>(k) * n, n, energy);
+    }
+  }
+}
+
 }  // namespace
 
-ConditionSample SampleConditions(const ModelConfig& config, const showers::ShowerSet& showers,
-                                 const std::vector<int64_t>& rows) {
+absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
+                                                 const showers::ShowerSet& showers,
+                                                 const std::vector<int64_t>& rows) {
+  if (absl::Status fits = CheckShowersFitModel(config, showers); !fits.ok()) return fits;
   ConditionSample s;
   TemplateFit fit(config,
                   std::min<int64_t>(static_cast<int64_t>(rows.size()), kConditionFitEvents));
-  const int64_t n = showers.cells_per_event();
   for (int64_t row : rows) {
+    if (row < 0 || row >= showers.events()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("event ", row, " is outside the set's ", showers.events(), " events"));
+    }
     s.energy_gev.push_back(showers.energy_gev[row]);
     if (config.variable_angle() && !showers.theta_rad.empty()) {
       s.theta_rad.push_back(showers.theta_rad[row]);
     }
   }
+  std::vector<int64_t> picked;
   for (int64_t pick : SpreadPicks(static_cast<int64_t>(rows.size()), kConditionFitEvents)) {
-    const int64_t row = rows[pick];
-    double ecal = 0;
-    if (!EventEcal(config, showers.event(row), n, &ecal)) continue;
-    s.sample_energy_gev.push_back(showers.energy_gev[row]);
-    s.sample_ecal.push_back(ecal);
-    fit.Add(showers.event(row), n, showers.energy_gev[row]);
+    picked.push_back(rows[pick]);
   }
+  AddSampledEvents(config, showers, picked, &s, &fit);
   s.shower_template = fit.Finish();
   return s;
 }
@@ -227,14 +240,10 @@ absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
                                      picked.begin() + std::min(picked.size(), first + kBlock));
     absl::StatusOr<showers::ShowerSet> events = reader.ReadEvents(block);
     if (!events.ok()) return events.status();
-    const int64_t n = events->cells_per_event();
-    for (int64_t e = 0; e < events->events(); ++e) {
-      double ecal = 0;
-      if (!EventEcal(config, events->event(e), n, &ecal)) continue;
-      s.sample_energy_gev.push_back(events->energy_gev[e]);
-      s.sample_ecal.push_back(ecal);
-      fit.Add(events->event(e), n, events->energy_gev[e]);
-    }
+    if (absl::Status fits = CheckShowersFitModel(config, *events); !fits.ok()) return fits;
+    std::vector<int64_t> all(static_cast<size_t>(events->events()));
+    std::iota(all.begin(), all.end(), 0);
+    AddSampledEvents(config, *events, all, &s, &fit);
   }
   s.shower_template = fit.Finish();
   return s;

@@ -38,11 +38,14 @@ struct ConditionSample {
 // At most this many events are read for the sampling-fraction fit (evenly spread over the data).
 inline constexpr int64_t kConditionFitEvents = 2000;
 
-// The sample from in-memory showers (`rows` index `showers`; the event selection is applied).
-ConditionSample SampleConditions(const ModelConfig& config, const showers::ShowerSet& showers,
-                                 const std::vector<int64_t>& rows);
+// The sample from in-memory showers (`rows` index `showers`; the event selection is applied, and
+// the cells are preprocessed as for training by PreprocessEvents). INVALID_ARGUMENT when the
+// showers do not fit the model (CheckShowersFitModel) or a row is outside the set.
+absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
+                                                 const showers::ShowerSet& showers,
+                                                 const std::vector<int64_t>& rows);
 // The sample from a shower file: `candidates` are file indices; reads at most
-// kConditionFitEvents of them (the event selection is applied to those).
+// kConditionFitEvents of them (the event selection is applied to those), the same way.
 absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
                                                  const showers::ShowerFileReader& reader,
                                                  const std::vector<int64_t>& candidates);
