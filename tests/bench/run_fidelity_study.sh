@@ -10,7 +10,7 @@
 # usage: tests/bench/run_fidelity_study.sh        (build dir: GANTRY_BENCH_BUILD, default ./build)
 # Env (defaults = the recipe of record, docs/MODELS.md "Fidelity"):
 #   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO SEED WORLD_SIZE THREADS CHECKPOINT_STEPS SHOWERS
-#   LATENT LOSS_WEIGHTS
+#   LATENT LOSS_WEIGHTS HOLDOUT (fraction of EVENTS held out for the registered validation)
 #   PORT_BASE: listen only on ports from here (server PORT_BASE, worker w serves on PORT_BASE + w and
 #   its rendezvous ports are PORT_BASE + 50 w ... + 49); unset: server and serving on ephemeral ports,
 #   rendezvous from 30050
@@ -33,6 +33,7 @@ checkpoint_steps="${CHECKPOINT_STEPS:-150}"
 showers="${SHOWERS:-2000}"
 latent="${LATENT:-0}"                       # 0 = the preset's
 loss_weights="${LOSS_WEIGHTS:-}"            # adversarial,energy,ecal_sum; empty = the preset's
+holdout="${HOLDOUT:-0.1}"
 port_base="${PORT_BASE:-}"
 dataset="toymc:layout=25,events=$events,seed=$data_seed,emin=10,emax=200"
 
@@ -66,6 +67,7 @@ cat >"$stack_work/spec.json" <<JSON
   "hyperParameters": {"epochs": $epochs, "batchPerRank": $batch, "learningRate": $lr,
                       "lrDecayTo": $lr_decay_to, "seed": "$seed"$weights_json},
   "checkpointPolicy": {"everySteps": $checkpoint_steps, "keepLast": 2, "keepBest": true},
+  "validation": {"holdoutFraction": $holdout},
   "modelName": "fidelity-$preset"
 }
 JSON

@@ -27,6 +27,9 @@ class TemplateFit {
     const int64_t cells = config.grid[0] * config.grid[1] * config.grid[2];
     const int64_t max_rows = std::max<int64_t>(1, kModeFitBytes / (cells * 4));
     row_stride_ = std::max<int64_t>(1, (expected_events + max_rows - 1) / max_rows);
+    if (config.template_modes > 0) {
+      rows_.reserve(static_cast<size_t>((expected_events + row_stride_ - 1) / row_stride_ * cells));
+    }
   }
 
   // One sampled event, its cells preprocessed (PreprocessEvents); events without a positive energy
