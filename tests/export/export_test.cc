@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "workers/export/generator_description.h"
 #include "workers/export/model_export.h"
@@ -49,11 +50,15 @@ TEST(DescribeGenerator, CarriesTheShowerTemplate) {
   gan::TrainingState state = Fresh("tiny-template");
   absl::StatusOr<GeneratorDescription> d = DescribeGenerator(state.config, *state.generator);
   ASSERT_TRUE(d.ok()) << d.status();
-  EXPECT_EQ(d->Find("shower_template").sizes().vec(), (std::vector<int64_t>{10, 25, 25, 25}));
+  const int64_t modes = state.config.template_modes;
+  ASSERT_GT(modes, 0);
+  EXPECT_EQ(d->Find("shower_template").sizes().vec(),
+            (std::vector<int64_t>{2 + modes, 25, 25, 25}));
   EXPECT_NE(DescriptionJson(*d).find("\"shower_template\":true"), std::string::npos);
-  EXPECT_NE(DescriptionJson(*d).find("\"template_modes\":8"), std::string::npos);
+  EXPECT_NE(DescriptionJson(*d).find(absl::StrCat("\"template_modes\":", modes)),
+            std::string::npos);
   gan::ModelConfig fewer_modes = state.config;
-  fewer_modes.template_modes = 2;
+  fewer_modes.template_modes = modes - 1;
   EXPECT_EQ(DescribeGenerator(fewer_modes, *state.generator).status().code(),
             absl::StatusCode::kInvalidArgument);
   gan::TrainingState tiny = Fresh("tiny");

@@ -555,9 +555,9 @@ TEST(ModelsTest, DiscriminatorLogScaleConfig) {
 // generator_template: off by default, round-trips, reads as off from configs written before it,
 // and --model-set turns it on; "2" is refused.
 TEST(ModelsTest, GeneratorTemplateConfig) {
-  // tiny-template: tiny's networks with latent 128 (dense 112 x 1,568 more) and (2 + 8 modes) x
+  // tiny-template: tiny's networks with latent 128 (dense 112 x 1,568 more) and (2 + 2 modes) x
   // 25^3 template values; the discriminator is tiny's.
-  EXPECT_EQ(TrainableParameters(*Generator(Preset("tiny-template"))), 44776 + 175616 + 10 * 15625);
+  EXPECT_EQ(TrainableParameters(*Generator(Preset("tiny-template"))), 44776 + 175616 + 4 * 15625);
   EXPECT_EQ(TrainableParameters(*Discriminator(Preset("tiny-template"))), 46378);
   ModelConfig c = Preset("tiny");
   EXPECT_FALSE(c.generator_template);
@@ -582,7 +582,7 @@ TEST(ModelsTest, GeneratorTemplateConfig) {
   // template_modes: round-trips, reads as 0 from configs written before it, needs the template
   // and at most the noise width (and kMaxTemplateModes) of modes.
   EXPECT_EQ(Preset("tiny").template_modes, 0);
-  EXPECT_EQ(Preset("tiny-template").template_modes, 8);
+  EXPECT_EQ(Preset("tiny-template").template_modes, 2);
   c.template_modes = 5;
   back = ParseModelConfig(SerializeModelConfig(c));
   ASSERT_TRUE(back.ok()) << back.status();

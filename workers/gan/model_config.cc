@@ -61,7 +61,7 @@ ModelConfig TinyTemplate() {
   ModelConfig c = Tiny();
   c.preset = "tiny-template";
   c.generator_template = true;
-  c.template_modes = 8;
+  c.template_modes = 2;
   c.latent = 128;
   c.loss_weights = {6.0, 0.1, 0.4};
   return c;
