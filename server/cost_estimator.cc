@@ -33,6 +33,9 @@ const std::vector<CalibrationEntry>& CalibrationTable() {
   static const std::vector<CalibrationEntry>* const kTable = new std::vector<CalibrationEntry>{
       {"tiny", v1::DEVICE_KIND_CPU, 1.51,
        "gan_training_bench --preset=tiny --batch=16 --threads=1, 2-core machine at load 10"},
+      {"tiny-template", v1::DEVICE_KIND_CPU, 4.7,
+       "fidelity study, 1 rank x 1 thread, batch 16, median of its progress reports, 2-core "
+       "machine at load 3-4"},
       {"3dgan-25", v1::DEVICE_KIND_CPU, 2.417,
        "dp_scaling_bench, 1 rank x 1 thread, batch 32, quiet 2-core machine"},
   };

@@ -132,6 +132,15 @@ TEST_F(ServerCostsTest, ValidateOnlyChecksLikeSubmitAndEstimatesEveryEligiblePoo
   ASSERT_TRUE(Submit(alice, named, true, &dry).ok());
   ASSERT_EQ(dry.estimates_size(), 1);
   EXPECT_EQ(dry.estimates(0).pool(), "dear");
+  // tiny-template has its own calibration entry.
+  v1::JobSpec with_template = GoodSpec();
+  with_template.set_model_preset("tiny-template");
+  ASSERT_TRUE(Submit(alice, with_template, true, &dry).ok());
+  ASSERT_EQ(dry.estimates_size(), 2);
+  EXPECT_TRUE(absl::StartsWith(dry.estimates(0).basis(),
+                               "calibration table: preset tiny-template on device kind CPU"))
+      << dry.estimates(0).basis();
+  EXPECT_GT(dry.estimates(0).samples_per_second_per_rank(), 0);
   // No measurement for this preset on GPUs: the basis says so instead of inventing one.
   v1::JobSpec gpu = GoodSpec();
   gpu.mutable_resources_per_rank()->set_device(v1::DEVICE_KIND_GPU);
