@@ -30,12 +30,12 @@
 #include "storage/database.h"
 #include "storage/worker_identity_repository.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/files.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
 #include "workers/gan/model_config.h"
 #include "workers/runner/checkpoint_client.h"
-#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -496,6 +496,48 @@ TEST_F(RankProcessTest, FineTunesFromAnInitialCheckpoint) {
   EXPECT_FALSE(failed[0].result().success());
   EXPECT_NE(failed[0].result().message().find("initial_checkpoint_sha256"), std::string::npos)
       << failed[0].result().message();
+}
+
+// Fine-tuning a tiny-template model trained before the preset had template modes: the initial
+// template's a and b are fine-tuned, the job's modes start as fitted to its data.
+TEST_F(RankProcessTest, FineTuningKeepsTheInitialTemplateAndFitsTheModesItLacks) {
+  absl::StatusOr<gan::ModelConfig> before_modes = gan::PresetConfig("tiny-template");
+  ASSERT_TRUE(before_modes.ok());
+  ASSERT_GT(before_modes->template_modes, 0);
+  before_modes->template_modes = 0;
+  absl::StatusOr<gan::TrainingState> initial = gan::NewTrainingState(*before_modes, 77);
+  ASSERT_TRUE(initial.ok());
+  {
+    torch::NoGradGuard no_grad;
+    initial->generator->named_parameters()["shower_template"].fill_(0.25);
+  }
+  ASSERT_TRUE(gan::WriteCheckpoint(dir_.File("initial.ckpt"), *initial).ok());
+  v1::JobSpec spec = TinySpec();
+  spec.set_model_preset("tiny-template");
+  spec.mutable_hyper_parameters()->set_epochs(1);
+  spec.mutable_hyper_parameters()->set_learning_rate(1e-6);
+  spec.mutable_validation()->set_disabled(true);
+  const std::string job_id = SubmitJob(spec);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
+  absl::StatusOr<runner::UploadedCheckpoint> uploaded =
+      client.Upload(job_id, 0, 0, dir_.File("initial.ckpt"));
+  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
+  v1::Assignment a = AssignmentFor(job_id, spec);
+  a.set_initial_checkpoint_sha256(uploaded->sha256);
+  RankRun run = Run(StandardFlags(WriteAssignment(a)));
+  ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  const auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u);
+  ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
+  ASSERT_TRUE(client.Fetch(results[0].result().checkpoint_sha256(), dir_.File("tuned.ckpt")).ok());
+  absl::StatusOr<gan::TrainingState> tuned = gan::ReadCheckpoint(dir_.File("tuned.ckpt"));
+  ASSERT_TRUE(tuned.ok()) << tuned.status();
+  const at::Tensor t = tuned->generator->shower_template();
+  ASSERT_EQ(t.size(0), 2 + tuned->config.template_modes);
+  EXPECT_LT((t.narrow(0, 0, 2) - 0.25).abs().max().item<double>(), 0.01);  // a, b: the initial's
+  for (int64_t k = 2; k < t.size(0); ++k) {
+    EXPECT_GT(t[k].abs().max().item<double>(), 1e-4) << "mode " << k - 2 << " was not fitted";
+  }
 }
 
 // A checkpoint from the server whose model config asks for an enormous network: the rank's

@@ -105,6 +105,15 @@ absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const s
     }
     for (const auto& item : src) {
       at::Tensor* target = dst.find(item.key());
+      if (target != nullptr && item.key() == "shower_template" && target->dim() == 4 &&
+          item.value().dim() == 4 && target->sizes().slice(1) == item.value().sizes().slice(1)) {
+        // Another number of template modes (a model trained before its preset had modes, or
+        // with more): a, b and the modes both have are copied, the job's other modes stay as
+        // fitted to its data.
+        const int64_t rows = std::min(target->size(0), item.value().size(0));
+        target->narrow(0, 0, rows).copy_(item.value().narrow(0, 0, rows));
+        continue;
+      }
       if (target == nullptr || !target->sizes().equals(item.value().sizes())) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": the initial checkpoint's ",
                                                        item.key(), " does not fit the model"));
