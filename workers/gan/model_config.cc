@@ -52,7 +52,7 @@ ModelConfig Tiny() {
   return c;
 }
 
-// tiny with a shower template (ModelConfig::generator_template) and 8 fluctuation modes: the
+// tiny with a shower template (ModelConfig::generator_template) and 2 fluctuation modes: the
 // generator starts from the training data's mean shower and its leading shower-to-shower
 // fluctuations, and learns the rest, which a few hundred steps can do; the plain topology first
 // has to find the one-cell-wide centre (docs/MODELS.md "Fidelity"). A 128-dimensional latent and
