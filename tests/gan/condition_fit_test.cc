@@ -37,6 +37,17 @@ showers::ShowerSet Toy(int64_t events, double emin, double emax, uint64_t seed =
   return *showers::SimulateToyMc(mc);
 }
 
+// The sample of all of `data`, written to a shower file and read back (the file variant of
+// SampleConditions).
+absl::StatusOr<ConditionSample> SampleFromFile(const ModelConfig& c, const showers::ShowerSet& data,
+                                               const std::string& name) {
+  const std::string path = ::testing::TempDir() + "/" + name;
+  if (absl::Status written = showers::WriteShowerFile(path, data); !written.ok()) return written;
+  auto reader = showers::ShowerFileReader::Open(path);
+  if (!reader.ok()) return reader.status();
+  return SampleConditions(c, **reader, AllRows(data));
+}
+
 TEST(ConditionFitTest, PolynomialRecoversItsCoefficients) {
   const std::vector<double> want = {0.0018, -0.023, 0.11, -0.28, 2.21};
   std::vector<double> x, y;
@@ -174,11 +185,7 @@ TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) 
   const at::Tensor slope = b.view({c.grid[0], c.grid[1], c.grid[2]})[c.grid[0] / 2][c.grid[1] / 2];
   EXPECT_LT(slope[1].item<double>(), 0);
   EXPECT_GT(slope[c.grid[2] - 3].item<double>(), 0);
-  const std::string path = ::testing::TempDir() + "/template.h5";
-  ASSERT_TRUE(showers::WriteShowerFile(path, data).ok());
-  auto reader = showers::ShowerFileReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  auto from_file = SampleConditions(c, **reader, AllRows(data));
+  auto from_file = SampleFromFile(c, data, "template.h5");
   ASSERT_TRUE(from_file.ok()) << from_file.status();
   EXPECT_EQ(from_file->shower_template, s.shower_template);
   // One beam energy.
@@ -240,11 +247,7 @@ TEST(ConditionFitTest, ShowerTemplateModesAreTheLeadingPrincipalComponents) {
   }
   EXPECT_GT(all[2].norm().item<double>(), all[3].norm().item<double>());
 
-  const std::string path = ::testing::TempDir() + "/modes.h5";
-  ASSERT_TRUE(showers::WriteShowerFile(path, data).ok());
-  auto reader = showers::ShowerFileReader::Open(path);
-  ASSERT_TRUE(reader.ok()) << reader.status();
-  auto from_file = SampleConditions(c, **reader, AllRows(data));
+  auto from_file = SampleFromFile(c, data, "modes.h5");
   ASSERT_TRUE(from_file.ok()) << from_file.status();
   EXPECT_EQ(from_file->shower_template, s.shower_template);
 

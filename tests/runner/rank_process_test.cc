@@ -142,6 +142,22 @@ class RankProcessTest : public ServerFixture {
     return path;
   }
 
+  // A fine-tuning run: submits `spec`, uploads `initial` as the job's checkpoint and runs the rank
+  // with it as the initial checkpoint. Sets the job id and the uploaded checkpoint's sha256.
+  RankRun FineTune(const v1::JobSpec& spec, const gan::TrainingState& initial, std::string* job_id,
+                   std::string* sha256) {
+    EXPECT_TRUE(gan::WriteCheckpoint(dir_.File("initial.ckpt"), initial).ok());
+    *job_id = SubmitJob(spec);
+    runner::CheckpointClient client(server_->address(), RankCredential(*job_id));
+    absl::StatusOr<runner::UploadedCheckpoint> uploaded =
+        client.Upload(*job_id, 0, 0, dir_.File("initial.ckpt"));
+    EXPECT_TRUE(uploaded.ok()) << uploaded.status();
+    *sha256 = uploaded.ok() ? uploaded->sha256 : "";
+    v1::Assignment a = AssignmentFor(*job_id, spec);
+    a.set_initial_checkpoint_sha256(*sha256);
+    return Run(StandardFlags(WriteAssignment(a)));
+  }
+
   // Starts the rank with its control pipe; `on_message` sees every message as it arrives (on the
   // reader thread) and may send signals.
   RankRun Run(const std::vector<std::string>& flags,
@@ -455,21 +471,14 @@ TEST_F(RankProcessTest, FineTunesFromAnInitialCheckpoint) {
   ASSERT_TRUE(tiny.ok());
   absl::StatusOr<gan::TrainingState> initial = gan::NewTrainingState(*tiny, 77);
   ASSERT_TRUE(initial.ok());
-  ASSERT_TRUE(gan::WriteCheckpoint(dir_.File("initial.ckpt"), *initial).ok());
   v1::JobSpec spec = TinySpec();
   spec.mutable_hyper_parameters()->set_epochs(1);
   spec.mutable_validation()->set_disabled(true);
-  const std::string job_id = SubmitJob(spec);
-  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
-  absl::StatusOr<runner::UploadedCheckpoint> uploaded =
-      client.Upload(job_id, 0, 0, dir_.File("initial.ckpt"));
-  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
-
-  v1::Assignment a = AssignmentFor(job_id, spec);
-  a.set_initial_checkpoint_sha256(uploaded->sha256);
-  RankRun run = Run(StandardFlags(WriteAssignment(a)));
+  std::string job_id, sha256;
+  RankRun run = FineTune(spec, *initial, &job_id, &sha256);
   ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
-  EXPECT_NE(run.Logs().find("fine-tuning from checkpoint " + uploaded->sha256), std::string::npos);
+  EXPECT_NE(run.Logs().find("fine-tuning from checkpoint " + sha256), std::string::npos);
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   const auto results = run.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(results[0].result().success());
@@ -488,6 +497,7 @@ TEST_F(RankProcessTest, FineTunesFromAnInitialCheckpoint) {
   EXPECT_LT(from_initial * 5, from_fresh) << from_initial << " vs " << from_fresh;
 
   // An unknown initial checkpoint fails the rank, naming the field.
+  v1::Assignment a = AssignmentFor(job_id, spec);
   a.set_initial_checkpoint_sha256(std::string(64, 'b'));
   run = Run(StandardFlags(WriteAssignment(a)));
   EXPECT_EQ(run.exit_code, 3);  // NOT_FOUND: kExitDataError
@@ -511,21 +521,15 @@ TEST_F(RankProcessTest, FineTuningKeepsTheInitialTemplateAndFitsTheModesItLacks)
     torch::NoGradGuard no_grad;
     initial->generator->named_parameters()["shower_template"].fill_(0.25);
   }
-  ASSERT_TRUE(gan::WriteCheckpoint(dir_.File("initial.ckpt"), *initial).ok());
   v1::JobSpec spec = TinySpec();
   spec.set_model_preset("tiny-template");
   spec.mutable_hyper_parameters()->set_epochs(1);
   spec.mutable_hyper_parameters()->set_learning_rate(1e-6);
   spec.mutable_validation()->set_disabled(true);
-  const std::string job_id = SubmitJob(spec);
-  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
-  absl::StatusOr<runner::UploadedCheckpoint> uploaded =
-      client.Upload(job_id, 0, 0, dir_.File("initial.ckpt"));
-  ASSERT_TRUE(uploaded.ok()) << uploaded.status();
-  v1::Assignment a = AssignmentFor(job_id, spec);
-  a.set_initial_checkpoint_sha256(uploaded->sha256);
-  RankRun run = Run(StandardFlags(WriteAssignment(a)));
+  std::string job_id, sha256;
+  RankRun run = FineTune(spec, *initial, &job_id, &sha256);
   ASSERT_EQ(run.exit_code, 0) << run.stderr_text << run.Logs();
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
   const auto results = run.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(results.size(), 1u);
   ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
