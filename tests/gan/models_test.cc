@@ -174,26 +174,27 @@ struct ConvGradientCase {
   std::vector<int64_t> input;
 };
 
-// For one random input and output probe, in float64: the ConvStage's output and its input, weight
-// and bias gradients, then the same four from ATen's literal pad -> conv3d -> leaky ReLU.
+// For one random input and output probe, in float64 (or `dtype`): the ConvStage's output and its
+// input, weight and bias gradients, then the same four from ATen's literal pad -> conv3d -> leaky
+// ReLU.
 struct StageAndAten {
   at::Tensor out, gx, gw, gb;      // the stage
   at::Tensor literal, lx, lw, lb;  // ATen
 };
-StageAndAten ConvStageAgainstAten(const ConvGradientCase& c) {
+StageAndAten ConvStageAgainstAten(const ConvGradientCase& c, at::ScalarType dtype = at::kDouble) {
   ConvStageSpec spec;
   spec.in_channels = c.in;
   spec.out_channels = c.out;
   spec.kernel = c.kernel;
   spec.pad = c.pad;
   ConvStage stage(spec);
-  stage->to(at::kDouble);
+  stage->to(dtype);
   auto named = stage->named_parameters();
   const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
-  const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
+  const at::Tensor x = at::randn(c.input, dtype).set_requires_grad(true);
   StageAndAten r;
   r.out = stage->forward(x);
-  const at::Tensor probe = at::randn(r.out.sizes(), at::kDouble);
+  const at::Tensor probe = at::randn(r.out.sizes(), dtype);
   (r.out * probe).sum().backward();
   r.gx = x.grad().clone();
   r.gw = w.grad().clone();
@@ -270,6 +271,49 @@ TEST(ModelsTest, ConvGradientKernelsMatchAtenInFloat64) {
     }
   }
   SetInputGradientKernel(InputGradientKernel::kAuto);
+}
+
+// The few-output-channel forward conv with its x taps folded into output channels
+// (kTapFolded, what kAuto runs for D's 32 -> 8 conv) and the direct conv compute ATen's conv and
+// its gradients: float64, each within 1e-12 of its own largest magnitude, on D's shapes and on
+// kernels, paddings and channel counts that exercise every index of the fold (x padding 0, 1, 2,
+// asymmetric "same" padding, kx 1 to 5, one output channel); float32 (oneDNN's kernels) within
+// 1e-5 on D's 32 -> 8 shape.
+TEST(ModelsTest, TapFoldedForwardMatchesAtenInFloat64) {
+  const std::vector<ConvGradientCase> cases = {
+      {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 32, 7, 6, 8}},
+      {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(1, 1, 1), {2, 32, 7, 6, 8}},
+      {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 8, 7, 7, 7}},
+      {16, 3, {3, 4, 5}, ConvStageSpec::Same({3, 4, 5}), {2, 16, 6, 7, 8}},
+      {4, 1, {4, 3, 2}, {{{0, 0}, {1, 1}, {0, 1}}}, {2, 4, 9, 5, 6}},
+      {5, 2, {2, 3, 3}, ConvStageSpec::Symmetric(1, 0, 2), {1, 5, 3, 4, 4}},
+      {3, 2, {1, 3, 3}, ConvStageSpec::Symmetric(0, 1, 1), {2, 3, 4, 4, 4}},
+  };
+  const auto expect_close = [](const at::Tensor& got, const at::Tensor& aten, double tolerance,
+                               const std::string& what) {
+    const double scale = aten.abs().max().item<double>();
+    EXPECT_GT(scale, 0) << what;
+    EXPECT_LE((got - aten).abs().max().item<double>(), tolerance * scale) << what;
+  };
+  for (const FewChannelForward kernel :
+       {FewChannelForward::kTapFolded, FewChannelForward::kDirect}) {
+    SetFewChannelForward(kernel);
+    const std::string name = kernel == FewChannelForward::kTapFolded ? "folded" : "direct";
+    for (const ConvGradientCase& c : cases) {
+      const StageAndAten r = ConvStageAgainstAten(c);
+      const std::string what = absl::StrCat(name, " forward, ", c.in, " -> ", c.out, " kernel ",
+                                            c.kernel[0], "x", c.kernel[1], "x", c.kernel[2]);
+      ASSERT_EQ(r.out.sizes(), r.literal.sizes()) << what;
+      expect_close(r.out, r.literal, 1e-12, what + " value");
+      expect_close(r.gx, r.lx, 1e-12, what + " input gradient");
+      expect_close(r.gw, r.lw, 1e-12, what + " weight gradient");
+      expect_close(r.gb, r.lb, 1e-12, what + " bias gradient");
+    }
+    const StageAndAten f = ConvStageAgainstAten(cases[0], at::kFloat);
+    expect_close(f.out, f.literal, 1e-5, name + " forward, float32 value");
+    expect_close(f.gx, f.lx, 1e-5, name + " forward, float32 input gradient");
+  }
+  SetFewChannelForward(FewChannelForward::kAuto);
 }
 
 // The dropout mask: values 0 or 1 / keep, the kept fraction within 5 standard deviations of
