@@ -2,9 +2,11 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/PhiloxRNGEngine.h>
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -349,6 +351,32 @@ TEST(ModelsTest, ScaledDropoutMaskKeepsTheRateAndIsReproducible) {
             5 * std::sqrt(keep * (1 - keep) / 65536));
   EXPECT_TRUE(ScaledDropoutMask(at::empty({4, 4}), 1.0, gen).eq(1).all().item<bool>());
   EXPECT_THROW(ScaledDropoutMask(like, 0.0, gen), c10::Error);
+}
+
+// The mask is exactly ATen's Philox4x32-10 stream per block: element i of block b is kept when
+// the i-th number of at::Philox4_32(seed, b, 0) is below keep * 2^32, seed being the generator's
+// next random64 (several blocks and a partial one, float32 and float64).
+TEST(ModelsTest, ScaledDropoutMaskFollowsAtenPhilox) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const at::Tensor like = at::empty({2, 3, 131, 173}, dtype);  // 2 full blocks and a part
+    const double keep = 0.7;
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11);
+    const at::Tensor mask = ScaledDropoutMask(like, keep, gen).flatten().to(at::kDouble);
+    gen.set_current_seed(11);
+    const uint64_t seed = gen.get<at::CPUGeneratorImpl>()->random64();
+    const uint64_t threshold = static_cast<uint64_t>(std::ldexp(keep, 32));
+    const int64_t n = like.numel();
+    at::Tensor expected = at::empty({n}, at::kDouble);
+    auto e = expected.accessor<double, 1>();
+    for (int64_t b = 0; b * 65536 < n; ++b) {
+      at::Philox4_32 engine(seed, static_cast<uint64_t>(b), 0);
+      for (int64_t i = b * 65536; i < std::min(n, (b + 1) * 65536); ++i) {
+        e[i] = static_cast<uint64_t>(engine()) < threshold ? 1.0 / keep : 0.0;
+      }
+    }
+    EXPECT_TRUE(at::allclose(mask, expected, 1e-6, 0)) << at::toString(dtype);
+    EXPECT_TRUE(at::equal(mask.ne(0), expected.ne(0))) << at::toString(dtype);
+  }
 }
 
 // Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->
