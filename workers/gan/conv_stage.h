@@ -49,10 +49,11 @@ struct ConvStageSpec {
 enum class InputGradientKernel { kAuto, kBackwardData, kForwardConv };
 void SetInputGradientKernel(InputGradientKernel kernel);
 
-// How the stages' convs with few output channels (at most 8) run forward on the CPU; both are
-// exact. kAuto: kTapFolded for the shapes where it measured faster (see UseTapFoldedForward in
-// conv_stage.cc), kDirect otherwise. kTapFolded: the kernel's x taps as output channels of one
-// conv, summed with their x shifts afterwards. Process-wide; tests and benchmarks set it.
+// How the stages' convs with few output channels (at most 8) run forward in training on the CPU;
+// both are exact. kTapFolded: the kernel's x taps as output channels of one conv, summed with
+// their x shifts afterwards. kAuto: kTapFolded where it measured faster (at least 16 input
+// channels, no AVX-512; UseTapFoldedForward in conv_stage.cc), kDirect otherwise. Process-wide;
+// tests and benchmarks set it.
 enum class FewChannelForward { kAuto, kDirect, kTapFolded };
 void SetFewChannelForward(FewChannelForward kernel);
 
