@@ -2,6 +2,7 @@
 // real, D on fake, two G updates) at a given batch and thread count, on random preprocessed data
 // (the same input as pytorch_3dgan.py train). run_gan_bench.sh runs both side by side.
 //   gan_training_bench [--preset=3dgan-25] [--batch=64] [--threads=2] [--iters=3]
+//                      [--few_channel_forward=auto|direct|folded]   (A/B of SetFewChannelForward)
 #include <ATen/ATen.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include <string>
 
 #include "tests/bench/bench_flags.h"
+#include "workers/gan/conv_stage.h"
 #include "workers/gan/heap_retention.h"
 #include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/trainer.h"
@@ -24,6 +26,15 @@ int main(int argc, char** argv) {
   const int threads = std::atoi(BenchFlag(argc, argv, "threads", "2").c_str());
   const int iters = std::atoi(BenchFlag(argc, argv, "iters", "3").c_str());
   const int warmup = std::atoi(BenchFlag(argc, argv, "warmup", "1").c_str());
+  const std::string forward = BenchFlag(argc, argv, "few_channel_forward", "auto");
+  if (forward == "direct") {
+    gantry::gan::SetFewChannelForward(gantry::gan::FewChannelForward::kDirect);
+  } else if (forward == "folded") {
+    gantry::gan::SetFewChannelForward(gantry::gan::FewChannelForward::kTapFolded);
+  } else if (forward != "auto") {
+    std::cerr << "--few_channel_forward must be auto, direct or folded, got " << forward << "\n";
+    return 1;
+  }
   auto config = gantry::gan::PresetConfig(preset);
   if (!config.ok() || config->variable_angle()) {
     std::cerr << "preset must be a fixed-angle preset (3dgan-25, tiny)\n";

@@ -2,9 +2,11 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Parallel.h>
+#include <ATen/core/PhiloxRNGEngine.h>
 #include <gtest/gtest.h>
 #include <torch/nn/module.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <string>
@@ -174,26 +176,27 @@ struct ConvGradientCase {
   std::vector<int64_t> input;
 };
 
-// For one random input and output probe, in float64: the ConvStage's output and its input, weight
-// and bias gradients, then the same four from ATen's literal pad -> conv3d -> leaky ReLU.
+// For one random input and output probe, in float64 (or `dtype`): the ConvStage's output and its
+// input, weight and bias gradients, then the same four from ATen's literal pad -> conv3d -> leaky
+// ReLU.
 struct StageAndAten {
   at::Tensor out, gx, gw, gb;      // the stage
   at::Tensor literal, lx, lw, lb;  // ATen
 };
-StageAndAten ConvStageAgainstAten(const ConvGradientCase& c) {
+StageAndAten ConvStageAgainstAten(const ConvGradientCase& c, at::ScalarType dtype = at::kDouble) {
   ConvStageSpec spec;
   spec.in_channels = c.in;
   spec.out_channels = c.out;
   spec.kernel = c.kernel;
   spec.pad = c.pad;
   ConvStage stage(spec);
-  stage->to(at::kDouble);
+  stage->to(dtype);
   auto named = stage->named_parameters();
   const at::Tensor w = named["conv.weight"], b = named["conv.bias"];
-  const at::Tensor x = at::randn(c.input, at::kDouble).set_requires_grad(true);
+  const at::Tensor x = at::randn(c.input, dtype).set_requires_grad(true);
   StageAndAten r;
   r.out = stage->forward(x);
-  const at::Tensor probe = at::randn(r.out.sizes(), at::kDouble);
+  const at::Tensor probe = at::randn(r.out.sizes(), dtype);
   (r.out * probe).sum().backward();
   r.gx = x.grad().clone();
   r.gw = w.grad().clone();
@@ -272,6 +275,49 @@ TEST(ModelsTest, ConvGradientKernelsMatchAtenInFloat64) {
   SetInputGradientKernel(InputGradientKernel::kAuto);
 }
 
+// The few-output-channel forward conv with its x taps folded into output channels
+// (kTapFolded, what kAuto runs for D's 32 -> 8 conv) and the direct conv compute ATen's conv and
+// its gradients: float64, each within 1e-12 of its own largest magnitude, on D's shapes and on
+// kernels, paddings and channel counts that exercise every index of the fold (x padding 0, 1, 2,
+// asymmetric "same" padding, kx 1 to 5, one output channel); float32 (oneDNN's kernels) within
+// 1e-5 on D's 32 -> 8 shape.
+TEST(ModelsTest, TapFoldedForwardMatchesAtenInFloat64) {
+  const std::vector<ConvGradientCase> cases = {
+      {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 32, 7, 6, 8}},
+      {32, 8, {5, 5, 5}, ConvStageSpec::Symmetric(1, 1, 1), {2, 32, 7, 6, 8}},
+      {8, 8, {5, 5, 5}, ConvStageSpec::Symmetric(2, 2, 2), {3, 8, 7, 7, 7}},
+      {16, 3, {3, 4, 5}, ConvStageSpec::Same({3, 4, 5}), {2, 16, 6, 7, 8}},
+      {4, 1, {4, 3, 2}, {{{0, 0}, {1, 1}, {0, 1}}}, {2, 4, 9, 5, 6}},
+      {5, 2, {2, 3, 3}, ConvStageSpec::Symmetric(1, 0, 2), {1, 5, 3, 4, 4}},
+      {3, 2, {1, 3, 3}, ConvStageSpec::Symmetric(0, 1, 1), {2, 3, 4, 4, 4}},
+  };
+  const auto expect_close = [](const at::Tensor& got, const at::Tensor& aten, double tolerance,
+                               const std::string& what) {
+    const double scale = aten.abs().max().item<double>();
+    EXPECT_GT(scale, 0) << what;
+    EXPECT_LE((got - aten).abs().max().item<double>(), tolerance * scale) << what;
+  };
+  for (const FewChannelForward kernel :
+       {FewChannelForward::kTapFolded, FewChannelForward::kDirect}) {
+    SetFewChannelForward(kernel);
+    const std::string name = kernel == FewChannelForward::kTapFolded ? "folded" : "direct";
+    for (const ConvGradientCase& c : cases) {
+      const StageAndAten r = ConvStageAgainstAten(c);
+      const std::string what = absl::StrCat(name, " forward, ", c.in, " -> ", c.out, " kernel ",
+                                            c.kernel[0], "x", c.kernel[1], "x", c.kernel[2]);
+      ASSERT_EQ(r.out.sizes(), r.literal.sizes()) << what;
+      expect_close(r.out, r.literal, 1e-12, what + " value");
+      expect_close(r.gx, r.lx, 1e-12, what + " input gradient");
+      expect_close(r.gw, r.lw, 1e-12, what + " weight gradient");
+      expect_close(r.gb, r.lb, 1e-12, what + " bias gradient");
+    }
+    const StageAndAten f = ConvStageAgainstAten(cases[0], at::kFloat);
+    expect_close(f.out, f.literal, 1e-5, name + " forward, float32 value");
+    expect_close(f.gx, f.lx, 1e-5, name + " forward, float32 input gradient");
+  }
+  SetFewChannelForward(FewChannelForward::kAuto);
+}
+
 // The dropout mask: values 0 or 1 / keep, the kept fraction within 5 standard deviations of
 // keep, the same mask from the same generator state at 1 and 2 threads, a new mask per draw.
 TEST(ModelsTest, ScaledDropoutMaskKeepsTheRateAndIsReproducible) {
@@ -305,6 +351,32 @@ TEST(ModelsTest, ScaledDropoutMaskKeepsTheRateAndIsReproducible) {
             5 * std::sqrt(keep * (1 - keep) / 65536));
   EXPECT_TRUE(ScaledDropoutMask(at::empty({4, 4}), 1.0, gen).eq(1).all().item<bool>());
   EXPECT_THROW(ScaledDropoutMask(like, 0.0, gen), c10::Error);
+}
+
+// The mask is exactly ATen's Philox4x32-10 stream per block: element i of block b is kept when
+// the i-th number of at::Philox4_32(seed, b, 0) is below keep * 2^32, seed being the generator's
+// next random64 (several blocks and a partial one, float32 and float64).
+TEST(ModelsTest, ScaledDropoutMaskFollowsAtenPhilox) {
+  for (const at::ScalarType dtype : {at::kFloat, at::kDouble}) {
+    const at::Tensor like = at::empty({2, 3, 131, 173}, dtype);  // 2 full blocks and a part
+    const double keep = 0.7;
+    at::Generator gen = at::make_generator<at::CPUGeneratorImpl>(11);
+    const at::Tensor mask = ScaledDropoutMask(like, keep, gen).flatten().to(at::kDouble);
+    gen.set_current_seed(11);
+    const uint64_t seed = gen.get<at::CPUGeneratorImpl>()->random64();
+    const uint64_t threshold = static_cast<uint64_t>(std::ldexp(keep, 32));
+    const int64_t n = like.numel();
+    at::Tensor expected = at::empty({n}, at::kDouble);
+    auto e = expected.accessor<double, 1>();
+    for (int64_t b = 0; b * 65536 < n; ++b) {
+      at::Philox4_32 engine(seed, static_cast<uint64_t>(b), 0);
+      for (int64_t i = b * 65536; i < std::min(n, (b + 1) * 65536); ++i) {
+        e[i] = static_cast<uint64_t>(engine()) < threshold ? 1.0 / keep : 0.0;
+      }
+    }
+    EXPECT_TRUE(at::allclose(mask, expected, 1e-6, 0)) << at::toString(dtype);
+    EXPECT_TRUE(at::equal(mask.ne(0), expected.ne(0))) << at::toString(dtype);
+  }
 }
 
 // Upsampling stages run as one polyphase conv; it must compute the literal upsample -> pad ->

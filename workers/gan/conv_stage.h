@@ -49,6 +49,14 @@ struct ConvStageSpec {
 enum class InputGradientKernel { kAuto, kBackwardData, kForwardConv };
 void SetInputGradientKernel(InputGradientKernel kernel);
 
+// How the stages' convs with few output channels (at most 8) run forward in training on the CPU;
+// both are exact. kTapFolded: the kernel's x taps as output channels of one conv, summed with
+// their x shifts afterwards. kAuto: kTapFolded where it measured faster (at least 16 input
+// channels, no AVX-512; UseTapFoldedForward in conv_stage.cc), kDirect otherwise. Process-wide;
+// tests and benchmarks set it.
+enum class FewChannelForward { kAuto, kDirect, kTapFolded };
+void SetFewChannelForward(FewChannelForward kernel);
+
 // The dropout multiplier of a ConvStage training on the CPU: a contiguous CPU tensor shaped and
 // typed like `like` (float32 or float64) whose elements are 1 / keep with probability keep, else 0.
 // Draws one number from `generator` (nullopt: the global default); the same generator state gives
