@@ -20,7 +20,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
 stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build}"
 
 preset="${PRESET:-tiny-template}"
-events="${EVENTS:-4000}"
+events="${EVENTS:-5000}"
 data_seed="${DATA_SEED:-11}"
 epochs="${EPOCHS:-2}"
 batch="${BATCH:-16}"
@@ -33,7 +33,7 @@ checkpoint_steps="${CHECKPOINT_STEPS:-150}"
 showers="${SHOWERS:-2000}"
 latent="${LATENT:-0}"                       # 0 = the preset's
 loss_weights="${LOSS_WEIGHTS:-}"            # adversarial,energy,ecal_sum; empty = the preset's
-holdout="${HOLDOUT:-0.1}"
+holdout="${HOLDOUT:-0.2}"
 port_base="${PORT_BASE:-}"
 dataset="toymc:layout=25,events=$events,seed=$data_seed,emin=10,emax=200"
 
