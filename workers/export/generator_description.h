@@ -48,8 +48,9 @@ absl::StatusOr<GeneratorDescription> DescribeGenerator(const gan::ModelConfig& c
 // The layer list as JSON (no tensors): what the Python rebuild in clients/python/gantry_export
 // reads. Keys: format, format_version, preset, architecture, grid, noise_dim, latent, dense_shape,
 // energy_scale, cell_scale, cell_power, shower_template (true: the state dict's "shower_template"
-// [2, x, y, z] = [a, b] adds e (a + b ln e), e = energy / energy_scale, to the last stage's conv
-// output before its activation), stages [{upsample, pad, in_channels, out_channels, kernel, bias,
+// [2 + K, x, y, z] = [a, b, M_1 .. M_K] adds e (a + b ln e + z_1 M_1 + ... + z_K M_K), e = energy /
+// energy_scale, z the latent, to the last stage's conv output before its activation),
+// template_modes (K), stages [{upsample, pad, in_channels, out_channels, kernel, bias,
 // activation, leaky_slope, batch_norm, bn_eps}], gantry_config (the key=value text).
 std::string DescriptionJson(const GeneratorDescription& description);
 
