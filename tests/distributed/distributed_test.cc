@@ -229,6 +229,39 @@ TEST(DataParallelTest, TwoRanksEqualOneProcessWithTheGlobalBatch) {
   }
 }
 
+// The same with the generator's profile loss, whose slice sums are the global batch's (added
+// across ranks) and whose gradient is scaled for the averaging hook.
+TEST(DataParallelTest, TwoRanksEqualOneProcessWithTheProfileLoss) {
+  const int steps = 3;
+  std::vector<std::string> global = TrainFlags(2, steps, 4), sharded = TrainFlags(1, steps, 4);
+  for (auto* flags : {&global, &sharded}) {
+    flags->push_back("--double=1");
+    flags->push_back("--profile=0.5");
+  }
+  const RankGroup reference_group = StartRanks("train", 1, global, /*distributed=*/false);
+  const RankGroup ranks_group = StartRanks("train", 2, sharded);
+  const auto reference = Collect(reference_group, 400);
+  const auto ranks = Collect(ranks_group, 400);
+  ASSERT_EQ(reference.size(), 1u);
+  ASSERT_EQ(ranks.size(), 2u);
+  ASSERT_FALSE(reference[0].empty());
+  ASSERT_EQ(ranks[0].size(), reference[0].size());
+  for (size_t i = 0; i < ranks[0].size(); ++i) {
+    EXPECT_TRUE(at::equal(ranks[0][i], ranks[1][i])) << "ranks diverged at tensor " << i;
+  }
+  ExpectSameWeights(Final(ranks[0]), Final(reference[0]), "profile loss, 2 ranks x batch 1");
+  // The profile loss changes the training: the weights differ from a run without it.
+  std::vector<std::string> plain = TrainFlags(2, steps, 4);
+  plain.push_back("--double=1");
+  const auto without = Collect(StartRanks("train", 1, plain, /*distributed=*/false), 400);
+  ASSERT_EQ(without.size(), 1u);
+  double differs = 0;
+  const auto with_final = Final(reference[0]), without_final = Final(without[0]);
+  for (size_t i = 0; i < with_final.size(); ++i)
+    differs = std::max(differs, MaxAbsDiff(with_final[i], without_final[i]));
+  EXPECT_GT(differs, 1e-6);
+}
+
 // Float32 (the production dtype): ranks stay bit-identical to each other; the first step's
 // discriminator loss on the real batch (before any update, so free of the amplification above)
 // averaged over the ranks equals the global batch's; the statistics count every round.

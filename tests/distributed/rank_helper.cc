@@ -20,6 +20,7 @@
 #include "tests/gan/test_data.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
+#include "workers/gan/condition_fit.h"
 #include "workers/gan/preprocessing.h"
 #include "workers/gan/sync_batch_norm.h"
 #include "workers/gan/trainer.h"
@@ -63,6 +64,17 @@ int Train(int argc, char** argv, bool broadcast_only) {
   config.label_flip = std::atof(BenchFlag(argc, argv, "flip", "0").c_str());
   const showers::ShowerSet showers =
       gan::testing::FixedAngleShowers(std::atoll(BenchFlag(argc, argv, "events", "12").c_str()));
+  // --profile=W: the generator's profile loss with weight W, its profile fitted to the showers.
+  config.profile_loss_weight = std::atof(BenchFlag(argc, argv, "profile", "0").c_str());
+  if (config.profile_loss_weight > 0) {
+    std::vector<int64_t> rows(static_cast<size_t>(showers.events()));
+    for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+    gan::ModelConfig fitted = config;
+    auto sample = gan::SampleConditions(fitted, showers, rows);
+    if (!sample.ok()) return Fail(sample.status());
+    if (auto fit = gan::FitConditionsToData(*sample, &fitted); !fit.ok()) return Fail(fit.status());
+    config.profile_fit = fitted.profile_fit;
+  }
   gan::TrainerOptions options;
   options.batch_size = std::atoll(BenchFlag(argc, argv, "batch", "2").c_str());
   options.seed = std::strtoull(BenchFlag(argc, argv, "seed", "1").c_str(), nullptr, 10);

@@ -202,6 +202,54 @@ TEST(ConditionFitTest, ShowerTemplateIsTheLogEnergyFitOfThePreprocessedShowers) 
   }
 }
 
+// profile_loss_weight > 0: FitConditionsToData also fits profile_fit, per x, y and z slice the
+// least-squares line (slice sum / e) = a + b ln e. Least squares is linear in the data, so each
+// slice's line is the sum of the shower template's per-cell lines over the slice's cells; the
+// same from a file; one beam energy gives b = 0; without the weight the config has no fit.
+TEST(ConditionFitTest, ProfileFitIsTheTemplateSummedOverEachSlice) {
+  const showers::ShowerSet data = Toy(120, 20, 180, 4);
+  ModelConfig c = *PresetConfig("tiny");
+  c.generator_template = true;
+  ModelConfig without = c;
+  c.profile_loss_weight = 0.5;
+  const ConditionSample s = *SampleConditions(c, data, AllRows(data));
+  ASSERT_EQ(static_cast<int64_t>(s.sample_profiles.size()), 75 * data.events());
+  ASSERT_TRUE(FitConditionsToData(s, &c).ok());
+  ASSERT_TRUE(FitConditionsToData(s, &without).ok());
+  EXPECT_TRUE(without.profile_fit.empty());
+  ASSERT_EQ(c.profile_fit.size(), 150u);
+  const at::Tensor t = at::tensor(s.shower_template, at::kDouble).view({2, 25, 25, 25});
+  const at::Tensor summed =
+      at::cat({t.sum({2, 3}), t.sum({1, 3}), t.sum({1, 2})}, 1);  // (2, 75): a, then b
+  const double peak = summed.abs().max().item<double>();
+  for (int64_t i = 0; i < 75; ++i) {
+    EXPECT_NEAR(c.profile_fit[i], summed[0][i].item<double>(), 1e-9 * peak) << i;
+    EXPECT_NEAR(c.profile_fit[75 + i], summed[1][i].item<double>(), 1e-9 * peak) << i;
+  }
+  // Every axis's slices add up to the same total: the mean ecal sum per e.
+  const at::Tensor a = at::tensor(c.profile_fit, at::kDouble).slice(0, 0, 75);
+  EXPECT_NEAR(a.slice(0, 0, 25).sum().item<double>(), a.slice(0, 50).sum().item<double>(),
+              1e-9 * peak);
+  EXPECT_GT(a.slice(0, 50).sum().item<double>(), 0);
+  // The fitted config round-trips and refits identically from a file.
+  EXPECT_EQ(ParseModelConfig(SerializeModelConfig(c))->profile_fit, c.profile_fit);
+  ModelConfig f = *PresetConfig("tiny");
+  f.generator_template = true;
+  f.profile_loss_weight = 0.5;
+  auto from_file = SampleFromFile(f, data, "profile.h5");
+  ASSERT_TRUE(from_file.ok()) << from_file.status();
+  ASSERT_TRUE(FitConditionsToData(*from_file, &f).ok());
+  EXPECT_EQ(f.profile_fit, c.profile_fit);
+  // One beam energy: b = 0.
+  const showers::ShowerSet beam = Toy(60, 50, 50, 4);
+  ModelConfig one = *PresetConfig("tiny");
+  one.profile_loss_weight = 0.5;
+  ASSERT_TRUE(FitConditionsToData(*SampleConditions(one, beam, AllRows(beam)), &one).ok());
+  ASSERT_EQ(one.profile_fit.size(), 150u);
+  for (int64_t i = 0; i < 75; ++i) EXPECT_EQ(one.profile_fit[75 + i], 0.0) << i;
+  EXPECT_GT(std::accumulate(one.profile_fit.begin(), one.profile_fit.begin() + 25, 0.0), 0);
+}
+
 // template_modes: after a and b (unchanged by the modes) come the leading principal components of
 // the events' deviations from a + b ln e, each times its standard deviation: by hand, the
 // eigenvalues of the deviations' Gram matrix in float64 are events x |M_k|^2, largest first; the

@@ -679,6 +679,122 @@ TEST(ModelsTest, GeneratorTemplateConfig) {
   refused("generator_template=1;template_modes=-1", "template_modes must be in [0, 64]");
 }
 
+// profile_loss_weight and profile_fit: round-trip, read as 0 and empty from configs written
+// before them, and each refusal names the field and what to change.
+TEST(ModelsTest, ProfileLossConfig) {
+  ModelConfig c = Preset("tiny");
+  EXPECT_EQ(c.profile_loss_weight, 0.0);
+  EXPECT_TRUE(c.profile_fit.empty());
+  EXPECT_EQ(c.profile_slices(), 75);
+  c.profile_loss_weight = 0.25;
+  c.profile_fit.assign(150, 0.0);
+  for (size_t i = 0; i < c.profile_fit.size(); ++i) c.profile_fit[i] = 0.1 * i - 3.3;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->profile_loss_weight, 0.25);
+  EXPECT_EQ(back->profile_fit, c.profile_fit);  // %.17g round-trips exactly
+  std::string old = SerializeModelConfig(c);
+  for (const char* key : {"profile_loss_weight=", "profile_fit="}) {
+    const size_t at = old.find(key);
+    ASSERT_NE(at, std::string::npos) << key;
+    old.erase(at, old.find('\n', at) - at + 1);
+  }
+  auto parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->profile_loss_weight, 0.0);
+  EXPECT_TRUE(parsed->profile_fit.empty());
+  // A fresh training fits the profile with the conditions.
+  auto on = OverrideModelConfig(Preset("tiny"), "profile_loss_weight=0.5");
+  ASSERT_TRUE(on.ok()) << on.status();
+  EXPECT_EQ(on->profile_loss_weight, 0.5);
+  EXPECT_TRUE(on->fit_conditions_to_data);
+  auto refused = [](const std::string& set, const std::string& fragment) {
+    const auto r = OverrideModelConfig(Preset("tiny"), set);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << set;
+    EXPECT_NE(r.status().message().find(fragment), std::string::npos) << r.status();
+  };
+  refused("profile_loss_weight=-1", "profile_loss_weight must be in [0, 1000]");
+  refused("profile_loss_weight=nan", "profile_loss_weight must be in [0, 1000]");
+  refused("profile_loss_weight=1;fit_conditions_to_data=0", "set fit_conditions_to_data=1");
+  refused("profile_fit=1,2,3", "profile_fit needs 2 x (x + y + z) = 150 values");
+  refused("profile_fit=1,2,x", "bad profile_fit");
+  std::string infinite = "profile_fit=inf";
+  for (int i = 1; i < 150; ++i) infinite += ",0";
+  refused(infinite, "profile_fit values must be finite");
+  // 3dgan-51: 51 + 51 + 25 slices.
+  EXPECT_EQ(Preset("3dgan-51").profile_slices(), 127);
+}
+
+// The profile loss in float64 against its formula: the value is 100 sum_i |G_i - F_i| / sum_i F_i
+// over the 75 slices of a tiny grid, and its gradient with respect to a cell of event n in slices
+// (i, j, k) is 100 (s_i + s_j + s_k) / (e_n sum F), s the sign of G - F per slice. With two ranks
+// (the other rank's sums added by cross_rank_sum) the value is the global batch's and the
+// gradient twice this rank's share, which the data-parallel hook's average halves.
+TEST(ModelsTest, ProfileLossInFloat64) {
+  ModelConfig c = Preset("tiny");
+  const int64_t slices = c.profile_slices();
+  at::manual_seed(7);
+  c.profile_fit.resize(2 * slices);
+  const at::Tensor a = at::rand({slices}, at::kDouble) + 0.5;
+  const at::Tensor b = at::rand({slices}, at::kDouble) * 0.2 - 0.1;
+  for (int64_t i = 0; i < slices; ++i) {
+    c.profile_fit[i] = a[i].item<double>();
+    c.profile_fit[slices + i] = b[i].item<double>();
+  }
+  const int64_t n = 3;
+  const at::Tensor energy100 = at::tensor({0.2, 1.0, 1.9}, at::kDouble).view({n, 1});
+  // Cells of about the fitted size, some exactly 0.
+  at::Tensor cells = at::relu(at::rand({n, 1, 25, 25, 25}, at::kDouble) * 0.004 - 0.0005) *
+                     energy100.view({n, 1, 1, 1, 1});
+  cells.requires_grad_(true);
+  const ProfileLossTerm t = ProfileLoss(c, cells, energy100, 1, nullptr);
+  t.loss.backward();
+  // By hand.
+  const at::Tensor per_e = cells.detach().squeeze(1) / energy100.view({n, 1, 1, 1});
+  const at::Tensor gx = per_e.sum({0, 2, 3}), gy = per_e.sum({0, 1, 3}), gz = per_e.sum({0, 1, 2});
+  const at::Tensor log_sum = at::log(energy100).sum();
+  const at::Tensor f = a * static_cast<double>(n) + b * log_sum;
+  const at::Tensor g = at::cat({gx, gy, gz});
+  const double want = 100.0 * (g - f).abs().sum().item<double>() / f.sum().item<double>();
+  EXPECT_NEAR(t.value.item<double>(), want, 1e-12 * want);
+  EXPECT_NEAR(t.loss.item<double>(), want, 1e-12 * want);
+  EXPECT_GT(want, 1.0);  // not vacuous: the profiles differ
+  const at::Tensor sign = (g - f).sign();
+  const at::Tensor sx = sign.slice(0, 0, 25), sy = sign.slice(0, 25, 50), sz = sign.slice(0, 50);
+  const at::Tensor expected_grad =
+      100.0 / f.sum() * (sx.view({1, 25, 1, 1}) + sy.view({1, 1, 25, 1}) + sz.view({1, 1, 1, 25})) /
+      energy100.view({n, 1, 1, 1});
+  EXPECT_LE((cells.grad().squeeze(1) - expected_grad).abs().max().item<double>(),
+            1e-12 * expected_grad.abs().max().item<double>());
+
+  // Two ranks: this rank's three events plus another rank's, whose sums cross_rank_sum adds.
+  const at::Tensor other_cells = cells.detach().flip(0) * 1.3;
+  const at::Tensor other_e = energy100.flip(0) * 0.9;
+  const at::Tensor other_per_e = other_cells.squeeze(1) / other_e.view({n, 1, 1, 1});
+  const at::Tensor other =
+      at::cat({other_per_e.sum({0, 2, 3}), other_per_e.sum({0, 1, 3}), other_per_e.sum({0, 1, 2}),
+               a * static_cast<double>(n) + b * at::log(other_e).sum()});
+  int calls = 0;
+  auto add_other = [&](at::Tensor& totals) {
+    ++calls;
+    totals.add_(other);
+  };
+  cells.mutable_grad() = at::Tensor();
+  const ProfileLossTerm ranked = ProfileLoss(c, cells, energy100, 2, add_other);
+  ranked.loss.backward();
+  EXPECT_EQ(calls, 1);
+  // The global batch, computed in one piece.
+  const at::Tensor both = at::cat({cells.detach(), other_cells});
+  const ProfileLossTerm global =
+      ProfileLoss(c, both.clone().requires_grad_(true), at::cat({energy100, other_e}), 1, nullptr);
+  EXPECT_NEAR(ranked.value.item<double>(), global.value.item<double>(),
+              1e-12 * global.value.item<double>());
+  at::Tensor global_cells = both.clone().requires_grad_(true);
+  ProfileLoss(c, global_cells, at::cat({energy100, other_e}), 1, nullptr).loss.backward();
+  EXPECT_LE((cells.grad() - 2.0 * global_cells.grad().slice(0, 0, n)).abs().max().item<double>(),
+            1e-12 * global_cells.grad().abs().max().item<double>());
+}
+
 // The shower template, in float64: with the output conv's weights at 0 the generator's output is
 // exactly relu(e (a + b ln e + z_1 M_1 + z_2 M_2 + z_3 M_3)), e = E/100, z the noise, for both
 // topologies; the fixed-angle input carries e as an extra last column; the loss's gradient reaches

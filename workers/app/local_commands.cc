@@ -47,8 +47,16 @@ std::string Losses(const std::vector<double>& v, bool variable_angle) {
     return absl::StrFormat("%.4f (bce %.4f E %.3f theta %.4f ecal %.3f)", v[0], v[1], v[2], v[3],
                            v[4]);
   }
+  if (variable_angle && v.size() == 6) {
+    return absl::StrFormat("%.4f (bce %.4f E %.3f theta %.4f ecal %.3f profile %.3f)", v[0], v[1],
+                           v[2], v[3], v[4], v[5]);
+  }
   if (v.size() == 4)
     return absl::StrFormat("%.4f (bce %.4f E %.3f ecal %.3f)", v[0], v[1], v[2], v[3]);
+  if (v.size() == 5) {
+    return absl::StrFormat("%.4f (bce %.4f E %.3f ecal %.3f profile %.3f)", v[0], v[1], v[2], v[3],
+                           v[4]);
+  }
   return absl::StrJoin(v, " ");
 }
 

@@ -166,6 +166,62 @@ bool Solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vecto
 
 // Adds the events `rows` of `showers` that pass the event selection to the sample (energy, ecal
 // sum) and to the template fit, preprocessed as for training, a block at a time.
+// Appends the x, y and z slice sums of one preprocessed event (x * y * z cells, row-major).
+void AddSliceSums(const ModelConfig& config, const float* cells, std::vector<double>* out) {
+  const int64_t nx = config.grid[0], ny = config.grid[1], nz = config.grid[2];
+  const size_t base = out->size();
+  out->resize(base + static_cast<size_t>(nx + ny + nz), 0.0);
+  double* x = out->data() + base;
+  double* y = x + nx;
+  double* z = y + ny;
+  for (int64_t i = 0; i < nx; ++i) {
+    for (int64_t j = 0; j < ny; ++j) {
+      const float* row = cells + (i * ny + j) * nz;
+      for (int64_t k = 0; k < nz; ++k) {
+        x[i] += row[k];
+        y[j] += row[k];
+        z[k] += row[k];
+      }
+    }
+  }
+}
+
+// Per slice, the least-squares line (slice sum / e) = a + b ln e over the events with e > 0:
+// a for every slice, then b (b = 0 when ln e does not vary).
+std::vector<double> FitProfiles(const ModelConfig& config, const ConditionSample& sample) {
+  const size_t slices = static_cast<size_t>(config.profile_slices());
+  std::vector<double> log_e;
+  std::vector<size_t> events;
+  for (size_t i = 0; i < sample.sample_energy_gev.size(); ++i) {
+    const double e = sample.sample_energy_gev[i] / config.energy_scale;
+    if (!(e > 0) || !std::isfinite(e)) continue;
+    log_e.push_back(std::log(e));
+    events.push_back(i);
+  }
+  std::vector<double> fit(2 * slices, 0.0);
+  if (events.empty()) return fit;
+  double mean_l = 0;
+  for (double l : log_e) mean_l += l;
+  mean_l /= static_cast<double>(log_e.size());
+  double sxx = 0;
+  for (double l : log_e) sxx += (l - mean_l) * (l - mean_l);
+  const bool slope = sxx > 1e-12 * static_cast<double>(log_e.size());
+  for (size_t s = 0; s < slices; ++s) {
+    double mean_y = 0, sxy = 0;
+    for (size_t k = 0; k < events.size(); ++k) {
+      const double e = sample.sample_energy_gev[events[k]] / config.energy_scale;
+      const double y = sample.sample_profiles[events[k] * slices + s] / e;
+      mean_y += y;
+      sxy += (log_e[k] - mean_l) * y;
+    }
+    mean_y /= static_cast<double>(events.size());
+    const double b = slope ? sxy / sxx : 0.0;
+    fit[s] = mean_y - b * mean_l;
+    fit[slices + s] = b;
+  }
+  return fit;
+}
+
 void AddSampledEvents(const ModelConfig& config, const showers::ShowerSet& showers,
                       const std::vector<int64_t>& rows, ConditionSample* s, TemplateFit* fit) {
   constexpr size_t kBlock = 256;
@@ -183,6 +239,7 @@ void AddSampledEvents(const ModelConfig& config, const showers::ShowerSet& showe
       const double energy = showers.energy_gev[selected[k]];
       s->sample_energy_gev.push_back(energy);
       s->sample_ecal.push_back(ecal[k]);
+      AddSliceSums(config, images + static_cast<int64_t>(k) * n, &s->sample_profiles);
       fit->Add(images + static_cast<int64_t>(k) * n, n, energy);
     }
   }
@@ -312,6 +369,15 @@ absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample,
   config->fake_energy_min_gev = e_lo;
   config->fake_energy_max_gev = e_hi;
   config->ecal_fit = FitPolynomial(x, y, degree);
+  std::string profiles;
+  if (config->profile_loss_weight > 0) {
+    if (sample.sample_profiles.size() !=
+        sample.sample_energy_gev.size() * static_cast<size_t>(config->profile_slices())) {
+      return absl::InternalError("the condition sample's slice sums do not match its events");
+    }
+    config->profile_fit = FitProfiles(*config, sample);
+    profiles = absl::StrFormat("; mean profiles of %d slices", config->profile_slices());
+  }
   std::string theta;
   if (config->variable_angle() && !sample.theta_rad.empty()) {
     const auto [t_lo, t_hi] = std::minmax_element(sample.theta_rad.begin(), sample.theta_rad.end());
@@ -324,11 +390,12 @@ absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample,
   config->fit_conditions_to_data = false;
   return absl::StrFormat(
       "conditions fitted to the data: fake energies %.4g-%.4g GeV%s; ecal target polynomial "
-      "(degree %d, %d events) %s",
+      "(degree %d, %d events) %s%s",
       e_lo, e_hi, theta, config->ecal_fit.size() - 1, x.size(),
-      absl::StrJoin(config->ecal_fit, ", ", [](std::string* out, double c) {
-        absl::StrAppend(out, absl::StrFormat("%.5g", c));
-      }));
+      absl::StrJoin(
+          config->ecal_fit, ", ",
+          [](std::string* out, double c) { absl::StrAppend(out, absl::StrFormat("%.5g", c)); }),
+      profiles);
 }
 
 }  // namespace gantry::gan

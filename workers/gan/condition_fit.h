@@ -26,6 +26,8 @@ struct ConditionSample {
   std::vector<double> theta_rad;          // all training events (variable angle), else empty
   std::vector<double> sample_energy_gev;  // the sampled events
   std::vector<double> sample_ecal;        // their ecal sums in model units (as preprocessed)
+  // Their preprocessed slice sums: per event, x + y + z values (the x slices, then y, then z).
+  std::vector<double> sample_profiles;
   // ModelConfig::generator_template only, else empty: the generator's initial shower template,
   // (2 + template_modes) x (x * y * z) values. a then b: the per-cell least-squares fit over the
   // sampled events of preprocessed cell / e = a + b ln(e), e = E / energy_scale (b = 0 when all
@@ -53,7 +55,9 @@ absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
 // When config->fit_conditions_to_data: sets fake_energy_min/max_gev (and fake_theta_min/max_rad)
 // to the data's range and ecal_fit to a least-squares polynomial (degree <= 4, fewer for few
 // distinct energies) of the sampled ratio ecal / (E/energy_scale) / ecal_fit_scale, then clears
-// the flag (the config now carries the fit). INVALID_ARGUMENT when the sample has no event with a
+// the flag (the config now carries the fit). With profile_loss_weight > 0 it also fits
+// profile_fit: per slice, the least-squares line (slice sum / e) = a + b ln e over the sampled
+// events (b = 0 when all energies are equal). INVALID_ARGUMENT when the sample has no event with a
 // positive energy. Returns a one-line description of the fit for logs.
 absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample, ModelConfig* config);
 

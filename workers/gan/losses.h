@@ -5,6 +5,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <vector>
 
 #include "workers/gan/discriminator.h"
@@ -34,6 +35,20 @@ struct LossTerms {
 };
 LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
                      const HeadLabels& labels);
+
+// The generator's profile loss (ModelConfig::profile_loss_weight): 100 x sum_i |G_i - F_i| /
+// sum_i F_i over the x, y and z slices, G_i the slice sums per unit e of `generated`
+// (N, 1, x, y, z) and F_i those of the fitted profile (profile_fit) at `energy100` (N, 1). With
+// world_size > 1 the sums are the global batch's (cross_rank_sum adds every rank's), and `loss`'s
+// gradient is world_size times this rank's share of the global loss's, for a data-parallel hook
+// that averages the ranks' gradients.
+struct ProfileLossTerm {
+  at::Tensor value;  // the global batch's loss, without gradient
+  at::Tensor loss;   // equal to value, with the gradient above
+};
+ProfileLossTerm ProfileLoss(const ModelConfig& config, const at::Tensor& generated,
+                            const at::Tensor& energy100, int world_size,
+                            const std::function<void(at::Tensor&)>& cross_rank_sum);
 
 }  // namespace gantry::gan
 

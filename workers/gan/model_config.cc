@@ -1,6 +1,7 @@
 #include "workers/gan/model_config.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 
@@ -162,6 +163,24 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
         "template_modes must not exceed the generator's noise width (latent, or latent - 2 "
         "for 3dgan-51)");
   }
+  if (!(c.profile_loss_weight >= 0 && c.profile_loss_weight <= 1e3)) {
+    return bad("profile_loss_weight must be in [0, 1000] (0 disables the profile loss)");
+  }
+  if (!c.profile_fit.empty()) {
+    if (static_cast<int64_t>(c.profile_fit.size()) != 2 * c.profile_slices()) {
+      return bad(
+          absl::StrCat("profile_fit needs 2 x (x + y + z) = ", 2 * c.profile_slices(),
+                       " values (a then b per slice); leave it empty to fit it to the data"));
+    }
+    for (double v : c.profile_fit) {
+      if (!std::isfinite(v)) return bad("profile_fit values must be finite");
+    }
+  }
+  if (c.profile_loss_weight > 0 && c.profile_fit.empty() && !c.fit_conditions_to_data) {
+    return bad(
+        "profile_loss_weight needs profile_fit: set fit_conditions_to_data=1 to fit it to the "
+        "training data");
+  }
   if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
     return bad("cell_scale, cell_power and energy_scale must be > 0");
   }
@@ -197,6 +216,8 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("generator_relu_grad_slope", num(c.generator_relu_grad_slope));
   put("generator_template", c.generator_template ? "1" : "0");
   put("template_modes", absl::StrCat(c.template_modes));
+  put("profile_loss_weight", num(c.profile_loss_weight));
+  put("profile_fit", Join(c.profile_fit));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
   put("loss_weights", Join(c.loss_weights));
@@ -328,39 +349,28 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   dbls("ecal_fit", &c.ecal_fit);
   dbl("ecal_fit_scale", &c.ecal_fit_scale);
   dbl("collapse_ecal_loss", &c.collapse_ecal_loss);
-  // Optional: configs written before it existed carry their conditions already.
-  c.fit_conditions_to_data = false;
-  if (auto it = kv.find("fit_conditions_to_data"); it != kv.end()) {
+  // Optional keys: configs written before a key existed parse with the value it stands for.
+  auto optional_flag = [&](absl::string_view key, bool* out, bool absent) {
+    auto it = kv.find(key);
+    *out = absent;
+    if (it == kv.end()) return;
     if (it->second != "0" && it->second != "1" && status.ok()) {
-      status = absl::InvalidArgumentError("model config: fit_conditions_to_data must be 0 or 1");
+      status = absl::InvalidArgumentError(absl::StrCat("model config: ", key, " must be 0 or 1"));
     }
-    c.fit_conditions_to_data = it->second == "1";
-  }
-  // Optional: configs written before it existed had a linear discriminator input.
-  if (auto it = kv.find("discriminator_log_scale"); it != kv.end()) {
-    if (!absl::SimpleAtod(it->second, &c.discriminator_log_scale) && status.ok()) {
-      status = absl::InvalidArgumentError("model config: bad number for discriminator_log_scale");
-    }
-  }
-  // Optional: configs written before it existed trained with the exact ReLU gradient.
-  if (auto it = kv.find("generator_relu_grad_slope"); it != kv.end()) {
-    if (!absl::SimpleAtod(it->second, &c.generator_relu_grad_slope) && status.ok()) {
-      status = absl::InvalidArgumentError("model config: bad number for generator_relu_grad_slope");
-    }
-  }
-  // Optional: configs written before it existed had no template.
-  if (auto it = kv.find("generator_template"); it != kv.end()) {
-    if (it->second != "0" && it->second != "1" && status.ok()) {
-      status = absl::InvalidArgumentError("model config: generator_template must be 0 or 1");
-    }
-    c.generator_template = it->second == "1";
-  }
-  // Optional: configs written before it existed had no modes.
-  if (auto it = kv.find("template_modes"); it != kv.end()) {
-    if (!absl::SimpleAtoi(it->second, &c.template_modes) && status.ok()) {
-      status = absl::InvalidArgumentError("model config: bad integer for template_modes");
-    }
-  }
+    *out = it->second == "1";
+  };
+  auto optional_dbl = [&](absl::string_view key, double* out) {
+    if (kv.find(key) != kv.end()) dbl(key, out);
+  };
+  // Without the key: conditions fitted already (the config carries them), a linear
+  // discriminator input, the exact ReLU gradient, no template, no modes, no profile loss.
+  optional_flag("fit_conditions_to_data", &c.fit_conditions_to_data, false);
+  optional_dbl("discriminator_log_scale", &c.discriminator_log_scale);
+  optional_dbl("generator_relu_grad_slope", &c.generator_relu_grad_slope);
+  optional_flag("generator_template", &c.generator_template, false);
+  if (kv.find("template_modes") != kv.end()) i64("template_modes", &c.template_modes);
+  optional_dbl("profile_loss_weight", &c.profile_loss_weight);
+  if (kv.find("profile_fit") != kv.end()) dbls("profile_fit", &c.profile_fit);
   if (!status.ok()) return status;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;
   return c;

@@ -61,6 +61,18 @@ struct ModelConfig {
   // showers' deviations from the template, each scaled by its standard deviation, so the
   // shower-to-shower fluctuations (energy, depth, width) are there from the first step too.
   int64_t template_modes = 0;
+  // Training only: weight of the generator's profile loss (0: off, the reference). The loss is
+  // 100 x sum over the x, y and z slices i of |G_i - F_i| / sum_i F_i, with G_i the generated
+  // batch's slice sums per unit e = E / energy_scale (preprocessed units) and F_i the same sum of
+  // the fitted mean profile at the batch's energies (profile_fit): the batch's mean shower shape
+  // against the training data's, tails included, which the adversarial loss alone gives away for
+  // sparse showers (docs/MODELS.md "Losses and training step").
+  double profile_loss_weight = 0.0;
+  // The mean profile the profile loss compares with: per slice of x, then y, then z, the
+  // least-squares a_i of (slice sum / e) = a_i + b_i ln e over the sampled training events, then
+  // the b_i; 2 (x + y + z) values. Fitted with the conditions (FitConditionsToData) when
+  // profile_loss_weight > 0; empty otherwise.
+  std::vector<double> profile_fit;
 
   double bn_momentum = 0.01;  // torch convention (= Keras momentum 0.99)
   double leaky_slope = 0.3;   // Keras LeakyReLU default
@@ -103,6 +115,7 @@ struct ModelConfig {
 
   bool variable_angle() const { return architecture == Architecture::kVariableAngle51; }
   int64_t num_losses() const { return variable_angle() ? 4 : 3; }
+  int64_t profile_slices() const { return grid[0] + grid[1] + grid[2]; }
 };
 
 // The named presets. NOT_FOUND lists the known names.

@@ -353,7 +353,14 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
     const at::Tensor input = SampleConditions(trick);
     trick.real = at::ones({batch_size_, 1}, source_->dtype());
     s.generator_optimizer->zero_grad();
-    LossTerms g = HeadLosses(c, s.discriminator->forward(s.generator->forward(input)), trick);
+    const at::Tensor generated = s.generator->forward(input);
+    LossTerms g = HeadLosses(c, s.discriminator->forward(generated), trick);
+    if (c.profile_loss_weight > 0) {
+      const ProfileLossTerm profile =
+          ProfileLoss(c, generated, trick.energy100, options_.world_size, options_.cross_rank_sum);
+      g.total = g.total + c.profile_loss_weight * profile.loss;
+      g.parts.push_back(profile.value);
+    }
     g.total.backward();
     absl::Status st = RunHook(TrainPhase::kGenerator, *s.generator);
     if (!st.ok()) {

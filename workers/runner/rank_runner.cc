@@ -64,7 +64,8 @@ std::vector<std::string> PartNames(const gan::ModelConfig& config) {
   return {"adversarial", "energy", "ecal"};
 }
 
-// Keys: d_loss (mean of real and fake), d_real, d_fake, g_loss, d_<part>, g_<part>.
+// Keys: d_loss (mean of real and fake), d_real, d_fake, g_loss, d_<part>, g_<part>, and
+// g_profile with the profile loss.
 void FillLosses(const gan::ModelConfig& config, const std::vector<double>& d_real,
                 const std::vector<double>& d_fake, const std::vector<double>& g,
                 google::protobuf::Map<std::string, double>* out) {
@@ -81,6 +82,8 @@ void FillLosses(const gan::ModelConfig& config, const std::vector<double>& d_rea
     (*out)["g_loss"] = g[0];
     for (size_t i = 0; i < parts.size() && i + 1 < g.size(); ++i)
       (*out)["g_" + parts[i]] = g[i + 1];
+    // The generator's profile loss comes after the heads' parts (ModelConfig::profile_loss_weight).
+    if (g.size() == parts.size() + 2) (*out)["g_profile"] = g.back();
   }
 }
 
