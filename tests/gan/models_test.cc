@@ -726,8 +726,9 @@ TEST(ModelsTest, ProfileLossConfig) {
 }
 
 // The profile loss in float64 against its formula: the value is 100 sum_i |G_i - F_i| / sum_i F_i
-// over the 75 slices of a tiny grid, and its gradient with respect to a cell of event n in slices
-// (i, j, k) is 100 (s_i + s_j + s_k) / (e_n sum F), s the sign of G - F per slice. With two ranks
+// over the 75 slices of a tiny grid. The gradient with respect to a cell of shower n in slices
+// (i, j, k) is 100 (s_i + s_j + s_k) N / (2 N_h e_n sum F), s the sign of G - F over the other
+// half h' of the batch (even rows against odd rows), N_h the showers in n's half. With two ranks
 // (the other rank's sums added by cross_rank_sum) the value is the global batch's and the
 // gradient twice this rank's share, which the data-parallel hook's average halves.
 TEST(ModelsTest, ProfileLossInFloat64) {
@@ -747,52 +748,72 @@ TEST(ModelsTest, ProfileLossInFloat64) {
   at::Tensor cells = at::relu(at::rand({n, 1, 25, 25, 25}, at::kDouble) * 0.004 - 0.0005) *
                      energy100.view({n, 1, 1, 1, 1});
   cells.requires_grad_(true);
-  const ProfileLossTerm t = ProfileLoss(c, cells, energy100, 1, nullptr);
+  const ProfileLossTerm t = ProfileLoss(c, cells, energy100, 0, 1, nullptr);
   t.loss.backward();
-  // By hand.
+  // By hand: per shower slice sums per unit e and fitted profiles (n, 75).
   const at::Tensor per_e = cells.detach().squeeze(1) / energy100.view({n, 1, 1, 1});
-  const at::Tensor gx = per_e.sum({0, 2, 3}), gy = per_e.sum({0, 1, 3}), gz = per_e.sum({0, 1, 2});
-  const at::Tensor log_sum = at::log(energy100).sum();
-  const at::Tensor f = a * static_cast<double>(n) + b * log_sum;
-  const at::Tensor g = at::cat({gx, gy, gz});
-  const double want = 100.0 * (g - f).abs().sum().item<double>() / f.sum().item<double>();
+  const at::Tensor g = at::cat({per_e.sum({2, 3}), per_e.sum({1, 3}), per_e.sum({1, 2})}, 1);
+  const at::Tensor f = a.unsqueeze(0) + at::log(energy100) * b.unsqueeze(0);
+  const double f_total = f.sum().item<double>();
+  const double want = 100.0 * (g.sum(0) - f.sum(0)).abs().sum().item<double>() / f_total;
   EXPECT_NEAR(t.value.item<double>(), want, 1e-12 * want);
   EXPECT_NEAR(t.loss.item<double>(), want, 1e-12 * want);
   EXPECT_GT(want, 1.0);  // not vacuous: the profiles differ
-  const at::Tensor sign = (g - f).sign();
-  const at::Tensor sx = sign.slice(0, 0, 25), sy = sign.slice(0, 25, 50), sz = sign.slice(0, 50);
-  const at::Tensor expected_grad =
-      100.0 / f.sum() * (sx.view({1, 25, 1, 1}) + sy.view({1, 1, 25, 1}) + sz.view({1, 1, 1, 25})) /
-      energy100.view({n, 1, 1, 1});
-  EXPECT_LE((cells.grad().squeeze(1) - expected_grad).abs().max().item<double>(),
-            1e-12 * expected_grad.abs().max().item<double>());
+  // Rows 0 and 2 are half A, row 1 half B.
+  const at::Tensor sign_a = ((g[0] + g[2] - f[0] - f[2]) / 2.0).sign();  // A's, given to B
+  const at::Tensor sign_b = (g[1] - f[1]).sign();                        // B's, given to A
+  auto expected = [&](int64_t row) {
+    const at::Tensor s = row == 1 ? sign_a : sign_b;
+    const double half = row == 1 ? 1.0 : 2.0;
+    return 100.0 * 3.0 / (2.0 * half * f_total) *
+           (s.slice(0, 0, 25).view({25, 1, 1}) + s.slice(0, 25, 50).view({1, 25, 1}) +
+            s.slice(0, 50).view({1, 1, 25})) /
+           energy100[row].item<double>();
+  };
+  for (int64_t row = 0; row < n; ++row) {
+    const at::Tensor want_grad = expected(row);
+    EXPECT_LE((cells.grad()[row][0] - want_grad).abs().max().item<double>(),
+              1e-12 * want_grad.abs().max().item<double>())
+        << "row " << row;
+  }
+  // The two halves' signs differ somewhere: the test tells them apart.
+  EXPECT_FALSE(at::equal(sign_a, sign_b));
 
-  // Two ranks: this rank's three events plus another rank's, whose sums cross_rank_sum adds.
+  // Two ranks: this rank's rows 0-2 and another rank's rows 3-5, whose sums cross_rank_sum adds.
   const at::Tensor other_cells = cells.detach().flip(0) * 1.3;
   const at::Tensor other_e = energy100.flip(0) * 0.9;
-  const at::Tensor other_per_e = other_cells.squeeze(1) / other_e.view({n, 1, 1, 1});
-  const at::Tensor other =
-      at::cat({other_per_e.sum({0, 2, 3}), other_per_e.sum({0, 1, 3}), other_per_e.sum({0, 1, 2}),
-               a * static_cast<double>(n) + b * at::log(other_e).sum()});
+  at::Tensor recorded;
+  ProfileLoss(c, other_cells, other_e, 3, 2,
+              [&](at::Tensor& totals) { recorded = totals.clone(); });
+  ASSERT_TRUE(recorded.defined());
   int calls = 0;
-  auto add_other = [&](at::Tensor& totals) {
-    ++calls;
-    totals.add_(other);
-  };
   cells.mutable_grad() = at::Tensor();
-  const ProfileLossTerm ranked = ProfileLoss(c, cells, energy100, 2, add_other);
+  const ProfileLossTerm ranked = ProfileLoss(c, cells, energy100, 0, 2, [&](at::Tensor& totals) {
+    ++calls;
+    totals.add_(recorded);
+  });
   ranked.loss.backward();
   EXPECT_EQ(calls, 1);
-  // The global batch, computed in one piece.
-  const at::Tensor both = at::cat({cells.detach(), other_cells});
+  // The global batch of 6 rows in one process.
+  at::Tensor global_cells = at::cat({cells.detach(), other_cells}).requires_grad_(true);
   const ProfileLossTerm global =
-      ProfileLoss(c, both.clone().requires_grad_(true), at::cat({energy100, other_e}), 1, nullptr);
+      ProfileLoss(c, global_cells, at::cat({energy100, other_e}), 0, 1, nullptr);
+  global.loss.backward();
   EXPECT_NEAR(ranked.value.item<double>(), global.value.item<double>(),
               1e-12 * global.value.item<double>());
-  at::Tensor global_cells = both.clone().requires_grad_(true);
-  ProfileLoss(c, global_cells, at::cat({energy100, other_e}), 1, nullptr).loss.backward();
   EXPECT_LE((cells.grad() - 2.0 * global_cells.grad().slice(0, 0, n)).abs().max().item<double>(),
             1e-12 * global_cells.grad().abs().max().item<double>());
+  // One shower in the whole batch: its own sign.
+  at::Tensor one = cells.detach().slice(0, 0, 1).clone().requires_grad_(true);
+  ProfileLoss(c, one, energy100.slice(0, 0, 1), 0, 1, nullptr).loss.backward();
+  const at::Tensor own = (g[0] - f[0]).sign();
+  const at::Tensor want_one =
+      100.0 / f[0].sum() *
+      (own.slice(0, 0, 25).view({25, 1, 1}) + own.slice(0, 25, 50).view({1, 25, 1}) +
+       own.slice(0, 50).view({1, 1, 25})) /
+      energy100[0].item<double>();
+  EXPECT_LE((one.grad()[0][0] - want_one).abs().max().item<double>(),
+            1e-12 * want_one.abs().max().item<double>());
 }
 
 // The shower template, in float64: with the output conv's weights at 0 the generator's output is

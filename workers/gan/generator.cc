@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <torch/utils.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,20 @@ absl::Status GeneratorImpl::SetShowerTemplate(const std::vector<double>& values)
   torch::NoGradGuard no_grad;
   shower_template_.copy_(
       at::tensor(at::ArrayRef<double>(values), at::kDouble).view(shower_template_.sizes()));
+  return absl::OkStatus();
+}
+
+absl::Status GeneratorImpl::AdoptShowerTemplate(const torch::Tensor& other) {
+  if (!shower_template_.defined()) {
+    return absl::FailedPreconditionError("the generator has no shower template");
+  }
+  if (!other.defined() || other.dim() != 4 || other.size(0) < 2 ||
+      other.sizes().slice(1) != shower_template_.sizes().slice(1)) {
+    return absl::InvalidArgumentError("the other shower template is not a template of this grid");
+  }
+  torch::NoGradGuard no_grad;
+  const int64_t rows = std::min(shower_template_.size(0), other.size(0));
+  shower_template_.narrow(0, 0, rows).copy_(other.narrow(0, 0, rows));
   return absl::OkStatus();
 }
 

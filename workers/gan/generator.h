@@ -50,6 +50,11 @@ class GeneratorImpl : public torch::nn::Module {
   // ConditionSample's shower_template). FAILED_PRECONDITION without a template, INVALID_ARGUMENT
   // for another size or a value that is not finite.
   absl::Status SetShowerTemplate(const std::vector<double>& values);
+  // Fine-tuning: takes a, b and the modes both templates have from `other` (another generator's
+  // shower_template, with any number of modes); this template's further modes stay as they are.
+  // FAILED_PRECONDITION without a template, INVALID_ARGUMENT when `other` is not a template of
+  // this grid.
+  absl::Status AdoptShowerTemplate(const torch::Tensor& other);
   // Channels, x, y, z of the Linear output reshaped for the first conv stage.
   const std::array<int64_t, 4>& dense_shape() const { return dense_shape_; }
 

@@ -34,25 +34,53 @@ LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
 }
 
 ProfileLossTerm ProfileLoss(const ModelConfig& config, const at::Tensor& generated,
-                            const at::Tensor& energy100, int world_size,
+                            const at::Tensor& energy100, int64_t first_row, int world_size,
                             const std::function<void(at::Tensor&)>& cross_rank_sum) {
   const int64_t slices = config.profile_slices();
-  // This rank's slice sums per unit e, x then y then z, and the fitted profile's.
+  const int64_t n = generated.size(0);
+  const at::ScalarType dtype = generated.scalar_type();
+  // Per shower: slice sums per unit e, x then y then z (n, slices), and the fitted profile's.
   const at::Tensor per_e = generated.squeeze(1) / energy100.view({-1, 1, 1, 1});
-  const at::Tensor sums =
-      at::cat({per_e.sum({2, 3}), per_e.sum({1, 3}), per_e.sum({1, 2})}, 1).sum(0);
-  const at::Tensor fit = at::tensor(config.profile_fit, at::kDouble).to(generated.scalar_type());
-  const at::Tensor target = fit.slice(0, 0, slices) * static_cast<double>(energy100.size(0)) +
-                            fit.slice(0, slices) * at::log(energy100).sum();
-  // The global batch's: every rank's generated and fitted sums added.
-  at::Tensor totals = at::cat({sums.detach(), target.detach()});
+  const at::Tensor sums = at::cat({per_e.sum({2, 3}), per_e.sum({1, 3}), per_e.sum({1, 2})}, 1);
+  const at::Tensor fit = at::tensor(config.profile_fit, at::kDouble).to(dtype);
+  const at::Tensor target =
+      fit.slice(0, 0, slices).unsqueeze(0) + at::log(energy100) * fit.slice(0, slices).unsqueeze(0);
+  // The two halves of the global batch: its even rows (A) and its odd rows (B).
+  const at::Tensor in_a =
+      ((at::arange(n, at::kLong) + first_row).remainder(2) == 0).to(dtype).unsqueeze(1);
+  const at::Tensor in_b = 1.0 - in_a;
+  const at::Tensor sums_a = (sums * in_a).sum(0), sums_b = (sums * in_b).sum(0);
+  // Every rank's sums added: [generated A, generated B, fitted A, fitted B, |A|, |B|].
+  at::Tensor totals = at::cat({sums_a.detach(), sums_b.detach(), (target * in_a).sum(0),
+                               (target * in_b).sum(0), in_a.sum(0), in_b.sum(0)});
   if (world_size > 1 && cross_rank_sum) cross_rank_sum(totals);
-  const at::Tensor diff = totals.slice(0, 0, slices) - totals.slice(0, slices);
-  const at::Tensor scale = 100.0 / totals.slice(0, slices).sum().clamp_min(1e-30);
+  const at::Tensor gen_a = totals.slice(0, 0, slices), gen_b = totals.slice(0, slices, 2 * slices);
+  const at::Tensor fit_a = totals.slice(0, 2 * slices, 3 * slices);
+  const at::Tensor fit_b = totals.slice(0, 3 * slices, 4 * slices);
+  const double count_a = totals[4 * slices].item<double>();
+  const double count_b = totals[4 * slices + 1].item<double>();
+  const at::Tensor fit_total = (fit_a + fit_b).sum().clamp_min(1e-30);
   ProfileLossTerm out;
-  out.value = diff.abs().sum() * scale;
-  const at::Tensor surrogate =
-      (diff.sign() * sums).sum() * scale * static_cast<double>(std::max(1, world_size));
+  out.value = (gen_a + gen_b - fit_a - fit_b).abs().sum() * (100.0 / fit_total);
+  // The gradient of |G - F| is sign(G - F) per shower. Taken from the same showers, that sign
+  // also pulls every batch's own fluctuation towards F: an L1 penalty on the spread of the batch
+  // mean, which shrinks the shower-to-shower fluctuations it is made of. So each half's showers
+  // take the sign of the other half's mean (independent of them), and in expectation the loss
+  // moves only the mean profile. The scale is the whole batch's, times the number of ranks for
+  // a hook that averages the ranks' gradients.
+  const double ranks = static_cast<double>(std::max(1, world_size));
+  at::Tensor surrogate;
+  if (count_a > 0 && count_b > 0) {
+    const at::Tensor sign_for_a = (gen_b / count_b - fit_b / count_b).sign();
+    const at::Tensor sign_for_b = (gen_a / count_a - fit_a / count_a).sign();
+    const double total = count_a + count_b;
+    surrogate = ((sign_for_a * sums_a).sum() * (total / (2 * count_a)) +
+                 (sign_for_b * sums_b).sum() * (total / (2 * count_b))) *
+                (100.0 * ranks / fit_total);
+  } else {  // one shower in the global batch
+    surrogate = ((gen_a + gen_b - fit_a - fit_b).sign() * (sums_a + sums_b)).sum() *
+                (100.0 * ranks / fit_total);
+  }
   out.loss = surrogate - surrogate.detach() + out.value;
   return out;
 }

@@ -38,16 +38,18 @@ LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
 
 // The generator's profile loss (ModelConfig::profile_loss_weight): 100 x sum_i |G_i - F_i| /
 // sum_i F_i over the x, y and z slices, G_i the slice sums per unit e of `generated`
-// (N, 1, x, y, z) and F_i those of the fitted profile (profile_fit) at `energy100` (N, 1). With
-// world_size > 1 the sums are the global batch's (cross_rank_sum adds every rank's), and `loss`'s
-// gradient is world_size times this rank's share of the global loss's, for a data-parallel hook
-// that averages the ranks' gradients.
+// (N, 1, x, y, z) and F_i those of the fitted profile (profile_fit) at `energy100` (N, 1), over
+// the global batch: the rows are its rows first_row .. first_row + N - 1, and with world_size > 1
+// cross_rank_sum adds every rank's sums. The gradient each shower gets is the sign of the other
+// half of the batch (its even rows for the odd ones and back), so the loss moves the mean profile
+// and not the spread between showers; times world_size, for a data-parallel hook that averages
+// the ranks' gradients.
 struct ProfileLossTerm {
   at::Tensor value;  // the global batch's loss, without gradient
   at::Tensor loss;   // equal to value, with the gradient above
 };
 ProfileLossTerm ProfileLoss(const ModelConfig& config, const at::Tensor& generated,
-                            const at::Tensor& energy100, int world_size,
+                            const at::Tensor& energy100, int64_t first_row, int world_size,
                             const std::function<void(at::Tensor&)>& cross_rank_sum);
 
 }  // namespace gantry::gan

@@ -357,7 +357,8 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
     LossTerms g = HeadLosses(c, s.discriminator->forward(generated), trick);
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =
-          ProfileLoss(c, generated, trick.energy100, options_.world_size, options_.cross_rank_sum);
+          ProfileLoss(c, generated, trick.energy100, options_.rank * batch_size_,
+                      options_.world_size, options_.cross_rank_sum);
       g.total = g.total + c.profile_loss_weight * profile.loss;
       g.parts.push_back(profile.value);
     }

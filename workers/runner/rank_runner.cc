@@ -97,26 +97,22 @@ std::vector<double> Scaled(std::vector<double> v, double factor) {
   return v;
 }
 
-// Copies parameters and buffers by name (fine-tuning from a checkpoint's weights).
-absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const std::string& what) {
+// Copies parameters and buffers by name (fine-tuning from a checkpoint's weights), except `skip`.
+absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const std::string& what,
+                         const std::string& skip = "") {
   torch::NoGradGuard no_grad;
   auto copy = [&](const torch::OrderedDict<std::string, at::Tensor>& src,
                   torch::OrderedDict<std::string, at::Tensor> dst) -> absl::Status {
-    if (src.size() != dst.size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          what, ": the initial checkpoint has ", src.size(), " tensors, the model ", dst.size()));
+    const size_t skipped_src = src.contains(skip) ? 1 : 0;
+    const size_t skipped_dst = dst.contains(skip) ? 1 : 0;
+    if (src.size() - skipped_src != dst.size() - skipped_dst) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the initial checkpoint has ", src.size() - skipped_src,
+                       " tensors, the model ", dst.size() - skipped_dst));
     }
     for (const auto& item : src) {
+      if (item.key() == skip) continue;
       at::Tensor* target = dst.find(item.key());
-      if (target != nullptr && item.key() == "shower_template" && target->dim() == 4 &&
-          item.value().dim() == 4 && target->sizes().slice(1) == item.value().sizes().slice(1)) {
-        // Another number of template modes (a model trained before its preset had modes, or
-        // with more): a, b and the modes both have are copied, the job's other modes stay as
-        // fitted to its data.
-        const int64_t rows = std::min(target->size(0), item.value().size(0));
-        target->narrow(0, 0, rows).copy_(item.value().narrow(0, 0, rows));
-        continue;
-      }
       if (target == nullptr || !target->sizes().equals(item.value().sizes())) {
         return absl::InvalidArgumentError(absl::StrCat(what, ": the initial checkpoint's ",
                                                        item.key(), " does not fit the model"));
@@ -127,6 +123,26 @@ absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const s
   };
   RETURN_IF_ERROR(copy(from.named_parameters(), to.named_parameters()));
   return copy(from.named_buffers(), to.named_buffers());
+}
+
+// Fine-tuning: the generator's weights, and of its shower template a, b and the modes both
+// models have (the job's further modes stay as fitted to its data).
+absl::Status CopyGeneratorWeights(gan::GeneratorImpl& from, gan::GeneratorImpl& to) {
+  const bool from_template = from.shower_template().defined();
+  const bool to_template = to.shower_template().defined();
+  if (from_template != to_template) {
+    return absl::InvalidArgumentError(
+        from_template ? "generator: the initial model has a shower template and the job's model "
+                        "has none (set generator_template=1)"
+                      : "generator: the job's model has a shower template and the initial model "
+                        "has none (set generator_template=0, or fine-tune a model with one)");
+  }
+  RETURN_IF_ERROR(CopyWeights(from, to, "generator", "shower_template"));
+  if (!to_template) return absl::OkStatus();
+  absl::Status adopted = to.AdoptShowerTemplate(from.shower_template());
+  if (!adopted.ok())
+    return absl::InvalidArgumentError(absl::StrCat("generator: ", adopted.message()));
+  return absl::OkStatus();
 }
 
 // The local address a socket towards host:port would use (a connected UDP socket sends nothing):
@@ -468,15 +484,27 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
                                 split.holdout.size(), split.train.size(), plan_.holdout_fraction,
                                 plan_.seed));
   }
-  if (model_.fit_conditions_to_data || model_.generator_template) {
+  // A restart takes the template from its checkpoint; it refits only the conditions.
+  const bool resuming = !plan_.assignment.resume_checkpoint_sha256().empty();
+  const bool fit_template = model_.generator_template && !resuming;
+  if (model_.fit_conditions_to_data || fit_template) {
     // Every rank fits the same events to the same values, and so does a restart (its checkpoint's
     // config must equal the job's).
     const auto fit_start = std::chrono::steady_clock::now();
+    gan::ModelConfig sampled = model_;
+    if (!fit_template) {
+      sampled.generator_template = false;
+      sampled.template_modes = 0;
+    }
     ASSIGN_OR_RETURN(gan::ConditionSample sample,
-                     gan::SampleConditions(model_, *reader, split.train));
+                     gan::SampleConditions(sampled, *reader, split.train));
     if (model_.fit_conditions_to_data) {
       ASSIGN_OR_RETURN(const std::string fitted, gan::FitConditionsToData(sample, &model_));
       Log("INFO", absl::StrFormat("%s (%.1f s)", fitted, SecondsSince(fit_start)));
+    }
+    if (fit_template) {
+      Log("INFO", absl::StrFormat("shower template: %d modes fitted to %d training events",
+                                  model_.template_modes, sample.sample_energy_gev.size()));
     }
     shower_template_ = std::move(sample.shower_template);
   }
@@ -701,7 +729,7 @@ absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
                        loaded.config.preset, " model, the job trains ", plan_.model.preset));
     }
     gan::TrainingState& state = trainer->mutable_state();
-    RETURN_IF_ERROR(CopyWeights(*loaded.generator, *state.generator, "generator"));
+    RETURN_IF_ERROR(CopyGeneratorWeights(*loaded.generator, *state.generator));
     RETURN_IF_ERROR(CopyWeights(*loaded.discriminator, *state.discriminator, "discriminator"));
     Log("INFO", absl::StrCat("fine-tuning from checkpoint ", initial));
   }
