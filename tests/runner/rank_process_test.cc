@@ -655,8 +655,11 @@ std::string ShaAfter(const std::string& logs, const std::string& marker) {
   return at == std::string::npos ? "" : logs.substr(at + 7, 64);
 }
 
+// tiny-template: a restart refits the conditions (they must equal its checkpoint's) but takes the
+// shower template from the checkpoint instead of fitting it again.
 TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   v1::JobSpec spec = TinySpec();
+  spec.set_model_preset("tiny-template");
   spec.mutable_hyper_parameters()->set_epochs(6);  // one step per epoch (the test hook): 6
   spec.mutable_validation()->set_disabled(true);
   spec.mutable_checkpoint_policy()->set_every_epochs(0);
@@ -681,6 +684,8 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
         << straight_logs;
   }
   EXPECT_EQ(straight_logs.find("(step 3) uploaded"), std::string::npos) << straight_logs;
+  EXPECT_NE(straight_logs.find("shower template: 2 modes fitted to"), std::string::npos)
+      << straight_logs;
   const auto straight_results = straight.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(straight_results.size(), 1u);
   int local = 0;
@@ -719,6 +724,8 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   const std::string logs = resumed.Logs();
   EXPECT_NE(logs.find("resumed from checkpoint " + resume_sha + " (epoch "), std::string::npos)
       << logs;
+  EXPECT_NE(logs.find("conditions fitted to the data"), std::string::npos) << logs;
+  EXPECT_EQ(logs.find("shower template:"), std::string::npos) << logs;
   for (const auto& m : resumed.messages) EXPECT_EQ(m.attempt(), 1) << m.ShortDebugString();
   for (const auto& m : stopped.messages) EXPECT_EQ(m.attempt(), 0) << m.ShortDebugString();
   const auto progress = resumed.Of(v1::WorkerMessage::kProgress);
