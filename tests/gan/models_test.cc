@@ -655,6 +655,7 @@ TEST(ModelsTest, GeneratorTemplateConfig) {
   // and at most the noise width (and kMaxTemplateModes) of modes.
   EXPECT_EQ(Preset("tiny").template_modes, 0);
   EXPECT_EQ(Preset("tiny-template").template_modes, 2);
+  EXPECT_EQ(Preset("tiny-template").profile_loss_weight, 0.4);
   c.template_modes = 5;
   back = ParseModelConfig(SerializeModelConfig(c));
   ASSERT_TRUE(back.ok()) << back.status();

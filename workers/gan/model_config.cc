@@ -65,6 +65,7 @@ ModelConfig TinyTemplate() {
   c.template_modes = 2;
   c.latent = 128;
   c.loss_weights = {6.0, 0.1, 0.4};
+  c.profile_loss_weight = 0.4;
   return c;
 }
 
