@@ -196,67 +196,66 @@ std::vector<at::Tensor> Initial(const std::vector<at::Tensor>& saved) {
   return std::vector<at::Tensor>(saved.begin() + saved.size() / 2, saved.end());
 }
 
-TEST(DataParallelTest, TwoRanksEqualOneProcessWithTheGlobalBatch) {
+// One process with batch 2 and two ranks with batch 1 (float64, 3 steps over 4 events: the third
+// starts a new epoch), all three processes at once with one thread each, `extra` flags on all.
+// Every process saved its weights, and the ranks hold bit-identical ones (same averaged gradients,
+// same global BatchNorm statistics).
+struct EquivalenceRuns {
+  std::vector<at::Tensor> reference;           // the process with the global batch
+  std::vector<std::vector<at::Tensor>> ranks;  // the two ranks
+};
+
+void RunGlobalAndSharded(const std::vector<std::string>& extra, EquivalenceRuns* out) {
   const int steps = 3;
   std::vector<std::string> global = TrainFlags(2, steps, 4), sharded = TrainFlags(1, steps, 4);
-  global.push_back("--double=1");
-  sharded.push_back("--double=1");
-  // All three processes run at once (one thread each).
+  for (auto* flags : {&global, &sharded}) {
+    flags->push_back("--double=1");
+    flags->insert(flags->end(), extra.begin(), extra.end());
+  }
   const RankGroup reference_group = StartRanks("train", 1, global, /*distributed=*/false);
   const RankGroup ranks_group = StartRanks("train", 2, sharded);
   const auto reference = Collect(reference_group, 400);
-  const auto ranks = Collect(ranks_group, 400);
+  out->ranks = Collect(ranks_group, 400);
   ASSERT_EQ(reference.size(), 1u);
-  ASSERT_EQ(ranks.size(), 2u);
-  ASSERT_FALSE(reference[0].empty());
-  ASSERT_EQ(ranks[0].size(), reference[0].size());
-  ASSERT_EQ(ranks[1].size(), reference[0].size());
-  EXPECT_EQ(reference[0][0].scalar_type(), at::kDouble);
-  // The ranks hold bit-identical weights (same averaged gradients, same global BN statistics).
-  for (size_t i = 0; i < ranks[0].size(); ++i) {
-    EXPECT_TRUE(at::equal(ranks[0][i], ranks[1][i])) << "ranks diverged at tensor " << i;
+  ASSERT_EQ(out->ranks.size(), 2u);
+  out->reference = reference[0];
+  ASSERT_FALSE(out->reference.empty());
+  ASSERT_EQ(out->ranks[0].size(), out->reference.size());
+  ASSERT_EQ(out->ranks[1].size(), out->reference.size());
+  EXPECT_EQ(out->reference[0].scalar_type(), at::kDouble);
+  for (size_t i = 0; i < out->ranks[0].size(); ++i) {
+    EXPECT_TRUE(at::equal(out->ranks[0][i], out->ranks[1][i])) << "ranks diverged at tensor " << i;
   }
-  ExpectSameWeights(Final(ranks[0]), Final(reference[0]), "2 ranks x batch 1 vs 1 x batch 2");
+}
+
+TEST(DataParallelTest, TwoRanksEqualOneProcessWithTheGlobalBatch) {
+  EquivalenceRuns runs;
+  ASSERT_NO_FATAL_FAILURE(RunGlobalAndSharded({}, &runs));
+  ExpectSameWeights(Final(runs.ranks[0]), Final(runs.reference),
+                    "2 ranks x batch 1 vs 1 x batch 2");
   // Not vacuous: training moved the weights by far more than the tolerance.
   double moved = 0;
-  const auto before = Initial(reference[0]), after = Final(reference[0]);
+  const auto before = Initial(runs.reference), after = Final(runs.reference);
   for (size_t i = 0; i < before.size(); ++i)
     moved = std::max(moved, MaxAbsDiff(before[i], after[i]));
   EXPECT_GT(moved, 1e-3);
   // Both started from rank 0's initial weights, equal to the reference's (same seed).
   for (size_t i = 0; i < before.size(); ++i) {
-    EXPECT_TRUE(at::equal(Initial(ranks[1])[i], before[i])) << "tensor " << i;
+    EXPECT_TRUE(at::equal(Initial(runs.ranks[1])[i], before[i])) << "tensor " << i;
   }
 }
 
 // The same with the generator's profile loss, whose slice sums are the global batch's (added
-// across ranks) and whose gradient is scaled for the averaging hook.
+// across ranks, its halves split by global row) and whose gradient is scaled for the averaging
+// hook.
 TEST(DataParallelTest, TwoRanksEqualOneProcessWithTheProfileLoss) {
-  const int steps = 3;
-  std::vector<std::string> global = TrainFlags(2, steps, 4), sharded = TrainFlags(1, steps, 4);
-  for (auto* flags : {&global, &sharded}) {
-    flags->push_back("--double=1");
-    flags->push_back("--profile=0.5");
-  }
-  const RankGroup reference_group = StartRanks("train", 1, global, /*distributed=*/false);
-  const RankGroup ranks_group = StartRanks("train", 2, sharded);
-  const auto reference = Collect(reference_group, 400);
-  const auto ranks = Collect(ranks_group, 400);
-  ASSERT_EQ(reference.size(), 1u);
-  ASSERT_EQ(ranks.size(), 2u);
-  ASSERT_FALSE(reference[0].empty());
-  ASSERT_EQ(ranks[0].size(), reference[0].size());
-  for (size_t i = 0; i < ranks[0].size(); ++i) {
-    EXPECT_TRUE(at::equal(ranks[0][i], ranks[1][i])) << "ranks diverged at tensor " << i;
-  }
-  ExpectSameWeights(Final(ranks[0]), Final(reference[0]), "profile loss, 2 ranks x batch 1");
-  // The profile loss changes the training: the weights differ from a run without it.
-  std::vector<std::string> plain = TrainFlags(2, steps, 4);
-  plain.push_back("--double=1");
-  const auto without = Collect(StartRanks("train", 1, plain, /*distributed=*/false), 400);
-  ASSERT_EQ(without.size(), 1u);
+  EquivalenceRuns with, without;
+  ASSERT_NO_FATAL_FAILURE(RunGlobalAndSharded({"--profile=0.5"}, &with));
+  ExpectSameWeights(Final(with.ranks[0]), Final(with.reference), "profile loss, 2 ranks x batch 1");
+  // Not vacuous: the profile loss changes the training.
+  ASSERT_NO_FATAL_FAILURE(RunGlobalAndSharded({}, &without));
   double differs = 0;
-  const auto with_final = Final(reference[0]), without_final = Final(without[0]);
+  const auto with_final = Final(with.reference), without_final = Final(without.reference);
   for (size_t i = 0; i < with_final.size(); ++i)
     differs = std::max(differs, MaxAbsDiff(with_final[i], without_final[i]));
   EXPECT_GT(differs, 1e-6);
