@@ -16,6 +16,7 @@
 #include "showers/toy_mc.h"
 #include "tests/gan/test_data.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/condition_fit.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 
@@ -90,6 +91,32 @@ TEST(TrainerTest, StepReportsFiniteLossesAndThroughput) {
   // The ecal head of a real image is its own sum: zero loss on the real batch.
   EXPECT_NEAR(report->discriminator_real_loss[3], 0.0, 1e-3);
   EXPECT_GT(report->samples_per_second, 0.0);
+}
+
+// With the profile loss the generator's losses carry it last, and the total includes it with its
+// weight; a config with the weight but no fitted profile is refused before training.
+TEST(TrainerTest, ProfileLossIsReportedAndWeighted) {
+  ModelConfig config = Tiny();
+  config.profile_loss_weight = 0.7;
+  auto unfitted = Trainer::Create(config, Showers(), Options(1));
+  EXPECT_EQ(unfitted.status().code(), absl::StatusCode::kFailedPrecondition) << unfitted.status();
+  EXPECT_NE(unfitted.status().message().find("profile_fit"), std::string::npos);
+  std::vector<int64_t> rows(static_cast<size_t>(Showers().events()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  auto sample = SampleConditions(config, Showers(), rows);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_TRUE(FitConditionsToData(*sample, &config).ok());
+  ASSERT_EQ(config.profile_fit.size(), 150u);
+  auto trainer = MakeTrainer(1, config);
+  ASSERT_NE(trainer, nullptr);
+  auto report = trainer->Step();
+  ASSERT_TRUE(report.ok()) << report.status();
+  const auto& g = report->generator_loss;
+  ASSERT_EQ(g.size(), 5u);  // total, BCE, MAPE(E), MAPE(ecal), profile
+  const auto& w = trainer->config().loss_weights;
+  EXPECT_GT(g[4], 0.0);
+  EXPECT_NEAR(g[0], w[0] * g[1] + w[1] * g[2] + w[2] * g[3] + 0.7 * g[4], 1e-3 * std::abs(g[0]));
+  EXPECT_EQ(report->discriminator_fake_loss.size(), 4u);  // the discriminator's are unchanged
 }
 
 TEST(TrainerTest, DeterministicForSeedAndThreads) {

@@ -164,8 +164,6 @@ bool Solve(std::vector<std::vector<double>> a, std::vector<double> b, std::vecto
   return true;
 }
 
-// Adds the events `rows` of `showers` that pass the event selection to the sample (energy, ecal
-// sum) and to the template fit, preprocessed as for training, a block at a time.
 // Appends the x, y and z slice sums of one preprocessed event (x * y * z cells, row-major).
 void AddSliceSums(const ModelConfig& config, const float* cells, std::vector<double>* out) {
   const int64_t nx = config.grid[0], ny = config.grid[1], nz = config.grid[2];
@@ -222,6 +220,8 @@ std::vector<double> FitProfiles(const ModelConfig& config, const ConditionSample
   return fit;
 }
 
+// Adds the events `rows` of `showers` that pass the event selection to the sample (energy, ecal
+// sum, slice sums) and to the template fit, preprocessed as for training, a block at a time.
 void AddSampledEvents(const ModelConfig& config, const showers::ShowerSet& showers,
                       const std::vector<int64_t>& rows, ConditionSample* s, TemplateFit* fit) {
   constexpr size_t kBlock = 256;

@@ -133,6 +133,13 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
     return absl::InvalidArgumentError(
         absl::StrCat(source->events(), " training events for ", options.world_size, " ranks"));
   }
+  const ModelConfig& c = state.config;
+  if (c.profile_loss_weight > 0 &&
+      static_cast<int64_t>(c.profile_fit.size()) != 2 * c.profile_slices()) {
+    return absl::FailedPreconditionError(
+        "profile_loss_weight is set but the model config has no profile_fit: fit the conditions "
+        "to the training data first (FitConditionsToData), or set profile_loss_weight=0");
+  }
   if (state.permutation.defined() && state.permutation.size(0) != source->events()) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint was taken mid-epoch on ", state.permutation.size(0),
