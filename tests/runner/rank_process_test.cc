@@ -542,6 +542,21 @@ TEST_F(RankProcessTest, FineTuningKeepsTheInitialTemplateAndFitsTheModesItLacks)
   for (int64_t k = 2; k < t.size(0); ++k) {
     EXPECT_GT(t[k].abs().max().item<double>(), 1e-4) << "mode " << k - 2 << " was not fitted";
   }
+
+  // A tiny job (no template) cannot fine-tune a model with one: the rank fails, naming the fix.
+  v1::JobSpec plain = TinySpec();
+  plain.mutable_hyper_parameters()->set_epochs(1);
+  plain.mutable_validation()->set_disabled(true);
+  std::string plain_job, plain_sha;
+  RankRun refused = FineTune(plain, *initial, &plain_job, &plain_sha);
+  EXPECT_NE(refused.exit_code, 0);
+  const auto refusals = refused.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(refusals.size(), 1u) << refused.Logs();
+  EXPECT_FALSE(refusals[0].result().success());
+  EXPECT_NE(refusals[0].result().message().find(
+                "the initial model has a shower template and the job's preset has none"),
+            std::string::npos)
+      << refusals[0].result().message();
 }
 
 // A checkpoint from the server whose model config asks for an enormous network: the rank's

@@ -132,10 +132,10 @@ absl::Status CopyGeneratorWeights(gan::GeneratorImpl& from, gan::GeneratorImpl& 
   const bool to_template = to.shower_template().defined();
   if (from_template != to_template) {
     return absl::InvalidArgumentError(
-        from_template ? "generator: the initial model has a shower template and the job's model "
-                        "has none (set generator_template=1)"
-                      : "generator: the job's model has a shower template and the initial model "
-                        "has none (set generator_template=0, or fine-tune a model with one)");
+        from_template ? "generator: the initial model has a shower template and the job's preset "
+                        "has none: fine-tune it with a preset that has one (tiny-template)"
+                      : "generator: the job's preset has a shower template and the initial model "
+                        "has none: fine-tune it with a preset without one");
   }
   RETURN_IF_ERROR(CopyWeights(from, to, "generator", "shower_template"));
   if (!to_template) return absl::OkStatus();
