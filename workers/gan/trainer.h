@@ -64,7 +64,8 @@ struct TrainerOptions {
 double ScheduledLearningRate(double base_lr, const TrainerOptions& options, int64_t epoch,
                              int64_t step_in_epoch, int64_t steps_per_epoch);
 
-// Loss vectors are [total, part...] with parts in HeadLosses order.
+// Loss vectors are [total, part...] with parts in HeadLosses order; the generator's end with the
+// profile loss when ModelConfig::profile_loss_weight > 0.
 struct StepReport {
   int64_t epoch = 0;  // 0-based epoch the step belongs to
   int64_t step = 0;   // iterations completed so far, this one included
