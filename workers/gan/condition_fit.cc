@@ -15,9 +15,56 @@
 namespace gantry::gan {
 namespace {
 
+// Per output j (a cell, a slice), the least-squares line y_j = a_j + b_j x over the events added,
+// x = ln e, from running sums.
+class LogEnergyLines {
+ public:
+  // One event: y_j = values[j] * scale, j < n; zero values add nothing and are skipped.
+  template <typename T>
+  void Add(double x, const T* values, int64_t n, double scale) {
+    if (sum_y_.empty()) {
+      sum_y_.assign(n, 0.0);
+      sum_xy_.assign(n, 0.0);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      if (values[j] == 0) continue;
+      const double y = static_cast<double>(values[j]) * scale;
+      sum_y_[j] += y;
+      sum_xy_[j] += x * y;
+    }
+    ++events_;
+    sum_x_ += x;
+    sum_xx_ += x * x;
+  }
+
+  // a for every output, then b (b = 0 when x does not vary: one beam energy); empty without events.
+  std::vector<double> Finish() const {
+    std::vector<double> out;
+    if (events_ == 0) return out;
+    const double n = static_cast<double>(events_);
+    const double mean_x = sum_x_ / n;
+    const double var_x = sum_xx_ / n - mean_x * mean_x;
+    const bool slope = var_x > 1e-9;  // a spread of energies, not one beam energy
+    const size_t outputs = sum_y_.size();
+    out.assign(2 * outputs, 0.0);
+    for (size_t j = 0; j < outputs; ++j) {
+      const double mean_y = sum_y_[j] / n;
+      const double b = slope ? (sum_xy_[j] / n - mean_x * mean_y) / var_x : 0.0;
+      out[j] = mean_y - b * mean_x;
+      out[outputs + j] = b;
+    }
+    return out;
+  }
+
+ private:
+  std::vector<double> sum_y_, sum_xy_;
+  double sum_x_ = 0, sum_xx_ = 0;
+  int64_t events_ = 0;
+};
+
 // The shower template's fit (generator_template): per cell, the least-squares line
-// cell / e = a + b ln(e), then the leading principal components of the events' deviations from it
-// (template_modes). The line needs only sums; the modes keep the sampled events' rows, at most
+// cell / e = a + b ln(e) (LogEnergyLines), then the leading principal components of the events'
+// deviations from it (template_modes). The modes keep the sampled events' rows, at most
 // kModeFitBytes of them.
 class TemplateFit {
  public:
@@ -36,46 +83,23 @@ class TemplateFit {
   // are skipped.
   void Add(const float* preprocessed, int64_t n, double energy_gev) {
     if (!config_.generator_template || !(energy_gev > 0)) return;
-    if (sum_y_.empty()) {
-      sum_y_.assign(n, 0.0);
-      sum_xy_.assign(n, 0.0);
-    }
     const double e = energy_gev / config_.energy_scale;
     const double x = std::log(e);
-    const bool keep = config_.template_modes > 0 && events_ % row_stride_ == 0;
-    if (keep) {
+    if (config_.template_modes > 0 && events_ % row_stride_ == 0) {
       rows_.resize(rows_.size() + static_cast<size_t>(n), 0.0f);
       row_log_e_.push_back(x);
+      float* row = rows_.data() + rows_.size() - n;
+      for (int64_t c = 0; c < n; ++c) row[c] = static_cast<float>(preprocessed[c] / e);
     }
-    float* row = keep ? rows_.data() + rows_.size() - n : nullptr;
-    for (int64_t c = 0; c < n; ++c) {
-      if (preprocessed[c] == 0.0f) continue;
-      const double y = static_cast<double>(preprocessed[c]) / e;
-      sum_y_[c] += y;
-      sum_xy_[c] += x * y;
-      if (keep) row[c] = static_cast<float>(y);
-    }
+    lines_.Add(x, preprocessed, n, 1.0 / e);
     ++events_;
-    sum_x_ += x;
-    sum_xx_ += x * x;
   }
 
   // a, b, then the template_modes modes per cell; empty without events.
   std::vector<double> Finish() const {
-    std::vector<double> out;
-    if (events_ == 0) return out;
-    const double n = static_cast<double>(events_);
-    const double mean_x = sum_x_ / n;
-    const double var_x = sum_xx_ / n - mean_x * mean_x;
-    const bool slope = var_x > 1e-9;  // a spread of energies, not one beam energy
-    const size_t cells = sum_y_.size();
-    out.assign((2 + static_cast<size_t>(config_.template_modes)) * cells, 0.0);
-    for (size_t c = 0; c < cells; ++c) {
-      const double mean_y = sum_y_[c] / n;
-      const double b = slope ? (sum_xy_[c] / n - mean_x * mean_y) / var_x : 0.0;
-      out[c] = mean_y - b * mean_x;
-      out[cells + c] = b;
-    }
+    std::vector<double> out = lines_.Finish();
+    if (out.empty()) return out;
+    out.resize((2 + static_cast<size_t>(config_.template_modes)) * (out.size() / 2), 0.0);
     if (config_.template_modes > 0) AddModes(&out);
     return out;
   }
@@ -89,7 +113,7 @@ class TemplateFit {
   // the k-th principal direction times the standard deviation along it. Signs are fixed (the
   // largest entry positive), so every process computes the same modes.
   void AddModes(std::vector<double>* out) const {
-    const int64_t cells = static_cast<int64_t>(sum_y_.size());
+    const int64_t cells = static_cast<int64_t>(out->size()) / (2 + config_.template_modes);
     const int64_t kept = static_cast<int64_t>(row_log_e_.size());
     const int64_t modes = config_.template_modes;
     if (kept < 2) return;
@@ -117,8 +141,7 @@ class TemplateFit {
 
   const ModelConfig& config_;
   int64_t row_stride_ = 1;
-  std::vector<double> sum_y_, sum_xy_;
-  double sum_x_ = 0, sum_xx_ = 0;
+  LogEnergyLines lines_;
   int64_t events_ = 0;
   std::vector<float> rows_;        // kept events' cell / e, row after row
   std::vector<double> row_log_e_;  // their ln e
@@ -185,38 +208,18 @@ void AddSliceSums(const ModelConfig& config, const float* cells, std::vector<dou
 }
 
 // Per slice, the least-squares line (slice sum / e) = a + b ln e over the events with e > 0:
-// a for every slice, then b (b = 0 when ln e does not vary).
+// a for every slice, then b (b = 0 when ln e does not vary); zeros without such events.
 std::vector<double> FitProfiles(const ModelConfig& config, const ConditionSample& sample) {
-  const size_t slices = static_cast<size_t>(config.profile_slices());
-  std::vector<double> log_e;
-  std::vector<size_t> events;
+  const int64_t slices = config.profile_slices();
+  LogEnergyLines lines;
   for (size_t i = 0; i < sample.sample_energy_gev.size(); ++i) {
     const double e = sample.sample_energy_gev[i] / config.energy_scale;
     if (!(e > 0) || !std::isfinite(e)) continue;
-    log_e.push_back(std::log(e));
-    events.push_back(i);
+    lines.Add(std::log(e), sample.sample_profiles.data() + i * static_cast<size_t>(slices), slices,
+              1.0 / e);
   }
-  std::vector<double> fit(2 * slices, 0.0);
-  if (events.empty()) return fit;
-  double mean_l = 0;
-  for (double l : log_e) mean_l += l;
-  mean_l /= static_cast<double>(log_e.size());
-  double sxx = 0;
-  for (double l : log_e) sxx += (l - mean_l) * (l - mean_l);
-  const bool slope = sxx > 1e-12 * static_cast<double>(log_e.size());
-  for (size_t s = 0; s < slices; ++s) {
-    double mean_y = 0, sxy = 0;
-    for (size_t k = 0; k < events.size(); ++k) {
-      const double e = sample.sample_energy_gev[events[k]] / config.energy_scale;
-      const double y = sample.sample_profiles[events[k] * slices + s] / e;
-      mean_y += y;
-      sxy += (log_e[k] - mean_l) * y;
-    }
-    mean_y /= static_cast<double>(events.size());
-    const double b = slope ? sxy / sxx : 0.0;
-    fit[s] = mean_y - b * mean_l;
-    fit[slices + s] = b;
-  }
+  std::vector<double> fit = lines.Finish();
+  if (fit.empty()) fit.assign(2 * static_cast<size_t>(slices), 0.0);
   return fit;
 }
 
