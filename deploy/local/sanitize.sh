@@ -5,6 +5,8 @@
 # fuzzes each target for a bounded time. Exits non-zero on any test failure, sanitizer report or
 # fuzzer crash. deploy/local/test calls it after the normal tests; it also runs on its own
 # (it then needs GANTRY_TEST_DSN for the PostgreSQL tests).
+#   sanitize.sh [build|test|fuzz]  one step only (deploy/local/test times each as a phase); all three
+#                                   when none is named
 #   GANTRY_ASAN_BUILD_DIR      build directory (default build-asan)
 #   GANTRY_FUZZ_SECONDS        seconds of fuzzing per target (default 15; 0 skips fuzzing)
 #   GANTRY_SANITIZE_CTEST_ARGS extra ctest arguments (e.g. "-R showers")
@@ -20,6 +22,8 @@ cflags="$sanitize -fsanitize=fuzzer-no-link"
 # on a link line is loaded, and a test that compiles its own copy of a .proto that such a library
 # also holds (grpc reflection) aborts on the duplicate descriptor.
 ldflags="$sanitize -Wl,--as-needed"
+step="${1:-all}"
+case "$step" in all | build | test | fuzz) ;; *) echo "usage: sanitize.sh [build|test|fuzz]" >&2; exit 2 ;; esac
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
@@ -36,9 +40,11 @@ fi
 # showers, gan config, storage, scheduler, server, cli, physics, agent, serving), the binaries they
 # start, the fuzzers and a few torch-free benchmarks; tests/e2e and tests/chaos need gantry-worker,
 # hence LibTorch, and are not configured.
-start=$SECONDS
-cmake --build "$build" -j "$GANTRY_JOBS"
-echo "sanitizer build: $((SECONDS - start)) s"
+if [[ "$step" == all || "$step" == build ]]; then
+  start=$SECONDS
+  cmake --build "$build" -j "$GANTRY_JOBS"
+  echo "sanitizer build: $((SECONDS - start)) s"
+fi
 
 # detect_leaks=1: LeakSanitizer checks every test process at exit; lsan.supp lists the leaks of
 # third-party libraries that are by design (each entry says why). allocator_may_return_null=1: a
@@ -51,22 +57,24 @@ export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:suppressions=$supp/ubsa
 symbolizer="$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)"
 [[ -n "$symbolizer" ]] && export ASAN_SYMBOLIZER_PATH="$symbolizer"
 
-start=$SECONDS
-# Left out by default: the scheduler's long pure-logic simulation and property runs (no memory
-# handling a sanitizer would add to; they run in the normal stage), the watchdog test, which
-# asserts a wall-clock bound that the sanitizers' slowdown breaks, and the misbehaving-inspector
-# test, whose instrumented child cannot start under the address-space limit it sets (ASan reserves
-# terabytes of shadow memory up front).
-skip='^scheduler\.Scheduler(Simulation|Property)Test\.|^server\.ServerWatchdogTest\.'
-skip+='|^server\.ServerHostileUploadTest\.AnInspectionChildThatDiesOrMisbehaves'
-if [[ -n "${GANTRY_SANITIZE_CTEST_ARGS:-}" ]]; then
-  read -r -a extra <<<"$GANTRY_SANITIZE_CTEST_ARGS"
-else
-  extra=(-E "$skip")
+if [[ "$step" == all || "$step" == test ]]; then
+  start=$SECONDS
+  # Left out by default: the scheduler's long pure-logic simulation and property runs (no memory
+  # handling a sanitizer would add to; they run in the normal stage), the watchdog test, which
+  # asserts a wall-clock bound that the sanitizers' slowdown breaks, and the misbehaving-inspector
+  # test, whose instrumented child cannot start under the address-space limit it sets (ASan reserves
+  # terabytes of shadow memory up front).
+  skip='^scheduler\.Scheduler(Simulation|Property)Test\.|^server\.ServerWatchdogTest\.'
+  skip+='|^server\.ServerHostileUploadTest\.AnInspectionChildThatDiesOrMisbehaves'
+  if [[ -n "${GANTRY_SANITIZE_CTEST_ARGS:-}" ]]; then
+    read -r -a extra <<<"$GANTRY_SANITIZE_CTEST_ARGS"
+  else
+    extra=(-E "$skip")
+  fi
+  (cd "$build" && ctest --output-on-failure -j "$GANTRY_JOBS" --timeout 600 "${extra[@]}")
+  echo "sanitizer tests: $((SECONDS - start)) s"
 fi
-(cd "$build" && ctest --output-on-failure -j "$GANTRY_JOBS" --timeout 600 "${extra[@]}")
-echo "sanitizer tests: $((SECONDS - start)) s"
 
-if [[ "$fuzz_seconds" -gt 0 ]]; then
+if [[ ("$step" == all || "$step" == fuzz) && "$fuzz_seconds" -gt 0 ]]; then
   "$GANTRY_ROOT/tests/fuzz/run_fuzzers.sh" "$build/tests/fuzz" "$fuzz_seconds"
 fi

