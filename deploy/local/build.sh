@@ -5,7 +5,10 @@ source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 if [[ ! -f "$GANTRY_BUILD_DIR/CMakeCache.txt" || $# -gt 0 ]]; then
-  cmake -S "$GANTRY_ROOT" -B "$GANTRY_BUILD_DIR" -DCMAKE_BUILD_TYPE="$GANTRY_BUILD_TYPE" \
+  # Ninja where the build directory is new (an existing one keeps the generator it was made with).
+  generator=()
+  [[ -f "$GANTRY_BUILD_DIR/CMakeCache.txt" ]] || generator=(-G Ninja)
+  cmake -S "$GANTRY_ROOT" -B "$GANTRY_BUILD_DIR" "${generator[@]}" -DCMAKE_BUILD_TYPE="$GANTRY_BUILD_TYPE" \
     "${launcher[@]}" "$@" >/dev/null
 fi
 cmake --build "$GANTRY_BUILD_DIR" -j "$GANTRY_JOBS"

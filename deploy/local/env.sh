@@ -13,7 +13,7 @@ export GANTRY_PG_BIN="${GANTRY_PG_BIN:-/usr/lib/postgresql/15/bin}"
 export GANTRY_PG_DB="${GANTRY_PG_DB:-gantry}"
 # Debian packages the build, the tests and the demo need. One list, used by deps.sh.
 GANTRY_APT_PACKAGES=(
-  build-essential cmake pkg-config ccache git
+  build-essential cmake ninja-build pkg-config ccache git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libpqxx-dev postgresql-15 libgoogle-glog-dev libgtest-dev libgmock-dev
   libbenchmark-dev libssl-dev openssl libcairo2-dev fonts-dejavu-core
@@ -36,5 +36,9 @@ GANTRY_APT_KUBECTL=kubernetes-client
 # tables then name the directory of the build that filled the cache; nothing reads them but a debugger.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$GANTRY_ROOT}"
 export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
+# The precompiled headers (cmake/precompiled_headers.cmake): ccache caches a translation unit that
+# uses one only with these sloppiness settings (the header is made in the same build, so its times
+# are new).
+export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
 # Parallelism of the build (2 cores here).
 export GANTRY_JOBS="${GANTRY_JOBS:-$(nproc)}"

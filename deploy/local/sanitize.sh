@@ -28,12 +28,14 @@ launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 if [[ ! -f "$build/CMakeCache.txt" ]]; then
   # -O1 with line tables: a quick build and readable stacks.
-  cmake -S "$GANTRY_ROOT" -B "$build" -DCMAKE_BUILD_TYPE=Sanitize \
+  # The instrumentation goes to the code under test only (GANTRY_SANITIZER_FLAGS: not tests/); the
+  # benchmarks are left out.
+  cmake -S "$GANTRY_ROOT" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Sanitize \
     -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
-    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only $cflags" \
-    -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only $cflags" \
+    -DCMAKE_CXX_FLAGS_SANITIZE="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_SANITIZE="-O1 -gline-tables-only" \
+    -DGANTRY_SANITIZER_FLAGS="$cflags" \
     -DCMAKE_EXE_LINKER_FLAGS_SANITIZE="$ldflags" -DCMAKE_SHARED_LINKER_FLAGS_SANITIZE="$ldflags" \
-    -DGANTRY_WITH_TORCH=OFF -DGANTRY_FUZZ=ON >/dev/null
+    -DGANTRY_WITH_TORCH=OFF -DGANTRY_FUZZ=ON -DGANTRY_BENCHMARKS=OFF -DGANTRY_PRECOMPILED_HEADERS=OFF >/dev/null
 fi
 
 # Everything this configuration has: with GANTRY_WITH_TORCH=OFF that is the torch-free tests (base,

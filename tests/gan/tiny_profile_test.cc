@@ -9,10 +9,11 @@
 // Bit-reproducibility for a seed and thread count is a separate test that compares a run with
 // itself (gan.TrainerTest.DeterministicForSeedAndThreads).
 //
-// Calibration runs (learning curves every 10 steps, no assertion on the curve):
-//   GANTRY_TINY_SEEDS=1,2,3,4,5,6 GANTRY_TINY_STEPS=120 GANTRY_TINY_CURVE=1 \
-//     build/tests/gan/gan_tiny_profile_test
-// and the same under DNNL_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=Haswell.
+// Calibration runs (other seeds, r every 10 steps; nothing asserted):
+//   GANTRY_TINY_SEEDS=1,2,3,4,5,6 GANTRY_TINY_CURVE=1 build/tests/gan/gan_tiny_profile_test
+// and the same with AVX2 kernels on an AVX-512 machine: DNNL_MAX_CPU_ISA=AVX2 (oneDNN) and
+// OPENBLAS_CORETYPE=Haswell (OpenBLAS); ATen's own kernels are AVX2 on both (LibTorch 1.13).
+// ~75 s a seed on one core.
 #include <ATen/Parallel.h>
 #include <gtest/gtest.h>
 
@@ -67,12 +68,16 @@ std::vector<int> IntList(const char* text, std::vector<int> fallback) {
 struct Outcome {
   int seed = 0;
   double r_untrained = 0;
-  double r = 0;  // Pearson r of the mean z profile of 64 generated showers and the MC's
-  size_t peak = 0;
-  double total = 0;  // mean deposited energy, GeV
+  // Pearson r of the mean z profile of 64 generated showers and the MC's, at steps 40, 50 and 60
+  // (of 60; more steps with GANTRY_TINY_STEPS), and their median: a GAN's generator oscillates from
+  // step to step, and one evaluation catches a dip as often as not.
+  std::vector<double> r_at;
+  double r = 0;
+  size_t peak = 0;   // of the final generator's profile
+  double total = 0;  // the final generator's mean deposited energy, GeV
 };
 
-// Trains tiny for `steps` steps with `seed` (one thread, batch 8) and scores its final generator.
+// Trains tiny for `steps` steps with `seed` (one thread, batch 8) and scores it.
 Outcome TrainTiny(const showers::ShowerSet& mc, const std::vector<double>& mc_profile, int seed,
                   int steps, bool curve) {
   TrainerOptions options;
@@ -86,22 +91,27 @@ Outcome TrainTiny(const showers::ShowerSet& mc, const std::vector<double>& mc_pr
   if (!trainer.ok()) return out;
   out.r_untrained = Pearson(GeneratedProfile(**trainer, mc), mc_profile);
   std::string trajectory;
+  std::vector<double> profile;
   for (int i = 1; i <= steps; ++i) {
     auto step = (*trainer)->Step();
     EXPECT_TRUE(step.ok()) << step.status();
     if (!step.ok()) return out;
-    if (curve && i % 10 == 0) {
-      trajectory += " " + std::to_string(Pearson(GeneratedProfile(**trainer, mc), mc_profile))
-                              .substr(0, 5);
+    const bool scored = i == steps || i == steps - 10 || i == steps - 20;
+    if (scored || (curve && i % 10 == 0)) {
+      profile = GeneratedProfile(**trainer, mc);
+      const double r = Pearson(profile, mc_profile);
+      if (scored) out.r_at.push_back(r);
+      trajectory += " " + std::to_string(r).substr(0, 5);
     }
   }
-  const std::vector<double> profile = GeneratedProfile(**trainer, mc);
+  std::vector<double> sorted = out.r_at;
+  std::sort(sorted.begin(), sorted.end());
+  out.r = sorted[sorted.size() / 2];
   out.total = std::accumulate(profile.begin(), profile.end(), 0.0);
   out.peak = std::max_element(profile.begin(), profile.end()) - profile.begin();
-  out.r = Pearson(profile, mc_profile);
-  std::cerr << "seed " << seed << ": untrained r " << out.r_untrained << "; trained r " << out.r
-            << ", peak layer " << out.peak << ", mean deposit " << out.total << " GeV"
-            << (curve ? "; r every 10 steps:" + trajectory : "") << "\n";
+  std::cerr << "seed " << seed << ": untrained r " << out.r_untrained << "; r" << trajectory
+            << (curve ? " (every 10 steps)" : " (3 last tens)") << ", median of the last three "
+            << out.r << "; peak layer " << out.peak << ", mean deposit " << out.total << " GeV\n";
   return out;
 }
 
@@ -122,19 +132,22 @@ TEST(TinyProfileTest, LearnsTheLongitudinalProfileForEverySeed) {
   const bool curve = std::getenv("GANTRY_TINY_CURVE") != nullptr;
   std::vector<Outcome> outcomes;
   for (int seed : seeds) outcomes.push_back(TrainTiny(mc, mc_profile, seed, steps.at(0), curve));
-  if (curve) return;  // a calibration run prints; the bounds below hold for the default run
+  if (curve || steps.at(0) != 60) return;  // calibration runs print; the bounds are for 60 steps
 
+  // Calibration (docs/MODELS.md "tiny"): at 60 steps the median of the last three r was 0.51-0.97
+  // over 7 runs (seeds 1-4 with AVX-512 kernels, 1-3 with AVX2), and single evaluations dipped
+  // to 0.26; untrained generators score -0.35 to 0.28. Every seed must beat 0.2 and their median 0.5.
   std::vector<double> rs;
   for (const Outcome& o : outcomes) {
     rs.push_back(o.r);
     EXPECT_GT(o.total, 0.2 * mc_total) << "seed " << o.seed << ": showers are (nearly) empty";
     EXPECT_LT(o.total, 5.0 * mc_total) << "seed " << o.seed;
-    EXPECT_GT(o.peak, 1u) << "seed " << o.seed << ": the profile peaks at the front face";
-    EXPECT_LT(o.peak, 23u) << "seed " << o.seed << ": the profile peaks at the back";
-    EXPECT_GT(o.r, 0.0) << "seed " << o.seed;
+    EXPECT_GT(o.peak, 0u) << "seed " << o.seed << ": the profile peaks at the front face";
+    EXPECT_LT(o.peak, 24u) << "seed " << o.seed << ": the profile peaks at the back face";
+    EXPECT_GT(o.r, 0.2) << "seed " << o.seed << ": no longitudinal profile learned";
   }
   std::sort(rs.begin(), rs.end());
-  EXPECT_GT(rs[rs.size() / 2], 0.5) << "median r over seeds";
+  EXPECT_GT(rs[rs.size() / 2], 0.5) << "median over seeds of the median of the last three r";
 }
 
 }  // namespace

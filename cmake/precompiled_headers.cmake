@@ -1,0 +1,100 @@
+# Precompiled headers for the GCC build. Most of gantry's translation units spend more time parsing
+# gRPC, protobuf, the generated gantry.v1 headers and (in workers/) LibTorch than compiling their own
+# code; each family below precompiles those headers once and every target of the family reuses the
+# result (docs/BENCHMARKS.md "Build and test time" has what it saves).
+#
+# A family is (headers) x (test code or not): test code compiles at -O1 with GoogleTest's definitions,
+# the rest at the build type's flags, and a precompiled header is only used with the flags it was made
+# with (GCC falls back to parsing the headers otherwise). Every target's family follows from what it
+# links: LibTorch (gantry_gan) -> torch, gantry_proto -> grpc, neither -> none.
+
+set(gantry_pch_grpc_headers
+    <grpcpp/grpcpp.h> <google/protobuf/message.h> <absl/status/status.h> <absl/status/statusor.h>
+    <absl/strings/str_cat.h> <absl/strings/str_format.h> <absl/synchronization/mutex.h>
+    <absl/time/time.h> <functional> <map> <memory> <sstream> <string> <vector>)
+file(GLOB gantry_pch_protos RELATIVE ${CMAKE_SOURCE_DIR}/proto ${CMAKE_SOURCE_DIR}/proto/gantry/v1/*.proto)
+foreach(proto IN LISTS gantry_pch_protos)
+  string(REGEX REPLACE "\\.proto$" ".grpc.pb.h" header "${proto}")
+  list(APPEND gantry_pch_grpc_headers "\"${header}\"")
+endforeach()
+set(gantry_pch_torch_headers ${gantry_pch_grpc_headers} <ATen/ATen.h> <torch/nn/module.h>)
+
+# The targets that link `target`, directly or not (non-imported targets only).
+function(gantry_pch_links target out)
+  set(seen ${${out}})
+  get_target_property(direct ${target} LINK_LIBRARIES)
+  get_target_property(iface ${target} INTERFACE_LINK_LIBRARIES)
+  foreach(dep IN LISTS direct iface)
+    if(TARGET ${dep} AND NOT dep IN_LIST seen)
+      list(APPEND seen ${dep})
+      get_target_property(imported ${dep} IMPORTED)
+      if(NOT imported)
+        gantry_pch_links(${dep} seen)
+      endif()
+    endif()
+  endforeach()
+  set(${out} ${seen} PARENT_SCOPE)
+endfunction()
+
+# The host of a family: a one-file library with the family's flags that makes the precompiled header.
+function(gantry_pch_host family headers is_test)
+  set(host gantry_pch_${family})
+  file(WRITE ${CMAKE_BINARY_DIR}/pch/${family}.cc "// The precompiled header host of ${family}.\n")
+  add_library(${host} STATIC ${CMAKE_BINARY_DIR}/pch/${family}.cc)
+  target_include_directories(${host} PRIVATE ${CMAKE_SOURCE_DIR})
+  target_link_libraries(${host} PRIVATE gantry_proto gRPC::grpc++ absl::status absl::statusor
+                                        absl::strings absl::str_format absl::synchronization absl::time)
+  if(family MATCHES "^torch")
+    target_link_libraries(${host} PRIVATE torch)
+  endif()
+  if(is_test)
+    target_link_libraries(${host} PRIVATE GTest::gtest)
+    target_compile_options(${host} PRIVATE $<$<CONFIG:Release>:-O1>)
+    list(APPEND headers <gtest/gtest.h>)
+  endif()
+  target_precompile_headers(${host} PRIVATE ${headers})
+endfunction()
+
+function(gantry_pch_apply dir)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  foreach(t IN LISTS targets)
+    get_target_property(type ${t} TYPE)
+    if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|OBJECT_LIBRARY)$" OR t MATCHES "^gantry_pch_")
+      continue()
+    endif()
+    get_target_property(sources ${t} SOURCES)
+    if(NOT sources MATCHES "\\.cc")
+      continue()
+    endif()
+    set(links "")
+    gantry_pch_links(${t} links)
+    if("gantry_gan" IN_LIST links OR t STREQUAL "gantry_gan")
+      set(family torch)
+    elseif("gantry_proto" IN_LIST links)
+      set(family grpc)
+    else()
+      continue()
+    endif()
+    # Test code (tests/, but not the benchmarks) compiles at -O1: see tests/CMakeLists.txt.
+    get_target_property(source_dir ${t} SOURCE_DIR)
+    if(source_dir MATCHES "^${CMAKE_SOURCE_DIR}/tests(/|$)" AND NOT source_dir MATCHES "/tests/bench"
+       AND NOT t MATCHES "_bench$")
+      string(APPEND family _test)
+    endif()
+    target_precompile_headers(${t} REUSE_FROM gantry_pch_${family})
+    # A precompiled header GCC cannot use is a warning, not a silent fall back to parsing.
+    target_compile_options(${t} PRIVATE -Winvalid-pch)
+  endforeach()
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub IN LISTS subdirs)
+    gantry_pch_apply(${sub})
+  endforeach()
+endfunction()
+
+gantry_pch_host(grpc "${gantry_pch_grpc_headers}" OFF)
+gantry_pch_host(grpc_test "${gantry_pch_grpc_headers}" ON)
+if(GANTRY_WITH_TORCH)
+  gantry_pch_host(torch "${gantry_pch_torch_headers}" OFF)
+  gantry_pch_host(torch_test "${gantry_pch_torch_headers}" ON)
+endif()
+gantry_pch_apply(${CMAKE_SOURCE_DIR})
