@@ -75,10 +75,9 @@ function(gantry_pch_apply dir)
     else()
       continue()
     endif()
-    # Test code (tests/, but not the benchmarks) compiles at -O1: see tests/CMakeLists.txt.
-    get_target_property(source_dir ${t} SOURCE_DIR)
-    if(source_dir MATCHES "^${CMAKE_SOURCE_DIR}/tests(/|$)" AND NOT source_dir MATCHES "/tests/bench"
-       AND NOT t MATCHES "_bench$")
+    # Test code compiles at -O1 (tests/CMakeLists.txt marks it).
+    get_target_property(test_code ${t} GANTRY_TEST_CODE)
+    if(test_code)
       string(APPEND family _test)
     endif()
     target_precompile_headers(${t} REUSE_FROM gantry_pch_${family})
