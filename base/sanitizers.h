@@ -3,13 +3,19 @@
 #ifndef GANTRY_BASE_SANITIZERS_H_
 #define GANTRY_BASE_SANITIZERS_H_
 
+// Code compiled with -fsanitize=address knows it by itself; the tests' own code in the sanitizer build
+// is not instrumented but runs in an ASan process, so the build defines GANTRY_ADDRESS_SANITIZER for
+// it (tests/CMakeLists.txt).
+
 namespace gantry {
 
+#if !defined(GANTRY_ADDRESS_SANITIZER)
 #if defined(__SANITIZE_ADDRESS__)
 #define GANTRY_ADDRESS_SANITIZER 1
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
 #define GANTRY_ADDRESS_SANITIZER 1
+#endif
 #endif
 #endif
 
