@@ -1,7 +1,7 @@
 # Precompiled headers for the GCC build. Most of gantry's translation units spend more time parsing
 # gRPC, protobuf, the generated gantry.v1 headers and (in workers/) LibTorch than compiling their own
 # code; each family below precompiles those headers once and every target of the family reuses the
-# result (docs/BENCHMARKS.md "Build and test time" has what it saves).
+# result (docs/studies/2026-11-28-build-and-test-time.md has what it saves).
 #
 # A family is (headers) x (test code or not): test code compiles at -O1 with GoogleTest's definitions,
 # the rest at the build type's flags, and a precompiled header is only used with the flags it was made

@@ -5,7 +5,7 @@
 // AVX2 and AVX-512 kernels (and of OpenBLAS's) differs, so a seed's trajectory on one CPU says
 // nothing about the same seed on another. The test trains several seeds and asserts what training
 // achieves on every one of them and on their median, with bounds calibrated over more seeds on both
-// kinds of kernels (docs/MODELS.md "tiny" has the calibration table and its command).
+// kinds of kernels (docs/studies/2026-11-28-tiny-profile-calibration.md has the calibration table).
 // Bit-reproducibility for a seed and thread count is a separate test that compares a run with
 // itself (gan.TrainerTest.DeterministicForSeedAndThreads).
 //
@@ -134,7 +134,7 @@ TEST(TinyProfileTest, LearnsTheLongitudinalProfileForEverySeed) {
   for (int seed : seeds) outcomes.push_back(TrainTiny(mc, mc_profile, seed, steps.at(0), curve));
   if (curve || steps.at(0) != 60) return;  // calibration runs print; the bounds are for 60 steps
 
-  // Calibration (docs/MODELS.md "tiny"): r at step 60 was 0.56-0.91 over 7 runs (seeds 1-4 with
+  // Calibration (docs/studies/2026-11-28-tiny-profile-calibration.md): r at step 60 was 0.56-0.91 over 7 runs (seeds 1-4 with
   // AVX-512 kernels, 1-3 with AVX2), the median of the last three 0.51-0.97 over the 5 runs that
   // recorded it (0.57 over seeds 1-3 with AVX-512), and single evaluations dipped to 0.26;
   // untrained generators score -0.35 to 0.28. Every seed must beat 0.2 and their median 0.4.
