@@ -134,10 +134,11 @@ TEST(TinyProfileTest, LearnsTheLongitudinalProfileForEverySeed) {
   for (int seed : seeds) outcomes.push_back(TrainTiny(mc, mc_profile, seed, steps.at(0), curve));
   if (curve || steps.at(0) != 60) return;  // calibration runs print; the bounds are for 60 steps
 
-  // Calibration (docs/studies/2026-11-28-tiny-profile-calibration.md): r at step 60 was 0.56-0.91 over 7 runs (seeds 1-4 with
-  // AVX-512 kernels, 1-3 with AVX2), the median of the last three 0.51-0.97 over the 5 runs that
-  // recorded it (0.57 over seeds 1-3 with AVX-512), and single evaluations dipped to 0.26;
-  // untrained generators score -0.35 to 0.28. Every seed must beat 0.2 and their median 0.4.
+  // Calibration (docs/studies/2026-11-28-tiny-profile-calibration.md): r at step 60 was 0.56-0.91
+  // over 7 runs (seeds 1-4 with AVX-512 kernels, 1-3 with AVX2), the median of the last three
+  // 0.51-0.97 over the 5 runs that recorded it (0.57 over seeds 1-3 with AVX-512), and single
+  // evaluations dipped to 0.26; untrained generators score -0.35 to 0.28.
+  // Every seed must beat 0.2 and their median 0.4.
   std::vector<double> rs;
   for (const Outcome& o : outcomes) {
     rs.push_back(o.r);
