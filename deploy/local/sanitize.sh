@@ -26,7 +26,9 @@ step="${1:-all}"
 case "$step" in all | build | test | fuzz) ;; *) echo "usage: sanitize.sh [build|test|fuzz]" >&2; exit 2 ;; esac
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
-if [[ ! -f "$build/CMakeCache.txt" ]]; then
+# Configured when new, and again when an older version of this script configured it (its cache lacks
+# a setting given here).
+if [[ ! -f "$build/CMakeCache.txt" ]] || ! grep -q '^GANTRY_BENCHMARKS:BOOL=OFF' "$build/CMakeCache.txt"; then
   # -O1 with line tables: a quick build and readable stacks.
   # The instrumentation goes to the code under test only (GANTRY_SANITIZER_FLAGS: not tests/); the
   # benchmarks are left out.

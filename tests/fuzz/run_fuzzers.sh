@@ -20,8 +20,10 @@ if [[ ${#targets[@]} -eq 0 ]]; then
 fi
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/gantry-fuzz.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
-status=0
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: fuzzes TARGET, writes its report to $scratch/TARGET.report, exits non-zero on a
+# finding.
+fuzz_one() {
+  local t="$1" work log start limits execs a keep
   work="${GANTRY_FUZZ_KEEP:+$GANTRY_FUZZ_KEEP/$t}"
   work="${work:-$scratch/corpus-$t}"
   mkdir -p "$work" "$scratch/artifacts-$t"
@@ -37,9 +39,10 @@ for t in "${targets[@]}"; do
       -print_final_stats=1 -seed="${GANTRY_FUZZ_SEED:-1}" -artifact_prefix="$scratch/artifacts-$t/" \
       "$work" "$here/corpus/$t" >"$log" 2>&1; then
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' || echo '?')
-    echo "fuzz $t: ok, $((SECONDS - start)) s, $execs executions, corpus $(ls "$work" | wc -l) new + $(ls "$here/corpus/$t" | wc -l) seeds"
-  else
-    status=1
+    echo "fuzz $t: ok, $((SECONDS - start)) s, $execs executions, corpus $(ls "$work" | wc -l) new + $(ls "$here/corpus/$t" | wc -l) seeds" >"$scratch/$t.report"
+    return 0
+  fi
+  {
     echo "fuzz $t: FAILED after $((SECONDS - start)) s; the last 60 lines of its log:"
     tail -n 60 "$log"
     for a in "$scratch/artifacts-$t"/*; do
@@ -48,6 +51,22 @@ for t in "${targets[@]}"; do
       cp "$a" "$keep"
       echo "crashing input kept as $keep: fix the bug and add it to tests/fuzz/corpus/$t/"
     done
-  fi
+  } >"$scratch/$t.report"
+  return 1
+}
+
+# The targets run side by side, GANTRY_FUZZ_JOBS at a time (default: one per CPU); the reports
+# print in the targets' order.
+jobs="${GANTRY_FUZZ_JOBS:-$(nproc)}"
+pids=()
+for t in "${targets[@]}"; do
+  while (($(jobs -rp | wc -l) >= jobs)); do wait -n || true; done
+  fuzz_one "$t" &
+  pids+=($!)
+done
+status=0
+for i in "${!targets[@]}"; do
+  wait "${pids[$i]}" || status=1
+  cat "$scratch/${targets[$i]}.report"
 done
 exit $status
