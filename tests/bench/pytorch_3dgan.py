@@ -4,6 +4,7 @@ comparisons with the LibTorch implementation (tests/bench/run_gan_bench.sh).
 
   pytorch_3dgan.py generate --preset 3dgan-25 --batch 128 --threads 2 --iters 10 [--variant V]
   pytorch_3dgan.py train    --preset 3dgan-25 --batch 64  --threads 2 --iters 5
+  pytorch_3dgan.py generate --device cuda --variant compile-bf16 ...   (tests/gpu/run.sh)
 
 Prints one line "RESULT <mode> <preset> <figure> <unit>". Needs Debian's python3-torch (run with
 /usr/bin/python3 when a pyenv shim shadows it).
@@ -96,16 +97,17 @@ def ecal_target(e100):
 
 
 class Gan:
-    def __init__(self, preset, seed=1):
+    def __init__(self, preset, seed=1, device="cpu"):
         torch.manual_seed(seed)
         self.c = PRESETS[preset]
-        self.g, self.d = Generator(self.c), Discriminator(self.c)
+        self.dev = torch.device(device)
+        self.g, self.d = Generator(self.c).to(self.dev), Discriminator(self.c).to(self.dev)
         self.go = torch.optim.RMSprop(self.g.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
         self.do = torch.optim.RMSprop(self.d.parameters(), lr=1e-3, alpha=0.9, eps=1e-7)
 
     def noise(self, n):
-        e100 = torch.empty(n, 1).uniform_(0.1, 5.0)
-        return e100 * torch.randn(n, self.c["latent"]), e100
+        e100 = torch.empty(n, 1, device=self.dev).uniform_(0.1, 5.0)
+        return e100 * torch.randn(n, self.c["latent"], device=self.dev), e100
 
     def d_loss(self, img, lab, e100, ecal):
         f, e, s = self.d(img)
@@ -119,8 +121,8 @@ class Gan:
             fake = self.g(z)
         ecal = images.sum(dim=(1, 2, 3, 4)).unsqueeze(1)
         for img, lab, en, ec in ((images, 1.0, e100, ecal), (fake, 0.0, fe, ecal_target(fe))):
-            labels = torch.full((n, 1), lab)
-            flipm = torch.rand(n, 1) < flip
+            labels = torch.full((n, 1), lab, device=self.dev)
+            flipm = torch.rand(n, 1, device=self.dev) < flip
             labels = torch.where(flipm, 1 - labels, labels)
             self.do.zero_grad()
             self.d_loss(img, labels, en, ec).backward()
@@ -128,7 +130,7 @@ class Gan:
         for _ in range(2):
             z, fe = self.noise(n)
             self.go.zero_grad()
-            self.d_loss(self.g(z), torch.ones(n, 1), fe, ecal_target(fe)).backward()
+            self.d_loss(self.g(z), torch.ones(n, 1, device=self.dev), fe, ecal_target(fe)).backward()
             self.go.step()
 
 
@@ -141,11 +143,19 @@ def main():
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     # generate only: eager float32; TorchScript traced, frozen and optimize_for_inference'd
-    # (float32); eager under CPU autocast to bfloat16.
-    ap.add_argument("--variant", choices=["eager", "script", "autocast-bf16"], default="eager")
+    # (float32); eager under autocast to bfloat16; torch.compile'd (default mode), float32 or
+    # under autocast to bfloat16.
+    ap.add_argument("--variant", choices=["eager", "script", "autocast-bf16", "compile",
+                                          "compile-bf16"], default="eager")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda (times synchronise the device)")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    gan = Gan(a.preset)
+    gan = Gan(a.preset, device=a.device)
+
+    def sync():
+        if gan.dev.type == "cuda":
+            torch.cuda.synchronize(gan.dev)
+
     if a.mode == "generate":
         gan.g.eval()
         z, _ = gan.noise(a.batch)
@@ -153,24 +163,31 @@ def main():
         if a.variant == "script":
             with torch.no_grad():
                 g = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(gan.g, z)))
-        autocast = torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.variant == "autocast-bf16")
+        if a.variant.startswith("compile"):
+            g = torch.compile(gan.g)
+        bf16 = a.variant.endswith("bf16")
+        autocast = torch.autocast(gan.dev.type, dtype=torch.bfloat16, enabled=bf16)
         with torch.inference_mode(), autocast:
             for _ in range(a.warmup):
                 g(z)
+            sync()
             t = time.perf_counter()
             for _ in range(a.iters):
                 g(z)
+            sync()
             dt = time.perf_counter() - t
         print(f"RESULT generate {a.preset} {1000.0 * dt / (a.iters * a.batch):.3f} ms/shower"
               f" ({a.variant})")
     else:
-        images = torch.rand(a.batch, 1, 25, 25, 25) * 0.01
-        e100 = torch.empty(a.batch, 1).uniform_(0.1, 5.0)
+        images = torch.rand(a.batch, 1, 25, 25, 25, device=gan.dev) * 0.01
+        e100 = torch.empty(a.batch, 1, device=gan.dev).uniform_(0.1, 5.0)
         for _ in range(a.warmup):
             gan.step(images, e100)
+        sync()
         t = time.perf_counter()
         for _ in range(a.iters):
             gan.step(images, e100)
+        sync()
         dt = time.perf_counter() - t
         print(f"RESULT train {a.preset} {a.iters * a.batch / dt:.2f} samples/s")
 

@@ -407,6 +407,33 @@ TEST_F(RankProcessTest, RefusedAssignmentsExitTwoWithAMessage) {
   EXPECT_NE(run.stderr_text.find("bogus"), std::string::npos) << run.stderr_text;
 }
 
+TEST_F(RankProcessTest, ADeviceTheRankCannotUseIsRefusedBeforeAnyWork) {
+  // cuda:1023 exists on no machine (a CPU build has no cuda device at all): exit 2 and, from rank
+  // 0, a failed JobResult saying which device and why, before the dataset is touched.
+  v1::Assignment assignment = AssignmentFor("job-dev", TinySpec());
+  std::vector<std::string> flags = StandardFlags(WriteAssignment(assignment));
+  flags.push_back("--device=cuda:1023");
+  RankRun run = Run(flags);
+  EXPECT_EQ(run.exit_code, 2) << run.stderr_text;
+  auto results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].result().success());
+  EXPECT_NE(results[0].result().message().find("cuda:1023"), std::string::npos)
+      << results[0].result().message();
+  EXPECT_NE(results[0].result().message().find("FAILED_PRECONDITION"), std::string::npos)
+      << results[0].result().message();
+  EXPECT_TRUE(run.Of(v1::WorkerMessage::kRankStatus).empty());
+
+  // A spelling that is no device at all.
+  flags.back() = "--device=gpu:0";
+  run = Run(flags);
+  EXPECT_EQ(run.exit_code, 2) << run.stderr_text;
+  results = run.Of(v1::WorkerMessage::kResult);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_NE(results[0].result().message().find("cuda:N"), std::string::npos)
+      << results[0].result().message();
+}
+
 TEST_F(RankProcessTest, MissingDatasetFailsWithAResultNamingIt) {
   v1::JobSpec spec = TinySpec();
   spec.set_dataset("ds-00000000-0000-0000-0000-000000000000");

@@ -15,6 +15,7 @@
 #include "base/file_roots.h"
 #include "base/log.h"
 #include "workers/agent/control_pipe.h"
+#include "workers/gan/device.h"
 #include "workers/runner/rank_plan.h"
 #include "workers/runner/rank_runner.h"
 
@@ -122,6 +123,14 @@ int RunRankCommand(const RankCommandOptions& o) {
 
   absl::StatusOr<FileRoots> file_roots = FileRoots::Parse(o.file_roots, "file-roots");
   if (!file_roots.ok()) return fail_early(file_roots.status(), -1, "");
+  // The daemon's choice of device: a device this build or machine lacks ends the rank before any
+  // work (the scheduler places GPU ranks only on GPU workers, so this is a misconfigured worker).
+  absl::StatusOr<c10::Device> device = gan::ParseDevice(o.device, "--device");
+  absl::Status device_usable = device.ok() ? gan::DeviceUsable(*device) : device.status();
+  if (device_usable.ok()) device_usable = gan::MakeCurrentDevice(*device);
+  if (!device_usable.ok()) {
+    return fail_early(device_usable, assignment->rank(), assignment->job_id());
+  }
 
   runner::RankRunnerOptions options;
   options.file_roots = *std::move(file_roots);
@@ -135,6 +144,7 @@ int RunRankCommand(const RankCommandOptions& o) {
   options.stop = &g_stop;
   options.checkpoint_and_stop = &g_checkpoint_and_stop;
   options.max_steps_per_epoch = o.max_steps_per_epoch;
+  options.device = *device;
   const std::string job_id = assignment->job_id();
   const int attempt = assignment->attempt();
   runner::RankRunner runner(*std::move(plan), options,

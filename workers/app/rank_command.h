@@ -22,6 +22,8 @@ struct RankCommandOptions {
   std::string file_roots;           // the daemon's --file-roots (comma-separated; empty = none)
   std::string bind_host;            // optional: this worker's advertise host (Gloo on rank != 0)
   int64_t max_steps_per_epoch = 0;  // test hook
+  // The device the daemon gave this rank: "cpu" or "cuda:N" (one GPU per rank).
+  std::string device = "cpu";
   // The file (mode 0600, in the rank's private work dir) holding the rank credential of this job
   // attempt, which the rank sends to the server; never the credential itself on argv or in env.
   std::string credential_file;

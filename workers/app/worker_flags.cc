@@ -52,7 +52,9 @@ ABSL_FLAG(std::string, tls_cert, "",
           "daemon, rank: PEM certificate of this worker (mutual TLS; generation endpoint)");
 ABSL_FLAG(std::string, tls_key, "", "daemon, rank: PEM private key of --tls-cert");
 ABSL_FLAG(int, slots, kDaemon.slots, "daemon: ranks hosted at once");
-ABSL_FLAG(std::string, device, kDaemon.device, "daemon: cpu | gpu:ID[,ID...] (gpu: CUDA builds)");
+ABSL_FLAG(
+    std::string, device, kDaemon.device,
+    "daemon: cpu | gpu:ID[,ID...] (gpu: CUDA builds); rank: cpu | cuda:N (set by the daemon)");
 ABSL_FLAG(std::string, labels, "", "daemon: labels jobs can select on, k=v,k=v");
 ABSL_FLAG(std::string, advertise_host, kDaemon.advertise_host,
           "daemon: address other ranks reach this worker at");
@@ -163,7 +165,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
       {"rank",
        {"server", "cache_dir", "cache_max_bytes", "work_dir", "file_roots", "assignment",
         "control_fd", "bind_host", "max_steps_per_epoch", "ca_cert", "tls_cert", "tls_key",
-        "credential_file"}},
+        "credential_file", "device"}},
       {"local-train",
        {"preset", "data", "out", "resume", "epochs", "batch", "lr", "label_flip", "steps_per_epoch",
         "model_set", "lr_decay_to", "seed", "threads"}},
@@ -280,6 +282,7 @@ absl::StatusOr<RankCommandOptions> RankOptionsFromFlags() {
   o.file_roots = absl::GetFlag(FLAGS_file_roots);
   o.bind_host = absl::GetFlag(FLAGS_bind_host);
   o.max_steps_per_epoch = absl::GetFlag(FLAGS_max_steps_per_epoch);
+  o.device = absl::GetFlag(FLAGS_device);
   o.tls_files.ca_cert = absl::GetFlag(FLAGS_ca_cert);
   o.tls_files.cert = absl::GetFlag(FLAGS_tls_cert);
   o.tls_files.key = absl::GetFlag(FLAGS_tls_key);

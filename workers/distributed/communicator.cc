@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/exception.h>
+#include <torch/version.h>
 #ifdef GANTRY_WITH_CUDA
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
@@ -11,7 +12,9 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
 
@@ -61,6 +64,19 @@ void PackedCollective(std::vector<at::Tensor>& tensors,
       offset += n;
     }
   }
+}
+
+// NCCL reduces CUDA tensors only: on a GPU group a CPU buffer (the RNG state, the counters, the
+// epoch's order, the data checks) goes through the rank's current CUDA device and back.
+std::function<void(at::Tensor&)> OnGroupDevice(bool gpu, std::function<void(at::Tensor&)> op) {
+  if (!gpu) return op;
+  return [op = std::move(op)](at::Tensor& buffer) {
+    if (!buffer.is_cpu()) return op(buffer);
+    at::Tensor staged = buffer.to(at::Device(at::kCUDA));
+    op(staged);
+    at::NoGradGuard no_grad;
+    buffer.copy_(staged);
+  };
 }
 
 }  // namespace
@@ -128,14 +144,24 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
     try {
       auto nccl_options = c10d::ProcessGroupNCCL::Options::create();
       nccl_options->timeout = Millis(options.timeout);
-      auto group = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank,
-                                                               options.world_size, nccl_options);
+      auto nccl = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, options.rank,
+                                                              options.world_size, nccl_options);
+#if TORCH_VERSION_MAJOR >= 2
+      // Since PyTorch 2 a process group dispatches each collective to the backend of its tensors'
+      // device: NCCL for CUDA (CPU tensors are staged through the device, OnGroupDevice).
+      auto group = c10::make_intrusive<c10d::ProcessGroup>(store, options.rank, options.world_size);
+      group->setDefaultBackend(c10d::ProcessGroup::BackendType::NCCL);
+      group->setBackend(c10::DeviceType::CUDA, c10d::ProcessGroup::BackendType::NCCL, nccl);
+#else
+      auto group = nccl;
+#endif
       return std::unique_ptr<Communicator>(new Communicator(options, store, group));
     } catch (const std::exception& e) {
       return CollectiveError(e, "NCCL process group", where);
     }
   }
 #endif
+#ifdef USE_C10D_GLOO
   try {
     std::string bind = options.bind_host;
     if (bind.empty()) bind = options.rank == 0 ? options.rendezvous_host : "127.0.0.1";
@@ -147,17 +173,22 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
   } catch (const std::exception& e) {
     return CollectiveError(e, "Gloo process group", where);
   }
+#else
+  // A build without Gloo (the GPU device check's, against a LibTorch whose Gloo headers are
+  // absent).
+  return absl::UnimplementedError("CPU process groups need Gloo, which this build lacks");
+#endif
 }
 
 absl::Status Communicator::AllReduceSum(std::vector<at::Tensor>& tensors) {
   if (tensors.empty()) return absl::OkStatus();
   try {
-    PackedCollective(tensors, [this](at::Tensor& buffer) {
-      std::vector<at::Tensor> one{buffer};
-      c10d::AllreduceOptions opts;
-      opts.reduceOp = c10d::ReduceOp::SUM;
-      group_->allreduce(one, opts)->wait();
-    });
+    PackedCollective(tensors, OnGroupDevice(options_.gpu, [this](at::Tensor& buffer) {
+                       std::vector<at::Tensor> one{buffer};
+                       c10d::AllreduceOptions opts;
+                       opts.reduceOp = c10d::ReduceOp::SUM;
+                       group_->allreduce(one, opts)->wait();
+                     }));
     return absl::OkStatus();
   } catch (const std::exception& e) {
     return CollectiveError(e, "all-reduce", absl::StrCat("rank ", rank()));
@@ -170,12 +201,12 @@ absl::Status Communicator::Broadcast(std::vector<at::Tensor>& tensors, int root)
   }
   if (tensors.empty()) return absl::OkStatus();
   try {
-    PackedCollective(tensors, [this, root](at::Tensor& buffer) {
-      std::vector<at::Tensor> one{buffer};
-      c10d::BroadcastOptions opts;
-      opts.rootRank = root;
-      group_->broadcast(one, opts)->wait();
-    });
+    PackedCollective(tensors, OnGroupDevice(options_.gpu, [this, root](at::Tensor& buffer) {
+                       std::vector<at::Tensor> one{buffer};
+                       c10d::BroadcastOptions opts;
+                       opts.rootRank = root;
+                       group_->broadcast(one, opts)->wait();
+                     }));
     return absl::OkStatus();
   } catch (const std::exception& e) {
     return CollectiveError(e, "broadcast", absl::StrCat("rank ", rank()));

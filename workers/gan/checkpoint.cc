@@ -169,7 +169,8 @@ absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_
   try {
     torch::serialize::InputArchive archive;
     std::istringstream stream{std::string(*payload)};
-    archive.load_from(stream);
+    // Onto the CPU whatever device wrote it: a checkpoint taken on a GPU resumes anywhere.
+    archive.load_from(stream, torch::Device(torch::kCPU));
     at::Tensor config_bytes;
     archive.read("config", config_bytes);
     if (config_bytes.dim() != 1 || config_bytes.scalar_type() != at::kByte ||

@@ -42,12 +42,15 @@ ProfileLossTerm ProfileLoss(const ModelConfig& config, const at::Tensor& generat
   // Per shower: slice sums per unit e, x then y then z (n, slices), and the fitted profile's.
   const at::Tensor per_e = generated.squeeze(1) / energy100.view({-1, 1, 1, 1});
   const at::Tensor sums = at::cat({per_e.sum({2, 3}), per_e.sum({1, 3}), per_e.sum({1, 2})}, 1);
-  const at::Tensor fit = at::tensor(config.profile_fit, at::kDouble).to(dtype);
+  const at::Tensor fit = at::tensor(config.profile_fit, at::kDouble).to(generated.device(), dtype);
   const at::Tensor target =
       fit.slice(0, 0, slices).unsqueeze(0) + at::log(energy100) * fit.slice(0, slices).unsqueeze(0);
   // The two halves of the global batch: its even rows (A) and its odd rows (B).
   const at::Tensor in_a =
-      ((at::arange(n, at::kLong) + first_row).remainder(2) == 0).to(dtype).unsqueeze(1);
+      ((at::arange(n, at::TensorOptions(at::kLong).device(generated.device())) + first_row)
+           .remainder(2) == 0)
+          .to(dtype)
+          .unsqueeze(1);
   const at::Tensor in_b = 1.0 - in_a;
   const at::Tensor sums_a = (sums * in_a).sum(0), sums_b = (sums * in_b).sum(0);
   // Every rank's sums added: [generated A, generated B, fitted A, fitted B, |A|, |B|].

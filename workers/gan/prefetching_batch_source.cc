@@ -159,6 +159,16 @@ absl::StatusOr<RealBatch> PrefetchingBatchSource::Load(
   batch.energy100 = std::move(t.energy100);
   batch.theta = std::move(t.theta);
   batch.ecal = std::move(t.ecal);
+  if (options_.pin_memory) {
+    try {
+      for (at::Tensor* x : {&batch.images, &batch.energy100, &batch.theta, &batch.ecal}) {
+        if (x->defined()) *x = x->pin_memory();
+      }
+    } catch (const c10::Error& e) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("pinning a batch: ", e.what_without_backtrace()));
+    }
+  }
   return batch;
 }
 

@@ -26,6 +26,9 @@ struct PrefetchOptions {
   // Background threads reading and preprocessing (HDF5 reads are serialised by the library, the
   // preprocessing runs in parallel); at least 1 when queue_depth > 0.
   int loader_threads = 2;
+  // Batches in page-locked memory (a CUDA rank): the Trainer's copy to the device is then
+  // asynchronous. Needs a CUDA LibTorch.
+  bool pin_memory = false;
   // Test and benchmark hook, called before each batch is read (on the thread that reads it):
   // simulates slow storage. Must be thread-safe.
   std::function<void()> before_read;

@@ -11,8 +11,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/device.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
@@ -26,15 +28,24 @@ at::Tensor InPrecision(const at::Tensor& input, GenerationPrecision precision) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ShowerGenerator>> ShowerGenerator::Load(
-    const std::string& checkpoint_path) {
+    const std::string& checkpoint_path, const c10::Device& device) {
+  RETURN_IF_ERROR(DeviceUsable(device));
   absl::StatusOr<TrainingState> state = ReadCheckpoint(checkpoint_path, /*load_optimizers=*/false);
   if (!state.ok()) return state.status();
+  try {
+    state->generator->to(device);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("moving the generator to ", DeviceName(device), ": ",
+                                            e.what_without_backtrace()));
+  }
   return std::make_unique<ShowerGenerator>(state->config, state->generator);
 }
 
 ShowerGenerator::ShowerGenerator(ModelConfig config, Generator generator)
     : config_(std::move(config)), generator_(std::move(generator)) {
   generator_->eval();
+  const std::vector<at::Tensor> parameters = generator_->parameters();
+  if (!parameters.empty()) device_ = parameters.front().device();
 }
 
 absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationRequest& request) {
@@ -66,20 +77,25 @@ absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationReq
     c10::InferenceMode guard;
     at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(request.seed);
     const at::Tensor energy =
-        at::from_blob(const_cast<float*>(request.energy_gev.data()), {n, 1}, at::kFloat) /
+        at::from_blob(const_cast<float*>(request.energy_gev.data()), {n, 1}, at::kFloat)
+            .to(device_) /
         config_.energy_scale;
     at::Tensor theta;
     if (angles) {
-      theta = at::from_blob(const_cast<float*>(request.theta_rad.data()), {n, 1}, at::kFloat);
+      theta = at::from_blob(const_cast<float*>(request.theta_rad.data()), {n, 1}, at::kFloat)
+                  .to(device_);
     }
     for (int64_t first = 0; first < n; first += request.batch_size) {
       const int64_t count = std::min(request.batch_size, n - first);
-      const at::Tensor noise = at::randn({count, generator_->noise_dim()}, rng, at::kFloat);
+      const at::Tensor noise =
+          at::randn({count, generator_->noise_dim()}, rng, at::kFloat).to(device_);
       const at::Tensor input = generator_->MakeInput(
           energy.slice(0, first, first + count),
           angles ? theta.slice(0, first, first + count) : at::Tensor(), noise);
-      const at::Tensor showers = UndoCellPreprocessing(
-          config_, generator_->forward(InPrecision(input, request.precision)));
+      const at::Tensor showers =
+          UndoCellPreprocessing(config_, generator_->forward(InPrecision(input, request.precision)))
+              .to(at::kCPU)
+              .contiguous();
       std::memcpy(out.cells.data() + first * cells, showers.data_ptr<float>(),
                   sizeof(float) * static_cast<size_t>(count * cells));
     }
@@ -129,11 +145,15 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
   }
   try {
     c10::InferenceMode guard;
-    at::Tensor energy = at::from_blob(const_cast<float*>(energy_gev.data()), {n, 1}, at::kFloat) /
-                        config_.energy_scale;
+    at::Tensor energy =
+        at::from_blob(const_cast<float*>(energy_gev.data()), {n, 1}, at::kFloat).to(device_) /
+        config_.energy_scale;
     at::Tensor theta;
-    if (angles) theta = at::from_blob(const_cast<float*>(theta_rad.data()), {n, 1}, at::kFloat);
-    at::Tensor z = at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat);
+    if (angles) {
+      theta = at::from_blob(const_cast<float*>(theta_rad.data()), {n, 1}, at::kFloat).to(device_);
+    }
+    at::Tensor z =
+        at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat).to(device_);
     if (n == 1) {
       // A batch of one takes other kernels (matrix-vector in the first layer) whose rounding
       // differs from every batch of 2..128, which agree bit for bit: a lone shower runs as a pair
@@ -142,9 +162,11 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
       if (angles) theta = theta.repeat({2, 1});
       z = z.repeat({2, 1});
     }
-    const at::Tensor showers = UndoCellPreprocessing(
-        config_,
-        generator_->forward(InPrecision(generator_->MakeInput(energy, theta, z), precision)));
+    const at::Tensor showers =
+        UndoCellPreprocessing(config_, generator_->forward(InPrecision(
+                                           generator_->MakeInput(energy, theta, z), precision)))
+            .to(at::kCPU)
+            .contiguous();
     std::memcpy(out, showers.data_ptr<float>(),
                 sizeof(float) * static_cast<size_t>(n * cells_per_shower()));
   } catch (const c10::Error& e) {

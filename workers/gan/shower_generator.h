@@ -4,6 +4,8 @@
 #ifndef GANTRY_WORKERS_GAN_SHOWER_GENERATOR_H_
 #define GANTRY_WORKERS_GAN_SHOWER_GENERATOR_H_
 
+#include <c10/core/Device.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,9 +33,13 @@ struct GenerationRequest {
 
 class ShowerGenerator {
  public:
-  // Loads the generator of a checkpoint (optimiser state is skipped). Errors as ReadCheckpoint.
-  static absl::StatusOr<std::unique_ptr<ShowerGenerator>> Load(const std::string& checkpoint_path);
-  // Wraps an in-memory generator (shared with the caller; switched to eval mode).
+  // Loads the generator of a checkpoint (optimiser state is skipped) onto `device`. Errors as
+  // ReadCheckpoint; FAILED_PRECONDITION for a device this build or machine lacks (DeviceUsable).
+  static absl::StatusOr<std::unique_ptr<ShowerGenerator>> Load(
+      const std::string& checkpoint_path, const c10::Device& device = c10::Device(c10::kCPU));
+  // Wraps an in-memory generator (shared with the caller; switched to eval mode). Generation runs
+  // on the device its parameters are on; the latent noise is drawn on the CPU (the same showers
+  // for the same seed on any device, up to the device's rounding) and showers come back to the CPU.
   ShowerGenerator(ModelConfig config, Generator generator);
 
   // INVALID_ARGUMENT for empty/non-positive energies, missing angles, batch < 1;
@@ -63,10 +69,12 @@ class ShowerGenerator {
   int64_t memory_bytes() const;
 
   const ModelConfig& config() const { return config_; }
+  const c10::Device& device() const { return device_; }
 
  private:
   ModelConfig config_;
   Generator generator_;
+  c10::Device device_ = c10::Device(c10::kCPU);
 };
 
 }  // namespace gantry::gan

@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "workers/gan/conv_stage.h"
+#include "workers/gan/device.h"
 #include "workers/gan/in_memory_batch_source.h"
 #include "workers/gan/losses.h"
 
@@ -75,8 +76,10 @@ Trainer::Trainer(TrainingState state, std::unique_ptr<BatchSource> source,
   if (options.max_steps_per_epoch > 0) {
     steps_per_epoch_ = std::min(steps_per_epoch_, options.max_steps_per_epoch);
   }
-  if (world > 1 && state_.config.dropout > 0) {
-    dropout_rng_ = at::make_generator<at::CPUGeneratorImpl>(state_.seed);
+  if ((world > 1 || !options.device.is_cpu()) && state_.config.dropout > 0) {
+    dropout_rng_ = options.device.is_cpu()
+                       ? at::make_generator<at::CPUGeneratorImpl>(state_.seed)
+                       : at::globalContext().defaultGenerator(options.device).clone();
     state_.discriminator->set_dropout_generator(dropout_rng_);
   }
   if (options.cross_rank_sum) set_cross_rank_sum(options.cross_rank_sum);
@@ -145,7 +148,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
         absl::StrCat("checkpoint was taken mid-epoch on ", state.permutation.size(0),
                      " events but the data set has ", source->events()));
   }
+  RETURN_IF_ERROR(DeviceUsable(options.device));
   if (options.threads > 0) at::set_num_threads(options.threads);
+  try {
+    MoveTrainingState(state, options.device);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("moving the models to ", DeviceName(options.device),
+                                            ": ", e.what_without_backtrace()));
+  }
   return std::unique_ptr<Trainer>(new Trainer(std::move(state), std::move(source), options));
 }
 
@@ -255,22 +265,30 @@ at::Tensor Trainer::LocalRows(const at::Tensor& t) const {
   return t.slice(0, offset, offset + batch_size_);
 }
 
+at::Tensor Trainer::OnDevice(const at::Tensor& t) const {
+  if (!t.defined() || t.device() == options_.device) return t;
+  // Asynchronous from pinned memory (a prefetched batch); the step's first use waits for it on the
+  // device's stream.
+  return t.to(options_.device, /*non_blocking=*/t.is_pinned());
+}
+
 at::Tensor Trainer::SampleConditions(HeadLabels& labels) {
   const ModelConfig& c = state_.config;
   at::Generator& rng = state_.rng;
   const int64_t global = global_batch_size();
   // float32 normally; float64 when the models and data were converted (precise comparisons).
   const at::ScalarType dtype = source_->dtype();
-  labels.energy100 = LocalRows(at::empty({global, 1}, dtype)
-                                   .uniform_(c.fake_energy_min_gev / c.energy_scale,
-                                             c.fake_energy_max_gev / c.energy_scale, rng));
+  labels.energy100 =
+      OnDevice(LocalRows(at::empty({global, 1}, dtype)
+                             .uniform_(c.fake_energy_min_gev / c.energy_scale,
+                                       c.fake_energy_max_gev / c.energy_scale, rng)));
   if (c.variable_angle()) {
-    labels.theta = LocalRows(
-        at::empty({global, 1}, dtype).uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng));
+    labels.theta = OnDevice(LocalRows(
+        at::empty({global, 1}, dtype).uniform_(c.fake_theta_min_rad, c.fake_theta_max_rad, rng)));
   }
   labels.ecal = EcalTarget(c, labels.energy100);
   const at::Tensor noise =
-      LocalRows(at::randn({global, state_.generator->noise_dim()}, rng, dtype));
+      OnDevice(LocalRows(at::randn({global, state_.generator->noise_dim()}, rng, dtype)));
   return state_.generator->MakeInput(labels.energy100, labels.theta, noise);
 }
 
@@ -284,7 +302,7 @@ at::Tensor Trainer::RealFakeLabels(double value) {
             .lt(c.label_flip);
     labels = at::where(flip, 1.0 - labels, labels);
   }
-  return labels;
+  return OnDevice(labels);
 }
 
 at::Tensor Trainer::GenerateWithoutGrad(HeadLabels& fake) {
@@ -307,14 +325,14 @@ absl::StatusOr<at::Tensor> Trainer::NextRealBatch(HeadLabels& real, StepReport* 
                         absl::StrCat("reading the batch of step ", s.step + 1, " (epoch ",
                                      s.epoch + 1, "): ", batch.status().message()));
   }
-  const at::Tensor images = batch->images;
-  if (images.size(0) != batch_size_) {
-    return absl::InternalError(absl::StrCat("the batch source returned ", images.size(0),
+  if (batch->images.size(0) != batch_size_) {
+    return absl::InternalError(absl::StrCat("the batch source returned ", batch->images.size(0),
                                             " events for a batch of ", batch_size_));
   }
-  real.energy100 = batch->energy100;
-  real.ecal = batch->ecal;
-  if (s.config.variable_angle()) real.theta = batch->theta;
+  const at::Tensor images = OnDevice(batch->images);
+  real.energy100 = OnDevice(batch->energy100);
+  real.ecal = OnDevice(batch->ecal);
+  if (s.config.variable_angle()) real.theta = OnDevice(batch->theta);
   return images;
 }
 
@@ -358,7 +376,8 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
   for (int64_t k = 0; k < c.generator_steps; ++k) {
     HeadLabels trick;
     const at::Tensor input = SampleConditions(trick);
-    trick.real = at::ones({batch_size_, 1}, source_->dtype());
+    trick.real =
+        at::ones({batch_size_, 1}, at::TensorOptions(source_->dtype()).device(options_.device));
     s.generator_optimizer->zero_grad();
     const at::Tensor generated = s.generator->forward(input);
     LossTerms g = HeadLosses(c, s.discriminator->forward(generated), trick);

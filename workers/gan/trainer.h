@@ -7,6 +7,7 @@
 
 #include <ATen/core/Generator.h>
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 #include <c10/util/Optional.h>
 
 #include <chrono>
@@ -34,6 +35,10 @@ struct TrainerOptions {
   int64_t epochs = 1;      // Train() runs until this many epochs are complete
   // Intra-op threads (at::set_num_threads, process-wide); 0 leaves the current setting.
   int threads = 0;
+  // Where the networks, optimiser state and batches live (workers/gan/device.h has the policy: the
+  // random draws stay on the CPU generator and are copied over). A device this build or machine
+  // lacks is FAILED_PRECONDITION at creation.
+  c10::Device device = c10::Device(c10::kCPU);
   // 0: an epoch is floor(events / batch) iterations (as the reference); otherwise at most this many
   // (tests and benchmarks bound the work).
   int64_t max_steps_per_epoch = 0;
@@ -177,6 +182,8 @@ class Trainer {
   at::Tensor RealFakeLabels(double value);
   // This rank's rows of a quantity drawn for the global batch.
   at::Tensor LocalRows(const at::Tensor& t) const;
+  // `t` (drawn or read on the CPU) on the training device.
+  at::Tensor OnDevice(const at::Tensor& t) const;
   void FillThroughput(std::chrono::steady_clock::time_point start, StepReport* report) const;
   void ApplyLearningRate(double lr);
   // Hands the source this rank's batches of the current epoch from the cursor on.
@@ -191,8 +198,9 @@ class Trainer {
   GradientHook gradient_hook_;
   StepCallback step_callback_;
   EpochCallback epoch_callback_;
-  // Dropout masks of a multi-rank run: a rank-local stream reseeded every step from the shared RNG
-  // (decorrelated across ranks, still reproducible and resumable). Unused with one rank.
+  // Dropout masks of a multi-rank or non-CPU run: a rank-local stream (on the training device)
+  // reseeded every step from the shared RNG (decorrelated across ranks, still reproducible and
+  // resumable). Unused with one CPU rank, which draws its masks from the shared RNG itself.
   c10::optional<at::Generator> dropout_rng_;
 };
 

@@ -519,6 +519,7 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
   gan::PrefetchOptions prefetch;
   prefetch.queue_depth = plan_.prefetch_batches;
   prefetch.loader_threads = plan_.loader_threads;
+  prefetch.pin_memory = options_.device.is_cuda();
   ASSIGN_OR_RETURN(
       std::unique_ptr<gan::PrefetchingBatchSource> batches,
       gan::PrefetchingBatchSource::Create(plan_.model, reader, std::move(split.train), prefetch));
@@ -543,6 +544,7 @@ absl::Status RankRunner::JoinProcessGroup(
   co.rendezvous_port = a.rendezvous_port();
   co.rank = rank_;
   co.world_size = world_size_;
+  co.gpu = options_.device.is_cuda();
   co.timeout = a.collective_timeout_ms() > 0 ? absl::Milliseconds(a.collective_timeout_ms())
                                              : options_.default_collective_timeout;
   co.bind_host = rank_ == 0 ? a.rendezvous_host()
@@ -664,6 +666,7 @@ gan::TrainerOptions RankRunner::TrainerOptionsForPlan() const {
   options.seed = plan_.seed;
   options.epochs = plan_.epochs;
   options.threads = plan_.threads;
+  options.device = options_.device;
   options.max_steps_per_epoch = options_.max_steps_per_epoch;
   options.world_size = world_size_;
   options.rank = rank_;

@@ -9,6 +9,8 @@
 #ifndef GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 #define GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 
+#include <c10/core/Device.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -74,6 +76,9 @@ struct RankRunnerOptions {
   int64_t max_steps_per_epoch = 0;
   // Channels to the server: TLS when it trusts a CA (mutual TLS when it has a certificate).
   TlsConfig tls;
+  // The rank's device (workers/gan/device.h): training, validation generation and, on a cuda
+  // device, NCCL instead of Gloo.
+  c10::Device device = c10::Device(c10::kCPU);
 };
 
 // Receives every message the rank reports. Called from the training thread and the progress

@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "workers/gan/device.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/dataset_cache.h"
 #include "workers/serving/torch_backend.h"
@@ -48,7 +49,10 @@ ModelLoader MakeCheckpointModelLoader(CheckpointModelLoaderOptions options) {
         absl::Status safe = runner::VerifyCheckpointInChild(
             *path, absl::StrCat("checkpoint ", model.checkpoint_sha256()), options.verify);
         if (!safe.ok()) return safe;
-        absl::StatusOr<std::unique_ptr<TorchBackend>> backend = TorchBackend::FromCheckpoint(*path);
+        absl::StatusOr<c10::Device> device = gan::ParseDevice(options.device);
+        if (!device.ok()) return device.status();
+        absl::StatusOr<std::unique_ptr<TorchBackend>> backend =
+            TorchBackend::FromCheckpoint(*path, *device);
         if (!backend.ok()) return backend.status();
         return std::unique_ptr<BatchBackend>(*std::move(backend));
       };
@@ -60,8 +64,12 @@ ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options) {
                           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
   std::shared_ptr<agent::CredentialSlot> credential = options.credential;
-  return MakeCheckpointModelLoader({options.server, [credential] { return credential->Get(); },
-                                    options.cache_dir + "/models", options.tls});
+  CheckpointModelLoaderOptions loader{options.server, [credential] { return credential->Get(); },
+                                      options.cache_dir + "/models", options.tls};
+  if (options.device == gantry::v1::DEVICE_KIND_GPU && !options.device_ids.empty()) {
+    loader.device = absl::StrCat("cuda:", options.device_ids.front());
+  }
+  return MakeCheckpointModelLoader(std::move(loader));
 }
 
 }  // namespace gantry::serving

@@ -26,6 +26,8 @@ struct CheckpointModelLoaderOptions {
   // is loaded in this process (runner/checkpoint_verifier.h); verify.binary must be gantry-worker
   // when this process is not.
   runner::CheckpointVerifierOptions verify;
+  // Where the models run: "cpu" or "cuda:N" (workers/gan/device.h).
+  std::string device = "cpu";
 };
 
 // The checkpoint path of `sha256`, fetched if it is not there or does not hash to `sha256`.
@@ -35,7 +37,7 @@ absl::StatusOr<std::string> FetchModelCheckpoint(const CheckpointModelLoaderOpti
 ModelLoader MakeCheckpointModelLoader(CheckpointModelLoaderOptions options);
 
 // For DaemonMain: sets LibTorch's intra-op threads to --serve-threads (0 = all cores) and returns
-// the loader for <cache-dir>/models.
+// the loader for <cache-dir>/models; a GPU worker serves on its first GPU.
 ModelLoader MakeDaemonModelLoader(const agent::AgentOptions& options);
 
 }  // namespace gantry::serving

@@ -9,9 +9,9 @@
 namespace gantry::serving {
 
 absl::StatusOr<std::unique_ptr<TorchBackend>> TorchBackend::FromCheckpoint(
-    const std::string& path) {
+    const std::string& path, const c10::Device& device) {
   absl::StatusOr<std::unique_ptr<gan::ShowerGenerator>> generator =
-      gan::ShowerGenerator::Load(path);
+      gan::ShowerGenerator::Load(path, device);
   if (!generator.ok()) return generator.status();
   return std::make_unique<TorchBackend>(*std::move(generator));
 }

@@ -21,7 +21,8 @@ namespace gantry::serving {
 class TorchBackend final : public BatchBackend {
  public:
   // Loads the generator of a checkpoint file (errors as gan::ReadCheckpoint).
-  static absl::StatusOr<std::unique_ptr<TorchBackend>> FromCheckpoint(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<TorchBackend>> FromCheckpoint(
+      const std::string& path, const c10::Device& device = c10::Device(c10::kCPU));
   explicit TorchBackend(std::unique_ptr<gan::ShowerGenerator> generator);
 
   absl::Status RunBatch(const std::vector<ShowerSpec>& showers, float* out) override;

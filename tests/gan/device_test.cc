@@ -1,0 +1,164 @@
+// The rank's device (workers/gan/device.h) on the CPU: parsing, the refusal of a device this build
+// or machine lacks, and the CPU device running through the same code as a GPU (the GPU itself is
+// checked by tests/gpu on a machine that has one).
+#include "workers/gan/device.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/cuda.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "tests/gan/test_data.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/shower_generator.h"
+#include "workers/gan/trainer.h"
+
+namespace gantry::gan {
+namespace {
+
+const showers::ShowerSet& Showers() {
+  static const showers::ShowerSet* set = new showers::ShowerSet(testing::FixedAngleShowers(12));
+  return *set;
+}
+
+TrainerOptions Options(uint64_t seed) {
+  TrainerOptions o;
+  o.batch_size = 2;
+  o.max_steps_per_epoch = 3;
+  o.seed = seed;
+  o.threads = 1;
+  return o;
+}
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          (name + "." + std::to_string(::getpid()) + ".ckpt"))
+      .string();
+}
+
+bool BitIdentical(const TrainingState& a, const TrainingState& b) {
+  const auto wa = testing::Weights(a), wb = testing::Weights(b);
+  if (wa.size() != wb.size()) return false;
+  for (size_t i = 0; i < wa.size(); ++i) {
+    if (!at::equal(wa[i], wb[i])) return false;
+  }
+  return true;
+}
+
+// A cuda device this process cannot use: any in a CPU LibTorch (this machine's), the one past the
+// last otherwise.
+c10::Device MissingCudaDevice() {
+  if (!at::hasCUDA()) return c10::Device(c10::kCUDA, 0);
+  return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(torch::cuda::device_count()));
+}
+
+TEST(DeviceTest, ParsesCpuAndCudaIndices) {
+  for (const char* text : {"", "cpu"}) {
+    absl::StatusOr<c10::Device> d = ParseDevice(text);
+    ASSERT_TRUE(d.ok()) << text << ": " << d.status();
+    EXPECT_TRUE(d->is_cpu());
+    EXPECT_EQ(DeviceName(*d), "cpu");
+  }
+  absl::StatusOr<c10::Device> d = ParseDevice("cuda:3");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_TRUE(d->is_cuda());
+  EXPECT_EQ(d->index(), 3);
+  EXPECT_EQ(DeviceName(*d), "cuda:3");
+  EXPECT_TRUE(ParseDevice("cuda:1023").ok());
+}
+
+TEST(DeviceTest, RefusesOtherSpellingsNamingTheField) {
+  for (const char* text : {"gpu", "gpu:0", "cuda", "cuda:", "cuda:-1", "cuda:+1", "cuda:x",
+                           "cuda:1024", "CPU", "cuda:0,1", "mps"}) {
+    absl::StatusOr<c10::Device> d = ParseDevice(text, "--device");
+    ASSERT_FALSE(d.ok()) << text;
+    EXPECT_EQ(d.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(d.status().message().find("--device"), std::string::npos) << d.status();
+    EXPECT_NE(d.status().message().find("cuda:N"), std::string::npos) << d.status();
+  }
+}
+
+TEST(DeviceTest, CpuIsUsableAndAMissingCudaDeviceIsRefused) {
+  EXPECT_TRUE(DeviceUsable(c10::Device(c10::kCPU)).ok());
+  const absl::Status missing = DeviceUsable(MissingCudaDevice());
+  EXPECT_EQ(missing.code(), absl::StatusCode::kFailedPrecondition) << missing;
+  EXPECT_NE(missing.message().find("cuda:"), std::string::npos) << missing;
+  EXPECT_TRUE(MakeCurrentDevice(c10::Device(c10::kCPU)).ok());
+}
+
+TEST(DeviceTest, TrainerOnAnExplicitCpuDeviceMatchesTheDefaultBitForBit) {
+  TrainerOptions explicit_cpu = Options(5);
+  explicit_cpu.device = c10::Device(c10::kCPU);
+  auto a = Trainer::Create(*PresetConfig("tiny"), Showers(), Options(5));
+  auto b = Trainer::Create(*PresetConfig("tiny"), Showers(), explicit_cpu);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*a)->Step().ok());
+    ASSERT_TRUE((*b)->Step().ok());
+  }
+  EXPECT_TRUE(BitIdentical((*a)->state(), (*b)->state()));
+  for (const at::Tensor& w : testing::Weights((*b)->state())) EXPECT_TRUE(w.is_cpu());
+}
+
+TEST(DeviceTest, TrainerRefusesAMissingDeviceBeforeAnyWork) {
+  TrainerOptions options = Options(5);
+  options.device = MissingCudaDevice();
+  auto trainer = Trainer::Create(*PresetConfig("tiny"), Showers(), options);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kFailedPrecondition) << trainer.status();
+}
+
+TEST(DeviceTest, MovingAStateInPlaceKeepsItsOptimizersAndTrajectory) {
+  auto moved = Trainer::Create(*PresetConfig("tiny"), Showers(), Options(9));
+  auto still = Trainer::Create(*PresetConfig("tiny"), Showers(), Options(9));
+  ASSERT_TRUE(moved.ok() && still.ok());
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE((*moved)->Step().ok());
+    ASSERT_TRUE((*still)->Step().ok());
+  }
+  TrainingState& s = (*moved)->mutable_state();
+  const size_t g_state = s.generator_optimizer->state().size();
+  const size_t d_state = s.discriminator_optimizer->state().size();
+  ASSERT_GT(g_state, 0u);
+  MoveTrainingState(s, c10::Device(c10::kCPU));
+  EXPECT_EQ(s.generator_optimizer->state().size(), g_state);
+  EXPECT_EQ(s.discriminator_optimizer->state().size(), d_state);
+  // The optimisers still update the networks' own parameters.
+  ASSERT_TRUE((*moved)->Step().ok());
+  ASSERT_TRUE((*still)->Step().ok());
+  EXPECT_TRUE(BitIdentical((*moved)->state(), (*still)->state()));
+}
+
+TEST(DeviceTest, CheckpointsLoadOntoTheCpuAndGenerationFollowsTheModel) {
+  const std::string path = TempPath("device");
+  auto trainer = Trainer::Create(*PresetConfig("tiny"), Showers(), Options(3));
+  ASSERT_TRUE(trainer.ok());
+  ASSERT_TRUE((*trainer)->Step().ok());
+  ASSERT_TRUE((*trainer)->SaveCheckpoint(path).ok());
+  absl::StatusOr<TrainingState> state = ReadCheckpoint(path);
+  ASSERT_TRUE(state.ok()) << state.status();
+  for (const at::Tensor& w : testing::Weights(*state)) EXPECT_TRUE(w.is_cpu());
+
+  absl::StatusOr<std::unique_ptr<ShowerGenerator>> on_cpu = ShowerGenerator::Load(path);
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+  EXPECT_TRUE((*on_cpu)->device().is_cpu());
+  GenerationRequest request;
+  request.energy_gev = {50.0f, 120.0f, 300.0f};
+  request.seed = 4;
+  absl::StatusOr<showers::ShowerSet> generated = (*on_cpu)->Generate(request);
+  ASSERT_TRUE(generated.ok()) << generated.status();
+  EXPECT_EQ(generated->events(), 3);
+
+  absl::StatusOr<std::unique_ptr<ShowerGenerator>> missing =
+      ShowerGenerator::Load(path, MissingCudaDevice());
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition) << missing.status();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace gantry::gan

@@ -1,0 +1,401 @@
+// gpu_check: the device checks of workers/gan on one device against the CPU, run by
+// tests/gpu/run.sh on a machine with an NVIDIA GPU (and, with --device=cpu, on any machine, to
+// check the program).
+//   1. correctness: a training step on the device against the same step on the CPU (float64 and
+//      float32), a generation batch (float32, bfloat16 where the device has it), a checkpoint
+//      written on the device read on the CPU bit for bit and resumed on the device;
+//   2. a short 3dgan-25 training run on toy Monte Carlo on the device (samples/s, data stall);
+//   3. the process group of the device's kind with one rank (NCCL for cuda), a GPU and a CPU
+//   tensor;
+//   4. generation showers/s for 3dgan-25 and 3dgan-51 at batches 128..4096, FP32 and BF16, and
+//      training samples/s at the reference batch, with the peak device memory.
+// Prints one "RESULT <json>" line per figure and "CHECK <name> ok|FAILED <detail>" per check; exits
+// 1 when a check failed.
+#include <ATen/ATen.h>
+#include <torch/cuda.h>
+
+#ifdef GANTRY_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "showers/toy_mc.h"
+#include "workers/distributed/communicator.h"
+#include "workers/gan/bf16_support.h"
+#include "workers/gan/checkpoint.h"
+#include "workers/gan/device.h"
+#include "workers/gan/in_memory_batch_source.h"
+#include "workers/gan/preprocessing.h"
+#include "workers/gan/shower_generator.h"
+#include "workers/gan/trainer.h"
+
+namespace gantry::gan {
+namespace {
+
+int g_failed = 0;
+// The preset of the training run and the repeatability check: 3dgan-25, tiny for the CPU
+// self-check.
+std::string g_run_preset = "3dgan-25";
+
+void Check(const std::string& name, bool ok, const std::string& detail) {
+  std::cout << "CHECK " << name << " " << (ok ? "ok" : "FAILED") << " " << detail << std::endl;
+  if (!ok) ++g_failed;
+}
+
+void Result(const std::string& json) { std::cout << "RESULT " << json << std::endl; }
+
+void Synchronize(const c10::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+void ResetPeakMemory(const c10::Device& device) {
+#ifdef GANTRY_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+#endif
+}
+
+int64_t PeakMemoryBytes(const c10::Device& device) {
+#ifdef GANTRY_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[0].peak;  // StatType::AGGREGATE
+  }
+#endif
+  return -1;
+}
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+showers::ShowerSet ToyShowers(int64_t events, showers::Layout layout, uint64_t seed) {
+  showers::ToyMcConfig config;
+  config.layout = layout;
+  config.events = events;
+  config.seed = seed;
+  config.threads = 8;
+  absl::StatusOr<showers::ShowerSet> set = showers::SimulateToyMc(config);
+  if (!set.ok()) {
+    std::cerr << "toy MC: " << set.status() << std::endl;
+    std::exit(2);
+  }
+  return *std::move(set);
+}
+
+// Two identical training states (one checkpoint read twice), in `dtype`.
+std::pair<TrainingState, TrainingState> TwinStates(const ModelConfig& config, uint64_t seed,
+                                                   at::ScalarType dtype, const std::string& path) {
+  TrainingState fresh = *NewTrainingState(config, seed);
+  if (!WriteCheckpoint(path, fresh).ok()) std::exit(2);
+  TrainingState a = *ReadCheckpoint(path), b = *ReadCheckpoint(path);
+  for (TrainingState* s : {&a, &b}) {
+    s->generator->to(dtype);
+    s->discriminator->to(dtype);
+  }
+  return {std::move(a), std::move(b)};
+}
+
+TrainingTensors InDtype(TrainingTensors t, at::ScalarType dtype) {
+  t.images = t.images.to(dtype);
+  t.energy100 = t.energy100.to(dtype);
+  t.ecal = t.ecal.to(dtype);
+  if (t.theta.defined()) t.theta = t.theta.to(dtype);
+  return t;
+}
+
+// Largest |a - b| over all weights, relative to the largest |a|.
+double MaxRelativeDifference(const TrainingState& a, const TrainingState& b) {
+  double diff = 0, scale = 1e-30;
+  auto visit = [&](const std::vector<at::Tensor>& wa, const std::vector<at::Tensor>& wb) {
+    for (size_t i = 0; i < wa.size(); ++i) {
+      const at::Tensor x = wa[i].to(at::kCPU, at::kDouble), y = wb[i].to(at::kCPU, at::kDouble);
+      diff = std::max(diff, (x - y).abs().max().item<double>());
+      scale = std::max(scale, x.abs().max().item<double>());
+    }
+  };
+  visit(a.generator->parameters(), b.generator->parameters());
+  visit(a.discriminator->parameters(), b.discriminator->parameters());
+  return diff / scale;
+}
+
+// One training step on the CPU and on `device` from the same state and data.
+void CheckTrainingStep(const std::string& preset, at::ScalarType dtype, double tolerance,
+                       const c10::Device& device) {
+  ModelConfig config = *PresetConfig(preset);
+  config.dropout = 0;  // masks come from different generators on different devices
+  const showers::ShowerSet data = ToyShowers(16, showers::Layout::kFixedAngle3DGan, 5);
+  const TrainingTensors tensors = InDtype(*PreprocessShowers(config, data), dtype);
+  auto [cpu_state, dev_state] = TwinStates(config, 3, dtype, "/tmp/gantry-gpu-check-twin.ckpt");
+  TrainerOptions options;
+  options.batch_size = 8;
+  options.seed = 3;
+  TrainerOptions on_device = options;
+  on_device.device = device;
+  auto cpu = Trainer::CreateFromTensors(std::move(cpu_state), tensors, options);
+  auto dev = Trainer::CreateFromTensors(std::move(dev_state), tensors, on_device);
+  if (!cpu.ok() || !dev.ok()) {
+    Check("training_step." + preset, false, (cpu.ok() ? dev : cpu).status().ToString());
+    return;
+  }
+  const bool stepped = (*cpu)->Step().ok() && (*dev)->Step().ok();
+  const double diff = MaxRelativeDifference((*cpu)->state(), (*dev)->state());
+  const std::string type = dtype == at::kDouble ? "float64" : "float32";
+  Result(absl::StrFormat(
+      R"({"check":"training_step","preset":"%s","dtype":"%s","device":"%s","max_rel_diff":%.3g})",
+      preset, type, DeviceName(device), diff));
+  Check(absl::StrCat("training_step.", preset, ".", type), stepped && diff <= tolerance,
+        absl::StrFormat("max relative weight difference after one step %.3g (tolerance %.0e)", diff,
+                        tolerance));
+}
+
+void CheckGeneration(const c10::Device& device) {
+  const ModelConfig config = *PresetConfig("3dgan-25");
+  const std::string path = "/tmp/gantry-gpu-check-gen.ckpt";
+  if (!WriteCheckpoint(path, *NewTrainingState(config, 9)).ok()) std::exit(2);
+  auto cpu = ShowerGenerator::Load(path);
+  auto dev = ShowerGenerator::Load(path, device);
+  if (!cpu.ok() || !dev.ok()) {
+    Check("generation", false, (cpu.ok() ? dev : cpu).status().ToString());
+    return;
+  }
+  const int64_t n = 64, cells = (*cpu)->cells_per_shower();
+  std::vector<float> energy(n), noise(n * (*cpu)->noise_dim());
+  at::Tensor z = at::randn({static_cast<int64_t>(noise.size())}, at::kFloat);
+  std::copy(z.data_ptr<float>(), z.data_ptr<float>() + noise.size(), noise.begin());
+  for (int64_t i = 0; i < n; ++i) energy[i] = 10.0f + 7.5f * static_cast<float>(i);
+  std::vector<float> a(n * cells), b(n * cells);
+  for (GenerationPrecision precision :
+       {GenerationPrecision::kFloat32, GenerationPrecision::kBFloat16}) {
+    const bool bf16 = precision == GenerationPrecision::kBFloat16;
+    if (bf16 && !Bf16Support().ok()) {
+      std::cout << "NOTE bf16 generation not checked: " << Bf16Support() << std::endl;
+      continue;
+    }
+    const bool ok = (*cpu)->GenerateFromNoise(energy, {}, noise, a.data(), precision).ok() &&
+                    (*dev)->GenerateFromNoise(energy, {}, noise, b.data(), precision).ok();
+    double diff = 0, scale = 1e-30;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff = std::max(diff, static_cast<double>(std::abs(a[i] - b[i])));
+      scale = std::max(scale, static_cast<double>(std::abs(a[i])));
+    }
+    const double tolerance = bf16 ? 5e-2 : 2e-3;
+    Result(absl::StrFormat(
+        R"({"check":"generation","preset":"3dgan-25","precision":"%s","device":"%s","max_rel_diff":%.3g})",
+        bf16 ? "bf16" : "fp32", DeviceName(device), diff / scale));
+    Check(absl::StrCat("generation.", bf16 ? "bf16" : "fp32"), ok && diff / scale <= tolerance,
+          absl::StrFormat("max cell difference / max cell %.3g (tolerance %.0e)", diff / scale,
+                          tolerance));
+  }
+}
+
+void CheckCheckpointAcrossDevices(const c10::Device& device) {
+  const ModelConfig config = *PresetConfig("tiny");
+  const showers::ShowerSet data = ToyShowers(16, showers::Layout::kFixedAngle3DGan, 6);
+  TrainerOptions options;
+  options.batch_size = 4;
+  options.seed = 4;
+  options.device = device;
+  auto trainer = Trainer::Create(config, data, options);
+  if (!trainer.ok()) {
+    Check("checkpoint", false, trainer.status().ToString());
+    return;
+  }
+  bool ok = (*trainer)->Step().ok() && (*trainer)->Step().ok();
+  const std::string path = "/tmp/gantry-gpu-check-resume.ckpt";
+  ok = ok && (*trainer)->SaveCheckpoint(path).ok();
+  absl::StatusOr<TrainingState> read = ReadCheckpoint(path);
+  ok = ok && read.ok();
+  const double diff = ok ? MaxRelativeDifference((*trainer)->state(), *read) : 1;
+  bool on_cpu = ok;
+  if (ok) {
+    for (const at::Tensor& p : read->generator->parameters()) on_cpu = on_cpu && p.is_cpu();
+  }
+  Check("checkpoint.device_to_cpu", ok && on_cpu && diff == 0,
+        absl::StrFormat("read onto the CPU: %s, weight difference %.3g (must be 0)",
+                        on_cpu ? "yes" : "no", diff));
+  // Back onto the device from the file (written on the device, read on the CPU, moved).
+  auto resumed = Trainer::Resume(path, data, options);
+  const bool continued = resumed.ok() && (*resumed)->Step().ok() && (*resumed)->state().step == 3;
+  Check("checkpoint.resume_on_device", continued,
+        resumed.ok() ? "resumed and stepped" : resumed.status().ToString());
+}
+
+void CheckProcessGroup(const c10::Device& device) {
+  distributed::CommunicatorOptions options;
+  options.rendezvous_host = "127.0.0.1";
+  options.rendezvous_port = 0;  // one rank: an ephemeral port
+  options.world_size = 1;
+  options.gpu = device.is_cuda();
+  auto comm = distributed::Communicator::Connect(options);
+  if (!comm.ok()) {
+    Check("process_group", false, comm.status().ToString());
+    return;
+  }
+  std::vector<at::Tensor> tensors{at::ones({1000}, at::TensorOptions(at::kFloat).device(device)),
+                                  at::full({3}, 7, at::kLong)};
+  const absl::Status reduced = (*comm)->AllReduceSum(tensors);
+  std::vector<at::Tensor> broadcast{at::arange(5, at::TensorOptions(at::kLong).device(device))};
+  const absl::Status sent = (*comm)->Broadcast(broadcast, 0);
+  const bool ok = reduced.ok() && sent.ok() && tensors[0].sum().item<double>() == 1000 &&
+                  tensors[1].sum().item<int64_t>() == 21 &&
+                  broadcast[0].sum().item<int64_t>() == 10 && tensors[0].device() == device;
+  Check(absl::StrCat("process_group.", device.is_cuda() ? "nccl" : "gloo"), ok,
+        reduced.ok()
+            ? (sent.ok() ? "one rank: all-reduce and broadcast of a device and a CPU tensor"
+                         : sent.ToString())
+            : reduced.ToString());
+}
+
+void TrainingRun(const c10::Device& device, int steps, const std::string& mode) {
+  const ModelConfig config = *PresetConfig(g_run_preset);
+  const showers::ShowerSet data =
+      ToyShowers(4 * config.default_batch, showers::Layout::kFixedAngle3DGan, 8);
+  TrainerOptions options;
+  options.seed = 1;
+  options.device = device;
+  auto trainer = Trainer::Create(config, data, options);
+  if (!trainer.ok()) {
+    Check("training_run", false, trainer.status().ToString());
+    return;
+  }
+  for (int i = 0; i < 2; ++i) (void)(*trainer)->Step();  // warm-up (cuDNN algorithm choice)
+  Synchronize(device);
+  ResetPeakMemory(device);
+  double seconds = 0, wait = 0;
+  bool ok = true;
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < steps && ok; ++i) {
+    absl::StatusOr<StepReport> step = (*trainer)->Step();
+    ok = step.ok();
+    if (ok) wait += step->data_wait_seconds;
+  }
+  Synchronize(device);
+  seconds = Seconds(start);
+  const double rate = steps * (*trainer)->batch_size() / seconds;
+  Result(absl::StrFormat(
+      R"({"bench":"training","preset":"%s","mode":"%s","batch":%d,"device":"%s","samples_per_s":%.1f,"data_stall":%.4f,"peak_bytes":%d})",
+      g_run_preset, mode, (*trainer)->batch_size(), DeviceName(device), rate, wait / seconds,
+      PeakMemoryBytes(device)));
+  Check(absl::StrCat("training_run.", g_run_preset, ".", mode), ok,
+        absl::StrFormat("%d steps, %.1f samples/s", steps, rate));
+}
+
+// Two identical runs of a few steps on the device: equal bit for bit? (Run once without and
+// once after UseDeterministicAlgorithms; TrainingRun before and after gives the mode's cost.)
+void CheckRepeatability(const c10::Device& device, bool deterministic) {
+  const ModelConfig config = *PresetConfig(g_run_preset);
+  const showers::ShowerSet data = ToyShowers(64, showers::Layout::kFixedAngle3DGan, 10);
+  TrainerOptions options;
+  options.batch_size = 16;
+  options.seed = 6;
+  options.device = device;
+  auto a = Trainer::Create(config, data, options);
+  auto b = Trainer::Create(config, data, options);
+  bool ok = a.ok() && b.ok();
+  for (int i = 0; ok && i < 3; ++i) ok = (*a)->Step().ok() && (*b)->Step().ok();
+  const double diff = ok ? MaxRelativeDifference((*a)->state(), (*b)->state()) : -1;
+  const std::string mode = deterministic ? "deterministic" : "default";
+  Result(
+      absl::StrFormat(R"({"check":"repeatability","mode":"%s","device":"%s","max_rel_diff":%.3g})",
+                      mode, DeviceName(device), diff));
+  // The default mode may differ run to run on a GPU (atomics in cuDNN's backward): reported, not
+  // asserted; the deterministic mode must repeat exactly.
+  if (deterministic || device.is_cpu()) {
+    Check("repeatability." + mode, ok && diff == 0,
+          absl::StrFormat("two runs of 3 steps differ by %.3g (must be 0)", diff));
+  }
+}
+
+void GenerationThroughput(const c10::Device& device, const std::string& preset,
+                          const std::vector<int64_t>& batches) {
+  const ModelConfig config = *PresetConfig(preset);
+  const std::string path = "/tmp/gantry-gpu-check-bench.ckpt";
+  if (!WriteCheckpoint(path, *NewTrainingState(config, 2)).ok()) std::exit(2);
+  auto generator = ShowerGenerator::Load(path, device);
+  if (!generator.ok()) {
+    Check("generation_throughput." + preset, false, generator.status().ToString());
+    return;
+  }
+  for (GenerationPrecision precision :
+       {GenerationPrecision::kFloat32, GenerationPrecision::kBFloat16}) {
+    const bool bf16 = precision == GenerationPrecision::kBFloat16;
+    if (bf16 && !Bf16Support().ok()) continue;
+    for (int64_t batch : batches) {
+      const int64_t cells = (*generator)->cells_per_shower();
+      std::vector<float> energy(batch, 100.0f), theta,
+          noise(batch * (*generator)->noise_dim(), 0.5f);
+      if (config.variable_angle()) theta.assign(batch, 1.5f);
+      std::vector<float> out(batch * cells);
+      (void)(*generator)->GenerateFromNoise(energy, theta, noise, out.data(), precision);
+      Synchronize(device);
+      ResetPeakMemory(device);
+      int iterations = 0;
+      const auto start = std::chrono::steady_clock::now();
+      while (Seconds(start) < 2.0 || iterations < 3) {
+        if (!(*generator)->GenerateFromNoise(energy, theta, noise, out.data(), precision).ok())
+          break;
+        ++iterations;
+      }
+      Synchronize(device);
+      const double rate = iterations * batch / Seconds(start);
+      Result(absl::StrFormat(
+          R"({"bench":"generation","impl":"gantry","preset":"%s","precision":"%s","batch":%d,"device":"%s","showers_per_s":%.1f,"peak_bytes":%d})",
+          preset, bf16 ? "bf16" : "fp32", batch, DeviceName(device), rate,
+          PeakMemoryBytes(device)));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gantry::gan
+
+int main(int argc, char** argv) {
+  using namespace gantry::gan;
+  std::string device_text = "cuda:0";
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg.rfind("--device=", 0) == 0) device_text = arg.substr(9);
+    if (arg == "--quick") quick = true;  // the CPU self-check: small figures only
+  }
+  absl::StatusOr<c10::Device> device = ParseDevice(device_text, "--device");
+  absl::Status usable = device.ok() ? DeviceUsable(*device) : device.status();
+  if (usable.ok()) usable = MakeCurrentDevice(*device);
+  if (!usable.ok()) {
+    std::cerr << usable << std::endl;
+    return 2;
+  }
+  std::cout << "device " << DeviceName(*device) << ", cuda available "
+            << torch::cuda::is_available() << ", bf16: " << Bf16Support() << std::endl;
+  if (quick) g_run_preset = "tiny";
+  CheckTrainingStep("tiny", at::kDouble, 1e-7, *device);
+  CheckTrainingStep("3dgan-25", at::kDouble, 1e-7, *device);
+  CheckTrainingStep("3dgan-25", at::kFloat, 2e-2, *device);
+  CheckGeneration(*device);
+  CheckCheckpointAcrossDevices(*device);
+  CheckProcessGroup(*device);
+  TrainingRun(*device, quick ? 2 : 20, "default");
+  CheckRepeatability(*device, /*deterministic=*/false);
+  UseDeterministicAlgorithms();
+  CheckRepeatability(*device, /*deterministic=*/true);
+  TrainingRun(*device, quick ? 2 : 20, "deterministic");  // the mode's cost
+  if (quick) {
+    GenerationThroughput(*device, "3dgan-25", {128});
+  } else {
+    GenerationThroughput(*device, "3dgan-25", {128, 256, 512, 1024, 2048, 4096});
+    GenerationThroughput(*device, "3dgan-51", {128, 256, 512, 1024});
+  }
+  std::cout << (g_failed == 0 ? "ALL CHECKS PASSED" : absl::StrCat(g_failed, " CHECK(S) FAILED"))
+            << std::endl;
+  return g_failed == 0 ? 0 : 1;
+}
