@@ -410,7 +410,9 @@ torch::Tensor ConvStageImpl::Convolve(const torch::Tensor& x, const torch::Tenso
   const torch::Tensor weight = cast ? float_weight.to(x.scalar_type()) : float_weight;
   const torch::Tensor bias =
       cast && float_bias.defined() ? float_bias.to(x.scalar_type()) : float_bias;
-  bool fast = bias.defined() && at::GradMode::is_enabled();
+  // The custom gradients are CPU work (oneDNN's slow few-channel backward); on a GPU cuDNN's own
+  // forward and backward run.
+  bool fast = x.is_cpu() && bias.defined() && at::GradMode::is_enabled();
   for (int i = 0; i < 3; ++i) fast = fast && pad[i] <= weight.size(2 + i) - 1;
   if (fast) return FastGradConv3d::apply(x, weight, bias, pad[0], pad[1], pad[2]);
   return at::conv3d(x, weight, bias, {1, 1, 1}, {pad[0], pad[1], pad[2]});
@@ -438,11 +440,13 @@ torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
     const int64_t dmin = floordiv(-before, f[a]);
     const int64_t dmax = floordiv(f[a] - 1 + k[a] - 1 - before, f[a]);
     const int64_t taps = dmax - dmin + 1;
-    select[a] = at::zeros({f[a], taps, k[a]}, x.options().dtype(at::kFloat));
-    auto acc = select[a].accessor<float, 3>();
+    // Filled on the CPU, then on the input's device.
+    at::Tensor selection = at::zeros({f[a], taps, k[a]}, at::kFloat);
+    auto acc = selection.accessor<float, 3>();
     for (int64_t r = 0; r < f[a]; ++r) {
       for (int64_t j = 0; j < k[a]; ++j) acc[r][floordiv(r + j - before, f[a]) - dmin][j] = 1.0f;
     }
+    select[a] = selection.to(x.device());
     // Input cells dmin .. q-1+dmax are read; pad (or crop, when negative) to exactly that range.
     pad[2 * (2 - a)] = -dmin;
     pad[2 * (2 - a) + 1] = q[a] - 1 + dmax - (in - 1);
