@@ -88,6 +88,14 @@ absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
                                                      const v1::JobSpec& spec,
                                                      const v1::JobResult& result) {
   RETURN_IF_ERROR(ValidateSha256(result.checkpoint_sha256(), "result.checkpoint_sha256"));
+  // Only a checkpoint this job uploaded: never another job's (another tenant's) checkpoint or a
+  // dataset blob that a worker names.
+  ASSIGN_OR_RETURN(bool own, backend_.jobs->HasCheckpoint(job_id, result.checkpoint_sha256()));
+  if (!own) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("result.checkpoint_sha256: ", result.checkpoint_sha256(),
+                     " is not a checkpoint job ", job_id, " uploaded; a job registers its own"));
+  }
   ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(result.checkpoint_sha256()));
   if (size != result.checkpoint_size_bytes()) {
     return absl::FailedPreconditionError(

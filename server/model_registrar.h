@@ -16,7 +16,8 @@ class ModelRegistrar {
  public:
   explicit ModelRegistrar(Backend& backend) : backend_(backend) {}
 
-  // Checks the uploaded checkpoint, registers the model version (with lineage, metrics and
+  // Checks the uploaded checkpoint (one this job uploaded, FAILED_PRECONDITION otherwise, with the
+  // size the result states), registers the model version (with lineage, metrics and
   // histograms), records it as the job's model and appends a model_registered event. Returns the
   // model reference "name:version".
   absl::StatusOr<std::string> Register(const std::string& job_id, const std::string& owner,

@@ -230,16 +230,20 @@ absl::Status WorkerService::MayReport(const Principal& principal, const std::str
           field, ": this rank credential is for job ", principal.rank_job, " attempt ",
           principal.rank_attempt, " only; a rank reports ", what, " of its own job attempt"));
     }
-    return absl::OkStatus();
-  }
-  if (!principal.is_worker_credential()) {
+  } else if (!principal.is_worker_credential()) {
     return absl::PermissionDeniedError(
         absl::StrCat("reporting ", what, " needs a worker or rank credential"));
   }
-  ASSIGN_OR_RETURN(bool placed, backend_.identities->HasRanksOn(job_id, principal.worker_id));
-  if (!placed) {
-    return absl::PermissionDeniedError(
-        absl::StrCat(field, ": job ", job_id, " has no ranks on this worker"));
+  // Only the current attempt of a job that is placed on this worker now: not an attempt that
+  // ended, moved elsewhere or has not started, not a job that finished (a rank credential lives
+  // as long as its attempt).
+  ASSIGN_OR_RETURN(bool live,
+                   backend_.identities->HoldsLiveAttempt(job_id, attempt, principal.worker_id));
+  if (!live) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        field, ": job ", job_id, " attempt ", attempt,
+        " has no ranks on this worker now (a worker reports ", what,
+        " only for the current attempt of a job running on it)"));
   }
   return absl::OkStatus();
 }
@@ -265,16 +269,11 @@ grpc::Status WorkerService::UploadCheckpoint(
     }
     const v1::CheckpointHeader header = message.header();
     RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
+    // Only for the current attempt of a job placed on this worker now (the database decides:
+    // while it is unavailable the upload is UNAVAILABLE and the rank sends it again).
     RETURN_IF_ERROR(MayUpload(principal, header));
-    // The blob store does not need the database: while it is unavailable a checkpoint of a job
-    // it cannot look up is still taken (the rank's final checkpoint must not wait for it).
     const absl::StatusOr<v1::Job> job = backend_.jobs->Get("", header.job_id());
-    if (!job.ok() && !absl::IsUnavailable(job.status())) return job.status();
-    if (job.ok() && header.attempt() < job->attempt()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("header.attempt: ", header.attempt(), " is an earlier attempt of job ",
-                       header.job_id(), " (now ", job->attempt(), "); its checkpoint is not kept"));
-    }
+    if (!job.ok()) return job.status();
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
     while (reader->Read(&message)) {
       if (!message.has_chunk()) {
@@ -308,29 +307,22 @@ grpc::Status WorkerService::UploadCheckpoint(
     saved->set_sha256(blob.sha256);
     saved->set_size_bytes(blob.size_bytes);
     if (header.has_fom()) saved->set_fom(header.fom());
-    if (absl::StatusOr<bool> recorded =
-            backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved);
-        absl::IsUnavailable(recorded.status())) {
-      GANTRY_LOG(WARNING) << absl::StrCat(
-          "stored checkpoint ", blob.sha256, " of ", header.job_id(),
-          "; it is not recorded (not a restart point): ", recorded.status().message());
-    } else if (!recorded.ok()) {
-      return recorded.status();
-    } else if (job.ok()) {
-      // Retention: the job's older checkpoints beyond keep_last expire (the newest, what a
-      // restart resumes from, stays, and with keep_best the one with the lowest validation fom).
-      // Expiring drops their blob references in the same transaction; the collector deletes a
-      // blob once nothing (a model, another job's checkpoint, a dataset) has used it for the
-      // grace period.
-      const v1::CheckpointPolicy& policy = job->spec().checkpoint_policy();
-      if (absl::Status expired =
-              backend_.jobs
-                  ->ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best())
-                  .status();
-          !expired.ok()) {
-        GANTRY_LOG(WARNING) << absl::StrCat("cannot expire old checkpoints of ", header.job_id(),
-                                            ": ", expired.ToString());
-      }
+    // A checkpoint counts (a restart point, registrable as the job's model) once it is recorded
+    // as the job's; stored but unrecorded, the rank's next try records it (the blob is kept).
+    RETURN_IF_ERROR(
+        backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved).status());
+    // Retention: the job's older checkpoints beyond keep_last expire (the newest, what a restart
+    // resumes from, stays, and with keep_best the one with the lowest validation fom). Expiring
+    // drops their blob references in the same transaction; the collector deletes a blob once
+    // nothing (a model, another job's checkpoint, a dataset) has used it for the grace period.
+    const v1::CheckpointPolicy& policy = job->spec().checkpoint_policy();
+    if (absl::Status expired =
+            backend_.jobs
+                ->ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best())
+                .status();
+        !expired.ok()) {
+      GANTRY_LOG(WARNING) << absl::StrCat("cannot expire old checkpoints of ", header.job_id(),
+                                          ": ", expired.ToString());
     }
     response->set_sha256(blob.sha256);
     response->set_size_bytes(blob.size_bytes);

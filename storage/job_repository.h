@@ -77,6 +77,9 @@ class JobRepository {
   absl::StatusOr<bool> RecordCheckpoint(const std::string& id, int attempt,
                                         const gantry::v1::CheckpointSaved& saved);
 
+  // Whether `sha256` is a checkpoint the job uploaded (recorded by RecordCheckpoint, not expired).
+  absl::StatusOr<bool> HasCheckpoint(const std::string& id, const std::string& sha256);
+
   // Retention: marks the job's checkpoints behind its newest `keep_last` steps (at least 1) deleted
   // (with `keep_best`, except the one with the lowest fom: ties go to the newest; checkpoints
   // without a fom are never the best) and returns the sha256 of those whose blob nothing else

@@ -169,6 +169,24 @@ absl::StatusOr<bool> WorkerIdentityRepository::HasRanksOn(const std::string& job
   return found;
 }
 
+absl::StatusOr<bool> WorkerIdentityRepository::HoldsLiveAttempt(const std::string& job_id,
+                                                                int attempt,
+                                                                const std::string& worker_id) {
+  bool found = false;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r = tx.Exec(
+        "job_live_attempt_on",
+        "SELECT 1 FROM jobs j JOIN job_placements p ON p.job_id = j.id AND p.attempt = j.attempt "
+        "WHERE j.id = $1 AND j.attempt = $2 AND ($3 = '' OR p.worker_id = $3) AND j.state IN "
+        "('JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING', "
+        "'JOB_STATE_CANCELLING') LIMIT 1",
+        job_id, attempt, worker_id);
+    found = !r.empty();
+    return absl::OkStatus();
+  }));
+  return found;
+}
+
 absl::StatusOr<bool> WorkerIdentityRepository::MayFetchCheckpoint(const std::string& sha256,
                                                                   const std::string& worker_id,
                                                                   const std::string& job_id) {

@@ -57,6 +57,11 @@ class WorkerIdentityRepository {
   absl::StatusOr<std::map<std::pair<int, int>, std::string>> PlacementOf(const std::string& job_id);
   // Whether any attempt of the job had a rank on the worker.
   absl::StatusOr<bool> HasRanksOn(const std::string& job_id, const std::string& worker_id);
+  // Whether `attempt` is the job's current attempt, the job is placing, running, restarting or
+  // cancelling it (not queued, not ended), and one of its ranks is on `worker_id` (on any worker
+  // when `worker_id` is empty): what a worker or rank may upload checkpoints and report for.
+  absl::StatusOr<bool> HoldsLiveAttempt(const std::string& job_id, int attempt,
+                                        const std::string& worker_id);
   // Whether checkpoint blob `sha256` may be read by a worker: it is a registered model version's
   // checkpoint (any worker may be asked to serve any model), or a checkpoint of `job_id` when set,
   // else of any job with ranks on `worker_id`.

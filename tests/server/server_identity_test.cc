@@ -221,6 +221,56 @@ TEST_F(ServerIdentityTest, CheckpointsMoveOnlyForJobsPlacedOnTheWorker) {
   EXPECT_TRUE(Fetch(r.a1.rank_credential(), sha).ok());
 }
 
+TEST_F(ServerIdentityTest, UploadsAreForTheCurrentAttemptOfAJobPlacedOnTheWorkerNow) {
+  Running r = StartRunningJob("alpha", "beta");
+  ASSERT_NE(r.w0, nullptr);
+  const std::string id = r.job.id();
+  // The running attempt (0): its workers and its rank credentials upload.
+  ASSERT_TRUE(UploadCheckpointAt(channel_, r.w1->credential(), id, "step 5", 5, 0).ok());
+  ASSERT_TRUE(UploadCheckpointAt(channel_, r.a0.rank_credential(), id, "step 6", 6, 0).ok());
+  // An attempt that has not started is nobody's to upload for.
+  grpc::Status s = UploadCheckpointAt(channel_, r.w0->credential(), id, "ahead", 7, 1);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  EXPECT_NE(s.error_message().find("current attempt"), std::string::npos) << s.error_message();
+  // Once the job has ended: neither its workers nor its rank credentials.
+  const std::string sha = UploadCheckpoint(channel_, r.w0->credential(), id, "weights");
+  SendResult(*r.w0, id, sha);
+  ASSERT_EQ(WaitForJob(token_, id, v1::JOB_STATE_SUCCEEDED, 10000).state(),
+            v1::JOB_STATE_SUCCEEDED);
+  s = UploadCheckpointAt(channel_, r.w0->credential(), id, "late", 9, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  s = UploadCheckpointAt(channel_, r.a1.rank_credential(), id, "late", 9, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  v1::ReportValidationRequest report;
+  report.set_job_id(id);
+  report.set_attempt(0);
+  report.mutable_point()->set_step(10);
+  (*report.mutable_point()->mutable_metrics())["fom"] = 0.5;
+  v1::ReportValidationResponse reported;
+  s = stub_->ReportValidation(Ctx(r.w0->credential()).get(), report, &reported);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, TheRegistrarTakesOnlyACheckpointTheJobUploaded) {
+  Running a = StartRunningJob("alpha", "beta");
+  Running b = StartRunningJob("gamma", "delta");
+  ASSERT_NE(a.w0, nullptr);
+  ASSERT_NE(b.w0, nullptr);
+  // Job B's checkpoint (7 bytes, as SendResult states), named as job A's model by A's worker.
+  const std::string b_sha = UploadCheckpoint(channel_, b.w0->credential(), b.job.id(), "b-bytes");
+  SendResult(*a.w0, a.job.id(), b_sha);
+  const v1::Job failed = WaitForJob(token_, a.job.id(), v1::JOB_STATE_FAILED, 10000);
+  EXPECT_EQ(failed.state(), v1::JOB_STATE_FAILED) << failed.DebugString();
+  EXPECT_EQ(failed.reason(), "RegistrationFailed");
+  EXPECT_NE(failed.message().find("not a checkpoint job"), std::string::npos) << failed.message();
+  EXPECT_TRUE(failed.model_ref().empty());
+  // Job B registers its own.
+  SendResult(*b.w0, b.job.id(), b_sha);
+  const v1::Job done = WaitForJob(token_, b.job.id(), v1::JOB_STATE_SUCCEEDED, 10000);
+  EXPECT_EQ(done.state(), v1::JOB_STATE_SUCCEEDED) << done.DebugString();
+  EXPECT_FALSE(done.model_ref().empty());
+}
+
 TEST_F(ServerIdentityTest, ARankCredentialActsOnlyForItsJobAttempt) {
   Running a = StartRunningJob("alpha", "beta");
   Running b = StartRunningJob("gamma", "delta");

@@ -323,10 +323,20 @@ TEST_F(ServerRestartTest, UploadsOfAnEarlierAttemptAreRefused) {
   b->RankStatus(job.id(), 1, v1::RANK_PHASE_EXITED, kExitPeerLost, 0);
   ASSERT_EQ(WaitFor(job.id(), v1::JOB_STATE_RESTARTING).state(), v1::JOB_STATE_RESTARTING);
   grpc::Status late = UploadCheckpointAt(channel_, a->credential(), job.id(), "late weights", 9, 0);
-  EXPECT_EQ(late.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(late.error_message().find("earlier attempt"), std::string::npos)
+  EXPECT_EQ(late.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(late);
+  EXPECT_NE(late.error_message().find("current attempt"), std::string::npos)
       << late.error_message();
   EXPECT_EQ(Get(job.id()).latest_checkpoint().sha256(), Sha256Hex("attempt 0 weights"));
+  // Attempt 1 before it is placed: nobody's yet. Once placed, its workers upload for it.
+  grpc::Status early =
+      UploadCheckpointAt(channel_, a->credential(), job.id(), "attempt 1 weights", 9, 1);
+  EXPECT_EQ(early.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(early);
+  a->RankStatus(job.id(), 0, v1::RANK_PHASE_EXITED, 1, 0);
+  a->set_free_slots(1);
+  b->set_free_slots(1);
+  std::vector<v1::Assignment> second = TakeAssignments(job.id(), a, b);
+  ASSERT_EQ(second.size(), 2u);
+  ASSERT_EQ(second[0].attempt(), 1);
   EXPECT_TRUE(
       UploadCheckpointAt(channel_, a->credential(), job.id(), "attempt 1 weights", 9, 1).ok());
   EXPECT_EQ(Get(job.id()).latest_checkpoint().step(), 9);
