@@ -1,12 +1,27 @@
 #include "server/slurm_provisioner.h"
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "base/log.h"
 #include "server/command_runner.h"
 
 namespace gantry::server {
 namespace {
+
+// A Slurm job id ("123") or array task ("123_4"), at most 32 characters.
+bool IsSlurmJobId(const std::string& value) {
+  if (value.empty() || value.size() > 32) return false;
+  bool underscore = false;
+  for (size_t i = 0; i < value.size(); ++i) {
+    if (absl::ascii_isdigit(static_cast<unsigned char>(value[i]))) continue;
+    if (value[i] != '_' || underscore || i == 0 || i + 1 == value.size()) return false;
+    underscore = true;
+  }
+  return true;
+}
 
 // 'value' for a POSIX shell (a ' inside becomes '\'').
 std::string Quote(const std::string& value) {
@@ -60,12 +75,21 @@ absl::Status SlurmProvisioner::ScaleUp(const std::string& pool, int count) {
 
 absl::Status SlurmProvisioner::ScaleDown(const std::string& pool,
                                          const std::vector<ProvisionedWorker>& workers) {
-  std::vector<std::string> argv = {"scancel"};
+  // The slurm-job label comes from the worker (its registration): only a Slurm job id ("123") or
+  // array task ("123_4") reaches scancel, after "--" (never an option).
+  std::vector<std::string> argv = {"scancel", "--"};
   for (const ProvisionedWorker& w : workers) {
     auto it = w.labels.find("slurm-job");
-    if (it != w.labels.end() && !it->second.empty()) argv.push_back(it->second);
+    if (it == w.labels.end() || it->second.empty()) continue;
+    if (!IsSlurmJobId(it->second)) {
+      GANTRY_LOG(WARNING) << "pool " << pool << ": worker label slurm-job="
+                          << absl::CHexEscape(it->second.substr(0, 64))
+                          << " is not a Slurm job id; not cancelled";
+      continue;
+    }
+    argv.push_back(it->second);
   }
-  if (argv.size() == 1) return absl::OkStatus();  // none is a pilot (started by hand)
+  if (argv.size() == 2) return absl::OkStatus();  // none is a pilot (started by hand)
   absl::Status status = Run(argv, "");
   // A pilot that ended by itself meanwhile (its idle exit, its wall time) is already gone.
   if (!status.ok() && (absl::StrContains(status.message(), "already completing or completed") ||

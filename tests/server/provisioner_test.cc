@@ -4,12 +4,14 @@
 // messages, and the Slurm pilot script's quoting.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <fstream>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
@@ -158,6 +160,35 @@ TEST(SlurmProvisionerTest, PilotScriptQuotesEveryValue) {
   EXPECT_TRUE(absl::StrContains(script, "'--idle-exit-after=7s'"));
   EXPECT_TRUE(absl::StrContains(script, "'--slots=2'"));
   EXPECT_TRUE(absl::StrContains(script, "\"--name=hpc-pilot-${SLURM_JOB_ID}\""));
+}
+
+TEST(SlurmProvisionerTest, ScancelGetsOnlySlurmJobIdsAfterTheEndOfOptions) {
+  // A scancel on PATH that records its arguments, one per line.
+  TempDir dir;
+  const std::string args = dir.path() + "/args";
+  const std::string fake = dir.path() + "/scancel";
+  std::ofstream(fake) << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\" >> '" << args
+                      << "'; done\n";
+  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+  const std::string path = getenv("PATH") != nullptr ? getenv("PATH") : "";
+  setenv("PATH", (dir.path() + ":" + path).c_str(), 1);
+  gantry::v1::SlurmProvisioner spec;
+  spec.set_server_address("head:50051");
+  spec.set_join_token_file("/t");
+  spec.set_worker_binary("/w");
+  // Labels come from the workers' registrations: options and shell text are no job ids.
+  std::vector<ProvisionedWorker> workers = {
+      {"w1", "a", {{"slurm-job", "123"}}},     {"w2", "b", {{"slurm-job", "--signal=KILL"}}},
+      {"w3", "c", {{"slurm-job", "45_6"}}},    {"w4", "d", {{"slurm-job", "7;reboot"}}},
+      {"w5", "e", {{"slurm-job", "_8"}}},      {"w6", "f", {{"zone", "a"}}},
+      {"w7", "g", {{"slurm-job", "-1"}}}};
+  const absl::Status st = SlurmProvisioner(spec, 1, {}).ScaleDown("hpc", workers);
+  setenv("PATH", path.c_str(), 1);
+  ASSERT_TRUE(st.ok()) << st;
+  std::ifstream in(args);
+  std::vector<std::string> got;
+  for (std::string line; std::getline(in, line);) got.push_back(line);
+  EXPECT_EQ(got, (std::vector<std::string>{"--", "123", "45_6"}));
 }
 
 TEST(SlurmProvisionerTest, UnreachableSlurmIsAClearError) {
