@@ -42,6 +42,11 @@ absl::StatusOr<std::string> WorkerRepository::Upsert(const gantry::v1::RegisterR
   if (request.name().empty()) return absl::InvalidArgumentError("a worker needs a name");
   std::vector<std::string> cached(request.cached_datasets().begin(),
                                   request.cached_datasets().end());
+  // No secret at rest: the credential a re-registration shows and the generation secret stay in
+  // the server's memory (the worker sends both again when it registers with a restarted server).
+  gantry::v1::RegisterRequest stored = request;
+  stored.clear_previous_credential();
+  stored.clear_generation_secret();
   std::string id;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     pqxx::result r = tx.Exec(
@@ -51,7 +56,7 @@ absl::StatusOr<std::string> WorkerRepository::Upsert(const gantry::v1::RegisterR
         "ON CONFLICT (name) DO UPDATE SET registration = EXCLUDED.registration, "
         "slots = EXCLUDED.slots, free_slots = EXCLUDED.free_slots, connected = true, "
         "cached_datasets = EXCLUDED.cached_datasets, last_heartbeat = now() RETURNING id",
-        sql::NewId("wrk"), request.name(), sql::Bytes(request), request.slots(),
+        sql::NewId("wrk"), request.name(), sql::Bytes(stored), request.slots(),
         sql::JsonArray(cached));
     id = r[0][0].as<std::string>();
     return absl::OkStatus();

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/sha256.h"
 #include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
@@ -316,6 +318,51 @@ TEST_F(ServerIdentityTest, ARankCredentialActsOnlyForItsJobAttempt) {
   flipped.back() = flipped.back() == '0' ? '1' : '0';
   s = Fetch(flipped, Sha256Hex("a weights"));
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, NoWorkerSecretIsStoredInClear) {
+  // A worker with a generation secret registers, re-registers showing its credential, and runs a
+  // job to its end (uploads, a result, a model).
+  v1::RegisterRequest reg;
+  reg.set_name("sigma");
+  reg.set_slots(1);
+  reg.set_threads_per_rank(1);
+  reg.set_advertise_host("127.0.0.1");
+  reg.set_generation_endpoint("127.0.0.1:9");
+  const std::string generation_secret = "gensecret-" + std::string(40, 'q');
+  reg.set_generation_secret(generation_secret);
+  v1::RegisterResponse first, second;
+  ASSERT_TRUE(stub_->Register(Ctx(join_).get(), reg, &first).ok());
+  reg.set_previous_credential(first.worker_credential());
+  ASSERT_TRUE(stub_->Register(Ctx(join_).get(), reg, &second).ok());
+  ASSERT_EQ(second.worker_credential(), first.worker_credential());
+  Running r = StartRunningJob("alpha", "beta");
+  ASSERT_NE(r.w0, nullptr);
+  const std::string sha = UploadCheckpoint(channel_, r.a0.rank_credential(), r.job.id(), "weights");
+  SendResult(*r.w0, r.job.id(), sha);
+  ASSERT_EQ(WaitForJob(token_, r.job.id(), v1::JOB_STATE_SUCCEEDED, 10000).state(),
+            v1::JOB_STATE_SUCCEEDED);
+
+  // Every row of every table as text (bytea as hex): none of the secrets, plain or hex-encoded.
+  std::string dump;
+  for (absl::string_view table : absl::StrSplit(
+           db_.Query("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                     "'public' AND table_type = 'BASE TABLE'"),
+           '\n', absl::SkipEmpty())) {
+    absl::StrAppend(&dump, db_.Query(absl::StrCat("SELECT t::text FROM \"", table, "\" t")), "\n");
+  }
+  ASSERT_NE(dump.find("sigma"), std::string::npos) << "the dump holds the worker rows";
+  auto hex = [](const std::string& text) {
+    std::string out;
+    for (unsigned char c : text) absl::StrAppend(&out, absl::Hex(c, absl::kZeroPad2));
+    return out;
+  };
+  for (const std::string& secret :
+       {generation_secret, first.worker_credential(), r.w0->credential(), join_, token_,
+        r.a0.rank_credential()}) {
+    EXPECT_EQ(dump.find(secret), std::string::npos) << secret.substr(0, 8) << "... in clear";
+    EXPECT_EQ(dump.find(hex(secret)), std::string::npos) << secret.substr(0, 8) << "... as hex";
+  }
 }
 
 TEST_F(ServerIdentityTest, RevokingAJoinTokenEndsItsWorkersAndItsRegistrations) {
