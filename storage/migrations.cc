@@ -3,6 +3,7 @@
 
 #include "base/status_macros.h"
 #include "gantry/v1/catalog.pb.h"
+#include "gantry/v1/worker.pb.h"
 #include "storage/sql_util.h"
 
 namespace gantry::storage {
@@ -455,6 +456,27 @@ CREATE TABLE tenant_pool_quotas (
 );
 )sql";
 
+// Version 15: no worker secret at rest. Registrations stored before kept the credential a
+// re-registration shows and the daemon's generation secret (StripWorkerSecrets removes both); the
+// worker credentials issued until then are revoked, so a copy of the old rows opens nothing. Live
+// workers register again with their join token (after the lease of their old session).
+constexpr const char* kV15 = R"sql(
+UPDATE workers SET credential_sha256 = NULL;
+)sql";
+
+absl::Status StripWorkerSecrets(Transaction& tx) {
+  for (const pqxx::row& row : tx.work().exec("SELECT id, registration FROM workers")) {
+    gantry::v1::RegisterRequest r;
+    RETURN_IF_ERROR(sql::ParseBytes(row[1], &r));
+    if (r.previous_credential().empty() && r.generation_secret().empty()) continue;
+    r.clear_previous_credential();
+    r.clear_generation_secret();
+    tx.Exec("migration15_strip", "UPDATE workers SET registration = $2 WHERE id = $1",
+            row[0].as<std::string>(), sql::Bytes(r));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 const std::vector<Migration>& EmbeddedMigrations() {
@@ -473,6 +495,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {12, "browser sessions of the HTTP API", kV12},
       {13, "device-hours and cost per job attempt, monthly budgets", kV13},
       {14, "tenants' fair-share weights and per-pool slot quotas", kV14},
+      {15, "no worker secret at rest", kV15, &StripWorkerSecrets},
   };
   return *kMigrations;
 }

@@ -86,6 +86,18 @@ TEST_F(WorkerIdentityRepositoryTest, PlacementsAndTheServerKey) {
   EXPECT_EQ(placed->at({1, 0}), "wrk-c");
   EXPECT_TRUE(*identities.HasRanksOn(job->id(), "wrk-a"));
   EXPECT_FALSE(*identities.HasRanksOn(job->id(), "wrk-z"));
+  // A live attempt: the job's current one (0), placing or running; a worker of that attempt.
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a")) << "queued";
+  test_db_.Query("UPDATE jobs SET state = 'JOB_STATE_RUNNING'");
+  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a"));
+  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 0, ""));
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-c")) << "attempt 1's worker";
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c")) << "not the current attempt";
+  test_db_.Query("UPDATE jobs SET attempt = 1, state = 'JOB_STATE_RESTARTING'");
+  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c"));
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a"));
+  test_db_.Query("UPDATE jobs SET state = 'JOB_STATE_SUCCEEDED'");
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c")) << "ended";
   EXPECT_TRUE(identities.PlacementOf("job-none")->empty());
 
   auto key = identities.ServerKey("rank_credentials");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/migrations.h"
+#include "storage/sql_util.h"
 #include "tests/storage/storage_fixture.h"
 
 namespace gantry::storage {
@@ -51,6 +53,54 @@ TEST_F(WorkerRepositoryTest, UpsertIsStablePerName) {
   ASSERT_EQ(list->size(), 2u);
   EXPECT_EQ((*list)[0].name(), "w1");
   EXPECT_EQ((*list)[1].name(), "w2");
+}
+
+TEST_F(WorkerRepositoryTest, NoSecretOfARegistrationIsStored) {
+  WorkerRepository workers(*db_);
+  gantry::v1::RegisterRequest r = Registration("w1", 2);
+  r.set_previous_credential("gwc_" + std::string(64, 'c'));
+  r.set_generation_secret("generation-secret-0123456789");
+  r.set_generation_endpoint("10.0.0.1:7000");
+  ASSERT_TRUE(workers.Upsert(r).ok());
+  const std::string stored = test_db_.Query("SELECT encode(registration, 'escape') FROM workers");
+  EXPECT_EQ(stored.find(std::string(64, 'c')), std::string::npos) << stored;
+  EXPECT_EQ(stored.find("generation-secret"), std::string::npos) << stored;
+  EXPECT_NE(stored.find("10.0.0.1:7000"), std::string::npos) << "the rest is kept";
+}
+
+TEST_F(WorkerRepositoryTest, TheMigrationStripsSecretsStoredBeforeAndRevokesCredentials) {
+  WorkerRepository workers(*db_);
+  auto id = workers.Upsert(Registration("w1", 2));
+  ASSERT_TRUE(id.ok());
+  // A row as an older server stored it: the whole request, secrets included; a live credential.
+  gantry::v1::RegisterRequest old = Registration("w1", 2);
+  old.set_previous_credential("gwc_" + std::string(64, 'd'));
+  old.set_generation_secret("old-generation-secret");
+  ASSERT_TRUE(db_->Transact([&](Transaction& tx) {
+                   tx.Exec("test_old_row",
+                           "UPDATE workers SET registration = $2, credential_sha256 = $3 "
+                           "WHERE id = $1",
+                           *id, sql::Bytes(old), std::string(64, 'e'));
+                   return absl::OkStatus();
+                 }).ok());
+  const Migration* strip = nullptr;
+  for (const Migration& migration : EmbeddedMigrations()) {
+    if (migration.version == 15) strip = &migration;
+  }
+  ASSERT_NE(strip, nullptr);
+  ASSERT_NE(strip->backfill, nullptr);
+  ASSERT_TRUE(db_->Transact([&](Transaction& tx) -> absl::Status {
+                   tx.work().exec(strip->sql);
+                   return strip->backfill(tx);
+                 }).ok());
+  const std::string stored = test_db_.Query("SELECT encode(registration, 'escape') FROM workers");
+  EXPECT_EQ(stored.find(std::string(64, 'd')), std::string::npos) << stored;
+  EXPECT_EQ(stored.find("old-generation-secret"), std::string::npos) << stored;
+  EXPECT_EQ(test_db_.Query("SELECT count(*) FROM workers WHERE credential_sha256 IS NOT NULL"),
+            "0\n");
+  auto w = workers.Get(*id);
+  ASSERT_TRUE(w.ok()) << w.status();
+  EXPECT_EQ(w->advertise_host(), "10.0.0.1");
 }
 
 TEST_F(WorkerRepositoryTest, HeartbeatAndDisconnect) {
