@@ -171,12 +171,18 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   const std::string http_api_key = RandomSecretHex(32);
   s.auth_->set_http_api_key(http_api_key);
   b->auth = s.auth_.get();
-  std::optional<grpc::ResourceQuota> quota;
+  // Thread budgets: one for the main listener and, with --worker-listen, one of its own for the
+  // workers' listener, so that tenant calls (however many, however slow) never take the threads
+  // workers need for their streams, uploads and dataset reads.
+  std::optional<grpc::ResourceQuota> quota, worker_quota;
   if (options.max_threads > 0) {
     quota.emplace("gantry-server");
     quota->SetMaxThreads(options.max_threads);
+    worker_quota.emplace("gantry-server-workers");
+    worker_quota->SetMaxThreads(options.max_threads);
   }
   const grpc::ResourceQuota* shared_quota = quota.has_value() ? &*quota : nullptr;
+  const grpc::ResourceQuota* workers_quota = worker_quota.has_value() ? &*worker_quota : nullptr;
   const bool split = !options.worker_listen.empty();
   Listener main{options.listen,
                 "--listen",
@@ -190,7 +196,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
                            "--worker-listen",
                            {&s.workers_, &s.worker_datasets_},
                            ListenerRole::kWorkers};
-    ASSIGN_OR_RETURN(s.worker_server_, StartListener(workers, options, creds, shared_quota,
+    ASSIGN_OR_RETURN(s.worker_server_, StartListener(workers, options, creds, workers_quota,
                                                      *s.auth_, &s.worker_address_));
   }
   // The health monitor probes PostgreSQL on a connection of its own with short timeouts, so a

@@ -127,7 +127,8 @@ ABSL_FLAG(int64_t, study_interval_ms, 1000,
           "how often the study driver advances running studies: collects trial results, stops "
           "poor trials and submits new ones (0 = never)");
 ABSL_FLAG(int, max_threads, 256,
-          "the most threads gRPC may use to serve calls (a grpc::ResourceQuota; 0 = no bound)");
+          "the most threads gRPC may use to serve calls, per listener (a grpc::ResourceQuota; "
+          "with --worker-listen the workers' listener has a budget of its own; 0 = no bound)");
 ABSL_FLAG(int64_t, tenant_max_dataset_bytes, 0,
           "default per-tenant limit on stored dataset bytes (0 = unlimited; AdminService."
           "SetTenantLimits overrides it per tenant)");
