@@ -341,5 +341,34 @@ TEST_F(ServerQuotaTest, TheThreadPoolIsBoundedAndTheServerStaysUp) {
   EXPECT_TRUE(Eventually([&] { return TrySubmit(token_, &again).ok(); }, 10000));
 }
 
+TEST_F(ServerQuotaTest, TenantCallsCannotTakeTheWorkersThreads) {
+  // Port 45031 is this test's (tests/e2e uses 45010-45013).
+  Restart({"--max-threads=8", "--tenant-max-streams=0", "--worker-listen=127.0.0.1:45031"});
+  v1::Job job;
+  ASSERT_TRUE(TrySubmit(token_, &job).ok());
+  // A tenant holds far more streams than the main listener has threads.
+  constexpr int kWatches = 40;
+  std::vector<Watch> watches;
+  std::vector<std::thread> threads;
+  std::atomic<int> exhausted{0};
+  watches.reserve(kWatches);
+  for (int i = 0; i < kWatches; ++i) watches.push_back(OpenWatch(token_, job.id()));
+  for (int i = 0; i < kWatches; ++i) {
+    threads.emplace_back([&, i] {
+      if (FirstEventOrStatus(watches[i]).error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        ++exhausted;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_GT(exhausted.load(), 0) << "the main listener is full";
+  // The workers' listener has threads of its own: a worker registers and opens its stream.
+  auto worker_channel =
+      grpc::CreateChannel("127.0.0.1:45031", grpc::InsecureChannelCredentials());
+  DriverWorker steady(worker_channel, join_, "steady", 1);
+  EXPECT_TRUE(steady.status().ok()) << Describe(steady.status());
+  for (Watch& w : watches) w.ctx->TryCancel();
+}
+
 }  // namespace
 }  // namespace gantry::testing
