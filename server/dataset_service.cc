@@ -96,10 +96,12 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadDatasetRequest>* reader,
                                            v1::Dataset* response) {
   return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+    // The tenant's stream slot first: a stream that sends nothing holds one of its own slots,
+    // never a thread outside the tenant's budget.
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
     ASSIGN_OR_RETURN(const v1::UploadDatasetHeader header, ReadUploadHeader(*reader));
     RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
     RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
-    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
     RETURN_IF_ERROR(backend_.quotas->CheckDatasetBytes(p.tenant, header.size_bytes()));
     ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
     ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header));
