@@ -300,8 +300,7 @@ absl::StatusOr<bool> JobRepository::HasCheckpoint(const std::string& id,
   bool found = false;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     pqxx::result r = tx.Exec("job_has_checkpoint",
-                             "SELECT 1 FROM job_checkpoints WHERE job_id = $1 AND sha256 = $2 AND "
-                             "deleted_at IS NULL",
+                             "SELECT 1 FROM job_checkpoints WHERE job_id = $1 AND sha256 = $2",
                              id, sha256);
     found = !r.empty();
     return absl::OkStatus();

@@ -77,7 +77,8 @@ class JobRepository {
   absl::StatusOr<bool> RecordCheckpoint(const std::string& id, int attempt,
                                         const gantry::v1::CheckpointSaved& saved);
 
-  // Whether `sha256` is a checkpoint the job uploaded (recorded by RecordCheckpoint, not expired).
+  // Whether `sha256` is a checkpoint the job uploaded (recorded by RecordCheckpoint; retention may
+  // have expired it since).
   absl::StatusOr<bool> HasCheckpoint(const std::string& id, const std::string& sha256);
 
   // Retention: marks the job's checkpoints behind its newest `keep_last` steps (at least 1) deleted

@@ -408,17 +408,17 @@ TEST_F(RankProcessTest, RefusedAssignmentsExitTwoWithAMessage) {
 }
 
 TEST_F(RankProcessTest, ADeviceTheRankCannotUseIsRefusedBeforeAnyWork) {
-  // cuda:1023 exists on no machine (a CPU build has no cuda device at all): exit 2 and, from rank
+  // cuda:127 exists on no machine (a CPU build has no cuda device at all): exit 2 and, from rank
   // 0, a failed JobResult saying which device and why, before the dataset is touched.
   v1::Assignment assignment = AssignmentFor("job-dev", TinySpec());
   std::vector<std::string> flags = StandardFlags(WriteAssignment(assignment));
-  flags.push_back("--device=cuda:1023");
+  flags.push_back("--device=cuda:127");
   RankRun run = Run(flags);
   EXPECT_EQ(run.exit_code, 2) << run.stderr_text;
   auto results = run.Of(v1::WorkerMessage::kResult);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_FALSE(results[0].result().success());
-  EXPECT_NE(results[0].result().message().find("cuda:1023"), std::string::npos)
+  EXPECT_NE(results[0].result().message().find("cuda:127"), std::string::npos)
       << results[0].result().message();
   EXPECT_NE(results[0].result().message().find("FAILED_PRECONDITION"), std::string::npos)
       << results[0].result().message();

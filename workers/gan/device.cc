@@ -16,7 +16,8 @@
 namespace gantry::gan {
 namespace {
 
-constexpr int kMaxDeviceIndex = 1023;
+// c10::DeviceIndex is a signed byte.
+constexpr int kMaxDeviceIndex = 127;
 
 void MoveOptimizerState(torch::optim::RMSprop& optimizer, const c10::Device& device) {
   auto move = [&device](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };

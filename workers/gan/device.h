@@ -23,7 +23,7 @@ namespace gantry::gan {
 
 struct TrainingState;  // workers/gan/checkpoint.h
 
-// "cpu" (also "") or "cuda:N" (N a device index, 0..1023). INVALID_ARGUMENT naming `field`
+// "cpu" (also "") or "cuda:N" (N a device index, 0..127). INVALID_ARGUMENT naming `field`
 // otherwise. Only the spelling is checked; DeviceUsable says whether it can run here.
 absl::StatusOr<c10::Device> ParseDevice(absl::string_view text, absl::string_view field = "device");
 
