@@ -54,10 +54,12 @@ absl::StatusOr<std::string> ChoosePool(const std::vector<PoolConfig>& pools,
                        "\"; defined pools: ", absl::StrJoin(names, ", ")));
     }
     if (Normalized(found->device) != Normalized(job.device)) {
-      return absl::InvalidArgumentError(
+      // A pool declares its workers' device: the job would wait there forever.
+      return absl::FailedPreconditionError(
           absl::StrCat("spec.pool: pool ", named, " has ", DeviceName(found->device),
-                       " workers but the job asks for ", DeviceName(job.device),
-                       "; choose another pool or device"));
+                       " workers only and can never run the job's ", DeviceName(job.device),
+                       " ranks; name a ", DeviceName(job.device),
+                       " pool, leave the pool out, or change spec.resources_per_rank.device"));
     }
     if (found->elastic && found->max_workers * found->slots_per_worker < job.world_size) {
       return absl::InvalidArgumentError(absl::StrCat(

@@ -23,7 +23,8 @@ struct PoolRequirements {
 
 // With no pools defined: "" (any matching worker, as without pools). A named pool (spec or
 // selector) must exist (INVALID_ARGUMENT naming the known pools) and match the device
-// (INVALID_ARGUMENT); a named preemptible pool is used even without allow_preemptible. Otherwise
+// (FAILED_PRECONDITION: its workers never will); a named preemptible pool is used even without
+// allow_preemptible. Otherwise
 // the eligible pools are those with the job's device, every selector pair among {pool=name} and
 // the pool's labels, not preemptible unless allowed, and (elastic ones) max_workers *
 // slots_per_worker >= world_size; the cheapest wins (ties: by name). "" when none is eligible: the

@@ -125,6 +125,12 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
     return Invalid("spec.resources_per_rank.device", "is not a known DeviceKind");
   }
   RETURN_IF_ERROR(CheckInt(r.count(), 0, 16, "spec.resources_per_rank.count"));
+  if (r.device() == v1::DEVICE_KIND_GPU && r.count() > 1) {
+    return Invalid("spec.resources_per_rank.count",
+                   absl::StrCat("is ", r.count(),
+                                "; gantry runs one GPU per rank: set count to 1 (or 0) and raise "
+                                "world_size to use more GPUs"));
+  }
   RETURN_IF_ERROR(CheckInt(r.threads(), 0, 1024, "spec.resources_per_rank.threads"));
   RETURN_IF_ERROR(ValidateLabels(spec.worker_selector(), "spec.worker_selector"));
   RETURN_IF_ERROR(CheckInt(spec.priority(), -100, 100, "spec.priority"));

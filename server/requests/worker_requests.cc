@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,42 @@ using checks::AllChars;
 using checks::CheckInt;
 using checks::Invalid;
 
+// The GPU ids a worker offers: one rank per GPU, so a GPU worker lists at least as many distinct
+// ids as it has slots; a CPU worker lists none.
+absl::Status ValidateDevices(const v1::RegisterRequest& request) {
+  if (request.device() != v1::DEVICE_KIND_GPU) {
+    if (request.device_ids_size() > 0) {
+      return Invalid("device_ids",
+                     absl::StrCat("lists ", request.device_ids_size(),
+                                  " GPU id(s) but device is CPU; register with device GPU "
+                                  "(gantry-worker daemon --device=gpu:ID,...) or list no ids"));
+    }
+    return absl::OkStatus();
+  }
+  if (request.device_ids_size() == 0) {
+    return Invalid("device_ids",
+                   "is empty but device is GPU; list the GPU ids this worker offers, one per rank "
+                   "(gantry-worker daemon --device=gpu:0,1)");
+  }
+  std::set<int> seen;
+  for (int i = 0; i < request.device_ids_size(); ++i) {
+    const std::string field = absl::StrCat("device_ids[", i, "]");
+    RETURN_IF_ERROR(CheckInt(request.device_ids(i), 0, kMaxGpuId, field));
+    if (!seen.insert(request.device_ids(i)).second) {
+      return Invalid(field,
+                     absl::StrCat("repeats GPU ", request.device_ids(i), "; list each GPU once"));
+    }
+  }
+  if (request.slots() > request.device_ids_size()) {
+    return Invalid("slots", absl::StrCat("is ", request.slots(), " but device_ids lists ",
+                                         request.device_ids_size(),
+                                         " GPU(s); a GPU rank runs on a GPU of its own, so give "
+                                         "at most ",
+                                         request.device_ids_size(), " slots or list more GPUs"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateRegister(const v1::RegisterRequest& request) {
@@ -24,6 +61,7 @@ absl::Status ValidateRegister(const v1::RegisterRequest& request) {
   }
   RETURN_IF_ERROR(CheckInt(request.slots(), 1, 1024, "slots"));
   if (!v1::DeviceKind_IsValid(request.device())) return Invalid("device", "is not a DeviceKind");
+  RETURN_IF_ERROR(ValidateDevices(request));
   RETURN_IF_ERROR(CheckInt(request.threads_per_rank(), 0, 1024, "threads_per_rank"));
   RETURN_IF_ERROR(ValidateLabels(request.labels(), "labels"));
   if (request.advertise_host().empty() || request.advertise_host().size() > 255) {

@@ -11,6 +11,8 @@
 
 namespace gantry::server {
 
+// Name, slots, labels, ports; a GPU worker lists distinct GPU ids 0..kMaxGpuId, at least one per
+// slot, a CPU worker none.
 absl::Status ValidateRegister(const gantry::v1::RegisterRequest& request);
 absl::Status ValidateCheckpointHeader(const gantry::v1::CheckpointHeader& header,
                                       int64_t max_bytes);
@@ -20,6 +22,7 @@ absl::Status ValidateCheckpointHeader(const gantry::v1::CheckpointHeader& header
 absl::Status ValidateReportValidation(const gantry::v1::ReportValidationRequest& request,
                                       size_t max_histogram_bytes);
 
+inline constexpr int kMaxGpuId = 1023;  // as gantry-worker daemon --device accepts
 inline constexpr int kMaxValidationMetrics = 128;
 inline constexpr int kMaxMetricNameLength = 64;
 inline constexpr int kMaxValidationHistograms = 512;

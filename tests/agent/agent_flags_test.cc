@@ -104,7 +104,9 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
 // arguments are refused by gantry::ParseFlags in main: tests/agent/CMakeLists.txt runs them
 // against agent_test_daemon.
 TEST(AgentFlagsTest, ErrorsNameTheFlag) {
-  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.slots = 0; }).find("--slots"), std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.slots = -1; }).find("--slots"), std::string::npos);
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.slots = 1025; }).find("--slots"),
+            std::string::npos);
   EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.threads = -1; }).find("--threads"),
             std::string::npos);
   EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.device = "tpu"; }).find("--device"),
@@ -194,12 +196,79 @@ TEST(AgentFlagsTest, ResolveRefusesAnUnreadableCaNamingTheFlag) {
   EXPECT_NE(s.message().find("--ca-cert: cannot read"), std::string::npos) << s;
 }
 
-TEST(AgentFlagsTest, GpuNeedsACudaBuild) {
-  const std::string error = ErrorOfChange([](AgentFlags& f) { f.device = "gpu:0,1"; });
-  EXPECT_NE(error.find("--device"), std::string::npos);
-  EXPECT_NE(error.find("GANTRY_WITH_CUDA"), std::string::npos);
-}
 #endif
+
+// Options as a CUDA build (cuda = true) or a CPU-only build would make them from Valid() with
+// `device` and `slots`.
+absl::StatusOr<AgentOptions> DeviceOptions(const std::string& device, int slots, bool cuda) {
+  AgentFlags f = Valid();
+  f.device = device;
+  f.slots = slots;
+  return BuildAgentOptions(f, cuda);
+}
+
+TEST(AgentFlagsTest, GpuNeedsACudaBuild) {
+  for (const std::string device : {"gpu:0,1", "gpu"}) {
+    absl::StatusOr<AgentOptions> o = DeviceOptions(device, 0, /*cuda=*/false);
+    ASSERT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << device;
+    EXPECT_NE(o.status().message().find("--device"), std::string::npos) << o.status();
+    EXPECT_NE(o.status().message().find("GANTRY_WITH_CUDA"), std::string::npos) << o.status();
+    EXPECT_NE(o.status().message().find("use --device=cpu"), std::string::npos) << o.status();
+  }
+#ifndef GANTRY_WITH_CUDA
+  // This build is CPU-only: the plain BuildAgentOptions says the same.
+  EXPECT_NE(ErrorOfChange([](AgentFlags& f) { f.device = "gpu:0"; }).find("GANTRY_WITH_CUDA"),
+            std::string::npos);
+#endif
+}
+
+TEST(AgentFlagsTest, AGpuWorkerOffersOneSlotPerGpuByDefault) {
+  absl::StatusOr<AgentOptions> o = DeviceOptions("gpu:0,1,3", 0, /*cuda=*/true);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->device, gantry::v1::DEVICE_KIND_GPU);
+  EXPECT_EQ(o->device_ids, (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(o->slots, 3);
+  // Fewer slots than GPUs: allowed (the ranks share the listed GPUs, one each).
+  o = DeviceOptions("gpu:2,0", 1, /*cuda=*/true);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->device_ids, (std::vector<int>{2, 0}));
+  EXPECT_EQ(o->slots, 1);
+  // A CPU worker: one slot unless told.
+  o = DeviceOptions("cpu", 0, /*cuda=*/true);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->device, gantry::v1::DEVICE_KIND_CPU);
+  EXPECT_TRUE(o->device_ids.empty());
+  EXPECT_EQ(o->slots, 1);
+  o = DeviceOptions("cpu", 6, /*cuda=*/false);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->slots, 6);
+}
+
+TEST(AgentFlagsTest, MoreSlotsThanGpusIsRefusedNamingBothNumbers) {
+  absl::StatusOr<AgentOptions> o = DeviceOptions("gpu:0,1", 3, /*cuda=*/true);
+  ASSERT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(o.status().message(),
+            "--slots: is 3 but --device lists 2 GPU(s); each rank runs on a GPU of its own, so "
+            "give at most 2 slots (or leave --slots out: one per GPU)");
+}
+
+TEST(AgentFlagsTest, BadGpuListsAreRefusedNamingTheId) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"gpu", "--device: name the GPU ids, e.g. gpu:0,1"},
+      {"gpu:", "--device: \"\" is not a GPU id (0..1023)"},
+      {"gpu:0,,1", "--device: \"\" is not a GPU id (0..1023)"},
+      {"gpu:-1", "--device: \"-1\" is not a GPU id (0..1023)"},
+      {"gpu:1024", "--device: \"1024\" is not a GPU id (0..1023)"},
+      {"gpu:a", "--device: \"a\" is not a GPU id (0..1023)"},
+      {"gpu:0,1,0", "--device: GPU 0 is listed twice; list each GPU once"},
+      {"cuda:0", "--device: \"cuda:0\" is neither cpu nor gpu:ID[,ID...]"},
+  };
+  for (const auto& [device, message] : cases) {
+    absl::StatusOr<AgentOptions> o = DeviceOptions(device, 0, /*cuda=*/true);
+    ASSERT_EQ(o.status().code(), absl::StatusCode::kInvalidArgument) << device;
+    EXPECT_EQ(o.status().message(), message) << device;
+  }
+}
 
 TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   gantry::testing::TempDir dir;

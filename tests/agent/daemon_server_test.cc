@@ -222,7 +222,7 @@ TEST_F(DaemonServerTest, TheServerStoresWhatTheDaemonCaches) {
 TEST(DaemonFlagsTest, InvalidFlagsExitWith2AndNameTheFlag) {
   std::string output;
   EXPECT_EQ(
-      DaemonProcess::RunToExit({"--server=127.0.0.1:1", "--join-token=t", "--slots=0"}, &output),
+      DaemonProcess::RunToExit({"--server=127.0.0.1:1", "--join-token=t", "--slots=-1"}, &output),
       2);
   EXPECT_NE(output.find("--slots"), std::string::npos) << output;
   EXPECT_EQ(DaemonProcess::RunToExit({"--join-token=t"}, &output), 2);

@@ -160,6 +160,7 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   EXPECT_NE(args.find("--cache-dir=" + dir_.File("cache")), std::string::npos);
   EXPECT_NE(args.find("--cache-max-bytes=123456789"), std::string::npos) << args;
   EXPECT_NE(args.find("--work-dir=" + WorkDir("job-a", 1)), std::string::npos);
+  EXPECT_NE(args.find("\n--device=cpu\n"), std::string::npos) << "a CPU worker's rank: " << args;
   EXPECT_EQ(args.find("grk_secret-of-job-a"), std::string::npos);
   EXPECT_NE(args.find("--credential-file=" + WorkDir("job-a", 1) + "/rank.credential"),
             std::string::npos)
@@ -385,6 +386,61 @@ TEST_F(RankLauncherTest, SlotLimitAndExecFailure) {
   RankLauncher one_slot(slow, [&c](v1::WorkerMessage m) { c.Add(std::move(m)); });
   ASSERT_TRUE(one_slot.Launch(Assign("job-y", 0, {{"fake.mode", "sleep"}})).ok());
   EXPECT_EQ(one_slot.Launch(Assign("job-z", 0)).code(), absl::StatusCode::kResourceExhausted);
+}
+
+// A GPU worker: every live rank holds a GPU of its own (the first free one in the worker's list),
+// passed as --device=cuda:N; the GPU is free again once the rank is reaped; with every GPU held a
+// launch is refused, and a launch that fails before its rank starts gives its GPU back.
+TEST_F(RankLauncherTest, EachLiveRankHoldsItsOwnGpuUntilItIsReaped) {
+  RankLauncherOptions o;
+  o.rank_binary = FAKE_RANK_BINARY;
+  o.server = "127.0.0.1:1";
+  o.cache_dir = dir_.File("cache");
+  o.work_root = dir_.File("work");
+  o.gpu_ids = {3, 1};
+  Collector c;
+  RankLauncher launcher(o, [&c](v1::WorkerMessage m) { c.Add(std::move(m)); });
+  const std::map<std::string, std::string> sleep = {{"fake.mode", "sleep"}};
+  ASSERT_TRUE(launcher.Launch(Assign("job-g0", 0, sleep)).ok());
+  ASSERT_TRUE(launcher.Launch(Assign("job-g1", 0, sleep)).ok());
+  EXPECT_EQ(launcher.gpus_in_use(), (std::vector<int>{1, 3}));
+  ASSERT_TRUE(c.WaitCount("job-g0", 2, absl::Seconds(10)));  // STARTING, then RUNNING
+  ASSERT_TRUE(c.WaitCount("job-g1", 2, absl::Seconds(10)));
+  const std::string args0 = ReadFile(WorkDir("job-g0", 0) + "/args.txt");
+  const std::string args1 = ReadFile(WorkDir("job-g1", 0) + "/args.txt");
+  EXPECT_NE(args0.find("\n--device=cuda:3\n"), std::string::npos) << args0;
+  EXPECT_NE(args1.find("\n--device=cuda:1\n"), std::string::npos) << args1;
+  EXPECT_EQ(args0.find("--device=cpu"), std::string::npos) << args0;
+
+  // No slot limit here: the GPUs are the limit.
+  const absl::Status third = launcher.Launch(Assign("job-g2", 0, sleep));
+  EXPECT_EQ(third.code(), absl::StatusCode::kResourceExhausted) << third;
+  EXPECT_EQ(third.message(),
+            "all 2 GPU(s) of this worker are in use; rank 0 of job-g2 was not started");
+  EXPECT_EQ(launcher.live_ranks(), 2);
+
+  // GPU 3 is free once its rank is reaped (before its exit is reported) and goes to the next rank.
+  EXPECT_EQ(launcher.Cancel("job-g0"), 1);
+  ASSERT_TRUE(c.WaitExited("job-g0", 0, absl::Seconds(10)).has_value());
+  EXPECT_EQ(launcher.gpus_in_use(), (std::vector<int>{1}));
+  ASSERT_TRUE(launcher.Launch(Assign("job-g2", 0, sleep)).ok());
+  ASSERT_TRUE(c.WaitCount("job-g2", 2, absl::Seconds(10)));
+  const std::string args2 = ReadFile(WorkDir("job-g2", 0) + "/args.txt");
+  EXPECT_NE(args2.find("\n--device=cuda:3\n"), std::string::npos) << args2;
+  EXPECT_EQ(launcher.gpus_in_use(), (std::vector<int>{1, 3}));
+  launcher.StopAll();
+  EXPECT_TRUE(launcher.gpus_in_use().empty());
+
+  // A launch that fails before its rank starts (its work dir cannot be made) keeps no GPU.
+  std::ofstream(dir_.File("not-a-dir")) << "x";
+  RankLauncherOptions blocked = o;
+  blocked.work_root = dir_.File("not-a-dir");
+  blocked.gpu_ids = {0};
+  RankLauncher failing(blocked, [&c](v1::WorkerMessage m) { c.Add(std::move(m)); });
+  EXPECT_EQ(failing.Launch(Assign("job-g3", 0)).code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(failing.gpus_in_use().empty());
+  EXPECT_EQ(failing.Launch(Assign("job-g3", 0)).code(), absl::StatusCode::kInternal)
+      << "the GPU came back: the second launch fails the same way, not for want of a GPU";
 }
 
 }  // namespace

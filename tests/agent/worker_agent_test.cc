@@ -231,9 +231,12 @@ class WorkerAgentTest : public ::testing::Test {
     o.cache_dir = dir_.File("cache");
     o.work_dir = dir_.File("work");
     o.rank_binary = FAKE_RANK_BINARY;
+    EditOptions(&o);
     agent_ = std::make_unique<WorkerAgent>(o);
     run_ = std::thread([this] { run_status_ = agent_->Run(); });
   }
+  // Changes the options of the agent SetUp starts.
+  virtual void EditOptions(AgentOptions* /*options*/) {}
   void TearDown() override {
     agent_->Stop();
     run_.join();
@@ -656,6 +659,67 @@ TEST(WorkerDaemonProcessTest, ReportsItsDatasetCacheAndEvictsItAtStart) {
   EXPECT_TRUE(service.WaitFor(heartbeat_with(now, 3000), absl::Seconds(15))) << daemon.Log();
   EXPECT_EQ(daemon.Signal(SIGTERM, 10000), 0) << daemon.Log();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
+// A GPU worker (options as BuildAgentOptions makes them in a CUDA build): it registers its GPU ids
+// and starts each rank on a GPU no other live rank holds.
+class GpuWorkerAgentTest : public WorkerAgentTest {
+ protected:
+  void EditOptions(AgentOptions* o) override {
+    o->device = v1::DEVICE_KIND_GPU;
+    o->device_ids = {4, 7};
+    o->slots = 2;
+  }
+  std::string ArgsOf(const std::string& job, int rank) {
+    std::ifstream in(dir_.File("work") + "/" + job + "/rank-" + std::to_string(rank) + "/args.txt");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+};
+
+TEST_F(GpuWorkerAgentTest, RegistersItsGpusAndGivesEachRankItsOwn) {
+  ASSERT_TRUE(service_.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)));
+  const std::vector<v1::RegisterRequest> registers = service_.registers();
+  ASSERT_EQ(registers.size(), 1u);
+  EXPECT_EQ(registers[0].device(), v1::DEVICE_KIND_GPU);
+  EXPECT_EQ(std::vector<int>(registers[0].device_ids().begin(), registers[0].device_ids().end()),
+            (std::vector<int>{4, 7}));
+  EXPECT_EQ(registers[0].slots(), 2);
+
+  service_.Send(Assign("job-g", 0, {{"fake.mode", "sleep"}}));
+  service_.Send(Assign("job-g", 1, {{"fake.mode", "sleep"}}));
+  for (int rank : {0, 1}) {
+    ASSERT_TRUE(service_.WaitFor(
+        [rank](const Received& r) { return HasPhase(r, "job-g", rank, v1::RANK_PHASE_RUNNING); },
+        absl::Seconds(10)));
+  }
+  const std::string args0 = ArgsOf("job-g", 0);
+  const std::string args1 = ArgsOf("job-g", 1);
+  EXPECT_NE(args0.find("\n--device=cuda:4\n"), std::string::npos) << args0;
+  EXPECT_NE(args1.find("\n--device=cuda:7\n"), std::string::npos) << args1;
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) {
+        return !r.empty() && r.back().second.has_heartbeat() &&
+               r.back().second.heartbeat().free_slots() == 0;
+      },
+      absl::Seconds(5)));
+
+  // Both GPUs are free again after the job's ranks exit: the next job's rank gets the first one.
+  v1::ServerMessage cancel;
+  cancel.mutable_cancellation()->set_job_id("job-g");
+  service_.Send(cancel);
+  for (int rank : {0, 1}) {
+    ASSERT_TRUE(service_.WaitFor(
+        [rank](const Received& r) { return HasPhase(r, "job-g", rank, v1::RANK_PHASE_EXITED); },
+        absl::Seconds(15)));
+  }
+  service_.Send(Assign("job-h", 0, {{"fake.mode", "sleep"}}));
+  ASSERT_TRUE(service_.WaitFor(
+      [](const Received& r) { return HasPhase(r, "job-h", 0, v1::RANK_PHASE_RUNNING); },
+      absl::Seconds(10)));
+  const std::string args = ArgsOf("job-h", 0);
+  EXPECT_NE(args.find("\n--device=cuda:4\n"), std::string::npos) << args;
 }
 
 }  // namespace

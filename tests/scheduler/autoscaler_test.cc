@@ -232,12 +232,40 @@ TEST(ChoosePoolTest, NamedPoolErrorsSayWhatToChange) {
   EXPECT_NE(r.status().message().find("fewer than world_size 3"), std::string::npos);
   job.world_size = 1;
   job.device = gantry::v1::DEVICE_KIND_GPU;
-  EXPECT_EQ(ChoosePool(pools, job).status().code(), absl::StatusCode::kInvalidArgument);
+  r = ChoosePool(pools, job);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(r.status().message(),
+            "spec.pool: pool hpc has CPU workers only and can never run the job's GPU ranks; name "
+            "a GPU pool, leave the pool out, or change spec.resources_per_rank.device");
   job.device = gantry::v1::DEVICE_KIND_CPU;
   job.selector["pool"] = "cloud";
   EXPECT_EQ(ChoosePool(pools, job).status().code(), absl::StatusCode::kInvalidArgument);
   job.pool = "";
   EXPECT_EQ(*ChoosePool(pools, job), "cloud");  // the selector names it
+}
+
+// A pool declares its workers' device: a job of the other device naming it (by spec.pool or by
+// its selector) could never start there.
+TEST(ChoosePoolTest, ANamedPoolOfTheOtherDeviceIsAFailedPrecondition) {
+  PoolConfig gpus = Elastic("gpus", 0, 4);
+  gpus.device = gantry::v1::DEVICE_KIND_GPU;
+  const std::vector<PoolConfig> pools = {gpus, Elastic("cpus", 0, 4)};
+  PoolRequirements job;
+  job.device = gantry::v1::DEVICE_KIND_UNSPECIFIED;  // = CPU
+  job.selector["pool"] = "gpus";
+  absl::StatusOr<std::string> r = ChoosePool(pools, job);
+  ASSERT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(r.status().message().find("pool gpus has GPU workers only"), std::string::npos)
+      << r.status();
+  job.selector.clear();
+  job.pool = "cpus";
+  job.device = gantry::v1::DEVICE_KIND_GPU;
+  EXPECT_EQ(ChoosePool(pools, job).status().code(), absl::StatusCode::kFailedPrecondition);
+  job.pool = "gpus";
+  EXPECT_EQ(*ChoosePool(pools, job), "gpus");
+  // Unnamed: a GPU job is given the GPU pool.
+  job.pool = "";
+  EXPECT_EQ(*ChoosePool(pools, job), "gpus");
 }
 
 }  // namespace

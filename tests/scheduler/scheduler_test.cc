@@ -162,6 +162,38 @@ TEST_F(SchedulerTest, DeviceKindMustMatchAndUnspecifiedIsCpu) {
             "waiting for 1 free slot matching device GPU (0 free)");
 }
 
+// A GPU worker's slots (one per GPU) take GPU ranks only and a CPU worker's slots CPU ranks only,
+// however many slots of the other kind stand free.
+TEST_F(SchedulerTest, GpuRanksLandOnlyOnGpuSlotsAndCpuRanksOnlyOnCpuWorkers) {
+  Add(Worker("wrk-gpu", 2, {}, gantry::v1::DEVICE_KIND_GPU));
+  Add(Worker("wrk-cpu", 2));
+  auto job = [](const std::string& id, int world_size, gantry::v1::DeviceKind device, int order) {
+    JobRequest j = Job(id, world_size, 0, absl::Seconds(order));
+    j.device = device;
+    return j;
+  };
+  const gantry::v1::DeviceKind cpu = gantry::v1::DEVICE_KIND_CPU;
+  const gantry::v1::DeviceKind gpu = gantry::v1::DEVICE_KIND_GPU;
+  for (const JobRequest& j :
+       {job("job-cpu3", 3, cpu, 0), job("job-gpu1", 1, gpu, 1), job("job-cpu2", 2, cpu, 2),
+        job("job-gpu2", 2, gpu, 3), job("job-cpu1", 1, cpu, 4)}) {
+    ASSERT_TRUE(scheduler_.Submit(j).ok()) << j.id;
+  }
+  std::vector<Placement> placed = scheduler_.Schedule(kT0);
+  ASSERT_THAT(PlacedIds(placed), ElementsAre("job-gpu1", "job-cpu2"));
+  EXPECT_THAT(placed[0].rank_workers, ElementsAre("wrk-gpu"));
+  EXPECT_THAT(placed[1].rank_workers, ElementsAre("wrk-cpu", "wrk-cpu"));
+  // One GPU slot stays free: neither the CPU rank nor the two-GPU gang takes it.
+  EXPECT_EQ(scheduler_.FreeSlots("wrk-gpu"), 1);
+  EXPECT_EQ(scheduler_.FreeSlots("wrk-cpu"), 0);
+  EXPECT_THAT(scheduler_.QueuedJobs(), ElementsAre("job-cpu3", "job-gpu2", "job-cpu1"));
+  EXPECT_THAT(scheduler_.WaitReason("job-cpu3"), HasSubstr("device CPU"));
+  EXPECT_THAT(scheduler_.WaitReason("job-gpu2"), HasSubstr("device GPU"));
+  EXPECT_EQ(scheduler_.WaitReason("job-cpu1"),
+            "waiting for 1 free slot matching device CPU (0 free)");
+  EXPECT_THAT(scheduler_.Schedule(kT0 + absl::Seconds(1)), IsEmpty());
+}
+
 TEST_F(SchedulerTest, PrefersWorkersCachingTheDataset) {
   WorkerState cached = Worker("wrk-b", 4);
   cached.cached_datasets = {"sha-x"};

@@ -40,7 +40,8 @@ class DriverWorker {
   DriverWorker(std::shared_ptr<grpc::Channel> channel, std::string join, std::string name,
                int slots, std::vector<std::string> running = {}, DriverServing serving = {},
                uint64_t incarnation = 0, std::string previous_credential = "",
-               const std::map<std::string, std::string>& labels = {})
+               const std::map<std::string, std::string>& labels = {},
+               const std::vector<int>& gpu_ids = {})
       : stub_(v1::WorkerService::NewStub(channel)),
         join_(std::move(join)),
         name_(name),
@@ -48,7 +49,9 @@ class DriverWorker {
     v1::RegisterRequest reg;
     reg.set_name(name);
     reg.set_slots(slots);
-    reg.set_device(v1::DEVICE_KIND_CPU);
+    // With GPU ids: a GPU worker offering them.
+    reg.set_device(gpu_ids.empty() ? v1::DEVICE_KIND_CPU : v1::DEVICE_KIND_GPU);
+    for (int id : gpu_ids) reg.add_device_ids(id);
     reg.set_threads_per_rank(1);
     reg.set_advertise_host("127.0.0.1");
     reg.set_rendezvous_port_min(30100);

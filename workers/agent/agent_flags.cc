@@ -24,8 +24,9 @@ const char kAgentUsage[] =
     "usage: gantry-worker daemon --server=HOST:PORT (--join-token=T | --join-token-file=F) "
     "[flags]\n"
     "  --name=NAME                 unique worker name (default: the host name)\n"
-    "  --slots=N                   ranks hosted at once (default 1)\n"
-    "  --device=cpu|gpu:0,1        device kind (gpu needs a CUDA build; default cpu)\n"
+    "  --slots=N                   ranks hosted at once (default: 1 on cpu, one per GPU on gpu)\n"
+    "  --device=cpu|gpu:0,1        device kind (default cpu); gpu: the GPU ids this worker\n"
+    "                              offers, one per rank (needs a CUDA build)\n"
     "  --threads=N                 intra-op threads per rank (default 1)\n"
     "  --labels=k=v,k=v            labels jobs can select on (e.g. pool=onprem,zone=a)\n"
     "  --cache-dir=DIR             dataset cache (default ./gantry-cache)\n"
@@ -106,33 +107,68 @@ bool NameChars(absl::string_view s) {
   return true;
 }
 
-absl::Status ParseDevice(const std::string& value, AgentOptions* o) {
+absl::Status CheckInt(const std::string& flag, int value, int lo, int hi) {
+  if (value < lo || value > hi) {
+    return Bad(flag, absl::StrCat("\"", value, "\" is not an integer in ", lo, "..", hi));
+  }
+  return absl::OkStatus();
+}
+
+// This build's answer to "can a rank run on a GPU here".
+constexpr bool kCudaBuild =
+#ifdef GANTRY_WITH_CUDA
+    true;
+#else
+    false;
+#endif
+
+absl::Status ParseDevice(const std::string& value, bool cuda_build, AgentOptions* o) {
+  o->device_ids.clear();
   if (value == "cpu") {
     o->device = gantry::v1::DEVICE_KIND_CPU;
-    o->device_ids.clear();
     return absl::OkStatus();
   }
   if (value != "gpu" && value.rfind("gpu:", 0) != 0) {
     return Bad("device", absl::StrCat("\"", value, "\" is neither cpu nor gpu:ID[,ID...]"));
   }
-#ifndef GANTRY_WITH_CUDA
-  return Bad("device",
-             "gpu needs a gantry-worker built with GANTRY_WITH_CUDA=ON against a CUDA LibTorch; "
-             "this build is CPU-only (use --device=cpu)");
-#else
+  if (!cuda_build) {
+    return Bad("device",
+               "gpu needs a gantry-worker built with GANTRY_WITH_CUDA=ON against a CUDA LibTorch; "
+               "this build is CPU-only (use --device=cpu)");
+  }
   if (value == "gpu") return Bad("device", "name the GPU ids, e.g. gpu:0,1");
   o->device = gantry::v1::DEVICE_KIND_GPU;
-  o->device_ids.clear();
   std::set<int> seen;
   for (absl::string_view id : absl::StrSplit(value.substr(4), ',')) {
     int v = 0;
-    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > 1023 || !seen.insert(v).second) {
-      return Bad("device", absl::StrCat("\"", id, "\" is not a distinct GPU id"));
+    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > 1023) {
+      return Bad("device", absl::StrCat("\"", id, "\" is not a GPU id (0..1023)"));
+    }
+    if (!seen.insert(v).second) {
+      return Bad("device", absl::StrCat("GPU ", v, " is listed twice; list each GPU once"));
     }
     o->device_ids.push_back(v);
   }
   return absl::OkStatus();
-#endif
+}
+
+// --slots after --device: 0 = one rank per device (1 on a CPU worker, one per GPU). A GPU rank
+// holds one GPU for its lifetime, so a GPU worker hosts at most as many ranks as it lists GPUs.
+absl::Status ParseSlots(int slots, AgentOptions* o) {
+  RETURN_IF_ERROR(CheckInt("slots", slots, 0, 1024));
+  if (o->device != gantry::v1::DEVICE_KIND_GPU) {
+    o->slots = slots == 0 ? 1 : slots;
+    return absl::OkStatus();
+  }
+  const int gpus = static_cast<int>(o->device_ids.size());
+  if (slots > gpus) {
+    return Bad("slots",
+               absl::StrCat("is ", slots, " but --device lists ", gpus,
+                            " GPU(s); each rank runs on a GPU of its own, so give at most ", gpus,
+                            " slots (or leave --slots out: one per GPU)"));
+  }
+  o->slots = slots == 0 ? gpus : slots;
+  return absl::OkStatus();
 }
 
 absl::Status ParseLabels(const std::string& value, AgentOptions* o) {
@@ -167,13 +203,6 @@ absl::Status ParsePorts(const std::string& value, AgentOptions* o) {
   }
   o->rendezvous_port_min = lo;
   o->rendezvous_port_max = hi;
-  return absl::OkStatus();
-}
-
-absl::Status CheckInt(const std::string& flag, int value, int lo, int hi) {
-  if (value < lo || value > hi) {
-    return Bad(flag, absl::StrCat("\"", value, "\" is not an integer in ", lo, "..", hi));
-  }
   return absl::OkStatus();
 }
 
@@ -217,10 +246,9 @@ absl::Status ParseIdentity(const AgentFlags& f, AgentOptions* o) {
   return absl::OkStatus();
 }
 
-absl::Status ParseResources(const AgentFlags& f, AgentOptions* o) {
-  RETURN_IF_ERROR(CheckInt("slots", f.slots, 1, 1024));
-  o->slots = f.slots;
-  RETURN_IF_ERROR(ParseDevice(f.device, o));
+absl::Status ParseResources(const AgentFlags& f, bool cuda_build, AgentOptions* o) {
+  RETURN_IF_ERROR(ParseDevice(f.device, cuda_build, o));
+  RETURN_IF_ERROR(ParseSlots(f.slots, o));
   RETURN_IF_ERROR(CheckInt("threads", f.threads, 1, 1024));
   o->threads_per_rank = f.threads;
   RETURN_IF_ERROR(ParseLabels(f.labels, o));
@@ -289,9 +317,13 @@ absl::Status ParseServing(const AgentFlags& f, AgentOptions* o) {
 }  // namespace
 
 absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags) {
+  return BuildAgentOptions(flags, kCudaBuild);
+}
+
+absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags, bool cuda_build) {
   AgentOptions o;
   RETURN_IF_ERROR(ParseIdentity(flags, &o));
-  RETURN_IF_ERROR(ParseResources(flags, &o));
+  RETURN_IF_ERROR(ParseResources(flags, cuda_build, &o));
   RETURN_IF_ERROR(ParseRanks(flags, &o));
   RETURN_IF_ERROR(ParseServing(flags, &o));
   return o;

@@ -22,7 +22,7 @@ struct AgentFlags {
   std::string join_token;
   std::string join_token_file;
   std::string name;  // empty: the host name (ResolveAgentOptions)
-  int slots = 1;
+  int slots = 0;     // 0 = one per device: 1 with cpu, the number of GPUs with gpu
   std::string device = "cpu";  // cpu | gpu:ID[,ID...]
   int threads = 1;
   std::string labels;  // k=v,k=v
@@ -50,10 +50,14 @@ struct AgentFlags {
 };
 
 // INVALID_ARGUMENT with a message naming the offending flag for bad numbers or ranges, a missing
-// --server or join token, and --device gpu in a build without GANTRY_WITH_CUDA. Leaves name empty
-// when --name is absent (the caller fills in the host name) and work_dir empty when --work-dir is
-// absent (= <cache_dir>/work).
+// --server or join token, and --device gpu in a build without GANTRY_WITH_CUDA. A GPU worker
+// offers one slot per GPU: --slots defaults to the number of GPU ids and may not exceed it. Leaves
+// name empty when --name is absent (the caller fills in the host name) and work_dir empty when
+// --work-dir is absent (= <cache_dir>/work).
 absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags);
+// The same as in a build with (cuda_build) or without GANTRY_WITH_CUDA, so the GPU rules are
+// tested in CPU-only builds too.
+absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags, bool cuda_build);
 
 // Fills the defaults that need the environment: join_token from join_token_file (trimmed), the
 // TLS files made absolute and loaded (LoadTlsConfig),

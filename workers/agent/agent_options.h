@@ -26,9 +26,10 @@ struct AgentOptions {
   // token is used only to register).
   std::shared_ptr<CredentialSlot> credential = std::make_shared<CredentialSlot>();
   std::string name;  // unique per pool; empty = the host name
-  int slots = 1;     // ranks hosted at once
+  int slots = 1;     // ranks hosted at once; with GPUs at most device_ids.size()
   gantry::v1::DeviceKind device = gantry::v1::DEVICE_KIND_CPU;
-  std::vector<int> device_ids;  // GPU ids with DEVICE_KIND_GPU
+  // GPU ids with DEVICE_KIND_GPU, distinct: each rank runs on one of them, never two on one.
+  std::vector<int> device_ids;
   int threads_per_rank = 1;
   std::map<std::string, std::string> labels;
   std::string cache_dir = "./gantry-cache";

@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -131,7 +132,8 @@ struct ChildExec {
   int max_fd = 0;
   std::string exec_failed;
 
-  void Build(const RankLauncherOptions& options, const std::string& work_dir) {
+  // gpu: the GPU id the rank runs on; -1 = the CPU.
+  void Build(const RankLauncherOptions& options, const std::string& work_dir, int gpu) {
     const std::string binary =
         options.rank_binary.empty() ? std::string("/proc/self/exe") : options.rank_binary;
     args = {binary,
@@ -143,7 +145,8 @@ struct ChildExec {
             "--file-roots=" + options.file_roots,
             absl::StrCat("--cache-max-bytes=", options.cache_max_bytes),
             "--work-dir=" + work_dir,
-            absl::StrCat("--credential-file=", work_dir, "/", kRankCredentialFile)};
+            absl::StrCat("--credential-file=", work_dir, "/", kRankCredentialFile),
+            gpu < 0 ? std::string("--device=cpu") : absl::StrCat("--device=cuda:", gpu)};
     if (!options.tls_files.ca_cert.empty())
       args.push_back("--ca-cert=" + options.tls_files.ca_cert);
     if (!options.tls_files.cert.empty()) {
@@ -228,6 +231,7 @@ struct RankLauncher::Rank {
   int attempt = 0;
   int rank = 0;
   pid_t pid = -1;  // also the process group id
+  int gpu = -1;    // the GPU id it holds; -1 = none (a CPU worker)
   int pipe_fd = -1;
   std::string log_path;
   std::thread thread;
@@ -257,7 +261,9 @@ absl::Status RankLauncher::Launch(const v1::Assignment& given) {
   if (assignment.collective_timeout_ms() == 0) {
     assignment.set_collective_timeout_ms(options_.default_collective_timeout_ms);
   }
-  if (absl::Status s = CheckSlot(assignment); !s.ok()) return s;
+  absl::StatusOr<int> gpu = ReserveSlot(assignment);
+  if (!gpu.ok()) return gpu.status();
+  absl::Cleanup release = [this, held = *gpu] { ReleaseGpu(held); };
   absl::StatusOr<std::string> work_dir = PrepareWorkDir(options_.work_root, assignment);
   if (!work_dir.ok()) return work_dir.status();
   const std::string log_path = *work_dir + "/rank.log";
@@ -265,14 +271,15 @@ absl::Status RankLauncher::Launch(const v1::Assignment& given) {
   int pipe_fds[2];
   if (absl::Status s = OpenRankFds(log_path, &log_fd, pipe_fds); !s.ok()) return s;
   ChildExec exec;
-  exec.Build(options_, *work_dir);
+  exec.Build(options_, *work_dir, *gpu);
   absl::StatusOr<pid_t> pid = Spawn(exec, log_fd, pipe_fds, options_.die_with_daemon);
   if (!pid.ok()) return pid.status();
-  StartSupervising(assignment, *pid, pipe_fds[0], log_path);
+  std::move(release).Cancel();  // the rank holds its GPU until it is reaped
+  StartSupervising(assignment, *pid, pipe_fds[0], log_path, *gpu);
   return absl::OkStatus();
 }
 
-absl::Status RankLauncher::CheckSlot(const v1::Assignment& assignment) {
+absl::StatusOr<int> RankLauncher::ReserveSlot(const v1::Assignment& assignment) {
   const std::string& job_id = assignment.job_id();
   absl::MutexLock lock(&mu_);
   CollectFinishedLocked();
@@ -287,11 +294,23 @@ absl::Status RankLauncher::CheckSlot(const v1::Assignment& assignment) {
         absl::StrCat("all ", options_.max_ranks, " slot(s) of this worker are busy; rank ",
                      assignment.rank(), " of ", job_id, " was not started"));
   }
-  return absl::OkStatus();
+  if (options_.gpu_ids.empty()) return -1;
+  for (int gpu : options_.gpu_ids) {
+    if (gpus_in_use_.insert(gpu).second) return gpu;
+  }
+  return absl::ResourceExhaustedError(
+      absl::StrCat("all ", options_.gpu_ids.size(), " GPU(s) of this worker are in use; rank ",
+                   assignment.rank(), " of ", job_id, " was not started"));
+}
+
+void RankLauncher::ReleaseGpu(int gpu) {
+  if (gpu < 0) return;
+  absl::MutexLock lock(&mu_);
+  gpus_in_use_.erase(gpu);
 }
 
 void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid, int pipe_fd,
-                                    const std::string& log_path) {
+                                    const std::string& log_path, int gpu) {
   const std::string& job_id = assignment.job_id();
   auto rank = std::make_unique<Rank>();
   rank->job_id = job_id;
@@ -300,6 +319,7 @@ void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid,
   rank->pid = pid;
   rank->pipe_fd = pipe_fd;
   rank->log_path = log_path;
+  rank->gpu = gpu;
   Rank* raw = rank.get();
   {
     absl::MutexLock lock(&mu_);
@@ -307,7 +327,9 @@ void RankLauncher::StartSupervising(const v1::Assignment& assignment, pid_t pid,
     ranks_.emplace(RankKey(job_id, assignment.attempt(), assignment.rank()), std::move(rank));
   }
   GANTRY_LOG(INFO) << absl::StrCat("started rank ", assignment.rank(), " of ", job_id, " attempt ",
-                                   assignment.attempt(), " (pid ", pid, ", log ", log_path, ")");
+                                   assignment.attempt(), " on ",
+                                   gpu < 0 ? std::string("the CPU") : absl::StrCat("GPU ", gpu),
+                                   " (pid ", pid, ", log ", log_path, ")");
   v1::WorkerMessage starting;
   starting.set_job_id(job_id);
   starting.set_attempt(assignment.attempt());
@@ -395,9 +417,10 @@ void RankLauncher::Supervise(Rank* r) {
                                    " exited with code ", rs->exit_code());
   ForgetRankGauges(r->job_id, r->rank);
   {
-    // The slot is free from here on; StopAll joins this thread, so the report below still lands
-    // before StopAll returns.
+    // The slot and its GPU are free from here on; StopAll joins this thread, so the report below
+    // still lands before StopAll returns.
     absl::MutexLock lock(&mu_);
+    if (r->gpu >= 0) gpus_in_use_.erase(r->gpu);
     auto it = ranks_.find(RankKey(r->job_id, r->attempt, r->rank));
     if (it != ranks_.end() && it->second.get() == r) {
       finished_.push_back(std::move(it->second));
@@ -485,6 +508,11 @@ std::vector<std::tuple<std::string, int, int>> RankLauncher::live_rank_keys() co
   keys.reserve(ranks_.size());
   for (const auto& [key, rank] : ranks_) keys.push_back(key);
   return keys;
+}
+
+std::vector<int> RankLauncher::gpus_in_use() const {
+  absl::MutexLock lock(&mu_);
+  return std::vector<int>(gpus_in_use_.begin(), gpus_in_use_.end());
 }
 
 bool RankLauncher::WaitIdle(absl::Duration timeout) const {

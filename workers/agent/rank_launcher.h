@@ -13,6 +13,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -41,6 +42,9 @@ struct RankLauncherOptions {
   std::string work_root;
   absl::Duration kill_grace = absl::Seconds(5);  // SIGTERM -> SIGKILL
   int max_ranks = 0;                             // live ranks at once; 0 = unlimited
+  // A GPU worker's GPU ids: each rank gets one that no live rank holds, as --device=cuda:N, and
+  // frees it when it is reaped. Empty: a CPU worker, every rank gets --device=cpu.
+  std::vector<int> gpu_ids;
   // SIGKILL ranks when the daemon dies (kill -9 included) instead of leaving them orphaned.
   bool die_with_daemon = false;
   // Written into assignments whose collective_timeout_ms is 0 (0 here: left as it is).
@@ -63,9 +67,10 @@ class RankLauncher {
   RankLauncher& operator=(const RankLauncher&) = delete;
 
   // Writes <work dir>/assignment.pb and starts `<rank_binary> rank --assignment=<path>
-  // --control-fd=3 --server=... --cache-dir=... --cache-max-bytes=N --work-dir=<work dir>` with
-  // stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS when this (job, attempt,
-  // rank) is still running here, RESOURCE_EXHAUSTED when max_ranks ranks are live, INVALID_ARGUMENT
+  // --control-fd=3 --server=... --cache-dir=... --cache-max-bytes=N --work-dir=<work dir>
+  // --device=cpu|cuda:N` with stdout and stderr appended to <work dir>/rank.log. ALREADY_EXISTS
+  // when this (job, attempt, rank) is still running here, RESOURCE_EXHAUSTED when max_ranks ranks
+  // are live or every GPU of gpu_ids is held by a live rank, INVALID_ARGUMENT
   // for a job id unfit for a path, UNAVAILABLE after StopAll began, INTERNAL when no process could
   // be started (nothing is sent to the sink then). An exec failure is reported as RANK_PHASE_EXITED
   // with exit code 127. With die_with_daemon the kernel SIGKILLs the rank if the calling thread
@@ -94,17 +99,22 @@ class RankLauncher {
   std::vector<std::string> running_jobs() const;
   // Every live rank as (job id, attempt, rank), sorted.
   std::vector<std::tuple<std::string, int, int>> live_rank_keys() const;
+  // The GPU ids held by live ranks (and by launches under way), sorted; empty on a CPU worker.
+  std::vector<int> gpus_in_use() const;
   // Waits until no rank is live (see live_ranks); false on timeout.
   bool WaitIdle(absl::Duration timeout) const;
 
  private:
   struct Rank;
 
-  // Launch's checks under the lock: not stopping, this (job, rank) not running, a free slot.
-  absl::Status CheckSlot(const gantry::v1::Assignment& assignment);
+  // Launch's checks under the lock: not stopping, this (job, rank) not running, a free slot; on a
+  // GPU worker also takes a free GPU and returns its id (-1 on a CPU worker), held until
+  // ReleaseGpu or the rank's reaping.
+  absl::StatusOr<int> ReserveSlot(const gantry::v1::Assignment& assignment);
+  void ReleaseGpu(int gpu);
   // Registers the started rank, reports RANK_PHASE_STARTING and starts its supervisor thread.
   void StartSupervising(const gantry::v1::Assignment& assignment, pid_t pid, int pipe_fd,
-                        const std::string& log_path);
+                        const std::string& log_path, int gpu);
   // The supervisor thread of one rank.
   void Supervise(Rank* rank);
   // Joins supervisor threads that have finished and forgets their ranks.
@@ -119,6 +129,8 @@ class RankLauncher {
   std::map<RankKey, std::unique_ptr<Rank>> ranks_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Rank>> finished_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // GPU ids of options_.gpu_ids held by a live rank or a launch under way.
+  std::set<int> gpus_in_use_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gantry::agent

@@ -82,6 +82,7 @@ WorkerAgent::WorkerAgent(AgentOptions options)
   launch.work_root = options_.work_dir;
   launch.kill_grace = absl::Milliseconds(options_.kill_grace_ms);
   launch.max_ranks = options_.slots;
+  if (options_.device == v1::DEVICE_KIND_GPU) launch.gpu_ids = options_.device_ids;
   launch.die_with_daemon = options_.ranks_die_with_daemon;
   launch.default_collective_timeout_ms = options_.collective_timeout_ms;
   launcher_ = std::make_unique<RankLauncher>(
@@ -142,10 +143,13 @@ void WorkerAgent::AddAuth(grpc::ClientContext* context, const std::string& secre
 }
 
 absl::Status WorkerAgent::Run() {
-  GANTRY_LOG(INFO) << absl::StrCat("worker \"", options_.name, "\" ", GantryVersionString(),
-                                   ": server ", options_.server, ", ", options_.slots, " slot(s), ",
-                                   options_.threads_per_rank, " thread(s) per rank, work dir ",
-                                   options_.work_dir);
+  GANTRY_LOG(INFO) << absl::StrCat(
+      "worker \"", options_.name, "\" ", GantryVersionString(), ": server ", options_.server, ", ",
+      options_.slots, " slot(s)",
+      options_.device == v1::DEVICE_KIND_GPU
+          ? absl::StrCat(" on GPUs ", absl::StrJoin(options_.device_ids, ","))
+          : std::string(" on the CPU"),
+      ", ", options_.threads_per_rank, " thread(s) per rank, work dir ", options_.work_dir);
   std::thread sessions([this] { SessionLoop(); });
   bool preempted = false;
   std::string reason;
