@@ -255,11 +255,11 @@ TEST(AgentFlagsTest, MoreSlotsThanGpusIsRefusedNamingBothNumbers) {
 TEST(AgentFlagsTest, BadGpuListsAreRefusedNamingTheId) {
   const std::pair<std::string, std::string> cases[] = {
       {"gpu", "--device: name the GPU ids, e.g. gpu:0,1"},
-      {"gpu:", "--device: \"\" is not a GPU id (0..1023)"},
-      {"gpu:0,,1", "--device: \"\" is not a GPU id (0..1023)"},
-      {"gpu:-1", "--device: \"-1\" is not a GPU id (0..1023)"},
-      {"gpu:1024", "--device: \"1024\" is not a GPU id (0..1023)"},
-      {"gpu:a", "--device: \"a\" is not a GPU id (0..1023)"},
+      {"gpu:", "--device: \"\" is not a GPU id (0..127)"},
+      {"gpu:0,,1", "--device: \"\" is not a GPU id (0..127)"},
+      {"gpu:-1", "--device: \"-1\" is not a GPU id (0..127)"},
+      {"gpu:128", "--device: \"128\" is not a GPU id (0..127)"},
+      {"gpu:a", "--device: \"a\" is not a GPU id (0..127)"},
       {"gpu:0,1,0", "--device: GPU 0 is listed twice; list each GPU once"},
       {"cuda:0", "--device: \"cuda:0\" is neither cpu nor gpu:ID[,ID...]"},
   };

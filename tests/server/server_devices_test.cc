@@ -97,7 +97,7 @@ TEST_F(ServerDevicesTest, RegistrationsWithInconsistentGpusAreRefusedNamingTheFi
       {"GPU worker without ids", gpu({}, 1),
        "device_ids: is empty but device is GPU; list the GPU ids this worker offers, one per rank "
        "(gantry-worker daemon --device=gpu:0,1)"},
-      {"negative id", gpu({0, -1}, 1), "device_ids[1]: is -1; set it to a value in 0..1023"},
+      {"negative id", gpu({0, -1}, 1), "device_ids[1]: is -1; set it to a value in 0..127"},
       {"duplicate id", gpu({2, 5, 2}, 1), "device_ids[2]: repeats GPU 2; list each GPU once"},
       {"more slots than GPUs", gpu({0, 1}, 3),
        "slots: is 3 but device_ids lists 2 GPU(s); a GPU rank runs on a GPU of its own, so give "

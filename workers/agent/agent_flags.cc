@@ -141,8 +141,8 @@ absl::Status ParseDevice(const std::string& value, bool cuda_build, AgentOptions
   std::set<int> seen;
   for (absl::string_view id : absl::StrSplit(value.substr(4), ',')) {
     int v = 0;
-    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > 1023) {
-      return Bad("device", absl::StrCat("\"", id, "\" is not a GPU id (0..1023)"));
+    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > 127) {
+      return Bad("device", absl::StrCat("\"", id, "\" is not a GPU id (0..127)"));
     }
     if (!seen.insert(v).second) {
       return Bad("device", absl::StrCat("GPU ", v, " is listed twice; list each GPU once"));
