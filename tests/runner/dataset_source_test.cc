@@ -547,6 +547,13 @@ class RunnerServerTest : public ServerFixture {
     v1::Job job;
     grpc::Status s = training_->SubmitJob(Ctx(tenant).get(), request, &job);
     EXPECT_TRUE(s.ok()) << Describe(s);
+    // The server's side of a placement, as the test plays the daemon: attempt 0 runs with its
+    // ranks on the test's worker (what checkpoint uploads need).
+    db_.Query("UPDATE jobs SET state = 'JOB_STATE_RUNNING' WHERE id = '" + job.id() + "'");
+    for (int rank = 0; rank < std::max(1, job.spec().world_size()); ++rank) {
+      db_.Query("INSERT INTO job_placements (job_id, attempt, rank, worker_id) VALUES ('" +
+                job.id() + "', 0, " + std::to_string(rank) + ", 'wrk-runner-test')");
+    }
     return job.id();
   }
 };

@@ -14,6 +14,7 @@
 #include <torch/serialize/output-archive.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -89,8 +90,9 @@ class RankProcessTest : public ServerFixture {
 
   // What the server issues to rank processes of `job_id` attempt `attempt` (Assignment
   // rank_credential), for a worker of the test.
+  static constexpr const char* kTestWorker = "wrk-rank-process-test";
   std::string RankCredential(const std::string& job_id, int attempt = 0) const {
-    const std::string worker = "wrk-rank-process-test";
+    const std::string worker = kTestWorker;
     return absl::StrCat("grk_", job_id, ":", attempt, ":", worker, ":",
                         HmacSha256Hex(rank_key_, absl::StrCat("gantry rank credential\n", job_id,
                                                               "\n", attempt, "\n", worker)));
@@ -102,7 +104,22 @@ class RankProcessTest : public ServerFixture {
     v1::Job job;
     grpc::Status s = training_->SubmitJob(Ctx(tenant_).get(), request, &job);
     EXPECT_TRUE(s.ok()) << Describe(s);
+    PlaceJob(job.id(), 0, std::max(1, spec.world_size()));
     return job.id();
+  }
+
+  // The server's side of a placement, as the test plays the daemon: attempt `attempt` of the job
+  // runs with every rank on the test's worker (what checkpoint uploads and validation reports
+  // need). Nothing for a job id the server does not know.
+  void PlaceJob(const std::string& job_id, int attempt, int world_size) {
+    db_.Query(absl::StrCat("UPDATE jobs SET state = 'JOB_STATE_RUNNING', attempt = ", attempt,
+                           " WHERE id = '", job_id, "'"));
+    for (int rank = 0; rank < world_size; ++rank) {
+      db_.Query(absl::StrCat(
+          "INSERT INTO job_placements (job_id, attempt, rank, worker_id) SELECT id, ", attempt,
+          ", ", rank, ", '", kTestWorker, "' FROM jobs WHERE id = '", job_id,
+          "' ON CONFLICT DO NOTHING"));
+    }
   }
 
   static v1::JobSpec TinySpec() {
@@ -136,6 +153,7 @@ class RankProcessTest : public ServerFixture {
   // that file to the rank).
   std::string WriteAssignment(const v1::Assignment& a, const std::string& name = "assignment.pb") {
     const std::string path = dir_.File(name);
+    PlaceJob(a.job_id(), a.attempt(), std::max(1, a.world_size()));
     std::ofstream(path, std::ios::binary) << a.SerializeAsString();
     std::ofstream(path + ".credential") << RankCredential(a.job_id(), a.attempt());
     chmod((path + ".credential").c_str(), 0600);
