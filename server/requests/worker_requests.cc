@@ -5,6 +5,9 @@
 #include <set>
 #include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
@@ -66,6 +69,27 @@ absl::Status ValidateRegister(const v1::RegisterRequest& request) {
   RETURN_IF_ERROR(ValidateLabels(request.labels(), "labels"));
   if (request.advertise_host().empty() || request.advertise_host().size() > 255) {
     return Invalid("advertise_host", "is missing; give the host other ranks reach this worker on");
+  }
+  // The server calls generation_endpoint with the worker's generation secret: only the worker's
+  // own advertised host (as the daemon sets it, advertise_host:serve-port), never a unix socket,
+  // an internal host or an option-like string.
+  if (!request.generation_endpoint().empty()) {
+    const std::string& endpoint = request.generation_endpoint();
+    const std::string& host = request.advertise_host();
+    absl::string_view port;
+    if (absl::StartsWith(endpoint, host + ":")) {
+      port = absl::string_view(endpoint).substr(host.size() + 1);
+    } else if (absl::StartsWith(endpoint, "[" + host + "]:")) {
+      port = absl::string_view(endpoint).substr(host.size() + 3);
+    }
+    int number = 0;
+    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(),
+                     [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
+        !absl::SimpleAtoi(port, &number) || number < 1 || number > 65535) {
+      return Invalid("generation_endpoint",
+                     absl::StrCat("must be ", host, ":PORT (this worker's advertise_host and a "
+                                  "port 1..65535), or empty when the worker does not serve"));
+    }
   }
   for (int i = 0; i < request.cached_datasets_size(); ++i) {
     RETURN_IF_ERROR(
