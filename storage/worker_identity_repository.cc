@@ -155,20 +155,6 @@ absl::StatusOr<std::map<std::pair<int, int>, std::string>> WorkerIdentityReposit
   return ranks;
 }
 
-absl::StatusOr<bool> WorkerIdentityRepository::HasRanksOn(const std::string& job_id,
-                                                          const std::string& worker_id) {
-  bool found = false;
-  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("job_placement_on",
-                             "SELECT 1 FROM job_placements WHERE job_id = $1 AND worker_id = $2 "
-                             "LIMIT 1",
-                             job_id, worker_id);
-    found = !r.empty();
-    return absl::OkStatus();
-  }));
-  return found;
-}
-
 absl::StatusOr<bool> WorkerIdentityRepository::HoldsLiveAttempt(const std::string& job_id,
                                                                 int attempt,
                                                                 const std::string& worker_id) {

@@ -55,8 +55,6 @@ class WorkerIdentityRepository {
                                const std::vector<std::string>& rank_workers);
   // (attempt, rank) -> worker id of every recorded attempt of the job (empty when none was).
   absl::StatusOr<std::map<std::pair<int, int>, std::string>> PlacementOf(const std::string& job_id);
-  // Whether any attempt of the job had a rank on the worker.
-  absl::StatusOr<bool> HasRanksOn(const std::string& job_id, const std::string& worker_id);
   // Whether `attempt` is the job's current attempt, the job is placing, running, restarting or
   // cancelling it (not queued, not ended), and one of its ranks is on `worker_id` (on any worker
   // when `worker_id` is empty): what a worker or rank may upload checkpoints and report for.

@@ -6,9 +6,10 @@
 #include <string>
 
 #include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "base/gpu_ids.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -56,6 +57,30 @@ absl::Status ValidateDevices(const v1::RegisterRequest& request) {
   return absl::OkStatus();
 }
 
+// The server calls generation_endpoint with the worker's generation secret: empty (the worker does
+// not serve) or the worker's own advertise_host:PORT (as the daemon sets it), never a unix socket,
+// another host or an option-like string.
+absl::Status ValidateGenerationEndpoint(const v1::RegisterRequest& request) {
+  absl::string_view port = request.generation_endpoint();
+  if (port.empty()) return absl::OkStatus();
+  const std::string& host = request.advertise_host();
+  if (!absl::ConsumePrefix(&port, host + ":") && !absl::ConsumePrefix(&port, "[" + host + "]:")) {
+    port = "";
+  }
+  const bool digits =
+      !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) {
+        return absl::ascii_isdigit(static_cast<unsigned char>(c));
+      });
+  int number = 0;
+  if (!digits || !absl::SimpleAtoi(port, &number) || number < 1 || number > 65535) {
+    return Invalid("generation_endpoint",
+                   absl::StrCat("must be ", host,
+                                ":PORT (this worker's advertise_host and a port "
+                                "1..65535), or empty when the worker does not serve"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status ValidateRegister(const v1::RegisterRequest& request) {
@@ -70,27 +95,7 @@ absl::Status ValidateRegister(const v1::RegisterRequest& request) {
   if (request.advertise_host().empty() || request.advertise_host().size() > 255) {
     return Invalid("advertise_host", "is missing; give the host other ranks reach this worker on");
   }
-  // The server calls generation_endpoint with the worker's generation secret: only the worker's
-  // own advertised host (as the daemon sets it, advertise_host:serve-port), never a unix socket,
-  // an internal host or an option-like string.
-  if (!request.generation_endpoint().empty()) {
-    const std::string& endpoint = request.generation_endpoint();
-    const std::string& host = request.advertise_host();
-    absl::string_view port;
-    if (absl::StartsWith(endpoint, host + ":")) {
-      port = absl::string_view(endpoint).substr(host.size() + 1);
-    } else if (absl::StartsWith(endpoint, "[" + host + "]:")) {
-      port = absl::string_view(endpoint).substr(host.size() + 3);
-    }
-    int number = 0;
-    if (port.empty() || port.size() > 5 || !std::all_of(port.begin(), port.end(),
-                     [](char c) { return absl::ascii_isdigit(static_cast<unsigned char>(c)); }) ||
-        !absl::SimpleAtoi(port, &number) || number < 1 || number > 65535) {
-      return Invalid("generation_endpoint",
-                     absl::StrCat("must be ", host, ":PORT (this worker's advertise_host and a "
-                                  "port 1..65535), or empty when the worker does not serve"));
-    }
-  }
+  RETURN_IF_ERROR(ValidateGenerationEndpoint(request));
   for (int i = 0; i < request.cached_datasets_size(); ++i) {
     RETURN_IF_ERROR(
         ValidateSha256(request.cached_datasets(i), absl::StrCat("cached_datasets[", i, "]")));

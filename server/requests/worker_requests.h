@@ -22,7 +22,6 @@ absl::Status ValidateCheckpointHeader(const gantry::v1::CheckpointHeader& header
 absl::Status ValidateReportValidation(const gantry::v1::ReportValidationRequest& request,
                                       size_t max_histogram_bytes);
 
-inline constexpr int kMaxGpuId = 127;  // as gantry-worker daemon --device accepts (c10 device index)
 inline constexpr int kMaxValidationMetrics = 128;
 inline constexpr int kMaxMetricNameLength = 64;
 inline constexpr int kMaxValidationHistograms = 512;

@@ -84,8 +84,6 @@ TEST_F(WorkerIdentityRepositoryTest, PlacementsAndTheServerKey) {
   ASSERT_EQ(placed->size(), 4u);
   EXPECT_EQ(placed->at({0, 1}), "wrk-b");
   EXPECT_EQ(placed->at({1, 0}), "wrk-c");
-  EXPECT_TRUE(*identities.HasRanksOn(job->id(), "wrk-a"));
-  EXPECT_FALSE(*identities.HasRanksOn(job->id(), "wrk-z"));
   // A live attempt: the job's current one (0), placing or running; a worker of that attempt.
   EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a")) << "queued";
   test_db_.Query("UPDATE jobs SET state = 'JOB_STATE_RUNNING'");

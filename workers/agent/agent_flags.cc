@@ -16,6 +16,7 @@
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
 #include "base/file_roots.h"
+#include "base/gpu_ids.h"
 #include "base/status_macros.h"
 
 namespace gantry::agent {
@@ -141,8 +142,8 @@ absl::Status ParseDevice(const std::string& value, bool cuda_build, AgentOptions
   std::set<int> seen;
   for (absl::string_view id : absl::StrSplit(value.substr(4), ',')) {
     int v = 0;
-    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > 127) {
-      return Bad("device", absl::StrCat("\"", id, "\" is not a GPU id (0..127)"));
+    if (!absl::SimpleAtoi(id, &v) || v < 0 || v > kMaxGpuId) {
+      return Bad("device", absl::StrCat("\"", id, "\" is not a GPU id (0..", kMaxGpuId, ")"));
     }
     if (!seen.insert(v).second) {
       return Bad("device", absl::StrCat("GPU ", v, " is listed twice; list each GPU once"));

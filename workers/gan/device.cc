@@ -9,15 +9,13 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "base/gpu_ids.h"
 #include "workers/gan/checkpoint.h"
 
 namespace gantry::gan {
 namespace {
-
-// c10::DeviceIndex is a signed byte.
-constexpr int kMaxDeviceIndex = 127;
 
 void MoveOptimizerState(torch::optim::RMSprop& optimizer, const c10::Device& device) {
   auto move = [&device](const at::Tensor& t) { return t.defined() ? t.to(device) : t; };
@@ -36,12 +34,12 @@ absl::StatusOr<c10::Device> ParseDevice(absl::string_view text, absl::string_vie
   if (text.empty() || text == "cpu") return c10::Device(c10::kCPU);
   int index = -1;
   if (absl::ConsumePrefix(&text, "cuda:") && absl::SimpleAtoi(text, &index) && index >= 0 &&
-      index <= kMaxDeviceIndex && !absl::StartsWith(text, "+") && !absl::StartsWith(text, " ")) {
+      index <= kMaxGpuId && !absl::StartsWith(text, "+") && !absl::StartsWith(text, " ")) {
     return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
   return absl::InvalidArgumentError(absl::StrCat(field, ": \"", text.substr(0, 40),
                                                  "\" is not a device; use cpu or cuda:N (N = 0..",
-                                                 kMaxDeviceIndex, ")"));
+                                                 kMaxGpuId, ")"));
 }
 
 std::string DeviceName(const c10::Device& device) {
