@@ -22,6 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "showers/toy_mc.h"
+#include "workers/physics/binning.h"
 
 namespace gantry::physics {
 namespace {
@@ -264,35 +265,6 @@ absl::StatusOr<std::vector<Bin>> MakeBins(const ShowerSet& reference, const Vali
     }
   }
   return bins;
-}
-
-// Equal-width edges over the reference values, padded by 5% of the range on both sides; values
-// outside fall into the end bins, so a generated sample far off still separates.
-std::vector<double> FeatureEdges(const std::vector<double>& ref, int bins) {
-  double lo = *std::min_element(ref.begin(), ref.end());
-  double hi = *std::max_element(ref.begin(), ref.end());
-  double pad = 0.05 * (hi - lo);
-  if (!(pad > 0)) pad = std::max(1e-9, 0.05 * std::fabs(lo));
-  lo -= pad;
-  hi += pad;
-  std::vector<double> edges(bins + 1);
-  for (int i = 0; i <= bins; ++i) edges[i] = lo + (hi - lo) * i / bins;
-  return edges;
-}
-
-std::vector<double> Fill(const std::vector<double>& values, const std::vector<double>& edges) {
-  const int bins = static_cast<int>(edges.size()) - 1;
-  std::vector<double> h(bins, 0.0);
-  for (double v : values) {
-    // Clamped as a double: a far-off value must not overflow the int conversion.
-    const double b = (v - edges[0]) / (edges[bins] - edges[0]) * bins;
-    h[static_cast<int>(std::clamp(b, 0.0, bins - 1.0))] += 1.0;
-  }
-  const double total = std::accumulate(h.begin(), h.end(), 0.0);
-  if (total > 0) {
-    for (double& x : h) x /= total;
-  }
-  return h;
 }
 
 // One high-level feature of an event, by name.
@@ -581,8 +553,8 @@ const Histogram& KeepDistribution(BinScore& b, const std::string& name, const st
   h.x_label = x_label;
   h.energy_bin = b.bin_index;
   h.edges = FeatureEdges(vr, feature_bins);
-  h.reference = Fill(vr, h.edges);
-  h.generated = Fill(vg, h.edges);
+  h.reference = NormalisedHistogram(vr, h.edges);
+  h.generated = NormalisedHistogram(vg, h.edges);
   // Poisson error of a normalised count: sqrt(count) / N = sqrt(fraction / N).
   for (const auto& [fractions, n, errors] :
        {std::tuple(&h.reference, vr.size(), &h.reference_error),
