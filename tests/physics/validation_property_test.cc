@@ -110,6 +110,15 @@ bool IsRelativeError(const std::string& key) {
 }
 
 // Every number finite; relative errors, their nulls and separation powers in [0, 1]; fom <= 2.
+// Field metrics at their cheapest (one classifier seed, a few epochs): the property tests check
+// that hostile samples keep them finite and bounded, not their statistics.
+void CheapFieldMetrics(ValidationOptions& o) {
+  for (ClassifierOptions* c : {&o.field.features_classifier, &o.field.cells_classifier_options}) {
+    c->seeds = 1;
+    c->max_epochs = 3;
+  }
+}
+
 void CheckReport(const ValidationReport& r, const std::string& what) {
   auto check_map = [&](const std::map<std::string, double>& m, const std::string& where) {
     for (const auto& [key, value] : m) {
@@ -123,6 +132,15 @@ void CheckReport(const ValidationReport& r, const std::string& what) {
     if (fom != m.end()) EXPECT_LE(fom->second, 2.0) << what << " " << where;
   };
   check_map(r.metrics, "report");
+  for (const auto& [key, value] : r.metrics) {
+    if (key.rfind("auc_", 0) == 0 || key.rfind("sep", 0) == 0) {
+      EXPECT_GE(value, 0.0) << what << " " << key;
+      EXPECT_LE(value, 1.0) << what << " " << key;
+    }
+    if (key.find("fpd") != std::string::npos || key.find("_ratio") != std::string::npos) {
+      EXPECT_GE(value, 0.0) << what << " " << key;
+    }
+  }
   for (const std::string key :
        {"fom", "eprof", "eprof_longitudinal", "eprof_transverse", "pos", "sf_mre",
         "sf_relative_error_max", "shower_max_relative_error", "centroid_depth_relative_error",
@@ -169,6 +187,7 @@ TEST(ValidationPropertyTest, RandomAndDegenerateSamplesGiveFiniteBoundedSymmetri
     const ShowerSet ref = RandomSet(rng, kr, nr, 10, 110);
     const ShowerSet gen = RandomSet(rng, kg, ng, 10 + shift, 110 + shift);
     ValidationOptions o;
+    CheapFieldMetrics(o);
     o.min_events_per_bin = 1 + static_cast<int64_t>(rng() % 2);
     if (trial % 2 == 0) o.energy_edges_gev = {10, 60, 110, 170};
     const std::string what = std::string("trial ") + std::to_string(trial) + " " + KindName(kr) +
@@ -234,6 +253,14 @@ ShowerSet Toy(uint64_t seed, int64_t events = 160) {
 ValidationOptions TwoBins() {
   ValidationOptions o;
   o.energy_edges_gev = {50, 100, 150};
+  o.field_metrics = false;  // tests/physics/field_metrics_test.cc calibrates those
+  return o;
+}
+
+ValidationOptions TwoBinsWithFieldMetrics() {
+  ValidationOptions o = TwoBins();
+  o.field_metrics = true;
+  CheapFieldMetrics(o);
   return o;
 }
 
@@ -313,7 +340,8 @@ TEST(ValidationPropertyTest, GarbageScoresLargeButBounded) {
     }
     return s;
   };
-  absl::StatusOr<ValidationReport> empty = ValidateShowers(ref, like(Kind::kEmpty), TwoBins());
+  absl::StatusOr<ValidationReport> empty =
+      ValidateShowers(ref, like(Kind::kEmpty), TwoBinsWithFieldMetrics());
   ASSERT_TRUE(empty.ok()) << empty.status();
   CheckReport(*empty, "empty");
   for (const char* key : {"sf_mre", "eprof", "eprof_longitudinal", "eprof_transverse", "pos",
@@ -323,9 +351,11 @@ TEST(ValidationPropertyTest, GarbageScoresLargeButBounded) {
   EXPECT_NEAR(empty->metrics.at("fom"), 2.0, 1e-12);
 
   for (Kind kind : {Kind::kGarbage, Kind::kHuge}) {
-    absl::StatusOr<ValidationReport> r = ValidateShowers(ref, like(kind), TwoBins());
+    absl::StatusOr<ValidationReport> r =
+        ValidateShowers(ref, like(kind), TwoBinsWithFieldMetrics());
     ASSERT_TRUE(r.ok()) << r.status();
     CheckReport(*r, KindName(kind));
+    EXPECT_GT(r->metrics.at("sep_mean"), 0.5) << KindName(kind);
     EXPECT_GT(r->metrics.at("eprof"), 0.3) << KindName(kind);
     EXPECT_GT(r->metrics.at("sf_relative_error_max"), 0.3) << KindName(kind);
     EXPECT_GT(r->metrics.at("fom"), 20 * r->metrics.at("pos_null")) << KindName(kind);

@@ -39,6 +39,7 @@ ShowerSet Toy(uint64_t seed, double escale = 1.0, double dscale = 1.0,
 ValidationOptions FourBins() {
   ValidationOptions o;
   o.energy_edges_gev = {50, 100, 150, 200, 250};
+  o.field_metrics = false;  // tests/physics/field_metrics_test.cc tests those
   return o;
 }
 
@@ -233,6 +234,7 @@ TEST(ValidationTest, AngleErrorForVariableAngle) {
   const ShowerSet ref = Toy(3, 1.0, 1.0, Layout::kVariableAngle3DGan, 150);
   ShowerSet gen = Toy(4, 1.0, 1.0, Layout::kVariableAngle3DGan, 150);
   ValidationOptions o;
+  o.field_metrics = false;
   o.energy_edges_gev = {50, 250};
   absl::StatusOr<ValidationReport> r = ValidateShowers(ref, gen, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -273,6 +275,7 @@ TEST(ValidationTest, CaloChallengeAxesAndLayerFeatures) {
     }
   }
   ValidationOptions o;
+  o.field_metrics = false;
   o.default_energy_bins = 2;
   absl::StatusOr<ValidationReport> r = ValidateShowers(s, s, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -300,6 +303,7 @@ TEST(ValidationTest, CellEnergySpectrumBins) {
     expected[cells[i].second] += 1.0 / cells.size();
   }
   ValidationOptions o;
+  o.field_metrics = false;
   o.energy_edges_gev = {50, 150};
   absl::StatusOr<ValidationReport> r = ValidateShowers(s, s, o);
   ASSERT_TRUE(r.ok()) << r.status();
@@ -317,6 +321,7 @@ TEST(ValidationTest, RejectsBadInputs) {
   const ShowerSet fixed = Toy(5, 1.0, 1.0, Layout::kFixedAngle3DGan, 4);
   const ShowerSet variable = Toy(5, 1.0, 1.0, Layout::kVariableAngle3DGan, 4);
   ValidationOptions o;
+  o.field_metrics = false;
   EXPECT_EQ(ValidateShowers(fixed, variable, o).status().code(),
             absl::StatusCode::kInvalidArgument);
   ShowerSet empty = fixed;
@@ -324,14 +329,47 @@ TEST(ValidationTest, RejectsBadInputs) {
   empty.energy_gev.clear();
   EXPECT_EQ(ValidateShowers(fixed, empty, o).status().code(), absl::StatusCode::kInvalidArgument);
   ValidationOptions angles;
+  angles.field_metrics = false;
   angles.theta_centres_rad = {1.5};
   EXPECT_EQ(ValidateShowers(fixed, fixed, angles).status().code(),
             absl::StatusCode::kInvalidArgument);
   ValidationOptions far;
+  far.field_metrics = false;
   far.energy_centres_gev = {1000};
   absl::Status st = ValidateShowers(fixed, fixed, far).status();
   EXPECT_EQ(st.code(), absl::StatusCode::kFailedPrecondition) << st;
   EXPECT_NE(st.message().find("995-1005 GeV"), std::string::npos) << st;
+}
+
+// The report carries the field metrics (field_metrics.h) with floors from the second reference
+// when one is given, and says so (field_events 0) when the samples are too small for them.
+TEST(ValidationTest, ReportCarriesTheFieldMetricsWithTheirFloors) {
+  ValidationOptions o;
+  o.field.cells_classifier = false;
+  o.field.features_classifier.seeds = 1;
+  const ShowerSet generated = Toy(2), second = Toy(3);
+  absl::StatusOr<ValidationReport> r = ValidateShowers(Reference(), generated, o, &second);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->metrics.at("field_events"),
+            std::min({Reference().events(), generated.events(), second.events()}));
+  for (const char* key : {"auc_features", "auc_features_floor", "fpd", "fpd_floor", "sep_mean",
+                          "sep_mean_floor", "nonzero_cells_ratio"}) {
+    EXPECT_EQ(r->metrics.count(key), 1u) << key;
+  }
+  ShowerSet few = Toy(4);
+  few.cells.resize(static_cast<size_t>(5 * few.cells_per_event()));
+  few.energy_gev.resize(5);
+  absl::StatusOr<ValidationReport> small = ValidateShowers(Reference(), few, o);
+  ASSERT_TRUE(small.ok()) << small.status();
+  EXPECT_EQ(small->metrics.at("field_events"), 0);
+  EXPECT_EQ(small->metrics.count("auc_features"), 0u);
+  // A second reference of another shape is refused, naming it.
+  ShowerSet other = second;
+  other.shape = {25, 25, 5};
+  other.cells.resize(static_cast<size_t>(other.events() * 25 * 25 * 5));
+  absl::StatusOr<ValidationReport> bad = ValidateShowers(Reference(), generated, o, &other);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("second reference"), std::string::npos);
 }
 
 }  // namespace

@@ -16,6 +16,13 @@ namespace {
 using showers::ShowerSet;
 
 constexpr int64_t kMinEvents = 10;
+// Feature values are clamped to +-1e15 on their way into the classifier and the Frechet distance:
+// far beyond any shower's, and far from overflowing their squares (hostile cells can be 3e38 GeV).
+constexpr double kMaxFeature = 1e15;
+
+float Bounded(double v) {
+  return std::isnan(v) ? 0.0f : static_cast<float>(std::clamp(v, -kMaxFeature, kMaxFeature));
+}
 
 // `n` of `available` event indices at an even stride (all of them when n == available).
 std::vector<int64_t> Stride(const std::vector<int64_t>& available, int64_t n) {
@@ -38,8 +45,8 @@ Sample FeatureSample(const FeatureTable& t, const std::vector<int64_t>& events) 
   s.inputs = t.features() + 1;
   s.values.reserve(static_cast<size_t>(s.events * s.inputs));
   for (int64_t e : events) {
-    for (int64_t f = 0; f < t.features(); ++f) s.values.push_back(static_cast<float>(t.at(e, f)));
-    s.values.push_back(static_cast<float>(std::log(std::max(t.energy_gev[e], 1e-6))));
+    for (int64_t f = 0; f < t.features(); ++f) s.values.push_back(Bounded(t.at(e, f)));
+    s.values.push_back(Bounded(std::log(std::max(t.energy_gev[e], 1e-6))));
   }
   return s;
 }
@@ -50,7 +57,7 @@ Sample FeaturesOnly(const FeatureTable& t, const std::vector<int64_t>& events) {
   s.events = static_cast<int64_t>(events.size());
   s.inputs = t.features();
   for (int64_t e : events) {
-    for (int64_t f = 0; f < t.features(); ++f) s.values.push_back(static_cast<float>(t.at(e, f)));
+    for (int64_t f = 0; f < t.features(); ++f) s.values.push_back(Bounded(t.at(e, f)));
   }
   return s;
 }
@@ -65,10 +72,9 @@ Sample CellSample(const ShowerSet& set, const std::vector<int64_t>& events, doub
     const float* cells = set.event(e);
     for (int64_t c = 0; c < set.cells_per_event(); ++c) {
       const double v = cells[c];
-      s.values.push_back(v > 0 && std::isfinite(v) ? static_cast<float>(std::log1p(v / threshold))
-                                                   : 0.0f);
+      s.values.push_back(v > 0 && std::isfinite(v) ? Bounded(std::log1p(v / threshold)) : 0.0f);
     }
-    s.values.push_back(static_cast<float>(std::log(std::max<double>(set.energy_gev[e], 1e-6))));
+    s.values.push_back(Bounded(std::log(std::max<double>(set.energy_gev[e], 1e-6))));
   }
   return s;
 }

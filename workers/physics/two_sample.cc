@@ -20,6 +20,9 @@ using Vector = Eigen::VectorXf;
 
 constexpr float kLeakySlope = 0.2f;
 constexpr int64_t kMinEvents = 10;
+// Standardised inputs are clipped to +-100 standard deviations: an outlier must not overflow the
+// network's activations.
+constexpr float kClip = 100.0f;
 
 // splitmix64: the classifier's only source of randomness, identical on every platform.
 class Random {
@@ -176,7 +179,7 @@ Matrix Gather(const Standardised& s, const std::vector<int64_t>& columns, size_t
   Matrix out(s.x.rows(), static_cast<Eigen::Index>(end - begin));
   for (size_t i = begin; i < end; ++i) {
     out.col(static_cast<Eigen::Index>(i - begin)) =
-        (s.x.col(columns[i]) - s.mean).cwiseProduct(s.scale);
+        (s.x.col(columns[i]) - s.mean).cwiseProduct(s.scale).cwiseMax(-kClip).cwiseMin(kClip);
   }
   return out;
 }
@@ -254,7 +257,11 @@ std::pair<double, int> RunSeed(const Matrix& x, const std::vector<float>& labels
   }
   auto scores = [&](const std::vector<int64_t>& ids) {
     const Eigen::RowVectorXf s = Predict(best, xs, ids);
-    return std::vector<double>(s.data(), s.data() + s.size());
+    std::vector<double> out(s.data(), s.data() + s.size());
+    for (double& v : out) {
+      if (std::isnan(v)) v = 0;  // ranks and calibration need an order
+    }
+    return out;
   };
   auto bool_labels = [&](const std::vector<int64_t>& ids) {
     std::vector<bool> y;
@@ -433,7 +440,7 @@ absl::StatusOr<double> FrechetDistanceAtInfinity(const Sample& first, const Samp
     }
   }
   const double slope = (points * sxy - sx * sy) / (points * sxx - sx * sx);
-  return (sy - slope * sx) / points;
+  return std::max(0.0, (sy - slope * sx) / points);
 }
 
 }  // namespace gantry::physics

@@ -81,8 +81,8 @@ absl::StatusOr<double> FrechetDistance(const Sample& first, const Sample& second
 // The Frechet distance extrapolated to infinite samples, as the field reports it (FPD, Kansal et
 // al. 2023): the estimate above is biased upwards by about (inputs^2 / events) for finite samples,
 // so it is computed on random subsets of N = n/2 .. n events (5 sizes, 4 draws each; n the
-// smaller sample), fitted linearly in 1/N, and the intercept returned. Near 0 (either sign) for
-// samples of one distribution. INVALID_ARGUMENT as FrechetDistance, or fewer than 10 events.
+// smaller sample), fitted linearly in 1/N, and the intercept returned (0 where it is negative,
+// as it can be for samples of one distribution). INVALID_ARGUMENT as FrechetDistance, or fewer than 10 events.
 absl::StatusOr<double> FrechetDistanceAtInfinity(const Sample& first, const Sample& second,
                                                  uint64_t seed);
 

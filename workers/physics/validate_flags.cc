@@ -11,6 +11,8 @@
 namespace gantry::physics {
 namespace {
 
+constexpr int kMaxClassifierSeeds = 20;
+
 // A non-empty comma-separated list of numbers, each multiplied by `scale`.
 absl::Status ParseList(const std::string& flag, const std::string& text, double scale,
                        std::vector<double>* out) {
@@ -33,7 +35,10 @@ absl::Status CheckSummaryFlags(const ValidateFlags& f) {
        {std::pair<const char*, bool>{"energies", f.energies.has_value()},
         {"half-width", f.half_width.has_value()},
         {"edges", f.edges.has_value()},
-        {"theta", f.theta.has_value()}}) {
+        {"theta", f.theta.has_value()},
+        {"floor-reference", !f.floor_reference.empty()},
+        {"classifier-seeds", f.classifier_seeds.has_value()},
+        {"field-metrics", !f.field_metrics}}) {
     if (given) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad argument '--", flag, "' (with --summary only --json=FILE)"));
@@ -50,6 +55,20 @@ absl::Status ParseBinning(const ValidateFlags& f, ValidationOptions* o) {
   return absl::OkStatus();
 }
 
+absl::Status ParseFieldMetrics(const ValidateFlags& f, ValidationOptions* o) {
+  o->field_metrics = f.field_metrics;
+  if (f.classifier_seeds) {
+    if (*f.classifier_seeds < 1 || *f.classifier_seeds > kMaxClassifierSeeds) {
+      return absl::InvalidArgumentError(absl::StrCat("bad argument '--classifier-seeds=",
+                                                     *f.classifier_seeds, "': give 1 to ",
+                                                     kMaxClassifierSeeds));
+    }
+    o->field.features_classifier.seeds = *f.classifier_seeds;
+    o->field.cells_classifier_options.seeds = *f.classifier_seeds;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ValidateCommand> BuildValidateCommand(const ValidateFlags& flags) {
@@ -60,6 +79,8 @@ absl::StatusOr<ValidateCommand> BuildValidateCommand(const ValidateFlags& flags)
     RETURN_IF_ERROR(CheckSummaryFlags(flags));
   } else {
     RETURN_IF_ERROR(ParseBinning(flags, &command.options));
+    RETURN_IF_ERROR(ParseFieldMetrics(flags, &command.options));
+    command.floor_reference = flags.floor_reference;
   }
   if (flags.files.size() != 2) {
     return absl::InvalidArgumentError("usage: give two files, reference.h5 generated.h5");

@@ -20,6 +20,9 @@ struct ValidateFlags {
   std::optional<std::string> edges;     // GeV,... bin edges
   std::optional<std::string> theta;     // deg,... angle bin centres
   std::string json;                     // report file; empty = none
+  std::string floor_reference;          // a second MC file for the field metrics' floors
+  bool field_metrics = true;            // false: no classifier, Frechet distance, ...
+  std::optional<int> classifier_seeds;  // seeds per classifier two-sample test
   std::vector<std::string> files;       // reference.h5 generated.h5
 };
 
@@ -29,12 +32,14 @@ struct ValidateCommand {
   bool summary = false;
   std::string reference;
   std::string generated;
+  std::string floor_reference;  // empty: the reference's halves give the floors
   std::string json;
   ValidationOptions options;
 };
 
-// INVALID_ARGUMENT naming the flag for a list that is not numbers, a binning flag given with
-// --summary, and a file count other than two (the message starts with "usage").
+// INVALID_ARGUMENT naming the flag for a list that is not numbers, classifier seeds outside 1..20,
+// a binning or field-metrics flag given with --summary, and a file count other than two (the
+// message starts with "usage").
 absl::StatusOr<ValidateCommand> BuildValidateCommand(const ValidateFlags& flags);
 
 }  // namespace gantry::physics

@@ -5,6 +5,7 @@
 // the report-wide metrics (default bins) of their first events (up to 512 MiB of cells each).
 //   gantry-validate reference.h5 generated.h5 [--energies=50,100,200] [--half-width=5]
 //                   [--edges=10,100,500] [--theta=60,90,120] [--json=report.json]
+//                   [--floor-reference=mc2.h5] [--classifier-seeds=3] [--field-metrics=false]
 //   gantry-validate --summary reference.h5 generated.h5 [--json=summary.json]
 #include <algorithm>
 #include <cmath>
@@ -33,12 +34,21 @@ ABSL_FLAG(std::optional<double>, half_width, std::nullopt,
 ABSL_FLAG(std::optional<std::string>, edges, std::nullopt, "energy bin edges, GeV,...");
 ABSL_FLAG(std::optional<std::string>, theta, std::nullopt, "angle bin centres, deg,...");
 ABSL_FLAG(std::string, json, "", "write the whole report (or the summary) as JSON to this file");
+ABSL_FLAG(std::string, floor_reference, "",
+          "a second, independent Monte Carlo file: the field metrics' floors compare it with the "
+          "reference (default: the reference's two halves)");
+ABSL_FLAG(bool, field_metrics, true,
+          "compute the field-standard metrics (classifier AUCs, Frechet distance, separation "
+          "power per high-level feature, ratios)");
+ABSL_FLAG(std::optional<int>, classifier_seeds, std::nullopt,
+          "seeds per classifier two-sample test (default 3)");
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: %s reference.h5 generated.h5 [--energies=GeV,...] [--half-width=GeV] "
     "[--edges=GeV,...] [--theta=deg,...] [--json=out.json]\n"
+    "       [--floor-reference=mc2.h5] [--classifier-seeds=N] [--field-metrics=false]\n"
     "       %s --summary reference.h5 generated.h5 [--json=summary.json]\n";
 
 std::string Json(double v) {
@@ -119,6 +129,37 @@ std::string Ratio(const gantry::physics::Spread& ref, const gantry::physics::Spr
   return buf;
 }
 
+// The field-standard metrics beside their floors (the same metric between two Monte Carlo
+// samples).
+void PrintFieldMetrics(const std::map<std::string, double>& m) {
+  auto events = m.find("field_events");
+  if (events == m.end()) return;
+  if (events->second == 0) {
+    std::printf("field metrics: not computed (too few events)\n");
+    return;
+  }
+  std::printf("\nfield metrics (%.0f events per sample) %9s %12s\n", events->second, "value",
+              "MC vs MC");
+  auto ends_with = [](const std::string& s, const std::string& tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  for (const auto& [key, value] : m) {
+    const bool field = key == "auc_features" || key == "auc_cells" || key == "fpd" ||
+                       key == "sep_mean" || key.rfind("sep/", 0) == 0 || ends_with(key, "_ratio");
+    if (!field || ends_with(key, "_floor")) continue;
+    const auto floor = m.find(key + "_floor");
+    const auto spread = m.find(key + "_spread");
+    char value_text[64];
+    if (spread != m.end()) {
+      std::snprintf(value_text, sizeof(value_text), "%.4f +- %.4f", value, spread->second);
+    } else {
+      std::snprintf(value_text, sizeof(value_text), "%.4f", value);
+    }
+    std::printf("%-30s %18s %12.4f\n", key.c_str(), value_text,
+                floor != m.end() ? floor->second : std::nan(""));
+  }
+}
+
 // The report-wide metrics with their statistical floors, and the invalid cells if any.
 void PrintMetrics(const gantry::physics::ValidationReport& report) {
   std::printf("%-30s %10s %12s\n", "metric", "value", "floor(null)");
@@ -134,6 +175,7 @@ void PrintMetrics(const gantry::physics::ValidationReport& report) {
       std::printf("%-30s %10.4f %12.4f\n", key, it->second, null->second);
     }
   }
+  PrintFieldMetrics(report.metrics);
   for (const char* key : {"invalid_cells_reference", "invalid_cells_generated"}) {
     auto it = report.metrics.find(key);
     if (it != report.metrics.end() && it->second > 0) {
@@ -240,13 +282,18 @@ int Validate(const gantry::physics::ValidateCommand& command) {
   const std::string& json = command.json;
   auto reference = gantry::showers::ReadShowerFile(command.reference);
   auto generated = gantry::showers::ReadShowerFile(command.generated);
-  for (const auto* s : {&reference, &generated}) {
+  std::optional<absl::StatusOr<gantry::showers::ShowerSet>> second;
+  if (!command.floor_reference.empty()) {
+    second = gantry::showers::ReadShowerFile(command.floor_reference);
+  }
+  for (const auto* s : {&reference, &generated, second ? &*second : &reference}) {
     if (!s->ok()) {
       std::fprintf(stderr, "%s\n", std::string(s->status().message()).c_str());
       return 1;
     }
   }
-  auto report = gantry::physics::ValidateShowers(*reference, *generated, options);
+  auto report = gantry::physics::ValidateShowers(*reference, *generated, options,
+                                                 second ? &**second : nullptr);
   if (!report.ok()) {
     std::fprintf(stderr, "%s\n", std::string(report.status().message()).c_str());
     return 1;
@@ -280,6 +327,9 @@ gantry::physics::ValidateFlags FlagValues(std::vector<std::string> files) {
   flags.edges = absl::GetFlag(FLAGS_edges);
   flags.theta = absl::GetFlag(FLAGS_theta);
   flags.json = absl::GetFlag(FLAGS_json);
+  flags.floor_reference = absl::GetFlag(FLAGS_floor_reference);
+  flags.field_metrics = absl::GetFlag(FLAGS_field_metrics);
+  flags.classifier_seeds = absl::GetFlag(FLAGS_classifier_seeds);
   flags.files = std::move(files);
   return flags;
 }

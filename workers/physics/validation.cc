@@ -34,6 +34,9 @@ constexpr double kSqrt2OverPi = 0.7978845608028654;
 constexpr double kMaxCell = std::numeric_limits<float>::max();
 constexpr int kSpectrumBins = 40;  // log10(E_cell / GeV) from -6 to 2
 constexpr double kSpectrumLo = -6.0, kSpectrumHi = 2.0;
+// Fewer events than this in a sample (or half the reference without a second one): no field
+// metrics.
+constexpr int64_t kFieldMinEvents = 10;
 
 // Running mean and variance of one quantity over the events of a bin.
 struct Moments {
@@ -707,8 +710,15 @@ double SeparationPower(const std::vector<double>& h1, const std::vector<double>&
 
 absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
                                                  const ShowerSet& generated,
-                                                 const ValidationOptions& options) {
+                                                 const ValidationOptions& options,
+                                                 const ShowerSet* second_reference) {
   if (absl::Status s = CheckInputs(reference, generated, options); !s.ok()) return s;
+  if (second_reference != nullptr) {
+    if (absl::Status s = CheckInputs(reference, *second_reference, options); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("second reference: ", s.message()));
+    }
+  }
   const bool angles = HasPerEventAngles(reference, generated);
   if (!options.theta_centres_rad.empty() && !angles) {
     return absl::InvalidArgumentError(
@@ -763,6 +773,19 @@ absl::StatusOr<ValidationReport> ValidateShowers(const ShowerSet& reference,
   report.metrics["invalid_cells_reference"] = static_cast<double>(ref.invalid_cells);
   report.metrics["invalid_cells_generated"] = static_cast<double>(gen.invalid_cells);
   report.metrics["invalid_events_generated"] = static_cast<double>(gen.invalid_events);
+  if (options.field_metrics) {
+    const int64_t halves = second_reference != nullptr ? 1 : 2;
+    if (std::min(reference.events() / halves, generated.events()) < kFieldMinEvents) {
+      report.metrics["field_events"] = 0;
+    } else {
+      FieldMetricsOptions field = options.field;
+      field.hit_threshold_gev = options.hit_threshold_gev;
+      field.feature_bins = options.feature_bins;
+      auto metrics = FieldMetrics(reference, generated, second_reference, field);
+      if (!metrics.ok()) return metrics.status();
+      report.metrics.insert(metrics->begin(), metrics->end());
+    }
+  }
   return report;
 }
 

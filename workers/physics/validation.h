@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "showers/shower_set.h"
+#include "workers/physics/field_metrics.h"
 
 namespace gantry::physics {
 
@@ -31,6 +32,12 @@ struct ValidationOptions {
   // Bins with fewer events than this in either sample are skipped (listed in
   // ValidationReport::skipped_bins).
   int64_t min_events_per_bin = 2;
+  // The field-standard metrics of the whole samples (field_metrics.h: classifier AUCs, Frechet
+  // distance, separation power per high-level feature, ratios, each with its MC floor), added to
+  // ValidationReport::metrics. Skipped (field_events 0) when a sample is too small for them. Its
+  // hit threshold and feature bins are taken from the fields above.
+  bool field_metrics = true;
+  FieldMetricsOptions field;
 };
 
 // One histogram pair (reference and generated) kept for the registry and for plots. Profiles are
@@ -71,7 +78,8 @@ struct BinMetrics {
 // them.
 struct ValidationReport {
   // Means over bins of the per-bin metrics: sf_mre, eprof, eprof_longitudinal, eprof_transverse,
-  // pos, ang, fom, separation_power (+ _null; ang's floor is ang_reference); worst bin:
+  // pos, ang, fom, separation_power (+ _null; ang's floor is ang_reference); the field metrics
+  // (FieldMetrics's keys, with field_events); worst bin:
   // sf_relative_error_max, shower_max_relative_error, centroid_depth_relative_error (+ _null: the
   // expected worst bin of independent samples); bins_used; invalid_cells_reference,
   // invalid_cells_generated and invalid_events_generated (NaN, infinite or negative cells, read as
@@ -86,14 +94,16 @@ struct ValidationReport {
   std::vector<std::string> skipped_bins;  // "energy 10-20 GeV: 1 reference, 0 generated events"
 };
 
-// Compares `generated` with `reference`. Both must have the same layout and shape. Any cell values
+// Compares `generated` with `reference`. Both must have the same layout and shape. The field
+// metrics' floors compare `second_reference`, an independent Monte Carlo sample of the same
+// layout, with `reference`; without one, the reference's two halves. Any cell values
 // are accepted (invalid ones are counted and read as 0). INVALID_ARGUMENT on a layout/shape
 // mismatch, empty samples, a non-finite or negative primary energy or bad options;
 // FAILED_PRECONDITION when no bin has enough events in both samples. Thread-safe (no mutable shared
 // state).
-absl::StatusOr<ValidationReport> ValidateShowers(const showers::ShowerSet& reference,
-                                                 const showers::ShowerSet& generated,
-                                                 const ValidationOptions& options);
+absl::StatusOr<ValidationReport> ValidateShowers(
+    const showers::ShowerSet& reference, const showers::ShowerSet& generated,
+    const ValidationOptions& options, const showers::ShowerSet* second_reference = nullptr);
 
 // Separation power 1/2 sum (h1 - h2)^2 / (h1 + h2) of two histograms with the same bins (normalised
 // here), in [0, 1]; 0 when either is empty or the sizes differ.
