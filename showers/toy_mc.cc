@@ -2,7 +2,10 @@
 // longitudinal Gamma profile with the sampling-calorimeter corrections, split ~10.3/c_s E^0.959
 // energy spots over the layers (multinomial on the Gamma CDF), scatter each spot radially
 // (core/tail), and smear each cell's total with Gamma(n k, c_s^2), which equals the sum of the
-// per-spot Gamma(k, c_s^2) smearings it replaces.
+// per-spot Gamma(k, c_s^2) smearings it replaces. The hard variant (reference section H) adds its
+// per-shower draws after the longitudinal ones, sub-showers after the layer spots, and a Landau
+// factor and the readout threshold per cell; with it off nothing of it is drawn or computed
+// differently, so the standard sample is unchanged bit for bit.
 #include "showers/toy_mc.h"
 
 #include <algorithm>
@@ -27,6 +30,7 @@ namespace {
 using namespace toymc;  // NOLINT: detector constants
 
 constexpr double kPi = 3.14159265358979323846;
+constexpr double kMoyalMean = 0.57721566490153286 + 0.69314718055994531;  // Euler gamma + ln 2
 constexpr double kSpotSigma = 0.11;  // c_s: sampling fluctuation per sqrt(GeV)
 // Visible fraction of the energy deposited in a thin (2.4 mm W) layer; a thick layer samples half
 // as often, so its visible fraction is half. Gives ~2% overall at 100 GeV (reference section F).
@@ -205,6 +209,7 @@ Primary DrawPrimary(const ToyMcConfig& c, Rng& rng) {
 // The longitudinal Gamma profile: depth of the maximum, shape alpha and rate beta.
 struct Longitudinal {
   double t_max = 0, alpha = 0, beta = 0;
+  double t_start = 0;  // where the profile starts along the axis (unstretched X0); 0 unless hard
 };
 
 // Longitudinal parameters (GFlash, homogeneous then sampling corrections) with correlated
@@ -238,6 +243,9 @@ struct Lateral {
   double t_max = 0;
   double cell_inv = 0, x_centre = 0, y_centre = 0, depth_centre = 0;
   double ln_e = 0, rt_scale = 0, k4 = 0, p_scale = 0, p2 = 0, p3 = 0;
+  // The hard variant's per-shower draws (no-ops otherwise): the axis shift in cells, the factor on
+  // the radii, and the start depth along the axis (unstretched X0).
+  double x_shift = 0, y_shift = 0, lateral_scale = 1, t_start = 0;
 };
 
 Lateral MakeLateral(const ToyMcConfig& c, const Primary& p, double t_max,
@@ -269,35 +277,50 @@ void LayerProbabilities(const Longitudinal& lp, double axis_per_normal, double l
   const Geometry& g = Geo();
   double cdf_lo = 0.0;
   for (int l = 0; l < kLayers; ++l) {
-    const double cdf_hi = GammaP(lp.alpha, lp.beta * g.x0_hi[l] * axis_per_normal);
+    const double cdf_hi = GammaP(
+        lp.alpha, std::max(0.0, lp.beta * g.x0_hi[l] * axis_per_normal - lp.beta * lp.t_start));
     layer_p[l] = std::max(0.0, cdf_hi - cdf_lo);
     cdf_lo = cdf_hi;
   }
 }
 
+// Where the shower axis crosses layer `l`, in cell units.
+void AxisInLayer(const Lateral& s, int l, double* x, double* y) {
+  const double x_axis = s.x_centre + (Geo().centre_mm[l] - s.depth_centre) * s.cot_t;
+  *x = x_axis * s.cell_inv + s.x_shift;
+  *y = s.y_centre * s.cell_inv + s.y_shift;
+}
+
+// Counts one spot at (x, y) (cell units) of layer `l`; a spot outside the grid leaks out.
+inline void CountSpot(const Lateral& s, double x, double y, int l, Scratch* scratch) {
+  if (!(x >= 0.0 && x < static_cast<double>(s.nx) && y >= 0.0 && y < static_cast<double>(s.ny))) {
+    return;
+  }
+  const int64_t idx = (static_cast<int64_t>(x) * s.ny + static_cast<int64_t>(y)) * s.nz + l;
+  if (scratch->counts[idx]++ == 0) scratch->touched.push_back(static_cast<int32_t>(idx));
+}
+
 // Scatters `n` spots of layer `l` radially (core/tail) and counts them per cell.
 void ScatterLayerSpots(const Lateral& s, int l, int64_t n, Rng& rng, Scratch* scratch) {
   const Geometry& g = Geo();
-  // Radial shape at this layer: tau = (axis depth, unstretched) / T.
+  // Radial shape at this layer: tau = (axis depth from the start, unstretched) / T.
   const double x0_mid = 0.5 * (g.x0_lo[l] + g.x0_hi[l]);
-  const double tau = x0_mid * s.axis_per_normal / s.t_max;
+  const double tau = std::max(0.0, x0_mid * s.axis_per_normal - s.t_start) / s.t_max;
   const double r_core = std::max(0.01, 0.0251 + 0.00319 * s.ln_e + (0.1162 - 0.000381 * kZ) * tau);
   const double r_tail = std::max(
       0.01, s.rt_scale * (std::exp(-2.59 * (tau - 0.645)) + std::exp(s.k4 * (tau - 0.645))));
   const double pe = (s.p2 - tau) / s.p3;
   const double p_core = std::clamp(s.p_scale * std::exp(pe - std::exp(pe)), 0.0, 1.0);
-  const double core_mm = r_core * kMoliereMm, tail_mm = r_tail * kMoliereMm;
-  const double x_axis = s.x_centre + (g.centre_mm[l] - s.depth_centre) * s.cot_t;
-  const int64_t layer_offset = l;
+  const double core_mm = r_core * kMoliereMm * s.lateral_scale;
+  const double tail_mm = r_tail * kMoliereMm * s.lateral_scale;
   // One 64-bit draw per spot: 24 bits choose core or tail, 12 bits the azimuth (a 4096-entry
   // table, at most 0.05 mm off at 6 R_M), 28 bits the radius quantile u.
-  const double x0 = x_axis * s.cell_inv, y0 = s.y_centre * s.cell_inv;
+  double x0 = 0, y0 = 0;
+  AxisInLayer(s, l, &x0, &y0);
   const double core_x = core_mm * s.cell_inv * s.sin_t, core_y = core_mm * s.cell_inv;
   const double tail_x = tail_mm * s.cell_inv * s.sin_t, tail_y = tail_mm * s.cell_inv;
   const uint64_t core_cut = static_cast<uint64_t>(p_core * 16777216.0);
-  const double fnx = static_cast<double>(s.nx), fny = static_cast<double>(s.ny);
   const Azimuths& az = AzimuthTable();
-  std::vector<int32_t>& counts = scratch->counts;
   for (int64_t i = 0; i < n; ++i) {
     const uint64_t w = rng();
     const bool core = (w >> 40) < core_cut;
@@ -306,10 +329,7 @@ void ScatterLayerSpots(const Lateral& s, int l, int64_t n, Rng& rng, Scratch* sc
     const double q = std::sqrt(u / (1.0 - u));
     const double x = x0 + q * (core ? core_x : tail_x) * az.cos[phi];
     const double y = y0 + q * (core ? core_y : tail_y) * az.sin[phi];
-    if (!(x >= 0.0 && x < fnx && y >= 0.0 && y < fny)) continue;  // lateral leakage
-    const int64_t idx =
-        (static_cast<int64_t>(x) * s.ny + static_cast<int64_t>(y)) * s.nz + layer_offset;
-    if (counts[idx]++ == 0) scratch->touched.push_back(static_cast<int32_t>(idx));
+    CountSpot(s, x, y, l, scratch);
   }
 }
 
@@ -336,38 +356,113 @@ void DistributeSpots(const Lateral& s, const double layer_p[kLayers], int64_t sp
   }
 }
 
-// Sampling fluctuations: the sum of n Gamma(k, c_s^2) deposits is Gamma(n k, c_s^2).
+// The hard variant's per-shower draws, in this order: the axis shift in x and in y, the lateral
+// scale, the start depth. The Gamma profile then starts at the start depth with its T shortened by
+// the mean start (so that <start + T> stays GFlash's T; at most halved) and its shape alpha kept.
+void DrawHardShower(Rng& rng, Longitudinal* lp, Lateral* s) {
+  s->x_shift = kImpactJitterCells * (2.0 * rng.Uniform() - 1.0);
+  s->y_shift = kImpactJitterCells * (2.0 * rng.Uniform() - 1.0);
+  s->lateral_scale = std::exp(kLateralScaleSigma * rng.Normal());
+  lp->t_start = -kStartDepthMeanX0 * std::log(rng.UniformOpen());
+  lp->t_max = std::max(lp->t_max - kStartDepthMeanX0, 0.5 * lp->t_max);
+  lp->beta = (lp->alpha - 1.0) / lp->t_max;
+  s->t_start = lp->t_start;
+  s->t_max = lp->t_max;
+}
+
+// The spots each sub-shower of the hard variant takes: kSubShowerSpotFraction of the shower's,
+// leaving the layer spots at least as many as all sub-showers together.
+int64_t SubShowerSpots(int64_t spots) {
+  return std::min<int64_t>(std::llround(kSubShowerSpotFraction * static_cast<double>(spots)),
+                           spots / (2 * kSubShowers));
+}
+
+// Scatters the hard variant's sub-showers of `spots_each` spots. Per sub-shower: a centre layer
+// drawn from the layer profile, a length of kSubShowerMinLayers to kSubShowerMaxLayers layers from
+// (length - 1) / 2 layers before it, one Gaussian offset from the axis kept over all of them, and
+// its spots spread evenly over those layers, Gaussian around the offset. What lies behind the last
+// layer or outside the grid leaks out.
+void ScatterSubShowers(const Lateral& s, const double layer_p[kLayers], int64_t spots_each,
+                       Rng& rng, Scratch* scratch) {
+  double total_p = 0;
+  for (int l = 0; l < kLayers; ++l) total_p += layer_p[l];
+  const double offset = kSubShowerOffsetMoliere * kMoliereMm * s.lateral_scale * s.cell_inv;
+  const double width = kSubShowerWidthMoliere * kMoliereMm * s.lateral_scale * s.cell_inv;
+  constexpr int kLengths = kSubShowerMaxLayers - kSubShowerMinLayers + 1;
+  for (int k = 0; k < kSubShowers; ++k) {
+    double u = rng.Uniform() * total_p;
+    int centre = 0;
+    while (centre < kLayers - 1 && u >= layer_p[centre]) u -= layer_p[centre++];
+    const int length = kSubShowerMinLayers + static_cast<int>(rng.Uniform() * kLengths);
+    const int first = std::max(0, centre - (length - 1) / 2);
+    const double dx = offset * s.sin_t * rng.Normal(), dy = offset * rng.Normal();
+    for (int j = 0; j < length && first + j < kLayers; ++j) {
+      const int l = first + j;
+      const int64_t n = spots_each / length + (j < spots_each % length ? 1 : 0);
+      double x0 = 0, y0 = 0;
+      AxisInLayer(s, l, &x0, &y0);
+      for (int64_t i = 0; i < n; ++i) {
+        const double x = x0 + dx + width * s.sin_t * rng.Normal();
+        const double y = y0 + dy + width * rng.Normal();
+        CountSpot(s, x, y, l, scratch);
+      }
+    }
+  }
+}
+
+// The hard variant's Landau factor on the deposit of `n` spots: 1 + w (X - <X>) / sqrt(n), X a
+// standard Moyal variate, drawn as -ln(Z^2) with Z standard normal; never below 0.
+double LandauFactor(int32_t n, Rng& rng) {
+  const double z = rng.Normal();
+  const double x = -std::log(std::max(z * z, 1e-30));
+  return std::max(0.0, 1.0 + kLandauWidth * (x - kMoyalMean) / std::sqrt(static_cast<double>(n)));
+}
+
+// Sampling fluctuations: the sum of n Gamma(k, c_s^2) deposits is Gamma(n k, c_s^2). The hard
+// variant then multiplies by the Landau factor and zeroes cells below the readout threshold.
 void SmearCells(const ToyMcConfig& c, double spot_energy, int64_t nz, const Scratch& scratch,
                 Rng& rng, float* cells) {
   const Geometry& g = Geo();
   const double theta_s = kSpotSigma * kSpotSigma;
   const double k_spot = spot_energy / theta_s;
+  const float threshold = static_cast<float>(kReadoutThresholdGev);
   for (int32_t idx : scratch.touched) {
     const int l = static_cast<int>(idx % nz);
-    const double deposit = theta_s * rng.Gamma(k_spot * scratch.counts[idx]);
-    cells[idx] = static_cast<float>(deposit * g.visible[l] * c.energy_scale);
+    const int32_t n = scratch.counts[idx];
+    const double deposit = theta_s * rng.Gamma(k_spot * n);
+    if (!c.hard) {
+      cells[idx] = static_cast<float>(deposit * g.visible[l] * c.energy_scale);
+      continue;
+    }
+    const float v =
+        static_cast<float>(deposit * LandauFactor(n, rng) * g.visible[l] * c.energy_scale);
+    cells[idx] = v >= threshold ? v : 0.0f;
   }
 }
 
 // Simulates one shower into `cells` (zeroed by the caller, shape nx*ny*25). The draw order is
-// primary, longitudinal profile, spots layer by layer, then the cell smearing.
+// primary, longitudinal profile, (hard: the per-shower draws), spots layer by layer, (hard:
+// sub-showers), then the cell smearing.
 void SimulateOne(const ToyMcConfig& c, uint64_t event_index, const std::array<int64_t, 3>& shape,
                  float* cells, float* energy_out, float* theta_out, Scratch* scratch) {
   Rng rng(c.seed, event_index);
   const Primary primary = DrawPrimary(c, rng);
   *energy_out = static_cast<float>(primary.energy);
   if (theta_out != nullptr) *theta_out = static_cast<float>(primary.theta);
-  const Longitudinal lp = DrawLongitudinal(primary.energy, rng);
+  Longitudinal lp = DrawLongitudinal(primary.energy, rng);
 
   // Spots and their split over layers. Along the axis the spot depth is depth_scale * Gamma(alpha,
-  // 1/beta) X0; the normal depth is that times sin(theta).
+  // 1/beta) X0 (hard: plus the start depth); the normal depth is that times sin(theta).
   const int64_t spots =
       std::max<int64_t>(1, std::llround(10.3 / kSpotSigma * std::pow(primary.energy, 0.959)));
   const double spot_energy = primary.energy / static_cast<double>(spots);
-  const Lateral lateral = MakeLateral(c, primary, lp.t_max, shape);
+  Lateral lateral = MakeLateral(c, primary, lp.t_max, shape);
+  if (c.hard) DrawHardShower(rng, &lp, &lateral);
+  const int64_t sub_shower_spots = c.hard ? SubShowerSpots(spots) : 0;
   double layer_p[kLayers];
   LayerProbabilities(lp, lateral.axis_per_normal, layer_p);
-  DistributeSpots(lateral, layer_p, spots, rng, scratch);
+  DistributeSpots(lateral, layer_p, spots - kSubShowers * sub_shower_spots, rng, scratch);
+  if (c.hard) ScatterSubShowers(lateral, layer_p, sub_shower_spots, rng, scratch);
   SmearCells(c, spot_energy, lateral.nz, *scratch, rng, cells);
 }
 
@@ -591,10 +686,14 @@ absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec_in) {
       c.theta_max_rad = hi * kPi / 180.0;
     } else if (key == "particle") {
       c.particle = std::string(value);
+    } else if (key == "hard") {
+      if (value != "0" && value != "1") return bad(key, value, "use 0 or 1");
+      c.hard = value == "1";
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "toy MC spec '", spec, "': unknown key '", key,
-          "' (known: layout, events, seed, emin, emax, theta, particle, escale, dscale, threads)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("toy MC spec '", spec, "': unknown key '", key,
+                       "' (known: layout, events, seed, emin, emax, theta, particle, escale, "
+                       "dscale, hard, threads)"));
     }
   }
   absl::Status valid = ValidateToyMcConfig(c);
@@ -613,6 +712,7 @@ std::string FormatToyMcSpec(const ToyMcConfig& c) {
   absl::StrAppend(&s, ",particle=", c.particle);
   if (c.energy_scale != 1.0) absl::StrAppend(&s, ",escale=", Num(c.energy_scale));
   if (c.depth_scale != 1.0) absl::StrAppend(&s, ",dscale=", Num(c.depth_scale));
+  if (c.hard) absl::StrAppend(&s, ",hard=1");
   return s;
 }
 

@@ -33,6 +33,11 @@ struct ToyMcConfig {
   // depth_scale).
   double energy_scale = 1.0;
   double depth_scale = 1.0;
+  // The harder variant (reference section H, constants in toymc:: below): per shower an
+  // impact-point jitter, a lateral scale and a start depth; sub-showers that keep their transverse
+  // offset over several layers; Landau-tailed cell deposits and a readout threshold. Off by
+  // default: then the sample is exactly the standard toy's.
+  bool hard = false;
   // Worker threads. The output depends only on the seed, never on the thread count: event i always
   // uses its own RNG stream derived from (seed, i).
   int threads = 1;
@@ -53,15 +58,15 @@ absl::StatusOr<ShowerSet> SimulateToyMcRange(const ToyMcConfig& config, int64_t 
                                              int64_t count);
 
 // Parses "toymc:layout=25,events=1000,seed=1,emin=10,emax=500,theta=60:120" (theta in degrees; also
-// particle=Ele|Gamma|Pi0|ChPi, escale=, dscale=, threads=). layout is 25 or 51 (or fixed /
-// variable). Missing keys keep the ToyMcConfig defaults. INVALID_ARGUMENT names the bad key or
+// particle=Ele|Gamma|Pi0|ChPi, escale=, dscale=, hard=0|1, threads=). layout is 25 or 51 (or fixed
+// / variable). Missing keys keep the ToyMcConfig defaults. INVALID_ARGUMENT names the bad key or
 // value.
 absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec);
 
 // The canonical spec string of a config: the keys that change the showers, in a fixed order
 // (threads is left out since it never changes the output; theta only for the variable-angle layout;
-// escale and dscale only when not 1). ParseToyMcSpec(FormatToyMcSpec(c)) gives back c up to those
-// fields. Usable as a cache key for the sample.
+// escale and dscale only when not 1; hard=1 only when on). ParseToyMcSpec(FormatToyMcSpec(c))
+// gives back c up to those fields. Usable as a cache key for the sample.
 std::string FormatToyMcSpec(const ToyMcConfig& config);
 
 // Detector constants of the simulated CLIC-like ECAL (reference section F), exposed for tests.
@@ -80,6 +85,33 @@ inline constexpr double kSiliconMm = 0.5;  // active layer thickness (sets F_s)
 // LayerCentreMm).
 inline constexpr double kLayerPitchMm = 5.1;
 inline constexpr double kVisibleFraction = 0.02;  // raw sampling fraction
+
+// The hard variant (ToyMcConfig::hard). Per shower:
+// the axis is shifted by U(-1/2, 1/2) cell in x and in y (the entry point anywhere in one cell);
+inline constexpr double kImpactJitterCells = 0.5;
+// the GFlash core and tail radii (and the sub-shower offsets and widths) are multiplied by
+// exp(kLateralScaleSigma N(0,1));
+inline constexpr double kLateralScaleSigma = 0.15;
+// the profile starts at an exponential depth of mean 9/7 X0 (the photon conversion length) along
+// the axis; the Gamma profile's T is shortened by that mean so that <start + T> stays GFlash's T;
+inline constexpr double kStartDepthMeanX0 = 9.0 / 7.0;
+// kSubShowers sub-showers, each with kSubShowerSpotFraction of the spots, centred on a layer drawn
+// from the profile and spread evenly over 3-6 consecutive layers at one transverse offset from the
+// axis (Gaussian, kSubShowerOffsetMoliere R_M per axis), its spots Gaussian around it
+// (kSubShowerWidthMoliere R_M per axis);
+inline constexpr int kSubShowers = 3;
+inline constexpr double kSubShowerSpotFraction = 0.05;
+inline constexpr int kSubShowerMinLayers = 3;
+inline constexpr int kSubShowerMaxLayers = 6;
+inline constexpr double kSubShowerOffsetMoliere = 0.5;
+inline constexpr double kSubShowerWidthMoliere = 0.25;
+// each cell's deposit of n spots is multiplied by 1 + kLandauWidth (X - <X>) / sqrt(n), X a
+// standard Moyal variate (the Landau approximation; mean 1, a long upper tail);
+inline constexpr double kLandauWidth = 0.15;
+// and cells whose visible energy is below kReadoutThresholdGev (0.1 MeV, about 2/3 of a minimum-
+// ionising particle's 0.15 MeV in 0.5 mm silicon, a third of validation's 3e-4 GeV hit threshold)
+// read 0.
+inline constexpr double kReadoutThresholdGev = 1e-4;
 }  // namespace toymc
 
 // Absorber depth at the centre of layer `layer` (0-based), in radiation lengths along the detector
