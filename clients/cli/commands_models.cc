@@ -25,6 +25,16 @@
 namespace gantry::cli {
 namespace {
 
+// The metrics FormatFieldMetrics does not show (they go on the "Metrics" line).
+google::protobuf::Map<std::string, double> OtherThanField(
+    const google::protobuf::Map<std::string, double>& metrics) {
+  google::protobuf::Map<std::string, double> out;
+  for (const auto& [key, value] : metrics) {
+    if (!IsFieldMetric(metrics, key)) out[key] = value;
+  }
+  return out;
+}
+
 using v1::CatalogService;
 
 std::string ModelRef(const v1::ModelVersion& model) {
@@ -132,7 +142,7 @@ absl::Status Get(CommandContext& context) {
       {"Theta [rad]", FormatRange(m.theta_range_rad())},
       {"Checkpoint",
        absl::StrCat(FormatBytes(m.checkpoint_size_bytes()), " sha256 ", m.checkpoint_sha256())},
-      {"Metrics", FormatMetrics(m.metrics())},
+      {"Metrics", FormatMetrics(OtherThanField(m.metrics()))},
       {"bf16", FormatBf16(m.bf16())},
       {"Job", lineage.job_id()},
       {"Preset", lineage.model_preset()},
@@ -174,6 +184,9 @@ absl::Status Get(CommandContext& context) {
   for (auto& [key, value] : rows) {
     context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
                 << '\n';
+  }
+  if (const std::string field = FormatFieldMetrics(m.metrics()); !field.empty()) {
+    context.out << '\n' << field;
   }
   if (!m.validation_curve().empty()) {
     context.out << '\n' << FormatValidationCurve(m.validation_curve());

@@ -227,6 +227,56 @@ std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metr
   return absl::StrJoin(parts, " ");
 }
 
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string WithoutSuffix(const std::string& s, const std::string& tail) {
+  return EndsWith(s, tail) ? s.substr(0, s.size() - tail.size()) : s;
+}
+
+}  // namespace
+
+bool IsFieldMetric(const google::protobuf::Map<std::string, double>& metrics,
+                   const std::string& key) {
+  if (key == "field_events" || key == "field_cell_events" || key == "nonzero_cells_reference" ||
+      key == "nonzero_cells_generated") {
+    return true;
+  }
+  const std::string base = WithoutSuffix(WithoutSuffix(key, "_floor"), "_spread");
+  return metrics.count(base + "_floor") > 0;
+}
+
+std::string FormatFieldMetrics(const google::protobuf::Map<std::string, double>& metrics) {
+  std::map<std::string, double> sorted(metrics.begin(), metrics.end());
+  Table table({"FIELD METRIC", "VALUE", "MC VS MC"});
+  int rows = 0;
+  for (const auto& [key, value] : sorted) {
+    if (EndsWith(key, "_floor") || EndsWith(key, "_spread")) continue;
+    const auto floor = sorted.find(key + "_floor");
+    if (floor == sorted.end()) continue;
+    const auto spread = sorted.find(key + "_spread");
+    std::string shown = absl::StrFormat("%.4f", value);
+    if (spread != sorted.end()) absl::StrAppend(&shown, absl::StrFormat(" +- %.4f", spread->second));
+    std::string floor_shown = absl::StrFormat("%.4f", floor->second);
+    if (const auto fs = sorted.find(key + "_spread_floor"); fs != sorted.end()) {
+      absl::StrAppend(&floor_shown, absl::StrFormat(" +- %.4f", fs->second));
+    }
+    table.AddRow({key, shown, floor_shown});
+    ++rows;
+  }
+  if (rows == 0) return "";
+  std::ostringstream out;
+  const auto events = sorted.find("field_events");
+  out << "Field metrics (AUC 0.5 and ratios 1 are indistinguishable from the Monte Carlo; "
+      << (events != sorted.end() ? absl::StrFormat("%.0f", events->second) : "?")
+      << " events per sample):\n";
+  table.Render(out);
+  return out.str();
+}
+
 std::string FormatHistogram(const v1::Histogram& histogram) {
   std::string title = histogram.name();
   if (!histogram.energy_bin().empty()) absl::StrAppend(&title, " [", histogram.energy_bin(), "]");

@@ -57,6 +57,15 @@ std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& 
 // "d_loss=0.412 g_loss=1.03": sorted by name, 3 significant digits.
 std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metrics);
 
+// The field-standard metrics of a validation (those with an MC-vs-MC floor: auc_features,
+// auc_cells, fpd, sep_mean, sep/<group>, the *_ratio keys) as an aligned table: metric, value
+// (+- its spread over classifier seeds), the floor, under a title with the events per sample.
+// "" when the metrics have none.
+std::string FormatFieldMetrics(const google::protobuf::Map<std::string, double>& metrics);
+// True for a key FormatFieldMetrics shows or folds in (its _floor and _spread companions, and
+// field_events, field_cell_events, nonzero_cells_reference, nonzero_cells_generated).
+bool IsFieldMetric(const google::protobuf::Map<std::string, double>& metrics, const std::string& key);
+
 // A validation histogram as an aligned table: one row per bin with its edges (or index), the Monte
 // Carlo reference, the GAN value and their ratio, under a title line naming it and its energy bin.
 std::string FormatHistogram(const v1::Histogram& histogram);

@@ -233,4 +233,31 @@ TEST(FormatTest, JobEventLines) {
 }
 
 }  // namespace
+TEST(FormatFieldMetricsTest, ValueSpreadAndFloorPerMetricAndNothingWithoutFloors) {
+  google::protobuf::Map<std::string, double> m;
+  m["field_events"] = 2000;
+  m["auc_features"] = 0.91;
+  m["auc_features_spread"] = 0.01;
+  m["auc_features_floor"] = 0.5;
+  m["auc_features_spread_floor"] = 0.02;
+  m["fpd"] = 3.5;
+  m["fpd_floor"] = 0.1;
+  m["fom"] = 0.02;
+  m["fom_null"] = 0.01;
+  const std::string text = FormatFieldMetrics(m);
+  EXPECT_THAT(text, ::testing::HasSubstr("2000 events per sample"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("auc_features +0.9100 \\+- 0.0100 +0.5000 \\+- 0.0200"));
+  EXPECT_THAT(text, ::testing::ContainsRegex("fpd +3.5000 +0.1000"));
+  EXPECT_THAT(text, ::testing::Not(::testing::HasSubstr("fom")));
+  for (const char* key : {"field_events", "auc_features", "auc_features_spread",
+                          "auc_features_spread_floor", "fpd_floor"}) {
+    EXPECT_TRUE(IsFieldMetric(m, key)) << key;
+  }
+  EXPECT_FALSE(IsFieldMetric(m, "fom"));
+  EXPECT_FALSE(IsFieldMetric(m, "fom_null"));
+  google::protobuf::Map<std::string, double> old;
+  old["fom"] = 0.02;
+  EXPECT_EQ(FormatFieldMetrics(old), "");
+}
+
 }  // namespace gantry::cli

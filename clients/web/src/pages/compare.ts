@@ -3,7 +3,7 @@ import { enc, getJson, type Histogram, type ModelVersion, refOf } from "../api";
 import { errorBox, field, h, setMain } from "../dom";
 import type { Route } from "../main";
 import { PALETTE } from "../plots";
-import { histogramsOf, metricsTable } from "../validation";
+import { fieldMetricsTable, histogramsOf, metricsTable } from "../validation";
 import { drawValidation } from "./version";
 
 export async function renderCompare(route: Route): Promise<void> {
@@ -56,7 +56,7 @@ export async function renderCompare(route: Route): Promise<void> {
   const plots = h("section", { "aria-labelledby": "cmp-plots" }, h("h2", { id: "cmp-plots" }, "Validation plots"));
   out.append(
     legend,
-    h("section", { "aria-labelledby": "cmp-metrics" }, h("h2", { id: "cmp-metrics" }, "Metrics"), metricsTable(versions.map((v) => ({ label: refOf(v.m), metrics: v.m.metrics ?? {} })))),
+    h("section", { "aria-labelledby": "cmp-metrics" }, h("h2", { id: "cmp-metrics" }, "Metrics"), metricsTable(versions.map((v) => ({ label: refOf(v.m), metrics: v.m.metrics ?? {} }))), fieldMetricsTable(versions.map((v) => ({ label: refOf(v.m), metrics: v.m.metrics ?? {} })))),
     plots,
   );
   if (versions.every((v) => v.hists.length === 0)) {

@@ -4,7 +4,7 @@ import { ApiError, currentSession, enc, getJson, type ModelVersion, refOf, sendJ
 import { bytes, errorBox, facts, field, h, link, num, setMain, table, when } from "../dom";
 import type { Route } from "../main";
 import { histogramPlot, LinePlot } from "../plots";
-import { energyBins, find, histogramsOf, metricsTable, PER_BIN_PLOTS, SUMMARY_PLOTS } from "../validation";
+import { energyBins, fieldMetricsTable, find, histogramsOf, metricsTable, PER_BIN_PLOTS, SUMMARY_PLOTS } from "../validation";
 
 export async function renderVersion(route: Route): Promise<void> {
   const ref = route.parts.join("/");
@@ -32,7 +32,7 @@ export async function renderVersion(route: Route): Promise<void> {
     ),
     h("div", { className: "grid" }, overview(m), usage(self, m)),
     owner ? ownerActions(m) : null,
-    h("section", { "aria-labelledby": "metrics-h" }, h("h2", { id: "metrics-h" }, "Metrics"), metricsTable([{ label: self, metrics: m.metrics ?? {} }])),
+    h("section", { "aria-labelledby": "metrics-h" }, h("h2", { id: "metrics-h" }, "Metrics"), metricsTable([{ label: self, metrics: m.metrics ?? {} }]), fieldMetricsTable([{ label: self, metrics: m.metrics ?? {} }])),
     plots,
     hyperParameters(m),
     await lineage(m),
