@@ -37,8 +37,8 @@ struct FieldMetricsOptions {
   // At most this many events of each sample are scored, taken at an even stride.
   int64_t max_events = 5000;
   // The cell classifier takes at most this many cell values of each sample (fewer events for
-  // larger grids): 16M values are 1,000 showers of 25x25x25.
-  int64_t max_cell_values = int64_t{16} << 20;
+  // larger grids): 32M values are 2,000 showers of 25x25x25 (128 MiB of floats per sample).
+  int64_t max_cell_values = int64_t{32} << 20;
 };
 
 // Scores `generated` against `reference`. Every key K has K_floor: the same score of
