@@ -58,7 +58,7 @@ std::string FormatLabels(const google::protobuf::Map<std::string, std::string>& 
 std::string FormatMetrics(const google::protobuf::Map<std::string, double>& metrics);
 
 // The field-standard metrics of a validation (those with an MC-vs-MC floor: auc_features,
-// auc_cells, fpd, sep_mean, sep/<group>, the *_ratio keys) as an aligned table: metric, value
+// auc_cells, fpd, sep_mean, sep_<group>, the *_ratio keys) as an aligned table: metric, value
 // (+- its spread over classifier seeds), the floor, under a title with the events per sample.
 // "" when the metrics have none.
 std::string FormatFieldMetrics(const google::protobuf::Map<std::string, double>& metrics);

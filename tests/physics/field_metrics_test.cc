@@ -173,7 +173,7 @@ TEST(FieldMetricsTest, MonteCarloAgainstItselfADistortionAndEmptyShowers) {
   auto distorted = FieldMetrics(reference, hot, nullptr, o);
   ASSERT_TRUE(distorted.ok()) << distorted.status();
   EXPECT_GT(distorted->at("auc_features"), 0.9);
-  EXPECT_GT(distorted->at("sep/sampling_fraction"), 5 * distorted->at("sep/sampling_fraction_floor"));
+  EXPECT_GT(distorted->at("sep_sampling_fraction"), 5 * distorted->at("sep_sampling_fraction_floor"));
   // 300 events of 129 features: even extrapolated, the Frechet distance's floor is several units.
   EXPECT_GT(distorted->at("fpd"), 2 * distorted->at("fpd_floor"));
   // The floor does not depend on the generated sample.

@@ -356,6 +356,15 @@ TEST(ValidationTest, ReportCarriesTheFieldMetricsWithTheirFloors) {
                           "sep_mean_floor", "nonzero_cells_ratio"}) {
     EXPECT_EQ(r->metrics.count(key), 1u) << key;
   }
+  // The server stores a validation point of at most 128 metrics named [A-Za-z0-9_.-]{1,64}
+  // (server/requests/worker_requests.h): the whole report must fit.
+  EXPECT_LE(r->metrics.size(), 128u);
+  for (const auto& [key, value] : r->metrics) {
+    EXPECT_TRUE(!key.empty() && key.size() <= 64 &&
+                key.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_.-") == std::string::npos)
+        << key;
+  }
   ShowerSet few = Toy(4);
   few.cells.resize(static_cast<size_t>(5 * few.cells_per_event()));
   few.energy_gev.resize(5);

@@ -120,7 +120,7 @@ absl::Status Score(const Side& ref, const Side& other, const FieldMetricsOptions
   }
   out["sep_mean" + suffix] = sep_sum / static_cast<double>(ref.table.features());
   for (const auto& [group, sum] : groups) {
-    out[absl::StrCat("sep/", group, suffix)] = sum.first / sum.second;
+    out[absl::StrCat("sep_", group, suffix)] = sum.first / sum.second;
   }
 
   auto column = [](const Side& s, const std::string& name) {

@@ -49,7 +49,7 @@ struct FieldMetricsOptions {
 //   auc_features, auc_features_spread (over classifier seeds); auc_cells, auc_cells_spread;
 //   fpd: Frechet distance on the standardised high-level features, extrapolated to infinite
 //     samples (FrechetDistanceAtInfinity);
-//   sep_mean: separation power averaged over all high-level features; sep/<group>: averaged over
+//   sep_mean: separation power averaged over all high-level features; sep_<group>: averaged over
 //     a group (layer_energy, layer_centroid_x, ..., sampling_fraction, hits, nonzero_cells,
 //     shower_max);
 //   nonzero_cells_ratio: mean non-zero cells per shower, generated over reference (also

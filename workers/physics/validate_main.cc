@@ -145,7 +145,7 @@ void PrintFieldMetrics(const std::map<std::string, double>& m) {
   };
   for (const auto& [key, value] : m) {
     const bool field = key == "auc_features" || key == "auc_cells" || key == "fpd" ||
-                       key == "sep_mean" || key.rfind("sep/", 0) == 0 || ends_with(key, "_ratio");
+                       key == "sep_mean" || key.rfind("sep_", 0) == 0 || ends_with(key, "_ratio");
     if (!field || ends_with(key, "_floor")) continue;
     const auto floor = m.find(key + "_floor");
     const auto spread = m.find(key + "_spread");
