@@ -1,5 +1,5 @@
-// Baseline checkpoints (baseline_checkpoint.h): the round trip, and damaged or hostile files refused
-// with clear errors before anything large is allocated.
+// Baseline checkpoints (baseline_checkpoint.h): the round trip, and damaged or hostile files
+// refused with clear errors before anything large is allocated.
 #include "workers/baseline/baseline_checkpoint.h"
 
 #include <gtest/gtest.h>

@@ -106,7 +106,8 @@ TEST_F(BaselineSamplerTest, MatchesTheDataOnAverageInEveryEnergyBin) {
       for (size_t z = 1; z < mc[bin].sum.size(); ++z) peak = std::max(peak, mc[bin].Mean(z));
       for (size_t z = 1; z < mc[bin].sum.size(); ++z) {
         const double error = std::hypot(mc[bin].Error(z), gen[bin].Error(z));
-        EXPECT_NEAR(gen[bin].Mean(z), mc[bin].Mean(z), 4 * error + 0.03 * peak) << "layer " << z - 1;
+        EXPECT_NEAR(gen[bin].Mean(z), mc[bin].Mean(z), 4 * error + 0.03 * peak)
+            << "layer " << z - 1;
       }
     }
   }

@@ -307,8 +307,8 @@ TEST(ConditionFitTest, ShowerTemplateModesAreTheLeadingPrincipalComponents) {
   EXPECT_EQ(few[4].norm().item<double>(), 0);
 }
 
-// The no-network baseline (workers/baseline, torch-free) fits the same template and modes in GeV per
-// GeV of primary energy: on the 25^3 grid, 10^4 times its values are the shower template's.
+// The no-network baseline (workers/baseline, torch-free) fits the same template and modes in GeV
+// per GeV of primary energy: on the 25^3 grid, 10^4 times its values are the shower template's.
 TEST(ConditionFitTest, BaselineSamplerFitsTheSameTemplateAndModes) {
   const showers::ShowerSet data = Toy(120, 20, 180, 4);
   ModelConfig c = *PresetConfig("tiny");

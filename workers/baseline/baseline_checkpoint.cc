@@ -40,8 +40,8 @@ class LineReader {
   }
 
   absl::Status Damaged(absl::string_view key) const {
-    return absl::DataLossError(
-        absl::StrCat("baseline checkpoint ", name_, ": the line \"", key, "\" is missing or damaged"));
+    return absl::DataLossError(absl::StrCat("baseline checkpoint ", name_, ": the line \"", key,
+                                            "\" is missing or damaged"));
   }
 
  private:
@@ -99,9 +99,9 @@ absl::StatusOr<BaselineParameters> ParseBaselinePayload(absl::string_view payloa
   // The text ends at the "values" line, within kMaxTextBytes.
   const size_t values_at = payload.substr(0, kMaxTextBytes).find("values float32le ");
   if (values_at == absl::string_view::npos) {
-    return absl::DataLossError(
-        absl::StrCat("baseline checkpoint ", name, ": no \"values\" line in its first ",
-                     kMaxTextBytes, " bytes"));
+    return absl::DataLossError(absl::StrCat("baseline checkpoint ", name,
+                                            ": no \"values\" line in its first ", kMaxTextBytes,
+                                            " bytes"));
   }
   const size_t text_end = payload.find('\n', values_at);
   if (text_end == absl::string_view::npos || text_end >= kMaxTextBytes) {
@@ -125,9 +125,9 @@ absl::StatusOr<BaselineParameters> ParseBaselinePayload(absl::string_view payloa
     p.grid[i] = *n;
   }
   if (p.grid[0] * p.grid[1] > kMaxBaselineCells || p.cells() > kMaxBaselineCells) {
-    return absl::DataLossError(absl::StrCat("baseline checkpoint ", name, ": a grid of ",
-                                            p.grid[0], "x", p.grid[1], "x", p.grid[2],
-                                            " is over ", kMaxBaselineCells, " cells"));
+    return absl::DataLossError(absl::StrCat("baseline checkpoint ", name, ": a grid of ", p.grid[0],
+                                            "x", p.grid[1], "x", p.grid[2], " is over ",
+                                            kMaxBaselineCells, " cells"));
   }
   absl::StatusOr<Words> modes = lines.Next("modes");
   if (!modes.ok()) return modes.status();
@@ -163,8 +163,7 @@ absl::StatusOr<BaselineParameters> ParseBaselinePayload(absl::string_view payloa
   p.energy_max_gev = *hi;
   absl::StatusOr<absl::string_view> events = one("fit_events");
   if (!events.ok()) return events.status();
-  absl::StatusOr<int64_t> fit_events =
-      ParseInt(*events, lines, "fit_events", 1, int64_t{1} << 40);
+  absl::StatusOr<int64_t> fit_events = ParseInt(*events, lines, "fit_events", 1, int64_t{1} << 40);
   if (!fit_events.ok()) return fit_events.status();
   p.fit_events = *fit_events;
   absl::StatusOr<absl::string_view> nonzero = one("data_nonzero_cells");
@@ -220,8 +219,8 @@ absl::StatusOr<BaselineParameters> ReadBaselineCheckpoint(const std::string& pat
   if (size < 0) return absl::DataLossError(absl::StrCat("checkpoint ", path, " cannot be read"));
   if (size > kMaxBaselineCheckpointBytes) {
     return absl::InvalidArgumentError(absl::StrCat("baseline checkpoint ", path, " has ", size,
-                                                   " bytes; at most ",
-                                                   kMaxBaselineCheckpointBytes, " are accepted"));
+                                                   " bytes; at most ", kMaxBaselineCheckpointBytes,
+                                                   " are accepted"));
   }
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   absl::StatusOr<absl::string_view> payload = gan::ParseCheckpointEnvelope(file, path);

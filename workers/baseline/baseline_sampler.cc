@@ -49,7 +49,7 @@ class ShowerRng {
   // In [0, 1), 53 random bits.
   double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
 
-  double Normal() {  // Box-Muller; one of the pair
+  double Normal() {                    // Box-Muller; one of the pair
     const double u = 1.0 - Uniform();  // (0, 1]
     return std::sqrt(-2.0 * std::log(u)) * std::cos(2.0 * M_PI * Uniform());
   }
@@ -114,7 +114,8 @@ void SymmetricEigen(std::vector<double> m, int n, std::vector<double>* values,
       for (int q = p + 1; q < n; ++q) {
         if (m[p * n + q] == 0) continue;
         const double theta = (m[q * n + q] - m[p * n + p]) / (2 * m[p * n + q]);
-        const double t = (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
+        const double t =
+            (theta >= 0 ? 1.0 : -1.0) / (std::fabs(theta) + std::sqrt(theta * theta + 1));
         const double c = 1 / std::sqrt(t * t + 1), s = t * c;
         for (int k = 0; k < n; ++k) {  // columns p, q
           const double mkp = m[k * n + p], mkq = m[k * n + q];
@@ -216,7 +217,8 @@ void LeadingModes(const std::vector<float>& rows, int64_t n, int64_t cells, int 
       const float* row = rows.data() + r * cells;
       for (int j = 0; j < width; ++j) {
         double weight = 0;
-        for (int i = 0; i < width; ++i) weight += projected[r * width + i] * rotation[i * width + j];
+        for (int i = 0; i < width; ++i)
+          weight += projected[r * width + i] * rotation[i * width + j];
         double* out = next[j].data();
         for (int64_t c = 0; c < cells; ++c) out[c] += weight * row[c];
       }
@@ -294,8 +296,7 @@ absl::Status ValidateBaselineParameters(const BaselineParameters& p) {
   const size_t cells = static_cast<size_t>(p.cells());
   if (p.a.size() != cells || p.b.size() != cells) return bad("a and b need one value per cell");
   if (!AllFinite(p.a) || !AllFinite(p.b)) return bad("a and b must be finite");
-  if (p.modes.size() > static_cast<size_t>(kMaxBaselineModes) ||
-      p.sigma.size() != p.modes.size()) {
+  if (p.modes.size() > static_cast<size_t>(kMaxBaselineModes) || p.sigma.size() != p.modes.size()) {
     return bad(absl::StrCat("at most ", kMaxBaselineModes, " modes, each with its sigma"));
   }
   for (size_t k = 0; k < p.modes.size(); ++k) {
@@ -331,8 +332,8 @@ absl::StatusOr<BaselineSampler> BaselineSampler::Fit(const showers::ShowerSet& s
                                                      const std::vector<int64_t>& rows,
                                                      const BaselineFitOptions& options) {
   if (options.modes < 0 || options.modes > kMaxBaselineModes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("baseline: modes is ", options.modes, "; it must be in 0..", kMaxBaselineModes));
+    return absl::InvalidArgumentError(absl::StrCat("baseline: modes is ", options.modes,
+                                                   "; it must be in 0..", kMaxBaselineModes));
   }
   if (options.max_events < 1) {
     return absl::InvalidArgumentError("baseline: max_events must be >= 1");
@@ -343,9 +344,9 @@ absl::StatusOr<BaselineSampler> BaselineSampler::Fit(const showers::ShowerSet& s
   const int64_t cells = showers.cells_per_event();
   if (cells < 1 || cells > kMaxBaselineCells ||
       showers.cells.size() != static_cast<size_t>(showers.events() * cells)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "baseline: the showers' grid of ", cells, " cells does not fit (1..", kMaxBaselineCells,
-        " cells, one block per event)"));
+    return absl::InvalidArgumentError(absl::StrCat("baseline: the showers' grid of ", cells,
+                                                   " cells does not fit (1..", kMaxBaselineCells,
+                                                   " cells, one block per event)"));
   }
   std::vector<int64_t> all = rows;
   if (all.empty()) {
@@ -355,9 +356,8 @@ absl::StatusOr<BaselineSampler> BaselineSampler::Fit(const showers::ShowerSet& s
   std::vector<int64_t> usable;
   for (int64_t row : all) {
     if (row < 0 || row >= showers.events()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("baseline: event ", row, " is outside the set's ", showers.events(),
-                       " events"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "baseline: event ", row, " is outside the set's ", showers.events(), " events"));
     }
     const double e = showers.energy_gev[row];
     if (e > 0 && std::isfinite(e)) usable.push_back(row);
@@ -497,8 +497,9 @@ std::string BaselineSampler::Describe() const {
       "%s: template and %d modes (sigma %s per GeV of primary energy)%s, fitted to %d events of "
       "%.4g-%.4g GeV with %.1f non-zero cells each",
       BaselinePresetName(p_.kind), p_.modes.size(),
-      absl::StrJoin(p_.sigma, ", ",
-                    [](std::string* out, double s) { absl::StrAppend(out, absl::StrFormat("%.3g", s)); }),
+      absl::StrJoin(
+          p_.sigma, ", ",
+          [](std::string* out, double s) { absl::StrAppend(out, absl::StrFormat("%.3g", s)); }),
       p_.kind == BaselineKind::kSpots ? absl::StrFormat(", spots of %.4g GeV", p_.spot_gev) : "",
       p_.fit_events, p_.energy_min_gev, p_.energy_max_gev, p_.data_nonzero_cells);
 }

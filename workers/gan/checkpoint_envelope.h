@@ -14,9 +14,9 @@ namespace gantry::gan {
 // The first header line of every checkpoint.
 inline constexpr char kCheckpointMagic[] = "GANTRY-CHECKPOINT 1";
 
-// What a checkpoint's payload holds: a torch archive of the 3DGAN networks (workers/gan/checkpoint.h)
-// or a no-network baseline (workers/baseline/baseline_checkpoint.h), whose payload starts with
-// kBaselinePayloadMagic.
+// What a checkpoint's payload holds: a torch archive of the 3DGAN networks
+// (workers/gan/checkpoint.h) or a no-network baseline (workers/baseline/baseline_checkpoint.h),
+// whose payload starts with kBaselinePayloadMagic.
 enum class CheckpointKind { kNetworks, kBaseline };
 inline constexpr char kBaselinePayloadMagic[] = "GANTRY-BASELINE 1\n";
 

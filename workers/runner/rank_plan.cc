@@ -176,8 +176,8 @@ absl::Status ApplyHyperParameters(const v1::HyperParameters& h, bool baseline,
 }
 
 // The model: the preset with the spec's overrides and hyper-parameters applied, validated.
-// A baseline-* preset resolves to 3dgan-25's config (its grid, layout and data normalisation), named
-// after the baseline.
+// A baseline-* preset resolves to 3dgan-25's config (its grid, layout and data normalisation),
+// named after the baseline.
 absl::StatusOr<gan::ModelConfig> ResolveModel(const v1::JobSpec& spec) {
   const bool baseline = baseline::BaselineKindOfPreset(spec.model_preset()).has_value();
   absl::StatusOr<gan::ModelConfig> preset =
@@ -250,8 +250,9 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   plan.baseline = baseline::BaselineKindOfPreset(spec.model_preset());
   if (plan.baseline.has_value()) {
     if (a.world_size() != 1) {
-      return Bad("spec.world_size", absl::StrCat(a.world_size(), ": a baseline (", spec.model_preset(),
-                                                 ") is fitted by one rank; set 1"));
+      return Bad("spec.world_size",
+                 absl::StrCat(a.world_size(), ": a baseline (", spec.model_preset(),
+                              ") is fitted by one rank; set 1"));
     }
     if (!a.initial_checkpoint_sha256().empty()) {
       return Bad("spec.initial_model",

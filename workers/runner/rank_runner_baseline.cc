@@ -37,17 +37,18 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
   }
   const auto fit_start = std::chrono::steady_clock::now();
   // The fitted events are read in one block and released with the fit.
-  absl::StatusOr<baseline::BaselineSampler> sampler = [&]() -> absl::StatusOr<baseline::BaselineSampler> {
+  absl::StatusOr<baseline::BaselineSampler> sampler =
+      [&]() -> absl::StatusOr<baseline::BaselineSampler> {
     ASSIGN_OR_RETURN(const showers::ShowerSet events, reader.ReadEvents(picked));
     baseline::BaselineFitOptions options;
     options.kind = kind;
     return baseline::BaselineSampler::Fit(events, {}, options);
   }();
   if (!sampler.ok()) return data_failure(sampler.status());
-  Log("INFO", absl::StrFormat("%s (%.1f s; no optimiser step)", sampler->Describe(),
-                              std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                                            fit_start)
-                                  .count()));
+  Log("INFO",
+      absl::StrFormat(
+          "%s (%.1f s; no optimiser step)", sampler->Describe(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - fit_start).count()));
   // The lineage records what the baseline is, not the GAN's optimiser settings.
   const baseline::BaselineParameters& p = sampler->parameters();
   auto& hp = *result_.mutable_hyper_parameters();

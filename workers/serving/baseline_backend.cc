@@ -17,14 +17,13 @@ absl::StatusOr<std::unique_ptr<BaselineBackend>> BaselineBackend::FromCheckpoint
   return std::make_unique<BaselineBackend>(*std::move(sampler));
 }
 
-BaselineBackend::BaselineBackend(baseline::BaselineSampler sampler)
-    : sampler_(std::move(sampler)) {
+BaselineBackend::BaselineBackend(baseline::BaselineSampler sampler) : sampler_(std::move(sampler)) {
   const baseline::BaselineParameters& p = sampler_.parameters();
   traits_.grid = p.grid;
   traits_.variable_angle = false;
-  traits_.bf16_unavailable = absl::StrCat(
-      "model is a ", baseline::BaselinePresetName(p.kind),
-      " baseline (no network), drawn in float32 only; use PRECISION_FP32");
+  traits_.bf16_unavailable =
+      absl::StrCat("model is a ", baseline::BaselinePresetName(p.kind),
+                   " baseline (no network), drawn in float32 only; use PRECISION_FP32");
   memory_bytes_ = (2 + static_cast<int64_t>(p.modes.size())) * p.cells() * 4;
 }
 

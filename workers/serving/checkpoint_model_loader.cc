@@ -8,10 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "workers/gan/checkpoint_envelope.h"
 #include "workers/gan/device.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/dataset_cache.h"
-#include "workers/gan/checkpoint_envelope.h"
 #include "workers/serving/baseline_backend.h"
 #include "workers/serving/torch_backend.h"
 
