@@ -31,7 +31,9 @@ std::vector<FlagSpec> JobSpecFlags() {
   return {
       {"spec", "FILE", "JobSpec as protobuf JSON; flags below override its fields"},
       {"name", "TEXT", "display name (also the default model name)"},
-      {"preset", "NAME", "architecture: 3dgan-25, 3dgan-51 or tiny"},
+      {"preset", "NAME",
+       "3dgan-25, 3dgan-51, tiny, tiny-template, or a no-network baseline: baseline-template, "
+       "baseline-spots"},
       {"dataset", "REF",
        "ds-<id> or an uploaded dataset's name, toymc:<key=value,...> or file:///path.h5"},
       {"epochs", "N", "training epochs (1..10000)"},

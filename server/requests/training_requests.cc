@@ -16,16 +16,24 @@ using checks::CheckRange01;
 using checks::Invalid;
 using checks::Sub;
 
-absl::Status ValidateHyperParameters(const v1::HyperParameters& hp, absl::string_view f) {
-  if (hp.epochs() == 0) {
+// `baseline`: a baseline-* preset, which has no optimiser step: epochs and batch_per_rank may be
+// left at 0 (they are ignored).
+absl::Status ValidateHyperParameters(const v1::HyperParameters& hp, absl::string_view f,
+                                     bool baseline) {
+  if (baseline) {
+    RETURN_IF_ERROR(CheckInt(hp.epochs(), 0, kMaxEpochs, Sub(f, "epochs")));
+    RETURN_IF_ERROR(CheckInt(hp.batch_per_rank(), 0, kMaxBatchPerRank, Sub(f, "batch_per_rank")));
+  } else if (hp.epochs() == 0) {
     return Invalid(Sub(f, "epochs"), absl::StrCat("is missing; set it to 1..", kMaxEpochs));
   }
-  RETURN_IF_ERROR(CheckInt(hp.epochs(), 1, kMaxEpochs, Sub(f, "epochs")));
-  if (hp.batch_per_rank() == 0) {
+  if (!baseline) RETURN_IF_ERROR(CheckInt(hp.epochs(), 1, kMaxEpochs, Sub(f, "epochs")));
+  if (!baseline && hp.batch_per_rank() == 0) {
     return Invalid(Sub(f, "batch_per_rank"),
                    absl::StrCat("is missing; set it to 1..", kMaxBatchPerRank));
   }
-  RETURN_IF_ERROR(CheckInt(hp.batch_per_rank(), 1, kMaxBatchPerRank, Sub(f, "batch_per_rank")));
+  if (!baseline) {
+    RETURN_IF_ERROR(CheckInt(hp.batch_per_rank(), 1, kMaxBatchPerRank, Sub(f, "batch_per_rank")));
+  }
   RETURN_IF_ERROR(CheckFinite(hp.learning_rate(), Sub(f, "learning_rate")));
   if (hp.learning_rate() < 0 || hp.learning_rate() > 10) {
     return Invalid(Sub(f, "learning_rate"),
@@ -90,6 +98,12 @@ absl::Status ValidateValidationSettings(const v1::ValidationSettings& v, absl::s
 
 }  // namespace
 
+// The presets gantry-worker knows (workers/gan/model_config.h and, without a network,
+// workers/baseline/baseline_sampler.h).
+constexpr char kKnownPresets[] =
+    "\"3dgan-25\", \"3dgan-51\", \"tiny\", \"tiny-template\", \"baseline-template\" or "
+    "\"baseline-spots\"";
+
 absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   if (spec.display_name().size() > 256) {
     return Invalid("spec.display_name", "is longer than 256 characters");
@@ -97,15 +111,23 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(ValidateLabels(spec.labels(), "spec.labels"));
   const std::string& preset = spec.model_preset();
   if (preset.empty()) {
-    return Invalid("spec.model_preset",
-                   "is missing; use \"3dgan-25\", \"3dgan-51\", \"tiny\" or \"tiny-template\"");
+    return Invalid("spec.model_preset", absl::StrCat("is missing; use ", kKnownPresets));
   }
+  const bool baseline = preset == "baseline-template" || preset == "baseline-spots";
   if (preset != "3dgan-25" && preset != "3dgan-51" && preset != "tiny" &&
-      preset != "tiny-template") {
+      preset != "tiny-template" && !baseline) {
     return Invalid("spec.model_preset",
-                   absl::StrCat("\"", preset,
-                                "\" is unknown; use \"3dgan-25\", \"3dgan-51\", \"tiny\" or "
-                                "\"tiny-template\""));
+                   absl::StrCat("\"", preset, "\" is unknown; use ", kKnownPresets));
+  }
+  // A baseline (no network) is fitted by one rank and never fine-tuned (workers/baseline).
+  if (baseline && spec.world_size() > 1) {
+    return Invalid("spec.world_size",
+                   absl::StrCat("is ", spec.world_size(), "; a baseline (", preset,
+                                ") has no network to train in parallel: set 1"));
+  }
+  if (baseline && !spec.initial_model().empty()) {
+    return Invalid("spec.initial_model",
+                   absl::StrCat("a baseline (", preset, ") is fitted to its data, not fine-tuned"));
   }
   const v1::ModelOverrides& mo = spec.model_overrides();
   RETURN_IF_ERROR(CheckInt(mo.latent_size(), 0, 4096, "spec.model_overrides.latent_size"));
@@ -114,7 +136,8 @@ absl::Status ValidateJobSpec(const v1::JobSpec& spec) {
   RETURN_IF_ERROR(
       CheckInt(mo.discriminator_filters(), 0, 1024, "spec.model_overrides.discriminator_filters"));
   RETURN_IF_ERROR(ValidateDatasetRef(spec.dataset(), preset, "spec.dataset").status());
-  RETURN_IF_ERROR(ValidateHyperParameters(spec.hyper_parameters(), "spec.hyper_parameters"));
+  RETURN_IF_ERROR(
+      ValidateHyperParameters(spec.hyper_parameters(), "spec.hyper_parameters", baseline));
   if (spec.world_size() == 0) {
     return Invalid("spec.world_size",
                    absl::StrCat("is missing; set the number of ranks, 1..", kMaxWorldSize));

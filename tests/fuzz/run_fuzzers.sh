@@ -16,7 +16,7 @@ shift 2
 targets=("$@")
 if [[ ${#targets[@]} -eq 0 ]]; then
   targets=(hdf5_inspect_fuzzer checkpoint_envelope_fuzzer model_config_fuzzer dataset_ref_fuzzer
-           job_spec_json_fuzzer)
+           job_spec_json_fuzzer baseline_payload_fuzzer)
 fi
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/gantry-fuzz.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT

@@ -11,6 +11,7 @@
 
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
+#include "workers/baseline/baseline_sampler.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
@@ -304,6 +305,35 @@ TEST(ConditionFitTest, ShowerTemplateModesAreTheLeadingPrincipalComponents) {
   const at::Tensor few = at::tensor(three.shower_template, at::kDouble).view({5, n});
   EXPECT_GT(few[3].norm().item<double>(), 0);
   EXPECT_EQ(few[4].norm().item<double>(), 0);
+}
+
+// The no-network baseline (workers/baseline, torch-free) fits the same template and modes in GeV
+// per GeV of primary energy: on the 25^3 grid, 10^4 times its values are the shower template's.
+TEST(ConditionFitTest, BaselineSamplerFitsTheSameTemplateAndModes) {
+  const showers::ShowerSet data = Toy(120, 20, 180, 4);
+  ModelConfig c = *PresetConfig("tiny");
+  c.generator_template = true;
+  c.template_modes = 2;
+  const ConditionSample s = *SampleConditions(c, data, AllRows(data));
+  baseline::BaselineFitOptions options;
+  options.kind = baseline::BaselineKind::kTemplate;
+  const baseline::BaselineSampler sampler = *baseline::BaselineSampler::Fit(data, {}, options);
+  const baseline::BaselineParameters& p = sampler.parameters();
+  const int64_t n = data.cells_per_event();
+  double peak_a = 0;
+  for (int64_t i = 0; i < n; ++i) peak_a = std::max(peak_a, std::fabs(s.shower_template[i]));
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_NEAR(1e4 * p.a[i], s.shower_template[i], 1e-5 * peak_a) << i;
+    ASSERT_NEAR(1e4 * p.b[i], s.shower_template[n + i], 1e-5 * peak_a) << i;
+  }
+  for (int k = 0; k < 2; ++k) {
+    const double* mode = s.shower_template.data() + (2 + k) * n;
+    double peak = 0;
+    for (int64_t i = 0; i < n; ++i) peak = std::max(peak, std::fabs(mode[i]));
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(1e4 * p.sigma[k] * p.modes[k][i], mode[i], 1e-3 * peak) << k << " " << i;
+    }
+  }
 }
 
 TEST(ConditionFitTest, ConfigKeepsTheFlagAndOldConfigsParseWithoutIt) {

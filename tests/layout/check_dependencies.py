@@ -52,6 +52,8 @@ RULES = {
     "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
     "workers/physics": ({"proto", "base", "showers"}, set()),
+    # workers/baseline: the no-network reference generators, pure C++ (the model and its checkpoint).
+    "workers/baseline": ({"base", "showers"}, set()),
     "clients": ({"proto", "base", "showers"}, {"grpc"}),
     "clients/plots": ({"proto", "base"}, {"cairo"}),
 }

@@ -191,6 +191,30 @@ TEST(RankPlanTest, ResolvesTheModelAndSettings) {
   EXPECT_EQ(plan->holdout_fraction, 0);
 }
 
+TEST(RankPlanTest, ABaselinePresetPlansAFitOnOneRank) {
+  v1::Assignment a = GoodAssignment();
+  a.mutable_spec()->set_model_preset("baseline-spots");
+  a.mutable_spec()->mutable_hyper_parameters()->clear_epochs();  // no optimiser steps
+  absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(a);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_TRUE(plan->baseline.has_value());
+  EXPECT_EQ(*plan->baseline, baseline::BaselineKind::kSpots);
+  EXPECT_EQ(plan->model.preset, "baseline-spots");
+  EXPECT_EQ(plan->model.grid, gan::PresetConfig("3dgan-25")->grid);
+  EXPECT_FALSE(runner::PlanRank(GoodAssignment())->baseline.has_value());
+
+  v1::Assignment two = a;
+  two.set_world_size(2);
+  two.mutable_spec()->set_world_size(2);
+  two.set_rendezvous_host("127.0.0.1");
+  two.set_rendezvous_port(29500);
+  EXPECT_NE(runner::PlanRank(two).status().message().find("spec.world_size"), std::string::npos)
+      << runner::PlanRank(two).status();
+  v1::Assignment tuned = a;
+  tuned.set_initial_checkpoint_sha256(std::string(64, 'a'));
+  EXPECT_EQ(runner::PlanRank(tuned).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(RankPlanTest, AcceptsAResumeAndTheCheckpointTriggers) {
   v1::Assignment a = GoodAssignment();
   a.set_attempt(3);

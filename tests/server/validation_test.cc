@@ -52,6 +52,14 @@ TEST(ValidationTest, AGoodSpecPasses) {
   spec.set_model_name("calo-v2");
   spec.mutable_checkpoint_policy()->set_keep_best(true);  // validation is on by default
   EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  for (const char* baseline : {"baseline-template", "baseline-spots"}) {
+    spec = Good();
+    spec.set_model_preset(baseline);
+    spec.set_world_size(1);
+    spec.mutable_hyper_parameters()->clear_epochs();  // no optimiser steps: not needed
+    spec.mutable_hyper_parameters()->clear_batch_per_rank();
+    EXPECT_TRUE(ValidateJobSpec(spec).ok()) << ValidateJobSpec(spec);
+  }
 }
 
 TEST(ValidationTest, JobSpecFieldsAreChecked) {
@@ -63,6 +71,14 @@ TEST(ValidationTest, JobSpecFieldsAreChecked) {
   const Case cases[] = {
       {[](v1::JobSpec& s, double) { s.set_model_preset("gan"); }, "spec.model_preset"},
       {[](v1::JobSpec& s, double) { s.set_world_size(257); }, "spec.world_size"},
+      // A baseline (no network) is fitted by one rank and not fine-tuned.
+      {[](v1::JobSpec& s, double) { s.set_model_preset("baseline-spots"); }, "spec.world_size"},
+      {[](v1::JobSpec& s, double) {
+         s.set_model_preset("baseline-template");
+         s.set_world_size(1);
+         s.set_initial_model("calo:1");
+       },
+       "spec.initial_model"},
       {[](v1::JobSpec& s, double) { s.set_world_size(-1); }, "spec.world_size"},
       {[](v1::JobSpec& s, double) { s.mutable_hyper_parameters()->set_epochs(10001); },
        "spec.hyper_parameters.epochs"},

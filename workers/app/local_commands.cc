@@ -18,9 +18,11 @@
 #include "base/atomic_file.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
+#include "workers/baseline/baseline_checkpoint.h"
 #include "workers/export/model_export.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
+#include "workers/gan/checkpoint_envelope.h"
 #include "workers/gan/condition_fit.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
@@ -247,8 +249,12 @@ int RunCheckpointDiff(const std::string& a, const std::string& b, std::ostream& 
 }
 
 int RunVerifyCheckpoint(int fd, std::ostream& out) {
-  absl::Status status =
-      gan::ReadCheckpoint(absl::StrCat("/proc/self/fd/", fd), /*load_optimizers=*/true).status();
+  const std::string path = absl::StrCat("/proc/self/fd/", fd);
+  absl::StatusOr<gan::CheckpointKind> kind = gan::PeekCheckpointKind(path);
+  absl::Status status = !kind.ok() ? kind.status()
+                        : *kind == gan::CheckpointKind::kBaseline
+                            ? baseline::ReadBaselineCheckpoint(path).status()
+                            : gan::ReadCheckpoint(path, /*load_optimizers=*/true).status();
   out << runner::FormatVerifyReport(status) << std::flush;
   return out ? 0 : 1;
 }

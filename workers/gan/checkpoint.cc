@@ -166,6 +166,12 @@ absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_
   const std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   absl::StatusOr<absl::string_view> payload = ParseCheckpointEnvelope(file, path);
   if (!payload.ok()) return payload.status();
+  if (CheckpointKindOfPayload(*payload) == CheckpointKind::kBaseline) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("checkpoint ", path,
+                     " is a no-network baseline (a baseline-* preset): it has no generator or "
+                     "discriminator network to load, resume, fine-tune or export"));
+  }
   try {
     torch::serialize::InputArchive archive;
     std::istringstream stream{std::string(*payload)};

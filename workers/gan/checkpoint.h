@@ -43,7 +43,8 @@ absl::StatusOr<TrainingState> NewTrainingState(const ModelConfig& config, uint64
 absl::Status WriteCheckpoint(const std::string& path, const TrainingState& state);
 
 // Reads and verifies a checkpoint. NOT_FOUND: no file; DATA_LOSS: truncated, checksum mismatch or
-// undecodable payload; INVALID_ARGUMENT: not a gantry checkpoint or an inconsistent config.
+// undecodable payload; INVALID_ARGUMENT: not a gantry checkpoint or an inconsistent config;
+// FAILED_PRECONDITION: a baseline's checkpoint (no networks; workers/baseline reads it).
 // With load_optimizers = false the optimiser state is skipped (generation only).
 absl::StatusOr<TrainingState> ReadCheckpoint(const std::string& path, bool load_optimizers = true);
 

@@ -1,6 +1,8 @@
 #include "workers/gan/checkpoint_envelope.h"
 
 #include <cstdint>
+#include <fstream>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -20,6 +22,27 @@ absl::string_view NextLine(absl::string_view& rest) {
 }
 
 }  // namespace
+
+CheckpointKind CheckpointKindOfPayload(absl::string_view payload) {
+  return absl::StartsWith(payload, kBaselinePayloadMagic) ? CheckpointKind::kBaseline
+                                                          : CheckpointKind::kNetworks;
+}
+
+absl::StatusOr<CheckpointKind> PeekCheckpointKind(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat("checkpoint ", path, " cannot be opened"));
+  // The header is three short lines (at most 256 bytes), then the payload's magic.
+  std::string head(256 + sizeof(kBaselinePayloadMagic), '\0');
+  in.read(head.data(), static_cast<std::streamsize>(head.size()));
+  head.resize(static_cast<size_t>(in.gcount()));
+  absl::string_view rest = head;
+  if (NextLine(rest) != kCheckpointMagic) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is not a gantry checkpoint"));
+  }
+  NextLine(rest);  // sha256
+  NextLine(rest);  // bytes
+  return CheckpointKindOfPayload(rest);
+}
 
 absl::StatusOr<absl::string_view> ParseCheckpointEnvelope(absl::string_view file_bytes,
                                                           absl::string_view name) {

@@ -138,8 +138,10 @@ absl::Status ApplyLossWeights(const v1::LossWeights& w, gan::ModelConfig* m) {
 }
 
 // Checks the hyper-parameters and applies those that override the model preset.
-absl::Status ApplyHyperParameters(const v1::HyperParameters& h, gan::ModelConfig* m) {
-  if (h.epochs() < 1 || h.epochs() > 10000) {
+// A baseline-* preset has no optimiser step: its epochs may be 0 (ignored).
+absl::Status ApplyHyperParameters(const v1::HyperParameters& h, bool baseline,
+                                  gan::ModelConfig* m) {
+  if (h.epochs() < (baseline ? 0 : 1) || h.epochs() > 10000) {
     return Bad("spec.hyper_parameters.epochs", absl::StrCat(h.epochs(), " is not in 1..10000"));
   }
   if (h.batch_per_rank() < 0 || h.batch_per_rank() > 4096) {
@@ -174,12 +176,20 @@ absl::Status ApplyHyperParameters(const v1::HyperParameters& h, gan::ModelConfig
 }
 
 // The model: the preset with the spec's overrides and hyper-parameters applied, validated.
+// A baseline-* preset resolves to 3dgan-25's config (its grid, layout and data normalisation),
+// named after the baseline.
 absl::StatusOr<gan::ModelConfig> ResolveModel(const v1::JobSpec& spec) {
-  absl::StatusOr<gan::ModelConfig> preset = gan::PresetConfig(spec.model_preset());
-  if (!preset.ok()) return Bad("spec.model_preset", std::string(preset.status().message()));
+  const bool baseline = baseline::BaselineKindOfPreset(spec.model_preset()).has_value();
+  absl::StatusOr<gan::ModelConfig> preset =
+      gan::PresetConfig(baseline ? "3dgan-25" : spec.model_preset());
+  if (!preset.ok()) {
+    return Bad("spec.model_preset",
+               absl::StrCat(preset.status().message(), ", baseline-template, baseline-spots"));
+  }
   gan::ModelConfig& m = *preset;
+  if (baseline) m.preset = spec.model_preset();
   RETURN_IF_ERROR(ApplyModelOverrides(spec.model_overrides(), &m));
-  RETURN_IF_ERROR(ApplyHyperParameters(spec.hyper_parameters(), &m));
+  RETURN_IF_ERROR(ApplyHyperParameters(spec.hyper_parameters(), baseline, &m));
   if (absl::Status s = gan::ValidateModelConfig(m); !s.ok()) {
     return Bad("spec.model_overrides", std::string(s.message()));
   }
@@ -237,6 +247,18 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
   const v1::JobSpec& spec = a.spec();
   RETURN_IF_ERROR(CheckSpecWorldAndDataset(spec, a.world_size()));
   ASSIGN_OR_RETURN(plan.model, ResolveModel(spec));
+  plan.baseline = baseline::BaselineKindOfPreset(spec.model_preset());
+  if (plan.baseline.has_value()) {
+    if (a.world_size() != 1) {
+      return Bad("spec.world_size",
+                 absl::StrCat(a.world_size(), ": a baseline (", spec.model_preset(),
+                              ") is fitted by one rank; set 1"));
+    }
+    if (!a.initial_checkpoint_sha256().empty()) {
+      return Bad("spec.initial_model",
+                 absl::StrCat("a baseline (", spec.model_preset(), ") is fitted, not fine-tuned"));
+    }
+  }
 
   const v1::HyperParameters& h = spec.hyper_parameters();
   plan.epochs = h.epochs();

@@ -5,10 +5,12 @@
 #define GANTRY_WORKERS_RUNNER_RANK_PLAN_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "gantry/v1/worker.pb.h"
+#include "workers/baseline/baseline_sampler.h"
 #include "workers/gan/model_config.h"
 
 namespace gantry::runner {
@@ -16,6 +18,9 @@ namespace gantry::runner {
 struct RankPlan {
   gantry::v1::Assignment assignment;
   gan::ModelConfig model;  // preset + overrides + hyper-parameters, validated
+  // A baseline-* preset: the job fits a no-network baseline (workers/baseline) instead of training;
+  // `model` is then 3dgan-25's config, for the data layout only.
+  std::optional<baseline::BaselineKind> baseline;
   int64_t epochs = 1;
   int64_t batch_per_rank = 0;  // 0 = the preset's default batch
   uint64_t seed = 0;

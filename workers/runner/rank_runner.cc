@@ -346,6 +346,7 @@ absl::Status RankRunner::RunInner() {
   RETURN_IF_ERROR(MarkDataFailure(CheckDatasetFitsModel(*reader)));
   RecordDataset(dataset, particle);
   metrics_reporter_->Flush();  // the cache hit or fill of the dataset
+  if (plan_.baseline.has_value()) return RunBaseline(*reader, particle);
 
   // 2. The hold-out split and the training input pipeline.
   absl::StatusOr<std::unique_ptr<gan::BatchSource>> batches =
@@ -459,18 +460,17 @@ void RankRunner::RecordDataset(const MaterializedDataset& dataset, const std::st
   }
 }
 
-absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEvents(
-    std::shared_ptr<const showers::ShowerFileReader> reader, const std::string& particle,
-    const std::string& local_path) {
+absl::StatusOr<HoldoutSplit> RankRunner::SplitAndReadHoldout(
+    const showers::ShowerFileReader& reader, const std::string& particle) {
   // The hold-out split is identical on every rank; only rank 0 validates, so only it reads the
-  // held-out events. The training events stream from the file through the prefetching source.
+  // held-out events.
   ASSIGN_OR_RETURN(
       HoldoutSplit split,
       plan_.folds > 0
-          ? SplitFolds(reader->events(), plan_.folds, plan_.validation_fold, plan_.split_seed)
-          : SplitHoldout(reader->events(), plan_.holdout_fraction, plan_.seed));
+          ? SplitFolds(reader.events(), plan_.folds, plan_.validation_fold, plan_.split_seed)
+          : SplitHoldout(reader.events(), plan_.holdout_fraction, plan_.seed));
   if (rank_ == 0 && plan_.validation) {
-    ASSIGN_OR_RETURN(holdout_, reader->ReadEvents(split.holdout));
+    ASSIGN_OR_RETURN(holdout_, reader.ReadEvents(split.holdout));
     holdout_.particle = particle;
   }
   if (plan_.folds > 0) {
@@ -484,6 +484,14 @@ absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEven
                                 split.holdout.size(), split.train.size(), plan_.holdout_fraction,
                                 plan_.seed));
   }
+  return split;
+}
+
+absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEvents(
+    std::shared_ptr<const showers::ShowerFileReader> reader, const std::string& particle,
+    const std::string& local_path) {
+  // The training events stream from the file through the prefetching source.
+  ASSIGN_OR_RETURN(HoldoutSplit split, SplitAndReadHoldout(*reader, particle));
   // A restart takes the template from its checkpoint; it refits only the conditions.
   const bool resuming = !plan_.assignment.resume_checkpoint_sha256().empty();
   const bool fit_template = model_.generator_template && !resuming;
@@ -1059,6 +1067,15 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
 }
 
 absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) {
+  gan::ShowerGenerator generator(trainer.config(), trainer.state().generator);
+  RETURN_IF_ERROR(ValidateWith(
+      [&generator](const gan::GenerationRequest& request) { return generator.Generate(request); },
+      trainer.config().variable_angle(), result));
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::ValidateWith(const ValidationGenerator& generate, bool variable,
+                                      v1::JobResult* result) {
   const auto start = std::chrono::steady_clock::now();
   const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
   if (holdout_.events() == 0) {
@@ -1066,7 +1083,6 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
         "validation: the hold-out split is empty (raise validation.holdout_fraction or the number "
         "of events, or disable validation)");
   }
-  const bool variable = trainer.config().variable_angle();
   physics::ValidationOptions options;
   gan::GenerationRequest request;
   request.seed = plan_.seed + 7919;
@@ -1101,8 +1117,7 @@ absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) 
     return absl::FailedPreconditionError(
         "validation: no held-out event falls into the validation.energies bins");
   }
-  gan::ShowerGenerator generator(trainer.config(), trainer.state().generator);
-  ASSIGN_OR_RETURN(showers::ShowerSet generated, generator.Generate(request));
+  ASSIGN_OR_RETURN(showers::ShowerSet generated, generate(request));
   generated.particle = holdout_.particle;
   absl::StatusOr<physics::ValidationReport> report =
       physics::ValidateShowers(holdout_, generated, options);

@@ -32,10 +32,12 @@
 #include "gantry/v1/worker.pb.h"
 #include "showers/shower_file_reader.h"
 #include "showers/shower_set.h"
+#include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/checkpoint_verifier.h"
 #include "workers/runner/dataset_source.h"
+#include "workers/runner/holdout_split.h"
 #include "workers/runner/precision_check.h"
 #include "workers/runner/rank_metrics_reporter.h"
 #include "workers/runner/rank_plan.h"
@@ -109,6 +111,10 @@ class RankRunner {
                   const std::string& particle, double seconds);
   absl::Status CheckDatasetFitsModel(const showers::ShowerFileReader& reader) const;
   void RecordDataset(const MaterializedDataset& dataset, const std::string& particle);
+  // The hold-out split (identical on every rank); rank 0 with validation reads the held-out events
+  // into holdout_.
+  absl::StatusOr<HoldoutSplit> SplitAndReadHoldout(const showers::ShowerFileReader& reader,
+                                                   const std::string& particle);
   absl::StatusOr<std::unique_ptr<gan::BatchSource>> StreamTrainingEvents(
       std::shared_ptr<const showers::ShowerFileReader> reader, const std::string& particle,
       const std::string& local_path);
@@ -157,6 +163,15 @@ class RankRunner {
                                     std::optional<double> fom = std::nullopt);
   void WaitForUpload();
   absl::Status Validate(gan::Trainer& trainer, gantry::v1::JobResult* result);
+  // Showers at a validation request's conditions (the trained generator, or a baseline).
+  using ValidationGenerator =
+      std::function<absl::StatusOr<showers::ShowerSet>(const gan::GenerationRequest&)>;
+  // Generates at the held-out conditions (spec.validation) and validates against the hold-out.
+  absl::Status ValidateWith(const ValidationGenerator& generate, bool variable_angle,
+                            gantry::v1::JobResult* result);
+  // A baseline-* job (plan_.baseline), after the dataset: fits the baseline to the training
+  // events, uploads its checkpoint, validates it and reports the result. No optimiser step.
+  absl::Status RunBaseline(const showers::ShowerFileReader& reader, const std::string& particle);
 
   absl::Status Send(const gantry::v1::WorkerMessage& message);
   void Log(const std::string& level, const std::string& text);

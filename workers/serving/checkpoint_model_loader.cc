@@ -8,9 +8,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "workers/gan/checkpoint_envelope.h"
 #include "workers/gan/device.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/dataset_cache.h"
+#include "workers/serving/baseline_backend.h"
 #include "workers/serving/torch_backend.h"
 
 namespace gantry::serving {
@@ -49,6 +51,14 @@ ModelLoader MakeCheckpointModelLoader(CheckpointModelLoaderOptions options) {
         absl::Status safe = runner::VerifyCheckpointInChild(
             *path, absl::StrCat("checkpoint ", model.checkpoint_sha256()), options.verify);
         if (!safe.ok()) return safe;
+        absl::StatusOr<gan::CheckpointKind> kind = gan::PeekCheckpointKind(*path);
+        if (!kind.ok()) return kind.status();
+        if (*kind == gan::CheckpointKind::kBaseline) {
+          absl::StatusOr<std::unique_ptr<BaselineBackend>> backend =
+              BaselineBackend::FromCheckpoint(*path);
+          if (!backend.ok()) return backend.status();
+          return std::unique_ptr<BatchBackend>(*std::move(backend));
+        }
         absl::StatusOr<c10::Device> device = gan::ParseDevice(options.device);
         if (!device.ok()) return device.status();
         absl::StatusOr<std::unique_ptr<TorchBackend>> backend =

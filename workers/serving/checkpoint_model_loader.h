@@ -1,7 +1,8 @@
 // CheckpointModelLoader: the daemon's ModelLoader: fetches a served model's checkpoint by sha256
 // through gantry-server's WorkerService.FetchCheckpoint (worker credential) into
 // <models_dir>/<sha256>.pt, verified and reused across restarts, reads it once in a sandboxed child
-// (a hostile checkpoint kills that child, not the daemon), then loads it as a TorchBackend.
+// (a hostile checkpoint kills that child, not the daemon), then loads it as a TorchBackend, or as a
+// BaselineBackend when it holds a no-network baseline.
 #ifndef GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
 #define GANTRY_WORKERS_SERVING_CHECKPOINT_MODEL_LOADER_H_
 

@@ -1,0 +1,195 @@
+// The no-network baselines (baseline::BaselineSampler) against the toy Monte Carlo they are fitted
+// to: averages per energy bin, the number of hit cells, determinism, refusals.
+#include "workers/baseline/baseline_sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "showers/toy_mc.h"
+
+namespace gantry::baseline {
+namespace {
+
+showers::ShowerSet Toy(int64_t events, uint64_t seed) {
+  showers::ToyMcConfig mc;
+  mc.events = events;
+  mc.energy_min_gev = 10;
+  mc.energy_max_gev = 200;
+  mc.seed = seed;
+  return *showers::SimulateToyMc(mc);
+}
+
+// Per energy bin (4 equal bins over 10-200 GeV): mean and standard error of the total energy over
+// E, of every layer's energy over E, and the mean number of non-zero cells.
+struct BinStats {
+  std::vector<double> sum, sum2;  // [0]: total / E, [1 + z]: layer z / E
+  double nonzero = 0;
+  int64_t n = 0;
+  double Mean(int i) const { return sum[i] / n; }
+  double Error(int i) const {
+    const double m = Mean(i);
+    return std::sqrt(std::max(0.0, sum2[i] / n - m * m) / n);
+  }
+};
+
+std::vector<BinStats> Stats(const showers::ShowerSet& s) {
+  const int64_t nz = s.shape[2];
+  std::vector<BinStats> bins(4);
+  for (BinStats& b : bins) {
+    b.sum.assign(1 + nz, 0.0);
+    b.sum2.assign(1 + nz, 0.0);
+  }
+  for (int64_t i = 0; i < s.events(); ++i) {
+    const double e = s.energy_gev[i];
+    BinStats& b = bins[std::clamp(static_cast<int>((e - 10) / 47.5), 0, 3)];
+    std::vector<double> v(1 + nz, 0.0);
+    const float* cells = s.event(i);
+    for (int64_t c = 0; c < s.cells_per_event(); ++c) {
+      v[0] += cells[c] / e;
+      v[1 + c % nz] += cells[c] / e;
+      if (cells[c] > 0) b.nonzero += 1;
+    }
+    for (size_t k = 0; k < v.size(); ++k) {
+      b.sum[k] += v[k];
+      b.sum2[k] += v[k] * v[k];
+    }
+    ++b.n;
+  }
+  return bins;
+}
+
+class BaselineSamplerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    train_ = new showers::ShowerSet(Toy(800, 1));
+    test_ = new showers::ShowerSet(Toy(800, 2));
+  }
+  static void TearDownTestSuite() {
+    delete train_;
+    delete test_;
+  }
+  static BaselineSampler Fitted(BaselineKind kind) {
+    BaselineFitOptions options;
+    options.kind = kind;
+    absl::StatusOr<BaselineSampler> sampler = BaselineSampler::Fit(*train_, {}, options);
+    EXPECT_TRUE(sampler.ok()) << sampler.status();
+    return *std::move(sampler);
+  }
+  static showers::ShowerSet* train_;
+  static showers::ShowerSet* test_;
+};
+showers::ShowerSet* BaselineSamplerTest::train_ = nullptr;
+showers::ShowerSet* BaselineSamplerTest::test_ = nullptr;
+
+TEST_F(BaselineSamplerTest, MatchesTheDataOnAverageInEveryEnergyBin) {
+  for (BaselineKind kind : {BaselineKind::kTemplate, BaselineKind::kSpots}) {
+    const BaselineSampler sampler = Fitted(kind);
+    EXPECT_EQ(sampler.parameters().modes.size(), 2u);
+    EXPECT_GT(sampler.parameters().sigma[0], sampler.parameters().sigma[1]);
+    EXPECT_GT(sampler.parameters().sigma[1], 0);
+    // Independent Monte Carlo against the baseline at the same energies.
+    const showers::ShowerSet generated = sampler.Sample(test_->energy_gev, 11);
+    const std::vector<BinStats> mc = Stats(*test_), gen = Stats(generated);
+    for (int bin = 0; bin < 4; ++bin) {
+      SCOPED_TRACE(testing::Message() << BaselinePresetName(kind) << " bin " << bin);
+      ASSERT_GT(mc[bin].n, 100);
+      // The total over E (the sampling fraction): within 4 standard errors and 2%.
+      const double total_error = std::hypot(mc[bin].Error(0), gen[bin].Error(0));
+      EXPECT_NEAR(gen[bin].Mean(0), mc[bin].Mean(0),
+                  std::max(4 * total_error, 0.02 * mc[bin].Mean(0)));
+      // Every layer's mean over E: within 4 standard errors plus 3% of the bin's peak layer (the
+      // line in ln E is an approximation inside a bin 47.5 GeV wide).
+      double peak = 0;
+      for (size_t z = 1; z < mc[bin].sum.size(); ++z) peak = std::max(peak, mc[bin].Mean(z));
+      for (size_t z = 1; z < mc[bin].sum.size(); ++z) {
+        const double error = std::hypot(mc[bin].Error(z), gen[bin].Error(z));
+        EXPECT_NEAR(gen[bin].Mean(z), mc[bin].Mean(z), 4 * error + 0.03 * peak)
+            << "layer " << z - 1;
+      }
+    }
+  }
+}
+
+TEST_F(BaselineSamplerTest, SpotsMatchTheNumberOfHitCellsAndTheTemplateDoesNot) {
+  const std::vector<BinStats> mc = Stats(*test_);
+  const showers::ShowerSet spots = Fitted(BaselineKind::kSpots).Sample(test_->energy_gev, 5);
+  const showers::ShowerSet plain = Fitted(BaselineKind::kTemplate).Sample(test_->energy_gev, 5);
+  const std::vector<BinStats> with_spots = Stats(spots), without = Stats(plain);
+  double data_hits = 0, spot_hits = 0, plain_hits = 0;
+  for (int bin = 0; bin < 4; ++bin) {
+    data_hits += mc[bin].nonzero;
+    spot_hits += with_spots[bin].nonzero;
+    plain_hits += without[bin].nonzero;
+  }
+  const double n = static_cast<double>(test_->events());
+  EXPECT_NEAR(spot_hits / data_hits, 1.0, 0.25)
+      << "data " << data_hits / n << " spots " << spot_hits / n << " hit cells per shower";
+  EXPECT_GT(plain_hits, 2 * data_hits)
+      << "data " << data_hits / n << " template " << plain_hits / n << " hit cells per shower";
+  EXPECT_GT(Fitted(BaselineKind::kSpots).parameters().spot_gev, 0);
+  EXPECT_EQ(Fitted(BaselineKind::kTemplate).parameters().spot_gev, 0);
+}
+
+TEST_F(BaselineSamplerTest, DeterministicBySeedAndIndependentOfTheBatch) {
+  const BaselineSampler sampler = Fitted(BaselineKind::kSpots);
+  const std::vector<float> energies = {15, 80, 150};
+  const showers::ShowerSet a = sampler.Sample(energies, 9);
+  EXPECT_EQ(sampler.Sample(energies, 9).cells, a.cells);
+  EXPECT_NE(sampler.Sample(energies, 10).cells, a.cells);
+  // Shower 2 alone is shower 2 of the batch.
+  std::vector<float> lone(static_cast<size_t>(sampler.cells()));
+  sampler.Draw(150, 9, 2, lone.data());
+  EXPECT_TRUE(std::equal(lone.begin(), lone.end(), a.event(2)));
+  for (float x : a.cells) ASSERT_TRUE(std::isfinite(x) && x >= 0);
+  // Fitting twice gives the same baseline.
+  const BaselineSampler again = Fitted(BaselineKind::kSpots);
+  EXPECT_EQ(again.parameters().a, sampler.parameters().a);
+  EXPECT_EQ(again.parameters().modes, sampler.parameters().modes);
+  EXPECT_EQ(again.parameters().spot_gev, sampler.parameters().spot_gev);
+}
+
+TEST(BaselineSamplerRefusalTest, EmptyOrDegenerateDataIsInvalidArgument) {
+  BaselineFitOptions options;
+  showers::ShowerSet empty;
+  EXPECT_EQ(BaselineSampler::Fit(empty, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  showers::ShowerSet data = Toy(4, 3);
+  showers::ShowerSet no_energy = data;
+  std::fill(no_energy.energy_gev.begin(), no_energy.energy_gev.end(), 0.0f);
+  EXPECT_EQ(BaselineSampler::Fit(no_energy, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  showers::ShowerSet no_cells = data;
+  std::fill(no_cells.cells.begin(), no_cells.cells.end(), 0.0f);
+  EXPECT_EQ(BaselineSampler::Fit(no_cells, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  showers::ShowerSet short_cells = data;
+  short_cells.cells.resize(100);
+  EXPECT_EQ(BaselineSampler::Fit(short_cells, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(BaselineSampler::Fit(data, {7}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.modes = kMaxBaselineModes + 1;
+  EXPECT_EQ(BaselineSampler::Fit(data, {}, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // One beam energy: no slope, and still a baseline.
+  showers::ShowerSet one_energy = data;
+  std::fill(one_energy.energy_gev.begin(), one_energy.energy_gev.end(), 50.0f);
+  options.modes = 2;
+  absl::StatusOr<BaselineSampler> flat = BaselineSampler::Fit(one_energy, {}, options);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  for (float b : flat->parameters().b) ASSERT_EQ(b, 0.0f);
+}
+
+TEST(BaselineSamplerRefusalTest, PresetNamesRoundTrip) {
+  for (BaselineKind kind : {BaselineKind::kTemplate, BaselineKind::kSpots}) {
+    EXPECT_EQ(BaselineKindOfPreset(BaselinePresetName(kind)), kind);
+  }
+  EXPECT_FALSE(BaselineKindOfPreset("tiny").has_value());
+  EXPECT_FALSE(BaselineKindOfPreset("baseline").has_value());
+}
+
+}  // namespace
+}  // namespace gantry::baseline
