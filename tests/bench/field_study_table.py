@@ -52,7 +52,10 @@ def main():
     p.add_argument("--names", required=True, help="space-separated model names")
     p.add_argument("--samples", required=True, help="space-separated MC reference seeds")
     p.add_argument("--json", required=True)
+    p.add_argument("--require", action="store_true",
+                   help="exit 1 unless every report has every metric of the table and its floor")
     a = p.parse_args()
+    missing = []
     names = a.names.split()
     generators = [n for n in names if n.startswith("gen-")]
     others = [n for n in names if not n.startswith("gen-")]
@@ -78,6 +81,9 @@ def main():
             else:
                 floor = ""
             cells = [floor]
+            for n in names:
+                if key not in reports[n]:
+                    missing.append(f"{n}-{sample}: {key}")
             for n in generators:
                 row[n] = reports[n].get(key)
                 cells.append(cell(reports[n], key))
@@ -94,6 +100,9 @@ def main():
                           "nonzero_cells": {n: reports[n].get("nonzero_cells_generated") for n in names}}
     with open(a.json, "w") as f:
         json.dump(result, f, indent=1)
+    if a.require and missing:
+        print("missing metrics: " + ", ".join(missing))
+        raise SystemExit(1)
 
 
 if __name__ == "__main__":

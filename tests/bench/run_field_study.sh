@@ -16,7 +16,7 @@
 #   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO LATENT THREADS HOLDOUT SEEDS BASELINES
 #   SHOWERS WORKERS HARD (1: the hard toy MC, for training and every reference) CLASSIFIER_SEEDS
 #   VALIDATION_SEEDS ("reference floor") TEST_SEEDS SEALED OUT_DIR (keeps the samples and reports)
-#   JSON_OUT STACK_KEEP
+#   PORT_BASE (worker w rendezvous on PORT_BASE + 50 w ... + 49; default 31000) JSON_OUT STACK_KEEP REQUIRE_ALL (1: fail unless every report has every metric of the table)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
 stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build}"
@@ -52,7 +52,7 @@ echo "training data: $dataset; validation MC seeds $validation_ref/$validation_f
 stack_start_server
 stack_tenant physics
 for ((w = 1; w <= workers; ++w)); do
-  stack_start_worker "field-worker-$w" "$threads" $((31000 + 50 * w))
+  stack_start_worker "field-worker-$w" "$threads" $((${PORT_BASE:-31000} + 50 * w))
 done
 stack_wait_workers "$workers"
 
@@ -107,5 +107,5 @@ done
 
 /usr/bin/python3 "$stack_root/tests/bench/field_study_table.py" --out-dir "$out_dir" \
   --names "${names[*]}" --samples "$validation_ref$([[ "$sealed" == 1 ]] && echo " $test_ref")" \
-  --json "${JSON_OUT:-$out_dir/field_study.json}"
+  --json "${JSON_OUT:-$out_dir/field_study.json}" $([[ "${REQUIRE_ALL:-0}" == 1 ]] && echo --require)
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
