@@ -43,15 +43,16 @@ RULES = {
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
     "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
-    # server/studies: the pure search library (no gRPC, protobuf or storage); the one user of
-    # Eigen and NLopt.
+    # server/studies: the pure search library (no gRPC, protobuf or storage); Eigen and NLopt.
     "server/studies": ({"base"}, {"eigen", "nlopt"}),
     # server/http: the HTTP API and web app listener (cpp-httplib).
     "server/http": ({"proto", "base", "showers", "storage", "scheduler", "server"},
                     {"grpc", "httplib"}),
     "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
-    "workers/physics": ({"proto", "base", "showers"}, set()),
+    # workers/physics: torch-free validation; Eigen for the classifier two-sample test and the
+    # Frechet distance.
+    "workers/physics": ({"proto", "base", "showers"}, {"eigen"}),
     # workers/baseline: the no-network reference generators, pure C++ (the model and its checkpoint).
     "workers/baseline": ({"base", "showers"}, set()),
     "clients": ({"proto", "base", "showers"}, {"grpc"}),
