@@ -510,9 +510,11 @@ def wire_cases(s):
                     codes.append(e.code())
             done.set()
             flood.close()
-        expect(codes.count(CODE.RESOURCE_EXHAUSTED) == 16 and
-               codes.count(CODE.DEADLINE_EXCEEDED) == 64,
-               "the silent uploads ended %s" % sorted(set((c, codes.count(c)) for c in codes)))
+        # 64 held until the header deadline, the rest refused (on a slow machine some are opened
+        # after the first were cut, and take their freed slots).
+        expect(codes.count(CODE.DEADLINE_EXCEEDED) >= 64 and
+               codes.count(CODE.RESOURCE_EXHAUSTED) + codes.count(CODE.DEADLINE_EXCEEDED) == 80,
+               "the silent uploads ended %s" % sorted(set((c.name, codes.count(c)) for c in codes)))
 
     def many_streams():
         # 200 WatchJob streams opened and dropped at once; the server keeps answering.
