@@ -219,6 +219,9 @@ storage::TenantLimits::Overrides OverridesFromProto(const v1::TenantLimitValues&
   if (v.has_max_generation_streams()) o.max_generation_streams = v.max_generation_streams();
   if (v.has_max_showers_per_minute()) o.max_showers_per_minute = v.max_showers_per_minute();
   if (v.has_fair_share_weight()) o.fair_share_weight = v.fair_share_weight();
+  if (v.has_max_streams()) o.max_streams = v.max_streams();
+  if (v.has_max_showers_per_request()) o.max_showers_per_request = v.max_showers_per_request();
+  if (v.has_max_study_jobs()) o.max_study_jobs = v.max_study_jobs();
   o.max_slots_per_pool.insert(v.max_slots_per_pool().begin(), v.max_slots_per_pool().end());
   return o;
 }
@@ -229,6 +232,9 @@ void OverridesToProto(const storage::TenantLimits::Overrides& o, v1::TenantLimit
   if (o.max_generation_streams) v->set_max_generation_streams(*o.max_generation_streams);
   if (o.max_showers_per_minute) v->set_max_showers_per_minute(*o.max_showers_per_minute);
   if (o.fair_share_weight) v->set_fair_share_weight(*o.fair_share_weight);
+  if (o.max_streams) v->set_max_streams(*o.max_streams);
+  if (o.max_showers_per_request) v->set_max_showers_per_request(*o.max_showers_per_request);
+  if (o.max_study_jobs) v->set_max_study_jobs(*o.max_study_jobs);
   v->mutable_max_slots_per_pool()->insert(o.max_slots_per_pool.begin(), o.max_slots_per_pool.end());
 }
 
@@ -261,6 +267,9 @@ absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantL
   e->set_max_generation_streams(effective.max_generation_streams);
   e->set_max_showers_per_minute(effective.max_showers_per_minute);
   e->set_fair_share_weight(effective.fair_share_weight);
+  e->set_max_streams(effective.max_streams);
+  e->set_max_showers_per_request(effective.max_showers_per_request);
+  e->set_max_study_jobs(effective.max_study_jobs);
   e->mutable_max_slots_per_pool()->insert(effective.max_slots_per_pool.begin(),
                                           effective.max_slots_per_pool.end());
   ASSIGN_OR_RETURN(int64_t bytes, backend_.tenant_limits->DatasetBytes(tenant));

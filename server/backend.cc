@@ -54,9 +54,8 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   backend->datasets = std::make_unique<storage::DatasetRepository>(db);
   backend->blob_refs = std::make_unique<storage::BlobRepository>(db);
   backend->tenant_limits = std::make_unique<storage::TenantLimitsRepository>(db);
-  backend->quotas =
-      std::make_unique<TenantQuotas>(*backend->tenant_limits, options.default_limits,
-                                     options.max_streams_per_tenant, options.auth_cache_ttl);
+  backend->quotas = std::make_unique<TenantQuotas>(*backend->tenant_limits, options.default_limits,
+                                                   options.auth_cache_ttl);
   backend->models = std::make_unique<storage::ModelRepository>(db);
   backend->model_pins = std::make_unique<storage::ModelPinRepository>(db);
   backend->pools = std::make_unique<storage::PoolRepository>(db);

@@ -38,11 +38,19 @@ v1::DatasetLayout ToProto(showers::Layout layout) {
   return v1::DATASET_LAYOUT_UNSPECIFIED;
 }
 
-// The upload's first message, which must carry the header.
+// The upload's first message, which must carry the header within `timeout` of the call's start.
 absl::StatusOr<v1::UploadDatasetHeader> ReadUploadHeader(
-    grpc::ServerReader<v1::UploadDatasetRequest>& reader) {
+    grpc::ServerReader<v1::UploadDatasetRequest>& reader, StreamWatchdog::Watch& watch,
+    absl::Duration timeout) {
+  watch.Arm(timeout, absl::StrCat("header: none arrived within ", absl::FormatDuration(timeout),
+                                  " of opening the upload; send the UploadDatasetHeader as the "
+                                  "first message at once (gantry-server "
+                                  "--stream-header-timeout-ms)"));
   v1::UploadDatasetRequest message;
-  if (!reader.Read(&message)) {
+  const bool read = reader.Read(&message);
+  watch.Disarm();
+  RETURN_IF_ERROR(watch.status());
+  if (!read) {
     return checks::Invalid("header", "the stream is empty; send the header first");
   }
   if (!message.has_header()) {
@@ -99,12 +107,15 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
     // The tenant's stream slot first: a stream that sends nothing holds one of its own slots,
     // never a thread outside the tenant's budget.
     ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
-    ASSIGN_OR_RETURN(const v1::UploadDatasetHeader header, ReadUploadHeader(*reader));
+    // Then the watch: a header that does not come, or a pause between chunks, ends the call.
+    StreamWatchdog::Watch watch = watchdog_.Begin(*context);
+    ASSIGN_OR_RETURN(const v1::UploadDatasetHeader header,
+                     ReadUploadHeader(*reader, watch, backend_.options.stream_header_timeout));
     RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
     RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
     RETURN_IF_ERROR(backend_.quotas->CheckDatasetBytes(p.tenant, header.size_bytes()));
     ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
-    ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header));
+    ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header, watch));
     absl::StatusOr<showers::DatasetInfo> info =
         inspector_.Inspect(backend_.blobs->Path(blob.sha256), header.file_name());
     // An upload that is refused leaves its blob unreferenced: the collector deletes it after the
@@ -133,10 +144,21 @@ absl::Status DatasetService::CheckNameIsFree(const std::string& tenant, const st
 
 absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
     grpc::ServerContext& context, grpc::ServerReader<v1::UploadDatasetRequest>& reader,
-    const v1::UploadDatasetHeader& header) {
+    const v1::UploadDatasetHeader& header, StreamWatchdog::Watch& watch) {
   ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
+  const absl::Duration idle = backend_.options.stream_idle_timeout;
+  // Only the wait for the client's next message counts, not the server's own work between reads.
+  auto read = [&](v1::UploadDatasetRequest* message) {
+    watch.Arm(idle, absl::StrCat("the upload sent nothing for ", absl::FormatDuration(idle),
+                                 " after ", writer->bytes_written(), " of ", header.size_bytes(),
+                                 " bytes; send the file's chunks without pausing that long "
+                                 "(gantry-server --stream-idle-timeout-ms)"));
+    const bool got = reader.Read(message);
+    watch.Disarm();
+    return got;
+  };
   v1::UploadDatasetRequest message;
-  while (reader.Read(&message)) {
+  while (read(&message)) {
     if (!message.has_chunk()) {
       return checks::Invalid("chunk", "only the first message may carry a header");
     }
@@ -152,6 +174,7 @@ absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
     }
     RETURN_IF_ERROR(writer->Append(message.chunk()));
   }
+  RETURN_IF_ERROR(watch.status());
   if (context.IsCancelled()) return absl::CancelledError("the upload was cancelled");
   if (writer->bytes_written() != header.size_bytes()) {
     return checks::Invalid("header.size_bytes",

@@ -10,15 +10,18 @@
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "server/backend.h"
 #include "server/sandboxed_inspector.h"
+#include "server/stream_watchdog.h"
 #include "storage/blob_writer.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` must outlive it.
+// Thread-safe; `backend` and `watchdog` must outlive it. An upload whose header is late
+// (options.stream_header_timeout) or that pauses between chunks (options.stream_idle_timeout)
+// ends with DEADLINE_EXCEEDED through `watchdog`.
 class DatasetService final : public gantry::v1::DatasetService::Service {
  public:
-  explicit DatasetService(Backend& backend)
-      : backend_(backend), inspector_(backend.options.inspector) {}
+  DatasetService(Backend& backend, StreamWatchdog& watchdog)
+      : backend_(backend), watchdog_(watchdog), inspector_(backend.options.inspector) {}
 
   grpc::Status UploadDataset(grpc::ServerContext* context,
                              grpc::ServerReader<gantry::v1::UploadDatasetRequest>* reader,
@@ -42,9 +45,10 @@ class DatasetService final : public gantry::v1::DatasetService::Service {
   absl::Status CheckNameIsFree(const std::string& tenant, const std::string& name);
   absl::StatusOr<storage::BlobInfo> ReceiveFile(
       grpc::ServerContext& context, grpc::ServerReader<gantry::v1::UploadDatasetRequest>& reader,
-      const gantry::v1::UploadDatasetHeader& header);
+      const gantry::v1::UploadDatasetHeader& header, StreamWatchdog::Watch& watch);
 
   Backend& backend_;
+  StreamWatchdog& watchdog_;
   const SandboxedInspector inspector_;
 };
 

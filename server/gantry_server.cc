@@ -1,5 +1,6 @@
 #include "server/gantry_server.h"
 
+#include <algorithm>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -103,6 +104,12 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartListener(
   return server;
 }
 
+// How often the stream watchdog checks deadlines: a tenth of the shorter one, 10 ms to 1 s.
+absl::Duration WatchdogTick(const ServerOptions& options) {
+  return std::clamp(std::min(options.stream_header_timeout, options.stream_idle_timeout) / 10,
+                    absl::Milliseconds(10), absl::Seconds(1));
+}
+
 // The grpc.health.v1 names the worker listener answers for (the rest are NOT_FOUND there).
 bool WorkerListenerCarries(const std::string& service) {
   return service.empty() || service == HealthMonitor::kWorkerService ||
@@ -117,7 +124,8 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       training_(*backend_),
       generation_(*backend_, router_),
       catalog_(*backend_, &coordinator_.sessions(), router_),
-      datasets_(*backend_),
+      stream_watchdog_(WatchdogTick(backend_->options)),
+      datasets_(*backend_, stream_watchdog_),
       workers_(*backend_, coordinator_.sessions()),
       worker_datasets_(datasets_),
       pinner_(*backend_, router_, coordinator_.sessions()),
@@ -159,6 +167,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
   GantryServer& s = *server;
   Backend* b = s.backend_.get();
+  s.stream_watchdog_.Start();  // before the first upload can arrive
 
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

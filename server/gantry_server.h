@@ -26,6 +26,7 @@
 #include "server/pool_autoscaler.h"
 #include "server/server_metrics.h"
 #include "server/server_options.h"
+#include "server/stream_watchdog.h"
 #include "server/study_driver.h"
 #include "server/study_service.h"
 #include "server/training_service.h"
@@ -75,6 +76,8 @@ class GantryServer {
   TrainingService training_;
   GenerationService generation_;
   CatalogService catalog_;
+  // Ends client streams (uploads) past their header or idle deadline; outlives datasets_'s calls.
+  StreamWatchdog stream_watchdog_;
   DatasetService datasets_;
   WorkerService workers_;
   WorkerDatasetService worker_datasets_;  // ReadDataset alone, for the worker listener

@@ -84,7 +84,8 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   int64_t sent = 0;  // showers streamed to the client
   grpc::Status status = backend_.Serve(context, [&](const Principal& p) -> absl::Status {
     tenant = p.tenant;
-    RETURN_IF_ERROR(ValidateGenerateRequest(*request, backend_.options.max_showers_per_request));
+    ASSIGN_OR_RETURN(const storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
+    RETURN_IF_ERROR(ValidateGenerateRequest(*request, limits.max_showers_per_request));
     absl::StatusOr<v1::ModelVersion> model = backend_.ResolveModel(p.tenant, request->model());
     if (!model.ok()) {
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));

@@ -27,6 +27,11 @@
 #include "server/gantry_server.h"
 #include "server/secret_file.h"
 #include "server/server_options.h"
+#include "storage/tenant_limits.h"
+
+namespace {
+const gantry::storage::TenantLimits kSafeLimits;  // the defaults of the per-tenant limit flags
+}  // namespace
 
 ABSL_FLAG(
     std::string, listen, "127.0.0.1:50051",
@@ -96,8 +101,11 @@ ABSL_FLAG(int, collective_timeout_ms, 0,
 ABSL_FLAG(int, placing_timeout_seconds, 600,
           "a job whose ranks have not all started after this long fails (dataset download and "
           "rendezvous included)");
-ABSL_FLAG(int64_t, max_showers_per_request, 1000000,
-          "the most showers one Generate call may ask for (more is RESOURCE_EXHAUSTED)");
+ABSL_FLAG(
+    int64_t, max_showers_per_request, kSafeLimits.max_showers_per_request,
+    "default per-tenant limit on the showers one Generate call may ask for (more is "
+    "RESOURCE_EXHAUSTED; 0 = unlimited; AdminService.SetTenantLimits overrides it per tenant: "
+    "max_showers_per_request)");
 ABSL_FLAG(int, db_connect_timeout_ms, 5000,
           "how long connecting to PostgreSQL may take before a call fails with UNAVAILABLE "
           "(rounded up to whole seconds, at least 2 s)");
@@ -129,26 +137,38 @@ ABSL_FLAG(int64_t, study_interval_ms, 1000,
 ABSL_FLAG(int, max_threads, 256,
           "the most threads gRPC may use to serve calls, per listener (a grpc::ResourceQuota; "
           "with --worker-listen the workers' listener has a budget of its own; 0 = no bound)");
-ABSL_FLAG(int64_t, tenant_max_dataset_bytes, 0,
+// The --tenant-max-* flags (and --max-showers-per-request) are the defaults of the per-tenant
+// limits; AdminService.SetTenantLimits overrides each per tenant. Their own defaults are safe, not
+// unlimited (storage::TenantLimits).
+ABSL_FLAG(int64_t, tenant_max_dataset_bytes, kSafeLimits.max_dataset_bytes,
           "default per-tenant limit on stored dataset bytes (0 = unlimited; AdminService."
           "SetTenantLimits overrides it per tenant)");
-ABSL_FLAG(
-    int, tenant_max_concurrent_jobs, 0,
-    "default per-tenant limit on jobs QUEUED, PLACING, RUNNING or RESTARTING (0 = unlimited)");
-ABSL_FLAG(int, tenant_max_generation_streams, 0,
-          "default per-tenant limit on concurrent Generate calls (0 = unlimited)");
-ABSL_FLAG(int64_t, tenant_max_showers_per_minute, 0,
+ABSL_FLAG(int64_t, tenant_max_concurrent_jobs, kSafeLimits.max_concurrent_jobs,
+          "default per-tenant limit on jobs QUEUED, PLACING, RUNNING or RESTARTING (0 = "
+          "unlimited)");
+ABSL_FLAG(int64_t, tenant_max_generation_streams, kSafeLimits.max_generation_streams,
+          "default per-tenant limit on concurrent Generate calls on this server (0 = unlimited)");
+ABSL_FLAG(int64_t, tenant_max_showers_per_minute, kSafeLimits.max_showers_per_minute,
           "default per-tenant rate of generated showers, a token bucket holding one minute's worth "
           "(0 = unlimited)");
+ABSL_FLAG(int64_t, tenant_max_study_jobs, kSafeLimits.max_study_jobs,
+          "default per-tenant limit on the training jobs one study may run, "
+          "spec.budget.max_trials x spec.folds (0 = unlimited)");
 ABSL_FLAG(int, watch_poll_interval_ms, 2000,
           "WatchJob re-reads a job at once when this server changes it, and otherwise this often "
           "(changes made by another server)");
 ABSL_FLAG(int, stream_token_recheck_ms, 1000,
           "how often long-lived streams check their token again (a revoked token ends them with "
           "UNAUTHENTICATED)");
-ABSL_FLAG(int, tenant_max_streams, 64,
-          "the most concurrent long-lived calls (WatchJob, ReadDataset, Generate, uploads) one "
-          "tenant may hold on this server (0 = unlimited)");
+ABSL_FLAG(int64_t, tenant_max_streams, kSafeLimits.max_streams,
+          "default per-tenant limit on concurrent long-lived calls (WatchJob, WatchStudy, "
+          "ReadDataset, UploadDataset, Generate, ExportModel) on this server (0 = unlimited)");
+ABSL_FLAG(int, stream_header_timeout_ms, 10000,
+          "a client stream (UploadDataset) whose header has not arrived this long after it opened "
+          "ends with DEADLINE_EXCEEDED, freeing its slot and thread");
+ABSL_FLAG(int, stream_idle_timeout_ms, 60000,
+          "a client stream (UploadDataset) that sends nothing for this long ends with "
+          "DEADLINE_EXCEEDED, freeing its slot and thread");
 
 ABSL_FLAG(std::string, inspect_binary, "",
           "the upload inspection helper run sandboxed per upload (default: gantry-inspect next to "
@@ -287,7 +307,6 @@ int main(int argc, char** argv) {
            "--hang-step-factor >= 1 and --collective-timeout-ms >= 0\n";
     return 2;
   }
-  options.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
   options.auth_cache_ttl = absl::Milliseconds(absl::GetFlag(FLAGS_auth_cache_ttl_ms));
   options.db_connect_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_db_connect_timeout_ms));
   options.db_statement_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_db_statement_timeout_ms));
@@ -319,7 +338,17 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_tenant_max_generation_streams);
   options.default_limits.max_showers_per_minute =
       absl::GetFlag(FLAGS_tenant_max_showers_per_minute);
-  options.max_streams_per_tenant = absl::GetFlag(FLAGS_tenant_max_streams);
+  options.default_limits.max_streams = absl::GetFlag(FLAGS_tenant_max_streams);
+  options.default_limits.max_showers_per_request = absl::GetFlag(FLAGS_max_showers_per_request);
+  options.default_limits.max_study_jobs = absl::GetFlag(FLAGS_tenant_max_study_jobs);
+  options.stream_header_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stream_header_timeout_ms));
+  options.stream_idle_timeout = absl::Milliseconds(absl::GetFlag(FLAGS_stream_idle_timeout_ms));
+  if (options.stream_header_timeout < absl::Milliseconds(100) ||
+      options.stream_idle_timeout < absl::Milliseconds(100)) {
+    std::cerr << "gantry-server: --stream-header-timeout-ms and --stream-idle-timeout-ms must be "
+                 ">= 100\n";
+    return 2;
+  }
   options.watch_poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_watch_poll_interval_ms));
   options.study_interval = absl::Milliseconds(absl::GetFlag(FLAGS_study_interval_ms));
   if (options.study_interval < absl::ZeroDuration()) {
@@ -339,9 +368,12 @@ int main(int argc, char** argv) {
       options.default_limits.max_dataset_bytes < 0 ||
       options.default_limits.max_concurrent_jobs < 0 ||
       options.default_limits.max_generation_streams < 0 ||
-      options.default_limits.max_showers_per_minute < 0 || options.max_streams_per_tenant < 0) {
+      options.default_limits.max_showers_per_minute < 0 || options.default_limits.max_streams < 0 ||
+      options.default_limits.max_study_jobs < 0 ||
+      options.default_limits.max_showers_per_request < 0) {
     std::cerr << "gantry-server: --db-pool-wait-ms must be >= 1, --blob-gc-grace-ms >= 100, "
-                 "--blob-gc-interval-ms, --max-threads, --tenant-max-* >= 0\n";
+                 "--blob-gc-interval-ms, --max-threads, --tenant-max-* and "
+                 "--max-showers-per-request >= 0\n";
     return 2;
   }
   if (options.max_threads != 0 && options.max_threads < 8) {
@@ -366,10 +398,6 @@ int main(int argc, char** argv) {
       absl::GetFlag(FLAGS_inspect_memory_mb) < 0 || options.inspector.file_limits.max_events < 1) {
     std::cerr << "gantry-server: --inspect-timeout-ms must be >= 100, --inspect-memory-mb >= 0 "
                  "and --max-dataset-events >= 1\n";
-    return 2;
-  }
-  if (options.max_showers_per_request < 1) {
-    std::cerr << "gantry-server: --max-showers-per-request must be >= 1\n";
     return 2;
   }
   if (options.heartbeat_interval_ms < 100 ||

@@ -56,10 +56,15 @@ struct ServerOptions {
   // The most threads gRPC may use for calls (grpc::ResourceQuota::SetMaxThreads); 0 = no bound.
   int max_threads = 256;
   // Per-tenant limits every tenant has unless AdminService.SetTenantLimits stored an override
-  // (0 = unlimited).
+  // (0 = unlimited): dataset bytes, active jobs, generation streams, showers per minute and per
+  // call, long-lived calls, jobs per study. The initial values are safe, not unlimited
+  // (storage::TenantLimits).
   storage::TenantLimits default_limits;
-  // The most concurrent long-lived calls one tenant may hold on this server (0 = unlimited).
-  int max_streams_per_tenant = 64;
+  // Client streams (UploadDataset): a stream whose first message has not arrived within
+  // stream_header_timeout of its start, or that sends nothing for stream_idle_timeout between
+  // messages, ends with DEADLINE_EXCEEDED and frees its slot and thread (StreamWatchdog).
+  absl::Duration stream_header_timeout = absl::Seconds(10);
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
   int64_t max_dataset_bytes = int64_t{64} << 30;    // 64 GiB
   int64_t max_checkpoint_bytes = int64_t{4} << 30;  // 4 GiB
   int max_message_bytes = 16 << 20;                 // gRPC max send/receive message size
@@ -97,8 +102,6 @@ struct ServerOptions {
   absl::Duration hang_timeout = absl::Minutes(5);
   double hang_step_factor = 20;
   int collective_timeout_ms = 0;
-  // Generation: the largest count one Generate call may ask for (RESOURCE_EXHAUSTED above it).
-  int64_t max_showers_per_request = 1000000;
   // The share of successful RPCs that get a log line (failed ones always do): 0..1.
   double log_sample_rate = 0.01;
   // How long a verified tenant token and a resolved model reference are reused without asking

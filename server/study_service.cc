@@ -73,6 +73,8 @@ grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
                                           kMaxLabels - 3));
     }
     RETURN_IF_ERROR(CheckSearch(spec));
+    RETURN_IF_ERROR(
+        backend_.quotas->CheckStudyJobs(p.tenant, spec.budget().max_trials(), spec.folds()));
     // The base job as its first fold would run: the dataset, access and K against its events.
     v1::JobSpec first = spec.base_job();
     if (spec.folds() > 1) {

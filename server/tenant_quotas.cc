@@ -13,7 +13,13 @@ namespace gantry::server {
 
 namespace {
 
-constexpr char kRaise[] = "ask an admin to raise the limit (gantry admin tenants limits set)";
+// How to raise a limit: per tenant with the CLI (AdminService.SetTenantLimits).
+std::string Raise(absl::string_view tenant, absl::string_view limit_name) {
+  std::string flag(limit_name);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return absl::StrCat("ask an admin to raise the limit (gantry admin tenants limits set ", tenant,
+                      " --", flag, " N)");
+}
 
 // The ErrorInfo of every quota refusal: reason QUOTA_EXCEEDED, which limit, its value and use.
 absl::Status QuotaExceeded(absl::Status status, absl::string_view limit_name, int64_t limit,
@@ -31,12 +37,8 @@ TenantQuotas::Slot::~Slot() {
 }
 
 TenantQuotas::TenantQuotas(storage::TenantLimitsRepository& repository,
-                           storage::TenantLimits defaults, int64_t max_streams_per_tenant,
-                           absl::Duration cache_ttl)
-    : repository_(repository),
-      defaults_(defaults),
-      max_streams_per_tenant_(max_streams_per_tenant),
-      cache_ttl_(cache_ttl) {}
+                           storage::TenantLimits defaults, absl::Duration cache_ttl)
+    : repository_(repository), defaults_(std::move(defaults)), cache_ttl_(cache_ttl) {}
 
 absl::StatusOr<storage::TenantLimits> TenantQuotas::LimitsOf(const std::string& tenant) {
   const absl::Time now = absl::Now();
@@ -69,7 +71,7 @@ absl::Status TenantQuotas::CheckDatasetBytes(const std::string& tenant, int64_t 
         absl::ResourceExhaustedError(absl::StrCat(
             "limit max_dataset_bytes of tenant \"", tenant, "\" is ", limits.max_dataset_bytes,
             " bytes; in use: ", in_use, " bytes, this upload: ", incoming,
-            " bytes. Delete datasets you no longer need, or ", kRaise)),
+            " bytes. Delete datasets you no longer need, or ", Raise(tenant, "max_dataset_bytes"))),
         "max_dataset_bytes", limits.max_dataset_bytes, in_use);
   }
   return absl::OkStatus();
@@ -83,10 +85,24 @@ absl::StatusOr<TenantQuotas::Slot> TenantQuotas::AcquireGenerationStream(
 }
 
 absl::StatusOr<TenantQuotas::Slot> TenantQuotas::AcquireStream(const std::string& tenant) {
-  return Acquire(absl::StrCat("stream/", tenant), tenant, max_streams_per_tenant_,
-                 "--tenant-max-streams",
-                 "long-lived calls (WatchJob, ReadDataset, uploads, "
-                 "Generate) on this server");
+  ASSIGN_OR_RETURN(storage::TenantLimits limits, LimitsOf(tenant));
+  return Acquire(absl::StrCat("stream/", tenant), tenant, limits.max_streams, "max_streams",
+                 "long-lived calls (WatchJob, WatchStudy, ReadDataset, uploads, Generate, "
+                 "ExportModel) on this server (default: gantry-server --tenant-max-streams)");
+}
+
+absl::Status TenantQuotas::CheckStudyJobs(const std::string& tenant, int64_t max_trials,
+                                          int64_t folds) {
+  ASSIGN_OR_RETURN(storage::TenantLimits limits, LimitsOf(tenant));
+  const int64_t jobs = max_trials * std::max<int64_t>(1, folds);
+  if (limits.max_study_jobs <= 0 || jobs <= limits.max_study_jobs) return absl::OkStatus();
+  return QuotaExceeded(
+      absl::ResourceExhaustedError(absl::StrCat(
+          "spec.budget.max_trials x spec.folds: limit max_study_jobs of tenant \"", tenant,
+          "\" is ", limits.max_study_jobs, " training jobs per study; this study may run ",
+          max_trials, " trials x ", std::max<int64_t>(1, folds), " folds = ", jobs,
+          ". Lower spec.budget.max_trials or spec.folds, or ", Raise(tenant, "max_study_jobs"))),
+      "max_study_jobs", limits.max_study_jobs, jobs);
 }
 
 absl::StatusOr<TenantQuotas::Slot> TenantQuotas::Acquire(const std::string& key,
@@ -98,9 +114,9 @@ absl::StatusOr<TenantQuotas::Slot> TenantQuotas::Acquire(const std::string& key,
     const int64_t now_used = used;
     if (used == 0) in_use_.erase(key);
     return QuotaExceeded(
-        absl::ResourceExhaustedError(absl::StrCat("limit ", limit_name, " of tenant \"", tenant,
-                                                  "\" is ", limit, "; in use: ", now_used, " ",
-                                                  what, ". Wait for one to end, or ", kRaise)),
+        absl::ResourceExhaustedError(absl::StrCat(
+            "limit ", limit_name, " of tenant \"", tenant, "\" is ", limit, "; in use: ", now_used,
+            " ", what, ". Wait for one to end, or ", Raise(tenant, limit_name))),
         limit_name, limit, now_used);
   }
   ++used;
@@ -122,7 +138,7 @@ absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t shower
     return QuotaExceeded(absl::ResourceExhaustedError(absl::StrCat(
                              "limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate,
                              "; this request asks for ", showers, " showers. Ask for at most ",
-                             rate, " per call, or ", kRaise)),
+                             rate, " per call, or ", Raise(tenant, "max_showers_per_minute"))),
                          "max_showers_per_minute", rate, showers);
   }
   const absl::Time now = absl::Now();
@@ -144,7 +160,8 @@ absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t shower
                 "limit max_showers_per_minute of tenant \"", tenant, "\" is ", rate,
                 "; used in the last minute: ", static_cast<int64_t>(std::ceil(rate - b.tokens)),
                 ", this request: ", showers, ". Try again in ",
-                static_cast<int64_t>(std::ceil(wait_s)), " s, or ", kRaise)),
+                static_cast<int64_t>(std::ceil(wait_s)), " s, or ",
+                Raise(tenant, "max_showers_per_minute"))),
             "max_showers_per_minute", rate, static_cast<int64_t>(std::ceil(rate - b.tokens))),
         absl::Seconds(std::ceil(wait_s)));
   }

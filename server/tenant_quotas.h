@@ -1,5 +1,5 @@
 // TenantQuotas: enforces the per-tenant limits (stored dataset bytes, active jobs, generation
-// streams, showers per minute) and the per-tenant bound on long-lived calls.
+// streams, showers per minute, long-lived calls, jobs per study).
 #ifndef GANTRY_SERVER_TENANT_QUOTAS_H_
 #define GANTRY_SERVER_TENANT_QUOTAS_H_
 
@@ -43,7 +43,7 @@ class TenantQuotas {
   };
 
   TenantQuotas(storage::TenantLimitsRepository& repository, storage::TenantLimits defaults,
-               int64_t max_streams_per_tenant, absl::Duration cache_ttl);
+               absl::Duration cache_ttl);
 
   absl::StatusOr<storage::TenantLimits> LimitsOf(const std::string& tenant);
   void Forget(const std::string& tenant);
@@ -53,9 +53,12 @@ class TenantQuotas {
   absl::Status CheckDatasetBytes(const std::string& tenant, int64_t incoming);
   // One more Generate call; RESOURCE_EXHAUSTED past max_generation_streams.
   absl::StatusOr<Slot> AcquireGenerationStream(const std::string& tenant);
-  // One more long-lived call (WatchJob, ReadDataset, UploadDataset, Generate); RESOURCE_EXHAUSTED
-  // past max_streams_per_tenant.
+  // One more long-lived call (WatchJob, WatchStudy, ReadDataset, UploadDataset, Generate,
+  // ExportModel); RESOURCE_EXHAUSTED past max_streams.
   absl::StatusOr<Slot> AcquireStream(const std::string& tenant);
+  // A study of `max_trials` trials of `folds` folds each (0 or 1: no cross-validation) runs up to
+  // max_trials x folds training jobs; RESOURCE_EXHAUSTED past max_study_jobs.
+  absl::Status CheckStudyJobs(const std::string& tenant, int64_t max_trials, int64_t folds);
   // Takes `showers` from the tenant's token bucket (max_showers_per_minute, refilled
   // continuously, holding at most one minute's worth); all or nothing.
   absl::Status TakeShowers(const std::string& tenant, int64_t showers);
@@ -77,7 +80,6 @@ class TenantQuotas {
 
   storage::TenantLimitsRepository& repository_;
   const storage::TenantLimits defaults_;
-  const int64_t max_streams_per_tenant_;
   const absl::Duration cache_ttl_;
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);

@@ -464,6 +464,15 @@ constexpr const char* kV15 = R"sql(
 UPDATE workers SET credential_sha256 = NULL;
 )sql";
 
+// Version 16: per-tenant overrides of the limits that were server-wide (long-lived calls, showers
+// per Generate call) and of the training jobs one study may run (trials x folds).
+constexpr const char* kV16 = R"sql(
+ALTER TABLE tenant_limits ADD COLUMN max_streams integer CHECK (max_streams >= 0);
+ALTER TABLE tenant_limits ADD COLUMN max_showers_per_request bigint
+  CHECK (max_showers_per_request >= 0);
+ALTER TABLE tenant_limits ADD COLUMN max_study_jobs integer CHECK (max_study_jobs >= 0);
+)sql";
+
 absl::Status StripWorkerSecrets(Transaction& tx) {
   for (const pqxx::row& row : tx.work().exec("SELECT id, registration FROM workers")) {
     gantry::v1::RegisterRequest r;
@@ -496,6 +505,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {13, "device-hours and cost per job attempt, monthly budgets", kV13},
       {14, "tenants' fair-share weights and per-pool slot quotas", kV14},
       {15, "no worker secret at rest", kV15, &StripWorkerSecrets},
+      {16, "per-tenant streams, showers per request and jobs per study", kV16},
   };
   return *kMigrations;
 }

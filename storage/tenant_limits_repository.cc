@@ -30,7 +30,8 @@ absl::StatusOr<TenantLimits::Overrides> TenantLimitsRepository::Get(const std::s
     pqxx::result r =
         tx.Exec("tenant_limits_get",
                 "SELECT l.max_dataset_bytes, l.max_concurrent_jobs, l.max_generation_streams, "
-                "l.max_showers_per_minute, l.fair_share_weight FROM tenants t "
+                "l.max_showers_per_minute, l.fair_share_weight, l.max_streams, "
+                "l.max_showers_per_request, l.max_study_jobs FROM tenants t "
                 "LEFT JOIN tenant_limits l ON l.tenant = t.name WHERE t.name = $1",
                 tenant);
     if (r.empty()) return TenantNotFound(tenant);
@@ -39,6 +40,9 @@ absl::StatusOr<TenantLimits::Overrides> TenantLimitsRepository::Get(const std::s
     o.max_generation_streams = Nullable(r[0][2]);
     o.max_showers_per_minute = Nullable(r[0][3]);
     if (!r[0][4].is_null()) o.fair_share_weight = r[0][4].as<double>();
+    o.max_streams = Nullable(r[0][5]);
+    o.max_showers_per_request = Nullable(r[0][6]);
+    o.max_study_jobs = Nullable(r[0][7]);
     pqxx::result quotas =
         tx.Exec("tenant_pool_quotas_get",
                 "SELECT pool, max_slots FROM tenant_pool_quotas WHERE tenant = $1", tenant);
@@ -51,11 +55,13 @@ absl::StatusOr<TenantLimits::Overrides> TenantLimitsRepository::Get(const std::s
 
 absl::Status TenantLimitsRepository::Set(const std::string& tenant,
                                          const TenantLimits::Overrides& o) {
-  for (const auto& [value, name] :
-       {std::pair{o.max_dataset_bytes, "max_dataset_bytes"},
-        std::pair{o.max_concurrent_jobs, "max_concurrent_jobs"},
-        std::pair{o.max_generation_streams, "max_generation_streams"},
-        std::pair{o.max_showers_per_minute, "max_showers_per_minute"}}) {
+  for (const auto& [value, name] : {std::pair{o.max_dataset_bytes, "max_dataset_bytes"},
+                                    std::pair{o.max_concurrent_jobs, "max_concurrent_jobs"},
+                                    std::pair{o.max_generation_streams, "max_generation_streams"},
+                                    std::pair{o.max_showers_per_minute, "max_showers_per_minute"},
+                                    std::pair{o.max_streams, "max_streams"},
+                                    std::pair{o.max_showers_per_request, "max_showers_per_request"},
+                                    std::pair{o.max_study_jobs, "max_study_jobs"}}) {
     if (value && *value < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("overrides.", name, ": ", *value, " is negative; give 0 for unlimited"));
@@ -78,25 +84,34 @@ absl::Status TenantLimitsRepository::Set(const std::string& tenant,
                        " is not a slot count; give 0 (no quota) up to 2147483647"));
     }
   }
-  if (o.max_concurrent_jobs.value_or(0) > INT32_MAX ||
-      o.max_generation_streams.value_or(0) > INT32_MAX) {
-    return absl::InvalidArgumentError(
-        "overrides.max_concurrent_jobs and overrides.max_generation_streams must fit 32 bits");
+  for (const auto& [value, name] :
+       {std::pair{o.max_concurrent_jobs, "max_concurrent_jobs"},
+        std::pair{o.max_generation_streams, "max_generation_streams"},
+        std::pair{o.max_streams, "max_streams"}, std::pair{o.max_study_jobs, "max_study_jobs"}}) {
+    if (value.value_or(0) > INT32_MAX) {
+      return absl::InvalidArgumentError(absl::StrCat("overrides.", name, ": ", *value,
+                                                     " is too large; give at most ", INT32_MAX,
+                                                     " (0 = unlimited)"));
+    }
   }
   return db_.Transact([&](Transaction& tx) -> absl::Status {
     pqxx::result t = tx.Exec("tenant_exists", "SELECT 1 FROM tenants WHERE name = $1", tenant);
     if (t.empty()) return TenantNotFound(tenant);
     tx.Exec("tenant_limits_set",
             "INSERT INTO tenant_limits (tenant, max_dataset_bytes, max_concurrent_jobs, "
-            "max_generation_streams, max_showers_per_minute, fair_share_weight) "
-            "VALUES ($1, $2, $3, $4, $5, $6) "
+            "max_generation_streams, max_showers_per_minute, fair_share_weight, max_streams, "
+            "max_showers_per_request, max_study_jobs) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) "
             "ON CONFLICT (tenant) DO UPDATE SET max_dataset_bytes = EXCLUDED.max_dataset_bytes, "
             "max_concurrent_jobs = EXCLUDED.max_concurrent_jobs, "
             "max_generation_streams = EXCLUDED.max_generation_streams, "
             "max_showers_per_minute = EXCLUDED.max_showers_per_minute, "
-            "fair_share_weight = EXCLUDED.fair_share_weight, updated_at = now()",
+            "fair_share_weight = EXCLUDED.fair_share_weight, max_streams = EXCLUDED.max_streams, "
+            "max_showers_per_request = EXCLUDED.max_showers_per_request, "
+            "max_study_jobs = EXCLUDED.max_study_jobs, updated_at = now()",
             tenant, o.max_dataset_bytes, o.max_concurrent_jobs, o.max_generation_streams,
-            o.max_showers_per_minute, o.fair_share_weight);
+            o.max_showers_per_minute, o.fair_share_weight, o.max_streams, o.max_showers_per_request,
+            o.max_study_jobs);
     tx.Exec("tenant_pool_quotas_clear", "DELETE FROM tenant_pool_quotas WHERE tenant = $1", tenant);
     for (const auto& [pool, slots] : o.max_slots_per_pool) {
       tx.Exec("tenant_pool_quotas_set",

@@ -286,6 +286,9 @@ constexpr LimitFlag kLimitFlags[] = {
     {"max-concurrent-jobs", "max_concurrent_jobs"},
     {"max-generation-streams", "max_generation_streams"},
     {"max-showers-per-minute", "max_showers_per_minute"},
+    {"max-showers-per-request", "max_showers_per_request"},
+    {"max-streams", "max_streams"},
+    {"max-study-jobs", "max_study_jobs"},
 };
 
 std::string LimitText(const v1::TenantLimitValues& values, const char* field, bool effective) {
@@ -407,8 +410,9 @@ absl::Status TenantLimitsSet(CommandContext& context) {
   if (!any) {
     return UsageError(
         "give at least one of --max-dataset-bytes, --max-concurrent-jobs, "
-        "--max-generation-streams, --max-showers-per-minute, --monthly-budget-usd (a number, 0 = "
-        "unlimited, or \"default\"), --fair-share-weight or --max-slots-per-pool");
+        "--max-generation-streams, --max-showers-per-minute, --max-showers-per-request, "
+        "--max-streams, --max-study-jobs, --monthly-budget-usd (a number, 0 = unlimited, or "
+        "\"default\"), --fair-share-weight or --max-slots-per-pool");
   }
   v1::TenantLimitsInfo info;
   RETURN_IF_ERROR(CallUnary(context, &AdminService::Stub::SetTenantLimits, request, &info));
@@ -434,13 +438,18 @@ void AddAdminCommands(std::vector<Command>* commands) {
   commands->push_back(
       {{"admin", "tenants", "limits", "set"},
        "Change a tenant's limits (only the ones given)",
-       "Each value is a number (0 = unlimited) or \"default\" (the server's --tenant-max-* flag). "
+       "Each value is a number (0 = unlimited) or \"default\" (the server's --tenant-max-* flag, "
+       "or --max-showers-per-request). "
        "Exceeding a limit answers RESOURCE_EXHAUSTED naming it.",
        {{"TENANT", "tenant name"}},
        {{"max-dataset-bytes", "N", "bytes of stored datasets"},
         {"max-concurrent-jobs", "N", "jobs QUEUED, PLACING, RUNNING or RESTARTING"},
         {"max-generation-streams", "N", "concurrent Generate calls (per server)"},
         {"max-showers-per-minute", "N", "generated showers per minute (per server)"},
+        {"max-showers-per-request", "N", "showers one Generate call may ask for"},
+        {"max-streams", "N",
+         "long-lived calls at once: watches, uploads, reads, Generate, exports (per server)"},
+        {"max-study-jobs", "N", "training jobs one study may run (max_trials x folds)"},
         {"fair-share-weight", "W", "the tenant's weight in the scheduler's fair share (default 1)"},
         {"max-slots-per-pool", "POOL=N,...",
          "the most slots its jobs hold in each pool at once (replaces all; \"default\": none)"},

@@ -22,8 +22,6 @@ inline constexpr int kMaxWorldSize = 256;
 inline constexpr int kMaxBatchPerRank = 4096;
 inline constexpr int kMaxEpochs = 10000;
 inline constexpr int kMaxLabels = 64;
-// The default of gantry-server --max-showers-per-request (a server option, not a constant).
-inline constexpr int64_t kDefaultMaxShowersPerRequest = 1000000;
 inline constexpr int kMaxChunkShowers = 1024;
 // GenerateRequest.priority is 0..kMaxPriority (a worker caps it at its model's levels - 1).
 inline constexpr int kMaxPriority = 9;

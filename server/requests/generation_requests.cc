@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_details.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -15,6 +16,24 @@ using checks::CheckInt;
 using checks::CheckParticle;
 using checks::Invalid;
 
+// The per-call cap: one place for both kinds of conditions.
+absl::Status CheckShowersPerRequest(absl::string_view field, int64_t requested,
+                                    int64_t max_showers) {
+  if (max_showers <= 0 || requested <= max_showers) return absl::OkStatus();
+  return SetErrorReason(
+      absl::ResourceExhaustedError(absl::StrCat(
+          field, ": ", requested, " showers requested; the maximum is ", max_showers,
+          " per request (limit max_showers_per_request). Split it into calls of at most ",
+          max_showers,
+          " showers, or ask an admin to raise the limit: for you with gantry admin "
+          "tenants limits set TENANT --max-showers-per-request N, for every tenant with "
+          "gantry-server --max-showers-per-request")),
+      "QUOTA_EXCEEDED",
+      {{"limit", "max_showers_per_request"},
+       {"value", absl::StrCat(max_showers)},
+       {"in_use", absl::StrCat(requested)}});
+}
+
 }  // namespace
 
 absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request, int64_t max_showers) {
@@ -23,11 +42,7 @@ absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request, int64_t
     case v1::GenerateRequest::kList: {
       const auto& items = request.list().items();
       if (items.empty()) return Invalid("list.items", "is empty; give at least one condition");
-      if (items.size() > max_showers) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "list.items: ", items.size(), " showers requested; the maximum is ", max_showers,
-            " per request (gantry-server --max-showers-per-request); split it"));
-      }
+      RETURN_IF_ERROR(CheckShowersPerRequest("list.items", items.size(), max_showers));
       for (int i = 0; i < items.size(); ++i) {
         const std::string e = absl::StrCat("list.items[", i, "].energy_gev");
         RETURN_IF_ERROR(CheckFinite(items[i].energy_gev(), e));
@@ -62,14 +77,13 @@ absl::Status ValidateGenerateRequest(const v1::GenerateRequest& request, int64_t
         }
       }
       if (r.count() <= 0) {
-        return Invalid("range.count",
-                       absl::StrCat("is ", r.count(), "; ask for 1..", max_showers, " showers"));
+        return Invalid(
+            "range.count",
+            max_showers > 0
+                ? absl::StrCat("is ", r.count(), "; ask for 1..", max_showers, " showers")
+                : absl::StrCat("is ", r.count(), "; ask for at least 1 shower"));
       }
-      if (r.count() > max_showers) {
-        return absl::ResourceExhaustedError(absl::StrCat(
-            "range.count: ", r.count(), " showers requested; the maximum is ", max_showers,
-            " per request (gantry-server --max-showers-per-request); split it"));
-      }
+      RETURN_IF_ERROR(CheckShowersPerRequest("range.count", r.count(), max_showers));
       break;
     }
     default:

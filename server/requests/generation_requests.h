@@ -12,9 +12,11 @@
 namespace gantry::server {
 
 // Checks a generation request on its own (syntax, finiteness, counts). More than `max_showers`
-// showers is RESOURCE_EXHAUSTED naming the limit.
+// showers (the tenant's limit max_showers_per_request; 0 = unlimited) is RESOURCE_EXHAUSTED
+// naming the limit and how to raise it, with ErrorInfo QUOTA_EXCEEDED; it is checked before the
+// conditions are.
 absl::Status ValidateGenerateRequest(const gantry::v1::GenerateRequest& request,
-                                     int64_t max_showers = kDefaultMaxShowersPerRequest);
+                                     int64_t max_showers);
 // Checks it against the resolved model: status, particle, energy and angle inside the training
 // ranges.
 absl::Status ValidateGenerateForModel(const gantry::v1::GenerateRequest& request,

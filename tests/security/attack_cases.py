@@ -439,6 +439,83 @@ def wire_cases(s):
             done.set()
             th.join()
 
+    def silent_upload():
+        # Opened and never a message: ended by the server's header deadline (2 s in this suite),
+        # not by the client's 30 s, with a status that says so.
+        start = time.time()
+        done = threading.Event()
+
+        def nothing():
+            done.wait(30)
+            return
+            yield
+
+        try:
+            s.expect_code(lambda: s.stubs["DatasetService"].UploadDataset(
+                nothing(), metadata=s.md(alice), timeout=30), CODE.DEADLINE_EXCEEDED,
+                mention="--stream-header-timeout-ms")
+        finally:
+            done.set()
+        expect(time.time() - start < 10, "the silent upload lasted %.1f s" % (time.time() - start))
+
+    def stalled_upload():
+        # A header and one chunk of a 1 MiB file, then silence: the idle deadline (3 s) ends it.
+        d = s.datasets_pb2
+        start = time.time()
+        done = threading.Event()
+
+        def half():
+            yield d.UploadDatasetRequest(header=d.UploadDatasetHeader(
+                name="stalled", size_bytes=1 << 20, file_name="stalled.h5"))
+            yield d.UploadDatasetRequest(chunk=b"\0" * 1000)
+            done.wait(30)
+
+        try:
+            s.expect_code(lambda: s.stubs["DatasetService"].UploadDataset(
+                half(), metadata=s.md(alice), timeout=30), CODE.DEADLINE_EXCEEDED,
+                mention="after 1000 of 1048576 bytes")
+        finally:
+            done.set()
+        expect(time.time() - start < 10, "the stalled upload lasted %.1f s" % (time.time() - start))
+
+    def silent_flood():
+        # 80 silent uploads of one tenant (its 64 stream slots, the rest refused) on a connection
+        # of their own; another tenant's calls are answered meanwhile, quickly.
+        flooder, _ = s.tenant("flooder")
+        flood = grpc.insecure_channel(s.address, options=[("grpc.use_local_subchannel_pool", 1)])
+        stub = s.datasets_pb2_grpc.DatasetServiceStub(flood)
+        done = threading.Event()
+
+        def nothing():
+            done.wait(30)
+            return
+            yield
+
+        codes = []
+        futures = [stub.UploadDataset.future(nothing(), metadata=s.md(flooder), timeout=30)
+                   for _ in range(80)]
+        try:
+            time.sleep(0.5)
+            start = time.time()
+            s.call("TrainingService", "ListJobs", t.ListJobsRequest(), token=s.bob_token,
+                   timeout=5)
+            s.upload(s.bob_token, "during-the-flood", s.toy_file(4, 9))
+            expect(time.time() - start < 5, "bob waited %.1f s" % (time.time() - start))
+        finally:
+            for f in futures:
+                try:
+                    f.result(timeout=30)
+                    codes.append(CODE.OK)
+                except grpc.RpcError as e:
+                    codes.append(e.code())
+            done.set()
+            flood.close()
+        # 64 held until the header deadline, the rest refused (on a slow machine some are opened
+        # after the first were cut, and take their freed slots).
+        expect(codes.count(CODE.DEADLINE_EXCEEDED) >= 64 and
+               codes.count(CODE.RESOURCE_EXHAUSTED) + codes.count(CODE.DEADLINE_EXCEEDED) == 80,
+               "the silent uploads ended %s" % sorted(set((c.name, codes.count(c)) for c in codes)))
+
     def many_streams():
         # 200 WatchJob streams opened and dropped at once; the server keeps answering.
         calls = []
@@ -485,6 +562,9 @@ def wire_cases(s):
         ("64 KiB of random bytes on the port", garbage_tcp),
         ("a TLS hello on the plaintext port", tls_hello_on_plaintext),
         ("an upload stream that stalls after its header", slow_stream),
+        ("an upload stream that never sends its header", silent_upload),
+        ("an upload stream that stops after its first chunk", stalled_upload),
+        ("80 silent uploads of one tenant while another calls", silent_flood),
         ("200 watch streams opened and dropped", many_streams),
     ]
 
@@ -713,6 +793,19 @@ def quota_cases(s):
         expect(time.time() - start < 10, "the watch ran %.1f s after the revocation" %
                (time.time() - start))
 
+    def study_jobs():
+        from gantry.v1 import studies_pb2, studies_pb2_grpc
+        spec = studies_pb2.StudySpec(display_name="huge", base_job=s.spec(), folds=20)
+        spec.parameters.add(name="hyper_parameters.learning_rate",
+                            kind=studies_pb2.SearchParameter.KIND_LOG_CONTINUOUS,
+                            min=1e-4, max=1e-2)
+        spec.budget.max_trials = 1000
+        spec.budget.max_parallel_trials = 1
+        stub = studies_pb2_grpc.StudyServiceStub(s.channel)
+        s.expect_code(lambda: stub.CreateStudy(studies_pb2.CreateStudyRequest(spec=spec),
+                                               metadata=s.md(s.alice_token), timeout=30),
+                      CODE.RESOURCE_EXHAUSTED, mention="max_study_jobs")
+
     def showers_per_minute():
         set_limits(s.admin_token, "alice", max_showers_per_minute=10)()
         try:
@@ -733,6 +826,12 @@ def quota_cases(s):
         ("a declared size over max_dataset_bytes with no bytes sent", lambda: s.expect_code(
             lambda: s.upload(dave, "declared", b"", declared=1 << 30), CODE.RESOURCE_EXHAUSTED)),
         ("Generate over max_showers_per_minute", showers_per_minute),
+        ("Generate of a million showers in one call", lambda: s.expect_code(
+            lambda: s.call("GenerationService", "Generate", g.GenerateRequest(
+                model=s.alice_model_ref, range=g.ConditionRange(
+                    energy_gev={"min": 20, "max": 200}, count=10 ** 6)), token=s.alice_token),
+            CODE.RESOURCE_EXHAUSTED, mention="max_showers_per_request")),
+        ("a study of 1,000 trials x 20 folds", study_jobs),
         ("SetTenantLimits by a tenant", lambda: s.expect_code(
             set_limits(dave, "dave", max_concurrent_jobs=100), CODE.PERMISSION_DENIED)),
         ("GetTenantLimits of another tenant by a tenant", lambda: s.expect_code(

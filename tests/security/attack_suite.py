@@ -58,6 +58,7 @@ class Suite:
                                worker_pb2_grpc)
         self.admin_pb2, self.catalog_pb2, self.common_pb2 = admin_pb2, catalog_pb2, common_pb2
         self.datasets_pb2, self.generation_pb2 = datasets_pb2, generation_pb2
+        self.datasets_pb2_grpc = datasets_pb2_grpc
         self.training_pb2, self.worker_pb2 = training_pb2, worker_pb2
         self.modules = {
             "AdminService": (admin_pb2, admin_pb2_grpc),
@@ -111,7 +112,8 @@ class Suite:
                "--join-token-file=" + os.path.join(self.dir, "join.token"),
                "--heartbeat-interval-ms=300", "--lease-timeout-ms=3000",
                "--file-dataset-roots=" + self.data_root, "--file-dataset-tenants=alice",
-               "--max-dataset-bytes=%d" % (64 << 20)]
+               "--max-dataset-bytes=%d" % (64 << 20),
+               "--stream-header-timeout-ms=2000", "--stream-idle-timeout-ms=3000"]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
         line = proc.stdout.readline().decode()
         if not line.startswith("listening on "):

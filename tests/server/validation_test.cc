@@ -157,7 +157,7 @@ TEST(ValidationTest, GenerateAgainstTheModelsTrainingRange) {
   request.set_model("calo:1");
   v1::Condition* c = request.mutable_list()->add_items();
   c->set_energy_gev(100);
-  ASSERT_TRUE(ValidateGenerateRequest(request).ok());
+  ASSERT_TRUE(ValidateGenerateRequest(request, 100000).ok());
   EXPECT_TRUE(ValidateGenerateForModel(request, model).ok());
   c->set_theta_rad(2.5);
   ExpectInvalid(ValidateGenerateForModel(request, model), "list.items[0].theta_rad");
@@ -165,28 +165,32 @@ TEST(ValidationTest, GenerateAgainstTheModelsTrainingRange) {
   c->set_energy_gev(9);
   ExpectInvalid(ValidateGenerateForModel(request, model), "list.items[0].energy_gev");
   c->set_energy_gev(std::numeric_limits<double>::infinity());
-  ExpectInvalid(ValidateGenerateRequest(request), "list.items[0].energy_gev");
+  ExpectInvalid(ValidateGenerateRequest(request, 100000), "list.items[0].energy_gev");
   request.set_chunk_showers(5000);
   c->set_energy_gev(50);
-  ExpectInvalid(ValidateGenerateRequest(request), "chunk_showers");
+  ExpectInvalid(ValidateGenerateRequest(request, 100000), "chunk_showers");
 }
 
-TEST(ValidationTest, ThePerRequestShowerLimitIsTheServersAndNamed) {
+TEST(ValidationTest, ThePerRequestShowerLimitIsTheTenantsAndNamed) {
   v1::GenerateRequest request;
   request.set_model("calo:1");
   request.mutable_range()->mutable_energy_gev()->set_min(10);
   request.mutable_range()->mutable_energy_gev()->set_max(100);
   request.mutable_range()->set_count(100000);
-  EXPECT_TRUE(ValidateGenerateRequest(request).ok()) << "100,000 showers fit the default limit";
-  request.mutable_range()->set_count(kDefaultMaxShowersPerRequest + 1);
-  absl::Status over = ValidateGenerateRequest(request);
-  EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
-  EXPECT_NE(over.message().find("the maximum is 1000000"), absl::string_view::npos) << over;
+  EXPECT_TRUE(ValidateGenerateRequest(request, 100000).ok()) << "the limit itself is allowed";
+  EXPECT_TRUE(ValidateGenerateRequest(request, 0).ok()) << "0 = unlimited";
   request.mutable_range()->set_count(501);
-  over = ValidateGenerateRequest(request, 500);
+  absl::Status over = ValidateGenerateRequest(request, 500);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
   EXPECT_NE(over.message().find("the maximum is 500"), absl::string_view::npos) << over;
+  EXPECT_NE(over.message().find("max_showers_per_request"), absl::string_view::npos) << over;
   EXPECT_NE(over.message().find("--max-showers-per-request"), absl::string_view::npos) << over;
+  EXPECT_NE(over.message().find("Split it"), absl::string_view::npos) << over;
+  const StatusDetails details = GetStatusDetails(over);
+  EXPECT_EQ(details.reason, "QUOTA_EXCEEDED");
+  EXPECT_EQ(details.metadata.at("limit"), "max_showers_per_request");
+  EXPECT_EQ(details.metadata.at("value"), "500");
+  EXPECT_FALSE(details.retry_delay.has_value()) << "waiting does not help";
   request.mutable_range()->set_count(500);
   EXPECT_TRUE(ValidateGenerateRequest(request, 500).ok());
   request.clear_range();
@@ -194,6 +198,9 @@ TEST(ValidationTest, ThePerRequestShowerLimitIsTheServersAndNamed) {
   over = ValidateGenerateRequest(request, 2);
   EXPECT_EQ(over.code(), absl::StatusCode::kResourceExhausted) << over;
   EXPECT_EQ(over.message().rfind("list.items", 0), 0u) << over;
+  // The cap comes before the conditions are checked one by one.
+  request.mutable_list()->mutable_items(2)->set_energy_gev(-1);
+  EXPECT_EQ(ValidateGenerateRequest(request, 2).code(), absl::StatusCode::kResourceExhausted);
 }
 
 TEST(ValidationTest, UploadHeaderAndPages) {

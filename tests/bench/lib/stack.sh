@@ -34,6 +34,7 @@ gantry() { "$stack_bin/clients/cli/gantry" "$@"; }
 json_field() { /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)[sys.argv[1]])' "$1"; }
 stack_admin() { GANTRY_TOKEN="$(cat "$stack_work/admin.token")" gantry "$@"; }
 
+# Benchmarks measure the machine, not the per-tenant limits: the one tenant has none.
 stack_start_server() {
   local dsn
   dsn="$("$stack_root/deploy/local/pg.sh" start)"
@@ -41,6 +42,8 @@ stack_start_server() {
   echo "gnj_$(openssl rand -hex 24)" >"$stack_work/join.token"
   "$stack_bin/server/gantry-server" --listen "127.0.0.1:${STACK_SERVER_PORT:-0}" --db "$dsn" --data-dir "$stack_work/data" \
     --admin-token-file "$stack_work/admin.token" --join-token-file "$stack_work/join.token" \
+    --tenant-max-generation-streams 0 --tenant-max-showers-per-minute 0 --tenant-max-streams 0 \
+    --max-showers-per-request 0 --tenant-max-concurrent-jobs 0 --tenant-max-study-jobs 0 \
     >"$stack_work/server.out" 2>"$stack_work/server.log" &
   stack_pids+=($!)
   for _ in $(seq 1 100); do
