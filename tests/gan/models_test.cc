@@ -440,6 +440,31 @@ TEST(ModelsTest, WeightedHeadLosses) {
   EXPECT_NEAR(t.total.item<float>(), 2.0 * std::log(2.0) + 0.1 * 50.0 + 0.1 * 25.0, 1e-4);
 }
 
+// Two showers at 150 and 250 against targets 200 and 200: per shower the MAPE is (25 + 25) / 2 =
+// 25; on the batch means (200 against 200) it is 0, and the config round-trips the flag.
+TEST(ModelsTest, EcalLossOnTheBatchMean) {
+  ModelConfig c = Preset("3dgan-25");
+  DiscriminatorOutput out;
+  out.real_probability = at::full({2, 1}, 0.5);
+  out.energy = at::full({2, 1}, 2.0);
+  out.ecal = at::tensor({150.0f, 250.0f}).view({2, 1});
+  HeadLabels labels;
+  labels.real = at::ones({2, 1});
+  labels.energy100 = at::full({2, 1}, 2.0);
+  labels.ecal = at::full({2, 1}, 200.0);
+  EXPECT_NEAR(HeadLosses(c, out, labels).parts[2].item<float>(), 25.0, 1e-4);
+  c.ecal_loss_batch_mean = true;
+  EXPECT_NEAR(HeadLosses(c, out, labels).parts[2].item<float>(), 0.0, 1e-4);
+  out.ecal = at::tensor({150.0f, 150.0f}).view({2, 1});
+  EXPECT_NEAR(HeadLosses(c, out, labels).parts[2].item<float>(), 25.0, 1e-4);
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->ecal_loss_batch_mean);
+  auto set = OverrideModelConfig(Preset("3dgan-25"), "ecal_loss_batch_mean=1");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->ecal_loss_batch_mean);
+}
+
 TEST(ModelsTest, EcalTargetPolynomial) {
   const ModelConfig c = Preset("3dgan-25");
   // E = 100 GeV: ratio = 0.0018 - 0.023 + 0.11 - 0.28 + 2.21 = 2.0188; target = 2.0188 * 1 * 100.

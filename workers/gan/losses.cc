@@ -26,7 +26,9 @@ LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
   t.parts.push_back(BinaryCrossEntropy(out.real_probability, labels.real));
   t.parts.push_back(MeanAbsolutePercentageError(out.energy, labels.energy100));
   if (config.variable_angle()) t.parts.push_back(MeanAbsoluteError(out.theta, labels.theta));
-  t.parts.push_back(MeanAbsolutePercentageError(out.ecal, labels.ecal));
+  t.parts.push_back(config.ecal_loss_batch_mean
+                        ? MeanAbsolutePercentageError(out.ecal.mean(), labels.ecal.mean())
+                        : MeanAbsolutePercentageError(out.ecal, labels.ecal));
   t.total = t.parts[0] * config.loss_weights[0];
   for (size_t i = 1; i < t.parts.size(); ++i)
     t.total = t.total + t.parts[i] * config.loss_weights[i];

@@ -28,7 +28,8 @@ struct HeadLabels {
 };
 
 // parts = [BCE, MAPE(E), MAPE(ecal)] or [BCE, MAPE(E), MAE(theta), MAPE(ecal)];
-// total = sum of loss_weights[i] * parts[i].
+// total = sum of loss_weights[i] * parts[i]. With ModelConfig::ecal_loss_batch_mean the ecal part is
+// the MAPE of the batch means.
 struct LossTerms {
   at::Tensor total;
   std::vector<at::Tensor> parts;

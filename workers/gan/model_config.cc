@@ -219,6 +219,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("generator_template", c.generator_template ? "1" : "0");
   put("template_modes", absl::StrCat(c.template_modes));
   put("profile_loss_weight", num(c.profile_loss_weight));
+  put("ecal_loss_batch_mean", c.ecal_loss_batch_mean ? "1" : "0");
   put("profile_fit", Join(c.profile_fit));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
@@ -372,6 +373,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   optional_flag("generator_template", &c.generator_template, false);
   if (kv.find("template_modes") != kv.end()) i64("template_modes", &c.template_modes);
   optional_dbl("profile_loss_weight", &c.profile_loss_weight);
+  optional_flag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
   if (kv.find("profile_fit") != kv.end()) dbls("profile_fit", &c.profile_fit);
   if (!status.ok()) return status;
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;

@@ -68,6 +68,12 @@ struct ModelConfig {
   // against the training data's, tails included, which the adversarial loss alone gives away for
   // sparse showers (docs/MODELS.md "Losses and training step").
   double profile_loss_weight = 0.0;
+  // Training only: the ecal-sum loss compares the batch's mean total with the mean target (MAPE of
+  // the means) instead of every shower's total with its own target (false: the reference). The
+  // per-shower loss pins each shower's total, so the generated sampling fraction spreads less than
+  // the data's; on the batch mean it keeps the mean response and leaves the spread to the
+  // adversarial loss. Per rank: with world_size > 1 each rank's batch mean.
+  bool ecal_loss_batch_mean = false;
   // The mean profile the profile loss compares with: per slice of x, then y, then z, the
   // least-squares a_i of (slice sum / e) = a_i + b_i ln e over the sampled training events, then
   // the b_i; 2 (x + y + z) values. Fitted with the conditions (FitConditionsToData) when
