@@ -72,6 +72,13 @@ struct RankRun {
 
 class RankProcessTest : public ServerFixture {
  protected:
+  // The test plays the daemon and sends no heartbeats: jobs it marks RUNNING would be ended as
+  // unclaimed orphans one lease after the server started (15 s by default), which a rank run on a
+  // loaded machine outlasts.
+  std::vector<std::string> SetUpServerArgs() const override {
+    return {"--lease-timeout-ms", "600000"};
+  }
+
   void SetUp() override {
     ServerFixture::SetUp();
     v1::CreateTokenResponse join;

@@ -21,7 +21,7 @@ void ServerFixture::SetUp() {
   std::random_device rd;
   admin_token_ = "admin-secret-" + std::to_string(rd()) + std::to_string(rd());
   std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
-  StartServer();
+  StartServer(SetUpServerArgs());
 }
 
 void ServerFixture::TearDown() {

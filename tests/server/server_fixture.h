@@ -33,6 +33,8 @@ class ServerFixture : public ::testing::Test {
 
   // (Re)starts the server with the standard flags plus `extra` and connects the stubs.
   void StartServer(const std::vector<std::string>& extra = {});
+  // The flags SetUp adds to the standard ones when it starts the server (none by default).
+  virtual std::vector<std::string> SetUpServerArgs() const { return {}; }
   // Closes the stubs, sends SIGTERM and returns the exit code (0 = clean shutdown).
   int StopServer();
   // The standard flags: --db, --data-dir, --admin-token-file.
