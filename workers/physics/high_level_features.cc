@@ -9,12 +9,6 @@
 
 namespace gantry::physics {
 
-std::vector<double> FeatureTable::Column(int64_t feature) const {
-  std::vector<double> c(static_cast<size_t>(events));
-  for (int64_t e = 0; e < events; ++e) c[e] = at(e, feature);
-  return c;
-}
-
 FeatureTable HighLevelFeatures(const showers::ShowerSet& set, double hit_threshold_gev) {
   const bool calo = set.layout == showers::Layout::kCaloChallenge;
   const int d = calo ? 0 : 2;                                  // depth axis

@@ -25,8 +25,6 @@ struct FeatureTable {
 
   int64_t features() const { return static_cast<int64_t>(names.size()); }
   double at(int64_t event, int64_t feature) const { return values[event * features() + feature]; }
-  // The column of one feature over all events.
-  std::vector<double> Column(int64_t feature) const;
 };
 
 // The features of every event of `set` (3DGAN grids: depth z, transverse x and y; CaloChallenge:
