@@ -63,7 +63,13 @@ absl::StatusOr<std::unique_ptr<Backend>> Backend::Create(const ServerOptions& op
   backend->studies = std::make_unique<storage::StudyRepository>(db);
   backend->workers = std::make_unique<storage::WorkerRepository>(db);
   backend->identities = std::make_unique<storage::WorkerIdentityRepository>(db);
-  ASSIGN_OR_RETURN(std::string rank_key, backend->identities->ServerKey("rank_credentials"));
+  // Kept out of the database (schema version 17 deleted it there), so a copy of the database
+  // cannot forge rank credentials; a restarted server reads the same file.
+  ASSIGN_OR_RETURN(
+      std::string rank_key,
+      LoadOrCreateKeyFile(options.rank_key_file.empty() ? options.data_dir + "/rank-credentials.key"
+                                                        : options.rank_key_file,
+                          "--rank-key-file"));
   backend->credentials =
       std::make_unique<WorkerCredentials>(*backend->identities, std::move(rank_key));
   if (!options.admin_token_file.empty()) {

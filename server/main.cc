@@ -60,6 +60,10 @@ ABSL_FLAG(std::string, db_file, "",
 ABSL_FLAG(std::string, data_dir, "var/data",
           "directory of the blob store (datasets, checkpoints), relative to the working directory "
           "unless absolute");
+ABSL_FLAG(std::string, rank_key_file, "",
+          "file of the key that signs rank credentials (64 hex characters, mode 0600; made when "
+          "missing; every server on one database needs the same one). Default: "
+          "<data-dir>/rank-credentials.key");
 ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain; TLS is on when --tls-cert and --tls-key "
           "are given");
@@ -262,6 +266,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
+  options.rank_key_file = absl::GetFlag(FLAGS_rank_key_file);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);

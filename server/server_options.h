@@ -30,6 +30,9 @@ struct ServerOptions {
   int64_t http_max_generate_showers = 2000;           // per POST /api/v1/generate
   std::string db_dsn;                                 // libpq DSN
   std::string data_dir;                               // blob store root
+  // The rank-credential key (server/secret_file.h LoadOrCreateKeyFile); empty =
+  // <data_dir>/rank-credentials.key.
+  std::string rank_key_file;
   std::string tls_cert_file;  // PEM; TLS only when both cert and key are given
   std::string tls_key_file;
   // PEM CA bundle of worker certificates. When set (TLS on): WorkerService calls, and ReadDataset

@@ -73,6 +73,14 @@ absl::StatusOr<Principal> WorkerCredentials::VerifyWorkerSecret(const std::strin
     const std::string mac = HmacSha256Hex(rank_key_, RankMessage(parts[0], attempt, parts[2]));
     if (!SecretsEqual(mac, parts[3])) return BadRankCredential();
     if (IsRevoked(parts[2])) return BadRankCredential();
+    // A rank credential lives as long as its attempt, for every call it makes.
+    ASSIGN_OR_RETURN(bool live, identities_.HoldsLiveAttempt(parts[0], attempt, parts[2]));
+    if (!live) {
+      return absl::UnauthenticatedError(absl::StrCat(
+          "the rank credential of job ", parts[0], " attempt ", attempt,
+          " has expired: that attempt no longer runs on its worker (it ended, restarted or "
+          "moved); a rank of a later attempt uses the credential of its own assignment"));
+    }
     p.worker_id = parts[2];
     p.rank_job = parts[0];
     p.rank_attempt = attempt;

@@ -1,7 +1,7 @@
 // WorkerCredentials: issues and checks the secrets workers speak with: the pool's join tokens
 // (Register only), each worker's own credential ("gwc_", random, stored hashed) and the rank
-// credentials ("grk_", an HMAC over job, attempt and worker under a key kept in the database, so
-// every server process on the database verifies them without a lookup).
+// credentials ("grk_", an HMAC over job, attempt and worker under the server's key, which lives in
+// a file outside the database; valid while that attempt is the job's live one on that worker).
 #ifndef GANTRY_SERVER_WORKER_CREDENTIALS_H_
 #define GANTRY_SERVER_WORKER_CREDENTIALS_H_
 
@@ -32,7 +32,10 @@ class WorkerCredentials {
   // Whether a bearer secret has the shape of a worker or rank credential.
   static bool IsWorkerSecret(const std::string& secret);
   // A worker credential (Principal with worker_id) or a rank credential (with worker_id, rank_job
-  // and rank_attempt). UNAUTHENTICATED when unknown, forged, replaced or revoked.
+  // and rank_attempt). UNAUTHENTICATED when unknown, forged, replaced or revoked, and for a rank
+  // credential whose attempt is no longer the job's live attempt on its worker (ended, restarted
+  // or moved: storage::WorkerIdentityRepository::HoldsLiveAttempt); UNAVAILABLE when the database
+  // cannot tell.
   absl::StatusOr<Principal> VerifyWorkerSecret(const std::string& secret);
 
   // A fresh worker credential secret ("gwc_" + 64 hex of 32 random bytes); not stored yet.

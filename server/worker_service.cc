@@ -25,17 +25,33 @@ constexpr int kMaxHelloJobs = 1000;
 
 }  // namespace
 
-absl::StatusOr<bool> WorkerService::NameInUse(const v1::RegisterRequest& request,
-                                              const std::string& previous_id) {
-  absl::StatusOr<std::optional<storage::WorkerIdentity>> stored =
-      backend_.identities->FindByName(request.name());
-  if (!stored.ok()) return stored.status();
-  if (!stored->has_value()) return false;
-  const storage::WorkerIdentity& w = **stored;
-  if (!previous_id.empty() && previous_id == w.worker_id) return false;  // itself, reconnecting
+absl::Status WorkerService::MayTakeName(const v1::RegisterRequest& request,
+                                        const std::string& previous_id) {
+  ASSIGN_OR_RETURN(std::optional<storage::WorkerIdentity> stored,
+                   backend_.identities->FindByName(request.name()));
+  if (!stored.has_value()) return absl::OkStatus();
+  const storage::WorkerIdentity& w = *stored;
+  if (!previous_id.empty() && previous_id == w.worker_id) return absl::OkStatus();  // itself
   const absl::Duration lease = absl::Milliseconds(backend_.options.lease_timeout_ms);
-  return sessions_.Connected(w.worker_id) ||
-         (w.connected && absl::Now() - w.last_heartbeat < lease);
+  if (sessions_.Connected(w.worker_id) || (w.connected && absl::Now() - w.last_heartbeat < lease)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "name: worker \"", request.name(),
+        "\" is in use by a connected worker; give this worker another --name, or wait until the "
+        "other one has been silent for the lease (",
+        backend_.options.lease_timeout_ms, " ms)"));
+  }
+  // A name belongs to its worker while the worker's credential is valid, connected or not: the
+  // join token alone must not let anyone step into its identity (and the jobs placed on it).
+  if (!w.credential_sha256.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "name: worker \"", request.name(),
+        "\" is registered and its credential is valid: only that worker registers under this "
+        "name again, showing its credential (gantry-worker keeps it in --credential-file, by "
+        "default in --cache-dir). Give this worker another --name, restore that worker's "
+        "credential file, or have an admin revoke the old identity first (gantry admin "
+        "join-tokens revoke, for the join token that registered it)"));
+  }
+  return absl::OkStatus();
 }
 
 grpc::Status WorkerService::Register(grpc::ServerContext* context,
@@ -46,24 +62,18 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
     if (request->previous_credential().size() > 512) {
       return checks::Invalid("previous_credential", "is longer than 512 characters");
     }
-    // A worker re-registering (a reconnect, a restarted server) shows the credential it was given
-    // and keeps it; anyone else needs the name to be free.
+    // A worker re-registering (a reconnect, a restarted server or daemon) shows the credential it
+    // was given and keeps it; anyone else needs a name that is new or whose identity was revoked.
     std::string previous_id;
     if (!request->previous_credential().empty()) {
       absl::StatusOr<Principal> previous =
           backend_.credentials->VerifyWorkerSecret(request->previous_credential());
       if (previous.ok() && previous->is_worker_credential()) previous_id = previous->worker_id;
     }
-    absl::StatusOr<bool> in_use = NameInUse(*request, previous_id);
-    if (in_use.ok() && *in_use) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "name: worker \"", request->name(),
-          "\" is in use by a connected worker; give this worker another --name, or wait until the "
-          "other one has been silent for the lease (",
-          backend_.options.lease_timeout_ms, " ms)"));
-    }
+    const absl::Status name_free = MayTakeName(*request, previous_id);
+    if (!name_free.ok() && !absl::IsUnavailable(name_free)) return name_free;
     absl::StatusOr<std::string> stored =
-        in_use.ok() ? backend_.workers->Upsert(*request) : in_use.status();
+        name_free.ok() ? backend_.workers->Upsert(*request) : name_free;
     std::string id;
     bool drained = false;
     std::string credential;
@@ -240,12 +250,34 @@ absl::Status WorkerService::MayReport(const Principal& principal, const std::str
   ASSIGN_OR_RETURN(bool live,
                    backend_.identities->HoldsLiveAttempt(job_id, attempt, principal.worker_id));
   if (!live) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        field, ": job ", job_id, " attempt ", attempt,
-        " has no ranks on this worker now (a worker reports ", what,
-        " only for the current attempt of a job running on it)"));
+    return absl::PermissionDeniedError(
+        absl::StrCat(field, ": job ", job_id, " attempt ", attempt,
+                     " has no ranks on this worker now (a worker reports ", what,
+                     " only for the current attempt of a job running on it)"));
   }
   return absl::OkStatus();
+}
+
+absl::Status WorkerService::MayFetch(const Principal& principal, const std::string& sha256) {
+  ASSIGN_OR_RETURN(bool allowed, backend_.identities->MayFetchCheckpoint(
+                                     sha256, principal.worker_id, principal.rank_job));
+  if (allowed) return absl::OkStatus();
+  if (!principal.is_rank_credential()) {
+    return absl::PermissionDeniedError(
+        "sha256: is neither a checkpoint of a job placed on this worker nor a registered model's");
+  }
+  // A fine-tuning job's ranks start from the model version its spec names, resolved for its owner
+  // as the placement resolved it.
+  ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", principal.rank_job));
+  if (!job.spec().initial_model().empty()) {
+    absl::StatusOr<v1::ModelVersion> initial =
+        backend_.models->Resolve(job.owner(), job.spec().initial_model());
+    if (initial.ok() && initial->checkpoint_sha256() == sha256) return absl::OkStatus();
+    if (absl::IsUnavailable(initial.status())) return initial.status();
+  }
+  return absl::PermissionDeniedError(absl::StrCat(
+      "sha256: is neither a checkpoint of job ", principal.rank_job,
+      " nor the model it starts from; a rank credential reads only its own job's checkpoints"));
 }
 
 absl::Status WorkerService::StoreHeartbeat(const std::string& worker_id, const v1::Heartbeat& hb) {
@@ -337,16 +369,7 @@ grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
     RETURN_IF_ERROR(ValidateSha256(request->sha256(), "sha256"));
     if (request->offset() < 0) return checks::Invalid("offset", "must be >= 0");
     ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(request->sha256()));
-    ASSIGN_OR_RETURN(bool allowed, backend_.identities->MayFetchCheckpoint(
-                                       request->sha256(), principal.worker_id, principal.rank_job));
-    if (!allowed) {
-      return absl::PermissionDeniedError(
-          principal.is_rank_credential()
-              ? absl::StrCat("sha256: is neither a checkpoint of job ", principal.rank_job,
-                             " nor a registered model's; a rank credential reads only those")
-              : "sha256: is neither a checkpoint of a job placed on this worker nor a registered "
-                "model's");
-    }
+    RETURN_IF_ERROR(MayFetch(principal, request->sha256()));
     if (request->offset() > size) {
       return absl::OutOfRangeError(absl::StrCat(
           "offset: ", request->offset(), " is past the end of the checkpoint (", size, " bytes)"));

@@ -473,6 +473,16 @@ ALTER TABLE tenant_limits ADD COLUMN max_showers_per_request bigint
 ALTER TABLE tenant_limits ADD COLUMN max_study_jobs integer CHECK (max_study_jobs >= 0);
 )sql";
 
+// Version 17: the rank-credential key leaves the database. The server now keeps it in a file
+// (gantry-server --rank-key-file, default <data-dir>/rank-credentials.key), so a copy of the
+// database no longer lets anyone forge rank credentials. The stored key is deleted: a server
+// makes a new key in its file, so every rank credential issued before this version stops working
+// (ranks running across the upgrade fail their next call with UNAUTHENTICATED and their jobs
+// restart with new credentials). The table stays, empty, for servers of older versions.
+constexpr const char* kV17 = R"sql(
+DELETE FROM server_keys;
+)sql";
+
 absl::Status StripWorkerSecrets(Transaction& tx) {
   for (const pqxx::row& row : tx.work().exec("SELECT id, registration FROM workers")) {
     gantry::v1::RegisterRequest r;
@@ -506,6 +516,7 @@ const std::vector<Migration>& EmbeddedMigrations() {
       {14, "tenants' fair-share weights and per-pool slot quotas", kV14},
       {15, "no worker secret at rest", kV15, &StripWorkerSecrets},
       {16, "per-tenant streams, showers per request and jobs per study", kV16},
+      {17, "the rank-credential key out of the database", kV17},
   };
   return *kMigrations;
 }

@@ -180,7 +180,7 @@ absl::StatusOr<bool> WorkerIdentityRepository::MayFetchCheckpoint(const std::str
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     pqxx::result r = tx.Exec(
         "checkpoint_fetch_allowed",
-        "SELECT 1 FROM models WHERE checkpoint_sha256 = $1 "
+        "SELECT 1 FROM models WHERE $3 = '' AND checkpoint_sha256 = $1 "
         "UNION ALL SELECT 1 FROM job_checkpoints c WHERE c.sha256 = $1 AND ("
         "  ($3 <> '' AND c.job_id = $3) OR ($3 = '' AND EXISTS (SELECT 1 FROM job_placements p "
         "  WHERE p.job_id = c.job_id AND p.worker_id = $2))) LIMIT 1",
@@ -189,21 +189,6 @@ absl::StatusOr<bool> WorkerIdentityRepository::MayFetchCheckpoint(const std::str
     return absl::OkStatus();
   }));
   return allowed;
-}
-
-absl::StatusOr<std::string> WorkerIdentityRepository::ServerKey(const std::string& name) {
-  std::string secret;
-  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    tx.Exec("server_key_create",
-            "INSERT INTO server_keys (name, secret) VALUES ($1, $2) ON CONFLICT (name) DO NOTHING",
-            name, sql::RandomHex(32));
-    pqxx::result r =
-        tx.Exec("server_key_get", "SELECT secret FROM server_keys WHERE name = $1", name);
-    if (r.empty()) return absl::InternalError("the server key vanished");
-    secret = r[0][0].as<std::string>();
-    return absl::OkStatus();
-  }));
-  return secret;
 }
 
 }  // namespace gantry::storage

@@ -1,6 +1,6 @@
 // WorkerIdentityRepository: who a worker is: its credential (stored only as a SHA-256 hex digest)
-// and the join token that issued it, the join tokens themselves (list, revoke), which workers each
-// job attempt's ranks were placed on, and the server's persistent keys (rank credentials).
+// and the join token that issued it, the join tokens themselves (list, revoke), and which workers
+// each job attempt's ranks were placed on.
 #ifndef GANTRY_STORAGE_WORKER_IDENTITY_REPOSITORY_H_
 #define GANTRY_STORAGE_WORKER_IDENTITY_REPOSITORY_H_
 
@@ -60,15 +60,12 @@ class WorkerIdentityRepository {
   // when `worker_id` is empty): what a worker or rank may upload checkpoints and report for.
   absl::StatusOr<bool> HoldsLiveAttempt(const std::string& job_id, int attempt,
                                         const std::string& worker_id);
-  // Whether checkpoint blob `sha256` may be read by a worker: it is a registered model version's
-  // checkpoint (any worker may be asked to serve any model), or a checkpoint of `job_id` when set,
-  // else of any job with ranks on `worker_id`.
+  // Whether checkpoint blob `sha256` may be read. By a rank of `job_id` (when set): only when it is
+  // a checkpoint that job uploaded (the job's starting model the caller checks itself). By worker
+  // `worker_id` (job_id empty): a registered model version's checkpoint (any worker may be asked to
+  // serve any model) or a checkpoint of any job with ranks on that worker.
   absl::StatusOr<bool> MayFetchCheckpoint(const std::string& sha256, const std::string& worker_id,
                                           const std::string& job_id);
-
-  // The persistent server key `name` (64 hex characters), created with 32 random bytes the first
-  // time it is asked for; every server process on the database gets the same one.
-  absl::StatusOr<std::string> ServerKey(const std::string& name);
 
  private:
   Database& db_;

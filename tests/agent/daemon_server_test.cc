@@ -4,6 +4,7 @@
 // clean exit on SIGTERM, refusals and flag errors.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
@@ -199,6 +200,43 @@ TEST_F(DaemonServerTest, BadJoinTokenIsRefusedWithExitCode1) {
   EXPECT_EQ(DaemonProcess::RunToExit(args, &output), 1) << output;
   EXPECT_NE(output.find("join token"), std::string::npos) << output;
   EXPECT_FALSE(Find("w-gamma").has_value());
+}
+
+TEST_F(DaemonServerTest, ARestartedDaemonKeepsItsNameThroughItsCredentialFileAndNoOtherTakesIt) {
+  std::optional<DaemonProcess> daemon(std::in_place, DaemonArgs("w-delta"),
+                                      dir_.File("daemon.log"));
+  std::optional<v1::WorkerInfo> first = WaitHeartbeat("w-delta", 0, 15000);
+  ASSERT_TRUE(first.has_value()) << daemon->Log();
+  // The credential is kept in the cache dir, private.
+  const std::string file = dir_.File("cache-w-delta") + "/worker-w-delta.credential";
+  struct stat st;
+  ASSERT_EQ(stat(file.c_str(), &st), 0) << file;
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  std::string kept;
+  std::ifstream(file) >> kept;
+  EXPECT_EQ(kept.rfind("gwc_", 0), 0u);
+  // kill -9 and start again: it shows the kept credential and is the same worker at once (no
+  // waiting for the lease of the dead stream).
+  EXPECT_EQ(daemon->Signal(SIGKILL, 5000), 128 + SIGKILL) << daemon->Log();
+  const int64_t restarted_ms = NowMs();
+  daemon.emplace(DaemonArgs("w-delta"), dir_.File("daemon2.log"));
+  std::optional<v1::WorkerInfo> again = WaitHeartbeat("w-delta", restarted_ms, 15000);
+  ASSERT_TRUE(again.has_value()) << daemon->Log();
+  EXPECT_EQ(again->id(), first->id());
+  std::string still;
+  std::ifstream(file) >> still;
+  EXPECT_EQ(still, kept) << "the same credential";
+  EXPECT_EQ(daemon->Signal(SIGTERM, 15000), 0) << daemon->Log();
+  // A daemon of that name without the credential (another cache dir) holds only the join
+  // token: refused for good (exit 1), saying how to get the name back.
+  std::vector<std::string> imposter = DaemonArgs("w-delta");
+  imposter[3] = "--cache-dir=" + dir_.File("cache-w-delta-2");
+  std::string output;
+  EXPECT_EQ(DaemonProcess::RunToExit(imposter, &output), 1) << output;
+  EXPECT_NE(output.find("PERMISSION_DENIED"), std::string::npos) << output;
+  EXPECT_NE(output.find("--credential-file"), std::string::npos) << output;
+  EXPECT_NE(output.find("revoke"), std::string::npos) << output;
+  EXPECT_EQ(Find("w-delta")->id(), first->id());
 }
 
 TEST_F(DaemonServerTest, TheServerStoresWhatTheDaemonCaches) {

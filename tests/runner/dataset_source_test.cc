@@ -16,8 +16,6 @@
 #include "base/status_macros.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
-#include "storage/database.h"
-#include "storage/worker_identity_repository.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/files.h"
 #include "workers/runner/checkpoint_client.h"
@@ -520,16 +518,10 @@ class RunnerServerTest : public ServerFixture {
   // The credential the server gives the ranks of `job_id` attempt 0 (Assignment.rank_credential),
   // made with the server's rank-credential key as the server makes it.
   std::string RankCredential(const std::string& job_id) {
-    absl::StatusOr<std::unique_ptr<storage::Database>> db = storage::Database::Create(db_.dsn());
-    EXPECT_TRUE(db.ok()) << db.status();
-    if (!db.ok()) return "";
-    absl::StatusOr<std::string> key =
-        storage::WorkerIdentityRepository(**db).ServerKey("rank_credentials");
-    EXPECT_TRUE(key.ok()) << key.status();
     const std::string worker = "wrk-runner-test";
     return absl::StrCat("grk_", job_id, ":0:", worker, ":",
-                        HmacSha256Hex(key.ok() ? *key : "", absl::StrCat("gantry rank credential\n",
-                                                                         job_id, "\n0\n", worker)));
+                        HmacSha256Hex(RankKey(), absl::StrCat("gantry rank credential\n", job_id,
+                                                              "\n0\n", worker)));
   }
 
   int workers_ = 0;

@@ -28,8 +28,6 @@
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "showers/toy_mc.h"
-#include "storage/database.h"
-#include "storage/worker_identity_repository.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/files.h"
 #include "workers/agent/control_pipe.h"
@@ -87,12 +85,8 @@ class RankProcessTest : public ServerFixture {
     tenant_ = NewTenant("calo");
     // The server's rank-credential key (created at its start): the test plays the daemon that got
     // each assignment's credential from the server.
-    absl::StatusOr<std::unique_ptr<storage::Database>> db = storage::Database::Create(db_.dsn());
-    ASSERT_TRUE(db.ok()) << db.status();
-    absl::StatusOr<std::string> key =
-        storage::WorkerIdentityRepository(**db).ServerKey("rank_credentials");
-    ASSERT_TRUE(key.ok()) << key.status();
-    rank_key_ = *key;
+    rank_key_ = RankKey();
+    ASSERT_EQ(rank_key_.size(), 64u);
   }
 
   // What the server issues to rank processes of `job_id` attempt `attempt` (Assignment
@@ -122,10 +116,10 @@ class RankProcessTest : public ServerFixture {
     db_.Query(absl::StrCat("UPDATE jobs SET state = 'JOB_STATE_RUNNING', attempt = ", attempt,
                            " WHERE id = '", job_id, "'"));
     for (int rank = 0; rank < world_size; ++rank) {
-      db_.Query(absl::StrCat(
-          "INSERT INTO job_placements (job_id, attempt, rank, worker_id) SELECT id, ", attempt,
-          ", ", rank, ", '", kTestWorker, "' FROM jobs WHERE id = '", job_id,
-          "' ON CONFLICT DO NOTHING"));
+      db_.Query(
+          absl::StrCat("INSERT INTO job_placements (job_id, attempt, rank, worker_id) SELECT id, ",
+                       attempt, ", ", rank, ", '", kTestWorker, "' FROM jobs WHERE id = '", job_id,
+                       "' ON CONFLICT DO NOTHING"));
     }
   }
 

@@ -4,17 +4,21 @@ Each case is a function of the Suite that raises CaseFailed (through expect) whe
 answers wrongly; the suite checks after every case that the server and the daemons still run.
 """
 
+import hashlib
+import hmac
 import io
 import os
 import socket
 import ssl
+import stat
 import struct
+import subprocess
 import threading
 import time
 
 import grpc
 
-from attack_suite import CODE, CaseFailed, expect
+from attack_suite import CODE, TERMINAL, CaseFailed, expect
 
 # ---- authentication: a token in every wrong place --------------------------------------------
 
@@ -692,6 +696,99 @@ def worker_cases(s):
         return lambda: s.expect_code(fn, want, mention=mention)
 
     forged = "grk_%s:0:%s:%s" % (s.alice_job_id, w1_id, "ab" * 32)
+    key_file = os.path.join(s.dir, "blobs", "rank-credentials.key")
+
+    def psql(sql):
+        return subprocess.run(["psql", s.db_dsn, "-Atqc", sql], check=True, capture_output=True,
+                              text=True).stdout
+
+    def issued(job_id, attempt, worker_id):
+        """The rank credential the server issues for this attempt on this worker (the suite reads
+        the server's key file, which only the operator can)."""
+        with open(key_file) as f:
+            key = f.read().strip()
+        message = "gantry rank credential\n%s\n%d\n%s" % (job_id, attempt, worker_id)
+        mac = hmac.new(key.encode(), message.encode(), hashlib.sha256).hexdigest()
+        return "grk_%s:%d:%s:%s" % (job_id, attempt, worker_id, mac)
+
+    def placed(job_id):
+        """(attempt, worker id) of rank 0 of the job's current attempt."""
+        row = psql("SELECT p.attempt, p.worker_id FROM job_placements p JOIN jobs j ON "
+                   "j.id = p.job_id AND j.attempt = p.attempt WHERE p.rank = 0 AND "
+                   "p.job_id = '%s'" % job_id).strip()
+        expect(row, "job %s has no placement" % job_id)
+        attempt, worker = row.split("|")
+        return int(attempt), worker
+
+    def fetch(token, sha):
+        return lambda: s.call("WorkerService", "FetchCheckpoint",
+                              w.FetchCheckpointRequest(sha256=sha), token=token)
+
+    def model_sha():
+        return s.call("CatalogService", "GetModel", s.catalog_pb2.GetModelRequest(
+            model=s.alice_model_ref), token=s.alice_token).checkpoint_sha256
+
+    def ended_rank(check):
+        """A rank credential of alice's finished job, as the server issued it, on `check`."""
+        def run():
+            cred = issued(s.alice_job_id, *placed_any(s.alice_job_id))
+            return check(cred)
+        return run
+
+    def placed_any(job_id):
+        row = psql("SELECT attempt, worker_id FROM job_placements WHERE rank = 0 AND job_id = "
+                   "'%s' ORDER BY attempt DESC LIMIT 1" % job_id).strip()
+        expect(row, "job %s has no placement" % job_id)
+        attempt, worker = row.split("|")
+        return int(attempt), worker
+
+    def live_rank_reads_only_its_own():
+        """A running job's rank credential: not alice's registered model (not its starting
+        point); once the job is cancelled, nothing at all."""
+        t = s.training_pb2
+        job = s.submit(s.bob_token, s.spec(epochs=100000))
+        deadline = time.time() + 120
+        while time.time() < deadline:
+            got = s.call("TrainingService", "GetJob", t.GetJobRequest(job_id=job.id),
+                         token=s.bob_token)
+            if t.JobState.Name(got.state) in ("JOB_STATE_RUNNING",) + TERMINAL:
+                break
+            time.sleep(0.2)
+        try:
+            expect(t.JobState.Name(got.state) == "JOB_STATE_RUNNING",
+                   "bob's job is %s" % t.JobState.Name(got.state))
+            cred = issued(job.id, *placed(job.id))
+            s.expect_code(fetch(cred, model_sha()), CODE.PERMISSION_DENIED,
+                          mention="its own job's checkpoints")
+        finally:
+            s.call("TrainingService", "CancelJob", t.CancelJobRequest(job_id=job.id),
+                   token=s.bob_token)
+            s.wait_job(s.bob_token, job.id, 120)
+        s.expect_code(fetch(cred, model_sha()), CODE.UNAUTHENTICATED, mention="expired")
+
+    def name_not_taken():
+        """mallory-w (registered above, never connected) keeps its name once its lease is over:
+        the join token alone does not take it."""
+        again = lambda: s.call("WorkerService", "Register", reg_request(name="mallory-w", slots=1),
+                               token=join)
+        deadline = time.time() + 10
+        while s.status_of(again)[0] == CODE.FAILED_PRECONDITION and time.time() < deadline:
+            time.sleep(0.3)
+        s.expect_code(again, CODE.PERMISSION_DENIED, mention="credential is valid")
+
+    def key_out_of_the_database():
+        mode = stat.S_IMODE(os.stat(key_file).st_mode)
+        expect(mode == 0o600, "the key file has mode %o" % mode)
+        with open(key_file) as f:
+            key = f.read().strip()
+        tables = psql("SELECT table_name FROM information_schema.tables WHERE table_schema = "
+                      "'public' AND table_type = 'BASE TABLE'").split()
+        expect(len(tables) > 10, "only %d tables" % len(tables))
+        for table in tables:
+            dump = psql('SELECT t::text FROM "%s" t' % table)
+            expect(key not in dump and key.upper() not in dump,
+                   "table %s holds the rank-credential key" % table)
+
     return [
         ("Register under a live worker's name", code(lambda: s.call(
             "WorkerService", "Register", reg_request(name="w1", slots=1), token=join),
@@ -724,6 +821,26 @@ def worker_cases(s):
                 job_id=s.alice_job_id, point=s.common_pb2.ValidationPoint(
                     step=1, metrics={"fom": 0.5})), token=cred), CODE.PERMISSION_DENIED)),
         ("a forged rank credential", code(upload(forged, s.alice_job_id), CODE.UNAUTHENTICATED)),
+        ("Register a registered worker's name with the join token alone", name_not_taken),
+        ("an ended attempt's rank credential on FetchCheckpoint", ended_rank(
+            lambda cred: s.expect_code(fetch(cred, model_sha()), CODE.UNAUTHENTICATED,
+                                       mention="expired"))),
+        ("an ended attempt's rank credential on UploadCheckpoint", ended_rank(
+            lambda cred: s.expect_code(upload(cred, s.alice_job_id), CODE.UNAUTHENTICATED,
+                                       mention="expired"))),
+        ("an ended attempt's rank credential on ReportValidation", ended_rank(
+            lambda cred: s.expect_code(lambda: s.call(
+                "WorkerService", "ReportValidation", w.ReportValidationRequest(
+                    job_id=s.alice_job_id, point=s.common_pb2.ValidationPoint(
+                        step=1, metrics={"fom": 0.5})), token=cred), CODE.UNAUTHENTICATED))),
+        ("an ended attempt's rank credential on ReadDataset", ended_rank(
+            lambda cred: s.expect_code(lambda: s.call(
+                "DatasetService", "ReadDataset",
+                s.datasets_pb2.ReadDatasetRequest(dataset_id=s.alice_dataset_id), token=cred),
+                CODE.UNAUTHENTICATED))),
+        ("a running rank fetching a registered model it does not start from",
+         live_rank_reads_only_its_own),
+        ("the rank-credential key: a private file, in no table", key_out_of_the_database),
         ("a rank credential on Connect", code(connect(forged, w1_id), CODE.UNAUTHENTICATED)),
         ("FetchCheckpoint with a path for a sha256", code(lambda: s.call(
             "WorkerService", "FetchCheckpoint",

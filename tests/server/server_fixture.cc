@@ -53,6 +53,13 @@ std::vector<std::string> ServerFixture::StandardArgs() const {
           "--data-dir=" + dir_.File("data"), "--admin-token-file=" + dir_.File("admin.token")};
 }
 
+std::string ServerFixture::RankKey() const {
+  std::ifstream in(RankKeyFile());
+  std::string key;
+  in >> key;
+  return key;
+}
+
 std::vector<std::string> ServerFixture::WorkerProtocolArgs(const std::string& join) const {
   const std::string join_file = dir_.File("join");
   std::ofstream(join_file) << join << "\n";

@@ -39,6 +39,10 @@ class ServerFixture : public ::testing::Test {
   int StopServer();
   // The standard flags: --db, --data-dir, --admin-token-file.
   std::vector<std::string> StandardArgs() const;
+  // The file of the server's rank-credential key (its default --rank-key-file, in --data-dir)
+  // and the key in it: what a test playing the daemon signs rank credentials with.
+  std::string RankKeyFile() const { return dir_.File("data") + "/rank-credentials.key"; }
+  std::string RankKey() const;
   // Flags for a server that accepts workers: writes `join` to a join-token file in dir_ and
   // returns --join-token-file with fast heartbeats (200 ms) and a short lease (1500 ms).
   std::vector<std::string> WorkerProtocolArgs(const std::string& join) const;

@@ -1,11 +1,15 @@
-// Worker identity against the real gantry-server and PostgreSQL: the join token only registers,
-// each worker speaks with its own credential and only for the ranks placed on it, rank processes
-// hold a credential for their job attempt only, and revoking a join token cuts off the workers it
-// registered. The workers are test drivers speaking the WorkerService protocol by hand, as an
-// attacker holding the pool's join token would.
+// Worker identity against the real gantry-server and PostgreSQL: the join token only registers
+// and takes no registered worker's name, each worker speaks with its own credential and only for
+// the ranks placed on it, rank processes hold a credential for their job attempt only (it expires
+// with the attempt and reads only its job's checkpoints and starting model), the key that signs
+// rank credentials is a private file outside the database, and revoking a join token cuts off the
+// workers it registered. The workers are test drivers speaking the WorkerService protocol by hand,
+// as an attacker holding the pool's join token would.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +20,7 @@
 #include "base/sha256.h"
 #include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -40,25 +45,28 @@ class ServerIdentityTest : public ServerFixture {
     return w;
   }
 
-  v1::Job Submit(int world_size) {
+  v1::Job Submit(int world_size, const std::string& initial_model = "") {
     v1::JobSpec spec = GoodSpec();
     spec.set_world_size(world_size);
     spec.set_model_name("identity");
+    spec.set_initial_model(initial_model);
     return SubmitJob(token_, spec);
   }
   v1::Job Get(const std::string& id) { return GetJob(token_, id); }
 
   // A world-size-2 job RUNNING on two fresh workers; w0 hosts rank 0. Keeps both assignments.
+  // With `initial_model`, a fine-tuning job starting from that model.
   struct Running {
     v1::Job job;
     std::unique_ptr<DriverWorker> w0, w1;
     v1::Assignment a0, a1;
   };
-  Running StartRunningJob(const std::string& n0, const std::string& n1) {
+  Running StartRunningJob(const std::string& n0, const std::string& n1,
+                          const std::string& initial_model = "") {
     Running r;
     auto a = Worker(n0);
     auto b = Worker(n1);
-    r.job = Submit(2);
+    r.job = Submit(2, initial_model);
     std::optional<v1::ServerMessage> ma = a->Next(), mb = b->Next();
     EXPECT_TRUE(ma && ma->has_assignment() && mb && mb->has_assignment());
     if (!ma || !mb) return r;
@@ -100,6 +108,29 @@ class ServerIdentityTest : public ServerFixture {
     while (reader->Read(&chunk)) {
     }
     return reader->Finish();
+  }
+
+  // Reads dataset `id` with `bearer`; the call's status.
+  grpc::Status ReadDataset(const std::string& bearer, const std::string& id) {
+    auto ctx = Ctx(bearer);
+    v1::ReadDatasetRequest read;
+    read.set_dataset_id(id);
+    auto reader = datasets_->ReadDataset(ctx.get(), read);
+    v1::DatasetChunk chunk;
+    while (reader->Read(&chunk)) {
+    }
+    return reader->Finish();
+  }
+
+  // Reports a validation point of `job` attempt `attempt` with `bearer`.
+  grpc::Status Report(const std::string& bearer, const std::string& job, int attempt) {
+    v1::ReportValidationRequest report;
+    report.set_job_id(job);
+    report.set_attempt(attempt);
+    report.mutable_point()->set_step(10);
+    (*report.mutable_point()->mutable_metrics())["fom"] = 0.5;
+    v1::ReportValidationResponse reported;
+    return stub_->ReportValidation(Ctx(bearer).get(), report, &reported);
   }
 
   // Opens Connect with `bearer` and a hello for `worker_id`; how the server ends it.
@@ -149,16 +180,23 @@ TEST_F(ServerIdentityTest, ALiveWorkersNameCannotBeTakenButItsOwnerReRegisters) 
   ASSERT_TRUE(s.ok()) << Describe(s);
   EXPECT_EQ(again.worker_id(), alpha->id());
   EXPECT_EQ(again.worker_credential(), alpha->credential());
-  // Once it is gone (stream closed), the name is free again: a new credential replaces the old.
+  // Gone (stream closed), it still owns its name while its credential is valid: the join token
+  // alone, or with another worker's credential, does not take it.
   alpha->Close();
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  v1::RegisterResponse fresh;
-  s = Register(join_, "alpha", "", &fresh);
+  s = Register(join_, "alpha");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  EXPECT_NE(s.error_message().find("credential is valid"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("--credential-file"), std::string::npos) << s.error_message();
+  EXPECT_NE(s.error_message().find("revoke"), std::string::npos) << s.error_message();
+  s = Register(join_, "alpha", beta->credential());
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  // Its daemon, restarted with the credential it kept, is the same worker again.
+  v1::RegisterResponse back;
+  s = Register(join_, "alpha", alpha->credential(), &back);
   ASSERT_TRUE(s.ok()) << Describe(s);
-  EXPECT_EQ(fresh.worker_id(), alpha->id());
-  EXPECT_NE(fresh.worker_credential(), alpha->credential());
-  s = ConnectWith(alpha->credential(), alpha->id());
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  EXPECT_EQ(back.worker_id(), alpha->id());
+  EXPECT_EQ(back.worker_credential(), alpha->credential());
 }
 
 TEST_F(ServerIdentityTest, TheJoinTokenOnlyRegisters) {
@@ -241,16 +279,118 @@ TEST_F(ServerIdentityTest, UploadsAreForTheCurrentAttemptOfAJobPlacedOnTheWorker
             v1::JOB_STATE_SUCCEEDED);
   s = UploadCheckpointAt(channel_, r.w0->credential(), id, "late", 9, 0);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  s = Report(r.w0->credential(), id, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  // Its rank credentials expired with the attempt, for every call.
   s = UploadCheckpointAt(channel_, r.a1.rank_credential(), id, "late", 9, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  EXPECT_NE(s.error_message().find("expired"), std::string::npos) << s.error_message();
+  s = Report(r.a0.rank_credential(), id, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = Fetch(r.a0.rank_credential(), sha);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = ReadDataset(r.a0.rank_credential(), "ds-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // The worker keeps its rights: the checkpoints of a job placed on it.
+  EXPECT_TRUE(Fetch(r.w0->credential(), sha).ok());
+}
+
+TEST_F(ServerIdentityTest, ARankCredentialOfAnEarlierAttemptIsRefused) {
+  Running r = StartRunningJob("alpha", "beta");
+  ASSERT_NE(r.w0, nullptr);
+  const std::string id = r.job.id();
+  const std::string sha = UploadCheckpoint(channel_, r.a0.rank_credential(), id, "step 5");
+  ASSERT_FALSE(sha.empty());
+  // Rank 1's worker is lost: the job restarts (attempt 1); attempt 0's credentials die with it.
+  r.w1->Close();
+  const bool restarted = Eventually([&] { return Get(id).attempt() >= 1; }, 10000);
+  ASSERT_TRUE(restarted) << Get(id).DebugString();
+  grpc::Status s = Fetch(r.a0.rank_credential(), sha);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  EXPECT_NE(s.error_message().find("attempt 0"), std::string::npos) << s.error_message();
+  s = UploadCheckpointAt(channel_, r.a0.rank_credential(), id, "stale", 6, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = Report(r.a0.rank_credential(), id, 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  s = ReadDataset(r.a0.rank_credential(), "ds-00000000-0000-0000-0000-000000000000");
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, ARankReadsOnlyItsJobsCheckpointsAndTheModelItStartsFrom) {
+  // Job A ends with a registered model.
+  Running a = StartRunningJob("alpha", "beta");
+  ASSERT_NE(a.w0, nullptr);
+  const std::string a_sha = UploadCheckpoint(channel_, a.w0->credential(), a.job.id(), "a-bytes");
+  SendResult(*a.w0, a.job.id(), a_sha);
+  const v1::Job done = WaitForJob(token_, a.job.id(), v1::JOB_STATE_SUCCEEDED, 10000);
+  ASSERT_FALSE(done.model_ref().empty()) << done.DebugString();
+  // Job B trains from scratch; job C fine-tunes A's model.
+  Running b = StartRunningJob("gamma", "delta");
+  Running c = StartRunningJob("epsilon", "zeta", done.model_ref());
+  ASSERT_NE(b.w0, nullptr);
+  ASSERT_NE(c.w0, nullptr);
+  ASSERT_EQ(c.a1.initial_checkpoint_sha256(), a_sha);
+  // C's ranks fetch their starting weights; B's ranks may not read that registered model.
+  EXPECT_TRUE(Fetch(c.a0.rank_credential(), a_sha).ok());
+  EXPECT_TRUE(Fetch(c.a1.rank_credential(), a_sha).ok());
+  grpc::Status s = Fetch(b.a0.rank_credential(), a_sha);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
-  v1::ReportValidationRequest report;
-  report.set_job_id(id);
-  report.set_attempt(0);
-  report.mutable_point()->set_step(10);
-  (*report.mutable_point()->mutable_metrics())["fom"] = 0.5;
-  v1::ReportValidationResponse reported;
-  s = stub_->ReportValidation(Ctx(r.w0->credential()).get(), report, &reported);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
+  EXPECT_NE(s.error_message().find("its own job's checkpoints"), std::string::npos)
+      << s.error_message();
+  // Nor another job's checkpoint, C's from B or B's from C.
+  const std::string c_sha = UploadCheckpoint(channel_, c.a0.rank_credential(), c.job.id(), "c w");
+  const std::string b_sha = UploadCheckpoint(channel_, b.a0.rank_credential(), b.job.id(), "b w");
+  EXPECT_EQ(Fetch(b.a1.rank_credential(), c_sha).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(Fetch(c.a1.rank_credential(), b_sha).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_TRUE(Fetch(c.a1.rank_credential(), c_sha).ok());
+  // Workers keep serving rights: any registered model's checkpoint.
+  EXPECT_TRUE(Fetch(b.w0->credential(), a_sha).ok());
+}
+
+TEST_F(ServerIdentityTest, TheRankKeyIsAPrivateFileThatOutlivesARestart) {
+  Running r = StartRunningJob("alpha", "beta");
+  ASSERT_NE(r.w0, nullptr);
+  const std::string sha = UploadCheckpoint(channel_, r.a0.rank_credential(), r.job.id(), "w");
+  ASSERT_FALSE(sha.empty());
+  struct stat st;
+  ASSERT_EQ(stat(RankKeyFile().c_str(), &st), 0) << RankKeyFile();
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  const std::string key = RankKey();
+  ASSERT_EQ(key.size(), 64u);
+  EXPECT_EQ(db_.Query("SELECT count(*) FROM server_keys"), "0\n");
+  // Restarted (with a long lease, so the job waits for its workers), the server reads the same
+  // key: the running ranks' credentials still work.
+  r.w0.reset();
+  r.w1.reset();
+  ASSERT_EQ(StopServer(), 0);
+  std::vector<std::string> args = WorkerProtocolArgs(join_);
+  args.push_back("--lease-timeout-ms=60000");
+  StartServer(args);
+  stub_ = v1::WorkerService::NewStub(channel_);
+  EXPECT_EQ(RankKey(), key);
+  grpc::Status s = Fetch(r.a0.rank_credential(), sha);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+}
+
+TEST_F(ServerIdentityTest, TheServerRefusesARankKeyFileOthersCanReadOrThatHoldsNoKey) {
+  const std::string shared = dir_.File("shared.key");
+  std::ofstream(shared) << std::string(64, 'a') << "\n";
+  chmod(shared.c_str(), 0644);
+  std::vector<std::string> args = StandardArgs();
+  args.push_back("--rank-key-file=" + shared);
+  std::string output;
+  EXPECT_EQ(ServerProcess::RunToExit(args, &output), 1) << output;
+  EXPECT_NE(output.find("--rank-key-file"), std::string::npos) << output;
+  EXPECT_NE(output.find("mode 0644"), std::string::npos) << output;
+  EXPECT_NE(output.find("chmod 600"), std::string::npos) << output;
+
+  const std::string malformed = dir_.File("malformed.key");
+  std::ofstream(malformed) << "not-a-key\n";
+  chmod(malformed.c_str(), 0600);
+  args.back() = "--rank-key-file=" + malformed;
+  EXPECT_EQ(ServerProcess::RunToExit(args, &output), 1) << output;
+  EXPECT_NE(output.find("64 hex characters"), std::string::npos) << output;
+  EXPECT_EQ(ReadFile(malformed), "not-a-key\n") << "left as it was";
 }
 
 TEST_F(ServerIdentityTest, TheRegistrarTakesOnlyACheckpointTheJobUploaded) {
@@ -359,7 +499,7 @@ TEST_F(ServerIdentityTest, NoWorkerSecretIsStoredInClear) {
   };
   for (const std::string& secret :
        {generation_secret, first.worker_credential(), r.w0->credential(), join_, token_,
-        r.a0.rank_credential()}) {
+        r.a0.rank_credential(), RankKey()}) {
     EXPECT_EQ(dump.find(secret), std::string::npos) << secret.substr(0, 8) << "... in clear";
     EXPECT_EQ(dump.find(hex(secret)), std::string::npos) << secret.substr(0, 8) << "... as hex";
   }
@@ -401,6 +541,7 @@ TEST_F(ServerIdentityTest, RevokingAJoinTokenEndsItsWorkersAndItsRegistrations) 
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
   s = ConnectWith(gamma->credential(), gamma->id());
   EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // Its identity revoked, its name is free: a valid join token registers it again.
   s = Register(join_, "gamma", gamma->credential());
   EXPECT_TRUE(s.ok()) << "a valid join token registers it again: " << Describe(s);
   EXPECT_TRUE(Register(join_, "eta").ok());

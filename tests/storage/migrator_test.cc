@@ -56,6 +56,20 @@ TEST(MigratorTest, ConcurrentStartsApplyOnce) {
   EXPECT_EQ(*a + *b, static_cast<int>(EmbeddedMigrations().size()));
 }
 
+TEST(MigratorTest, Version17DeletesTheRankCredentialKeyStoredBefore) {
+  gantry::testing::TestDatabase tdb;
+  auto db = Database::Create(tdb.dsn());
+  ASSERT_TRUE(db.ok()) << db.status();
+  ASSERT_TRUE(Migrator::Apply(**db).ok());
+  // A database at version 16 with the key an older server stored, upgraded.
+  tdb.Query("DELETE FROM schema_version WHERE version >= 17");
+  tdb.Query(absl::StrCat("INSERT INTO server_keys (name, secret) VALUES ('rank_credentials', '",
+                         std::string(64, 'a'), "')"));
+  auto applied = Migrator::Apply(**db);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(tdb.Query("SELECT count(*) FROM server_keys"), "0\n");
+}
+
 TEST(MigratorTest, NewerDatabaseIsRefused) {
   gantry::testing::TestDatabase tdb;
   auto db = Database::Create(tdb.dsn());

@@ -68,7 +68,7 @@ TEST_F(WorkerIdentityRepositoryTest, CredentialsAreStoredHashedAndRevokedWithThe
   EXPECT_EQ((*listed)[0].workers(), 0);
 }
 
-TEST_F(WorkerIdentityRepositoryTest, PlacementsAndTheServerKey) {
+TEST_F(WorkerIdentityRepositoryTest, Placements) {
   JobRepository jobs(*db_);
   WorkerIdentityRepository identities(*db_);
   gantry::v1::JobSpec spec;
@@ -97,12 +97,6 @@ TEST_F(WorkerIdentityRepositoryTest, PlacementsAndTheServerKey) {
   test_db_.Query("UPDATE jobs SET state = 'JOB_STATE_SUCCEEDED'");
   EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c")) << "ended";
   EXPECT_TRUE(identities.PlacementOf("job-none")->empty());
-
-  auto key = identities.ServerKey("rank_credentials");
-  ASSERT_TRUE(key.ok()) << key.status();
-  EXPECT_EQ(key->size(), 64u);
-  EXPECT_EQ(*identities.ServerKey("rank_credentials"), *key) << "stable";
-  EXPECT_NE(*identities.ServerKey("other"), *key);
 }
 
 }  // namespace

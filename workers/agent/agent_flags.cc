@@ -18,6 +18,7 @@
 #include "base/file_roots.h"
 #include "base/gpu_ids.h"
 #include "base/status_macros.h"
+#include "workers/agent/credential_file.h"
 
 namespace gantry::agent {
 
@@ -25,6 +26,9 @@ const char kAgentUsage[] =
     "usage: gantry-worker daemon --server=HOST:PORT (--join-token=T | --join-token-file=F) "
     "[flags]\n"
     "  --name=NAME                 unique worker name (default: the host name)\n"
+    "  --credential-file=FILE      where this worker keeps its credential between runs (mode\n"
+    "                              0600; default <cache-dir>/worker-<name>.credential); a\n"
+    "                              restarted worker needs it to register under its name again\n"
     "  --slots=N                   ranks hosted at once (default: 1 on cpu, one per GPU on gpu)\n"
     "  --device=cpu|gpu:0,1        device kind (default cpu); gpu: the GPU ids this worker\n"
     "                              offers, one per rank (needs a CUDA build)\n"
@@ -266,6 +270,7 @@ absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
   o->advertise_host = f.advertise_host;
   RETURN_IF_ERROR(ParsePorts(f.rendezvous_ports, o));
   o->work_dir = f.work_dir;
+  o->credential_file = f.credential_file;
   ASSIGN_OR_RETURN(o->file_roots, FileRoots::Parse(f.file_roots, "file-roots"));
   if (f.ranks_die_with_daemon != "true" && f.ranks_die_with_daemon != "false") {
     return Bad("ranks-die-with-daemon", "wants true or false");
@@ -367,6 +372,13 @@ absl::Status ResolveAgentOptions(AgentOptions* o) {
   }
   while (o->cache_dir.size() > 1 && o->cache_dir.back() == '/') o->cache_dir.pop_back();
   while (o->work_dir.size() > 1 && o->work_dir.back() == '/') o->work_dir.pop_back();
+  if (o->credential_file.empty()) {
+    o->credential_file = absl::StrCat(o->cache_dir, "/worker-", o->name, ".credential");
+  }
+  o->credential_file =
+      std::filesystem::absolute(o->credential_file, ec).lexically_normal().string();
+  ASSIGN_OR_RETURN(std::string kept, ReadCredentialFile(o->credential_file));
+  if (!kept.empty()) o->credential->Set(std::move(kept));
   // A root that holds (or lies in) the cache or the scratch would let a job read other jobs'
   // data and checkpoints.
   for (const std::string& root : o->file_roots.roots()) {

@@ -21,9 +21,10 @@ struct AgentFlags {
   std::string server;  // HOST:PORT, required
   std::string join_token;
   std::string join_token_file;
-  std::string name;  // empty: the host name (ResolveAgentOptions)
-  int slots = 0;     // 0 = one per device: 1 with cpu, the number of GPUs with gpu
-  std::string device = "cpu";  // cpu | gpu:ID[,ID...]
+  std::string credential_file;  // empty: <cache_dir>/worker-<name>.credential
+  std::string name;             // empty: the host name (ResolveAgentOptions)
+  int slots = 0;                // 0 = one per device: 1 with cpu, the number of GPUs with gpu
+  std::string device = "cpu";   // cpu | gpu:ID[,ID...]
   int threads = 1;
   std::string labels;  // k=v,k=v
   std::string cache_dir = "./gantry-cache";
@@ -62,7 +63,8 @@ absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags, bool cud
 // Fills the defaults that need the environment: join_token from join_token_file (trimmed), the
 // TLS files made absolute and loaded (LoadTlsConfig),
 // name from the host name, cache_dir/work_dir made absolute and work_dir defaulted. Creates
-// cache_dir and work_dir. INVALID_ARGUMENT naming the flag when a file or directory fails.
+// cache_dir and work_dir. Defaults credential_file and loads the credential a previous run kept
+// there into `credential`. INVALID_ARGUMENT naming the flag when a file or directory fails.
 absl::Status ResolveAgentOptions(AgentOptions* options);
 
 }  // namespace gantry::agent

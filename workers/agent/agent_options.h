@@ -25,6 +25,9 @@ struct AgentOptions {
   // The worker credential Register returns (shared by every copy of these options; the join
   // token is used only to register).
   std::shared_ptr<CredentialSlot> credential = std::make_shared<CredentialSlot>();
+  // Where the credential is kept between runs (mode 0600), so a restarted daemon shows it and
+  // keeps its name and id; empty = not kept (tests of the agent alone).
+  std::string credential_file;
   std::string name;  // unique per pool; empty = the host name
   int slots = 1;     // ranks hosted at once; with GPUs at most device_ids.size()
   gantry::v1::DeviceKind device = gantry::v1::DEVICE_KIND_CPU;

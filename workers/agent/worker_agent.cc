@@ -13,6 +13,7 @@
 #include "base/grpc_status.h"
 #include "base/log.h"
 #include "base/tls_config.h"
+#include "workers/agent/credential_file.h"
 
 namespace gantry::agent {
 namespace {
@@ -273,7 +274,8 @@ absl::Status WorkerAgent::RunSession(bool* established) {
     v1::RegisterRequest request = BuildRegister();
     // The credential of the last registration: the server keeps it for a worker that shows it,
     // and refuses the name to anyone else while this worker is live.
-    request.set_previous_credential(options_.credential->Get());
+    const std::string previous = options_.credential->Get();
+    request.set_previous_credential(previous);
     const grpc::Status s = stub_->Register(&context, request, &registered);
     absl::MutexLock lock(&mu_);
     current_context_ = nullptr;
@@ -282,6 +284,16 @@ absl::Status WorkerAgent::RunSession(bool* established) {
       return absl::UnavailableError("the server returned no worker credential");
     }
     options_.credential->Set(registered.worker_credential());
+    // Kept for the next run of this daemon: without it a restart cannot take its name back.
+    if (!options_.credential_file.empty() && registered.worker_credential() != previous) {
+      if (absl::Status kept =
+              WriteCredentialFile(options_.credential_file, registered.worker_credential());
+          !kept.ok()) {
+        GANTRY_LOG(WARNING) << absl::StrCat(kept.message(),
+                                            "; a restart of this daemon cannot register as ",
+                                            options_.name, " again");
+      }
+    }
     if (worker_id_ != registered.worker_id()) {
       if (!worker_id_.empty())
         GANTRY_LOG(INFO) << "the server gave a new worker id " + registered.worker_id();

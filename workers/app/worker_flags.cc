@@ -89,7 +89,9 @@ ABSL_FLAG(int, collective_timeout_ms, kDaemon.collective_timeout_ms,
 // rank
 ABSL_FLAG(std::string, assignment, "", "rank: binary gantry.v1.Assignment file");
 ABSL_FLAG(std::string, credential_file, "",
-          "rank: file (mode 0600) holding the rank's credential, written by the daemon");
+          "daemon: file (mode 0600) keeping the worker's credential between runs (default "
+          "<cache-dir>/worker-<name>.credential); rank: file (mode 0600) holding the rank's "
+          "credential, written by the daemon");
 ABSL_FLAG(int, control_fd, -1, "rank: pipe to the daemon");
 ABSL_FLAG(std::string, bind_host, "", "rank: this worker's advertise host");
 ABSL_FLAG(int64_t, max_steps_per_epoch, 0, "rank (tests): steps per epoch at most");
@@ -140,6 +142,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "threads",
         "join_token",
         "join_token_file",
+        "credential_file",
         "name",
         "ca_cert",
         "tls_cert",
@@ -222,6 +225,7 @@ agent::AgentFlags DaemonFlags() {
   f.server = absl::GetFlag(FLAGS_server);
   f.join_token = absl::GetFlag(FLAGS_join_token);
   f.join_token_file = absl::GetFlag(FLAGS_join_token_file);
+  f.credential_file = absl::GetFlag(FLAGS_credential_file);
   f.name = absl::GetFlag(FLAGS_name);
   f.ca_cert = absl::GetFlag(FLAGS_ca_cert);
   f.tls_cert = absl::GetFlag(FLAGS_tls_cert);
