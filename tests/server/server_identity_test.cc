@@ -45,28 +45,30 @@ class ServerIdentityTest : public ServerFixture {
     return w;
   }
 
-  v1::Job Submit(int world_size, const std::string& initial_model = "") {
+  v1::Job Submit(int world_size, const std::string& initial_model = "", int max_restarts = 0) {
     v1::JobSpec spec = GoodSpec();
     spec.set_world_size(world_size);
     spec.set_model_name("identity");
     spec.set_initial_model(initial_model);
+    spec.set_max_restarts(max_restarts);
     return SubmitJob(token_, spec);
   }
   v1::Job Get(const std::string& id) { return GetJob(token_, id); }
 
   // A world-size-2 job RUNNING on two fresh workers; w0 hosts rank 0. Keeps both assignments.
-  // With `initial_model`, a fine-tuning job starting from that model.
+  // With `initial_model`, a fine-tuning job starting from that model; it may restart
+  // `max_restarts` times.
   struct Running {
     v1::Job job;
     std::unique_ptr<DriverWorker> w0, w1;
     v1::Assignment a0, a1;
   };
   Running StartRunningJob(const std::string& n0, const std::string& n1,
-                          const std::string& initial_model = "") {
+                          const std::string& initial_model = "", int max_restarts = 0) {
     Running r;
     auto a = Worker(n0);
     auto b = Worker(n1);
-    r.job = Submit(2, initial_model);
+    r.job = Submit(2, initial_model, max_restarts);
     std::optional<v1::ServerMessage> ma = a->Next(), mb = b->Next();
     EXPECT_TRUE(ma && ma->has_assignment() && mb && mb->has_assignment());
     if (!ma || !mb) return r;
@@ -296,7 +298,7 @@ TEST_F(ServerIdentityTest, UploadsAreForTheCurrentAttemptOfAJobPlacedOnTheWorker
 }
 
 TEST_F(ServerIdentityTest, ARankCredentialOfAnEarlierAttemptIsRefused) {
-  Running r = StartRunningJob("alpha", "beta");
+  Running r = StartRunningJob("alpha", "beta", "", /*max_restarts=*/1);
   ASSERT_NE(r.w0, nullptr);
   const std::string id = r.job.id();
   const std::string sha = UploadCheckpoint(channel_, r.a0.rank_credential(), id, "step 5");
