@@ -125,7 +125,7 @@ class TrainingE2eTest : public ServerFixture {
   std::map<std::string, std::unique_ptr<ChildProcess>> workers_;
 };
 
-TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
+TEST_F(TrainingE2eTest, TrainsDataParallelRegistersTheModelAndFineTunesIt) {
   StartTwoWorkers(29610);
   v1::Job job = Submit(TinySpec(2));
 
@@ -216,6 +216,17 @@ TEST_F(TrainingE2eTest, TrainsDataParallelValidatesAndRegistersTheModel) {
 
   // Both slots come back.
   WaitForFreeWorkers(2);
+
+  // Fine-tuning it: the ranks' credentials fetch the model their job starts from (and no other
+  // registered model), train and register the next version.
+  v1::JobSpec tune = TinySpec(1);
+  tune.set_initial_model(job.model_ref());
+  const v1::Job tuned = WaitForState(Submit(tune).id(), v1::JOB_STATE_SUCCEEDED, 300);
+  ASSERT_EQ(tuned.state(), v1::JOB_STATE_SUCCEEDED) << tuned.DebugString() << WorkerLogs();
+  EXPECT_EQ(tuned.model_ref(), "e2e-tiny:2");
+  get.set_model(tuned.model_ref());
+  ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok());
+  EXPECT_EQ(model.lineage().parent_model(), "e2e-tiny:1");
 }
 
 TEST_F(TrainingE2eTest, CancellationStopsEveryRankAndFreesTheSlots) {

@@ -127,9 +127,10 @@ TEST_F(ServerDeliveryTest, AcknowledgesStoredMessagesAndAppliesResentOnesOnce) {
   EXPECT_EQ(counts["after huge"], 0);
   EXPECT_EQ(again->acked_seq(), UINT64_MAX);
 
-  // A restarted daemon (new incarnation) numbers from 1 again: nothing of it is a duplicate.
+  // A restarted daemon (new incarnation, showing the credential it kept) numbers from 1 again:
+  // nothing of it is a duplicate.
   again.reset();
-  auto restarted = Worker(43, {job.id()});
+  auto restarted = Worker(43, {job.id()}, "delta", credential);
   restarted->set_free_slots(0);
   restarted->Send(job.id(), Log("restarted", 1));
   ASSERT_TRUE(restarted->WaitAcked(1));

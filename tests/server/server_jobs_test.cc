@@ -302,7 +302,7 @@ TEST_F(ServerJobsTest, AJobNoWorkerClaimsAfterARestartFailsAsWorkerLost) {
   r.w1->Close();
   ASSERT_EQ(StopServer(), 0);
   Start();
-  auto w = Worker("alpha", 1, {"job-00000000-0000-0000-0000-000000000000"});
+  auto w = Worker("gamma", 1, {"job-00000000-0000-0000-0000-000000000000"});
   // A job the server does not run is cancelled on the worker at once.
   auto m = w->Next();
   ASSERT_TRUE(m && m->has_cancellation());

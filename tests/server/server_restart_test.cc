@@ -378,10 +378,12 @@ TEST_F(ServerRestartTest, AWorkerAwayDuringARestartIsToldToStopItsOldRanksWhenIt
   b->set_beating(false);
   ASSERT_EQ(WaitFor(job.id(), v1::JOB_STATE_RESTARTING).state(), v1::JOB_STATE_RESTARTING);
   const std::string name = b->name();
+  const std::string credential = b->credential();
   b->Close();
-  // It comes back, its old rank still running: told to stop it at once.
-  auto back =
-      std::make_unique<DriverWorker>(channel_, join_, name, 1, std::vector<std::string>{job.id()});
+  // It comes back (showing its credential), its old rank still running: told to stop it at once.
+  auto back = std::make_unique<DriverWorker>(channel_, join_, name, 1,
+                                             std::vector<std::string>{job.id()}, DriverServing{},
+                                             0, credential);
   ASSERT_TRUE(back->status().ok());
   std::optional<v1::ServerMessage> stop = NextControl(*back);
   ASSERT_TRUE(stop.has_value() && stop->has_cancellation());
