@@ -798,7 +798,8 @@ TEST_F(RankProcessTest, CheckpointAndStopThenResumeEqualsAnUninterruptedRun) {
   ASSERT_TRUE(results[0].result().success()) << results[0].result().message();
 
   runner::CheckpointClient client(server_->address(), RankCredential(straight_id));
-  runner::CheckpointClient resumed_client(server_->address(), RankCredential(job_id));
+  // Attempt 0's credential expired with it: the live attempt's fetches.
+  runner::CheckpointClient resumed_client(server_->address(), RankCredential(job_id, 1));
   ASSERT_TRUE(
       client.Fetch(straight_results[0].result().checkpoint_sha256(), dir_.File("straight.ckpt"))
           .ok());
@@ -995,7 +996,7 @@ TEST_F(RankProcessTest, CheckpointAndStopOfOneRankStopsBothAtTheSameStep) {
     EXPECT_EQ(shas[rank].size(), 64u) << runs[rank].Logs();
   }
   // Identical states at the same step.
-  runner::CheckpointClient client(server_->address(), RankCredential(job_id));
+  runner::CheckpointClient client(server_->address(), RankCredential(job_id, 3));
   std::vector<gan::TrainingState> states;
   for (int rank = 0; rank < 2; ++rank) {
     const std::string path = dir_.File("stopped" + std::to_string(rank) + ".ckpt");
