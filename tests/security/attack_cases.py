@@ -746,7 +746,7 @@ def worker_cases(s):
         """A running job's rank credential: not alice's registered model (not its starting
         point); once the job is cancelled, nothing at all."""
         t = s.training_pb2
-        job = s.submit(s.bob_token, s.spec(epochs=100000))
+        job = s.submit(s.bob_token, s.spec(epochs=10000))
         deadline = time.time() + 120
         while time.time() < deadline:
             got = s.call("TrainingService", "GetJob", t.GetJobRequest(job_id=job.id),
