@@ -16,7 +16,7 @@
 #include "absl/types/span.h"
 #include "showers/shower_set.h"
 #include "workers/gan/generator.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

@@ -22,7 +22,7 @@
 #include "showers/shower_set.h"
 #include "workers/gan/batch_source.h"
 #include "workers/gan/checkpoint.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {

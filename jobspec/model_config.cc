@@ -1,4 +1,4 @@
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 #include <algorithm>
 #include <cmath>
