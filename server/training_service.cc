@@ -123,8 +123,8 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
     const std::string message =
         absl::StrCat("cancelled by ", p.tenant,
                      request->reason().empty() ? "" : absl::StrCat(": ", request->reason()));
-    // A queued job has nothing running: it ends at once. Running ranks must stop first (issue 4's
-    // scheduler completes CANCELLING -> CANCELLED).
+    // A queued job has nothing running: it ends at once. Running ranks must stop first (the job
+    // coordinator completes CANCELLING -> CANCELLED).
     if (job.state() == v1::JOB_STATE_QUEUED) {
       ASSIGN_OR_RETURN(*response, backend_.jobs->Transition(job.id(), {v1::JOB_STATE_QUEUED},
                                                             v1::JOB_STATE_CANCELLED,

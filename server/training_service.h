@@ -1,5 +1,5 @@
 // TrainingService: submit, list, get, cancel and watch training jobs (gantry.v1.TrainingService), a
-// thin layer over JobRepository. Jobs stay QUEUED until the scheduler (issue 4) places them.
+// thin layer over JobRepository. Jobs stay QUEUED until the job coordinator places them.
 #ifndef GANTRY_SERVER_TRAINING_SERVICE_H_
 #define GANTRY_SERVER_TRAINING_SERVICE_H_
 

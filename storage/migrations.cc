@@ -10,7 +10,7 @@ namespace gantry::storage {
 
 namespace {
 
-// Version 1: the whole schema of issue 2.
+// Version 1: the initial schema: tenants, tokens, datasets, jobs and their events, models, workers.
 constexpr const char* kV1 = R"sql(
 -- Microseconds since the epoch <-> timestamptz, exact (EXTRACT returns numeric).
 CREATE FUNCTION gantry_us(t timestamptz) RETURNS bigint

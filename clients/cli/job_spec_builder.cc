@@ -4,8 +4,10 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 #include "clients/cli/format.h"
+#include "jobspec/presets.h"
 
 namespace gantry::cli {
 namespace {
@@ -32,8 +34,8 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"spec", "FILE", "JobSpec as protobuf JSON; flags below override its fields"},
       {"name", "TEXT", "display name (also the default model name)"},
       {"preset", "NAME",
-       "3dgan-25, 3dgan-51, tiny, tiny-template, or a no-network baseline: baseline-template, "
-       "baseline-spots"},
+       absl::StrCat(absl::StrJoin(jobspec::JobPresetNames(), ", "),
+                    " (baseline-*: the no-network baselines)")},
       {"dataset", "REF",
        "ds-<id> or an uploaded dataset's name, toymc:<key=value,...> or file:///path.h5"},
       {"epochs", "N", "training epochs (1..10000)"},

@@ -10,7 +10,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "base/field_checks.h"
 #include "gantry/v1/common.pb.h"
+#include "jobspec/job_plan.h"
 #include "google/protobuf/map.h"
 
 namespace gantry::server {
@@ -19,14 +21,14 @@ namespace gantry::server {
 inline constexpr int kDefaultPageSize = 50;
 inline constexpr int kMaxPageSize = 1000;
 inline constexpr int kMaxWorldSize = 256;
-inline constexpr int kMaxBatchPerRank = 4096;
-inline constexpr int kMaxEpochs = 10000;
+inline constexpr int kMaxBatchPerRank = jobspec::kMaxBatchPerRank;
+inline constexpr int kMaxEpochs = jobspec::kMaxEpochs;
 inline constexpr int kMaxLabels = 64;
 inline constexpr int kMaxChunkShowers = 1024;
 // GenerateRequest.priority is 0..kMaxPriority (a worker caps it at its model's levels - 1).
 inline constexpr int kMaxPriority = 9;
 inline constexpr int kMaxLogTail = 10000;
-inline constexpr int kMaxFolds = 20;  // JobSpec.data_split.folds and StudySpec.folds
+inline constexpr int kMaxFolds = jobspec::kMaxFolds;  // JobSpec.data_split.folds, StudySpec.folds
 inline constexpr int64_t kMaxUploadChunkBytes = 4 << 20;  // 4 MiB, as datasets.proto says
 
 // A parsed model reference: "[owner/]name:version" (version > 0) or "[owner/]name@alias".
@@ -58,20 +60,15 @@ absl::Status ValidateId(absl::string_view id, absl::string_view prefix, absl::st
 absl::StatusOr<int> ValidatePage(const gantry::v1::PageRequest& page, absl::string_view field);
 absl::Status ValidateDescription(absl::string_view description, absl::string_view field);
 
-// Building blocks of the per-service request checks.
+// Building blocks of the per-service request checks (base/field_checks.h), and the particle.
 namespace checks {
-inline constexpr absl::string_view kReasonInvalidField = "INVALID_FIELD";
-// INVALID_ARGUMENT "<field>: <what>", with a google.rpc.BadRequest violation of <field> and the
-// ErrorInfo reason kReasonInvalidField.
-absl::Status Invalid(absl::string_view field, absl::string_view what);
-// "<parent>.<child>".
-std::string Sub(absl::string_view parent, absl::string_view child);
-// Every character is alphanumeric or in `extra`.
-bool AllChars(absl::string_view s, absl::string_view extra);
-absl::Status CheckInt(int64_t value, int64_t min, int64_t max, absl::string_view field);
-absl::Status CheckFinite(double value, absl::string_view field);
-// Finite and in [0, max_exclusive).
-absl::Status CheckRange01(double value, double max_exclusive, absl::string_view field);
+using ::gantry::checks::AllChars;
+using ::gantry::checks::CheckFinite;
+using ::gantry::checks::CheckInt;
+using ::gantry::checks::CheckRange01;
+using ::gantry::checks::Invalid;
+using ::gantry::checks::kReasonInvalidField;
+using ::gantry::checks::Sub;
 absl::Status CheckParticle(gantry::v1::Particle particle, absl::string_view field);
 }  // namespace checks
 

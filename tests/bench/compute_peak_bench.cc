@@ -17,7 +17,7 @@
 
 #include "tests/bench/bench_flags.h"
 #include "workers/gan/generator.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 using gantry::bench::BenchFlag;
 

@@ -1,4 +1,4 @@
-// Data-parallel scaling (issue 4): 3dgan-25 training throughput of 2 ranks x T threads against
+// Data-parallel scaling: 3dgan-25 training throughput of 2 ranks x T threads against
 // 1 rank x T threads on the same per-rank batch, and how much of the gradient all-reduce hides
 // behind backward (overlap on vs off). One invocation runs the configurations alternately (A B C A
 // B C ...) as real rank processes on loopback, so all see the same machine load.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A short training probe of a recipe with `gantry-worker local-train`, in chunks: after every chunk it
 # generates 200 showers and prints where they put their energy across the face (shower_stats.py), so
-# one run shows when a structure forms (docs/MODELS.md "Fidelity").
+# one run shows when a structure forms (docs/studies/2026-11-28-fidelity-averages.md).
 #   tests/bench/fidelity_probe.sh NAME 'MODEL_SET' CHUNKS STEPS_PER_CHUNK [extra local-train flags]
 #   e.g. fidelity_probe.sh base 'latent=128;loss_weights=6,0.1,0.4' 6 50
 # Env: GANTRY_BUILD_DIR (./build), OUT_DIR (.), LR (0.0003), NICE (5), START (1: first chunk; a later

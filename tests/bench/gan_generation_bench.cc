@@ -1,4 +1,4 @@
-// Generation speed of a 3DGAN generator (issue 3): milliseconds per shower at a given batch and
+// Generation speed of a 3DGAN generator: milliseconds per shower at a given batch and
 // thread count, the network alone and the full ShowerGenerator path (noise, conditioning, GeV
 // conversion, copy out). Compare with pytorch_3dgan.py (run_gan_bench.sh runs both).
 //   gan_generation_bench [--preset=3dgan-25] [--batch=128] [--threads=2] [--iters=10]

@@ -1,4 +1,4 @@
-// Training speed of a 3DGAN (issue 3): samples per second of the full reference iteration (D on
+// Training speed of a 3DGAN: samples per second of the full reference iteration (D on
 // real, D on fake, two G updates) at a given batch and thread count, on random preprocessed data
 // (the same input as pytorch_3dgan.py train). run_gan_bench.sh runs both side by side.
 //   gan_training_bench [--preset=3dgan-25] [--batch=64] [--threads=2] [--iters=3]

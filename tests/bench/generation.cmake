@@ -1,4 +1,4 @@
-# Generation through the whole service (issue 5), torch-free: a gRPC client of gantry-server.
+# Generation through the whole service, torch-free: a gRPC client of gantry-server.
 # tests/bench/run_generation_bench.sh starts the stack and runs it next to gan_generation_bench;
 # figures in docs/BENCHMARKS.md "Generation service".
 add_executable(generation_service_bench ${CMAKE_CURRENT_LIST_DIR}/generation_service_bench.cc)

@@ -1,4 +1,4 @@
-// Generation through the whole service (issue 5): a gRPC client of a running gantry-server whose
+// Generation through the whole service: a gRPC client of a running gantry-server whose
 // router sends the work to a gantry-worker daemon. Torch-free: it only drives GenerationService.
 // Three measurements:
 //   bulk        one request for --count showers (default 10,000): showers/s from the call to the

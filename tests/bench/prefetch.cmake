@@ -1,4 +1,4 @@
-# Input pipeline (issue 5): data-stall fraction with and without prefetch on a cached dataset, cold
+# Input pipeline: data-stall fraction with and without prefetch on a cached dataset, cold
 # against warm epochs (figures in docs/BENCHMARKS.md "Input pipeline"). Run by hand:
 #   prefetch_bench --preset=tiny --steps=24 ; prefetch_bench --preset=3dgan-25 --batch=32 --steps=4
 add_executable(prefetch_bench ${CMAKE_CURRENT_LIST_DIR}/prefetch_bench.cc)

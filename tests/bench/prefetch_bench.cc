@@ -1,4 +1,4 @@
-// Input pipeline (issue 5): the data-stall fraction (time the trainer waits for its batch / step
+// Input pipeline: the data-stall fraction (time the trainer waits for its batch / step
 // time) of epochs streamed from a worker's dataset cache with prefetch (loader threads + bounded
 // queue) against the same epochs reading each batch inline (no prefetch), and the first (cold:
 // toy MC simulated, written and verified into an empty cache) epoch against a warm one (cache hit).

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """gantry's tiny training recipe in plain PyTorch (eager), on the same toy Monte Carlo, to tell a
-behaviour of gantry's implementation from one of the 3DGAN topology and recipe (docs/MODELS.md
-"Fidelity"). The networks are tests/bench/pytorch_3dgan.py's (layer for layer gantry's); the step is
-gantry's Trainer::Step: a discriminator update on the real batch, one on a generated batch, two
-generator updates, labels flipped with probability 0.05, RMSprop (alpha 0.9, eps 1e-7), BatchNorm
-momentum 0.1 (tiny). Conditions are fitted to the data as gantry fits them: fake energies uniform over
-the data's range, the ecal target a degree-4 polynomial of E/100 fitted to sum(cells x 100) / E.
+behaviour of gantry's implementation from one of the 3DGAN topology and recipe
+(docs/studies/2026-11-28-fidelity-averages.md). The networks are tests/bench/pytorch_3dgan.py's
+(layer for layer gantry's); the step is gantry's Trainer::Step: a discriminator update on the real
+batch, one on a generated batch, two generator updates, labels flipped with probability 0.05,
+RMSprop (alpha 0.9, eps 1e-7), BatchNorm momentum 0.1 (tiny). Conditions are fitted to the data as
+gantry fits them: fake energies uniform over the data's range, the ecal target a degree-4 polynomial
+of E/100 fitted to sum(cells x 100) / E.
 
   gantry-worker toymc --spec=toymc:layout=25,events=1000,seed=1,emin=10,emax=200 --out=toy.h5
   pytorch_fidelity_probe.py --data toy.h5 --steps 300 --every 50 --out probe

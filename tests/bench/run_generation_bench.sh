@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Generation service benchmark (issue 5), all in one run on this machine:
+# Generation service benchmark, all in one run on this machine:
 #   1. starts a private PostgreSQL, gantry-server and one gantry-worker daemon (serving on);
 #   2. registers a 3dgan-25 model through the public API: a one-epoch training job on 16 toy
 #      showers (the weights are as good as untrained: fine for speed, the network is the same);

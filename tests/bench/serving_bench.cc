@@ -1,4 +1,4 @@
-// Generation serving on the worker, in-process (no gRPC), 3dgan-25 (issue 5): the batcher against
+// Generation serving on the worker, in-process (no gRPC), 3dgan-25: the batcher against
 // the bare generator in the same run.
 //   1. baseline: the backend (ShowerGenerator from per-shower counter noise) at batch 128;
 //   2. bulk: one request of --bulk showers through the DynamicBatcher (max batch 128);

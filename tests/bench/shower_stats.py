@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Where a sample of 25x25x25 showers puts its energy across the face: the numbers that show the
-period-2 ("comb") structure of the 3DGAN generator next to the toy Monte Carlo (docs/MODELS.md "Fidelity").
+period-2 ("comb") structure of the 3DGAN generator next to the toy Monte Carlo
+(docs/studies/2026-11-28-fidelity-averages.md).
 
   shower_stats.py FILE.h5 [FILE.npy ...]
 

@@ -510,7 +510,7 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   EXPECT_EQ(empty.out, "No models.\n");
   EXPECT_EQ(Alice({"models", "list", "--json"}).out, "[]\n");
 
-  // Training arrives with issue 4; register a version the way a finished job will, in storage.
+  // No workers here: register a version in storage, the way a finished job does.
   auto database = storage::Database::Create(db_.dsn(), 1);
   ASSERT_TRUE(database.ok()) << database.status();
   storage::ModelRepository models(**database);

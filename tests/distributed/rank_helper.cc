@@ -5,14 +5,12 @@
 // train, statistics to FILE.stats. train saves the final weights and buffers of both networks
 // followed by the initial ones. Exit code 0 on success; errors go to stderr.
 #include <ATen/ATen.h>
-#include <malloc.h>
 #include <torch/nn/modules/batchnorm.h>
 #include <torch/serialize.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
-#include <limits>
 #include <string>
 #include <vector>
 
@@ -21,6 +19,8 @@
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/condition_fit.h"
+#include "workers/gan/heap_retention.h"
+#include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/preprocessing.h"
 #include "workers/gan/sync_batch_norm.h"
 #include "workers/gan/trainer.h"
@@ -204,11 +204,11 @@ int Collectives(int argc, char** argv) {
 }  // namespace gantry::distributed
 
 int main(int argc, char** argv) {
-  // The float64 convolutions (no oneDNN) allocate and free im2col buffers of hundreds of MB per
-  // call; served by mmap, every call page-faults them afresh (most of the run time as system
-  // time). Keep them on the heap and keep the heap.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  // The process settings of a gantry-worker rank. The float64 convolutions (no oneDNN) allocate and
+  // free im2col buffers of hundreds of MB per call; served by mmap, every call page-faulted them
+  // afresh (most of the run time as system time).
+  gantry::gan::PreferPassiveOpenMpWait(argv);  // may re-execute this program
+  gantry::gan::RetainFreedHeapMemory();
   const std::string mode = gantry::bench::BenchFlag(argc, argv, "mode", "");
   try {
     if (mode == "train") return gantry::distributed::Train(argc, argv, false);

@@ -18,7 +18,7 @@
 #include "workers/gan/discriminator.h"
 #include "workers/gan/generator.h"
 #include "workers/gan/losses.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {

@@ -67,7 +67,8 @@ TEST(UntrainedMetricsTest, FreshGeneratorsScorePoorButBounded) {
   for (const std::string preset : {"tiny", "3dgan-25"}) {
     const physics::ValidationReport report = ValidateGenerator(preset, /*zero_weights=*/false);
     ExpectFiniteAndBounded(report, preset);
-    // Measured ~0.87-0.91 and ~0.91-0.93 (docs/MODELS.md): far from the Monte Carlo, below 1.
+    // Measured ~0.87-0.91 and ~0.91-0.93
+    // (docs/studies/2026-11-25-validation-metrics-perfect-and-untrained.md): far from the MC, below 1.
     EXPECT_GT(report.metrics.at("sf_mre"), 0.5) << preset;
     EXPECT_GT(report.metrics.at("eprof"), 0.5) << preset;
     EXPECT_LT(report.metrics.at("fom"), 2.0) << preset;

@@ -34,7 +34,9 @@
 #include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/device.h"
+#include "workers/gan/heap_retention.h"
 #include "workers/gan/in_memory_batch_source.h"
+#include "workers/gan/openmp_wait_policy.h"
 #include "workers/gan/preprocessing.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
@@ -365,6 +367,9 @@ void GenerationThroughput(const c10::Device& device, const std::string& preset,
 
 int main(int argc, char** argv) {
   using namespace gantry::gan;
+  // The process settings of gantry-worker, whose training this program checks.
+  PreferPassiveOpenMpWait(argv);  // may re-execute this program
+  RetainFreedHeapMemory();
   std::string device_text = "cuda:0";
   bool quick = false;
   for (int i = 1; i < argc; ++i) {

@@ -12,7 +12,8 @@ import re
 import sys
 
 # Top-level folders of the repository whose headers other folders may include.
-FOLDERS = {"proto", "base", "showers", "storage", "scheduler", "server", "workers", "clients", "tests"}
+FOLDERS = {"proto", "base", "jobspec", "showers", "storage", "scheduler", "server", "workers", "clients",
+           "tests"}
 
 # External libraries whose use is restricted; anything else (the standard library, Abseil, OpenSSL,
 # protobuf, POSIX) may be used everywhere.
@@ -37,25 +38,28 @@ RULES = {
     "base/http": ({"base", "proto"}, {"grpc", "httplib"}),
     # base/metrics: the /metrics endpoint configures its routes with cpp-httplib.
     "base/metrics": ({"base", "proto"}, {"grpc", "httplib"}),
+    # jobspec: what a job spec means (presets, the model config and its bounds, the job plan),
+    # shared by the server and the workers; pure C++ over the proto types.
+    "jobspec": ({"proto", "base"}, set()),
     "showers": ({"base"}, {"hdf5"}),
     # showers/stream: generated chunks (gantry.v1.GenerateChunk) into shower files.
     "showers/stream": ({"base", "proto"}, set()),
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
-    "server": ({"proto", "base", "showers", "storage", "scheduler"}, {"grpc"}),
+    "server": ({"proto", "base", "jobspec", "showers", "storage", "scheduler"}, {"grpc"}),
     # server/studies: the pure search library (no gRPC, protobuf or storage); Eigen and NLopt.
     "server/studies": ({"base"}, {"eigen", "nlopt"}),
     # server/http: the HTTP API and web app listener (cpp-httplib).
-    "server/http": ({"proto", "base", "showers", "storage", "scheduler", "server"},
+    "server/http": ({"proto", "base", "jobspec", "showers", "storage", "scheduler", "server"},
                     {"grpc", "httplib"}),
-    "workers": ({"proto", "base", "showers"}, {"grpc", "libtorch", "onnx"}),
-    "workers/agent": ({"proto", "base", "showers"}, {"grpc"}),
+    "workers": ({"proto", "base", "jobspec", "showers"}, {"grpc", "libtorch", "onnx"}),
+    "workers/agent": ({"proto", "base", "jobspec", "showers"}, {"grpc"}),
     # workers/physics: torch-free validation; Eigen for the classifier two-sample test and the
     # Frechet distance.
-    "workers/physics": ({"proto", "base", "showers"}, {"eigen"}),
+    "workers/physics": ({"proto", "base", "jobspec", "showers"}, {"eigen"}),
     # workers/baseline: the no-network reference generators, pure C++ (the model and its checkpoint).
-    "workers/baseline": ({"base", "showers"}, set()),
-    "clients": ({"proto", "base", "showers"}, {"grpc"}),
+    "workers/baseline": ({"base", "jobspec", "showers"}, set()),
+    "clients": ({"proto", "base", "jobspec", "showers"}, {"grpc"}),
     "clients/plots": ({"proto", "base"}, {"cairo"}),
 }
 

@@ -196,7 +196,7 @@ TEST(RankPlanTest, ABaselinePresetPlansAFitOnOneRank) {
   absl::StatusOr<runner::RankPlan> plan = runner::PlanRank(a);
   ASSERT_TRUE(plan.ok()) << plan.status();
   ASSERT_TRUE(plan->baseline.has_value());
-  EXPECT_EQ(*plan->baseline, baseline::BaselineKind::kSpots);
+  EXPECT_EQ(*plan->baseline, jobspec::BaselineKind::kSpots);
   EXPECT_EQ(plan->model.preset, "baseline-spots");
   EXPECT_EQ(plan->model.grid, gan::PresetConfig("3dgan-25")->grid);
   EXPECT_FALSE(runner::PlanRank(GoodAssignment())->baseline.has_value());

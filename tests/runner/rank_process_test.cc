@@ -33,7 +33,7 @@
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/runner/checkpoint_client.h"
 
 namespace gantry::testing {

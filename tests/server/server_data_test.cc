@@ -1,5 +1,5 @@
 // Integration tests of datasets (real HDF5 upload, read-back, refusal of bad files), the model
-// catalog (versions inserted through ModelRepository, as issue 4's jobs will), generation request
+// catalog (versions inserted through ModelRepository, as a finished job registers them), generation request
 // checks and the worker protocol.
 #include <gtest/gtest.h>
 

@@ -18,7 +18,7 @@
 #include "tests/serving/torch_model.h"
 #include "tests/support/temp_dir.h"
 #include "workers/gan/checkpoint.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/runner/checkpoint_verifier.h"
 #include "workers/serving/checkpoint_model_loader.h"
 

@@ -8,7 +8,7 @@
 
 #include "base/sha256.h"
 #include "workers/gan/checkpoint.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/serving/model_cache.h"
 #include "workers/serving/torch_backend.h"
 

@@ -36,7 +36,7 @@ struct AgentOptions {
   int threads_per_rank = 1;
   std::map<std::string, std::string> labels;
   std::string cache_dir = "./gantry-cache";
-  int64_t cache_max_bytes = int64_t{10} << 30;  // stored for the dataset cache (issue 5)
+  int64_t cache_max_bytes = int64_t{10} << 30;  // the dataset cache's size limit
   std::string advertise_host = "127.0.0.1";
   int rendezvous_port_min = 29400;
   int rendezvous_port_max = 29499;

@@ -273,16 +273,6 @@ bool AllFinite(const std::vector<float>& v) {
 
 }  // namespace
 
-absl::string_view BaselinePresetName(BaselineKind kind) {
-  return kind == BaselineKind::kTemplate ? "baseline-template" : "baseline-spots";
-}
-
-std::optional<BaselineKind> BaselineKindOfPreset(absl::string_view preset) {
-  if (preset == "baseline-template") return BaselineKind::kTemplate;
-  if (preset == "baseline-spots") return BaselineKind::kSpots;
-  return std::nullopt;
-}
-
 absl::Status ValidateBaselineParameters(const BaselineParameters& p) {
   auto bad = [](const std::string& what) {
     return absl::InvalidArgumentError(absl::StrCat("baseline: ", what));

@@ -16,19 +16,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "jobspec/presets.h"
 #include "showers/shower_set.h"
 
 namespace gantry::baseline {
 
-enum class BaselineKind {
-  kTemplate,  // template + modes, clamped at 0
-  kSpots,     // the same, then Poisson spots of the fitted spot energy in every cell
-};
-
-// The job-spec presets of the kinds: "baseline-template" and "baseline-spots".
-absl::string_view BaselinePresetName(BaselineKind kind);
-// The kind a preset names; nullopt for every other preset (the networks).
-std::optional<BaselineKind> BaselineKindOfPreset(absl::string_view preset);
+// The kinds and their job-spec presets ("baseline-template", "baseline-spots"): jobspec/presets.h.
+using jobspec::BaselineKind;
+using jobspec::BaselineKindOfPreset;
+using jobspec::BaselinePresetName;
 
 inline constexpr int kDefaultBaselineModes = 2;
 inline constexpr int kMaxBaselineModes = 16;

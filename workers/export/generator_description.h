@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/generator.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::exporter {
 

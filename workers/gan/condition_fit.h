@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "showers/shower_file_reader.h"
 #include "showers/shower_set.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

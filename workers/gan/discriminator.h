@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "workers/gan/conv_stage.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

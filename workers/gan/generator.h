@@ -13,7 +13,7 @@
 
 #include "absl/status/status.h"
 #include "workers/gan/conv_stage.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "workers/gan/discriminator.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

@@ -11,7 +11,8 @@ namespace gantry::gan {
 // it sleeps. LibTorch runs thousands of parallel regions per training step; on a 2-core machine
 // shared with other work the spinning thread holds a core that its partner needs (more than half
 // of a step's CPU samples were in libgomp's spin loop), and steps took up to 3x longer. On an idle
-// machine sleeping costs a futex wake per region, within the noise of a step (docs/BENCHMARKS.md).
+// machine sleeping costs a futex wake per region, within the noise of a step
+// (docs/studies/2026-11-28-gan-speed-libtorch-vs-pytorch.md).
 //
 // Setting the variable from inside the process is too late: libgomp has read the environment in its
 // initializer, and even an executable's .preinit_array does not help (glibc's own initializer,

@@ -16,7 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "showers/shower_file_reader.h"
 #include "workers/gan/batch_source.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

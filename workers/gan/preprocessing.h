@@ -12,7 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "showers/shower_set.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

@@ -1,6 +1,6 @@
 // ShowerGenerator: batched inference with a trained generator: energies (and angles) in, showers
 // in GeV in the data set's layout out. Holds the generator in eval mode; not thread-safe (one
-// caller at a time; issue 5's batcher serialises requests).
+// caller at a time; the serving batcher serialises requests).
 #ifndef GANTRY_WORKERS_GAN_SHOWER_GENERATOR_H_
 #define GANTRY_WORKERS_GAN_SHOWER_GENERATOR_H_
 
@@ -16,7 +16,7 @@
 #include "absl/types/span.h"
 #include "showers/shower_set.h"
 #include "workers/gan/generator.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 

@@ -22,7 +22,7 @@
 #include "showers/shower_set.h"
 #include "workers/gan/batch_source.h"
 #include "workers/gan/checkpoint.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
@@ -104,7 +104,7 @@ enum class TrainPhase { kDiscriminatorReal, kDiscriminatorFake, kGenerator };
 class Trainer {
  public:
   // Called after backward, before the optimiser step; the gradients of `model`'s parameters are
-  // ready (issue 4 all-reduces them here). A non-OK status aborts the step.
+  // ready (data-parallel training all-reduces them here). A non-OK status aborts the step.
   using GradientHook = std::function<absl::Status(TrainPhase phase, torch::nn::Module& model)>;
   using StepCallback = std::function<void(const StepReport&)>;
   using EpochCallback = std::function<void(const EpochReport&)>;

@@ -11,7 +11,7 @@
 #include "gantry/v1/common.pb.h"
 #include "showers/shower_set.h"
 #include "workers/gan/generator.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/physics/validation.h"
 

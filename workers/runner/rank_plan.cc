@@ -115,139 +115,16 @@ absl::Status CheckSpecWorldAndDataset(const v1::JobSpec& spec, int world_size) {
   return absl::OkStatus();
 }
 
-absl::Status ApplyModelOverrides(const v1::ModelOverrides& o, gan::ModelConfig* m) {
-  if (o.latent_size() < 0 || o.generator_filters() < 0 || o.discriminator_filters() < 0) {
-    return Bad("spec.model_overrides", "values must be >= 0 (0 = preset default)");
-  }
-  if (o.latent_size() > 0) m->latent = o.latent_size();
-  if (o.generator_filters() > 0) m->generator_filters[0] = o.generator_filters();
-  if (o.discriminator_filters() > 0) m->discriminator_filters[0] = o.discriminator_filters();
-  return absl::OkStatus();
-}
-
-absl::Status ApplyLossWeights(const v1::LossWeights& w, gan::ModelConfig* m) {
-  if (w.adversarial() < 0 || w.energy() < 0 || w.angle() < 0 || w.ecal_sum() < 0) {
-    return Bad("spec.hyper_parameters.loss_weights", "must be >= 0 (0 = preset default)");
-  }
-  // Order of ModelConfig::loss_weights: [BCE, E, ecal] or [BCE, E, theta, ecal].
-  if (w.adversarial() > 0) m->loss_weights[0] = w.adversarial();
-  if (w.energy() > 0) m->loss_weights[1] = w.energy();
-  if (m->variable_angle() && w.angle() > 0) m->loss_weights[2] = w.angle();
-  if (w.ecal_sum() > 0) m->loss_weights.back() = w.ecal_sum();
-  return absl::OkStatus();
-}
-
-// Checks the hyper-parameters and applies those that override the model preset.
-// A baseline-* preset has no optimiser step: its epochs may be 0 (ignored).
-absl::Status ApplyHyperParameters(const v1::HyperParameters& h, bool baseline,
-                                  gan::ModelConfig* m) {
-  if (h.epochs() < (baseline ? 0 : 1) || h.epochs() > 10000) {
-    return Bad("spec.hyper_parameters.epochs", absl::StrCat(h.epochs(), " is not in 1..10000"));
-  }
-  if (h.batch_per_rank() < 0 || h.batch_per_rank() > 4096) {
-    return Bad("spec.hyper_parameters.batch_per_rank",
-               absl::StrCat(h.batch_per_rank(), " is not in 1..4096"));
-  }
-  if (!(h.learning_rate() >= 0)) {
-    return Bad("spec.hyper_parameters.learning_rate", "must be > 0 (0 = preset default)");
-  }
-  if (h.learning_rate() > 0) m->learning_rate = h.learning_rate();
-  if (!h.optimizer().empty() && h.optimizer() != "rmsprop") {
-    return Bad("spec.hyper_parameters.optimizer",
-               absl::StrCat("\"", h.optimizer(),
-                            "\" is not supported by this worker; use \"rmsprop\" (the 3DGAN "
-                            "reference optimiser)"));
-  }
-  if (!(h.label_flip_probability() >= 0 && h.label_flip_probability() < 1)) {
-    return Bad("spec.hyper_parameters.label_flip_probability", "must be in [0, 1)");
-  }
-  if (h.label_flip_probability() > 0) m->label_flip = h.label_flip_probability();
-  if (h.generator_steps_per_discriminator_step() < 0 ||
-      h.generator_steps_per_discriminator_step() > 100) {
-    return Bad("spec.hyper_parameters.generator_steps_per_discriminator_step",
-               "must be in 1..100 (0 = preset default)");
-  }
-  if (h.generator_steps_per_discriminator_step() > 0) {
-    m->generator_steps = h.generator_steps_per_discriminator_step();
-  }
-  if (h.has_loss_weights()) RETURN_IF_ERROR(ApplyLossWeights(h.loss_weights(), m));
-  if (h.warmup_epochs() < 0) return Bad("spec.hyper_parameters.warmup_epochs", "must be >= 0");
-  return absl::OkStatus();
-}
-
-// The model: the preset with the spec's overrides and hyper-parameters applied, validated.
-// A baseline-* preset resolves to 3dgan-25's config (its grid, layout and data normalisation),
-// named after the baseline.
-absl::StatusOr<gan::ModelConfig> ResolveModel(const v1::JobSpec& spec) {
-  const bool baseline = baseline::BaselineKindOfPreset(spec.model_preset()).has_value();
-  absl::StatusOr<gan::ModelConfig> preset =
-      gan::PresetConfig(baseline ? "3dgan-25" : spec.model_preset());
-  if (!preset.ok()) {
-    return Bad("spec.model_preset",
-               absl::StrCat(preset.status().message(), ", baseline-template, baseline-spots"));
-  }
-  gan::ModelConfig& m = *preset;
-  if (baseline) m.preset = spec.model_preset();
-  RETURN_IF_ERROR(ApplyModelOverrides(spec.model_overrides(), &m));
-  RETURN_IF_ERROR(ApplyHyperParameters(spec.hyper_parameters(), baseline, &m));
-  if (absl::Status s = gan::ValidateModelConfig(m); !s.ok()) {
-    return Bad("spec.model_overrides", std::string(s.message()));
-  }
-  return m;
-}
-
-absl::Status ResolveValidation(const v1::ValidationSettings& v, RankPlan* plan) {
-  plan->validation = !v.disabled();
-  plan->holdout_fraction = v.holdout_fraction() > 0 ? v.holdout_fraction() : 0.1;
-  if (v.disabled()) plan->holdout_fraction = 0;
-  if (!(plan->holdout_fraction >= 0 && plan->holdout_fraction < 1)) {
-    return Bad("spec.validation.holdout_fraction",
-               absl::StrCat(v.holdout_fraction(), " is not in (0, 1)"));
-  }
-  if (v.energy_bin_half_width() < 0 || v.showers_per_bin() < 0) {
-    return Bad("spec.validation", "energy_bin_half_width and showers_per_bin must be >= 0");
-  }
-  for (double e : v.energies()) {
-    if (!(e > 0)) return Bad("spec.validation.energies", "every energy must be > 0 GeV");
-  }
-  return absl::OkStatus();
-}
-
-absl::Status ResolveCheckpointPolicy(const v1::CheckpointPolicy& c, RankPlan* plan) {
-  if (c.every_epochs() < 0 || c.keep_last() < 0) {
-    return Bad("spec.checkpoint_policy", "every_epochs and keep_last must be >= 0");
-  }
-  if (c.every_steps() < 0 || c.every_steps() > 1000000) {
-    return Bad("spec.checkpoint_policy.every_steps",
-               absl::StrCat(c.every_steps(), " is not in 0..1000000 (0 = off)"));
-  }
-  if (!(c.every_minutes() >= 0 && c.every_minutes() <= 10080)) {
-    return Bad("spec.checkpoint_policy.every_minutes",
-               absl::StrCat(c.every_minutes(), " is not in 0..10080 (0 = off)"));
-  }
-  plan->checkpoint_every_epochs = c.every_epochs();
-  plan->checkpoint_every_steps = c.every_steps();
-  plan->checkpoint_every_minutes = c.every_minutes();
-  plan->keep_last = std::max(1, c.keep_last());
-  if (c.keep_best() && !plan->validation) {
-    return Bad("spec.checkpoint_policy.keep_best",
-               "needs validation (spec.validation.disabled is set): the best checkpoint is chosen "
-               "by its validation figure of merit");
-  }
-  plan->keep_best = c.keep_best();
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
-  RankPlan plan;
-  plan.assignment = a;
   RETURN_IF_ERROR(CheckAssignment(a));
   const v1::JobSpec& spec = a.spec();
   RETURN_IF_ERROR(CheckSpecWorldAndDataset(spec, a.world_size()));
-  ASSIGN_OR_RETURN(plan.model, ResolveModel(spec));
-  plan.baseline = baseline::BaselineKindOfPreset(spec.model_preset());
+  RankPlan plan;
+  ASSIGN_OR_RETURN(static_cast<jobspec::JobPlan&>(plan), jobspec::PlanJob(spec));
+  plan.assignment = a;
+  plan.threads = a.threads();
   if (plan.baseline.has_value()) {
     if (a.world_size() != 1) {
       return Bad("spec.world_size",
@@ -259,42 +136,11 @@ absl::StatusOr<RankPlan> PlanRank(const v1::Assignment& a) {
                  absl::StrCat("a baseline (", spec.model_preset(), ") is fitted, not fine-tuned"));
     }
   }
-
-  const v1::HyperParameters& h = spec.hyper_parameters();
-  plan.epochs = h.epochs();
-  plan.batch_per_rank = h.batch_per_rank();
-  plan.seed = h.seed();
-  plan.threads = a.threads();
-  plan.scale_lr_with_world_size = h.scale_lr_with_world_size();
-  plan.warmup_epochs = h.warmup_epochs();
-  if (!(h.lr_decay_to() >= 0 && h.lr_decay_to() <= 1)) {
-    return Bad("spec.hyper_parameters.lr_decay_to", "must be in [0, 1] (0 = constant)");
-  }
-  plan.lr_decay_to = h.lr_decay_to() > 0 ? h.lr_decay_to() : 1.0;
-
   const gan::ModelConfig& m = plan.model;
   const int64_t batch = plan.batch_per_rank > 0 ? plan.batch_per_rank : m.default_batch;
   RETURN_IF_ERROR(ResolveDataPipeline(spec.data_pipeline(),
                                       batch * m.grid[0] * m.grid[1] * m.grid[2],
                                       std::thread::hardware_concurrency(), &plan));
-  RETURN_IF_ERROR(ResolveValidation(spec.validation(), &plan));
-  if (spec.has_data_split()) {
-    const v1::DataSplit& split = spec.data_split();
-    if (split.folds() < 2 || split.folds() > 20) {
-      return Bad("spec.data_split.folds", absl::StrCat(split.folds(), " is not in 2..20"));
-    }
-    if (split.validation_fold() < 0 || split.validation_fold() >= split.folds()) {
-      return Bad("spec.data_split.validation_fold",
-                 absl::StrCat(split.validation_fold(), " is not in 0..", split.folds() - 1));
-    }
-    if (!plan.validation) {
-      return Bad("spec.data_split", "needs validation (spec.validation.disabled is set)");
-    }
-    plan.folds = split.folds();
-    plan.validation_fold = split.validation_fold();
-    plan.split_seed = split.seed();
-  }
-  RETURN_IF_ERROR(ResolveCheckpointPolicy(spec.checkpoint_policy(), &plan));
   return plan;
 }
 

@@ -28,7 +28,7 @@
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/condition_fit.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/physics/validation.h"

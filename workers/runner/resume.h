@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "workers/gan/batch_source.h"
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/trainer.h"
 
 namespace gantry::gan {

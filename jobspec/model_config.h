@@ -47,13 +47,14 @@ struct ModelConfig {
   // Training only: the gradient slope the generator's output ReLU passes back where it clamps a
   // cell to 0 (0: the exact ReLU gradient). A cell that is negative before the ReLU for every
   // event gets no gradient otherwise, so a whole phase of the x2 upsampled grid can stay empty
-  // (docs/MODELS.md "Fidelity"). Generation is unchanged: the forward pass is still relu(x).
+  // (docs/studies/2026-11-28-fidelity-averages.md). Generation is unchanged: the forward pass is
+  // still relu(x).
   double generator_relu_grad_slope = 0.0;
   // The generator adds (E / energy_scale) x T to its output before the final ReLU, T a learned
   // per-cell template (x, y, z) that a fresh training initialises to the training data's mean
   // preprocessed shower per unit E / energy_scale (InitShowerTemplate). The mean shape is then
   // there from the first step and the conv stack learns the shower-to-shower fluctuations around
-  // it, instead of first having to find a one-cell-wide centre (docs/MODELS.md "Fidelity").
+  // it, instead of first having to find a one-cell-wide centre (docs/MODELS.md "tiny-template").
   bool generator_template = false;
   // With generator_template: the generator also adds e (z_1 M_1 + ... + z_K M_K), K =
   // template_modes, z_k the first K components of its normal noise and M_k learned per-cell

@@ -1,4 +1,4 @@
-#include "workers/gan/model_config.h"
+#include "jobspec/model_config.h"
 
 #include <algorithm>
 #include <cmath>
@@ -56,7 +56,7 @@ ModelConfig Tiny() {
 // tiny with a shower template (ModelConfig::generator_template) and 2 fluctuation modes: the
 // generator starts from the training data's mean shower and its leading shower-to-shower
 // fluctuations, and learns the rest, which a few hundred steps can do; the plain topology first
-// has to find the one-cell-wide centre (docs/MODELS.md "Fidelity"). A 128-dimensional latent, the
+// has to find the one-cell-wide centre (docs/MODELS.md "tiny-template"). A 128-dimensional latent, the
 // loss weights of the fidelity study, and the profile loss, which keeps the mean shower's
 // transverse tails that adversarial training alone removes.
 ModelConfig TinyTemplate() {
