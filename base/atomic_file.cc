@@ -32,10 +32,10 @@ bool WriteAll(int fd, absl::string_view data) {
 
 absl::Status WriteFileAtomically(const std::string& path,
                                  std::initializer_list<absl::string_view> pieces,
-                                 ExistingFile existing) {
+                                 ExistingFile existing, int mode) {
   const std::string tmp = path + ".tmp";
   ::unlink(tmp.c_str());  // a stale one; a symlink is removed, not followed
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
   if (fd < 0) return Unavailable("cannot create", tmp, errno);
   for (absl::string_view piece : pieces) {
     if (!WriteAll(fd, piece)) {

@@ -14,14 +14,14 @@ namespace gantry {
 // Whether an existing PATH is replaced (rename) or kept (link, then ALREADY_EXISTS).
 enum class ExistingFile { kReplace, kKeep };
 
-// Writes the concatenation of `pieces` to `path` through `path`.tmp (created 0644, a stale one from
+// Writes the concatenation of `pieces` to `path` through `path`.tmp (created with `mode`, a stale one from
 // an interrupted run replaced, a symlink there not followed), fsync, then rename over `path`
 // (kReplace) or link to it (kKeep: ALREADY_EXISTS if `path` exists, also when it appeared
 // meanwhile). The .tmp file never outlives the call. Errors are UNAVAILABLE (ALREADY_EXISTS as
 // said) and name the path: for files of this process, never for a path a tenant gave.
 absl::Status WriteFileAtomically(const std::string& path,
                                  std::initializer_list<absl::string_view> pieces,
-                                 ExistingFile existing = ExistingFile::kReplace);
+                                 ExistingFile existing = ExistingFile::kReplace, int mode = 0644);
 
 }  // namespace gantry
 

@@ -1,17 +1,15 @@
 #include "workers/agent/credential_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/atomic_file.h"
 
 namespace gantry::agent {
 namespace {
@@ -41,32 +39,8 @@ absl::StatusOr<std::string> ReadCredentialFile(const std::string& path) {
 }
 
 absl::Status WriteCredentialFile(const std::string& path, const std::string& secret) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  const auto failed = [&](absl::string_view what) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot ", what, " ", tmp, " for --credential-file: ", std::strerror(errno)));
-  };
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return failed("create");
-  const std::string content = secret + "\n";
-  const bool written =
-      fchmod(fd, 0600) == 0 &&
-      write(fd, content.data(), content.size()) == static_cast<ssize_t>(content.size()) &&
-      fsync(fd) == 0;
-  const int saved = errno;
-  close(fd);
-  if (!written) {
-    unlink(tmp.c_str());
-    errno = saved;
-    return failed("write");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    const int rename_errno = errno;
-    unlink(tmp.c_str());
-    errno = rename_errno;
-    return failed("rename");
-  }
-  return absl::OkStatus();
+  // 0600 from creation; a symlink at the temporary name is not followed.
+  return WriteFileAtomically(path, {secret, "\n"}, ExistingFile::kReplace, 0600);
 }
 
 }  // namespace gantry::agent
