@@ -70,8 +70,9 @@ symbolizer="$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || tru
 if [[ "$step" == all || "$step" == test ]]; then
   start=$SECONDS
   # Left out by default: the scheduler's long pure-logic simulation and property runs, the study
-  # optimisers' statistical comparisons over many searches and the physics metrics' statistical
+  # optimisers' statistical comparisons over many searches, the physics metrics' statistical
   # runs (classifier trainings on thousands of toy showers; the tests of their input checks stay)
+  # and the baselines' statistical matches to the data (their determinism and hostile cases stay)
   # (no memory handling a sanitizer would add to; they run in the normal stage), the watchdog test, which
   # asserts a wall-clock bound that the sanitizers' slowdown breaks, and the misbehaving-inspector
   # test, whose instrumented child cannot start under the address-space limit it sets (ASan reserves
@@ -80,6 +81,7 @@ if [[ "$step" == all || "$step" == test ]]; then
   skip+='|^studies\.OptimizerTest\..*(BetterThan|FewerEvaluationsThan)Random'
   skip+='|^physics\.FieldMetricsTest\.MonteCarloAgainstItself'
   skip+='|^physics\.ClassifierTwoSampleTest\.(SameDistribution|ShiftedMean)'
+  skip+='|^baseline\.BaselineSamplerTest\.(MatchesTheData|SpotsMatch)'
   skip+='|^server\.ServerHostileUploadTest\.AnInspectionChildThatDiesOrMisbehaves'
   if [[ -n "${GANTRY_SANITIZE_CTEST_ARGS:-}" ]]; then
     read -r -a extra <<<"$GANTRY_SANITIZE_CTEST_ARGS"

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {

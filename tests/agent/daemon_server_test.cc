@@ -19,6 +19,7 @@
 #include "tests/agent/cache_entry.h"
 #include "tests/agent/daemon_process.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "workers/runner/dataset_cache.h"
 
 namespace gantry::testing {
@@ -40,7 +41,7 @@ class DaemonServerTest : public ServerFixture {
   std::vector<std::string> DaemonArgs(const std::string& name) const {
     return {"--server=" + server_->address(), "--join-token-file=" + dir_.File("join.token"),
             "--name=" + name, "--cache-dir=" + dir_.File("cache-" + name),
-            "--rank-binary=" FAKE_RANK_BINARY};
+            std::string("--rank-binary=") + FAKE_RANK_BINARY};
   }
 
   // The worker called `name` as the server lists it, if any.

@@ -15,6 +15,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "base/metrics/metrics_registry.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 

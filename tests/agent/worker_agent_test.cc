@@ -5,6 +5,7 @@
 // running jobs, messages not acknowledged are re-sent with their seqs after every reconnect (and
 // acknowledged ones never), duplicate assignments are ignored, Stop reports the ranks' exits; and
 // the daemon process itself on SIGTERM and kill -9.
+#include "tests/support/build_paths.h"
 #include "workers/agent/worker_agent.h"
 
 #include <gtest/gtest.h>
@@ -489,7 +490,7 @@ TEST(WorkerDaemonProcessTest, SigtermIsAPreemptionNoticeRanksCheckpointWithinThe
   gantry::testing::DaemonProcess daemon(
       {"--server=127.0.0.1:" + std::to_string(port), std::string("--join-token=") + kToken,
        "--name=preempted", "--slots=2", "--cache-dir=" + dir.File("cache"),
-       "--preemption-grace-ms=3000", "--kill-grace-ms=1000", "--rank-binary=" FAKE_RANK_BINARY},
+       "--preemption-grace-ms=3000", "--kill-grace-ms=1000", std::string("--rank-binary=") + FAKE_RANK_BINARY},
       dir.File("daemon.log"));
   ASSERT_TRUE(service.WaitFor([](const Received& r) { return !r.empty(); }, absl::Seconds(10)))
       << daemon.Log();
@@ -553,7 +554,7 @@ TEST(WorkerDaemonProcessTest, RanksDieWithAKilledDaemonAndSigtermStopsThemCleanl
                                          "--slots=2",
                                          "--cache-dir=" + dir.File("cache"),
                                          "--ranks-die-with-daemon=true",
-                                         "--rank-binary=" FAKE_RANK_BINARY};
+                                         std::string("--rank-binary=") + FAKE_RANK_BINARY};
   auto rank_pid = [&](const std::string& job) {
     return std::atoi([&] {
       std::ifstream in(dir.File("cache") + "/work/" + job + "/rank-0/pid.txt");
@@ -627,7 +628,7 @@ TEST(WorkerDaemonProcessTest, ReportsItsDatasetCacheAndEvictsItAtStart) {
   gantry::testing::DaemonProcess daemon(
       {"--server=127.0.0.1:" + std::to_string(port), std::string("--join-token=") + kToken,
        "--name=cached", "--cache-dir=" + cache_dir, "--cache-max-bytes=2500",
-       "--rank-binary=" FAKE_RANK_BINARY},
+       std::string("--rank-binary=") + FAKE_RANK_BINARY},
       dir.File("daemon.log"));
   auto heartbeat_with = [](const std::vector<std::string>& keys, int64_t bytes) {
     return [keys, bytes](const Received& r) {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "tests/support/build_paths.h"
 #include "tests/support/temp_dir.h"
 
 namespace gantry {

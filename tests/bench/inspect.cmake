@@ -2,5 +2,5 @@
 # build/tests/bench/inspect_bench [repeats]; figures go to docs/BENCHMARKS.md.
 add_executable(inspect_bench ${CMAKE_CURRENT_LIST_DIR}/inspect_bench.cc)
 target_link_libraries(inspect_bench PRIVATE gantry_server_lib gantry_showers)
-target_compile_definitions(inspect_bench PRIVATE GANTRY_INSPECT_BINARY="$<TARGET_FILE:gantry-inspect>")
+gantry_test_paths(inspect_bench PRIVATE GANTRY_INSPECT_BINARY target:gantry-inspect)
 add_dependencies(inspect_bench gantry-inspect)

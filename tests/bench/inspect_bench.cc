@@ -12,6 +12,7 @@
 #include "server/sandboxed_inspector.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
+#include "tests/support/build_paths.h"
 
 namespace {
 

@@ -29,6 +29,7 @@
 #include "storage/database.h"
 #include "storage/job_repository.h"
 #include "storage/model_repository.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"

@@ -16,6 +16,7 @@
 
 #include "showers/hdf5_io.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "tests/gan/test_data.h"
+#include "tests/support/build_paths.h"
 #include "workers/distributed/communicator.h"
 #include "workers/gan/trainer.h"
 

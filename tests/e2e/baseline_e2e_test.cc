@@ -17,6 +17,7 @@
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {

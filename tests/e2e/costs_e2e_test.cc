@@ -13,6 +13,7 @@
 #include "absl/strings/match.h"
 #include "google/protobuf/util/json_util.h"
 #include "tests/e2e/worker_pool_fixture.h"
+#include "tests/support/build_paths.h"
 
 namespace gantry::testing {
 namespace {

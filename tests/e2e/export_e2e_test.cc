@@ -20,6 +20,7 @@
 #include "base/sha256.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"
 

@@ -21,6 +21,7 @@
 #include "gantry/v1/training.grpc.pb.h"
 #include "tests/server/server_fixture.h"
 #include "tests/serving/shower_compare.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {

@@ -31,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "tests/e2e/netns_hosts.h"
 #include "tests/e2e/worker_pool_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/temp_dir.h"
 
 namespace gantry::testing {

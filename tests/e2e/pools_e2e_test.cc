@@ -26,6 +26,7 @@
 #include "gantry/v1/admin.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {
@@ -36,7 +37,7 @@ using std::chrono::milliseconds;
 using std::chrono::seconds;
 using std::chrono::steady_clock;
 
-const std::string kScripts = GANTRY_SOURCE_DIR "/tests/e2e/pool_scripts";
+const std::string kScripts = gantry::testing::SourcePath("tests/e2e/pool_scripts");
 
 // Output of a command (stdout and stderr), empty on failure to run.
 std::string Output(const std::string& command) {
@@ -101,7 +102,7 @@ class PoolsE2eTest : public ServerFixture {
           std::this_thread::sleep_for(milliseconds(500));
         }
       }
-      Output(SlurmEnv() + " " GANTRY_SOURCE_DIR "/deploy/local/slurm.sh stop 2>&1");
+      Output(SlurmEnv() + " " + GANTRY_SOURCE_DIR + "/deploy/local/slurm.sh stop 2>&1");
       // Pilot daemons that outlived slurmd: only ours (their cache dir is under this test's dir).
       KillProcessesMentioning(dir_.path() + "/pilots");
     }
@@ -362,7 +363,7 @@ TEST_F(PoolsE2eTest, SlurmPilotsRunAGangAndGoAway) {
   // Slurm itself, private to this test.
   std::string out;
   const int rc = ChildProcess::RunToExit(
-      {"/bin/sh", "-c", SlurmEnv() + " " GANTRY_SOURCE_DIR "/deploy/local/slurm.sh start"}, &out);
+      {"/bin/sh", "-c", SlurmEnv() + " " + GANTRY_SOURCE_DIR + "/deploy/local/slurm.sh start"}, &out);
   slurm_started_ = true;
   ASSERT_EQ(rc, 0) << out;
   slurm_conf_ = std::string(absl::StripAsciiWhitespace(

@@ -22,6 +22,7 @@
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "tests/server/generation_fixture.h"
 #include "tests/serving/torch_model.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"
 

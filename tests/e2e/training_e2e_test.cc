@@ -18,6 +18,7 @@
 #include "gantry/v1/training.grpc.pb.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {

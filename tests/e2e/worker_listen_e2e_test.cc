@@ -16,6 +16,7 @@
 
 #include "httplib.h"
 #include "tests/e2e/worker_pool_fixture.h"
+#include "tests/support/build_paths.h"
 
 namespace gantry::testing {
 namespace {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "base/sha256.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/files.h"

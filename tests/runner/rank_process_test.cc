@@ -29,6 +29,7 @@
 #include "base/sha256.h"
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/files.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 
 #ifndef GANTRY_API_DOC
 #error "GANTRY_API_DOC (the path of docs/API.md) must be defined"

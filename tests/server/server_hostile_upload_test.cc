@@ -14,6 +14,7 @@
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
 #include "tests/showers/hostile_files.h"
+#include "tests/support/build_paths.h"
 
 namespace gantry::testing {
 namespace {
@@ -93,7 +94,7 @@ TEST_F(ServerHostileUploadTest, EveryHostileFileIsInvalidArgumentNamingTheClient
 
 TEST_F(ServerHostileUploadTest, AnInspectionChildThatDiesOrMisbehavesCostsOnlyTheChild) {
   ASSERT_EQ(StopServer(), 0);
-  std::vector<std::string> extra = {"--inspect-binary=" GANTRY_MISBEHAVING_INSPECTOR,
+  std::vector<std::string> extra = {std::string("--inspect-binary=") + GANTRY_MISBEHAVING_INSPECTOR,
                                     "--inspect-timeout-ms=1500", "--inspect-memory-mb=256"};
   StartServer(extra);
   const pid_t server_pid = server_->pid();

@@ -11,6 +11,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/support/build_paths.h"
+
 namespace gantry::testing {
 namespace {
 

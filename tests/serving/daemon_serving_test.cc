@@ -16,6 +16,7 @@
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/serving/torch_model.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 #include "tests/support/temp_dir.h"
 

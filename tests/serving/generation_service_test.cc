@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "tests/serving/shower_compare.h"
 #include "tests/serving/torch_model.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/temp_dir.h"
 #include "workers/export/model_export.h"
 #include "workers/gan/bf16_support.h"

@@ -16,6 +16,7 @@
 
 #include "base/sha256.h"
 #include "tests/serving/torch_model.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/temp_dir.h"
 #include "workers/gan/checkpoint.h"
 #include "jobspec/model_config.h"

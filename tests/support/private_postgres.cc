@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "absl/strings/ascii.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
 
 namespace gantry::testing {
