@@ -87,6 +87,7 @@ if [[ "$step" == all || "$step" == test ]]; then
     read -r -a extra <<<"$GANTRY_SANITIZE_CTEST_ARGS"
   else
     extra=(-E "$skip")
+    echo "not run under the sanitizers (they run in the normal stage): tests matching $skip"
   fi
   (cd "$build" && ctest --output-on-failure -j "$GANTRY_JOBS" --timeout 600 "${extra[@]}")
   echo "sanitizer tests: $((SECONDS - start)) s"
