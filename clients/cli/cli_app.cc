@@ -63,6 +63,7 @@ absl::StatusOr<std::vector<std::string>> ExtractGlobals(const std::vector<std::s
     if (name == "server") values->config.server = value;
     if (name == "token") values->config.token = value;
     if (name == "ca-cert") values->config.ca_cert = value;
+    if (name == "allow-plaintext") values->config.allow_plaintext = value == "true";
     if (name == "config") values->config.config_path = value;
     if (name == "timeout") values->timeout = value;
   }
@@ -166,6 +167,9 @@ std::vector<FlagSpec> GlobalFlags() {
       {"server", "HOST:PORT", "gantry-server address (env GANTRY_SERVER; default 127.0.0.1:50051)"},
       {"token", "TOKEN", "API token (env GANTRY_TOKEN)"},
       {"ca-cert", "FILE", "PEM CA bundle: connect with TLS (env GANTRY_CA_CERT)"},
+      {"allow-plaintext", "",
+       "send the token without TLS to a server off this host (env GANTRY_ALLOW_PLAINTEXT=1; a "
+       "trusted private network only)"},
       {"config", "FILE", "config file (env GANTRY_CONFIG; default ~/.config/gantry/config)"},
       {"timeout", "SECONDS", "deadline of each ordinary call (default 30)"},
       {"json", "", "print protobuf JSON instead of tables"},
@@ -238,7 +242,8 @@ void CliApp::PrintCommandHelp(const Command& command, std::ostream& out) const {
     out << "\nFlags:\n";
     PrintFlags(command.flags, out);
   }
-  out << "\nGlobal flags: --server, --token, --ca-cert, --config, --timeout, --json "
+  out << "\nGlobal flags: --server, --token, --ca-cert, --allow-plaintext, --config, --timeout, "
+         "--json "
          "(see 'gantry help').\n";
 }
 

@@ -24,6 +24,15 @@ ConfigEnvironment SystemEnvironment() {
   return env;
 }
 
+namespace {
+// "true"/"1" and "false"/"0"; nullopt for anything else.
+std::optional<bool> ParseBool(absl::string_view value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  return std::nullopt;
+}
+}  // namespace
+
 absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::string& contents) {
   CliConfig config;
   int line_number = 0;
@@ -53,10 +62,18 @@ absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::st
     } else if (key == "ca_cert") {
       config.ca_cert = value;
       config.ca_cert_source = source;
+    } else if (key == "allow_plaintext") {
+      std::optional<bool> allow = ParseBool(value);
+      if (!allow.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("config ", path, ":", line_number,
+                                                       ": allow_plaintext must be true or false"));
+      }
+      config.allow_plaintext = *allow;
+      config.allow_plaintext_source = source;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat("config ", path, ":", line_number,
-                                                     ": unknown key '", key,
-                                                     "' (known: server, token, ca_cert)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("config ", path, ":", line_number, ": unknown key '", key,
+                       "' (known: server, token, ca_cert, allow_plaintext)"));
     }
   }
   return config;
@@ -112,6 +129,22 @@ absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEn
        &config.token_source);
   pick(flags.ca_cert, "GANTRY_CA_CERT", file_config.ca_cert, file_config.ca_cert_source,
        &config.ca_cert, &config.ca_cert_source);
+  if (flags.allow_plaintext.has_value()) {
+    config.allow_plaintext = *flags.allow_plaintext;
+    config.allow_plaintext_source = "flag";
+  } else if (auto from_env = env.getenv("GANTRY_ALLOW_PLAINTEXT");
+             from_env.has_value() && !from_env->empty()) {
+    std::optional<bool> allow = ParseBool(*from_env);
+    if (!allow.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "GANTRY_ALLOW_PLAINTEXT must be 1, true, 0 or false, not '", *from_env, "'"));
+    }
+    config.allow_plaintext = *allow;
+    config.allow_plaintext_source = "env GANTRY_ALLOW_PLAINTEXT";
+  } else if (!file_config.allow_plaintext_source.empty()) {
+    config.allow_plaintext = file_config.allow_plaintext;
+    config.allow_plaintext_source = file_config.allow_plaintext_source;
+  }
   if (config.server.empty()) {
     config.server = kDefaultServer;
     config.server_source = "default";

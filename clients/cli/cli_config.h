@@ -17,10 +17,14 @@ struct CliConfig {
   std::string server;   // host:port
   std::string token;    // API token sent as "authorization: Bearer <token>"; may be empty
   std::string ca_cert;  // path of a PEM CA bundle; non-empty = TLS
+  // Send the token over a plaintext channel to a server that is not on this host (loopback or a
+  // unix socket); refused otherwise (connection.h, CheckTransport).
+  bool allow_plaintext = false;
   // Where each value came from ("flag", "env", "file <path>", "default"), for `gantry config`.
   std::string server_source;
   std::string token_source;
   std::string ca_cert_source;
+  std::string allow_plaintext_source;
 };
 
 // Values given as command-line flags (unset = not given).
@@ -28,6 +32,7 @@ struct ConfigFlags {
   std::optional<std::string> server;
   std::optional<std::string> token;
   std::optional<std::string> ca_cert;
+  std::optional<bool> allow_plaintext;     // --allow-plaintext
   std::optional<std::string> config_path;  // --config
 };
 
@@ -42,15 +47,16 @@ struct ConfigEnvironment {
 // The real process environment and file system.
 ConfigEnvironment SystemEnvironment();
 
-// Parses the config file format: `key = value` lines (keys server, token, ca_cert), '#' comments
+// Parses the config file format: `key = value` lines (keys server, token, ca_cert, allow_plaintext
+// = true|false), '#' comments
 // and blank lines ignored. Unknown keys and malformed lines are errors naming `path` and the line
 // number.
 absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::string& contents);
 
 // Resolves the configuration. The file is --config, else $GANTRY_CONFIG, else
 // $HOME/.config/gantry/config (absent default file = no file; an explicitly named missing file is
-// an error). Each value: flag, else GANTRY_SERVER / GANTRY_TOKEN / GANTRY_CA_CERT, else the file,
-// else the default (server only).
+// an error). Each value: flag, else GANTRY_SERVER / GANTRY_TOKEN / GANTRY_CA_CERT /
+// GANTRY_ALLOW_PLAINTEXT (1, true, 0 or false), else the file, else the default (server only).
 absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEnvironment& env);
 
 }  // namespace gantry::cli

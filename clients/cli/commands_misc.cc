@@ -271,7 +271,10 @@ absl::Status Config(CommandContext& context) {
               << "token   = " << token << "  ["
               << (config.token_source.empty() ? "-" : config.token_source) << "]\n"
               << "ca_cert = " << (config.ca_cert.empty() ? "(none: plaintext)" : config.ca_cert)
-              << "  [" << (config.ca_cert_source.empty() ? "-" : config.ca_cert_source) << "]\n";
+              << "  [" << (config.ca_cert_source.empty() ? "-" : config.ca_cert_source) << "]\n"
+              << "allow_plaintext = " << (config.allow_plaintext ? "true" : "false") << "  ["
+              << (config.allow_plaintext_source.empty() ? "-" : config.allow_plaintext_source)
+              << "]\n";
   return absl::OkStatus();
 }
 

@@ -11,15 +11,26 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "clients/cli/cli_config.h"
 
 namespace gantry::cli {
 
+// Whether gRPC target `server` stays on this host: a unix socket, localhost, 127.0.0.0/8 or ::1
+// (bare or in [brackets], with or without a port or a dns:/// or ipv4:/ipv6: scheme).
+bool IsLoopbackTarget(absl::string_view server);
+
+// The token goes over TLS, or in clear only to this host: a plaintext channel that would carry a
+// token to another host is FAILED_PRECONDITION unless config.allow_plaintext says the network is
+// trusted. The message says how to connect instead.
+absl::Status CheckTransport(const CliConfig& config);
+
 class Connection {
  public:
-  // Builds the channel from `config` (reads the CA bundle when ca_cert is set). `timeout` is the
-  // deadline of ordinary calls. No network traffic happens until the first call.
+  // Builds the channel from `config` (reads the CA bundle when ca_cert is set; CheckTransport
+  // first). `timeout` is the deadline of ordinary calls. No network traffic happens until the first
+  // call.
   static absl::StatusOr<std::unique_ptr<Connection>> Create(const CliConfig& config,
                                                             absl::Duration timeout);
 

@@ -98,13 +98,22 @@ TEST_F(CliAppTest, GlobalFlagsAnywhere) {
   EXPECT_TRUE(seen_json_);
   Result after = Run({"jobs", "get", "job-3", "--server", "h:1", "--token=t", "whatever"});
   EXPECT_EQ(after.code, kExitUsage);  // "whatever" is an extra positional
-  Result w = Run({"whoami", "--server", "h:1", "--token=t"});
+  Result w = Run({"whoami", "--server", "h:1", "--token=t", "--allow-plaintext"});
   EXPECT_EQ(w.code, kExitOk);
   EXPECT_EQ(w.out, "h:1 t\n");
+  // Without TLS and without --allow-plaintext, the token does not leave this host.
+  Result refused = Run({"whoami", "--server", "h:1", "--token=t"});
+  EXPECT_EQ(refused.code, kExitError);
+  EXPECT_EQ(refused.out, "");
+  EXPECT_NE(refused.err.find("FAILED_PRECONDITION: refusing to send the API token in clear to h:1"),
+            std::string::npos)
+      << refused.err;
 }
 
 TEST_F(CliAppTest, EnvironmentIsUsedAndFlagsWin) {
-  Result env = Run({"whoami"}, {{"GANTRY_SERVER", "e:2"}, {"GANTRY_TOKEN", "envtok"}});
+  Result env = Run({"whoami"}, {{"GANTRY_SERVER", "e:2"},
+                                {"GANTRY_TOKEN", "envtok"},
+                                {"GANTRY_ALLOW_PLAINTEXT", "1"}});
   EXPECT_EQ(env.out, "e:2 envtok\n");
   Result flag = Run({"whoami", "--token", "flagtok"}, {{"GANTRY_TOKEN", "envtok"}});
   EXPECT_EQ(flag.out, std::string(kDefaultServer) + " flagtok\n");

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "absl/status/status.h"
+#include "clients/cli/connection.h"
 
 namespace gantry::cli {
 namespace {
@@ -144,6 +145,82 @@ TEST(CliConfigTest, BadDefaultFileIsReported) {
   auto config = ResolveConfig({}, world.Environment());
   ASSERT_FALSE(config.ok());
   EXPECT_THAT(config.status().message(), HasSubstr("/h/.config/gantry/config:1"));
+}
+
+TEST(CliConfigTest, AllowPlaintextFromFileEnvAndFlag) {
+  FakeWorld world;
+  world.files["/c"] = "allow_plaintext = true\n";
+  ConfigFlags flags;
+  flags.config_path = "/c";
+  absl::StatusOr<CliConfig> config = ResolveConfig(flags, world.Environment());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->allow_plaintext);
+  EXPECT_EQ(config->allow_plaintext_source, "file /c");
+  world.env["GANTRY_ALLOW_PLAINTEXT"] = "0";
+  config = ResolveConfig(flags, world.Environment());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_FALSE(config->allow_plaintext);
+  EXPECT_EQ(config->allow_plaintext_source, "env GANTRY_ALLOW_PLAINTEXT");
+  flags.allow_plaintext = true;
+  config = ResolveConfig(flags, world.Environment());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_TRUE(config->allow_plaintext);
+  EXPECT_EQ(config->allow_plaintext_source, "flag");
+
+  flags.allow_plaintext.reset();
+  world.env["GANTRY_ALLOW_PLAINTEXT"] = "yes please";
+  config = ResolveConfig(flags, world.Environment());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("GANTRY_ALLOW_PLAINTEXT"));
+  world.env.erase("GANTRY_ALLOW_PLAINTEXT");
+  world.files["/c"] = "allow_plaintext = maybe\n";
+  config = ResolveConfig(flags, world.Environment());
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("/c:1: allow_plaintext must be true or false"));
+}
+
+TEST(TransportTest, LoopbackTargets) {
+  for (const char* target :
+       {"127.0.0.1:50051", "127.1.2.3:1", "localhost:50051", "LOCALHOST", "localhost.:5",
+        "[::1]:50051", "::1", "dns:///localhost:50051", "ipv4:127.0.0.1:5", "ipv6:[::1]:5",
+        "unix:/run/gantry.sock", "unix-abstract:gantry", "127.0.0.1"}) {
+    EXPECT_TRUE(IsLoopbackTarget(target)) << target;
+  }
+  for (const char* target :
+       {"10.0.0.5:50051", "gantry.example.org:443", "128.0.0.1:1", "127.0.0.256:1",
+        "127.0.0.1.evil.example:1", "localhost.evil.example:1", "[2001:db8::1]:5",
+        "dns:///gantry:50051", "0.0.0.0:50051", "127.0.0:1", "", "[::1", "127.00000.0.1:1"}) {
+    EXPECT_FALSE(IsLoopbackTarget(target)) << target;
+  }
+}
+
+TEST(TransportTest, TokenInClearToAnotherHostIsRefused) {
+  CliConfig config;
+  config.server = "10.0.0.5:50051";
+  config.server_source = "flag";
+  config.token = "gnt_secret";
+  absl::Status refused = CheckTransport(config);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(),
+              HasSubstr("refusing to send the API token in clear to 10.0.0.5:50051"));
+  EXPECT_THAT(refused.message(), HasSubstr("--ca-cert"));
+  EXPECT_THAT(refused.message(), HasSubstr("--allow-plaintext"));
+  EXPECT_THAT(refused.message(), ::testing::Not(HasSubstr("gnt_secret")));
+  EXPECT_EQ(Connection::Create(config, absl::Seconds(1)).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  CliConfig tls = config;
+  tls.ca_cert = "/etc/ca.pem";
+  EXPECT_TRUE(CheckTransport(tls).ok());
+  CliConfig allowed = config;
+  allowed.allow_plaintext = true;
+  EXPECT_TRUE(CheckTransport(allowed).ok());
+  CliConfig no_token = config;
+  no_token.token.clear();
+  EXPECT_TRUE(CheckTransport(no_token).ok());  // nothing secret to send (health checks)
+  CliConfig loopback = config;
+  loopback.server = "127.0.0.1:50051";
+  EXPECT_TRUE(CheckTransport(loopback).ok());
 }
 
 }  // namespace

@@ -145,6 +145,8 @@ play gantry-server
 server_ctr="$(container_of gantry-server server)"
 server_ip="$(plan_field gantry-server ip)"
 export GANTRY_SERVER="$server_ip:50051"
+# The manifests run without TLS (docs/DEPLOYMENT.md) and the pod network is private to this test.
+export GANTRY_ALLOW_PLAINTEXT=1
 cli() { "$build/clients/cli/gantry" "$@"; }
 admin_token="$(cat "$scratch/kubernetes/overlays/local/secrets/admin-token")"
 server_ready() { GANTRY_TOKEN="$admin_token" cli health; }

@@ -21,8 +21,8 @@ from typing import (Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequ
 import grpc
 from google.protobuf import json_format
 
-from gantry_client.errors import (REQUEST_ID_KEY, DeadlineExceeded, GantryError, Unavailable,
-                                  from_rpc_error)
+from gantry_client.errors import (REQUEST_ID_KEY, DeadlineExceeded, FailedPrecondition,
+                                  GantryError, Unavailable, from_rpc_error)
 from gantry_client.showers import DEFAULT_MAX_BYTES, ShowerArray, assemble_chunks
 from gantry_client.v1 import (admin_pb2, admin_pb2_grpc, catalog_pb2, catalog_pb2_grpc, common_pb2,
                               datasets_pb2, datasets_pb2_grpc, generation_pb2, generation_pb2_grpc,
@@ -47,11 +47,55 @@ def _spec_message(cls: Any, spec: Any, fields: Mapping[str, Any]) -> Any:
 @dataclasses.dataclass
 class Settings:
     """Where to connect and as whom: `server` host:port, `token` (sent as a bearer token; may be
-    empty), `ca_cert` (path of a PEM CA bundle; non-empty = TLS)."""
+    empty), `ca_cert` (path of a PEM CA bundle; non-empty = TLS), `allow_plaintext` (send the token
+    without TLS to a server that is not on this host; refused otherwise, see check_transport)."""
 
     server: str = DEFAULT_SERVER
     token: str = ""
     ca_cert: str = ""
+    allow_plaintext: bool = False
+
+
+_BOOLS = {"1": True, "true": True, "0": False, "false": False}
+
+
+def is_loopback_target(server: str) -> bool:
+    """Whether gRPC target `server` stays on this host: a unix socket, localhost, 127.0.0.0/8 or
+    ::1 (bare or in [brackets], with or without a port or a dns:/// ipv4: ipv6: scheme)."""
+    if server.startswith(("unix:", "unix-abstract:")):
+        return True
+    host = server
+    for scheme in ("dns:///", "dns:", "ipv4:", "ipv6:"):
+        if host.startswith(scheme):
+            host = host[len(scheme):]
+            break
+    if host.startswith("["):
+        close = host.find("]")
+        if close < 0:
+            return False
+        host = host[1:close]
+    elif host.count(":") == 1:
+        host = host.split(":", 1)[0]
+    host = host[:-1] if host.endswith(".") else host
+    if host.lower() in ("localhost", "ip6-localhost") or host == "::1":
+        return True
+    octets = host.split(".")
+    if len(octets) != 4 or octets[0] != "127":
+        return False
+    return all(o.isdigit() and o.isascii() and len(o) <= 3 and int(o) <= 255 for o in octets)
+
+
+def check_transport(settings: Settings) -> None:
+    """The token goes over TLS, or in clear only to this host: raises FailedPrecondition when a
+    plaintext channel would carry a token to another host and settings.allow_plaintext is off."""
+    if settings.ca_cert or not settings.token or settings.allow_plaintext:
+        return
+    if is_loopback_target(settings.server):
+        return
+    raise FailedPrecondition(
+        f"refusing to send the API token in clear to {settings.server}, which is not on this "
+        "host: set ca_cert (GANTRY_CA_CERT) to use TLS, or allow_plaintext "
+        "(GANTRY_ALLOW_PLAINTEXT=1) on a trusted private network")
 
 
 def _read_config_file(path: str) -> Dict[str, str]:
@@ -64,15 +108,17 @@ def _read_config_file(path: str) -> Dict[str, str]:
             if "=" not in line:
                 raise ValueError(f"config {path}:{number}: expected 'key = value'")
             key, value = (part.strip() for part in line.split("=", 1))
-            if key not in ("server", "token", "ca_cert"):
+            if key not in ("server", "token", "ca_cert", "allow_plaintext"):
                 raise ValueError(f"config {path}:{number}: unknown key '{key}'")
             values[key] = value.strip("'\"")
     return values
 
 
 def resolve_settings(server: Optional[str] = None, token: Optional[str] = None,
-                     ca_cert: Optional[str] = None, config: Optional[str] = None) -> Settings:
-    """Arguments > GANTRY_SERVER/GANTRY_TOKEN/GANTRY_CA_CERT > config file, as the CLI does."""
+                     ca_cert: Optional[str] = None, config: Optional[str] = None,
+                     allow_plaintext: Optional[bool] = None) -> Settings:
+    """Arguments > GANTRY_SERVER/GANTRY_TOKEN/GANTRY_CA_CERT/GANTRY_ALLOW_PLAINTEXT > config file,
+    as the CLI does."""
     path = config or os.environ.get("GANTRY_CONFIG")
     explicit = bool(path)
     if not path:
@@ -90,9 +136,15 @@ def resolve_settings(server: Optional[str] = None, token: Optional[str] = None,
             return os.environ[env_name]
         return file_values.get(key, default)
 
+    plaintext = pick(None if allow_plaintext is None else str(allow_plaintext).lower(),
+                     "GANTRY_ALLOW_PLAINTEXT", "allow_plaintext", "false")
+    if plaintext.lower() not in _BOOLS:
+        raise ValueError(f"allow_plaintext (GANTRY_ALLOW_PLAINTEXT) must be 1, true, 0 or false, "
+                         f"not {plaintext!r}")
     return Settings(server=pick(server, "GANTRY_SERVER", "server", DEFAULT_SERVER),
                     token=pick(token, "GANTRY_TOKEN", "token"),
-                    ca_cert=pick(ca_cert, "GANTRY_CA_CERT", "ca_cert"))
+                    ca_cert=pick(ca_cert, "GANTRY_CA_CERT", "ca_cert"),
+                    allow_plaintext=_BOOLS[plaintext.lower()])
 
 
 class _CallMetadata(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor,
@@ -164,8 +216,9 @@ class Client:
                                studies=studies_pb2)
 
     def __init__(self, settings: Settings, timeout: float = 30.0) -> None:
-        """Opens a channel to settings.server (TLS when settings.ca_cert is set). `timeout` is the
-        deadline in seconds of each unary helper call."""
+        """Opens a channel to settings.server (TLS when settings.ca_cert is set; check_transport
+        first). `timeout` is the deadline in seconds of each unary helper call."""
+        check_transport(settings)
         self.settings = settings
         self.timeout = timeout
         if settings.ca_cert:
@@ -618,10 +671,12 @@ def _per_shower(angles: Any, total: int, what: str) -> List[float]:
 
 def connect(server: Optional[str] = None, token: Optional[str] = None,
             ca_cert: Optional[str] = None, config: Optional[str] = None,
-            timeout: float = 30.0) -> Client:
+            timeout: float = 30.0, allow_plaintext: Optional[bool] = None) -> Client:
     """A Client from the same settings the CLI uses: arguments > GANTRY_SERVER / GANTRY_TOKEN /
-    GANTRY_CA_CERT > the config file (`config`, $GANTRY_CONFIG or ~/.config/gantry/config)."""
-    return Client(resolve_settings(server, token, ca_cert, config), timeout=timeout)
+    GANTRY_CA_CERT / GANTRY_ALLOW_PLAINTEXT > the config file (`config`, $GANTRY_CONFIG or
+    ~/.config/gantry/config). A token goes in clear only to this host unless allow_plaintext."""
+    return Client(resolve_settings(server, token, ca_cert, config, allow_plaintext),
+                  timeout=timeout)
 
 
 def showers_as_numpy(chunk: generation_pb2.GenerateChunk) -> Any:

@@ -5,8 +5,8 @@ import tempfile
 import unittest
 from unittest import mock
 
-from gantry_client import resolve_settings
-from gantry_client.client import DEFAULT_SERVER
+from gantry_client import Client, FailedPrecondition, Settings, resolve_settings
+from gantry_client.client import DEFAULT_SERVER, check_transport, is_loopback_target
 
 
 class ResolveSettingsTest(unittest.TestCase):
@@ -50,6 +50,44 @@ class ResolveSettingsTest(unittest.TestCase):
         bad = self.write_config("prot = x\n", os.path.join(self.home.name, "bad.conf"))
         with self.assertRaisesRegex(ValueError, "bad.conf:1: unknown key 'prot'"):
             resolve_settings(config=bad)
+
+    def test_allow_plaintext(self):
+        self.assertFalse(resolve_settings().allow_plaintext)
+        self.write_config("allow_plaintext = true\n")
+        self.assertTrue(resolve_settings().allow_plaintext)
+        os.environ["GANTRY_ALLOW_PLAINTEXT"] = "0"
+        self.assertFalse(resolve_settings().allow_plaintext)
+        self.assertTrue(resolve_settings(allow_plaintext=True).allow_plaintext)
+        os.environ["GANTRY_ALLOW_PLAINTEXT"] = "yes"
+        with self.assertRaisesRegex(ValueError, "GANTRY_ALLOW_PLAINTEXT"):
+            resolve_settings()
+
+
+class TransportTest(unittest.TestCase):
+    def test_loopback_targets(self):
+        for target in ("127.0.0.1:50051", "127.1.2.3:1", "localhost:50051", "LOCALHOST",
+                       "localhost.:5", "[::1]:50051", "::1", "dns:///localhost:50051",
+                       "ipv4:127.0.0.1:5", "ipv6:[::1]:5", "unix:/run/gantry.sock",
+                       "unix-abstract:gantry", "127.0.0.1"):
+            self.assertTrue(is_loopback_target(target), target)
+        for target in ("10.0.0.5:50051", "gantry.example.org:443", "128.0.0.1:1", "127.0.0.256:1",
+                       "127.0.0.1.evil.example:1", "localhost.evil.example:1", "[2001:db8::1]:5",
+                       "dns:///gantry:50051", "0.0.0.0:50051", "127.0.0:1", "", "[::1",
+                       "127.00000.0.1:1", "127.٣.0.1:1"):
+            self.assertFalse(is_loopback_target(target), target)
+
+    def test_token_in_clear_to_another_host_is_refused(self):
+        remote = Settings(server="10.0.0.5:50051", token="gnt_secret")
+        with self.assertRaises(FailedPrecondition) as refused:
+            Client(remote)
+        self.assertIn("refusing to send the API token in clear to 10.0.0.5:50051",
+                      str(refused.exception))
+        self.assertNotIn("gnt_secret", str(refused.exception))
+        for fine in (Settings(server="10.0.0.5:50051", token="t", allow_plaintext=True),
+                     Settings(server="10.0.0.5:50051"),
+                     Settings(server="127.0.0.1:50051", token="t")):
+            check_transport(fine)  # no exception
+            Client(fine).channel.close()
 
 
 if __name__ == "__main__":
