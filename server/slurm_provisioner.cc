@@ -43,14 +43,17 @@ std::string SlurmProvisioner::PilotScript(const std::string& pool) const {
   for (const auto& [key, value] : labels_) absl::StrAppend(&labels, ",", key, "=", value);
   std::string script = absl::StrCat(
       "#!/bin/sh\n# gantry pilot of pool ", pool, ": one gantry-worker daemon for the wall time.\n",
-      "mkdir -p ", Quote(work_dir), " || exit 1\n",      //
-      "exec ", Quote(spec_.worker_binary()), " daemon",  //
+      "mkdir -p ", Quote(work_dir), " || exit 1\n",  //
+      // The daemon's cache: a new directory of mode 0700 and unguessable name (the work directory
+      // may be a shared /tmp, where a predictable name could be taken first by another user).
+      "cache=\"$(mktemp -d ", Quote(work_dir),
+      "\"/gantry-pilot-${SLURM_JOB_ID}-XXXXXX\")\" || exit 1\n", "exec ",
+      Quote(spec_.worker_binary()), " daemon",  //
       " ", Quote("--server=" + spec_.server_address()), " ",
       Quote("--join-token-file=" + spec_.join_token_file()), " \"--name=", pool,
       "-pilot-${SLURM_JOB_ID}\"",                                                             //
       " ", Quote(absl::StrCat("--slots=", slots_per_worker_)), " \"--labels=", labels, "\"",  //
-      " ", Quote(absl::StrCat("--idle-exit-after=", idle, "s")), " ",
-      Quote("--cache-dir=" + work_dir), "\"/gantry-pilot-${SLURM_JOB_ID}\"");
+      " ", Quote(absl::StrCat("--idle-exit-after=", idle, "s")), " ", "\"--cache-dir=$cache\"");
   for (const std::string& arg : spec_.daemon_args()) absl::StrAppend(&script, " ", Quote(arg));
   absl::StrAppend(&script, "\n");
   return script;

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,11 +20,16 @@
 #include "server/command_runner.h"
 #include "server/requests/pool_requests.h"
 #include "server/slurm_provisioner.h"
+#include "tests/support/child_process.h"
+#include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 
 namespace gantry::server {
 namespace {
 
+using gantry::testing::ChildProcess;
+using gantry::testing::CommandResult;
+using gantry::testing::ReadFile;
 using gantry::testing::TempDir;
 
 // Alive and not a zombie (a killed orphan waits for its new parent to reap it).
@@ -162,6 +168,45 @@ TEST(SlurmProvisionerTest, PilotScriptQuotesEveryValue) {
   EXPECT_TRUE(absl::StrContains(script, "\"--name=hpc-pilot-${SLURM_JOB_ID}\""));
 }
 
+// The pilot script run by sh as Slurm would, with a worker binary that records its arguments: each
+// run gets its own new cache directory of mode 0700, whose name a user who shares the work
+// directory (a default /tmp) cannot know in advance.
+TEST(SlurmProvisionerTest, PilotCacheDirectoryIsNewPrivateAndUnguessable) {
+  TempDir dir;
+  const std::string fake = dir.path() + "/gantry-worker";
+  std::ofstream(fake) << "#!/bin/sh\nfor a in \"$@\"; do printf '%s\\n' \"$a\"; done >> '"
+                      << dir.path() << "/args'\n";
+  ASSERT_EQ(chmod(fake.c_str(), 0755), 0);
+  gantry::v1::SlurmProvisioner spec;
+  spec.set_server_address("head:50051");
+  spec.set_join_token_file("/t");
+  spec.set_worker_binary(fake);
+  spec.set_work_dir(dir.path() + "/work");
+  const std::string script = SlurmProvisioner(spec, 1, {}).PilotScript("hpc");
+  // Another user got there first with the name a predictable scheme would use.
+  ASSERT_EQ(mkdir((dir.path() + "/work").c_str(), 0777), 0);
+  ASSERT_EQ(symlink("/", (dir.path() + "/work/gantry-pilot-42").c_str()), 0);
+  for (int run = 0; run < 2; ++run) {
+    CommandResult ran =
+        ChildProcess::Run({"/bin/sh", "-c", script}, {{"SLURM_JOB_ID", "42"}}, dir.path());
+    ASSERT_EQ(ran.exit_code, 0) << ran.err;
+  }
+  std::vector<std::string> caches;
+  std::istringstream args(ReadFile(dir.path() + "/args"));
+  for (std::string line; std::getline(args, line);) {
+    if (absl::StartsWith(line, "--cache-dir=")) caches.push_back(line.substr(12));
+  }
+  ASSERT_EQ(caches.size(), 2u);
+  EXPECT_NE(caches[0], caches[1]);
+  for (const std::string& cache : caches) {
+    EXPECT_TRUE(absl::StartsWith(cache, dir.path() + "/work/gantry-pilot-42-")) << cache;
+    struct stat st {};
+    ASSERT_EQ(lstat(cache.c_str(), &st), 0) << cache;
+    EXPECT_TRUE(S_ISDIR(st.st_mode)) << cache;
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << cache;
+  }
+}
+
 TEST(SlurmProvisionerTest, ScancelGetsOnlySlurmJobIdsAfterTheEndOfOptions) {
   // A scancel on PATH that records its arguments, one per line.
   TempDir dir;
@@ -178,9 +223,9 @@ TEST(SlurmProvisionerTest, ScancelGetsOnlySlurmJobIdsAfterTheEndOfOptions) {
   spec.set_worker_binary("/w");
   // Labels come from the workers' registrations: options and shell text are no job ids.
   std::vector<ProvisionedWorker> workers = {
-      {"w1", "a", {{"slurm-job", "123"}}},     {"w2", "b", {{"slurm-job", "--signal=KILL"}}},
-      {"w3", "c", {{"slurm-job", "45_6"}}},    {"w4", "d", {{"slurm-job", "7;reboot"}}},
-      {"w5", "e", {{"slurm-job", "_8"}}},      {"w6", "f", {{"zone", "a"}}},
+      {"w1", "a", {{"slurm-job", "123"}}},  {"w2", "b", {{"slurm-job", "--signal=KILL"}}},
+      {"w3", "c", {{"slurm-job", "45_6"}}}, {"w4", "d", {{"slurm-job", "7;reboot"}}},
+      {"w5", "e", {{"slurm-job", "_8"}}},   {"w6", "f", {{"zone", "a"}}},
       {"w7", "g", {{"slurm-job", "-1"}}}};
   const absl::Status st = SlurmProvisioner(spec, 1, {}).ScaleDown("hpc", workers);
   setenv("PATH", path.c_str(), 1);
