@@ -22,6 +22,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/random_bits.h"
 #include "base/status_macros.h"
 
 namespace gantry::showers {
@@ -38,29 +39,19 @@ constexpr double kVisibleThin = 0.025;
 // At most 4 GiB of cells in one ShowerSet; larger samples are simulated in slices.
 constexpr int64_t kMaxCellsInMemory = int64_t{1} << 30;
 
-// xoshiro256++ seeded through splitmix64: small, fast and a UniformRandomBitGenerator.
+// xoshiro256++ seeded through splitmix64 (base/random_bits.h) with the toy's distributions; a
+// UniformRandomBitGenerator.
 class Rng {
  public:
   using result_type = uint64_t;
-  Rng(uint64_t seed, uint64_t stream) {
-    uint64_t x = seed ^ (0x9e3779b97f4a7c15ULL * (stream + 1));
-    for (auto& s : s_) s = SplitMix(x);
-  }
+  Rng(uint64_t seed, uint64_t stream)
+      : bits_(random_bits::Xoshiro256pp::FromSplitMix(seed ^
+                                                      (0x9e3779b97f4a7c15ULL * (stream + 1)))) {}
   static constexpr uint64_t min() { return 0; }
   static constexpr uint64_t max() { return std::numeric_limits<uint64_t>::max(); }
-  uint64_t operator()() {
-    const uint64_t result = Rotl(s_[0] + s_[3], 23) + s_[0];
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
+  uint64_t operator()() { return bits_(); }
   // Uniform in [0, 1).
-  double Uniform() { return static_cast<double>((*this)() >> 11) * 0x1.0p-53; }
+  double Uniform() { return random_bits::UnitInterval(bits_()); }
   // Uniform in (0, 1).
   double UniformOpen() { return (static_cast<double>((*this)() >> 11) + 0.5) * 0x1.0p-53; }
   double Normal() {  // Marsaglia polar method, one value per call (no cached state).
@@ -91,14 +82,7 @@ class Rng {
   }
 
  private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static uint64_t SplitMix(uint64_t& x) {
-    uint64_t z = (x += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  uint64_t s_[4];
+  random_bits::Xoshiro256pp bits_;
 };
 
 // Regularised lower incomplete gamma P(a, x) (series below a + 1, continued fraction above).

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <random>
 
+#include "base/random_bits.h"
+
 namespace gantry::studies {
 
 class RandomSource {
@@ -17,14 +19,12 @@ class RandomSource {
   // splitmix64's finaliser: mixes a seed with a stream number (e.g. the history's size) into a
   // well-spread seed.
   static uint64_t Mix(uint64_t seed, uint64_t stream) {
-    uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (stream + 1);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
+    uint64_t state = seed + 0x9e3779b97f4a7c15ULL * stream;
+    return random_bits::SplitMix64(state);  // adds the increment once more
   }
 
   // Uniform in [0, 1).
-  double Uniform() { return static_cast<double>(engine_() >> 11) * 0x1.0p-53; }
+  double Uniform() { return random_bits::UnitInterval(engine_()); }
 
   // Uniform in {0, ..., n - 1} for n >= 1 (the tiny modulo bias of 64-bit numbers is ignored).
   uint64_t Below(uint64_t n) { return engine_() % n; }

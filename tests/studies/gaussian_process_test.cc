@@ -1,10 +1,13 @@
 // The Gaussian process alone: it interpolates a smooth function, knows where it is unsure, takes
-// noise into account, and refuses what it cannot fit.
+// noise into account, and refuses what it cannot fit; and the searches' seed mixing (RandomSource).
 #include "server/studies/gaussian_process.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <set>
+
+#include "server/studies/random_source.h"
 
 namespace gantry::studies {
 namespace {
@@ -100,6 +103,16 @@ TEST(GaussianProcessTest, RefusesTooLittleData) {
   EXPECT_TRUE(
       GaussianProcess::Fit(two, Eigen::VectorXd::Ones(2), Eigen::VectorXd::Zero(2), 1, random)
           .ok());
+}
+
+// The study searches mix (seed, stream) with splitmix64's finaliser: stream 0 of seed 0 is
+// splitmix64's first output from state 0, and every stream differs.
+TEST(RandomSourceTest, SeedMixingIsSplitMix64) {
+  EXPECT_EQ(RandomSource::Mix(0, 0), 0xe220a8397b1dcdafULL);
+  EXPECT_EQ(RandomSource::Mix(0, 1), 0x6e789e6aa1b965f4ULL);
+  std::set<uint64_t> seen;
+  for (uint64_t stream = 0; stream < 1000; ++stream) seen.insert(RandomSource::Mix(9, stream));
+  EXPECT_EQ(seen.size(), 1000u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/random_bits.h"
 
 namespace gantry::baseline {
 namespace {
@@ -18,36 +19,18 @@ constexpr int64_t kModeFitBytes = int64_t{128} << 20;
 constexpr int64_t kSpotFitShowers = 256;
 constexpr uint64_t kSpotFitSeed = 0x5907;
 
-uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using random_bits::SplitMix64;
 
-// xoshiro256++ seeded from (seed, index) through splitmix64: one independent stream per shower.
+// xoshiro256++ seeded from (seed, index) through splitmix64 (base/random_bits.h): one independent
+// stream per shower.
 class ShowerRng {
  public:
-  ShowerRng(uint64_t seed, uint64_t index) {
-    uint64_t mix = seed;
-    uint64_t state = SplitMix64(mix) ^ (index * 0xD1B54A32D192ED03ULL);
-    for (uint64_t& word : s_) word = SplitMix64(state);
-  }
+  ShowerRng(uint64_t seed, uint64_t index) : bits_(FromSeedAndIndex(seed, index)) {}
 
-  uint64_t Next() {
-    const uint64_t result = Rotl(s_[0] + s_[3], 23) + s_[0];
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
+  uint64_t Next() { return bits_(); }
 
   // In [0, 1), 53 random bits.
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  double Uniform() { return random_bits::UnitInterval(Next()); }
 
   double Normal() {                    // Box-Muller; one of the pair
     const double u = 1.0 - Uniform();  // (0, 1]
@@ -87,8 +70,12 @@ class ShowerRng {
   }
 
  private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  uint64_t s_[4];
+  static random_bits::Xoshiro256pp FromSeedAndIndex(uint64_t seed, uint64_t index) {
+    uint64_t mix = seed;
+    return random_bits::Xoshiro256pp::FromSplitMix(SplitMix64(mix) ^
+                                                   (index * 0xD1B54A32D192ED03ULL));
+  }
+  random_bits::Xoshiro256pp bits_;
 };
 
 // Evenly spread picks of at most `limit` of `n` positions (as condition_fit).
@@ -158,7 +145,7 @@ void LeadingModes(const std::vector<float>& rows, int64_t n, int64_t cells, int 
   std::vector<std::vector<double>> basis(width, std::vector<double>(cells));
   uint64_t state = 0x6a09e667f3bcc909ULL;  // fixed start: every process fits the same modes
   for (auto& column : basis) {
-    for (double& x : column) x = static_cast<double>(SplitMix64(state) >> 11) * 0x1.0p-53 - 0.5;
+    for (double& x : column) x = random_bits::UnitInterval(SplitMix64(state)) - 0.5;
   }
   auto orthonormalize = [&] {
     for (int j = 0; j < width; ++j) {

@@ -11,6 +11,7 @@
 #include "Eigen/Core"
 #include "Eigen/Eigenvalues"
 #include "absl/strings/str_cat.h"
+#include "base/random_bits.h"
 
 namespace gantry::physics {
 namespace {
@@ -24,17 +25,13 @@ constexpr int64_t kMinEvents = 10;
 // network's activations.
 constexpr float kClip = 100.0f;
 
-// splitmix64: the classifier's only source of randomness, identical on every platform.
+// splitmix64 (base/random_bits.h): the classifier's only source of randomness, identical on every
+// platform.
 class Random {
  public:
   explicit Random(uint64_t seed) : state_(seed) {}
-  uint64_t Next() {
-    uint64_t z = (state_ += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double Uniform() { return static_cast<double>(Next() >> 11) * 0x1.0p-53; }
+  uint64_t Next() { return random_bits::SplitMix64(state_); }
+  double Uniform() { return random_bits::UnitInterval(Next()); }
   template <typename T>
   void Shuffle(std::vector<T>& v) {
     for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[Next() % i]);
