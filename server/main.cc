@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/log_flags.h"
 #include "base/metrics/metrics_http_server.h"
+#include "base/private_directory.h"
 #include "base/sanitizers.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
@@ -411,6 +412,16 @@ int main(int argc, char** argv) {
                  "least twice the heartbeat interval\n";
     return 2;
   }
+
+  // The data directory (blobs, the rank key, downloads) and everything the server writes are its
+  // user's alone.
+  gantry::UsePrivateUmask();
+  absl::StatusOr<std::string> private_data = gantry::MakePrivateDirectory(options.data_dir);
+  if (!private_data.ok()) {
+    std::cerr << "gantry-server: --data-dir: " << private_data.status().message() << "\n";
+    return 2;
+  }
+  if (!private_data->empty()) GANTRY_LOG(WARNING) << "--data-dir: " << *private_data;
 
   // Signals are taken synchronously by sigwait below; block them before any thread starts.
   const sigset_t signals = gantry::BlockTerminationSignals();

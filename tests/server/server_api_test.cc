@@ -1,6 +1,7 @@
 // Integration tests of gantry-server as a process: health, reflection, auth, migrations on restart,
 // TLS, crash recovery and clean shutdown.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
@@ -314,6 +315,31 @@ TEST_F(ServerApiTest, BootstrapJoinTokenFileLetsWorkersRegister) {
   // The admin token survives restarts (imported once, idempotently).
   v1::ListTenantsResponse tenants;
   EXPECT_TRUE(admin_->ListTenants(Ctx(admin_token_).get(), {}, &tenants).ok());
+}
+
+// The data directory holds every blob and the rank credential key: 0700, with what the server
+// creates in it private too; one that others may enter is tightened at start, and the log says so.
+TEST_F(ServerApiTest, DataDirectoryIsPrivateAndTightenedAtStart) {
+  const auto mode = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  const std::string data = dir_.File("data");
+  EXPECT_EQ(mode(data), 0700u);
+  EXPECT_EQ(mode(data + "/blobs"), 0700u);
+  EXPECT_EQ(mode(RankKeyFile()), 0600u);
+
+  ASSERT_EQ(StopServer(), 0);
+  ASSERT_EQ(::chmod(data.c_str(), 0755), 0);
+  StartServer();
+  EXPECT_EQ(mode(data), 0700u);
+  std::ifstream in(dir_.File("server.stderr"));
+  std::stringstream log;
+  log << in.rdbuf();
+  EXPECT_NE(log.str().find("--data-dir: tightened " + data + " from 0755 to 0700"),
+            std::string::npos)
+      << log.str();
 }
 
 TEST_F(ServerApiTest, OversizeMessagesAreRefusedByTheTransport) {
