@@ -69,6 +69,9 @@ ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain; TLS is on when --tls-cert and --tls-key "
           "are given");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
+ABSL_FLAG(bool, reflection, false,
+          "serve gRPC server reflection (for grpcurl), to callers with a valid tenant or admin "
+          "token only; off by default");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle of worker certificates (needs --tls-cert): worker calls must present a "
           "client certificate signed by it (mutual TLS; tenants need none), and workers' "
@@ -268,6 +271,7 @@ int main(int argc, char** argv) {
   }
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.rank_key_file = absl::GetFlag(FLAGS_rank_key_file);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
