@@ -5,6 +5,7 @@
 #include "absl/strings/cord.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "base/status_details.h"
 #include "google/rpc/error_details.pb.h"
 #include "google/rpc/status.pb.h"
@@ -18,12 +19,10 @@ bool IsKnownCode(int code) { return code >= 0 && code <= kLastCode; }
 
 // Messages often quote the offending value; a huge value must not make the status trailer exceed
 // the client's metadata limit (8 KiB by default), which would hide the code behind
-// RESOURCE_EXHAUSTED. Cut on a UTF-8 boundary.
+// RESOURCE_EXHAUSTED. Cut on a UTF-8 boundary; control characters escaped, so a message is one line
+// that cannot drive the terminal or forge the log it is shown in.
 std::string Bounded(absl::string_view message) {
-  if (message.size() <= kMaxStatusMessageBytes) return std::string(message);
-  size_t cut = kMaxStatusMessageBytes - 32;
-  while (cut > 0 && (static_cast<unsigned char>(message[cut]) & 0xC0) == 0x80) --cut;
-  return absl::StrCat(message.substr(0, cut), "... (", message.size() - cut, " bytes cut)");
+  return BoundedField(message, kMaxStatusMessageBytes - 32);
 }
 
 constexpr absl::string_view kTypeUrlPrefix = "type.googleapis.com/google.rpc.";

@@ -14,10 +14,11 @@ namespace gantry {
 // The longest status message sent to a client; longer ones are cut (they quote a huge value).
 inline constexpr size_t kMaxStatusMessageBytes = 2048;
 
-// Code unchanged; the message too, unless longer than kMaxStatusMessageBytes: then it is cut,
-// with a note of how much was cut. Errors carry a google.rpc.Status in the details trailer with the
-// status's details (base/status_details.h), plus an ErrorInfo reason (the code's name unless one
-// was set) and, for UNAVAILABLE and ABORTED, a RetryInfo of 1 s unless one was set.
+// Code unchanged; the message with its control characters escaped (BoundedField, base/safe_text.h)
+// and, when longer than kMaxStatusMessageBytes, cut with a note of how much was cut. Errors carry a
+// google.rpc.Status in the details trailer with the status's details (base/status_details.h), plus
+// an ErrorInfo reason (the code's name unless one was set) and, for UNAVAILABLE and ABORTED, a
+// RetryInfo of 1 s unless one was set.
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 // Code and message unchanged; the details of a google.rpc.Status trailer (at most 64 KiB) become

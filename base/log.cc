@@ -17,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "base/json_string.h"
+#include "base/safe_text.h"
 #include "glog/logging.h"
 
 namespace gantry {
@@ -94,7 +95,7 @@ class FormattingSink : public google::LogSink {
     } else {
       const char letter = absl::ascii_toupper(LogLevelName(level)[0]);
       absl::StrAppend(&out, stamp, " ", std::string(1, letter), " ", program, " ", getpid(), " ",
-                      base_filename, ":", line, "] ", text);
+                      base_filename, ":", line, "] ", EscapeControlText(text));
       if (pending != nullptr) {
         for (const auto& [key, value] : *pending->fields) {
           absl::StrAppend(&out, " ", key, "=");

@@ -6,6 +6,9 @@
 //
 // Text lines read `2026-01-02T03:04:05.678901Z I gantry-server 1234 main.cc:42] message k=v`;
 // JSON lines are one object per line with ts, level, program, pid, file, line, msg and the fields.
+// A line is always one line: in text lines the message's control characters (newlines too) are
+// escaped (base/safe_text.h) and a field value with spaces or control characters is a JSON string.
+// Put request-provided text in a message through BoundedField (base/safe_text.h).
 // Logs are not command output: CLIs keep printing their results and usage errors themselves.
 #ifndef GANTRY_BASE_LOG_H_
 #define GANTRY_BASE_LOG_H_

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/field_checks.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 
 namespace gantry::jobspec {
@@ -26,8 +27,8 @@ absl::Status CheckPreset(const v1::JobSpec& spec) {
     return Invalid("spec.model_preset", absl::StrCat("is missing; use ", JobPresetList()));
   }
   if (!IsJobPreset(preset)) {
-    return Invalid("spec.model_preset",
-                   absl::StrCat("\"", preset, "\" is unknown; use ", JobPresetList()));
+    return Invalid("spec.model_preset", absl::StrCat("\"", BoundedField(preset),
+                                                     "\" is unknown; use ", JobPresetList()));
   }
   if (BaselineKindOfPreset(preset).has_value()) {
     if (spec.world_size() > 1) {
@@ -83,8 +84,8 @@ absl::Status ApplyHyperParameters(const v1::HyperParameters& hp, bool baseline, 
                    "reference optimiser) or leave it empty");
   }
   if (!hp.optimizer().empty() && hp.optimizer() != "rmsprop") {
-    return Invalid(Sub(f, "optimizer"),
-                   absl::StrCat("\"", hp.optimizer(), "\" is unknown; use \"rmsprop\""));
+    return Invalid(Sub(f, "optimizer"), absl::StrCat("\"", BoundedField(hp.optimizer()),
+                                                     "\" is unknown; use \"rmsprop\""));
   }
   if (hp.has_loss_weights()) {
     const v1::LossWeights& w = hp.loss_weights();

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/requests/admin_requests.h"
@@ -193,8 +194,8 @@ grpc::Status AdminService::DrainWorker(grpc::ServerContext* context,
       if (w.id() == request->worker() || w.name() == request->worker()) found = &w;
     }
     if (found == nullptr) {
-      return absl::NotFoundError(
-          absl::StrCat("worker: no registered worker is named \"", request->worker(), "\""));
+      return absl::NotFoundError(absl::StrCat("worker: no registered worker is named \"",
+                                              BoundedField(request->worker()), "\""));
     }
     const bool drain = !request->undrain();
     RETURN_IF_ERROR(backend_.workers->SetDraining(found->id(), drain));

@@ -5,33 +5,60 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/grpc_status.h"
 #include "base/sha256.h"
 #include "base/tls_config.h"
+#include "google/protobuf/message.h"
 
 namespace gantry::server {
 namespace {
 
 using grpc::experimental::InterceptionHookPoints;
 
+bool IsReflection(absl::string_view method) {
+  return absl::StartsWith(method, "/grpc.reflection.");
+}
+
 // Authenticates on the received initial metadata and forgets the result when the call ends.
+// gantry's handlers check the result themselves (PrincipalOf); gRPC's reflection service cannot,
+// so for it the interceptor enforces it: an unauthenticated caller's requests are emptied before
+// the service reads them (it answers an empty request with an error response only) and the call
+// ends with the authentication error.
 class AuthInterceptor : public grpc::experimental::Interceptor {
  public:
   AuthInterceptor(AuthInterceptorFactory* factory, grpc::experimental::ServerRpcInfo* info,
                   ListenerRole role)
-      : factory_(factory), info_(info), role_(role) {}
+      : factory_(factory), info_(info), role_(role), guarded_(IsReflection(info->method())) {}
   ~AuthInterceptor() override { factory_->Forget(info_->server_context()); }
 
   void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
     if (methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_INITIAL_METADATA)) {
       factory_->Authenticate(info_, methods->GetRecvInitialMetadata(), role_);
     }
+    if (guarded_) Guard(methods);
     methods->Proceed();
   }
 
  private:
+  void Guard(grpc::experimental::InterceptorBatchMethods* methods) {
+    const bool received =
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::POST_RECV_MESSAGE);
+    const bool ending =
+        methods->QueryInterceptionHookPoint(InterceptionHookPoints::PRE_SEND_STATUS);
+    if (!received && !ending) return;
+    const absl::StatusOr<Principal> principal = factory_->PrincipalOf(info_->server_context());
+    if (principal.ok()) return;
+    if (received && methods->GetRecvMessage() != nullptr) {
+      // Every generated message derives from google::protobuf::Message alone.
+      static_cast<google::protobuf::Message*>(methods->GetRecvMessage())->Clear();
+    }
+    if (ending) methods->ModifySendStatus(ToGrpcStatus(principal.status()));
+  }
+
   AuthInterceptorFactory* factory_;
   grpc::experimental::ServerRpcInfo* info_;
   const ListenerRole role_;
+  const bool guarded_;  // a reflection call: refused here unless authenticated
 };
 
 // The interceptor factory of one listener: AuthInterceptors bound to the shared factory and a role.
@@ -59,7 +86,7 @@ Audience AudienceOf(absl::string_view method) {
   if (method == "/gantry.v1.WorkerService/Register") return Audience::kWorkerJoin;
   if (absl::StartsWith(method, "/gantry.v1.WorkerService/")) return Audience::kWorker;
   if (method == "/gantry.v1.DatasetService/ReadDataset") return Audience::kTenantOrWorker;
-  if (absl::StartsWith(method, "/gantry.v1.")) return Audience::kTenant;
+  if (absl::StartsWith(method, "/gantry.v1.") || IsReflection(method)) return Audience::kTenant;
   return Audience::kNone;
 }
 

@@ -1,6 +1,7 @@
 // Auth: a server interceptor that authenticates every gantry.v1 call from its `authorization:
 // Bearer <token>` metadata and hands the result (a Principal or the error) to the handlers through
-// the call's ServerContext. Health checking and reflection need no token.
+// the call's ServerContext. Reflection (when the server serves it) needs a tenant or admin token,
+// enforced by the interceptor itself; health checking needs no token.
 #ifndef GANTRY_SERVER_AUTH_H_
 #define GANTRY_SERVER_AUTH_H_
 
@@ -38,8 +39,8 @@ struct Principal {
 // The metadata key of the HTTP API's in-process calls (AuthInterceptorFactory::set_http_api_key).
 inline constexpr char kHttpApiKeyMetadata[] = "gantry-http-api-key";
 
-// What a method needs: nothing (health, reflection), a tenant token, an admin tenant's token, a
-// worker join token (WorkerService.Register), a worker or rank credential (the rest of
+// What a method needs: nothing (health), a tenant token (also reflection), an admin tenant's token,
+// a worker join token (WorkerService.Register), a worker or rank credential (the rest of
 // WorkerService), or either a tenant token or a worker or rank credential (ReadDataset, which
 // workers use to fill caches).
 enum class Audience { kNone, kTenant, kAdmin, kWorkerJoin, kWorker, kTenantOrWorker };

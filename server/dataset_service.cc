@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
 #include "server/requests/dataset_requests.h"
@@ -135,7 +136,7 @@ absl::Status DatasetService::CheckNameIsFree(const std::string& tenant, const st
   absl::StatusOr<v1::Dataset> existing = backend_.datasets->Get(tenant, name);
   if (existing.ok()) {
     return absl::AlreadyExistsError(absl::StrCat("header.name: you already have a dataset named \"",
-                                                 name, "\" (", existing->id(),
+                                                 BoundedField(name), "\" (", existing->id(),
                                                  "); pick another name or delete it"));
   }
   if (!absl::IsNotFound(existing.status())) return existing.status();

@@ -1,6 +1,7 @@
 #include "server/gantry_server.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -13,6 +14,8 @@
 #include "base/tls_config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "grpcpp/impl/server_builder_option.h"
+#include "grpcpp/impl/server_builder_plugin.h"
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
@@ -62,6 +65,21 @@ struct Listener {
   ListenerRole role;
 };
 
+// Takes gRPC's reflection plugin out of a server builder. Linking grpc++_reflection registers the
+// plugin for every server in the process when the library loads, so a server without --reflection
+// removes it.
+class WithoutReflection : public grpc::ServerBuilderOption {
+ public:
+  void UpdateArguments(grpc::ChannelArguments* /*args*/) override {}
+  void UpdatePlugins(std::vector<std::unique_ptr<grpc::ServerBuilderPlugin>>* plugins) override {
+    plugins->erase(std::remove_if(plugins->begin(), plugins->end(),
+                                  [](const std::unique_ptr<grpc::ServerBuilderPlugin>& plugin) {
+                                    return plugin->name() == "proto_server_reflection";
+                                  }),
+                   plugins->end());
+  }
+};
+
 // The grpc::Server of `listener`, serving, with what every listener shares: TLS, message sizes,
 // the thread bound (`quota`, one for all listeners), keepalive, and the interceptors (request log
 // and RPC metrics, then authentication into `auth`). *bound is the "host:port" it listens on.
@@ -73,6 +91,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartListener(
   int port = 0;
   builder.AddListeningPort(listener.address, creds, &port);
   for (grpc::Service* service : listener.services) builder.RegisterService(service);
+  if (!options.reflection) builder.SetOption(std::make_unique<WithoutReflection>());
   builder.SetMaxReceiveMessageSize(options.max_message_bytes);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   // A bounded thread pool: past max_threads, gRPC refuses new calls (RESOURCE_EXHAUSTED) instead
@@ -169,8 +188,10 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   Backend* b = s.backend_.get();
   s.stream_watchdog_.Start();  // before the first upload can arrive
 
+  // Health checking answers everyone (load balancers and probes carry no token); reflection is
+  // opt-in and authenticated (AuthInterceptorFactory).
   grpc::EnableDefaultHealthCheckService(true);
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();  // taken out again without it
   s.auth_ =
       std::make_unique<AuthInterceptorFactory>([b](Audience audience, const std::string& secret) {
         return b->VerifyToken(audience, secret);

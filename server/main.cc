@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/log_flags.h"
 #include "base/metrics/metrics_http_server.h"
+#include "base/private_directory.h"
 #include "base/sanitizers.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
@@ -68,6 +69,9 @@ ABSL_FLAG(std::string, tls_cert, "",
           "PEM certificate chain; TLS is on when --tls-cert and --tls-key "
           "are given");
 ABSL_FLAG(std::string, tls_key, "", "PEM private key for --tls-cert");
+ABSL_FLAG(bool, reflection, false,
+          "serve gRPC server reflection (for grpcurl), to callers with a valid tenant or admin "
+          "token only; off by default");
 ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle of worker certificates (needs --tls-cert): worker calls must present a "
           "client certificate signed by it (mutual TLS; tenants need none), and workers' "
@@ -267,6 +271,7 @@ int main(int argc, char** argv) {
   }
   options.data_dir = absl::GetFlag(FLAGS_data_dir);
   options.rank_key_file = absl::GetFlag(FLAGS_rank_key_file);
+  options.reflection = absl::GetFlag(FLAGS_reflection);
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
@@ -411,6 +416,16 @@ int main(int argc, char** argv) {
                  "least twice the heartbeat interval\n";
     return 2;
   }
+
+  // The data directory (blobs, the rank key, downloads) and everything the server writes are its
+  // user's alone.
+  gantry::UsePrivateUmask();
+  absl::StatusOr<std::string> private_data = gantry::MakePrivateDirectory(options.data_dir);
+  if (!private_data.ok()) {
+    std::cerr << "gantry-server: --data-dir: " << private_data.status().message() << "\n";
+    return 2;
+  }
+  if (!private_data->empty()) GANTRY_LOG(WARNING) << "--data-dir: " << *private_data;
 
   // Signals are taken synchronously by sigwait below; block them before any thread starts.
   const sigset_t signals = gantry::BlockTerminationSignals();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "grpcpp/client_context.h"
 
@@ -176,8 +177,8 @@ absl::StatusOr<v1::LoadModelResponse> ModelPinner::Load(const v1::LoadModelReque
     for (const std::string& w : request.workers()) {
       if (std::none_of(registered.begin(), registered.end(),
                        [&](const v1::WorkerInfo& i) { return i.id() == w || i.name() == w; })) {
-        return absl::NotFoundError(absl::StrCat("workers: no registered worker is named \"", w,
-                                                "\" (see gantry admin workers)"));
+        return absl::NotFoundError(absl::StrCat("workers: no registered worker is named \"",
+                                                BoundedField(w), "\" (see gantry admin workers)"));
       }
     }
   }

@@ -40,6 +40,9 @@ struct ServerOptions {
   // without one. The server also dials workers' generation endpoints over TLS and verifies their
   // certificates against it.
   std::string tls_client_ca_file;
+  // gRPC server reflection (grpcurl, Postman): off unless set; when on, only for callers with a
+  // valid tenant or admin token (UNAUTHENTICATED otherwise). Health checking needs no token.
+  bool reflection = false;
   std::string admin_token_file;  // bootstrap: tenant "admin" gets this token
   std::string join_token_file;   // bootstrap: a worker join token
   int db_pool_size = 16;

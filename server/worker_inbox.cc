@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "storage/database.h"
 
 namespace gantry::server {
@@ -93,8 +94,8 @@ void WorkerInbox::Drain() {
       stalled_ = false;
     }
     if (!duplicate && !status.ok()) {
-      log_(absl::StrCat("dropped a message (seq ", seq, ", job ", m.job_id(),
-                        "): ", status.ToString()));
+      log_(absl::StrCat("dropped a message (seq ", seq, ", job ", BoundedField(m.job_id()),
+                        "): ", BoundedField(status.ToString(), 512)));
     }
     if (seq != 0) local_stored_seq_ = std::max(local_stored_seq_, seq);
     pending_bytes_ -= std::min(pending_bytes_, m.ByteSizeLong());

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/log.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/worker_requests.h"
@@ -98,7 +99,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
       credential = request->previous_credential();
       drained = sessions_.Drained(id);
       GANTRY_LOG(WARNING) << absl::StrCat(
-          "registered worker ", request->name(), " (", id,
+          "registered worker ", BoundedField(request->name()), " (", id,
           ") from memory; the database is unavailable: ", stored.status().message());
     }
     sessions_.OnRegister(id, *request, drained);

@@ -11,6 +11,7 @@
 #include "absl/time/clock.h"
 #include "base/failure_policy.h"
 #include "base/log.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/server_metrics.h"
@@ -146,8 +147,8 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
       if (active != state_.active.end()) {
         ActiveJob& a = active->second;
         if (!a.workers.count(worker_id) && !placed_here(job_id, -1).first) {
-          GANTRY_LOG(WARNING) << "worker " + state_.WorkerName(worker_id) + " claims job " +
-                                     job_id + ", which was never placed on it; ignored";
+          GANTRY_LOG(WARNING) << "worker " << state_.WorkerName(worker_id) << " claims job "
+                              << BoundedField(job_id) << ", which was never placed on it; ignored";
           continue;
         }
         a.workers.insert(worker_id);
@@ -179,9 +180,9 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
       if (orphan != state_.orphans.end()) {
         const auto [here, ranks] = placed_here(job_id, orphan->second.attempt());
         if (!here) {
-          GANTRY_LOG(WARNING) << "worker " + state_.WorkerName(worker_id) + " claims job " +
-                                     job_id +
-                                     ", which is not recorded as placed on it; not adopted";
+          GANTRY_LOG(WARNING) << "worker " << state_.WorkerName(worker_id) << " claims job "
+                              << BoundedField(job_id)
+                              << ", which is not recorded as placed on it; not adopted";
           continue;
         }
         adopted.emplace_back(job_id, AdoptOrphan(worker_id, orphan->second, ranks));

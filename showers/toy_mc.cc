@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/random_bits.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 
 namespace gantry::showers {
@@ -559,8 +560,8 @@ absl::Status ValidateToyMcConfig(const ToyMcConfig& c) {
         absl::StrCat("toy MC: threads must be in [1, 256], got ", c.threads));
   }
   if (!IsKnownParticle(c.particle)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("toy MC: particle must be Ele, Gamma, Pi0 or ChPi, got '", c.particle, "'"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "toy MC: particle must be Ele, Gamma, Pi0 or ChPi, got '", BoundedField(c.particle), "'"));
   }
   return absl::OkStatus();
 }
@@ -625,8 +626,9 @@ absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec_in) {
   absl::string_view body = spec;
   absl::ConsumePrefix(&body, "toymc:");
   auto bad = [&](absl::string_view key, absl::string_view value, absl::string_view why) {
-    return absl::InvalidArgumentError(absl::StrCat("toy MC spec '", spec, "': key '", key,
-                                                   "' has bad value '", value, "' (", why, ")"));
+    return absl::InvalidArgumentError(absl::StrCat("toy MC spec '", BoundedField(spec), "': key '",
+                                                   BoundedField(key), "' has bad value '",
+                                                   BoundedField(value), "' (", why, ")"));
   };
   for (absl::string_view item : absl::StrSplit(body, ',', absl::SkipWhitespace())) {
     std::pair<absl::string_view, absl::string_view> kv =
@@ -634,8 +636,9 @@ absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec_in) {
     const absl::string_view key = absl::StripAsciiWhitespace(kv.first);
     const absl::string_view value = absl::StripAsciiWhitespace(kv.second);
     if (item.find('=') == absl::string_view::npos) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("toy MC spec '", spec, "': item '", item, "' is not key=value"));
+      return absl::InvalidArgumentError(absl::StrCat("toy MC spec '", BoundedField(spec),
+                                                     "': item '", BoundedField(item),
+                                                     "' is not key=value"));
     }
     double d = 0;
     if (key == "layout") {
@@ -675,14 +678,15 @@ absl::StatusOr<ToyMcConfig> ParseToyMcSpec(std::string_view spec_in) {
       c.hard = value == "1";
     } else {
       return absl::InvalidArgumentError(
-          absl::StrCat("toy MC spec '", spec, "': unknown key '", key,
+          absl::StrCat("toy MC spec '", BoundedField(spec), "': unknown key '", BoundedField(key),
                        "' (known: layout, events, seed, emin, emax, theta, particle, escale, "
                        "dscale, hard, threads)"));
     }
   }
   absl::Status valid = ValidateToyMcConfig(c);
   if (!valid.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat("toy MC spec '", spec, "': ", valid.message()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("toy MC spec '", BoundedField(spec), "': ", valid.message()));
   }
   return c;
 }

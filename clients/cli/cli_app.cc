@@ -9,10 +9,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/build_info.h"
+#include "base/safe_text.h"
 #include "base/status_details.h"
 #include "clients/cli/arg_parser.h"
 #include "clients/cli/connection.h"
 #include "clients/cli/table.h"
+#include "clients/cli/terminal_safe_buffer.h"
 
 namespace gantry::cli {
 namespace {
@@ -134,7 +136,11 @@ int RunCommand(const Command& command, const std::vector<std::string>& command_a
   if (!timeout_seconds.ok()) return UsageFailure(err, timeout_seconds.status(), hint);
 
   std::unique_ptr<Connection> connection;
-  CommandContext context{*parsed, globals.json, err_is_tty, out, err, nullptr};
+  // Human-readable output is made terminal-safe in one place; JSON is escaped by its encoder.
+  TerminalSafeBuffer safe_buffer(out.rdbuf());
+  std::ostream safe_out(&safe_buffer);
+  CommandContext context{*parsed, globals.json, err_is_tty, globals.json ? out : safe_out,
+                         err,     nullptr};
   context.connect = [&]() -> absl::StatusOr<Connection*> {
     if (connection == nullptr) {
       absl::StatusOr<CliConfig> config = ResolveConfig(globals.config, env);
@@ -147,12 +153,15 @@ int RunCommand(const Command& command, const std::vector<std::string>& command_a
     return connection.get();
   };
   absl::Status status = command.run(context);
+  context.out.flush();
   out.flush();
   if (!status.ok()) {
     if (IsUsageError(status)) return UsageFailure(err, status, hint);
-    err << "gantry: " << absl::StatusCodeToString(status.code()) << ": " << status.message()
-        << '\n';
-    for (const std::string& line : DescribeStatusDetails(status)) err << line << '\n';
+    err << "gantry: " << absl::StatusCodeToString(status.code()) << ": "
+        << EscapeControlText(status.message()) << '\n';
+    for (const std::string& line : DescribeStatusDetails(status)) {
+      err << EscapeControlText(line) << '\n';
+    }
     // The id the server logged the calls of this command under (for the operator).
     if (connection != nullptr) err << "gantry: request id " << connection->request_id() << '\n';
     return kExitError;

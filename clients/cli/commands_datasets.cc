@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/safe_text.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
@@ -161,8 +162,8 @@ absl::Status Get(CommandContext& context) {
       {"Labels", FormatLabels(d.labels())},
   };
   for (auto& [key, value] : rows) {
-    context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
-                << '\n';
+    context.out << key << ":" << std::string(14 - key.size(), ' ')
+                << (value.empty() ? "-" : EscapeControlText(value)) << '\n';
   }
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
@@ -103,8 +104,9 @@ absl::StatusOr<JobEnd> FollowJob(CommandContext& context, const std::string& id,
     const absl::Duration delay =
         std::min(absl::Seconds(1) * (1 << std::min(retries, 4)), absl::Seconds(10));
     ++retries;
-    context.err << "gantry: watch interrupted (" << status.message() << "); reconnecting in "
-                << absl::FormatDuration(delay) << " from event #" << last_sequence << '\n';
+    context.err << "gantry: watch interrupted (" << EscapeControlText(status.message())
+                << "); reconnecting in " << absl::FormatDuration(delay) << " from event #"
+                << last_sequence << '\n';
     absl::SleepFor(delay);
   }
   if (!IsTerminal(end.state)) {
@@ -121,7 +123,10 @@ absl::StatusOr<JobEnd> FollowJob(CommandContext& context, const std::string& id,
 void ReportEnd(CommandContext& context, const std::string& id, const JobEnd& end) {
   if (end.state == v1::JOB_STATE_SUCCEEDED) return;
   context.err << "gantry: job " << id << " ended " << JobStateName(end.state);
-  if (!end.reason.empty()) context.err << " (" << end.reason << ": " << end.message << ")";
+  if (!end.reason.empty()) {
+    context.err << " (" << EscapeControlText(end.reason) << ": " << EscapeControlText(end.message)
+                << ")";
+  }
   context.err << '\n';
   context.exit_code = 1;
 }
@@ -176,7 +181,7 @@ absl::Status Submit(CommandContext& context) {
   ASSIGN_OR_RETURN(const JobEnd end,
                    FollowJob(context, job.id(), 0, [&](const v1::JobEvent& event) {
                      if (!event.has_log()) {
-                       context.err << FormatJobEvent(event) << '\n';
+                       context.err << EscapeControlText(FormatJobEvent(event)) << '\n';
                        context.err.flush();
                      }
                      return absl::OkStatus();
@@ -285,8 +290,8 @@ absl::Status Get(CommandContext& context) {
                                     : absl::StrCat(job.validation_curve_size(),
                                                    " points (below; --json has every metric)")});
   for (auto& [key, value] : rows) {
-    context.out << key << ":" << std::string(17 - key.size(), ' ') << (value.empty() ? "-" : value)
-                << '\n';
+    context.out << key << ":" << std::string(17 - key.size(), ' ')
+                << (value.empty() ? "-" : EscapeControlText(value)) << '\n';
   }
   if (!job.validation_curve().empty()) {
     context.out << '\n' << FormatValidationCurve(job.validation_curve());

@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
@@ -182,8 +183,8 @@ absl::Status Get(CommandContext& context) {
                                     : absl::StrCat(m.validation_curve_size(), " points of job ",
                                                    lineage.job_id(), " (below)")});
   for (auto& [key, value] : rows) {
-    context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
-                << '\n';
+    context.out << key << ":" << std::string(14 - key.size(), ' ')
+                << (value.empty() ? "-" : EscapeControlText(value)) << '\n';
   }
   if (const std::string field = FormatFieldMetrics(m.metrics()); !field.empty()) {
     context.out << '\n' << field;
@@ -256,7 +257,7 @@ absl::Status Plots(CommandContext& context) {
       },
       &report);
   for (const std::string& warning : report.warnings) {
-    context.err << "gantry: warning: " << warning << '\n';
+    context.err << "gantry: warning: " << EscapeControlText(warning) << '\n';
   }
   RETURN_IF_ERROR(written);
   if (context.json) return PrintJson(context.out, PlotsReportJson(model, *directory, report));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
 #include "clients/cli/command_helpers.h"
@@ -210,8 +211,8 @@ absl::Status Get(CommandContext& context) {
                          : absl::StrCat(study.best_model_ref(), " (alias ", study.id(), ")")},
   };
   for (auto& [key, value] : rows) {
-    context.out << key << ":" << std::string(14 - key.size(), ' ') << (value.empty() ? "-" : value)
-                << '\n';
+    context.out << key << ":" << std::string(14 - key.size(), ' ')
+                << (value.empty() ? "-" : EscapeControlText(value)) << '\n';
   }
   return absl::OkStatus();
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/safe_text.h"
+
 namespace gantry::cli {
 
 size_t DisplayWidth(const std::string& text) {
@@ -15,7 +17,7 @@ size_t DisplayWidth(const std::string& text) {
 void Table::AddRow(std::vector<std::string> cells) {
   cells.resize(headers_.size());
   for (auto& cell : cells) {
-    if (cell.empty()) cell = "-";
+    cell = cell.empty() ? "-" : EscapeControlText(cell);
   }
   rows_.push_back(std::move(cells));
 }

@@ -12,7 +12,8 @@ class Table {
  public:
   explicit Table(std::vector<std::string> headers) : headers_(std::move(headers)) {}
 
-  // Adds a row; missing cells are blank, extra cells are dropped. Empty cells print as "-".
+  // Adds a row; missing cells are blank, extra cells are dropped. Empty cells print as "-". Cells
+  // are shown through EscapeControlText (base/safe_text.h): one line each, no control characters.
   void AddRow(std::vector<std::string> cells);
   size_t rows() const { return rows_.size(); }
 

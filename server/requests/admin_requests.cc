@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -24,7 +25,7 @@ absl::Status ValidateLoadModel(const v1::LoadModelRequest& request) {
       return Invalid("workers", "give each worker's name or id (gantry admin workers)");
     }
     if (!seen.insert(w).second) {
-      return Invalid("workers", absl::StrCat("names \"", w, "\" twice"));
+      return Invalid("workers", absl::StrCat("names \"", BoundedField(w), "\" twice"));
     }
   }
   RETURN_IF_ERROR(CheckInt(request.worker_count(), 0, kMaxLoadWorkerCount, "worker_count"));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
@@ -73,7 +74,7 @@ absl::Status ValidateListModels(const v1::ListModelsRequest& request) {
     const absl::string_view metric =
         absl::StartsWith(order, "metric:") ? absl::string_view(order).substr(7) : "";
     if (metric.empty() || !AllChars(metric, "_.-")) {
-      return Invalid("order_by", absl::StrCat("\"", order,
+      return Invalid("order_by", absl::StrCat("\"", BoundedField(order),
                                               "\" is unknown; use \"created_at\" or "
                                               "\"metric:<name>\""));
     }
@@ -107,12 +108,13 @@ absl::Status ValidateUpdateModel(const v1::UpdateModelRequest& request) {
     const std::string field = absl::StrCat("update_mask.paths[", i, "]");
     const std::string& path = paths[i];
     if (path != "description" && path != "visibility" && path != "tags") {
-      return Invalid(field, absl::StrCat("\"", path.substr(0, 64),
+      return Invalid(field, absl::StrCat("\"", BoundedField(path),
                                          "\" cannot be updated; use description, visibility or "
                                          "tags"));
     }
     if (!seen.insert(path).second) {
-      return Invalid(field, absl::StrCat("\"", path, "\" is given twice; name each field once"));
+      return Invalid(
+          field, absl::StrCat("\"", BoundedField(path), "\" is given twice; name each field once"));
     }
   }
   const v1::ModelVersion& patch = request.model_version();

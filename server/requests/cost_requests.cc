@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "server/budget_gate.h"
 #include "server/requests/field_checks.h"
 
@@ -33,11 +34,12 @@ absl::StatusOr<CostReportShape> ValidateCostReport(const gantry::v1::GetCostRepo
                                 : nullptr;
     const std::string field = absl::StrCat("group_by[", i, "]");
     if (flag == nullptr) {
-      return checks::Invalid(field, absl::StrCat("\"", g.substr(0, 64),
+      return checks::Invalid(field, absl::StrCat("\"", BoundedField(g),
                                                  "\" is not a group; use tenant, pool, model or "
                                                  "day (any subset, each once)"));
     }
-    if (*flag) return checks::Invalid(field, absl::StrCat("\"", g, "\" is given twice"));
+    if (*flag)
+      return checks::Invalid(field, absl::StrCat("\"", BoundedField(g), "\" is given twice"));
     *flag = true;
   }
   if (request.has_start_time() && !ValidTimestamp(request.start_time())) {

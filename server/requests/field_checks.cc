@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "base/status_details.h"
 #include "base/status_macros.h"
 #include "showers/toy_mc.h"
@@ -56,7 +57,7 @@ absl::StatusOr<ModelRef> ParseModelRef(absl::string_view ref, absl::string_view 
     return out;
   }
   if (colon == absl::string_view::npos) {
-    return Invalid(field, absl::StrCat("\"", ref,
+    return Invalid(field, absl::StrCat("\"", BoundedField(ref),
                                        "\" is not a model reference; use \"name:version\" (e.g. "
                                        "\"calo:3\") or \"name@alias\""));
   }
@@ -64,8 +65,8 @@ absl::StatusOr<ModelRef> ParseModelRef(absl::string_view ref, absl::string_view 
   RETURN_IF_ERROR(ValidateModelName(out.name, field));
   const absl::string_view version = ref.substr(colon + 1);
   if (!absl::SimpleAtoi(version, &out.version) || out.version <= 0 || !AllChars(version, "")) {
-    return Invalid(field, absl::StrCat("version \"", version, "\" in \"", ref,
-                                       "\" must be a positive integer"));
+    return Invalid(field, absl::StrCat("version \"", BoundedField(version), "\" in \"",
+                                       BoundedField(ref), "\" must be a positive integer"));
   }
   return out;
 }
@@ -84,28 +85,30 @@ absl::StatusOr<DatasetRefKind> ValidateDatasetRef(absl::string_view ref, absl::s
   if (absl::StartsWith(ref, "toymc:")) {
     absl::StatusOr<showers::ToyMcConfig> config =
         showers::ParseToyMcSpec(std::string_view(ref.data(), ref.size()));
+    // ParseToyMcSpec bounds what it quotes of the reference.
     if (!config.ok()) return Invalid(field, config.status().message());
     absl::Status valid = showers::ValidateToyMcConfig(*config);
     if (!valid.ok()) return Invalid(field, valid.message());
     const bool fixed = config->layout == showers::Layout::kFixedAngle3DGan;
     if ((preset == "3dgan-25" && !fixed) || (preset == "3dgan-51" && fixed)) {
-      return Invalid(field, absl::StrCat("toy Monte Carlo layout does not fit model_preset \"",
-                                         preset, "\"; use layout=", fixed ? "51" : "25"));
+      return Invalid(field,
+                     absl::StrCat("toy Monte Carlo layout does not fit model_preset \"",
+                                  BoundedField(preset), "\"; use layout=", fixed ? "51" : "25"));
     }
     return DatasetRefKind::kToyMc;
   }
   if (absl::StartsWith(ref, "file://")) {
     const absl::string_view path = ref.substr(7);
     if (path.empty() || path[0] != '/') {
-      return Invalid(field,
-                     absl::StrCat("\"", ref, "\" must name an absolute path: file:///dir/file.h5"));
+      return Invalid(field, absl::StrCat("\"", BoundedField(ref),
+                                         "\" must name an absolute path: file:///dir/file.h5"));
     }
     if (path.find("/../") != absl::string_view::npos || absl::EndsWith(path, "/..")) {
       return Invalid(field, "file:// paths must not contain \"..\"");
     }
     return DatasetRefKind::kFile;
   }
-  return Invalid(field, absl::StrCat("\"", ref,
+  return Invalid(field, absl::StrCat("\"", BoundedField(ref),
                                      "\" is not a dataset reference; use \"ds-<id>\", "
                                      "\"toymc:<key=value,...>\" or \"file:///path.h5\""));
 }
@@ -113,7 +116,7 @@ absl::StatusOr<DatasetRefKind> ValidateDatasetRef(absl::string_view ref, absl::s
 absl::Status ValidateModelName(absl::string_view name, absl::string_view field) {
   if (name.empty() || name.size() > 128 || !absl::ascii_isalnum(name[0]) ||
       !AllChars(name, "._-")) {
-    return Invalid(field, absl::StrCat("model name \"", name,
+    return Invalid(field, absl::StrCat("model name \"", BoundedField(name),
                                        "\" is invalid; use 1-128 characters [A-Za-z0-9._-] "
                                        "starting with a letter or digit"));
   }
@@ -126,7 +129,7 @@ absl::Status ValidateAlias(absl::string_view alias, absl::string_view field) {
     ok = ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '_' || c == '-');
   }
   if (!ok) {
-    return Invalid(field, absl::StrCat("alias \"", alias,
+    return Invalid(field, absl::StrCat("alias \"", BoundedField(alias),
                                        "\" is invalid; use [a-z][a-z0-9_-]{0,62}, e.g. "
                                        "\"champion\""));
   }
@@ -137,20 +140,20 @@ absl::Status ValidateTenantName(absl::string_view name, absl::string_view field)
   bool ok = !name.empty() && name.size() <= 63 && absl::ascii_islower(name[0]);
   for (char c : name) ok = ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-');
   if (!ok) {
-    return Invalid(field,
-                   absl::StrCat("tenant name \"", name, "\" is invalid; use [a-z][a-z0-9-]{0,62}"));
+    return Invalid(field, absl::StrCat("tenant name \"", BoundedField(name),
+                                       "\" is invalid; use [a-z][a-z0-9-]{0,62}"));
   }
   return absl::OkStatus();
 }
 
 absl::Status ValidateDatasetName(absl::string_view name, absl::string_view field) {
   if (name.empty() || name.size() > 128 || !AllChars(name, "._-")) {
-    return Invalid(field, absl::StrCat("dataset name \"", name,
+    return Invalid(field, absl::StrCat("dataset name \"", BoundedField(name),
                                        "\" is invalid; use 1-128 characters [A-Za-z0-9._-]"));
   }
   if (absl::StartsWith(name, "ds-")) {
     return Invalid(field,
-                   absl::StrCat("dataset name \"", name,
+                   absl::StrCat("dataset name \"", BoundedField(name),
                                 "\" starts with \"ds-\", which marks dataset ids; rename it"));
   }
   return absl::OkStatus();
@@ -164,8 +167,8 @@ absl::Status ValidateLabels(const google::protobuf::Map<std::string, std::string
   }
   for (const auto& [key, value] : labels) {
     if (key.empty() || key.size() > 63 || !AllChars(key, "._/-")) {
-      return Invalid(
-          field, absl::StrCat("key \"", key, "\" is invalid; use 1-63 characters [A-Za-z0-9._/-]"));
+      return Invalid(field, absl::StrCat("key \"", BoundedField(key),
+                                         "\" is invalid; use 1-63 characters [A-Za-z0-9._/-]"));
     }
     if (value.size() > 256) {
       return Invalid(absl::StrCat(field, "[", key, "]"), "is longer than 256 characters");
@@ -185,8 +188,9 @@ absl::Status ValidateId(absl::string_view id, absl::string_view prefix, absl::st
   if (id.empty()) return Invalid(field, absl::StrCat("is missing; give an id \"", prefix, "...\""));
   if (!absl::StartsWith(id, prefix) || id.size() == prefix.size() ||
       id.size() > prefix.size() + 64 || !AllChars(id.substr(prefix.size()), "-")) {
-    return Invalid(field, absl::StrCat("\"", id, "\" is not a valid id; ids look like \"", prefix,
-                                       "<uuid>\""));
+    return Invalid(field,
+                   absl::StrCat("\"", BoundedField(id), "\" is not a valid id; ids look like \"",
+                                prefix, "<uuid>\""));
   }
   return absl::OkStatus();
 }

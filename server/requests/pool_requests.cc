@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 
@@ -16,8 +17,8 @@ absl::Status CheckName(const std::string& name) {
   bool ok = !name.empty() && name.size() <= 63 && absl::ascii_islower(name[0]);
   for (char c : name) ok = ok && (absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-');
   if (!ok) {
-    return checks::Invalid(
-        "name", absl::StrCat("pool name \"", name, "\" is invalid; use [a-z][a-z0-9-]{0,62}"));
+    return checks::Invalid("name", absl::StrCat("pool name \"", BoundedField(name),
+                                                "\" is invalid; use [a-z][a-z0-9-]{0,62}"));
   }
   return absl::OkStatus();
 }
@@ -26,7 +27,8 @@ absl::Status CheckAbsolute(const std::string& path, const std::string& field, bo
   if (path.empty() && !required) return absl::OkStatus();
   if (path.empty() || path[0] != '/' || path.size() > 4096 ||
       path.find('\0') != std::string::npos) {
-    return checks::Invalid(field, absl::StrCat("give an absolute path (got \"", path, "\")"));
+    return checks::Invalid(
+        field, absl::StrCat("give an absolute path (got \"", BoundedField(path), "\")"));
   }
   return absl::OkStatus();
 }
@@ -55,7 +57,7 @@ absl::Status CheckOptions(const google::protobuf::RepeatedPtrField<std::string>&
   for (const std::string& arg : args) {
     if (!absl::StartsWith(arg, "--") || arg.size() > 1024 || arg.find('\0') != std::string::npos ||
         arg.find('\n') != std::string::npos) {
-      return checks::Invalid(field, absl::StrCat("\"", arg,
+      return checks::Invalid(field, absl::StrCat("\"", BoundedField(arg),
                                                  "\" is not an option; give --name=value options "
                                                  "of at most 1024 bytes, one line each"));
     }
@@ -114,8 +116,8 @@ absl::Status ValidatePool(const std::string& name, const gantry::v1::PoolSpec& s
   if (spec.labels_size() > 32) return checks::Invalid("spec.labels", "at most 32 labels");
   for (const auto& [key, value] : spec.labels()) {
     if (key == "pool" || key == "slurm-job") {
-      return checks::Invalid("spec.labels",
-                             absl::StrCat("\"", key, "\" is set by gantry; remove it"));
+      return checks::Invalid(
+          "spec.labels", absl::StrCat("\"", BoundedField(key), "\" is set by gantry; remove it"));
     }
     if (key.empty() || key.size() > 63 || value.size() > 63 || !checks::AllChars(key, "._-") ||
         !checks::AllChars(value, "._-")) {

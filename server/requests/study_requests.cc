@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/training_requests.h"
@@ -102,10 +103,10 @@ absl::StatusOr<double> NumericChoice(const std::string& choice, FieldType type,
                                      absl::string_view field) {
   double v = 0;
   if (!absl::SimpleAtod(choice, &v) || !std::isfinite(v)) {
-    return Invalid(field, absl::StrCat("choice \"", choice, "\" is not a number"));
+    return Invalid(field, absl::StrCat("choice \"", BoundedField(choice), "\" is not a number"));
   }
   if (type == FieldType::kInt && v != std::floor(v)) {
-    return Invalid(field, absl::StrCat("choice \"", choice, "\" is not an integer"));
+    return Invalid(field, absl::StrCat("choice \"", BoundedField(choice), "\" is not an integer"));
   }
   return v;
 }
@@ -142,10 +143,10 @@ absl::Status ValidateParameter(const v1::StudySpec& spec, int i) {
   const v1::SearchParameter& p = spec.parameters(i);
   auto it = Fields().find(p.name());
   if (it == Fields().end()) {
-    return Invalid(
-        Param(i, "name"),
-        absl::StrCat("\"", p.name(), "\" is not a searchable JobSpec field; use one of: ",
-                     absl::StrJoin(StudyParameterNames(), ", ")));
+    return Invalid(Param(i, "name"),
+                   absl::StrCat("\"", BoundedField(p.name()),
+                                "\" is not a searchable JobSpec field; use one of: ",
+                                absl::StrJoin(StudyParameterNames(), ", ")));
   }
   const FieldType type = it->second.type;
   if (!v1::SearchParameter::Kind_IsValid(p.kind()) ||
@@ -160,12 +161,13 @@ absl::Status ValidateParameter(const v1::StudySpec& spec, int i) {
     std::set<std::string> seen;
     for (const std::string& c : p.choices()) {
       if (c.empty() || c.size() > 128 || c.find_first_of(",=") != std::string::npos) {
-        return Invalid(
-            Param(i, "choices"),
-            absl::StrCat("choice \"", c, "\" is invalid; use 1-128 characters without ',' or '='"));
+        return Invalid(Param(i, "choices"),
+                       absl::StrCat("choice \"", BoundedField(c),
+                                    "\" is invalid; use 1-128 characters without ',' or '='"));
       }
       if (!seen.insert(c).second) {
-        return Invalid(Param(i, "choices"), absl::StrCat("choice \"", c, "\" is repeated"));
+        return Invalid(Param(i, "choices"),
+                       absl::StrCat("choice \"", BoundedField(c), "\" is repeated"));
       }
       if (type != FieldType::kString) {
         RETURN_IF_ERROR(NumericChoice(c, type, Param(i, "choices")).status());
@@ -228,7 +230,7 @@ absl::Status ApplyParameter(const std::string& name, const v1::ParameterValue& v
   auto it = Fields().find(name);
   if (it == Fields().end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("\"", name, "\" is not a searchable JobSpec field"));
+        absl::StrCat("\"", BoundedField(name), "\" is not a searchable JobSpec field"));
   }
   const SearchableField& field = it->second;
   if (field.type == FieldType::kString) {
@@ -301,15 +303,15 @@ absl::Status ValidateStudySpec(const v1::StudySpec& spec) {
   std::set<std::string> names;
   for (int i = 0; i < spec.parameters_size(); ++i) {
     if (!names.insert(spec.parameters(i).name()).second) {
-      return Invalid(Param(i, "name"),
-                     absl::StrCat("\"", spec.parameters(i).name(), "\" is searched twice"));
+      return Invalid(Param(i, "name"), absl::StrCat("\"", BoundedField(spec.parameters(i).name()),
+                                                    "\" is searched twice"));
     }
     RETURN_IF_ERROR(ValidateParameter(spec, i));
   }
   const std::string& metric = spec.objective().metric();
   if (metric.size() > 64 || !checks::AllChars(metric, "_")) {
     return Invalid("spec.objective.metric",
-                   absl::StrCat("\"", metric,
+                   absl::StrCat("\"", BoundedField(metric),
                                 "\" is not a metric name; use a validation metric such as "
                                 "\"fom\", \"eprof\" or \"mre_sampling_fraction\""));
   }

@@ -2,6 +2,7 @@
 #include "workers/agent/agent_flags.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <string>
@@ -293,6 +294,37 @@ TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   const absl::Status s = ResolveAgentOptions(&*o);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("--join-token-file"), std::string::npos) << s;
+}
+
+// The cache holds datasets, checkpoints and the worker's credential: created 0700, an existing one
+// of the daemon's user that others may enter is tightened; a file there is refused naming the flag.
+TEST(AgentFlagsTest, CacheAndWorkDirectoriesArePrivate) {
+  gantry::testing::TempDir dir;
+  ASSERT_EQ(::mkdir(dir.File("open-cache").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(dir.File("open-cache").c_str(), 0755), 0);
+  AgentFlags f = Valid();
+  f.cache_dir = dir.File("open-cache");
+  f.work_dir = dir.File("new/scratch");
+  absl::StatusOr<AgentOptions> o = BuildAgentOptions(f);
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_TRUE(ResolveAgentOptions(&*o).ok());
+  const auto mode = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  EXPECT_EQ(mode(dir.File("open-cache")), 0700u);
+  EXPECT_EQ(mode(dir.File("new")), 0700u);
+  EXPECT_EQ(mode(dir.File("new/scratch")), 0700u);
+
+  std::ofstream(dir.File("a-file")) << "x";
+  f.cache_dir = dir.File("a-file");
+  o = BuildAgentOptions(f);
+  ASSERT_TRUE(o.ok()) << o.status();
+  const absl::Status s = ResolveAgentOptions(&*o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("--cache-dir"), std::string::npos) << s;
+  EXPECT_NE(s.message().find("is not a directory"), std::string::npos) << s;
 }
 
 }  // namespace

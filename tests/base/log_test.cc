@@ -46,6 +46,16 @@ TEST_F(LogTest, LevelsBelowTheThresholdAreDropped) {
   EXPECT_NE(Lines()[2].find(" D log_test "), std::string::npos) << out_;
 }
 
+TEST_F(LogTest, TextLineCannotBeSplitOrForgedByItsContent) {
+  InitLogging({"gantry-test", LogLevel::kInfo, LogFormat::kText});
+  const std::string forged = "w1\n2026-01-01T00:00:00.000000Z E gantry-server 1 x.cc:1] forged";
+  GANTRY_LOG(INFO).Field("worker", forged) << "worker " << forged << " \x1b]0;title\x07 joined";
+  ASSERT_EQ(Lines().size(), 1u) << out_;
+  EXPECT_NE(Lines()[0].find("worker w1\\n2026-01-01T"), std::string::npos) << out_;
+  EXPECT_NE(Lines()[0].find("\\x1b]0;title\\x07 joined"), std::string::npos) << out_;
+  EXPECT_NE(Lines()[0].find(" worker=\"w1\\n2026"), std::string::npos) << out_;
+}
+
 TEST_F(LogTest, TextLineHasTimestampLevelProgramSourceAndFields) {
   InitLogging({"gantry-test", LogLevel::kInfo, LogFormat::kText});
   GANTRY_LOG(INFO).Field("request_id", "r-1").Field("tenant", "two words") << "hello " << 42;

@@ -674,6 +674,48 @@ v1::Histogram* AddHistogram(v1::ModelVersion* model, const std::string& name,
   return h;
 }
 
+// Text another tenant wrote (a public model's description and tags) cannot drive alice's terminal:
+// tables and listings show its control characters escaped; --json keeps the text exact.
+TEST_F(CliEndToEndTest, HostileDescriptionIsPrintedEscaped) {
+  auto database = storage::Database::Create(db_.dsn(), 1);
+  ASSERT_TRUE(database.ok()) << database.status();
+  storage::ModelRepository models(**database);
+  const std::string hostile =
+      "nice model\x1b]0;owned\x07\x1b[2J\rfake\nOwner:        admin\xc2\x9b"
+      "8m \xc3\xa9t\xc3\xa9";
+  v1::ModelVersion model;
+  model.set_owner("alice");
+  model.set_name("evil");
+  model.set_description(hostile);
+  model.set_particle(v1::PARTICLE_ELECTRON);
+  model.mutable_lineage()->set_model_preset("tiny");
+  model.mutable_lineage()->set_dataset("toymc:events=200,seed=1");
+  (*model.mutable_tags())["t\x1b[8m"] = "hidden\x1b[0m";
+  ASSERT_TRUE(models.Register(model).ok());
+
+  const std::string escaped =
+      "nice model\\x1b]0;owned\\x07\\x1b[2J\\rfake\\nOwner:        admin\\u009b8m "
+      "\xc3\xa9t\xc3\xa9";
+  const auto has_no_controls = [](const std::string& text) {
+    for (unsigned char c : text) {
+      if ((c < 0x20 && c != '\n') || c == 0x7f) return false;
+    }
+    return text.find("\xc2\x9b") == std::string::npos;
+  };
+  CommandResult get = Alice({"models", "get", "evil:1"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_THAT(get.out, HasSubstr("Description:   " + escaped + "\n"));
+  EXPECT_THAT(get.out, HasSubstr("t\\x1b[8m=hidden\\x1b[0m"));
+  EXPECT_TRUE(has_no_controls(get.out)) << get.out;
+  CommandResult list = Alice({"models", "list"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("evil"));
+  EXPECT_TRUE(has_no_controls(list.out)) << list.out;
+
+  auto exact = ParseJson<v1::ModelVersion>(Alice({"--json", "models", "get", "evil:1"}).out);
+  EXPECT_EQ(exact.description(), hostile);
+}
+
 TEST_F(CliEndToEndTest, ModelsPlotsWritesFiguresFromTheStoredHistograms) {
   auto database = storage::Database::Create(db_.dsn(), 1);
   ASSERT_TRUE(database.ok()) << database.status();

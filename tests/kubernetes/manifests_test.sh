@@ -3,8 +3,11 @@
 # overlays/gpu-cloud) with `kubectl kustomize` in a scratch copy whose secret files secrets.sh wrote,
 # validates every object offline against the Kubernetes API schemas (validate.mjs: unknown fields
 # fail), checks what the overlays must say (check_rendered.mjs, the NetworkPolicies included), and
-# makes sure broken manifests fail: an unknown field, a wrong type, an unknown kind, a bad patch in an
-# overlay, a missing secret, a worker port reachable by more than worker pods.
+# checks that every container is hardened (check_security.mjs: non-root, no privilege escalation, no
+# capabilities, RuntimeDefault seccomp, read-only root with /tmp on an emptyDir), and makes sure
+# broken manifests fail: an unknown field, a wrong type, an unknown kind, a bad patch in an overlay, a
+# missing secret, a worker port reachable by more than worker pods, a container missing a hardening
+# setting.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -59,6 +62,49 @@ done
 for overlay in local gpu-cloud; do
   node "$here/check_rendered.mjs" "$overlay" "$scratch/overlays-$overlay.yaml" || fail "$overlay misses expectations above"
 done
+# Every container of every rendered manifest is hardened (check_security.mjs), and dropping any one
+# setting from one container is caught, naming it.
+rendered=("$scratch"/base.yaml "$scratch"/postgres.yaml "$scratch"/workers.yaml "$scratch"/overlays-*.yaml)
+if node "$here/check_security.mjs" "${rendered[@]}" >"$scratch/security.out"; then
+  echo "security contexts: $(tail -1 "$scratch/security.out")"
+else
+  fail "containers are not hardened:"; cat "$scratch/security.out"
+fi
+# expect_unhardened NAME PATTERN JS: check_security.mjs must fail on the local overlay changed by JS
+# (statements over `c`, the worker container, and `pod`, its pod spec) and print PATTERN.
+expect_unhardened() {
+  node --input-type=module -e '
+    const [input, output, yamlModule, body] = process.argv.slice(1);
+    const { readFileSync, writeFileSync } = await import("node:fs");
+    const { parseAllDocuments, stringify } = await import(yamlModule);
+    const objects = parseAllDocuments(readFileSync(input, "utf8")).map((d) => d.toJS()).filter(Boolean);
+    const pod = objects.find((o) => o.kind === "DaemonSet").spec.template.spec;
+    new Function("c", "pod", body)(pod.containers[0], pod);
+    writeFileSync(output, objects.map((o) => stringify(o)).join("---\n"));
+  ' "$scratch/overlays-local.yaml" "$scratch/bad.yaml" "$here/schema/node_modules/yaml/dist/index.js" "$3"
+  if node "$here/check_security.mjs" "$scratch/bad.yaml" >"$scratch/bad.out"; then
+    fail "$1 passed check_security.mjs"
+  elif ! grep -q -- "$2" "$scratch/bad.out"; then
+    fail "$1: check_security.mjs does not name the problem ($2):"; cat "$scratch/bad.out"
+  else
+    echo "refused as expected ($1): $(grep -m1 -- "$2" "$scratch/bad.out")"
+  fi
+}
+expect_unhardened "no runAsNonRoot" "runAsNonRoot is not true" \
+  'delete c.securityContext.runAsNonRoot; delete pod.securityContext.runAsNonRoot;'
+expect_unhardened "root user" "runAsUser is 0" 'c.securityContext.runAsUser = 0;'
+expect_unhardened "privilege escalation" "allowPrivilegeEscalation is not false" \
+  'delete c.securityContext.allowPrivilegeEscalation;'
+expect_unhardened "capabilities kept" "capabilities.drop does not hold ALL" \
+  'c.securityContext.capabilities.drop = ["NET_RAW"];'
+expect_unhardened "a capability added" "capabilities.add is not empty" \
+  'c.securityContext.capabilities.add = ["SYS_ADMIN"];'
+expect_unhardened "no seccomp profile" "seccompProfile.type is not RuntimeDefault" \
+  'c.securityContext.seccompProfile = { type: "Unconfined" };'
+expect_unhardened "a writable root filesystem" "readOnlyRootFilesystem is not true" \
+  'c.securityContext.readOnlyRootFilesystem = false;'
+expect_unhardened "no /tmp volume" "/tmp is not a writable emptyDir" \
+  'c.volumeMounts = c.volumeMounts.filter((m) => m.mountPath !== "/tmp");'
 # The NetworkPolicy shape is asserted, not assumed: each widening of what reaches the server's worker
 # port must fail check_rendered.mjs, naming the problem.
 # expect_unchecked NAME PATTERN JS: check_rendered.mjs must fail on the local overlay changed by JS

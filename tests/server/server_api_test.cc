@@ -1,12 +1,14 @@
 // Integration tests of gantry-server as a process: health, reflection, auth, migrations on restart,
 // TLS, crash recovery and clean shutdown.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/server/server_fixture.h"
@@ -16,7 +18,12 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 
-class ServerApiTest : public ServerFixture {};
+class ServerApiTest : public ServerFixture {
+ protected:
+  // Asks a reflection stream for the list of services with `token`; the names it got and how the
+  // call ended.
+  std::pair<std::set<std::string>, grpc::Status> ListServicesByReflection(const std::string& token);
+};
 
 TEST_F(ServerApiTest, HealthIsServingForServerAndEveryServiceButGenerationWithoutWorkers) {
   EXPECT_EQ(HealthStatus(""), 1);
@@ -32,26 +39,59 @@ TEST_F(ServerApiTest, HealthIsServingForServerAndEveryServiceButGenerationWithou
             -static_cast<int>(grpc::StatusCode::NOT_FOUND));
 }
 
-TEST_F(ServerApiTest, ReflectionListsEveryService) {
+std::pair<std::set<std::string>, grpc::Status> ServerApiTest::ListServicesByReflection(
+    const std::string& token) {
   auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(channel_);
-  auto ctx = Ctx("");
+  auto ctx = Ctx(token);
   auto stream = stub->ServerReflectionInfo(ctx.get());
   grpc::reflection::v1alpha::ServerReflectionRequest request;
   request.set_list_services("*");
-  ASSERT_TRUE(stream->Write(request));
-  grpc::reflection::v1alpha::ServerReflectionResponse response;
-  ASSERT_TRUE(stream->Read(&response));
   std::set<std::string> names;
-  for (const auto& s : response.list_services_response().service()) names.insert(s.name());
+  if (stream->Write(request)) {
+    grpc::reflection::v1alpha::ServerReflectionResponse response;
+    if (stream->Read(&response)) {
+      for (const auto& s : response.list_services_response().service()) names.insert(s.name());
+    }
+  }
+  stream->WritesDone();
+  return {names, stream->Finish()};
+}
+
+TEST_F(ServerApiTest, ReflectionIsOffByDefault) {
+  const auto [names, status] = ListServicesByReflection(admin_token_);
+  EXPECT_TRUE(names.empty());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNIMPLEMENTED) << Describe(status);
+}
+
+TEST_F(ServerApiTest, ReflectionWithTheFlagServesAuthenticatedCallersOnly) {
+  ASSERT_EQ(StopServer(), 0);
+  StartServer({"--reflection"});
+  // Without a token, or with a wrong one: nothing listed, UNAUTHENTICATED.
+  for (const std::string& token : {std::string(), std::string("not-a-token")}) {
+    const auto [names, status] = ListServicesByReflection(token);
+    EXPECT_TRUE(names.empty()) << token;
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(status);
+  }
+  // Health stays open to everyone (load balancers carry no token).
+  EXPECT_EQ(HealthStatus(""), 1);
+
+  // A tenant's token: every service, and a service's descriptor (what grpcurl needs).
+  const std::string tenant = NewTenant("reflector");
+  const auto [names, status] = ListServicesByReflection(tenant);
+  EXPECT_TRUE(status.ok()) << Describe(status);
   for (const char* name :
        {"gantry.v1.TrainingService", "gantry.v1.GenerationService", "gantry.v1.CatalogService",
         "gantry.v1.DatasetService", "gantry.v1.WorkerService", "gantry.v1.AdminService",
         "grpc.health.v1.Health"}) {
     EXPECT_EQ(names.count(name), 1u) << name;
   }
-  // The descriptor of a service is served too (what grpcurl needs).
+  auto stub = grpc::reflection::v1alpha::ServerReflection::NewStub(channel_);
+  auto ctx = Ctx(admin_token_);
+  auto stream = stub->ServerReflectionInfo(ctx.get());
+  grpc::reflection::v1alpha::ServerReflectionRequest request;
   request.set_file_containing_symbol("gantry.v1.TrainingService");
   ASSERT_TRUE(stream->Write(request));
+  grpc::reflection::v1alpha::ServerReflectionResponse response;
   ASSERT_TRUE(stream->Read(&response));
   EXPECT_GT(response.file_descriptor_response().file_descriptor_proto_size(), 0);
   stream->WritesDone();
@@ -314,6 +354,31 @@ TEST_F(ServerApiTest, BootstrapJoinTokenFileLetsWorkersRegister) {
   // The admin token survives restarts (imported once, idempotently).
   v1::ListTenantsResponse tenants;
   EXPECT_TRUE(admin_->ListTenants(Ctx(admin_token_).get(), {}, &tenants).ok());
+}
+
+// The data directory holds every blob and the rank credential key: 0700, with what the server
+// creates in it private too; one that others may enter is tightened at start, and the log says so.
+TEST_F(ServerApiTest, DataDirectoryIsPrivateAndTightenedAtStart) {
+  const auto mode = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 07777;
+  };
+  const std::string data = dir_.File("data");
+  EXPECT_EQ(mode(data), 0700u);
+  EXPECT_EQ(mode(data + "/blobs"), 0700u);
+  EXPECT_EQ(mode(RankKeyFile()), 0600u);
+
+  ASSERT_EQ(StopServer(), 0);
+  ASSERT_EQ(::chmod(data.c_str(), 0755), 0);
+  StartServer();
+  EXPECT_EQ(mode(data), 0700u);
+  std::ifstream in(dir_.File("server.stderr"));
+  std::stringstream log;
+  log << in.rdbuf();
+  EXPECT_NE(log.str().find("--data-dir: tightened " + data + " from 0755 to 0700"),
+            std::string::npos)
+      << log.str();
 }
 
 TEST_F(ServerApiTest, OversizeMessagesAreRefusedByTheTransport) {

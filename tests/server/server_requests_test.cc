@@ -490,6 +490,68 @@ TEST_F(ServerRequestsTest, BadRequestsGetTheRightCodeAndNameTheFieldAndTheServer
   EXPECT_TRUE(best_job.spec().checkpoint_policy().keep_best());
 }
 
+// A hostile value in a request (a megabyte long, or with newlines and escape sequences that would
+// forge a log line or drive a terminal) is quoted in the error message bounded, escaped and on one
+// line; the field violation in the details is bounded the same way.
+TEST_F(ServerRequestsTest, HostileValuesAreQuotedBoundedOnOneLine) {
+  const std::string megabyte(1 << 20, 'n');
+  const std::string forged =
+      "x\n2026-11-29T00:00:00.000000Z E gantry-server 1 main.cc:1] forged\r\x1b]0;owned\x07";
+  struct Case {
+    std::string what;
+    std::function<grpc::Status()> call;
+    std::string must_mention;
+  };
+  const std::vector<Case> cases = {
+      {"megabyte dataset ref",
+       [&] { return SubmitWith([&](v1::JobSpec& s) { s.set_dataset("ds-" + megabyte); }); },
+       "spec.dataset"},
+      {"megabyte toy MC spec",
+       [&] { return SubmitWith([&](v1::JobSpec& s) { s.set_dataset("toymc:" + megabyte); }); },
+       "(1048" /* "...(1048xxx more bytes)" */},
+      {"forged-line dataset ref",
+       [&] { return SubmitWith([&](v1::JobSpec& s) { s.set_dataset(forged); }); },
+       "x\\n2026-11-29T00:00:00.000000Z E gantry-server"},
+      {"megabyte preset",
+       [&] { return SubmitWith([&](v1::JobSpec& s) { s.set_model_preset(megabyte); }); },
+       "spec.model_preset"},
+      {"forged-line initial model",
+       [&] { return SubmitWith([&](v1::JobSpec& s) { s.set_initial_model(forged); }); },
+       "model name \"x\\n2026"},
+      {"forged-line optimizer",
+       [&] {
+         return SubmitWith(
+             [&](v1::JobSpec& s) { s.mutable_hyper_parameters()->set_optimizer(forged); });
+       },
+       "\\r\\x1b]0;owned\\x07\" is unknown"},
+      {"megabyte dataset name", [&] { return Upload({Header(megabyte, 100)}); }, "header.name"},
+      {"forged-line dataset name", [&] { return Upload({Header(forged, 100)}); },
+       "dataset name \"x\\n2026"},
+      {"megabyte model reference",
+       [&] {
+         v1::GetModelRequest request;
+         request.set_model(megabyte + ":1");
+         v1::ModelVersion model;
+         return catalog_->GetModel(Ctx(admin_token_).get(), request, &model);
+       },
+       "more bytes)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const grpc::Status s = c.call();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(s);
+    const std::string& message = s.error_message();
+    EXPECT_LT(message.size(), 600u) << message.substr(0, 600);
+    EXPECT_NE(message.find(c.must_mention), std::string::npos) << message.substr(0, 600);
+    for (unsigned char ch : message) {
+      ASSERT_TRUE(ch >= 0x20 && ch != 0x7f)
+          << "control character " << int{ch} << " in " << message.substr(0, 600);
+    }
+    EXPECT_LT(s.error_details().size(), 2000u);
+  }
+  EXPECT_EQ(HealthStatus(), 1);
+}
+
 TEST_F(ServerRequestsTest, SubmitGetListAndCancel) {
   const std::string alice = NewTenant("alice");
   v1::Job job;

@@ -304,8 +304,9 @@ TEST(AuthTest, AudienceOfEachMethod) {
   EXPECT_EQ(AudienceOf("/gantry.v1.DatasetService/ReadDataset"), Audience::kTenantOrWorker);
   EXPECT_EQ(AudienceOf("/gantry.v1.DatasetService/UploadDataset"), Audience::kTenant);
   EXPECT_EQ(AudienceOf("/grpc.health.v1.Health/Check"), Audience::kNone);
+  // Reflection (served only with --reflection) needs a tenant or admin token.
   EXPECT_EQ(AudienceOf("/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo"),
-            Audience::kNone);
+            Audience::kTenant);
 }
 
 }  // namespace

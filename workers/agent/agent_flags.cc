@@ -17,6 +17,8 @@
 #include "absl/time/time.h"
 #include "base/file_roots.h"
 #include "base/gpu_ids.h"
+#include "base/log.h"
+#include "base/private_directory.h"
 #include "base/status_macros.h"
 #include "workers/agent/credential_file.h"
 
@@ -322,6 +324,19 @@ absl::Status ParseServing(const AgentFlags& f, AgentOptions* o) {
 
 }  // namespace
 
+namespace {
+
+// Creates `dir` private (0700), or tightens it when it is the daemon's and others may use it
+// (logged): it holds datasets, checkpoints and the worker's credential.
+absl::Status MakeOwnDirectory(const std::string& flag, const std::string& dir) {
+  absl::StatusOr<std::string> note = MakePrivateDirectory(dir);
+  if (!note.ok()) return Bad(flag, std::string(note.status().message()));
+  if (!note->empty()) GANTRY_LOG(WARNING) << "--" << flag << ": " << *note;
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags) {
   return BuildAgentOptions(flags, kCudaBuild);
 }
@@ -359,17 +374,11 @@ absl::Status ResolveAgentOptions(AgentOptions* o) {
     o->name = host;
   }
   std::error_code ec;
-  std::filesystem::create_directories(o->cache_dir, ec);
   o->cache_dir = std::filesystem::absolute(o->cache_dir, ec).lexically_normal().string();
-  if (ec || !std::filesystem::is_directory(o->cache_dir)) {
-    return Bad("cache-dir", absl::StrCat("cannot create ", o->cache_dir));
-  }
+  RETURN_IF_ERROR(MakeOwnDirectory("cache-dir", o->cache_dir));
   if (o->work_dir.empty()) o->work_dir = o->cache_dir + "/work";
-  std::filesystem::create_directories(o->work_dir, ec);
   o->work_dir = std::filesystem::absolute(o->work_dir, ec).lexically_normal().string();
-  if (ec || !std::filesystem::is_directory(o->work_dir)) {
-    return Bad("work-dir", absl::StrCat("cannot create ", o->work_dir));
-  }
+  RETURN_IF_ERROR(MakeOwnDirectory("work-dir", o->work_dir));
   while (o->cache_dir.size() > 1 && o->cache_dir.back() == '/') o->cache_dir.pop_back();
   while (o->work_dir.size() > 1 && o->work_dir.back() == '/') o->work_dir.pop_back();
   if (o->credential_file.empty()) {

@@ -113,7 +113,7 @@ absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_root,
 
 // The rank's log (appended) and its control pipe, both close-on-exec; nothing stays open on error.
 absl::Status OpenRankFds(const std::string& log_path, int* log_fd, int pipe_fds[2]) {
-  *log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  *log_fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
   if (*log_fd < 0) {
     return absl::InternalError(absl::StrCat("cannot open ", log_path, ": ", strerror(errno)));
   }

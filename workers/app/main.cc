@@ -15,6 +15,7 @@
 #include "base/flags.h"
 #include "base/log.h"
 #include "base/log_flags.h"
+#include "base/private_directory.h"
 #include "base/status_macros.h"
 #include "workers/agent/agent_flags.h"
 #include "workers/agent/daemon_main.h"
@@ -81,6 +82,9 @@ int BadCommandLine(const std::string& command, const absl::Status& status) {
 }
 
 int Daemon() {
+  // What the daemon and its ranks write (cache, checkpoints, logs, credentials) is its user's
+  // alone.
+  gantry::UsePrivateUmask();
   absl::StatusOr<gantry::agent::AgentOptions> options = gantry::app::DaemonOptionsFromFlags();
   if (!options.ok()) return BadCommandLine("daemon", options.status());
   absl::StatusOr<std::string> metrics_listen = gantry::app::DaemonMetricsListenFromFlags();

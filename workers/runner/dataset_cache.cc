@@ -71,7 +71,7 @@ int FlockRetry(int fd, int op) {
 absl::StatusOr<Fd> LockFile(const std::string& path, int op, bool* busy = nullptr) {
   if (busy != nullptr) *busy = false;
   for (;;) {
-    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644));
+    Fd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
     if (fd.get() < 0) return absl::UnavailableError(Errno("cannot open lock file", path));
     if (FlockRetry(fd.get(), op) != 0) {
       if (errno == EWOULDBLOCK && busy != nullptr) {
@@ -219,7 +219,7 @@ absl::StatusOr<std::unique_ptr<DatasetCache>> DatasetCache::Create(DatasetCacheO
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   dir += "/datasets";
   for (const std::string& d : {options.cache_dir, dir}) {
-    if (::mkdir(d.c_str(), 0755) != 0 && errno != EEXIST) {
+    if (::mkdir(d.c_str(), 0700) != 0 && errno != EEXIST) {
       return absl::UnavailableError(Errno("cannot create the dataset cache directory", d));
     }
   }

@@ -167,7 +167,7 @@ class SourceLock {
   static absl::StatusOr<std::unique_ptr<SourceLock>> Take(const std::string& path) {
     std::error_code ec;
     fs::create_directories(fs::path(path).parent_path(), ec);
-    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0) return absl::UnavailableError(absl::StrCat("cannot open ", path));
     int rc;
     do {
