@@ -11,15 +11,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "clients/cli/cli_config.h"
 
 namespace gantry::cli {
-
-// Whether gRPC target `server` stays on this host: a unix socket, localhost, 127.0.0.0/8 or ::1
-// (bare or in [brackets], with or without a port or a dns:/// or ipv4:/ipv6: scheme).
-bool IsLoopbackTarget(absl::string_view server);
 
 // The token goes over TLS, or in clear only to this host: a plaintext channel that would carry a
 // token to another host is FAILED_PRECONDITION unless config.allow_plaintext says the network is

@@ -74,6 +74,7 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   f.cache_dir = "/var/cache/g";
   f.cache_max_bytes = "2G";
   f.advertise_host = "node7.example";
+  f.serve_plaintext = true;
   f.rendezvous_ports = "30000-30009";
   f.work_dir = "/scratch";
   f.rank_binary = "/bin/fake";
@@ -146,6 +147,35 @@ TEST(AgentFlagsTest, ErrorsNameTheFlag) {
               f.collective_timeout_ms = 0;
             }).find("--collective-timeout-ms"),
             std::string::npos);
+}
+
+// The router's generation secret travels in clear only on this host: serving on another address
+// needs TLS, an explicit --serve-plaintext, or no serving.
+TEST(AgentFlagsTest, ServingOffThisHostNeedsTlsOrConsent) {
+  AgentFlags f = Valid();
+  f.advertise_host = "10.0.0.5";
+  absl::StatusOr<AgentOptions> refused = BuildAgentOptions(f);
+  ASSERT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("--serve-port"), std::string::npos) << refused.status();
+  EXPECT_NE(refused.status().message().find("--serve-plaintext"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--tls-cert"), std::string::npos);
+
+  AgentFlags consent = f;
+  consent.serve_plaintext = true;
+  EXPECT_TRUE(BuildAgentOptions(consent).ok());
+  AgentFlags tls = f;
+  tls.ca_cert = "/etc/gantry/ca.pem";
+  tls.tls_cert = "/etc/gantry/worker.pem";
+  tls.tls_key = "/etc/gantry/worker.key";
+  EXPECT_TRUE(BuildAgentOptions(tls).ok());
+  AgentFlags off = f;
+  off.serve_port = -1;
+  EXPECT_TRUE(BuildAgentOptions(off).ok());
+  for (const char* host : {"127.0.0.1", "localhost", "::1", "127.0.0.2"}) {
+    AgentFlags loopback = f;
+    loopback.advertise_host = host;
+    EXPECT_TRUE(BuildAgentOptions(loopback).ok()) << host;
+  }
 }
 
 TEST(AgentFlagsTest, RequiresServerAndToken) {

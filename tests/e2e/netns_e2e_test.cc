@@ -76,6 +76,7 @@ class NetnsE2eTest : public WorkerPoolFixture {
             "--cache-dir=" + dir_.path() + "/" + name, "--file-roots=/nonexistent",
             "--advertise-host=" + hosts_->host(i).address, "--kill-grace-ms=2000",
             "--preemption-grace-ms=60000", absl::StrCat("--serve-port=", kServePort),
+            "--serve-plaintext",
             absl::StrCat("--rendezvous-ports=", kRendezvousMin, "-", kRendezvousMax)});
     auto worker = std::make_unique<ChildProcess>(argv, dir_.path() + "/" + name + ".log");
     ASSERT_GT(worker->pid(), 0);

@@ -18,7 +18,9 @@
 #include "base/file_roots.h"
 #include "base/gpu_ids.h"
 #include "base/log.h"
+#include "base/loopback.h"
 #include "base/private_directory.h"
+#include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "workers/agent/credential_file.h"
 
@@ -59,7 +61,10 @@ const char kAgentUsage[] =
     "                              certificate of the generation endpoint, which then serves TLS\n"
     "                              (its SAN must name --advertise-host); needs --ca-cert\n"
     "generation serving (the daemon runs WorkerGenerationService for gantry-server's router):\n"
-    "  --serve-port=N              port on --advertise-host (default 0 = ephemeral; -1 = off)\n"
+    "  --serve-port=N              port on --advertise-host (default 0 = ephemeral; -1 = off);\n"
+    "                              off this host it needs --tls-cert or --serve-plaintext\n"
+    "  --serve-plaintext           serve without TLS on a non-loopback --advertise-host (a\n"
+    "                              private network only: the router's secret travels in clear)\n"
     "  --max-batch-size=N          showers per generator batch (default 128)\n"
     "  --max-queue-delay-ms=MS     longest wait for a batch to fill (default 2; fractions ok)\n"
     "  --max-queued-requests=N     requests queued per model before RESOURCE_EXHAUSTED (1024)\n"
@@ -305,6 +310,16 @@ absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
 
 absl::Status ParseServing(const AgentFlags& f, AgentOptions* o) {
   RETURN_IF_ERROR(CheckInt("serve-port", f.serve_port, -1, 65535));
+  // gantry-server's router sends the worker's generation secret with every call: in clear only on
+  // this host, unless the operator says the network is private.
+  if (f.serve_port >= 0 && f.tls_cert.empty() && !f.serve_plaintext &&
+      !IsLoopbackTarget(f.advertise_host)) {
+    return Bad("serve-port",
+               absl::StrCat("serving generation on ", BoundedField(f.advertise_host),
+                            " without TLS would take the router's secret in clear: give "
+                            "--tls-cert/--tls-key (the endpoint then serves TLS), "
+                            "--serve-plaintext on a private network, or --serve-port=-1"));
+  }
   o->serve_port = f.serve_port;
   RETURN_IF_ERROR(CheckInt("max-batch-size", f.max_batch_size, 1, 4096));
   o->max_batch_size = f.max_batch_size;

@@ -35,6 +35,9 @@ struct AgentFlags {
   std::string file_roots;                        // dir,dir: where file:// datasets may be read
   std::string ranks_die_with_daemon = "true";    // true | false
   int serve_port = 0;
+  // Serve generation without TLS on a --advertise-host that is not loopback (a private network
+  // only); refused otherwise, since the router's secret would travel in clear.
+  bool serve_plaintext = false;
   int max_batch_size = 128;
   double max_queue_delay_ms = 2.0;
   int max_queued_requests = 1024;

@@ -64,6 +64,9 @@ ABSL_FLAG(std::string, ranks_die_with_daemon, kDaemon.ranks_die_with_daemon,
           "daemon: true|false, kill ranks if the daemon itself dies");
 ABSL_FLAG(int, serve_port, kDaemon.serve_port,
           "daemon: generation serving port on --advertise-host (0 = ephemeral, -1 = off)");
+ABSL_FLAG(bool, serve_plaintext, kDaemon.serve_plaintext,
+          "daemon: serve generation without TLS on a non-loopback --advertise-host (private "
+          "networks only)");
 ABSL_FLAG(int, max_batch_size, kDaemon.max_batch_size, "daemon: showers per generator batch");
 ABSL_FLAG(double, max_queue_delay_ms, kDaemon.max_queue_delay_ms,
           "daemon: longest wait for a generation batch to fill");
@@ -154,6 +157,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
         "rendezvous_ports",
         "ranks_die_with_daemon",
         "serve_port",
+        "serve_plaintext",
         "max_batch_size",
         "max_queue_delay_ms",
         "max_queued_requests",
@@ -244,6 +248,7 @@ agent::AgentFlags DaemonFlags() {
   f.file_roots = absl::GetFlag(FLAGS_file_roots);
   f.ranks_die_with_daemon = absl::GetFlag(FLAGS_ranks_die_with_daemon);
   f.serve_port = absl::GetFlag(FLAGS_serve_port);
+  f.serve_plaintext = absl::GetFlag(FLAGS_serve_plaintext);
   f.max_batch_size = absl::GetFlag(FLAGS_max_batch_size);
   f.max_queue_delay_ms = absl::GetFlag(FLAGS_max_queue_delay_ms);
   f.max_queued_requests = absl::GetFlag(FLAGS_max_queued_requests);
