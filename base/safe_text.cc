@@ -47,24 +47,32 @@ bool IsBidiControl(uint32_t c) {
   return (c >= 0x202A && c <= 0x202E) || (c >= 0x2066 && c <= 0x2069);
 }
 
-// The escaped form of the character at the start of `text` (non-empty), and how many bytes of
-// `text` it stands for.
-std::string NextPiece(absl::string_view text, LineBreaks line_breaks, size_t* consumed) {
+// Appends to `out` the escaped form of the character at the start of `text` (non-empty); returns
+// how many bytes of `text` it stands for. Appends in place: every log line and status message
+// passes through here.
+size_t AppendPiece(absl::string_view text, LineBreaks line_breaks, std::string* out) {
   uint32_t c = 0;
   const size_t length = DecodeUtf8(text, &c);
   if (length == 0) {
-    *consumed = 1;
-    return absl::StrFormat("\\x%02x", static_cast<unsigned char>(text[0]));
+    absl::StrAppendFormat(out, "\\x%02x", static_cast<unsigned char>(text[0]));
+    return 1;
   }
-  *consumed = length;
   if (c == '\n' || c == '\t') {
-    if (line_breaks == LineBreaks::kKeep) return std::string(1, static_cast<char>(c));
-    return c == '\n' ? "\\n" : "\\t";
+    if (line_breaks == LineBreaks::kKeep) {
+      out->push_back(static_cast<char>(c));
+    } else {
+      out->append(c == '\n' ? "\\n" : "\\t");
+    }
+  } else if (c == '\r') {
+    out->append("\\r");
+  } else if (c < 0x20 || c == 0x7F) {
+    absl::StrAppendFormat(out, "\\x%02x", c);
+  } else if ((c >= 0x80 && c <= 0x9F) || IsBidiControl(c)) {
+    absl::StrAppendFormat(out, "\\u%04x", c);
+  } else {
+    out->append(text.data(), length);
   }
-  if (c == '\r') return "\\r";
-  if (c < 0x20 || c == 0x7F) return absl::StrFormat("\\x%02x", c);
-  if ((c >= 0x80 && c <= 0x9F) || IsBidiControl(c)) return absl::StrFormat("\\u%04x", c);
-  return std::string(text.substr(0, length));
+  return length;
 }
 
 }  // namespace
@@ -72,21 +80,19 @@ std::string NextPiece(absl::string_view text, LineBreaks line_breaks, size_t* co
 std::string EscapeControlText(absl::string_view text, LineBreaks line_breaks) {
   std::string out;
   out.reserve(text.size());
-  while (!text.empty()) {
-    size_t consumed = 0;
-    out += NextPiece(text, line_breaks, &consumed);
-    text.remove_prefix(consumed);
-  }
+  while (!text.empty()) text.remove_prefix(AppendPiece(text, line_breaks, &out));
   return out;
 }
 
 std::string BoundedField(absl::string_view text, size_t max_bytes) {
   std::string out;
   while (!text.empty()) {
-    size_t consumed = 0;
-    std::string piece = NextPiece(text, LineBreaks::kEscape, &consumed);
-    if (out.size() + piece.size() > max_bytes) break;
-    out += piece;
+    const size_t before = out.size();
+    const size_t consumed = AppendPiece(text, LineBreaks::kEscape, &out);
+    if (out.size() > max_bytes) {
+      out.resize(before);  // the piece does not fit whole
+      break;
+    }
     text.remove_prefix(consumed);
   }
   if (!text.empty()) absl::StrAppend(&out, "...(", text.size(), " more bytes)");
