@@ -70,26 +70,31 @@ if node "$here/check_security.mjs" "${rendered[@]}" >"$scratch/security.out"; th
 else
   fail "containers are not hardened:"; cat "$scratch/security.out"
 fi
-# expect_unhardened NAME PATTERN JS: check_security.mjs must fail on the local overlay changed by JS
-# (statements over `c`, the worker container, and `pod`, its pod spec) and print PATTERN.
-expect_unhardened() {
+# expect_refused CHECK ARG NAME PATTERN JS: the local overlay changed by JS (statements over
+# `objects`, the rendered objects; `policy(name)`, a NetworkPolicy; `pod`, the worker DaemonSet's pod
+# spec; `c`, its first container) must fail `node CHECK [ARG] FILE` and make it print PATTERN.
+expect_refused() {
+  local check="$1" arg="$2" name="$3" pattern="$4"
   node --input-type=module -e '
     const [input, output, yamlModule, body] = process.argv.slice(1);
     const { readFileSync, writeFileSync } = await import("node:fs");
     const { parseAllDocuments, stringify } = await import(yamlModule);
     const objects = parseAllDocuments(readFileSync(input, "utf8")).map((d) => d.toJS()).filter(Boolean);
+    const policy = (name) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === name);
     const pod = objects.find((o) => o.kind === "DaemonSet").spec.template.spec;
-    new Function("c", "pod", body)(pod.containers[0], pod);
+    new Function("objects", "policy", "pod", "c", body)(objects, policy, pod, pod.containers[0]);
     writeFileSync(output, objects.map((o) => stringify(o)).join("---\n"));
-  ' "$scratch/overlays-local.yaml" "$scratch/bad.yaml" "$here/schema/node_modules/yaml/dist/index.js" "$3"
-  if node "$here/check_security.mjs" "$scratch/bad.yaml" >"$scratch/bad.out"; then
-    fail "$1 passed check_security.mjs"
-  elif ! grep -q -- "$2" "$scratch/bad.out"; then
-    fail "$1: check_security.mjs does not name the problem ($2):"; cat "$scratch/bad.out"
+  ' "$scratch/overlays-local.yaml" "$scratch/bad.yaml" "$here/schema/node_modules/yaml/dist/index.js" "$5"
+  if node "$check" ${arg:+"$arg"} "$scratch/bad.yaml" >"$scratch/bad.out"; then
+    fail "$name passed $(basename "$check")"
+  elif ! grep -q -- "$pattern" "$scratch/bad.out"; then
+    fail "$name: $(basename "$check") does not name the problem ($pattern):"; cat "$scratch/bad.out"
   else
-    echo "refused as expected ($1): $(grep -m1 -- "$2" "$scratch/bad.out")"
+    echo "refused as expected ($name): $(grep -m1 -- "$pattern" "$scratch/bad.out")"
   fi
 }
+# expect_unhardened NAME PATTERN JS: check_security.mjs must refuse the change (expect_refused).
+expect_unhardened() { expect_refused "$here/check_security.mjs" "" "$@"; }
 expect_unhardened "no runAsNonRoot" "runAsNonRoot is not true" \
   'delete c.securityContext.runAsNonRoot; delete pod.securityContext.runAsNonRoot;'
 expect_unhardened "root user" "runAsUser is 0" 'c.securityContext.runAsUser = 0;'
@@ -107,26 +112,8 @@ expect_unhardened "no /tmp volume" "/tmp is not a writable emptyDir" \
   'c.volumeMounts = c.volumeMounts.filter((m) => m.mountPath !== "/tmp");'
 # The NetworkPolicy shape is asserted, not assumed: each widening of what reaches the server's worker
 # port must fail check_rendered.mjs, naming the problem.
-# expect_unchecked NAME PATTERN JS: check_rendered.mjs must fail on the local overlay changed by JS
-# (statements over `objects`, the rendered objects) and print PATTERN.
-expect_unchecked() {
-  node --input-type=module -e '
-    const [input, output, yamlModule, body] = process.argv.slice(1);
-    const { readFileSync, writeFileSync } = await import("node:fs");
-    const { parseAllDocuments, stringify } = await import(yamlModule);
-    const objects = parseAllDocuments(readFileSync(input, "utf8")).map((d) => d.toJS()).filter(Boolean);
-    const policy = (name) => objects.find((o) => o.kind === "NetworkPolicy" && o.metadata.name === name);
-    new Function("objects", "policy", body)(objects, policy);
-    writeFileSync(output, objects.map((o) => stringify(o)).join("---\n"));
-  ' "$scratch/overlays-local.yaml" "$scratch/bad.yaml" "$here/schema/node_modules/yaml/dist/index.js" "$3"
-  if node "$here/check_rendered.mjs" local "$scratch/bad.yaml" >"$scratch/bad.out"; then
-    fail "$1 passed check_rendered.mjs"
-  elif ! grep -q -- "$2" "$scratch/bad.out"; then
-    fail "$1: check_rendered.mjs does not name the problem ($2):"; cat "$scratch/bad.out"
-  else
-    echo "refused as expected ($1): $(grep -m1 -- "$2" "$scratch/bad.out")"
-  fi
-}
+# expect_unchecked NAME PATTERN JS: check_rendered.mjs must refuse the change (expect_refused).
+expect_unchecked() { expect_refused "$here/check_rendered.mjs" local "$@"; }
 worker_port_open="admits peers other than gantry-worker pods to gantry-server's worker port"
 expect_unchecked "the worker port open to every peer" "$worker_port_open" \
   'delete policy("gantry-server-worker-ingress").spec.ingress[0].from;'
