@@ -1,4 +1,4 @@
-# Precompiled headers for the GCC build. Most of gantry's translation units spend more time parsing
+# Precompiled headers. Most of gantry's translation units spend more time parsing
 # gRPC, protobuf, the generated gantry.v1 headers and (in workers/) LibTorch than compiling their own
 # code; each family below precompiles those headers once and every target of the family reuses the
 # result (docs/studies/2026-11-28-build-and-test-time.md has what it saves).
@@ -7,6 +7,12 @@
 # the rest at the build type's flags, and a precompiled header is only used with the flags it was made
 # with (GCC falls back to parsing the headers otherwise). Every target's family follows from what it
 # links: LibTorch (gantry_gan) -> torch, gantry_proto -> grpc, neither -> none.
+#
+# In the sanitizer build (GANTRY_SANITIZER_FLAGS) the same split matches its flags: the code under
+# test is instrumented and the test code is not (tests/ resets the directory's options), so a
+# family's host takes the flags of the code it serves. Targets with flags of their own (the
+# libFuzzer targets, protoc's output) parse the headers themselves: clang refuses a precompiled
+# header made with other sanitizer flags, where GCC would fall back with a warning.
 
 set(gantry_pch_grpc_headers
     <grpcpp/grpcpp.h> <google/protobuf/message.h> <absl/status/status.h> <absl/status/statusor.h>
@@ -48,10 +54,16 @@ function(gantry_pch_host family headers is_test)
     target_link_libraries(${host} PRIVATE torch)
   endif()
   if(is_test)
+    # Test code has none of the directory's instrumentation (tests/CMakeLists.txt).
+    set_property(TARGET ${host} PROPERTY COMPILE_OPTIONS "")
     target_link_libraries(${host} PRIVATE GTest::gtest)
     target_compile_options(${host} PRIVATE ${GANTRY_TEST_COMPILE_OPTIONS})
     list(APPEND headers <gtest/gtest.h>)
   endif()
+  # clang records the headers' modification times in a precompiled header and refuses it when they
+  # differ: a header from the compiler cache would then fail in every new clone.
+  target_compile_options(${host}
+                         PRIVATE "$<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>")
   target_precompile_headers(${host} PRIVATE ${headers})
 endfunction()
 
@@ -67,6 +79,21 @@ function(gantry_pch_apply)
     if(NOT sources MATCHES "\\.cc")
       continue()
     endif()
+    get_target_property(test_code ${t} GANTRY_TEST_CODE)
+    get_target_property(options ${t} COMPILE_OPTIONS)
+    get_target_property(dir ${t} SOURCE_DIR)
+    # In the sanitizer build a target's instrumentation must be its family's: test code has none,
+    # the rest has the directory's. Others (fuzzers, protoc's output, benchmarks under tests/) skip.
+    if(GANTRY_SANITIZER_FLAGS)
+      set(instrumented OFF)
+      if(options MATCHES "-fsanitize=address")
+        set(instrumented ON)
+      endif()
+      if((test_code AND options MATCHES "-fsanitize") OR (NOT test_code AND NOT instrumented)
+         OR dir STREQUAL "${CMAKE_SOURCE_DIR}/proto")
+        continue()
+      endif()
+    endif()
     set(links "")
     gantry_pch_links(${t} links)
     if("gantry_gan" IN_LIST links OR t STREQUAL "gantry_gan")
@@ -77,7 +104,6 @@ function(gantry_pch_apply)
       continue()
     endif()
     # Test code compiles at -O1 (tests/CMakeLists.txt marks it).
-    get_target_property(test_code ${t} GANTRY_TEST_CODE)
     if(test_code)
       string(APPEND family _test)
     endif()

@@ -267,6 +267,8 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
     http_options.tls_key_file = options.tls_key_file;
     http_options.session_ttl = options.http_session_ttl;
     http_options.max_generate_showers = options.http_max_generate_showers;
+    http_options.max_event_streams = options.http_max_event_streams;
+    http_options.max_event_streams_per_tenant = options.http_max_event_streams_per_tenant;
     http_options.temp_dir = options.data_dir + "/http-downloads";
     http_options.in_process_key = http_api_key;
     ASSIGN_OR_RETURN(

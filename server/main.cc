@@ -52,6 +52,11 @@ ABSL_FLAG(std::string, web_root, "",
 ABSL_FLAG(int, http_session_hours, 12, "how long a browser session of the HTTP API lasts");
 ABSL_FLAG(int64_t, http_max_generate_showers, 2000,
           "most showers one HTTP download (POST /api/v1/generate) may ask for");
+ABSL_FLAG(int, http_max_event_streams, 8,
+          "job event streams (Server-Sent Events) the HTTP API serves at once; each holds a "
+          "handler thread");
+ABSL_FLAG(int, http_max_event_streams_per_tenant, 2,
+          "job event streams one tenant may hold at once (at most --http-max-event-streams)");
 ABSL_FLAG(std::string, db, "",
           "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them or --db-file is "
           "required)");
@@ -182,6 +187,9 @@ ABSL_FLAG(std::string, inspect_binary, "",
           "the upload inspection helper run sandboxed per upload (default: gantry-inspect next to "
           "this binary)");
 ABSL_FLAG(int, inspect_timeout_ms, 120000, "wall-clock limit of one upload's inspection");
+ABSL_FLAG(int, inspect_concurrency, 4,
+          "inspections that run at once, server-wide; another upload waits up to 30 s for one to "
+          "end, then is UNAVAILABLE");
 // An AddressSanitizer build inspects without an address-space limit (base/sanitizers.h).
 ABSL_FLAG(int, inspect_memory_mb, gantry::kAddressSanitizer ? 0 : 1024,
           "address-space limit of the inspection child (0 = none, e.g. under AddressSanitizer)");
@@ -241,9 +249,15 @@ int main(int argc, char** argv) {
   }
   const int session_hours = absl::GetFlag(FLAGS_http_session_hours);
   options.http_max_generate_showers = absl::GetFlag(FLAGS_http_max_generate_showers);
-  if (session_hours < 1 || session_hours > 24 * 30 || options.http_max_generate_showers < 1) {
-    std::cerr << "gantry-server: --http-session-hours must be 1..720 and "
-                 "--http-max-generate-showers >= 1\n";
+  options.http_max_event_streams = absl::GetFlag(FLAGS_http_max_event_streams);
+  options.http_max_event_streams_per_tenant = absl::GetFlag(FLAGS_http_max_event_streams_per_tenant);
+  if (session_hours < 1 || session_hours > 24 * 30 || options.http_max_generate_showers < 1 ||
+      options.http_max_event_streams < 1 || options.http_max_event_streams > 12 ||
+      options.http_max_event_streams_per_tenant < 1 ||
+      options.http_max_event_streams_per_tenant > options.http_max_event_streams) {
+    std::cerr << "gantry-server: --http-session-hours must be 1..720, "
+                 "--http-max-generate-showers >= 1, --http-max-event-streams 1..12 (the API has 16 "
+                 "handler threads) and --http-max-event-streams-per-tenant 1..that\n";
     return 2;
   }
   options.http_session_ttl = absl::Hours(session_hours);
@@ -395,6 +409,7 @@ int main(int argc, char** argv) {
     options.inspector.binary = gantry::server::DefaultInspectBinary();
   }
   options.inspector.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_inspect_timeout_ms));
+  options.inspector.max_concurrent = absl::GetFlag(FLAGS_inspect_concurrency);
   options.inspector.limits.address_space_bytes = int64_t{absl::GetFlag(FLAGS_inspect_memory_mb)}
                                                  << 20;
   options.inspector.limits.cpu_seconds = 0;  // follows the timeout
@@ -405,9 +420,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (options.inspector.timeout < absl::Milliseconds(100) ||
-      absl::GetFlag(FLAGS_inspect_memory_mb) < 0 || options.inspector.file_limits.max_events < 1) {
-    std::cerr << "gantry-server: --inspect-timeout-ms must be >= 100, --inspect-memory-mb >= 0 "
-                 "and --max-dataset-events >= 1\n";
+      absl::GetFlag(FLAGS_inspect_memory_mb) < 0 || options.inspector.file_limits.max_events < 1 ||
+      options.inspector.max_concurrent < 1 || options.inspector.max_concurrent > 1024) {
+    std::cerr << "gantry-server: --inspect-timeout-ms must be >= 100, --inspect-memory-mb >= 0, "
+                 "--inspect-concurrency 1-1024 and --max-dataset-events >= 1\n";
     return 2;
   }
   if (options.heartbeat_interval_ms < 100 ||

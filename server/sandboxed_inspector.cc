@@ -43,6 +43,25 @@ SandboxedInspector::SandboxedInspector(InspectorOptions options) : options_(std:
 absl::StatusOr<showers::DatasetInfo> SandboxedInspector::Inspect(
     const std::string& path, const std::string& file_name) const {
   const std::string shown = Quoted(file_name);
+  {
+    absl::MutexLock lock(&mu_);
+    if (!mu_.AwaitWithTimeout(absl::Condition(this, &SandboxedInspector::HasRoom),
+                              options_.queue_wait)) {
+      return absl::UnavailableError(absl::StrCat(
+          "the server is inspecting ", running_, " other uploads (its limit, --inspect-concurrency) "
+          "and could not start on ", shown, " within ", absl::FormatDuration(options_.queue_wait),
+          "; upload it again in a minute"));
+    }
+    ++running_;
+  }
+  absl::StatusOr<showers::DatasetInfo> info = RunInspection(path, file_name, shown);
+  absl::MutexLock lock(&mu_);
+  --running_;
+  return info;
+}
+
+absl::StatusOr<showers::DatasetInfo> SandboxedInspector::RunInspection(
+    const std::string& path, const std::string& file_name, const std::string& shown) const {
   SandboxRequest request;
   request.binary = options_.binary;
   // The child names the file by a token that is replaced here, so the client's name never passes

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/sandboxed_process.h"
 #include "showers/hdf5_io.h"
@@ -20,9 +21,13 @@ struct InspectorOptions {
   absl::Duration timeout = absl::Seconds(120);  // wall clock of one inspection
   SandboxLimits limits;                         // cpu_seconds follows the timeout when 0
   showers::ShowerFileLimits file_limits;        // passed to the helper
+  // At most this many inspections run at once, server-wide (each is a child with its own CPU and
+  // memory limits); another waits up to queue_wait for one to end, then is UNAVAILABLE.
+  int max_concurrent = 4;
+  absl::Duration queue_wait = absl::Seconds(30);
 };
 
-// Thread-safe and stateless after construction: inspections run in parallel, one child each.
+// Thread-safe: inspections run in parallel, one child each, at most max_concurrent at once.
 class SandboxedInspector {
  public:
   explicit SandboxedInspector(InspectorOptions options);
@@ -39,7 +44,16 @@ class SandboxedInspector {
   const std::string& binary() const { return options_.binary; }
 
  private:
+  bool HasRoom() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return running_ < options_.max_concurrent;
+  }
+  absl::StatusOr<showers::DatasetInfo> RunInspection(const std::string& path,
+                                                     const std::string& file_name,
+                                                     const std::string& shown) const;
+
   InspectorOptions options_;
+  mutable absl::Mutex mu_;
+  mutable int running_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // The default helper path: "gantry-inspect" in the folder of /proc/self/exe.

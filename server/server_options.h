@@ -28,6 +28,8 @@ struct ServerOptions {
   std::string web_root;                               // the built web app; empty = none (API only)
   absl::Duration http_session_ttl = absl::Hours(12);  // browser sessions last this long
   int64_t http_max_generate_showers = 2000;           // per POST /api/v1/generate
+  int http_max_event_streams = 8;                     // job event streams at once, server-wide
+  int http_max_event_streams_per_tenant = 2;          // and per tenant
   std::string db_dsn;                                 // libpq DSN
   std::string data_dir;                               // blob store root
   // The rank-credential key (server/secret_file.h LoadOrCreateKeyFile); empty =

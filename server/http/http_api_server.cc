@@ -513,11 +513,9 @@ void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Res
       !status.ok()) {
     return ReplyError(response, FromGrpcStatus(status));
   }
-  if (event_streams_.fetch_add(1) >= options_.max_event_streams) {
-    event_streams_.fetch_sub(1);
-    return ReplyError(response, absl::ResourceExhaustedError(absl::StrCat(
-                                    "this server already streams ", options_.max_event_streams,
-                                    " job event streams; close one or try again later")));
+  const std::string tenant = request_tenant;
+  if (absl::Status taken = TakeEventStream(tenant); !taken.ok()) {
+    return ReplyError(response, taken);
   }
   response.set_header("X-Accel-Buffering", "no");
   response.set_chunked_content_provider(
@@ -527,7 +525,33 @@ void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Res
         sink.done();
         return true;
       },
-      [this](bool) { event_streams_.fetch_sub(1); });
+      [this, tenant](bool) { ReleaseEventStream(tenant); });
+}
+
+absl::Status HttpApiServer::TakeEventStream(const std::string& tenant) {
+  absl::MutexLock lock(&event_streams_mu_);
+  int& mine = tenant_event_streams_[tenant];
+  if (mine >= options_.max_event_streams_per_tenant) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "you already have ", mine, " job event streams open (the limit per tenant, "
+        "--http-max-event-streams-per-tenant); close one (another tab) or poll GET /api/v1/jobs/{id}"));
+  }
+  if (event_streams_ >= options_.max_event_streams) {
+    if (mine == 0) tenant_event_streams_.erase(tenant);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "this server already streams ", options_.max_event_streams,
+        " job event streams (--http-max-event-streams); try again later or poll "
+        "GET /api/v1/jobs/{id}"));
+  }
+  ++mine;
+  ++event_streams_;
+  return absl::OkStatus();
+}
+
+void HttpApiServer::ReleaseEventStream(const std::string& tenant) {
+  absl::MutexLock lock(&event_streams_mu_);
+  --event_streams_;
+  if (--tenant_event_streams_[tenant] <= 0) tenant_event_streams_.erase(tenant);
 }
 
 void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJobRequest& watch,

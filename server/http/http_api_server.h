@@ -8,10 +8,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/http/http_listener.h"
 #include "gantry/v1/catalog.grpc.pb.h"
@@ -45,8 +47,10 @@ struct HttpApiOptions {
   // Sent as kHttpApiKeyMetadata on every in-process call (see AuthInterceptorFactory).
   std::string in_process_key;
   int handler_threads = 16;
-  // Concurrent Server-Sent Event streams (each holds a handler thread); 429 above.
+  // Concurrent Server-Sent Event streams (each holds a handler thread), server-wide and per
+  // tenant, so that one tenant cannot take them all; 429 above either.
   int max_event_streams = 8;
+  int max_event_streams_per_tenant = 2;
   // A comment line is sent on an idle event stream this often, so a closed browser tab is noticed.
   absl::Duration event_keepalive = absl::Seconds(15);
 };
@@ -94,7 +98,14 @@ class HttpApiServer {
   std::unique_ptr<gantry::v1::TrainingService::Stub> training_;
   std::unique_ptr<gantry::v1::GenerationService::Stub> generation_;
   std::unique_ptr<StaticFiles> static_files_;  // null without a web root
-  std::atomic<int> event_streams_{0};
+  // Takes one of the event streams for `tenant`; RESOURCE_EXHAUSTED (naming the limit) when the
+  // server or the tenant has none left. ReleaseEventStream gives it back.
+  absl::Status TakeEventStream(const std::string& tenant);
+  void ReleaseEventStream(const std::string& tenant);
+
+  absl::Mutex event_streams_mu_;
+  int event_streams_ ABSL_GUARDED_BY(event_streams_mu_) = 0;
+  std::map<std::string, int> tenant_event_streams_ ABSL_GUARDED_BY(event_streams_mu_);
   std::atomic<uint64_t> downloads_{0};  // names temporary files
   // Last: destroyed first, so running requests end before what they use goes away.
   std::unique_ptr<HttpListener> listener_;

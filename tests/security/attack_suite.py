@@ -86,6 +86,7 @@ class Suite:
         self.join_token = "attack-join-%032x" % random.getrandbits(128)
         self.write("admin.token", self.admin_token + "\n")
         self.write("join.token", self.join_token + "\n")
+        self.http_address = "127.0.0.1:%d" % (self.args.port_base + 60)
         self.data_root = os.path.join(self.dir, "shared-data")
         os.makedirs(self.data_root)
         self.start_server()
@@ -113,7 +114,8 @@ class Suite:
                "--heartbeat-interval-ms=300", "--lease-timeout-ms=3000",
                "--file-dataset-roots=" + self.data_root, "--file-dataset-tenants=alice",
                "--max-dataset-bytes=%d" % (64 << 20),
-               "--stream-header-timeout-ms=2000", "--stream-idle-timeout-ms=3000"]
+               "--stream-header-timeout-ms=2000", "--stream-idle-timeout-ms=3000",
+               "--http-listen=" + self.http_address]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=log)
         line = proc.stdout.readline().decode()
         if not line.startswith("listening on "):
@@ -167,7 +169,27 @@ class Suite:
                 if e.code() != CODE.UNAVAILABLE or attempt == 2:
                     return "the server does not answer: %s %s" % (e.code(), e.details())
                 time.sleep(0.5)
+        # The HTTP API answers too (an unauthenticated call: 401).
+        try:
+            status, _, _ = self.http("GET", "/api/v1/session", timeout=15)
+        except OSError as e:
+            return "the HTTP API does not answer: %s" % e
+        if status != 401:
+            return "the HTTP API answered GET /api/v1/session without a session with %d" % status
         return None
+
+    def http(self, method, path, body=None, headers=None, timeout=30):
+        """One request to the HTTP API: (status, headers as a dict, body as text)."""
+        import http.client  # pylint: disable=import-outside-toplevel
+        host, port = self.http_address.rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+        try:
+            conn.request(method, path, body=body, headers=headers or {})
+            r = conn.getresponse()
+            return r.status, {k.lower(): v for k, v in r.getheaders()}, \
+                r.read().decode(errors="replace")
+        finally:
+            conn.close()
 
     # ---- calls -------------------------------------------------------------------------------
 

@@ -4,17 +4,23 @@
 // runs out of memory, crashes, spins, sleeps, floods or lies costs that child only.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <future>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/sanitizers.h"
 #include "base/sha256.h"
+#include "server/sandboxed_inspector.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
 #include "tests/showers/hostile_files.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/temp_dir.h"
 
 namespace gantry::testing {
 namespace {
@@ -145,7 +151,50 @@ TEST_F(ServerHostileUploadTest, AMissingHelperRefusesToStartTheServer) {
   std::string output;
   EXPECT_EQ(ServerProcess::RunToExit(args, &output), 2);
   EXPECT_NE(output.find("--inspect-binary"), std::string::npos) << output;
+  for (const char* bad : {"--inspect-concurrency=0", "--inspect-concurrency=5000"}) {
+    args = StandardArgs();
+    args.push_back(bad);
+    EXPECT_EQ(ServerProcess::RunToExit(args, &output), 2) << bad;
+    EXPECT_NE(output.find("--inspect-concurrency"), std::string::npos) << output;
+  }
   StartServer();
+}
+
+// The inspections running at once are capped server-wide: with a cap of one, an upload that
+// arrives while another's inspection hangs waits queue_wait and is UNAVAILABLE, naming the flag;
+// once the hung child is ended by its timeout, the next inspection runs.
+TEST(SandboxedInspectorCapTest, InspectionsBeyondTheCapWaitThenAreUnavailable) {
+  TempDir dir;
+  const std::string sleeper = dir.File("sleep.h5"), liar = dir.File("lies.h5");
+  std::ofstream(sleeper) << "MODE:sleep\n";
+  std::ofstream(liar) << "MODE:lies\n";
+  server::InspectorOptions options;
+  options.binary = GANTRY_MISBEHAVING_INSPECTOR;
+  options.timeout = absl::Seconds(3);
+  options.max_concurrent = 1;
+  options.queue_wait = absl::Milliseconds(500);
+  // ASan's runtime reserves terabytes of address space up front: no address-space limit under it.
+  if (kAddressSanitizer) options.limits.address_space_bytes = 0;
+  const server::SandboxedInspector inspector(options);
+  auto hung = std::async(std::launch::async,
+                         [&] { return inspector.Inspect(sleeper, "hung.h5").status(); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the hung child is running
+  const auto start = std::chrono::steady_clock::now();
+  const absl::Status refused = inspector.Inspect(liar, "second.h5").status();
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_NE(refused.message().find("--inspect-concurrency"), std::string::npos) << refused;
+  EXPECT_NE(refused.message().find("\"second.h5\""), std::string::npos) << refused;
+  EXPECT_GE(waited, 0.45);
+  EXPECT_LT(waited, 2.5);  // refused after its wait, not after the hung child's timeout
+  const absl::Status timed_out = hung.get();
+  EXPECT_TRUE(absl::IsInvalidArgument(timed_out)) << timed_out;
+  EXPECT_NE(timed_out.message().find("time limit"), std::string::npos) << timed_out;
+  // The slot is free again: the next file is inspected (and refused for what it is).
+  const absl::Status inspected = inspector.Inspect(liar, "third.h5").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(inspected)) << inspected;
+  EXPECT_NE(inspected.message().find("no usable answer"), std::string::npos) << inspected;
 }
 
 }  // namespace

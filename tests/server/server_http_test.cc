@@ -467,6 +467,78 @@ TEST_F(ServerHttpTest, LoggingOutEndsAnOpenEventStream) {
   EXPECT_FALSE(absl::StrContains(stream, "event: end")) << stream;
 }
 
+TEST_F(ServerHttpTest, EventStreamCapsOutsideTheirRangeAreUsageErrors) {
+  for (const char* bad :
+       {"--http-max-event-streams=0", "--http-max-event-streams=13",
+        "--http-max-event-streams-per-tenant=0", "--http-max-event-streams-per-tenant=9"}) {
+    std::vector<std::string> args = StandardArgs();
+    args.push_back(bad);
+    std::string output;
+    EXPECT_EQ(ServerProcess::RunToExit(args, &output), 2) << bad << ": " << output;
+    EXPECT_NE(output.find("--http-max-event-streams"), std::string::npos) << output;
+  }
+}
+
+// An open job event stream read on a thread of its own until the server ends it.
+class EventStreamReader {
+ public:
+  EventStreamReader(int port, const httplib::Headers& headers, const std::string& job_id)
+      : thread_([this, port, headers, job_id] {
+          httplib::Client client("127.0.0.1", port);
+          client.set_read_timeout(30, 0);
+          client.Get(absl::StrCat("/api/v1/jobs/", job_id, "/events").c_str(), headers,
+                     [this](const char* data, size_t length) {
+                       std::lock_guard<std::mutex> lock(mu_);
+                       text_.append(data, length);
+                       return true;
+                     });
+        }) {}
+  ~EventStreamReader() { thread_.join(); }
+  bool Saw(const std::string& fragment) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return absl::StrContains(text_, fragment);
+  }
+
+ private:
+  std::mutex mu_;
+  std::string text_;
+  std::thread thread_;
+};
+
+// Event streams hold handler threads: a tenant may hold two (the default), the server eight, so one
+// tenant's tabs cannot take them from the others; a stream that ends gives its place back.
+TEST_F(ServerHttpTest, OneTenantCannotTakeEveryEventStream) {
+  Browser alice = Login(token_);
+  v1::JobSpec spec = GoodSpec();
+  spec.set_world_size(1);
+  const v1::Job job = SubmitJob(token_, spec);  // no worker takes it: it stays QUEUED
+  const std::string rival_token = NewTenant("rival");
+  Browser rival = Login(rival_token);
+  const v1::Job rival_job = SubmitJob(rival_token, spec);
+  {
+    EventStreamReader first(port_, alice.Reads(), job.id());
+    EventStreamReader second(port_, alice.Reads(), job.id());
+    ASSERT_TRUE(Eventually([&] { return first.Saw("JOB_STATE_QUEUED"); }, 10000));
+    ASSERT_TRUE(Eventually([&] { return second.Saw("JOB_STATE_QUEUED"); }, 10000));
+    auto r = http_->Get(absl::StrCat("/api/v1/jobs/", job.id(), "/events"), alice.Reads());
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 429) << r->body;
+    EXPECT_EQ(JsonField(r->body, "status"), "RESOURCE_EXHAUSTED") << r->body;
+    EXPECT_TRUE(absl::StrContains(r->body, "--http-max-event-streams-per-tenant")) << r->body;
+    // Another tenant still gets one.
+    EventStreamReader theirs(port_, rival.Reads(), rival_job.id());
+    EXPECT_TRUE(Eventually([&] { return theirs.Saw("JOB_STATE_QUEUED"); }, 10000));
+    // Logging out ends every stream of a session (the readers join as they leave this scope).
+    ASSERT_EQ(http_->Delete("/api/v1/session", alice.Writes())->status, 200);
+    ASSERT_EQ(http_->Delete("/api/v1/session", rival.Writes())->status, 200);
+  }
+  // The places are given back: alice streams again in a new session.
+  alice = Login(token_);
+  EventStreamReader again(port_, alice.Reads(), job.id());
+  EXPECT_TRUE(Eventually([&] { return again.Saw("JOB_STATE_QUEUED"); }, 10000));
+  ASSERT_EQ(http_->Delete("/api/v1/session", alice.Writes())->status, 200);
+}
+
 TEST_F(ServerHttpTest, GenerateStreamsAnHdf5FileTheShowerReaderReads) {
   GenWorker w = AddWorker("gen-http", {sha_});
   w.fake->set_cells(25);  // the 3DGAN fixed-angle grid
