@@ -43,6 +43,12 @@ absl::Status CheckFinite(double value, absl::string_view field) {
   return absl::OkStatus();
 }
 
+std::optional<bool> ParseBoolWord(absl::string_view value) {
+  if (value == "true" || value == "1") return true;
+  if (value == "false" || value == "0") return false;
+  return std::nullopt;
+}
+
 absl::Status CheckRange01(double value, double max_exclusive, absl::string_view field) {
   RETURN_IF_ERROR(CheckFinite(value, field));
   if (value < 0 || value >= max_exclusive) {

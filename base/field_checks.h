@@ -5,6 +5,7 @@
 #define GANTRY_BASE_FIELD_CHECKS_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -22,6 +23,9 @@ absl::Status CheckInt(int64_t value, int64_t min, int64_t max, absl::string_view
 absl::Status CheckFinite(double value, absl::string_view field);
 // Finite and in [0, max_exclusive).
 absl::Status CheckRange01(double value, double max_exclusive, absl::string_view field);
+// A yes/no word of a config file, an environment variable or a query parameter: "true" and "1" are
+// true, "false" and "0" false, anything else (other case included) nullopt.
+std::optional<bool> ParseBoolWord(absl::string_view value);
 
 }  // namespace gantry::checks
 

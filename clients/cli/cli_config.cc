@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "base/field_checks.h"
 #include "base/status_macros.h"
 #include "clients/cli/command_helpers.h"
 
@@ -23,15 +24,6 @@ ConfigEnvironment SystemEnvironment() {
   env.read_file = ReadWholeFile;
   return env;
 }
-
-namespace {
-// "true"/"1" and "false"/"0"; nullopt for anything else.
-std::optional<bool> ParseBool(absl::string_view value) {
-  if (value == "true" || value == "1") return true;
-  if (value == "false" || value == "0") return false;
-  return std::nullopt;
-}
-}  // namespace
 
 absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::string& contents) {
   CliConfig config;
@@ -63,7 +55,7 @@ absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::st
       config.ca_cert = value;
       config.ca_cert_source = source;
     } else if (key == "allow_plaintext") {
-      std::optional<bool> allow = ParseBool(value);
+      std::optional<bool> allow = checks::ParseBoolWord(value);
       if (!allow.has_value()) {
         return absl::InvalidArgumentError(absl::StrCat("config ", path, ":", line_number,
                                                        ": allow_plaintext must be true or false"));
@@ -134,7 +126,7 @@ absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEn
     config.allow_plaintext_source = "flag";
   } else if (auto from_env = env.getenv("GANTRY_ALLOW_PLAINTEXT");
              from_env.has_value() && !from_env->empty()) {
-    std::optional<bool> allow = ParseBool(*from_env);
+    std::optional<bool> allow = checks::ParseBoolWord(*from_env);
     if (!allow.has_value()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "GANTRY_ALLOW_PLAINTEXT must be 1, true, 0 or false, not '", *from_env, "'"));

@@ -1,5 +1,6 @@
 #include "server/http/query_requests.h"
 
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -7,6 +8,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/field_checks.h"
 #include "base/status_macros.h"
 
 namespace gantry::server::http {
@@ -56,8 +58,8 @@ std::string Single(const QueryParams& params, const std::string& name) {
 
 absl::StatusOr<bool> Bool(const QueryParams& params, const std::string& name) {
   const std::string value = absl::AsciiStrToLower(Single(params, name));
-  if (value.empty() || value == "false" || value == "0") return false;
-  if (value == "true" || value == "1") return true;
+  if (value.empty()) return false;
+  if (std::optional<bool> parsed = checks::ParseBoolWord(value)) return *parsed;
   return Invalid(name, "must be true or false");
 }
 
