@@ -1,6 +1,7 @@
 // `gantry models ...`: the model registry: list, show, plots, export, aliases, tags, update,
 // archive.
 #include <google/protobuf/struct.pb.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -11,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/atomic_file.h"
 #include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "clients/cli/command.h"
@@ -22,6 +24,7 @@
 #include "clients/cli/table.h"
 #include "clients/plots/model_plots.h"
 #include "gantry/v1/catalog.grpc.pb.h"
+#include "jobspec/model_card.h"
 
 namespace gantry::cli {
 namespace {
@@ -296,6 +299,12 @@ absl::Status Export(CommandContext& context) {
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ExportFile> file,
                    ExportFile::Create(out, context.args.Has("force")));
+  // The model card goes beside the file (FILE.card.json), with the same --force rule.
+  const std::string card_path = out + ".card.json";
+  if (!context.args.Has("force") && access(card_path.c_str(), F_OK) == 0) {
+    return absl::AlreadyExistsError(
+        absl::StrCat(card_path, " exists; give another --out or --force"));
+  }
   ASSIGN_OR_RETURN(auto stub, NewStub<v1::CatalogService>(context));
   ASSIGN_OR_RETURN(Connection * connection, context.connect());
   auto rpc = connection->NewLongContext(absl::Minutes(10));
@@ -319,9 +328,19 @@ absl::Status Export(CommandContext& context) {
   RETURN_IF_ERROR(written);
   RETURN_IF_ERROR(FromGrpc(finished, connection->config().server));
   RETURN_IF_ERROR(file->Finish());
+  // The card from the registry entry of the version exported and the file as verified here.
+  metadata.set_size_bytes(file->bytes());
+  metadata.set_sha256(file->sha256());
+  v1::GetModelRequest get;
+  get.set_model(metadata.model_ref());
+  v1::ModelVersion model;
+  RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::GetModel, get, &model));
+  ASSIGN_OR_RETURN(std::string card,
+                   jobspec::ModelCardJson(model, metadata,
+                                          file->path().substr(file->path().rfind('/') + 1)));
+  card += '\n';
+  RETURN_IF_ERROR(WriteFileAtomically(card_path, {card}));
   if (context.json) {
-    metadata.set_size_bytes(file->bytes());
-    metadata.set_sha256(file->sha256());
     google::protobuf::Struct json;
     auto& fields = *json.mutable_fields();
     fields["out"].set_string_value(file->path());
@@ -331,13 +350,15 @@ absl::Status Export(CommandContext& context) {
     fields["sha256"].set_string_value(file->sha256());
     fields["inputs"].set_string_value(FormatTensors(metadata.inputs()));
     fields["outputs"].set_string_value(FormatTensors(metadata.outputs()));
+    fields["modelCard"].set_string_value(card_path);
     return PrintJson(context.out, json);
   }
   context.out << "exported " << metadata.model_ref() << " as " << format_name << " to "
               << file->path() << " (" << file->bytes() << " bytes, sha256 " << file->sha256()
               << ")\n"
               << "  inputs:  " << FormatTensors(metadata.inputs()) << "\n"
-              << "  outputs: " << FormatTensors(metadata.outputs()) << "\n";
+              << "  outputs: " << FormatTensors(metadata.outputs()) << "\n"
+              << "  model card: " << card_path << "\n";
   return absl::OkStatus();
 }
 
@@ -489,12 +510,14 @@ void AddModelCommands(std::vector<Command>* commands) {
        "ONNX graph (opset 13; inputs latent, energy and, for variable-angle models, theta; output "
        "shower in GeV) for ONNX Runtime, --format pytorch a torch.load-able dict that "
        "clients/python/gantry_export rebuilds. The file is written as FILE.tmp, checked against "
-       "the size and sha256 the server declared, then renamed to FILE; an existing FILE is "
-       "refused unless --force.",
+       "the size and sha256 the server declared, then renamed to FILE. Beside it goes "
+       "FILE.card.json, the model card: inputs and their units, the latent prior, cell order and "
+       "size, the energies and angles it was trained on, provenance, checksums and validation "
+       "metrics (docs/API.md \"Model card\"). An existing FILE or card is refused unless --force.",
        {{"MODEL", "name:version or name@alias"}},
        {{"format", "onnx|pytorch", "export format (required)"},
         {"out", "FILE", "file to write (required)"},
-        {"force", "", "replace FILE if it exists"}},
+        {"force", "", "replace FILE and FILE.card.json if they exist"}},
        Export});
   commands->push_back({{"models", "alias", "set"},
                        "Point an alias (e.g. champion) at a version",

@@ -187,6 +187,19 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   EXPECT_THAT(cli_onnx.out, HasSubstr("inputs:  latent [N, 16] float32, energy [N, 1] float32"));
   EXPECT_THAT(cli_onnx.out, HasSubstr("outputs: shower [N, 25, 25, 25] float32"));
   EXPECT_FALSE(Exists(out + "/model.onnx.tmp"));
+  // The model card beside it: the file's checksum, the model's training range and lineage.
+  EXPECT_THAT(cli_onnx.out, HasSubstr("model card: " + out + "/model.onnx.card.json"));
+  const std::string card = ReadFile(out + "/model.onnx.card.json");
+  EXPECT_THAT(card, HasSubstr("{\"schema\":\"gantry.model_card/1\",\"model\":{\"ref\":\"" +
+                              model_ref + "\""));
+  EXPECT_THAT(card, HasSubstr("\"file\":{\"name\":\"model.onnx\",\"format\":\"onnx\","
+                              "\"size_bytes\":" + std::to_string(written.size()) +
+                              ",\"sha256\":\"" + Sha256Hex(written) + "\"}"));
+  EXPECT_THAT(card, HasSubstr("\"latent\":{\"input\":\"latent\",\"size\":16,"));
+  EXPECT_THAT(card, HasSubstr("\"energy_gev\":{\"min\":" ));
+  EXPECT_THAT(card,
+              HasSubstr("\"checkpoint\":{\"sha256\":\"" + model.checkpoint_sha256() + "\""));
+  EXPECT_THAT(card, HasSubstr("\"job_id\":\"" + model.lineage().job_id() + "\""));
   Result cli_pt = Gantry(
       {"models", "export", "export-tiny@latest-none", "--format", "pytorch", "--out", out + "/x"});
   EXPECT_EQ(cli_pt.exit_code, 1);  // an unknown alias
@@ -204,6 +217,8 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   EXPECT_EQ(pt, ReadFile(out + "/model.pt"));
   EXPECT_THAT(json.out, HasSubstr("\"sha256\":\"" + Sha256Hex(pt) + "\""));
   EXPECT_THAT(json.out, HasSubstr("\"model\":\"" + model_ref + "\""));
+  EXPECT_THAT(json.out, HasSubstr("\"modelCard\":\"" + out + "/json.pt.card.json\""));
+  EXPECT_THAT(ReadFile(out + "/json.pt.card.json"), HasSubstr("\"format\":\"pytorch\""));
 
   // A format the CLI does not know is a usage error (exit 2) before anything is sent.
   Result tflite =
@@ -219,6 +234,16 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   EXPECT_THAT(again.err, HasSubstr("ALREADY_EXISTS"));
   EXPECT_THAT(again.err, HasSubstr("exists; give another --out or --force"));
   EXPECT_EQ(ReadFile(out + "/model.onnx"), written);
+  // So is an existing FILE.card.json (checked before anything is downloaded).
+  {
+    std::ofstream(out + "/fresh.onnx.card.json") << "someone else's card\n";
+  }
+  Result card_there =
+      Gantry({"models", "export", model_ref, "--format", "onnx", "--out", out + "/fresh.onnx"});
+  EXPECT_EQ(card_there.exit_code, 1);
+  EXPECT_THAT(card_there.err, HasSubstr("fresh.onnx.card.json exists"));
+  EXPECT_FALSE(Exists(out + "/fresh.onnx"));
+  EXPECT_EQ(ReadFile(out + "/fresh.onnx.card.json"), "someone else's card\n");
   Result forced = Gantry(
       {"models", "export", model_ref, "--format", "onnx", "--out", out + "/model.onnx", "--force"});
   EXPECT_EQ(forced.exit_code, 0) << forced.err;

@@ -1,0 +1,358 @@
+#include "jobspec/model_card.h"
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/time.h"
+#include "base/json_string.h"
+
+namespace gantry::jobspec {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+// JSON text with keys in the order they are written. Begin/End pair up; Key precedes every member
+// of an object.
+class JsonWriter {
+ public:
+  void BeginObject() { Open('{'); }
+  void EndObject() { Close('}'); }
+  void BeginArray() { Open('['); }
+  void EndArray() { Close(']'); }
+  void Key(const std::string& key) {
+    Separate();
+    AppendJsonString(&out_, key);
+    out_ += ':';
+    after_key_ = true;
+  }
+  void String(const std::string& value) {
+    Separate();
+    AppendJsonString(&out_, value);
+  }
+  void Int(int64_t value) {
+    Separate();
+    absl::StrAppend(&out_, value);
+  }
+  // The shortest text that reads back as the same double.
+  void Number(double value) {
+    Separate();
+    char buffer[32];
+    const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
+    out_.append(buffer, error == std::errc() ? end : buffer);
+  }
+  void Null() {
+    Separate();
+    out_ += "null";
+  }
+  void Field(const std::string& key, const std::string& value) {
+    Key(key);
+    String(value);
+  }
+  std::string Take() { return std::move(out_); }
+
+ private:
+  void Open(char c) {
+    Separate();
+    out_ += c;
+    first_ = true;
+  }
+  void Close(char c) {
+    out_ += c;
+    first_ = false;
+  }
+  void Separate() {
+    if (after_key_) {
+      after_key_ = false;
+      return;
+    }
+    if (!first_) out_ += ',';
+    first_ = false;
+  }
+
+  std::string out_;
+  bool first_ = true;
+  bool after_key_ = false;
+};
+
+struct ParticleFacts {
+  const char* name;
+  int pdg;  // absolute PDG code
+};
+
+ParticleFacts FactsOf(v1::Particle particle) {
+  switch (particle) {
+    case v1::PARTICLE_ELECTRON:
+      return {"e-", 11};
+    case v1::PARTICLE_PHOTON:
+      return {"gamma", 22};
+    case v1::PARTICLE_PI0:
+      return {"pi0", 111};
+    case v1::PARTICLE_CHARGED_PION:
+      return {"pi+-", 211};
+    default:
+      return {"unspecified", 0};
+  }
+}
+
+const v1::ExportTensor* Find(const google::protobuf::RepeatedPtrField<v1::ExportTensor>& tensors,
+                             const std::string& name) {
+  for (const v1::ExportTensor& t : tensors) {
+    if (t.name() == name) return &t;
+  }
+  return nullptr;
+}
+
+void Tensors(JsonWriter& json, const google::protobuf::RepeatedPtrField<v1::ExportTensor>& list) {
+  json.BeginArray();
+  for (const v1::ExportTensor& t : list) {
+    json.BeginObject();
+    json.Field("name", t.name());
+    json.Key("shape");
+    json.BeginArray();
+    for (int64_t d : t.shape()) json.Int(d);
+    json.EndArray();
+    json.Field("element_type", t.element_type());
+    json.Field("description", t.description());
+    json.EndObject();
+  }
+  json.EndArray();
+}
+
+void Range(JsonWriter& json, const v1::Range& range) {
+  json.BeginObject();
+  json.Key("min");
+  json.Number(range.min());
+  json.Key("max");
+  json.Number(range.max());
+  json.EndObject();
+}
+
+template <typename Map>
+void SortedStrings(JsonWriter& json, const Map& map) {
+  const std::map<std::string, std::string> sorted(map.begin(), map.end());
+  json.BeginObject();
+  for (const auto& [k, v] : sorted) json.Field(k, v);
+  json.EndObject();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
+                                          const v1::ExportMetadata& exported,
+                                          const std::string& file_name) {
+  const std::string ref = absl::StrCat(model.name(), ":", model.version());
+  if (exported.model_ref() != ref) {
+    return absl::InvalidArgumentError(absl::StrCat("the export is of ", exported.model_ref(),
+                                                   ", the registry entry of ", ref));
+  }
+  if (exported.checkpoint_sha256() != model.checkpoint_sha256()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the export was made from checkpoint ", exported.checkpoint_sha256(), ", ",
+                     ref, " is checkpoint ", model.checkpoint_sha256()));
+  }
+  const v1::ExportTensor* latent = Find(exported.inputs(), "latent");
+  const v1::ExportTensor* shower = Find(exported.outputs(), "shower");
+  if (latent == nullptr || latent->shape_size() != 2 || shower == nullptr ||
+      shower->shape_size() != 4) {
+    return absl::InvalidArgumentError(
+        "the export has no latent [N, L] input or no shower [N, x, y, z] output");
+  }
+  const bool variable_angle = Find(exported.inputs(), "theta") != nullptr;
+
+  JsonWriter json;
+  json.BeginObject();
+  json.Field("schema", kModelCardSchema);
+
+  json.Key("model");
+  json.BeginObject();
+  json.Field("ref", ref);
+  json.Field("name", model.name());
+  json.Key("version");
+  json.Int(model.version());
+  json.Field("owner", model.owner());
+  json.Field("description", model.description());
+  json.Field("created_at",
+             absl::FormatTime("%Y-%m-%dT%H:%M:%SZ",
+                              absl::FromUnixSeconds(model.created_at().seconds()),
+                              absl::UTCTimeZone()));
+  json.Key("aliases");
+  json.BeginArray();
+  for (const std::string& alias : model.aliases()) json.String(alias);
+  json.EndArray();
+  json.Key("tags");
+  SortedStrings(json, model.tags());
+  json.EndObject();
+
+  json.Key("file");
+  json.BeginObject();
+  json.Field("name", file_name);
+  json.Field("format", exported.format() == v1::EXPORT_FORMAT_ONNX      ? "onnx"
+                       : exported.format() == v1::EXPORT_FORMAT_PYTORCH ? "pytorch"
+                                                                         : "unspecified");
+  json.Key("size_bytes");
+  json.Int(exported.size_bytes());
+  json.Field("sha256", exported.sha256());
+  json.EndObject();
+
+  json.Key("interface");
+  json.BeginObject();
+  json.Key("inputs");
+  Tensors(json, exported.inputs());
+  json.Key("outputs");
+  Tensors(json, exported.outputs());
+  json.Field("batch", "dimension 0 (-1 in a shape) is free: any number of showers per call");
+  json.Key("latent");
+  json.BeginObject();
+  json.Field("input", "latent");
+  json.Key("size");
+  json.Int(latent->shape(1));
+  json.Field("prior", "standard normal: independent N(0, 1) components");
+  json.Field("note",
+             "the file has no random operator: draw the latent yourself, one row per shower");
+  json.EndObject();
+  json.Key("conditions");
+  json.BeginArray();
+  json.BeginObject();
+  json.Field("input", "energy");
+  json.Field("quantity", "energy of the primary particle");
+  json.Field("unit", "GeV");
+  json.Field("encoding", "the value itself, one per shower ([N, 1]); the file scales it");
+  json.EndObject();
+  if (variable_angle) {
+    json.BeginObject();
+    json.Field("input", "theta");
+    json.Field("quantity", "incidence angle of the primary in the x-z plane");
+    json.Field("unit", "rad");
+    json.Field("encoding",
+               "the value itself, one per shower ([N, 1]); pi/2 is normal incidence, and the "
+               "shower axis moves cot(theta) cells along x per layer");
+    json.EndObject();
+  }
+  json.EndArray();
+  json.EndObject();
+
+  json.Key("shower");
+  json.BeginObject();
+  json.Field("output", "shower");
+  json.Key("grid");
+  json.BeginArray();
+  for (int i = 1; i < 4; ++i) json.Int(shower->shape(i));
+  json.EndArray();
+  json.Field("axes", "x, y transverse; z the layer, front to back");
+  json.Field("cell_order", "row-major [N, x, y, z]: z varies fastest, then y, then x");
+  json.Field("unit", "GeV deposited in each cell's active (silicon) layer");
+  json.Field("note",
+             "the sum over a shower's cells is the sampling fraction (about 2%) of the primary's "
+             "energy, not the primary's energy");
+  json.EndObject();
+
+  json.Key("detector");
+  json.BeginObject();
+  json.Field("description",
+             "CLIC-like W/Si electromagnetic calorimeter of the 3DGAN data and gantry's toy Monte "
+             "Carlo (docs/MODELS.md \"Toy Monte Carlo\")");
+  json.Key("cell_size_mm");
+  json.BeginObject();
+  json.Key("x");
+  json.Number(5.1);
+  json.Key("y");
+  json.Number(5.1);
+  json.EndObject();
+  json.Key("layers");
+  json.Int(25);
+  json.Field("absorber", "17 layers of 2.4 mm W, then 8 of 4.8 mm W");
+  json.Field("active", "0.5 mm Si per layer");
+  json.EndObject();
+
+  json.Key("validity");
+  json.BeginObject();
+  const ParticleFacts particle = FactsOf(model.particle());
+  json.Key("particle");
+  json.BeginObject();
+  json.Field("name", particle.name);
+  json.Key("pdg_abs");
+  json.Int(particle.pdg);
+  json.EndObject();
+  json.Key("energy_gev");
+  Range(json, model.energy_range_gev());
+  json.Key("theta_rad");
+  if (variable_angle) {
+    Range(json, model.theta_range_rad());
+  } else {
+    json.Null();
+  }
+  json.Field("angle", variable_angle ? "as trained: within theta_rad"
+                                     : "fixed: normal incidence only (no theta input)");
+  json.Field("outside",
+             "the ranges it was trained on; gantry refuses to generate outside them, the exported "
+             "file does not check");
+  json.EndObject();
+
+  const v1::Lineage& lineage = model.lineage();
+  json.Key("training");
+  json.BeginObject();
+  json.Field("preset", lineage.model_preset());
+  json.Field("dataset", lineage.dataset());
+  json.Field("dataset_sha256", lineage.dataset_sha256());
+  json.Key("toy_mc");
+  if (absl::StartsWith(lineage.dataset(), "toymc:")) {
+    std::map<std::string, std::string> settings;
+    for (absl::string_view item :
+         absl::StrSplit(absl::string_view(lineage.dataset()).substr(6), ',', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+      settings[kv.first] = kv.second;
+    }
+    SortedStrings(json, settings);
+  } else {
+    json.Null();
+  }
+  json.Field("job_id", lineage.job_id());
+  json.Key("world_size");
+  json.Int(lineage.world_size());
+  json.Key("hyper_parameters");
+  SortedStrings(json, lineage.hyper_parameters());
+  json.Field("parent_model", lineage.parent_model());
+  json.Field("study_id", lineage.study_id());
+  json.Field("code_version", lineage.code_version());
+  json.EndObject();
+
+  json.Key("checkpoint");
+  json.BeginObject();
+  json.Field("sha256", model.checkpoint_sha256());
+  json.Key("size_bytes");
+  json.Int(model.checkpoint_size_bytes());
+  json.EndObject();
+
+  json.Key("validation");
+  json.BeginObject();
+  json.Key("metrics");
+  json.BeginObject();
+  const std::map<std::string, double> metrics(model.metrics().begin(), model.metrics().end());
+  for (const auto& [name, value] : metrics) {
+    json.Key(name);
+    json.Number(value);
+  }
+  json.EndObject();
+  json.Field("note",
+             "lower is better; measured by the training job on its validation sample "
+             "(docs/MODELS.md \"Validation metrics\")");
+  json.EndObject();
+
+  json.Key("bf16");
+  json.BeginObject();
+  json.Field("state", v1::Bf16Check::State_Name(model.bf16().state()));
+  json.Field("reason", model.bf16().reason());
+  json.EndObject();
+
+  json.EndObject();
+  return json.Take();
+}
+
+}  // namespace gantry::jobspec

@@ -1,0 +1,166 @@
+// The model card (jobspec/model_card.h): every section filled from the registry entry and the
+// export's metadata, valid JSON, exact numbers, the angle as the export has it, and refusals when
+// the two do not describe one export of one model.
+#include "jobspec/model_card.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace gantry::jobspec {
+namespace {
+
+namespace v1 = ::gantry::v1;
+using google::protobuf::Struct;
+using google::protobuf::Value;
+
+v1::ModelVersion Model() {
+  v1::ModelVersion m;
+  m.set_name("calo");
+  m.set_version(3);
+  m.set_owner("alice");
+  m.set_description("tiny \"quoted\" model");
+  m.mutable_created_at()->set_seconds(1796000000);
+  m.add_aliases("prod");
+  (*m.mutable_tags())["z"] = "last";
+  (*m.mutable_tags())["a"] = "first";
+  m.set_checkpoint_sha256(std::string(64, 'c'));
+  m.set_checkpoint_size_bytes(12345);
+  m.set_particle(v1::PARTICLE_ELECTRON);
+  m.mutable_energy_range_gev()->set_min(20);
+  m.mutable_energy_range_gev()->set_max(200);
+  m.mutable_theta_range_rad()->set_min(1.0471975511965976);
+  m.mutable_theta_range_rad()->set_max(2.0943951023931953);
+  (*m.mutable_metrics())["mre_sampling_fraction"] = 0.1;
+  (*m.mutable_metrics())["auc_features"] = 0.987654321;
+  m.mutable_bf16()->set_state(v1::Bf16Check::STATE_AVAILABLE);
+  v1::Lineage* l = m.mutable_lineage();
+  l->set_job_id("job-1");
+  l->set_dataset("toymc:layout=25,events=160,seed=5,emin=20,emax=200");
+  l->set_dataset_sha256(std::string(64, 'd'));
+  (*l->mutable_hyper_parameters())["seed"] = "11";
+  l->set_world_size(2);
+  l->set_code_version("0.1.0 abc");
+  l->set_model_preset("tiny");
+  return m;
+}
+
+v1::ExportTensor* AddTensor(google::protobuf::RepeatedPtrField<v1::ExportTensor>* list,
+                            const std::string& name, std::initializer_list<int64_t> shape) {
+  v1::ExportTensor* t = list->Add();
+  t->set_name(name);
+  for (int64_t d : shape) t->add_shape(d);
+  t->set_element_type("float32");
+  t->set_description(name + " tensor");
+  return t;
+}
+
+v1::ExportMetadata Exported(bool theta) {
+  v1::ExportMetadata e;
+  e.set_format(v1::EXPORT_FORMAT_ONNX);
+  e.set_size_bytes(185763);
+  e.set_sha256(std::string(64, 'e'));
+  e.set_model_ref("calo:3");
+  e.set_checkpoint_sha256(std::string(64, 'c'));
+  AddTensor(e.mutable_inputs(), "latent", {-1, 16});
+  AddTensor(e.mutable_inputs(), "energy", {-1, 1});
+  if (theta) AddTensor(e.mutable_inputs(), "theta", {-1, 1});
+  AddTensor(e.mutable_outputs(), "shower", {-1, 25, 25, 25});
+  return e;
+}
+
+Struct Parse(const std::string& json) {
+  Struct s;
+  const auto status = google::protobuf::util::JsonStringToMessage(json, &s);
+  EXPECT_TRUE(status.ok()) << status.ToString() << "\n" << json;
+  return s;
+}
+
+const Value& At(const Struct& s, std::initializer_list<const char*> path) {
+  const Struct* at = &s;
+  const Value* v = nullptr;
+  for (const char* key : path) {
+    EXPECT_TRUE(at->fields().count(key)) << "no " << key;
+    v = &at->fields().at(key);
+    if (v->has_struct_value()) at = &v->struct_value();
+  }
+  return *v;
+}
+
+TEST(ModelCardTest, EverySectionFromTheRegistryAndTheExport) {
+  absl::StatusOr<std::string> card = ModelCardJson(Model(), Exported(false), "calo.onnx");
+  ASSERT_TRUE(card.ok()) << card.status();
+  const Struct s = Parse(*card);
+  EXPECT_EQ(At(s, {"schema"}).string_value(), "gantry.model_card/1");
+  EXPECT_EQ(At(s, {"model", "ref"}).string_value(), "calo:3");
+  EXPECT_EQ(At(s, {"model", "description"}).string_value(), "tiny \"quoted\" model");
+  EXPECT_EQ(At(s, {"model", "created_at"}).string_value(), "2026-11-30T00:53:20Z");
+  EXPECT_EQ(At(s, {"file", "name"}).string_value(), "calo.onnx");
+  EXPECT_EQ(At(s, {"file", "format"}).string_value(), "onnx");
+  EXPECT_EQ(At(s, {"file", "sha256"}).string_value(), std::string(64, 'e'));
+  EXPECT_EQ(At(s, {"file", "size_bytes"}).number_value(), 185763);
+  EXPECT_EQ(At(s, {"interface", "latent", "size"}).number_value(), 16);
+  EXPECT_EQ(At(s, {"interface", "inputs"}).list_value().values_size(), 2);
+  EXPECT_EQ(At(s, {"interface", "conditions"}).list_value().values_size(), 1);  // energy only
+  EXPECT_EQ(At(s, {"shower", "grid"}).list_value().values(2).number_value(), 25);
+  EXPECT_EQ(At(s, {"detector", "cell_size_mm", "x"}).number_value(), 5.1);
+  EXPECT_EQ(At(s, {"validity", "particle", "name"}).string_value(), "e-");
+  EXPECT_EQ(At(s, {"validity", "particle", "pdg_abs"}).number_value(), 11);
+  EXPECT_EQ(At(s, {"validity", "energy_gev", "min"}).number_value(), 20);
+  EXPECT_EQ(At(s, {"validity", "energy_gev", "max"}).number_value(), 200);
+  EXPECT_TRUE(At(s, {"validity", "theta_rad"}).has_null_value());  // fixed angle: no theta input
+  EXPECT_EQ(At(s, {"training", "toy_mc", "emax"}).string_value(), "200");
+  EXPECT_EQ(At(s, {"training", "hyper_parameters", "seed"}).string_value(), "11");
+  EXPECT_EQ(At(s, {"training", "world_size"}).number_value(), 2);
+  EXPECT_EQ(At(s, {"checkpoint", "sha256"}).string_value(), std::string(64, 'c'));
+  EXPECT_EQ(At(s, {"validation", "metrics", "auc_features"}).number_value(), 0.987654321);
+  EXPECT_EQ(At(s, {"bf16", "state"}).string_value(), "STATE_AVAILABLE");
+  // Numbers are exact and keys sorted where they come from maps; the same inputs, the same bytes.
+  EXPECT_NE(card->find("\"mre_sampling_fraction\":0.1}"), std::string::npos) << *card;
+  EXPECT_LT(card->find("\"a\":\"first\""), card->find("\"z\":\"last\""));
+  EXPECT_EQ(*card, *ModelCardJson(Model(), Exported(false), "calo.onnx"));
+}
+
+TEST(ModelCardTest, AVariableAngleModelCarriesItsThetaInputAndRange) {
+  absl::StatusOr<std::string> card = ModelCardJson(Model(), Exported(true), "calo.onnx");
+  ASSERT_TRUE(card.ok()) << card.status();
+  const Struct s = Parse(*card);
+  const auto& conditions = At(s, {"interface", "conditions"}).list_value();
+  ASSERT_EQ(conditions.values_size(), 2);
+  EXPECT_EQ(conditions.values(1).struct_value().fields().at("unit").string_value(), "rad");
+  EXPECT_EQ(At(s, {"validity", "theta_rad", "min"}).number_value(), 1.0471975511965976);
+  EXPECT_EQ(At(s, {"validity", "theta_rad", "max"}).number_value(), 2.0943951023931953);
+}
+
+TEST(ModelCardTest, AFileDatasetHasNoToyMcSettings) {
+  v1::ModelVersion m = Model();
+  m.mutable_lineage()->set_dataset("ds-0123");
+  const Struct s = Parse(*ModelCardJson(m, Exported(false), "calo.onnx"));
+  EXPECT_TRUE(At(s, {"training", "toy_mc"}).has_null_value());
+  EXPECT_EQ(At(s, {"training", "dataset"}).string_value(), "ds-0123");
+}
+
+TEST(ModelCardTest, AnExportOfAnotherModelOrCheckpointOrWithoutItsTensorsIsRefused) {
+  v1::ExportMetadata other = Exported(false);
+  other.set_model_ref("calo:4");
+  EXPECT_EQ(ModelCardJson(Model(), other, "x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  other = Exported(false);
+  other.set_checkpoint_sha256(std::string(64, 'f'));
+  EXPECT_EQ(ModelCardJson(Model(), other, "x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  other = Exported(false);
+  other.mutable_outputs()->Clear();
+  EXPECT_EQ(ModelCardJson(Model(), other, "x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  other = Exported(false);
+  other.mutable_inputs(0)->set_name("noise");
+  EXPECT_EQ(ModelCardJson(Model(), other, "x").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace gantry::jobspec
