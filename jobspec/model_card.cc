@@ -134,6 +134,17 @@ void Range(JsonWriter& json, const v1::Range& range) {
   json.EndObject();
 }
 
+// One condition input of the interface: how a consumer feeds it.
+void Condition(JsonWriter& json, const char* input, const char* quantity, const char* unit,
+               const char* encoding) {
+  json.BeginObject();
+  json.Field("input", input);
+  json.Field("quantity", quantity);
+  json.Field("unit", unit);
+  json.Field("encoding", encoding);
+  json.EndObject();
+}
+
 template <typename Map>
 void SortedStrings(JsonWriter& json, const Map& map) {
   const std::map<std::string, std::string> sorted(map.begin(), map.end());
@@ -219,21 +230,12 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
   json.EndObject();
   json.Key("conditions");
   json.BeginArray();
-  json.BeginObject();
-  json.Field("input", "energy");
-  json.Field("quantity", "energy of the primary particle");
-  json.Field("unit", "GeV");
-  json.Field("encoding", "the value itself, one per shower ([N, 1]); the file scales it");
-  json.EndObject();
+  Condition(json, "energy", "energy of the primary particle", "GeV",
+            "the value itself, one per shower ([N, 1]); the file scales it");
   if (variable_angle) {
-    json.BeginObject();
-    json.Field("input", "theta");
-    json.Field("quantity", "incidence angle of the primary in the x-z plane");
-    json.Field("unit", "rad");
-    json.Field("encoding",
-               "the value itself, one per shower ([N, 1]); pi/2 is normal incidence, and the "
-               "shower axis moves cot(theta) cells along x per layer");
-    json.EndObject();
+    Condition(json, "theta", "incidence angle of the primary in the x-z plane", "rad",
+              "the value itself, one per shower ([N, 1]); pi/2 is normal incidence, and the "
+              "shower axis moves cot(theta) cells along x per layer");
   }
   json.EndArray();
   json.EndObject();

@@ -250,7 +250,8 @@ int main(int argc, char** argv) {
   const int session_hours = absl::GetFlag(FLAGS_http_session_hours);
   options.http_max_generate_showers = absl::GetFlag(FLAGS_http_max_generate_showers);
   options.http_max_event_streams = absl::GetFlag(FLAGS_http_max_event_streams);
-  options.http_max_event_streams_per_tenant = absl::GetFlag(FLAGS_http_max_event_streams_per_tenant);
+  options.http_max_event_streams_per_tenant =
+      absl::GetFlag(FLAGS_http_max_event_streams_per_tenant);
   if (session_hours < 1 || session_hours > 24 * 30 || options.http_max_generate_showers < 1 ||
       options.http_max_event_streams < 1 || options.http_max_event_streams > 12 ||
       options.http_max_event_streams_per_tenant < 1 ||

@@ -533,8 +533,9 @@ absl::Status HttpApiServer::TakeEventStream(const std::string& tenant) {
   int& mine = tenant_event_streams_[tenant];
   if (mine >= options_.max_event_streams_per_tenant) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "you already have ", mine, " job event streams open (the limit per tenant, "
-        "--http-max-event-streams-per-tenant); close one (another tab) or poll GET /api/v1/jobs/{id}"));
+        "you already have ", mine,
+        " job event streams open (the limit per tenant, --http-max-event-streams-per-tenant); "
+        "close one (another tab) or poll GET /api/v1/jobs/{id}"));
   }
   if (event_streams_ >= options_.max_event_streams) {
     if (mine == 0) tenant_event_streams_.erase(tenant);

@@ -15,6 +15,7 @@ the build tree (<build>/clients/python/gen).
 """
 
 import argparse
+import http.client
 import os
 import random
 import shutil
@@ -180,7 +181,6 @@ class Suite:
 
     def http(self, method, path, body=None, headers=None, timeout=30):
         """One request to the HTTP API: (status, headers as a dict, body as text)."""
-        import http.client  # pylint: disable=import-outside-toplevel
         host, port = self.http_address.rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
         try:
