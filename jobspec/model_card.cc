@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/json_string.h"
+#include "jobspec/export_profile.h"
 
 namespace gantry::jobspec {
 namespace {
@@ -168,14 +169,30 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
         absl::StrCat("the export was made from checkpoint ", exported.checkpoint_sha256(), ", ",
                      ref, " is checkpoint ", model.checkpoint_sha256()));
   }
+  const v1::ExportProfile profile = EffectiveProfile(exported.profile());
   const v1::ExportTensor* latent = Find(exported.inputs(), "latent");
+  const v1::ExportTensor* packed = Find(exported.inputs(), "input");
   const v1::ExportTensor* shower = Find(exported.outputs(), "shower");
-  if (latent == nullptr || latent->shape_size() != 2 || shower == nullptr ||
-      shower->shape_size() != 4) {
-    return absl::InvalidArgumentError(
-        "the export has no latent [N, L] input or no shower [N, x, y, z] output");
+  std::vector<int64_t> grid(exported.grid().begin(), exported.grid().end());
+  if (grid.empty() && shower != nullptr && shower->shape_size() == 4) {
+    grid = {shower->shape(1), shower->shape(2), shower->shape(3)};  // a worker before profiles
   }
-  const bool variable_angle = Find(exported.inputs(), "theta") != nullptr;
+  int64_t latent_size = 0;
+  if (profile == v1::EXPORT_PROFILE_PAR04) {
+    if (packed != nullptr && packed->shape_size() == 2) {
+      latent_size = packed->shape(1) - kPar04ConditionSlots;
+    }
+  } else if (latent != nullptr && latent->shape_size() >= 2) {
+    latent_size = latent->shape(1);
+  }
+  if (latent_size < 1 || shower == nullptr || grid.size() != 3) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the export does not have the ", ExportProfileName(profile),
+        " profile's interface (a latent input, a shower output and a grid of three sizes)"));
+  }
+  // The model's angle input: its own in the gantry profile, a slot of the packed input in par04.
+  const bool variable_angle =
+      exported.variable_angle() || Find(exported.inputs(), "theta") != nullptr;
 
   JsonWriter json;
   json.BeginObject();
@@ -204,9 +221,7 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
   json.Key("file");
   json.BeginObject();
   json.Field("name", file_name);
-  json.Field("format", exported.format() == v1::EXPORT_FORMAT_ONNX      ? "onnx"
-                       : exported.format() == v1::EXPORT_FORMAT_PYTORCH ? "pytorch"
-                                                                         : "unspecified");
+  json.Field("format", ExportFormatName(exported.format()));
   json.Key("size_bytes");
   json.Int(exported.size_bytes());
   json.Field("sha256", exported.sha256());
@@ -221,21 +236,44 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
   json.Field("batch", "dimension 0 (-1 in a shape) is free: any number of showers per call");
   json.Key("latent");
   json.BeginObject();
-  json.Field("input", "latent");
+  json.Field("input", profile == v1::EXPORT_PROFILE_PAR04
+                          ? absl::StrCat("input, columns 0..", latent_size - 1)
+                          : std::string("latent"));
   json.Key("size");
-  json.Int(latent->shape(1));
-  json.Field("prior", "standard normal: independent N(0, 1) components");
+  json.Int(latent_size);
+  json.Field("prior", profile == v1::EXPORT_PROFILE_DDML
+                          ? "uniform in [-1, 1], independent components (the file maps them to the "
+                            "standard normal the generator was trained with, sqrt(2) erfinv(u))"
+                          : "standard normal: independent N(0, 1) components");
   json.Field("note",
              "the file has no random operator: draw the latent yourself, one row per shower");
   json.EndObject();
   json.Key("conditions");
   json.BeginArray();
-  Condition(json, "energy", "energy of the primary particle", "GeV",
-            "the value itself, one per shower ([N, 1]); the file scales it");
-  if (variable_angle) {
-    Condition(json, "theta", "incidence angle of the primary in the x-z plane", "rad",
-              "the value itself, one per shower ([N, 1]); pi/2 is normal incidence, and the "
-              "shower axis moves cot(theta) cells along x per layer");
+  if (profile == v1::EXPORT_PROFILE_PAR04) {
+    const std::string e_col = absl::StrCat("input, column ", latent_size);
+    const std::string t_col = absl::StrCat("input, column ", latent_size + 1);
+    const std::string g_col =
+        absl::StrCat("input, columns ", latent_size + 2, " and ", latent_size + 3);
+    Condition(json, e_col.c_str(), "energy of the primary particle", "MeV",
+              "E / 1024000 (Par04's fMaxEnergy)");
+    Condition(json, t_col.c_str(), "incidence angle of the primary", "rad",
+              variable_angle ? "theta / (pi/2) (Par04's fMaxAngle, 90 degrees); 1 is normal "
+                               "incidence"
+                             : "theta / (pi/2); read and ignored: the model is fixed-angle (normal "
+                               "incidence)");
+    Condition(json, g_col.c_str(), "Par04's geometry one-hot", "",
+              "read and ignored: the model knows one detector (below)");
+  } else {
+    Condition(json, "energy", "energy of the primary particle", "GeV",
+              profile == v1::EXPORT_PROFILE_DDML
+                  ? "the value itself, one per shower ([N, 1, 1, 1, 1] or [N, 1])"
+                  : "the value itself, one per shower ([N, 1]); the file scales it");
+    if (variable_angle) {
+      Condition(json, "theta", "incidence angle of the primary in the x-z plane", "rad",
+                "the value itself, one per shower ([N, 1]); pi/2 is normal incidence, and the "
+                "shower axis moves cot(theta) cells along x per layer");
+    }
   }
   json.EndArray();
   json.EndObject();
@@ -245,14 +283,56 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
   json.Field("output", "shower");
   json.Key("grid");
   json.BeginArray();
-  for (int i = 1; i < 4; ++i) json.Int(shower->shape(i));
+  for (int64_t n : grid) json.Int(n);
   json.EndArray();
   json.Field("axes", "x, y transverse; z the layer, front to back");
-  json.Field("cell_order", "row-major [N, x, y, z]: z varies fastest, then y, then x");
-  json.Field("unit", "GeV deposited in each cell's active (silicon) layer");
+  switch (profile) {
+    case v1::EXPORT_PROFILE_PAR04:
+      json.Field("cell_order", "flat [N, x * y * z]: z varies fastest, then y, then x");
+      json.Field("unit",
+                 "fraction of the primary's energy deposited in each cell's active (silicon) "
+                 "layer: multiply by the primary's energy (Par04 multiplies by it in MeV)");
+      break;
+    case v1::EXPORT_PROFILE_DDML:
+      json.Field("cell_order", "[N, z, x, y]: y varies fastest, then x, then the layer z "
+                               "(DDML's RegularGridGANModel::convertOutput reads it so)");
+      json.Field("unit", "MeV deposited in each cell's active (silicon) layer");
+      break;
+    default:
+      json.Field("cell_order", "row-major [N, x, y, z]: z varies fastest, then y, then x");
+      json.Field("unit", "GeV deposited in each cell's active (silicon) layer");
+  }
   json.Field("note",
              "the sum over a shower's cells is the sampling fraction (about 2%) of the primary's "
              "energy, not the primary's energy");
+  json.EndObject();
+
+  json.Key("profile");
+  json.BeginObject();
+  json.Field("name", ExportProfileName(profile));
+  switch (profile) {
+    case v1::EXPORT_PROFILE_PAR04:
+      json.Field("consumer",
+                 "Geant4 extended example Par04 (Par04InferenceSetup with ONNX Runtime or "
+                 "LibTorch), or a hook that packs its input the same way");
+      json.Field("adapt",
+                 "Par04 places the flat output on its cylindrical (rho, phi, z) mesh; this grid "
+                 "is Cartesian: place cell (x, y, z) at ((x - nx/2 + 0.5) * 5.1 mm, (y - ny/2 + "
+                 "0.5) * 5.1 mm) in layer z, not at Par04's (rho, phi)");
+      break;
+    case v1::EXPORT_PROFILE_DDML:
+      json.Field("consumer",
+                 "Key4hep DDML RegularGridGAN*TorchModel (RegularGridGANModel with "
+                 "TorchInference)");
+      json.Field("adapt",
+                 "set the plugin's NCellsX/Y/Z, LatentVectorSize and CellSizeX/Y to the values "
+                 "of this card (gantry models export prints them)");
+      break;
+    default:
+      json.Field("consumer", "gantry's own interface: any ONNX Runtime, LibTorch or PyTorch "
+                             "caller");
+      json.Field("adapt", "nothing beyond the interface above");
+  }
   json.EndObject();
 
   json.Key("detector");

@@ -9,6 +9,7 @@
 #include "absl/time/clock.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "jobspec/export_profile.h"
 #include "server/requests/catalog_requests.h"
 #include "server/requests/field_checks.h"
 
@@ -173,11 +174,21 @@ grpc::Status CatalogService::ExportModel(grpc::ServerContext* context,
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     model_ref = absl::StrCat(model->name(), ":", model->version());
+    // A variable-angle model is one with an angle range (as Generate reads it).
+    const bool variable_angle =
+        model->has_theta_range_rad() && model->theta_range_rad().max() > 0;
+    if (absl::Status s = jobspec::CheckProfileFitsModel(request->profile(), variable_angle);
+        !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(model_ref, ": ", s.message()));
+    }
     ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
-    return exports_.Export(context, *model, request->format(), writer, &worker);
+    return exports_.Export(context, *model, request->format(), request->profile(), writer,
+                           &worker);
   });
   GANTRY_LOG(INFO) << "export " << model_ref << " tenant=" << tenant
-                   << " format=" << v1::ExportFormat_Name(request->format()) << " worker=" << worker
+                   << " format=" << v1::ExportFormat_Name(request->format())
+                   << " profile=" << jobspec::ExportProfileName(request->profile())
+                   << " worker=" << worker
                    << " " << absl::ToDoubleSeconds(absl::Now() - start) << " s: "
                    << (status.ok()
                            ? "OK"

@@ -12,6 +12,7 @@
 #include "base/grpc_status.h"
 #include "base/sha256.h"
 #include "grpcpp/client_context.h"
+#include "jobspec/export_profile.h"
 
 namespace gantry::server {
 namespace {
@@ -60,12 +61,21 @@ absl::Status CheckTensors(const google::protobuf::RepeatedPtrField<v1::ExportTen
   return absl::OkStatus();
 }
 
-// The worker's metadata against the request: the format asked for, a size in (0, max], a sha256,
-// bounded inputs and outputs.
-absl::Status CheckMetadata(const v1::ExportMetadata& m, v1::ExportFormat format,
+// The worker's metadata against the request: the format and profile asked for, a size in
+// (0, max], a sha256, bounded inputs and outputs, a grid of three sizes.
+absl::Status CheckMetadata(const v1::ExportMetadata& m, const v1::WorkerExportRequest& work,
                            int64_t max_bytes) {
-  if (m.format() != format) {
-    return absl::InternalError(absl::StrCat("answered format ", m.format(), " for ", format));
+  if (m.format() != work.format()) {
+    return absl::InternalError(
+        absl::StrCat("answered format ", m.format(), " for ", work.format()));
+  }
+  if (m.profile() != work.profile()) {
+    return absl::InternalError(
+        absl::StrCat("answered profile ", m.profile(), " for ", work.profile()));
+  }
+  if (m.grid_size() != 3 || *std::min_element(m.grid().begin(), m.grid().end()) < 1 ||
+      *std::max_element(m.grid().begin(), m.grid().end()) > 4096) {
+    return absl::InternalError("declares no valid grid (three sizes in 1..4096)");
   }
   if (m.size_bytes() <= 0 || m.size_bytes() > max_bytes) {
     return absl::InternalError(absl::StrCat("declares ", m.size_bytes(), " bytes; at most ",
@@ -89,7 +99,7 @@ int64_t ModelExportProxy::MaxExportBytes(int64_t checkpoint_bytes) {
 }
 
 absl::Status ModelExportProxy::Export(grpc::ServerContext* context, const v1::ModelVersion& model,
-                                      v1::ExportFormat format,
+                                      v1::ExportFormat format, v1::ExportProfile profile,
                                       grpc::ServerWriter<v1::ExportModelChunk>* writer,
                                       std::string* worker_name) {
   v1::WorkerExportRequest work;
@@ -100,6 +110,7 @@ absl::Status ModelExportProxy::Export(grpc::ServerContext* context, const v1::Mo
   *served->mutable_energy_range_gev() = model.energy_range_gev();
   *served->mutable_theta_range_rad() = model.theta_range_rad();
   work.set_format(format);
+  work.set_profile(jobspec::EffectiveProfile(profile));
   const std::vector<GenerationRouter::Candidate> candidates =
       router_.Candidates(model.checkpoint_sha256(), absl::Now());
   if (candidates.empty()) {
@@ -147,7 +158,7 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
       if (!chunk.has_metadata()) {
         broken = absl::InternalError("sent data before the metadata");
       } else {
-        broken = CheckMetadata(chunk.metadata(), work.format(), max_bytes);
+        broken = CheckMetadata(chunk.metadata(), work, max_bytes);
       }
       if (!broken.ok()) break;
       declared = chunk.metadata();

@@ -48,7 +48,7 @@ class ModelExportProxy {
   // could be reached; the worker's errors with its name; INTERNAL / DATA_LOSS when the worker's
   // stream breaks the rules above; CANCELLED when the client went away.
   absl::Status Export(grpc::ServerContext* context, const gantry::v1::ModelVersion& model,
-                      gantry::v1::ExportFormat format,
+                      gantry::v1::ExportFormat format, gantry::v1::ExportProfile profile,
                       grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer,
                       std::string* worker_name);
 

@@ -24,6 +24,7 @@
 #include "clients/cli/table.h"
 #include "clients/plots/model_plots.h"
 #include "gantry/v1/catalog.grpc.pb.h"
+#include "jobspec/export_profile.h"
 #include "jobspec/model_card.h"
 
 namespace gantry::cli {
@@ -286,16 +287,26 @@ absl::Status Export(CommandContext& context) {
   const std::string out = context.args.Get("out").value_or("");
   if (out.empty()) return UsageError("--out FILE: give the file to write the export into");
   const std::string format_name = context.args.Get("format").value_or("");
+  const std::string profile_name = context.args.Get("profile").value_or("gantry");
   v1::ExportModelRequest request;
   request.set_model(context.args.Positional(0));
   if (format_name.empty()) {
-    return UsageError("--format onnx|pytorch: give the export format");
+    return UsageError("--format onnx|pytorch|torchscript: give the export format");
   } else if (format_name == "onnx") {
     request.set_format(v1::EXPORT_FORMAT_ONNX);
   } else if (format_name == "pytorch") {
     request.set_format(v1::EXPORT_FORMAT_PYTORCH);
+  } else if (format_name == "torchscript") {
+    request.set_format(v1::EXPORT_FORMAT_TORCHSCRIPT);
   } else {
-    return UsageError(absl::StrCat("--format: '", format_name, "' is not onnx or pytorch"));
+    return UsageError(
+        absl::StrCat("--format: '", format_name, "' is not onnx, pytorch or torchscript"));
+  }
+  absl::StatusOr<v1::ExportProfile> profile = jobspec::ParseExportProfile(profile_name);
+  if (!profile.ok()) return UsageError(absl::StrCat("--profile: ", profile.status().message()));
+  request.set_profile(*profile);
+  if (absl::Status s = jobspec::CheckProfileFormat(*profile, request.format()); !s.ok()) {
+    return UsageError(absl::StrCat("--profile ", profile_name, ": ", s.message()));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<ExportFile> file,
                    ExportFile::Create(out, context.args.Has("force")));
@@ -335,9 +346,8 @@ absl::Status Export(CommandContext& context) {
   get.set_model(metadata.model_ref());
   v1::ModelVersion model;
   RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::GetModel, get, &model));
-  ASSIGN_OR_RETURN(std::string card,
-                   jobspec::ModelCardJson(model, metadata,
-                                          file->path().substr(file->path().rfind('/') + 1)));
+  const std::string file_name = file->path().substr(file->path().rfind('/') + 1);
+  ASSIGN_OR_RETURN(std::string card, jobspec::ModelCardJson(model, metadata, file_name));
   card += '\n';
   RETURN_IF_ERROR(WriteFileAtomically(card_path, {card}));
   if (context.json) {
@@ -346,6 +356,8 @@ absl::Status Export(CommandContext& context) {
     fields["out"].set_string_value(file->path());
     fields["model"].set_string_value(metadata.model_ref());
     fields["format"].set_string_value(format_name);
+    fields["profile"].set_string_value(jobspec::ExportProfileName(metadata.profile()));
+    fields["consumerSnippet"].set_string_value(jobspec::ConsumerSnippet(metadata, file_name));
     fields["sizeBytes"].set_number_value(static_cast<double>(file->bytes()));
     fields["sha256"].set_string_value(file->sha256());
     fields["inputs"].set_string_value(FormatTensors(metadata.inputs()));
@@ -353,12 +365,13 @@ absl::Status Export(CommandContext& context) {
     fields["modelCard"].set_string_value(card_path);
     return PrintJson(context.out, json);
   }
-  context.out << "exported " << metadata.model_ref() << " as " << format_name << " to "
-              << file->path() << " (" << file->bytes() << " bytes, sha256 " << file->sha256()
-              << ")\n"
+  context.out << "exported " << metadata.model_ref() << " as " << format_name << " ("
+              << jobspec::ExportProfileName(metadata.profile()) << " profile) to " << file->path()
+              << " (" << file->bytes() << " bytes, sha256 " << file->sha256() << ")\n"
               << "  inputs:  " << FormatTensors(metadata.inputs()) << "\n"
               << "  outputs: " << FormatTensors(metadata.outputs()) << "\n"
-              << "  model card: " << card_path << "\n";
+              << "  model card: " << card_path << "\n\n"
+              << jobspec::ConsumerSnippet(metadata, file_name);
   return absl::OkStatus();
 }
 
@@ -505,17 +518,24 @@ void AddModelCommands(std::vector<Command>* commands) {
        Plots});
   commands->push_back(
       {{"models", "export"},
-       "Download a version's generator as an ONNX graph or a PyTorch state dict",
+       "Download a version's generator as ONNX, TorchScript or a PyTorch state dict",
        "Exports the model version's generator through a serving worker: --format onnx writes an "
-       "ONNX graph (opset 13; inputs latent, energy and, for variable-angle models, theta; output "
-       "shower in GeV) for ONNX Runtime, --format pytorch a torch.load-able dict that "
-       "clients/python/gantry_export rebuilds. The file is written as FILE.tmp, checked against "
+       "ONNX graph (opset 13) for ONNX Runtime, --format torchscript a module for "
+       "torch::jit::load, --format pytorch a torch.load-able dict that "
+       "clients/python/gantry_export rebuilds. --profile chooses whose input conventions the "
+       "file follows: gantry (inputs latent, energy in GeV and, for variable-angle models, "
+       "theta; output shower in GeV), par04 (Geant4's Par04 example: one packed input, output "
+       "as fractions of the primary's energy; onnx or torchscript) or ddml (Key4hep DDML's "
+       "regular-grid GAN: uniform latent, output in MeV, layer-major; torchscript, fixed-angle "
+       "models); the command prints the consumer's configuration lines (docs/API.md \"Export "
+       "profiles\"). The file is written as FILE.tmp, checked against "
        "the size and sha256 the server declared, then renamed to FILE. Beside it goes "
        "FILE.card.json, the model card: inputs and their units, the latent prior, cell order and "
        "size, the energies and angles it was trained on, provenance, checksums and validation "
        "metrics (docs/API.md \"Model card\"). An existing FILE or card is refused unless --force.",
        {{"MODEL", "name:version or name@alias"}},
-       {{"format", "onnx|pytorch", "export format (required)"},
+       {{"format", "onnx|pytorch|torchscript", "export format (required)"},
+        {"profile", "gantry|par04|ddml", "input and output conventions (default gantry)"},
         {"out", "FILE", "file to write (required)"},
         {"force", "", "replace FILE and FILE.card.json if they exist"}},
        Export});

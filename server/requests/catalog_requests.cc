@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/safe_text.h"
 #include "base/status_macros.h"
+#include "jobspec/export_profile.h"
 
 namespace gantry::server {
 namespace {
@@ -133,15 +134,17 @@ absl::Status ValidateUpdateModel(const v1::UpdateModelRequest& request) {
 
 absl::Status ValidateExportModel(const v1::ExportModelRequest& request) {
   RETURN_IF_ERROR(ParseModelRef(request.model(), "model").status());
-  if (request.format() == v1::EXPORT_FORMAT_ONNX || request.format() == v1::EXPORT_FORMAT_PYTORCH) {
-    return absl::OkStatus();
+  if (request.format() != v1::EXPORT_FORMAT_ONNX && request.format() != v1::EXPORT_FORMAT_PYTORCH &&
+      request.format() != v1::EXPORT_FORMAT_TORCHSCRIPT) {
+    const std::string given = v1::ExportFormat_IsValid(request.format())
+                                  ? v1::ExportFormat_Name(request.format())
+                                  : absl::StrCat(request.format());
+    return absl::InvalidArgumentError(
+        absl::StrCat("format: ", given,
+                     " is not an export format; use EXPORT_FORMAT_ONNX, EXPORT_FORMAT_PYTORCH or "
+                     "EXPORT_FORMAT_TORCHSCRIPT"));
   }
-  const std::string given = v1::ExportFormat_IsValid(request.format())
-                                ? v1::ExportFormat_Name(request.format())
-                                : absl::StrCat(request.format());
-  return absl::InvalidArgumentError(
-      absl::StrCat("format: ", given,
-                   " is not an export format; use EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"));
+  return jobspec::CheckProfileFormat(request.profile(), request.format());
 }
 
 }  // namespace gantry::server

@@ -181,7 +181,7 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   ASSERT_EQ(cli_onnx.exit_code, 0) << cli_onnx.err << Logs();
   const std::string written = ReadFile(out + "/model.onnx");
   EXPECT_EQ(written, bytes);  // the same checkpoint exports to the same bytes
-  EXPECT_THAT(cli_onnx.out, HasSubstr("exported " + model_ref + " as onnx to " + out +
+  EXPECT_THAT(cli_onnx.out, HasSubstr("exported " + model_ref + " as onnx (gantry profile) to " + out +
                                       "/model.onnx (" + std::to_string(written.size()) +
                                       " bytes, sha256 " + Sha256Hex(written) + ")"));
   EXPECT_THAT(cli_onnx.out, HasSubstr("inputs:  latent [N, 16] float32, energy [N, 1] float32"));
@@ -209,7 +209,7 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   cli_pt =
       Gantry({"models", "export", model_ref, "--format", "pytorch", "--out", out + "/model.pt"});
   ASSERT_EQ(cli_pt.exit_code, 0) << cli_pt.err << Logs();
-  EXPECT_THAT(cli_pt.out, HasSubstr("as pytorch to " + out + "/model.pt"));
+  EXPECT_THAT(cli_pt.out, HasSubstr("as pytorch (gantry profile) to " + out + "/model.pt"));
   Result json = Gantry(
       {"--json", "models", "export", model_ref, "--format", "pytorch", "--out", out + "/json.pt"});
   ASSERT_EQ(json.exit_code, 0) << json.err;
@@ -224,8 +224,38 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   Result tflite =
       Gantry({"models", "export", model_ref, "--format", "tflite", "--out", out + "/m.tflite"});
   EXPECT_EQ(tflite.exit_code, 2);
-  EXPECT_THAT(tflite.err, HasSubstr("'tflite' is not onnx or pytorch"));
+  EXPECT_THAT(tflite.err, HasSubstr("'tflite' is not onnx, pytorch or torchscript"));
   EXPECT_FALSE(Exists(out + "/m.tflite"));
+  // So is a profile in a format that does not write it.
+  Result ddml_onnx = Gantry({"models", "export", model_ref, "--format", "onnx", "--profile", "ddml",
+                             "--out", out + "/m.onnx"});
+  EXPECT_EQ(ddml_onnx.exit_code, 2);
+  EXPECT_THAT(ddml_onnx.err, HasSubstr("give format torchscript"));
+  EXPECT_FALSE(Exists(out + "/m.onnx"));
+
+  // The profiles: each file, its card's contract and the consumer's configuration lines.
+  Result par04 = Gantry({"models", "export", model_ref, "--format", "onnx", "--profile", "par04",
+                         "--out", out + "/model.par04.onnx"});
+  ASSERT_EQ(par04.exit_code, 0) << par04.err << Logs();
+  EXPECT_THAT(par04.out, HasSubstr("as onnx (par04 profile)"));
+  EXPECT_THAT(par04.out, HasSubstr("inputs:  input [N, 20] float32"));
+  EXPECT_THAT(par04.out, HasSubstr("outputs: shower [N, 15625] float32"));
+  EXPECT_THAT(par04.out, HasSubstr("/Par04/inference/setModelPathName ./model.par04.onnx\n"));
+  EXPECT_THAT(par04.out, HasSubstr("/Par04/inference/setSizeLatentVector 16\n"));
+  EXPECT_THAT(par04.out, HasSubstr(Sha256Hex(ReadFile(out + "/model.par04.onnx"))));
+  const std::string par04_card = ReadFile(out + "/model.par04.onnx.card.json");
+  EXPECT_THAT(par04_card, HasSubstr("\"profile\":{\"name\":\"par04\""));
+  EXPECT_THAT(par04_card, HasSubstr("\"encoding\":\"E / 1024000 (Par04's fMaxEnergy)\""));
+  for (const auto& [profile, file] : {std::pair<std::string, std::string>{"gantry", "model.ts"},
+                                      {"par04", "model.par04.ts"},
+                                      {"ddml", "model.ddml.ts"}}) {
+    Result ts = Gantry({"models", "export", model_ref, "--format", "torchscript", "--profile",
+                        profile, "--out", out + "/" + file});
+    ASSERT_EQ(ts.exit_code, 0) << profile << ": " << ts.err << Logs();
+    EXPECT_THAT(ReadFile(out + "/" + file + ".card.json"),
+                HasSubstr("\"format\":\"torchscript\""));
+  }
+  EXPECT_THAT(ReadFile(out + "/model.ddml.ts.card.json"), HasSubstr("\"unit\":\"MeV"));
 
   // An existing --out is refused without --force and left as it was; --force replaces it.
   Result again =
@@ -259,13 +289,18 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   Result fixture =
       Run({GANTRY_EXPORT_FIXTURE, "--checkpoint=" + checkpoint, "--out_dir=" + ref, "--count=4"});
   ASSERT_EQ(fixture.exit_code, 0) << fixture.err;
-  ASSERT_EQ(Run({"/bin/cp", out + "/model.onnx", out + "/model.pt", ref}).exit_code, 0);
+  ASSERT_EQ(Run({"/bin/cp", out + "/model.onnx", out + "/model.pt", out + "/model.ts",
+                 out + "/model.par04.onnx", out + "/model.par04.ts", out + "/model.ddml.ts", ref})
+                .exit_code,
+            0);
   Result checker = Run({GANTRY_EXPORT_PYTHON3, GANTRY_EXPORT_CHECK, "onnx-checker", ref});
   EXPECT_EQ(checker.exit_code, 0) << checker.out << checker.err;
   Result ort = Run({GANTRY_NODE, GANTRY_ORT_CHECK, ref});
   EXPECT_EQ(ort.exit_code, 0) << ort.out << ort.err;
   Result rebuild = Run({GANTRY_EXPORT_PYTHON3, GANTRY_EXPORT_CHECK, "pytorch", ref});
   EXPECT_EQ(rebuild.exit_code, 0) << rebuild.out << rebuild.err;
+  Result consumer = Run({GANTRY_TORCHSCRIPT_CONSUMER, ref});
+  EXPECT_EQ(consumer.exit_code, 0) << consumer.out << consumer.err;
 
   // Another tenant's private model does not exist for them.
   const std::string other = NewTenant("intruder");
@@ -279,7 +314,7 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
     Exported bad = Export(token_, model_ref, format);
     EXPECT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << format;
     EXPECT_THAT(bad.status.error_message(),
-                HasSubstr("EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"));
+                HasSubstr("EXPORT_FORMAT_ONNX, EXPORT_FORMAT_PYTORCH or EXPORT_FORMAT_TORCHSCRIPT"));
     EXPECT_TRUE(bad.chunks.empty());
   }
 

@@ -7,8 +7,10 @@
 // Without --checkpoint the generator is freshly initialised and its BatchNorm affine parameters
 // and running statistics are randomised, so the eval-mode BatchNorm is really exercised (and the
 // last conv's weights made non-negative, see below). Files:
-// model.onnx, model.pt, latent.f32 [N, noise], energy.f32 [N] GeV, theta.f32 [N] rad (variable
-// angle), expected.f32 [N, x, y, z] GeV, meta.json.
+// model.onnx, model.pt, model.ts (TorchScript) in the gantry profile, model.par04.onnx and
+// model.par04.ts in the par04 profile, model.ddml.ts in the ddml profile (fixed-angle models),
+// latent.f32 [N, noise], energy.f32 [N] GeV, theta.f32 [N] rad (variable angle), expected.f32
+// [N, x, y, z] GeV, meta.json.
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <c10/core/InferenceMode.h>
@@ -118,11 +120,28 @@ int main(int argc, char** argv) {
       {latent.data_ptr<float>(), static_cast<size_t>(latent.numel())}, expected.data());
   if (!s.ok()) return Fail(s.ToString());
 
-  for (auto [name, format] : {std::pair{"model.onnx", gantry::exporter::ExportFormat::kOnnx},
-                              std::pair{"model.pt", gantry::exporter::ExportFormat::kPytorch}}) {
-    auto bytes = gantry::exporter::ExportGenerator(config, *generator, format);
-    if (!bytes.ok()) return Fail(bytes.status().ToString());
-    if (!WriteFile(dir + "/" + name, bytes->data(), bytes->size())) return Fail("cannot write");
+  using gantry::exporter::ExportFormat;
+  struct File {
+    const char* name;
+    ExportFormat format;
+    gantry::v1::ExportProfile profile;
+  };
+  std::vector<File> files = {
+      {"model.onnx", ExportFormat::kOnnx, gantry::v1::EXPORT_PROFILE_GANTRY},
+      {"model.pt", ExportFormat::kPytorch, gantry::v1::EXPORT_PROFILE_GANTRY},
+      {"model.ts", ExportFormat::kTorchScript, gantry::v1::EXPORT_PROFILE_GANTRY},
+      {"model.par04.onnx", ExportFormat::kOnnx, gantry::v1::EXPORT_PROFILE_PAR04},
+      {"model.par04.ts", ExportFormat::kTorchScript, gantry::v1::EXPORT_PROFILE_PAR04}};
+  // DDML's regular-grid GAN model has no angle input: fixed-angle models only.
+  if (!config.variable_angle()) {
+    files.push_back({"model.ddml.ts", ExportFormat::kTorchScript, gantry::v1::EXPORT_PROFILE_DDML});
+  }
+  for (const File& f : files) {
+    auto exported = gantry::exporter::ExportGenerator(config, *generator, f.format, f.profile);
+    if (!exported.ok()) return Fail(exported.status().ToString());
+    if (!WriteFile(dir + "/" + f.name, exported->bytes.data(), exported->bytes.size())) {
+      return Fail("cannot write");
+    }
   }
   bool ok = WriteTensor(dir + "/latent.f32", latent) && WriteTensor(dir + "/energy.f32", energy) &&
             WriteFile(dir + "/expected.f32", expected.data(), sizeof(float) * expected.size());

@@ -10,10 +10,13 @@
 #include "workers/export/generator_description.h"
 #include "workers/export/model_export.h"
 #include "workers/export/onnx_export.h"
+#include "workers/export/torchscript_export.h"
 #include "workers/gan/checkpoint.h"
 
 namespace gantry::exporter {
 namespace {
+
+namespace v1 = ::gantry::v1;
 
 gan::TrainingState Fresh(const std::string& preset, const std::string& overrides = "") {
   auto config = gan::OverrideModelConfig(*gan::PresetConfig(preset), overrides);
@@ -26,9 +29,10 @@ gan::TrainingState Fresh(const std::string& preset, const std::string& overrides
 TEST(ExportFormat, NamesAndRefusal) {
   EXPECT_EQ(*ParseExportFormat("onnx"), ExportFormat::kOnnx);
   EXPECT_EQ(*ParseExportFormat("pytorch"), ExportFormat::kPytorch);
+  EXPECT_EQ(*ParseExportFormat("torchscript"), ExportFormat::kTorchScript);
   absl::StatusOr<ExportFormat> bad = ParseExportFormat("tflite");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("use onnx or pytorch"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("use onnx, pytorch or torchscript"), std::string::npos);
 }
 
 TEST(DescribeGenerator, RefusesAConfigTheGeneratorWasNotBuiltFrom) {
@@ -75,14 +79,14 @@ TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {
   for (const std::string& preset : {"tiny", "3dgan-51"}) {
     gan::TrainingState state =
         Fresh(preset, preset == "tiny" ? "" : "latent=6;generator_filters=2,2,2,2,2,2");
-    absl::StatusOr<std::string> a =
+    absl::StatusOr<ExportedModel> a =
         ExportGenerator(state.config, *state.generator, ExportFormat::kOnnx);
-    absl::StatusOr<std::string> b =
+    absl::StatusOr<ExportedModel> b =
         ExportGenerator(state.config, *state.generator, ExportFormat::kOnnx);
     ASSERT_TRUE(a.ok()) << a.status();
-    EXPECT_EQ(*a, *b) << "the same generator must give the same bytes";
+    EXPECT_EQ(a->bytes, b->bytes) << "the same generator must give the same bytes";
     onnx::ModelProto model;
-    ASSERT_TRUE(model.ParseFromString(*a));
+    ASSERT_TRUE(model.ParseFromString(a->bytes));
     ASSERT_EQ(model.opset_import_size(), 1);
     EXPECT_EQ(model.opset_import(0).version(), kOnnxOpset);
     const bool variable = preset == "3dgan-51";
@@ -107,11 +111,76 @@ TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {
 
 TEST(ExportPytorch, IsAZipArchive) {
   gan::TrainingState state = Fresh("tiny");
-  absl::StatusOr<std::string> bytes =
+  absl::StatusOr<ExportedModel> exported =
       ExportGenerator(state.config, *state.generator, ExportFormat::kPytorch);
-  ASSERT_TRUE(bytes.ok()) << bytes.status();
-  ASSERT_GT(bytes->size(), 4u);
-  EXPECT_EQ(bytes->substr(0, 2), "PK");
+  ASSERT_TRUE(exported.ok()) << exported.status();
+  ASSERT_GT(exported->bytes.size(), 4u);
+  EXPECT_EQ(exported->bytes.substr(0, 2), "PK");
+}
+
+// The par04 profile's ONNX graph: one packed input [N, L + 4] and a flat output of fractions.
+TEST(ExportOnnx, Par04ProfilePacksLatentAndConditionsIntoOneInput) {
+  gan::TrainingState state = Fresh("tiny");
+  absl::StatusOr<ExportedModel> e = ExportGenerator(state.config, *state.generator,
+                                                    ExportFormat::kOnnx, v1::EXPORT_PROFILE_PAR04);
+  ASSERT_TRUE(e.ok()) << e.status();
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(e->bytes));
+  ASSERT_EQ(model.graph().input_size(), 1);
+  EXPECT_EQ(model.graph().input(0).name(), "input");
+  EXPECT_EQ(model.graph().input(0).type().tensor_type().shape().dim(1).dim_value(), 16 + 4);
+  ASSERT_EQ(model.graph().output_size(), 1);
+  const auto& shape = model.graph().output(0).type().tensor_type().shape();
+  ASSERT_EQ(shape.dim_size(), 2);
+  EXPECT_EQ(shape.dim(1).dim_value(), 25 * 25 * 25);
+  ASSERT_EQ(e->inputs.size(), 1u);
+  EXPECT_EQ(e->inputs[0].shape, (std::vector<int64_t>{-1, 20}));
+  EXPECT_EQ(e->grid, (std::vector<int64_t>{25, 25, 25}));
+}
+
+// Each profile in each format it is not written in, and a model a profile cannot represent, is
+// refused with a message naming what to use instead.
+TEST(ExportProfiles, RefusalsNameWhatToUse) {
+  gan::TrainingState fixed = Fresh("tiny");
+  auto refused = [&](gan::TrainingState& s, ExportFormat format, v1::ExportProfile profile) {
+    return ExportGenerator(s.config, *s.generator, format, profile).status();
+  };
+  absl::Status s = refused(fixed, ExportFormat::kOnnx, v1::EXPORT_PROFILE_DDML);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("give format torchscript"), std::string::npos) << s;
+  s = refused(fixed, ExportFormat::kPytorch, v1::EXPORT_PROFILE_PAR04);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("give format onnx or torchscript"), std::string::npos) << s;
+  s = refused(fixed, ExportFormat::kTorchScript, static_cast<v1::ExportProfile>(9));
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  gan::TrainingState variable = Fresh("3dgan-51", "latent=6;generator_filters=2,2,2,2,2,2");
+  s = refused(variable, ExportFormat::kTorchScript, v1::EXPORT_PROFILE_DDML);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(s.message().find("with profile par04 or gantry"), std::string::npos) << s;
+  EXPECT_TRUE(refused(variable, ExportFormat::kTorchScript, v1::EXPORT_PROFILE_PAR04).ok());
+}
+
+// The TorchScript source is plain text a reviewer can read: every profile's forward, the
+// generate() they share, and the profile constants.
+TEST(ExportTorchScript, SourceOfEachProfile) {
+  gan::TrainingState state = Fresh("tiny-template");
+  absl::StatusOr<GeneratorDescription> d = DescribeGenerator(state.config, *state.generator);
+  ASSERT_TRUE(d.ok()) << d.status();
+  const std::string gantry = *TorchScriptSource(*d, v1::EXPORT_PROFILE_GANTRY);
+  EXPECT_NE(gantry.find("def generate(self, latent: Tensor, energy: Tensor) -> Tensor:"),
+            std::string::npos)
+      << gantry;
+  EXPECT_NE(gantry.find("self.shower_template_modes"), std::string::npos) << gantry;
+  const std::string par04 = *TorchScriptSource(*d, v1::EXPORT_PROFILE_PAR04);
+  EXPECT_NE(par04.find("def forward(self, input: Tensor) -> Tensor:"), std::string::npos);
+  EXPECT_NE(par04.find("* 1024.0"), std::string::npos) << par04;
+  const std::string ddml = *TorchScriptSource(*d, v1::EXPORT_PROFILE_DDML);
+  EXPECT_NE(ddml.find("torch.erfinv"), std::string::npos) << ddml;
+  EXPECT_NE(ddml.find("permute([0, 3, 1, 2])"), std::string::npos) << ddml;
+  absl::StatusOr<ExportedModel> a = ExportGenerator(state.config, *state.generator,
+                                                    ExportFormat::kTorchScript);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->bytes.substr(0, 2), "PK");
 }
 
 TEST(ExportCheckpoint, MissingFileIsNotFound) {

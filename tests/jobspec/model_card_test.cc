@@ -69,6 +69,21 @@ v1::ExportMetadata Exported(bool theta) {
   AddTensor(e.mutable_inputs(), "energy", {-1, 1});
   if (theta) AddTensor(e.mutable_inputs(), "theta", {-1, 1});
   AddTensor(e.mutable_outputs(), "shower", {-1, 25, 25, 25});
+  for (int64_t n : {25, 25, 25}) e.add_grid(n);
+  e.set_variable_angle(theta);
+  e.set_profile(v1::EXPORT_PROFILE_GANTRY);
+  return e;
+}
+
+// The metadata of a par04 export: one packed input, a flat output of fractions.
+v1::ExportMetadata Par04(bool variable_angle) {
+  v1::ExportMetadata e = Exported(false);
+  e.set_profile(v1::EXPORT_PROFILE_PAR04);
+  e.set_variable_angle(variable_angle);
+  e.mutable_inputs()->Clear();
+  e.mutable_outputs()->Clear();
+  AddTensor(e.mutable_inputs(), "input", {-1, 16 + 4});
+  AddTensor(e.mutable_outputs(), "shower", {-1, 25 * 25 * 25});
   return e;
 }
 
@@ -133,6 +148,48 @@ TEST(ModelCardTest, AVariableAngleModelCarriesItsThetaInputAndRange) {
   EXPECT_EQ(conditions.values(1).struct_value().fields().at("unit").string_value(), "rad");
   EXPECT_EQ(At(s, {"validity", "theta_rad", "min"}).number_value(), 1.0471975511965976);
   EXPECT_EQ(At(s, {"validity", "theta_rad", "max"}).number_value(), 2.0943951023931953);
+}
+
+// Each profile's card says how its consumer feeds the file and reads the shower.
+TEST(ModelCardTest, EachProfileCarriesItsContract) {
+  Struct s = Parse(*ModelCardJson(Model(), Par04(false), "calo.onnx"));
+  EXPECT_EQ(At(s, {"profile", "name"}).string_value(), "par04");
+  EXPECT_EQ(At(s, {"interface", "latent", "size"}).number_value(), 16);
+  EXPECT_EQ(At(s, {"interface", "latent", "input"}).string_value(), "input, columns 0..15");
+  const auto& conditions = At(s, {"interface", "conditions"}).list_value();
+  ASSERT_EQ(conditions.values_size(), 3);  // energy, angle slot, geometry slots
+  EXPECT_EQ(conditions.values(0).struct_value().fields().at("encoding").string_value(),
+            "E / 1024000 (Par04's fMaxEnergy)");
+  EXPECT_NE(conditions.values(1).struct_value().fields().at("encoding").string_value().find(
+                "ignored: the model is fixed-angle"),
+            std::string::npos);
+  EXPECT_NE(At(s, {"shower", "unit"}).string_value().find("fraction"), std::string::npos);
+  EXPECT_EQ(At(s, {"shower", "grid"}).list_value().values(0).number_value(), 25);
+  EXPECT_TRUE(At(s, {"validity", "theta_rad"}).has_null_value());
+  s = Parse(*ModelCardJson(Model(), Par04(true), "calo.onnx"));
+  EXPECT_EQ(At(s, {"validity", "theta_rad", "max"}).number_value(), 2.0943951023931953);
+
+  v1::ExportMetadata ddml = Exported(false);
+  ddml.set_format(v1::EXPORT_FORMAT_TORCHSCRIPT);
+  ddml.set_profile(v1::EXPORT_PROFILE_DDML);
+  ddml.mutable_inputs()->Clear();
+  ddml.mutable_outputs()->Clear();
+  AddTensor(ddml.mutable_inputs(), "latent", {-1, 16, 1, 1, 1});
+  AddTensor(ddml.mutable_inputs(), "energy", {-1, 1, 1, 1, 1});
+  AddTensor(ddml.mutable_outputs(), "shower", {-1, 25, 25, 25});
+  s = Parse(*ModelCardJson(Model(), ddml, "calo.pt"));
+  EXPECT_EQ(At(s, {"file", "format"}).string_value(), "torchscript");
+  EXPECT_EQ(At(s, {"profile", "name"}).string_value(), "ddml");
+  EXPECT_NE(At(s, {"interface", "latent", "prior"}).string_value().find("uniform in [-1, 1]"),
+            std::string::npos);
+  EXPECT_EQ(At(s, {"shower", "unit"}).string_value().substr(0, 3), "MeV");
+
+  // A par04 card without its packed input is refused, naming the profile.
+  v1::ExportMetadata broken = Par04(false);
+  broken.mutable_inputs(0)->set_name("latent");
+  absl::StatusOr<std::string> refused = ModelCardJson(Model(), broken, "x");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.status().message().find("par04 profile"), std::string::npos);
 }
 
 TEST(ModelCardTest, AFileDatasetHasNoToyMcSettings) {

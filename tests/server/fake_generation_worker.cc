@@ -67,6 +67,8 @@ grpc::Status FakeGenerationWorker::Export(grpc::ServerContext* context,
   v1::ExportModelChunk chunk;
   v1::ExportMetadata* m = chunk.mutable_metadata();
   m->set_format(request->format());
+  m->set_profile(request->profile());
+  for (int64_t n : {25, 25, 25}) m->add_grid(n);
   m->set_size_bytes(static_cast<int64_t>(payload.size()));
   m->set_sha256(Sha256Hex(payload));
   m->set_model_ref("not-what-the-server-asked:9");

@@ -67,9 +67,9 @@ class GenerationFixture : public ServerFixture {
 
   // Runs a one-rank job of `owner_token` to success through the worker protocol, the rank
   // uploading `checkpoint`; returns the checkpoint's sha256. The model is name:1, trained on
-  // electrons of 10..100 GeV.
+  // electrons of 10..100 GeV (and angles of 1..2 rad when `variable_angle`).
   std::string RegisterModel(const std::string& owner_token, const std::string& name,
-                            const std::string& checkpoint) {
+                            const std::string& checkpoint, bool variable_angle = false) {
     DriverWorker trainer(channel_, join_, "trainer-" + name, 1);
     EXPECT_TRUE(trainer.status().ok()) << Describe(trainer.status());
     v1::JobSpec spec = GoodSpec();
@@ -92,6 +92,10 @@ class GenerationFixture : public ServerFixture {
     res->mutable_energy_range_gev()->set_min(10);
     res->mutable_energy_range_gev()->set_max(100);
     res->set_particle(v1::PARTICLE_ELECTRON);
+    if (variable_angle) {
+      res->mutable_theta_range_rad()->set_min(1);
+      res->mutable_theta_range_rad()->set_max(2);
+    }
     trainer.Send(job.id(), result);
     EXPECT_EQ(WaitForJob(owner_token, job.id(), v1::JOB_STATE_SUCCEEDED, 10000).state(),
               v1::JOB_STATE_SUCCEEDED);

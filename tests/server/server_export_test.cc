@@ -30,10 +30,12 @@ struct Exported {
 
 class ServerExportTest : public GenerationFixture {
  protected:
-  Exported Export(const std::string& token, const std::string& model, v1::ExportFormat format) {
+  Exported Export(const std::string& token, const std::string& model, v1::ExportFormat format,
+                  v1::ExportProfile profile = v1::EXPORT_PROFILE_UNSPECIFIED) {
     v1::ExportModelRequest request;
     request.set_model(model);
     request.set_format(format);
+    request.set_profile(profile);
     Exported e;
     auto ctx = Ctx(token, 20000);
     auto reader = catalog_->ExportModel(ctx.get(), request);
@@ -54,6 +56,7 @@ TEST_F(ServerExportTest, StreamsTheWorkersExportWithTheServersMetadata) {
   EXPECT_EQ(alpha.fake->last_authorization(), "Bearer alpha-secret-0123456789");
   const v1::WorkerExportRequest sent = alpha.fake->last_export_request();
   EXPECT_EQ(sent.format(), v1::EXPORT_FORMAT_PYTORCH);
+  EXPECT_EQ(sent.profile(), v1::EXPORT_PROFILE_GANTRY) << "an unset profile goes out as gantry";
   EXPECT_EQ(sent.model().checkpoint_sha256(), sha_);
   EXPECT_EQ(sent.model().checkpoint_size_bytes(), 3000);
   EXPECT_EQ(sent.model().model_ref(), "calo:1");
@@ -75,6 +78,12 @@ TEST_F(ServerExportTest, StreamsTheWorkersExportWithTheServersMetadata) {
     offset += static_cast<int64_t>(e.chunks[i].data().size());
   }
   EXPECT_EQ(e.Bytes(), payload);
+
+  // A profile goes to the worker as asked, and comes back in the metadata.
+  e = Export(token_, "calo:1", v1::EXPORT_FORMAT_ONNX, v1::EXPORT_PROFILE_PAR04);
+  ASSERT_TRUE(e.status.ok()) << Describe(e.status);
+  EXPECT_EQ(alpha.fake->last_export_request().profile(), v1::EXPORT_PROFILE_PAR04);
+  EXPECT_EQ(e.chunks[0].metadata().profile(), v1::EXPORT_PROFILE_PAR04);
 }
 
 TEST_F(ServerExportTest, AHostileWorkersStreamNeverReachesTheClientComplete) {
@@ -145,7 +154,7 @@ TEST_F(ServerExportTest, RefusesBeforeAnyWorkerIsAsked) {
   EXPECT_EQ(unspecified.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(unspecified.status.error_message().find(
                 "format: EXPORT_FORMAT_UNSPECIFIED is not an export format; use "
-                "EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"),
+                "EXPORT_FORMAT_ONNX, EXPORT_FORMAT_PYTORCH or EXPORT_FORMAT_TORCHSCRIPT"),
             std::string::npos)
       << unspecified.status.error_message();
   Exported unknown = Export(token_, "calo:1", static_cast<v1::ExportFormat>(9));
@@ -153,6 +162,18 @@ TEST_F(ServerExportTest, RefusesBeforeAnyWorkerIsAsked) {
   EXPECT_NE(unknown.status.error_message().find("format: 9 is not"), std::string::npos);
   Exported bad_ref = Export(token_, "calo", v1::EXPORT_FORMAT_ONNX);
   EXPECT_EQ(bad_ref.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // A profile in a format that does not write it; a variable-angle model in the ddml profile.
+  Exported ddml_onnx = Export(token_, "calo:1", v1::EXPORT_FORMAT_ONNX, v1::EXPORT_PROFILE_DDML);
+  EXPECT_EQ(ddml_onnx.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(ddml_onnx.status.error_message().find("give format torchscript"), std::string::npos)
+      << ddml_onnx.status.error_message();
+  RegisterModel(token_, "angled", std::string(3000, 'a'), /*variable_angle=*/true);
+  Exported angled =
+      Export(token_, "angled:1", v1::EXPORT_FORMAT_TORCHSCRIPT, v1::EXPORT_PROFILE_DDML);
+  EXPECT_EQ(angled.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(angled.status.error_message().find("angled:1: profile ddml has no angle input"),
+            std::string::npos)
+      << angled.status.error_message();
   EXPECT_EQ(alpha.fake->export_calls(), 0);
 }
 

@@ -414,12 +414,15 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
   agent::AgentOptions o;
   o.advertise_host = "127.0.0.1";
   o.serve_port = 0;
-  ModelExporter exporter = [&](const v1::ServedModel& m,
-                               v1::ExportFormat format) -> absl::StatusOr<ExportedFile> {
-    if (m.checkpoint_sha256() != model.sha256) return absl::NotFoundError("no such checkpoint");
-    auto e = exporter::ExportCheckpointWithInterface(
-        model.path, format == v1::EXPORT_FORMAT_ONNX ? exporter::ExportFormat::kOnnx
-                                                     : exporter::ExportFormat::kPytorch);
+  ModelExporter exporter = [&](const v1::WorkerExportRequest& r) -> absl::StatusOr<ExportedFile> {
+    if (r.model().checkpoint_sha256() != model.sha256) {
+      return absl::NotFoundError("no such checkpoint");
+    }
+    auto e = exporter::ExportCheckpoint(model.path,
+                                        r.format() == v1::EXPORT_FORMAT_ONNX
+                                            ? exporter::ExportFormat::kOnnx
+                                            : exporter::ExportFormat::kPytorch,
+                                        r.profile());
     if (!e.ok()) return e.status();
     ExportedFile f;
     f.bytes = std::move(e->bytes);
@@ -431,7 +434,8 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
   ASSERT_TRUE(with.StartServer().ok());
   ASSERT_TRUE(without.StartServer().ok());
   auto call = [](const ServingExtension& ext, const std::string& secret, const std::string& sha,
-                 v1::ExportFormat format, std::vector<v1::ExportModelChunk>* chunks) {
+                 v1::ExportFormat format, std::vector<v1::ExportModelChunk>* chunks,
+                 v1::ExportProfile profile = v1::EXPORT_PROFILE_UNSPECIFIED) {
     auto stub = v1::WorkerGenerationService::NewStub(
         grpc::CreateChannel(ext.endpoint(), grpc::InsecureChannelCredentials()));
     grpc::ClientContext ctx;
@@ -440,6 +444,7 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
     r.mutable_model()->set_checkpoint_sha256(sha);
     r.mutable_model()->set_model_ref("ele:3");
     r.set_format(format);
+    r.set_profile(profile);
     auto reader = stub->Export(&ctx, r);
     v1::ExportModelChunk chunk;
     while (reader->Read(&chunk)) chunks->push_back(chunk);
@@ -452,6 +457,7 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
   ASSERT_TRUE(chunks[0].has_metadata());
   const v1::ExportMetadata& m = chunks[0].metadata();
   EXPECT_EQ(m.format(), v1::EXPORT_FORMAT_PYTORCH);
+  EXPECT_EQ(m.profile(), v1::EXPORT_PROFILE_GANTRY) << "an unset profile is the gantry profile";
   EXPECT_EQ(m.model_ref(), "ele:3");
   EXPECT_EQ(m.checkpoint_sha256(), model.sha256);
   ASSERT_EQ(m.inputs_size(), 2);
@@ -465,7 +471,8 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
   EXPECT_GT(chunks.size(), 2u) << "a 3dgan-25 generator is several MiB: more than one chunk";
   EXPECT_EQ(m.size_bytes(), static_cast<int64_t>(bytes.size()));
   EXPECT_EQ(m.sha256(), Sha256Hex(bytes));
-  EXPECT_EQ(bytes, *exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kPytorch));
+  EXPECT_EQ(bytes,
+            exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kPytorch)->bytes);
 
   chunks.clear();
   EXPECT_EQ(call(with, "wrong", model.sha256, v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
@@ -475,6 +482,12 @@ TEST(WorkerExportTest, StreamsMetadataThenTheFileAndRefusesBadCalls) {
       grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_EQ(call(with, with.secret(), "zz", v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+  // A profile the format does not write is refused before the exporter runs.
+  s = call(with, with.secret(), model.sha256, v1::EXPORT_FORMAT_ONNX, &chunks,
+           v1::EXPORT_PROFILE_DDML);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(s.error_message().find("give format torchscript"), std::string::npos)
+      << s.error_message();
   EXPECT_EQ(
       call(with, with.secret(), std::string(64, 'a'), v1::EXPORT_FORMAT_ONNX, &chunks).error_code(),
       grpc::StatusCode::NOT_FOUND);
@@ -505,10 +518,22 @@ TEST(CheckpointModelExporterTest, ExportsWithTheInterfaceAndKeepsPathsOutOfError
   v1::ServedModel served;
   served.set_checkpoint_sha256(model.sha256);
   served.set_model_ref("ele:5");
-  absl::StatusOr<ExportedFile> onnx = exporter(served, v1::EXPORT_FORMAT_ONNX);
+  auto request = [&served](v1::ExportFormat format,
+                           v1::ExportProfile profile = v1::EXPORT_PROFILE_UNSPECIFIED) {
+    v1::WorkerExportRequest r;
+    *r.mutable_model() = served;
+    r.set_format(format);
+    r.set_profile(profile);
+    return r;
+  };
+  absl::StatusOr<ExportedFile> onnx = exporter(request(v1::EXPORT_FORMAT_ONNX));
   ASSERT_TRUE(onnx.ok()) << onnx.status();
-  EXPECT_EQ(onnx->bytes, *exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kOnnx));
+  EXPECT_EQ(onnx->bytes,
+            exporter::ExportCheckpoint(model.path, exporter::ExportFormat::kOnnx)->bytes);
   EXPECT_EQ(onnx->metadata.format(), v1::EXPORT_FORMAT_ONNX);
+  EXPECT_EQ(onnx->metadata.profile(), v1::EXPORT_PROFILE_GANTRY);
+  EXPECT_EQ(std::vector<int64_t>(onnx->metadata.grid().begin(), onnx->metadata.grid().end()),
+            (std::vector<int64_t>{25, 25, 25}));
   ASSERT_EQ(onnx->metadata.inputs_size(), 2);
   EXPECT_EQ(onnx->metadata.inputs(0).name(), "latent");
   EXPECT_EQ(onnx->metadata.inputs(0).shape(1), 200);
@@ -517,12 +542,21 @@ TEST(CheckpointModelExporterTest, ExportsWithTheInterfaceAndKeepsPathsOutOfError
   EXPECT_EQ(onnx->metadata.outputs(0).name(), "shower");
   EXPECT_EQ(onnx->metadata.outputs(0).shape_size(), 4);
 
+  // The ddml profile as TorchScript: its interface (uniform latent [N, L, 1, 1, 1], [N, z, x, y]).
+  absl::StatusOr<ExportedFile> ddml =
+      exporter(request(v1::EXPORT_FORMAT_TORCHSCRIPT, v1::EXPORT_PROFILE_DDML));
+  ASSERT_TRUE(ddml.ok()) << ddml.status();
+  EXPECT_EQ(ddml->metadata.profile(), v1::EXPORT_PROFILE_DDML);
+  ASSERT_EQ(ddml->metadata.inputs_size(), 2);
+  EXPECT_EQ(ddml->metadata.inputs(0).shape_size(), 5);
+  EXPECT_EQ(ddml->bytes.substr(0, 2), "PK") << "a TorchScript file is a zip archive";
+
   served.set_checkpoint_sha256(garbage_sha);
-  absl::StatusOr<ExportedFile> bad = exporter(served, v1::EXPORT_FORMAT_PYTORCH);
+  absl::StatusOr<ExportedFile> bad = exporter(request(v1::EXPORT_FORMAT_PYTORCH));
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message().find(dir.path()), std::string::npos) << bad.status();
   EXPECT_NE(bad.status().message().find(garbage_sha), std::string::npos) << bad.status();
-  EXPECT_EQ(exporter(served, v1::EXPORT_FORMAT_UNSPECIFIED).status().code(),
+  EXPECT_EQ(exporter(request(v1::EXPORT_FORMAT_UNSPECIFIED)).status().code(),
             absl::StatusCode::kInvalidArgument);
 
   // A model folder that cannot be created: the error names the model, not the folder.
@@ -530,7 +564,7 @@ TEST(CheckpointModelExporterTest, ExportsWithTheInterfaceAndKeepsPathsOutOfError
   CheckpointModelLoaderOptions broken = options;
   broken.models_dir = dir.File("plain-file") + "/models";
   absl::StatusOr<ExportedFile> no_dir =
-      MakeCheckpointModelExporter(broken)(served, v1::EXPORT_FORMAT_ONNX);
+      MakeCheckpointModelExporter(broken)(request(v1::EXPORT_FORMAT_ONNX));
   ASSERT_FALSE(no_dir.ok());
   EXPECT_EQ(no_dir.status().message().find(dir.path()), std::string::npos) << no_dir.status();
   EXPECT_NE(no_dir.status().message().find("<model cache>"), std::string::npos) << no_dir.status();

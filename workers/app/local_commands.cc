@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/atomic_file.h"
+#include "jobspec/export_profile.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
 #include "workers/baseline/baseline_checkpoint.h"
@@ -30,6 +31,8 @@
 
 namespace gantry::app {
 namespace {
+
+namespace v1 = ::gantry::v1;
 
 absl::StatusOr<showers::ShowerSet> LoadData(const std::string& source, int threads) {
   if (source.empty())
@@ -183,18 +186,22 @@ absl::Status RunExport(const ExportOptions& o, std::ostream& log) {
     return absl::AlreadyExistsError(
         absl::StrCat(o.out, " exists; give another --out or --force to replace it"));
   }
-  absl::StatusOr<std::string> bytes = exporter::ExportCheckpoint(o.checkpoint, *format);
-  if (!bytes.ok()) return bytes.status();
+  absl::StatusOr<v1::ExportProfile> profile = jobspec::ParseExportProfile(o.profile);
+  if (!profile.ok()) return profile.status();
+  absl::StatusOr<exporter::ExportedModel> exported =
+      exporter::ExportCheckpoint(o.checkpoint, *format, *profile);
+  if (!exported.ok()) return exported.status();
+  const std::string& bytes = exported->bytes;
   // Without --force the final name is taken with link(), which fails if it appeared meanwhile.
   absl::Status written =
-      WriteFileAtomically(o.out, {*bytes}, o.force ? ExistingFile::kReplace : ExistingFile::kKeep);
+      WriteFileAtomically(o.out, {bytes}, o.force ? ExistingFile::kReplace : ExistingFile::kKeep);
   if (absl::IsAlreadyExists(written)) {
     return absl::AlreadyExistsError(
         absl::StrCat(o.out, " exists; give another --out or --force to replace it"));
   }
   if (!written.ok()) return written;
-  log << "exported " << o.checkpoint << " as " << o.format << " to " << o.out << " ("
-      << bytes->size() << " bytes)\n";
+  log << "exported " << o.checkpoint << " as " << o.format << " (" << o.profile
+      << " profile) to " << o.out << " (" << bytes.size() << " bytes)\n";
   return absl::OkStatus();
 }
 

@@ -42,7 +42,8 @@ struct LocalGenerateOptions {
 
 struct ExportOptions {
   std::string checkpoint;
-  std::string format;  // "onnx" or "pytorch"
+  std::string format;  // "onnx", "pytorch" or "torchscript"
+  std::string profile = "gantry";  // "gantry", "par04" or "ddml" (jobspec/export_profile.h)
   std::string out;     // written as out.tmp, then renamed
   bool force = false;  // replace an existing out
 };

@@ -122,7 +122,8 @@ ABSL_FLAG(int64_t, count, 0, "local-generate: showers drawn from --energy-range"
 ABSL_FLAG(std::string, theta_range, "", "local-generate: min:max degrees (variable-angle models)");
 
 // export
-ABSL_FLAG(std::string, format, "", "export: onnx | pytorch");
+ABSL_FLAG(std::string, format, "", "export: onnx | pytorch | torchscript");
+ABSL_FLAG(std::string, profile, "gantry", "export: gantry | par04 | ddml (whose input conventions)");
 ABSL_FLAG(bool, force, false, "export: replace --out if it exists");
 
 // toymc
@@ -179,7 +180,7 @@ const std::map<std::string, std::set<std::string>>& FlagsOf() {
       {"local-generate",
        {"checkpoint", "out", "energies", "energy_range", "count", "theta_range", "seed", "batch",
         "threads"}},
-      {"export", {"checkpoint", "format", "out", "force"}},
+      {"export", {"checkpoint", "format", "profile", "out", "force"}},
       {"toymc", {"spec", "out"}},
       {"checkpoint-diff", {}},
       {"verify-checkpoint", {"fd"}},
@@ -321,11 +322,13 @@ absl::StatusOr<ExportOptions> ExportOptionsFromFlags() {
   ExportOptions o;
   o.checkpoint = absl::GetFlag(FLAGS_checkpoint);
   o.format = absl::GetFlag(FLAGS_format);
+  o.profile = absl::GetFlag(FLAGS_profile);
   o.out = absl::GetFlag(FLAGS_out);
   o.force = absl::GetFlag(FLAGS_force);
   if (o.checkpoint.empty()) return absl::InvalidArgumentError("export needs --checkpoint=FILE");
-  if (o.format != "onnx" && o.format != "pytorch") {
-    return absl::InvalidArgumentError("export needs --format=onnx or --format=pytorch");
+  if (o.format != "onnx" && o.format != "pytorch" && o.format != "torchscript") {
+    return absl::InvalidArgumentError(
+        "export needs --format=onnx, --format=pytorch or --format=torchscript");
   }
   if (o.out.empty()) return absl::InvalidArgumentError("export needs --out=FILE");
   return o;

@@ -24,6 +24,8 @@ inline constexpr char kLatentInput[] = "latent";
 inline constexpr char kEnergyInput[] = "energy";
 inline constexpr char kThetaInput[] = "theta";
 inline constexpr char kShowerOutput[] = "shower";
+// The par04 profile's one input: latent and conditions packed (jobspec/export_profile.h).
+inline constexpr char kPackedInput[] = "input";
 
 struct GeneratorDescription {
   gan::ModelConfig config;

@@ -8,9 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/build_info.h"
+#include "jobspec/export_profile.h"
 
 namespace gantry::exporter {
 namespace {
+
+namespace v1 = ::gantry::v1;
 
 void SetFloatTensor(onnx::TensorProto* t, const std::string& name, const at::Tensor& value) {
   t->set_name(name);
@@ -102,8 +105,15 @@ void AddStringAttribute(onnx::NodeProto* n, const std::string& name, const std::
 
 }  // namespace
 
-absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
+absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d, v1::ExportProfile profile) {
   const gan::ModelConfig& c = d.config;
+  if (absl::Status s = jobspec::CheckProfileFormat(profile, v1::EXPORT_FORMAT_ONNX); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = jobspec::CheckProfileFitsModel(profile, c.variable_angle()); !s.ok()) {
+    return s;
+  }
+  const bool par04 = jobspec::EffectiveProfile(profile) == v1::EXPORT_PROFILE_PAR04;
   onnx::ModelProto model;
   model.set_ir_version(8);
   model.set_producer_name("gantry");
@@ -124,17 +134,55 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
   meta->set_key("gantry.config");
   meta->set_value(gan::SerializeModelConfig(c));
 
+  meta = model.add_metadata_props();
+  meta->set_key("gantry.profile");
+  meta->set_value(jobspec::ExportProfileName(profile));
+
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(absl::StrCat("gantry_generator_", c.preset));
-  SetValueInfo(g->add_input(), kLatentInput, {"N"}, {0, d.noise_dim},
-               "latent noise, standard normal, one row per shower");
-  SetValueInfo(g->add_input(), kEnergyInput, {"N"}, {0, 1}, "primary energy in GeV");
-  if (c.variable_angle()) {
-    SetValueInfo(g->add_input(), kThetaInput, {"N"}, {0, 1},
-                 "incidence angle theta in radians (pi/2: perpendicular)");
+  const int64_t cells = c.grid[0] * c.grid[1] * c.grid[2];
+  if (par04) {
+    // Par04's packed input, unpacked into the values the gantry graph below reads.
+    const int64_t l = d.noise_dim;
+    SetValueInfo(g->add_input(), kPackedInput, {"N"}, {0, l + jobspec::kPar04ConditionSlots},
+                 absl::StrCat("Par04 packing: ", l, " latent values (standard normal), E / ",
+                              jobspec::kPar04MaxEnergyMev, " MeV, theta / (pi/2), 2 geometry "
+                              "slots (ignored)"));
+    SetValueInfo(g->add_output(), kShowerOutput, {"N"}, {0, cells},
+                 "cell energies as fractions of the primary's energy, [N, x * y * z], z fastest");
+    // Columns [begin, end) of the packed input as the value `output`.
+    auto slice = [&](const std::string& name, int64_t begin, int64_t end,
+                     const std::string& output) {
+      SetInt64Tensor(g->add_initializer(), name + ".starts", {begin});
+      SetInt64Tensor(g->add_initializer(), name + ".ends", {end});
+      SetInt64Tensor(g->add_initializer(), name + ".axes", {1});
+      AddNode(g, "Slice", "unpack." + name,
+              {kPackedInput, name + ".starts", name + ".ends", name + ".axes"}, output);
+    };
+    slice(kLatentInput, 0, l, kLatentInput);
+    slice(kEnergyInput, l, l + 1, std::string(kEnergyInput) + ".packed");
+    SetScalarFloat(g->add_initializer(), "par04.energy_scale_gev",
+                   static_cast<float>(jobspec::kPar04MaxEnergyMev / jobspec::kMevPerGev));
+    AddNode(g, "Mul", "unpack.energy_gev",
+            {std::string(kEnergyInput) + ".packed", "par04.energy_scale_gev"}, kEnergyInput);
+    if (c.variable_angle()) {
+      slice(kThetaInput, l + 1, l + 2, std::string(kThetaInput) + ".packed");
+      SetScalarFloat(g->add_initializer(), "par04.angle_scale_rad",
+                     static_cast<float>(jobspec::kPar04MaxAngleRad));
+      AddNode(g, "Mul", "unpack.theta_rad",
+              {std::string(kThetaInput) + ".packed", "par04.angle_scale_rad"}, kThetaInput);
+    }
+  } else {
+    SetValueInfo(g->add_input(), kLatentInput, {"N"}, {0, d.noise_dim},
+                 "latent noise, standard normal, one row per shower");
+    SetValueInfo(g->add_input(), kEnergyInput, {"N"}, {0, 1}, "primary energy in GeV");
+    if (c.variable_angle()) {
+      SetValueInfo(g->add_input(), kThetaInput, {"N"}, {0, 1},
+                   "incidence angle theta in radians (pi/2: perpendicular)");
+    }
+    SetValueInfo(g->add_output(), kShowerOutput, {"N"}, {0, c.grid[0], c.grid[1], c.grid[2]},
+                 "cell energies in GeV, [N, x, y, z], z is depth");
   }
-  SetValueInfo(g->add_output(), kShowerOutput, {"N"}, {0, c.grid[0], c.grid[1], c.grid[2]},
-               "cell energies in GeV, [N, x, y, z], z is depth");
 
   // Conditioning: E / energy_scale, then noise * E' (fixed angle) or [E', theta, noise].
   SetScalarFloat(g->add_initializer(), "energy_scale", static_cast<float>(c.energy_scale));
@@ -260,7 +308,18 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d) {
     x = "cells_linear";
   }
   SetScalarFloat(g->add_initializer(), "cell_scale", static_cast<float>(c.cell_scale));
-  AddNode(g, "Div", "cells_to_gev", {x, "cell_scale"}, kShowerOutput);
+  if (!par04) {
+    AddNode(g, "Div", "cells_to_gev", {x, "cell_scale"}, kShowerOutput);
+  } else {
+    AddNode(g, "Div", "cells_to_gev", {x, "cell_scale"}, "shower_gev");
+    SetInt64Tensor(g->add_initializer(), "par04.energy_shape", {-1, 1, 1, 1});
+    SetInt64Tensor(g->add_initializer(), "par04.flat_shape", {-1, cells});
+    AddNode(g, "Reshape", "par04.energy_per_shower", {kEnergyInput, "par04.energy_shape"},
+            "par04.energy");
+    AddNode(g, "Div", "par04.fraction", {"shower_gev", "par04.energy"}, "par04.fractions");
+    AddNode(g, "Reshape", "par04.flatten", {"par04.fractions", "par04.flat_shape"},
+            kShowerOutput);
+  }
 
   std::string bytes;
   if (!model.SerializeToString(&bytes)) {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "gantry/v1/catalog.pb.h"
 #include "workers/export/generator_description.h"
 
 namespace gantry::exporter {
@@ -23,7 +24,13 @@ inline constexpr int64_t kOnnxOpset = 13;
 // (^(1/cell_power), / cell_scale). metadata_props carry the layer list (DescriptionJson) as
 // "gantry.description" and the gantry config text as "gantry.config". INTERNAL when protobuf cannot
 // serialize the model. Pure function; thread-safe.
-absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& description);
+// Profile par04 (jobspec/export_profile.h) wraps the same graph: one input `input` float32
+// [N, noise_dim + 4] = [latent, E / 1,024,000 MeV, theta / (pi/2), 2 geometry slots (ignored)]
+// and the output `shower` [N, x * y * z] as fractions of the primary's energy (z fastest); the
+// theta slot is ignored by fixed-angle models. metadata_props also carry "gantry.profile".
+// INVALID_ARGUMENT for a profile ONNX does not write (ddml).
+absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& description,
+                                       gantry::v1::ExportProfile profile);
 
 }  // namespace gantry::exporter
 

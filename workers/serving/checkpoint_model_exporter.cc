@@ -8,6 +8,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/log.h"
+#include "jobspec/export_profile.h"
 #include "workers/export/model_export.h"
 
 namespace gantry::serving {
@@ -40,12 +41,12 @@ absl::Status WithoutPaths(const absl::Status& status, const std::string& sha256,
 }  // namespace
 
 ModelExporter MakeCheckpointModelExporter(CheckpointModelLoaderOptions options) {
-  return [options = std::move(options)](const v1::ServedModel& model,
-                                        v1::ExportFormat format) -> absl::StatusOr<ExportedFile> {
-    if (format != v1::EXPORT_FORMAT_ONNX && format != v1::EXPORT_FORMAT_PYTORCH) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("format: ", format, " is not EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"));
-    }
+  return [options = std::move(options)](
+             const v1::WorkerExportRequest& request) -> absl::StatusOr<ExportedFile> {
+    const v1::ServedModel& model = request.model();
+    absl::StatusOr<exporter::ExportFormat> format =
+        exporter::ParseExportFormat(jobspec::ExportFormatName(request.format()));
+    if (!format.ok()) return format.status();
     const std::string& sha = model.checkpoint_sha256();
     const absl::Time start = absl::Now();
     absl::StatusOr<std::string> path = FetchModelCheckpoint(options, sha);
@@ -53,16 +54,19 @@ ModelExporter MakeCheckpointModelExporter(CheckpointModelLoaderOptions options) 
     absl::Status safe =
         runner::VerifyCheckpointInChild(*path, absl::StrCat("checkpoint ", sha), options.verify);
     if (!safe.ok()) return WithoutPaths(safe, sha, options.models_dir);
-    absl::StatusOr<exporter::ExportedModel> exported = exporter::ExportCheckpointWithInterface(
-        *path, format == v1::EXPORT_FORMAT_ONNX ? exporter::ExportFormat::kOnnx
-                                                : exporter::ExportFormat::kPytorch);
+    absl::StatusOr<exporter::ExportedModel> exported =
+        exporter::ExportCheckpoint(*path, *format, request.profile());
     if (!exported.ok()) return WithoutPaths(exported.status(), sha, options.models_dir);
     GANTRY_LOG(INFO) << "exported " << sha.substr(0, 12) << " (" << model.model_ref() << ") as "
-                     << v1::ExportFormat_Name(format) << ", " << exported->bytes.size()
+                     << v1::ExportFormat_Name(request.format()) << " ("
+                     << jobspec::ExportProfileName(request.profile()) << " profile), " << exported->bytes.size()
                      << " bytes in " << absl::ToDoubleSeconds(absl::Now() - start) << " s";
     ExportedFile file;
     file.bytes = std::move(exported->bytes);
-    file.metadata.set_format(format);
+    file.metadata.set_format(request.format());
+    file.metadata.set_profile(jobspec::EffectiveProfile(request.profile()));
+    for (int64_t n : exported->grid) file.metadata.add_grid(n);
+    file.metadata.set_variable_angle(exported->variable_angle);
     CopyTensors(exported->inputs, file.metadata.mutable_inputs());
     CopyTensors(exported->outputs, file.metadata.mutable_outputs());
     return file;

@@ -8,6 +8,7 @@
 #include "absl/time/clock.h"
 #include "base/grpc_status.h"
 #include "base/sha256.h"
+#include "jobspec/export_profile.h"
 #include "workers/runner/dataset_cache.h"
 #include "workers/serving/generation_plan.h"
 
@@ -200,11 +201,9 @@ grpc::Status GenerationService::Export(grpc::ServerContext* context,
   if (exporter_ == nullptr) {
     return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "this worker does not export models");
   }
-  if (request->format() != v1::EXPORT_FORMAT_ONNX &&
-      request->format() != v1::EXPORT_FORMAT_PYTORCH) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        absl::StrCat("format: ", request->format(),
-                                     " is not EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH"));
+  if (absl::Status s = jobspec::CheckProfileFormat(request->profile(), request->format());
+      !s.ok()) {
+    return ToGrpcStatus(s);
   }
   const std::string& sha = request->model().checkpoint_sha256();
   if (!runner::IsSha256Hex(sha)) {
@@ -214,7 +213,7 @@ grpc::Status GenerationService::Export(grpc::ServerContext* context,
   ActiveCount active(&active_);
   absl::StatusOr<ExportedFile> file = [&] {
     absl::MutexLock lock(&export_mu_);
-    return exporter_(request->model(), request->format());
+    return exporter_(*request);
   }();
   if (!file.ok()) return ToGrpcStatus(file.status());
   if (context->IsCancelled()) {
@@ -225,6 +224,7 @@ grpc::Status GenerationService::Export(grpc::ServerContext* context,
   v1::ExportMetadata* metadata = chunk.mutable_metadata();
   *metadata = std::move(file->metadata);
   metadata->set_format(request->format());
+  metadata->set_profile(jobspec::EffectiveProfile(request->profile()));
   metadata->set_size_bytes(static_cast<int64_t>(bytes.size()));
   metadata->set_sha256(Sha256Hex(bytes));
   metadata->set_model_ref(request->model().model_ref());

@@ -1,4 +1,5 @@
-// ModelExporter: how a worker turns a served model into an export file (ONNX or PyTorch). The
+// ModelExporter: how a worker turns a served model into an export file (ONNX, PyTorch or
+// TorchScript, in an export profile). The
 // service that streams the file is torch-free; the daemon injects the LibTorch implementation
 // (checkpoint_model_exporter.h).
 #ifndef GANTRY_WORKERS_SERVING_MODEL_EXPORTER_H_
@@ -20,10 +21,11 @@ struct ExportedFile {
   gantry::v1::ExportMetadata metadata;
 };
 
-// Exports `model` (its checkpoint fetched and verified as for generation) as `format`
-// (EXPORT_FORMAT_ONNX or EXPORT_FORMAT_PYTORCH). Called concurrently from gRPC threads.
-using ModelExporter = std::function<absl::StatusOr<ExportedFile>(
-    const gantry::v1::ServedModel& model, gantry::v1::ExportFormat format)>;
+// Exports request.model (its checkpoint fetched and verified as for generation) in request.format
+// and request.profile (checked by the service against jobspec::CheckProfileFormat; the exporter
+// checks that the profile can represent the model). Called concurrently from gRPC threads.
+using ModelExporter =
+    std::function<absl::StatusOr<ExportedFile>(const gantry::v1::WorkerExportRequest& request)>;
 
 }  // namespace gantry::serving
 
