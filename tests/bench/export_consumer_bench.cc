@@ -3,8 +3,10 @@
 // own generation path (ShowerGenerator::GenerateFromNoise) on the same generator, at batch sizes
 // 1, 2, 4, ... up to --max_batch, on --threads threads. Prints one row per batch: ms per shower
 // and showers per second for each, and their ratio.
+// --consumer=optimize: the consumer freezes the module and runs torch::jit::optimize_for_inference
+// (oneDNN layouts) before use, as a hook may.
 //   export_consumer_bench [--preset=3dgan-25] [--profile=par04|gantry] [--threads=1]
-//                         [--max_batch=64] [--showers=64]
+//                         [--max_batch=64] [--showers=64] [--consumer=plain|optimize]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -45,6 +47,7 @@ int main(int argc, char** argv) {
   const int threads = std::atoi(BenchFlag(argc, argv, "threads", "1").c_str());
   const int64_t max_batch = std::atoll(BenchFlag(argc, argv, "max_batch", "64").c_str());
   const int64_t showers = std::atoll(BenchFlag(argc, argv, "showers", "64").c_str());
+  const std::string consumer = BenchFlag(argc, argv, "consumer", "plain");
   at::set_num_threads(threads);
   auto profile = gantry::jobspec::ParseExportProfile(profile_name);
   auto config = gantry::gan::PresetConfig(preset);
@@ -67,15 +70,16 @@ int main(int argc, char** argv) {
   std::istringstream bytes(exported->bytes);
   torch::jit::Module module = torch::jit::load(bytes);
   module.eval();
+  if (consumer == "optimize") module = torch::jit::optimize_for_inference(module);
   gantry::gan::ShowerGenerator gantry_path(state->config, state->generator);
   const int64_t noise = gantry_path.noise_dim();
   const bool par04 = *profile == gantry::v1::EXPORT_PROFILE_PAR04;
   const bool variable = state->config.variable_angle();
 
-  std::printf("# %s, %s profile, TorchScript in LibTorch %d.%d vs gantry's ShowerGenerator, "
-              "%d thread(s), %lld showers per point\n",
-              preset.c_str(), profile_name.c_str(), TORCH_VERSION_MAJOR, TORCH_VERSION_MINOR,
-              threads,
+  std::printf("# %s, %s profile, TorchScript (%s) in LibTorch %d.%d vs gantry's "
+              "ShowerGenerator, %d thread(s), %lld showers per point\n",
+              preset.c_str(), profile_name.c_str(), consumer.c_str(), TORCH_VERSION_MAJOR,
+              TORCH_VERSION_MINOR, threads,
               static_cast<long long>(showers));
   std::printf("%6s %14s %14s %12s %12s %8s\n", "batch", "export ms/sh", "gantry ms/sh",
               "export sh/s", "gantry sh/s", "ratio");

@@ -14,7 +14,8 @@ namespace gantry::exporter {
 
 // The TorchScript source of the module ExportTorchScript compiles: `generate(latent, energy[,
 // theta])` (standard normal latent [N, noise_dim], GeV, rad -> shower [N, x, y, z] GeV, the same
-// layers as the ONNX graph) and the profile's `forward`:
+// function as the ONNX graph, with each upsampling stage as gantry's polyphase conv) and the
+// profile's `forward`:
 //   gantry: forward(latent [N, L], energy [N, 1] GeV[, theta [N, 1] rad]) -> [N, x, y, z] GeV;
 //   par04:  forward(input [N, L + 4]) with input = [latent, E / 1,024,000 MeV, theta / (pi/2),
 //           two geometry slots (ignored)] -> [N, x * y * z], each cell as a fraction of the
@@ -23,7 +24,7 @@ namespace gantry::exporter {
 //           or [N, 1] GeV) -> [N, z, x, y] MeV (the latent mapped by sqrt(2) erfinv).
 // Each forward asserts its input shapes (a consumer's mismatch is an error naming the shape
 // wanted, not a silently wrong shower). Weights are module buffers named after the LibTorch
-// parameters with '.' as '_'. INVALID_ARGUMENT for an unknown profile; FAILED_PRECONDITION for a
+// parameters with '.' as '_' (and stageI_polyphase_weight/_bias for the folded convs). INVALID_ARGUMENT for an unknown profile; FAILED_PRECONDITION for a
 // variable-angle model in the ddml profile.
 absl::StatusOr<std::string> TorchScriptSource(const GeneratorDescription& description,
                                               gantry::v1::ExportProfile profile);

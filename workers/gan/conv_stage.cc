@@ -424,17 +424,23 @@ torch::Tensor ConvStageImpl::Convolve(const torch::Tensor& x, const torch::Tenso
 // conv on the small grid, interleaved afterwards: no upsampled copy, and 3-20x fewer
 // multiply-adds (3dgan-25: 151M -> 45M and 45M -> 16M per shower; 3dgan-51's first conv 1.8G ->
 // 94M). Same function up to float rounding (models_test compares both paths).
-torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
-  const int64_t cout = spec_.out_channels, cin = spec_.in_channels;
-  std::array<int64_t, 3> f{}, q{}, out{}, k{};
+PolyphasePlan PlanPolyphase(const ConvStageSpec& spec, const torch::Tensor& conv_weight,
+                            const torch::Tensor& conv_bias, std::array<int64_t, 3> in_size) {
+  const int64_t cout = spec.out_channels, cin = spec.in_channels;
+  PolyphasePlan plan;
+  std::array<int64_t, 3>& f = plan.factor;
+  std::array<int64_t, 3>& q = plan.phases_size;
+  std::array<int64_t, 3>& out = plan.out_size;
+  std::array<int64_t, 3> k{};
   std::array<at::Tensor, 3> select;
-  std::vector<int64_t> pad(6);
+  std::vector<int64_t>& pad = plan.pad;
+  pad.assign(6, 0);
   for (int a = 0; a < 3; ++a) {
-    f[a] = static_cast<int64_t>(spec_.upsample[a]);
-    k[a] = spec_.kernel[a];
-    const int64_t in = x.size(2 + a);
-    const int64_t before = spec_.pad[a][0];
-    out[a] = in * f[a] + before + spec_.pad[a][1] - k[a] + 1;
+    f[a] = static_cast<int64_t>(spec.upsample[a]);
+    k[a] = spec.kernel[a];
+    const int64_t in = in_size[a];
+    const int64_t before = spec.pad[a][0];
+    out[a] = in * f[a] + before + spec.pad[a][1] - k[a] + 1;
     q[a] = (out[a] + f[a] - 1) / f[a];
     auto floordiv = [](int64_t n, int64_t d) { return n >= 0 ? n / d : -((-n + d - 1) / d); };
     const int64_t dmin = floordiv(-before, f[a]);
@@ -446,18 +452,28 @@ torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
     for (int64_t r = 0; r < f[a]; ++r) {
       for (int64_t j = 0; j < k[a]; ++j) acc[r][floordiv(r + j - before, f[a]) - dmin][j] = 1.0f;
     }
-    select[a] = selection.to(x.device());
+    select[a] = selection.to(conv_weight.device());
     // Input cells dmin .. q-1+dmax are read; pad (or crop, when negative) to exactly that range.
     pad[2 * (2 - a)] = -dmin;
     pad[2 * (2 - a) + 1] = q[a] - 1 + dmax - (in - 1);
   }
   const int64_t phases = f[0] * f[1] * f[2];
-  const torch::Tensor weight =
-      at::einsum("oijmn,atj,bum,cvn->oabcituv", {conv_->weight, select[0], select[1], select[2]})
+  plan.weight =
+      at::einsum("oijmn,atj,bum,cvn->oabcituv", {conv_weight, select[0], select[1], select[2]})
           .reshape({cout * phases, cin, select[0].size(1), select[1].size(1), select[2].size(1)});
-  const torch::Tensor bias =
-      conv_->bias.defined() ? conv_->bias.repeat_interleave(phases) : torch::Tensor();
-  torch::Tensor y = Convolve(at::constant_pad_nd(x, pad, 0), weight, bias, {0, 0, 0});
+  if (conv_bias.defined()) plan.bias = conv_bias.repeat_interleave(phases);
+  return plan;
+}
+
+torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
+  const PolyphasePlan plan =
+      PlanPolyphase(spec_, conv_->weight, conv_->bias, {x.size(2), x.size(3), x.size(4)});
+  const std::array<int64_t, 3>& f = plan.factor;
+  const std::array<int64_t, 3>& q = plan.phases_size;
+  const std::array<int64_t, 3>& out = plan.out_size;
+  const int64_t cout = spec_.out_channels;
+  torch::Tensor y =
+      Convolve(at::constant_pad_nd(x, plan.pad, 0), plan.weight, plan.bias, {0, 0, 0});
   const int64_t n = x.size(0);
   y = y.view({n, cout, f[0], f[1], f[2], q[0], q[1], q[2]})
           .permute({0, 1, 5, 2, 6, 3, 7, 4})
