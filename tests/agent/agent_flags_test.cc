@@ -98,6 +98,10 @@ TEST(AgentFlagsTest, ParsesEveryFlag) {
   EXPECT_EQ(o->work_dir, "/scratch");
   EXPECT_EQ(o->rank_binary, "/bin/fake");
   EXPECT_FALSE(o->ranks_die_with_daemon);
+  f.ranks_die_with_daemon = "0";  // the yes/no words of base/field_checks
+  EXPECT_FALSE(BuildAgentOptions(f)->ranks_die_with_daemon);
+  f.ranks_die_with_daemon = "1";
+  EXPECT_TRUE(BuildAgentOptions(f)->ranks_die_with_daemon);
   EXPECT_EQ(o->preemption_grace_ms, 0);
   EXPECT_EQ(o->collective_timeout_ms, 30000);
 }

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -15,6 +16,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/time.h"
+#include "base/field_checks.h"
 #include "base/file_roots.h"
 #include "base/gpu_ids.h"
 #include "base/log.h"
@@ -279,10 +281,9 @@ absl::Status ParseRanks(const AgentFlags& f, AgentOptions* o) {
   o->work_dir = f.work_dir;
   o->credential_file = f.credential_file;
   ASSIGN_OR_RETURN(o->file_roots, FileRoots::Parse(f.file_roots, "file-roots"));
-  if (f.ranks_die_with_daemon != "true" && f.ranks_die_with_daemon != "false") {
-    return Bad("ranks-die-with-daemon", "wants true or false");
-  }
-  o->ranks_die_with_daemon = f.ranks_die_with_daemon == "true";
+  const std::optional<bool> die = checks::ParseBoolWord(f.ranks_die_with_daemon);
+  if (!die) return Bad("ranks-die-with-daemon", "wants true or false (or 1 or 0)");
+  o->ranks_die_with_daemon = *die;
   o->rank_binary = f.rank_binary;
   RETURN_IF_ERROR(CheckInt("kill-grace-ms", f.kill_grace_ms, 0, 600000));
   o->kill_grace_ms = f.kill_grace_ms;
