@@ -106,6 +106,12 @@ function(gantry_pch_apply)
     # Test code compiles at -O1 (tests/CMakeLists.txt marks it).
     if(test_code)
       string(APPEND family _test)
+      # The test family's header is made with GTest's compile definitions: a test helper that does
+      # not link GTest (a fake rank, a fixture writer) takes them too, or GCC refuses the header
+      # (-Winvalid-pch) and parses every include itself.
+      if(NOT "GTest::gtest" IN_LIST links AND NOT "GTest::gtest_main" IN_LIST links)
+        target_compile_definitions(${t} PRIVATE GTEST_HAS_PTHREAD=1)
+      endif()
     endif()
     target_precompile_headers(${t} REUSE_FROM gantry_pch_${family})
     # A precompiled header GCC cannot use is a warning, not a silent fall back to parsing.

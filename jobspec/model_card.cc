@@ -154,11 +154,11 @@ void SortedStrings(JsonWriter& json, const Map& map) {
   json.EndObject();
 }
 
-}  // namespace
-
-absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
-                                          const v1::ExportMetadata& exported,
-                                          const std::string& file_name) {
+// The card of `model` with the interface `exported` describes; `file_name` null: no file
+// ("file": null).
+absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
+                                     const v1::ExportMetadata& exported,
+                                     const std::string* file_name) {
   const std::string ref = absl::StrCat(model.name(), ":", model.version());
   if (exported.model_ref() != ref) {
     return absl::InvalidArgumentError(absl::StrCat("the export is of ", exported.model_ref(),
@@ -219,13 +219,17 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
   json.EndObject();
 
   json.Key("file");
-  json.BeginObject();
-  json.Field("name", file_name);
-  json.Field("format", ExportFormatName(exported.format()));
-  json.Key("size_bytes");
-  json.Int(exported.size_bytes());
-  json.Field("sha256", exported.sha256());
-  json.EndObject();
+  if (file_name == nullptr) {
+    json.Null();
+  } else {
+    json.BeginObject();
+    json.Field("name", *file_name);
+    json.Field("format", ExportFormatName(exported.format()));
+    json.Key("size_bytes");
+    json.Int(exported.size_bytes());
+    json.Field("sha256", exported.sha256());
+    json.EndObject();
+  }
 
   json.Key("interface");
   json.BeginObject();
@@ -435,6 +439,47 @@ absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
 
   json.EndObject();
   return json.Take();
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ModelCardJson(const v1::ModelVersion& model,
+                                          const v1::ExportMetadata& exported,
+                                          const std::string& file_name) {
+  return CardJson(model, exported, &file_name);
+}
+
+absl::StatusOr<std::string> RegistryModelCardJson(const v1::ModelVersion& model) {
+  const v1::GeneratorInterface& g = model.generator();
+  if (g.grid_size() != 3 || g.latent_size() < 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(model.name(), ":", model.version(),
+                     " has no recorded generator interface (a baseline, or registered before "
+                     "interfaces were recorded); export it for a card"));
+  }
+  v1::ExportMetadata m;
+  m.set_profile(v1::EXPORT_PROFILE_GANTRY);
+  m.set_model_ref(absl::StrCat(model.name(), ":", model.version()));
+  m.set_checkpoint_sha256(model.checkpoint_sha256());
+  *m.mutable_grid() = g.grid();
+  m.set_variable_angle(g.variable_angle());
+  auto add = [](google::protobuf::RepeatedPtrField<v1::ExportTensor>* list, const char* name,
+                std::vector<int64_t> shape, const char* description) {
+    v1::ExportTensor* t = list->Add();
+    t->set_name(name);
+    for (int64_t d : shape) t->add_shape(d);
+    t->set_element_type("float32");
+    t->set_description(description);
+  };
+  add(m.mutable_inputs(), "latent", {-1, g.latent_size()}, "latent noise, standard normal");
+  add(m.mutable_inputs(), "energy", {-1, 1}, "primary energy in GeV");
+  if (g.variable_angle()) {
+    add(m.mutable_inputs(), "theta", {-1, 1},
+        "incidence angle theta in radians (pi/2: perpendicular)");
+  }
+  add(m.mutable_outputs(), "shower", {-1, g.grid(0), g.grid(1), g.grid(2)},
+      "cell energies in GeV, [N, x, y, z], z is depth");
+  return CardJson(model, m, nullptr);
 }
 
 }  // namespace gantry::jobspec

@@ -23,6 +23,11 @@ absl::StatusOr<std::string> ModelCardJson(const gantry::v1::ModelVersion& model,
                                           const gantry::v1::ExportMetadata& exported,
                                           const std::string& file_name);
 
+// The card of the registry entry alone (GetModel): the gantry profile's interface from
+// model.generator(), "file": null. FAILED_PRECONDITION when the entry has no recorded generator
+// interface (baselines; versions registered before interfaces were recorded).
+absl::StatusOr<std::string> RegistryModelCardJson(const gantry::v1::ModelVersion& model);
+
 }  // namespace gantry::jobspec
 
 #endif  // GANTRY_JOBSPEC_MODEL_CARD_H_

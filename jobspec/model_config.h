@@ -121,6 +121,9 @@ struct ModelConfig {
   double collapse_ecal_loss = 100.0;
 
   bool variable_angle() const { return architecture == Architecture::kVariableAngle51; }
+  // Width of the latent noise per shower (the dense layer's input less the variable-angle
+  // architecture's energy and angle).
+  int64_t noise_dim() const { return variable_angle() ? latent - 2 : latent; }
   int64_t num_losses() const { return variable_angle() ? 4 : 3; }
   int64_t profile_slices() const { return grid[0] + grid[1] + grid[2]; }
 };

@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "jobspec/export_profile.h"
+#include "jobspec/model_card.h"
 #include "server/requests/catalog_requests.h"
 #include "server/requests/field_checks.h"
 
@@ -67,6 +68,11 @@ grpc::Status CatalogService::GetModel(grpc::ServerContext* context,
                                                            response->mutable_validation_curve()));
     }
     FillReadiness(response);
+    // The model card of the generator's interface, when the training rank recorded it.
+    if (response->has_generator()) {
+      absl::StatusOr<std::string> card = jobspec::RegistryModelCardJson(*response);
+      if (card.ok()) response->set_model_card_json(*std::move(card));
+    }
     return absl::OkStatus();
   });
 }

@@ -41,6 +41,17 @@ std::map<std::string, std::string> HyperParameterMap(const v1::JobSpec& spec) {
   return m;
 }
 
+// A worker's account of its generator, bounded before the registry keeps it: three grid sizes in
+// 1..4096 and a latent width in 1..65536 (anything else is dropped: the version then has no card
+// on GetModel, its exports still do).
+bool PlausibleInterface(const v1::GeneratorInterface& g) {
+  if (g.grid_size() != 3 || g.latent_size() < 1 || g.latent_size() > 65536) return false;
+  for (int64_t n : g.grid()) {
+    if (n < 1 || n > 4096) return false;
+  }
+  return true;
+}
+
 // The job's spec and the rank's result as a catalog entry (not yet registered).
 v1::ModelVersion ModelVersionOf(const std::string& job_id, const std::string& owner,
                                 const v1::JobSpec& spec, const v1::JobResult& result,
@@ -76,6 +87,7 @@ v1::ModelVersion ModelVersionOf(const std::string& job_id, const std::string& ow
   m.set_particle(result.particle());
   *m.mutable_energy_range_gev() = result.energy_range_gev();
   *m.mutable_theta_range_rad() = result.theta_range_rad();
+  if (PlausibleInterface(result.generator())) *m.mutable_generator() = result.generator();
   *m.mutable_bf16() = result.bf16();
   if (m.bf16().reason().size() > 1000) m.mutable_bf16()->mutable_reason()->resize(1000);
   return m;

@@ -131,6 +131,15 @@ absl::Status Get(CommandContext& context) {
   request.set_model(context.args.Positional(0));
   v1::ModelVersion m;
   RETURN_IF_ERROR(CallUnary(context, &CatalogService::Stub::GetModel, request, &m));
+  if (context.args.Has("card")) {
+    if (m.model_card_json().empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          ModelRef(m), " has no model card in the registry (a baseline, or registered before "
+                       "generator interfaces were recorded); `gantry models export` writes one"));
+    }
+    context.out << m.model_card_json() << "\n";
+    return absl::OkStatus();
+  }
   if (context.json) return PrintJson(context.out, m);
   const v1::Lineage& lineage = m.lineage();
   std::vector<std::pair<std::string, std::string>> rows = {
@@ -493,10 +502,13 @@ void AddModelCommands(std::vector<Command>* commands) {
        List});
   commands->push_back({{"models", "get"},
                        "Show a model version: metrics, lineage, histograms",
-                       "",
+                       "--card prints the version's model card instead (JSON, docs/API.md "
+                       "\"Model card\"): the generator's gantry-profile interface, validity "
+                       "domain, provenance and metrics, with no file (an export's card has one).",
                        {{"MODEL", "name:version or name@alias"}},
                        {{"histogram", "NAME",
-                         "also print this validation histogram's bins (every energy bin), or all"}},
+                         "also print this validation histogram's bins (every energy bin), or all"},
+                        {"card", "", "print the model card (JSON) instead"}},
                        Get});
   commands->push_back(
       {{"models", "plots"},

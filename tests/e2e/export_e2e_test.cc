@@ -143,6 +143,14 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   get.set_model(model_ref);
   v1::ModelVersion model;
   ASSERT_TRUE(catalog_->GetModel(Ctx(token_).get(), get, &model).ok());
+  // The registry's card: the interface the training rank recorded, no file.
+  EXPECT_EQ(model.generator().latent_size(), 16);
+  EXPECT_EQ(model.generator().grid_size(), 3);
+  EXPECT_THAT(model.model_card_json(), HasSubstr("\"file\":null"));
+  EXPECT_THAT(model.model_card_json(), HasSubstr("\"latent\":{\"input\":\"latent\",\"size\":16,"));
+  Result card_cli = Gantry({"models", "get", model_ref, "--card"});
+  ASSERT_EQ(card_cli.exit_code, 0) << card_cli.err;
+  EXPECT_EQ(card_cli.out, model.model_card_json() + "\n");
 
   // The RPC: metadata first (declared size and sha256 match the bytes that follow), then data in
   // order, each chunk at most 1 MiB.

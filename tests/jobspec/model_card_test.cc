@@ -192,6 +192,32 @@ TEST(ModelCardTest, EachProfileCarriesItsContract) {
   EXPECT_NE(refused.status().message().find("par04 profile"), std::string::npos);
 }
 
+// GetModel's card: the registry entry's recorded interface, no file.
+TEST(ModelCardTest, TheRegistryCardHasTheRecordedInterfaceAndNoFile) {
+  v1::ModelVersion m = Model();
+  EXPECT_EQ(RegistryModelCardJson(m).status().code(), absl::StatusCode::kFailedPrecondition);
+  for (int64_t n : {25, 25, 25}) m.mutable_generator()->add_grid(n);
+  m.mutable_generator()->set_latent_size(16);
+  absl::StatusOr<std::string> card = RegistryModelCardJson(m);
+  ASSERT_TRUE(card.ok()) << card.status();
+  const Struct s = Parse(*card);
+  EXPECT_TRUE(At(s, {"file"}).has_null_value());
+  EXPECT_EQ(At(s, {"interface", "latent", "size"}).number_value(), 16);
+  EXPECT_EQ(At(s, {"interface", "inputs"}).list_value().values_size(), 2);
+  EXPECT_EQ(At(s, {"profile", "name"}).string_value(), "gantry");
+  EXPECT_EQ(At(s, {"validity", "energy_gev", "max"}).number_value(), 200);
+  EXPECT_TRUE(At(s, {"validity", "theta_rad"}).has_null_value());
+  // The export's card and the registry's agree from the shower's layout on.
+  const std::string exported = *ModelCardJson(m, Exported(false), "calo.onnx");
+  ASSERT_NE(card->find(",\"shower\":"), std::string::npos);
+  EXPECT_EQ(card->substr(card->find(",\"shower\":")),
+            exported.substr(exported.find(",\"shower\":")));
+  m.mutable_generator()->set_variable_angle(true);
+  const Struct angled = Parse(*RegistryModelCardJson(m));
+  EXPECT_EQ(At(angled, {"interface", "inputs"}).list_value().values_size(), 3);
+  EXPECT_EQ(At(angled, {"validity", "theta_rad", "max"}).number_value(), 2.0943951023931953);
+}
+
 TEST(ModelCardTest, AFileDatasetHasNoToyMcSettings) {
   v1::ModelVersion m = Model();
   m.mutable_lineage()->set_dataset("ds-0123");

@@ -150,9 +150,7 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
   return stages_.back()->forward(x, c10::nullopt, template_term);
 }
 
-int64_t GeneratorImpl::noise_dim() const {
-  return config_.variable_angle() ? config_.latent - 2 : config_.latent;
-}
+int64_t GeneratorImpl::noise_dim() const { return config_.noise_dim(); }
 
 torch::Tensor GeneratorImpl::MakeInput(const torch::Tensor& energy100, const torch::Tensor& theta,
                                        const torch::Tensor& noise) const {

@@ -389,6 +389,12 @@ absl::Status RankRunner::RunInner() {
 void RankRunner::RecordHyperParameters() {
   // The lineage records what was trained with, not the spec's zeros ("preset default").
   const gan::ModelConfig& m = plan_.model;
+  // The generator's interface, for the registry's model card.
+  v1::GeneratorInterface* generator = result_.mutable_generator();
+  generator->clear_grid();
+  for (int64_t n : m.grid) generator->add_grid(n);
+  generator->set_latent_size(m.noise_dim());
+  generator->set_variable_angle(m.variable_angle());
   auto& hp = *result_.mutable_hyper_parameters();
   hp["learning_rate"] = absl::StrCat(m.learning_rate);
   hp["optimizer"] = "rmsprop";
