@@ -40,5 +40,10 @@ export CCACHE_NOHASHDIR="${CCACHE_NOHASHDIR:-1}"
 # uses one only with these sloppiness settings (the header is made in the same build, so its times
 # are new).
 export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_file_mtime,include_file_ctime}"
+# ccache evicts per sixteenth of its size, least recently used first. At the default 5 GB (312 MB a
+# sixteenth) each precompiled header stored (360-690 MB, about 100 MB compressed; four per build,
+# remade whenever a proto changes) pushes a sixteenth over, and the entries a new clone needs go first.
+# 20 GB holds a full build and its sanitizer twin several times over.
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-20G}"
 # Parallelism of the build (2 cores here).
 export GANTRY_JOBS="${GANTRY_JOBS:-$(nproc)}"
