@@ -1,5 +1,6 @@
 #include "jobspec/export_profile.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "absl/strings/str_cat.h"
@@ -9,32 +10,30 @@ namespace {
 
 namespace v1 = ::gantry::v1;
 
-const v1::ExportTensor* Find(const google::protobuf::RepeatedPtrField<v1::ExportTensor>& tensors,
-                             const std::string& name) {
+int64_t Grid(const v1::ExportMetadata& exported, int axis) {
+  return exported.grid_size() == 3 ? exported.grid(axis) : 0;
+}
+
+}  // namespace
+
+const v1::ExportTensor* FindExportTensor(
+    const google::protobuf::RepeatedPtrField<v1::ExportTensor>& tensors, const std::string& name) {
   for (const v1::ExportTensor& t : tensors) {
     if (t.name() == name) return &t;
   }
   return nullptr;
 }
 
-// The width of the latent part of the input a consumer fills (0 when the export has none).
-int64_t LatentWidth(const v1::ExportMetadata& exported) {
-  if (const v1::ExportTensor* latent = Find(exported.inputs(), "latent");
-      latent != nullptr && latent->shape_size() >= 2) {
-    return latent->shape(1);
+int64_t ExportLatentWidth(const v1::ExportMetadata& exported) {
+  if (EffectiveProfile(exported.profile()) == v1::EXPORT_PROFILE_PAR04) {
+    const v1::ExportTensor* packed = FindExportTensor(exported.inputs(), "input");
+    return packed != nullptr && packed->shape_size() == 2
+               ? std::max<int64_t>(0, packed->shape(1) - kPar04ConditionSlots)
+               : 0;
   }
-  if (const v1::ExportTensor* packed = Find(exported.inputs(), "input");
-      packed != nullptr && packed->shape_size() == 2) {
-    return packed->shape(1) - kPar04ConditionSlots;
-  }
-  return 0;
+  const v1::ExportTensor* latent = FindExportTensor(exported.inputs(), "latent");
+  return latent != nullptr && latent->shape_size() >= 2 ? latent->shape(1) : 0;
 }
-
-int64_t Grid(const v1::ExportMetadata& exported, int axis) {
-  return exported.grid_size() == 3 ? exported.grid(axis) : 0;
-}
-
-}  // namespace
 
 absl::StatusOr<v1::ExportProfile> ParseExportProfile(absl::string_view name) {
   if (name == "gantry") return v1::EXPORT_PROFILE_GANTRY;
@@ -113,11 +112,11 @@ absl::Status CheckProfileFitsModel(v1::ExportProfile profile, bool variable_angl
 }
 
 std::string ConsumerSnippet(const v1::ExportMetadata& exported, const std::string& file_name) {
-  const int64_t latent = LatentWidth(exported);
-  const std::string header =
-      absl::StrCat(" ", exported.model_ref(), " as ", ExportFormatName(exported.format()), " (",
-                   ExportProfileName(exported.profile()), " profile); check the file first: ",
-                   "sha256sum ", file_name, " must print ", exported.sha256(), "\n");
+  const int64_t latent = ExportLatentWidth(exported);
+  const std::string header = absl::StrCat(
+      " ", exported.model_ref(), " as ", ExportFormatName(exported.format()), " (",
+      ExportProfileName(exported.profile()), " profile); check the file first: ", "sha256sum ",
+      file_name, " must print ", exported.sha256(), "\n");
   switch (EffectiveProfile(exported.profile())) {
     case v1::EXPORT_PROFILE_PAR04:
       return absl::StrCat(
@@ -156,13 +155,13 @@ std::string ConsumerSnippet(const v1::ExportMetadata& exported, const std::strin
   switch (exported.format()) {
     case v1::EXPORT_FORMAT_TORCHSCRIPT:
       return absl::StrCat("// C++ (LibTorch) for", header, contract,
-                          "torch::jit::Module generator = torch::jit::load(\"", file_name,
-                          "\");\n", "generator.eval();\n",
-                          "at::Tensor shower = generator.forward({", inputs,
+                          "torch::jit::Module generator = torch::jit::load(\"", file_name, "\");\n",
+                          "generator.eval();\n", "at::Tensor shower = generator.forward({", inputs,
                           "}).toTensor();\n");
     case v1::EXPORT_FORMAT_ONNX:
       return absl::StrCat("// C++ (ONNX Runtime) for", header, contract,
-                          "Ort::Session session(env, \"", file_name, "\", Ort::SessionOptions());\n");
+                          "Ort::Session session(env, \"", file_name,
+                          "\", Ort::SessionOptions());\n");
     default:
       return absl::StrCat("# Python (clients/python/gantry_export) for", header,
                           "import gantry_export\n", "generator = gantry_export.load(\"", file_name,

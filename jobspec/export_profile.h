@@ -6,6 +6,7 @@
 #ifndef GANTRY_JOBSPEC_EXPORT_PROFILE_H_
 #define GANTRY_JOBSPEC_EXPORT_PROFILE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -15,15 +16,16 @@
 
 namespace gantry::jobspec {
 
-// Par04 (Par04InferenceSetup) packs [latent, E / fMaxEnergy, theta / fMaxAngle, geometry one-hot x 2]
-// with these constants and multiplies each output cell by the primary's energy in MeV.
+// Par04 (Par04InferenceSetup) packs [latent, E / fMaxEnergy, theta / fMaxAngle, two geometry
+// one-hot slots] with these constants and multiplies each output cell by the primary's energy in
+// MeV.
 inline constexpr double kPar04MaxEnergyMev = 1024000.0;
 inline constexpr double kPar04MaxAngleRad = 1.5707963267948966;  // 90 degrees
 inline constexpr int kPar04ConditionSlots = 4;
 
 // DDML's RegularGridGANModel draws the latent uniform in [-1, 1]; the file maps it to the standard
-// normal gantry trained with, sqrt(2) erfinv(u), after clamping u to +-kDdmlLatentClamp (the largest
-// float below 1, so the ends map to about +-5.4 instead of infinity).
+// normal gantry trained with, sqrt(2) erfinv(u), after clamping u to +-kDdmlLatentClamp (the
+// largest float below 1, so the ends map to about +-5.4 instead of infinity).
 inline constexpr double kDdmlLatentClamp = 0.99999994039535522;
 inline constexpr double kMevPerGev = 1000.0;
 
@@ -44,6 +46,16 @@ absl::Status CheckProfileFormat(gantry::v1::ExportProfile profile, gantry::v1::E
 // OK when `profile` can represent a model with (variable_angle) or without an angle input;
 // FAILED_PRECONDITION naming the profiles that can, otherwise (ddml has no angle input).
 absl::Status CheckProfileFitsModel(gantry::v1::ExportProfile profile, bool variable_angle);
+
+// The tensor of `tensors` named `name`; null when there is none.
+const gantry::v1::ExportTensor* FindExportTensor(
+    const google::protobuf::RepeatedPtrField<gantry::v1::ExportTensor>& tensors,
+    const std::string& name);
+
+// The width of the latent noise a consumer fills for the export `exported` describes: the
+// `latent` input's second dimension, or for par04 the packed `input`'s less its condition slots;
+// 0 when the inputs do not have the profile's shape.
+int64_t ExportLatentWidth(const gantry::v1::ExportMetadata& exported);
 
 // What a consumer puts in its configuration to load the exported file `file_name` described by
 // `exported` (its profile, format, interface and SHA-256): Geant4 macro commands for par04,

@@ -102,14 +102,6 @@ ParticleFacts FactsOf(v1::Particle particle) {
   }
 }
 
-const v1::ExportTensor* Find(const google::protobuf::RepeatedPtrField<v1::ExportTensor>& tensors,
-                             const std::string& name) {
-  for (const v1::ExportTensor& t : tensors) {
-    if (t.name() == name) return &t;
-  }
-  return nullptr;
-}
-
 void Tensors(JsonWriter& json, const google::protobuf::RepeatedPtrField<v1::ExportTensor>& list) {
   json.BeginArray();
   for (const v1::ExportTensor& t : list) {
@@ -170,21 +162,12 @@ absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
                      ref, " is checkpoint ", model.checkpoint_sha256()));
   }
   const v1::ExportProfile profile = EffectiveProfile(exported.profile());
-  const v1::ExportTensor* latent = Find(exported.inputs(), "latent");
-  const v1::ExportTensor* packed = Find(exported.inputs(), "input");
-  const v1::ExportTensor* shower = Find(exported.outputs(), "shower");
+  const v1::ExportTensor* shower = FindExportTensor(exported.outputs(), "shower");
   std::vector<int64_t> grid(exported.grid().begin(), exported.grid().end());
   if (grid.empty() && shower != nullptr && shower->shape_size() == 4) {
     grid = {shower->shape(1), shower->shape(2), shower->shape(3)};  // a worker before profiles
   }
-  int64_t latent_size = 0;
-  if (profile == v1::EXPORT_PROFILE_PAR04) {
-    if (packed != nullptr && packed->shape_size() == 2) {
-      latent_size = packed->shape(1) - kPar04ConditionSlots;
-    }
-  } else if (latent != nullptr && latent->shape_size() >= 2) {
-    latent_size = latent->shape(1);
-  }
+  const int64_t latent_size = ExportLatentWidth(exported);
   if (latent_size < 1 || shower == nullptr || grid.size() != 3) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the export does not have the ", ExportProfileName(profile),
@@ -192,7 +175,7 @@ absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
   }
   // The model's angle input: its own in the gantry profile, a slot of the packed input in par04.
   const bool variable_angle =
-      exported.variable_angle() || Find(exported.inputs(), "theta") != nullptr;
+      exported.variable_angle() || FindExportTensor(exported.inputs(), "theta") != nullptr;
 
   JsonWriter json;
   json.BeginObject();

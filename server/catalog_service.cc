@@ -180,13 +180,7 @@ grpc::Status CatalogService::ExportModel(grpc::ServerContext* context,
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     model_ref = absl::StrCat(model->name(), ":", model->version());
-    // A variable-angle model is one with an angle range (as Generate reads it).
-    const bool variable_angle =
-        model->has_theta_range_rad() && model->theta_range_rad().max() > 0;
-    if (absl::Status s = jobspec::CheckProfileFitsModel(request->profile(), variable_angle);
-        !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(model_ref, ": ", s.message()));
-    }
+    RETURN_IF_ERROR(ValidateExportForModel(*request, *model));
     ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
     return exports_.Export(context, *model, request->format(), request->profile(), writer,
                            &worker);

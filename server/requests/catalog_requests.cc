@@ -147,4 +147,16 @@ absl::Status ValidateExportModel(const v1::ExportModelRequest& request) {
   return jobspec::CheckProfileFormat(request.profile(), request.format());
 }
 
+absl::Status ValidateExportForModel(const v1::ExportModelRequest& request,
+                                    const v1::ModelVersion& model) {
+  const bool variable_angle =
+      model.has_generator()
+          ? model.generator().variable_angle()
+          : model.has_theta_range_rad() && model.theta_range_rad().max() > 0;
+  absl::Status s = jobspec::CheckProfileFitsModel(request.profile(), variable_angle);
+  if (s.ok()) return s;
+  return absl::Status(s.code(),
+                      absl::StrCat(model.name(), ":", model.version(), ": ", s.message()));
+}
+
 }  // namespace gantry::server

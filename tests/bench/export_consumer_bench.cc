@@ -76,11 +76,11 @@ int main(int argc, char** argv) {
   const bool par04 = *profile == gantry::v1::EXPORT_PROFILE_PAR04;
   const bool variable = state->config.variable_angle();
 
-  std::printf("# %s, %s profile, TorchScript (%s) in LibTorch %d.%d vs gantry's "
-              "ShowerGenerator, %d thread(s), %lld showers per point\n",
-              preset.c_str(), profile_name.c_str(), consumer.c_str(), TORCH_VERSION_MAJOR,
-              TORCH_VERSION_MINOR, threads,
-              static_cast<long long>(showers));
+  std::printf(
+      "# %s, %s profile, TorchScript (%s) in LibTorch %d.%d vs gantry's "
+      "ShowerGenerator, %d thread(s), %lld showers per point\n",
+      preset.c_str(), profile_name.c_str(), consumer.c_str(), TORCH_VERSION_MAJOR,
+      TORCH_VERSION_MINOR, threads, static_cast<long long>(showers));
   std::printf("%6s %14s %14s %12s %12s %8s\n", "batch", "export ms/sh", "gantry ms/sh",
               "export sh/s", "gantry sh/s", "ratio");
   c10::InferenceMode guard;
@@ -90,10 +90,10 @@ int main(int argc, char** argv) {
     const at::Tensor theta = at::full({batch, 1}, 1.5707963f);
     std::vector<c10::IValue> inputs;
     if (par04) {
-      inputs.push_back(at::cat({latent, energy * 1000 / gantry::jobspec::kPar04MaxEnergyMev,
-                                theta / gantry::jobspec::kPar04MaxAngleRad, at::zeros({batch, 1}),
-                                at::ones({batch, 1})},
-                               1));
+      inputs.push_back(at::cat(
+          {latent, energy * 1000 / gantry::jobspec::kPar04MaxEnergyMev,
+           theta / gantry::jobspec::kPar04MaxAngleRad, at::zeros({batch, 1}), at::ones({batch, 1})},
+          1));
     } else {
       inputs = {latent, energy};
       if (variable) inputs.push_back(theta);
@@ -103,8 +103,8 @@ int main(int argc, char** argv) {
     const std::vector<float> t(theta.data_ptr<float>(), theta.data_ptr<float>() + batch);
     const std::vector<float> z(latent.data_ptr<float>(), latent.data_ptr<float>() + latent.numel());
     auto run_gantry = [&] {
-      absl::Status s = gantry_path.GenerateFromNoise(e, variable ? t : std::vector<float>{}, z,
-                                                     out.data());
+      absl::Status s =
+          gantry_path.GenerateFromNoise(e, variable ? t : std::vector<float>{}, z, out.data());
       if (!s.ok()) std::abort();
     };
     const int64_t calls = std::max<int64_t>(1, showers / batch);

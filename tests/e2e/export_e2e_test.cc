@@ -189,8 +189,8 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   ASSERT_EQ(cli_onnx.exit_code, 0) << cli_onnx.err << Logs();
   const std::string written = ReadFile(out + "/model.onnx");
   EXPECT_EQ(written, bytes);  // the same checkpoint exports to the same bytes
-  EXPECT_THAT(cli_onnx.out, HasSubstr("exported " + model_ref + " as onnx (gantry profile) to " + out +
-                                      "/model.onnx (" + std::to_string(written.size()) +
+  EXPECT_THAT(cli_onnx.out, HasSubstr("exported " + model_ref + " as onnx (gantry profile) to " +
+                                      out + "/model.onnx (" + std::to_string(written.size()) +
                                       " bytes, sha256 " + Sha256Hex(written) + ")"));
   EXPECT_THAT(cli_onnx.out, HasSubstr("inputs:  latent [N, 16] float32, energy [N, 1] float32"));
   EXPECT_THAT(cli_onnx.out, HasSubstr("outputs: shower [N, 25, 25, 25] float32"));
@@ -260,8 +260,7 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
     Result ts = Gantry({"models", "export", model_ref, "--format", "torchscript", "--profile",
                         profile, "--out", out + "/" + file});
     ASSERT_EQ(ts.exit_code, 0) << profile << ": " << ts.err << Logs();
-    EXPECT_THAT(ReadFile(out + "/" + file + ".card.json"),
-                HasSubstr("\"format\":\"torchscript\""));
+    EXPECT_THAT(ReadFile(out + "/" + file + ".card.json"), HasSubstr("\"format\":\"torchscript\""));
   }
   EXPECT_THAT(ReadFile(out + "/model.ddml.ts.card.json"), HasSubstr("\"unit\":\"MeV"));
 
@@ -321,8 +320,9 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   for (int format : {0, 7}) {
     Exported bad = Export(token_, model_ref, format);
     EXPECT_EQ(bad.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << format;
-    EXPECT_THAT(bad.status.error_message(),
-                HasSubstr("EXPORT_FORMAT_ONNX, EXPORT_FORMAT_PYTORCH or EXPORT_FORMAT_TORCHSCRIPT"));
+    EXPECT_THAT(
+        bad.status.error_message(),
+        HasSubstr("EXPORT_FORMAT_ONNX, EXPORT_FORMAT_PYTORCH or EXPORT_FORMAT_TORCHSCRIPT"));
     EXPECT_TRUE(bad.chunks.empty());
   }
 

@@ -103,7 +103,8 @@ double Compare(const Fixture& f, int64_t i, double scale, Got got, const std::st
   }
   if (worst > kTolerance) {
     std::ostringstream s;
-    s << what << ", shower " << i << ": differs from gantry's by " << worst << " of its largest cell";
+    s << what << ", shower " << i << ": differs from gantry's by " << worst
+      << " of its largest cell";
     Fail(s.str());
   }
   return worst;
@@ -113,7 +114,8 @@ std::vector<float> Row(const std::vector<float>& v, int64_t i, int64_t width) {
   return std::vector<float>(v.begin() + i * width, v.begin() + (i + 1) * width);
 }
 
-void ExpectRefused(torch::jit::Module& m, std::vector<c10::IValue> inputs, const std::string& what) {
+void ExpectRefused(torch::jit::Module& m, std::vector<c10::IValue> inputs,
+                   const std::string& what) {
   try {
     m.forward(inputs);
   } catch (const std::exception& e) {
@@ -137,8 +139,9 @@ void Gantry(const Fixture& f, const std::string& path) {
         Tensor(std::vector<float>(f.energy.begin() + first, f.energy.begin() + first + count),
                {count, 1})};
     if (f.variable_angle) {
-      in.push_back(Tensor(
-          std::vector<float>(f.theta.begin() + first, f.theta.begin() + first + count), {count, 1}));
+      in.push_back(
+          Tensor(std::vector<float>(f.theta.begin() + first, f.theta.begin() + first + count),
+                 {count, 1}));
     }
     return in;
   };
@@ -147,10 +150,12 @@ void Gantry(const Fixture& f, const std::string& path) {
   if (batch.sizes().vec() != std::vector<int64_t>{f.n, f.gx, f.gy, f.gz}) Fail("gantry: shape");
   for (int64_t i = 0; i < f.n; ++i) {
     const float* out = batch.data_ptr<float>() + i * f.cells();
-    worst = std::max(worst, Compare(f, i, 1.0, [&](int64_t c) { return out[c]; }, "gantry batch"));
+    worst = std::max(worst, Compare(
+                                f, i, 1.0, [&](int64_t c) { return out[c]; }, "gantry batch"));
     const at::Tensor one = m.forward(inputs(i, 1)).toTensor().contiguous();
     const float* o = one.data_ptr<float>();
-    worst = std::max(worst, Compare(f, i, 1.0, [&](int64_t c) { return o[c]; }, "gantry one"));
+    worst = std::max(worst, Compare(
+                                f, i, 1.0, [&](int64_t c) { return o[c]; }, "gantry one"));
   }
   std::vector<c10::IValue> wrong = {torch::zeros({1, f.noise + 1}), torch::ones({1, 1})};
   if (f.variable_angle) wrong.push_back(torch::ones({1, 1}));
@@ -181,15 +186,17 @@ void Par04(const Fixture& f, const std::string& path) {
     if (out.sizes().vec() != std::vector<int64_t>{1, f.cells()}) Fail("par04: output shape");
     const float* o = out.data_ptr<float>();
     const double energy_mev = 1000.0 * f.energy[i];
-    worst = std::max(worst, Compare(f, i, 1000.0, [&](int64_t c) { return o[c] * energy_mev; },
-                                    "par04 one per call"));
+    worst = std::max(worst, Compare(
+                                f, i, 1000.0, [&](int64_t c) { return o[c] * energy_mev; },
+                                "par04 one per call"));
   }
   const at::Tensor batch = m.forward({Tensor(packed, {f.n, width})}).toTensor().contiguous();
   for (int64_t i = 0; i < f.n; ++i) {
     const float* o = batch.data_ptr<float>() + i * f.cells();
     const double energy_mev = 1000.0 * f.energy[i];
-    worst = std::max(worst, Compare(f, i, 1000.0, [&](int64_t c) { return o[c] * energy_mev; },
-                                    "par04 batch"));
+    worst = std::max(
+        worst, Compare(
+                   f, i, 1000.0, [&](int64_t c) { return o[c] * energy_mev; }, "par04 batch"));
   }
   ExpectRefused(m, {torch::zeros({1, width - 2})}, "par04");
   std::cout << "par04 profile (" << path << "): one per call and a batch of " << f.n
@@ -206,10 +213,10 @@ void Ddml(const Fixture& f, const std::string& path) {
     for (float z : Row(f.latent, i, f.noise)) {
       uniform.push_back(static_cast<float>(std::erf(z / std::sqrt(2.0))));
     }
-    const at::Tensor out = m.forward({Tensor(uniform, {1, f.noise, 1, 1, 1}),
-                                      Tensor({f.energy[i]}, {1, 1, 1, 1, 1})})
-                               .toTensor()
-                               .contiguous();
+    const at::Tensor out =
+        m.forward({Tensor(uniform, {1, f.noise, 1, 1, 1}), Tensor({f.energy[i]}, {1, 1, 1, 1, 1})})
+            .toTensor()
+            .contiguous();
     if (out.numel() != f.cells()) Fail("ddml: output size");
     const float* o = out.data_ptr<float>();
     // convertOutput's loop: layer, then x, then y; gantry's cell c = (x * gy + y) * gz + z.
@@ -222,8 +229,7 @@ void Ddml(const Fixture& f, const std::string& path) {
                                 },
                                 "ddml one per call"));
   }
-  ExpectRefused(m, {torch::zeros({1, f.noise + 3, 1, 1, 1}), torch::ones({1, 1, 1, 1, 1})},
-                "ddml");
+  ExpectRefused(m, {torch::zeros({1, f.noise + 3, 1, 1, 1}), torch::ones({1, 1, 1, 1, 1})}, "ddml");
   std::cout << "ddml profile (" << path << "): one per call, max |diff| / max |cell| = " << worst
             << "\n";
 }

@@ -79,20 +79,21 @@ TEST(ExportProfileTest, SnippetsCarryTheFileChecksumAndTheConsumersSettings) {
   const std::string par04 =
       ConsumerSnippet(Metadata(v1::EXPORT_PROFILE_PAR04, v1::EXPORT_FORMAT_ONNX), "calo.onnx");
   for (const char* line :
-       {"/Par04/inference/setInferenceLibrary ONNX\n", "/Par04/inference/setModelPathName ./calo.onnx\n",
-        "/Par04/inference/setSizeLatentVector 16\n",
-        "/Par04/inference/setSizeConditionVector 4\n", "/Par04/inference/setNbOfRhoCells 25\n",
-        "/Par04/inference/setNbOfPhiCells 24\n", "/Par04/inference/setNbOfZCells 23\n"}) {
+       {"/Par04/inference/setInferenceLibrary ONNX\n",
+        "/Par04/inference/setModelPathName ./calo.onnx\n",
+        "/Par04/inference/setSizeLatentVector 16\n", "/Par04/inference/setSizeConditionVector 4\n",
+        "/Par04/inference/setNbOfRhoCells 25\n", "/Par04/inference/setNbOfPhiCells 24\n",
+        "/Par04/inference/setNbOfZCells 23\n"}) {
     EXPECT_NE(par04.find(line), std::string::npos) << line << " in\n" << par04;
   }
   EXPECT_NE(par04.find(std::string(64, 'e')), std::string::npos) << par04;
-  EXPECT_NE(ConsumerSnippet(Metadata(v1::EXPORT_PROFILE_PAR04, v1::EXPORT_FORMAT_TORCHSCRIPT),
-                            "calo.pt")
-                .find("setInferenceLibrary Torch"),
-            std::string::npos);
+  EXPECT_NE(
+      ConsumerSnippet(Metadata(v1::EXPORT_PROFILE_PAR04, v1::EXPORT_FORMAT_TORCHSCRIPT), "calo.pt")
+          .find("setInferenceLibrary Torch"),
+      std::string::npos);
 
-  const std::string ddml = ConsumerSnippet(
-      Metadata(v1::EXPORT_PROFILE_DDML, v1::EXPORT_FORMAT_TORCHSCRIPT), "calo.pt");
+  const std::string ddml =
+      ConsumerSnippet(Metadata(v1::EXPORT_PROFILE_DDML, v1::EXPORT_FORMAT_TORCHSCRIPT), "calo.pt");
   for (const char* line :
        {"RegularGridGANPolyhedraBarrelTorchModel", "model.ModelPath = \"calo.pt\"\n",
         "model.LatentVectorSize = 16\n", "model.NCellsX = 25\n", "model.NCellsY = 24\n",
@@ -104,10 +105,10 @@ TEST(ExportProfileTest, SnippetsCarryTheFileChecksumAndTheConsumersSettings) {
       Metadata(v1::EXPORT_PROFILE_GANTRY, v1::EXPORT_FORMAT_TORCHSCRIPT), "calo.pt");
   EXPECT_NE(gantry.find("torch::jit::load(\"calo.pt\")"), std::string::npos) << gantry;
   EXPECT_NE(gantry.find("forward({latent, energy})"), std::string::npos) << gantry;
-  EXPECT_NE(ConsumerSnippet(Metadata(v1::EXPORT_PROFILE_GANTRY, v1::EXPORT_FORMAT_PYTORCH),
-                            "calo.pt")
-                .find("gantry_export.load(\"calo.pt\")"),
-            std::string::npos);
+  EXPECT_NE(
+      ConsumerSnippet(Metadata(v1::EXPORT_PROFILE_GANTRY, v1::EXPORT_FORMAT_PYTORCH), "calo.pt")
+          .find("gantry_export.load(\"calo.pt\")"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -123,7 +123,8 @@ ABSL_FLAG(std::string, theta_range, "", "local-generate: min:max degrees (variab
 
 // export
 ABSL_FLAG(std::string, format, "", "export: onnx | pytorch | torchscript");
-ABSL_FLAG(std::string, profile, "gantry", "export: gantry | par04 | ddml (whose input conventions)");
+ABSL_FLAG(std::string, profile, "gantry",
+          "export: gantry | par04 | ddml (whose input conventions)");
 ABSL_FLAG(bool, force, false, "export: replace --out if it exists");
 
 // toymc

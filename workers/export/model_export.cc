@@ -82,6 +82,15 @@ v1::ExportFormat ToProto(ExportFormat format) {
   return v1::EXPORT_FORMAT_UNSPECIFIED;
 }
 
+absl::StatusOr<ExportFormat> FromProto(v1::ExportFormat format) {
+  for (ExportFormat f : {ExportFormat::kOnnx, ExportFormat::kPytorch, ExportFormat::kTorchScript}) {
+    if (ToProto(f) == format) return f;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "format: ", static_cast<int>(format), " is not an export format; use onnx, pytorch or "
+      "torchscript"));
+}
+
 absl::StatusOr<ExportedModel> ExportGenerator(const gan::ModelConfig& config,
                                               gan::GeneratorImpl& generator, ExportFormat format,
                                               v1::ExportProfile profile) {

@@ -11,8 +11,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "gantry/v1/catalog.pb.h"
-#include "workers/gan/generator.h"
 #include "jobspec/model_config.h"
+#include "workers/gan/generator.h"
 
 namespace gantry::exporter {
 
@@ -21,7 +21,7 @@ enum class ExportFormat { kOnnx, kPytorch, kTorchScript };
 // One input or output of an exported generator (the ONNX graph's inputs and output, the TorchScript
 // module's or the PyTorch rebuild's forward arguments and result, in that order).
 struct ExportedTensor {
-  std::string name;            // kLatentInput, kEnergyInput, kThetaInput, kPackedInput, kShowerOutput
+  std::string name;  // kLatentInput, kEnergyInput, kThetaInput, kPackedInput, kShowerOutput
   std::vector<int64_t> shape;  // -1 = free (the batch dimension N)
   std::string description;
 };
@@ -31,15 +31,17 @@ struct ExportedModel {
   std::string bytes;
   std::vector<ExportedTensor> inputs;
   std::vector<ExportedTensor> outputs;
-  std::vector<int64_t> grid;   // x, y, z cells of a shower
-  bool variable_angle = false; // the generator is conditioned on the angle
+  std::vector<int64_t> grid;    // x, y, z cells of a shower
+  bool variable_angle = false;  // the generator is conditioned on the angle
 };
 
 // "onnx", "pytorch" or "torchscript"; INVALID_ARGUMENT naming them otherwise.
 absl::StatusOr<ExportFormat> ParseExportFormat(absl::string_view name);
 
-// The proto's name of `format` (EXPORT_FORMAT_ONNX, ...).
+// The proto's name of `format` (EXPORT_FORMAT_ONNX, ...), and back (INVALID_ARGUMENT for
+// UNSPECIFIED and unknown values).
 gantry::v1::ExportFormat ToProto(ExportFormat format);
+absl::StatusOr<ExportFormat> FromProto(gantry::v1::ExportFormat format);
 
 // The export of `generator` (built from `config`): ExportOnnx, ExportPytorch or ExportTorchScript
 // of DescribeGenerator in `profile`. INVALID_ARGUMENT when the profile is not written in the

@@ -19,10 +19,10 @@ inline constexpr int64_t kOnnxOpset = 13;
 // (standard normal noise), `energy` float32 [N, 1] (GeV), and for the variable-angle architecture
 // `theta` float32 [N, 1] (radians). Output: `shower` float32 [N, x, y, z] (GeV, z the depth). The
 // graph divides the energy by energy_scale, builds the conditioned input as gantry does, runs the
-// layer sequence (Gemm, Reshape, then per stage Pad -> Conv -> activation -> BatchNormalization with
-// the running statistics; an upsampling stage's nearest upsample, pad and conv as gantry's polyphase
-// conv: one Conv on the coarse grid, its phases interleaved by Reshape -> Transpose -> Reshape) and undoes the cell scaling
-// (^(1/cell_power), / cell_scale). metadata_props carry the layer list (DescriptionJson) as
+// layer sequence (Gemm, Reshape, then per stage Pad -> Conv -> activation -> BatchNormalization
+// with the running statistics; an upsampling stage's nearest upsample, pad and conv as gantry's
+// polyphase conv: one Conv on the coarse grid, its phases interleaved by Reshape -> Transpose ->
+// Reshape) and undoes the cell scaling (^(1/cell_power), / cell_scale). metadata_props carry the layer list (DescriptionJson) as
 // "gantry.description" and the gantry config text as "gantry.config". INTERNAL when protobuf cannot
 // serialize the model. Pure function; thread-safe.
 // Profile par04 (jobspec/export_profile.h) wraps the same graph: one input `input` float32

@@ -38,8 +38,8 @@ std::string GenerateSource(const GeneratorDescription& d,
   std::array<int64_t, 3> size = {d.dense_shape[1], d.dense_shape[2], d.dense_shape[3]};
   std::string s = absl::StrCat(
       "def generate(self, latent: Tensor, energy: Tensor",
-      c.variable_angle() ? ", theta: Tensor" : "", ") -> Tensor:\n",
-      "    e = energy / ", Float(c.energy_scale), "\n",
+      c.variable_angle() ? ", theta: Tensor" : "", ") -> Tensor:\n", "    e = energy / ",
+      Float(c.energy_scale), "\n",
       c.variable_angle() ? "    x = torch.cat([e, theta, latent], 1)\n" : "    x = latent * e\n",
       "    x = torch.linear(x, ", Buffer("dense.weight"), ", ", Buffer("dense.bias"), ")\n",
       "    x = x.reshape([-1, ", absl::StrJoin(d.dense_shape, ", "), "])\n");
@@ -59,10 +59,10 @@ std::string GenerateSource(const GeneratorDescription& d,
       absl::StrAppend(
           &s, "    x = torch.constant_pad_nd(x, [", absl::StrJoin(plan.pad, ", "), "], 0.0)\n",
           "    x = torch.conv3d(x, self.", w, ", ", plan.bias.defined() ? "self." + b : "None",
-          ", [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)\n", "    x = x.view([-1, ", st.out_channels,
-          ", ", f[0], ", ", f[1], ", ", f[2], ", ", q[0], ", ", q[1], ", ", q[2],
-          "]).permute([0, 1, 5, 2, 6, 3, 7, 4]).reshape([-1, ", st.out_channels, ", ",
-          q[0] * f[0], ", ", q[1] * f[1], ", ", q[2] * f[2], "])\n");
+          ", [1, 1, 1], [0, 0, 0], [1, 1, 1], 1)\n", "    x = x.view([-1, ", st.out_channels, ", ",
+          f[0], ", ", f[1], ", ", f[2], ", ", q[0], ", ", q[1], ", ", q[2],
+          "]).permute([0, 1, 5, 2, 6, 3, 7, 4]).reshape([-1, ", st.out_channels, ", ", q[0] * f[0],
+          ", ", q[1] * f[1], ", ", q[2] * f[2], "])\n");
       if (q[0] * f[0] != o[0] || q[1] * f[1] != o[1] || q[2] * f[2] != o[2]) {
         absl::StrAppend(&s, "    x = x[:, :, 0:", o[0], ", 0:", o[1], ", 0:", o[2], "]\n");
       }
@@ -71,9 +71,9 @@ std::string GenerateSource(const GeneratorDescription& d,
       if (st.pad[0][0] || st.pad[0][1] || st.pad[1][0] || st.pad[1][1] || st.pad[2][0] ||
           st.pad[2][1]) {
         // constant_pad_nd takes the last dimension first.
-        absl::StrAppend(&s, "    x = torch.constant_pad_nd(x, [", st.pad[2][0], ", ",
-                        st.pad[2][1], ", ", st.pad[1][0], ", ", st.pad[1][1], ", ", st.pad[0][0],
-                        ", ", st.pad[0][1], "], 0.0)\n");
+        absl::StrAppend(&s, "    x = torch.constant_pad_nd(x, [", st.pad[2][0], ", ", st.pad[2][1],
+                        ", ", st.pad[1][0], ", ", st.pad[1][1], ", ", st.pad[0][0], ", ",
+                        st.pad[0][1], "], 0.0)\n");
       }
       absl::StrAppend(&s, "    x = torch.conv3d(x, ", Buffer(p + "conv.weight"), ", ",
                       st.bias ? Buffer(p + "conv.bias") : "None",
@@ -115,8 +115,8 @@ std::string GenerateSource(const GeneratorDescription& d,
 
 // "assert cond, message" lines checking a 2-D input of width `width`.
 std::string AssertWidth(const std::string& name, int64_t width, const std::string& what) {
-  return absl::StrCat("    assert ", name, ".dim() == 2 and ", name, ".size(1) == ", width,
-                      ", \"", name, " must be [N, ", width, "]: ", what, "\"\n");
+  return absl::StrCat("    assert ", name, ".dim() == 2 and ", name, ".size(1) == ", width, ", \"",
+                      name, " must be [N, ", width, "]: ", what, "\"\n");
 }
 
 // The module's source and the buffers it reads beyond the description's tensors.
@@ -144,15 +144,15 @@ absl::StatusOr<Script> BuildScript(const GeneratorDescription& d, v1::ExportProf
       absl::StrAppend(
           &s, "def forward(self, input: Tensor) -> Tensor:\n",
           AssertWidth("input", l + jobspec::kPar04ConditionSlots,
-                      absl::StrCat(l, " latent values, E / 1024000 MeV, theta / (pi/2), 2 "
-                                      "geometry slots")),
+                      absl::StrCat(l,
+                                   " latent values, E / 1024000 MeV, theta / (pi/2), 2 "
+                                   "geometry slots")),
           "    latent = input[:, 0:", l, "]\n", "    energy = input[:, ", l, ":", l + 1, "] * ",
           Float(jobspec::kPar04MaxEnergyMev / jobspec::kMevPerGev), "\n",
-          c.variable_angle()
-              ? absl::StrCat("    theta = input[:, ", l + 1, ":", l + 2, "] * ",
-                             Float(jobspec::kPar04MaxAngleRad), "\n",
-                             "    shower = self.generate(latent, energy, theta)\n")
-              : "    shower = self.generate(latent, energy)\n",
+          c.variable_angle() ? absl::StrCat("    theta = input[:, ", l + 1, ":", l + 2, "] * ",
+                                            Float(jobspec::kPar04MaxAngleRad), "\n",
+                                            "    shower = self.generate(latent, energy, theta)\n")
+                             : "    shower = self.generate(latent, energy)\n",
           "    return (shower / energy.reshape([-1, 1, 1, 1])).reshape([-1, ", cells, "])\n");
       break;
     case v1::EXPORT_PROFILE_DDML:
@@ -194,8 +194,8 @@ absl::StatusOr<std::string> ExportTorchScript(const GeneratorDescription& d,
   absl::StatusOr<Script> script = BuildScript(d, profile);
   if (!script.ok()) return script.status();
   try {
-    torch::jit::Module module(absl::StrCat("gantry_generator_",
-                                           jobspec::ExportProfileName(profile)));
+    torch::jit::Module module(
+        absl::StrCat("gantry_generator_", jobspec::ExportProfileName(profile)));
     for (const auto& [name, tensor] : d.tensors) {
       if (name.find("num_batches_tracked") != std::string::npos) continue;
       module.register_buffer(absl::StrReplaceAll(name, {{".", "_"}}), tensor);
@@ -205,15 +205,13 @@ absl::StatusOr<std::string> ExportTorchScript(const GeneratorDescription& d,
       module.register_buffer("shower_template_a", t[0].contiguous());
       module.register_buffer("shower_template_b", t[1].contiguous());
       if (d.config.template_modes > 0) {
-        module.register_buffer(
-            "shower_template_modes",
-            t.narrow(0, 2, d.config.template_modes).reshape({d.config.template_modes, -1})
-                .contiguous());
+        module.register_buffer("shower_template_modes", t.narrow(0, 2, d.config.template_modes)
+                                                            .reshape({d.config.template_modes, -1})
+                                                            .contiguous());
       }
     }
     for (const auto& [name, tensor] : script->buffers) module.register_buffer(name, tensor);
-    module.register_attribute("gantry_description", c10::StringType::get(),
-                              DescriptionJson(d));
+    module.register_attribute("gantry_description", c10::StringType::get(), DescriptionJson(d));
     module.register_attribute("gantry_profile", c10::StringType::get(),
                               jobspec::ExportProfileName(profile));
     module.define(script->source);

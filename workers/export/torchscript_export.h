@@ -24,8 +24,9 @@ namespace gantry::exporter {
 //           or [N, 1] GeV) -> [N, z, x, y] MeV (the latent mapped by sqrt(2) erfinv).
 // Each forward asserts its input shapes (a consumer's mismatch is an error naming the shape
 // wanted, not a silently wrong shower). Weights are module buffers named after the LibTorch
-// parameters with '.' as '_' (and stageI_polyphase_weight/_bias for the folded convs). INVALID_ARGUMENT for an unknown profile; FAILED_PRECONDITION for a
-// variable-angle model in the ddml profile.
+// parameters with '.' as '_' (and stageI_polyphase_weight/_bias for the folded convs).
+// INVALID_ARGUMENT for an unknown profile; FAILED_PRECONDITION for a variable-angle model in the
+// ddml profile.
 absl::StatusOr<std::string> TorchScriptSource(const GeneratorDescription& description,
                                               gantry::v1::ExportProfile profile);
 

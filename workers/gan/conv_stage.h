@@ -65,15 +65,15 @@ at::Tensor ScaledDropoutMask(const at::Tensor& like, double keep,
                              const c10::optional<at::Generator>& generator);
 
 // An upsampling stage (nearest, integer factors f) followed by its pad and conv, rewritten as one
-// conv on the coarse grid: `weight` [out * f0 f1 f2, in, taps...] and `bias` (undefined without one)
-// give every phase at once; the caller pads the input by `pad` (F.pad order, z first; negative
+// conv on the coarse grid: `weight` [out * f0 f1 f2, in, taps...] and `bias` (undefined without
+// one) give every phase at once; the caller pads the input by `pad` (F.pad order, z first; negative
 // crops), convolves with no padding, views the result as [N, out, f0, f1, f2, q0, q1, q2], permutes
 // it to [N, out, q0, f0, q1, f1, q2, f2], reshapes to [N, out, q0 f0, q1 f1, q2 f2] and keeps the
 // first `out_size` cells of each axis. Exactly the literal upsample -> pad -> conv.
 struct PolyphasePlan {
   torch::Tensor weight, bias;
-  std::vector<int64_t> pad;        // 6 values
-  std::array<int64_t, 3> factor{};  // f
+  std::vector<int64_t> pad;              // 6 values
+  std::array<int64_t, 3> factor{};       // f
   std::array<int64_t, 3> phases_size{};  // q: coarse cells per axis of the conv's output
   std::array<int64_t, 3> out_size{};
 };

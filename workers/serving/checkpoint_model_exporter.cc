@@ -44,8 +44,7 @@ ModelExporter MakeCheckpointModelExporter(CheckpointModelLoaderOptions options) 
   return [options = std::move(options)](
              const v1::WorkerExportRequest& request) -> absl::StatusOr<ExportedFile> {
     const v1::ServedModel& model = request.model();
-    absl::StatusOr<exporter::ExportFormat> format =
-        exporter::ParseExportFormat(jobspec::ExportFormatName(request.format()));
+    absl::StatusOr<exporter::ExportFormat> format = exporter::FromProto(request.format());
     if (!format.ok()) return format.status();
     const std::string& sha = model.checkpoint_sha256();
     const absl::Time start = absl::Now();
@@ -59,8 +58,9 @@ ModelExporter MakeCheckpointModelExporter(CheckpointModelLoaderOptions options) 
     if (!exported.ok()) return WithoutPaths(exported.status(), sha, options.models_dir);
     GANTRY_LOG(INFO) << "exported " << sha.substr(0, 12) << " (" << model.model_ref() << ") as "
                      << v1::ExportFormat_Name(request.format()) << " ("
-                     << jobspec::ExportProfileName(request.profile()) << " profile), " << exported->bytes.size()
-                     << " bytes in " << absl::ToDoubleSeconds(absl::Now() - start) << " s";
+                     << jobspec::ExportProfileName(request.profile()) << " profile), "
+                     << exported->bytes.size() << " bytes in "
+                     << absl::ToDoubleSeconds(absl::Now() - start) << " s";
     ExportedFile file;
     file.bytes = std::move(exported->bytes);
     file.metadata.set_format(request.format());
