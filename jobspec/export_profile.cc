@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
@@ -15,6 +16,50 @@ int64_t Grid(const v1::ExportMetadata& exported, int axis) {
 }
 
 }  // namespace
+
+ProfileInterface InterfaceOf(v1::ExportProfile profile, const std::array<int64_t, 3>& grid,
+                             int64_t latent, bool variable_angle) {
+  auto tensor = [](const char* name, std::vector<int64_t> shape, std::string description) {
+    v1::ExportTensor t;
+    t.set_name(name);
+    for (int64_t d : shape) t.add_shape(d);
+    t.set_element_type("float32");
+    t.set_description(std::move(description));
+    return t;
+  };
+  const auto [x, y, z] = grid;
+  ProfileInterface out;
+  switch (EffectiveProfile(profile)) {
+    case v1::EXPORT_PROFILE_PAR04:
+      out.inputs.push_back(tensor(
+          kPackedInput, {-1, latent + kPar04ConditionSlots},
+          absl::StrCat("[latent (", latent, ", standard normal), E / ", kPar04MaxEnergyMev,
+                       " MeV, theta / (pi/2)", variable_angle ? "" : " (ignored: fixed angle)",
+                       ", 2 geometry slots (ignored)]")));
+      out.outputs.push_back(tensor(kShowerOutput, {-1, x * y * z},
+                                   "cell energies as fractions of the primary's energy, "
+                                   "[N, x * y * z], z fastest, then y, then x"));
+      break;
+    case v1::EXPORT_PROFILE_DDML:
+      out.inputs.push_back(tensor(kLatentInput, {-1, latent, 1, 1, 1},
+                                  "latent noise, uniform in [-1, 1] (mapped to N(0, 1) inside)"));
+      out.inputs.push_back(tensor(kEnergyInput, {-1, 1, 1, 1, 1}, "primary energy in GeV"));
+      out.outputs.push_back(tensor(kShowerOutput, {-1, z, x, y},
+                                   "cell energies in MeV, [N, z, x, y]: y fastest, then x, then "
+                                   "the layer z"));
+      break;
+    default:
+      out.inputs.push_back(tensor(kLatentInput, {-1, latent}, "latent noise, standard normal"));
+      out.inputs.push_back(tensor(kEnergyInput, {-1, 1}, "primary energy in GeV"));
+      if (variable_angle) {
+        out.inputs.push_back(tensor(kThetaInput, {-1, 1},
+                                    "incidence angle theta in radians (pi/2: perpendicular)"));
+      }
+      out.outputs.push_back(
+          tensor(kShowerOutput, {-1, x, y, z}, "cell energies in GeV, [N, x, y, z], z is depth"));
+  }
+  return out;
+}
 
 const v1::ExportTensor* FindExportTensor(
     const google::protobuf::RepeatedPtrField<v1::ExportTensor>& tensors, const std::string& name) {

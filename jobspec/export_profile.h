@@ -6,8 +6,10 @@
 #ifndef GANTRY_JOBSPEC_EXPORT_PROFILE_H_
 #define GANTRY_JOBSPEC_EXPORT_PROFILE_H_
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -46,6 +48,24 @@ absl::Status CheckProfileFormat(gantry::v1::ExportProfile profile, gantry::v1::E
 // OK when `profile` can represent a model with (variable_angle) or without an angle input;
 // FAILED_PRECONDITION naming the profiles that can, otherwise (ddml has no angle input).
 absl::Status CheckProfileFitsModel(gantry::v1::ExportProfile profile, bool variable_angle);
+
+// The tensor names of an exported file (docs/API.md "Model export").
+inline constexpr char kLatentInput[] = "latent";
+inline constexpr char kEnergyInput[] = "energy";
+inline constexpr char kThetaInput[] = "theta";
+inline constexpr char kShowerOutput[] = "shower";
+inline constexpr char kPackedInput[] = "input";  // par04: latent and conditions packed
+
+// The inputs and outputs (name, shape with -1 for the batch, float32, what a consumer puts in
+// or reads out) of a generator with cells `grid` (x, y, z), a latent of `latent` values and an
+// angle input or not, exported in `profile`: the one description the model card, the export's
+// metadata and the ONNX graph's value infos share.
+struct ProfileInterface {
+  std::vector<gantry::v1::ExportTensor> inputs;
+  std::vector<gantry::v1::ExportTensor> outputs;
+};
+ProfileInterface InterfaceOf(gantry::v1::ExportProfile profile, const std::array<int64_t, 3>& grid,
+                             int64_t latent, bool variable_angle);
 
 // The tensor of `tensors` named `name`; null when there is none.
 const gantry::v1::ExportTensor* FindExportTensor(

@@ -170,6 +170,27 @@ absl::Status PlanValidation(const v1::ValidationSettings& v, JobPlan* plan) {
   RETURN_IF_ERROR(CheckInt(v.showers_per_bin(), 0, kMaxShowersPerBin, Sub(f, "showers_per_bin")));
   plan->validation = !v.disabled();
   plan->holdout_fraction = v.disabled() ? 0 : (v.holdout_fraction() > 0 ? v.holdout_fraction() : 0.1);
+  if (v.has_leave_out()) {
+    const std::string band = Sub(f, "leave_out");
+    const v1::EnergyBand& b = v.leave_out();
+    RETURN_IF_ERROR(CheckFinite(b.centre_gev(), Sub(band, "centre_gev")));
+    RETURN_IF_ERROR(CheckFinite(b.half_width_gev(), Sub(band, "half_width_gev")));
+    if (v.disabled()) {
+      return Invalid(band, "scores the model in the band it was not trained on; enable validation "
+                           "(unset spec.validation.disabled) or drop leave_out");
+    }
+    if (b.half_width_gev() <= 0) {
+      return Invalid(Sub(band, "half_width_gev"),
+                     absl::StrCat("is ", b.half_width_gev(), " GeV; give a width > 0"));
+    }
+    if (b.centre_gev() - b.half_width_gev() <= 0) {
+      return Invalid(band, absl::StrCat("[", b.centre_gev() - b.half_width_gev(), ", ",
+                                        b.centre_gev() + b.half_width_gev(),
+                                        "] GeV reaches 0; give a band of positive energies"));
+    }
+    plan->leave_out = LeftOutBand{b.centre_gev() - b.half_width_gev(),
+                                  b.centre_gev() + b.half_width_gev()};
+  }
   return absl::OkStatus();
 }
 

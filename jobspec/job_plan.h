@@ -30,6 +30,13 @@ inline constexpr int kMaxShowersPerBin = 100000;
 inline constexpr int kMaxPrefetchBatches = 1024;
 inline constexpr int kMaxLoaderThreads = 256;
 
+// spec.validation.leave_out: the energies [min_gev, max_gev] training skips.
+struct LeftOutBand {
+  double min_gev = 0;
+  double max_gev = 0;
+  bool Contains(double energy_gev) const { return energy_gev >= min_gev && energy_gev <= max_gev; }
+};
+
 struct JobPlan {
   gan::ModelConfig model;  // preset + overrides + hyper-parameters, validated
   // A baseline-* preset: the job fits a no-network baseline (workers/baseline) instead of training;
@@ -40,6 +47,7 @@ struct JobPlan {
   uint64_t seed = 0;
   bool validation = true;
   double holdout_fraction = 0.1;
+  std::optional<LeftOutBand> leave_out;  // needs validation
   // K-fold (spec.data_split): folds > 0 replaces the hold-out by fold `validation_fold` of `folds`
   // seeded by `split_seed`.
   int folds = 0;

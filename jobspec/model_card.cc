@@ -1,13 +1,16 @@
 #include "jobspec/model_card.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/time.h"
@@ -43,6 +46,7 @@ class JsonWriter {
   }
   // The shortest text that reads back as the same double.
   void Number(double value) {
+    if (!std::isfinite(value)) return Null();  // JSON has no NaN or infinity
     Separate();
     char buffer[32];
     const auto [end, error] = std::to_chars(buffer, buffer + sizeof(buffer), value);
@@ -118,12 +122,93 @@ void Tensors(JsonWriter& json, const google::protobuf::RepeatedPtrField<v1::Expo
   json.EndArray();
 }
 
+// "a-b" (GeV, as the rank records a band in the lineage) as a range; nullopt when it is not one.
+std::optional<v1::Range> BandOf(const v1::Lineage& lineage, const std::string& key) {
+  auto it = lineage.hyper_parameters().find(key);
+  if (it == lineage.hyper_parameters().end()) return std::nullopt;
+  std::pair<std::string, std::string> parts = absl::StrSplit(it->second, absl::MaxSplits('-', 1));
+  double lo = 0, hi = 0;
+  if (!absl::SimpleAtod(parts.first, &lo) || !absl::SimpleAtod(parts.second, &hi) || !(lo < hi)) {
+    return std::nullopt;
+  }
+  v1::Range range;
+  range.set_min(lo);
+  range.set_max(hi);
+  return range;
+}
+
 void Range(JsonWriter& json, const v1::Range& range) {
   json.BeginObject();
   json.Key("min");
   json.Number(range.min());
   json.Key("max");
   json.Number(range.max());
+  json.EndObject();
+}
+
+constexpr char kLeftOutPrefix[] = "left_out_";
+
+// The recorded hyper-parameter `key` as a number, else null.
+void NumberOf(JsonWriter& json, const v1::Lineage& lineage, const std::string& key) {
+  auto it = lineage.hyper_parameters().find(key);
+  double value = 0;
+  if (it != lineage.hyper_parameters().end() && absl::SimpleAtod(it->second, &value)) {
+    json.Number(value);
+  } else {
+    json.Null();
+  }
+}
+
+// How the job drew its validation sample and its generated showers, so that the metrics of record
+// can be redone from the dataset and an exported file; null when the job recorded no recipe.
+void ValidationSample(JsonWriter& json, const v1::ModelVersion& model) {
+  const v1::Lineage& lineage = model.lineage();
+  const auto& hp = lineage.hyper_parameters();
+  if (!hp.contains("validation_latent_seed") || !hp.contains("validation_split_seed")) {
+    json.Null();
+    return;
+  }
+  const bool folds = hp.contains("validation_folds");
+  json.BeginObject();
+  json.Field("split", folds ? "folds" : "holdout");
+  json.Key("holdout_fraction");
+  NumberOf(json, lineage, "validation_holdout_fraction");
+  json.Key("folds");
+  NumberOf(json, lineage, "validation_folds");
+  json.Key("fold");
+  NumberOf(json, lineage, "validation_fold");
+  json.Key("split_seed");
+  NumberOf(json, lineage, "validation_split_seed");
+  json.Key("latent_seed");
+  NumberOf(json, lineage, "validation_latent_seed");
+  json.Field("how",
+             folds ? "the dataset's events permuted by split_seed (Fisher-Yates, mt19937_64) and "
+                     "cut into folds; fold `fold` is the sample"
+                   : "round(holdout_fraction x events) events chosen by a Fisher-Yates permutation "
+                     "driven by mt19937_64(split_seed), in permutation order");
+  json.Field("generated",
+             "at each held-out event's conditions in that order, one shower each (at most 4 x "
+             "showers_per_bin; with validation energies, showers_per_bin per bin cycling its "
+             "events); latents from one LibTorch CPU generator seeded with latent_seed, randn "
+             "[n, latent] per batch of n = 64 (the last one smaller)");
+  json.EndObject();
+}
+
+// A scored band: its energies and the metrics recorded under `prefix` (the prefix taken off; the
+// control band's metrics left out of the left-out band's).
+void BandMetrics(JsonWriter& json, const v1::Range& band, const std::map<std::string, double>& all,
+                 const std::string& prefix) {
+  json.Key("energy_gev");
+  Range(json, band);
+  json.Key("metrics");
+  json.BeginObject();
+  for (const auto& [name, value] : all) {
+    if (!absl::StartsWith(name, prefix)) continue;
+    const std::string rest = name.substr(prefix.size());
+    if (absl::StartsWith(rest, "control_")) continue;
+    json.Key(rest);
+    json.Number(value);
+  }
   json.EndObject();
 }
 
@@ -357,6 +442,13 @@ absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
   } else {
     json.Null();
   }
+  json.Key("left_out_energy_gev");
+  const std::optional<v1::Range> left_out = BandOf(model.lineage(), "left_out_energy_gev");
+  if (left_out.has_value()) {
+    Range(json, *left_out);
+  } else {
+    json.Null();
+  }
   json.Field("angle", variable_angle ? "as trained: within theta_rad"
                                      : "fixed: normal incidence only (no theta input)");
   json.Field("outside",
@@ -405,6 +497,7 @@ absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
   json.BeginObject();
   const std::map<std::string, double> metrics(model.metrics().begin(), model.metrics().end());
   for (const auto& [name, value] : metrics) {
+    if (absl::StartsWith(name, kLeftOutPrefix)) continue;  // in left_out below
     json.Key(name);
     json.Number(value);
   }
@@ -412,6 +505,31 @@ absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
   json.Field("note",
              "lower is better; measured by the training job on its validation sample "
              "(docs/MODELS.md \"Validation metrics\")");
+  json.Key("sample");
+  ValidationSample(json, model);
+  json.Key("left_out");
+  if (left_out.has_value()) {
+    json.BeginObject();
+    BandMetrics(json, *left_out, metrics, kLeftOutPrefix);
+    json.Key("control");
+    const std::string control_prefix = std::string(kLeftOutPrefix) + "control_";
+    const std::optional<v1::Range> control =
+        BandOf(model.lineage(), control_prefix + "energy_gev");
+    if (control.has_value()) {
+      json.BeginObject();
+      BandMetrics(json, *control, metrics, control_prefix);
+      json.EndObject();
+    } else {
+      json.Null();
+    }
+    json.Field("note",
+               "training skipped left_out_energy_gev; both bands scored on held-out events alone, "
+               "the control a trained band of the same width beside it (docs/MODELS.md "
+               "\"Leave one energy out\")");
+    json.EndObject();
+  } else {
+    json.Null();
+  }
   json.EndObject();
 
   json.Key("bf16");
@@ -446,22 +564,11 @@ absl::StatusOr<std::string> RegistryModelCardJson(const v1::ModelVersion& model)
   m.set_checkpoint_sha256(model.checkpoint_sha256());
   *m.mutable_grid() = g.grid();
   m.set_variable_angle(g.variable_angle());
-  auto add = [](google::protobuf::RepeatedPtrField<v1::ExportTensor>* list, const char* name,
-                std::vector<int64_t> shape, const char* description) {
-    v1::ExportTensor* t = list->Add();
-    t->set_name(name);
-    for (int64_t d : shape) t->add_shape(d);
-    t->set_element_type("float32");
-    t->set_description(description);
-  };
-  add(m.mutable_inputs(), "latent", {-1, g.latent_size()}, "latent noise, standard normal");
-  add(m.mutable_inputs(), "energy", {-1, 1}, "primary energy in GeV");
-  if (g.variable_angle()) {
-    add(m.mutable_inputs(), "theta", {-1, 1},
-        "incidence angle theta in radians (pi/2: perpendicular)");
-  }
-  add(m.mutable_outputs(), "shower", {-1, g.grid(0), g.grid(1), g.grid(2)},
-      "cell energies in GeV, [N, x, y, z], z is depth");
+  const ProfileInterface interface = InterfaceOf(
+      v1::EXPORT_PROFILE_GANTRY, {g.grid(0), g.grid(1), g.grid(2)}, g.latent_size(),
+      g.variable_angle());
+  m.mutable_inputs()->Add(interface.inputs.begin(), interface.inputs.end());
+  m.mutable_outputs()->Add(interface.outputs.begin(), interface.outputs.end());
   return CardJson(model, m, nullptr);
 }
 

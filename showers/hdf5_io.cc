@@ -126,6 +126,7 @@ absl::Status WriteFloat(const std::string& path, hid_t file, const char* name,
                         const std::vector<hsize_t>& dims, const float* data, int gzip_level) {
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), H5Sclose);
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+  H5Pset_obj_track_times(dcpl.get(), false);  // no timestamps: the same data, the same bytes
   if (gzip_level > 0 && dims[0] > 0) {
     hsize_t per_event = 1;
     for (size_t i = 1; i < dims.size(); ++i) per_event *= dims[i];
@@ -235,7 +236,9 @@ absl::Status WriteShowerFile(const std::string& path, const ShowerSet& set,
   LibraryLock lock;
   RETURN_IF_ERROR(CheckSetForWrite(path, set));
   const hsize_t n = static_cast<hsize_t>(set.events());
-  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  H5Pset_obj_track_times(fcpl.get(), false);
+  Handle file(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
   if (!file.ok()) return Loss(path, "cannot create the file");
   const hid_t fid = file.get();
   const int gz = options.gzip_level;

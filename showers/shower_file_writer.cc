@@ -58,7 +58,7 @@ absl::StatusOr<Extendable> CreateExtendable(const std::string& path, hid_t file,
   Handle space(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()),
                H5Sclose);
   Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
-  if (!space.ok() || !dcpl.ok() ||
+  if (!space.ok() || !dcpl.ok() || H5Pset_obj_track_times(dcpl.get(), false) < 0 ||
       H5Pset_chunk(dcpl.get(), static_cast<int>(chunk.size()), chunk.data()) < 0 ||
       (gzip_level > 0 &&
        H5Pset_deflate(dcpl.get(), static_cast<unsigned>(std::min(gzip_level, 9))) < 0)) {
@@ -135,7 +135,10 @@ absl::StatusOr<std::unique_ptr<ShowerFileWriter>> ShowerFileWriter::Create(
   writer->shape_ = fixed ? std::array<int64_t, 3>{25, 25, 25} : std::array<int64_t, 3>{51, 51, 25};
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   auto files = std::make_unique<Files>();
-  files->file = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose);
+  // No timestamps in object headers: the same showers give the same bytes (and SHA-256).
+  Handle fcpl(H5Pcreate(H5P_FILE_CREATE), H5Pclose);
+  H5Pset_obj_track_times(fcpl.get(), false);
+  files->file = Handle(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl.get(), H5P_DEFAULT), H5Fclose);
   if (!files->file.ok()) return Loss(path, "cannot create the file");
   const hid_t fid = files->file.get();
   const auto& s = writer->shape_;

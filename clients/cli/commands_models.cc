@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -35,8 +36,30 @@ google::protobuf::Map<std::string, double> OtherThanField(
     const google::protobuf::Map<std::string, double>& metrics) {
   google::protobuf::Map<std::string, double> out;
   for (const auto& [key, value] : metrics) {
-    if (!IsFieldMetric(metrics, key)) out[key] = value;
+    if (!IsFieldMetric(metrics, key) && !absl::StartsWith(key, "left_out_")) out[key] = value;
   }
+  return out;
+}
+
+// The left-out band's row: the band and its control with their fom beside the MC floor; "" when
+// the model was trained on every energy.
+std::string LeftOutSummary(const v1::ModelVersion& m) {
+  const auto& hp = m.lineage().hyper_parameters();
+  auto band = hp.find("left_out_energy_gev");
+  if (band == hp.end()) return "";
+  auto fom = [&](const std::string& prefix) {
+    auto value = m.metrics().find(prefix + "fom");
+    auto floor = m.metrics().find(prefix + "fom_null");
+    if (value == m.metrics().end()) return std::string("not scored");
+    return absl::StrFormat("fom %.4g (MC floor %.4g)", value->second,
+                           floor == m.metrics().end() ? 0.0 : floor->second);
+  };
+  std::string out = absl::StrCat(band->second, " GeV not trained on: ", fom("left_out_"));
+  auto control = hp.find("left_out_control_energy_gev");
+  absl::StrAppend(&out, control == hp.end()
+                            ? "; no control band"
+                            : absl::StrCat("; trained ", control->second,
+                                           " GeV: ", fom("left_out_control_")));
   return out;
 }
 
@@ -154,6 +177,7 @@ absl::Status Get(CommandContext& context) {
       {"Particle", ParticleName(m.particle())},
       {"Energy [GeV]", FormatRange(m.energy_range_gev())},
       {"Theta [rad]", FormatRange(m.theta_range_rad())},
+      {"Left out", LeftOutSummary(m)},
       {"Checkpoint",
        absl::StrCat(FormatBytes(m.checkpoint_size_bytes()), " sha256 ", m.checkpoint_sha256())},
       {"Metrics", FormatMetrics(OtherThanField(m.metrics()))},

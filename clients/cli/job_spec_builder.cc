@@ -5,6 +5,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "clients/cli/format.h"
 #include "jobspec/presets.h"
@@ -62,6 +63,8 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"keep-best", "", "also keep the lowest-fom checkpoint (validates at each checkpoint)"},
       {"max-restarts", "N", "restarts from the latest checkpoint after a failure (0..100)"},
       {"no-validation", "", "skip the physics validation at the end"},
+      {"leave-out", "C:H",
+       "train without the energies C-H..C+H GeV and score the model there (e.g. 100:20)"},
   };
 }
 
@@ -173,6 +176,20 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
   RETURN_IF_ERROR(int_flag("max-restarts", [&](int v) { spec.set_max_restarts(v); }));
   if (args.Has("keep-best")) spec.mutable_checkpoint_policy()->set_keep_best(true);
   if (args.Has("no-validation")) spec.mutable_validation()->set_disabled(true);
+  RETURN_IF_ERROR(IfGiven(args, "leave-out", [&](const std::string& text) {
+    const std::vector<std::string> parts = absl::StrSplit(text, ':');
+    double centre = 0, half = 0;
+    if (parts.size() != 2 || !absl::SimpleAtod(parts[0], &centre) ||
+        !absl::SimpleAtod(parts[1], &half) || !(half > 0) || !(centre - half > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--leave-out: \"", text,
+          "\" is not CENTRE:HALF_WIDTH in GeV with a width > 0 and positive energies, "
+          "e.g. 100:20"));
+    }
+    spec.mutable_validation()->mutable_leave_out()->set_centre_gev(centre);
+    spec.mutable_validation()->mutable_leave_out()->set_half_width_gev(half);
+    return absl::OkStatus();
+  }));
 
   // Keep the spec minimal: drop sub-messages that no flag or file touched.
   if (hyper->ByteSizeLong() == 0) spec.clear_hyper_parameters();

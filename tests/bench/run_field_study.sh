@@ -10,12 +10,17 @@
 #      these;
 #   4. with SEALED=1 only, validates the same showers against the sealed test samples (TEST_SEEDS),
 #      which give the final figures and are never used for choices;
-#   5. prints one table (generator seeds, their worst, baselines, MC floor) and writes it as JSON.
+#   5. prints one table (generator seeds, their worst, baselines, MC floor) and writes it as JSON;
+#   6. with LEAVE_OUT="centre half_width" (GeV), every model trains without that band
+#      (spec.validation.leave_out) and steps 2-5 are repeated in the band and in a trained control
+#      band of the same width half a width above it, on MC samples of each band's energies.
+#      Each model's own left_out_* validation metrics are printed too.
 # usage: tests/bench/run_field_study.sh        (build dir: GANTRY_BENCH_BUILD, default ./build)
 # Env (defaults = the recipe of record, docs/MODELS.md "Fidelity"):
 #   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO LATENT THREADS HOLDOUT SEEDS BASELINES
 #   SHOWERS WORKERS HARD (1: the hard toy MC, for training and every reference) CLASSIFIER_SEEDS
 #   VALIDATION_SEEDS ("reference floor") TEST_SEEDS SEALED OUT_DIR (keeps the samples and reports)
+#   LEAVE_OUT ("centre half_width" in GeV; empty = train on every energy)
 #   PORT_BASE (worker w rendezvous on PORT_BASE + 50 w ... + 49; default 31000) JSON_OUT STACK_KEEP REQUIRE_ALL (1: fail unless every report has every metric of the table)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
@@ -42,7 +47,15 @@ read -r test_ref test_floor <<<"${TEST_SEEDS:-901 902}"
 sealed="${SEALED:-0}"
 out_dir="${OUT_DIR:-$stack_work/out}"
 mkdir -p "$out_dir"
-toy() { echo "toymc:layout=25,events=$1,seed=$2,emin=10,emax=200$([[ "$hard" == 1 ]] && echo ",hard=1")"; }
+read -r leave_centre leave_half <<<"${LEAVE_OUT:-}"
+leave_out_json=""
+if [[ -n "${leave_centre:-}" ]]; then
+  leave_out_json=", \"leaveOut\": {\"centreGev\": $leave_centre, \"halfWidthGev\": $leave_half}"
+fi
+# toy EVENTS SEED [EMIN EMAX]
+toy() {
+  echo "toymc:layout=25,events=$1,seed=$2,emin=${3:-10},emax=${4:-200}$([[ "$hard" == 1 ]] && echo ",hard=1")"
+}
 dataset="$(toy "$events" "$data_seed")"
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)," \
@@ -69,7 +82,7 @@ submit() {  # name preset seed
   "hyperParameters": {"epochs": $epochs, "batchPerRank": $batch, "learningRate": $lr,
                       "lrDecayTo": $lr_decay_to, "seed": "$3"},
   "checkpointPolicy": {"everySteps": 0, "keepLast": 1},
-  "validation": {"holdoutFraction": $holdout},
+  "validation": {"holdoutFraction": $holdout$leave_out_json},
   "modelName": "$1"
 }
 JSON
@@ -105,7 +118,53 @@ for name in "${names[@]}"; do
   [[ "$sealed" == 1 ]] && validate "$name" "$out_dir/$name.h5" "$test_ref" "$test_floor"
 done
 
+samples="$validation_ref$([[ "$sealed" == 1 ]] && echo " $test_ref")"
 /usr/bin/python3 "$stack_root/tests/bench/field_study_table.py" --out-dir "$out_dir" \
-  --names "${names[*]}" --samples "$validation_ref$([[ "$sealed" == 1 ]] && echo " $test_ref")" \
+  --names "${names[*]}" --samples "$samples" \
   --json "${JSON_OUT:-$out_dir/field_study.json}" $([[ "${REQUIRE_ALL:-0}" == 1 ]] && echo --require)
+
+if [[ -n "${leave_centre:-}" ]]; then
+  # The same models and MC seeds, in the left-out band and in its control band only.
+  band_lo="$(awk "BEGIN{print $leave_centre - $leave_half}")"
+  band_hi="$(awk "BEGIN{print $leave_centre + $leave_half}")"
+  control_lo="$(awk "BEGIN{print $leave_centre + 2 * $leave_half}")"
+  control_hi="$(awk "BEGIN{print $leave_centre + 4 * $leave_half}")"
+  for band in "left-out $band_lo $band_hi" "control $control_lo $control_hi"; do
+    read -r label lo hi <<<"$band"
+    echo "== $label band $lo-$hi GeV: $showers showers from every model and from the MC there"
+    mkdir -p "$out_dir/$label"
+    pairs=("$validation_ref $validation_floor")
+    [[ "$sealed" == 1 ]] && pairs+=("$test_ref $test_floor")
+    for pair in "${pairs[@]}"; do
+      for s in $pair; do
+        "$stack_bin/showers/gantry-toymc" "$(toy "$showers" "$s" "$lo" "$hi")" \
+          "$out_dir/$label/mc-$s.h5" >/dev/null
+      done
+    done
+    for name in "${names[@]}"; do
+      gantry generate "${models[$name]}" --energy "$lo:$hi" --count "$showers" --seed 7 \
+        --out "$out_dir/$label/$name.h5" >/dev/null
+      for pair in "${pairs[@]}"; do
+        read -r ref floor <<<"$pair"
+        "$stack_bin/workers/physics/gantry-validate" "$out_dir/$label/mc-$ref.h5" \
+          "$out_dir/$label/$name.h5" --floor-reference="$out_dir/$label/mc-$floor.h5" \
+          --classifier-seeds="$classifier_seeds" --json="$out_dir/$label/$name-$ref.json" \
+          >"$out_dir/$label/$name-$ref.txt"
+      done
+    done
+    echo "### $label band, $lo-$hi GeV"
+    /usr/bin/python3 "$stack_root/tests/bench/field_study_table.py" --out-dir "$out_dir/$label" \
+      --names "${names[*]}" --samples "$samples" --json "$out_dir/$label/field_study.json"
+  done
+  echo "== each model's own validation of the bands (held-out events)"
+  for name in "${names[@]}"; do
+    gantry models get "${models[$name]}" --json | /usr/bin/python3 -c '
+import json, sys
+m = json.load(sys.stdin).get("metrics", {})
+keys = ["fom", "fom_null", "mre_sampling_fraction", "auc_features", "sep_mean", "holdout_events"]
+f = lambda p: ", ".join(f"{k} {m[p + k]:.4g}" for k in keys if p + k in m)
+print(f"RESULT {sys.argv[1]}: left-out band: {f(\"left_out_\")}; control: {f(\"left_out_control_\")}")
+' "$name"
+  done
+fi
 echo "load at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

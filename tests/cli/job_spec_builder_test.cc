@@ -101,6 +101,19 @@ TEST(JobSpecBuilderTest, KeepBestSetsTheCheckpointPolicyField) {
   EXPECT_FALSE(plain->checkpoint_policy().keep_best());
 }
 
+TEST(JobSpecBuilderTest, LeaveOutSetsTheBandAndRefusesWhatIsNotOne) {
+  auto spec = Build({"--preset", "tiny", "--leave-out", "100:20"});
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_DOUBLE_EQ(spec->validation().leave_out().centre_gev(), 100);
+  EXPECT_DOUBLE_EQ(spec->validation().leave_out().half_width_gev(), 20);
+  for (const char* bad : {"100", "100:0", "10:10", "a:b", "100:20:3", "100:-5"}) {
+    auto refused = Build({"--preset", "tiny", "--leave-out", bad});
+    ASSERT_FALSE(refused.ok()) << bad;
+    EXPECT_NE(refused.status().message().find("CENTRE:HALF_WIDTH"), std::string::npos)
+        << refused.status();
+  }
+}
+
 TEST(JobSpecBuilderTest, UntouchedSubMessagesStayUnset) {
   auto spec = Build({"--preset", "tiny"});
   ASSERT_TRUE(spec.ok()) << spec.status();

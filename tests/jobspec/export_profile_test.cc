@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <string>
 
 namespace gantry::jobspec {
@@ -22,6 +23,43 @@ TEST(ExportProfileTest, NamesRoundTripAndUnspecifiedIsGantry) {
   absl::StatusOr<v1::ExportProfile> bad = ParseExportProfile("Par04");
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.status().message().find("use gantry, par04 or ddml"), std::string::npos);
+}
+
+// Shapes as the text of their dimensions, e.g. "-1,16".
+std::string ShapeOf(const v1::ExportTensor& t) {
+  std::string out;
+  for (int64_t d : t.shape()) out += (out.empty() ? "" : ",") + std::to_string(d);
+  return out;
+}
+
+TEST(ExportProfileTest, EachProfilesInterfaceHasItsNamesShapesAndUnits) {
+  const std::array<int64_t, 3> grid = {25, 24, 23};
+  ProfileInterface g = InterfaceOf(v1::EXPORT_PROFILE_UNSPECIFIED, grid, 16, false);
+  ASSERT_EQ(g.inputs.size(), 2u);
+  EXPECT_EQ(g.inputs[0].name(), "latent");
+  EXPECT_EQ(ShapeOf(g.inputs[0]), "-1,16");
+  EXPECT_EQ(g.inputs[1].name(), "energy");
+  EXPECT_EQ(g.inputs[1].element_type(), "float32");
+  ASSERT_EQ(g.outputs.size(), 1u);
+  EXPECT_EQ(ShapeOf(g.outputs[0]), "-1,25,24,23");
+  EXPECT_NE(g.outputs[0].description().find("GeV"), std::string::npos);
+  g = InterfaceOf(v1::EXPORT_PROFILE_GANTRY, grid, 16, true);
+  ASSERT_EQ(g.inputs.size(), 3u);
+  EXPECT_EQ(g.inputs[2].name(), "theta");
+
+  const ProfileInterface par04 = InterfaceOf(v1::EXPORT_PROFILE_PAR04, grid, 16, false);
+  ASSERT_EQ(par04.inputs.size(), 1u);
+  EXPECT_EQ(par04.inputs[0].name(), "input");
+  EXPECT_EQ(ShapeOf(par04.inputs[0]), "-1,20");  // latent + 4 condition slots
+  EXPECT_NE(par04.inputs[0].description().find("ignored: fixed angle"), std::string::npos);
+  EXPECT_EQ(ShapeOf(par04.outputs[0]), std::string("-1,") + std::to_string(25 * 24 * 23));
+
+  const ProfileInterface ddml = InterfaceOf(v1::EXPORT_PROFILE_DDML, grid, 16, false);
+  ASSERT_EQ(ddml.inputs.size(), 2u);
+  EXPECT_EQ(ShapeOf(ddml.inputs[0]), "-1,16,1,1,1");
+  EXPECT_EQ(ShapeOf(ddml.inputs[1]), "-1,1,1,1,1");
+  EXPECT_EQ(ShapeOf(ddml.outputs[0]), "-1,23,25,24");  // [N, z, x, y]
+  EXPECT_NE(ddml.outputs[0].description().find("MeV"), std::string::npos);
 }
 
 TEST(ExportProfileTest, FormatsOfEachProfile) {

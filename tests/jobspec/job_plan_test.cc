@@ -125,6 +125,34 @@ std::vector<Row> Table() {
        "spec.validation.holdout_fraction"},
       {"a validation energy of 0", [](S* s) { s->mutable_validation()->add_energies(0); },
        "spec.validation.energies[0]"},
+      {"a left-out band of 80-120 GeV",
+       [](S* s) {
+         s->mutable_validation()->mutable_leave_out()->set_centre_gev(100);
+         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(20);
+       },
+       ""},
+      {"a left-out band without validation",
+       [](S* s) {
+         s->mutable_validation()->set_disabled(true);
+         s->mutable_validation()->mutable_leave_out()->set_centre_gev(100);
+         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(20);
+       },
+       "spec.validation.leave_out"},
+      {"a left-out band of no width",
+       [](S* s) { s->mutable_validation()->mutable_leave_out()->set_centre_gev(100); },
+       "spec.validation.leave_out.half_width_gev"},
+      {"a left-out band reaching 0 GeV",
+       [](S* s) {
+         s->mutable_validation()->mutable_leave_out()->set_centre_gev(10);
+         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(10);
+       },
+       "spec.validation.leave_out"},
+      {"a NaN left-out centre",
+       [nan](S* s) {
+         s->mutable_validation()->mutable_leave_out()->set_centre_gev(nan);
+         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(10);
+       },
+       "spec.validation.leave_out.centre_gev"},
       {"keep_best without validation",
        [](S* s) {
          s->mutable_validation()->set_disabled(true);
@@ -181,6 +209,8 @@ TEST(JobPlanTest, ThePlanCarriesTheSpec) {
   spec.mutable_checkpoint_policy()->set_every_steps(7);
   spec.mutable_data_split()->set_folds(4);
   spec.mutable_data_split()->set_validation_fold(3);
+  spec.mutable_validation()->mutable_leave_out()->set_centre_gev(100);
+  spec.mutable_validation()->mutable_leave_out()->set_half_width_gev(20);
   absl::StatusOr<jobspec::JobPlan> plan = jobspec::PlanJob(spec);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->model.preset, "tiny");
@@ -194,6 +224,12 @@ TEST(JobPlanTest, ThePlanCarriesTheSpec) {
   EXPECT_EQ(plan->folds, 4);
   EXPECT_EQ(plan->validation_fold, 3);
   EXPECT_FALSE(plan->baseline.has_value());
+  ASSERT_TRUE(plan->leave_out.has_value());
+  EXPECT_DOUBLE_EQ(plan->leave_out->min_gev, 80);
+  EXPECT_DOUBLE_EQ(plan->leave_out->max_gev, 120);
+  EXPECT_TRUE(plan->leave_out->Contains(80));
+  EXPECT_TRUE(plan->leave_out->Contains(120));
+  EXPECT_FALSE(plan->leave_out->Contains(120.01));
 
   spec = Good();
   spec.set_model_preset("baseline-template");

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <string>
 
 #include "google/protobuf/struct.pb.h"
@@ -137,6 +138,58 @@ TEST(ModelCardTest, EverySectionFromTheRegistryAndTheExport) {
   EXPECT_NE(card->find("\"mre_sampling_fraction\":0.1}"), std::string::npos) << *card;
   EXPECT_LT(card->find("\"a\":\"first\""), card->find("\"z\":\"last\""));
   EXPECT_EQ(*card, *ModelCardJson(Model(), Exported(false), "calo.onnx"));
+  EXPECT_TRUE(At(s, {"validity", "left_out_energy_gev"}).has_null_value());
+  EXPECT_TRUE(At(s, {"validation", "left_out"}).has_null_value());
+  EXPECT_TRUE(At(s, {"validation", "sample"}).has_null_value());  // no recipe recorded
+
+  // The recipe the rank records: the split and the latent seed, as numbers.
+  v1::ModelVersion m = Model();
+  auto& hp = *m.mutable_lineage()->mutable_hyper_parameters();
+  hp["validation_holdout_fraction"] = "0.25";
+  hp["validation_split_seed"] = "11";
+  hp["validation_latent_seed"] = "7930";
+  const Struct r = Parse(*ModelCardJson(m, Exported(false), "calo.onnx"));
+  EXPECT_EQ(At(r, {"validation", "sample", "split"}).string_value(), "holdout");
+  EXPECT_EQ(At(r, {"validation", "sample", "holdout_fraction"}).number_value(), 0.25);
+  EXPECT_EQ(At(r, {"validation", "sample", "split_seed"}).number_value(), 11);
+  EXPECT_EQ(At(r, {"validation", "sample", "latent_seed"}).number_value(), 7930);
+  EXPECT_TRUE(At(r, {"validation", "sample", "folds"}).has_null_value());
+}
+
+TEST(ModelCardTest, ALeftOutEnergyBandIsShownWithItsControlAndKeptOutOfTheMetrics) {
+  v1::ModelVersion m = Model();
+  auto& hp = *m.mutable_lineage()->mutable_hyper_parameters();
+  hp["left_out_energy_gev"] = "80-120";
+  hp["left_out_control_energy_gev"] = "140-180";
+  auto& metrics = *m.mutable_metrics();
+  metrics["left_out_fom"] = 0.25;
+  metrics["left_out_fom_null"] = 0.05;
+  metrics["left_out_holdout_events"] = 41;
+  metrics["left_out_control_fom"] = 0.125;
+  metrics["left_out_control_holdout_events"] = 39;
+  metrics["fpd"] = std::numeric_limits<double>::quiet_NaN();  // not JSON: written as null
+  absl::StatusOr<std::string> card = ModelCardJson(m, Exported(false), "calo.onnx");
+  ASSERT_TRUE(card.ok()) << card.status();
+  const Struct s = Parse(*card);
+  EXPECT_EQ(At(s, {"validity", "left_out_energy_gev", "min"}).number_value(), 80);
+  EXPECT_EQ(At(s, {"validity", "left_out_energy_gev", "max"}).number_value(), 120);
+  EXPECT_EQ(At(s, {"validation", "left_out", "energy_gev", "min"}).number_value(), 80);
+  EXPECT_EQ(At(s, {"validation", "left_out", "metrics", "fom"}).number_value(), 0.25);
+  EXPECT_EQ(At(s, {"validation", "left_out", "metrics", "fom_null"}).number_value(), 0.05);
+  EXPECT_EQ(At(s, {"validation", "left_out", "metrics", "holdout_events"}).number_value(), 41);
+  EXPECT_EQ(At(s, {"validation", "left_out", "metrics"}).struct_value().fields_size(), 3);
+  EXPECT_EQ(At(s, {"validation", "left_out", "control", "energy_gev", "max"}).number_value(), 180);
+  EXPECT_EQ(At(s, {"validation", "left_out", "control", "metrics", "fom"}).number_value(), 0.125);
+  EXPECT_FALSE(At(s, {"validation", "metrics"}).struct_value().fields().count("left_out_fom"));
+  EXPECT_TRUE(At(s, {"validation", "metrics", "fpd"}).has_null_value());
+
+  // No control band recorded (none fitted beside the band): null; a malformed band: no band.
+  hp.erase("left_out_control_energy_gev");
+  const Struct without = Parse(*ModelCardJson(m, Exported(false), "calo.onnx"));
+  EXPECT_TRUE(At(without, {"validation", "left_out", "control"}).has_null_value());
+  hp["left_out_energy_gev"] = "120-80";
+  const Struct malformed = Parse(*ModelCardJson(m, Exported(false), "calo.onnx"));
+  EXPECT_TRUE(At(malformed, {"validation", "left_out"}).has_null_value());
 }
 
 TEST(ModelCardTest, AVariableAngleModelCarriesItsThetaInputAndRange) {

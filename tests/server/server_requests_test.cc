@@ -729,7 +729,9 @@ TEST_F(ServerRequestsTest, SigtermEndsOpenWatchStreamsAndExitsCleanly) {
   channel.reset();
   stopper.join();
   EXPECT_EQ(exit_code, 0);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  // Ended by the shutdown, not by the stream's 30 s deadline (a loaded 2-core machine has taken
+  // over 6 s to stop the server, so the bound is well above that and well below the deadline).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(20));
 }
 
 }  // namespace

@@ -5,17 +5,22 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <string>
+#include <thread>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "showers/shower_file_writer.h"
 #include "showers/toy_mc.h"
 
 namespace gantry::showers {
@@ -380,6 +385,33 @@ TEST(Hdf5IoTest, CorruptedCompressedDataNamesTheDataset) {
     EXPECT_NE(status.message().find(path), std::string::npos) << status;
     EXPECT_NE(status.message().find("'ECAL'"), std::string::npos) << status;
   }
+}
+
+// No timestamps in the files: the same showers written twice, a second apart, give the same bytes
+// (so a toy MC sample has one SHA-256 on every worker).
+TEST(Hdf5IoTest, TheSameShowersGiveTheSameBytes) {
+  const ShowerSet set = Toy(Layout::kFixedAngle3DGan, 8, 3);
+  auto write_both = [&](const std::string& name) {
+    ASSERT_TRUE(WriteShowerFile(TempPath(name + "_plain.h5"), set).ok());
+    ShowerFileWriterOptions options;
+    options.gzip_level = 0;
+    options.chunk_events = 1;
+    absl::StatusOr<std::unique_ptr<ShowerFileWriter>> writer =
+        ShowerFileWriter::Create(TempPath(name + "_appended.h5"), options);
+    ASSERT_TRUE(writer.ok()) << writer.status();
+    ASSERT_TRUE((*writer)->Append(set).ok());
+    ASSERT_TRUE((*writer)->Close().ok());
+  };
+  write_both("first");
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));  // HDF5 times have 1 s steps
+  write_both("second");
+  auto bytes = [](const std::string& name) {
+    std::ifstream in(TempPath(name), std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  EXPECT_EQ(bytes("first_plain.h5"), bytes("second_plain.h5"));
+  EXPECT_EQ(bytes("first_appended.h5"), bytes("second_appended.h5"));
+  EXPECT_GT(bytes("first_appended.h5").size(), 8u * 25 * 25 * 25 * 4);
 }
 
 TEST(Hdf5IoTest, WriterRejectsInconsistentSets) {

@@ -173,6 +173,17 @@ try {
   check(pageText.includes(model.checkpointSha256), "the checkpoint sha256 is not shown");
   check(pageText.includes(model.lineage.dataset), "the dataset is not shown");
   check(pageText.includes(model.lineage.jobId), "the training job is not shown");
+  // The validity domain: the energy range it was trained on, the angle, no left-out band.
+  check(pageText.includes("fixed: normal incidence only"), "the angle of a fixed-angle model is not shown");
+  check((await texts('[data-fact="left-out"]'))[0] === "—", "a model trained on every energy shows a left-out band");
+  // The model card: a download of the registry's card, the same JSON GetModel returns.
+  const download = await page.$eval('a[data-card="download"]', (a) => ({ name: a.getAttribute("download"), href: a.href }));
+  check(download.name === "web-ele-1.card.json" && download.href.startsWith("blob:"), `the model card downloads as ${JSON.stringify(download)}`);
+  const shown = JSON.parse(await page.$eval('pre[data-card="json"]', (p) => p.textContent));
+  check(shown.schema === "gantry.model_card/1" && shown.model.ref === "web-ele:1" && shown.file === null,
+    `the page's card is ${JSON.stringify(shown).slice(0, 200)}`);
+  check(shown.validity.energy_gev.min === model.energyRangeGev.min, "the card's energy range is not the model's");
+  check(JSON.stringify(shown) === JSON.stringify(JSON.parse(model.modelCardJson)), "the page's card differs from GetModel's");
   check((await texts("pre[data-usage=cli]"))[0].startsWith("gantry generate web-ele:1 "), "the CLI line is missing");
   check((await texts("pre[data-usage=python]"))[0].includes('client.generate("web-ele:1"'), "the Python line is missing");
   const metricRows = await texts("table.metrics tbody tr td:first-child");

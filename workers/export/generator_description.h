@@ -13,19 +13,19 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "jobspec/export_profile.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/generator.h"
-#include "jobspec/model_config.h"
 
 namespace gantry::exporter {
 
-// Names of the exported graph's inputs and output (docs/API.md, "Model export").
-inline constexpr char kLatentInput[] = "latent";
-inline constexpr char kEnergyInput[] = "energy";
-inline constexpr char kThetaInput[] = "theta";
-inline constexpr char kShowerOutput[] = "shower";
-// The par04 profile's one input: latent and conditions packed (jobspec/export_profile.h).
-inline constexpr char kPackedInput[] = "input";
+// Names of the exported graph's inputs and output (jobspec/export_profile.h).
+using jobspec::kEnergyInput;
+using jobspec::kLatentInput;
+using jobspec::kPackedInput;
+using jobspec::kShowerOutput;
+using jobspec::kThetaInput;
 
 struct GeneratorDescription {
   gan::ModelConfig config;

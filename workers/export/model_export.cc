@@ -21,41 +21,15 @@ namespace v1 = ::gantry::v1;
 void DescribeInterface(const GeneratorDescription& d, v1::ExportProfile profile,
                        ExportedModel* out) {
   const gan::ModelConfig& c = d.config;
-  const int64_t l = d.noise_dim;
-  switch (jobspec::EffectiveProfile(profile)) {
-    case v1::EXPORT_PROFILE_PAR04:
-      out->inputs.push_back(
-          {kPackedInput,
-           {-1, l + jobspec::kPar04ConditionSlots},
-           absl::StrCat("[latent (", l, ", standard normal), E / ", jobspec::kPar04MaxEnergyMev,
-                        " MeV, theta / (pi/2)", c.variable_angle() ? "" : " (ignored: fixed angle)",
-                        ", 2 geometry slots (ignored)]")});
-      out->outputs.push_back({kShowerOutput,
-                              {-1, c.grid[0] * c.grid[1] * c.grid[2]},
-                              "cell energies as fractions of the primary's energy, [N, x * y * z], "
-                              "z fastest, then y, then x"});
-      break;
-    case v1::EXPORT_PROFILE_DDML:
-      out->inputs.push_back({kLatentInput,
-                             {-1, l, 1, 1, 1},
-                             "latent noise, uniform in [-1, 1] (mapped to N(0, 1) inside)"});
-      out->inputs.push_back({kEnergyInput, {-1, 1, 1, 1, 1}, "primary energy in GeV"});
-      out->outputs.push_back({kShowerOutput,
-                              {-1, c.grid[2], c.grid[0], c.grid[1]},
-                              "cell energies in MeV, [N, z, x, y]: y fastest, then x, then the "
-                              "layer z"});
-      break;
-    default:
-      out->inputs.push_back({kLatentInput, {-1, l}, "latent noise, standard normal"});
-      out->inputs.push_back({kEnergyInput, {-1, 1}, "primary energy in GeV"});
-      if (c.variable_angle()) {
-        out->inputs.push_back(
-            {kThetaInput, {-1, 1}, "incidence angle theta in radians (pi/2: perpendicular)"});
-      }
-      out->outputs.push_back({kShowerOutput,
-                              {-1, c.grid[0], c.grid[1], c.grid[2]},
-                              "cell energies in GeV, [N, x, y, z], z is depth"});
-  }
+  const jobspec::ProfileInterface interface =
+      jobspec::InterfaceOf(profile, c.grid, d.noise_dim, c.variable_angle());
+  auto copy = [](const std::vector<v1::ExportTensor>& from, std::vector<ExportedTensor>* to) {
+    for (const v1::ExportTensor& t : from) {
+      to->push_back({t.name(), {t.shape().begin(), t.shape().end()}, t.description()});
+    }
+  };
+  copy(interface.inputs, &out->inputs);
+  copy(interface.outputs, &out->outputs);
   out->grid = {c.grid[0], c.grid[1], c.grid[2]};
   out->variable_angle = c.variable_angle();
 }

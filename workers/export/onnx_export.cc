@@ -41,20 +41,19 @@ void SetScalarFloat(onnx::TensorProto* t, const std::string& name, float value) 
   t->add_float_data(value);
 }
 
-void SetValueInfo(onnx::ValueInfoProto* info, const std::string& name,
-                  const std::vector<std::string>& symbolic, const std::vector<int64_t>& dims,
-                  const std::string& doc) {
-  info->set_name(name);
-  info->set_doc_string(doc);
+// A graph input or output as the profile describes it; the free batch dimension (-1) is "N".
+void SetValueInfo(onnx::ValueInfoProto* info, const v1::ExportTensor& described) {
+  info->set_name(described.name());
+  info->set_doc_string(described.description());
   auto* tensor = info->mutable_type()->mutable_tensor_type();
   tensor->set_elem_type(onnx::TensorProto::FLOAT);
   auto* shape = tensor->mutable_shape();
-  for (size_t i = 0; i < dims.size(); ++i) {
+  for (int64_t d : described.shape()) {
     auto* dim = shape->add_dim();
-    if (i < symbolic.size() && !symbolic[i].empty()) {
-      dim->set_dim_param(symbolic[i]);
+    if (d < 0) {
+      dim->set_dim_param("N");
     } else {
-      dim->set_dim_value(dims[i]);
+      dim->set_dim_value(d);
     }
   }
 }
@@ -217,15 +216,13 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d, v1::Export
   onnx::GraphProto* g = model.mutable_graph();
   g->set_name(absl::StrCat("gantry_generator_", c.preset));
   const int64_t cells = c.grid[0] * c.grid[1] * c.grid[2];
+  const jobspec::ProfileInterface interface =
+      jobspec::InterfaceOf(profile, c.grid, d.noise_dim, c.variable_angle());
+  for (const v1::ExportTensor& t : interface.inputs) SetValueInfo(g->add_input(), t);
+  for (const v1::ExportTensor& t : interface.outputs) SetValueInfo(g->add_output(), t);
   if (par04) {
     // Par04's packed input, unpacked into the values the gantry graph below reads.
     const int64_t l = d.noise_dim;
-    SetValueInfo(g->add_input(), kPackedInput, {"N"}, {0, l + jobspec::kPar04ConditionSlots},
-                 absl::StrCat("Par04 packing: ", l, " latent values (standard normal), E / ",
-                              jobspec::kPar04MaxEnergyMev, " MeV, theta / (pi/2), 2 geometry "
-                              "slots (ignored)"));
-    SetValueInfo(g->add_output(), kShowerOutput, {"N"}, {0, cells},
-                 "cell energies as fractions of the primary's energy, [N, x * y * z], z fastest");
     // Columns [begin, end) of the packed input as the value `output`.
     auto slice = [&](const std::string& name, int64_t begin, int64_t end,
                      const std::string& output) {
@@ -248,16 +245,6 @@ absl::StatusOr<std::string> ExportOnnx(const GeneratorDescription& d, v1::Export
       AddNode(g, "Mul", "unpack.theta_rad",
               {std::string(kThetaInput) + ".packed", "par04.angle_scale_rad"}, kThetaInput);
     }
-  } else {
-    SetValueInfo(g->add_input(), kLatentInput, {"N"}, {0, d.noise_dim},
-                 "latent noise, standard normal, one row per shower");
-    SetValueInfo(g->add_input(), kEnergyInput, {"N"}, {0, 1}, "primary energy in GeV");
-    if (c.variable_angle()) {
-      SetValueInfo(g->add_input(), kThetaInput, {"N"}, {0, 1},
-                   "incidence angle theta in radians (pi/2: perpendicular)");
-    }
-    SetValueInfo(g->add_output(), kShowerOutput, {"N"}, {0, c.grid[0], c.grid[1], c.grid[2]},
-                 "cell energies in GeV, [N, x, y, z], z is depth");
   }
 
   // Conditioning: E / energy_scale, then noise * E' (fixed angle) or [E', theta, noise].

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -475,6 +476,7 @@ absl::StatusOr<HoldoutSplit> RankRunner::SplitAndReadHoldout(
       plan_.folds > 0
           ? SplitFolds(reader.events(), plan_.folds, plan_.validation_fold, plan_.split_seed)
           : SplitHoldout(reader.events(), plan_.holdout_fraction, plan_.seed));
+  if (plan_.leave_out.has_value()) RETURN_IF_ERROR(LeaveOutBand(reader, &split.train));
   if (rank_ == 0 && plan_.validation) {
     ASSIGN_OR_RETURN(holdout_, reader.ReadEvents(split.holdout));
     holdout_.particle = particle;
@@ -491,6 +493,32 @@ absl::StatusOr<HoldoutSplit> RankRunner::SplitAndReadHoldout(
                                 plan_.seed));
   }
   return split;
+}
+
+absl::Status RankRunner::LeaveOutBand(const showers::ShowerFileReader& reader,
+                                      std::vector<int64_t>* train) {
+  const jobspec::LeftOutBand band = *plan_.leave_out;
+  const std::vector<float>& energy = reader.energy_gev();
+  const auto [lo, hi] = std::minmax_element(energy.begin(), energy.end());
+  if (lo == energy.end() || !(band.min_gev > *lo && band.max_gev < *hi)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "spec.validation.leave_out: the band %g-%g GeV must lie inside the dataset's energies "
+        "(%g-%g GeV) so that the model interpolates into it; move or narrow the band",
+        band.min_gev, band.max_gev, lo == energy.end() ? 0.0 : *lo,
+        hi == energy.end() ? 0.0 : *hi));
+  }
+  const size_t before = train->size();
+  train->erase(std::remove_if(train->begin(), train->end(),
+                              [&](int64_t event) { return band.Contains(energy[event]); }),
+               train->end());
+  if (train->empty()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "spec.validation.leave_out: every training event lies in %g-%g GeV; narrow the band",
+        band.min_gev, band.max_gev));
+  }
+  Log("INFO", absl::StrFormat("leave-out: %d training events in %g-%g GeV skipped, %d left",
+                              before - train->size(), band.min_gev, band.max_gev, train->size()));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEvents(
@@ -623,7 +651,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   if (!uploaded) {
     std::optional<double> fom;
     if (plan_.keep_best && plan_.validation && !CheckpointAndStopRequested() && !StopRequested()) {
-      validation = Validate(trainer, &result_);
+      validation = Validate(trainer, &result_, /*final_validation=*/true);
       validated = true;
       if (validation.ok() && std::isfinite(result_.metrics().at("fom"))) {
         fom = result_.metrics().at("fom");
@@ -646,7 +674,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   }
   if (plan_.validation && !validated) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
-    RETURN_IF_ERROR(Validate(trainer, &result_));
+    RETURN_IF_ERROR(Validate(trainer, &result_, /*final_validation=*/true));
   }
   if (plan_.validation && last_validation_.has_value()) {
     *result_.mutable_bf16() = PrecisionCheck::Run(trainer.config(), trainer.state().generator,
@@ -936,7 +964,7 @@ void RankRunner::WaitForUpload() {
 
 std::optional<v1::ValidationPoint> RankRunner::ValidateCheckpoint(gan::Trainer& trainer) {
   v1::JobResult validated;
-  const absl::Status status = Validate(trainer, &validated);
+  const absl::Status status = Validate(trainer, &validated, /*final_validation=*/false);
   if (!status.ok()) {
     Log("WARNING",
         absl::StrCat("validation of the checkpoint of step ", trainer.state().step,
@@ -1072,16 +1100,95 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
   return absl::OkStatus();
 }
 
-absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result) {
+absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result,
+                                  bool final_validation) {
   gan::ShowerGenerator generator(trainer.config(), trainer.state().generator);
   RETURN_IF_ERROR(ValidateWith(
       [&generator](const gan::GenerationRequest& request) { return generator.Generate(request); },
-      trainer.config().variable_angle(), result));
+      trainer.config().variable_angle(), final_validation, result));
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::ScoreEnergyBand(const ValidationGenerator& generate, bool variable,
+                                         const jobspec::LeftOutBand& band, uint64_t seed,
+                                         const std::string& prefix, v1::JobResult* result) {
+  std::vector<int64_t> members;
+  for (int64_t i = 0; i < holdout_.events(); ++i) {
+    if (band.Contains(holdout_.energy_gev[i])) members.push_back(i);
+  }
+  if (static_cast<int64_t>(members.size()) < kMinBandEvents) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "validation.leave_out: %d held-out events in %g-%g GeV, at least %d needed to score it; "
+        "raise spec.validation.holdout_fraction or widen the band",
+        members.size(), band.min_gev, band.max_gev, kMinBandEvents));
+  }
+  const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
+  const int64_t showers = settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
+  gan::GenerationRequest request;
+  request.seed = seed;
+  request.batch_size = 64;
+  for (int64_t k = 0; k < showers; ++k) {
+    const int64_t event = members[k % members.size()];
+    request.energy_gev.push_back(holdout_.energy_gev[event]);
+    if (variable) request.theta_rad.push_back(holdout_.theta_rad[event]);
+  }
+  const showers::ShowerSet reference = SelectEvents(holdout_, members);
+  ASSIGN_OR_RETURN(showers::ShowerSet generated, generate(request));
+  generated.particle = holdout_.particle;
+  physics::ValidationOptions options;
+  options.energy_centres_gev = {(band.min_gev + band.max_gev) / 2};
+  options.energy_half_width_gev = (band.max_gev - band.min_gev) / 2;
+  absl::StatusOr<physics::ValidationReport> report =
+      physics::ValidateShowers(reference, generated, options);
+  if (!report.ok()) {
+    return absl::Status(report.status().code(), absl::StrCat("validation of ", band.min_gev, "-",
+                                                             band.max_gev,
+                                                             " GeV: ", report.status().message()));
+  }
+  auto& metrics = *result->mutable_metrics();
+  for (const char* key : kBandMetrics) {
+    auto it = report->metrics.find(key);
+    if (it == report->metrics.end()) continue;
+    const std::string name = std::string(key) == "sf_mre"        ? "mre_sampling_fraction"
+                             : std::string(key) == "sf_mre_null" ? "mre_sampling_fraction_null"
+                                                                 : key;
+    metrics[prefix + name] = it->second;
+  }
+  metrics[prefix + "holdout_events"] = static_cast<double>(reference.events());
+  (*result->mutable_hyper_parameters())[prefix + "energy_gev"] =
+      absl::StrFormat("%.6g-%.6g", band.min_gev, band.max_gev);
+  Log("INFO", absl::StrFormat("validation of %g-%g GeV (%s*): %d generated vs %d held-out "
+                              "showers, fom %.4g (MC floor %.4g)",
+                              band.min_gev, band.max_gev, prefix, generated.events(),
+                              reference.events(), report->metrics["fom"],
+                              report->metrics["fom_null"]));
+  return absl::OkStatus();
+}
+
+absl::Status RankRunner::ScoreLeftOutBand(const ValidationGenerator& generate, bool variable,
+                                          v1::JobResult* result) {
+  const jobspec::LeftOutBand band = *plan_.leave_out;
+  RETURN_IF_ERROR(ScoreEnergyBand(generate, variable, band, plan_.seed + 7927, "left_out_",
+                                  result));
+  // The control: a trained band of the same width half a width beside it, above when the data
+  // reach that far, else below; none when neither fits the dataset's energies.
+  const double width = band.max_gev - band.min_gev;
+  const v1::Range& data = result_.energy_range_gev();
+  for (double shift : {1.5 * width, -1.5 * width}) {
+    const jobspec::LeftOutBand control{band.min_gev + shift, band.max_gev + shift};
+    if (control.min_gev >= data.min() && control.max_gev <= data.max()) {
+      return ScoreEnergyBand(generate, variable, control, plan_.seed + 7933, "left_out_control_",
+                             result);
+    }
+  }
+  Log("WARNING", absl::StrFormat("leave-out: no trained band of %g GeV fits beside %g-%g GeV "
+                                 "inside %g-%g GeV; the left-out band has no control",
+                                 width, band.min_gev, band.max_gev, data.min(), data.max()));
   return absl::OkStatus();
 }
 
 absl::Status RankRunner::ValidateWith(const ValidationGenerator& generate, bool variable,
-                                      v1::JobResult* result) {
+                                      bool final_validation, v1::JobResult* result) {
   const auto start = std::chrono::steady_clock::now();
   const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
   if (holdout_.events() == 0) {
@@ -1141,6 +1248,20 @@ absl::Status RankRunner::ValidateWith(const ValidationGenerator& generate, bool 
   }
   metrics["holdout_events"] = static_cast<double>(holdout_.events());
   metrics["generated_events"] = static_cast<double>(generated.events());
+  // How to redo this validation from the dataset and an export (the model card's
+  // validation.sample): the split and the seed of the latents.
+  auto& recipe = *result->mutable_hyper_parameters();
+  if (plan_.folds > 0) {
+    recipe["validation_folds"] = absl::StrCat(plan_.folds);
+    recipe["validation_fold"] = absl::StrCat(plan_.validation_fold);
+    recipe["validation_split_seed"] = absl::StrCat(plan_.split_seed);
+  } else {
+    char text[32];  // the shortest text that reads back as the same fraction
+    const auto written = std::to_chars(text, text + sizeof(text), plan_.holdout_fraction);
+    recipe["validation_holdout_fraction"] = std::string(text, written.ptr);
+    recipe["validation_split_seed"] = absl::StrCat(plan_.seed);
+  }
+  recipe["validation_latent_seed"] = absl::StrCat(request.seed);
   size_t bytes = 0;
   for (const physics::Histogram& h : report->histograms) {
     v1::Histogram out;
@@ -1170,6 +1291,9 @@ absl::Status RankRunner::ValidateWith(const ValidationGenerator& generate, bool 
                               generated.events(), holdout_.events(), report->bins.size(),
                               metrics["fom"], metrics["mre_sampling_fraction"], metrics["eprof"],
                               metrics["pos"], SecondsSince(start)));
+  if (final_validation && plan_.leave_out.has_value()) {
+    RETURN_IF_ERROR(ScoreLeftOutBand(generate, variable, result));
+  }
   return absl::OkStatus();
 }
 

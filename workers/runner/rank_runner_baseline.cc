@@ -83,7 +83,7 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
         [&sampler](const gan::GenerationRequest& request) -> absl::StatusOr<showers::ShowerSet> {
           return sampler->Sample(request.energy_gev, request.seed);
         },
-        /*variable_angle=*/false, &result_));
+        /*variable_angle=*/false, /*final_validation=*/true, &result_));
     ReportPoint(PointOf(result_, 0, 0));
   }
   result_.mutable_bf16()->set_state(v1::Bf16Check::STATE_UNAVAILABLE);

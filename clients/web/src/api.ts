@@ -49,6 +49,8 @@ export interface ModelVersion {
   energyRangeGev?: { min?: number; max?: number };
   thetaRangeRad?: { min?: number; max?: number };
   validationCurve?: ValidationPoint[];
+  /** The registry's model card (JSON text, docs/API.md "Model card"); absent for baselines. */
+  modelCardJson?: string;
 }
 
 export interface Progress {

@@ -79,8 +79,22 @@ export function drawValidation(into: HTMLElement, versions: { label: string; his
   }
 }
 
+/** "80–120 GeV: fom 0.1 (MC floor 0.02), trained 140–180 GeV: fom 0.05 (…)", or "—". */
+export function leftOutText(m: ModelVersion): string {
+  const hp = m.lineage?.hyperParameters ?? {};
+  const band = hp["left_out_energy_gev"];
+  if (!band) return "—";
+  const fom = (prefix: string) => {
+    const v = m.metrics?.[`${prefix}fom`];
+    return v === undefined ? "not scored" : `fom ${num(v)} (MC floor ${num(m.metrics?.[`${prefix}fom_null`])})`;
+  };
+  const control = hp["left_out_control_energy_gev"];
+  return `${band.replace("-", "–")} GeV not trained on: ${fom("left_out_")}; ` + (control ? `trained ${control.replace("-", "–")} GeV: ${fom("left_out_control_")}` : "no control band");
+}
+
 function overview(m: ModelVersion): HTMLElement {
   const e = m.energyRangeGev;
+  const t = m.thetaRangeRad;
   return h(
     "section",
     { "aria-labelledby": "overview-h" },
@@ -91,6 +105,8 @@ function overview(m: ModelVersion): HTMLElement {
       ["Preset", m.lineage?.modelPreset ?? "—"],
       ["Particle", (m.particle ?? "").replace("PARTICLE_", "").toLowerCase() || "—"],
       ["Energy range", e ? `${num(e.min)}–${num(e.max)} GeV` : "—"],
+      ["Angle range", t && t.max ? `${num(t.min)}–${num(t.max)} rad` : "fixed: normal incidence only"],
+      ["Left out", h("span", { "data-fact": "left-out" }, leftOutText(m))],
       ["Tags", Object.entries(m.tags ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"],
       ["Created", when(m.createdAt)],
       ["Checkpoint size", bytes(m.checkpointSizeBytes)],
@@ -114,6 +130,22 @@ function usage(ref: string, m: ModelVersion): HTMLElement {
     h("pre", { "data-usage": "cli" }, h("code", {}, cli)),
     h("h3", {}, "Python"),
     h("pre", { "data-usage": "python" }, h("code", {}, py)),
+    modelCard(ref, m),
+  );
+}
+
+/** The model card as a download (what a detector simulation needs to use an export of it). */
+function modelCard(ref: string, m: ModelVersion): HTMLElement {
+  if (!m.modelCardJson) {
+    return h("p", { className: "empty", "data-card": "none" }, "No model card: this version has no recorded generator interface (a baseline).");
+  }
+  const url = URL.createObjectURL(new Blob([m.modelCardJson + "\n"], { type: "application/json" }));
+  return h(
+    "p",
+    {},
+    h("a", { href: url, download: `${ref.replace(":", "-")}.card.json`, "data-card": "download", className: "button secondary" }, "Download the model card (JSON)"),
+    ` — the interface, validity domain, provenance and metrics; an export's card adds its file (gantry models export ${ref} --format onnx).`,
+    h("details", {}, h("summary", {}, "Show the model card"), h("pre", { "data-card": "json" }, h("code", {}, JSON.stringify(JSON.parse(m.modelCardJson), null, 2)))),
   );
 }
 
