@@ -334,7 +334,7 @@ absl::StatusOr<std::string> CardJson(const v1::ModelVersion& model,
                                "incidence"
                              : "theta / (pi/2); read and ignored: the model is fixed-angle (normal "
                                "incidence)");
-    Condition(json, g_col.c_str(), "Par04's geometry one-hot", "",
+    Condition(json, g_col.c_str(), "Par04's geometry one-hot", "none (flags)",
               "read and ignored: the model knows one detector (below)");
   } else {
     Condition(json, "energy", "energy of the primary particle", "GeV",

@@ -6,10 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "jobspec/export_profile.h"
+#include "jobspec/model_config.h"
 
 namespace gantry::jobspec {
 namespace {
@@ -154,6 +158,76 @@ TEST(ModelCardTest, EverySectionFromTheRegistryAndTheExport) {
   EXPECT_EQ(At(r, {"validation", "sample", "split_seed"}).number_value(), 11);
   EXPECT_EQ(At(r, {"validation", "sample", "latent_seed"}).number_value(), 7930);
   EXPECT_TRUE(At(r, {"validation", "sample", "folds"}).has_null_value());
+}
+
+// Every leaf of `value` at `path` that is null or an empty string, except the allowed ones.
+void CollectEmpty(const Value& value, const std::string& path, const std::set<std::string>& allowed,
+                  std::vector<std::string>* empty) {
+  if (allowed.count(path)) return;
+  if (value.has_null_value() || (value.has_string_value() && value.string_value().empty())) {
+    empty->push_back(path);
+  } else if (value.has_struct_value()) {
+    for (const auto& [key, member] : value.struct_value().fields()) {
+      CollectEmpty(member, path.empty() ? key : path + "." + key, allowed, empty);
+    }
+  } else if (value.has_list_value()) {
+    for (int i = 0; i < value.list_value().values_size(); ++i) {
+      CollectEmpty(value.list_value().values(i), path + "[" + std::to_string(i) + "]", allowed,
+                   empty);
+    }
+  }
+}
+
+// For every preset and every profile that can represent it: the card parses and every field is
+// filled, but for the ones that are null by meaning (no angle, no left-out band, a hold-out
+// rather than folds).
+TEST(ModelCardTest, EveryFieldIsFilledForEveryPresetAndProfile) {
+  for (const std::string& preset : gan::PresetNames()) {
+    absl::StatusOr<gan::ModelConfig> config = gan::PresetConfig(preset);
+    ASSERT_TRUE(config.ok()) << config.status();
+    const bool angle = config->variable_angle();
+    v1::ModelVersion m = Model();
+    m.mutable_lineage()->set_model_preset(preset);
+    m.mutable_lineage()->set_parent_model("calo:2");
+    m.mutable_lineage()->set_study_id("study-1");
+    m.mutable_bf16()->set_reason("within tolerance");
+    auto& hp = *m.mutable_lineage()->mutable_hyper_parameters();
+    hp["validation_holdout_fraction"] = "0.1";
+    hp["validation_split_seed"] = "11";
+    hp["validation_latent_seed"] = "7930";
+    if (!angle) m.clear_theta_range_rad();
+    for (v1::ExportProfile profile :
+         {v1::EXPORT_PROFILE_GANTRY, v1::EXPORT_PROFILE_PAR04, v1::EXPORT_PROFILE_DDML}) {
+      if (!CheckProfileFitsModel(profile, angle).ok()) continue;
+      SCOPED_TRACE(preset + " " + ExportProfileName(profile));
+      v1::ExportMetadata e = Exported(angle);
+      e.set_profile(profile);
+      e.set_format(profile == v1::EXPORT_PROFILE_DDML ? v1::EXPORT_FORMAT_TORCHSCRIPT
+                                                      : v1::EXPORT_FORMAT_ONNX);
+      e.clear_grid();
+      for (int64_t n : config->grid) e.add_grid(n);
+      const ProfileInterface interface =
+          InterfaceOf(profile, config->grid, config->noise_dim(), angle);
+      e.mutable_inputs()->Clear();
+      e.mutable_outputs()->Clear();
+      e.mutable_inputs()->Add(interface.inputs.begin(), interface.inputs.end());
+      e.mutable_outputs()->Add(interface.outputs.begin(), interface.outputs.end());
+      absl::StatusOr<std::string> card = ModelCardJson(m, e, "calo.file");
+      ASSERT_TRUE(card.ok()) << card.status();
+      Value root;
+      *root.mutable_struct_value() = Parse(*card);
+      std::set<std::string> allowed = {"validity.left_out_energy_gev", "validation.left_out",
+                                       "validation.sample.folds", "validation.sample.fold"};
+      if (!angle) allowed.insert("validity.theta_rad");
+      std::vector<std::string> empty;
+      CollectEmpty(root, "", allowed, &empty);
+      EXPECT_TRUE(empty.empty()) << "empty: " << testing::PrintToString(empty) << "\n" << *card;
+      EXPECT_EQ(At(root.struct_value(), {"interface", "latent", "size"}).number_value(),
+                config->noise_dim());
+      EXPECT_EQ(At(root.struct_value(), {"shower", "grid"}).list_value().values(2).number_value(),
+                config->grid[2]);
+    }
+  }
 }
 
 TEST(ModelCardTest, ALeftOutEnergyBandIsShownWithItsControlAndKeptOutOfTheMetrics) {
