@@ -32,7 +32,6 @@
 #include "jobspec/model_config.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
-#include "workers/physics/validation.h"
 #include "workers/runner/dataset_source.h"
 #include "workers/runner/holdout_split.h"
 #include "workers/runner/resume.h"
@@ -207,7 +206,10 @@ RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sin
       options_(std::move(options)),
       rank_(plan_.assignment.rank()),
       world_size_(plan_.assignment.world_size()),
-      sink_(std::move(sink)) {}
+      sink_(std::move(sink)),
+      validation_(plan_, [this](const std::string& level, const std::string& text) {
+        Log(level, text);
+      }) {}
 
 RankRunner::~RankRunner() {
   WaitForUpload();
@@ -478,8 +480,9 @@ absl::StatusOr<HoldoutSplit> RankRunner::SplitAndReadHoldout(
           : SplitHoldout(reader.events(), plan_.holdout_fraction, plan_.seed));
   if (plan_.leave_out.has_value()) RETURN_IF_ERROR(LeaveOutBand(reader, &split.train));
   if (rank_ == 0 && plan_.validation) {
-    ASSIGN_OR_RETURN(holdout_, reader.ReadEvents(split.holdout));
-    holdout_.particle = particle;
+    ASSIGN_OR_RETURN(showers::ShowerSet holdout, reader.ReadEvents(split.holdout));
+    holdout.particle = particle;
+    validation_.SetHoldout(std::move(holdout));
   }
   if (plan_.folds > 0) {
     Log("INFO", absl::StrFormat("k-fold: validating on fold %d of %d (%d events), training on "
@@ -676,9 +679,9 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
     RETURN_IF_ERROR(Validate(trainer, &result_, /*final_validation=*/true));
   }
-  if (plan_.validation && last_validation_.has_value()) {
+  if (plan_.validation && validation_.last().has_value()) {
     *result_.mutable_bf16() = PrecisionCheck::Run(trainer.config(), trainer.state().generator,
-                                                  holdout_, *last_validation_);
+                                                  validation_.holdout(), *validation_.last());
     Log("INFO", absl::StrCat("BF16 check: ", v1::Bf16Check::State_Name(result_.bf16().state()), " ",
                              result_.bf16().reason()));
   }
@@ -1103,198 +1106,9 @@ absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpo
 absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result,
                                   bool final_validation) {
   gan::ShowerGenerator generator(trainer.config(), trainer.state().generator);
-  RETURN_IF_ERROR(ValidateWith(
+  return validation_.Run(
       [&generator](const gan::GenerationRequest& request) { return generator.Generate(request); },
-      trainer.config().variable_angle(), final_validation, result));
-  return absl::OkStatus();
-}
-
-absl::Status RankRunner::ScoreEnergyBand(const ValidationGenerator& generate, bool variable,
-                                         const jobspec::LeftOutBand& band, uint64_t seed,
-                                         const std::string& prefix, v1::JobResult* result) {
-  std::vector<int64_t> members;
-  for (int64_t i = 0; i < holdout_.events(); ++i) {
-    if (band.Contains(holdout_.energy_gev[i])) members.push_back(i);
-  }
-  if (static_cast<int64_t>(members.size()) < kMinBandEvents) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "validation.leave_out: %d held-out events in %g-%g GeV, at least %d needed to score it; "
-        "raise spec.validation.holdout_fraction or widen the band",
-        members.size(), band.min_gev, band.max_gev, kMinBandEvents));
-  }
-  const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
-  const int64_t showers = settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
-  gan::GenerationRequest request;
-  request.seed = seed;
-  request.batch_size = 64;
-  for (int64_t k = 0; k < showers; ++k) {
-    const int64_t event = members[k % members.size()];
-    request.energy_gev.push_back(holdout_.energy_gev[event]);
-    if (variable) request.theta_rad.push_back(holdout_.theta_rad[event]);
-  }
-  const showers::ShowerSet reference = SelectEvents(holdout_, members);
-  ASSIGN_OR_RETURN(showers::ShowerSet generated, generate(request));
-  generated.particle = holdout_.particle;
-  physics::ValidationOptions options;
-  options.energy_centres_gev = {(band.min_gev + band.max_gev) / 2};
-  options.energy_half_width_gev = (band.max_gev - band.min_gev) / 2;
-  absl::StatusOr<physics::ValidationReport> report =
-      physics::ValidateShowers(reference, generated, options);
-  if (!report.ok()) {
-    return absl::Status(report.status().code(), absl::StrCat("validation of ", band.min_gev, "-",
-                                                             band.max_gev,
-                                                             " GeV: ", report.status().message()));
-  }
-  auto& metrics = *result->mutable_metrics();
-  for (const char* key : kBandMetrics) {
-    auto it = report->metrics.find(key);
-    if (it == report->metrics.end()) continue;
-    const std::string name = std::string(key) == "sf_mre"        ? "mre_sampling_fraction"
-                             : std::string(key) == "sf_mre_null" ? "mre_sampling_fraction_null"
-                                                                 : key;
-    metrics[prefix + name] = it->second;
-  }
-  metrics[prefix + "holdout_events"] = static_cast<double>(reference.events());
-  (*result->mutable_hyper_parameters())[prefix + "energy_gev"] =
-      absl::StrFormat("%.6g-%.6g", band.min_gev, band.max_gev);
-  Log("INFO", absl::StrFormat("validation of %g-%g GeV (%s*): %d generated vs %d held-out "
-                              "showers, fom %.4g (MC floor %.4g)",
-                              band.min_gev, band.max_gev, prefix, generated.events(),
-                              reference.events(), report->metrics["fom"],
-                              report->metrics["fom_null"]));
-  return absl::OkStatus();
-}
-
-absl::Status RankRunner::ScoreLeftOutBand(const ValidationGenerator& generate, bool variable,
-                                          v1::JobResult* result) {
-  const jobspec::LeftOutBand band = *plan_.leave_out;
-  RETURN_IF_ERROR(ScoreEnergyBand(generate, variable, band, plan_.seed + 7927, "left_out_",
-                                  result));
-  // The control: a trained band of the same width half a width beside it, above when the data
-  // reach that far, else below; none when neither fits the dataset's energies.
-  const double width = band.max_gev - band.min_gev;
-  const v1::Range& data = result_.energy_range_gev();
-  for (double shift : {1.5 * width, -1.5 * width}) {
-    const jobspec::LeftOutBand control{band.min_gev + shift, band.max_gev + shift};
-    if (control.min_gev >= data.min() && control.max_gev <= data.max()) {
-      return ScoreEnergyBand(generate, variable, control, plan_.seed + 7933, "left_out_control_",
-                             result);
-    }
-  }
-  Log("WARNING", absl::StrFormat("leave-out: no trained band of %g GeV fits beside %g-%g GeV "
-                                 "inside %g-%g GeV; the left-out band has no control",
-                                 width, band.min_gev, band.max_gev, data.min(), data.max()));
-  return absl::OkStatus();
-}
-
-absl::Status RankRunner::ValidateWith(const ValidationGenerator& generate, bool variable,
-                                      bool final_validation, v1::JobResult* result) {
-  const auto start = std::chrono::steady_clock::now();
-  const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
-  if (holdout_.events() == 0) {
-    return absl::FailedPreconditionError(
-        "validation: the hold-out split is empty (raise validation.holdout_fraction or the number "
-        "of events, or disable validation)");
-  }
-  physics::ValidationOptions options;
-  gan::GenerationRequest request;
-  request.seed = plan_.seed + 7919;
-  request.batch_size = 64;
-  const int64_t per_bin = settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
-  auto add_condition = [&](int64_t event) {
-    request.energy_gev.push_back(holdout_.energy_gev[event]);
-    if (variable) request.theta_rad.push_back(holdout_.theta_rad[event]);
-  };
-  if (settings.energies_size() > 0) {
-    const double half = settings.energy_bin_half_width() > 0 ? settings.energy_bin_half_width() : 5;
-    options.energy_half_width_gev = half;
-    for (double centre : settings.energies()) {
-      options.energy_centres_gev.push_back(centre);
-      std::vector<int64_t> members;
-      for (int64_t i = 0; i < holdout_.events(); ++i) {
-        if (std::abs(holdout_.energy_gev[i] - centre) <= half) members.push_back(i);
-      }
-      // Generated showers at the held-out conditions of the bin, cycled up to showers_per_bin.
-      for (int64_t k = 0; !members.empty() && k < per_bin; ++k) {
-        add_condition(members[k % members.size()]);
-      }
-    }
-  } else {
-    // One generated shower per held-out event (at most 4 bins x showers_per_bin of them).
-    const int64_t n = std::min<int64_t>(holdout_.events(), 4 * per_bin);
-    for (int64_t i = 0; i < n; ++i) add_condition(i);
-    options.default_energy_bins =
-        static_cast<int>(std::clamp<int64_t>(holdout_.events() / 20, 1, 4));
-  }
-  if (request.energy_gev.empty()) {
-    return absl::FailedPreconditionError(
-        "validation: no held-out event falls into the validation.energies bins");
-  }
-  ASSIGN_OR_RETURN(showers::ShowerSet generated, generate(request));
-  generated.particle = holdout_.particle;
-  absl::StatusOr<physics::ValidationReport> report =
-      physics::ValidateShowers(holdout_, generated, options);
-  if (!report.ok()) {
-    return absl::Status(report.status().code(),
-                        absl::StrCat("validation: ", report.status().message()));
-  }
-  last_validation_ = PrecisionCheck::Fp32Validation{request, options, report->metrics};
-  auto& metrics = *result->mutable_metrics();
-  for (const auto& [key, value] : report->metrics) {
-    const std::string name = key == "sf_mre"        ? "mre_sampling_fraction"
-                             : key == "sf_mre_null" ? "mre_sampling_fraction_null"
-                                                    : key;
-    metrics[name] = value;
-  }
-  metrics["holdout_events"] = static_cast<double>(holdout_.events());
-  metrics["generated_events"] = static_cast<double>(generated.events());
-  // How to redo this validation from the dataset and an export (the model card's
-  // validation.sample): the split and the seed of the latents.
-  auto& recipe = *result->mutable_hyper_parameters();
-  if (plan_.folds > 0) {
-    recipe["validation_folds"] = absl::StrCat(plan_.folds);
-    recipe["validation_fold"] = absl::StrCat(plan_.validation_fold);
-    recipe["validation_split_seed"] = absl::StrCat(plan_.split_seed);
-  } else {
-    char text[32];  // the shortest text that reads back as the same fraction
-    const auto written = std::to_chars(text, text + sizeof(text), plan_.holdout_fraction);
-    recipe["validation_holdout_fraction"] = std::string(text, written.ptr);
-    recipe["validation_split_seed"] = absl::StrCat(plan_.seed);
-  }
-  recipe["validation_latent_seed"] = absl::StrCat(request.seed);
-  size_t bytes = 0;
-  for (const physics::Histogram& h : report->histograms) {
-    v1::Histogram out;
-    out.set_name(h.name);
-    out.set_x_label(h.x_label);
-    out.mutable_edges()->Add(h.edges.begin(), h.edges.end());
-    out.mutable_reference()->Add(h.reference.begin(), h.reference.end());
-    out.mutable_generated()->Add(h.generated.begin(), h.generated.end());
-    out.mutable_reference_error()->Add(h.reference_error.begin(), h.reference_error.end());
-    out.mutable_generated_error()->Add(h.generated_error.begin(), h.generated_error.end());
-    out.mutable_x()->Add(h.x.begin(), h.x.end());
-    if (h.energy_bin >= 0 && h.energy_bin < static_cast<int>(report->bins.size())) {
-      const physics::BinMetrics& bin = report->bins[h.energy_bin];
-      std::string label = absl::StrFormat("%g-%g GeV", bin.energy_lo_gev, bin.energy_hi_gev);
-      if (bin.theta_hi_rad > 0) {
-        absl::StrAppend(&label,
-                        absl::StrFormat(", %.3f-%.3f rad", bin.theta_lo_rad, bin.theta_hi_rad));
-      }
-      out.set_energy_bin(label);
-    }
-    bytes += out.ByteSizeLong();
-    if (bytes > (4u << 20)) break;  // stay well inside the control pipe's frame limit
-    *result->add_histograms() = std::move(out);
-  }
-  Log("INFO", absl::StrFormat("validation: %d generated vs %d held-out showers in %d bins, fom "
-                              "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.3f s)",
-                              generated.events(), holdout_.events(), report->bins.size(),
-                              metrics["fom"], metrics["mre_sampling_fraction"], metrics["eprof"],
-                              metrics["pos"], SecondsSince(start)));
-  if (final_validation && plan_.leave_out.has_value()) {
-    RETURN_IF_ERROR(ScoreLeftOutBand(generate, variable, result));
-  }
-  return absl::OkStatus();
+      trainer.config().variable_angle(), final_validation, result);
 }
 
 }  // namespace gantry::runner

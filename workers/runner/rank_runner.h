@@ -41,6 +41,7 @@
 #include "workers/runner/precision_check.h"
 #include "workers/runner/rank_metrics_reporter.h"
 #include "workers/runner/rank_plan.h"
+#include "workers/runner/rank_validation.h"
 
 namespace gantry::distributed {
 class Communicator;
@@ -112,7 +113,7 @@ class RankRunner {
   absl::Status CheckDatasetFitsModel(const showers::ShowerFileReader& reader) const;
   void RecordDataset(const MaterializedDataset& dataset, const std::string& particle);
   // The hold-out split (identical on every rank); rank 0 with validation reads the held-out events
-  // into holdout_.
+  // into validation_.
   absl::StatusOr<HoldoutSplit> SplitAndReadHoldout(const showers::ShowerFileReader& reader,
                                                    const std::string& particle);
   absl::StatusOr<std::unique_ptr<gan::BatchSource>> StreamTrainingEvents(
@@ -165,32 +166,10 @@ class RankRunner {
   // The trained generator validated (ValidateWith).
   absl::Status Validate(gan::Trainer& trainer, gantry::v1::JobResult* result,
                         bool final_validation);
-  // Showers at a validation request's conditions (the trained generator, or a baseline).
-  using ValidationGenerator =
-      std::function<absl::StatusOr<showers::ShowerSet>(const gan::GenerationRequest&)>;
-  // Generates at the held-out conditions (spec.validation) and validates against the hold-out;
-  // the final validation also scores the left-out band (spec.validation.leave_out).
-  absl::Status ValidateWith(const ValidationGenerator& generate, bool variable_angle,
-                            bool final_validation, gantry::v1::JobResult* result);
   // spec.validation.leave_out: drops the band's events from `train`. INVALID_ARGUMENT when the
   // band does not lie inside the dataset's energies or holds every training event.
   absl::Status LeaveOutBand(const showers::ShowerFileReader& reader,
                             std::vector<int64_t>* train);
-  // The left-out band and its control band scored on their own: metrics left_out_* and
-  // left_out_control_*, the bands in the result's hyper-parameters.
-  absl::Status ScoreLeftOutBand(const ValidationGenerator& generate, bool variable_angle,
-                                gantry::v1::JobResult* result);
-  // The held-out events of `band` against showers generated at their conditions; kBandMetrics
-  // with `prefix`. FAILED_PRECONDITION when fewer than kMinBandEvents held-out events fall in it.
-  absl::Status ScoreEnergyBand(const ValidationGenerator& generate, bool variable_angle,
-                               const jobspec::LeftOutBand& band, uint64_t seed,
-                               const std::string& prefix, gantry::v1::JobResult* result);
-  static constexpr int64_t kMinBandEvents = 10;
-  // The metrics of a band kept in the result (the summary metrics and the field's, with floors).
-  static constexpr const char* kBandMetrics[] = {
-      "fom",   "fom_null",    "sf_mre",    "sf_mre_null",  "eprof",           "eprof_null",
-      "pos",   "pos_null",    "fpd",       "fpd_floor",    "auc_features",    "auc_features_floor",
-      "sep_mean", "sep_mean_floor", "separation_power", "separation_power_null"};
   // A baseline-* job (plan_.baseline), after the dataset: fits the baseline to the training
   // events, uploads its checkpoint, validates it and reports the result. No optimiser step.
   absl::Status RunBaseline(const showers::ShowerFileReader& reader, const std::string& particle);
@@ -224,9 +203,7 @@ class RankRunner {
   std::thread progress_thread_;
 
   // Filled while running (training thread only).
-  showers::ShowerSet holdout_;  // rank 0 with validation only
-  // What the newest validation ran and measured, for the BF16 guard after the final one.
-  std::optional<PrecisionCheck::Fp32Validation> last_validation_;
+  RankValidation validation_;  // holds the hold-out on rank 0 with validation only
   gantry::v1::JobResult result_;
   std::unique_ptr<CheckpointClient> checkpoints_;
   std::deque<std::string> local_checkpoints_;

@@ -79,7 +79,7 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
   result_.set_checkpoint_size_bytes(upload.size_bytes);
   if (plan_.validation) {
     if (StopRequested()) return absl::CancelledError("cancelled before validation");
-    RETURN_IF_ERROR(ValidateWith(
+    RETURN_IF_ERROR(validation_.Run(
         [&sampler](const gan::GenerationRequest& request) -> absl::StatusOr<showers::ShowerSet> {
           return sampler->Sample(request.energy_gev, request.seed);
         },
