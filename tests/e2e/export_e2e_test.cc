@@ -317,10 +317,12 @@ TEST_F(ExportE2eTest, ExportsThroughTheServerAndTheFilesReproduceGantry) {
   const std::string data = dir_.path() + "/training.h5";
   Result toy = Run({GANTRY_TOYMC_BINARY, model.lineage().dataset(), data});
   ASSERT_EQ(toy.exit_code, 0) << toy.err;
-  Result physics =
-      Run({GANTRY_CARD_METRICS_CHECK, out + "/model.ts", out + "/model.ts.card.json", data});
-  EXPECT_EQ(physics.exit_code, 0) << physics.out << physics.err;
-  std::cout << physics.out;
+  for (const std::string file : {"model.ts", "model.par04.ts"}) {
+    Result physics = Run(
+        {GANTRY_CARD_METRICS_CHECK, out + "/" + file, out + "/" + file + ".card.json", data});
+    EXPECT_EQ(physics.exit_code, 0) << file << "\n" << physics.out << physics.err;
+    std::cout << file << ":\n" << physics.out;
+  }
 
   // Another tenant's private model does not exist for them.
   const std::string other = NewTenant("intruder");

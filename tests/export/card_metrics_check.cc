@@ -1,9 +1,10 @@
 // The physics of an exported file against its model card: redoes the training job's validation
 // from what the card records (the dataset, the hold-out split, the latent seed) with the exported
-// TorchScript file (gantry profile) in place of gantry's generator, scores the showers with
-// gantry's validation (workers/physics) and checks the metrics of record. The file reproduces
-// gantry's generation to about 2e-7, so the metrics agree to far better than their statistical
-// floors; a wrong latent order, energy encoding or cell order would not.
+// TorchScript file (gantry profile, or par04 fed as Par04's hook packs it) in place of gantry's
+// generator, scores the showers with gantry's validation (workers/physics) and checks the
+// metrics of record. The file reproduces gantry's generation to about 2e-7, so the metrics agree
+// to far better than their statistical floors; a wrong latent order, energy encoding or cell
+// order would not.
 //
 // usage: card_metrics_check FILE.ts FILE.ts.card.json DATASET.h5
 //   DATASET.h5: the training data (for toy MC: gantry-toymc with the card's training.toy_mc
@@ -61,9 +62,11 @@ int main(int argc, char** argv) {
     return Fail(std::string(argv[2]) + " is not JSON");
   }
   const Value* profile = Find(card, {"profile", "name"});
-  if (profile == nullptr || profile->string_value() != "gantry") {
-    return Fail("the card is not of a gantry-profile export");
+  if (profile == nullptr ||
+      (profile->string_value() != "gantry" && profile->string_value() != "par04")) {
+    return Fail("the card is not of a gantry- or par04-profile export");
   }
+  const bool par04 = profile->string_value() == "par04";
   const Value* sample = Find(card, {"validation", "sample"});
   if (sample == nullptr || !sample->has_struct_value()) {
     return Fail("the card records no validation sample (validation.sample is null)");
@@ -115,7 +118,17 @@ int main(int argc, char** argv) {
       const at::Tensor noise = at::randn({count, latent}, rng, at::kFloat);
       const at::Tensor energy =
           torch::from_blob(generated.energy_gev.data() + first, {count, 1}, torch::kFloat).clone();
-      const at::Tensor showers = module.forward({noise, energy}).toTensor().contiguous();
+      at::Tensor showers;
+      if (par04) {
+        // As Par04's hook packs it: [latent, E / 1,024,000 MeV, theta / (pi/2) (a fixed-angle
+        // model ignores it: pi/2), two geometry slots]; cells come back as fractions of E.
+        const at::Tensor packed = at::cat(
+            {noise, energy * (1000.0 / 1024000.0), at::ones({count, 1}), at::zeros({count, 2})},
+            1);
+        showers = (module.forward({packed}).toTensor() * energy).contiguous();
+      } else {
+        showers = module.forward({noise, energy}).toTensor().contiguous();
+      }
       if (showers.numel() != count * generated.cells_per_event()) {
         return Fail("the file's output has " + std::to_string(showers.numel()) + " cells for " +
                     std::to_string(count) + " showers");
