@@ -163,7 +163,8 @@ import json, sys
 m = json.load(sys.stdin).get("metrics", {})
 keys = ["fom", "fom_null", "mre_sampling_fraction", "auc_features", "sep_mean", "holdout_events"]
 f = lambda p: ", ".join(f"{k} {m[p + k]:.4g}" for k in keys if p + k in m)
-print(f"RESULT {sys.argv[1]}: left-out band: {f(\"left_out_\")}; control: {f(\"left_out_control_\")}")
+band, control = f("left_out_"), f("left_out_control_")
+print(f"RESULT {sys.argv[1]}: left-out band: {band}; control: {control}")
 ' "$name"
   done
 fi
