@@ -60,6 +60,12 @@ struct Row {
   std::string field;  // "" = accepted
 };
 
+// spec.validation.leave_out = centre +- half_width (GeV).
+void LeaveOut(v1::JobSpec* spec, double centre_gev, double half_width_gev) {
+  spec->mutable_validation()->mutable_leave_out()->set_centre_gev(centre_gev);
+  spec->mutable_validation()->mutable_leave_out()->set_half_width_gev(half_width_gev);
+}
+
 std::vector<Row> Table() {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   using S = v1::JobSpec;
@@ -125,33 +131,18 @@ std::vector<Row> Table() {
        "spec.validation.holdout_fraction"},
       {"a validation energy of 0", [](S* s) { s->mutable_validation()->add_energies(0); },
        "spec.validation.energies[0]"},
-      {"a left-out band of 80-120 GeV",
-       [](S* s) {
-         s->mutable_validation()->mutable_leave_out()->set_centre_gev(100);
-         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(20);
-       },
-       ""},
+      {"a left-out band of 80-120 GeV", [](S* s) { LeaveOut(s, 100, 20); }, ""},
       {"a left-out band without validation",
        [](S* s) {
          s->mutable_validation()->set_disabled(true);
-         s->mutable_validation()->mutable_leave_out()->set_centre_gev(100);
-         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(20);
+         LeaveOut(s, 100, 20);
        },
        "spec.validation.leave_out"},
-      {"a left-out band of no width",
-       [](S* s) { s->mutable_validation()->mutable_leave_out()->set_centre_gev(100); },
+      {"a left-out band of no width", [](S* s) { LeaveOut(s, 100, 0); },
        "spec.validation.leave_out.half_width_gev"},
-      {"a left-out band reaching 0 GeV",
-       [](S* s) {
-         s->mutable_validation()->mutable_leave_out()->set_centre_gev(10);
-         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(10);
-       },
+      {"a left-out band reaching 0 GeV", [](S* s) { LeaveOut(s, 10, 10); },
        "spec.validation.leave_out"},
-      {"a NaN left-out centre",
-       [nan](S* s) {
-         s->mutable_validation()->mutable_leave_out()->set_centre_gev(nan);
-         s->mutable_validation()->mutable_leave_out()->set_half_width_gev(10);
-       },
+      {"a NaN left-out centre", [nan](S* s) { LeaveOut(s, nan, 10); },
        "spec.validation.leave_out.centre_gev"},
       {"keep_best without validation",
        [](S* s) {
@@ -209,8 +200,7 @@ TEST(JobPlanTest, ThePlanCarriesTheSpec) {
   spec.mutable_checkpoint_policy()->set_every_steps(7);
   spec.mutable_data_split()->set_folds(4);
   spec.mutable_data_split()->set_validation_fold(3);
-  spec.mutable_validation()->mutable_leave_out()->set_centre_gev(100);
-  spec.mutable_validation()->mutable_leave_out()->set_half_width_gev(20);
+  LeaveOut(&spec, 100, 20);
   absl::StatusOr<jobspec::JobPlan> plan = jobspec::PlanJob(spec);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->model.preset, "tiny");

@@ -23,6 +23,19 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
+// The name a metric of the physics report is recorded under (the registry's name of the mean
+// relative error of the sampling fraction).
+std::string RecordedName(const std::string& key) {
+  return key == "sf_mre"        ? "mre_sampling_fraction"
+         : key == "sf_mre_null" ? "mre_sampling_fraction_null"
+                                : key;
+}
+
+// spec.validation.showers_per_bin with its default.
+int64_t ShowersPerBin(const v1::ValidationSettings& settings) {
+  return settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
+}
+
 }  // namespace
 
 absl::Status RankValidation::ScoreEnergyBand(const Generator& generate, bool variable,
@@ -38,8 +51,7 @@ absl::Status RankValidation::ScoreEnergyBand(const Generator& generate, bool var
         "raise spec.validation.holdout_fraction or widen the band",
         members.size(), band.min_gev, band.max_gev, kMinBandEvents));
   }
-  const v1::ValidationSettings& settings = plan_.assignment.spec().validation();
-  const int64_t showers = settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
+  const int64_t showers = ShowersPerBin(plan_.assignment.spec().validation());
   gan::GenerationRequest request;
   request.seed = seed;
   request.batch_size = 64;
@@ -65,10 +77,7 @@ absl::Status RankValidation::ScoreEnergyBand(const Generator& generate, bool var
   for (const char* key : kBandMetrics) {
     auto it = report->metrics.find(key);
     if (it == report->metrics.end()) continue;
-    const std::string name = std::string(key) == "sf_mre"        ? "mre_sampling_fraction"
-                             : std::string(key) == "sf_mre_null" ? "mre_sampling_fraction_null"
-                                                                 : key;
-    metrics[prefix + name] = it->second;
+    metrics[prefix + RecordedName(key)] = it->second;
   }
   metrics[prefix + "holdout_events"] = static_cast<double>(reference.events());
   (*result->mutable_hyper_parameters())[prefix + "energy_gev"] =
@@ -116,7 +125,7 @@ absl::Status RankValidation::Run(const Generator& generate, bool variable, bool 
   gan::GenerationRequest request;
   request.seed = plan_.seed + 7919;
   request.batch_size = 64;
-  const int64_t per_bin = settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
+  const int64_t per_bin = ShowersPerBin(settings);
   auto add_condition = [&](int64_t event) {
     request.energy_gev.push_back(holdout_.energy_gev[event]);
     if (variable) request.theta_rad.push_back(holdout_.theta_rad[event]);
@@ -157,10 +166,7 @@ absl::Status RankValidation::Run(const Generator& generate, bool variable, bool 
   last_ = PrecisionCheck::Fp32Validation{request, options, report->metrics};
   auto& metrics = *result->mutable_metrics();
   for (const auto& [key, value] : report->metrics) {
-    const std::string name = key == "sf_mre"        ? "mre_sampling_fraction"
-                             : key == "sf_mre_null" ? "mre_sampling_fraction_null"
-                                                    : key;
-    metrics[name] = value;
+    metrics[RecordedName(key)] = value;
   }
   metrics["holdout_events"] = static_cast<double>(holdout_.events());
   metrics["generated_events"] = static_cast<double>(generated.events());
