@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "base/safe_text.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/time_util.h"
@@ -114,14 +115,20 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
                      ReadUploadHeader(*reader, watch, backend_.options.stream_header_timeout));
     RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
     RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
-    RETURN_IF_ERROR(backend_.quotas->CheckDatasetBytes(p.tenant, header.size_bytes()));
+    // The upload's bytes count against the tenant while it runs, so parallel uploads cannot
+    // together pass its limit.
+    ASSIGN_OR_RETURN(TenantQuotas::Slot pending,
+                     backend_.quotas->ReserveUploadBytes(p.tenant, header.size_bytes()));
     ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
     ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header, watch));
     absl::StatusOr<showers::DatasetInfo> info =
         inspector_.Inspect(backend_.blobs->Path(blob.sha256), header.file_name());
     // An upload that is refused leaves its blob unreferenced: the collector deletes it after the
-    // grace period (unless an identical upload uses it meanwhile).
+    // grace period (unless an identical upload uses it meanwhile). Until then its bytes still
+    // count against the tenant.
     if (!info.ok()) {
+      backend_.quotas->HoldRefusedBytes(p.tenant, header.size_bytes(),
+                                        absl::Now() + backend_.options.blob_gc_grace);
       return info.status();
     }
     absl::StatusOr<v1::Dataset> created = backend_.datasets->Create(

@@ -9,8 +9,8 @@
 #include "absl/status/statusor.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "server/backend.h"
-#include "server/sandboxed_inspector.h"
 #include "server/stream_watchdog.h"
+#include "showers/sandboxed_inspector.h"
 #include "storage/blob_writer.h"
 
 namespace gantry::server {
@@ -49,7 +49,7 @@ class DatasetService final : public gantry::v1::DatasetService::Service {
 
   Backend& backend_;
   StreamWatchdog& watchdog_;
-  const SandboxedInspector inspector_;
+  const showers::SandboxedInspector inspector_;
 };
 
 }  // namespace gantry::server

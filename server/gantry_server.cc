@@ -219,15 +219,15 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
                 {&s.training_, &s.generation_, &s.catalog_, &s.datasets_, &s.admin_, &s.studies_},
                 split ? ListenerRole::kTenants : ListenerRole::kEveryone};
   if (!split) main.services.push_back(&s.workers_);
-  ASSIGN_OR_RETURN(s.server_,
-                   StartListener(main, options, creds, shared_quota, *s.auth_, &s.address_));
+  ASSIGN_OR_RETURN(s.server_, StartListener(main, options, creds, shared_quota, *s.auth_, &s.address_));
   if (split) {
     const Listener workers{options.worker_listen,
                            "--worker-listen",
                            {&s.workers_, &s.worker_datasets_},
                            ListenerRole::kWorkers};
-    ASSIGN_OR_RETURN(s.worker_server_, StartListener(workers, options, creds, workers_quota,
-                                                     *s.auth_, &s.worker_address_));
+    ASSIGN_OR_RETURN(s.worker_server_,
+                     StartListener(workers, options, creds, workers_quota, *s.auth_,
+                                   &s.worker_address_));
   }
   // The health monitor probes PostgreSQL on a connection of its own with short timeouts, so a
   // pool full of slow calls does not read as an outage.
@@ -269,6 +269,8 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
     http_options.max_generate_showers = options.http_max_generate_showers;
     http_options.max_event_streams = options.http_max_event_streams;
     http_options.max_event_streams_per_tenant = options.http_max_event_streams_per_tenant;
+    http_options.max_connections = options.http_max_connections;
+    http_options.max_connections_per_ip = options.http_max_connections_per_ip;
     http_options.temp_dir = options.data_dir + "/http-downloads";
     http_options.in_process_key = http_api_key;
     ASSIGN_OR_RETURN(

@@ -57,6 +57,12 @@ ABSL_FLAG(int, http_max_event_streams, 8,
           "handler thread");
 ABSL_FLAG(int, http_max_event_streams_per_tenant, 2,
           "job event streams one tenant may hold at once (at most --http-max-event-streams)");
+ABSL_FLAG(int, http_max_connections, 512,
+          "connections the HTTP API holds open at once (1..65536); a connection costs a 32 KiB "
+          "buffer and no thread until its request has arrived");
+ABSL_FLAG(int, http_max_connections_per_ip, 64,
+          "connections one client address may hold open (1..--http-max-connections; raise it "
+          "behind a reverse proxy, whose address every client shares)");
 ABSL_FLAG(std::string, db, "",
           "libpq DSN of the PostgreSQL database (default: $GANTRY_DB; one of them or --db-file is "
           "required)");
@@ -261,6 +267,15 @@ int main(int argc, char** argv) {
                  "handler threads) and --http-max-event-streams-per-tenant 1..that\n";
     return 2;
   }
+  options.http_max_connections = absl::GetFlag(FLAGS_http_max_connections);
+  options.http_max_connections_per_ip = absl::GetFlag(FLAGS_http_max_connections_per_ip);
+  if (options.http_max_connections < 1 || options.http_max_connections > 65536 ||
+      options.http_max_connections_per_ip < 1 ||
+      options.http_max_connections_per_ip > options.http_max_connections) {
+    std::cerr << "gantry-server: --http-max-connections must be 1..65536 and "
+                 "--http-max-connections-per-ip 1..that\n";
+    return 2;
+  }
   options.http_session_ttl = absl::Hours(session_hours);
   options.db_dsn = absl::GetFlag(FLAGS_db);
   if (const std::string db_file = absl::GetFlag(FLAGS_db_file); !db_file.empty()) {
@@ -407,7 +422,7 @@ int main(int argc, char** argv) {
   }
   options.inspector.binary = absl::GetFlag(FLAGS_inspect_binary);
   if (options.inspector.binary.empty()) {
-    options.inspector.binary = gantry::server::DefaultInspectBinary();
+    options.inspector.binary = gantry::showers::DefaultInspectBinary();
   }
   options.inspector.timeout = absl::Milliseconds(absl::GetFlag(FLAGS_inspect_timeout_ms));
   options.inspector.max_concurrent = absl::GetFlag(FLAGS_inspect_concurrency);

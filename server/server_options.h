@@ -8,7 +8,7 @@
 
 #include "absl/time/time.h"
 #include "base/file_roots.h"
-#include "server/sandboxed_inspector.h"
+#include "showers/sandboxed_inspector.h"
 #include "storage/tenant_limits.h"
 
 namespace gantry::server {
@@ -30,6 +30,8 @@ struct ServerOptions {
   int64_t http_max_generate_showers = 2000;           // per POST /api/v1/generate
   int http_max_event_streams = 8;                     // job event streams at once, server-wide
   int http_max_event_streams_per_tenant = 2;          // and per tenant
+  int http_max_connections = 512;                     // open HTTP connections at once
+  int http_max_connections_per_ip = 64;               // and from one client address
   std::string db_dsn;                                 // libpq DSN
   std::string data_dir;                               // blob store root
   // The rank-credential key (server/secret_file.h LoadOrCreateKeyFile); empty =
@@ -124,7 +126,7 @@ struct ServerOptions {
   FileRoots file_dataset_roots;
   std::set<std::string> file_dataset_tenants;
   // How uploaded files are inspected (a sandboxed gantry-inspect child per upload).
-  InspectorOptions inspector;
+  showers::InspectorOptions inspector;
 };
 
 }  // namespace gantry::server

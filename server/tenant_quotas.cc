@@ -33,7 +33,7 @@ absl::Status QuotaExceeded(absl::Status status, absl::string_view limit_name, in
 }  // namespace
 
 TenantQuotas::Slot::~Slot() {
-  if (owner_ != nullptr) owner_->Release(release_);
+  if (owner_ != nullptr) owner_->Release(release_, amount_);
 }
 
 TenantQuotas::TenantQuotas(storage::TenantLimitsRepository& repository,
@@ -62,19 +62,48 @@ void TenantQuotas::Forget(const std::string& tenant) {
   cache_.erase(tenant);
 }
 
-absl::Status TenantQuotas::CheckDatasetBytes(const std::string& tenant, int64_t incoming) {
+absl::StatusOr<TenantQuotas::Slot> TenantQuotas::ReserveUploadBytes(const std::string& tenant,
+                                                                    int64_t incoming) {
   ASSIGN_OR_RETURN(storage::TenantLimits limits, LimitsOf(tenant));
-  if (limits.max_dataset_bytes <= 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(int64_t in_use, repository_.DatasetBytes(tenant));
-  if (incoming > limits.max_dataset_bytes - in_use) {
+  if (limits.max_dataset_bytes <= 0) return Slot();
+  ASSIGN_OR_RETURN(int64_t stored, repository_.DatasetBytes(tenant));
+  absl::MutexLock lock(&mu_);
+  const int64_t pending = PendingBytesLocked(tenant, absl::Now());
+  if (incoming > limits.max_dataset_bytes - stored - pending) {
     return QuotaExceeded(
         absl::ResourceExhaustedError(absl::StrCat(
             "limit max_dataset_bytes of tenant \"", tenant, "\" is ", limits.max_dataset_bytes,
-            " bytes; in use: ", in_use, " bytes, this upload: ", incoming,
-            " bytes. Delete datasets you no longer need, or ", Raise(tenant, "max_dataset_bytes"))),
-        "max_dataset_bytes", limits.max_dataset_bytes, in_use);
+            " bytes; in use: ", stored, " bytes stored and ", pending,
+            " bytes in uploads under way or refused recently (until the blob collector removes "
+            "them), this upload: ",
+            incoming, " bytes. Delete datasets you no longer need, or ",
+            Raise(tenant, "max_dataset_bytes"))),
+        "max_dataset_bytes", limits.max_dataset_bytes, stored + pending);
   }
-  return absl::OkStatus();
+  const std::string key = absl::StrCat("bytes/", tenant);
+  in_use_[key] += incoming;
+  return Slot(this, key, incoming);
+}
+
+void TenantQuotas::HoldRefusedBytes(const std::string& tenant, int64_t bytes, absl::Time until) {
+  absl::MutexLock lock(&mu_);
+  refused_[tenant].push_back(Refused{bytes, until});
+}
+
+int64_t TenantQuotas::PendingBytesLocked(const std::string& tenant, absl::Time now) {
+  int64_t pending = 0;
+  if (auto it = in_use_.find(absl::StrCat("bytes/", tenant)); it != in_use_.end()) {
+    pending += it->second;
+  }
+  if (auto it = refused_.find(tenant); it != refused_.end()) {
+    std::vector<Refused>& held = it->second;
+    held.erase(std::remove_if(held.begin(), held.end(),
+                              [now](const Refused& r) { return r.until <= now; }),
+               held.end());
+    for (const Refused& r : held) pending += r.bytes;
+    if (held.empty()) refused_.erase(it);
+  }
+  return pending;
 }
 
 absl::StatusOr<TenantQuotas::Slot> TenantQuotas::AcquireGenerationStream(
@@ -123,11 +152,11 @@ absl::StatusOr<TenantQuotas::Slot> TenantQuotas::Acquire(const std::string& key,
   return Slot(this, key);
 }
 
-void TenantQuotas::Release(const std::string& key) {
+void TenantQuotas::Release(const std::string& key, int64_t amount) {
   absl::MutexLock lock(&mu_);
   auto it = in_use_.find(key);
   if (it == in_use_.end()) return;
-  if (--it->second <= 0) in_use_.erase(it);
+  if ((it->second -= amount) <= 0) in_use_.erase(it);
 }
 
 absl::Status TenantQuotas::TakeShowers(const std::string& tenant, int64_t showers) {

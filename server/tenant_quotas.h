@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
@@ -25,11 +26,12 @@ namespace gantry::server {
 // streams and the shower rate are counted in this process (per server).
 class TenantQuotas {
  public:
-  // Releases what it holds (a stream) when destroyed; movable.
+  // Releases what it holds (a stream, or bytes of an upload) when destroyed; movable.
   class Slot {
    public:
     Slot() = default;
-    Slot(Slot&& other) noexcept : owner_(other.owner_), release_(std::move(other.release_)) {
+    Slot(Slot&& other) noexcept
+        : owner_(other.owner_), release_(std::move(other.release_)), amount_(other.amount_) {
       other.owner_ = nullptr;
     }
     Slot& operator=(Slot&&) = delete;
@@ -37,9 +39,11 @@ class TenantQuotas {
 
    private:
     friend class TenantQuotas;
-    Slot(TenantQuotas* owner, std::string key) : owner_(owner), release_(std::move(key)) {}
+    Slot(TenantQuotas* owner, std::string key, int64_t amount = 1)
+        : owner_(owner), release_(std::move(key)), amount_(amount) {}
     TenantQuotas* owner_ = nullptr;
     std::string release_;  // counter key
+    int64_t amount_ = 1;   // what it adds to the counter
   };
 
   TenantQuotas(storage::TenantLimitsRepository& repository, storage::TenantLimits defaults,
@@ -49,8 +53,14 @@ class TenantQuotas {
   void Forget(const std::string& tenant);
   const storage::TenantLimits& defaults() const { return defaults_; }
 
-  // Pre-check of an upload of `incoming` bytes (the exact check is DatasetRepository::Create).
-  absl::Status CheckDatasetBytes(const std::string& tenant, int64_t incoming);
+  // Reserves `incoming` bytes of an upload for as long as the slot lives: RESOURCE_EXHAUSTED when
+  // the tenant's stored bytes, its uploads under way and its recently refused uploads (below) on
+  // this server, plus `incoming`, pass max_dataset_bytes. A pre-check: the exact check of stored
+  // bytes is DatasetRepository::Create.
+  absl::StatusOr<Slot> ReserveUploadBytes(const std::string& tenant, int64_t incoming);
+  // A refused upload's blob stays on disk until the blob collector removes it: its bytes count
+  // against the tenant's uploads until `until` (the collector's grace).
+  void HoldRefusedBytes(const std::string& tenant, int64_t bytes, absl::Time until);
   // One more Generate call; RESOURCE_EXHAUSTED past max_generation_streams.
   absl::StatusOr<Slot> AcquireGenerationStream(const std::string& tenant);
   // One more long-lived call (WatchJob, WatchStudy, ReadDataset, UploadDataset, Generate,
@@ -76,7 +86,10 @@ class TenantQuotas {
   };
   absl::StatusOr<Slot> Acquire(const std::string& key, const std::string& tenant, int64_t limit,
                                const char* limit_name, const char* what);
-  void Release(const std::string& key);
+  void Release(const std::string& key, int64_t amount);
+  // Bytes of uploads under way and of unexpired refused ones (dropping the expired).
+  int64_t PendingBytesLocked(const std::string& tenant, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   storage::TenantLimitsRepository& repository_;
   const storage::TenantLimits defaults_;
@@ -85,6 +98,11 @@ class TenantQuotas {
   absl::flat_hash_map<std::string, Cached> cache_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, int64_t> in_use_ ABSL_GUARDED_BY(mu_);  // "kind/tenant"
   absl::flat_hash_map<std::string, Bucket> buckets_ ABSL_GUARDED_BY(mu_);
+  struct Refused {
+    int64_t bytes;
+    absl::Time until;
+  };
+  absl::flat_hash_map<std::string, std::vector<Refused>> refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace gantry::server

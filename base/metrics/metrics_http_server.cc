@@ -3,7 +3,6 @@
 #include <utility>
 
 #include "base/metrics/prometheus_text.h"
-#include "httplib.h"
 
 namespace gantry::metrics {
 namespace {
@@ -15,24 +14,24 @@ constexpr int kHandlerThreads = 2;
 
 absl::StatusOr<std::unique_ptr<MetricsHttpServer>> MetricsHttpServer::Start(
     absl::string_view address, absl::string_view flag, MetricsRegistry* registry) {
-  auto http = std::make_unique<httplib::Server>();
-  http->set_read_timeout(5, 0);
-  http->set_write_timeout(5, 0);
-  http->set_payload_max_length(0);  // GET only: no request body is read
-  http->Get("/metrics", [registry](const httplib::Request&, httplib::Response& response) {
+  auto routes = std::make_unique<HttpRouter>();
+  routes->Get("/metrics", [registry](const HttpRequest&, HttpResponse& response) {
     response.set_content(registry->Render(), kPrometheusTextContentType);
   });
-  http->set_error_handler([](const httplib::Request&, httplib::Response& response) {
+  routes->set_error_handler([](const HttpRequest&, HttpResponse& response) {
     if (response.status == 404) {
       response.set_content("not found: metrics are at /metrics\n", "text/plain");
     }
   });
-  HttpListenerOptions options;
+  HttpServerOptions options;
   options.address = std::string(address);
   options.flag = std::string(flag);
   options.handler_threads = kHandlerThreads;
-  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Start(std::move(http), options);
+  options.max_body_bytes = 0;  // GET only: a request with a body is refused
+  options.idle_timeout = absl::Seconds(5);
+  options.stream_write_timeout = absl::Seconds(5);
+  absl::StatusOr<std::unique_ptr<HttpServer>> listener =
+      HttpServer::Start(std::move(routes), options);
   if (!listener.ok()) return listener.status();
   return std::unique_ptr<MetricsHttpServer>(new MetricsHttpServer(*std::move(listener)));
 }

@@ -1,5 +1,5 @@
 // MetricsHttpServer: serves a MetricsRegistry as `GET /metrics` (Prometheus text format 0.0.4)
-// on its own small HTTP listener (cpp-httplib), apart from the gRPC port.
+// on its own small HTTP listener (base/http), apart from the gRPC port.
 #ifndef GANTRY_BASE_METRICS_METRICS_HTTP_SERVER_H_
 #define GANTRY_BASE_METRICS_METRICS_HTTP_SERVER_H_
 
@@ -8,7 +8,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "base/http/http_listener.h"
+#include "base/http/http_server.h"
 #include "base/metrics/metrics_registry.h"
 
 namespace gantry::metrics {
@@ -28,10 +28,10 @@ class MetricsHttpServer {
   const std::string& address() const { return listener_->address(); }
 
  private:
-  explicit MetricsHttpServer(std::unique_ptr<HttpListener> listener)
+  explicit MetricsHttpServer(std::unique_ptr<HttpServer> listener)
       : listener_(std::move(listener)) {}
 
-  std::unique_ptr<HttpListener> listener_;
+  std::unique_ptr<HttpServer> listener_;
 };
 
 }  // namespace gantry::metrics

@@ -22,7 +22,7 @@ GANTRY_APT_PACKAGES=(
   python3-venv python3-pip python3-setuptools python3-wheel mypy-protobuf
   libonnx-dev python3-onnx nodejs libcli11-dev
   clang-14 libclang-rt-14-dev llvm-14
-  iproute2 nftables iptables podman runc catatonit mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev
+  iproute2 nftables iptables podman runc catatonit mmdebstrap prometheus netavark aardvark-dns libcpp-httplib-dev libmicrohttpd-dev
   libeigen3-dev libnlopt-dev libnlopt-cxx-dev
   slurm-wlm slurmctld slurmd slurm-client munge
   chromium python3-pil

@@ -23,7 +23,6 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/client_context.h"
 #include "grpcpp/completion_queue.h"
-#include "httplib.h"
 #include "server/http/http_errors.h"
 #include "server/http/json_printer.h"
 #include "server/http/query_requests.h"
@@ -39,7 +38,7 @@ namespace v1 = ::gantry::v1;
 // Unary calls give up after this; a Generate download after kGenerateTimeout.
 constexpr absl::Duration kCallTimeout = absl::Seconds(30);
 constexpr absl::Duration kGenerateTimeout = absl::Minutes(10);
-// Request bodies (JSON requests) above this are refused by httplib with 413.
+// Request bodies (JSON requests) above this are refused by the listener with 413.
 constexpr size_t kMaxBodyBytes = 1 << 20;
 // Job metrics: events read at most, and points returned at most (evenly thinned above it).
 constexpr int kMaxMetricEventsScanned = 200000;
@@ -52,25 +51,25 @@ constexpr char kContentSecurityPolicy[] =
     "frame-ancestors 'none'; form-action 'self'";
 
 // The tenant and start time of the request running on this handler thread, for its log line
-// (httplib calls the logger on the thread that ran the handler).
+// (the listener calls the logger on the thread that ran the handler).
 thread_local std::string request_tenant;
 thread_local absl::Time request_start;
 
 std::string ToJson(const google::protobuf::Message& message) { return ProtoToJson(message); }
 
-void ReplyError(httplib::Response& response, const absl::Status& status) {
+void ReplyError(HttpResponse& response, const absl::Status& status) {
   response.status = HttpStatusOf(status.code());
   response.set_content(ErrorJson(status), "application/json");
 }
 
-void ReplyJson(httplib::Response& response, std::string json) {
+void ReplyJson(HttpResponse& response, std::string json) {
   response.status = 200;
   response.set_content(std::move(json), "application/json");
 }
 
 // A request body as a gantry.v1 message (protobuf JSON mapping, unknown fields refused). An empty
 // body is the empty message.
-absl::Status ParseBody(const httplib::Request& request, google::protobuf::Message* message) {
+absl::Status ParseBody(const HttpRequest& request, google::protobuf::Message* message) {
   if (request.body.empty()) return absl::OkStatus();
   google::protobuf::util::JsonParseOptions options;
   options.ignore_unknown_fields = false;
@@ -96,7 +95,7 @@ std::unique_ptr<grpc::ClientContext> HttpApiServer::ContextFor(const std::string
 
 namespace {
 
-QueryParams ParamsOf(const httplib::Request& request) {
+QueryParams ParamsOf(const HttpRequest& request) {
   return QueryParams(request.params.begin(), request.params.end());
 }
 
@@ -134,20 +133,20 @@ struct AsIs {
 
 // The request of each unary route, from its path (request.matches), query and JSON body.
 template <typename Request>
-absl::StatusOr<Request> ModelInPath(const httplib::Request& request) {
+absl::StatusOr<Request> ModelInPath(const HttpRequest& request) {
   Request call;
   call.set_model(request.matches[1]);
   return call;
 }
 
-absl::StatusOr<v1::GetJobRequest> JobInPath(const httplib::Request& request) {
+absl::StatusOr<v1::GetJobRequest> JobInPath(const HttpRequest& request) {
   v1::GetJobRequest call;
   call.set_job_id(request.matches[1]);
   return call;
 }
 
 // GET /models and /models/{name}/versions: the query, restricted to the path's model name.
-absl::StatusOr<v1::ListModelsRequest> ListModelsOf(const httplib::Request& request) {
+absl::StatusOr<v1::ListModelsRequest> ListModelsOf(const HttpRequest& request) {
   absl::StatusOr<v1::ListModelsRequest> list = ListModelsRequestFrom(ParamsOf(request));
   if (!list.ok() || request.matches.size() < 2) return list;
   const std::string name = request.matches[1];
@@ -160,41 +159,41 @@ absl::StatusOr<v1::ListModelsRequest> ListModelsOf(const httplib::Request& reque
 
 // A JSON body whose `field` names what the path names: left out (set from the path) or equal.
 template <typename Request>
-absl::StatusOr<Request> BodyForPath(const httplib::Request& request,
-                                    std::string* (Request::*field)(), const char* mismatch) {
+absl::StatusOr<Request> BodyForPath(const HttpRequest& request, std::string* (Request::*field)(),
+                                    const char* mismatch) {
   Request call;
   RETURN_IF_ERROR(ParseBody(request, &call));
   std::string* value = (call.*field)();
-  if (!value->empty() && *value != request.matches[1].str()) {
+  if (!value->empty() && *value != request.matches[1]) {
     return absl::InvalidArgumentError(mismatch);
   }
   *value = request.matches[1];
   return call;
 }
 
-absl::StatusOr<v1::SetAliasRequest> SetAliasOf(const httplib::Request& request) {
+absl::StatusOr<v1::SetAliasRequest> SetAliasOf(const HttpRequest& request) {
   return BodyForPath(request, &v1::SetAliasRequest::mutable_name,
                      "name: the body names another model than the path; leave it out of the body");
 }
 
-absl::StatusOr<v1::DeleteAliasRequest> DeleteAliasOf(const httplib::Request& request) {
+absl::StatusOr<v1::DeleteAliasRequest> DeleteAliasOf(const HttpRequest& request) {
   v1::DeleteAliasRequest remove;
   remove.set_name(request.matches[1]);
   remove.set_alias(request.matches[2]);
   return remove;
 }
 
-absl::StatusOr<v1::SetTagsRequest> SetTagsOf(const httplib::Request& request) {
+absl::StatusOr<v1::SetTagsRequest> SetTagsOf(const HttpRequest& request) {
   return BodyForPath(
       request, &v1::SetTagsRequest::mutable_model,
       "model: the body names another version than the path; leave it out of the body");
 }
 
-absl::StatusOr<v1::ListJobsRequest> ListJobsOf(const httplib::Request& request) {
+absl::StatusOr<v1::ListJobsRequest> ListJobsOf(const HttpRequest& request) {
   return ListJobsRequestFrom(ParamsOf(request));
 }
 
-absl::StatusOr<v1::GetJobLogsRequest> JobLogsOf(const httplib::Request& request) {
+absl::StatusOr<v1::GetJobLogsRequest> JobLogsOf(const HttpRequest& request) {
   return GetJobLogsRequestFrom(ParamsOf(request), request.matches[1]);
 }
 
@@ -251,35 +250,28 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
     return absl::UnavailableError(absl::StrCat("cannot create ", options.temp_dir,
                                                " for generated downloads: ", error.message()));
   }
-  // A browser that closes its connection mid-download must not kill the process.
-  signal(SIGPIPE, SIG_IGN);
-  std::unique_ptr<httplib::Server> http;
-  if (server->secure_cookies_) {
-    auto tls = std::make_unique<httplib::SSLServer>(options.tls_cert_file.c_str(),
-                                                    options.tls_key_file.c_str());
-    if (!tls->is_valid()) {
-      return absl::InvalidArgumentError(
-          "--http-listen with TLS: --tls-cert/--tls-key could not be loaded for HTTPS");
-    }
-    http = std::move(tls);
-  } else {
-    http = std::make_unique<httplib::Server>();
-  }
-  http->set_tcp_nodelay(true);  // small JSON answers go out at once, not after a delayed ACK
-  http->set_read_timeout(30, 0);
-  http->set_write_timeout(30, 0);
-  http->set_payload_max_length(kMaxBodyBytes);
-  http->set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
-                             {"X-Content-Type-Options", "nosniff"},
-                             {"X-Frame-Options", "DENY"},
-                             {"Referrer-Policy", "no-referrer"}});
-  server->AddRoutes(*http);
-  HttpListenerOptions listen;
+  auto routes = std::make_unique<HttpRouter>();
+  routes->set_default_headers({{"Content-Security-Policy", kContentSecurityPolicy},
+                               {"X-Content-Type-Options", "nosniff"},
+                               {"X-Frame-Options", "DENY"},
+                               {"Referrer-Policy", "no-referrer"},
+                               {"Cache-Control", "no-store"}});
+  server->AddRoutes(*routes);
+  HttpServerOptions listen;
   listen.address = options.listen;
   listen.flag = "--http-listen";
   listen.handler_threads = options.handler_threads;
-  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Start(std::move(http), listen);
+  listen.max_queued_requests = 4 * options.handler_threads;
+  listen.max_body_bytes = kMaxBodyBytes;
+  listen.idle_timeout = absl::Seconds(30);
+  listen.max_connections = options.max_connections;
+  listen.max_connections_per_ip = options.max_connections_per_ip;
+  if (server->secure_cookies_) {
+    listen.tls_cert_file = options.tls_cert_file;
+    listen.tls_key_file = options.tls_key_file;
+  }
+  absl::StatusOr<std::unique_ptr<HttpServer>> listener =
+      HttpServer::Start(std::move(routes), listen);
   if (!listener.ok()) return listener.status();
   server->listener_ = *std::move(listener);
   return server;
@@ -287,21 +279,18 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
 
 HttpApiServer::~HttpApiServer() = default;
 
-void HttpApiServer::AddRoutes(httplib::Server& http) {
-  http.set_pre_routing_handler([](const httplib::Request&, httplib::Response& response) {
+void HttpApiServer::AddRoutes(HttpRouter& http) {
+  http.set_before([](const HttpRequest&, HttpResponse&) {
     request_tenant.clear();
     request_start = absl::Now();
-    response.set_header("Cache-Control", "no-store");
-    return httplib::Server::HandlerResponse::Unhandled;
   });
   // One line per request: method, path (never the query string or a body), status, time, tenant.
-  http.set_logger([](const httplib::Request& request, const httplib::Response& response) {
+  http.set_logger([](const HttpRequest& request, const HttpResponse& response) {
     GANTRY_LOG(INFO).Field("tenant", request_tenant.empty() ? "-" : request_tenant)
         << "http " << request.method << " " << request.path.substr(0, 200) << " " << response.status
         << " " << absl::ToInt64Milliseconds(absl::Now() - request_start) << " ms";
   });
-  http.set_error_handler([](const httplib::Request& request, httplib::Response& response) {
-    if (!response.body.empty()) return;
+  http.set_error_handler([](const HttpRequest& request, HttpResponse& response) {
     if (response.status == 413) {
       ReplyError(response, absl::InvalidArgumentError(absl::StrCat(
                                "the request body is larger than ", kMaxBodyBytes, " bytes")));
@@ -310,48 +299,50 @@ void HttpApiServer::AddRoutes(httplib::Server& http) {
       ReplyError(response, absl::NotFoundError(absl::StrCat(
                                "no route ", request.method, " ", request.path.substr(0, 200),
                                "; the routes are in docs/API.md \"HTTP API\"")));
+    } else if (response.status == 503) {
+      ReplyError(response, absl::UnavailableError(
+                               "the server has more requests waiting than it takes; try again"));
+      response.status = 503;
+    } else if (response.status == 500) {
+      ReplyError(response, absl::InternalError("the request failed inside the server"));
     }
   });
-  http.set_exception_handler(
-      [](const httplib::Request&, httplib::Response& response, std::exception_ptr) {
-        ReplyError(response, absl::InternalError("the request failed inside the server"));
-      });
 
-  http.Post("/api/v1/session", [this](const httplib::Request& request,
-                                      httplib::Response& response) { Login(request, response); });
-  http.Get("/api/v1/session", [this](const httplib::Request& request, httplib::Response& response) {
+  http.Post("/api/v1/session", [this](const HttpRequest& request, HttpResponse& response) {
+    Login(request, response);
+  });
+  http.Get("/api/v1/session", [this](const HttpRequest& request, HttpResponse& response) {
     std::string secret;
     if (!RequireSession(request, response, &secret)) return;
     ReplyJson(response, absl::StrCat("{\"tenant\":", JsonString(request_tenant),
                                      ",\"csrfToken\":", JsonString(CsrfTokenFor(secret)), "}"));
   });
-  http.Delete("/api/v1/session",
-              [this](const httplib::Request& request, httplib::Response& response) {
-                std::string secret;
-                if (!RequireSession(request, response, &secret)) return;
-                if (absl::Status closed = backend_.web_sessions->Close(secret); !closed.ok()) {
-                  return ReplyError(response, closed);
-                }
-                backend_.ForgetTokens();  // the session stops working at once on this server
-                response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
-                ReplyJson(response, "{}");
-              });
+  http.Delete("/api/v1/session", [this](const HttpRequest& request, HttpResponse& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    if (absl::Status closed = backend_.web_sessions->Close(secret); !closed.ok()) {
+      return ReplyError(response, closed);
+    }
+    backend_.ForgetTokens();  // the session stops working at once on this server
+    response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
+    ReplyJson(response, "{}");
+  });
 
   // A unary route: the session, the request `build` makes of the HTTP request, the in-process
   // call, and its reply (as `present` shows it) as JSON; any failure as its HTTP error.
   const auto unary_presented = [this](auto* stub, auto method, auto build, auto present) {
-    return [this, stub, method, build, present](const httplib::Request& request,
-                                                httplib::Response& response) {
-      std::string secret;
-      if (!RequireSession(request, response, &secret)) return;
-      auto call = build(request);
-      if (!call.ok()) return ReplyError(response, call.status());
-      typename ReplyOf<decltype(method)>::type reply;
-      const grpc::Status status =
-          (stub->*method)(ContextFor(secret, kCallTimeout).get(), *call, &reply);
-      if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
-      ReplyJson(response, ToJson(present(reply)));
-    };
+    return
+        [this, stub, method, build, present](const HttpRequest& request, HttpResponse& response) {
+          std::string secret;
+          if (!RequireSession(request, response, &secret)) return;
+          auto call = build(request);
+          if (!call.ok()) return ReplyError(response, call.status());
+          typename ReplyOf<decltype(method)>::type reply;
+          const grpc::Status status =
+              (stub->*method)(ContextFor(secret, kCallTimeout).get(), *call, &reply);
+          if (!status.ok()) return ReplyError(response, FromGrpcStatus(status));
+          ReplyJson(response, ToJson(present(reply)));
+        };
   };
   const auto unary = [&unary_presented](auto* stub, auto method, auto build) {
     return unary_presented(stub, method, build, AsIs());
@@ -380,29 +371,28 @@ void HttpApiServer::AddRoutes(httplib::Server& http) {
   // Jobs.
   http.Get("/api/v1/jobs", unary(training, &Training::ListJobs, ListJobsOf));
   http.Get(R"(/api/v1/jobs/([^/]+)/events)",
-           [this](const httplib::Request& request, httplib::Response& response) {
+           [this](const HttpRequest& request, HttpResponse& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobEvents(request, response, secret, request.matches[1]);
            });
   http.Get(R"(/api/v1/jobs/([^/]+)/logs)", unary(training, &Training::GetJobLogs, JobLogsOf));
   http.Get(R"(/api/v1/jobs/([^/]+)/metrics)",
-           [this](const httplib::Request& request, httplib::Response& response) {
+           [this](const HttpRequest& request, HttpResponse& response) {
              std::string secret;
              if (!RequireSession(request, response, &secret)) return;
              ServeJobMetrics(request, response, secret, request.matches[1]);
            });
   http.Get(R"(/api/v1/jobs/([^/]+))", unary(training, &Training::GetJob, JobInPath));
 
-  http.Post("/api/v1/generate",
-            [this](const httplib::Request& request, httplib::Response& response) {
-              std::string secret;
-              if (!RequireSession(request, response, &secret)) return;
-              Generate(request, response, secret);
-            });
+  http.Post("/api/v1/generate", [this](const HttpRequest& request, HttpResponse& response) {
+    std::string secret;
+    if (!RequireSession(request, response, &secret)) return;
+    Generate(request, response, secret);
+  });
 
   // Anything else under /api/ is an unknown route; every other GET is the web app.
-  http.Get(R"(/.*)", [this](const httplib::Request& request, httplib::Response& response) {
+  http.Get(R"(/.*)", [this](const HttpRequest& request, HttpResponse& response) {
     if (absl::StartsWith(request.path, "/api/")) {
       return ReplyError(response, absl::NotFoundError(absl::StrCat(
                                       "no route GET ", request.path.substr(0, 200),
@@ -412,9 +402,9 @@ void HttpApiServer::AddRoutes(httplib::Server& http) {
   });
 }
 
-bool HttpApiServer::RequireSession(const httplib::Request& request, httplib::Response& response,
+bool HttpApiServer::RequireSession(const HttpRequest& request, HttpResponse& response,
                                    std::string* secret) {
-  *secret = SessionSecretFromCookies(request.get_header_value("Cookie"));
+  *secret = SessionSecretFromCookies(request.header("Cookie"));
   // Only session ids: an API token copied into the cookie is not a session.
   if (!storage::WebSessionRepository::IsSessionSecret(*secret)) {
     ReplyError(response, absl::UnauthenticatedError(
@@ -431,7 +421,7 @@ bool HttpApiServer::RequireSession(const httplib::Request& request, httplib::Res
   }
   request_tenant = principal->tenant;
   if (request.method != "GET" && request.method != "HEAD") {
-    if (!CsrfTokenMatches(*secret, request.get_header_value(std::string(kCsrfHeader)))) {
+    if (!CsrfTokenMatches(*secret, request.header(std::string(kCsrfHeader)))) {
       ReplyError(response, absl::PermissionDeniedError(absl::StrCat(
                                "missing or wrong ", kCsrfHeader,
                                " header: send the csrfToken of GET /api/v1/session with "
@@ -439,7 +429,7 @@ bool HttpApiServer::RequireSession(const httplib::Request& request, httplib::Res
       return false;
     }
     if (!request.body.empty() &&
-        !absl::StartsWith(request.get_header_value("Content-Type"), "application/json")) {
+        !absl::StartsWith(request.header("Content-Type"), "application/json")) {
       ReplyError(response, absl::InvalidArgumentError(
                                "the request body must be JSON (Content-Type: application/json)"));
       response.status = 415;
@@ -449,10 +439,10 @@ bool HttpApiServer::RequireSession(const httplib::Request& request, httplib::Res
   return true;
 }
 
-void HttpApiServer::Login(const httplib::Request& request, httplib::Response& response) {
+void HttpApiServer::Login(const HttpRequest& request, HttpResponse& response) {
   // Content-Type application/json cannot be sent cross-site without a CORS preflight, which this
   // server never grants: a foreign page cannot log a browser in.
-  if (!absl::StartsWith(request.get_header_value("Content-Type"), "application/json")) {
+  if (!absl::StartsWith(request.header("Content-Type"), "application/json")) {
     ReplyError(response, absl::InvalidArgumentError(
                              "log in with a JSON body {\"token\": \"...\"} and Content-Type: "
                              "application/json"));
@@ -473,8 +463,7 @@ void HttpApiServer::Login(const httplib::Request& request, httplib::Response& re
                       absl::InvalidArgumentError("token: give your gantry API token (gnt_...)"));
   }
   // A browser that logs in again ends the session it had.
-  if (std::string old = SessionSecretFromCookies(request.get_header_value("Cookie"));
-      !old.empty()) {
+  if (std::string old = SessionSecretFromCookies(request.header("Cookie")); !old.empty()) {
     backend_.web_sessions->Close(old).IgnoreError();
     backend_.ForgetTokens();
   }
@@ -490,13 +479,13 @@ void HttpApiServer::Login(const httplib::Request& request, httplib::Response& re
                                    JsonString(absl::FormatTime(session->expires_at)), "}"));
 }
 
-void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Response& response,
+void HttpApiServer::ServeJobEvents(const HttpRequest& request, HttpResponse& response,
                                    const std::string& secret, const std::string& job_id) {
   v1::WatchJobRequest watch;
   watch.set_job_id(job_id);
   // Resuming: the browser's Last-Event-ID (EventSource reconnects) or ?afterSequence=.
-  std::string after = request.get_header_value("Last-Event-ID");
-  if (request.has_param("afterSequence")) after = request.get_param_value("afterSequence");
+  std::string after = request.header("Last-Event-ID");
+  if (request.has_param("afterSequence")) after = request.param("afterSequence");
   if (!after.empty()) {
     int64_t sequence = 0;
     if (!absl::SimpleAtoi(after, &sequence) || sequence < 0) {
@@ -517,15 +506,13 @@ void HttpApiServer::ServeJobEvents(const httplib::Request& request, httplib::Res
   if (absl::Status taken = TakeEventStream(tenant); !taken.ok()) {
     return ReplyError(response, taken);
   }
+  response.set_header("Content-Type", "text/event-stream");
   response.set_header("X-Accel-Buffering", "no");
-  response.set_chunked_content_provider(
-      "text/event-stream",
-      [this, secret, watch](size_t, httplib::DataSink& sink) {
-        StreamJobEvents(secret, watch, sink);
-        sink.done();
-        return true;
-      },
-      [this, tenant](bool) { ReleaseEventStream(tenant); });
+  // Runs once whatever becomes of the connection, so the stream's place is always given back.
+  response.stream = [this, secret, watch, tenant](HttpStream& sink) {
+    StreamJobEvents(secret, watch, sink);
+    ReleaseEventStream(tenant);
+  };
 }
 
 absl::Status HttpApiServer::TakeEventStream(const std::string& tenant) {
@@ -539,10 +526,10 @@ absl::Status HttpApiServer::TakeEventStream(const std::string& tenant) {
   }
   if (event_streams_ >= options_.max_event_streams) {
     if (mine == 0) tenant_event_streams_.erase(tenant);
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "this server already streams ", options_.max_event_streams,
-        " job event streams (--http-max-event-streams); try again later or poll "
-        "GET /api/v1/jobs/{id}"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("this server already streams ", options_.max_event_streams,
+                     " job event streams (--http-max-event-streams); try again later or poll "
+                     "GET /api/v1/jobs/{id}"));
   }
   ++mine;
   ++event_streams_;
@@ -556,7 +543,7 @@ void HttpApiServer::ReleaseEventStream(const std::string& tenant) {
 }
 
 void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJobRequest& watch,
-                                    httplib::DataSink& sink) {
+                                    HttpStream& sink) {
   grpc::CompletionQueue queue;
   grpc::ClientContext context;
   context.AddMetadata("authorization", absl::StrCat("Bearer ", secret));
@@ -576,7 +563,7 @@ void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJo
       if (next == grpc::CompletionQueue::SHUTDOWN) return false;
       if (next == grpc::CompletionQueue::TIMEOUT && !client_gone) {
         static constexpr char kKeepalive[] = ": keepalive\n\n";
-        if (!sink.write(kKeepalive, sizeof(kKeepalive) - 1)) {
+        if (!sink.Write(absl::string_view(kKeepalive, sizeof(kKeepalive) - 1))) {
           client_gone = true;
           context.TryCancel();
         }
@@ -592,7 +579,7 @@ void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJo
     if (!wait(&kRead)) break;
     const std::string message =
         absl::StrCat("id: ", event.sequence(), "\ndata: ", ToJson(event), "\n\n");
-    if (!client_gone && !sink.write(message.data(), message.size())) {
+    if (!client_gone && !sink.Write(message)) {
       client_gone = true;
       context.TryCancel();
     }
@@ -607,7 +594,7 @@ void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJo
         status.ok()
             ? std::string("event: end\ndata: {}\n\n")
             : absl::StrCat("event: error\ndata: ", ErrorJson(FromGrpcStatus(status)), "\n\n");
-    sink.write(last.data(), last.size());
+    sink.Write(last);
   }
   queue.Shutdown();
   void* tag = nullptr;
@@ -616,7 +603,7 @@ void HttpApiServer::StreamJobEvents(const std::string& secret, const v1::WatchJo
   }
 }
 
-void HttpApiServer::ServeJobMetrics(const httplib::Request& request, httplib::Response& response,
+void HttpApiServer::ServeJobMetrics(const HttpRequest& request, HttpResponse& response,
                                     const std::string& secret, const std::string& job_id) {
   int64_t after = 0;
   for (const auto& [name, value] : request.params) {
@@ -673,7 +660,7 @@ void HttpApiServer::ServeJobMetrics(const httplib::Request& request, httplib::Re
   ReplyJson(response, std::move(json));
 }
 
-void HttpApiServer::Generate(const httplib::Request& request, httplib::Response& response,
+void HttpApiServer::Generate(const HttpRequest& request, HttpResponse& response,
                              const std::string& secret) {
   v1::GenerateRequest generate;
   if (absl::Status parsed = ParseBody(request, &generate); !parsed.ok()) {
@@ -729,19 +716,13 @@ void HttpApiServer::Generate(const httplib::Request& request, httplib::Response&
       "Content-Disposition",
       absl::StrCat("attachment; filename=\"",
                    DownloadName(absl::StrCat(model.name(), "-v", model.version()), count), "\""));
-  response.set_content_provider(
-      static_cast<size_t>(st.st_size), "application/x-hdf5",
-      [fd](size_t offset, size_t length, httplib::DataSink& sink) {
-        char buffer[1 << 16];
-        const ssize_t n =
-            pread(fd, buffer, std::min(length, sizeof(buffer)), static_cast<off_t>(offset));
-        if (n <= 0) return false;
-        return sink.write(buffer, static_cast<size_t>(n));
-      },
-      [fd](bool) { close(fd); });
+  response.set_header("Content-Type", "application/x-hdf5");
+  // Sent by the listener's event loop: no handler thread waits on a slow download.
+  response.file_fd = fd;
+  response.file_size = static_cast<uint64_t>(st.st_size);
 }
 
-void HttpApiServer::ServeStatic(const httplib::Request& request, httplib::Response& response) {
+void HttpApiServer::ServeStatic(const HttpRequest& request, HttpResponse& response) {
   if (static_files_ == nullptr) {
     return ReplyError(
         response, absl::NotFoundError("this server has no web app: start it with --web-root (the "

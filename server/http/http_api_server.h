@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/http/http_listener.h"
+#include "base/http/http_server.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
@@ -23,13 +23,6 @@
 #include "grpcpp/client_context.h"
 #include "server/backend.h"
 #include "server/http/static_files.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-class DataSink;
-}  // namespace httplib
 
 namespace gantry::server::http {
 
@@ -46,7 +39,12 @@ struct HttpApiOptions {
   std::string temp_dir;
   // Sent as kHttpApiKeyMetadata on every in-process call (see AuthInterceptorFactory).
   std::string in_process_key;
+  // Threads that run requests; a request waits for one only once it has fully arrived, so slow
+  // clients hold none (the listener's event loop reads and writes every connection).
   int handler_threads = 16;
+  // Open connections, in all and from one address (raise the latter behind a reverse proxy).
+  int max_connections = 512;
+  int max_connections_per_ip = 64;
   // Concurrent Server-Sent Event streams (each holds a handler thread), server-wide and per
   // tenant, so that one tenant cannot take them all; 429 above either.
   int max_event_streams = 8;
@@ -70,25 +68,23 @@ class HttpApiServer {
  private:
   HttpApiServer(const HttpApiOptions& options, Backend& backend,
                 std::shared_ptr<grpc::Channel> channel);
-  void AddRoutes(httplib::Server& http);
+  void AddRoutes(HttpRouter& http);
   // A context for an in-process call on behalf of the session `secret`.
   std::unique_ptr<grpc::ClientContext> ContextFor(const std::string& secret,
                                                   absl::Duration timeout) const;
 
   // The session secret of an API request, or false after answering 401 (no or bad session), 403
   // (a write without the session's X-CSRF-Token) or 415 (a body that is not JSON).
-  bool RequireSession(const httplib::Request& request, httplib::Response& response,
-                      std::string* secret);
-  void Login(const httplib::Request& request, httplib::Response& response);
-  void ServeJobEvents(const httplib::Request& request, httplib::Response& response,
-                      const std::string& secret, const std::string& job_id);
+  bool RequireSession(const HttpRequest& request, HttpResponse& response, std::string* secret);
+  void Login(const HttpRequest& request, HttpResponse& response);
+  void ServeJobEvents(const HttpRequest& request, HttpResponse& response, const std::string& secret,
+                      const std::string& job_id);
   void StreamJobEvents(const std::string& secret, const gantry::v1::WatchJobRequest& watch,
-                       httplib::DataSink& sink);
-  void ServeJobMetrics(const httplib::Request& request, httplib::Response& response,
+                       HttpStream& sink);
+  void ServeJobMetrics(const HttpRequest& request, HttpResponse& response,
                        const std::string& secret, const std::string& job_id);
-  void Generate(const httplib::Request& request, httplib::Response& response,
-                const std::string& secret);
-  void ServeStatic(const httplib::Request& request, httplib::Response& response);
+  void Generate(const HttpRequest& request, HttpResponse& response, const std::string& secret);
+  void ServeStatic(const HttpRequest& request, HttpResponse& response);
 
   const HttpApiOptions options_;
   Backend& backend_;
@@ -108,7 +104,7 @@ class HttpApiServer {
   std::map<std::string, int> tenant_event_streams_ ABSL_GUARDED_BY(event_streams_mu_);
   std::atomic<uint64_t> downloads_{0};  // names temporary files
   // Last: destroyed first, so running requests end before what they use goes away.
-  std::unique_ptr<HttpListener> listener_;
+  std::unique_ptr<HttpServer> listener_;
 };
 
 // The web app folder the build installs next to the server (<build>/web for

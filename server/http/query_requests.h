@@ -12,7 +12,7 @@
 
 namespace gantry::server::http {
 
-// Decoded query parameters, in order, repeated names kept (httplib::Params).
+// Decoded query parameters, in order, repeated names kept (HttpRequest::params).
 using QueryParams = std::multimap<std::string, std::string>;
 
 // name, tags=k:v (repeated), metricFilters=NAME<V | NAME<=V | NAME>V | NAME>=V (repeated),

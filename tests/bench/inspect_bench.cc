@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "server/sandboxed_inspector.h"
 #include "showers/hdf5_io.h"
+#include "showers/sandboxed_inspector.h"
 #include "showers/toy_mc.h"
 #include "tests/support/build_paths.h"
 
@@ -41,9 +41,9 @@ Stats Measure(int repeats, Fn&& fn) {
 
 int main(int argc, char** argv) {
   const int repeats = argc > 1 ? std::atoi(argv[1]) : 50;
-  gantry::server::InspectorOptions options;
+  gantry::showers::InspectorOptions options;
   options.binary = GANTRY_INSPECT_BINARY;
-  const gantry::server::SandboxedInspector inspector(options);
+  const gantry::showers::SandboxedInspector inspector(options);
   std::printf(
       "| events | file MiB | in-process median / p90 ms | sandboxed median / p90 ms | added "
       "median ms |\n|---|---|---|---|---|\n");

@@ -25,6 +25,7 @@ EXTERNAL = {
     "cairo": re.compile(r"^cairo(-[a-z]+)?\.h$|^cairo/"),
     "onnx": re.compile(r"^onnx/"),
     "httplib": re.compile(r"^httplib\.h$"),
+    "microhttpd": re.compile(r"^microhttpd\.h$"),
     "eigen": re.compile(r"^(Eigen|unsupported/Eigen)/"),
     "nlopt": re.compile(r"^nlopt\.(h|hpp)$"),
 }
@@ -34,10 +35,8 @@ EXTERNAL = {
 RULES = {
     # base/ uses proto/ only for the vendored google.rpc error model (google/rpc/*.proto).
     "base": ({"base", "proto"}, {"grpc"}),
-    # base/http: the one cpp-httplib listener (bind, serve, stop) the HTTP endpoints share.
-    "base/http": ({"base", "proto"}, {"grpc", "httplib"}),
-    # base/metrics: the /metrics endpoint configures its routes with cpp-httplib.
-    "base/metrics": ({"base", "proto"}, {"grpc", "httplib"}),
+    # base/http: the one HTTP listener (libmicrohttpd) every HTTP endpoint uses.
+    "base/http": ({"base", "proto"}, {"grpc", "microhttpd"}),
     # jobspec: what a job spec means (presets, the model config and its bounds, the job plan),
     # shared by the server and the workers; pure C++ over the proto types.
     "jobspec": ({"proto", "base"}, set()),
@@ -49,9 +48,9 @@ RULES = {
     "server": ({"proto", "base", "jobspec", "showers", "storage", "scheduler"}, {"grpc"}),
     # server/studies: the pure search library (no gRPC, protobuf or storage); Eigen and NLopt.
     "server/studies": ({"base"}, {"eigen", "nlopt"}),
-    # server/http: the HTTP API and web app listener (cpp-httplib).
+    # server/http: the HTTP API and web app routes (on base/http's listener).
     "server/http": ({"proto", "base", "jobspec", "showers", "storage", "scheduler", "server"},
-                    {"grpc", "httplib"}),
+                    {"grpc"}),
     "workers": ({"proto", "base", "jobspec", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "jobspec", "showers"}, {"grpc"}),
     # workers/physics: torch-free validation; Eigen for the classifier two-sample test and the

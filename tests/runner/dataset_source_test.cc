@@ -12,11 +12,13 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/str_cat.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
 #include "showers/hdf5_io.h"
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/build_paths.h"
 #include "tests/support/files.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/holdout_split.h"
@@ -32,6 +34,14 @@ using runner::DatasetSourceOptions;
 using runner::MaterializedDataset;
 
 using ::gantry::testing::ReadFile;
+
+// Options of a DatasetSource whose sandboxed inspections run this build's gantry-inspect.
+DatasetSourceOptions SourceOptions(const std::string& server, const std::string& token,
+                                   const std::string& cache_dir) {
+  DatasetSourceOptions options{server, token, cache_dir};
+  options.inspector.binary = GANTRY_INSPECT;
+  return options;
+}
 
 // Simulates `events` toy showers with `seed`, writes them to `path` and returns them.
 absl::StatusOr<showers::ShowerSet> WriteToyFile(const std::string& path, int64_t events,
@@ -305,7 +315,7 @@ TEST(RankPlanTest, RefusesBadAssignmentsNamingTheField) {
 
 TEST(DatasetSourceTest, ToyMcIsSimulatedAndHashedByItsCanonicalSpec) {
   TempDir dir;
-  DatasetSource source(DatasetSourceOptions{"", "", dir.path()});
+  DatasetSource source(SourceOptions("", "", dir.path()));
   // Key order and defaults do not change the hash: it is taken of the canonical spec.
   absl::StatusOr<MaterializedDataset> a =
       source.Materialize("toymc:layout=25,events=6,seed=4,emin=20,emax=40", "");
@@ -351,7 +361,7 @@ TEST(DatasetSourceTest, FileIsReadAndHashedByItsBytes) {
   const std::string path = dir.File("Ele_toy.h5");
   absl::StatusOr<showers::ShowerSet> set = WriteToyFile(path, 5, 11);
   ASSERT_TRUE(set.ok()) << set.status();
-  DatasetSource source(DatasetSourceOptions{"", "", dir.path()});
+  DatasetSource source(SourceOptions("", "", dir.path()));
   absl::StatusOr<MaterializedDataset> got = source.Materialize("file://" + path, "");
   ASSERT_TRUE(got.ok()) << got.status();
   EXPECT_EQ(got->sha256, Sha256Hex(ReadFile(path)));
@@ -388,7 +398,7 @@ TEST(DatasetSourceTest, FileRootsConfineFileReferences) {
   ASSERT_TRUE(WriteToyFile(path, 4, 12).ok());
   const std::string outside = dir.File("outside_Ele.h5");
   ASSERT_TRUE(WriteToyFile(outside, 4, 13).ok());
-  DatasetSourceOptions options{"", "", dir.File("cache")};
+  DatasetSourceOptions options = SourceOptions("", "", dir.File("cache"));
   options.file_roots = *FileRoots::Parse(dir.File("data"), "file-roots");
   DatasetSource source(options);
 
@@ -414,10 +424,55 @@ TEST(DatasetSourceTest, FileRootsConfineFileReferences) {
             absl::StatusCode::kPermissionDenied);
 
   // No roots (a daemon without --file-roots): every file:// is refused.
-  DatasetSourceOptions closed{"", "", dir.File("cache")};
+  DatasetSourceOptions closed = SourceOptions("", "", dir.File("cache"));
   closed.file_roots = FileRoots();
   EXPECT_EQ(DatasetSource(closed).Materialize("file://" + path, "").status().code(),
             absl::StatusCode::kPermissionDenied);
+}
+
+// A tenant's file is first parsed by gantry-inspect in a sandboxed child: a file that is not a
+// shower file is refused and not cached, and a parser that crashes, floods or hangs costs that
+// child only. Without a helper that starts, nothing is parsed in-process: the dataset fails.
+TEST(DatasetSourceTest, ATenantFileIsInspectedInASandboxedChildFirst) {
+  TempDir dir;
+  const std::string garbage = dir.File("Ele_garbage.h5");
+  std::ofstream(garbage) << std::string(4096, 'x');
+  DatasetSourceOptions options = SourceOptions("", "", dir.File("cache"));
+  absl::StatusOr<MaterializedDataset> refused =
+      DatasetSource(options).Materialize("file://" + garbage, "");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << refused.status();
+  EXPECT_NE(refused.status().message().find("not a usable shower file"), std::string::npos)
+      << refused.status();
+  EXPECT_EQ(refused.status().message().find(dir.File("cache")), std::string::npos)
+      << "no cache paths in messages: " << refused.status();
+
+  options.inspector.binary = GANTRY_MISBEHAVING_INSPECTOR;
+  options.inspector.timeout = absl::Seconds(3);
+  for (const char* mode : {"MODE:segv", "MODE:alloc", "MODE:sleep", "MODE:lies"}) {
+    const std::string hostile = dir.File(absl::StrCat("Ele_", mode + 5, ".h5"));
+    std::ofstream(hostile) << mode << "\n";
+    absl::StatusOr<MaterializedDataset> got =
+        DatasetSource(options).Materialize("file://" + hostile, "");
+    EXPECT_EQ(got.status().code(), absl::StatusCode::kInvalidArgument) << mode << got.status();
+    EXPECT_NE(got.status().message().find("could not be read as HDF5"), std::string::npos)
+        << mode << ": " << got.status();
+  }
+
+  // No helper: the dataset fails (INTERNAL, saying what to fix); a good file is not read here.
+  const std::string good = dir.File("Ele_good.h5");
+  ASSERT_TRUE(WriteToyFile(good, 4, 12).ok());
+  options.inspector.binary = dir.File("no-such-gantry-inspect");
+  absl::StatusOr<MaterializedDataset> unchecked =
+      DatasetSource(options).Materialize("file://" + good, "");
+  EXPECT_EQ(unchecked.status().code(), absl::StatusCode::kInternal) << unchecked.status();
+  EXPECT_NE(unchecked.status().message().find("gantry-inspect"), std::string::npos)
+      << unchecked.status();
+  // With the helper the same file is accepted, and cached once.
+  absl::StatusOr<MaterializedDataset> accepted =
+      DatasetSource(SourceOptions("", "", dir.File("cache"))).Materialize("file://" + good, "");
+  ASSERT_TRUE(accepted.ok()) << accepted.status();
+  EXPECT_EQ(accepted->showers.events(), 4);
+  EXPECT_FALSE(accepted->from_cache);
 }
 
 TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
@@ -425,15 +480,14 @@ TEST(DatasetSourceTest, FileIsCopiedOnceAndAChangedFileIsCopiedAgain) {
   const std::string path = dir.File("Ele_copy.h5");
   absl::StatusOr<showers::ShowerSet> set = WriteToyFile(path, 4, 12);
   ASSERT_TRUE(set.ok()) << set.status();
-  DatasetSource source(DatasetSourceOptions{"", "", dir.File("cache")});
+  DatasetSource source(SourceOptions("", "", dir.File("cache")));
   absl::StatusOr<MaterializedDataset> first = source.Materialize("file://" + path, "");
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->from_cache);
   // A second job: reused from the cache (the source's key comes from the (path, size, mtime)
   // index, so the source is not even hashed again).
   absl::StatusOr<MaterializedDataset> second =
-      DatasetSource(DatasetSourceOptions{"", "", dir.File("cache")})
-          .Materialize("file://" + path, "");
+      DatasetSource(SourceOptions("", "", dir.File("cache"))).Materialize("file://" + path, "");
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_TRUE(second->from_cache);
   EXPECT_EQ(second->local_path, first->local_path);
@@ -457,7 +511,7 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
   TempDir dir;
   const std::string spec = "toymc:layout=51,events=5,seed=8,theta=70:110";
   absl::StatusOr<MaterializedDataset> first =
-      DatasetSource(DatasetSourceOptions{"", "", dir.path()}).Materialize(spec, "");
+      DatasetSource(SourceOptions("", "", dir.path())).Materialize(spec, "");
   ASSERT_TRUE(first.ok()) << first.status();
   EXPECT_FALSE(first->from_cache);
   EXPECT_EQ(first->local_path, dir.path() + "/datasets/" + first->sha256 + ".h5");
@@ -472,7 +526,7 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
   EXPECT_EQ(first->showers.layout, showers::Layout::kVariableAngle3DGan);
   // Another job (another rank process, here another DatasetSource) reads the cached file.
   absl::StatusOr<MaterializedDataset> second =
-      DatasetSource(DatasetSourceOptions{"", "", dir.path()}).Materialize(spec, first->sha256);
+      DatasetSource(SourceOptions("", "", dir.path())).Materialize(spec, first->sha256);
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_TRUE(second->from_cache);
   EXPECT_EQ(second->local_path, first->local_path);
@@ -484,7 +538,7 @@ TEST(DatasetSourceTest, ToyMcIsSimulatedOncePerWorkerAndReadBackFromTheCache) {
   EXPECT_NEAR(second->theta_min_rad, 70 * M_PI / 180, 1e-12);
   EXPECT_EQ(second->energy_max_gev, first->energy_max_gev);
   // Without the events: ranges and the pinned path only.
-  DatasetSourceOptions lean{"", "", dir.path()};
+  DatasetSourceOptions lean = SourceOptions("", "", dir.path());
   lean.load_showers = false;
   absl::StatusOr<MaterializedDataset> third = DatasetSource(lean).Materialize(spec, "");
   ASSERT_TRUE(third.ok()) << third.status();
@@ -581,7 +635,8 @@ TEST_F(RunnerServerTest, UploadedDatasetIsDownloadedIntoTheCacheAndReused) {
   ASSERT_FALSE(dataset.id().empty());
   ASSERT_EQ(dataset.sha256(), Sha256Hex(bytes));
   TempDir cache;
-  DatasetSourceOptions options{server_->address(), WorkerCredential(), cache.path()};
+  DatasetSourceOptions options =
+      SourceOptions(server_->address(), WorkerCredential(), cache.path());
   DatasetSource source(options);
 
   absl::StatusOr<MaterializedDataset> got = source.Materialize(dataset.id(), dataset.sha256());
@@ -597,7 +652,7 @@ TEST_F(RunnerServerTest, UploadedDatasetIsDownloadedIntoTheCacheAndReused) {
   // Without an expected hash the server's announced one is verified and used.
   TempDir cache2;
   absl::StatusOr<MaterializedDataset> announced =
-      DatasetSource(DatasetSourceOptions{server_->address(), options.token, cache2.path()})
+      DatasetSource(SourceOptions(server_->address(), options.token, cache2.path()))
           .Materialize(dataset.id(), "");
   ASSERT_TRUE(announced.ok()) << announced.status();
   EXPECT_EQ(announced->sha256, dataset.sha256());
@@ -606,7 +661,7 @@ TEST_F(RunnerServerTest, UploadedDatasetIsDownloadedIntoTheCacheAndReused) {
   TempDir cache3;
   const std::string wrong(64, 'e');
   absl::StatusOr<MaterializedDataset> mismatch =
-      DatasetSource(DatasetSourceOptions{server_->address(), options.token, cache3.path()})
+      DatasetSource(SourceOptions(server_->address(), options.token, cache3.path()))
           .Materialize(dataset.id(), wrong);
   ASSERT_EQ(mismatch.status().code(), absl::StatusCode::kDataLoss) << mismatch.status();
   EXPECT_NE(mismatch.status().message().find(dataset.id()), std::string::npos);
@@ -640,7 +695,8 @@ TEST_F(RunnerServerTest, CorruptedCacheFileIsDetectedAndDownloadedAgain) {
   std::string bytes;
   const v1::Dataset dataset = UploadToyFile(tenant, "flipped", &bytes);
   TempDir cache;
-  DatasetSourceOptions options{server_->address(), WorkerCredential(), cache.path()};
+  DatasetSourceOptions options =
+      SourceOptions(server_->address(), WorkerCredential(), cache.path());
   options.load_showers = false;
   absl::StatusOr<MaterializedDataset> got =
       DatasetSource(options).Materialize(dataset.id(), dataset.sha256());
@@ -681,12 +737,12 @@ TEST_F(RunnerServerTest, CorruptedCacheFileIsDetectedAndDownloadedAgain) {
 TEST_F(RunnerServerTest, UnknownDatasetAndBadTokenAreRefused) {
   TempDir cache;
   absl::StatusOr<MaterializedDataset> missing =
-      DatasetSource(DatasetSourceOptions{server_->address(), WorkerCredential(), cache.path()})
+      DatasetSource(SourceOptions(server_->address(), WorkerCredential(), cache.path()))
           .Materialize("ds-00000000-0000-0000-0000-000000000000", "");
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kNotFound) << missing.status();
   EXPECT_NE(missing.status().message().find("ds-00000000"), std::string::npos);
   absl::StatusOr<MaterializedDataset> unauthenticated =
-      DatasetSource(DatasetSourceOptions{server_->address(), "gjt_wrong", cache.path()})
+      DatasetSource(SourceOptions(server_->address(), "gjt_wrong", cache.path()))
           .Materialize("ds-00000000-0000-0000-0000-000000000000", "");
   EXPECT_EQ(unauthenticated.status().code(), absl::StatusCode::kUnauthenticated)
       << unauthenticated.status();

@@ -14,8 +14,8 @@
 
 #include "base/sanitizers.h"
 #include "base/sha256.h"
-#include "server/sandboxed_inspector.h"
 #include "showers/hdf5_io.h"
+#include "showers/sandboxed_inspector.h"
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
 #include "tests/showers/hostile_files.h"
@@ -168,14 +168,14 @@ TEST(SandboxedInspectorCapTest, InspectionsBeyondTheCapWaitThenAreUnavailable) {
   const std::string sleeper = dir.File("sleep.h5"), liar = dir.File("lies.h5");
   std::ofstream(sleeper) << "MODE:sleep\n";
   std::ofstream(liar) << "MODE:lies\n";
-  server::InspectorOptions options;
+  showers::InspectorOptions options;
   options.binary = GANTRY_MISBEHAVING_INSPECTOR;
   options.timeout = absl::Seconds(3);
   options.max_concurrent = 1;
   options.queue_wait = absl::Milliseconds(500);
   // ASan's runtime reserves terabytes of address space up front: no address-space limit under it.
   if (kAddressSanitizer) options.limits.address_space_bytes = 0;
-  const server::SandboxedInspector inspector(options);
+  const showers::SandboxedInspector inspector(options);
   auto hung = std::async(std::launch::async,
                          [&] { return inspector.Inspect(sleeper, "hung.h5").status(); });
   std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the hung child is running

@@ -479,6 +479,17 @@ TEST_F(ServerHttpTest, EventStreamCapsOutsideTheirRangeAreUsageErrors) {
   }
 }
 
+TEST_F(ServerHttpTest, ConnectionLimitsOutsideTheirRangeAreUsageErrors) {
+  for (const char* bad : {"--http-max-connections=0", "--http-max-connections=65537",
+                          "--http-max-connections-per-ip=0", "--http-max-connections-per-ip=513"}) {
+    std::vector<std::string> args = StandardArgs();
+    args.push_back(bad);
+    std::string output;
+    EXPECT_EQ(ServerProcess::RunToExit(args, &output), 2) << bad << ": " << output;
+    EXPECT_NE(output.find("--http-max-connections"), std::string::npos) << output;
+  }
+}
+
 // An open job event stream read on a thread of its own until the server ends it.
 class EventStreamReader {
  public:

@@ -160,6 +160,70 @@ TEST_F(ServerQuotaTest, ConcurrentJobsAreLimitedByTheDefaultAndByAnOverride) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED) << Describe(s);
 }
 
+TEST_F(ServerQuotaTest, UploadsUnderWayAndRefusedUploadsCountAgainstStoredBytes) {
+  const std::string bytes = ShowerFileBytes(4);
+  const int64_t limit = bytes.size() * 3 / 2;
+  Restart({"--tenant-max-dataset-bytes=" + std::to_string(limit), "--blob-gc-grace-ms=3000"});
+  // An upload under way holds its bytes: a second one beside it would pass the limit.
+  auto ctx = Ctx(token_, 30000);
+  v1::Dataset held;
+  auto writer = datasets_->UploadDataset(ctx.get(), &held);
+  v1::UploadDatasetRequest header;
+  header.mutable_header()->set_name("under-way");
+  header.mutable_header()->set_size_bytes(bytes.size());
+  header.mutable_header()->set_file_name("Ele_quota.h5");
+  ASSERT_TRUE(writer->Write(header));
+  v1::UploadDatasetRequest part;
+  part.set_chunk(bytes.substr(0, 100));
+  ASSERT_TRUE(writer->Write(part));
+  // Another upload beside it is refused, counting the bytes under way. (The server reads the held
+  // upload's header a moment later than the client sends it: one beside may go through first.)
+  const std::string under_way =
+      "and " + std::to_string(bytes.size()) + " bytes in uploads under way";
+  grpc::Status beside;
+  int attempts = 0;
+  ASSERT_TRUE(Eventually([&] {
+    beside = Upload(token_, "beside-" + std::to_string(++attempts), bytes);
+    return beside.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED &&
+           Mentions(beside, under_way);
+  })) << Describe(beside);
+  writer->WritesDone();
+  grpc::Status held_status = writer->Finish();
+  EXPECT_EQ(held_status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(held_status);
+  v1::DeleteDatasetResponse deleted;
+  for (int i = 1; i <= attempts; ++i) {
+    v1::DeleteDatasetRequest del;
+    del.set_dataset_id("beside-" + std::to_string(i));
+    datasets_->DeleteDataset(Ctx(token_).get(), del, &deleted);  // the ones that went through
+  }
+  // Its bytes come back when it ends.
+  grpc::Status after;
+  ASSERT_TRUE(Eventually([&] {
+    after = Upload(token_, "after", bytes);
+    return after.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED;
+  }));
+  ASSERT_TRUE(after.ok()) << Describe(after);
+  v1::DeleteDatasetRequest del;
+  del.set_dataset_id("after");
+  ASSERT_TRUE(datasets_->DeleteDataset(Ctx(token_).get(), del, &deleted).ok());
+
+  // A refused upload's blob stays until the blob collector's grace passes, and counts until then.
+  std::string garbage(bytes.size(), 'g');
+  grpc::Status refused = Upload(token_, "garbage", garbage);
+  ASSERT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << Describe(refused);
+  grpc::Status blocked = Upload(token_, "blocked", bytes);
+  EXPECT_EQ(blocked.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << Describe(blocked);
+  EXPECT_TRUE(Mentions(blocked, "refused recently")) << blocked.error_message();
+  grpc::Status later;
+  EXPECT_TRUE(Eventually(
+      [&] {
+        later = Upload(token_, "later", bytes);
+        return later.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED;
+      },
+      10000));
+  EXPECT_TRUE(later.ok()) << Describe(later);
+}
+
 TEST_F(ServerQuotaTest, StoredDatasetBytesAreLimited) {
   const std::string bytes = ShowerFileBytes(4);
   const int64_t limit = bytes.size() * 3 / 2;
@@ -363,8 +427,7 @@ TEST_F(ServerQuotaTest, TenantCallsCannotTakeTheWorkersThreads) {
   for (std::thread& t : threads) t.join();
   EXPECT_GT(exhausted.load(), 0) << "the main listener is full";
   // The workers' listener has threads of its own: a worker registers and opens its stream.
-  auto worker_channel =
-      grpc::CreateChannel("127.0.0.1:45031", grpc::InsecureChannelCredentials());
+  auto worker_channel = grpc::CreateChannel("127.0.0.1:45031", grpc::InsecureChannelCredentials());
   DriverWorker steady(worker_channel, join_, "steady", 1);
   EXPECT_TRUE(steady.status().ok()) << Describe(steady.status());
   for (Watch& w : watches) w.ctx->TryCancel();

@@ -54,9 +54,12 @@ std::map<std::string, std::string> RangeAttributes(double emin, double emax, boo
   return a;
 }
 
-// Checks that `path` is a shower file and returns its ranges as attributes; removes it if not.
-absl::StatusOr<std::map<std::string, std::string>> InspectFilled(const std::string& path) {
-  absl::StatusOr<showers::DatasetInfo> info = showers::InspectShowerFile(path);
+}  // namespace
+
+absl::StatusOr<std::map<std::string, std::string>> DatasetSource::InspectFilled(
+    const std::string& path, const std::string& shown) const {
+  const showers::SandboxedInspector inspector(options_.inspector);
+  absl::StatusOr<showers::DatasetInfo> info = inspector.Inspect(path, shown);
   if (!info.ok()) {
     std::error_code ec;
     fs::remove(path, ec);
@@ -68,10 +71,11 @@ absl::StatusOr<std::map<std::string, std::string>> InspectFilled(const std::stri
 
 // Reads the ranges back from the entry's attributes (or inspects the file for an entry that has
 // none).
-absl::Status SetRanges(const DatasetCacheEntry& entry, MaterializedDataset& d) {
+absl::Status DatasetSource::SetRanges(const DatasetCacheEntry& entry, const std::string& shown,
+                                      MaterializedDataset& d) const {
   std::map<std::string, std::string> a = entry.attributes;
   if (!a.count("energy_min_gev")) {
-    ASSIGN_OR_RETURN(a, InspectFilled(entry.path));
+    ASSIGN_OR_RETURN(a, InspectFilled(entry.path, shown));
   }
   auto get = [&a](const char* name, double* v) {
     auto it = a.find(name);
@@ -83,6 +87,8 @@ absl::Status SetRanges(const DatasetCacheEntry& entry, MaterializedDataset& d) {
   get("theta_max_rad", &d.theta_max_rad);
   return absl::OkStatus();
 }
+
+namespace {
 
 absl::Status CheckExpected(const std::string& reference, const std::string& key,
                            const std::string& expected_sha256) {
@@ -125,8 +131,8 @@ class OpenSource {
     const int fd = ::open(resolved.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) {
       return errno == ENOENT ? absl::NotFoundError(absl::StrCat(resolved, " does not exist"))
-                             : absl::PermissionDeniedError(
-                                   absl::StrCat(resolved, " cannot be opened: ", std::strerror(errno)));
+                             : absl::PermissionDeniedError(absl::StrCat(
+                                   resolved, " cannot be opened: ", std::strerror(errno)));
     }
     return std::unique_ptr<OpenSource>(new OpenSource(fd));
   }
@@ -260,7 +266,9 @@ absl::StatusOr<MaterializedDataset> DatasetSource::Materialize(
   out.sha256 = lease->entry().key;
   out.local_path = lease->path();
   out.from_cache = !lease->filled();
-  if (absl::Status s = SetRanges(lease->entry(), out); !s.ok()) return Annotate(s, reference);
+  if (absl::Status s = SetRanges(lease->entry(), reference, out); !s.ok()) {
+    return Annotate(s, reference);
+  }
   out.lease = std::make_shared<const DatasetCache::Lease>(*std::move(lease));
   if (options_.load_showers) {
     // Every rank reads the same cached bytes, whoever filled them.
@@ -342,7 +350,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
   fill.fill = [&](const std::string& part) -> absl::StatusOr<std::map<std::string, std::string>> {
     // No hashing here: the cache hashes the filled bytes against the key itself.
     RETURN_IF_ERROR(CopyFile(read_path, part, /*hasher=*/nullptr));
-    return InspectFilled(part);
+    return InspectFilled(part, reference);
   };
   // The key without reading the source: the assignment's hash, else the index of sources hashed
   // before (same size, mtime and inode). Ranks of one worker look the index up one at a time, so
@@ -377,7 +385,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
       return absl::UnavailableError(
           absl::StrCat("cannot move ", staging, ": ", rename_ec.message()));
     }
-    return InspectFilled(part);
+    return InspectFilled(part, reference);
   };
   absl::StatusOr<DatasetCache::Lease> lease = cache.Acquire(*sha, fill);
   fs::remove(staging, ec);  // still there when the entry was cached already
@@ -408,7 +416,7 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromServer(DatasetCache& cach
     absl::StatusOr<std::string> announced = Download(reference, part, &bytes);
     *downloaded += bytes;
     if (!announced.ok()) return announced.status();
-    return InspectFilled(part);
+    return InspectFilled(part, reference);
   };
   absl::StatusOr<DatasetCache::Lease> lease = cache.Acquire(key, fill);
   if (!lease.ok() && lease.status().code() == absl::StatusCode::kDataLoss &&

@@ -25,6 +25,7 @@
 #include "absl/time/time.h"
 #include "base/file_roots.h"
 #include "base/tls_config.h"
+#include "showers/sandboxed_inspector.h"
 #include "showers/shower_set.h"
 #include "workers/runner/dataset_cache.h"
 
@@ -49,7 +50,23 @@ struct DatasetSourceOptions {
   // --file-roots (none by default: file:// is refused).
   std::optional<FileRoots> file_roots;
   std::vector<std::string> denied_dirs;  // e.g. the daemon's scratch root
-  TlsConfig tls;  // how to reach the server (plaintext without a CA)
+  TlsConfig tls;                         // how to reach the server (plaintext without a CA)
+  // The first parse of a file a tenant provided (file://, ds-) when it enters the cache: always
+  // in a sandboxed gantry-inspect child (showers/sandboxed_inspector.h), never in this process; a
+  // helper that does not start fails the dataset (INTERNAL). Its binary defaults to gantry-inspect
+  // next to the running binary (the build and the images put it next to gantry-worker).
+  showers::InspectorOptions inspector = WorkerInspectorOptions();
+
+  static showers::InspectorOptions WorkerInspectorOptions() {
+    showers::InspectorOptions o;
+    o.subject = "the dataset file";
+    o.binary_setting = "that gantry-inspect is installed next to gantry-worker";
+    o.concurrency_setting = "ranks of this worker filling its cache at once";
+    o.max_concurrent = 64;
+    o.queue_wait = absl::Minutes(10);
+    o.timeout = absl::Minutes(10);  // a file of many GB is read through once
+    return o;
+  }
 };
 
 struct MaterializedDataset {
@@ -95,6 +112,12 @@ class DatasetSource {
                                                  int64_t* downloaded) const;
   // The sha256 the server announces for dataset `id` (first chunk of a ReadDataset stream).
   absl::StatusOr<std::string> ProbeSha256(const std::string& id) const;
+  // The ranges of a file just put in the cache, from its sandboxed inspection (named `shown` in
+  // messages); removes the file when the inspection refuses it.
+  absl::StatusOr<std::map<std::string, std::string>> InspectFilled(const std::string& path,
+                                                                   const std::string& shown) const;
+  absl::Status SetRanges(const DatasetCacheEntry& entry, const std::string& shown,
+                         MaterializedDataset& d) const;
   // Streams dataset `id` into `part` (resuming after its current size) and returns the sha256
   // announced by the server.
   absl::StatusOr<std::string> Download(const std::string& id, const std::string& part,

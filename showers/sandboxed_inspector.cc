@@ -1,4 +1,4 @@
-#include "server/sandboxed_inspector.h"
+#include "showers/sandboxed_inspector.h"
 
 #include <unistd.h>
 
@@ -9,7 +9,7 @@
 #include "base/log.h"
 #include "showers/inspection_report.h"
 
-namespace gantry::server {
+namespace gantry::showers {
 namespace {
 
 // The user's file name as messages quote it: printable, at most 200 characters.
@@ -40,28 +40,29 @@ SandboxedInspector::SandboxedInspector(InspectorOptions options) : options_(std:
   }
 }
 
-absl::StatusOr<showers::DatasetInfo> SandboxedInspector::Inspect(
-    const std::string& path, const std::string& file_name) const {
+absl::StatusOr<DatasetInfo> SandboxedInspector::Inspect(const std::string& path,
+                                                        const std::string& file_name) const {
   const std::string shown = Quoted(file_name);
   {
     absl::MutexLock lock(&mu_);
     if (!mu_.AwaitWithTimeout(absl::Condition(this, &SandboxedInspector::HasRoom),
                               options_.queue_wait)) {
       return absl::UnavailableError(absl::StrCat(
-          "the server is inspecting ", running_, " other uploads (its limit, --inspect-concurrency) "
-          "and could not start on ", shown, " within ", absl::FormatDuration(options_.queue_wait),
-          "; upload it again in a minute"));
+          "already inspecting ", running_, " other files (the limit, ",
+          options_.concurrency_setting, "); could not start on ", options_.subject, " ", shown,
+          " within ", absl::FormatDuration(options_.queue_wait), "; try again in a minute"));
     }
     ++running_;
   }
-  absl::StatusOr<showers::DatasetInfo> info = RunInspection(path, file_name, shown);
+  absl::StatusOr<DatasetInfo> info = RunInspection(path, file_name, shown);
   absl::MutexLock lock(&mu_);
   --running_;
   return info;
 }
 
-absl::StatusOr<showers::DatasetInfo> SandboxedInspector::RunInspection(
-    const std::string& path, const std::string& file_name, const std::string& shown) const {
+absl::StatusOr<DatasetInfo> SandboxedInspector::RunInspection(const std::string& path,
+                                                              const std::string& file_name,
+                                                              const std::string& shown) const {
   SandboxRequest request;
   request.binary = options_.binary;
   // The child names the file by a token that is replaced here, so the client's name never passes
@@ -74,25 +75,27 @@ absl::StatusOr<showers::DatasetInfo> SandboxedInspector::RunInspection(
   request.max_output_bytes = 16 << 10;
   absl::StatusOr<SandboxResult> run = SandboxedProcess::RunOnFile(path, std::move(request));
   if (absl::IsNotFound(run.status())) {
-    GANTRY_LOG(ERROR) << "inspect: cannot open the stored upload " << path;
+    GANTRY_LOG(ERROR) << "inspect: cannot open " << path;
     return absl::InternalError(
-        absl::StrCat("the uploaded file ", shown, " could not be opened for inspection"));
+        absl::StrCat(options_.subject, " ", shown, " could not be opened for inspection"));
   }
   if (!run.ok()) {
     GANTRY_LOG(ERROR) << "inspect: " << run.status();
-    return absl::InternalError(
-        "the server cannot inspect uploads right now (its inspection helper does not start); "
-        "ask the operator to check gantry-server's --inspect-binary");
+    return absl::InternalError(absl::StrCat(
+        options_.subject, " ", shown,
+        " was not read: its inspection helper (gantry-inspect) does not start here; ask the "
+        "operator to check ",
+        options_.binary_setting));
   }
   if (!run->exited || run->exit_code != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "the uploaded file ", shown, " could not be read as HDF5: the inspection stopped because ",
+        options_.subject, " ", shown, " could not be read as HDF5: the inspection stopped because ",
         SandboxedProcess::Describe(*run),
-        "; the file is damaged or asks for more than the server allows"));
+        "; the file is damaged or asks for more than is allowed"));
   }
-  absl::StatusOr<showers::DatasetInfo> info = showers::ParseInspectionReport(run->output);
+  absl::StatusOr<DatasetInfo> info = ParseInspectionReport(run->output);
   if (absl::IsInternal(info.status())) {
-    return absl::InvalidArgumentError(absl::StrCat("the uploaded file ", shown,
+    return absl::InvalidArgumentError(absl::StrCat(options_.subject, " ", shown,
                                                    " could not be read as HDF5: the inspection "
                                                    "gave no usable answer"));
   }
@@ -103,8 +106,8 @@ absl::StatusOr<showers::DatasetInfo> SandboxedInspector::RunInspection(
     }
     return absl::InvalidArgumentError(absl::StrCat("file: not a usable shower file: ", message));
   }
-  if (info->particle.empty()) info->particle = showers::ParticleFromFileName(file_name);
+  if (info->particle.empty()) info->particle = ParticleFromFileName(file_name);
   return info;
 }
 
-}  // namespace gantry::server
+}  // namespace gantry::showers
