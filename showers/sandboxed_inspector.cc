@@ -1,11 +1,10 @@
 #include "showers/sandboxed_inspector.h"
 
-#include <unistd.h>
-
 #include <iostream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/executable_dir.h"
 #include "base/log.h"
 #include "showers/inspection_report.h"
 
@@ -25,12 +24,8 @@ std::string Quoted(const std::string& name) {
 }  // namespace
 
 std::string DefaultInspectBinary() {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "gantry-inspect";
-  std::string dir(self, static_cast<size_t>(n));
-  dir.resize(dir.find_last_of('/') + 1);
-  return dir + "gantry-inspect";
+  const std::string dir = ExecutableDir();
+  return dir.empty() ? "gantry-inspect" : dir + "/gantry-inspect";
 }
 
 SandboxedInspector::SandboxedInspector(InspectorOptions options) : options_(std::move(options)) {

@@ -30,12 +30,20 @@ namespace gantry {
 
 // ---- request and response -------------------------------------------------------------------
 
-std::string HttpRequest::header(absl::string_view name) const {
+namespace {
+
+// The first header of that name (ASCII case-insensitive), or "".
+std::string FindHeader(const std::vector<std::pair<std::string, std::string>>& headers,
+                       absl::string_view name) {
   for (const auto& [key, value] : headers) {
     if (absl::EqualsIgnoreCase(key, name)) return value;
   }
   return "";
 }
+
+}  // namespace
+
+std::string HttpRequest::header(absl::string_view name) const { return FindHeader(headers, name); }
 
 std::string HttpRequest::param(absl::string_view name) const {
   auto it = params.find(std::string(name));
@@ -56,12 +64,7 @@ void HttpResponse::set_header(absl::string_view name, absl::string_view value) {
   headers.emplace_back(std::string(name), std::string(value));
 }
 
-std::string HttpResponse::header(absl::string_view name) const {
-  for (const auto& [key, value] : headers) {
-    if (absl::EqualsIgnoreCase(key, name)) return value;
-  }
-  return "";
-}
+std::string HttpResponse::header(absl::string_view name) const { return FindHeader(headers, name); }
 
 void HttpResponse::set_content(std::string content, absl::string_view content_type) {
   body = std::move(content);
@@ -253,6 +256,18 @@ void FreeStream(void* cls) {
   auto* body = static_cast<std::shared_ptr<StreamBody>*>(cls);
   (*body)->Gone();
   delete body;
+}
+
+// MHD_KeyValueIteratorN: adds one header or query parameter to the HttpRequest's `Field`.
+template <typename Container, Container HttpRequest::*Field>
+MHD_Result CollectValue(void* cls, MHD_ValueKind, const char* key, size_t key_size,
+                        const char* value, size_t value_size) {
+  Container& values = static_cast<HttpRequest*>(cls)->*Field;
+  values.insert(
+      values.end(),  // in arrival order
+      typename Container::value_type(std::string(key, key_size),
+                                     value == nullptr ? "" : std::string(value, value_size)));
+  return MHD_YES;
 }
 
 // Percent-decoding of the path and the query, except %00: a NUL is kept as the text "%00", so no
@@ -468,24 +483,12 @@ MHD_Result HttpServer::Impl::Answer(MHD_Connection* connection, Exchange& exchan
   if (request.method.empty()) {  // the first call: request line and headers are in
     request.method = method;
     request.path = url;
-    MHD_get_connection_values_n(
-        connection, MHD_HEADER_KIND,
-        [](void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
-           size_t value_size) {
-          static_cast<HttpRequest*>(cls)->headers.emplace_back(
-              std::string(key, key_size), value == nullptr ? "" : std::string(value, value_size));
-          return MHD_YES;
-        },
-        &request);
-    MHD_get_connection_values_n(
-        connection, MHD_GET_ARGUMENT_KIND,
-        [](void* cls, MHD_ValueKind, const char* key, size_t key_size, const char* value,
-           size_t value_size) {
-          static_cast<HttpRequest*>(cls)->params.emplace(
-              std::string(key, key_size), value == nullptr ? "" : std::string(value, value_size));
-          return MHD_YES;
-        },
-        &request);
+    MHD_get_connection_values_n(connection, MHD_HEADER_KIND,
+                                &CollectValue<decltype(request.headers), &HttpRequest::headers>,
+                                &request);
+    MHD_get_connection_values_n(connection, MHD_GET_ARGUMENT_KIND,
+                                &CollectValue<decltype(request.params), &HttpRequest::params>,
+                                &request);
     uint64_t declared = 0;
     const std::string length = request.header("Content-Length");
     if (!length.empty() &&

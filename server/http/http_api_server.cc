@@ -14,6 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/executable_dir.h"
 #include "base/grpc_status.h"
 #include "base/json_string.h"
 #include "base/log.h"
@@ -214,11 +215,8 @@ v1::ModelVersion ValidationOf(const v1::ModelVersion& model) {
 }  // namespace
 
 std::string DefaultWebRoot() {
-  char self[4096];
-  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n <= 0) return "";
-  std::string dir(self, static_cast<size_t>(n));
-  dir.resize(dir.find_last_of('/'));                                       // <build>/server
+  const std::string dir = ExecutableDir();  // <build>/server
+  if (dir.empty()) return "";
   const std::string root = dir.substr(0, dir.find_last_of('/')) + "/web";  // <build>/web
   struct stat st;
   return stat((root + "/index.html").c_str(), &st) == 0 ? root : "";
