@@ -134,11 +134,35 @@ class Gan:
             self.go.step()
 
 
+def generate(gan, a, batch, sync):
+    z, _ = gan.noise(batch)
+    g = gan.g
+    if a.variant == "script":
+        with torch.no_grad():
+            g = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(gan.g, z)))
+    if a.variant.startswith("compile"):
+        g = torch.compile(gan.g)
+    bf16 = a.variant.endswith("bf16")
+    autocast = torch.autocast(gan.dev.type, dtype=torch.bfloat16, enabled=bf16)
+    with torch.inference_mode(), autocast:
+        for _ in range(a.warmup):
+            g(z)
+        sync()
+        t = time.perf_counter()
+        for _ in range(a.iters):
+            g(z)
+        sync()
+        dt = time.perf_counter() - t
+    print(f"RESULT generate {a.preset} {1000.0 * dt / (a.iters * batch):.4g} ms/shower"
+          f" ({a.variant}, batch {batch})", flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("mode", choices=["generate", "train"])
     ap.add_argument("--preset", default="3dgan-25")
-    ap.add_argument("--batch", type=int, default=128)
+    ap.add_argument("--batch", default="128",
+                    help="a batch, or (generate) several separated by commas, run one after another")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--iters", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
@@ -158,29 +182,12 @@ def main():
 
     if a.mode == "generate":
         gan.g.eval()
-        z, _ = gan.noise(a.batch)
-        g = gan.g
-        if a.variant == "script":
-            with torch.no_grad():
-                g = torch.jit.optimize_for_inference(torch.jit.freeze(torch.jit.trace(gan.g, z)))
-        if a.variant.startswith("compile"):
-            g = torch.compile(gan.g)
-        bf16 = a.variant.endswith("bf16")
-        autocast = torch.autocast(gan.dev.type, dtype=torch.bfloat16, enabled=bf16)
-        with torch.inference_mode(), autocast:
-            for _ in range(a.warmup):
-                g(z)
-            sync()
-            t = time.perf_counter()
-            for _ in range(a.iters):
-                g(z)
-            sync()
-            dt = time.perf_counter() - t
-        print(f"RESULT generate {a.preset} {1000.0 * dt / (a.iters * a.batch):.3f} ms/shower"
-              f" ({a.variant})")
+        for batch in [int(b) for b in a.batch.split(",")]:
+            generate(gan, a, batch, sync)
     else:
-        images = torch.rand(a.batch, 1, 25, 25, 25, device=gan.dev) * 0.01
-        e100 = torch.empty(a.batch, 1, device=gan.dev).uniform_(0.1, 5.0)
+        batch = int(a.batch)
+        images = torch.rand(batch, 1, 25, 25, 25, device=gan.dev) * 0.01
+        e100 = torch.empty(batch, 1, device=gan.dev).uniform_(0.1, 5.0)
         for _ in range(a.warmup):
             gan.step(images, e100)
         sync()
@@ -189,7 +196,7 @@ def main():
             gan.step(images, e100)
         sync()
         dt = time.perf_counter() - t
-        print(f"RESULT train {a.preset} {a.iters * a.batch / dt:.2f} samples/s")
+        print(f"RESULT train {a.preset} {a.iters * batch / dt:.2f} samples/s")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/gan/test_data.h"
+#include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
@@ -157,6 +158,32 @@ TEST(DeviceTest, CheckpointsLoadOntoTheCpuAndGenerationFollowsTheModel) {
       ShowerGenerator::Load(path, MissingCudaDevice());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition) << missing.status();
+  std::remove(path.c_str());
+}
+
+// bfloat16 is asked of the device a generator runs on: a CPU generator asks the CPU, whatever GPU
+// the machine has; a GPU is answered by the CUDA build alone.
+TEST(DeviceTest, Bf16SupportIsAnsweredForTheGeneratorsDevice) {
+  const std::string path = TempPath("bf16");
+  ASSERT_TRUE(WriteCheckpoint(path, *NewTrainingState(*PresetConfig("tiny"), 2)).ok());
+  absl::StatusOr<std::unique_ptr<ShowerGenerator>> on_cpu = ShowerGenerator::Load(path);
+  ASSERT_TRUE(on_cpu.ok()) << on_cpu.status();
+  EXPECT_EQ((*on_cpu)->bf16_support(), Bf16Support(Bf16Device::kCpu));
+  EXPECT_EQ(Bf16Support(), Bf16Support(Bf16Device::kCpu));
+  const absl::Status gpu = Bf16Support(Bf16Device::kGpu);
+  if (!torch::cuda::is_available()) {
+    EXPECT_EQ(gpu.code(), absl::StatusCode::kFailedPrecondition) << gpu;
+    EXPECT_NE(gpu.message().find("PRECISION_FP32"), std::string::npos) << gpu;
+    std::printf("no CUDA device here: the GPU answer is the refusal (%s)\n",
+                std::string(gpu.message()).c_str());
+  }
+  // The refusal a CPU generator gives for bfloat16 is the CPU's, not the GPU's.
+  const absl::Status cpu = Bf16Support(Bf16Device::kCpu);
+  GenerationRequest request;
+  request.energy_gev = {50.0f};
+  request.precision = GenerationPrecision::kBFloat16;
+  absl::StatusOr<showers::ShowerSet> generated = (*on_cpu)->Generate(request);
+  EXPECT_EQ(generated.status(), cpu);
   std::remove(path.c_str());
 }
 

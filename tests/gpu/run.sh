@@ -26,11 +26,16 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,dri
 torch_cmake="$("$python" -c 'import torch.utils; print(torch.utils.cmake_prefix_path)')"
 torch_include="$("$python" -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "include"))')"
 extra="$prefix/usr/include/x86_64-linux-gnu"
-nccl="$("$python" -c 'import os, nvidia.nccl as n; print(os.path.join(list(n.__path__)[0], "include"))' 2>/dev/null || true)"
-[[ -n "$nccl" && -f "$nccl/nccl.h" ]] && extra="$extra;$nccl"
+# The nvidia wheels' layout differs between CUDA majors (nvidia/nccl, nvidia/cu13): look for it.
+site="$("$python" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))')"
+nccl_h="$(find "$site/nvidia" -name nccl.h -path "*include*" 2>/dev/null | head -1 || true)"
+[[ -n "$nccl_h" ]] && extra="$extra;$(dirname "$nccl_h")"
+echo "nccl.h: ${nccl_h:-not found}"
 gloo=""
 [[ -f "$torch_include/gloo/algorithm.h" ]] && gloo="$torch_include"
-build="${GANTRY_GPU_BUILD_DIR:-$PWD/var/gpu-build$([[ $cpu == 1 ]] && echo -cpu)}"
+suffix=""
+[[ $cpu == 1 ]] && suffix=-cpu
+build="${GANTRY_GPU_BUILD_DIR:-$PWD/var/gpu-build$suffix}"
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 configure() {
@@ -41,31 +46,62 @@ configure() {
     -DGANTRY_WITH_CUDA="$([[ $cpu == 1 ]] && echo OFF || echo ON)" -DCMAKE_CXX_STANDARD="$1" >/dev/null
 }
 start=$SECONDS
-# C++17 as gantry; a LibTorch that asks for a newer standard gets it.
-if ! { configure 17 && cmake --build "$build" -j "$(nproc)"; }; then
-  echo "== the C++17 build failed; trying C++20"
-  configure 20 && cmake --build "$build" -j "$(nproc)"
+# C++17 as gantry, unless that LibTorch's headers demand C++20 (newer ones #error below it).
+standard=17
+if [[ -n "${GANTRY_GPU_CXX_STANDARD:-}" ]]; then
+  standard="$GANTRY_GPU_CXX_STANDARD"
+elif grep -qs "C++20 or later" "$torch_include/ATen/ATen.h" "$torch_include/torch/all.h" \
+  "$torch_include/c10/macros/Macros.h" "$torch_include/c10/util/C++17.h"; then
+  standard=20
+fi
+echo "== C++$standard"
+keep_going=()
+[[ ${#generator[@]} -gt 0 ]] && keep_going=(-- -k 0)  # every compile error in one run
+if ! configure "$standard"; then
+  find "$build" -name CMakeError.log -exec tail -40 {} \; 2>/dev/null
+  exit 3
+fi
+if ! cmake --build "$build" -j "$(nproc)" "${keep_going[@]}" >"$out/build.log" 2>&1; then
+  if [[ $standard == 17 ]] && grep -q "C++20" "$out/build.log"; then
+    echo "== the headers ask for C++20: building again"
+    configure 20 && cmake --build "$build" -j "$(nproc)" "${keep_going[@]}" >"$out/build.log" 2>&1 ||
+      { grep -E "error:|undefined reference|Error [0-9]" "$out/build.log" | head -80; exit 3; }
+  else
+    grep -E "error:|undefined reference|Error [0-9]" "$out/build.log" | head -80
+    exit 3
+  fi
 fi
 echo "== built gpu_check in $((SECONDS - start)) s"
 
+# Abseil and OpenSSL from the carried prefix (the build's rpath names the system's first).
+export LD_LIBRARY_PATH="$prefix/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
 if [[ $cpu == 1 ]]; then
   "$build/gpu_check" --device=cpu --quick || status=$?
   echo "== exit $status"
   exit "$status"
 fi
-"$build/gpu_check" --device=cuda:0 || status=$?
+timeout 300 "$build/gpu_check" --device=cuda:0 || status=$?
 
-# The same networks in that PyTorch: eager and torch.compile, FP32 and BF16.
-echo "== PyTorch side by side"
+# The same networks in that PyTorch: eager and torch.compile, FP32 and BF16, one process per
+# variant (one import, one compilation per shape), each bounded so that the whole run ends by
+# GANTRY_GPU_DEADLINE_S (default 470 s after the start; 0 runs none of them); what did not run is
+# said.
+deadline="${GANTRY_GPU_DEADLINE_S:-470}"
+bounded() {  # bounded <seconds at most> <label> command...
+  local most="$1" label="$2" left=$((deadline - SECONDS))
+  shift 2
+  if ((left < 15)); then echo "RESULT $label NOT RUN (deadline)"; return; fi
+  timeout "$((left < most ? left : most))" "$@" || echo "RESULT $label FAILED or ran out of time"
+}
+echo "== PyTorch side by side ($((deadline - SECONDS)) s left)"
 bench=tests/bench/pytorch_3dgan.py
-for variant in eager compile autocast-bf16 compile-bf16; do
-  for batch in 128 512 1024 2048 4096; do
-    "$python" "$bench" generate --device cuda --preset 3dgan-25 --batch "$batch" --iters 20 \
-      --warmup 3 --variant "$variant" || echo "RESULT generate 3dgan-25 batch $batch $variant FAILED"
-  done
+bounded 60 floors "$python" tests/gpu/device_floors.py --device cuda
+bounded 60 "train 3dgan-25" "$python" "$bench" train --device cuda --preset 3dgan-25 --batch 128 \
+  --iters 20 --warmup 3
+for variant in eager autocast-bf16 compile-bf16 compile; do
+  bounded 90 "generate 3dgan-25 $variant" "$python" "$bench" generate --device cuda \
+    --preset 3dgan-25 --batch 128,512,1024,2048,4096 --iters 20 --warmup 3 --variant "$variant"
 done
-"$python" "$bench" train --device cuda --preset 3dgan-25 --batch 128 --iters 20 --warmup 3 ||
-  echo "RESULT train 3dgan-25 FAILED"
 echo "== exit $status"
 exit "$status"

@@ -36,15 +36,22 @@ bool CpuHasBf16() {
   return (avx512_bf16 && avx512_state) || amx_bf16;
 }
 
-absl::Status HardwareSupport() {
+absl::Status GpuSupport() {
 #ifdef GANTRY_WITH_CUDA
-  // CUDA path (built only against a CUDA LibTorch; not exercised on the CPU build machines).
-  if (torch::cuda::is_available()) {
-    if (at::cuda::getCurrentDeviceProperties()->major >= 8) return absl::OkStatus();
-    return absl::FailedPreconditionError(
-        "this worker's GPU lacks bfloat16 support (compute capability 8.0+); use PRECISION_FP32");
+  // Built only against a CUDA LibTorch (tests/gpu checks it on a GPU).
+  if (!torch::cuda::is_available()) {
+    return absl::FailedPreconditionError("this worker has no usable CUDA device; use PRECISION_FP32");
   }
+  if (at::cuda::getCurrentDeviceProperties()->major >= 8) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      "this worker's GPU lacks bfloat16 support (compute capability 8.0+); use PRECISION_FP32");
+#else
+  return absl::FailedPreconditionError(
+      "this gantry-worker was built without CUDA (GANTRY_WITH_CUDA); use PRECISION_FP32");
 #endif
+}
+
+absl::Status CpuSupport() {
   if (!CpuHasBf16()) return absl::FailedPreconditionError(kNoHardware);
   if (!at::hasMKLDNN()) {
     return absl::FailedPreconditionError(
@@ -56,13 +63,17 @@ absl::Status HardwareSupport() {
 
 }  // namespace
 
-absl::Status Bf16Support() {
+absl::Status Bf16Support(Bf16Device device) {
   const char* pretend = std::getenv(kPretendNoBf16Env);
   if (pretend != nullptr && std::strcmp(pretend, "1") == 0) {
     return absl::FailedPreconditionError(kNoHardware);
   }
-  static const absl::Status* const hardware = new absl::Status(HardwareSupport());
-  return *hardware;
+  if (device == Bf16Device::kGpu) {
+    static const absl::Status* const gpu = new absl::Status(GpuSupport());
+    return *gpu;
+  }
+  static const absl::Status* const cpu = new absl::Status(CpuSupport());
+  return *cpu;
 }
 
 }  // namespace gantry::gan

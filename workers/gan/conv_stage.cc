@@ -461,7 +461,13 @@ PolyphasePlan PlanPolyphase(const ConvStageSpec& spec, const torch::Tensor& conv
   plan.weight =
       at::einsum("oijmn,atj,bum,cvn->oabcituv", {conv_weight, select[0], select[1], select[2]})
           .reshape({cout * phases, cin, select[0].size(1), select[1].size(1), select[2].size(1)});
-  if (conv_bias.defined()) plan.bias = conv_bias.repeat_interleave(phases);
+  if (conv_bias.defined()) {
+    // On a GPU as a broadcast: repeat_interleave's backward is an index_add, which the CUDA
+    // deterministic mode may refuse; the CPU keeps its bit-for-bit results.
+    plan.bias = conv_bias.is_cpu()
+                    ? conv_bias.repeat_interleave(phases)
+                    : conv_bias.unsqueeze(1).expand({conv_bias.size(0), phases}).reshape({-1});
+  }
   return plan;
 }
 

@@ -21,6 +21,19 @@ std::array<int64_t, 3> FeatureShape(const ModelConfig& c,
   return size;
 }
 
+// The 2^3 average pool (floor mode). On a GPU as a view and a mean, whose backward is a broadcast:
+// avg_pool3d's CUDA backward has no deterministic implementation (the deterministic mode refuses
+// it). The CPU keeps avg_pool3d and with it its bit-for-bit results.
+torch::Tensor AveragePool2(const torch::Tensor& x) {
+  if (x.is_cpu()) return at::avg_pool3d(x, {2, 2, 2});
+  const int64_t d = x.size(2) / 2, h = x.size(3) / 2, w = x.size(4) / 2;
+  return x.slice(2, 0, 2 * d)
+      .slice(3, 0, 2 * h)
+      .slice(4, 0, 2 * w)
+      .reshape({x.size(0), x.size(1), d, 2, h, 2, w, 2})
+      .mean({3, 5, 7});
+}
+
 }  // namespace
 
 std::vector<ConvStageSpec> DiscriminatorStages(const ModelConfig& c) {
@@ -67,7 +80,7 @@ DiscriminatorImpl::DiscriminatorImpl(const ModelConfig& config) : config_(config
 DiscriminatorOutput DiscriminatorImpl::forward(const torch::Tensor& image) {
   torch::Tensor x = DiscriminatorInput(image, config_.discriminator_log_scale);
   for (auto& stage : stages_) x = stage->forward(x, dropout_generator_);
-  x = at::avg_pool3d(x, {2, 2, 2}).flatten(1);
+  x = AveragePool2(x).flatten(1);
   DiscriminatorOutput out;
   out.real_probability = at::sigmoid(real_fake_->forward(x));
   out.energy = energy_->forward(x);

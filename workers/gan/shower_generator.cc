@@ -41,6 +41,10 @@ absl::StatusOr<std::unique_ptr<ShowerGenerator>> ShowerGenerator::Load(
   return std::make_unique<ShowerGenerator>(state->config, state->generator);
 }
 
+absl::Status ShowerGenerator::bf16_support() const {
+  return Bf16Support(device_.is_cpu() ? Bf16Device::kCpu : Bf16Device::kGpu);
+}
+
 ShowerGenerator::ShowerGenerator(ModelConfig config, Generator generator)
     : config_(std::move(config)), generator_(std::move(generator)) {
   generator_->eval();
@@ -58,7 +62,7 @@ absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationReq
     }
   }
   if (request.precision == GenerationPrecision::kBFloat16) {
-    if (absl::Status s = Bf16Support(); !s.ok()) return s;
+    if (absl::Status s = bf16_support(); !s.ok()) return s;
   }
   const bool angles = config_.variable_angle();
   if (angles && static_cast<int64_t>(request.theta_rad.size()) != n) {
@@ -135,7 +139,7 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
     }
   }
   if (precision == GenerationPrecision::kBFloat16) {
-    if (absl::Status s = Bf16Support(); !s.ok()) return s;
+    if (absl::Status s = bf16_support(); !s.ok()) return s;
   }
   const bool angles = config_.variable_angle();
   if (angles && static_cast<int64_t>(theta_rad.size()) != n) {

@@ -70,6 +70,8 @@ class ShowerGenerator {
 
   const ModelConfig& config() const { return config_; }
   const c10::Device& device() const { return device_; }
+  // Bf16Support() for the device this generator runs on.
+  absl::Status bf16_support() const;
 
  private:
   ModelConfig config_;

@@ -62,10 +62,10 @@ v1::Bf16Check PrecisionCheck::Decide(const std::map<std::string, double>& fp32,
 
 v1::Bf16Check PrecisionCheck::Run(const gan::ModelConfig& config, const gan::Generator& generator,
                                   const showers::ShowerSet& reference, const Fp32Validation& fp32) {
-  if (absl::Status hardware = gan::Bf16Support(); !hardware.ok()) {
+  gan::ShowerGenerator runner(config, generator);
+  if (absl::Status hardware = runner.bf16_support(); !hardware.ok()) {
     return Check(v1::Bf16Check::STATE_NOT_CHECKED, std::string(hardware.message()));
   }
-  gan::ShowerGenerator runner(config, generator);
   gan::GenerationRequest request = fp32.request;
   request.precision = gan::GenerationPrecision::kBFloat16;
   absl::StatusOr<showers::ShowerSet> generated = runner.Generate(request);

@@ -23,7 +23,7 @@ TorchBackend::TorchBackend(std::unique_ptr<gan::ShowerGenerator> generator)
   traits_.variable_angle = config.variable_angle();
   traits_.theta_min_rad = config.fake_theta_min_rad;
   traits_.theta_max_rad = config.fake_theta_max_rad;
-  const absl::Status bf16 = gan::Bf16Support();
+  const absl::Status bf16 = generator_->bf16_support();
   traits_.bf16_unavailable = bf16.ok() ? "" : std::string(bf16.message());
   memory_bytes_ = generator_->memory_bytes();
 }
