@@ -34,8 +34,8 @@
 #include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/conv_stage.h"
-#include "workers/gan/generator.h"
 #include "workers/gan/device.h"
+#include "workers/gan/generator.h"
 #include "workers/gan/heap_retention.h"
 #include "workers/gan/in_memory_batch_source.h"
 #include "workers/gan/openmp_wait_policy.h"
@@ -179,13 +179,15 @@ void DiagnoseCpuBf16() {
   auto relative = [](const at::Tensor& a, const at::Tensor& b) {
     return ((a - b.to(at::kFloat)).abs().max() / a.abs().max()).item<double>();
   };
-  const at::Tensor x = at::randn({4, 8, 7, 7, 8}), w = at::randn({64, 8, 6, 6, 8}), bias = at::randn({64});
+  const at::Tensor x = at::randn({4, 8, 7, 7, 8}), w = at::randn({64, 8, 6, 6, 8}),
+                   bias = at::randn({64});
   const at::Tensor conv = at::conv3d(x, w, bias, {1, 1, 1}, {2, 2, 3});
   const at::Tensor conv16 = at::conv3d(x.to(at::kBFloat16), w.to(at::kBFloat16),
                                        bias.to(at::kBFloat16), {1, 1, 1}, {2, 2, 3});
   const at::Tensor m = at::randn({16, 200}), lw = at::randn({3136, 200}), lb = at::randn({3136});
   const at::Tensor lin = at::linear(m, lw, lb);
-  const at::Tensor lin16 = at::linear(m.to(at::kBFloat16), lw.to(at::kBFloat16), lb.to(at::kBFloat16));
+  const at::Tensor lin16 =
+      at::linear(m.to(at::kBFloat16), lw.to(at::kBFloat16), lb.to(at::kBFloat16));
   std::cout << absl::StrFormat("NOTE cpu bf16: conv3d %.3g, linear %.3g (max difference / max)\n",
                                relative(conv, conv16), relative(lin, lin16));
   const ModelConfig config = *PresetConfig("3dgan-25");
@@ -200,9 +202,9 @@ void DiagnoseCpuBf16() {
     }
     const at::Tensor a = state.generator->forward(input);
     const at::Tensor b = state.generator->forward(input.to(at::kBFloat16));
-    std::cout << absl::StrFormat(
-        "NOTE cpu bf16: generator (polyphase %s) %.3g, max %.4g vs %.4g\n", polyphase ? "on" : "off",
-        relative(a, b), a.abs().max().item<double>(), b.abs().max().item<double>());
+    std::cout << absl::StrFormat("NOTE cpu bf16: generator (polyphase %s) %.3g, max %.4g vs %.4g\n",
+                                 polyphase ? "on" : "off", relative(a, b),
+                                 a.abs().max().item<double>(), b.abs().max().item<double>());
   }
 }
 
@@ -250,7 +252,8 @@ void CheckGeneration(const c10::Device& device) {
                 << std::endl;
       continue;
     }
-    const absl::Status s = c.generator->GenerateFromNoise(energy, {}, noise, out.data(), c.precision);
+    const absl::Status s =
+        c.generator->GenerateFromNoise(energy, {}, noise, out.data(), c.precision);
     double diff = 0;
     for (size_t i = 0; i < out.size(); ++i) {
       diff = std::max(diff, static_cast<double>(std::abs(out[i] - reference[i])));
@@ -431,8 +434,8 @@ void GenerationThroughput(const c10::Device& device, const std::string& preset,
       const double rate = iterations * batch / Seconds(start);
       Result(absl::StrFormat(
           R"({"bench":"generation","impl":"gantry","preset":"%s","precision":"%s","cudnn_autotune":%s,"batch":%d,"device":"%s","showers_per_s":%.1f,"peak_bytes":%d})",
-          preset, bf16 ? "bf16" : "fp32", autotune ? "true" : "false", batch, DeviceName(device), rate,
-          PeakMemoryBytes(device)));
+          preset, bf16 ? "bf16" : "fp32", autotune ? "true" : "false", batch, DeviceName(device),
+          rate, PeakMemoryBytes(device)));
     }
   }
 }
@@ -464,8 +467,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::cout << "device " << DeviceName(*device) << ", cuda available "
-            << torch::cuda::is_available() << ", bf16: "
-            << Bf16Support(device->is_cpu() ? Bf16Device::kCpu : Bf16Device::kGpu) << std::endl;
+            << torch::cuda::is_available()
+            << ", bf16: " << Bf16Support(device->is_cpu() ? Bf16Device::kCpu : Bf16Device::kGpu)
+            << std::endl;
   if (quick) {
     g_run_preset = "tiny";
     g_run_batch = 8;

@@ -40,7 +40,8 @@ absl::Status GpuSupport() {
 #ifdef GANTRY_WITH_CUDA
   // Built only against a CUDA LibTorch (tests/gpu checks it on a GPU).
   if (!torch::cuda::is_available()) {
-    return absl::FailedPreconditionError("this worker has no usable CUDA device; use PRECISION_FP32");
+    return absl::FailedPreconditionError(
+        "this worker has no usable CUDA device; use PRECISION_FP32");
   }
   if (at::cuda::getCurrentDeviceProperties()->major >= 8) return absl::OkStatus();
   return absl::FailedPreconditionError(

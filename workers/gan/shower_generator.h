@@ -14,9 +14,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "jobspec/model_config.h"
 #include "showers/shower_set.h"
 #include "workers/gan/generator.h"
-#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 
