@@ -37,6 +37,10 @@ CODE = grpc.StatusCode
 TERMINAL = ("JOB_STATE_SUCCEEDED", "JOB_STATE_FAILED", "JOB_STATE_CANCELLED")
 
 
+class RefusedMidBody(OSError):
+    """The server closed the connection while a request body was being sent, its answer lost."""
+
+
 class CaseFailed(Exception):
     pass
 
@@ -180,11 +184,24 @@ class Suite:
         return None
 
     def http(self, method, path, body=None, headers=None, timeout=30):
-        """One request to the HTTP API: (status, headers as a dict, body as text)."""
+        """One request to the HTTP API: (status, headers as a dict, body as text). A server that
+        answers before the body is sent (413 from Content-Length) and closes may break the pipe
+        under the rest of the body: the answer is read all the same, and where the reset took it
+        too, RefusedMidBody is raised."""
         host, port = self.http_address.rsplit(":", 1)
         conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
         try:
-            conn.request(method, path, body=body, headers=headers or {})
+            try:
+                conn.request(method, path, body=body, headers=headers or {})
+            except (BrokenPipeError, ConnectionResetError) as e:
+                if not body:
+                    raise
+                try:
+                    r = conn.getresponse()
+                except (OSError, http.client.HTTPException):
+                    raise RefusedMidBody("the connection closed under the body: %s" % e)
+                return r.status, {k.lower(): v for k, v in r.getheaders()}, \
+                    r.read().decode(errors="replace")
             r = conn.getresponse()
             return r.status, {k.lower(): v for k, v in r.getheaders()}, \
                 r.read().decode(errors="replace")
