@@ -4,9 +4,11 @@
 #include <limits.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -116,14 +118,56 @@ absl::StatusOr<std::string> FileRoots::Resolve(const std::string& path,
           absl::StrCat(path, " resolves into the worker's own data; it cannot be a dataset"));
     }
   }
-  for (const std::string& root : roots_) {
-    std::string real_root;
-    if (!RealPath(root, &real_root)) continue;  // a root missing on this machine allows nothing
-    if (PathIsUnder(resolved, real_root) && resolved != real_root) return resolved;
-  }
+  if (ContainsResolved(resolved)) return resolved;
   return absl::PermissionDeniedError(
       absl::StrCat(path, " resolves outside the directories this worker allows for file:// (",
                    Describe(), "); a symbolic link may point elsewhere"));
+}
+
+bool FileRoots::ContainsResolved(const std::string& resolved) const {
+  for (const std::string& root : roots_) {
+    std::string real_root;
+    if (!RealPath(root, &real_root)) continue;  // a root missing on this machine allows nothing
+    if (PathIsUnder(resolved, real_root) && resolved != real_root) return true;
+  }
+  return false;
+}
+
+FileRoots FileRoots::Merged(const FileRoots& other) const {
+  FileRoots out = *this;
+  for (const std::string& root : other.roots_) {
+    if (std::find(out.roots_.begin(), out.roots_.end(), root) == out.roots_.end()) {
+      out.roots_.push_back(root);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<std::map<std::string, FileRoots>> ParseTenantFileRoots(absl::string_view list,
+                                                                      absl::string_view flag) {
+  std::map<std::string, FileRoots> out;
+  for (absl::string_view entry : absl::StrSplit(list, ';', absl::SkipWhitespace())) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(entry, absl::MaxSplits('=', 1));
+    const absl::string_view tenant =
+        absl::StripAsciiWhitespace(parts.size() == 2 ? parts[0] : absl::string_view());
+    if (parts.size() != 2 || tenant.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": \"", absl::StripAsciiWhitespace(entry),
+                       "\" is not tenant=/dir[,/dir...] (tenants separated by ';')"));
+    }
+    if (out.count(std::string(tenant)) != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": tenant \"", tenant, "\" is named twice"));
+    }
+    absl::StatusOr<FileRoots> roots = FileRoots::Parse(parts[1], flag);
+    if (!roots.ok()) return roots.status();
+    if (roots->empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", flag, ": tenant \"", tenant, "\" has no directory"));
+    }
+    out.emplace(std::string(tenant), *std::move(roots));
+  }
+  return out;
 }
 
 }  // namespace gantry

@@ -7,6 +7,7 @@
 #ifndef GANTRY_BASE_FILE_ROOTS_H_
 #define GANTRY_BASE_FILE_ROOTS_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,9 +42,22 @@ class FileRoots {
   absl::StatusOr<std::string> Resolve(const std::string& path,
                                       const std::vector<std::string>& denied) const;
 
+  // True when `resolved` (a realpath) lies strictly under one of the roots, each resolved with
+  // realpath on this machine (a root missing here allows nothing).
+  bool ContainsResolved(const std::string& resolved) const;
+
+  // This one's roots, then the other's that are not already among them.
+  FileRoots Merged(const FileRoots& other) const;
+
  private:
   std::vector<std::string> roots_;  // lexically normal, absolute, no trailing slash
 };
+
+// Roots per tenant: "alice=/data/alice,/data/shared;bob=/data/bob" (tenants separated by ';', each
+// tenant's roots as FileRoots::Parse takes them). INVALID_ARGUMENT naming `flag` for an entry
+// without '=', an empty or repeated tenant, or a bad root. Empty: no tenant has roots of its own.
+absl::StatusOr<std::map<std::string, FileRoots>> ParseTenantFileRoots(absl::string_view list,
+                                                                      absl::string_view flag);
 
 // "/a/./b//c/../d/" -> "/a/b/d"; a relative path stays relative. ".." above "/" stays at "/".
 std::string NormalizePathLexically(absl::string_view path);

@@ -22,14 +22,14 @@ absl::Status WithField(const absl::Status& status, absl::string_view field) {
 }  // namespace
 
 absl::Status JobSubmitter::CheckFileDataset(const Principal& p, const std::string& ref) const {
-  const ServerOptions& o = backend_.options;
-  if (!o.file_dataset_tenants.count("*") && !o.file_dataset_tenants.count(p.tenant)) {
+  const FileRoots roots = backend_.options.FileDatasetRootsOf(p.tenant);
+  if (roots.empty()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "spec.dataset: tenant \"", p.tenant,
         "\" may not read file:// datasets; upload the file (gantry datasets upload) or ask the "
         "operator to allow your tenant"));
   }
-  absl::StatusOr<std::string> path = o.file_dataset_roots.CheckLexical(ref.substr(7));
+  absl::StatusOr<std::string> path = roots.CheckLexical(ref.substr(7));
   if (!path.ok()) {
     return checks::Invalid("spec.dataset", absl::StrCat(path.status().message()));
   }

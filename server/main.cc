@@ -139,6 +139,9 @@ ABSL_FLAG(std::string, file_dataset_roots, "",
 ABSL_FLAG(std::string, file_dataset_tenants, "",
           "comma-separated tenants allowed to use file:// datasets, or * for every tenant "
           "(default none)");
+ABSL_FLAG(std::string, file_dataset_tenant_roots, "",
+          "directories of a tenant's own for file:// datasets, besides the shared ones: "
+          "tenant=/dir[,/dir...] entries separated by ';' (default none)");
 ABSL_FLAG(int, model_cache_ttl_ms, 2000,
           "how long Generate reuses a resolved model reference (0 = never); alias and archive "
           "changes through this server apply at once");
@@ -368,6 +371,14 @@ int main(int argc, char** argv) {
        absl::StrSplit(absl::GetFlag(FLAGS_file_dataset_tenants), ',', absl::SkipWhitespace())) {
     options.file_dataset_tenants.insert(std::string(absl::StripAsciiWhitespace(tenant)));
   }
+  absl::StatusOr<std::map<std::string, gantry::FileRoots>> tenant_roots =
+      gantry::ParseTenantFileRoots(absl::GetFlag(FLAGS_file_dataset_tenant_roots),
+                                   "file-dataset-tenant-roots");
+  if (!tenant_roots.ok()) {
+    std::cerr << "gantry-server: " << tenant_roots.status().message() << "\n";
+    return 2;
+  }
+  options.file_dataset_tenant_roots = *std::move(tenant_roots);
   options.db_pool_wait = absl::Milliseconds(absl::GetFlag(FLAGS_db_pool_wait_ms));
   options.blob_gc_interval = absl::Milliseconds(absl::GetFlag(FLAGS_blob_gc_interval_ms));
   options.blob_gc_grace = absl::Milliseconds(absl::GetFlag(FLAGS_blob_gc_grace_ms));

@@ -426,6 +426,11 @@ absl::StatusOr<v1::Assignment> PlacementLoop::MakeAssignment(
     ASSIGN_OR_RETURN(v1::Dataset ds, backend_.datasets->Get(job.owner, job.spec.dataset()));
     a.set_dataset_sha256(ds.sha256());
   }
+  if (absl::StartsWith(job.spec.dataset(), "file://")) {
+    // The owner's directories now (an operator may have narrowed them since the submission).
+    const FileRoots roots = backend_.options.FileDatasetRootsOf(job.owner);
+    for (const std::string& root : roots.roots()) a.add_file_roots(root);
+  }
   if (!job.spec.initial_model().empty()) {
     absl::StatusOr<v1::ModelVersion> parent =
         backend_.models->Resolve(job.owner, job.spec.initial_model());

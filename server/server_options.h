@@ -3,6 +3,7 @@
 #define GANTRY_SERVER_SERVER_OPTIONS_H_
 
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 
@@ -120,11 +121,24 @@ struct ServerOptions {
   // SQL) are seen within this time.
   absl::Duration auth_cache_ttl = absl::Seconds(2);
   absl::Duration model_cache_ttl = absl::Seconds(2);
-  // file:// datasets: the directories a job may name (checked lexically at submit; workers check
-  // their own --file-roots with realpath) and the tenants allowed to use them ("*" = every tenant).
-  // Both empty by default: file:// is refused.
+  // file:// datasets: the shared directories a job may name (checked lexically at submit; workers
+  // check their own --file-roots with realpath), the tenants allowed to use them ("*" = every
+  // tenant), and directories of a tenant's own. All empty by default: file:// is refused.
   FileRoots file_dataset_roots;
   std::set<std::string> file_dataset_tenants;
+  std::map<std::string, FileRoots> file_dataset_tenant_roots;
+
+  // The directories `tenant` may name in file:// datasets: the shared ones when the tenant is
+  // allowed them, then its own. Sent to the workers with each assignment, which read only files
+  // that resolve under one of these and under their own --file-roots.
+  FileRoots FileDatasetRootsOf(const std::string& tenant) const {
+    FileRoots allowed;
+    if (file_dataset_tenants.count("*") != 0 || file_dataset_tenants.count(tenant) != 0) {
+      allowed = file_dataset_roots;
+    }
+    const auto own = file_dataset_tenant_roots.find(tenant);
+    return own == file_dataset_tenant_roots.end() ? allowed : allowed.Merged(own->second);
+  }
   // How uploaded files are inspected (a sandboxed gantry-inspect child per upload).
   showers::InspectorOptions inspector;
 };

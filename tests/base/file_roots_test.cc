@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 
 #include "gtest/gtest.h"
@@ -42,6 +43,26 @@ TEST(FileRoots, ParseRefusesRelativeAndRootDirectories) {
   ASSERT_TRUE(roots.ok()) << roots.status();
   EXPECT_EQ(roots->roots(), (std::vector<std::string>{"/data/calo", "/eos/shared"}));
   EXPECT_TRUE(FileRoots::Parse("", "f")->empty());
+}
+
+TEST(FileRoots, TenantRootsParseAndMerge) {
+  absl::StatusOr<std::map<std::string, FileRoots>> roots =
+      ParseTenantFileRoots(" alice=/data/alice,/data/shared ; bob=/data/bob ", "tenant-roots");
+  ASSERT_TRUE(roots.ok()) << roots.status();
+  ASSERT_EQ(roots->size(), 2u);
+  EXPECT_EQ(roots->at("alice").roots(), (std::vector<std::string>{"/data/alice", "/data/shared"}));
+  EXPECT_EQ(roots->at("bob").roots(), (std::vector<std::string>{"/data/bob"}));
+  EXPECT_TRUE(ParseTenantFileRoots("", "tenant-roots")->empty());
+  for (const char* bad :
+       {"/data/alice", "=/data", "alice=", "alice=relative", "alice=/", "alice=/a;alice=/b"}) {
+    absl::Status s = ParseTenantFileRoots(bad, "tenant-roots").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("--tenant-roots"), std::string::npos) << s;
+  }
+  const FileRoots shared = *FileRoots::Parse("/data/shared,/eos", "f");
+  EXPECT_EQ(shared.Merged(roots->at("alice")).roots(),
+            (std::vector<std::string>{"/data/shared", "/eos", "/data/alice"}));
+  EXPECT_EQ(FileRoots().Merged(roots->at("bob")).roots(), roots->at("bob").roots());
 }
 
 TEST(FileRoots, LexicalCheckKeepsPathsUnderARoot) {
@@ -92,8 +113,8 @@ TEST_F(FileRootsOnDisk, RefusesSymlinksLeadingOut) {
   fs::create_symlink(base_ + "/other/secret", base_ + "/data/escape.h5");
   fs::create_symlink(base_ + "/other", base_ + "/data/dir-escape");
   fs::create_symlink("/etc/passwd", base_ + "/data/passwd.h5");
-  for (const std::string& path : {base_ + "/data/escape.h5", base_ + "/data/dir-escape/secret",
-                                  base_ + "/data/passwd.h5"}) {
+  for (const std::string& path :
+       {base_ + "/data/escape.h5", base_ + "/data/dir-escape/secret", base_ + "/data/passwd.h5"}) {
     absl::StatusOr<std::string> got = roots_.Resolve(path, {});
     EXPECT_EQ(got.status().code(), absl::StatusCode::kPermissionDenied) << path;
   }

@@ -423,6 +423,28 @@ TEST(DatasetSourceTest, FileRootsConfineFileReferences) {
   EXPECT_EQ(source.Materialize("file:///etc/passwd", "").status().code(),
             absl::StatusCode::kPermissionDenied);
 
+  // The job's owner may read only its own directory: a file of another tenant under the worker's
+  // roots is refused, also through a link planted in the owner's directory.
+  std::filesystem::create_directories(dir.File("data/alice"));
+  std::filesystem::create_directories(dir.File("data/bob"));
+  const std::string bobs = dir.File("data/bob/Ele_bob.h5");
+  ASSERT_TRUE(WriteToyFile(bobs, 4, 14).ok());
+  const std::string alices = dir.File("data/alice/Ele_alice.h5");
+  ASSERT_TRUE(WriteToyFile(alices, 4, 15).ok());
+  std::filesystem::create_symlink(bobs, dir.File("data/alice/Ele_link.h5"));
+  DatasetSourceOptions owned = options;
+  owned.owner_file_roots = *FileRoots::Parse(dir.File("data/alice"), "assignment.file_roots");
+  DatasetSource for_alice(owned);
+  EXPECT_TRUE(for_alice.Materialize("file://" + alices, "").ok());
+  for (const std::string& foreign : {bobs, dir.File("data/alice/Ele_link.h5")}) {
+    absl::Status s = for_alice.Materialize("file://" + foreign, "").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kPermissionDenied) << foreign << ": " << s;
+    EXPECT_NE(s.message().find("owner"), std::string::npos) << s;
+  }
+  owned.owner_file_roots = FileRoots();  // an assignment that names none
+  EXPECT_EQ(DatasetSource(owned).Materialize("file://" + alices, "").status().code(),
+            absl::StatusCode::kPermissionDenied);
+
   // No roots (a daemon without --file-roots): every file:// is refused.
   DatasetSourceOptions closed = SourceOptions("", "", dir.File("cache"));
   closed.file_roots = FileRoots();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
 
 namespace gantry::testing {
@@ -773,6 +774,55 @@ TEST_F(ServerRequestsTest, FileDatasetsNeedAnAllowedTenantAndRoot) {
 
   StartServer({"--file-dataset-roots=/data/calo", "--file-dataset-tenants=*"});
   EXPECT_TRUE(submit(bob, "file:///data/calo/Ele.h5").ok());
+
+  // Directories of a tenant's own: alice reads hers and the shared one she is allowed, bob only
+  // his (he is not allowed the shared one), carol none; a refusal names only the caller's.
+  StartServer({"--file-dataset-roots=/data/shared", "--file-dataset-tenants=alice",
+               "--file-dataset-tenant-roots=alice=/data/alice;bob=/data/bob,/eos/bob"});
+  const std::string carol = NewTenant("carol");
+  EXPECT_TRUE(submit(alice, "file:///data/alice/Ele.h5").ok());
+  EXPECT_TRUE(submit(alice, "file:///data/shared/Ele.h5").ok());
+  EXPECT_TRUE(submit(bob, "file:///eos/bob/Ele.h5").ok());
+  grpc::Status bob_reads_alice = submit(bob, "file:///data/alice/Ele.h5");
+  EXPECT_EQ(bob_reads_alice.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << Describe(bob_reads_alice);
+  const std::string allowed =
+      bob_reads_alice.error_message().substr(bob_reads_alice.error_message().find("allowed:"));
+  EXPECT_EQ(allowed, "allowed: /data/bob, /eos/bob)")
+      << "only the caller's directories are named: " << Describe(bob_reads_alice);
+  EXPECT_EQ(submit(bob, "file:///data/shared/Ele.h5").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(submit(carol, "file:///data/shared/Ele.h5").error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+
+  // The worker is told the owner's directories with the assignment (it reads a file only where
+  // its realpath lies under one of them and under its own --file-roots).
+  v1::CreateTokenResponse join;
+  ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &join).ok());
+  DriverWorker host(channel_, join.token(), "worker-roots", 4);
+  ASSERT_TRUE(host.status().ok()) << Describe(host.status());
+  host.set_free_slots(4);
+  std::optional<v1::ServerMessage> placed = host.Next();
+  while (placed.has_value() &&
+         !(placed->has_assignment() && placed->assignment().owner() == "alice")) {
+    placed = host.Next();  // acknowledgements, and the jobs submitted above in their order
+  }
+  ASSERT_TRUE(placed.has_value() && placed->has_assignment());
+  EXPECT_EQ(std::vector<std::string>(placed->assignment().file_roots().begin(),
+                                     placed->assignment().file_roots().end()),
+            (std::vector<std::string>{"/data/shared", "/data/alice"}));
+}
+
+// A bad --file-dataset-tenant-roots stops the server at start with the flag named.
+TEST_F(ServerRequestsTest, ABadTenantRootsFlagIsRefusedAtStart) {
+  for (const char* bad : {"--file-dataset-tenant-roots=alice=relative/dir",
+                          "--file-dataset-tenant-roots=/data/alice"}) {
+    std::vector<std::string> args = StandardArgs();
+    args.push_back(bad);
+    std::string output;
+    EXPECT_EQ(ServerProcess::RunToExit(args, &output), 2) << bad << ": " << output;
+    EXPECT_NE(output.find("--file-dataset-tenant-roots"), std::string::npos) << output;
+  }
 }
 
 }  // namespace

@@ -49,6 +49,9 @@ struct DatasetSourceOptions {
   // denied_dirs (PERMISSION_DENIED otherwise). A rank always sets it, from the daemon's
   // --file-roots (none by default: file:// is refused).
   std::optional<FileRoots> file_roots;
+  // The directories the job's owner may read (the server's assignment): when set, a file:// file
+  // must also resolve under one of these (PERMISSION_DENIED otherwise). A rank always sets it.
+  std::optional<FileRoots> owner_file_roots;
   std::vector<std::string> denied_dirs;  // e.g. the daemon's scratch root
   TlsConfig tls;                         // how to reach the server (plaintext without a CA)
   // The first parse of a file a tenant provided (file://, ds-) when it enters the cache: always

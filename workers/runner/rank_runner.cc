@@ -23,12 +23,12 @@
 #include "absl/strings/str_join.h"
 #include "base/failure_policy.h"
 #include "base/status_macros.h"
+#include "jobspec/model_config.h"
 #include "showers/shower_file_reader.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/condition_fit.h"
-#include "jobspec/model_config.h"
 #include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/runner/dataset_source.h"
@@ -206,9 +206,8 @@ RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sin
       rank_(plan_.assignment.rank()),
       world_size_(plan_.assignment.world_size()),
       sink_(std::move(sink)),
-      validation_(plan_, [this](const std::string& level, const std::string& text) {
-        Log(level, text);
-      }) {}
+      validation_(
+          plan_, [this](const std::string& level, const std::string& text) { Log(level, text); }) {}
 
 RankRunner::~RankRunner() {
   WaitForUpload();
@@ -420,6 +419,10 @@ DatasetSourceOptions RankRunner::SourceOptions() const {
   source_options.cache_dir = options_.cache_dir;
   source_options.cache_max_bytes = options_.cache_max_bytes;
   source_options.file_roots = options_.file_roots;
+  // The owner's directories from the assignment; unreadable ones allow nothing (fail closed).
+  absl::StatusOr<FileRoots> owner =
+      FileRoots::Parse(absl::StrJoin(plan_.assignment.file_roots(), ","), "assignment.file_roots");
+  source_options.owner_file_roots = owner.ok() ? *std::move(owner) : FileRoots();
   source_options.denied_dirs = {options_.work_dir};
   source_options.threads = std::max(1, plan_.threads);
   source_options.stop = options_.stop;
