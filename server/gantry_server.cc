@@ -263,8 +263,8 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
     http::HttpApiOptions http_options;
     http_options.listen = options.http_listen;
     http_options.web_root = options.web_root;
-    http_options.tls_cert_file = options.tls_cert_file;
-    http_options.tls_key_file = options.tls_key_file;
+    http_options.tls_cert_pem = tls.listener.cert_pem;
+    http_options.tls_key_pem = tls.listener.key_pem;
     http_options.session_ttl = options.http_session_ttl;
     http_options.max_generate_showers = options.http_max_generate_showers;
     http_options.max_event_streams = options.http_max_event_streams;

@@ -14,9 +14,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
-#include <fstream>
 #include <mutex>
-#include <sstream>
 #include <thread>
 
 #include "absl/strings/ascii.h"
@@ -296,16 +294,6 @@ size_t Unescape(void*, MHD_Connection*, char* s) {
   return static_cast<size_t>(out - s);
 }
 
-absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream content;
-  content << in.rdbuf();
-  if (!in || content.str().empty() || content.str().size() > (1 << 20)) {
-    return absl::InvalidArgumentError("cannot be read");
-  }
-  return content.str();
-}
-
 }  // namespace
 
 class HttpServer::Impl {
@@ -401,18 +389,9 @@ absl::Status HttpServer::Impl::Start() {
                              : ntohs(reinterpret_cast<sockaddr_in*>(&bound)->sin_port);
   address_ = FormatHostPort(host_port->host, bound_port);
 
-  const bool tls = !options_.tls_cert_file.empty() || !options_.tls_key_file.empty();
-  std::string cert, key;
-  if (tls) {
-    absl::StatusOr<std::string> cert_pem = ReadPemFile(options_.tls_cert_file);
-    absl::StatusOr<std::string> key_pem = ReadPemFile(options_.tls_key_file);
-    if (!cert_pem.ok() || !key_pem.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          options_.flag, " with TLS: --tls-cert/--tls-key could not be read for HTTPS"));
-    }
-    cert = *std::move(cert_pem);
-    key = *std::move(key_pem);
-  }
+  const bool tls = !options_.tls_cert_pem.empty() || !options_.tls_key_pem.empty();
+  // MHD reads them as C strings.
+  std::string cert = options_.tls_cert_pem, key = options_.tls_key_pem;
   // A client that closes mid-answer must not kill the process (MHD may use sendfile).
   signal(SIGPIPE, SIG_IGN);
   unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;

@@ -133,9 +133,10 @@ class HttpRouter {
 struct HttpServerOptions {
   std::string address;  // HOST:PORT, as ParseListenAddress (port 0 picks a free one)
   std::string flag;     // names the address in errors, e.g. "--metrics-listen"
-  // Both set: HTTPS (TLS) with this certificate chain and key (PEM files).
-  std::string tls_cert_file;
-  std::string tls_key_file;
+  // Both set: HTTPS (TLS) with this certificate chain and key (PEM text, as LoadTlsConfig read
+  // and checked it once for every listener of the process).
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   int handler_threads = 2;
   int max_queued_requests = 64;
   size_t max_body_bytes = 1 << 20;

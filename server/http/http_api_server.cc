@@ -226,7 +226,7 @@ HttpApiServer::HttpApiServer(const HttpApiOptions& options, Backend& backend,
                              std::shared_ptr<grpc::Channel> channel)
     : options_(options),
       backend_(backend),
-      secure_cookies_(!options.tls_cert_file.empty() && !options.tls_key_file.empty()),
+      secure_cookies_(!options.tls_cert_pem.empty() && !options.tls_key_pem.empty()),
       channel_(std::move(channel)),
       catalog_(v1::CatalogService::NewStub(channel_)),
       training_(v1::TrainingService::NewStub(channel_)),
@@ -265,8 +265,8 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
   listen.max_connections = options.max_connections;
   listen.max_connections_per_ip = options.max_connections_per_ip;
   if (server->secure_cookies_) {
-    listen.tls_cert_file = options.tls_cert_file;
-    listen.tls_key_file = options.tls_key_file;
+    listen.tls_cert_pem = options.tls_cert_pem;
+    listen.tls_key_pem = options.tls_key_pem;
   }
   absl::StatusOr<std::unique_ptr<HttpServer>> listener =
       HttpServer::Start(std::move(routes), listen);

@@ -29,9 +29,10 @@ namespace gantry::server::http {
 struct HttpApiOptions {
   std::string listen;    // host:port (port 0 picks a free one)
   std::string web_root;  // the built web app; empty = API only
-  // Both set: HTTPS with this certificate, and the session cookie gets `Secure`.
-  std::string tls_cert_file;
-  std::string tls_key_file;
+  // Both set: HTTPS with this certificate chain and key (PEM text, the gRPC listener's), and the
+  // session cookie gets `Secure`.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
   absl::Duration session_ttl = absl::Hours(12);
   // The most showers one POST /api/v1/generate may ask for (INVALID_ARGUMENT above).
   int64_t max_generate_showers = 2000;

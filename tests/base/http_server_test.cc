@@ -441,9 +441,14 @@ TEST_F(HttpServerTest, ServesHttpsWithTheGivenCertificate) {
   const std::string cmd =
       std::string(GANTRY_SOURCE_DIR) + "/deploy/local/certs.sh " + pki + " >/dev/null";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  };
   HttpServerOptions options;
-  options.tls_cert_file = pki + "/server.pem";
-  options.tls_key_file = pki + "/server.key";
+  options.tls_cert_pem = read(pki + "/server.pem");
+  options.tls_key_pem = read(pki + "/server.key");
+  ASSERT_FALSE(options.tls_cert_pem.empty() || options.tls_key_pem.empty());
   StartServer(options);
   httplib::SSLClient client("127.0.0.1", port_);
   client.set_ca_cert_path((pki + "/ca.pem").c_str());
@@ -455,11 +460,10 @@ TEST_F(HttpServerTest, ServesHttpsWithTheGivenCertificate) {
   // Plain HTTP to the TLS port gets no answer.
   EXPECT_EQ(Get("/items/tls").first, -1);
   // A key that does not load is INVALID_ARGUMENT naming the flags.
-  std::ofstream(dir_.File("bad.key")) << "not a key";
   HttpServerOptions bad = options;
   bad.address = "127.0.0.1:0";
   bad.flag = "--test-listen";
-  bad.tls_key_file = dir_.File("bad.key");
+  bad.tls_key_pem = "not a key";
   absl::StatusOr<std::unique_ptr<HttpServer>> refused =
       HttpServer::Start(std::make_unique<HttpRouter>(), bad);
   ASSERT_FALSE(refused.ok());
