@@ -13,6 +13,9 @@ namespace gantry::server {
 
 namespace {
 
+// The in_use_ entry of a tenant's upload bytes under way.
+std::string UploadBytesKey(const std::string& tenant) { return absl::StrCat("bytes/", tenant); }
+
 // How to raise a limit: per tenant with the CLI (AdminService.SetTenantLimits).
 std::string Raise(absl::string_view tenant, absl::string_view limit_name) {
   std::string flag(limit_name);
@@ -80,7 +83,7 @@ absl::StatusOr<TenantQuotas::Slot> TenantQuotas::ReserveUploadBytes(const std::s
             Raise(tenant, "max_dataset_bytes"))),
         "max_dataset_bytes", limits.max_dataset_bytes, stored + pending);
   }
-  const std::string key = absl::StrCat("bytes/", tenant);
+  const std::string key = UploadBytesKey(tenant);
   in_use_[key] += incoming;
   return Slot(this, key, incoming);
 }
@@ -92,7 +95,7 @@ void TenantQuotas::HoldRefusedBytes(const std::string& tenant, int64_t bytes, ab
 
 int64_t TenantQuotas::PendingBytesLocked(const std::string& tenant, absl::Time now) {
   int64_t pending = 0;
-  if (auto it = in_use_.find(absl::StrCat("bytes/", tenant)); it != in_use_.end()) {
+  if (auto it = in_use_.find(UploadBytesKey(tenant)); it != in_use_.end()) {
     pending += it->second;
   }
   if (auto it = refused_.find(tenant); it != refused_.end()) {

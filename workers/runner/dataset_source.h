@@ -65,7 +65,9 @@ struct DatasetSourceOptions {
     o.subject = "the dataset file";
     o.binary_setting = "that gantry-inspect is installed next to gantry-worker";
     o.concurrency_setting = "ranks of this worker filling its cache at once";
-    o.max_concurrent = 64;
+    // A rank process fills one dataset at a time, so one inspection per process; across a worker
+    // the bound is its running ranks (its slots), each with its own child.
+    o.max_concurrent = 1;
     o.queue_wait = absl::Minutes(10);
     o.timeout = absl::Minutes(10);  // a file of many GB is read through once
     return o;
