@@ -268,7 +268,7 @@ TEST_F(HttpServerTest, AHeaderFloodIsCutOffAtTheConnectionBuffer) {
     EXPECT_TRUE(line.empty() || absl::StartsWith(line, "HTTP/1.1 431") ||
                 absl::StartsWith(line, "HTTP/1.1 414"))
         << line;
-    EXPECT_TRUE(connection.ClosedWithin(3000)) << "the connection stayed open";
+    EXPECT_TRUE(connection.ClosedWithin(10000)) << "the connection stayed open";
   };
   RawConnection flood(port_);
   ASSERT_TRUE(flood.Send("GET /items/a HTTP/1.1\r\nHost: x\r\n"));
@@ -323,11 +323,12 @@ TEST_F(HttpServerTest, OneAddressHoldsAtMostItsShareOfConnections) {
     ASSERT_TRUE(held.back()->Send("GET /items/a HTTP/1.1\r\nHost: x\r\n"));
   }
   RawConnection fifth(port_);
-  EXPECT_TRUE(fifth.ClosedWithin(3000));
+  EXPECT_TRUE(fifth.ClosedWithin(10000));
   held.clear();
-  // Places come back when connections close.
+  // Places come back when connections close (within 10 s: the event loop notices the closes; under
+  // the sanitizers on a loaded machine 2.5 s was once not enough).
   bool answered = false;
-  for (int i = 0; i < 50 && !answered; ++i) {
+  for (int i = 0; i < 200 && !answered; ++i) {
     answered = Get("/items/a").first == 200;
     if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
