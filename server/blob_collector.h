@@ -2,11 +2,8 @@
 #ifndef GANTRY_SERVER_BLOB_COLLECTOR_H_
 #define GANTRY_SERVER_BLOB_COLLECTOR_H_
 
-#include <thread>
-
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 #include "storage/blob_repository.h"
 #include "storage/blob_store.h"
 
@@ -24,20 +21,17 @@ class BlobCollector {
   BlobCollector(const BlobCollector&) = delete;
   BlobCollector& operator=(const BlobCollector&) = delete;
 
-  void Start();
+  void Start() { task_.Start(); }
   // Ends the thread (waits for a pass under way). Idempotent.
-  void Stop();
+  void Stop() { task_.Stop(); }
 
  private:
-  void Run();
+  void CollectOnce();
 
   storage::BlobRepository& repository_;
   storage::BlobStore& store_;
-  const absl::Duration interval_;
   const absl::Duration grace_;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;
 };
 
 }  // namespace gantry::server

@@ -28,38 +28,22 @@ std::map<std::string, bool> HealthMonitor::Decide(bool database_reachable, int s
 HealthMonitor::HealthMonitor(absl::Duration period, std::function<absl::Status()> probe_database,
                              std::function<int()> serving_workers,
                              std::function<void(const std::string&, bool)> set_status)
-    : period_(period),
-      probe_database_(std::move(probe_database)),
+    : probe_database_(std::move(probe_database)),
       serving_workers_(std::move(serving_workers)),
-      set_status_(std::move(set_status)) {}
+      set_status_(std::move(set_status)),
+      task_(period, [this] { CheckNow(); }) {}
 
 HealthMonitor::~HealthMonitor() { Stop(); }
 
 void HealthMonitor::Start() {
   CheckNow();
-  if (period_ <= absl::ZeroDuration() || thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
+  task_.Start();
 }
 
 void HealthMonitor::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
+  task_.Stop();
   absl::MutexLock lock(&check_mu_);
   stopped_ = true;
-}
-
-void HealthMonitor::Run() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      const absl::Condition stopping(&stopping_);
-      if (mu_.AwaitWithTimeout(stopping, period_)) return;
-    }
-    CheckNow();
-  }
 }
 
 void HealthMonitor::CheckNow() {

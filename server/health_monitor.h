@@ -7,12 +7,12 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 
 namespace gantry::server {
 
@@ -48,9 +48,6 @@ class HealthMonitor {
   void CheckNow();
 
  private:
-  void Run();
-
-  const absl::Duration period_;
   const std::function<absl::Status()> probe_database_;
   const std::function<int()> serving_workers_;
   const std::function<void(const std::string&, bool)> set_status_;
@@ -58,9 +55,7 @@ class HealthMonitor {
   std::map<std::string, bool> published_ ABSL_GUARDED_BY(check_mu_);
   std::optional<bool> database_reachable_ ABSL_GUARDED_BY(check_mu_);
   bool stopped_ ABSL_GUARDED_BY(check_mu_) = false;
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;  // last: its thread stops before the members it reads go
 };
 
 }  // namespace gantry::server

@@ -51,37 +51,10 @@ ModelPinner::ModelPinner(Backend& backend, GenerationRouter& router, WorkerSessi
     : backend_(backend),
       router_(router),
       sessions_(sessions),
-      interval_(interval),
-      channels_(backend.worker_channel_credentials) {}
+      channels_(backend.worker_channel_credentials),
+      task_(interval, [this] { ReconcileOnce(); }) {}
 
 ModelPinner::~ModelPinner() { Stop(); }
-
-void ModelPinner::Start() {
-  absl::MutexLock lock(&mu_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] { Loop(); });
-}
-
-void ModelPinner::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void ModelPinner::Loop() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto stop = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return stopping_; };
-      mu_.AwaitWithTimeout(absl::Condition(&stop), interval_);
-      if (stopping_) return;
-    }
-    ReconcileOnce();
-  }
-}
 
 std::vector<ModelPinner::Candidate> ModelPinner::TargetsOf(
     const storage::ModelPin& pin, const std::vector<Candidate>& serving,

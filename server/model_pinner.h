@@ -22,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 #include "gantry/v1/admin.pb.h"
 #include "gantry/v1/catalog.pb.h"
 #include "server/backend.h"
@@ -45,8 +46,8 @@ class ModelPinner {
   ModelPinner(const ModelPinner&) = delete;
   ModelPinner& operator=(const ModelPinner&) = delete;
 
-  void Start();
-  void Stop();
+  void Start() { task_.Start(); }
+  void Stop() { task_.Stop(); }
 
   // Pins `model` (resolved by the caller) as `request` asks and loads it on the targets now. The
   // request must be validated (ValidateLoadModel). NOT_FOUND for a named worker that never
@@ -70,21 +71,17 @@ class ModelPinner {
   gantry::v1::ModelLoadOutcome CallLoad(const Candidate& worker,
                                         const gantry::v1::WorkerLoadModelRequest& load);
   gantry::v1::ModelLoadOutcome CallUnload(const Candidate& worker, const std::string& sha256);
-  void Loop();
 
   Backend& backend_;
   GenerationRouter& router_;
   WorkerSessions& sessions_;
-  const absl::Duration interval_;
   WorkerChannelPool channels_;
 
   absl::Mutex op_mu_;  // one Load, Unload or reconcile pass at a time
   // (worker id, checkpoint) -> when it was last asked to load or unload it.
   std::map<std::pair<std::string, std::string>, absl::Time> asked_ ABSL_GUARDED_BY(op_mu_);
 
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;  // last: its thread stops before the members it reads go
 };
 
 }  // namespace gantry::server

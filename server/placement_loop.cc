@@ -52,28 +52,10 @@ void PlacementLoop::Start() {
     absl::MutexLock lock(&state_.mu);
     state_.started_at = absl::Now();
   }
-  thread_ = std::thread([this] { Loop(); });
+  task_.Start();
 }
 
-void PlacementLoop::Stop() {
-  {
-    absl::MutexLock lock(&loop_mu_);
-    stop_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void PlacementLoop::Loop() {
-  while (true) {
-    {
-      absl::MutexLock lock(&loop_mu_);
-      auto stopped = [this]() ABSL_SHARED_LOCKS_REQUIRED(loop_mu_) { return stop_; };
-      loop_mu_.AwaitWithTimeout(absl::Condition(&stopped), backend_.options.scheduler_tick);
-      if (stop_) return;
-    }
-    Tick(absl::Now());
-  }
-}
+void PlacementLoop::Stop() { task_.Stop(); }
 
 void PlacementLoop::Tick(absl::Time now) {
   lifecycle_.RetryDeferred();

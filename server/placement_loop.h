@@ -15,7 +15,9 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 #include "gantry/v1/training.pb.h"
 #include "gantry/v1/worker.pb.h"
 #include "scheduler/scheduler.h"
@@ -38,7 +40,8 @@ class PlacementLoop {
         state_(state),
         lifecycle_(lifecycle),
         router_(router),
-        budget_gate_(*backend.costs, backend.options.budget_refresh) {}
+        budget_gate_(*backend.costs, backend.options.budget_refresh),
+        task_(backend.options.scheduler_tick, [this] { Tick(absl::Now()); }) {}
   ~PlacementLoop() { Stop(); }
 
   // Starts the tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
@@ -48,7 +51,6 @@ class PlacementLoop {
   void Tick(absl::Time now);
 
  private:
-  void Loop();
   // Ends the orphans no worker claimed within the lease timeout after the start.
   void EndUnclaimedOrphans(absl::Time now);
   // Submits new QUEUED jobs to the scheduler; drops the ones no longer QUEUED.
@@ -90,9 +92,7 @@ class PlacementLoop {
   absl::Time policies_loaded_ = absl::InfinitePast();
   std::map<std::string, std::string> budget_holds_;  // job held for its tenant's budget -> message
 
-  absl::Mutex loop_mu_;
-  bool stop_ ABSL_GUARDED_BY(loop_mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;  // last: its thread stops before the members it reads go
 };
 
 }  // namespace gantry::server

@@ -28,18 +28,13 @@ void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
 PoolAutoscaler::PoolAutoscaler(Backend& backend, CoordinatorState& state)
     : backend_(backend),
       state_(state),
-      autoscaler_(scheduler::AutoscalerOptions{backend.options.pool_idle_timeout}) {}
+      autoscaler_(scheduler::AutoscalerOptions{backend.options.pool_idle_timeout}),
+      task_(backend.options.autoscale_interval, [this] { Tick(absl::Now()); }) {}
 
-void PoolAutoscaler::Start() {
-  thread_ = std::thread([this] { Loop(); });
-}
+void PoolAutoscaler::Start() { task_.Start(); }
 
 void PoolAutoscaler::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stop_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
+  task_.Stop();
   cancel_calls_.store(true);  // provisioner commands under way are killed now
   std::list<Call> calls;
   {
@@ -49,23 +44,7 @@ void PoolAutoscaler::Stop() {
   for (Call& call : calls) call.thread.join();
 }
 
-void PoolAutoscaler::Wake() {
-  absl::MutexLock lock(&mu_);
-  wake_ = true;
-}
-
-void PoolAutoscaler::Loop() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stop_ || wake_; };
-      mu_.AwaitWithTimeout(absl::Condition(&ready), backend_.options.autoscale_interval);
-      if (stop_) return;
-      wake_ = false;
-    }
-    Tick(absl::Now());
-  }
-}
+void PoolAutoscaler::Wake() { task_.Wake(); }
 
 void PoolAutoscaler::JoinFinishedCalls() {
   for (auto it = calls_.begin(); it != calls_.end();) {
@@ -107,7 +86,7 @@ void PoolAutoscaler::Launch(const std::string& pool, std::string action,
                                 << "; no scale-up before " << Clock(runtime.backoff_until);
           }
           after(status);
-          wake_ = true;
+          task_.Wake();
         }
         done->store(true);
       });

@@ -20,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 #include "gantry/v1/admin.pb.h"
 #include "scheduler/autoscaler.h"
 #include "server/backend.h"
@@ -67,7 +68,6 @@ class PoolAutoscaler {
     std::shared_ptr<std::atomic<bool>> done;
   };
 
-  void Loop();
   // Runs `fn` on a thread of its own; marks the pool in flight until it returns, then records
   // the outcome (backoff on failure).
   void Launch(const std::string& pool, std::string action, std::function<absl::Status()> fn,
@@ -85,10 +85,8 @@ class PoolAutoscaler {
   std::map<std::string, absl::Time> idle_since_ ABSL_GUARDED_BY(mu_);
   // Workers handed to a provisioner's scale-down (not counted as free until they are gone).
   std::set<std::string> removing_ ABSL_GUARDED_BY(mu_);
-  bool stop_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<bool> cancel_calls_{false};  // set by Stop: provisioner commands end at once
-  bool wake_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;                      // last: its thread stops before the members it reads go
 };
 
 }  // namespace gantry::server

@@ -8,22 +8,13 @@
 
 namespace gantry::server {
 
-StreamWatchdog::StreamWatchdog(absl::Duration tick) : tick_(tick) {}
+StreamWatchdog::StreamWatchdog(absl::Duration tick)
+    : task_(tick, [this] {
+        absl::MutexLock lock(&mu_);
+        CancelExpired(absl::Now());
+      }) {}
 
 StreamWatchdog::~StreamWatchdog() { Stop(); }
-
-void StreamWatchdog::Start() {
-  if (thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
-}
-
-void StreamWatchdog::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
 
 StreamWatchdog::Watch StreamWatchdog::Begin(grpc::ServerContextBase& context) {
   absl::MutexLock lock(&mu_);
@@ -61,15 +52,6 @@ absl::Status StreamWatchdog::Watch::status() const {
   absl::MutexLock lock(&owner_->mu_);
   const Entry& e = owner_->entries_.at(id_);
   return e.fired ? absl::DeadlineExceededError(e.message) : absl::OkStatus();
-}
-
-void StreamWatchdog::Run() {
-  while (true) {
-    absl::MutexLock lock(&mu_);
-    const absl::Condition stopping(&stopping_);
-    if (mu_.AwaitWithTimeout(stopping, tick_)) return;
-    CancelExpired(absl::Now());
-  }
 }
 
 void StreamWatchdog::CancelExpired(absl::Time now) {

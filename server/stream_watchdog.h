@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 #include "grpcpp/server_context.h"
 
 namespace gantry::server {
@@ -34,9 +35,9 @@ class StreamWatchdog {
   StreamWatchdog(const StreamWatchdog&) = delete;
   StreamWatchdog& operator=(const StreamWatchdog&) = delete;
 
-  void Start();
+  void Start() { task_.Start(); }
   // Ends the thread; watches armed later are no longer enforced. Idempotent.
-  void Stop();
+  void Stop() { task_.Stop(); }
 
   // One stream under watch, held by its handler for as long as it reads; unregisters itself when
   // destroyed. Used from the handler's thread only; movable.
@@ -73,16 +74,13 @@ class StreamWatchdog {
     std::string message;
     bool fired = false;
   };
-  void Run();
   // Cancels the calls past their deadline (under mu_, so no Watch goes away meanwhile).
   void CancelExpired(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  const absl::Duration tick_;
   mutable absl::Mutex mu_;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, Entry> entries_ ABSL_GUARDED_BY(mu_);
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;  // last: its thread stops before the members it reads go
 };
 
 }  // namespace gantry::server

@@ -60,35 +60,13 @@ std::vector<std::string> LiveJobs(const v1::Trial& trial) {
 }  // namespace
 
 StudyDriver::StudyDriver(Backend& backend, absl::Duration interval)
-    : backend_(backend), submitter_(backend), interval_(interval) {}
+    : backend_(backend), submitter_(backend), task_(interval, [this] {
+        if (absl::Status s = RunOnce(); !s.ok()) {
+          GANTRY_LOG(WARNING) << "study driver: " << s.ToString();
+        }
+      }) {}
 
 StudyDriver::~StudyDriver() { Stop(); }
-
-void StudyDriver::Start() {
-  if (interval_ <= absl::ZeroDuration() || thread_.joinable()) return;
-  thread_ = std::thread([this] { Run(); });
-}
-
-void StudyDriver::Stop() {
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
-  if (thread_.joinable()) thread_.join();
-}
-
-void StudyDriver::Run() {
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      const absl::Condition stopping(&stopping_);
-      if (mu_.AwaitWithTimeout(stopping, interval_)) return;
-    }
-    if (absl::Status s = RunOnce(); !s.ok()) {
-      GANTRY_LOG(WARNING) << "study driver: " << s.ToString();
-    }
-  }
-}
 
 absl::Status StudyDriver::RunOnce() {
   absl::MutexLock pass(&pass_mu_);

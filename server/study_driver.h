@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/periodic_task.h"
 #include "gantry/v1/studies.pb.h"
 #include "server/backend.h"
 #include "server/job_submitter.h"
@@ -31,9 +32,9 @@ class StudyDriver {
   StudyDriver& operator=(const StudyDriver&) = delete;
 
   // Starts the thread that runs a pass every `interval` (an interval <= 0 never starts it).
-  void Start();
+  void Start() { task_.Start(); }
   // Ends the thread (waits for a pass under way). Idempotent.
-  void Stop();
+  void Stop() { task_.Stop(); }
 
   // One pass over every RUNNING or CANCELLING study. Errors of one study are logged and the
   // others still advance; the returned status is the first error.
@@ -45,7 +46,6 @@ class StudyDriver {
                                      const std::string& message);
 
  private:
-  void Run();
   absl::Status Advance(const gantry::v1::Study& study) ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass_mu_);
   // Collects results of a RUNNING trial's folds, submits folds not yet submitted and ends the
   // trial when its folds say so.
@@ -75,11 +75,8 @@ class StudyDriver {
 
   Backend& backend_;
   JobSubmitter submitter_;
-  const absl::Duration interval_;
   absl::Mutex pass_mu_;  // one pass at a time (the thread, or a test calling RunOnce)
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  std::thread thread_;
+  PeriodicTask task_;    // last: its thread stops before the members it reads go
 };
 
 }  // namespace gantry::server
