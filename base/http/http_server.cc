@@ -390,8 +390,6 @@ absl::Status HttpServer::Impl::Start() {
   address_ = FormatHostPort(host_port->host, bound_port);
 
   const bool tls = !options_.tls_cert_pem.empty() || !options_.tls_key_pem.empty();
-  // MHD reads them as C strings.
-  std::string cert = options_.tls_cert_pem, key = options_.tls_key_pem;
   // A client that closes mid-answer must not kill the process (MHD may use sendfile).
   signal(SIGPIPE, SIG_IGN);
   unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
@@ -410,8 +408,10 @@ absl::Status HttpServer::Impl::Start() {
       {MHD_OPTION_SIGPIPE_HANDLED_BY_APP, 1, nullptr},
   };
   if (tls) {
-    items.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, cert.data()});
-    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, key.data()});
+    // MHD reads the PEM text as C strings and never writes it (its option slot is a void*).
+    items.push_back(
+        {MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(options_.tls_cert_pem.c_str())});
+    items.push_back({MHD_OPTION_HTTPS_MEM_KEY, 0, const_cast<char*>(options_.tls_key_pem.c_str())});
   }
   items.push_back({MHD_OPTION_END, 0, nullptr});
   daemon_ = MHD_start_daemon(flags, 0, nullptr, nullptr, &Impl::Access, this, MHD_OPTION_ARRAY,
