@@ -96,7 +96,8 @@ absl::StatusOr<std::string> FileRoots::CheckLexical(absl::string_view path) cons
 }
 
 absl::StatusOr<std::string> FileRoots::Resolve(const std::string& path,
-                                               const std::vector<std::string>& denied) const {
+                                               const std::vector<std::string>& denied,
+                                               const FileRoots* owner) const {
   // The lexical check first, so a path outside every root is refused without touching the file
   // system (no existence oracle for files elsewhere).
   absl::StatusOr<std::string> lexical = CheckLexical(path);
@@ -118,10 +119,17 @@ absl::StatusOr<std::string> FileRoots::Resolve(const std::string& path,
           absl::StrCat(path, " resolves into the worker's own data; it cannot be a dataset"));
     }
   }
-  if (ContainsResolved(resolved)) return resolved;
-  return absl::PermissionDeniedError(
-      absl::StrCat(path, " resolves outside the directories this worker allows for file:// (",
-                   Describe(), "); a symbolic link may point elsewhere"));
+  if (!ContainsResolved(resolved)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, " resolves outside the directories this worker allows for file:// (",
+                     Describe(), "); a symbolic link may point elsewhere"));
+  }
+  if (owner != nullptr && !owner->ContainsResolved(resolved)) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(path, " resolves outside the directories the job's owner may read (",
+                     owner->Describe(), "); a symbolic link may point elsewhere"));
+  }
+  return resolved;
 }
 
 bool FileRoots::ContainsResolved(const std::string& resolved) const {

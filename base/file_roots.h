@@ -37,10 +37,13 @@ class FileRoots {
   absl::StatusOr<std::string> CheckLexical(absl::string_view path) const;
 
   // The path resolved with realpath(3) (symlinks followed), when the resolved file lies under one
-  // of the roots (resolved too) and under none of `denied`: NOT_FOUND when it does not exist,
-  // PERMISSION_DENIED when it resolves outside the roots or into a denied directory.
+  // of the roots (resolved too), under one of `owner`'s when given (the directories the job's
+  // owner may read), and under none of `denied`: NOT_FOUND when it does not exist,
+  // PERMISSION_DENIED when it resolves outside the roots, outside the owner's or into a denied
+  // directory.
   absl::StatusOr<std::string> Resolve(const std::string& path,
-                                      const std::vector<std::string>& denied) const;
+                                      const std::vector<std::string>& denied,
+                                      const FileRoots* owner = nullptr) const;
 
   // True when `resolved` (a realpath) lies strictly under one of the roots, each resolved with
   // realpath on this machine (a root missing here allows nothing).

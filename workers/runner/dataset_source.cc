@@ -332,13 +332,9 @@ absl::StatusOr<DatasetCache::Lease> DatasetSource::FromFile(
   if (options_.file_roots.has_value()) {
     std::vector<std::string> denied = options_.denied_dirs;
     denied.push_back(options_.cache_dir);
-    ASSIGN_OR_RETURN(std::string resolved, options_.file_roots->Resolve(path, denied));
-    if (options_.owner_file_roots.has_value() &&
-        !options_.owner_file_roots->ContainsResolved(resolved)) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          path, " resolves outside the directories the job's owner may read (",
-          options_.owner_file_roots->Describe(), "); a symbolic link may point elsewhere"));
-    }
+    const FileRoots* owner =
+        options_.owner_file_roots.has_value() ? &*options_.owner_file_roots : nullptr;
+    ASSIGN_OR_RETURN(std::string resolved, options_.file_roots->Resolve(path, denied, owner));
     ASSIGN_OR_RETURN(opened, OpenSource::Open(resolved));
     // What was opened is where its descriptor points now: the checked path, or the open lost a
     // race with a link swapped in after the check.
