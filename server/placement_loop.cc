@@ -339,6 +339,10 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
       v1::Assignment* assignment = message.mutable_assignment();
       *assignment = *common;
       assignment->set_rank(rank);
+      if (placement.rank_workers.size() > 1) {
+        assignment->set_rendezvous_secret(
+            backend_.credentials->RendezvousSecret(placed.id, placed.attempt));
+      }
       assignment->set_rank_credential(
           backend_.credentials->RankCredential(placed.id, placed.attempt, worker));
       int threads = a.spec.resources_per_rank().threads();

@@ -73,9 +73,12 @@ absl::StatusOr<Principal> WorkerCredentials::VerifyWorkerSecret(const std::strin
     const std::string mac = HmacSha256Hex(rank_key_, RankMessage(parts[0], attempt, parts[2]));
     if (!SecretsEqual(mac, parts[3])) return BadRankCredential();
     if (IsRevoked(parts[2])) return BadRankCredential();
-    // A rank credential lives as long as its attempt, for every call it makes.
-    ASSIGN_OR_RETURN(bool live, identities_.HoldsLiveAttempt(parts[0], attempt, parts[2]));
-    if (!live) {
+    // A rank credential lives as long as its attempt, and its worker's credential, for every call
+    // it makes (a revocation made before this process started is in the database).
+    ASSIGN_OR_RETURN(storage::WorkerIdentityRepository::RankAttempt held,
+                     identities_.CheckRankAttempt(parts[0], attempt, parts[2]));
+    if (!held.worker_standing) return BadRankCredential();
+    if (!held.live) {
       return absl::UnauthenticatedError(absl::StrCat(
           "the rank credential of job ", parts[0], " attempt ", attempt,
           " has expired: that attempt no longer runs on its worker (it ended, restarted or "
@@ -133,6 +136,10 @@ std::string WorkerCredentials::RankCredential(const std::string& job_id, int att
                                               const std::string& worker_id) const {
   return absl::StrCat(kRankPrefix, job_id, ":", attempt, ":", worker_id, ":",
                       HmacSha256Hex(rank_key_, RankMessage(job_id, attempt, worker_id)));
+}
+
+std::string WorkerCredentials::RendezvousSecret(const std::string& job_id, int attempt) const {
+  return HmacSha256Hex(rank_key_, absl::StrCat("gantry rendezvous\n", job_id, "\n", attempt));
 }
 
 void WorkerCredentials::Revoke(const std::string& join_token_id,

@@ -48,6 +48,11 @@ class WorkerCredentials {
   std::string RankCredential(const std::string& job_id, int attempt,
                              const std::string& worker_id) const;
 
+  // The secret the ranks of job `job_id`'s attempt `attempt` share for their rendezvous
+  // (Assignment.rendezvous_secret): 64 hex, an HMAC under the rank key, so it needs no storage,
+  // is the same after a restart and differs for every attempt.
+  std::string RendezvousSecret(const std::string& job_id, int attempt) const;
+
   // Join token `join_token_id` and the credentials of these workers (which it registered) were
   // revoked; their rank credentials stop working too, and nothing of them is accepted from memory.
   void Revoke(const std::string& join_token_id, const std::vector<std::string>& worker_ids);

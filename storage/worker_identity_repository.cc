@@ -173,6 +173,25 @@ absl::StatusOr<bool> WorkerIdentityRepository::HoldsLiveAttempt(const std::strin
   return found;
 }
 
+absl::StatusOr<WorkerIdentityRepository::RankAttempt> WorkerIdentityRepository::CheckRankAttempt(
+    const std::string& job_id, int attempt, const std::string& worker_id) {
+  RankAttempt out;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    pqxx::result r =
+        tx.Exec("rank_attempt_check",
+                "SELECT EXISTS (SELECT 1 FROM jobs j JOIN job_placements p ON p.job_id = j.id AND "
+                "p.attempt = j.attempt WHERE j.id = $1 AND j.attempt = $2 AND p.worker_id = $3 AND "
+                "j.state IN ('JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING', "
+                "'JOB_STATE_CANCELLING')), EXISTS (SELECT 1 FROM workers w WHERE w.id = $3 AND "
+                "w.credential_sha256 IS NOT NULL)",
+                job_id, attempt, worker_id);
+    out.live = r[0][0].as<bool>();
+    out.worker_standing = r[0][1].as<bool>();
+    return absl::OkStatus();
+  }));
+  return out;
+}
+
 absl::StatusOr<bool> WorkerIdentityRepository::MayFetchCheckpoint(const std::string& sha256,
                                                                   const std::string& worker_id,
                                                                   const std::string& job_id) {

@@ -60,6 +60,15 @@ class WorkerIdentityRepository {
   // when `worker_id` is empty): what a worker or rank may upload checkpoints and report for.
   absl::StatusOr<bool> HoldsLiveAttempt(const std::string& job_id, int attempt,
                                         const std::string& worker_id);
+  // What a rank credential of (job, attempt, worker) needs, in one query: that attempt live on the
+  // worker as HoldsLiveAttempt says, and the worker's credential standing (not revoked: a revoked
+  // worker's rank credentials die with its credential, in the database, across restarts).
+  struct RankAttempt {
+    bool live = false;
+    bool worker_standing = false;
+  };
+  absl::StatusOr<RankAttempt> CheckRankAttempt(const std::string& job_id, int attempt,
+                                               const std::string& worker_id);
   // Whether checkpoint blob `sha256` may be read. By a rank of `job_id` (when set): only when it is
   // a checkpoint that job uploaded (the job's starting model the caller checks itself). By worker
   // `worker_id` (job_id empty): a registered model version's checkpoint (any worker may be asked to

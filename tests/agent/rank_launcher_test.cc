@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <chrono>
 #include <fstream>
@@ -113,6 +114,7 @@ class RankLauncherTest : public ::testing::Test {
     a.set_rank(rank);
     a.set_world_size(rank + 1);
     a.set_rank_credential("grk_secret-of-" + job);
+    a.set_rendezvous_secret(std::string(64, 'e'));
     for (const auto& [k, v] : labels) (*a.mutable_spec()->mutable_labels())[k] = v;
     return a;
   }
@@ -170,6 +172,14 @@ TEST_F(RankLauncherTest, ForwardsFramesInOrderAndReportsTheExitCode) {
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/env_token.txt"), "<unset>");
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/credential_mode.txt"), "384 448");  // 0600, 0700
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/assignment.pb").find("grk_"), std::string::npos);
+  // The rendezvous secret only in the assignment file, which is 0600 too.
+  EXPECT_EQ(args.find(std::string(64, 'e')), std::string::npos);
+  v1::Assignment stored;
+  ASSERT_TRUE(stored.ParseFromString(ReadFile(WorkDir("job-a", 1) + "/assignment.pb")));
+  EXPECT_EQ(stored.rendezvous_secret(), std::string(64, 'e'));
+  struct stat st;
+  ASSERT_EQ(stat((WorkDir("job-a", 1) + "/assignment.pb").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(ReadFile(WorkDir("job-a", 1) + "/leaked_fds.txt"), "0");
   EXPECT_NE(ReadFile(WorkDir("job-a", 1) + "/rank.log").find("fake rank 1 of job-a starting"),
             std::string::npos);

@@ -16,10 +16,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <vector>
 
 #include "tests/gan/test_data.h"
@@ -449,9 +451,92 @@ TEST(CommunicatorTest, RejectsBadOptionsAndGpuWithoutCuda) {
   o.rendezvous_port = 0;
   EXPECT_TRUE(absl::IsInvalidArgument(Communicator::Connect(o).status()));
   o.rendezvous_port = 1234;
+  for (const std::string& secret :
+       {std::string("short"), std::string(64, 'g'), std::string(200, 'a')}) {
+    o.secret = secret;
+    const auto bad = Communicator::Connect(o);
+    EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
+    EXPECT_NE(bad.status().message().find("32 to 128 hex"), std::string::npos) << bad.status();
+  }
+  o.secret.clear();
   o.gpu = true;
   const auto gpu = Communicator::Connect(o);
   EXPECT_TRUE(absl::IsUnimplemented(gpu.status())) << gpu.status();
+}
+
+// Connects ranks 0 and 1 of a two-rank group on `port` from two threads with these secrets; each
+// rank's result. A connected pair all-reduces once (1 + 2) and then `while_up` runs while the
+// group still exists.
+std::vector<absl::Status> ConnectPair(int port, const std::string& secret0,
+                                      const std::string& secret1, absl::Duration timeout,
+                                      const std::function<void()>& while_up = {}) {
+  std::vector<absl::Status> result(2);
+  std::vector<std::unique_ptr<Communicator>> comms(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; ++r) {
+    ranks.emplace_back([&, r] {
+      CommunicatorOptions o;
+      o.rendezvous_host = "127.0.0.1";
+      o.rendezvous_port = port;
+      o.rank = r;
+      o.world_size = 2;
+      o.timeout = timeout;
+      o.secret = r == 0 ? secret0 : secret1;
+      auto comm = Communicator::Connect(o);
+      result[r] = comm.status();
+      if (!comm.ok()) return;
+      std::vector<at::Tensor> t{at::full({2}, float(r + 1))};
+      result[r] = (*comm)->AllReduceSum(t);
+      if (result[r].ok() && !at::equal(t[0], at::full({2}, 3.0f))) {
+        result[r] = absl::InternalError("wrong sum");
+      }
+      comms[r] = *std::move(comm);
+    });
+  }
+  for (auto& t : ranks) t.join();
+  if (while_up && comms[0] && comms[1]) while_up();
+  return result;
+}
+
+// Whether `key` exists in the TCPStore on `port`, asked as an outsider holding no secret.
+bool OutsiderSeesKey(int port, const std::string& key) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<uint16_t>(port);
+  o.isServer = false;
+  o.waitWorkers = false;
+  o.timeout = std::chrono::seconds(5);
+  c10d::TCPStore outsider("127.0.0.1", o);
+  return outsider.check({key});
+}
+
+TEST(CommunicatorTest, OnlyRanksHoldingTheSameSecretFormAGroup) {
+  const std::string a(64, 'a'), b(64, 'b');
+  // Different secrets (another attempt's rank, or an impostor): neither finds the other.
+  const auto start = Clock::now();
+  std::vector<absl::Status> apart = ConnectPair(FreePort(), a, b, absl::Seconds(3));
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 20.0);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(absl::IsDeadlineExceeded(apart[r])) << "rank " << r << ": " << apart[r];
+  }
+  // The same secret: a group. Its keys (Gloo's "<device>/<rank>" addresses) live under the
+  // secret, out of reach of a process that can connect to the store but does not hold it; without
+  // a secret they would sit at the top, where anyone connecting finds them.
+  bool outsider_sees_plain = true, outsider_sees_prefixed = false;
+  const int port = FreePort();
+  std::vector<absl::Status> together = ConnectPair(port, a, a, absl::Seconds(30), [&] {
+    outsider_sees_plain = OutsiderSeesKey(port, "0/0") || OutsiderSeesKey(port, "0/1");
+    outsider_sees_prefixed = OutsiderSeesKey(port, a + "/0/0") && OutsiderSeesKey(port, a + "/0/1");
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(together[r].ok()) << "rank " << r << ": " << together[r];
+  EXPECT_FALSE(outsider_sees_plain);
+  EXPECT_TRUE(outsider_sees_prefixed) << "the group's keys are under its secret";
+  bool control_sees_plain = false;
+  const int control = FreePort();
+  std::vector<absl::Status> open = ConnectPair(control, "", "", absl::Seconds(30), [&] {
+    control_sees_plain = OutsiderSeesKey(control, "0/0") && OutsiderSeesKey(control, "0/1");
+  });
+  EXPECT_TRUE(open[0].ok() && open[1].ok()) << open[0] << " " << open[1];
+  EXPECT_TRUE(control_sees_plain) << "Gloo's key names changed: the assertions above test nothing";
 }
 
 TEST(CommunicatorTest, SingleRankGroupWorks) {

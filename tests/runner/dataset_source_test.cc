@@ -591,13 +591,9 @@ class RunnerServerTest : public ServerFixture {
     return registered.worker_credential();
   }
 
-  // The credential the server gives the ranks of `job_id` attempt 0 (Assignment.rank_credential),
-  // made with the server's rank-credential key as the server makes it.
+  // The credential the server gives the ranks of `job_id` attempt 0 (Assignment.rank_credential).
   std::string RankCredential(const std::string& job_id) {
-    const std::string worker = "wrk-runner-test";
-    return absl::StrCat("grk_", job_id, ":0:", worker, ":",
-                        HmacSha256Hex(RankKey(), absl::StrCat("gantry rank credential\n", job_id,
-                                                              "\n0\n", worker)));
+    return IssueRankCredential(job_id, 0, "wrk-runner-test");
   }
 
   int workers_ = 0;

@@ -27,6 +27,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/sha256.h"
+#include "jobspec/model_config.h"
 #include "showers/toy_mc.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
@@ -34,7 +35,6 @@
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/checkpoint_diff.h"
-#include "jobspec/model_config.h"
 #include "workers/runner/checkpoint_client.h"
 
 namespace gantry::testing {
@@ -86,18 +86,14 @@ class RankProcessTest : public ServerFixture {
     tenant_ = NewTenant("calo");
     // The server's rank-credential key (created at its start): the test plays the daemon that got
     // each assignment's credential from the server.
-    rank_key_ = RankKey();
-    ASSERT_EQ(rank_key_.size(), 64u);
+    ASSERT_EQ(RankKey().size(), 64u);
   }
 
   // What the server issues to rank processes of `job_id` attempt `attempt` (Assignment
   // rank_credential), for a worker of the test.
   static constexpr const char* kTestWorker = "wrk-rank-process-test";
-  std::string RankCredential(const std::string& job_id, int attempt = 0) const {
-    const std::string worker = kTestWorker;
-    return absl::StrCat("grk_", job_id, ":", attempt, ":", worker, ":",
-                        HmacSha256Hex(rank_key_, absl::StrCat("gantry rank credential\n", job_id,
-                                                              "\n", attempt, "\n", worker)));
+  std::string RankCredential(const std::string& job_id, int attempt = 0) {
+    return IssueRankCredential(job_id, attempt, kTestWorker);
   }
 
   std::string SubmitJob(const v1::JobSpec& spec) {
@@ -236,7 +232,6 @@ class RankProcessTest : public ServerFixture {
             "--credential-file=" + assignment + ".credential"};
   }
 
-  std::string rank_key_;
   std::string tenant_;
 };
 
@@ -675,6 +670,7 @@ TEST_F(RankProcessTest, SigtermStopsBothRanksOfAJobWithinSeconds) {
     a.set_world_size(2);
     a.set_rendezvous_host("127.0.0.1");
     a.set_rendezvous_port(port);
+    a.set_rendezvous_secret(std::string(64, 'c'));  // as the server sends it: keys under it
     const std::string tag = std::to_string(rank);
     std::vector<std::string> flags =
         StandardFlags(WriteAssignment(a, "assignment" + tag + ".pb"), tag);

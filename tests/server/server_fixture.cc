@@ -60,6 +60,19 @@ std::string ServerFixture::RankKey() const {
   return key;
 }
 
+std::string ServerFixture::IssueRankCredential(const std::string& job_id, int attempt,
+                                               const std::string& worker_id) {
+  db_.Query(
+      "INSERT INTO workers (id, name, registration, slots, free_slots, credential_sha256) "
+      "VALUES ('" +
+      worker_id + "', '" + worker_id + "', ''::bytea, 1, 1, '" + Sha256Hex(worker_id) +
+      "') ON CONFLICT (id) DO NOTHING");
+  const std::string message =
+      "gantry rank credential\n" + job_id + "\n" + std::to_string(attempt) + "\n" + worker_id;
+  return "grk_" + job_id + ":" + std::to_string(attempt) + ":" + worker_id + ":" +
+         HmacSha256Hex(RankKey(), message);
+}
+
 std::vector<std::string> ServerFixture::WorkerProtocolArgs(const std::string& join) const {
   const std::string join_file = dir_.File("join");
   std::ofstream(join_file) << join << "\n";

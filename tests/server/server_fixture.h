@@ -43,6 +43,12 @@ class ServerFixture : public ::testing::Test {
   // and the key in it: what a test playing the daemon signs rank credentials with.
   std::string RankKeyFile() const { return dir_.File("data") + "/rank-credentials.key"; }
   std::string RankKey() const;
+  // The rank credential the server issues to the ranks of `job_id` attempt `attempt` placed on
+  // `worker_id` (Assignment.rank_credential), made with RankKey as the server makes it, for a test
+  // playing the daemon. Records `worker_id` as a worker with a standing credential, if it is not
+  // one (a rank credential is valid only while its worker's is); placing the job is the test's.
+  std::string IssueRankCredential(const std::string& job_id, int attempt,
+                                  const std::string& worker_id);
   // Flags for a server that accepts workers: writes `join` to a join-token file in dir_ and
   // returns --join-token-file with fast heartbeats (200 ms) and a short lease (1500 ms).
   std::vector<std::string> WorkerProtocolArgs(const std::string& join) const;

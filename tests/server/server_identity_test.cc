@@ -57,17 +57,18 @@ class ServerIdentityTest : public ServerFixture {
 
   // A world-size-2 job RUNNING on two fresh workers; w0 hosts rank 0. Keeps both assignments.
   // With `initial_model`, a fine-tuning job starting from that model; it may restart
-  // `max_restarts` times.
+  // `max_restarts` times. The workers register with `join` (default: the bootstrap join token).
   struct Running {
     v1::Job job;
     std::unique_ptr<DriverWorker> w0, w1;
     v1::Assignment a0, a1;
   };
   Running StartRunningJob(const std::string& n0, const std::string& n1,
-                          const std::string& initial_model = "", int max_restarts = 0) {
+                          const std::string& initial_model = "", int max_restarts = 0,
+                          const std::string& join = "") {
     Running r;
-    auto a = Worker(n0);
-    auto b = Worker(n1);
+    auto a = Worker(n0, {}, join);
+    auto b = Worker(n1, {}, join);
     r.job = Submit(2, initial_model, max_restarts);
     std::optional<v1::ServerMessage> ma = a->Next(), mb = b->Next();
     EXPECT_TRUE(ma && ma->has_assignment() && mb && mb->has_assignment());
@@ -374,6 +375,46 @@ TEST_F(ServerIdentityTest, TheRankKeyIsAPrivateFileThatOutlivesARestart) {
   EXPECT_TRUE(s.ok()) << Describe(s);
 }
 
+TEST_F(ServerIdentityTest, ARevokedWorkersRankCredentialsStayRefusedAfterARestart) {
+  v1::CreateTokenResponse issued;
+  ASSERT_TRUE(admin_->CreateJoinToken(Ctx(admin_token_).get(), {}, &issued).ok());
+  Running r = StartRunningJob("alpha", "beta", "", 0, issued.token());
+  Running other = StartRunningJob("gamma", "delta");
+  ASSERT_NE(r.w0, nullptr);
+  ASSERT_NE(other.w0, nullptr);
+  const std::string sha = UploadCheckpoint(channel_, r.a0.rank_credential(), r.job.id(), "r w");
+  const std::string other_sha =
+      UploadCheckpoint(channel_, other.a0.rank_credential(), other.job.id(), "other w");
+  ASSERT_FALSE(sha.empty());
+  ASSERT_FALSE(other_sha.empty());
+  v1::RevokeJoinTokenRequest revoke;
+  revoke.set_token_id(issued.token_id());
+  v1::RevokeJoinTokenResponse revoked;
+  ASSERT_TRUE(admin_->RevokeJoinToken(Ctx(admin_token_).get(), revoke, &revoked).ok());
+  grpc::Status s = Fetch(r.a0.rank_credential(), sha);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // A new server process remembers nothing; the database says the workers were revoked.
+  r.w0.reset();
+  r.w1.reset();
+  other.w0.reset();
+  other.w1.reset();
+  ASSERT_EQ(StopServer(), 0);
+  std::vector<std::string> args = WorkerProtocolArgs(join_);
+  args.push_back("--lease-timeout-ms=60000");
+  StartServer(args);
+  stub_ = v1::WorkerService::NewStub(channel_);
+  for (const v1::Assignment* a : {&r.a0, &r.a1}) {
+    s = UploadCheckpointAt(channel_, a->rank_credential(), r.job.id(), "after", 9, 0);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+    EXPECT_NE(s.error_message().find("revoked"), std::string::npos) << s.error_message();
+  }
+  s = Fetch(r.a0.rank_credential(), sha);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED) << Describe(s);
+  // The other token's workers' ranks go on.
+  s = Fetch(other.a0.rank_credential(), other_sha);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+}
+
 TEST_F(ServerIdentityTest, TheServerRefusesARankKeyFileOthersCanReadOrThatHoldsNoKey) {
   const std::string shared = dir_.File("shared.key");
   std::ofstream(shared) << std::string(64, 'a') << "\n";
@@ -422,6 +463,11 @@ TEST_F(ServerIdentityTest, ARankCredentialActsOnlyForItsJobAttempt) {
   ASSERT_NE(b.w0, nullptr);
   const std::string rank_a = a.a0.rank_credential();
   ASSERT_EQ(rank_a.rfind("grk_", 0), 0u);
+  // The ranks of one attempt share a rendezvous secret that no other job's ranks hold.
+  EXPECT_EQ(a.a0.rendezvous_secret().size(), 64u);
+  EXPECT_EQ(a.a0.rendezvous_secret(), a.a1.rendezvous_secret());
+  EXPECT_NE(a.a0.rendezvous_secret(), b.a0.rendezvous_secret());
+  EXPECT_EQ(b.a0.rendezvous_secret(), b.a1.rendezvous_secret());
   EXPECT_EQ(a.a0.spec().dataset().find("grk_"), std::string::npos);
   // Its own job and attempt: accepted.
   ASSERT_TRUE(UploadCheckpointAt(channel_, rank_a, a.job.id(), "a weights", 5, 0).ok());

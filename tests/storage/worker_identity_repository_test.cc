@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <string>
+
 #include "base/sha256.h"
 #include "storage/job_repository.h"
 #include "storage/token_repository.h"
@@ -71,31 +74,58 @@ TEST_F(WorkerIdentityRepositoryTest, CredentialsAreStoredHashedAndRevokedWithThe
 TEST_F(WorkerIdentityRepositoryTest, Placements) {
   JobRepository jobs(*db_);
   WorkerIdentityRepository identities(*db_);
+  TokenRepository tokens(*db_);
+  WorkerRepository workers(*db_);
+  auto join = tokens.CreateJoinToken("rack");
+  ASSERT_TRUE(join.ok());
+  // Workers with standing credentials (a rank credential lives only as long as its worker's).
+  std::map<std::string, std::string> id;
+  for (const char* name : {"a", "b", "c"}) {
+    auto w = workers.Upsert(Registration(name));
+    ASSERT_TRUE(w.ok()) << w.status();
+    ASSERT_TRUE(
+        identities.SetCredential(*w, Sha256Hex(std::string("gwc_") + name), join->token_id).ok());
+    id[name] = *w;
+  }
   gantry::v1::JobSpec spec;
   spec.set_model_preset("tiny");
   spec.set_dataset("toymc:layout=25,events=10");
   spec.set_world_size(2);
   auto job = jobs.Create("alice", spec, "");
   ASSERT_TRUE(job.ok()) << job.status();
-  ASSERT_TRUE(identities.RecordPlacement(job->id(), 0, {"wrk-a", "wrk-b"}).ok());
-  ASSERT_TRUE(identities.RecordPlacement(job->id(), 1, {"wrk-c", "wrk-c"}).ok());
+  ASSERT_TRUE(identities.RecordPlacement(job->id(), 0, {id["a"], id["b"]}).ok());
+  ASSERT_TRUE(identities.RecordPlacement(job->id(), 1, {id["c"], id["c"]}).ok());
   auto placed = identities.PlacementOf(job->id());
   ASSERT_TRUE(placed.ok()) << placed.status();
   ASSERT_EQ(placed->size(), 4u);
-  EXPECT_EQ(placed->at({0, 1}), "wrk-b");
-  EXPECT_EQ(placed->at({1, 0}), "wrk-c");
+  EXPECT_EQ(placed->at({0, 1}), id["b"]);
+  EXPECT_EQ(placed->at({1, 0}), id["c"]);
   // A live attempt: the job's current one (0), placing or running; a worker of that attempt.
-  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a")) << "queued";
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, id["a"])) << "queued";
   test_db_.Query("UPDATE jobs SET state = 'JOB_STATE_RUNNING'");
-  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a"));
+  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 0, id["a"]));
   EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 0, ""));
-  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-c")) << "attempt 1's worker";
-  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c")) << "not the current attempt";
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, id["c"])) << "attempt 1's worker";
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, id["c"])) << "not the current attempt";
   test_db_.Query("UPDATE jobs SET attempt = 1, state = 'JOB_STATE_RESTARTING'");
-  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c"));
-  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, "wrk-a"));
+  EXPECT_TRUE(*identities.HoldsLiveAttempt(job->id(), 1, id["c"]));
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 0, id["a"]));
+  // A rank credential's check: the live attempt and its worker's standing credential, which a
+  // revocation (with the join token) takes away in the database and a new registration restores.
+  auto held = identities.CheckRankAttempt(job->id(), 1, id["c"]);
+  ASSERT_TRUE(held.ok()) << held.status();
+  EXPECT_TRUE(held->live && held->worker_standing);
+  EXPECT_FALSE(identities.CheckRankAttempt(job->id(), 0, id["a"])->live) << "an earlier attempt";
+  EXPECT_TRUE(identities.CheckRankAttempt(job->id(), 0, id["a"])->worker_standing);
+  ASSERT_TRUE(identities.RevokeJoinToken(join->token_id).ok());
+  held = identities.CheckRankAttempt(job->id(), 1, id["c"]);
+  EXPECT_TRUE(held->live);
+  EXPECT_FALSE(held->worker_standing) << "revoked";
+  EXPECT_FALSE(identities.CheckRankAttempt(job->id(), 1, "wrk-none")->worker_standing);
+  ASSERT_TRUE(identities.SetCredential(id["c"], Sha256Hex("gwc_c2"), join->token_id).ok());
+  EXPECT_TRUE(identities.CheckRankAttempt(job->id(), 1, id["c"])->worker_standing);
   test_db_.Query("UPDATE jobs SET state = 'JOB_STATE_SUCCEEDED'");
-  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, "wrk-c")) << "ended";
+  EXPECT_FALSE(*identities.HoldsLiveAttempt(job->id(), 1, id["c"])) << "ended";
   EXPECT_TRUE(identities.PlacementOf("job-none")->empty());
 }
 

@@ -15,6 +15,7 @@
 #ifdef USE_C10D_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #include <utility>
 
@@ -116,6 +117,14 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("the rendezvous timeout must be positive");
   }
+  if (!options.secret.empty() &&
+      (options.secret.size() < 32 || options.secret.size() > 128 ||
+       !std::all_of(options.secret.begin(), options.secret.end(),
+                    [](char c) { return absl::ascii_isxdigit(static_cast<unsigned char>(c)); }))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the rendezvous secret must be 32 to 128 hex characters (it has ", options.secret.size(),
+        "); a rank uses the rendezvous_secret of its assignment"));
+  }
 #ifndef GANTRY_WITH_CUDA
   if (options.gpu) {
     return absl::UnimplementedError(
@@ -135,6 +144,11 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Connect(
     store_options.waitWorkers = true;
     store_options.timeout = Millis(options.timeout);
     store = c10::make_intrusive<c10d::TCPStore>(options.rendezvous_host, store_options);
+    // Keys "<secret>/...": the TCPStore has no authentication; a process without the secret can
+    // connect but finds none of the group's keys and cannot write one the group would read.
+    if (!options.secret.empty()) {
+      store = c10::make_intrusive<c10d::PrefixStore>(options.secret, store);
+    }
   } catch (const std::exception& e) {
     return CollectiveError(e, "c10d TCPStore", where);
   }

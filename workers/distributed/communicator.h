@@ -28,6 +28,10 @@ struct CommunicatorOptions {
   std::string bind_host;
   absl::Duration timeout = absl::Minutes(2);  // rendezvous and collectives
   bool gpu = false;  // NCCL; UNIMPLEMENTED unless built with GANTRY_WITH_CUDA
+  // The attempt's rendezvous secret (Assignment.rendezvous_secret, 32 to 128 hex characters):
+  // every key the group writes to the TCPStore lives under it, so only ranks that hold it find
+  // each other. Empty: keys at the store's top level (tests, one-process runs).
+  std::string secret;
 };
 
 // Thread safety: collectives must be issued in the same order on every rank; a Communicator may be
@@ -36,7 +40,8 @@ struct CommunicatorOptions {
 class Communicator {
  public:
   // Rank 0 starts the TCPStore on rendezvous_host:rendezvous_port and waits for the others; every
-  // rank then builds the Gloo group. INVALID_ARGUMENT for bad options; UNAVAILABLE (rank 0 cannot
+  // rank then builds the Gloo group under the secret's keys (ranks with different secrets never
+  // see each other's and time out). INVALID_ARGUMENT for bad options; UNAVAILABLE (rank 0 cannot
   // listen, or a connection failed) or DEADLINE_EXCEEDED (nobody answered within the timeout), each
   // message naming host:port; UNIMPLEMENTED for gpu without GANTRY_WITH_CUDA.
   static absl::StatusOr<std::unique_ptr<Communicator>> Connect(const CommunicatorOptions& options);

@@ -592,6 +592,7 @@ absl::Status RankRunner::JoinProcessGroup(
   co.rank = rank_;
   co.world_size = world_size_;
   co.gpu = options_.device.is_cuda();
+  co.secret = a.rendezvous_secret();
   co.timeout = a.collective_timeout_ms() > 0 ? absl::Milliseconds(a.collective_timeout_ms())
                                              : options_.default_collective_timeout;
   co.bind_host = rank_ == 0 ? a.rendezvous_host()
