@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # containers.build_up_flow_down: builds the images (deploy/containers/build; cached layers reused),
 # checks each one, starts PostgreSQL, gantry-server, two workers and a CLI container (up), checks every
-# health check with `podman healthcheck run`, runs the flow across them (flow: world_size 2 across the
-# two worker containers, registration, generation), checks that the server's liveness survives a
+# health check with `podman healthcheck run`, runs the flow across them over TLS (flow: world_size 2
+# across the two worker containers, registration, generation), checks that the server's liveness survives a
 # PostgreSQL outage while its "" service follows the database, and removes everything (down; also on
 # failure); a second `up` over running containers is refused. Only gantry-ctr-test-* containers,
 # networks, volumes and secrets are created or removed.
@@ -72,7 +72,7 @@ pass "flow across the containers"; lap
 
 echo "== PostgreSQL down: the server stays live (health check) while its \"\" service is NOT_SERVING"
 podman stop -t 5 "$ctr-postgres" >/dev/null
-probe=(podman exec "$ctr-cli" gantry-health-probe "$server_in_network")
+probe=(podman exec "$ctr-cli" gantry-health-probe "$server_in_network" --ca-cert "$tls_dir_in_ctr/$ctr-tls-ca")
 for _ in $(seq 1 20); do
   [[ "$("${probe[@]}" 2>/dev/null || true)" == NOT_SERVING ]] && break
   sleep 0.5

@@ -1,5 +1,5 @@
 // Asserts what gantry's rendered Kubernetes overlays must say beyond schema validity: the server's
-// two ports and probes, the worker flags from the downward API, the Secrets wired in, the
+// two ports and TLS probes, the worker flags from the downward API, the Secrets and TLS wired in, the
 // NetworkPolicies (the worker port admits worker pods only) and, for the
 // GPU overlay, accelerator requests, node selectors and tolerations per pool.
 // usage: node check_rendered.mjs local|gpu-cloud RENDERED.yaml
@@ -48,12 +48,23 @@ expect(flag(serverContainer?.args, "listen") === `0.0.0.0:${TENANT_PORT}` && con
 expect(flag(serverContainer?.args, "worker-listen") === `0.0.0.0:${WORKER_PORT}` &&
        containerPort("worker-grpc") === WORKER_PORT,
        `gantry-server does not serve the worker protocol on --worker-listen=0.0.0.0:${WORKER_PORT} (containerPort worker-grpc)`);
-expect(serverContainer?.readinessProbe?.grpc?.port === TENANT_PORT &&
-       serverContainer.readinessProbe.grpc.service === "",
-       `gantry-server readiness is not grpc.health.v1 on port ${TENANT_PORT}, service ""`);
-expect(serverContainer?.livenessProbe?.grpc?.port === WORKER_PORT &&
-       serverContainer.livenessProbe.grpc.service === "gantry.v1.WorkerService",
-       `gantry-server liveness is not grpc.health.v1 service gantry.v1.WorkerService on port ${WORKER_PORT}`);
+// TLS: both listeners with the certificate of Secret gantry-tls; the probes run gantry-health-probe
+// over TLS (the kubelet's gRPC probes cannot), trusting that Secret's CA.
+const tlsVolume = server?.spec.template.spec.volumes?.find((v) => v.secret?.secretName === "gantry-tls");
+const tlsDir = serverContainer?.volumeMounts?.find((m) => m.name === tlsVolume?.name)?.mountPath;
+expect(tlsDir && flag(serverContainer.args, "tls-cert") === `${tlsDir}/tls.crt` &&
+       flag(serverContainer.args, "tls-key") === `${tlsDir}/tls.key`,
+       "gantry-server's --tls-cert/--tls-key are not tls.crt/tls.key of Secret gantry-tls");
+const probe = (p) => p?.exec?.command ?? [];
+const probes = (p, port, service) => {
+  const c = probe(p);
+  return c[0] === "gantry-health-probe" && c[1] === `127.0.0.1:${port}` &&
+    (service ? c[2] === service : c[2] === "--ca-cert") && c[c.indexOf("--ca-cert") + 1] === `${tlsDir}/ca.crt`;
+};
+expect(probes(serverContainer?.readinessProbe, TENANT_PORT, ""),
+       `gantry-server readiness is not gantry-health-probe over TLS on port ${TENANT_PORT}, service ""`);
+expect(probes(serverContainer?.livenessProbe, WORKER_PORT, "gantry.v1.WorkerService"),
+       `gantry-server liveness is not gantry-health-probe over TLS, gantry.v1.WorkerService on port ${WORKER_PORT}`);
 // The tenant Service exposes the tenant port alone; the workers' Service the worker port alone.
 const servicePorts = (name) => (find("Service", name)?.spec.ports ?? []).map((p) => [p.port, p.targetPort ?? p.port]);
 expect(JSON.stringify(servicePorts("gantry-server")) === JSON.stringify([[TENANT_PORT, "grpc"]]),
@@ -72,11 +83,13 @@ expect(server?.spec.template.spec.volumes?.some((v) => v.persistentVolumeClaim?.
 expect(find("PersistentVolumeClaim", "gantry-blobs"), "no PersistentVolumeClaim gantry-blobs");
 expect(find("Service", "gantry-server-workers")?.spec.publishNotReadyAddresses === true,
        "Service gantry-server-workers does not publish not-ready addresses");
-for (const name of ["gantry-tokens", "gantry-db"]) {
+for (const name of ["gantry-tokens", "gantry-db", "gantry-tls"]) {
   expect(find("Secret", name), `no Secret ${name}`);
 }
 expect(Object.keys(find("Secret", "gantry-tokens")?.data ?? {}).sort().join() === "admin-token,join-token",
        "Secret gantry-tokens does not hold exactly admin-token and join-token");
+expect(Object.keys(find("Secret", "gantry-tls")?.data ?? {}).sort().join() === "ca.crt,tls.crt,tls.key",
+       "Secret gantry-tls does not hold exactly ca.crt, tls.crt and tls.key");
 
 // PostgreSQL: a StatefulSet with a volume claim, reachable from gantry-server only.
 const postgres = find("StatefulSet", "gantry-postgres");
@@ -134,6 +147,11 @@ for (const pool of pools) {
          `${name}: --server is not gantry-server-workers:${WORKER_PORT} (the worker port)`);
   expect(spec.volumes?.find((v) => v.name === "tokens")?.secret?.secretName === "gantry-tokens",
          `${name}: the join token is not from Secret gantry-tokens`);
+  const caVolume = spec.volumes?.find((v) => v.secret?.secretName === "gantry-tls");
+  const caDir = container.volumeMounts?.find((m) => m.name === caVolume?.name)?.mountPath;
+  expect(caVolume && JSON.stringify(caVolume.secret.items?.map((i) => i.key)) === '["ca.crt"]' &&
+         flag(container.args, "ca-cert") === `${caDir}/ca.crt`,
+         `${name}: --ca-cert is not the CA of Secret gantry-tls (and only it: no server key on workers)`);
   const labels = pool.spec.template.metadata.labels ?? {};
   expect(labels["app.kubernetes.io/name"] === "gantry-worker", `${name}: pods lack app.kubernetes.io/name=gantry-worker`);
   if (overlay === "gpu-cloud") {

@@ -18,6 +18,7 @@ command -v kubectl >/dev/null ||
 scratch="$(mktemp -d /tmp/gantry-kube-manifests.XXXXXX)"
 trap 'rm -rf "$scratch"' EXIT
 cp -r "$root/deploy/kubernetes" "$scratch/kubernetes"
+mkdir "$scratch/local" && cp "$root/deploy/local/certs.sh" "$scratch/local/"  # secrets.sh's CA, as in deploy/
 rm -rf "$scratch"/kubernetes/overlays/*/secrets   # never the operator's own secret files
 k="$scratch/kubernetes"
 failures=0
@@ -29,10 +30,21 @@ echo "== kubectl: $(kubectl version --client --short 2>/dev/null || kubectl vers
 # secrets.sh: files with mode 0600, kept on a second run, a DSN naming the in-cluster PostgreSQL.
 for overlay in local gpu-cloud; do
   "$k/secrets.sh" "$k/overlays/$overlay" >/dev/null
-  before="$(cat "$k/overlays/$overlay/secrets/"*)"
+  every_secret() { find "$k/overlays/$overlay/secrets" -type f | sort | xargs cat; }
+  before="$(every_secret)"
   "$k/secrets.sh" "$k/overlays/$overlay" >"$scratch/again.out"
-  [[ "$(grep -c '^kept ' "$scratch/again.out")" == 4 ]] || fail "secrets.sh did not keep the existing files"
-  [[ "$(cat "$k/overlays/$overlay/secrets/"*)" == "$before" ]] || fail "secrets.sh changed existing secrets of $overlay"
+  [[ "$(grep -c '^kept ' "$scratch/again.out")" == 5 ]] || fail "secrets.sh did not keep the existing files"
+  [[ "$(every_secret)" == "$before" ]] ||
+    fail "secrets.sh changed existing secrets of $overlay"
+  # The server's certificate: signed by the CA, naming both Services and the probes' loopback.
+  tls="$k/overlays/$overlay/secrets/tls"
+  [[ "$(stat -c %a "$tls/server.key")" == 600 ]] || fail "$overlay/secrets/tls/server.key is not mode 0600"
+  openssl verify -CAfile "$tls/ca.pem" "$tls/server.pem" >/dev/null || fail "server.pem is not signed by ca.pem"
+  sans="$(openssl x509 -in "$tls/server.pem" -noout -ext subjectAltName)"
+  for name in DNS:gantry-server DNS:gantry-server-workers DNS:gantry-server-workers.gantry.svc.cluster.local \
+              DNS:localhost "IP Address:127.0.0.1"; do
+    grep -q "$name\b" <<<"$sans" || fail "the server certificate of $overlay does not name $name: $sans"
+  done
   for f in admin-token join-token postgres-password dsn; do
     [[ -s "$k/overlays/$overlay/secrets/$f" ]] || fail "secrets.sh wrote no $overlay/secrets/$f"
     [[ "$(stat -c %a "$k/overlays/$overlay/secrets/$f")" == 600 ]] || fail "$overlay/secrets/$f is not mode 0600"
@@ -42,6 +54,9 @@ for overlay in local gpu-cloud; do
 done
 "$k/secrets.sh" "$scratch/nowhere" 2>"$scratch/err" && fail "secrets.sh accepted a directory without kustomization.yaml"
 grep -q "has no kustomization.yaml" "$scratch/err" || fail "secrets.sh's error does not say what is wrong"
+"$k/secrets.sh" "$k/overlays/local" --tls-san gantry.example.org 2>"$scratch/err" &&
+  fail "secrets.sh accepted a --tls-san without DNS: or IP:"
+grep -q "DNS:NAME or IP:ADDRESS" "$scratch/err" || fail "secrets.sh's --tls-san error does not say what to give"
 "$k/secrets.sh" "$k/overlays/gpu-cloud" --dsn "host=db.example.org dbname=gantry sslmode=require" >/dev/null
 [[ "$(cat "$k/overlays/gpu-cloud/secrets/dsn")" == "host=db.example.org dbname=gantry sslmode=require" ]] ||
   fail "secrets.sh --dsn did not set the managed PostgreSQL DSN"
@@ -133,6 +148,17 @@ expect_unchecked "workers dialling the tenant port" "--server is not gantry-serv
 expect_unchecked "the worker port behind the tenant Service" "Service gantry-server does not expose exactly" \
   'objects.find((o) => o.kind === "Service" && o.metadata.name === "gantry-server").spec.ports.push(
      { name: "worker-grpc", port: 50052, targetPort: "worker-grpc" });'
+# TLS: the server without its certificate, a probe that cannot speak TLS, workers that do not check
+# the server, the server's key handed to workers.
+server_of='const server = objects.find((o) => o.kind === "Deployment" && o.metadata.name === "gantry-server").spec.template.spec.containers[0];'
+expect_unchecked "the server without TLS" "--tls-cert/--tls-key are not" \
+  "$server_of"' server.args = server.args.filter((a) => !a.startsWith("--tls-"));'
+expect_unchecked "a kubelet gRPC probe (no TLS)" "readiness is not gantry-health-probe over TLS" \
+  "$server_of"' server.readinessProbe = { grpc: { port: 50051, service: "" } };'
+expect_unchecked "workers without the CA" "--ca-cert is not the CA of Secret gantry-tls" \
+  'c.args = c.args.filter((a) => !a.startsWith("--ca-cert"));'
+expect_unchecked "the server key on workers" "--ca-cert is not the CA of Secret gantry-tls" \
+  'delete pod.volumes.find((v) => v.secret?.secretName === "gantry-tls").secret.items;'
 # The managed-PostgreSQL variant, made as docs/DEPLOYMENT.md tells: the gpu-cloud overlay without
 # its two lines marked "in-cluster PostgreSQL".
 sed -i '/# in-cluster PostgreSQL$/d' "$k/overlays/gpu-cloud/kustomization.yaml"

@@ -210,6 +210,7 @@ for (const [index, unit] of units.entries()) {
       delete container.livenessProbe.grpc;
       report(`${pod}: liveness grpc ${grpc.port} service "${service}" -> exec gantry-health-probe`);
     }
+    if (container.livenessProbe?.exec) report(`${pod}: liveness exec ${container.livenessProbe.exec.command[0]} kept`);
     if (container.readinessProbe) {
       report(`${pod}: readinessProbe dropped (the test checks grpc.health.v1 "" itself)`);
       delete container.readinessProbe;

@@ -6,9 +6,9 @@
 #      by podman_convert.mjs for what podman 4.3 cannot play (the conversions are printed);
 #   3. a podman network of its own, then PostgreSQL, gantry-server and two worker pods (the DaemonSet
 #      on two simulated nodes), each played with a static IP on it;
-#   4. checks: the server's liveness service (gantry.v1.WorkerService, on the worker port 50052)
-#      through the converted probe, readiness ("" SERVING) from the host, the worker protocol on its
-#      own port only, both workers connected (through the worker port) at their pod IPs; an admin makes a
+#   4. checks, all over TLS from the overlay's CA (plaintext is refused): the server's liveness
+#      service (gantry.v1.WorkerService, on the worker port 50052) through the manifest's exec probe,
+#      readiness ("" SERVING) from the host, the worker protocol on its own port only, both workers connected (through the worker port) at their pod IPs; an admin makes a
 #      tenant and a token, the tenant uploads a small HDF5 dataset, trains a tiny job with world_size 2
 #      across the two worker pods to SUCCEEDED, the model is registered, showers are generated.
 # Everything it creates is named gantry-kube-play-<pid>-* and removed on exit, pass or fail.
@@ -86,14 +86,29 @@ fi
 
 step "rendering deploy/kubernetes/overlays/local and converting it for podman kube play"
 cp -r "$root/deploy/kubernetes" "$scratch/kubernetes"
+mkdir "$scratch/local" && cp "$root/deploy/local/certs.sh" "$scratch/local/"  # secrets.sh's CA, as in deploy/
 rm -rf "$scratch"/kubernetes/overlays/*/secrets
-"$scratch/kubernetes/secrets.sh" "$scratch/kubernetes/overlays/local" >/dev/null
-kubectl kustomize "$scratch/kubernetes/overlays/local" >"$scratch/rendered.yaml" 2>"$scratch/kustomize.err" ||
-  fail "kubectl kustomize overlays/local: $(cat "$scratch/kustomize.err")"
-node "$here/validate.mjs" "$scratch/rendered.yaml" >/dev/null || fail "the rendered overlay does not validate"
-node "$here/podman_convert.mjs" "$scratch/rendered.yaml" --prefix "$prefix" --subnet "$subnet" --nodes 2 \
-  --out "$scratch/play" | sed 's/^/   /'
+secrets="$scratch/kubernetes/overlays/local/secrets"
 plan="$scratch/play/plan.json"
+# render [SECRETS.SH ARGS]: secret files (kept when there), the overlay rendered, validated and
+# converted into $scratch/play; prints the conversion.
+render() {
+  "$scratch/kubernetes/secrets.sh" "$scratch/kubernetes/overlays/local" "$@" >/dev/null
+  kubectl kustomize "$scratch/kubernetes/overlays/local" >"$scratch/rendered.yaml" 2>"$scratch/kustomize.err" ||
+    fail "kubectl kustomize overlays/local: $(cat "$scratch/kustomize.err")"
+  node "$here/validate.mjs" "$scratch/rendered.yaml" >/dev/null || fail "the rendered overlay does not validate"
+  rm -rf "$scratch/play"
+  node "$here/podman_convert.mjs" "$scratch/rendered.yaml" --prefix "$prefix" --subnet "$subnet" --nodes 2 \
+    --out "$scratch/play"
+}
+# The test reaches gantry-server from the host at its pod's static address, not through a Service
+# name as a cluster's clients do: a first rendering finds that address, and the server's certificate
+# is issued again naming it too (secrets.sh --tls-san).
+render >/dev/null
+rm -rf "$secrets/tls"
+render --tls-san "IP:$(node -e 'for (const u of JSON.parse(require("fs").readFileSync(process.argv[1])))
+                                   if (u.name === "gantry-server") console.log(u.ip);' "$plan")" | sed 's/^/   /'
+export GANTRY_CA_CERT="$secrets/tls/ca.pem"
 # plan_field UNIT_NAME FIELD...: prints FIELD of each unit whose workload is UNIT_NAME, one a line.
 plan_field() {
   node -e 'const [plan, name, field] = process.argv.slice(1);
@@ -145,26 +160,27 @@ play gantry-server
 server_ctr="$(container_of gantry-server server)"
 server_ip="$(plan_field gantry-server ip)"
 export GANTRY_SERVER="$server_ip:50051"
-# The manifests run without TLS (docs/DEPLOYMENT.md) and the pod network is private to this test.
-export GANTRY_ALLOW_PLAINTEXT=1
+# The manifests run TLS: the CLI trusts the overlay's CA (GANTRY_CA_CERT, above).
 cli() { "$build/clients/cli/gantry" "$@"; }
 admin_token="$(cat "$scratch/kubernetes/overlays/local/secrets/admin-token")"
 server_ready() { GANTRY_TOKEN="$admin_token" cli health; }
-# Liveness: the converted grpc probe (gantry-health-probe ... gantry.v1.WorkerService) as podman's
-# health check; readiness: the whole server ("") SERVING, asked from the host like a kubelet would.
+# Liveness: the manifest's exec probe (gantry-health-probe ... gantry.v1.WorkerService, over TLS) as
+# podman's health check; readiness: the whole server ("") SERVING, asked from the host.
 wait_for 60 "gantry-server alive (liveness: grpc.health.v1 gantry.v1.WorkerService)" \
   podman healthcheck run "$server_ctr" || exit 1
 wait_for 30 "gantry-server ready (readiness: grpc.health.v1 \"\" SERVING at $GANTRY_SERVER)" server_ready || exit 1
 # The worker protocol has its own port (--worker-listen, 50052), the one Service gantry-server-workers
 # names and the workers dial; the tenant port does not carry it. (podman enforces no NetworkPolicy:
 # that only worker pods reach 50052 is checked on the manifests, by kubernetes.manifests.)
-probe="$build/clients/probe/gantry-health-probe"
-out="$("$probe" "$server_ip:50051" gantry.v1.WorkerService 2>&1)" &&
+probe() { "$build/clients/probe/gantry-health-probe" "$@" --ca-cert "$GANTRY_CA_CERT"; }
+"$build/clients/probe/gantry-health-probe" "$server_ip:50051" --timeout-ms 2000 >/dev/null 2>&1 &&
+  fail "gantry-server answers plaintext on $server_ip:50051"
+out="$(probe "$server_ip:50051" gantry.v1.WorkerService 2>&1)" &&
   fail "the tenant port $server_ip:50051 serves gantry.v1.WorkerService"
 grep -q '(gRPC code 5)' <<<"$out" || fail "the tenant port: expected NOT_FOUND for gantry.v1.WorkerService, got: $out"
-"$probe" "$server_ip:50052" gantry.v1.WorkerService >/dev/null ||
+probe "$server_ip:50052" gantry.v1.WorkerService >/dev/null ||
   fail "the worker port $server_ip:50052 does not serve gantry.v1.WorkerService"
-echo "   worker protocol on $server_ip:50052 only (the tenant port answers NOT_FOUND for it)"
+echo "   TLS only; the worker protocol on $server_ip:50052 only (the tenant port answers NOT_FOUND for it)"
 
 step "two worker pods (DaemonSet on two simulated nodes)"
 play gantry-worker
