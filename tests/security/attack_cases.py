@@ -880,6 +880,67 @@ def worker_cases(s):
 # ---- quotas and limits -------------------------------------------------------------------------
 
 
+class StallingProxy:
+    """A TCP proxy to `target` (HOST:PORT) that carries the client's bytes to the server but at most
+    `pass_bytes` of the server's back, then stops reading the server's socket, whose receive buffer
+    is kept small: to the server, a client whose link stalled (or who stopped reading its socket)."""
+
+    def __init__(self, target, pass_bytes):
+        self.target = target.rsplit(":", 1)
+        self.pass_bytes = pass_bytes
+        self.stalled = 0  # connections past pass_bytes
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(8)
+        self.address = "127.0.0.1:%d" % self.listener.getsockname()[1]
+        self.sockets = [self.listener]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.socket()
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 << 10)  # before connect
+            server.connect((self.target[0], int(self.target[1])))
+            self.sockets += [client, server]
+            threading.Thread(target=self._up, args=(client, server), daemon=True).start()
+            threading.Thread(target=self._down, args=(server, client), daemon=True).start()
+
+    @staticmethod
+    def _up(client, server):
+        try:
+            while True:
+                data = client.recv(1 << 16)
+                if not data:
+                    return
+                server.sendall(data)
+        except OSError:
+            return
+
+    def _down(self, server, client):
+        passed = 0
+        try:
+            while passed < self.pass_bytes:
+                data = server.recv(min(1 << 16, self.pass_bytes - passed))
+                if not data:
+                    return
+                client.sendall(data)
+                passed += len(data)
+            self.stalled += 1  # and nothing more is read from the server
+        except OSError:
+            return
+
+    def close(self):
+        for sock in self.sockets:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+
 def quota_cases(s):
     a, t, g, d = s.admin_pb2, s.training_pb2, s.generation_pb2, s.datasets_pb2
     dave, _ = s.tenant("dave")
@@ -911,6 +972,46 @@ def quota_cases(s):
             expect(e.code() == CODE.UNAUTHENTICATED, "ended %s: %s" % (e.code(), e.details()))
         expect(time.time() - start < 10, "the watch ran %.1f s after the revocation" %
                (time.time() - start))
+
+    def stalled_readers_give_their_slots_back():
+        # Two ReadDataset streams of a tenant with two stream slots, through a link that stops
+        # carrying the server's bytes after 256 KiB (a 15 MB dataset: more than the buffers on the
+        # way): the server gives up on the link when its pings go unanswered (measured about 10 s,
+        # gRPC's keepalive timeout) and the slots come back; meanwhile the tenant's other streams
+        # are refused RESOURCE_EXHAUSTED, nobody else's calls.
+        token, _ = s.tenant("stalled")
+        set_limits(s.admin_token, "stalled", max_streams=2)()
+        data = s.toy_file(2500, 4)
+        expect(len(data) > (8 << 20), "the dataset (%d bytes) fills no buffers" % len(data))
+        ds = s.upload(token, "stall-big", data)
+        proxy = StallingProxy(s.address, 256 << 10)
+        channel = grpc.insecure_channel(proxy.address)
+        stub = s.datasets_pb2_grpc.DatasetServiceStub(channel)
+        read = lambda: list(s.stubs["DatasetService"].ReadDataset(
+            d.ReadDatasetRequest(dataset_id=ds.id), metadata=s.md(token), timeout=20))
+        try:
+            stuck = [stub.ReadDataset(d.ReadDatasetRequest(dataset_id=ds.id), metadata=s.md(token),
+                                      timeout=300) for _ in range(2)]
+            start = time.time()
+            time.sleep(1)
+            s.expect_code(read, CODE.RESOURCE_EXHAUSTED, mention="max_streams")
+            expect(s.call("DatasetService", "ListDatasets", d.ListDatasetsRequest(),
+                          token=s.alice_token) is not None, "alice was refused")
+            back = None
+            while back is None and time.time() - start < 60:
+                try:
+                    chunks = read()
+                    expect(sum(len(c.data) for c in chunks) == len(data), "a short read")
+                    back = time.time() - start
+                except grpc.RpcError as e:
+                    expect(e.code() == CODE.RESOURCE_EXHAUSTED, "refused %s: %s" % (e.code(), e.details()))
+                    time.sleep(1)
+            expect(proxy.stalled > 0, "the link never stalled: the test tested nothing")
+            expect(back is not None, "the stalled streams still held the slots after 60 s")
+            del stuck
+        finally:
+            channel.close()
+            proxy.close()
 
     def study_jobs():
         from gantry.v1 import studies_pb2, studies_pb2_grpc
@@ -971,6 +1072,7 @@ def quota_cases(s):
         ("limits of an unknown tenant", lambda: s.expect_code(
             set_limits(s.admin_token, "nobody", max_concurrent_jobs=1), CODE.NOT_FOUND)),
         ("a revoked token ends its WatchJob", revoked_token_ends_watch),
+        ("stalled ReadDataset links give their stream slots back", stalled_readers_give_their_slots_back),
         ("the parked job can still be cancelled by its owner", lambda: s.call(
             "TrainingService", "CancelJob", t.CancelJobRequest(job_id=parked.id), token=dave)),
     ]
