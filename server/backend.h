@@ -100,6 +100,7 @@ class Backend {
   // How the generation router dials workers (TLS with --tls-client-ca; null = plaintext). Set by
   // GantryServer::Start before the services are built; read-only afterwards.
   std::shared_ptr<grpc::ChannelCredentials> worker_channel_credentials;
+  std::string worker_tls_name;  // ServerOptions::worker_tls_name, with those credentials
   int migrations_applied = 0;
   std::atomic<bool> shutting_down{false};  // streams end when set
 

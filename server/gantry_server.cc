@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/sha256.h"
@@ -46,6 +47,23 @@ absl::StatusOr<ServerTls> LoadServerTls(const ServerOptions& o) {
     workers.ca_cert = o.tls_client_ca_file;
     workers.ca_cert_flag = "--tls-client-ca";
     ASSIGN_OR_RETURN(tls.workers, LoadTlsConfig(workers));
+  }
+  if (!o.worker_tls_name.empty()) {
+    if (o.tls_client_ca_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--worker-tls-name needs --tls-client-ca (worker endpoints are dialled over TLS only "
+          "with it)");
+    }
+    const bool dns_name =
+        o.worker_tls_name.size() <= 253 &&
+        std::all_of(o.worker_tls_name.begin(), o.worker_tls_name.end(), [](char c) {
+          return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
+        });
+    if (!dns_name) {
+      return absl::InvalidArgumentError(
+          "--worker-tls-name: give a DNS name (letters, digits, '-' and '.', at most 253), the "
+          "name in the workers' certificate");
+    }
   }
   return tls;
 }
@@ -182,6 +200,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(options));
   if (tls.workers.trusts_ca()) {
     backend->worker_channel_credentials = ChannelCredentialsFor(tls.workers);
+    backend->worker_tls_name = options.worker_tls_name;
   }
   std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
   GantryServer& s = *server;
@@ -219,15 +238,15 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
                 {&s.training_, &s.generation_, &s.catalog_, &s.datasets_, &s.admin_, &s.studies_},
                 split ? ListenerRole::kTenants : ListenerRole::kEveryone};
   if (!split) main.services.push_back(&s.workers_);
-  ASSIGN_OR_RETURN(s.server_, StartListener(main, options, creds, shared_quota, *s.auth_, &s.address_));
+  ASSIGN_OR_RETURN(s.server_,
+                   StartListener(main, options, creds, shared_quota, *s.auth_, &s.address_));
   if (split) {
     const Listener workers{options.worker_listen,
                            "--worker-listen",
                            {&s.workers_, &s.worker_datasets_},
                            ListenerRole::kWorkers};
-    ASSIGN_OR_RETURN(s.worker_server_,
-                     StartListener(workers, options, creds, workers_quota, *s.auth_,
-                                   &s.worker_address_));
+    ASSIGN_OR_RETURN(s.worker_server_, StartListener(workers, options, creds, workers_quota,
+                                                     *s.auth_, &s.worker_address_));
   }
   // The health monitor probes PostgreSQL on a connection of its own with short timeouts, so a
   // pool full of slow calls does not read as an outage.

@@ -28,7 +28,9 @@ namespace gantry::server {
 class GenerationService final : public gantry::v1::GenerationService::Service {
  public:
   GenerationService(Backend& backend, GenerationRouter& router)
-      : backend_(backend), router_(router), channels_(backend.worker_channel_credentials) {}
+      : backend_(backend),
+        router_(router),
+        channels_(backend.worker_channel_credentials, -1, backend.worker_tls_name) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const gantry::v1::GenerateRequest* request,
                         grpc::ServerWriter<gantry::v1::GenerateChunk>* writer) override;

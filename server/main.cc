@@ -87,6 +87,10 @@ ABSL_FLAG(std::string, tls_client_ca, "",
           "PEM CA bundle of worker certificates (needs --tls-cert): worker calls must present a "
           "client certificate signed by it (mutual TLS; tenants need none), and workers' "
           "generation endpoints are dialled over TLS and verified against it");
+ABSL_FLAG(std::string, worker_tls_name, "",
+          "with --tls-client-ca: the name (DNS SAN) worker endpoints' certificates carry, checked "
+          "instead of each worker's --advertise-host (one certificate shared by workers whose "
+          "addresses are not known in advance, e.g. Kubernetes pods)");
 ABSL_FLAG(std::string, admin_token_file, "",
           "file holding a token for the admin tenant \"admin\" (created when missing)");
 ABSL_FLAG(std::string, join_token_file, "", "file holding a worker join token to accept");
@@ -308,6 +312,7 @@ int main(int argc, char** argv) {
   options.tls_cert_file = absl::GetFlag(FLAGS_tls_cert);
   options.tls_key_file = absl::GetFlag(FLAGS_tls_key);
   options.tls_client_ca_file = absl::GetFlag(FLAGS_tls_client_ca);
+  options.worker_tls_name = absl::GetFlag(FLAGS_worker_tls_name);
   options.admin_token_file = absl::GetFlag(FLAGS_admin_token_file);
   options.join_token_file = absl::GetFlag(FLAGS_join_token_file);
   options.max_dataset_bytes = absl::GetFlag(FLAGS_max_dataset_bytes);

@@ -45,6 +45,11 @@ struct ServerOptions {
   // without one. The server also dials workers' generation endpoints over TLS and verifies their
   // certificates against it.
   std::string tls_client_ca_file;
+  // With tls_client_ca_file: the name every worker endpoint's certificate carries (one certificate
+  // shared by the workers of a deployment, e.g. "gantry-worker"), checked instead of each worker's
+  // advertise host; for workers whose addresses are not known when their certificate is made (pod
+  // IPs). Empty: the advertise host.
+  std::string worker_tls_name;
   // gRPC server reflection (grpcurl, Postman): off unless set; when on, only for callers with a
   // valid tenant or admin token (UNAUTHENTICATED otherwise). Health checking needs no token.
   bool reflection = false;

@@ -20,9 +20,10 @@ namespace gantry::server {
 class WorkerChannelPool {
  public:
   // Channels use `credentials` (TLS verifying the workers' certificates, or null = plaintext) and
-  // accept messages of at most `max_receive_bytes` from workers (-1 = no limit).
+  // accept messages of at most `max_receive_bytes` from workers (-1 = no limit). With TLS and a
+  // `tls_name`, every worker's certificate must name `tls_name` rather than the endpoint's host.
   explicit WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
-                             int max_receive_bytes = -1);
+                             int max_receive_bytes = -1, std::string tls_name = "");
 
   // The stub for `endpoint` ("host:port"), created on first use. Stubs are thread-safe.
   gantry::v1::WorkerGenerationService::Stub& StubFor(const std::string& endpoint);
@@ -32,8 +33,10 @@ class WorkerChannelPool {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<gantry::v1::WorkerGenerationService::Stub> stub;
   };
+  const bool tls_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const int max_receive_bytes_;
+  const std::string tls_name_;
   absl::Mutex mu_;
   std::map<std::string, Entry> entries_ ABSL_GUARDED_BY(mu_);
 };

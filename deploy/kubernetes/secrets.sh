@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Writes the files an overlay's secretGenerator turns into the Secrets gantry-tokens (admin-token,
-# join-token), gantry-db (dsn, postgres-password) and gantry-tls (the server's certificate and key
-# and the CA that signed them), under OVERLAY/secrets/ with mode 0600. Files already there are kept,
+# join-token), gantry-db (dsn, postgres-password), gantry-tls (the server's certificate and key and
+# the CA that signed them) and gantry-worker-tls (the workers' certificate and key), under
+# OVERLAY/secrets/ with mode 0600. Files already there are kept,
 # so running it again changes nothing; delete one to have it made anew. Nothing it writes is
 # committed (.gitignore). Then: kubectl apply -k OVERLAY
 #   deploy/kubernetes/secrets.sh deploy/kubernetes/overlays/local
@@ -62,10 +63,17 @@ for svc in gantry-server gantry-server-workers; do
     service_sans+="${service_sans:+,}DNS:$name"
   done
 done
-if [[ -s "$dir/tls/server.pem" && -s "$dir/tls/server.key" && -s "$dir/tls/ca.pem" ]]; then
-  echo "kept    $dir/tls (server.pem, server.key, ca.pem)"
+# The workers share one certificate naming gantry-worker (their pod IPs are not known in advance;
+# gantry-server checks that name, --worker-tls-name): the client certificate of mutual TLS and the
+# certificate of their generation endpoints.
+tls_files="server.pem, server.key, worker-gantry-worker.pem, worker-gantry-worker.key, ca.pem"
+if [[ -s "$dir/tls/server.pem" && -s "$dir/tls/server.key" && -s "$dir/tls/ca.pem" &&
+      -s "$dir/tls/worker-gantry-worker.pem" && -s "$dir/tls/worker-gantry-worker.key" ]]; then
+  echo "kept    $dir/tls ($tls_files)"
 else
-  GANTRY_TLS_DAYS="${GANTRY_TLS_DAYS:-365}" GANTRY_TLS_SANS="$service_sans$sans" \
-    "$(dirname "${BASH_SOURCE[0]}")/../local/certs.sh" "$dir/tls" >/dev/null
-  echo "created $dir/tls (server.pem, server.key, ca.pem)"
+  certs="$(dirname "${BASH_SOURCE[0]}")/../local/certs.sh"
+  GANTRY_TLS_DAYS="${GANTRY_TLS_DAYS:-365}" GANTRY_TLS_SANS="$service_sans$sans" "$certs" "$dir/tls" >/dev/null
+  GANTRY_TLS_DAYS="${GANTRY_TLS_DAYS:-365}" GANTRY_TLS_SANS="DNS:gantry-worker" \
+    "$certs" "$dir/tls" gantry-worker >/dev/null
+  echo "created $dir/tls ($tls_files)"
 fi

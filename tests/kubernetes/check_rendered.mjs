@@ -55,6 +55,10 @@ const tlsDir = serverContainer?.volumeMounts?.find((m) => m.name === tlsVolume?.
 expect(tlsDir && flag(serverContainer.args, "tls-cert") === `${tlsDir}/tls.crt` &&
        flag(serverContainer.args, "tls-key") === `${tlsDir}/tls.key`,
        "gantry-server's --tls-cert/--tls-key are not tls.crt/tls.key of Secret gantry-tls");
+expect(flag(serverContainer?.args, "tls-client-ca") === `${tlsDir}/ca.crt` &&
+       flag(serverContainer.args, "worker-tls-name") === "gantry-worker",
+       "gantry-server does not ask workers for certificates of its CA named gantry-worker " +
+       "(--tls-client-ca, --worker-tls-name)");
 const probe = (p) => p?.exec?.command ?? [];
 const probes = (p, port, service) => {
   const c = probe(p);
@@ -83,13 +87,15 @@ expect(server?.spec.template.spec.volumes?.some((v) => v.persistentVolumeClaim?.
 expect(find("PersistentVolumeClaim", "gantry-blobs"), "no PersistentVolumeClaim gantry-blobs");
 expect(find("Service", "gantry-server-workers")?.spec.publishNotReadyAddresses === true,
        "Service gantry-server-workers does not publish not-ready addresses");
-for (const name of ["gantry-tokens", "gantry-db", "gantry-tls"]) {
+for (const name of ["gantry-tokens", "gantry-db", "gantry-tls", "gantry-worker-tls"]) {
   expect(find("Secret", name), `no Secret ${name}`);
 }
 expect(Object.keys(find("Secret", "gantry-tokens")?.data ?? {}).sort().join() === "admin-token,join-token",
        "Secret gantry-tokens does not hold exactly admin-token and join-token");
 expect(Object.keys(find("Secret", "gantry-tls")?.data ?? {}).sort().join() === "ca.crt,tls.crt,tls.key",
        "Secret gantry-tls does not hold exactly ca.crt, tls.crt and tls.key");
+expect(Object.keys(find("Secret", "gantry-worker-tls")?.data ?? {}).sort().join() === "tls.crt,tls.key",
+       "Secret gantry-worker-tls does not hold exactly tls.crt and tls.key");
 
 // PostgreSQL: a StatefulSet with a volume claim, reachable from gantry-server only.
 const postgres = find("StatefulSet", "gantry-postgres");
@@ -152,6 +158,12 @@ for (const pool of pools) {
   expect(caVolume && JSON.stringify(caVolume.secret.items?.map((i) => i.key)) === '["ca.crt"]' &&
          flag(container.args, "ca-cert") === `${caDir}/ca.crt`,
          `${name}: --ca-cert is not the CA of Secret gantry-tls (and only it: no server key on workers)`);
+  const certVolume = spec.volumes?.find((v) => v.secret?.secretName === "gantry-worker-tls");
+  const certDir = container.volumeMounts?.find((m) => m.name === certVolume?.name)?.mountPath;
+  expect(certDir && flag(container.args, "tls-cert") === `${certDir}/tls.crt` &&
+         flag(container.args, "tls-key") === `${certDir}/tls.key` &&
+         !container.args.includes("--serve-plaintext"),
+         `${name}: not serving and connecting with the certificate of Secret gantry-worker-tls (TLS)`);
   const labels = pool.spec.template.metadata.labels ?? {};
   expect(labels["app.kubernetes.io/name"] === "gantry-worker", `${name}: pods lack app.kubernetes.io/name=gantry-worker`);
   if (overlay === "gpu-cloud") {

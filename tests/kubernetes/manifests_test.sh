@@ -45,6 +45,10 @@ for overlay in local gpu-cloud; do
               DNS:localhost "IP Address:127.0.0.1"; do
     grep -q "$name\b" <<<"$sans" || fail "the server certificate of $overlay does not name $name: $sans"
   done
+  openssl verify -CAfile "$tls/ca.pem" "$tls/worker-gantry-worker.pem" >/dev/null ||
+    fail "the workers' certificate is not signed by ca.pem"
+  openssl x509 -in "$tls/worker-gantry-worker.pem" -noout -ext subjectAltName | grep -q "DNS:gantry-worker\b" ||
+    fail "the workers' certificate of $overlay does not name gantry-worker"
   for f in admin-token join-token postgres-password dsn; do
     [[ -s "$k/overlays/$overlay/secrets/$f" ]] || fail "secrets.sh wrote no $overlay/secrets/$f"
     [[ "$(stat -c %a "$k/overlays/$overlay/secrets/$f")" == 600 ]] || fail "$overlay/secrets/$f is not mode 0600"
@@ -159,6 +163,10 @@ expect_unchecked "workers without the CA" "--ca-cert is not the CA of Secret gan
   'c.args = c.args.filter((a) => !a.startsWith("--ca-cert"));'
 expect_unchecked "the server key on workers" "--ca-cert is not the CA of Secret gantry-tls" \
   'delete pod.volumes.find((v) => v.secret?.secretName === "gantry-tls").secret.items;'
+expect_unchecked "workers serving plaintext" "not serving and connecting with the certificate" \
+  'c.args = c.args.filter((a) => !a.startsWith("--tls-")).concat(["--serve-plaintext"]);'
+expect_unchecked "the server not asking workers for certificates" "does not ask workers for certificates" \
+  "$server_of"' server.args = server.args.filter((a) => !a.startsWith("--tls-client-ca"));'
 # The managed-PostgreSQL variant, made as docs/DEPLOYMENT.md tells: the gpu-cloud overlay without
 # its two lines marked "in-cluster PostgreSQL".
 sed -i '/# in-cluster PostgreSQL$/d' "$k/overlays/gpu-cloud/kustomization.yaml"

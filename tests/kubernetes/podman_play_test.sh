@@ -10,7 +10,9 @@
 #      service (gantry.v1.WorkerService, on the worker port 50052) through the manifest's exec probe,
 #      readiness ("" SERVING) from the host, the worker protocol on its own port only, both workers connected (through the worker port) at their pod IPs; an admin makes a
 #      tenant and a token, the tenant uploads a small HDF5 dataset, trains a tiny job with world_size 2
-#      across the two worker pods to SUCCEEDED, the model is registered, showers are generated.
+#      across the two worker pods to SUCCEEDED, the model is registered, showers are generated (the
+#      server dials a worker pod's generation endpoint over TLS, checking the name the workers'
+#      shared certificate carries, --worker-tls-name, not the pod IP).
 # Everything it creates is named gantry-kube-play-<pid>-* and removed on exit, pass or fail.
 # usage: podman_play_test.sh BUILD_DIR
 set -euo pipefail

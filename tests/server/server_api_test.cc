@@ -288,6 +288,28 @@ TEST_F(ServerApiTest, TlsWithASelfSignedCertificate) {
   EXPECT_EQ(tls_server->Terminate(), 0) << tls_server->Stderr();
 }
 
+TEST_F(ServerApiTest, AWorkerTlsNameNeedsMutualTlsAndADnsName) {
+  const std::string cert = dir_.File("cert.pem"), key = dir_.File("key.pem");
+  const std::string cmd =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=localhost -addext "
+      "subjectAltName=DNS:localhost -keyout " +
+      key + " -out " + cert + " >/dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  std::vector<std::string> args = StandardArgs();
+  args.push_back("--worker-tls-name=gantry-worker");
+  std::string output;
+  EXPECT_EQ(ServerProcess::RunToExit(args, &output), 1) << output;
+  EXPECT_NE(output.find("--worker-tls-name needs --tls-client-ca"), std::string::npos) << output;
+  args = StandardArgs();
+  for (const std::string& flag :
+       {"--tls-cert=" + cert, "--tls-key=" + key, "--tls-client-ca=" + cert,
+        std::string("--worker-tls-name=a b")}) {
+    args.push_back(flag);
+  }
+  EXPECT_EQ(ServerProcess::RunToExit(args, &output), 1) << output;
+  EXPECT_NE(output.find("--worker-tls-name: give a DNS name"), std::string::npos) << output;
+}
+
 TEST_F(ServerApiTest, KilledServerRestartsWithEveryJob) {
   const std::string alice = NewTenant("alice");
   std::vector<std::string> ids;
