@@ -339,7 +339,7 @@ class HttpServer::Impl {
                            const char* method, const char*, const char* upload_data,
                            size_t* upload_data_size, void** con_cls);
   static void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode);
-  // MHD_NotifyConnectionCallback: connections enter and leave `waiting_`.
+  // MHD_NotifyConnectionCallback: connections enter and leave `watched_`.
   static void Connection(void* cls, MHD_Connection* connection, void** socket_context,
                          MHD_ConnectionNotificationCode code);
   // Whether `connection` waits for a request, and since when (a request arrived whole: no).
@@ -366,8 +366,8 @@ class HttpServer::Impl {
   int listen_fd_ = -1;
   std::string address_;
   // Open connections: the socket and, while one waits for its request, since when. MHD reports a
-  // connection closed (which takes mu_) before it closes the socket, so a socket shut down under
-  // mu_ is still this connection's.
+  // connection closed (which takes watch_mu_) before it closes the socket, so a socket shut down
+  // under watch_mu_ is still this connection's.
   struct Watched {
     int fd = -1;
     bool waiting = true;
@@ -635,11 +635,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(std::unique_ptr<Ht
                                                               const HttpServerOptions& options) {
   if (options.handler_threads < 1 || options.max_queued_requests < 1 ||
       options.max_connections < 1 || options.max_connections_per_ip < 1 ||
-      options.connection_memory_bytes < 4096) {
+      options.connection_memory_bytes < 4096 || options.request_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat(options.flag,
-                     ": the HTTP listener needs positive thread, queue and "
-                     "connection limits and at least 4 KiB per connection"));
+                     ": the HTTP listener needs positive thread, queue and connection limits, a "
+                     "positive request timeout and at least 4 KiB per connection"));
   }
   auto impl = std::make_unique<Impl>(std::move(router), options);
   if (absl::Status started = impl->Start(); !started.ok()) return started;

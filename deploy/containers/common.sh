@@ -25,16 +25,17 @@ run_dir="${GANTRY_CTR_RUN:-$GANTRY_VAR/containers/$ctr}"
 server_in_network="$ctr-server:50051"
 worker_server_in_network="$ctr-server:50052"
 worker_count=2
-# The network's /24 (outside podman's default pool and the kube-play test's 10.144.44) and each
-# container's static address on it: the TLS certificates up issues name them.
+# The network's /24 (outside podman's default pool and the kube-play test's 10.144.44) and the static
+# addresses of the server and the workers on it, which their TLS certificates name. PostgreSQL and
+# the CLI get theirs from podman: once, on a loaded machine, a PostgreSQL stopped and started again
+# at a fixed address stayed unreachable from the server (connect timeouts) for over 25 s after it
+# was ready; with an address from podman the test had always found it again.
 subnet="${GANTRY_CTR_SUBNET:-10.144.45}"
 if [[ ! "$subnet" =~ ^[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}$ ]]; then
   echo "GANTRY_CTR_SUBNET '$subnet' must be the first three octets of a /24, e.g. 10.144.45" >&2
   exit 2
 fi
-postgres_ip="$subnet.10"
 server_ip="$subnet.11"
-cli_ip="$subnet.12"
 worker_ip() { echo "$subnet.$((20 + $1))"; }  # worker N (1-based)
 # TLS material of the run (deploy/local/certs.sh): host side under $run_dir/tls, and where the
 # containers find it (podman secrets).

@@ -464,6 +464,14 @@ TEST_F(HttpServerTest, AddressesAreCheckedAndAPortInUseFails) {
     EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_TRUE(absl::StrContains(server.status().message(), "--test-listen"));
   }
+  HttpServerOptions untimed;
+  untimed.address = "127.0.0.1:0";
+  untimed.flag = "--test-listen";
+  untimed.request_timeout = absl::ZeroDuration();
+  absl::StatusOr<std::unique_ptr<HttpServer>> never_cut =
+      HttpServer::Start(std::make_unique<HttpRouter>(), untimed);
+  EXPECT_EQ(never_cut.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(never_cut.status().message(), "request timeout"));
   HttpServerOptions options;
   options.address = server_->address();
   options.flag = "--test-listen";

@@ -78,8 +78,9 @@ constexpr char kRankCredentialFile[] = "rank.credential";
 // Writes `bytes` to a new or truncated file of mode 0600 (whatever the umask).
 absl::Status WritePrivateFile(const std::string& path, const std::string& bytes) {
   const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
+  if (fd < 0) {
     return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
+  }
   const bool written = fchmod(fd, 0600) == 0 &&
                        write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
   const bool closed = close(fd) == 0;
