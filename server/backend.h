@@ -19,6 +19,7 @@
 #include "server/server_options.h"
 #include "server/tenant_quotas.h"
 #include "server/ttl_cache.h"
+#include "server/worker_channel_pool.h"
 #include "server/worker_credentials.h"
 #include "storage/blob_repository.h"
 #include "storage/blob_store.h"
@@ -97,10 +98,9 @@ class Backend {
   std::unique_ptr<storage::WorkerIdentityRepository> identities;
   std::unique_ptr<WorkerCredentials> credentials;
   AuthInterceptorFactory* auth = nullptr;  // set by GantryServer before it accepts calls
-  // How the generation router dials workers (TLS with --tls-client-ca; null = plaintext). Set by
+  // How the generation router dials workers (TLS with --tls-client-ca, plaintext without). Set by
   // GantryServer::Start before the services are built; read-only afterwards.
-  std::shared_ptr<grpc::ChannelCredentials> worker_channel_credentials;
-  std::string worker_tls_name;  // ServerOptions::worker_tls_name, with those credentials
+  WorkerChannelSettings worker_channels;
   int migrations_applied = 0;
   std::atomic<bool> shutting_down{false};  // streams end when set
 

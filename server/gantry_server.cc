@@ -199,8 +199,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
       ServerCredentialsFor(tls.listener, tls.workers.ca_pem);
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(options));
   if (tls.workers.trusts_ca()) {
-    backend->worker_channel_credentials = ChannelCredentialsFor(tls.workers);
-    backend->worker_tls_name = options.worker_tls_name;
+    backend->worker_channels = {ChannelCredentialsFor(tls.workers), options.worker_tls_name};
   }
   std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
   GantryServer& s = *server;

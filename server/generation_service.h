@@ -28,9 +28,7 @@ namespace gantry::server {
 class GenerationService final : public gantry::v1::GenerationService::Service {
  public:
   GenerationService(Backend& backend, GenerationRouter& router)
-      : backend_(backend),
-        router_(router),
-        channels_(backend.worker_channel_credentials, -1, backend.worker_tls_name) {}
+      : backend_(backend), router_(router), channels_(backend.worker_channels) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const gantry::v1::GenerateRequest* request,
                         grpc::ServerWriter<gantry::v1::GenerateChunk>* writer) override;

@@ -91,8 +91,7 @@ absl::Status CheckMetadata(const v1::ExportMetadata& m, const v1::WorkerExportRe
 ModelExportProxy::ModelExportProxy(Backend& backend, GenerationRouter& router)
     : backend_(backend),
       router_(router),
-      channels_(backend.worker_channel_credentials, static_cast<int>(kMaxChunkBytes + (64 << 10)),
-                backend.worker_tls_name) {}
+      channels_(backend.worker_channels, static_cast<int>(kMaxChunkBytes + (64 << 10))) {}
 
 int64_t ModelExportProxy::MaxExportBytes(int64_t checkpoint_bytes) {
   return 2 * std::max<int64_t>(0, checkpoint_bytes) + (int64_t{16} << 20);

@@ -51,7 +51,7 @@ ModelPinner::ModelPinner(Backend& backend, GenerationRouter& router, WorkerSessi
     : backend_(backend),
       router_(router),
       sessions_(sessions),
-      channels_(backend.worker_channel_credentials, -1, backend.worker_tls_name),
+      channels_(backend.worker_channels),
       task_(interval, [this] { ReconcileOnce(); }) {}
 
 ModelPinner::~ModelPinner() { Stop(); }

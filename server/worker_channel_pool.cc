@@ -8,13 +8,11 @@
 
 namespace gantry::server {
 
-WorkerChannelPool::WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials,
-                                     int max_receive_bytes, std::string tls_name)
-    : tls_(credentials != nullptr),
-      credentials_(credentials != nullptr ? std::move(credentials)
-                                          : grpc::InsecureChannelCredentials()),
+WorkerChannelPool::WorkerChannelPool(const WorkerChannelSettings& settings, int max_receive_bytes)
+    : credentials_(settings.credentials != nullptr ? settings.credentials
+                                                   : grpc::InsecureChannelCredentials()),
       max_receive_bytes_(max_receive_bytes),
-      tls_name_(std::move(tls_name)) {}
+      tls_name_(settings.credentials != nullptr ? settings.tls_name : "") {}
 
 gantry::v1::WorkerGenerationService::Stub& WorkerChannelPool::StubFor(const std::string& endpoint) {
   absl::MutexLock lock(&mu_);
@@ -32,7 +30,7 @@ gantry::v1::WorkerGenerationService::Stub& WorkerChannelPool::StubFor(const std:
     args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 30000);
     args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10000);
     // One certificate name for every worker (--worker-tls-name) instead of the endpoint's host.
-    if (tls_ && !tls_name_.empty()) args.SetSslTargetNameOverride(tls_name_);
+    if (!tls_name_.empty()) args.SetSslTargetNameOverride(tls_name_);
     e.channel = grpc::CreateCustomChannel(endpoint, credentials_, args);
     e.stub = gantry::v1::WorkerGenerationService::NewStub(e.channel);
   }

@@ -15,15 +15,22 @@
 
 namespace gantry::server {
 
+// How the server dials workers' generation endpoints: TLS verifying their certificates
+// (`credentials`; null = plaintext) and, with TLS, the name every worker's certificate carries
+// instead of its endpoint's host (`tls_name`, --worker-tls-name; empty = the host).
+struct WorkerChannelSettings {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::string tls_name;
+};
+
 // Thread-safe. Channels live as long as the pool (a worker that comes back on the same endpoint
 // reuses its channel, which reconnects by itself with a short backoff).
 class WorkerChannelPool {
  public:
-  // Channels use `credentials` (TLS verifying the workers' certificates, or null = plaintext) and
-  // accept messages of at most `max_receive_bytes` from workers (-1 = no limit). With TLS and a
-  // `tls_name`, every worker's certificate must name `tls_name` rather than the endpoint's host.
-  explicit WorkerChannelPool(std::shared_ptr<grpc::ChannelCredentials> credentials = nullptr,
-                             int max_receive_bytes = -1, std::string tls_name = "");
+  // Channels dial as `settings` say and accept messages of at most `max_receive_bytes` from
+  // workers (-1 = no limit).
+  explicit WorkerChannelPool(const WorkerChannelSettings& settings = {},
+                             int max_receive_bytes = -1);
 
   // The stub for `endpoint` ("host:port"), created on first use. Stubs are thread-safe.
   gantry::v1::WorkerGenerationService::Stub& StubFor(const std::string& endpoint);
@@ -33,7 +40,6 @@ class WorkerChannelPool {
     std::shared_ptr<grpc::Channel> channel;
     std::unique_ptr<gantry::v1::WorkerGenerationService::Stub> stub;
   };
-  const bool tls_;
   const std::shared_ptr<grpc::ChannelCredentials> credentials_;
   const int max_receive_bytes_;
   const std::string tls_name_;

@@ -155,18 +155,24 @@ absl::StatusOr<std::map<std::pair<int, int>, std::string>> WorkerIdentityReposit
   return ranks;
 }
 
+namespace {
+
+// Placements of job $1's current attempt $2 on worker $3 ('' = any worker) while the job is
+// placing, running, restarting or cancelling it: what a live attempt on a worker means.
+constexpr absl::string_view kLiveAttemptOn =
+    "SELECT 1 FROM jobs j JOIN job_placements p ON p.job_id = j.id AND p.attempt = j.attempt "
+    "WHERE j.id = $1 AND j.attempt = $2 AND ($3 = '' OR p.worker_id = $3) AND j.state IN "
+    "('JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING', 'JOB_STATE_CANCELLING')";
+
+}  // namespace
+
 absl::StatusOr<bool> WorkerIdentityRepository::HoldsLiveAttempt(const std::string& job_id,
                                                                 int attempt,
                                                                 const std::string& worker_id) {
   bool found = false;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec(
-        "job_live_attempt_on",
-        "SELECT 1 FROM jobs j JOIN job_placements p ON p.job_id = j.id AND p.attempt = j.attempt "
-        "WHERE j.id = $1 AND j.attempt = $2 AND ($3 = '' OR p.worker_id = $3) AND j.state IN "
-        "('JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING', "
-        "'JOB_STATE_CANCELLING') LIMIT 1",
-        job_id, attempt, worker_id);
+    pqxx::result r = tx.Exec("job_live_attempt_on", absl::StrCat(kLiveAttemptOn, " LIMIT 1"),
+                             job_id, attempt, worker_id);
     found = !r.empty();
     return absl::OkStatus();
   }));
@@ -177,14 +183,11 @@ absl::StatusOr<WorkerIdentityRepository::RankAttempt> WorkerIdentityRepository::
     const std::string& job_id, int attempt, const std::string& worker_id) {
   RankAttempt out;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r =
-        tx.Exec("rank_attempt_check",
-                "SELECT EXISTS (SELECT 1 FROM jobs j JOIN job_placements p ON p.job_id = j.id AND "
-                "p.attempt = j.attempt WHERE j.id = $1 AND j.attempt = $2 AND p.worker_id = $3 AND "
-                "j.state IN ('JOB_STATE_PLACING', 'JOB_STATE_RUNNING', 'JOB_STATE_RESTARTING', "
-                "'JOB_STATE_CANCELLING')), EXISTS (SELECT 1 FROM workers w WHERE w.id = $3 AND "
-                "w.credential_sha256 IS NOT NULL)",
-                job_id, attempt, worker_id);
+    pqxx::result r = tx.Exec("rank_attempt_check",
+                             absl::StrCat("SELECT EXISTS (", kLiveAttemptOn,
+                                          "), EXISTS (SELECT 1 FROM workers w WHERE "
+                                          "w.id = $3 AND w.credential_sha256 IS NOT NULL)"),
+                             job_id, attempt, worker_id);
     out.live = r[0][0].as<bool>();
     out.worker_standing = r[0][1].as<bool>();
     return absl::OkStatus();

@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "base/atomic_file.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "workers/agent/control_pipe.h"
@@ -75,19 +76,6 @@ constexpr char kRankCredentialFile[] = "rank.credential";
   _exit(127);
 }
 
-// Writes `bytes` to a new or truncated file of mode 0600 (whatever the umask).
-absl::Status WritePrivateFile(const std::string& path, const std::string& bytes) {
-  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return absl::InternalError(absl::StrCat("cannot write ", path, ": ", strerror(errno)));
-  }
-  const bool written = fchmod(fd, 0600) == 0 &&
-                       write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
-  const bool closed = close(fd) == 0;
-  if (!written || !closed) return absl::InternalError(absl::StrCat("cannot write ", path));
-  return absl::OkStatus();
-}
-
 // The work dir <work_root>/<job_id>/rank-<r> (attempt 0) or
 // <work_root>/<job_id>/attempt-<a>/rank-<r>, created private (0700), with the assignment written
 // into it without its credential, and the rank credential alone in rank.credential (0600).
@@ -106,11 +94,13 @@ absl::StatusOr<std::string> PrepareWorkDir(const std::string& work_root,
   if (ec) return absl::InternalError(absl::StrCat("cannot chmod ", work_dir, ": ", ec.message()));
   // The rank credential in its own file (the rank's client reads it from there); the assignment,
   // which carries the rendezvous secret, 0600 as well.
-  RETURN_IF_ERROR(
-      WritePrivateFile(work_dir + "/" + kRankCredentialFile, assignment.rank_credential()));
+  RETURN_IF_ERROR(WriteFileAtomically(work_dir + "/" + kRankCredentialFile,
+                                      {assignment.rank_credential()}, ExistingFile::kReplace,
+                                      0600));
   v1::Assignment stored = assignment;
   stored.clear_rank_credential();
-  RETURN_IF_ERROR(WritePrivateFile(work_dir + "/assignment.pb", stored.SerializeAsString()));
+  RETURN_IF_ERROR(WriteFileAtomically(work_dir + "/assignment.pb", {stored.SerializeAsString()},
+                                      ExistingFile::kReplace, 0600));
   return work_dir;
 }
 
