@@ -120,7 +120,8 @@ plan_field() {
 
 step "network $network ($subnet.0/24)"
 podman network rm -f "$network" >/dev/null 2>&1 || true
-podman network create --subnet "$subnet.0/24" "$network" >/dev/null
+# Anything podman addresses itself takes the upper half, away from the plan's static addresses.
+podman network create --subnet "$subnet.0/24" --ip-range "$subnet.128/25" "$network" >/dev/null
 
 # play UNIT_NAME: plays every file of that workload with its static IP.
 play() {
