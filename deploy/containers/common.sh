@@ -11,7 +11,11 @@ if [[ ! "$ctr" =~ ^gantry-ctr(-[a-z0-9]+)*$ ]]; then
   exit 2
 fi
 tag="${GANTRY_IMAGE_TAG:-dev}"
-network="$ctr-net"
+# The network's name ends in the time up made it: podman's address allocator goes on from the last
+# address it handed out on a network of the same name, even one removed and created again, so with
+# one fixed name it reached the static addresses below within a few runs and a start failed.
+network_pattern="^$ctr-net(-[0-9]+)?\$"
+network="$(podman network ls --format '{{.Name}}' 2>/dev/null | grep -E "$network_pattern" | head -1 || true)"
 # Host port (loopback) published for gantry-server's gRPC port 50051.
 host_port="${GANTRY_CTR_PORT:-43051}"
 if [[ ! "$host_port" =~ ^[0-9]+$ ]] || ((host_port < 1 || host_port > 65535)); then

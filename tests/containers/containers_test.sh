@@ -93,7 +93,8 @@ trap - EXIT
 "$deploy/down" || fail "down failed"
 left="$(podman ps -a --format '{{.Names}}' | grep -E "^$ctr-" || true)"
 [[ -z "$left" ]] || fail "containers left after down: $left"
-! podman network exists "$network" || fail "network $network left after down"
+left_networks="$(podman network ls --format '{{.Name}}' | grep -E "$network_pattern")" &&
+  fail "networks left after down: $left_networks"
 left="$(podman volume ls --format '{{.Name}}' | grep -E "^$ctr-" || true)$(podman secret ls --format '{{.Name}}' | grep -E "^$ctr-" || true)"
 [[ -z "$left" ]] || fail "volumes or secrets left after down: $left"
 pass "everything removed"; lap
