@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/secret_file.h"
 #include "base/status_macros.h"
 
 namespace gantry {
@@ -72,7 +73,8 @@ absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files) {
   }
   if (files.cert.empty()) return tls;
   ASSIGN_OR_RETURN(tls.cert_pem, ReadPem(files.cert, files.cert_flag));
-  ASSIGN_OR_RETURN(tls.key_pem, ReadPem(files.key, files.key_flag));
+  ASSIGN_OR_RETURN(tls.key_pem, ReadSecretFile(files.key, files.key_flag, "a PEM private key", 1,
+                                               static_cast<size_t>(kMaxPemBytes)));
   Cert cert = FirstCertificate(tls.cert_pem);
   if (cert == nullptr) {
     return absl::InvalidArgumentError(

@@ -38,8 +38,9 @@ struct TlsConfig {
 
 // Reads and checks the files: each given file must be readable and at most 1 MiB; the CA bundle
 // and the certificate must hold at least one PEM certificate, the key a PEM private key matching
-// the certificate; cert and key come together. INVALID_ARGUMENT naming the flag otherwise. No file
-// given: an empty (plaintext) config.
+// the certificate; cert and key come together. INVALID_ARGUMENT naming the flag otherwise; the key
+// is a secret file (base/secret_file.h: NOT_FOUND when unreadable, FAILED_PRECONDITION when group
+// or others may read it). No file given: an empty (plaintext) config.
 absl::StatusOr<TlsConfig> LoadTlsConfig(const TlsFiles& files);
 
 // Credentials for a client channel: insecure without a CA; otherwise TLS that verifies the peer

@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/secret_file.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
 #include "server/secret_file.h"

@@ -24,6 +24,7 @@
 #include "base/metrics/metrics_http_server.h"
 #include "base/private_directory.h"
 #include "base/sanitizers.h"
+#include "base/secret_file.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
 #include "server/secret_file.h"
@@ -291,7 +292,7 @@ int main(int argc, char** argv) {
       return 2;
     }
     absl::StatusOr<std::string> dsn =
-        gantry::server::ReadSecretFile(db_file, "--db-file", "the libpq DSN");
+        gantry::ReadSecretFile(db_file, "--db-file", "the libpq DSN");
     if (!dsn.ok()) {
       std::cerr << "gantry-server: " << dsn.status().message() << "\n";
       return 2;

@@ -5,50 +5,17 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <system_error>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/secret_file.h"
 #include "base/sha256.h"
 #include "base/status_macros.h"
 
 namespace gantry::server {
-
-absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view flag,
-                                           absl::string_view what, size_t min_chars) {
-  const auto unreadable = [&](absl::string_view why) {
-    return absl::NotFoundError(absl::StrCat("cannot read ", flag, " ", path, " (", why,
-                                            "): it must be a readable file holding ", what));
-  };
-  std::error_code error;
-  if (std::filesystem::is_directory(path, error)) return unreadable("a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return unreadable("no such file or no permission");
-  std::string content;
-  content.resize(kMaxSecretFileBytes + 1);
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  if (in.bad()) return unreadable("read error");
-  content.resize(static_cast<size_t>(in.gcount()));
-  if (content.size() > kMaxSecretFileBytes) {
-    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, " is larger than ",
-                                                   kMaxSecretFileBytes / 1024,
-                                                   " KiB: it must hold only ", what));
-  }
-  std::string secret(absl::StripAsciiWhitespace(content));
-  if (secret.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", path, " is empty: write ", what, " into it"));
-  }
-  if (secret.size() < min_chars) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        flag, " ", path, ": ", what, " in it is shorter than ", min_chars, " characters"));
-  }
-  return secret;
-}
 
 namespace {
 
@@ -129,14 +96,7 @@ absl::StatusOr<std::string> LoadOrCreateKeyFile(const std::string& path, absl::s
                      " is not a regular file: it must hold the key (64 hex "
                      "characters; remove it and the server makes one)"));
   }
-  if ((st.st_mode & 077) != 0) {
-    char mode[8];
-    std::snprintf(mode, sizeof(mode), "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    return absl::FailedPreconditionError(absl::StrCat(
-        flag, " ", path, " has mode ", mode,
-        ": group or others may read or write the key; make it private (chmod 600) and keep it "
-        "out of backups that others can read"));
-  }
+  RETURN_IF_ERROR(CheckSecretFileMode(st, flag, path));
   ASSIGN_OR_RETURN(std::string key, ReadSecretFile(path, flag, "the key (64 hex characters)"));
   if (!IsKeyHex(key)) {
     return absl::FailedPreconditionError(

@@ -1,4 +1,5 @@
 // The option building of `gantry-worker daemon` from its flag values (pure).
+#include "tests/support/files.h"
 #include "workers/agent/agent_flags.h"
 
 #include <gtest/gtest.h>
@@ -307,7 +308,7 @@ TEST(AgentFlagsTest, BadGpuListsAreRefusedNamingTheId) {
 
 TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   gantry::testing::TempDir dir;
-  std::ofstream(dir.File("join")) << "  s3cret-token\n";
+  gantry::testing::WriteSecretFile(dir.File("join"), "  s3cret-token\n");
   AgentFlags f;
   f.server = "h:1";
   f.join_token_file = dir.File("join");
@@ -325,9 +326,18 @@ TEST(AgentFlagsTest, ResolveReadsTheTokenFileAndMakesDirectoriesAbsolute) {
   f.join_token_file = dir.File("missing");
   o = BuildAgentOptions(f);
   ASSERT_TRUE(o.ok());
-  const absl::Status s = ResolveAgentOptions(&*o);
-  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  absl::Status s = ResolveAgentOptions(&*o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
   EXPECT_NE(s.message().find("--join-token-file"), std::string::npos) << s;
+
+  // A token others may read is refused: the daemon reads only a private one.
+  ::chmod(dir.File("join").c_str(), 0644);
+  f.join_token_file = dir.File("join");
+  o = BuildAgentOptions(f);
+  ASSERT_TRUE(o.ok());
+  s = ResolveAgentOptions(&*o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("chmod 600"), std::string::npos) << s;
 }
 
 // The cache holds datasets, checkpoints and the worker's credential: created 0700, an existing one

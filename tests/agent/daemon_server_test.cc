@@ -20,6 +20,7 @@
 #include "tests/agent/daemon_process.h"
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
+#include "tests/support/files.h"
 #include "workers/runner/dataset_cache.h"
 
 namespace gantry::testing {
@@ -32,9 +33,9 @@ class DaemonServerTest : public ServerFixture {
  protected:
   void SetUp() override {
     admin_token_ = "admin-secret-" + std::to_string(::getpid()) + "-agent";
-    std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
+    gantry::testing::WriteSecretFile(dir_.File("admin.token"), absl::StrCat(admin_token_, "\n"));
     join_token_ = "join-secret-for-" + std::to_string(::getpid());  // >= 16 characters at any pid
-    std::ofstream(dir_.File("join.token")) << join_token_ << "\n";
+    gantry::testing::WriteSecretFile(dir_.File("join.token"), absl::StrCat(join_token_, "\n"));
     StartServer({"--join-token-file=" + dir_.File("join.token")});
   }
 
@@ -194,7 +195,7 @@ TEST_F(DaemonServerTest, MessagesQueuedWhileTheServerIsDownReachItAfterARestart)
 }
 
 TEST_F(DaemonServerTest, BadJoinTokenIsRefusedWithExitCode1) {
-  std::ofstream(dir_.File("wrong.token")) << "not-the-token\n";
+  gantry::testing::WriteSecretFile(dir_.File("wrong.token"), "not-the-token\n");
   std::vector<std::string> args = DaemonArgs("w-gamma");
   args[1] = "--join-token-file=" + dir_.File("wrong.token");
   std::string output;

@@ -3,8 +3,10 @@
 #include "base/tls_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -26,11 +28,12 @@ class TlsConfigTest : public ::testing::Test {
     }
   }
 
-  // The message of LoadTlsConfig's error (INVALID_ARGUMENT expected), or "<ok>".
-  static std::string ErrorOf(const TlsFiles& files) {
+  // The message of LoadTlsConfig's error (of code `code`), or "<ok>".
+  static std::string ErrorOf(const TlsFiles& files,
+                             absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
     absl::StatusOr<TlsConfig> tls = LoadTlsConfig(files);
     if (tls.ok()) return "<ok>";
-    EXPECT_EQ(tls.status().code(), absl::StatusCode::kInvalidArgument) << tls.status();
+    EXPECT_EQ(tls.status().code(), code) << tls.status();
     return std::string(tls.status().message());
   }
 
@@ -81,9 +84,23 @@ TEST_F(TlsConfigTest, RefusesBadFilesNamingTheFlag) {
   files.key = other_ + "/worker-w1.key";
   EXPECT_NE(ErrorOf(files).find("is not the key of the certificate"), std::string::npos);
 
-  // A certificate where the key should be.
+  // A certificate where the key should be: first refused for its mode (a key is a secret file),
+  // then, made private, for its content.
   files.key = pki_ + "/worker-w1.pem";
+  constexpr absl::StatusCode kNotPrivate = absl::StatusCode::kFailedPrecondition;
+  EXPECT_NE(ErrorOf(files, kNotPrivate).find("--tls-key " + files.key + " has mode 0644"),
+            std::string::npos);
+  std::filesystem::copy_file(files.key, dir_.File("cert-as-key.pem"));
+  files.key = dir_.File("cert-as-key.pem");
+  ASSERT_EQ(chmod(files.key.c_str(), 0600), 0);
   EXPECT_NE(ErrorOf(files).find("holds no unencrypted PEM private key"), std::string::npos);
+  // A key others may read is refused naming the flag and what to change.
+  std::filesystem::copy_file(pki_ + "/worker-w1.key", dir_.File("shared.key"));
+  files.key = dir_.File("shared.key");
+  ASSERT_EQ(chmod(files.key.c_str(), 0644), 0);
+  EXPECT_NE(ErrorOf(files, kNotPrivate).find("chmod 600"), std::string::npos);
+  ASSERT_EQ(chmod(files.key.c_str(), 0600), 0);
+  EXPECT_EQ(ErrorOf(files), "<ok>") << "the same key, private";
 
   // Custom flag names (gantry-server --tls-client-ca).
   files = {};

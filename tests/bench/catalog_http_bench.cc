@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +23,7 @@
 #include "storage/database.h"
 #include "storage/model_repository.h"
 #include "tests/server/server_process.h"
+#include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
 
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   gantry::testing::TestDatabase db;
   gantry::testing::TempDir dir;
   const std::string admin_token = "catalog-bench-admin-token-0123456789";
-  std::ofstream(dir.File("admin.token")) << admin_token << "\n";
+  gantry::testing::WriteSecretFile(dir.File("admin.token"), admin_token + "\n");
   const int port = 47900 + static_cast<int>(getpid() % 100);
   std::string error;
   server = gantry::testing::ServerProcess::Start(

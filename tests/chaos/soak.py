@@ -121,10 +121,11 @@ class Soak:
         self.worker_names = [f"chaos-w{i + 1}" for i in range(args.workers)]
         self.admin_token_file = os.path.join(base, "admin.token")
         self.join_token_file = os.path.join(base, "join.token")
-        with open(self.join_token_file, "w") as f:
-            f.write("gnj_chaos_" + os.urandom(20).hex() + "\n")
-        with open(self.admin_token_file, "w") as f:
-            f.write("gnt_admin_chaos_" + os.urandom(24).hex() + "\n")
+        # Secret files are private (the programs refuse others' access).
+        for path, token in ((self.join_token_file, "gnj_chaos_" + os.urandom(20).hex()),
+                            (self.admin_token_file, "gnt_admin_chaos_" + os.urandom(24).hex())):
+            with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+                f.write(token + "\n")
         self.data_dir = os.path.join(base, "data")
         self.home = os.path.join(base, "home")
         os.makedirs(self.home, exist_ok=True)

@@ -20,6 +20,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gantry/v1/admin.pb.h"
 #include "gantry/v1/catalog.pb.h"
 #include "gantry/v1/datasets.pb.h"
@@ -31,6 +32,7 @@
 #include "storage/model_repository.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
 
@@ -73,7 +75,7 @@ std::string ReadBytes(const std::string& path) {
 class CliEndToEndTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::ofstream(dir_.File("admin-token")) << kAdminToken << "\n";
+    gantry::testing::WriteSecretFile(dir_.File("admin-token"), absl::StrCat(kAdminToken, "\n"));
     std::string error;
     server_ = ChildProcess::StartServer(
         {GANTRY_SERVER_BINARY, "--listen", "127.0.0.1:0", "--db", db_.dsn(), "--data-dir",
@@ -897,7 +899,7 @@ int FreePort() {
 TEST(CliWatchReconnectTest, ResumesAfterServerRestart) {
   TestDatabase db;
   TempDir dir;
-  std::ofstream(dir.File("admin-token")) << kAdminToken << "\n";
+  gantry::testing::WriteSecretFile(dir.File("admin-token"), absl::StrCat(kAdminToken, "\n"));
   const int port = FreePort();
   ASSERT_GT(port, 0);
   const std::string listen = "127.0.0.1:" + std::to_string(port);
@@ -980,7 +982,7 @@ TEST(CliTlsTest, CaCertConnectsAndPlaintextDoesNot) {
        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"},
       {}, dir.path());
   ASSERT_EQ(cert.exit_code, 0) << cert.err;
-  std::ofstream(dir.File("admin-token")) << kAdminToken << "\n";
+  gantry::testing::WriteSecretFile(dir.File("admin-token"), absl::StrCat(kAdminToken, "\n"));
   std::string error;
   auto server = ChildProcess::StartServer(
       {GANTRY_SERVER_BINARY, "--listen", "127.0.0.1:0", "--db", db.dsn(), "--data-dir",

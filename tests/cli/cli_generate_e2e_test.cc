@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -41,7 +40,7 @@ class CliGenerateE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "cli-gen-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "cli-gen-join-token-0123456789abcdef\n");
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300"});
     token_ = NewTenant("physics");
     worker_process_ = std::make_unique<ChildProcess>(

@@ -7,7 +7,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -19,6 +18,7 @@
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -30,7 +30,7 @@ class BaselineE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-baseline-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-baseline-join-token-0123456789abcdef\n");
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
                  "--lease-timeout-ms", "8000"});
     token_ = NewTenant("physics");

@@ -50,7 +50,7 @@ class ExportE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-export-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-export-join-token-0123456789abcdef\n");
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
                  "--lease-timeout-ms", "8000"});
     token_ = NewTenant("physics");

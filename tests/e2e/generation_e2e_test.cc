@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -23,6 +22,7 @@
 #include "tests/serving/shower_compare.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -61,7 +61,7 @@ class GenerationE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-gen-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-gen-join-token-0123456789abcdef\n");
     // No model cache: a test changes a version's BF16 verdict in the database.
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
                  "--lease-timeout-ms", "8000", "--model_cache_ttl_ms=0"});

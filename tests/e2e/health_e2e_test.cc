@@ -12,7 +12,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -43,7 +42,7 @@ class HealthE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-health-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-health-join-token-0123456789abcdef\n");
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
                  "--lease-timeout-ms", "8000", "--health-check-interval-ms", "200",
                  "--file-dataset-roots=/nonexistent", "--file-dataset-tenants=physics"});

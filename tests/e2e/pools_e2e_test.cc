@@ -28,6 +28,7 @@
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -74,7 +75,7 @@ class PoolsE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-join-token-0123456789abcdef\n");
     state_dir_ = dir_.path() + "/workers";
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",
                  "--lease-timeout-ms", "8000", "--rank-exit-grace-seconds", "10",

@@ -6,7 +6,6 @@
 #include <signal.h>
 
 #include <chrono>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <string>
@@ -19,6 +18,7 @@
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 #include "tests/support/private_postgres.h"
 
 namespace gantry::testing {
@@ -33,7 +33,7 @@ class ResilienceE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-resilience-join-token-0123456789\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-resilience-join-token-0123456789\n");
   }
 
   void TearDown() override {

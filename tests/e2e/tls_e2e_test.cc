@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gantry/v1/datasets.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/training.grpc.pb.h"
@@ -22,6 +23,7 @@
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -57,9 +59,9 @@ class TlsE2eTest : public ServerFixture {
     Certs(pki_, "g1");
     Certs(rogue_, "g1");
     admin_token_ = "admin-secret-tls-0123456789";
-    std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
+    gantry::testing::WriteSecretFile(dir_.File("admin.token"), absl::StrCat(admin_token_, "\n"));
     join_token_file_ = dir_.File("join-token");
-    std::ofstream(join_token_file_) << "e2e-tls-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-tls-join-token-0123456789abcdef\n");
     client_credentials_ = Tls(pki_ + "/ca.pem");  // a tenant: trusts the CA, no certificate
     StartServer({"--tls-cert", pki_ + "/server.pem", "--tls-key", pki_ + "/server.key",
                  "--tls-client-ca", pki_ + "/ca.pem", "--join-token-file", join_token_file_,

@@ -20,6 +20,7 @@
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -33,7 +34,7 @@ class TrainingE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     join_token_file_ = dir_.path() + "/join-token";
-    std::ofstream(join_token_file_) << "e2e-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file_, "e2e-join-token-0123456789abcdef\n");
     // Short heartbeats and lease so a lost worker is noticed within seconds.
     // file:// datasets under /nonexistent (the failing-rank case) for tenant "physics".
     StartServer({"--join-token-file", join_token_file_, "--heartbeat-interval-ms", "300",

@@ -6,7 +6,6 @@
 // an array and into HDF5, and refusals mapped to typed exceptions.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "tests/server/server_fixture.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -23,7 +23,7 @@ class PythonClientE2eTest : public ServerFixture {
   void SetUp() override {
     ServerFixture::SetUp();
     const std::string join_token_file = dir_.path() + "/join-token";
-    std::ofstream(join_token_file) << "python-e2e-join-token-0123456789abcdef\n";
+    gantry::testing::WriteSecretFile(join_token_file, "python-e2e-join-token-0123456789abcdef\n");
     StartServer({"--join-token-file", join_token_file, "--heartbeat-interval-ms", "300"});
     token_ = NewTenant("physics");
     worker_ = std::make_unique<ChildProcess>(

@@ -153,8 +153,7 @@ class RankProcessTest : public ServerFixture {
     const std::string path = dir_.File(name);
     PlaceJob(a.job_id(), a.attempt(), std::max(1, a.world_size()));
     std::ofstream(path, std::ios::binary) << a.SerializeAsString();
-    std::ofstream(path + ".credential") << RankCredential(a.job_id(), a.attempt());
-    chmod((path + ".credential").c_str(), 0600);
+    gantry::testing::WriteSecretFile(path + ".credential", RankCredential(a.job_id(), a.attempt()));
     return path;
   }
 

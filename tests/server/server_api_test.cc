@@ -10,8 +10,10 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "grpc/reflection/v1alpha/reflection.grpc.pb.h"
 #include "tests/server/server_fixture.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 namespace {
@@ -362,7 +364,7 @@ TEST_F(ServerApiTest, DatabaseOutageIsUnavailableAndTheServerRecovers) {
 
 TEST_F(ServerApiTest, BootstrapJoinTokenFileLetsWorkersRegister) {
   const std::string join = "gjt_bootstrap_join_token_0123456789";
-  std::ofstream(dir_.File("join.token")) << join << "\n";
+  gantry::testing::WriteSecretFile(dir_.File("join.token"), absl::StrCat(join, "\n"));
   ASSERT_EQ(StopServer(), 0);
   StartServer({"--join-token-file=" + dir_.File("join.token")});
   v1::RegisterRequest reg;

@@ -1,3 +1,4 @@
+#include "absl/strings/str_cat.h"
 #include "tests/server/server_fixture.h"
 
 #include <chrono>
@@ -8,6 +9,7 @@
 #include <thread>
 
 #include "base/sha256.h"
+#include "tests/support/files.h"
 
 namespace gantry::testing {
 
@@ -20,7 +22,7 @@ std::string Describe(const grpc::Status& status) {
 void ServerFixture::SetUp() {
   std::random_device rd;
   admin_token_ = "admin-secret-" + std::to_string(rd()) + std::to_string(rd());
-  std::ofstream(dir_.File("admin.token")) << admin_token_ << "\n";
+  gantry::testing::WriteSecretFile(dir_.File("admin.token"), absl::StrCat(admin_token_, "\n"));
   StartServer(SetUpServerArgs());
 }
 
@@ -75,7 +77,7 @@ std::string ServerFixture::IssueRankCredential(const std::string& job_id, int at
 
 std::vector<std::string> ServerFixture::WorkerProtocolArgs(const std::string& join) const {
   const std::string join_file = dir_.File("join");
-  std::ofstream(join_file) << join << "\n";
+  gantry::testing::WriteSecretFile(join_file, absl::StrCat(join, "\n"));
   return {"--join-token-file",  join_file, "--heartbeat-interval-ms", "200",
           "--lease-timeout-ms", "1500"};
 }

@@ -12,12 +12,14 @@
 #include <fstream>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "gantry/v1/worker.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "tests/serving/torch_model.h"
 #include "tests/support/build_paths.h"
 #include "tests/support/child_process.h"
+#include "tests/support/files.h"
 #include "tests/support/temp_dir.h"
 
 namespace gantry::serving {
@@ -118,7 +120,7 @@ class DaemonServingTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
-    std::ofstream(dir_.File("join.token")) << kToken << "\n";
+    gantry::testing::WriteSecretFile(dir_.File("join.token"), absl::StrCat(kToken, "\n"));
   }
   void TearDown() override {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));

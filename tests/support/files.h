@@ -1,4 +1,4 @@
-// Small file helpers for tests: whole-file reads and existence checks.
+// Small file helpers for tests: whole-file reads, existence checks, secret files.
 #ifndef GANTRY_TESTS_SUPPORT_FILES_H_
 #define GANTRY_TESTS_SUPPORT_FILES_H_
 
@@ -11,6 +11,11 @@ std::string ReadFile(const std::string& path);
 
 // Whether something (a file, directory or the target of a link) exists at path.
 bool Exists(const std::string& path);
+
+// Writes `content` to a file only its owner may read and write (mode 0600, replacing what is
+// there), as the programs require of a token, DSN or credential file (base/secret_file.h).
+// Aborts the test program when it cannot.
+void WriteSecretFile(const std::string& path, const std::string& content);
 
 }  // namespace gantry::testing
 

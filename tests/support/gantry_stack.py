@@ -80,8 +80,9 @@ class GantryStack:
         self.join_token_file = self._secret("join.token", "gnj_" + os.urandom(20).hex())
 
     def _secret(self, name, value):
+        """A private file (mode 0600): the programs refuse a secret others may read."""
         path = os.path.join(self.dir, name)
-        with open(path, "w") as f:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
             f.write(value + "\n")
         return path
 

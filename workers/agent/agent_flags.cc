@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -23,6 +21,7 @@
 #include "base/loopback.h"
 #include "base/private_directory.h"
 #include "base/safe_text.h"
+#include "base/secret_file.h"
 #include "base/status_macros.h"
 #include "workers/agent/credential_file.h"
 
@@ -368,14 +367,8 @@ absl::StatusOr<AgentOptions> BuildAgentOptions(const AgentFlags& flags, bool cud
 
 absl::Status ResolveAgentOptions(AgentOptions* o) {
   if (o->join_token.empty()) {
-    std::ifstream in(o->join_token_file);
-    std::stringstream content;
-    content << in.rdbuf();
-    if (!in) return Bad("join-token-file", absl::StrCat("cannot read ", o->join_token_file));
-    o->join_token = std::string(absl::StripAsciiWhitespace(content.str()));
-    if (o->join_token.empty()) {
-      return Bad("join-token-file", absl::StrCat(o->join_token_file, " is empty"));
-    }
+    ASSIGN_OR_RETURN(o->join_token, ReadSecretFile(o->join_token_file, "--join-token-file",
+                                                   "the worker join token"));
   }
   for (std::string* path : {&o->tls_files.ca_cert, &o->tls_files.cert, &o->tls_files.key}) {
     std::error_code ec;

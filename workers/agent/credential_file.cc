@@ -3,13 +3,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
-#include <fstream>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
+#include "base/secret_file.h"
 
 namespace gantry::agent {
 namespace {
@@ -20,16 +18,11 @@ constexpr size_t kMaxCredentialChars = 512;
 
 absl::StatusOr<std::string> ReadCredentialFile(const std::string& path) {
   if (access(path.c_str(), F_OK) != 0 && errno == ENOENT) return std::string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--credential-file: cannot read ", path, " (", std::strerror(errno), ")"));
-  }
-  std::string content(kMaxCredentialChars + 2, '\0');
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  content.resize(static_cast<size_t>(in.gcount()));
-  const std::string secret(absl::StripAsciiWhitespace(content));
-  if (!absl::StartsWith(secret, "gwc_") || secret.size() > kMaxCredentialChars) {
+  absl::StatusOr<std::string> secret = ReadSecretFile(path, "--credential-file",
+                                                      "a worker credential", 1, kMaxCredentialChars);
+  // Unreadable or not private: as ReadSecretFile says.
+  if (!secret.ok() && !absl::IsInvalidArgument(secret.status())) return secret.status();
+  if (!secret.ok() || !absl::StartsWith(*secret, "gwc_")) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--credential-file: ", path,
         " does not hold a worker credential (\"gwc_...\"); remove it to register afresh, which "

@@ -12,7 +12,8 @@
 namespace gantry::agent {
 
 // The worker credential stored at `path`; "" when there is no such file (a first start).
-// INVALID_ARGUMENT naming --credential-file when it cannot be read or holds no worker credential
+// Errors name --credential-file: NOT_FOUND when it cannot be read, FAILED_PRECONDITION when group or
+// others may read it (base/secret_file.h), INVALID_ARGUMENT when it holds no worker credential
 // ("gwc_...", at most 512 characters).
 absl::StatusOr<std::string> ReadCredentialFile(const std::string& path);
 

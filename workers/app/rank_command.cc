@@ -5,15 +5,15 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <iostream>
 #include <thread>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "base/failure_policy.h"
 #include "base/file_roots.h"
 #include "base/log.h"
+#include "base/secret_file.h"
 #include "workers/agent/control_pipe.h"
 #include "workers/gan/device.h"
 #include "workers/runner/rank_plan.h"
@@ -39,23 +39,19 @@ void Watchdog() {
   _exit(143);
 }
 
-// The rank credential from --credential-file: at most 1 KiB, surrounding whitespace trimmed.
+// The rank credential from --credential-file: at most 1 KiB, private (the daemon writes it 0600),
+// surrounding whitespace trimmed. Errors do not name the path.
 absl::StatusOr<std::string> ReadRankCredential(const std::string& path) {
   if (path.empty()) {
     return absl::InvalidArgumentError(
         "--credential-file: is required (the daemon writes the rank credential there)");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::InvalidArgumentError("--credential-file: cannot be read");
-  std::string secret(1025, '\0');
-  in.read(secret.data(), static_cast<std::streamsize>(secret.size()));
-  secret.resize(static_cast<size_t>(in.gcount()));
-  if (secret.size() > 1024) {
-    return absl::InvalidArgumentError("--credential-file: is longer than 1 KiB");
-  }
-  secret = std::string(absl::StripAsciiWhitespace(secret));
-  if (secret.empty()) return absl::InvalidArgumentError("--credential-file: is empty");
-  return secret;
+  absl::StatusOr<std::string> secret =
+      ReadSecretFile(path, "--credential-file", "the rank credential", 1, 1024);
+  if (secret.ok()) return secret;
+  // The job's log carries this error to its tenant: without the worker's path.
+  return absl::Status(secret.status().code(),
+                      absl::StrReplaceAll(secret.status().message(), {{path, "(the daemon's file)"}}));
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ stack_start_server() {
   dsn="$("$stack_root/deploy/local/pg.sh" start)"
   echo "gnt_admin_$(openssl rand -hex 24)" >"$stack_work/admin.token"
   echo "gnj_$(openssl rand -hex 24)" >"$stack_work/join.token"
+  chmod 600 "$stack_work/admin.token" "$stack_work/join.token"  # the programs refuse shared secrets
   "$stack_bin/server/gantry-server" --listen "127.0.0.1:${STACK_SERVER_PORT:-0}" --db "$dsn" --data-dir "$stack_work/data" \
     --admin-token-file "$stack_work/admin.token" --join-token-file "$stack_work/join.token" \
     --tenant-max-generation-streams 0 --tenant-max-showers-per-minute 0 --tenant-max-streams 0 \
