@@ -87,11 +87,11 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string
   }
   content.resize(got);
   if (content.size() > max_bytes) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(flag, " ", path, " is larger than ",
-                     max_bytes >= 1024 ? absl::StrCat(max_bytes / 1024, " KiB")
-                                       : absl::StrCat(max_bytes, " bytes"),
-                     ": it must hold only ", what));
+    return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, " is larger than ",
+                                                   max_bytes >= 1024
+                                                       ? absl::StrCat(max_bytes / 1024, " KiB")
+                                                       : absl::StrCat(max_bytes, " bytes"),
+                                                   ": it must hold only ", what));
   }
   std::string secret(absl::StripAsciiWhitespace(content));
   if (secret.empty()) {

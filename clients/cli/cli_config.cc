@@ -1,6 +1,10 @@
 #include "clients/cli/cli_config.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -9,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/field_checks.h"
+#include "base/secret_file.h"
 #include "base/status_macros.h"
 #include "clients/cli/command_helpers.h"
 
@@ -22,6 +27,13 @@ ConfigEnvironment SystemEnvironment() {
     return std::string(value);
   };
   env.read_file = ReadWholeFile;
+  env.check_private = [](const std::string& path) -> absl::Status {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(path, ": ", std::strerror(errno)));
+    }
+    return CheckSecretFileMode(st, "config file", path);
+  };
   return env;
 }
 
@@ -90,6 +102,12 @@ absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEn
     absl::StatusOr<std::string> contents = env.read_file(path);
     if (contents.ok()) {
       ASSIGN_OR_RETURN(file_config, ParseConfigFile(path, *contents));
+      // A token at rest is read only from a private file, as the programs' secret files are.
+      if (!file_config.token.empty() && env.check_private) {
+        if (absl::Status mode = env.check_private(path); !mode.ok()) {
+          return absl::FailedPreconditionError(absl::StrCat(mode.message(), " (it holds a token)"));
+        }
+      }
     } else if (explicit_path || !absl::IsNotFound(contents.status())) {
       return absl::FailedPreconditionError(
           absl::StrCat("config file: ", contents.status().message()));

@@ -42,6 +42,9 @@ struct ConfigEnvironment {
   std::function<std::optional<std::string>(const std::string&)> getenv;
   // Returns the file's contents, NOT_FOUND when it does not exist, another error when unreadable.
   std::function<absl::StatusOr<std::string>(const std::string&)> read_file;
+  // OK when the file may hold a secret (base/secret_file.h CheckSecretFileMode); else why not.
+  // Unset: not checked.
+  std::function<absl::Status(const std::string&)> check_private;
 };
 
 // The real process environment and file system.
@@ -57,6 +60,8 @@ absl::StatusOr<CliConfig> ParseConfigFile(const std::string& path, const std::st
 // $HOME/.config/gantry/config (absent default file = no file; an explicitly named missing file is
 // an error). Each value: flag, else GANTRY_SERVER / GANTRY_TOKEN / GANTRY_CA_CERT /
 // GANTRY_ALLOW_PLAINTEXT (1, true, 0 or false), else the file, else the default (server only).
+// A config file that holds a token must be private (mode 0600): FAILED_PRECONDITION otherwise,
+// whichever token wins.
 absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEnvironment& env);
 
 }  // namespace gantry::cli

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 
 #include "absl/status/status.h"
 #include "clients/cli/connection.h"
@@ -18,6 +19,7 @@ using ::testing::HasSubstr;
 struct FakeWorld {
   std::map<std::string, std::string> env;
   std::map<std::string, std::string> files;
+  std::set<std::string> shared;  // files group or others may read
   std::vector<std::string> reads;
 
   ConfigEnvironment Environment() {
@@ -32,6 +34,10 @@ struct FakeWorld {
       auto it = files.find(path);
       if (it == files.end()) return absl::NotFoundError(path + " does not exist");
       return it->second;
+    };
+    e.check_private = [this](const std::string& path) -> absl::Status {
+      if (shared.count(path) == 0) return absl::OkStatus();
+      return absl::FailedPreconditionError("config file " + path + " has mode 0644: chmod 600");
     };
     return e;
   }
@@ -95,6 +101,26 @@ TEST(CliConfigTest, EmptyEnvironmentValueDoesNotOverride) {
   auto config = ResolveConfig({}, world.Environment());
   ASSERT_TRUE(config.ok());
   EXPECT_EQ(config->token, "t1");
+}
+
+// A token at rest is read only from a private file; a file without one may be shared.
+TEST(CliConfigTest, AConfigFileHoldingATokenMustBePrivate) {
+  FakeWorld world;
+  world.env["HOME"] = "/h";
+  world.files["/h/.config/gantry/config"] = "server = s:1\ntoken = t1\n";
+  world.shared.insert("/h/.config/gantry/config");
+  auto config = ResolveConfig({}, world.Environment());
+  ASSERT_EQ(config.status().code(), absl::StatusCode::kFailedPrecondition) << config.status();
+  EXPECT_THAT(config.status().message(), HasSubstr("chmod 600"));
+  EXPECT_THAT(config.status().message(), HasSubstr("(it holds a token)"));
+  // Refused even when the environment's token would win: the file's token is exposed all the same.
+  world.env["GANTRY_TOKEN"] = "env-token";
+  EXPECT_EQ(ResolveConfig({}, world.Environment()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  world.files["/h/.config/gantry/config"] = "server = s:1\n";
+  config = ResolveConfig({}, world.Environment());
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->server, "s:1");
 }
 
 TEST(CliConfigTest, ConfigPathFromEnvAndFlag) {

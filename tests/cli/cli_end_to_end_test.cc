@@ -380,8 +380,9 @@ TEST_F(CliEndToEndTest, EnvironmentAndConfigFileAreHonoured) {
              {{"GANTRY_SERVER", server_->address()}, {"GANTRY_TOKEN", "wrong-token-wrong-token"}});
   EXPECT_EQ(flag_wins.exit_code, 0) << flag_wins.err;
   // ...and the environment beats the config file.
-  std::ofstream(dir_.File("gantry.conf"))
-      << "# test\nserver = " << server_->address() << "\ntoken = wrong-token-from-file\n";
+  gantry::testing::WriteSecretFile(
+      dir_.File("gantry.conf"),
+      absl::StrCat("# test\nserver = ", server_->address(), "\ntoken = wrong-token-from-file\n"));
   CommandResult env_wins = Gantry({"jobs", "list"}, {{"GANTRY_CONFIG", dir_.File("gantry.conf")},
                                                      {"GANTRY_TOKEN", alice_token_}});
   EXPECT_EQ(env_wins.exit_code, 0) << env_wins.err;
@@ -390,11 +391,18 @@ TEST_F(CliEndToEndTest, EnvironmentAndConfigFileAreHonoured) {
   EXPECT_THAT(file_only.err, StartsWith("gantry: UNAUTHENTICATED: "));
   // The default config file under $HOME.
   std::filesystem::create_directories(dir_.File(".config/gantry"));
-  std::ofstream(dir_.File(".config/gantry/config"))
-      << "server = " << server_->address() << "\ntoken = " << alice_token_ << "\n";
+  const std::string home_config = dir_.File(".config/gantry/config");
+  gantry::testing::WriteSecretFile(
+      home_config, absl::StrCat("server = ", server_->address(), "\ntoken = ", alice_token_, "\n"));
   CommandResult home = Gantry({"jobs", "list"});
   EXPECT_EQ(home.exit_code, 0) << home.err;
   EXPECT_THAT(home.out, HasSubstr(id));
+  // The same file readable by others is refused: a token at rest stays private.
+  ASSERT_EQ(::chmod(home_config.c_str(), 0644), 0);
+  CommandResult shared = Gantry({"jobs", "list"});
+  EXPECT_EQ(shared.exit_code, 1) << shared.err;
+  EXPECT_THAT(shared.err, HasSubstr("has mode 0644"));
+  EXPECT_THAT(shared.err, HasSubstr("chmod 600"));
 }
 
 TEST_F(CliEndToEndTest, AdminCommands) {

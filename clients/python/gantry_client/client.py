@@ -111,7 +111,27 @@ def _read_config_file(path: str) -> Dict[str, str]:
             if key not in ("server", "token", "ca_cert", "allow_plaintext"):
                 raise ValueError(f"config {path}:{number}: unknown key '{key}'")
             values[key] = value.strip("'\"")
+    if "token" in values:
+        _check_private(path)
     return values
+
+
+def _check_private(path: str) -> None:
+    """A file holding a token must be private, as the CLI and the servers require of their secret
+    files: its user's own with mode 0600 or tighter, or root's with at most group read (for a
+    process not running as root). Raises FailedPrecondition otherwise."""
+    st = os.stat(path)
+    me = os.geteuid()
+    roots = st.st_uid == 0 and me != 0
+    if st.st_uid == me or roots:
+        if st.st_mode & (0o037 if roots else 0o077) == 0:
+            return
+        raise FailedPrecondition(
+            f"config file {path} has mode {st.st_mode & 0o7777:04o}: group or others may read "
+            "it; make it private (chmod 600) (it holds a token)")
+    raise FailedPrecondition(
+        f"config file {path} is owned by uid {st.st_uid}, not by this process's user (uid {me}) "
+        "or root: chown it, chmod 600 (it holds a token)")
 
 
 def resolve_settings(server: Optional[str] = None, token: Optional[str] = None,

@@ -21,9 +21,19 @@ class ResolveSettingsTest(unittest.TestCase):
     def write_config(self, text, path=None):
         path = path or os.path.join(self.home.name, ".config", "gantry", "config")
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
+        with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w",
+                  encoding="utf-8") as f:
             f.write(text)
         return path
+
+    def test_a_config_file_holding_a_token_must_be_private(self):
+        path = self.write_config("server = file:1\ntoken = file-token\n")
+        self.assertEqual(resolve_settings().token, "file-token")
+        os.chmod(path, 0o644)
+        with self.assertRaisesRegex(FailedPrecondition, "mode 0644.*chmod 600"):
+            resolve_settings()
+        self.write_config("server = file:1\n")  # no token: it may be shared
+        self.assertEqual(resolve_settings().server, "file:1")
 
     def test_default(self):
         settings = resolve_settings()
