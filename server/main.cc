@@ -312,7 +312,9 @@ int main(int argc, char** argv) {
     std::cerr << "gantry-server: --data-dir: " << private_data.status().message() << "\n";
     return 2;
   }
-  if (!private_data->empty()) GANTRY_LOG(WARNING) << "--data-dir: " << *private_data;
+  if (!private_data->empty()) {
+    GANTRY_LOG(WARNING) << "--data-dir: " << *private_data;
+  }
 
   // Signals are taken synchronously by sigwait below; block them before any thread starts.
   const sigset_t signals = gantry::BlockTerminationSignals();

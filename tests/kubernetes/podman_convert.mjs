@@ -5,8 +5,11 @@
 //                               CLAIM-NAME-0, as Kubernetes names them
 //   DaemonSet                -> one Pod per simulated node (--nodes), NAME-node-I
 //   Deployment (1 replica)   -> played as a Deployment
-//   Secret                   -> a ConfigMap with the decoded data; secret volumes -> configMap
-//                               volumes, secretKeyRef -> configMapKeyRef
+//   Secret                   -> a ConfigMap with the decoded data for secretKeyRef (->
+//                               configMapKeyRef); a secret volume -> a hostPath folder of files
+//                               written as the kubelet writes them: owner root, group the pod's
+//                               fsGroup, mode the item's or defaultMode (podman 4.3 mounts
+//                               ConfigMaps 0644, and the programs refuse a secret others may read)
 //   Service                  -> not played: its name resolves through hostAliases in every pod to
 //                               the static IP of the one pod its selector matches on the podman network
 //   downward API             -> status.podIP, spec.nodeName, metadata.name become literal values,
@@ -23,9 +26,10 @@
 // so a change to the overlay that this conversion does not cover fails loudly.
 //
 // usage: node podman_convert.mjs RENDERED.yaml --prefix P --subnet A.B.C --nodes N --out DIR
-// Writes DIR/NN-NAME.yaml per pod and DIR/plan.json ([{file, kind, name, pod, ip, containers}] in
-// play order) and prints one line per conversion.
-import { readFileSync, writeFileSync, mkdirSync } from "node:fs";
+// Writes DIR/NN-NAME.yaml per pod, DIR/plan.json ([{file, kind, name, pod, ip, containers}] in
+// play order) and the secret volumes' files under DIR/secrets, and prints one line per conversion.
+// Run as root (the secret files are chowned, as the kubelet does).
+import { readFileSync, writeFileSync, mkdirSync, chmodSync, chownSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -132,6 +136,28 @@ for (const service of byKind("Service")) {
 }
 const hostAliases = [...aliases.entries()].map(([ip, hostnames]) => ({ ip, hostnames }));
 
+// Writes a secret volume's files into `dir` as the kubelet does: every key (or only `items`, at
+// their paths), owner root, group `fsGroup`, mode the item's, else defaultMode, else 0644.
+function writeSecretVolume(source, dir, fsGroup, owner) {
+  const secret = configMaps.get(source.secretName);
+  if (!secret) die(`${owner}: refers to Secret ${source.secretName}, which the overlay does not hold`);
+  const items = source.items ?? Object.keys(secret.data).map((key) => ({ key, path: key }));
+  mkdirSync(dir, { recursive: true });
+  chmodSync(dir, 0o755);
+  for (const item of items) {
+    if (!(item.key in secret.data)) die(`${owner}: Secret ${source.secretName} has no key ${item.key}`);
+    if (item.path.includes("/") || item.path.startsWith(".")) die(`${owner}: item path ${item.path} is not a plain name`);
+    const file = path.join(dir, item.path);
+    writeFileSync(file, secret.data[item.key]);
+    try {
+      chownSync(file, 0, fsGroup);
+    } catch (error) {
+      die(`cannot give ${file} to root:${fsGroup} as the kubelet would (${error.code}): run as root`);
+    }
+    chmodSync(file, item.mode ?? source.defaultMode ?? 0o644);
+  }
+}
+
 const plan = [];
 for (const [index, unit] of units.entries()) {
   const { kind, workload } = unit;
@@ -159,8 +185,12 @@ for (const [index, unit] of units.entries()) {
   };
   for (const volume of spec.volumes ?? []) {
     if (volume.secret) {
-      const { secretName, ...rest } = volume.secret;
-      volume.configMap = { name: useConfigMap(secretName), ...rest };
+      const dir = path.resolve(outDir, "secrets", pod, volume.name);
+      const fsGroup = spec.securityContext?.fsGroup ?? 0;
+      const mode = (volume.secret.defaultMode ?? 0o644).toString(8).padStart(4, "0");
+      writeSecretVolume(volume.secret, dir, fsGroup, `${kind} ${workload.metadata.name}`);
+      report(`${pod}: secret volume ${volume.name} -> hostPath secrets/${pod}/${volume.name} (files root:${fsGroup} mode ${mode}, as the kubelet writes them)`);
+      volume.hostPath = { path: dir, type: "Directory" };
       delete volume.secret;
     } else if (volume.configMap) {
       volume.configMap.name = useConfigMap(volume.configMap.name);
