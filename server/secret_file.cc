@@ -96,7 +96,7 @@ absl::StatusOr<std::string> LoadOrCreateKeyFile(const std::string& path, absl::s
                      " is not a regular file: it must hold the key (64 hex "
                      "characters; remove it and the server makes one)"));
   }
-  RETURN_IF_ERROR(CheckSecretFileMode(st, flag, path));
+  // ReadSecretFile refuses a key others may read (CheckSecretFileMode).
   ASSIGN_OR_RETURN(std::string key, ReadSecretFile(path, flag, "the key (64 hex characters)"));
   if (!IsKeyHex(key)) {
     return absl::FailedPreconditionError(

@@ -26,14 +26,14 @@ absl::Status ParseListeners(const ServerFlags& f, ServerOptions* o) {
   o->listen = f.listen;
   o->worker_listen = f.worker_listen;
   o->metrics_listen = f.metrics_listen;
+  o->http_listen = f.http_listen;
   for (const auto& [address, flag] : {std::pair{&o->worker_listen, "--worker-listen"},
-                                      std::pair{&o->metrics_listen, "--metrics-listen"}}) {
+                                      std::pair{&o->metrics_listen, "--metrics-listen"},
+                                      std::pair{&o->http_listen, "--http-listen"}}) {
     if (address->empty()) continue;
     RETURN_IF_ERROR(ParseListenAddress(*address, flag).status());
   }
-  o->http_listen = f.http_listen;
   if (!o->http_listen.empty()) {
-    RETURN_IF_ERROR(ParseListenAddress(o->http_listen, "--http-listen").status());
     o->web_root = f.web_root;
   } else if (!f.web_root.empty()) {
     return Bad("--web-root needs --http-listen (the address to serve it on)");

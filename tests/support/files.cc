@@ -1,13 +1,13 @@
 #include "tests/support/files.h"
 
-#include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+
+#include "base/atomic_file.h"
 
 namespace gantry::testing {
 
@@ -24,13 +24,9 @@ bool Exists(const std::string& path) {
 }
 
 void WriteSecretFile(const std::string& path, const std::string& content) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  const bool written = fd >= 0 && ::fchmod(fd, 0600) == 0 &&
-                       ::write(fd, content.data(), content.size()) ==
-                           static_cast<ssize_t>(content.size());
-  if (fd >= 0) ::close(fd);
-  if (!written) {
-    std::fprintf(stderr, "WriteSecretFile: cannot write %s\n", path.c_str());
+  if (absl::Status written = WriteFileAtomically(path, {content}, ExistingFile::kReplace, 0600);
+      !written.ok()) {
+    std::fprintf(stderr, "WriteSecretFile: %s\n", std::string(written.message()).c_str());
     std::abort();
   }
 }

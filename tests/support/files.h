@@ -13,7 +13,8 @@ std::string ReadFile(const std::string& path);
 bool Exists(const std::string& path);
 
 // Writes `content` to a file only its owner may read and write (mode 0600, replacing what is
-// there), as the programs require of a token, DSN or credential file (base/secret_file.h).
+// there atomically: base/atomic_file.h), as the programs require of a token, DSN or credential
+// file (base/secret_file.h).
 // Aborts the test program when it cannot.
 void WriteSecretFile(const std::string& path, const std::string& content);
 
