@@ -11,7 +11,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <vector>
 
+#include "absl/types/span.h"
 #include "tests/gan/test_data.h"
 #include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
@@ -158,6 +161,45 @@ TEST(DeviceTest, CheckpointsLoadOntoTheCpuAndGenerationFollowsTheModel) {
       ShowerGenerator::Load(path, MissingCudaDevice());
   ASSERT_FALSE(missing.ok());
   EXPECT_EQ(missing.status().code(), absl::StatusCode::kFailedPrecondition) << missing.status();
+  std::remove(path.c_str());
+}
+
+// GenerateOnDevice is GenerateFromNoise without the copy back: the same showers bit for bit (a lone
+// shower too, run as a pair), and shapes or dtypes it cannot use are refused.
+TEST(DeviceTest, GenerationOnTheDeviceIsGenerationFromNoiseWithoutTheCopy) {
+  const std::string path = TempPath("on-device");
+  ASSERT_TRUE(WriteCheckpoint(path, *NewTrainingState(*PresetConfig("tiny"), 2)).ok());
+  absl::StatusOr<std::unique_ptr<ShowerGenerator>> generator = ShowerGenerator::Load(path);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  ShowerGenerator& g = **generator;
+  for (int64_t n : {1, 3}) {
+    const at::Tensor energy = at::linspace(20.0, 400.0, n, at::kFloat);
+    const at::Tensor noise = at::randn({n, g.noise_dim()});
+    std::vector<float> out(static_cast<size_t>(n * g.cells_per_shower()));
+    ASSERT_TRUE(g.GenerateFromNoise(absl::MakeConstSpan(energy.data_ptr<float>(), n), {},
+                                    absl::MakeConstSpan(noise.data_ptr<float>(), noise.numel()),
+                                    out.data())
+                    .ok());
+    absl::StatusOr<at::Tensor> on_device =
+        g.GenerateOnDevice(energy, at::Tensor(), noise, GenerationPrecision::kFloat32);
+    ASSERT_TRUE(on_device.ok()) << on_device.status();
+    EXPECT_EQ(on_device->sizes(),
+              (std::vector<int64_t>{n, g.config().grid[0], g.config().grid[1], g.config().grid[2]}));
+    EXPECT_TRUE(at::equal(on_device->reshape({n, -1}),
+                          at::from_blob(out.data(), {n, g.cells_per_shower()}, at::kFloat)));
+  }
+  const at::Tensor noise = at::randn({2, g.noise_dim()});
+  const at::Tensor energy = at::full({2}, 50.0f);
+  for (const auto& [e, z, what] : std::vector<std::tuple<at::Tensor, at::Tensor, std::string>>{
+           {energy, at::randn({3, g.noise_dim()}), "noise of another count"},
+           {energy, at::randn({2, g.noise_dim() + 1}), "noise of another width"},
+           {energy, noise.to(at::kDouble), "float64 noise"},
+           {energy.view({2, 1}), noise, "energies as a matrix"},
+           {at::Tensor(), noise, "no energies"}}) {
+    absl::StatusOr<at::Tensor> refused =
+        g.GenerateOnDevice(e, at::Tensor(), z, GenerationPrecision::kFloat32);
+    EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument) << what;
+  }
   std::remove(path.c_str());
 }
 

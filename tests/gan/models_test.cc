@@ -412,6 +412,68 @@ TEST(ModelsTest, PolyphaseUpsampleConvMatchesLiteralPath) {
   }
 }
 
+// Inference (eval mode, no autograd) keeps what it derives from the parameters (the polyphase
+// plan, weights in bfloat16, BatchNorm as scale and shift) and derives it again when a parameter
+// changes: its results equal the uncached path's (autograd on) bit for bit, before and after.
+TEST(ModelsTest, InferenceReusesDerivedWeightsUntilAParameterChanges) {
+  const ModelConfig config = Preset("3dgan-25");
+  torch::manual_seed(3);
+  Generator g(config);
+  g->eval();
+  const at::Tensor input = at::randn({3, config.latent});
+  auto cached = [&](at::ScalarType dtype) {
+    at::NoGradGuard no_grad;
+    return g->forward(input.to(dtype)).to(at::kFloat);
+  };
+  auto uncached = [&](at::ScalarType dtype) {  // autograd on: derived afresh
+    return g->forward(input.to(dtype)).detach().to(at::kFloat);
+  };
+  for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+    SCOPED_TRACE(dtype == at::kFloat ? "float32" : "bfloat16");
+    const at::Tensor first = cached(dtype);
+    EXPECT_TRUE(at::equal(first, cached(dtype)));
+    EXPECT_TRUE(at::equal(first, uncached(dtype)));
+    {
+      at::NoGradGuard no_grad;
+      g->stages()[1]->named_parameters()["conv.weight"].mul_(1.5);  // an upsampling stage
+      g->stages()[0]->named_buffers()["bn.running_var"].mul_(2.0);
+    }
+    const at::Tensor changed = cached(dtype);
+    EXPECT_FALSE(at::equal(first, changed));
+    EXPECT_TRUE(at::equal(changed, uncached(dtype)));
+  }
+}
+
+// Channels-last inference is the same function as the default layout up to float rounding, for
+// both architectures, in float32 and bfloat16; the output's shape does not change.
+TEST(ModelsTest, ChannelsLastInferenceMatchesTheDefaultLayout) {
+  for (const std::string preset : {"3dgan-25", "3dgan-51"}) {
+    const ModelConfig config = Preset(preset);
+    torch::manual_seed(5);
+    Generator g(config);
+    g->eval();
+    at::NoGradGuard no_grad;
+    const at::Tensor input = at::rand({2, config.latent});
+    if (g->forward(input).max().item<double>() == 0) {
+      // This untrained 3dgan-51 ends below its final ReLU everywhere: flip the last conv.
+      g->stages().back()->named_parameters()["conv.weight"].neg_();
+    }
+    for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      SCOPED_TRACE(preset + (dtype == at::kFloat ? " float32" : " bfloat16"));
+      g->set_channels_last(false);
+      const at::Tensor plain = g->forward(input.to(dtype)).to(at::kFloat);
+      g->set_channels_last(true);
+      const at::Tensor last = g->forward(input.to(dtype)).to(at::kFloat);
+      ASSERT_EQ(plain.sizes(), last.sizes());
+      const double scale = plain.abs().max().item<double>();
+      ASSERT_GT(scale, 0);
+      EXPECT_LE((plain - last).abs().max().item<double>(),
+                (dtype == at::kFloat ? 1e-5 : 5e-2) * scale);
+    }
+    g->set_channels_last(false);
+  }
+}
+
 TEST(ModelsTest, LossesFollowKeras) {
   // MAPE divides by the label, not the prediction.
   EXPECT_NEAR(

@@ -19,6 +19,7 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -398,7 +399,10 @@ void CheckRepeatability(const c10::Device& device, bool deterministic) {
 }
 
 // Serving's settings: no deterministic mode; cuDNN's algorithm search (autotune) off, as the
-// worker runs today, or on.
+// worker runs today, or on. Each figure twice: "served" is GenerateFromNoise as the worker calls
+// it (inputs from the host, showers copied back into host memory); "on_device" is GenerateOnDevice
+// with the inputs already on the device and the showers left there, as the PyTorch benchmark
+// measures its network. Both layouts: the default (NCDHW) and channels-last.
 void GenerationThroughput(const c10::Device& device, const std::string& preset,
                           const std::vector<int64_t>& batches, bool autotune) {
   at::globalContext().setBenchmarkCuDNN(autotune);
@@ -410,34 +414,109 @@ void GenerationThroughput(const c10::Device& device, const std::string& preset,
     Check("generation_throughput." + preset, false, generator.status().ToString());
     return;
   }
-  for (GenerationPrecision precision :
-       {GenerationPrecision::kFloat32, GenerationPrecision::kBFloat16}) {
-    const bool bf16 = precision == GenerationPrecision::kBFloat16;
-    if (bf16 && !(*generator)->bf16_support().ok()) continue;
-    for (int64_t batch : batches) {
-      const int64_t cells = (*generator)->cells_per_shower();
-      std::vector<float> energy(batch, 100.0f), theta,
-          noise(batch * (*generator)->noise_dim(), 0.5f);
-      if (config.variable_angle()) theta.assign(batch, 1.5f);
-      std::vector<float> out(batch * cells);
-      (void)(*generator)->GenerateFromNoise(energy, theta, noise, out.data(), precision);
-      Synchronize(device);
-      ResetPeakMemory(device);
-      int iterations = 0;
-      const auto start = std::chrono::steady_clock::now();
-      while (Seconds(start) < 1.0 || iterations < 3) {
-        if (!(*generator)->GenerateFromNoise(energy, theta, noise, out.data(), precision).ok())
-          break;
-        ++iterations;
+  ShowerGenerator& g = **generator;
+  for (bool channels_last : {false, true}) {
+    g.set_channels_last(channels_last);
+    for (GenerationPrecision precision :
+         {GenerationPrecision::kFloat32, GenerationPrecision::kBFloat16}) {
+      const bool bf16 = precision == GenerationPrecision::kBFloat16;
+      if (bf16 && !g.bf16_support().ok()) continue;
+      for (int64_t batch : batches) {
+        const int64_t cells = g.cells_per_shower();
+        std::vector<float> energy(batch, 100.0f), theta, noise(batch * g.noise_dim(), 0.5f);
+        if (config.variable_angle()) theta.assign(batch, 1.5f);
+        std::vector<float> out(batch * cells);
+        const at::Tensor energy_d = at::full({batch}, 100.0f, at::device(device));
+        const at::Tensor theta_d =
+            config.variable_angle() ? at::full({batch}, 1.5f, at::device(device)) : at::Tensor();
+        const at::Tensor noise_d = at::full({batch, g.noise_dim()}, 0.5f, at::device(device));
+        for (const std::string mode : {"served", "on_device"}) {
+          const bool served = mode == "served";
+          auto once = [&]() {
+            return served ? g.GenerateFromNoise(energy, theta, noise, out.data(), precision)
+                          : g.GenerateOnDevice(energy_d, theta_d, noise_d, precision).status();
+          };
+          if (absl::Status s = once(); !s.ok()) {
+            Check(absl::StrCat("generation_throughput.", preset, ".", mode), false, s.ToString());
+            return;
+          }
+          Synchronize(device);
+          ResetPeakMemory(device);
+          int iterations = 0;
+          const auto start = std::chrono::steady_clock::now();
+          while (Seconds(start) < 0.5 || iterations < 3) {
+            if (!once().ok()) break;
+            ++iterations;
+          }
+          Synchronize(device);
+          const double rate = iterations * batch / Seconds(start);
+          Result(absl::StrFormat(
+              R"({"bench":"generation","impl":"gantry","preset":"%s","precision":"%s","layout":"%s","mode":"%s","cudnn_autotune":%s,"batch":%d,"device":"%s","showers_per_s":%.1f,"peak_bytes":%d})",
+              preset, bf16 ? "bf16" : "fp32", channels_last ? "channels_last" : "ncdhw", mode,
+              autotune ? "true" : "false", batch, DeviceName(device), rate,
+              PeakMemoryBytes(device)));
+        }
       }
-      Synchronize(device);
-      const double rate = iterations * batch / Seconds(start);
-      Result(absl::StrFormat(
-          R"({"bench":"generation","impl":"gantry","preset":"%s","precision":"%s","cudnn_autotune":%s,"batch":%d,"device":"%s","showers_per_s":%.1f,"peak_bytes":%d})",
-          preset, bf16 ? "bf16" : "fp32", autotune ? "true" : "false", batch, DeviceName(device),
-          rate, PeakMemoryBytes(device)));
     }
   }
+  g.set_channels_last(false);
+}
+
+// Where a generation pass spends its time: the dense layer and each conv stage timed alone (the
+// device synchronised around each), in both layouts and precisions, autotune off.
+void StageTimes(const c10::Device& device, const std::string& preset, int64_t batch) {
+  at::globalContext().setBenchmarkCuDNN(false);
+  const ModelConfig config = *PresetConfig(preset);
+  TrainingState state = *NewTrainingState(config, 2);
+  Generator g = state.generator;
+  g->to(device);
+  g->eval();
+  c10::InferenceMode guard;
+  const at::Tensor noise = at::full({batch, g->noise_dim()}, 0.5f, at::device(device));
+  const at::Tensor energy100 = at::full({batch, 1}, 1.0f, at::device(device));
+  const at::Tensor theta = at::full({batch, 1}, 1.5f, at::device(device));
+  const at::Tensor input = g->MakeInput(energy100, theta, noise);
+  for (bool channels_last : {false, true}) {
+    g->set_channels_last(channels_last);
+    for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
+      if (dtype == at::kBFloat16 && !Bf16Support(Bf16Device::kGpu).ok() && device.is_cuda())
+        continue;
+      const std::array<int64_t, 4>& shape = g->dense_shape();
+      const at::Tensor x0 = input.to(dtype);
+      auto parameters = g->named_parameters();
+      const at::Tensor dense_weight = parameters["dense.weight"].to(dtype);
+      const at::Tensor dense_bias = parameters["dense.bias"].to(dtype);
+      const int repeats = 10;
+      std::vector<double> seconds(g->stages().size() + 1, 0.0);
+      for (int r = 0; r <= repeats; ++r) {  // the first pass warms up
+        at::Tensor x = x0;
+        if (g->shower_template().defined()) {
+          x = config.variable_angle() ? x : x.narrow(1, 0, config.latent);
+        }
+        Synchronize(device);
+        auto start = std::chrono::steady_clock::now();
+        x = at::linear(x, dense_weight, dense_bias)
+                .view({-1, shape[0], shape[1], shape[2], shape[3]});
+        Synchronize(device);
+        if (r > 0) seconds[0] += Seconds(start);
+        for (size_t i = 0; i < g->stages().size(); ++i) {
+          start = std::chrono::steady_clock::now();
+          ConvStage stage = g->stages()[i];  // a holder: shares the module
+          x = stage->forward(x);
+          Synchronize(device);
+          if (r > 0) seconds[i + 1] += Seconds(start);
+        }
+      }
+      for (size_t i = 0; i < seconds.size(); ++i) {
+        Result(absl::StrFormat(
+            R"({"bench":"stage_time","preset":"%s","precision":"%s","layout":"%s","batch":%d,"layer":"%s","ms":%.3f})",
+            preset, dtype == at::kFloat ? "fp32" : "bf16",
+            channels_last ? "channels_last" : "ncdhw", batch,
+            i == 0 ? "dense" : absl::StrCat("stage", i - 1), 1000.0 * seconds[i] / repeats));
+      }
+    }
+  }
+  g->set_channels_last(false);
 }
 
 }  // namespace
@@ -489,6 +568,7 @@ int main(int argc, char** argv) {
   // Generation as served: the deterministic mode off again.
   at::globalContext().setDeterministicAlgorithms(false, /*warn_only=*/false);
   at::globalContext().setDeterministicCuDNN(false);
+  StageTimes(*device, quick ? "tiny" : "3dgan-25", quick ? 4 : 1024);
   for (bool autotune : {false, true}) {
     if (quick) {
       GenerationThroughput(*device, "tiny", {16}, autotune);

@@ -471,21 +471,107 @@ PolyphasePlan PlanPolyphase(const ConvStageSpec& spec, const torch::Tensor& conv
   return plan;
 }
 
-torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x) {
-  const PolyphasePlan plan =
-      PlanPolyphase(spec_, conv_->weight, conv_->bias, {x.size(2), x.size(3), x.size(4)});
+struct ConvStageImpl::InferenceWeights {
+  std::vector<std::pair<const void*, int64_t>> sources;  // each parameter's data and version
+  at::ScalarType dtype = at::kFloat;
+  c10::Device device = c10::Device(c10::kCPU);
+  bool channels_last = false;
+  std::array<int64_t, 3> in_size{};
+  PolyphasePlan plan;              // weight and bias (the conv's own when not upsampling)
+  at::Tensor bn_scale, bn_shift;   // bfloat16 BatchNorm, shaped [1, C, 1, 1, 1]
+};
+
+std::shared_ptr<const ConvStageImpl::InferenceWeights> ConvStageImpl::InferenceWeightsFor(
+    const torch::Tensor& x) {
+  std::vector<at::Tensor> parameters = {conv_->weight, conv_->bias};
+  const bool bf16_batch_norm = spec_.batch_norm && x.scalar_type() == at::kBFloat16;
+  if (bf16_batch_norm) {
+    parameters.insert(parameters.end(),
+                      {bn_->weight, bn_->bias, bn_->running_mean, bn_->running_var});
+  }
+  std::vector<std::pair<const void*, int64_t>> sources;
+  bool trackable = true;
+  for (const at::Tensor& p : parameters) {
+    if (!p.defined()) {
+      sources.emplace_back(nullptr, 0);
+    } else if (p.is_inference()) {
+      trackable = false;  // no version counter: derive afresh every time
+    } else {
+      sources.emplace_back(p.data_ptr(), p._version());
+    }
+  }
+  const std::array<int64_t, 3> in_size = {x.size(2), x.size(3), x.size(4)};
+  {
+    std::lock_guard<std::mutex> lock(inference_mutex_);
+    const InferenceWeights* w = inference_weights_.get();
+    if (trackable && w != nullptr && w->sources == sources && w->dtype == x.scalar_type() &&
+        w->device == x.device() && w->channels_last == channels_last_ && w->in_size == in_size) {
+      return inference_weights_;
+    }
+  }
+  auto w = std::make_shared<InferenceWeights>();
+  w->sources = std::move(sources);
+  w->dtype = x.scalar_type();
+  w->device = x.device();
+  w->channels_last = channels_last_;
+  w->in_size = in_size;
+  if (Polyphased(x)) {
+    w->plan = PlanPolyphase(spec_, conv_->weight, conv_->bias, in_size);
+  } else {
+    w->plan.weight = conv_->weight;
+    w->plan.bias = conv_->bias;
+  }
+  w->plan.weight = w->plan.weight.to(x.scalar_type());
+  if (channels_last_) w->plan.weight = w->plan.weight.contiguous(at::MemoryFormat::ChannelsLast3d);
+  if (w->plan.bias.defined()) w->plan.bias = w->plan.bias.to(x.scalar_type());
+  if (bf16_batch_norm) {
+    std::tie(w->bn_scale, w->bn_shift) = Bf16BatchNormScaleShift();
+  }
+  if (trackable) {
+    std::lock_guard<std::mutex> lock(inference_mutex_);
+    inference_weights_ = w;
+  }
+  return w;
+}
+
+std::pair<at::Tensor, at::Tensor> ConvStageImpl::Bf16BatchNormScaleShift() const {
+  const at::Tensor scale = bn_->weight * at::rsqrt(bn_->running_var + spec_.bn_eps);
+  const at::Tensor shift = bn_->bias - bn_->running_mean * scale;
+  const std::vector<int64_t> per_channel = {1, spec_.out_channels, 1, 1, 1};
+  return {scale.to(at::kBFloat16).view(per_channel), shift.to(at::kBFloat16).view(per_channel)};
+}
+
+bool ConvStageImpl::Polyphased(const torch::Tensor& x) const {
+  const auto& up = spec_.upsample;
+  const bool upsample = up[0] != 1 || up[1] != 1 || up[2] != 1;
+  const bool integer_factors = up[0] == static_cast<int64_t>(up[0]) &&
+                               up[1] == static_cast<int64_t>(up[1]) &&
+                               up[2] == static_cast<int64_t>(up[2]);
+  const bool float_or_bf16 = x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16;
+  return upsample && polyphase_ && integer_factors && float_or_bf16;
+}
+
+torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x, const PolyphasePlan& plan) {
   const std::array<int64_t, 3>& f = plan.factor;
   const std::array<int64_t, 3>& q = plan.phases_size;
   const std::array<int64_t, 3>& out = plan.out_size;
   const int64_t cout = spec_.out_channels;
+  const int64_t n = x.size(0);
   torch::Tensor y =
       Convolve(at::constant_pad_nd(x, plan.pad, 0), plan.weight, plan.bias, {0, 0, 0});
-  const int64_t n = x.size(0);
-  y = y.view({n, cout, f[0], f[1], f[2], q[0], q[1], q[2]})
-          .permute({0, 1, 5, 2, 6, 3, 7, 4})
-          .reshape({n, cout, q[0] * f[0], q[1] * f[1], q[2] * f[2]});
+  // [N, out f0 f1 f2, q0, q1, q2] -> [N, out, q0 f0, q1 f1, q2 f2]: one copy, into the layout the
+  // conv's output had (channels-last stays channels-last).
+  const torch::Tensor phases =
+      y.view({n, cout, f[0], f[1], f[2], q[0], q[1], q[2]}).permute({0, 1, 5, 2, 6, 3, 7, 4});
+  const at::MemoryFormat format = y.suggest_memory_format();
+  if (format == at::MemoryFormat::ChannelsLast3d) {
+    y = at::empty({n, cout, q[0] * f[0], q[1] * f[1], q[2] * f[2]}, y.options().memory_format(format));
+    y.view({n, cout, q[0], f[0], q[1], f[1], q[2], f[2]}).copy_(phases);
+  } else {
+    y = phases.reshape({n, cout, q[0] * f[0], q[1] * f[1], q[2] * f[2]});
+  }
   if (q[0] * f[0] != out[0] || q[1] * f[1] != out[1] || q[2] * f[2] != out[2]) {
-    y = y.slice(2, 0, out[0]).slice(3, 0, out[1]).slice(4, 0, out[2]).contiguous();
+    y = y.slice(2, 0, out[0]).slice(3, 0, out[1]).slice(4, 0, out[2]).contiguous(format);
   }
   return y;
 }
@@ -494,12 +580,20 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Ge
                                      const torch::Tensor& add_before_activation) {
   const auto& up = spec_.upsample;
   const bool upsample = up[0] != 1 || up[1] != 1 || up[2] != 1;
-  const bool integer_factors = up[0] == static_cast<int64_t>(up[0]) &&
-                               up[1] == static_cast<int64_t>(up[1]) &&
-                               up[2] == static_cast<int64_t>(up[2]);
-  const bool float_or_bf16 = x.scalar_type() == at::kFloat || x.scalar_type() == at::kBFloat16;
-  if (upsample && polyphase_ && integer_factors && float_or_bf16) {
-    x = PolyphaseForward(x);
+  // Inference reuses what it derives from the parameters; training derives it every pass (the
+  // parameters change every step, and autograd must see the derivation).
+  const bool inference = !is_training() && !at::GradMode::is_enabled();
+  std::shared_ptr<const InferenceWeights> cached;
+  if (inference) {
+    if (channels_last_) x = x.contiguous(at::MemoryFormat::ChannelsLast3d);
+    cached = InferenceWeightsFor(x);
+  }
+  const torch::Tensor& weight = cached ? cached->plan.weight : conv_->weight;
+  const torch::Tensor& bias = cached ? cached->plan.bias : conv_->bias;
+  if (Polyphased(x)) {
+    x = PolyphaseForward(x, cached ? cached->plan
+                                   : PlanPolyphase(spec_, conv_->weight, conv_->bias,
+                                                   {x.size(2), x.size(3), x.size(4)}));
   } else {
     if (upsample) {
       std::vector<int64_t> size = {static_cast<int64_t>(x.size(2) * up[0]),
@@ -508,7 +602,7 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Ge
       x = at::upsample_nearest3d(x, size, up[0], up[1], up[2]);
     }
     if (has_extra_pad_) x = at::constant_pad_nd(x, extra_pad_, 0);
-    x = Convolve(x, conv_->weight, conv_->bias, conv_pad_);
+    x = Convolve(x, weight, bias, conv_pad_);
   }
   if (add_before_activation.defined()) x = x + add_before_activation;
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.
@@ -522,11 +616,12 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Ge
   if (spec_.batch_norm && x.scalar_type() == at::kBFloat16 && !is_training()) {
     // Inference in bfloat16: the running statistics as one per-channel scale and shift (computed
     // in float32, applied in bfloat16).
-    const at::Tensor scale = bn_->weight * at::rsqrt(bn_->running_var + spec_.bn_eps);
-    const at::Tensor shift = bn_->bias - bn_->running_mean * scale;
-    const std::vector<int64_t> per_channel = {1, spec_.out_channels, 1, 1, 1};
-    x = at::addcmul(shift.to(at::kBFloat16).view(per_channel), x,
-                    scale.to(at::kBFloat16).view(per_channel));
+    if (cached) {
+      x = at::addcmul(cached->bn_shift, x, cached->bn_scale);
+    } else {
+      const auto [scale, shift] = Bf16BatchNormScaleShift();
+      x = at::addcmul(shift, x, scale);
+    }
   } else if (spec_.batch_norm) {
     x = cross_rank_sum_ && is_training() ? SyncBatchNorm(x, *bn_, cross_rank_sum_)
                                          : bn_->forward(x);

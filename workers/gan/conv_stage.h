@@ -12,7 +12,9 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 #include "workers/gan/sync_batch_norm.h"
 
@@ -99,6 +101,11 @@ class ConvStageImpl : public torch::nn::Module {
   // literal upsample -> pad -> conv (reference path, used by tests).
   void set_polyphase(bool on) { polyphase_ = on; }
 
+  // Inference (eval mode, no autograd) in the channels-last 3D layout (NDHWC) for activations and
+  // weights; the output keeps that layout. Off by default: a per-device choice by measurement
+  // (docs/BENCHMARKS.md "GPU"). Same function up to float rounding.
+  void set_channels_last(bool on) { channels_last_ = on; }
+
   // When set, BatchNorm in training mode normalises over the global batch of all data-parallel
   // ranks (SyncBatchNorm); null (the default) keeps torch's local BatchNorm.
   void set_cross_rank_sum(std::shared_ptr<const CrossRankSum> sum) {
@@ -106,12 +113,25 @@ class ConvStageImpl : public torch::nn::Module {
   }
 
  private:
-  torch::Tensor PolyphaseForward(const torch::Tensor& x);
+  // What inference derives from the parameters: the conv's weight and bias in the input's dtype and
+  // layout (as the polyphase plan for an upsampling stage), and a bfloat16 BatchNorm as one scale
+  // and shift. Kept until a parameter changes (its data or version) or the input's dtype, device,
+  // layout or grid does: without it every pass rebuilt the plan, with host-to-device copies that
+  // made the host wait for the GPU at each upsampling stage.
+  struct InferenceWeights;
+  std::shared_ptr<const InferenceWeights> InferenceWeightsFor(const torch::Tensor& x);
+  // Whether `x` takes the polyphase path (integer upsampling, float32 or bfloat16).
+  bool Polyphased(const torch::Tensor& x) const;
+  torch::Tensor PolyphaseForward(const torch::Tensor& x, const PolyphasePlan& plan);
+  // BatchNorm's running statistics for bfloat16 inference as one per-channel scale and shift
+  // (computed in float32), each shaped [1, C, 1, 1, 1].
+  std::pair<at::Tensor, at::Tensor> Bf16BatchNormScaleShift() const;
   static torch::Tensor Convolve(const torch::Tensor& x, const torch::Tensor& weight,
                                 const torch::Tensor& bias, std::array<int64_t, 3> pad);
 
   ConvStageSpec spec_;
   bool polyphase_ = true;
+  bool channels_last_ = false;
   // The symmetric part of the padding lives inside the conv (no copy); only the asymmetric
   // remainder is applied with an explicit pad. F.pad order: z, y, x.
   std::array<int64_t, 6> extra_pad_{};
@@ -120,6 +140,8 @@ class ConvStageImpl : public torch::nn::Module {
   torch::nn::Conv3d conv_{nullptr};
   torch::nn::BatchNorm3d bn_{nullptr};
   std::shared_ptr<const CrossRankSum> cross_rank_sum_;
+  std::mutex inference_mutex_;  // guards inference_weights_
+  std::shared_ptr<const InferenceWeights> inference_weights_;
 };
 TORCH_MODULE(ConvStage);
 

@@ -150,6 +150,10 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
   return stages_.back()->forward(x, c10::nullopt, template_term);
 }
 
+void GeneratorImpl::set_channels_last(bool on) {
+  for (ConvStage& stage : stages_) stage->set_channels_last(on);
+}
+
 int64_t GeneratorImpl::noise_dim() const { return config_.noise_dim(); }
 
 torch::Tensor GeneratorImpl::MakeInput(const torch::Tensor& energy100, const torch::Tensor& theta,

@@ -60,6 +60,11 @@ class GeneratorImpl : public torch::nn::Module {
 
   const ModelConfig& config() const { return config_; }
 
+  // Inference in the channels-last 3D layout (ConvStageImpl::set_channels_last) for every stage.
+  void set_channels_last(bool on);
+  // The conv stages, first to last (for per-stage measurements).
+  const std::vector<ConvStage>& stages() const { return stages_; }
+
  private:
   ModelConfig config_;
   std::array<int64_t, 4> dense_shape_{};  // channels, x, y, z after the Linear

@@ -149,15 +149,52 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
   }
   try {
     c10::InferenceMode guard;
-    at::Tensor energy =
-        at::from_blob(const_cast<float*>(energy_gev.data()), {n, 1}, at::kFloat).to(device_) /
-        config_.energy_scale;
-    at::Tensor theta;
-    if (angles) {
-      theta = at::from_blob(const_cast<float*>(theta_rad.data()), {n, 1}, at::kFloat).to(device_);
-    }
-    at::Tensor z =
-        at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat).to(device_);
+    const at::Tensor energy =
+        at::from_blob(const_cast<float*>(energy_gev.data()), {n}, at::kFloat);
+    const at::Tensor theta =
+        angles ? at::from_blob(const_cast<float*>(theta_rad.data()), {n}, at::kFloat)
+               : at::Tensor();
+    const at::Tensor z = at::from_blob(const_cast<float*>(noise.data()), {n, width}, at::kFloat);
+    absl::StatusOr<at::Tensor> showers = GenerateOnDevice(energy, theta, z, precision);
+    if (!showers.ok()) return showers.status();
+    // Straight into the caller's buffer (no host tensor in between).
+    at::from_blob(out, {n, cells_per_shower()}, at::kFloat)
+        .copy_(showers->reshape({n, cells_per_shower()}));
+  } catch (const c10::Error& e) {
+    return absl::InternalError(absl::StrCat("generation failed: ", e.what_without_backtrace()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<at::Tensor> ShowerGenerator::GenerateOnDevice(const at::Tensor& energy_gev,
+                                                             const at::Tensor& theta_rad,
+                                                             const at::Tensor& noise,
+                                                             GenerationPrecision precision) {
+  const bool angles = config_.variable_angle();
+  auto vector_of = [](const at::Tensor& t, int64_t n) {
+    return t.defined() && t.scalar_type() == at::kFloat && t.dim() == 1 && t.size(0) == n;
+  };
+  const int64_t n = energy_gev.defined() && energy_gev.dim() == 1 ? energy_gev.size(0) : 0;
+  if (n == 0 || !vector_of(energy_gev, n)) {
+    return absl::InvalidArgumentError("energies must be a non-empty float32 vector");
+  }
+  if (angles && !vector_of(theta_rad, n)) {
+    return absl::InvalidArgumentError(absl::StrCat("preset ", config_.preset,
+                                                   " needs a float32 vector of ", n, " angles"));
+  }
+  if (!noise.defined() || noise.scalar_type() != at::kFloat || noise.dim() != 2 ||
+      noise.size(0) != n || noise.size(1) != noise_dim()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("noise must be float32 [", n, ", ", noise_dim(), "]"));
+  }
+  if (precision == GenerationPrecision::kBFloat16) {
+    if (absl::Status s = bf16_support(); !s.ok()) return s;
+  }
+  try {
+    c10::InferenceMode guard;
+    at::Tensor energy = energy_gev.view({n, 1}).to(device_) / config_.energy_scale;
+    at::Tensor theta = angles ? theta_rad.view({n, 1}).to(device_) : at::Tensor();
+    at::Tensor z = noise.to(device_);
     if (n == 1) {
       // A batch of one takes other kernels (matrix-vector in the first layer) whose rounding
       // differs from every batch of 2..128, which agree bit for bit: a lone shower runs as a pair
@@ -166,17 +203,13 @@ absl::Status ShowerGenerator::GenerateFromNoise(absl::Span<const float> energy_g
       if (angles) theta = theta.repeat({2, 1});
       z = z.repeat({2, 1});
     }
-    const at::Tensor showers =
-        UndoCellPreprocessing(config_, generator_->forward(InPrecision(
-                                           generator_->MakeInput(energy, theta, z), precision)))
-            .to(at::kCPU)
-            .contiguous();
-    std::memcpy(out, showers.data_ptr<float>(),
-                sizeof(float) * static_cast<size_t>(n * cells_per_shower()));
+    return UndoCellPreprocessing(
+               config_, generator_->forward(
+                            InPrecision(generator_->MakeInput(energy, theta, z), precision)))
+        .narrow(0, 0, n);
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("generation failed: ", e.what_without_backtrace()));
   }
-  return absl::OkStatus();
 }
 
 }  // namespace gantry::gan

@@ -4,6 +4,7 @@
 #ifndef GANTRY_WORKERS_GAN_SHOWER_GENERATOR_H_
 #define GANTRY_WORKERS_GAN_SHOWER_GENERATOR_H_
 
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
@@ -61,6 +62,18 @@ class ShowerGenerator {
                                  absl::Span<const float> theta_rad, absl::Span<const float> noise,
                                  float* out,
                                  GenerationPrecision precision = GenerationPrecision::kFloat32);
+  // GenerateFromNoise's forward pass without the copy back, for callers that keep showers on the
+  // device (benchmarks; a next step on the GPU): float32 tensors on any device, `energy_gev` [n],
+  // `theta_rad` [n] for 3dgan-51 (ignored otherwise), `noise` [n, noise_dim()]; returns the showers
+  // [n, x, y, z] in GeV, float32, on device(). INVALID_ARGUMENT for other shapes or dtypes,
+  // FAILED_PRECONDITION for bfloat16 where bf16_support() says no, INTERNAL when LibTorch fails.
+  // The values are not looked at (that would wait for the device): energies must be > 0, as
+  // GenerateFromNoise checks. n = 1 runs as n = 2, as there.
+  absl::StatusOr<at::Tensor> GenerateOnDevice(const at::Tensor& energy_gev,
+                                              const at::Tensor& theta_rad, const at::Tensor& noise,
+                                              GenerationPrecision precision);
+  // Inference in the channels-last 3D layout (GeneratorImpl::set_channels_last).
+  void set_channels_last(bool on) { generator_->set_channels_last(on); }
   // Width of the latent noise per shower GenerateFromNoise expects.
   int64_t noise_dim() const;
   // Floats per generated shower (the product of the grid).
