@@ -4,6 +4,7 @@
 #include "workers/gan/device.h"
 
 #include <ATen/ATen.h>
+#include <ATen/autocast_mode.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 #include <unistd.h>
@@ -106,6 +107,40 @@ TEST(DeviceTest, TrainerOnAnExplicitCpuDeviceMatchesTheDefaultBitForBit) {
   }
   EXPECT_TRUE(BitIdentical((*a)->state(), (*b)->state()));
   for (const at::Tensor& w : testing::Weights((*b)->state())) EXPECT_TRUE(w.is_cpu());
+}
+
+// bf16 autocast is a GPU training mode: a CPU rank refuses it at creation, naming what to change.
+TEST(DeviceTest, TrainerRefusesBf16AutocastOnTheCpu) {
+  TrainerOptions options = Options(5);
+  options.bf16_autocast = true;
+  auto trainer = Trainer::Create(*PresetConfig("tiny"), Showers(), options);
+  ASSERT_FALSE(trainer.ok());
+  EXPECT_EQ(trainer.status().code(), absl::StatusCode::kFailedPrecondition) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("GPU"), std::string::npos) << trainer.status();
+  EXPECT_NE(trainer.status().message().find("cpu"), std::string::npos) << trainer.status();
+}
+
+// The guard switches CUDA autocast to bfloat16 for its scope, nests, and restores what was there;
+// off, it touches nothing. (LibTorch 1.13's CUDA switches; the GPU check runs it on a GPU.)
+TEST(DeviceTest, Bf16AutocastGuardNestsAndRestores) {
+  ASSERT_FALSE(at::autocast::is_enabled());
+  const at::ScalarType before = at::autocast::get_autocast_gpu_dtype();
+  {
+    Bf16AutocastGuard off(false);
+    EXPECT_FALSE(at::autocast::is_enabled());
+  }
+  {
+    Bf16AutocastGuard outer(true);
+    EXPECT_TRUE(at::autocast::is_enabled());
+    EXPECT_EQ(at::autocast::get_autocast_gpu_dtype(), at::kBFloat16);
+    {
+      Bf16AutocastGuard inner(true);
+      EXPECT_TRUE(at::autocast::is_enabled());
+    }
+    EXPECT_TRUE(at::autocast::is_enabled());
+  }
+  EXPECT_FALSE(at::autocast::is_enabled());
+  EXPECT_EQ(at::autocast::get_autocast_gpu_dtype(), before);
 }
 
 TEST(DeviceTest, TrainerRefusesAMissingDeviceBeforeAnyWork) {

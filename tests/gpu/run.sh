@@ -81,7 +81,9 @@ if [[ $cpu == 1 ]]; then
   echo "== exit $status"
   exit "$status"
 fi
-timeout 330 "$build/gpu_check" --device=cuda:0 || status=$?
+# GANTRY_GPU_CHECK_ARGS: more flags for gpu_check (--skip-generation: checks and training only).
+# shellcheck disable=SC2086
+timeout 330 "$build/gpu_check" --device=cuda:0 ${GANTRY_GPU_CHECK_ARGS:-} || status=$?
 
 # The same networks in that PyTorch: eager and torch.compile, FP32 and BF16, one process per
 # variant (one import, one compilation per shape), each bounded so that the whole run ends by

@@ -1,11 +1,13 @@
 #include "workers/gan/device.h"
 
 #include <ATen/Context.h>
+#include <ATen/autocast_mode.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <stdlib.h>
 #include <torch/cuda.h>
 #include <torch/optim/rmsprop.h>
+#include <torch/version.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -78,6 +80,40 @@ absl::Status MakeCurrentDevice(const c10::Device& device) {
         absl::StrCat(DeviceName(device), ": cannot select it: ", e.what_without_backtrace()));
   }
   return absl::OkStatus();
+}
+
+// LibTorch 2.4 made autocast's switches per device type; 1.13 (the CPU build's) has CUDA-only ones.
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define GANTRY_AUTOCAST_PER_DEVICE_TYPE 1
+#endif
+
+Bf16AutocastGuard::Bf16AutocastGuard(bool on) : on_(on) {
+  if (!on_) return;
+#ifdef GANTRY_AUTOCAST_PER_DEVICE_TYPE
+  previous_enabled_ = at::autocast::is_autocast_enabled(at::kCUDA);
+  previous_dtype_ = at::autocast::get_autocast_dtype(at::kCUDA);
+  at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+  at::autocast::set_autocast_enabled(at::kCUDA, true);
+#else
+  previous_enabled_ = at::autocast::is_enabled();
+  previous_dtype_ = at::autocast::get_autocast_gpu_dtype();
+  at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+  at::autocast::set_enabled(true);
+#endif
+  at::autocast::increment_nesting();
+}
+
+Bf16AutocastGuard::~Bf16AutocastGuard() {
+  if (!on_) return;
+  // The cast copies of the parameters live until the outermost guard ends.
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+#ifdef GANTRY_AUTOCAST_PER_DEVICE_TYPE
+  at::autocast::set_autocast_enabled(at::kCUDA, previous_enabled_);
+  at::autocast::set_autocast_dtype(at::kCUDA, previous_dtype_);
+#else
+  at::autocast::set_enabled(previous_enabled_);
+  at::autocast::set_autocast_gpu_dtype(previous_dtype_);
+#endif
 }
 
 void UseDeterministicAlgorithms() {

@@ -12,6 +12,7 @@
 #define GANTRY_WORKERS_GAN_DEVICE_H_
 
 #include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include <string>
 
@@ -45,6 +46,24 @@ absl::Status MakeCurrentDevice(const c10::Device& device);
 // LibTorch; not across GPU models, and never equal to a CPU run. On the CPU training is
 // deterministic already; this changes nothing there.
 void UseDeterministicAlgorithms();
+
+// While alive, CUDA operators on this thread run under bfloat16 autocast (convolutions and matrix
+// products in bfloat16, reductions and losses in float32; the parameters, their gradients and the
+// optimiser state stay float32); `on` = false does nothing. Nests; restores the previous setting.
+// CPU operators are not affected. Backward passes run outside it (autograd keeps the forward's
+// dtypes).
+class Bf16AutocastGuard {
+ public:
+  explicit Bf16AutocastGuard(bool on);
+  ~Bf16AutocastGuard();
+  Bf16AutocastGuard(const Bf16AutocastGuard&) = delete;
+  Bf16AutocastGuard& operator=(const Bf16AutocastGuard&) = delete;
+
+ private:
+  bool on_;
+  bool previous_enabled_ = false;
+  at::ScalarType previous_dtype_ = at::kHalf;
+};
 
 // Moves both networks (parameters and buffers) and both optimisers' state to `device`, in place
 // (the optimisers keep their parameters). A no-op when they are there already.

@@ -50,6 +50,8 @@ ShowerGenerator::ShowerGenerator(ModelConfig config, Generator generator)
   generator_->eval();
   const std::vector<at::Tensor> parameters = generator_->parameters();
   if (!parameters.empty()) device_ = parameters.front().device();
+  // Channels-last on a GPU, the default layout on a CPU: measured (docs/BENCHMARKS.md "GPU").
+  generator_->set_channels_last(device_.is_cuda());
 }
 
 absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationRequest& request) {

@@ -16,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "workers/gan/bf16_support.h"
 #include "workers/gan/conv_stage.h"
 #include "workers/gan/device.h"
 #include "workers/gan/in_memory_batch_source.h"
@@ -149,6 +150,14 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
                      " events but the data set has ", source->events()));
   }
   RETURN_IF_ERROR(DeviceUsable(options.device));
+  if (options.bf16_autocast) {
+    if (!options.device.is_cuda()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("bf16 autocast training runs on a GPU; this rank's device is ",
+                       DeviceName(options.device), ": train in float32 or place the job on a GPU"));
+    }
+    RETURN_IF_ERROR(Bf16Support(Bf16Device::kGpu));
+  }
   if (options.threads > 0) at::set_num_threads(options.threads);
   try {
     MoveTrainingState(state, options.device);
@@ -309,7 +318,22 @@ at::Tensor Trainer::GenerateWithoutGrad(HeadLabels& fake) {
   // Generated batch for the discriminator update (no generator gradients needed).
   const at::Tensor input = SampleConditions(fake);
   torch::NoGradGuard no_grad;
+  Bf16AutocastGuard autocast(options_.bf16_autocast);
   return state_.generator->forward(input);
+}
+
+DiscriminatorOutput Trainer::Discriminate(const at::Tensor& images) {
+  DiscriminatorOutput out;
+  {
+    Bf16AutocastGuard autocast(options_.bf16_autocast);
+    out = state_.discriminator->forward(images);
+  }
+  if (options_.bf16_autocast) {  // the losses in float32
+    for (at::Tensor* t : {&out.real_probability, &out.energy, &out.theta, &out.ecal}) {
+      if (t->defined()) *t = t->to(at::kFloat);
+    }
+  }
+  return out;
 }
 
 absl::StatusOr<at::Tensor> Trainer::NextRealBatch(HeadLabels& real, StepReport* report) {
@@ -343,13 +367,13 @@ absl::Status Trainer::UpdateDiscriminator(const at::Tensor& images, const at::Te
   const ModelConfig& c = s.config;
   // One update on the real batch, one on the generated batch (Keras train_on_batch twice).
   s.discriminator_optimizer->zero_grad();
-  LossTerms d_real = HeadLosses(c, s.discriminator->forward(images), real);
+  LossTerms d_real = HeadLosses(c, Discriminate(images), real);
   d_real.total.backward();
   RETURN_IF_ERROR(RunHook(TrainPhase::kDiscriminatorReal, *s.discriminator));
   s.discriminator_optimizer->step();
 
   s.discriminator_optimizer->zero_grad();
-  LossTerms d_fake = HeadLosses(c, s.discriminator->forward(generated), fake);
+  LossTerms d_fake = HeadLosses(c, Discriminate(generated), fake);
   d_fake.total.backward();
   RETURN_IF_ERROR(RunHook(TrainPhase::kDiscriminatorFake, *s.discriminator));
   s.discriminator_optimizer->step();
@@ -379,8 +403,13 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
     trick.real =
         at::ones({batch_size_, 1}, at::TensorOptions(source_->dtype()).device(options_.device));
     s.generator_optimizer->zero_grad();
-    const at::Tensor generated = s.generator->forward(input);
-    LossTerms g = HeadLosses(c, s.discriminator->forward(generated), trick);
+    at::Tensor generated;
+    {
+      Bf16AutocastGuard autocast(options_.bf16_autocast);
+      generated = s.generator->forward(input);
+    }
+    LossTerms g = HeadLosses(c, Discriminate(generated), trick);
+    if (options_.bf16_autocast) generated = generated.to(at::kFloat);  // for the profile loss
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =
           ProfileLoss(c, generated, trick.energy100, options_.rank * batch_size_,

@@ -22,6 +22,7 @@
 #include "showers/shower_set.h"
 #include "workers/gan/batch_source.h"
 #include "workers/gan/checkpoint.h"
+#include "workers/gan/discriminator.h"
 #include "jobspec/model_config.h"
 #include "workers/gan/preprocessing.h"
 
@@ -39,6 +40,11 @@ struct TrainerOptions {
   // random draws stay on the CPU generator and are copied over). A device this build or machine
   // lacks is FAILED_PRECONDITION at creation.
   c10::Device device = c10::Device(c10::kCPU);
+  // GPU only: the networks' forward passes under bfloat16 autocast (Bf16AutocastGuard), the
+  // losses in float32 on float32 copies of the outputs; parameters, gradients and optimiser state
+  // stay float32, checkpoints are unchanged. FAILED_PRECONDITION at creation on a CPU device or a
+  // GPU without bfloat16 (Bf16Support).
+  bool bf16_autocast = false;
   // 0: an epoch is floor(events / batch) iterations (as the reference); otherwise at most this many
   // (tests and benchmarks bound the work).
   int64_t max_steps_per_epoch = 0;
@@ -175,6 +181,8 @@ class Trainer {
   // Advances the cursor; at an epoch's end draws the next epoch's permutation and plans it.
   absl::Status EndStep(int64_t n_events);
   at::Tensor GenerateWithoutGrad(HeadLabels& fake);
+  // The discriminator's forward pass (under bf16 autocast when asked, outputs then float32).
+  DiscriminatorOutput Discriminate(const at::Tensor& images);
   absl::StatusOr<at::Tensor> NextRealBatch(HeadLabels& real, StepReport* report);
   // Conditions and generator input for this rank's rows of a batch drawn for the global batch.
   at::Tensor SampleConditions(HeadLabels& labels);
