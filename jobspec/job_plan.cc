@@ -127,6 +127,17 @@ absl::Status ApplyHyperParameters(const v1::HyperParameters& hp, bool baseline, 
   plan->scale_lr_with_world_size = hp.scale_lr_with_world_size();
   plan->warmup_epochs = hp.warmup_epochs();
   plan->lr_decay_to = hp.lr_decay_to() > 0 ? hp.lr_decay_to() : 1.0;
+  if (!v1::TrainingPrecision_IsValid(hp.precision())) {
+    return Invalid(Sub(f, "precision"),
+                   "is not a known TrainingPrecision; use TRAINING_PRECISION_FP32 or "
+                   "TRAINING_PRECISION_BF16_AUTOCAST");
+  }
+  plan->bf16_autocast = hp.precision() == v1::TRAINING_PRECISION_BF16_AUTOCAST;
+  if (plan->bf16_autocast && baseline) {
+    return Invalid(Sub(f, "precision"),
+                   "a baseline is fitted, not trained: leave precision unset for a baseline-* "
+                   "preset");
+  }
   return absl::OkStatus();
 }
 
@@ -141,6 +152,12 @@ absl::Status PlanModel(const v1::JobSpec& spec, JobPlan* plan) {
   RETURN_IF_ERROR(ApplyModelOverrides(spec.model_overrides(), &plan->model));
   RETURN_IF_ERROR(
       ApplyHyperParameters(spec.hyper_parameters(), plan->baseline.has_value(), plan));
+  if (plan->bf16_autocast && spec.resources_per_rank().device() != v1::DEVICE_KIND_GPU) {
+    return Invalid("spec.hyper_parameters.precision",
+                   "TRAINING_PRECISION_BF16_AUTOCAST trains on GPUs: set "
+                   "spec.resources_per_rank.device to DEVICE_KIND_GPU, or leave precision unset "
+                   "(FP32) for CPU ranks");
+  }
   if (absl::Status s = gan::ValidateModelConfig(plan->model); !s.ok()) {
     return Invalid("spec.model_overrides",
                    absl::StrCat("make a model this service does not train: ", s.message()));

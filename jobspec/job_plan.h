@@ -66,6 +66,9 @@ struct JobPlan {
   bool scale_lr_with_world_size = false;
   int64_t warmup_epochs = 0;
   double lr_decay_to = 1.0;  // gan::TrainerOptions::lr_decay_to
+  // hyper_parameters.precision TRAINING_PRECISION_BF16_AUTOCAST: gan::TrainerOptions::bf16_autocast
+  // (GPU ranks only).
+  bool bf16_autocast = false;
 };
 
 // The plan of `spec`, or INVALID_ARGUMENT "<field>: <what to change>" naming the first field of

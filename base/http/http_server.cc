@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -17,12 +18,16 @@
 #include <mutex>
 #include <thread>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "base/http/listen_address.h"
+#include "base/periodic_task.h"
 
 namespace gantry {
 
@@ -301,10 +306,14 @@ class HttpServer::Impl {
   Impl(std::unique_ptr<HttpRouter> router, const HttpServerOptions& options)
       : router_(std::move(router)),
         options_(options),
-        pool_(std::max(1, options.handler_threads)) {}
+        pool_(std::max(1, options.handler_threads)),
+        deadlines_(
+            std::clamp(options.request_timeout / 4, absl::Milliseconds(50), absl::Seconds(1)),
+            [this] { CloseLateRequests(); }) {}
 
   ~Impl() {
     stopping_ = true;
+    deadlines_.Stop();
     // No new connections; the listening socket is ours again (MHD's otherwise).
     if (daemon_ != nullptr && MHD_quiesce_daemon(daemon_) < 0) listen_fd_ = -1;
     // Running handlers end, and streams see `stopping_` at their next write.
@@ -329,7 +338,15 @@ class HttpServer::Impl {
   static MHD_Result Access(void* cls, MHD_Connection* connection, const char* url,
                            const char* method, const char*, const char* upload_data,
                            size_t* upload_data_size, void** con_cls);
-  static void Completed(void*, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode);
+  static void Completed(void* cls, MHD_Connection*, void** con_cls, MHD_RequestTerminationCode);
+  // MHD_NotifyConnectionCallback: connections enter and leave `watched_`.
+  static void Connection(void* cls, MHD_Connection* connection, void** socket_context,
+                         MHD_ConnectionNotificationCode code);
+  // Whether `connection` waits for a request, and since when (a request arrived whole: no).
+  void SetWaiting(MHD_Connection* connection, bool waiting);
+  // Shuts down the socket of every connection that has waited for its request longer than
+  // options_.request_timeout; the event loop then sees it closed and cleans up.
+  void CloseLateRequests();
   MHD_Result Answer(MHD_Connection* connection, Exchange& exchange, const char* url,
                     const char* method, const char* upload_data, size_t* upload_data_size);
   // The listener's own answer (413, 503), on the event loop.
@@ -348,6 +365,17 @@ class HttpServer::Impl {
   MHD_Daemon* daemon_ = nullptr;
   int listen_fd_ = -1;
   std::string address_;
+  // Open connections: the socket and, while one waits for its request, since when. MHD reports a
+  // connection closed (which takes watch_mu_) before it closes the socket, so a socket shut down
+  // under watch_mu_ is still this connection's.
+  struct Watched {
+    int fd = -1;
+    bool waiting = true;
+    std::chrono::steady_clock::time_point since;
+  };
+  absl::Mutex watch_mu_;
+  absl::flat_hash_map<MHD_Connection*, Watched> watched_ ABSL_GUARDED_BY(watch_mu_);
+  PeriodicTask deadlines_;
 };
 
 absl::Status HttpServer::Impl::Start() {
@@ -400,7 +428,8 @@ absl::Status HttpServer::Impl::Start() {
   if (tls) flags |= MHD_USE_TLS;
   std::vector<MHD_OptionItem> items = {
       {MHD_OPTION_LISTEN_SOCKET, listen_fd_, nullptr},
-      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Impl::Completed), nullptr},
+      {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&Impl::Completed), this},
+      {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&Impl::Connection), this},
       {MHD_OPTION_UNESCAPE_CALLBACK, reinterpret_cast<intptr_t>(&Unescape), nullptr},
       {MHD_OPTION_CONNECTION_MEMORY_LIMIT, static_cast<intptr_t>(options_.connection_memory_bytes),
        nullptr},
@@ -427,6 +456,7 @@ absl::Status HttpServer::Impl::Start() {
     }
     return unavailable();
   }
+  deadlines_.Start();
   return absl::OkStatus();
 }
 
@@ -442,13 +472,48 @@ MHD_Result HttpServer::Impl::Access(void* cls, MHD_Connection* connection, const
   return self->Answer(connection, *exchange, url, method, upload_data, upload_data_size);
 }
 
-void HttpServer::Impl::Completed(void*, MHD_Connection*, void** con_cls,
+void HttpServer::Impl::Completed(void* cls, MHD_Connection* connection, void** con_cls,
                                  MHD_RequestTerminationCode) {
+  // Answered: on a kept-alive connection the next request's time starts now.
+  static_cast<Impl*>(cls)->SetWaiting(connection, true);
   auto* exchange = static_cast<Exchange*>(*con_cls);
   if (exchange == nullptr) return;
   if (exchange->ready != nullptr) MHD_destroy_response(exchange->ready);
   delete exchange;
   *con_cls = nullptr;
+}
+
+void HttpServer::Impl::Connection(void* cls, MHD_Connection* connection, void**,
+                                  MHD_ConnectionNotificationCode code) {
+  auto* self = static_cast<Impl*>(cls);
+  absl::MutexLock lock(&self->watch_mu_);
+  if (code == MHD_CONNECTION_NOTIFY_CLOSED) {
+    self->watched_.erase(connection);
+    return;
+  }
+  const MHD_ConnectionInfo* info =
+      MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CONNECTION_FD);
+  if (info == nullptr) return;
+  self->watched_[connection] = Watched{info->connect_fd, true, std::chrono::steady_clock::now()};
+}
+
+void HttpServer::Impl::SetWaiting(MHD_Connection* connection, bool waiting) {
+  absl::MutexLock lock(&watch_mu_);
+  auto it = watched_.find(connection);
+  if (it == watched_.end()) return;
+  it->second.waiting = waiting;
+  it->second.since = std::chrono::steady_clock::now();
+}
+
+void HttpServer::Impl::CloseLateRequests() {
+  const auto late =
+      std::chrono::steady_clock::now() - absl::ToChronoNanoseconds(options_.request_timeout);
+  absl::MutexLock lock(&watch_mu_);
+  for (auto& [connection, watched] : watched_) {
+    if (!watched.waiting || watched.since > late) continue;
+    shutdown(watched.fd, SHUT_RDWR);
+    watched.waiting = false;  // once is enough: MHD closes it
+  }
 }
 
 MHD_Result HttpServer::Impl::Answer(MHD_Connection* connection, Exchange& exchange, const char* url,
@@ -493,6 +558,7 @@ MHD_Result HttpServer::Impl::Answer(MHD_Connection* connection, Exchange& exchan
     return MHD_YES;
   }
   // The request is complete.
+  SetWaiting(connection, false);
   if (exchange.body_too_large) return Refuse(connection, exchange, 413);
   if (stopping_ || pool_.queued() >= static_cast<size_t>(options_.max_queued_requests)) {
     return Refuse(connection, exchange, 503);
@@ -506,6 +572,7 @@ MHD_Result HttpServer::Impl::Answer(MHD_Connection* connection, Exchange& exchan
 }
 
 MHD_Result HttpServer::Impl::Refuse(MHD_Connection* connection, Exchange& exchange, int status) {
+  SetWaiting(connection, false);  // answered; the connection closes after the answer
   HttpResponse response;
   response.status = status;
   router_->FillError(exchange.request, response);
@@ -572,11 +639,11 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(std::unique_ptr<Ht
                                                               const HttpServerOptions& options) {
   if (options.handler_threads < 1 || options.max_queued_requests < 1 ||
       options.max_connections < 1 || options.max_connections_per_ip < 1 ||
-      options.connection_memory_bytes < 4096) {
+      options.connection_memory_bytes < 4096 || options.request_timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         absl::StrCat(options.flag,
-                     ": the HTTP listener needs positive thread, queue and "
-                     "connection limits and at least 4 KiB per connection"));
+                     ": the HTTP listener needs positive thread, queue and connection limits, a "
+                     "positive request timeout and at least 4 KiB per connection"));
   }
   auto impl = std::make_unique<Impl>(std::move(router), options);
   if (absl::Status started = impl->Start(); !started.ok()) return started;

@@ -142,6 +142,10 @@ struct HttpServerOptions {
   size_t max_body_bytes = 1 << 20;
   size_t connection_memory_bytes = 32 << 10;
   absl::Duration idle_timeout = absl::Seconds(30);
+  // A request (line, headers and body) must arrive whole within this time of its connection's
+  // start, or of the previous answer on a kept-alive connection; else the connection is closed.
+  // Bounds how long a client that trickles bytes (one every idle_timeout) holds a connection.
+  absl::Duration request_timeout = absl::Seconds(30);
   // A streamed response whose client takes nothing for this long ends (HttpStream::Write false).
   absl::Duration stream_write_timeout = absl::Seconds(60);
   int max_connections = 512;

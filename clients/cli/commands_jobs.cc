@@ -254,6 +254,7 @@ absl::Status Get(CommandContext& context) {
        absl::StrCat(spec.world_size(), " x ", DeviceName(spec.resources_per_rank().device()))},
       {"Epochs", absl::StrCat(spec.hyper_parameters().epochs())},
       {"Batch per rank", absl::StrCat(spec.hyper_parameters().batch_per_rank())},
+      {"Precision", TrainingPrecisionName(spec.hyper_parameters().precision())},
       {"Learning rate", spec.hyper_parameters().learning_rate() > 0
                             ? absl::StrCat(spec.hyper_parameters().learning_rate())
                             : "preset default"},

@@ -140,6 +140,18 @@ absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text) {
   return absl::InvalidArgumentError(absl::StrCat("unknown precision '", text, "' (fp32 or bf16)"));
 }
 
+absl::StatusOr<v1::TrainingPrecision> ParseTrainingPrecision(const std::string& text) {
+  const std::string name = Normalize(text);
+  if (name == "fp32" || name == "float32") return v1::TRAINING_PRECISION_FP32;
+  if (name == "bf16" || name == "bf16-autocast") return v1::TRAINING_PRECISION_BF16_AUTOCAST;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown training precision '", text, "' (fp32 or bf16-autocast)"));
+}
+
+std::string TrainingPrecisionName(v1::TrainingPrecision precision) {
+  return precision == v1::TRAINING_PRECISION_BF16_AUTOCAST ? "bf16-autocast" : "fp32";
+}
+
 std::string FormatBf16(const v1::Bf16Check& check) {
   switch (check.state()) {
     case v1::Bf16Check::STATE_AVAILABLE:

@@ -34,6 +34,9 @@ absl::StatusOr<v1::Visibility> ParseVisibility(const std::string& text);
 std::string LayoutName(v1::DatasetLayout layout);
 std::string ModelStatusName(v1::ModelStatus status);
 absl::StatusOr<v1::Precision> ParsePrecision(const std::string& text);
+// Training: "fp32" (or "float32") and "bf16" (or "bf16-autocast"); "fp32" / "bf16-autocast" out.
+absl::StatusOr<v1::TrainingPrecision> ParseTrainingPrecision(const std::string& text);
+std::string TrainingPrecisionName(v1::TrainingPrecision precision);
 // "available", "unavailable: <reason>" or "not checked: <reason>" (versions registered before the
 // check: "not checked: registered before the BF16 check").
 std::string FormatBf16(const v1::Bf16Check& check);

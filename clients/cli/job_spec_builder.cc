@@ -43,6 +43,7 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"batch", "N", "batch size per rank (1..4096)"},
       {"lr", "X", "learning rate (> 0)"},
       {"optimizer", "NAME", "rmsprop (the only one the trainer implements)"},
+      {"precision", "P", "fp32 (default) or bf16-autocast (GPU ranks: --device gpu)"},
       {"world-size", "N", "number of data-parallel ranks (1..256)"},
       {"device", "KIND", "cpu or gpu"},
       {"gpus", "N", "GPUs per rank"},
@@ -116,6 +117,12 @@ absl::StatusOr<v1::JobSpec> BuildJobSpec(const ParsedArgs& args, const FileReade
   }));
   RETURN_IF_ERROR(IfGiven(args, "optimizer", [&](const std::string& v) {
     hyper->set_optimizer(v);
+    return absl::OkStatus();
+  }));
+  RETURN_IF_ERROR(IfGiven(args, "precision", [&](const std::string& text) -> absl::Status {
+    ASSIGN_OR_RETURN(v1::TrainingPrecision precision,
+                     FlagEnum("precision", ParseTrainingPrecision(text)));
+    hyper->set_precision(precision);
     return absl::OkStatus();
   }));
   RETURN_IF_ERROR(int_flag("world-size", [&](int v) { spec.set_world_size(v); }));

@@ -313,6 +313,42 @@ TEST_F(HttpServerTest, IdleConnectionsAreClosed) {
   EXPECT_TRUE(partial.ClosedWithin(4000));
 }
 
+TEST_F(HttpServerTest, ARequestThatTricklesInIsCutOffAtItsDeadline) {
+  HttpServerOptions options;
+  options.request_timeout = absl::Seconds(2);  // the idle timeout stays 30 s
+  StartServer(options);
+  // One header line every 300 ms: never idle, never done.
+  RawConnection trickle(port_);
+  ASSERT_TRUE(trickle.Send("GET /items/a HTTP/1.1\r\nHost: x\r\n"));
+  const auto start = Clock::now();
+  bool closed = false;
+  while (!closed && Clock::now() - start < std::chrono::seconds(10)) {
+    if (!trickle.Send("X-Slow: y\r\n")) break;
+    closed = trickle.ClosedWithin(300);
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_TRUE(closed) << "still open after " << seconds << " s";
+  EXPECT_GE(seconds, 1.5);
+  EXPECT_LT(seconds, 6.0);
+  // A kept-alive connection whose requests each arrive at once lives past the deadline: the time
+  // counts per request, from the previous answer.
+  RawConnection keep(port_, 5000);
+  for (int i = 0; i < 4; ++i) {
+    ASSERT_TRUE(keep.Send("GET /items/k HTTP/1.1\r\nHost: x\r\n\r\n")) << "request " << i;
+    std::string answer;
+    char buffer[4096];
+    while (answer.find("item k") == std::string::npos) {
+      const ssize_t n = recv(keep.fd(), buffer, sizeof(buffer), 0);
+      ASSERT_GT(n, 0) << "request " << i << " after " << answer;
+      answer.append(buffer, static_cast<size_t>(n));
+    }
+    EXPECT_EQ(answer.rfind("HTTP/1.1 200", 0), 0u) << answer;
+    std::this_thread::sleep_for(std::chrono::milliseconds(900));
+  }
+  // Others are answered throughout.
+  EXPECT_EQ(Get("/items/a").first, 200);
+}
+
 TEST_F(HttpServerTest, OneAddressHoldsAtMostItsShareOfConnections) {
   HttpServerOptions options;
   options.max_connections_per_ip = 4;
@@ -428,6 +464,14 @@ TEST_F(HttpServerTest, AddressesAreCheckedAndAPortInUseFails) {
     EXPECT_EQ(server.status().code(), absl::StatusCode::kInvalidArgument) << bad;
     EXPECT_TRUE(absl::StrContains(server.status().message(), "--test-listen"));
   }
+  HttpServerOptions untimed;
+  untimed.address = "127.0.0.1:0";
+  untimed.flag = "--test-listen";
+  untimed.request_timeout = absl::ZeroDuration();
+  absl::StatusOr<std::unique_ptr<HttpServer>> never_cut =
+      HttpServer::Start(std::make_unique<HttpRouter>(), untimed);
+  EXPECT_EQ(never_cut.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(never_cut.status().message(), "request timeout"));
   HttpServerOptions options;
   options.address = server_->address();
   options.flag = "--test-listen";

@@ -37,6 +37,8 @@ TEST(JobSpecBuilderTest, EveryFlagLandsInItsField) {
                      "2e-4",
                      "--optimizer",
                      "adam",
+                     "--precision",
+                     "bf16-autocast",
                      "--world-size",
                      "4",
                      "--device",
@@ -74,6 +76,7 @@ TEST(JobSpecBuilderTest, EveryFlagLandsInItsField) {
   EXPECT_EQ(spec->hyper_parameters().batch_per_rank(), 64);
   EXPECT_DOUBLE_EQ(spec->hyper_parameters().learning_rate(), 2e-4);
   EXPECT_EQ(spec->hyper_parameters().optimizer(), "adam");
+  EXPECT_EQ(spec->hyper_parameters().precision(), v1::TRAINING_PRECISION_BF16_AUTOCAST);
   EXPECT_EQ(spec->hyper_parameters().seed(), 42u);
   EXPECT_EQ(spec->world_size(), 4);
   EXPECT_EQ(spec->resources_per_rank().device(), v1::DEVICE_KIND_GPU);

@@ -111,6 +111,11 @@ TEST(FormatTest, EnumNamesRoundTrip) {
   EXPECT_FALSE(ParseDevice("tpu").ok());
   EXPECT_EQ(*ParseVisibility("public"), v1::VISIBILITY_PUBLIC);
   EXPECT_EQ(*ParsePrecision("bf16"), v1::PRECISION_BF16);
+  for (auto precision : {v1::TRAINING_PRECISION_FP32, v1::TRAINING_PRECISION_BF16_AUTOCAST}) {
+    EXPECT_EQ(*ParseTrainingPrecision(TrainingPrecisionName(precision)), precision);
+  }
+  EXPECT_EQ(*ParseTrainingPrecision("BF16"), v1::TRAINING_PRECISION_BF16_AUTOCAST);
+  EXPECT_FALSE(ParseTrainingPrecision("fp16").ok());
 }
 
 TEST(FormatTest, Bf16Check) {

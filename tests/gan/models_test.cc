@@ -474,6 +474,68 @@ TEST(ModelsTest, ChannelsLastInferenceMatchesTheDefaultLayout) {
   }
 }
 
+// TapSumConv3d is a conv3d: against ATen's in float64 for one and two output channels, with and
+// without padding or bias, and in float32 on a channels-last input.
+TEST(ModelsTest, TapSumConvMatchesAtenInFloat64) {
+  struct Case {
+    int64_t cin, cout;
+    std::array<int64_t, 3> kernel, pad;
+  };
+  const std::vector<Case> cases = {
+      {4, 1, {2, 2, 2}, {0, 0, 0}}, {6, 2, {3, 3, 3}, {1, 1, 0}}, {1, 1, {2, 3, 1}, {0, 1, 0}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(absl::StrCat(c.cin, " -> ", c.cout, " channels, kernel ", c.kernel[0],
+                              c.kernel[1], c.kernel[2]));
+    const at::Tensor x = at::randn({2, c.cin, 7, 6, 5}, at::kDouble);
+    const at::Tensor w = at::randn({c.cout, c.cin, c.kernel[0], c.kernel[1], c.kernel[2]},
+                                   at::kDouble);
+    const at::Tensor b = at::randn({c.cout}, at::kDouble);
+    for (const at::Tensor& bias : {b, at::Tensor()}) {
+      const at::Tensor reference = at::conv3d(x, w, bias, {1, 1, 1}, {c.pad[0], c.pad[1], c.pad[2]});
+      const at::Tensor tap_sum = TapSumConv3d(x, w, bias, c.pad);
+      ASSERT_EQ(tap_sum.sizes(), reference.sizes());
+      EXPECT_LE((tap_sum - reference).abs().max().item<double>(),
+                1e-12 * reference.abs().max().item<double>());
+    }
+    const at::Tensor x32 = x.to(at::kFloat).contiguous(at::MemoryFormat::ChannelsLast3d);
+    const at::Tensor reference =
+        at::conv3d(x32, w.to(at::kFloat), b.to(at::kFloat), {1, 1, 1}, {c.pad[0], c.pad[1], c.pad[2]});
+    const at::Tensor tap_sum = TapSumConv3d(x32, w.to(at::kFloat), b.to(at::kFloat), c.pad);
+    EXPECT_LE((tap_sum - reference).abs().max().item<double>(),
+              1e-5 * reference.abs().max().item<double>());
+  }
+}
+
+// The generators' one-channel last stages in inference run as TapSumConv3d when asked: the same
+// showers up to float rounding, in both layouts.
+TEST(ModelsTest, TapSumLastStageMatchesTheDirectConv) {
+  for (const std::string preset : {"3dgan-25", "3dgan-51"}) {
+    const ModelConfig config = Preset(preset);
+    torch::manual_seed(7);
+    Generator g(config);
+    g->eval();
+    at::NoGradGuard no_grad;
+    const at::Tensor input = at::rand({2, config.latent});
+    if (g->forward(input).max().item<double>() == 0) {
+      g->stages().back()->named_parameters()["conv.weight"].neg_();  // as in ChannelsLast*
+    }
+    for (bool channels_last : {false, true}) {
+      SCOPED_TRACE(preset + (channels_last ? " channels-last" : " NCDHW"));
+      g->set_channels_last(channels_last);
+      SetFewChannelInference(FewChannelInference::kDirect);
+      const at::Tensor direct = g->forward(input);
+      SetFewChannelInference(FewChannelInference::kTapSum);
+      const at::Tensor tap_sum = g->forward(input);
+      SetFewChannelInference(FewChannelInference::kAuto);
+      ASSERT_EQ(direct.sizes(), tap_sum.sizes());
+      const double scale = direct.abs().max().item<double>();
+      ASSERT_GT(scale, 0);
+      EXPECT_LE((direct - tap_sum).abs().max().item<double>(), 1e-5 * scale);
+    }
+    g->set_channels_last(false);
+  }
+}
+
 TEST(ModelsTest, LossesFollowKeras) {
   // MAPE divides by the label, not the prediction.
   EXPECT_NEAR(

@@ -210,7 +210,11 @@ void DiagnoseCpuBf16() {
   }
 }
 
-void CheckGeneration(const c10::Device& device) {
+// `label` names a variant of the device's generation (its checks become "generation.<label>.*");
+// `device_kernel` is how the device's generator runs its one-channel last stage (the CPU reference
+// always runs the default).
+void CheckGeneration(const c10::Device& device, const std::string& label = "",
+                     FewChannelInference device_kernel = FewChannelInference::kAuto) {
   const ModelConfig config = *PresetConfig(g_run_preset);
   const std::string path = "/tmp/gantry-gpu-check-gen.ckpt";
   if (!WriteCheckpoint(path, *NewTrainingState(config, 9)).ok()) std::exit(2);
@@ -234,6 +238,7 @@ void CheckGeneration(const c10::Device& device) {
     return;
   }
   const double scale = MaxAbs(reference);
+  SetFewChannelInference(device_kernel);
   struct Case {
     ShowerGenerator* generator;
     GenerationPrecision precision;
@@ -244,9 +249,10 @@ void CheckGeneration(const c10::Device& device) {
       {dev->get(), GenerationPrecision::kFloat32, "fp32", 2e-3},
       {dev->get(), GenerationPrecision::kBFloat16, "bf16", 5e-2},
   };
-  if (!device.is_cpu()) {
+  if (!device.is_cpu() && label.empty()) {
     cases.push_back({cpu->get(), GenerationPrecision::kBFloat16, "bf16_on_cpu", 5e-2});
   }
+  const std::string prefix = label.empty() ? "generation." : "generation." + label + ".";
   for (const Case& c : cases) {
     const bool bf16 = c.precision == GenerationPrecision::kBFloat16;
     if (bf16 && !c.generator->bf16_support().ok()) {
@@ -262,14 +268,15 @@ void CheckGeneration(const c10::Device& device) {
     }
     Result(absl::StrFormat(
         R"({"check":"generation","preset":"%s","case":"%s","device":"%s","max_rel_diff":%.3g,"max_cell":%.4g,"reference_max_cell":%.4g})",
-        g_run_preset, c.name, DeviceName(device), diff / scale, MaxAbs(out), scale));
+        g_run_preset, prefix + c.name, DeviceName(device), diff / scale, MaxAbs(out), scale));
     if (c.name == "bf16_on_cpu" && !(s.ok() && diff / scale <= c.tolerance)) DiagnoseCpuBf16();
-    Check("generation." + c.name, s.ok() && diff / scale <= c.tolerance,
+    Check(prefix + c.name, s.ok() && diff / scale <= c.tolerance,
           s.ok() ? absl::StrFormat("max cell difference from float32 on the CPU / its max cell "
                                    "%.3g (tolerance %.0e)",
                                    diff / scale, c.tolerance)
                  : s.ToString());
   }
+  SetFewChannelInference(FewChannelInference::kAuto);
 }
 
 void CheckCheckpointAcrossDevices(const c10::Device& device) {
@@ -421,13 +428,26 @@ void CheckRepeatability(const c10::Device& device, bool deterministic) {
   }
 }
 
+// The inference variants measured: the layout, and how the last stage's one-channel conv runs.
+struct InferenceVariant {
+  bool channels_last;
+  FewChannelInference last_stage;
+  const char* name;
+};
+const InferenceVariant kInferenceVariants[] = {
+    {false, FewChannelInference::kDirect, "ncdhw"},
+    {true, FewChannelInference::kDirect, "channels_last"},
+    {true, FewChannelInference::kTapSum, "channels_last+tap_sum"},
+};
+
 // Serving's settings: no deterministic mode; cuDNN's algorithm search (autotune) off, as the
-// worker runs today, or on. Each figure twice: "served" is GenerateFromNoise as the worker calls
+// worker runs (on moved no on-device figure by more than 0.4% on an H200). Each figure twice: "served" is GenerateFromNoise as the worker calls
 // it (inputs from the host, showers copied back into host memory); "on_device" is GenerateOnDevice
 // with the inputs already on the device and the showers left there, as the PyTorch benchmark
 // measures its network. Both layouts: the default (NCDHW) and channels-last.
 void GenerationThroughput(const c10::Device& device, const std::string& preset,
-                          const std::vector<int64_t>& batches, bool autotune) {
+                          const std::vector<int64_t>& batches) {
+  const bool autotune = false;
   at::globalContext().setBenchmarkCuDNN(autotune);
   const ModelConfig config = *PresetConfig(preset);
   const std::string path = "/tmp/gantry-gpu-check-bench.ckpt";
@@ -438,8 +458,9 @@ void GenerationThroughput(const c10::Device& device, const std::string& preset,
     return;
   }
   ShowerGenerator& g = **generator;
-  for (bool channels_last : {false, true}) {
-    g.set_channels_last(channels_last);
+  for (const InferenceVariant& variant : kInferenceVariants) {
+    g.set_channels_last(variant.channels_last);
+    SetFewChannelInference(variant.last_stage);
     for (GenerationPrecision precision :
          {GenerationPrecision::kFloat32, GenerationPrecision::kBFloat16}) {
       const bool bf16 = precision == GenerationPrecision::kBFloat16;
@@ -475,7 +496,7 @@ void GenerationThroughput(const c10::Device& device, const std::string& preset,
           const double rate = iterations * batch / Seconds(start);
           Result(absl::StrFormat(
               R"({"bench":"generation","impl":"gantry","preset":"%s","precision":"%s","layout":"%s","mode":"%s","cudnn_autotune":%s,"batch":%d,"device":"%s","showers_per_s":%.1f,"peak_bytes":%d})",
-              preset, bf16 ? "bf16" : "fp32", channels_last ? "channels_last" : "ncdhw", mode,
+              preset, bf16 ? "bf16" : "fp32", variant.name, mode,
               autotune ? "true" : "false", batch, DeviceName(device), rate,
               PeakMemoryBytes(device)));
         }
@@ -483,6 +504,7 @@ void GenerationThroughput(const c10::Device& device, const std::string& preset,
     }
   }
   g.set_channels_last(false);
+  SetFewChannelInference(FewChannelInference::kAuto);
 }
 
 // Where a generation pass spends its time: the dense layer and each conv stage timed alone (the
@@ -499,8 +521,9 @@ void StageTimes(const c10::Device& device, const std::string& preset, int64_t ba
   const at::Tensor energy100 = at::full({batch, 1}, 1.0f, at::device(device));
   const at::Tensor theta = at::full({batch, 1}, 1.5f, at::device(device));
   const at::Tensor input = g->MakeInput(energy100, theta, noise);
-  for (bool channels_last : {false, true}) {
-    g->set_channels_last(channels_last);
+  for (const InferenceVariant& variant : kInferenceVariants) {
+    g->set_channels_last(variant.channels_last);
+    SetFewChannelInference(variant.last_stage);
     for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
       if (dtype == at::kBFloat16 && !Bf16Support(Bf16Device::kGpu).ok() && device.is_cuda())
         continue;
@@ -534,12 +557,27 @@ void StageTimes(const c10::Device& device, const std::string& preset, int64_t ba
         Result(absl::StrFormat(
             R"({"bench":"stage_time","preset":"%s","precision":"%s","layout":"%s","batch":%d,"layer":"%s","ms":%.3f})",
             preset, dtype == at::kFloat ? "fp32" : "bf16",
-            channels_last ? "channels_last" : "ncdhw", batch,
+            variant.name, batch,
             i == 0 ? "dense" : absl::StrCat("stage", i - 1), 1000.0 * seconds[i] / repeats));
       }
     }
   }
   g->set_channels_last(false);
+  SetFewChannelInference(FewChannelInference::kAuto);
+}
+
+// The layer times and showers/s of every inference variant; then the verdict of all checks run.
+int GenerationFigures(const c10::Device& device, bool quick) {
+  StageTimes(device, quick ? "tiny" : "3dgan-25", quick ? 4 : 1024);
+  if (quick) {
+    GenerationThroughput(device, "tiny", {16});
+  } else {
+    GenerationThroughput(device, "3dgan-25", {128, 256, 512, 1024, 2048, 4096});
+    GenerationThroughput(device, "3dgan-51", {128, 256, 512, 1024});
+  }
+  std::cout << (g_failed == 0 ? "ALL CHECKS PASSED" : absl::StrCat(g_failed, " CHECK(S) FAILED"))
+            << std::endl;
+  return g_failed == 0 ? 0 : 1;
 }
 
 }  // namespace
@@ -553,11 +591,14 @@ int main(int argc, char** argv) {
   std::string device_text = "cuda:0";
   bool quick = false;
   bool skip_generation = false;
+  bool generation_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg.rfind("--device=", 0) == 0) device_text = arg.substr(9);
     if (arg == "--quick") quick = true;  // the CPU self-check: small figures only
     if (arg == "--skip-generation") skip_generation = true;  // checks and training only
+    // Generation alone: its correctness checks, layer times and showers/s.
+    if (arg == "--generation-only") generation_only = true;
     if (arg == "--diagnose-cpu-bf16") {  // that alone
       DiagnoseCpuBf16();
       return 0;
@@ -579,10 +620,18 @@ int main(int argc, char** argv) {
     g_run_batch = 8;
     g_step_batch = 2;
   }
+  if (generation_only) {
+    std::cout << "NOTE training, checkpoint and process-group checks not run (--generation-only)"
+              << std::endl;
+    CheckGeneration(*device);
+    CheckGeneration(*device, "tap_sum", FewChannelInference::kTapSum);
+    return GenerationFigures(*device, quick);
+  }
   CheckTrainingStep("tiny", at::kDouble, 1e-7, *device);
   if (!quick) CheckTrainingStep("3dgan-25", at::kDouble, 1e-7, *device);
   CheckTrainingStep(g_run_preset, at::kFloat, 2e-2, *device);
   CheckGeneration(*device);
+  CheckGeneration(*device, "tap_sum", FewChannelInference::kTapSum);
   CheckCheckpointAcrossDevices(*device);
   CheckProcessGroup(*device);
   TrainingRun(*device, quick ? 2 : 20, "default");
@@ -600,16 +649,5 @@ int main(int argc, char** argv) {
               << std::endl;
     return g_failed == 0 ? 0 : 1;
   }
-  StageTimes(*device, quick ? "tiny" : "3dgan-25", quick ? 4 : 1024);
-  for (bool autotune : {false, true}) {
-    if (quick) {
-      GenerationThroughput(*device, "tiny", {16}, autotune);
-    } else {
-      GenerationThroughput(*device, "3dgan-25", {128, 256, 512, 1024, 2048, 4096}, autotune);
-      GenerationThroughput(*device, "3dgan-51", {128, 256, 512, 1024}, autotune);
-    }
-  }
-  std::cout << (g_failed == 0 ? "ALL CHECKS PASSED" : absl::StrCat(g_failed, " CHECK(S) FAILED"))
-            << std::endl;
-  return g_failed == 0 ? 0 : 1;
+  return GenerationFigures(*device, quick);
 }

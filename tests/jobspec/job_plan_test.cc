@@ -124,6 +124,30 @@ std::vector<Row> Table() {
        "spec.hyper_parameters.warmup_epochs"},
       {"a decay above 1", [](S* s) { s->mutable_hyper_parameters()->set_lr_decay_to(1.5); },
        "spec.hyper_parameters.lr_decay_to"},
+      {"bf16 autocast on GPU ranks",
+       [](S* s) {
+         s->mutable_hyper_parameters()->set_precision(v1::TRAINING_PRECISION_BF16_AUTOCAST);
+         s->mutable_resources_per_rank()->set_device(v1::DEVICE_KIND_GPU);
+       },
+       ""},
+      {"bf16 autocast on CPU ranks",
+       [](S* s) {
+         s->mutable_hyper_parameters()->set_precision(v1::TRAINING_PRECISION_BF16_AUTOCAST);
+       },
+       "spec.hyper_parameters.precision"},
+      {"an unknown training precision",
+       [](S* s) {
+         s->mutable_hyper_parameters()->set_precision(static_cast<v1::TrainingPrecision>(7));
+       },
+       "spec.hyper_parameters.precision"},
+      {"bf16 autocast for a baseline",
+       [](S* s) {
+         s->set_model_preset("baseline-spots");
+         s->set_world_size(1);
+         s->mutable_hyper_parameters()->set_precision(v1::TRAINING_PRECISION_BF16_AUTOCAST);
+         s->mutable_resources_per_rank()->set_device(v1::DEVICE_KIND_GPU);
+       },
+       "spec.hyper_parameters.precision"},
       {"label flips of one half",
        [](S* s) { s->mutable_hyper_parameters()->set_label_flip_probability(0.5); },
        "spec.hyper_parameters.label_flip_probability"},
@@ -220,6 +244,12 @@ TEST(JobPlanTest, ThePlanCarriesTheSpec) {
   EXPECT_TRUE(plan->leave_out->Contains(80));
   EXPECT_TRUE(plan->leave_out->Contains(120));
   EXPECT_FALSE(plan->leave_out->Contains(120.01));
+  EXPECT_FALSE(plan->bf16_autocast);
+  spec.mutable_hyper_parameters()->set_precision(v1::TRAINING_PRECISION_BF16_AUTOCAST);
+  spec.mutable_resources_per_rank()->set_device(v1::DEVICE_KIND_GPU);
+  plan = jobspec::PlanJob(spec);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(plan->bf16_autocast);
 
   spec = Good();
   spec.set_model_preset("baseline-template");

@@ -366,6 +366,53 @@ void SetFewChannelForward(FewChannelForward kernel) {
   few_channel_forward.store(kernel, std::memory_order_relaxed);
 }
 
+namespace {
+std::atomic<FewChannelInference> few_channel_inference{FewChannelInference::kAuto};
+
+bool UseTapSum(const at::Tensor& weight) {
+  const int64_t taps = weight.size(2) * weight.size(3) * weight.size(4);
+  if (weight.size(0) > 2 || taps > 27) return false;
+  return few_channel_inference.load(std::memory_order_relaxed) == FewChannelInference::kTapSum;
+}
+}  // namespace
+
+void SetFewChannelInference(FewChannelInference kernel) {
+  few_channel_inference.store(kernel, std::memory_order_relaxed);
+}
+
+at::Tensor TapSumConv3d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                        std::array<int64_t, 3> pad) {
+  const int64_t cout = weight.size(0), cin = weight.size(1);
+  const int64_t kx = weight.size(2), ky = weight.size(3), kz = weight.size(4);
+  // [kx ky kz cout, cin, 1, 1, 1]: channel ((a ky + b) kz + c) cout + o is tap (a, b, c) of
+  // output o.
+  at::Tensor folded = weight.permute({2, 3, 4, 0, 1}).reshape({kx * ky * kz * cout, cin, 1, 1, 1});
+  folded = folded.contiguous(input.suggest_memory_format());
+  const at::Tensor padded =
+      pad[0] == 0 && pad[1] == 0 && pad[2] == 0
+          ? input
+          : at::constant_pad_nd(input, {pad[2], pad[2], pad[1], pad[1], pad[0], pad[0]}, 0);
+  const at::Tensor per_tap = at::conv3d(padded, folded);
+  const int64_t x = padded.size(2) - kx + 1, y = padded.size(3) - ky + 1,
+                z = padded.size(4) - kz + 1;
+  at::Tensor out;
+  int64_t t = 0;
+  for (int64_t a = 0; a < kx; ++a) {
+    for (int64_t b = 0; b < ky; ++b) {
+      for (int64_t c = 0; c < kz; ++c, ++t) {
+        const at::Tensor window =
+            per_tap.narrow(1, t * cout, cout).narrow(2, a, x).narrow(3, b, y).narrow(4, c, z);
+        if (!out.defined()) {
+          out = bias.defined() ? window + bias.view({1, cout, 1, 1, 1}) : window.clone();
+        } else {
+          out.add_(window);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::array<std::array<int64_t, 2>, 3> ConvStageSpec::Same(std::array<int64_t, 3> kernel) {
   std::array<std::array<int64_t, 2>, 3> pad{};
   for (int i = 0; i < 3; ++i) {
@@ -602,7 +649,8 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Ge
       x = at::upsample_nearest3d(x, size, up[0], up[1], up[2]);
     }
     if (has_extra_pad_) x = at::constant_pad_nd(x, extra_pad_, 0);
-    x = Convolve(x, weight, bias, conv_pad_);
+    x = inference && UseTapSum(weight) ? TapSumConv3d(x, weight, bias, conv_pad_)
+                                       : Convolve(x, weight, bias, conv_pad_);
   }
   if (add_before_activation.defined()) x = x + add_before_activation;
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.

@@ -59,6 +59,19 @@ void SetInputGradientKernel(InputGradientKernel kernel);
 enum class FewChannelForward { kAuto, kDirect, kTapFolded };
 void SetFewChannelForward(FewChannelForward kernel);
 
+// How inference (eval mode, no autograd) runs a stage's conv when it has at most two output
+// channels and at most 27 taps and no upsampling: kDirect, one conv3d; kTapSum, TapSumConv3d.
+// kAuto: kDirect (kTapSum is measured on a GPU by tests/gpu). Process-wide; tests and benchmarks set it.
+enum class FewChannelInference { kAuto, kDirect, kTapSum };
+void SetFewChannelInference(FewChannelInference kernel);
+
+// A stride-1 conv3d with symmetric padding `pad` as a 1x1x1 conv to taps x cout channels (one per
+// kernel tap and output channel) followed by the sum of each tap's shifted window: the same
+// multiply-adds in another order, as matrix products and element-wise adds instead of a conv with
+// one output channel. Any device, float or bfloat16; `bias` may be undefined.
+at::Tensor TapSumConv3d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias,
+                        std::array<int64_t, 3> pad);
+
 // The dropout multiplier of a ConvStage training on the CPU: a contiguous CPU tensor shaped and
 // typed like `like` (float32 or float64) whose elements are 1 / keep with probability keep, else 0.
 // Draws one number from `generator` (nullopt: the global default); the same generator state gives

@@ -404,6 +404,7 @@ void RankRunner::RecordHyperParameters() {
   hp["generator_steps_per_discriminator_step"] = absl::StrCat(m.generator_steps);
   hp["loss_weights"] = absl::StrJoin(m.loss_weights, ",");
   if (plan_.lr_decay_to < 1.0) hp["lr_decay_to"] = absl::StrCat(plan_.lr_decay_to);
+  if (plan_.bf16_autocast) hp["precision"] = "bf16_autocast";
   hp["batch_per_rank"] =
       absl::StrCat(plan_.batch_per_rank > 0 ? plan_.batch_per_rank : m.default_batch);
   hp["latent"] = absl::StrCat(m.latent);
@@ -721,6 +722,7 @@ gan::TrainerOptions RankRunner::TrainerOptionsForPlan() const {
   options.scale_lr_with_world_size = plan_.scale_lr_with_world_size;
   options.warmup_epochs = plan_.warmup_epochs;
   options.lr_decay_to = plan_.lr_decay_to;
+  options.bf16_autocast = plan_.bf16_autocast;
   return options;
 }
 
