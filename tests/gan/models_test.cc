@@ -444,20 +444,28 @@ TEST(ModelsTest, InferenceReusesDerivedWeightsUntilAParameterChanges) {
   }
 }
 
+// An untrained generator in eval mode, seeded, whose output for `input` is not all zero (an
+// untrained 3dgan-51 can end below its final ReLU everywhere: then its last conv is flipped).
+Generator EvalGeneratorWithShowers(const ModelConfig& config, uint64_t seed,
+                                   const at::Tensor& input) {
+  torch::manual_seed(seed);
+  Generator g(config);
+  g->eval();
+  at::NoGradGuard no_grad;
+  if (g->forward(input).max().item<double>() == 0) {
+    g->stages().back()->named_parameters()["conv.weight"].neg_();
+  }
+  return g;
+}
+
 // Channels-last inference is the same function as the default layout up to float rounding, for
 // both architectures, in float32 and bfloat16; the output's shape does not change.
 TEST(ModelsTest, ChannelsLastInferenceMatchesTheDefaultLayout) {
   for (const std::string preset : {"3dgan-25", "3dgan-51"}) {
     const ModelConfig config = Preset(preset);
-    torch::manual_seed(5);
-    Generator g(config);
-    g->eval();
     at::NoGradGuard no_grad;
     const at::Tensor input = at::rand({2, config.latent});
-    if (g->forward(input).max().item<double>() == 0) {
-      // This untrained 3dgan-51 ends below its final ReLU everywhere: flip the last conv.
-      g->stages().back()->named_parameters()["conv.weight"].neg_();
-    }
+    Generator g = EvalGeneratorWithShowers(config, 5, input);
     for (at::ScalarType dtype : {at::kFloat, at::kBFloat16}) {
       SCOPED_TRACE(preset + (dtype == at::kFloat ? " float32" : " bfloat16"));
       g->set_channels_last(false);
@@ -511,14 +519,9 @@ TEST(ModelsTest, TapSumConvMatchesAtenInFloat64) {
 TEST(ModelsTest, TapSumLastStageMatchesTheDirectConv) {
   for (const std::string preset : {"3dgan-25", "3dgan-51"}) {
     const ModelConfig config = Preset(preset);
-    torch::manual_seed(7);
-    Generator g(config);
-    g->eval();
     at::NoGradGuard no_grad;
     const at::Tensor input = at::rand({2, config.latent});
-    if (g->forward(input).max().item<double>() == 0) {
-      g->stages().back()->named_parameters()["conv.weight"].neg_();  // as in ChannelsLast*
-    }
+    Generator g = EvalGeneratorWithShowers(config, 7, input);
     for (bool channels_last : {false, true}) {
       SCOPED_TRACE(preset + (channels_last ? " channels-last" : " NCDHW"));
       g->set_channels_last(channels_last);
