@@ -243,11 +243,13 @@ TEST_F(ServerJobsTest, ASilentWorkerIsLostAndItsJobFails) {
 }
 
 TEST_F(ServerJobsTest, GangsAreWholeAndHigherPriorityGoesFirst) {
-  auto a = Worker("alpha");
-  auto b = Worker("beta");
+  // All three queued before any slot exists: a placement pass between two submissions (slow ones,
+  // under the sanitizers) would otherwise place `low` before `high` was submitted.
   v1::Job three = Submit(3, 50);  // can never fit on two one-slot workers
   v1::Job low = Submit(2, 0);
   v1::Job high = Submit(2, 10);
+  auto a = Worker("alpha");
+  auto b = Worker("beta");
   auto m = a->Next();
   ASSERT_TRUE(m && m->has_assignment());
   EXPECT_EQ(m->assignment().job_id(), high.id()) << "priority 10 before priority 0";
