@@ -259,17 +259,13 @@ TEST_F(ServerJobsTest, GangsAreWholeAndHigherPriorityGoesFirst) {
   EXPECT_EQ(Get(three.id()).state(), v1::JOB_STATE_QUEUED);
   EXPECT_EQ(Get(low.id()).state(), v1::JOB_STATE_QUEUED);
   EXPECT_FALSE(a->Next(1000).has_value()) << "no slot is double-booked";
-  // Queued jobs say why they wait, as the scheduler sees it (refreshed every 2 s).
-  const auto until = steady_clock::now() + milliseconds(6000);
-  v1::Job waiting = Get(three.id());
-  while (waiting.message().find("needs 3 slots") == std::string::npos &&
-         steady_clock::now() < until) {
-    std::this_thread::sleep_for(milliseconds(100));
-    waiting = Get(three.id());
-  }
+  // Queued jobs say why they wait, as the scheduler sees it (refreshed every 2 s; the first
+  // message may date from before the second worker joined).
+  const v1::Job waiting = WaitForMessage(three.id(), "needs 3 slots");
   EXPECT_NE(waiting.message().find("needs 3 slots"), std::string::npos) << waiting.message();
-  EXPECT_NE(Get(low.id()).message().find("waiting for 2 free slots"), std::string::npos)
-      << Get(low.id()).message();
+  const v1::Job behind = WaitForMessage(low.id(), "waiting for 2 free slots");
+  EXPECT_NE(behind.message().find("waiting for 2 free slots"), std::string::npos)
+      << behind.message();
 }
 
 TEST_F(ServerJobsTest, AfterAServerRestartRunningJobsAreAdoptedOrEndLost) {
