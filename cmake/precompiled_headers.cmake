@@ -65,6 +65,9 @@ function(gantry_pch_host family headers is_test)
   target_compile_options(${host}
                          PRIVATE "$<$<CXX_COMPILER_ID:Clang>:SHELL:-Xclang -fno-pch-timestamp>")
   target_precompile_headers(${host} PRIVATE ${headers})
+  # A new precompiled header is made without the old one beside it (the script says why).
+  set_property(TARGET ${host} PROPERTY CXX_COMPILER_LAUNCHER
+               ${CMAKE_SOURCE_DIR}/cmake/fresh_pch_launcher.sh ${CMAKE_CXX_COMPILER_LAUNCHER})
 endfunction()
 
 # Every target with C++ sources that links gRPC reuses its family's precompiled header.

@@ -45,5 +45,15 @@ export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:-pch_defines,time_macros,include_f
 # remade whenever a proto changes) pushes a sixteenth over, and the entries a new clone needs go first.
 # 20 GB holds a full build and its sanitizer twin several times over.
 export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-20G}"
+# The compiler launcher build.sh and sanitize.sh configure: ccache with the settings above on its
+# command line (through env), so every compile of that build directory keys its entries the same
+# way, a `cmake --build` or `ninja` run by hand included. Settings taken from the environment
+# instead reached only the compiles the scripts started, and a hand-run build filled the cache with
+# entries a clone cannot find (CI then recompiled hundreds of units). Empty without ccache.
+gantry_ccache_launcher() {
+  command -v ccache >/dev/null || return 0
+  printf '%s' "env;CCACHE_BASEDIR=$CCACHE_BASEDIR;CCACHE_NOHASHDIR=$CCACHE_NOHASHDIR;" \
+    "CCACHE_SLOPPINESS=$CCACHE_SLOPPINESS;CCACHE_MAXSIZE=$CCACHE_MAXSIZE;ccache"
+}
 # Parallelism of the build (2 cores here).
 export GANTRY_JOBS="${GANTRY_JOBS:-$(nproc)}"

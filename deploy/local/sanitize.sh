@@ -25,8 +25,7 @@ cflags="$sanitize -fsanitize=fuzzer-no-link"
 ldflags="$sanitize -Wl,--as-needed"
 step="${1:-all}"
 case "$step" in all | build | test | fuzz) ;; *) echo "usage: sanitize.sh [build|test|fuzz]" >&2; exit 2 ;; esac
-launcher=()
-command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+launcher="$(gantry_ccache_launcher)"
 # -O1 with line tables: a quick build and readable stacks. Not -O0 (about half the compile time):
 # nothing is inlined there, so the linker may take an uninstrumented test's copy of an Abseil
 # container template for the instrumented libraries' (ASan's container poisoning then misfires,
@@ -37,7 +36,8 @@ command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -
 # paths after -Xclang, which ccache cannot make relative, so a new clone recompiled the 244 units
 # that use them (CI's warm build would grow by about 460 s; docs/studies/2026-11-29-asan-stage.md).
 configure=(-G Ninja -DCMAKE_BUILD_TYPE=Sanitize
-  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}"
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14
+  "-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher" "-DCMAKE_C_COMPILER_LAUNCHER=$launcher"
   "-DCMAKE_CXX_FLAGS_SANITIZE=-O1 -gline-tables-only" "-DCMAKE_C_FLAGS_SANITIZE=-O1 -gline-tables-only"
   "-DGANTRY_SANITIZER_FLAGS=$cflags"
   "-DCMAKE_EXE_LINKER_FLAGS_SANITIZE=$ldflags" "-DCMAKE_SHARED_LINKER_FLAGS_SANITIZE=$ldflags"
