@@ -196,7 +196,8 @@ TEST(TinyProfileTest, MostSeedsLearnTheLongitudinalProfile) {
     // The verdict below is over all the seeds; once the seeds trained so far decide it whatever
     // the others would give, they are not trained (a third of the test's time when the first two
     // learn). Calibration runs train every seed.
-    if (!calibration && VerdictIsSettled(outcomes, seeds.size())) {
+    if (!calibration && outcomes.size() < seeds.size() &&
+        VerdictIsSettled(outcomes, seeds.size())) {
       std::cerr << "the verdict is settled after " << outcomes.size() << " of " << seeds.size()
                 << " seeds; the others are not trained\n";
       break;

@@ -22,7 +22,20 @@ struct UploadedCheckpoint {
   int64_t size_bytes = 0;
 };
 
-class CheckpointClient {
+// What uploading checkpoints and reporting their validation needs of the server
+// (CheckpointPublisher); CheckpointClient in production, a fake in tests.
+class CheckpointTransport {
+ public:
+  virtual ~CheckpointTransport() = default;
+  virtual absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch,
+                                                    int64_t step, const std::string& path,
+                                                    int attempt, int rank,
+                                                    std::optional<double> fom) = 0;
+  virtual absl::Status ReportValidation(const std::string& job_id, int attempt, int rank,
+                                        const gantry::v1::ValidationPoint& point) = 0;
+};
+
+class CheckpointClient : public CheckpointTransport {
  public:
   // `server` is host:port; `token` the join token (may be empty for tests of refusals);
   // `credentials` of the channel (null = plaintext; gantry::ChannelCredentialsFor for TLS).
@@ -37,12 +50,12 @@ class CheckpointClient {
   // (checkpoint_policy.keep_best).
   absl::StatusOr<UploadedCheckpoint> Upload(const std::string& job_id, int epoch, int64_t step,
                                             const std::string& path, int attempt = 0, int rank = 0,
-                                            std::optional<double> fom = std::nullopt);
+                                            std::optional<double> fom = std::nullopt) override;
 
   // Reports the validation of the checkpoint at point.step (metrics and histograms) for the job
   // attempt; one unary call with a deadline of min(timeout, 30 s). Errors carry the gRPC code.
   absl::Status ReportValidation(const std::string& job_id, int attempt, int rank,
-                                const gantry::v1::ValidationPoint& point);
+                                const gantry::v1::ValidationPoint& point) override;
 
   // Downloads checkpoint `sha256` to `path` (via path.part + rename) and verifies its hash;
   // DATA_LOSS on a mismatch.

@@ -49,14 +49,6 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-v1::Particle ParticleOf(const std::string& name) {
-  if (name == "Ele") return v1::PARTICLE_ELECTRON;
-  if (name == "Gamma") return v1::PARTICLE_PHOTON;
-  if (name == "Pi0") return v1::PARTICLE_PI0;
-  if (name == "ChPi") return v1::PARTICLE_CHARGED_PION;
-  return v1::PARTICLE_UNSPECIFIED;
-}
-
 // Names of the loss parts in HeadLosses order.
 std::vector<std::string> PartNames(const gan::ModelConfig& config) {
   if (config.variable_angle()) return {"adversarial", "energy", "angle", "ecal"};
@@ -94,54 +86,6 @@ void Accumulate(std::vector<double>& sum, const std::vector<double>& v) {
 std::vector<double> Scaled(std::vector<double> v, double factor) {
   for (double& x : v) x *= factor;
   return v;
-}
-
-// Copies parameters and buffers by name (fine-tuning from a checkpoint's weights), except `skip`.
-absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const std::string& what,
-                         const std::string& skip = "") {
-  torch::NoGradGuard no_grad;
-  auto copy = [&](const torch::OrderedDict<std::string, at::Tensor>& src,
-                  torch::OrderedDict<std::string, at::Tensor> dst) -> absl::Status {
-    const size_t skipped_src = src.contains(skip) ? 1 : 0;
-    const size_t skipped_dst = dst.contains(skip) ? 1 : 0;
-    if (src.size() - skipped_src != dst.size() - skipped_dst) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, ": the initial checkpoint has ", src.size() - skipped_src,
-                       " tensors, the model ", dst.size() - skipped_dst));
-    }
-    for (const auto& item : src) {
-      if (item.key() == skip) continue;
-      at::Tensor* target = dst.find(item.key());
-      if (target == nullptr || !target->sizes().equals(item.value().sizes())) {
-        return absl::InvalidArgumentError(absl::StrCat(what, ": the initial checkpoint's ",
-                                                       item.key(), " does not fit the model"));
-      }
-      target->copy_(item.value());
-    }
-    return absl::OkStatus();
-  };
-  RETURN_IF_ERROR(copy(from.named_parameters(), to.named_parameters()));
-  return copy(from.named_buffers(), to.named_buffers());
-}
-
-// Fine-tuning: the generator's weights, and of its shower template a, b and the modes both
-// models have (the job's further modes stay as fitted to its data).
-absl::Status CopyGeneratorWeights(gan::GeneratorImpl& from, gan::GeneratorImpl& to) {
-  const bool from_template = from.shower_template().defined();
-  const bool to_template = to.shower_template().defined();
-  if (from_template != to_template) {
-    return absl::InvalidArgumentError(
-        from_template ? "generator: the initial model has a shower template and the job's preset "
-                        "has none: fine-tune it with a preset that has one (tiny-template)"
-                      : "generator: the job's preset has a shower template and the initial model "
-                        "has none: fine-tune it with a preset without one");
-  }
-  RETURN_IF_ERROR(CopyWeights(from, to, "generator", "shower_template"));
-  if (!to_template) return absl::OkStatus();
-  absl::Status adopted = to.AdoptShowerTemplate(from.shower_template());
-  if (!adopted.ok())
-    return absl::InvalidArgumentError(absl::StrCat("generator: ", adopted.message()));
-  return absl::OkStatus();
 }
 
 // The local address a socket towards host:port would use (a connected UDP socket sends nothing):
@@ -201,11 +145,12 @@ absl::Status MarkDataFailure(absl::Status status) {
 
 RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sink)
     : plan_(std::move(plan)),
-      model_(plan_.model),
       options_(std::move(options)),
       rank_(plan_.assignment.rank()),
       world_size_(plan_.assignment.world_size()),
       sink_(std::move(sink)),
+      input_(plan_, [this](const std::string& level,
+                           const std::string& text) { Log(level, text); }),
       validation_(
           plan_, [this](const std::string& level, const std::string& text) { Log(level, text); }) {}
 
@@ -343,17 +288,24 @@ absl::Status RankRunner::RunInner() {
   if (!opened.ok()) return MarkDataFailure(opened.status());
   std::shared_ptr<const showers::ShowerFileReader> reader = *std::move(opened);
   const std::string particle = dataset.particle.empty() ? reader->particle() : dataset.particle;
-  LogDataset(dataset, *reader, particle, SecondsSince(data_start));
-  RETURN_IF_ERROR(MarkDataFailure(CheckDatasetFitsModel(*reader)));
-  RecordDataset(dataset, particle);
+  input_.Describe(dataset, *reader, particle, SecondsSince(data_start));
+  RETURN_IF_ERROR(MarkDataFailure(input_.CheckFitsModel(*reader)));
+  RankInput::Record(dataset, particle, &result_);
   metrics_reporter_->Flush();  // the cache hit or fill of the dataset
   if (plan_.baseline.has_value()) return RunBaseline(*reader, particle);
 
   // 2. The hold-out split and the training input pipeline.
-  absl::StatusOr<std::unique_ptr<gan::BatchSource>> batches =
-      StreamTrainingEvents(reader, particle, dataset.local_path);
-  if (!batches.ok()) return MarkDataFailure(batches.status());
-  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer, BuildTrainer(*std::move(batches)));
+  std::optional<showers::ShowerSet> holdout;
+  absl::StatusOr<TrainingInput> input =
+      input_.Prepare(reader, particle, dataset.local_path, options_.device.is_cuda(),
+                     result_.mutable_hyper_parameters(), &holdout);
+  if (!input.ok()) return MarkDataFailure(input.status());
+  if (holdout.has_value()) validation_.SetHoldout(*std::move(holdout));
+  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
+                   BuildRankTrainer(plan_, options_, *std::move(input),
+                                    [this](const std::string& level, const std::string& text) {
+                                      Log(level, text);
+                                    }));
   if (StopRequested()) return absl::CancelledError("cancelled before training");
   if (CheckpointAndStopRequested()) return preempted_early;
 
@@ -431,158 +383,6 @@ DatasetSourceOptions RankRunner::SourceOptions() const {
   return source_options;
 }
 
-void RankRunner::LogDataset(const MaterializedDataset& dataset,
-                            const showers::ShowerFileReader& reader, const std::string& particle,
-                            double seconds) {
-  const std::array<int64_t, 3>& shape = reader.shape();
-  Log("INFO", absl::StrFormat("dataset %s materialised: %d events of %dx%dx%d (%s), sha256 %s, "
-                              "%s in %.1f s",
-                              plan_.assignment.spec().dataset(), reader.events(), shape[0],
-                              shape[1], shape[2], particle, dataset.sha256,
-                              dataset.from_cache ? "from the cache"
-                              : dataset.downloaded_bytes > 0
-                                  ? absl::StrCat("downloaded ", dataset.downloaded_bytes, " bytes")
-                                  : "filled into the cache",
-                              seconds));
-}
-
-absl::Status RankRunner::CheckDatasetFitsModel(const showers::ShowerFileReader& reader) const {
-  const std::array<int64_t, 3>& shape = reader.shape();
-  const bool variable = plan_.model.variable_angle();
-  const bool layout_fits = reader.layout() == (variable ? showers::Layout::kVariableAngle3DGan
-                                                        : showers::Layout::kFixedAngle3DGan);
-  if (!layout_fits || shape != plan_.model.grid) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "dataset %s has %dx%dx%d events but preset %s needs the %s layout (%dx%dx%d)",
-        plan_.assignment.spec().dataset(), shape[0], shape[1], shape[2], plan_.model.preset,
-        variable ? "3DGAN variable-angle" : "3DGAN fixed-angle", plan_.model.grid[0],
-        plan_.model.grid[1], plan_.model.grid[2]));
-  }
-  return absl::OkStatus();
-}
-
-void RankRunner::RecordDataset(const MaterializedDataset& dataset, const std::string& particle) {
-  result_.set_dataset_sha256(dataset.sha256);
-  result_.set_particle(ParticleOf(particle));
-  result_.mutable_energy_range_gev()->set_min(dataset.energy_min_gev);
-  result_.mutable_energy_range_gev()->set_max(dataset.energy_max_gev);
-  if (dataset.theta_max_rad > 0) {
-    result_.mutable_theta_range_rad()->set_min(dataset.theta_min_rad);
-    result_.mutable_theta_range_rad()->set_max(dataset.theta_max_rad);
-  }
-}
-
-absl::StatusOr<HoldoutSplit> RankRunner::SplitAndReadHoldout(
-    const showers::ShowerFileReader& reader, const std::string& particle) {
-  // The hold-out split is identical on every rank; only rank 0 validates, so only it reads the
-  // held-out events.
-  ASSIGN_OR_RETURN(
-      HoldoutSplit split,
-      plan_.folds > 0
-          ? SplitFolds(reader.events(), plan_.folds, plan_.validation_fold, plan_.split_seed)
-          : SplitHoldout(reader.events(), plan_.holdout_fraction, plan_.seed));
-  if (plan_.leave_out.has_value()) RETURN_IF_ERROR(LeaveOutBand(reader, &split.train));
-  if (rank_ == 0 && plan_.validation) {
-    ASSIGN_OR_RETURN(showers::ShowerSet holdout, reader.ReadEvents(split.holdout));
-    holdout.particle = particle;
-    validation_.SetHoldout(std::move(holdout));
-  }
-  if (plan_.folds > 0) {
-    Log("INFO", absl::StrFormat("k-fold: validating on fold %d of %d (%d events), training on "
-                                "the other %d events (split seed %d)",
-                                plan_.validation_fold, plan_.folds, split.holdout.size(),
-                                split.train.size(), plan_.split_seed));
-  } else {
-    Log("INFO", absl::StrFormat("hold-out: %d events set aside for validation, %d for training "
-                                "(fraction %.3g, seed %d)",
-                                split.holdout.size(), split.train.size(), plan_.holdout_fraction,
-                                plan_.seed));
-  }
-  return split;
-}
-
-absl::Status RankRunner::LeaveOutBand(const showers::ShowerFileReader& reader,
-                                      std::vector<int64_t>* train) {
-  const jobspec::LeftOutBand band = *plan_.leave_out;
-  const std::vector<float>& energy = reader.energy_gev();
-  const auto [lo, hi] = std::minmax_element(energy.begin(), energy.end());
-  if (lo == energy.end() || !(band.min_gev > *lo && band.max_gev < *hi)) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "spec.validation.leave_out: the band %g-%g GeV must lie inside the dataset's energies "
-        "(%g-%g GeV) so that the model interpolates into it; move or narrow the band",
-        band.min_gev, band.max_gev, lo == energy.end() ? 0.0 : *lo,
-        hi == energy.end() ? 0.0 : *hi));
-  }
-  const size_t before = train->size();
-  train->erase(std::remove_if(train->begin(), train->end(),
-                              [&](int64_t event) { return band.Contains(energy[event]); }),
-               train->end());
-  if (train->empty()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "spec.validation.leave_out: every training event lies in %g-%g GeV; narrow the band",
-        band.min_gev, band.max_gev));
-  }
-  Log("INFO", absl::StrFormat("leave-out: %d training events in %g-%g GeV skipped, %d left",
-                              before - train->size(), band.min_gev, band.max_gev, train->size()));
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::unique_ptr<gan::BatchSource>> RankRunner::StreamTrainingEvents(
-    std::shared_ptr<const showers::ShowerFileReader> reader, const std::string& particle,
-    const std::string& local_path) {
-  // The training events stream from the file through the prefetching source.
-  ASSIGN_OR_RETURN(HoldoutSplit split, SplitAndReadHoldout(*reader, particle));
-  // A restart takes the template from its checkpoint; it refits only the conditions.
-  const bool resuming = !plan_.assignment.resume_checkpoint_sha256().empty();
-  const bool fit_template = model_.generator_template && !resuming;
-  if (model_.fit_conditions_to_data || fit_template) {
-    // Every rank fits the same events to the same values, and so does a restart (its checkpoint's
-    // config must equal the job's).
-    const auto fit_start = std::chrono::steady_clock::now();
-    gan::ModelConfig sampled = model_;
-    if (!fit_template) {
-      sampled.generator_template = false;
-      sampled.template_modes = 0;
-    }
-    ASSIGN_OR_RETURN(gan::ConditionSample sample,
-                     gan::SampleConditions(sampled, *reader, split.train));
-    if (model_.fit_conditions_to_data) {
-      ASSIGN_OR_RETURN(const std::string fitted, gan::FitConditionsToData(sample, &model_));
-      Log("INFO", absl::StrFormat("%s (%.1f s)", fitted, SecondsSince(fit_start)));
-    }
-    if (fit_template) {
-      Log("INFO", absl::StrFormat("shower template: %d modes fitted to %d training events",
-                                  model_.template_modes, sample.sample_energy_gev.size()));
-    }
-    shower_template_ = std::move(sample.shower_template);
-  }
-  // The lineage records the conditions the model was trained with.
-  auto& conditions = *result_.mutable_hyper_parameters();
-  conditions["fake_energy_range_gev"] =
-      absl::StrFormat("%.6g-%.6g", model_.fake_energy_min_gev, model_.fake_energy_max_gev);
-  conditions["ecal_fit"] = absl::StrJoin(model_.ecal_fit, ",", [](std::string* out, double c) {
-    absl::StrAppend(out, absl::StrFormat("%.6g", c));
-  });
-  const auto pipeline_start = std::chrono::steady_clock::now();
-  gan::PrefetchOptions prefetch;
-  prefetch.queue_depth = plan_.prefetch_batches;
-  prefetch.loader_threads = plan_.loader_threads;
-  prefetch.pin_memory = options_.device.is_cuda();
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<gan::PrefetchingBatchSource> batches,
-      gan::PrefetchingBatchSource::Create(plan_.model, reader, std::move(split.train), prefetch));
-  Log("INFO",
-      absl::StrFormat("input pipeline: %d training events (%d dropped by the event "
-                      "selection) streamed from %s, %d batches read ahead by %d loader "
-                      "threads (%.1f s to set up)",
-                      batches->events(), batches->dropped_events(), local_path,
-                      plan_.prefetch_batches, plan_.loader_threads, SecondsSince(pipeline_start)));
-  auto& hp = *result_.mutable_hyper_parameters();
-  hp["prefetch_batches"] = absl::StrCat(plan_.prefetch_batches);
-  hp["loader_threads"] = absl::StrCat(plan_.loader_threads);
-  return std::unique_ptr<gan::BatchSource>(std::move(batches));
-}
-
 absl::Status RankRunner::JoinProcessGroup(
     gan::Trainer& trainer, std::unique_ptr<distributed::Communicator>* communicator,
     std::unique_ptr<distributed::DataParallel>* data_parallel) {
@@ -637,20 +437,25 @@ absl::Status RankRunner::StartRunning() {
   // Every rank may have to upload (checkpoint-and-stop); rank 0 also saves periodically.
   checkpoints_ = std::make_unique<CheckpointClient>(
       options_.server, options_.token, absl::Minutes(10), ChannelCredentialsFor(options_.tls));
-  last_save_time_ = std::chrono::steady_clock::now();
+  CheckpointPublisherOptions publishing;
+  publishing.job_id = plan_.assignment.job_id();
+  publishing.attempt = plan_.assignment.attempt();
+  publishing.rank = rank_;
+  publishing.work_dir = options_.work_dir;
+  publishing.keep_last = plan_.keep_last;
+  publishing.final_upload_retry = options_.final_upload_retry;
+  publishing.stopping = [this] { return StopRequested(); };
+  publisher_ = std::make_unique<CheckpointPublisher>(
+      std::move(publishing), checkpoints_.get(),
+      [this](const std::string& level, const std::string& text) { Log(level, text); });
   if (rank_ == 0) progress_thread_ = std::thread([this] { ProgressLoop(); });
   return absl::OkStatus();
 }
 
 absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   WaitForUpload();
-  UploadedCheckpoint final_upload;
-  bool uploaded = false;
-  {
-    absl::MutexLock lock(&upload_mu_);
-    uploaded = last_upload_step_ == trainer.state().step;
-    final_upload = last_upload_;
-  }
+  UploadedCheckpoint final_upload = publisher_->last().upload;
+  const bool uploaded = publisher_->last().step == trainer.state().step;
   // keep_best: the final checkpoint carries its fom too, so validation runs before its upload (a
   // failed validation still uploads it, without a fom, and then fails the job).
   bool validated = false;
@@ -665,8 +470,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
       }
     }
     RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true, absl::ZeroDuration(), fom));
-    absl::MutexLock lock(&upload_mu_);
-    final_upload = last_upload_;
+    final_upload = publisher_->last().upload;
   }
   RETURN_IF_ERROR(validation);
   result_.set_checkpoint_sha256(final_upload.sha256);
@@ -691,7 +495,8 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   }
   if (plan_.validation) {
     // The last point of the validation curve: the validation the model is registered with.
-    ReportPoint(PointOf(result_, static_cast<int>(trainer.state().epoch), trainer.state().step));
+    publisher_->ReportPoint(
+        PointOf(result_, static_cast<int>(trainer.state().epoch), trainer.state().step));
   }
   result_.set_success(true);
   result_.set_message(absl::StrFormat(
@@ -707,86 +512,6 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   v1::WorkerMessage message;
   *message.mutable_result() = result_;
   return Send(message);
-}
-
-gan::TrainerOptions RankRunner::TrainerOptionsForPlan() const {
-  gan::TrainerOptions options;
-  options.batch_size = plan_.batch_per_rank;
-  options.seed = plan_.seed;
-  options.epochs = plan_.epochs;
-  options.threads = plan_.threads;
-  options.device = options_.device;
-  options.max_steps_per_epoch = options_.max_steps_per_epoch;
-  options.world_size = world_size_;
-  options.rank = rank_;
-  options.scale_lr_with_world_size = plan_.scale_lr_with_world_size;
-  options.warmup_epochs = plan_.warmup_epochs;
-  options.lr_decay_to = plan_.lr_decay_to;
-  options.bf16_autocast = plan_.bf16_autocast;
-  return options;
-}
-
-absl::StatusOr<std::string> RankRunner::FetchCheckpoint(const std::string& field,
-                                                        const std::string& sha256,
-                                                        const std::string& file_name) {
-  std::error_code ec;
-  fs::create_directories(options_.work_dir, ec);
-  CheckpointClient client(options_.server, options_.token, absl::Minutes(10),
-                          ChannelCredentialsFor(options_.tls));
-  const std::string path = (fs::path(options_.work_dir) / file_name).string();
-  absl::StatusOr<UploadedCheckpoint> fetched = client.Fetch(sha256, path);
-  if (!fetched.ok()) {
-    return absl::Status(fetched.status().code(),
-                        absl::StrCat(field, " ", sha256, ": ", fetched.status().message()));
-  }
-  return path;
-}
-
-absl::StatusOr<std::unique_ptr<gan::Trainer>> RankRunner::BuildTrainer(
-    std::unique_ptr<gan::BatchSource> batches) {
-  const gan::TrainerOptions options = TrainerOptionsForPlan();
-  const std::string& resume = plan_.assignment.resume_checkpoint_sha256();
-  if (!resume.empty()) {
-    // A restart: weights, optimisers, RNG, counters and the epoch's order continue exactly.
-    ASSIGN_OR_RETURN(const std::string path,
-                     FetchCheckpoint("resume_checkpoint_sha256", resume, "resume.ckpt"));
-    RETURN_IF_ERROR(VerifyCheckpointInChild(path, absl::StrCat("resume_checkpoint_sha256 ", resume),
-                                            options_.verify_checkpoints));
-    absl::StatusOr<std::unique_ptr<gan::Trainer>> trainer =
-        ResumeTrainer(path, model_, std::move(batches), options);
-    if (!trainer.ok()) {
-      return absl::Status(trainer.status().code(), absl::StrCat("resume_checkpoint_sha256 ", resume,
-                                                                ": ", trainer.status().message()));
-    }
-    Log("INFO", absl::StrFormat("resumed from checkpoint %s (epoch %d, step %d)", resume,
-                                (*trainer)->state().epoch, (*trainer)->state().step));
-    return trainer;
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
-                   gan::Trainer::CreateWithSource(model_, std::move(batches), options));
-  if (model_.generator_template) {
-    // The template fitted to the training events (every rank fits the same one).
-    RETURN_IF_ERROR(trainer->mutable_state().generator->SetShowerTemplate(shower_template_));
-  }
-  const std::string& initial = plan_.assignment.initial_checkpoint_sha256();
-  if (!initial.empty()) {
-    // Fine-tuning: the initial model's weights, fresh optimisers and counters.
-    ASSIGN_OR_RETURN(const std::string path,
-                     FetchCheckpoint("initial_checkpoint_sha256", initial, "initial.ckpt"));
-    RETURN_IF_ERROR(VerifyCheckpointInChild(
-        path, absl::StrCat("initial_checkpoint_sha256 ", initial), options_.verify_checkpoints));
-    ASSIGN_OR_RETURN(gan::TrainingState loaded, gan::ReadCheckpoint(path, false));
-    if (loaded.config.architecture != plan_.model.architecture) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("initial_checkpoint_sha256 ", initial, ": the initial model is a ",
-                       loaded.config.preset, " model, the job trains ", plan_.model.preset));
-    }
-    gan::TrainingState& state = trainer->mutable_state();
-    RETURN_IF_ERROR(CopyGeneratorWeights(*loaded.generator, *state.generator));
-    RETURN_IF_ERROR(CopyWeights(*loaded.discriminator, *state.discriminator, "discriminator"));
-    Log("INFO", absl::StrCat("fine-tuning from checkpoint ", initial));
-  }
-  return trainer;
 }
 
 absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
@@ -869,23 +594,7 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
                             progress.samples_per_second(),
                             epoch_seconds > 0 ? 100 * epoch_wait / epoch_seconds : 0, epoch_wait));
       }
-      if (PeriodicCheckpointDue(trainer, epoch)) {
-        std::optional<double> fom;
-        std::optional<v1::ValidationPoint> point;
-        if (plan_.validation) point = ValidateCheckpoint(trainer);
-        if (plan_.keep_best && point.has_value()) {
-          if (auto it = point->metrics().find("fom"); it != point->metrics().end()) {
-            fom = it->second;
-          } else {
-            // Uploaded without a fom: a restart point, never the best.
-            Log("WARNING",
-                absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
-                             trainer.state().step, " has no finite fom; it is not scored"));
-          }
-        }
-        RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(),
-                                      fom, std::move(point)));
-      }
+      if (PeriodicCheckpointDue(trainer, epoch)) RETURN_IF_ERROR(PeriodicCheckpoint(trainer));
     }
     if (epoch_end) {
       epoch_real.clear();
@@ -900,6 +609,23 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
   (*result_.mutable_metrics())["data_stall_fraction"] =
       step_seconds > 0 ? wait_seconds / step_seconds : 0;
   return absl::OkStatus();
+}
+
+absl::Status RankRunner::PeriodicCheckpoint(gan::Trainer& trainer) {
+  std::optional<double> fom;
+  std::optional<v1::ValidationPoint> point;
+  if (plan_.validation) point = ValidateCheckpoint(trainer);
+  if (plan_.keep_best && point.has_value()) {
+    if (auto it = point->metrics().find("fom"); it != point->metrics().end()) {
+      fom = it->second;
+    } else {
+      // Uploaded without a fom: a restart point, never the best.
+      Log("WARNING", absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
+                                  trainer.state().step, " has no finite fom; it is not scored"));
+    }
+  }
+  return SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(), fom,
+                       std::move(point));
 }
 
 absl::StatusOr<bool> RankRunner::AgreeOnCheckpointAndStop() {
@@ -924,7 +650,8 @@ bool RankRunner::PeriodicCheckpointDue(const gan::Trainer& trainer, int64_t epoc
   const int64_t every_steps = plan_.checkpoint_every_steps;
   if (every_steps > 0 && state.step % every_steps == 0) return true;
   const double every_minutes = plan_.checkpoint_every_minutes;
-  return every_minutes > 0 && SecondsSince(last_save_time_) >= every_minutes * 60;
+  return every_minutes > 0 &&
+         absl::ToDoubleSeconds(publisher_->SinceLastSave()) >= every_minutes * 60;
 }
 
 absl::Status RankRunner::CheckpointAndStop(gan::Trainer& trainer) {
@@ -933,20 +660,13 @@ absl::Status RankRunner::CheckpointAndStop(gan::Trainer& trainer) {
                               "epoch %d, step %d",
                               rank_, trainer.state().epoch, step));
   WaitForUpload();
-  bool uploaded = false;
-  UploadedCheckpoint upload;
-  {
-    absl::MutexLock lock(&upload_mu_);
-    uploaded = last_upload_step_ == step;
-    upload = last_upload_;
-  }
+  const bool uploaded = publisher_->last().step == step;
   absl::Status saved = absl::OkStatus();
   if (!uploaded) {
     saved = SaveAndUpload(trainer, /*final_checkpoint=*/true,
                           std::min(options_.final_upload_retry, absl::Seconds(20)));
-    absl::MutexLock lock(&upload_mu_);
-    upload = last_upload_;
   }
+  const UploadedCheckpoint upload = publisher_->last().upload;
   if (!saved.ok()) {
     // Exiting as preempted still beats being killed at the end of the grace: the job restarts
     // from its previous checkpoint.
@@ -964,10 +684,6 @@ absl::Status RankRunner::CheckpointAndStop(gan::Trainer& trainer) {
       absl::CancelledError(absl::StrCat("checkpointed at step ", step, " (", upload.sha256,
                                         ") and stopped (checkpoint-and-stop)")),
       kExitPreempted);
-}
-
-void RankRunner::WaitForUpload() {
-  if (upload_thread_.joinable()) upload_thread_.join();
 }
 
 std::optional<v1::ValidationPoint> RankRunner::ValidateCheckpoint(gan::Trainer& trainer) {
@@ -1009,103 +725,17 @@ v1::ValidationPoint RankRunner::PointOf(const v1::JobResult& validated, int epoc
   return point;
 }
 
-void RankRunner::ReportPoint(const v1::ValidationPoint& point) {
-  const absl::Time give_up = absl::Now() + absl::Seconds(15);
-  absl::Status reported;
-  for (int attempt = 0;; ++attempt) {
-    reported = checkpoints_->ReportValidation(plan_.assignment.job_id(), plan_.assignment.attempt(),
-                                              rank_, point);
-    const absl::Duration wait = absl::Seconds(1 << std::min(attempt, 3));
-    if (reported.ok() || !absl::IsUnavailable(reported) || StopRequested() ||
-        absl::Now() + wait > give_up) {
-      break;
-    }
-    absl::SleepFor(wait);
-  }
-  if (!reported.ok()) {
-    Log("WARNING", absl::StrCat("the validation of step ", point.step(),
-                                " could not be reported; the validation curve misses it: ",
-                                reported.ToString()));
-  }
-}
-
-absl::Status RankRunner::UploadCheckpointFile(const std::string& path, int epoch, int64_t step,
-                                              absl::Duration retry_for, std::optional<double> fom) {
-  // The server may be restarting: retry UNAVAILABLE with backoff (1, 2, 4, 8, 15, 15, ... s).
-  const absl::Time start = absl::Now();
-  const absl::Time give_up = start + retry_for;
-  absl::StatusOr<UploadedCheckpoint> uploaded;
-  for (int attempt = 0;; ++attempt) {
-    uploaded = checkpoints_->Upload(plan_.assignment.job_id(), epoch, step, path,
-                                    plan_.assignment.attempt(), rank_, fom);
-    const absl::Duration wait =
-        std::min(absl::Seconds(1 << std::min(attempt, 4)), absl::Seconds(15));
-    if (uploaded.ok() || !absl::IsUnavailable(uploaded.status()) || StopRequested() ||
-        absl::Now() + wait > give_up) {
-      break;
-    }
-    Log("WARNING", absl::StrCat("checkpoint upload failed (", uploaded.status().ToString(),
-                                "); retrying in ", absl::FormatDuration(wait)));
-    absl::SleepFor(wait);
-  }
-  if (!uploaded.ok()) return uploaded.status();
-  {
-    absl::MutexLock lock(&upload_mu_);
-    last_upload_ = *uploaded;
-    last_upload_step_ = step;
-  }
-  Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) uploaded: sha256 %s, %d bytes, "
-                              "upload %.3f s%s",
-                              epoch, step, uploaded->sha256, uploaded->size_bytes,
-                              absl::ToDoubleSeconds(absl::Now() - start),
-                              fom.has_value() ? absl::StrFormat(", fom %.9g", *fom) : ""));
-  return absl::OkStatus();
-}
-
 absl::Status RankRunner::SaveAndUpload(gan::Trainer& trainer, bool final_checkpoint,
                                        absl::Duration retry_for, std::optional<double> fom,
                                        std::optional<v1::ValidationPoint> point) {
-  WaitForUpload();  // at most one upload in flight; its file is never pruned while it runs
-  const int epoch = static_cast<int>(trainer.state().epoch);
-  const int64_t step = trainer.state().step;
-  std::error_code ec;
-  fs::create_directories(options_.work_dir, ec);
-  const std::string path = (fs::path(options_.work_dir) /
-                            absl::StrFormat("checkpoint-epoch%04d-step%08d.ckpt", epoch, step))
-                               .string();
-  const auto snapshot_start = std::chrono::steady_clock::now();
-  RETURN_IF_ERROR(trainer.SaveCheckpoint(path));
-  Log("INFO", absl::StrFormat("checkpoint of epoch %d (step %d) written: snapshot %.3f s", epoch,
-                              step, SecondsSince(snapshot_start)));
-  last_save_time_ = std::chrono::steady_clock::now();
-  if (local_checkpoints_.empty() || local_checkpoints_.back() != path) {
-    local_checkpoints_.push_back(path);
-  }
-  while (static_cast<int>(local_checkpoints_.size()) > plan_.keep_last) {
-    fs::remove(local_checkpoints_.front(), ec);
-    local_checkpoints_.pop_front();
-  }
-  if (retry_for == absl::ZeroDuration()) {
-    retry_for = final_checkpoint ? options_.final_upload_retry : absl::Seconds(15);
-  }
-  if (final_checkpoint) {
-    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for, fom);
-    if (!uploaded.ok()) {
-      return absl::Status(uploaded.code(),
-                          absl::StrCat("uploading the final checkpoint: ", uploaded.message()));
-    }
-    return absl::OkStatus();
-  }
-  // Training goes on while the snapshot uploads; a failure only costs this restart point.
-  upload_thread_ = std::thread([this, path, epoch, step, retry_for, fom, point = std::move(point)] {
-    const absl::Status uploaded = UploadCheckpointFile(path, epoch, step, retry_for, fom);
-    if (!uploaded.ok()) {
-      Log("WARNING", absl::StrCat("checkpoint of epoch ", epoch, " (step ", step, ") kept at ",
-                                  path, " but not uploaded: ", uploaded.ToString()));
-    }
-    if (point.has_value()) ReportPoint(*point);
-  });
-  return absl::OkStatus();
+  return publisher_->Publish(
+      static_cast<int>(trainer.state().epoch), trainer.state().step,
+      [&trainer](const std::string& path) { return trainer.SaveCheckpoint(path); },
+      final_checkpoint, retry_for, fom, std::move(point));
+}
+
+void RankRunner::WaitForUpload() {
+  if (publisher_ != nullptr) publisher_->Wait();
 }
 
 absl::Status RankRunner::Validate(gan::Trainer& trainer, v1::JobResult* result,

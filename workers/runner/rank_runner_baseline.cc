@@ -24,8 +24,10 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
                ? status
                : WithExitCode(std::move(status), kExitDataError);
   };
-  absl::StatusOr<HoldoutSplit> split = SplitAndReadHoldout(reader, particle);
+  std::optional<showers::ShowerSet> holdout;
+  absl::StatusOr<HoldoutSplit> split = input_.Split(reader, particle, &holdout);
   if (!split.ok()) return data_failure(split.status());
+  if (holdout.has_value()) validation_.SetHoldout(*std::move(holdout));
   // The fitted events, spread evenly over the training split (as the conditions' sample).
   const int64_t n = static_cast<int64_t>(split->train.size());
   const int64_t k = std::min<int64_t>(n, baseline::kBaselineFitEvents);
@@ -65,16 +67,12 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
   std::filesystem::create_directories(options_.work_dir, ec);
   const std::string path = (std::filesystem::path(options_.work_dir) / "baseline.ckpt").string();
   RETURN_IF_ERROR(baseline::WriteBaselineCheckpoint(path, p));
-  if (absl::Status uploaded = UploadCheckpointFile(path, 0, 0, options_.final_upload_retry);
+  if (absl::Status uploaded = publisher_->Upload(path, 0, 0, options_.final_upload_retry);
       !uploaded.ok()) {
     return absl::Status(uploaded.code(),
                         absl::StrCat("uploading the baseline's checkpoint: ", uploaded.message()));
   }
-  UploadedCheckpoint upload;
-  {
-    absl::MutexLock lock(&upload_mu_);
-    upload = last_upload_;
-  }
+  const UploadedCheckpoint upload = publisher_->last().upload;
   result_.set_checkpoint_sha256(upload.sha256);
   result_.set_checkpoint_size_bytes(upload.size_bytes);
   if (plan_.validation) {
@@ -84,7 +82,7 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
           return sampler->Sample(request.energy_gev, request.seed);
         },
         /*variable_angle=*/false, /*final_validation=*/true, &result_));
-    ReportPoint(PointOf(result_, 0, 0));
+    publisher_->ReportPoint(PointOf(result_, 0, 0));
   }
   result_.mutable_bf16()->set_state(v1::Bf16Check::STATE_UNAVAILABLE);
   result_.mutable_bf16()->set_reason(
