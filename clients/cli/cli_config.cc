@@ -1,6 +1,8 @@
 #include "clients/cli/cli_config.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -19,6 +21,59 @@
 
 namespace gantry::cli {
 
+namespace {
+
+// Config files are a few lines; anything larger is a mistake.
+constexpr off_t kMaxConfigBytes = 1 << 20;
+
+// Opens once, then checks the descriptor's mode and reads through it. O_NONBLOCK: a FIFO in place
+// of the file is refused instead of blocking the open.
+absl::StatusOr<ConfigFileRead> ReadConfigFile(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
+  }
+  struct stat st;
+  absl::Status status = absl::OkStatus();
+  ConfigFileRead read;
+  if (fstat(fd, &st) != 0) {
+    status = absl::PermissionDeniedError(absl::StrCat("cannot stat ", path, ": ",
+                                                      std::strerror(errno)));
+  } else if (!S_ISREG(st.st_mode)) {
+    status = absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+  } else if (st.st_size > kMaxConfigBytes) {
+    status = absl::InvalidArgumentError(
+        absl::StrCat(path, " has ", st.st_size, " bytes; a config file has at most ",
+                     kMaxConfigBytes));
+  } else {
+    read.private_enough = CheckSecretFileMode(st, "config file", path);
+    char buffer[8192];
+    for (;;) {
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        status = absl::UnavailableError(absl::StrCat("cannot read ", path, ": ",
+                                                     std::strerror(errno)));
+        break;
+      }
+      if (n == 0) break;
+      read.contents.append(buffer, static_cast<size_t>(n));
+      if (static_cast<off_t>(read.contents.size()) > kMaxConfigBytes) {
+        status = absl::InvalidArgumentError(absl::StrCat(path, " grew past ", kMaxConfigBytes,
+                                                         " bytes while it was read"));
+        break;
+      }
+    }
+  }
+  close(fd);
+  if (!status.ok()) return status;
+  return read;
+}
+
+}  // namespace
+
 ConfigEnvironment SystemEnvironment() {
   ConfigEnvironment env;
   env.getenv = [](const std::string& name) -> std::optional<std::string> {
@@ -26,14 +81,7 @@ ConfigEnvironment SystemEnvironment() {
     if (value == nullptr) return std::nullopt;
     return std::string(value);
   };
-  env.read_file = ReadWholeFile;
-  env.check_private = [](const std::string& path) -> absl::Status {
-    struct stat st;
-    if (stat(path.c_str(), &st) != 0) {
-      return absl::FailedPreconditionError(absl::StrCat(path, ": ", std::strerror(errno)));
-    }
-    return CheckSecretFileMode(st, "config file", path);
-  };
+  env.read_config = ReadConfigFile;
   return env;
 }
 
@@ -99,14 +147,13 @@ absl::StatusOr<CliConfig> ResolveConfig(const ConfigFlags& flags, const ConfigEn
 
   CliConfig file_config;
   if (!path.empty()) {
-    absl::StatusOr<std::string> contents = env.read_file(path);
+    absl::StatusOr<ConfigFileRead> contents = env.read_config(path);
     if (contents.ok()) {
-      ASSIGN_OR_RETURN(file_config, ParseConfigFile(path, *contents));
+      ASSIGN_OR_RETURN(file_config, ParseConfigFile(path, contents->contents));
       // A token at rest is read only from a private file, as the programs' secret files are.
-      if (!file_config.token.empty() && env.check_private) {
-        if (absl::Status mode = env.check_private(path); !mode.ok()) {
-          return absl::FailedPreconditionError(absl::StrCat(mode.message(), " (it holds a token)"));
-        }
+      if (!file_config.token.empty() && !contents->private_enough.ok()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat(contents->private_enough.message(), " (it holds a token)"));
       }
     } else if (explicit_path || !absl::IsNotFound(contents.status())) {
       return absl::FailedPreconditionError(

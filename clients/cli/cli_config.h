@@ -36,15 +36,20 @@ struct ConfigFlags {
   std::optional<std::string> config_path;  // --config
 };
 
+// What reading a config file found: its text, and whether the file may hold a secret
+// (base/secret_file.h CheckSecretFileMode), both from one open of the file, so that the mode
+// checked is the mode of the file that was read.
+struct ConfigFileRead {
+  std::string contents;
+  absl::Status private_enough;  // OK when it may hold a token; else why not
+};
+
 // The outside world the resolver reads; injectable so tests need no real environment or files.
 struct ConfigEnvironment {
   // Returns the environment variable's value, or nullopt when unset.
   std::function<std::optional<std::string>(const std::string&)> getenv;
-  // Returns the file's contents, NOT_FOUND when it does not exist, another error when unreadable.
-  std::function<absl::StatusOr<std::string>(const std::string&)> read_file;
-  // OK when the file may hold a secret (base/secret_file.h CheckSecretFileMode); else why not.
-  // Unset: not checked.
-  std::function<absl::Status(const std::string&)> check_private;
+  // Returns the config file, NOT_FOUND when it does not exist, another error when unreadable.
+  std::function<absl::StatusOr<ConfigFileRead>(const std::string&)> read_config;
 };
 
 // The real process environment and file system.

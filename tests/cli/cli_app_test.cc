@@ -20,7 +20,7 @@ ConfigEnvironment EmptyEnvironment(std::map<std::string, std::string> env = {}) 
     if (it == env.end()) return std::nullopt;
     return it->second;
   };
-  e.read_file = [](const std::string& path) -> absl::StatusOr<std::string> {
+  e.read_config = [](const std::string& path) -> absl::StatusOr<ConfigFileRead> {
     return absl::NotFoundError(path);
   };
   return e;

@@ -29,15 +29,17 @@ struct FakeWorld {
       if (it == env.end()) return std::nullopt;
       return it->second;
     };
-    e.read_file = [this](const std::string& path) -> absl::StatusOr<std::string> {
+    e.read_config = [this](const std::string& path) -> absl::StatusOr<ConfigFileRead> {
       reads.push_back(path);
       auto it = files.find(path);
       if (it == files.end()) return absl::NotFoundError(path + " does not exist");
-      return it->second;
-    };
-    e.check_private = [this](const std::string& path) -> absl::Status {
-      if (shared.count(path) == 0) return absl::OkStatus();
-      return absl::FailedPreconditionError("config file " + path + " has mode 0644: chmod 600");
+      ConfigFileRead read;
+      read.contents = it->second;
+      if (shared.count(path) != 0) {
+        read.private_enough =
+            absl::FailedPreconditionError("config file " + path + " has mode 0644: chmod 600");
+      }
+      return read;
     };
     return e;
   }

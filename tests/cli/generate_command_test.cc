@@ -26,7 +26,7 @@ Result RunGenerate(std::vector<std::string> args) {
     if (name == "GANTRY_SERVER") return "127.0.0.1:1";
     return std::nullopt;
   };
-  env.read_file = [](const std::string& path) -> absl::StatusOr<std::string> {
+  env.read_config = [](const std::string& path) -> absl::StatusOr<ConfigFileRead> {
     return absl::NotFoundError(path);
   };
   CliApp app(AllCommands(), env);
@@ -86,7 +86,7 @@ TEST(GenerateCommandTest, WellFormedRequestsReachTheServer) {
 TEST(GenerateCommandTest, HelpShowsTheIssueForm) {
   ConfigEnvironment env;
   env.getenv = [](const std::string&) -> std::optional<std::string> { return std::nullopt; };
-  env.read_file = [](const std::string& path) -> absl::StatusOr<std::string> {
+  env.read_config = [](const std::string& path) -> absl::StatusOr<ConfigFileRead> {
     return absl::NotFoundError(path);
   };
   CliApp app(AllCommands(), env);
