@@ -36,6 +36,35 @@ int64_t ShowersPerBin(const v1::ValidationSettings& settings) {
   return settings.showers_per_bin() > 0 ? settings.showers_per_bin() : 500;
 }
 
+// The report's histograms into the result, labelled with their energy (and angle) bins, up to
+// 4 MiB in all (well inside the control pipe's frame limit).
+void AddHistograms(const physics::ValidationReport& report, v1::JobResult* result) {
+  size_t bytes = 0;
+  for (const physics::Histogram& h : report.histograms) {
+    v1::Histogram out;
+    out.set_name(h.name);
+    out.set_x_label(h.x_label);
+    out.mutable_edges()->Add(h.edges.begin(), h.edges.end());
+    out.mutable_reference()->Add(h.reference.begin(), h.reference.end());
+    out.mutable_generated()->Add(h.generated.begin(), h.generated.end());
+    out.mutable_reference_error()->Add(h.reference_error.begin(), h.reference_error.end());
+    out.mutable_generated_error()->Add(h.generated_error.begin(), h.generated_error.end());
+    out.mutable_x()->Add(h.x.begin(), h.x.end());
+    if (h.energy_bin >= 0 && h.energy_bin < static_cast<int>(report.bins.size())) {
+      const physics::BinMetrics& bin = report.bins[h.energy_bin];
+      std::string label = absl::StrFormat("%g-%g GeV", bin.energy_lo_gev, bin.energy_hi_gev);
+      if (bin.theta_hi_rad > 0) {
+        absl::StrAppend(&label,
+                        absl::StrFormat(", %.3f-%.3f rad", bin.theta_lo_rad, bin.theta_hi_rad));
+      }
+      out.set_energy_bin(label);
+    }
+    bytes += out.ByteSizeLong();
+    if (bytes > (4u << 20)) break;
+    *result->add_histograms() = std::move(out);
+  }
+}
+
 }  // namespace
 
 absl::Status RankValidation::ScoreEnergyBand(const Generator& generate, bool variable,
@@ -112,6 +141,21 @@ absl::Status RankValidation::ScoreLeftOutBand(const Generator& generate, bool va
   return absl::OkStatus();
 }
 
+void RankValidation::RecordRecipe(uint64_t latent_seed, v1::JobResult* result) const {
+  auto& recipe = *result->mutable_hyper_parameters();
+  if (plan_.folds > 0) {
+    recipe["validation_folds"] = absl::StrCat(plan_.folds);
+    recipe["validation_fold"] = absl::StrCat(plan_.validation_fold);
+    recipe["validation_split_seed"] = absl::StrCat(plan_.split_seed);
+  } else {
+    char text[32];  // the shortest text that reads back as the same fraction
+    const auto written = std::to_chars(text, text + sizeof(text), plan_.holdout_fraction);
+    recipe["validation_holdout_fraction"] = std::string(text, written.ptr);
+    recipe["validation_split_seed"] = absl::StrCat(plan_.seed);
+  }
+  recipe["validation_latent_seed"] = absl::StrCat(latent_seed);
+}
+
 absl::Status RankValidation::Run(const Generator& generate, bool variable, bool final_validation,
                                  v1::JobResult* result) {
   const auto start = std::chrono::steady_clock::now();
@@ -170,44 +214,8 @@ absl::Status RankValidation::Run(const Generator& generate, bool variable, bool 
   }
   metrics["holdout_events"] = static_cast<double>(holdout_.events());
   metrics["generated_events"] = static_cast<double>(generated.events());
-  // How to redo this validation from the dataset and an export (the model card's
-  // validation.sample): the split and the seed of the latents.
-  auto& recipe = *result->mutable_hyper_parameters();
-  if (plan_.folds > 0) {
-    recipe["validation_folds"] = absl::StrCat(plan_.folds);
-    recipe["validation_fold"] = absl::StrCat(plan_.validation_fold);
-    recipe["validation_split_seed"] = absl::StrCat(plan_.split_seed);
-  } else {
-    char text[32];  // the shortest text that reads back as the same fraction
-    const auto written = std::to_chars(text, text + sizeof(text), plan_.holdout_fraction);
-    recipe["validation_holdout_fraction"] = std::string(text, written.ptr);
-    recipe["validation_split_seed"] = absl::StrCat(plan_.seed);
-  }
-  recipe["validation_latent_seed"] = absl::StrCat(request.seed);
-  size_t bytes = 0;
-  for (const physics::Histogram& h : report->histograms) {
-    v1::Histogram out;
-    out.set_name(h.name);
-    out.set_x_label(h.x_label);
-    out.mutable_edges()->Add(h.edges.begin(), h.edges.end());
-    out.mutable_reference()->Add(h.reference.begin(), h.reference.end());
-    out.mutable_generated()->Add(h.generated.begin(), h.generated.end());
-    out.mutable_reference_error()->Add(h.reference_error.begin(), h.reference_error.end());
-    out.mutable_generated_error()->Add(h.generated_error.begin(), h.generated_error.end());
-    out.mutable_x()->Add(h.x.begin(), h.x.end());
-    if (h.energy_bin >= 0 && h.energy_bin < static_cast<int>(report->bins.size())) {
-      const physics::BinMetrics& bin = report->bins[h.energy_bin];
-      std::string label = absl::StrFormat("%g-%g GeV", bin.energy_lo_gev, bin.energy_hi_gev);
-      if (bin.theta_hi_rad > 0) {
-        absl::StrAppend(&label,
-                        absl::StrFormat(", %.3f-%.3f rad", bin.theta_lo_rad, bin.theta_hi_rad));
-      }
-      out.set_energy_bin(label);
-    }
-    bytes += out.ByteSizeLong();
-    if (bytes > (4u << 20)) break;  // stay well inside the control pipe's frame limit
-    *result->add_histograms() = std::move(out);
-  }
+  RecordRecipe(request.seed, result);
+  AddHistograms(*report, result);
   log_("INFO", absl::StrFormat("validation: %d generated vs %d held-out showers in %d bins, fom "
                                "%.4g, mre_sampling_fraction %.4g, eprof %.4g, pos %.4g (%.3f s)",
                                generated.events(), holdout_.events(), report->bins.size(),

@@ -66,6 +66,9 @@ class RankValidation {
                                                  "separation_power_null"};
 
  private:
+  // How to redo this validation from the dataset and an export (the model card's
+  // validation.sample): the split and the seed of the latents, as validation_* hyper-parameters.
+  void RecordRecipe(uint64_t latent_seed, gantry::v1::JobResult* result) const;
   // The left-out band and its control band scored on their own: metrics left_out_* and
   // left_out_control_*, the bands in the result's hyper-parameters.
   absl::Status ScoreLeftOutBand(const Generator& generate, bool variable_angle,
