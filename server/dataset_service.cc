@@ -12,6 +12,7 @@
 #include "server/requests/dataset_requests.h"
 #include "server/requests/field_checks.h"
 #include "showers/hdf5_io.h"
+#include "showers/stream/generate_chunk.h"
 
 namespace gantry::server {
 namespace {
@@ -19,14 +20,6 @@ namespace {
 namespace v1 = ::gantry::v1;
 
 constexpr size_t kReadChunkBytes = 1 << 20;
-
-v1::Particle ParticleFromName(const std::string& name) {
-  if (name == "Ele") return v1::PARTICLE_ELECTRON;
-  if (name == "Gamma") return v1::PARTICLE_PHOTON;
-  if (name == "Pi0") return v1::PARTICLE_PI0;
-  if (name == "ChPi") return v1::PARTICLE_CHARGED_PION;
-  return v1::PARTICLE_UNSPECIFIED;
-}
 
 v1::DatasetLayout ToProto(showers::Layout layout) {
   switch (layout) {
@@ -66,9 +59,9 @@ absl::StatusOr<v1::UploadDatasetHeader> ReadUploadHeader(
 v1::Particle ParticleOf(const v1::UploadDatasetHeader& header, const showers::DatasetInfo& info) {
   v1::Particle particle = header.particle();
   if (particle == v1::PARTICLE_UNSPECIFIED) {
-    particle = ParticleFromName(showers::ParticleFromFileName(header.file_name()));
+    particle = showers::ParticleOfFileName(showers::ParticleFromFileName(header.file_name()));
   }
-  if (particle == v1::PARTICLE_UNSPECIFIED) particle = ParticleFromName(info.particle);
+  if (particle == v1::PARTICLE_UNSPECIFIED) particle = showers::ParticleOfFileName(info.particle);
   return particle;
 }
 

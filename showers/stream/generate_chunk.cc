@@ -9,6 +9,14 @@ namespace gantry::showers {
 
 namespace v1 = ::gantry::v1;
 
+v1::Particle ParticleOfFileName(const std::string& name) {
+  if (name == "Ele") return v1::PARTICLE_ELECTRON;
+  if (name == "Gamma") return v1::PARTICLE_PHOTON;
+  if (name == "Pi0") return v1::PARTICLE_PI0;
+  if (name == "ChPi") return v1::PARTICLE_CHARGED_PION;
+  return v1::PARTICLE_UNSPECIFIED;
+}
+
 std::string FileParticle(v1::Particle particle) {
   switch (particle) {
     case v1::PARTICLE_PHOTON:

@@ -19,6 +19,8 @@ inline constexpr int64_t kMaxStreamGridAxis = 1024;
 
 // "Ele", "Gamma", "Pi0" or "ChPi": the particle name 3DGAN files carry for a model's particle.
 std::string FileParticle(gantry::v1::Particle particle);
+// The particle of such a name ("Ele" -> PARTICLE_ELECTRON), PARTICLE_UNSPECIFIED for any other.
+gantry::v1::Particle ParticleOfFileName(const std::string& name);
 
 // OK when `chunk` may follow `showers_so_far` of `expected` showers of the stream: shape [n,x,y,z]
 // (axes 1..kMaxStreamGridAxis), n*x*y*z float32 bytes, one condition per shower, offset equal to

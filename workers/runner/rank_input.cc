@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "showers/stream/generate_chunk.h"
 #include "workers/gan/condition_fit.h"
 #include "workers/gan/prefetching_batch_source.h"
 
@@ -19,14 +20,6 @@ namespace v1 = ::gantry::v1;
 
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-v1::Particle ParticleOf(const std::string& name) {
-  if (name == "Ele") return v1::PARTICLE_ELECTRON;
-  if (name == "Gamma") return v1::PARTICLE_PHOTON;
-  if (name == "Pi0") return v1::PARTICLE_PI0;
-  if (name == "ChPi") return v1::PARTICLE_CHARGED_PION;
-  return v1::PARTICLE_UNSPECIFIED;
 }
 
 }  // namespace
@@ -67,7 +60,7 @@ absl::Status RankInput::CheckFitsModel(const showers::ShowerFileReader& reader) 
 void RankInput::Record(const MaterializedDataset& dataset, const std::string& particle,
                        v1::JobResult* result) {
   result->set_dataset_sha256(dataset.sha256);
-  result->set_particle(ParticleOf(particle));
+  result->set_particle(showers::ParticleOfFileName(particle));
   result->mutable_energy_range_gev()->set_min(dataset.energy_min_gev);
   result->mutable_energy_range_gev()->set_max(dataset.energy_max_gev);
   if (dataset.theta_max_rad > 0) {
