@@ -14,8 +14,8 @@
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/study_requests.h"
-#include "server/studies/early_stopping.h"
-#include "server/studies/optimizer.h"
+#include "studies/early_stopping.h"
+#include "studies/optimizer.h"
 #include "server/study_summary.h"
 #include "storage/study_repository.h"
 

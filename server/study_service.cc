@@ -10,7 +10,7 @@
 #include "base/status_macros.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/study_requests.h"
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 #include "server/study_driver.h"
 #include "server/study_summary.h"
 

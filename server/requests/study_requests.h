@@ -10,8 +10,8 @@
 #include "absl/status/statusor.h"
 #include "gantry/v1/studies.pb.h"
 #include "gantry/v1/training.pb.h"
-#include "server/studies/search_space.h"
-#include "server/studies/study_types.h"
+#include "studies/search_space.h"
+#include "studies/study_types.h"
 
 namespace gantry::server {
 

@@ -12,7 +12,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 #include "tests/bench/bench_flags.h"
 #include "tests/studies/analytic_objectives.h"
 #include "tests/studies/study_runner.h"

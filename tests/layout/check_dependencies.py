@@ -12,8 +12,8 @@ import re
 import sys
 
 # Top-level folders of the repository whose headers other folders may include.
-FOLDERS = {"proto", "base", "jobspec", "showers", "storage", "scheduler", "server", "workers", "clients",
-           "tests"}
+FOLDERS = {"proto", "base", "jobspec", "showers", "storage", "scheduler", "studies", "server", "workers",
+           "clients", "tests"}
 
 # External libraries whose use is restricted; anything else (the standard library, Abseil, OpenSSL,
 # protobuf, POSIX) may be used everywhere.
@@ -45,11 +45,12 @@ RULES = {
     "showers/stream": ({"base", "proto"}, set()),
     "storage": ({"proto", "base"}, {"libpqxx"}),
     "scheduler": ({"proto"}, set()),
-    "server": ({"proto", "base", "jobspec", "showers", "storage", "scheduler"}, {"grpc"}),
-    # server/studies: the pure search library (no gRPC, protobuf or storage); Eigen and NLopt.
-    "server/studies": ({"base"}, {"eigen", "nlopt"}),
+    "server": ({"proto", "base", "jobspec", "showers", "storage", "scheduler", "studies"}, {"grpc"}),
+    # studies: the pure search library (no gRPC, protobuf or storage); Eigen and NLopt.
+    "studies": ({"base"}, {"eigen", "nlopt"}),
     # server/http: the HTTP API and web app routes (on base/http's listener).
-    "server/http": ({"proto", "base", "jobspec", "showers", "storage", "scheduler", "server"},
+    "server/http": ({"proto", "base", "jobspec", "showers", "storage", "scheduler", "studies",
+                     "server"},
                     {"grpc"}),
     "workers": ({"proto", "base", "jobspec", "showers"}, {"grpc", "libtorch", "onnx"}),
     "workers/agent": ({"proto", "base", "jobspec", "showers"}, {"grpc"}),

@@ -8,8 +8,8 @@
 #include <functional>
 #include <string>
 
-#include "server/studies/random_source.h"
-#include "server/studies/search_space.h"
+#include "studies/random_source.h"
+#include "studies/search_space.h"
 
 namespace gantry::studies::testing {
 

@@ -1,5 +1,5 @@
 // The median stopping rule and ASHA on constructed histories.
-#include "server/studies/early_stopping.h"
+#include "studies/early_stopping.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

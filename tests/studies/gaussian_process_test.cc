@@ -1,13 +1,13 @@
 // The Gaussian process alone: it interpolates a smooth function, knows where it is unsure, takes
 // noise into account, and refuses what it cannot fit; and the searches' seed mixing (RandomSource).
-#include "server/studies/gaussian_process.h"
+#include "studies/gaussian_process.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <set>
 
-#include "server/studies/random_source.h"
+#include "studies/random_source.h"
 
 namespace gantry::studies {
 namespace {

@@ -8,9 +8,9 @@
 #include <set>
 #include <string>
 
-#include "server/studies/optimizer.h"
-#include "server/studies/random_source.h"
-#include "server/studies/search_space.h"
+#include "studies/optimizer.h"
+#include "studies/random_source.h"
+#include "studies/search_space.h"
 
 namespace gantry::studies {
 namespace {

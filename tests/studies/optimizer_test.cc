@@ -1,7 +1,7 @@
 // The optimizers on analytic objectives with fixed seeds: validity of every suggestion,
 // statelessness, the grid's enumeration, GP-EI against random search, the evolutionary search's
 // progress across generations, and bad options.
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

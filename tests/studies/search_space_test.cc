@@ -1,5 +1,5 @@
 // SearchSpace validation, assignment checks and the text form of assignments.
-#include "server/studies/search_space.h"
+#include "studies/search_space.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

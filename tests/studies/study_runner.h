@@ -6,8 +6,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "server/studies/optimizer.h"
-#include "server/studies/random_source.h"
+#include "studies/optimizer.h"
+#include "studies/random_source.h"
 #include "tests/studies/analytic_objectives.h"
 
 namespace gantry::studies::testing {

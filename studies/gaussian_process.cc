@@ -1,4 +1,4 @@
-#include "server/studies/gaussian_process.h"
+#include "studies/gaussian_process.h"
 
 #include <nlopt.h>
 

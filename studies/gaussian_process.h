@@ -2,14 +2,14 @@
 // standardised targets, a Matern 5/2 kernel with one length scale per coordinate (ARD), a signal
 // variance and a noise variance, fitted by maximising the log marginal likelihood (NLopt's
 // L-BFGS, multi-start, bounded) and solved by Cholesky (Eigen).
-#ifndef GANTRY_SERVER_STUDIES_GAUSSIAN_PROCESS_H_
-#define GANTRY_SERVER_STUDIES_GAUSSIAN_PROCESS_H_
+#ifndef GANTRY_STUDIES_GAUSSIAN_PROCESS_H_
+#define GANTRY_STUDIES_GAUSSIAN_PROCESS_H_
 
 #include "Eigen/Cholesky"
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/studies/random_source.h"
+#include "studies/random_source.h"
 
 namespace gantry::studies {
 
@@ -62,4 +62,4 @@ class GaussianProcess {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_GAUSSIAN_PROCESS_H_
+#endif  // GANTRY_STUDIES_GAUSSIAN_PROCESS_H_

@@ -4,10 +4,10 @@
 // population_size completed observations so far (elitist, steady state). A child is a random
 // linear interpolation of its parents in the unit cube plus Gaussian mutation, clipped into the
 // cube and decoded (integers and categories valid).
-#ifndef GANTRY_SERVER_STUDIES_EVOLUTIONARY_SEARCH_H_
-#define GANTRY_SERVER_STUDIES_EVOLUTIONARY_SEARCH_H_
+#ifndef GANTRY_STUDIES_EVOLUTIONARY_SEARCH_H_
+#define GANTRY_STUDIES_EVOLUTIONARY_SEARCH_H_
 
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 
 namespace gantry::studies {
 
@@ -27,4 +27,4 @@ class EvolutionarySearch : public Optimizer {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_EVOLUTIONARY_SEARCH_H_
+#endif  // GANTRY_STUDIES_EVOLUTIONARY_SEARCH_H_

@@ -1,4 +1,4 @@
-#include "server/studies/study_types.h"
+#include "studies/study_types.h"
 
 #include <cmath>
 #include <cstdio>

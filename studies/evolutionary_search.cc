@@ -1,12 +1,12 @@
-#include "server/studies/evolutionary_search.h"
+#include "studies/evolutionary_search.h"
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
-#include "server/studies/random_source.h"
-#include "server/studies/search_history.h"
-#include "server/studies/unit_cube.h"
+#include "studies/random_source.h"
+#include "studies/search_history.h"
+#include "studies/unit_cube.h"
 
 namespace gantry::studies {
 namespace {

@@ -1,8 +1,8 @@
-#include "server/studies/random_search.h"
+#include "studies/random_search.h"
 
-#include "server/studies/random_source.h"
-#include "server/studies/search_history.h"
-#include "server/studies/unit_cube.h"
+#include "studies/random_source.h"
+#include "studies/search_history.h"
+#include "studies/unit_cube.h"
 
 namespace gantry::studies {
 

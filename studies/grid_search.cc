@@ -1,4 +1,4 @@
-#include "server/studies/grid_search.h"
+#include "studies/grid_search.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "server/studies/search_history.h"
+#include "studies/search_history.h"
 
 namespace gantry::studies {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/studies/bayesian_search.h"
+#include "studies/bayesian_search.h"
 
 #include <nlopt.h>
 
@@ -9,10 +9,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "server/studies/gaussian_process.h"
-#include "server/studies/random_source.h"
-#include "server/studies/search_history.h"
-#include "server/studies/unit_cube.h"
+#include "studies/gaussian_process.h"
+#include "studies/random_source.h"
+#include "studies/search_history.h"
+#include "studies/unit_cube.h"
 
 namespace gantry::studies {
 namespace {

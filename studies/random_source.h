@@ -1,8 +1,8 @@
 // A RandomSource is the searches' deterministic random number generator: the same seed gives the
 // same numbers with every compiler and standard library (std::*_distribution does not promise
 // that), so suggestions replay exactly.
-#ifndef GANTRY_SERVER_STUDIES_RANDOM_SOURCE_H_
-#define GANTRY_SERVER_STUDIES_RANDOM_SOURCE_H_
+#ifndef GANTRY_STUDIES_RANDOM_SOURCE_H_
+#define GANTRY_STUDIES_RANDOM_SOURCE_H_
 
 #include <cmath>
 #include <cstdint>
@@ -43,4 +43,4 @@ class RandomSource {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_RANDOM_SOURCE_H_
+#endif  // GANTRY_STUDIES_RANDOM_SOURCE_H_

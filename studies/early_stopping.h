@@ -1,7 +1,7 @@
 // Early stopping of poor trials from their intermediate values: the median stopping rule and ASHA
 // (asynchronous successive halving). A pure function of the reported histories.
-#ifndef GANTRY_SERVER_STUDIES_EARLY_STOPPING_H_
-#define GANTRY_SERVER_STUDIES_EARLY_STOPPING_H_
+#ifndef GANTRY_STUDIES_EARLY_STOPPING_H_
+#define GANTRY_STUDIES_EARLY_STOPPING_H_
 
 #include <cstdint>
 #include <string>
@@ -11,7 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "server/studies/study_types.h"
+#include "studies/study_types.h"
 
 namespace gantry::studies {
 
@@ -64,4 +64,4 @@ absl::StatusOr<StopDecision> ShouldStopTrial(
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_EARLY_STOPPING_H_
+#endif  // GANTRY_STUDIES_EARLY_STOPPING_H_

@@ -1,4 +1,4 @@
-#include "server/studies/early_stopping.h"
+#include "studies/early_stopping.h"
 
 #include <algorithm>
 #include <cmath>

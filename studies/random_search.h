@@ -1,9 +1,9 @@
 // RandomSearch draws every suggestion uniformly from the space (log-uniformly on log axes,
 // uniformly among integers and choices), independent of the history but for the random stream.
-#ifndef GANTRY_SERVER_STUDIES_RANDOM_SEARCH_H_
-#define GANTRY_SERVER_STUDIES_RANDOM_SEARCH_H_
+#ifndef GANTRY_STUDIES_RANDOM_SEARCH_H_
+#define GANTRY_STUDIES_RANDOM_SEARCH_H_
 
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 
 namespace gantry::studies {
 
@@ -18,4 +18,4 @@ class RandomSearch : public Optimizer {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_RANDOM_SEARCH_H_
+#endif  // GANTRY_STUDIES_RANDOM_SEARCH_H_

@@ -1,4 +1,4 @@
-#include "server/studies/unit_cube.h"
+#include "studies/unit_cube.h"
 
 #include <algorithm>
 #include <cmath>

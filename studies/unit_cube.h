@@ -3,15 +3,15 @@
 // log(value), an integer axis as n equal cells (one per integer), a categorical parameter as a
 // one-hot block (decoded by its largest coordinate). Uniform points of the cube decode to uniform
 // (log-uniform for log axes) assignments.
-#ifndef GANTRY_SERVER_STUDIES_UNIT_CUBE_H_
-#define GANTRY_SERVER_STUDIES_UNIT_CUBE_H_
+#ifndef GANTRY_STUDIES_UNIT_CUBE_H_
+#define GANTRY_STUDIES_UNIT_CUBE_H_
 
 #include <vector>
 
 #include "Eigen/Core"
-#include "server/studies/random_source.h"
-#include "server/studies/search_space.h"
-#include "server/studies/study_types.h"
+#include "studies/random_source.h"
+#include "studies/search_space.h"
+#include "studies/study_types.h"
 
 namespace gantry::studies {
 
@@ -44,4 +44,4 @@ class UnitCube {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_UNIT_CUBE_H_
+#endif  // GANTRY_STUDIES_UNIT_CUBE_H_

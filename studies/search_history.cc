@@ -1,10 +1,10 @@
-#include "server/studies/search_history.h"
+#include "studies/search_history.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "server/studies/random_source.h"
+#include "studies/random_source.h"
 
 namespace gantry::studies {
 

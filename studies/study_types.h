@@ -1,7 +1,7 @@
 // Plain value types of the study search library: parameters, assignments, observations and
 // intermediate values. Pure data; SearchSpace (search_space.h) gives them meaning.
-#ifndef GANTRY_SERVER_STUDIES_STUDY_TYPES_H_
-#define GANTRY_SERVER_STUDIES_STUDY_TYPES_H_
+#ifndef GANTRY_STUDIES_STUDY_TYPES_H_
+#define GANTRY_STUDIES_STUDY_TYPES_H_
 
 #include <cstdint>
 #include <map>
@@ -74,4 +74,4 @@ struct IntermediateValue {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_STUDY_TYPES_H_
+#endif  // GANTRY_STUDIES_STUDY_TYPES_H_

@@ -1,7 +1,7 @@
 // A SearchSpace is the set of parameters a study searches over, with the checks and the text form
 // of the assignments drawn from it.
-#ifndef GANTRY_SERVER_STUDIES_SEARCH_SPACE_H_
-#define GANTRY_SERVER_STUDIES_SEARCH_SPACE_H_
+#ifndef GANTRY_STUDIES_SEARCH_SPACE_H_
+#define GANTRY_STUDIES_SEARCH_SPACE_H_
 
 #include <cstddef>
 #include <vector>
@@ -9,7 +9,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "server/studies/study_types.h"
+#include "studies/study_types.h"
 
 namespace gantry::studies {
 
@@ -54,4 +54,4 @@ class SearchSpace {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_SEARCH_SPACE_H_
+#endif  // GANTRY_STUDIES_SEARCH_SPACE_H_

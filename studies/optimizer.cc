@@ -1,12 +1,12 @@
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "server/studies/bayesian_search.h"
-#include "server/studies/evolutionary_search.h"
-#include "server/studies/grid_search.h"
-#include "server/studies/random_search.h"
+#include "studies/bayesian_search.h"
+#include "studies/evolutionary_search.h"
+#include "studies/grid_search.h"
+#include "studies/random_search.h"
 
 namespace gantry::studies {
 namespace {

@@ -1,4 +1,4 @@
-#include "server/studies/search_space.h"
+#include "studies/search_space.h"
 
 #include <cerrno>
 #include <cmath>

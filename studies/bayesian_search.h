@@ -6,10 +6,10 @@
 // (integers rounded, categoricals one-hot) before they are scored. A batch, and pending trials,
 // use the constant liar: each pending or already chosen point is added to the GP with the best
 // observed value as its assumed outcome, so the next point goes elsewhere.
-#ifndef GANTRY_SERVER_STUDIES_BAYESIAN_SEARCH_H_
-#define GANTRY_SERVER_STUDIES_BAYESIAN_SEARCH_H_
+#ifndef GANTRY_STUDIES_BAYESIAN_SEARCH_H_
+#define GANTRY_STUDIES_BAYESIAN_SEARCH_H_
 
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 
 namespace gantry::studies {
 
@@ -39,4 +39,4 @@ class BayesianSearch : public Optimizer {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_BAYESIAN_SEARCH_H_
+#endif  // GANTRY_STUDIES_BAYESIAN_SEARCH_H_

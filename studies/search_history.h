@@ -1,7 +1,7 @@
 // What every Optimizer does with Suggest's arguments before searching: checks them, derives the
 // call's random stream, and reads the history in unit-cube coordinates.
-#ifndef GANTRY_SERVER_STUDIES_SEARCH_HISTORY_H_
-#define GANTRY_SERVER_STUDIES_SEARCH_HISTORY_H_
+#ifndef GANTRY_STUDIES_SEARCH_HISTORY_H_
+#define GANTRY_STUDIES_SEARCH_HISTORY_H_
 
 #include <cstdint>
 #include <vector>
@@ -9,9 +9,9 @@
 #include "Eigen/Core"
 #include "absl/status/status.h"
 #include "absl/types/span.h"
-#include "server/studies/search_space.h"
-#include "server/studies/study_types.h"
-#include "server/studies/unit_cube.h"
+#include "studies/search_space.h"
+#include "studies/study_types.h"
+#include "studies/unit_cube.h"
 
 namespace gantry::studies {
 
@@ -38,4 +38,4 @@ bool ContainsPoint(const std::vector<Eigen::VectorXd>& points, const Eigen::Vect
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_SEARCH_HISTORY_H_
+#endif  // GANTRY_STUDIES_SEARCH_HISTORY_H_

@@ -3,12 +3,12 @@
 // take grid_points_per_axis evenly spaced values (log axes evenly in log), ends included; an
 // integer axis all its integers if there are at most that many, else that many rounded ones;
 // a categorical axis all its choices.
-#ifndef GANTRY_SERVER_STUDIES_GRID_SEARCH_H_
-#define GANTRY_SERVER_STUDIES_GRID_SEARCH_H_
+#ifndef GANTRY_STUDIES_GRID_SEARCH_H_
+#define GANTRY_STUDIES_GRID_SEARCH_H_
 
 #include <vector>
 
-#include "server/studies/optimizer.h"
+#include "studies/optimizer.h"
 
 namespace gantry::studies {
 
@@ -34,4 +34,4 @@ class GridSearch : public Optimizer {
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_GRID_SEARCH_H_
+#endif  // GANTRY_STUDIES_GRID_SEARCH_H_

@@ -2,8 +2,8 @@
 // are a pure function of (options, space, completed observations, pending assignments, count,
 // seed), so a server that restarts mid-study and replays its trials from PostgreSQL proposes the
 // same next points.
-#ifndef GANTRY_SERVER_STUDIES_OPTIMIZER_H_
-#define GANTRY_SERVER_STUDIES_OPTIMIZER_H_
+#ifndef GANTRY_STUDIES_OPTIMIZER_H_
+#define GANTRY_STUDIES_OPTIMIZER_H_
 
 #include <cstdint>
 #include <memory>
@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
-#include "server/studies/search_space.h"
-#include "server/studies/study_types.h"
+#include "studies/search_space.h"
+#include "studies/study_types.h"
 
 namespace gantry::studies {
 
@@ -94,4 +94,4 @@ absl::StatusOr<std::unique_ptr<Optimizer>> MakeOptimizer(Algorithm algorithm,
 
 }  // namespace gantry::studies
 
-#endif  // GANTRY_SERVER_STUDIES_OPTIMIZER_H_
+#endif  // GANTRY_STUDIES_OPTIMIZER_H_
