@@ -8,6 +8,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/log.h"
+#include "server/pool_provisioners.h"
 #include "server/requests/pool_requests.h"
 
 namespace gantry::server {

@@ -1,5 +1,5 @@
-// Provisioner: how an elastic pool gains and loses workers (static, command, slurm); built from the
-// pool's gantry.v1.ProvisionerSpec by MakeProvisioner.
+// Provisioner: how an elastic pool gains and loses workers; the interface its kinds implement
+// (static, command, slurm: MakeProvisioner in pool_provisioners.h builds one from a pool's spec).
 #ifndef GANTRY_SERVER_PROVISIONER_H_
 #define GANTRY_SERVER_PROVISIONER_H_
 
@@ -38,11 +38,6 @@ class Provisioner {
   // is nothing to withdraw or the provisioner cannot.
   virtual absl::Status CancelPending(const std::string& pool) { return absl::OkStatus(); }
 };
-
-// The provisioner a (validated) pool spec names; static when none is set. Its commands are killed
-// when `*cancelled` turns true (may be null; must outlive the provisioner).
-std::unique_ptr<Provisioner> MakeProvisioner(const gantry::v1::PoolSpec& spec,
-                                             const std::atomic<bool>* cancelled = nullptr);
 
 }  // namespace gantry::server
 

@@ -1,4 +1,4 @@
-#include "server/provisioner.h"
+#include "server/pool_provisioners.h"
 
 #include <algorithm>
 
