@@ -11,9 +11,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
-#include <limits>
-#include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -27,18 +24,11 @@
 #include "showers/shower_file_reader.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
-#include "workers/gan/checkpoint.h"
-#include "workers/gan/condition_fit.h"
-#include "workers/gan/prefetching_batch_source.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/runner/dataset_source.h"
-#include "workers/runner/holdout_split.h"
-#include "workers/runner/resume.h"
 
 namespace gantry::runner {
 namespace {
-
-namespace fs = std::filesystem;
 
 // Histograms sent with one validation point (the server allows 4 MiB): the report-wide summaries
 // come first, then per-bin histograms while they fit. A point is stored for every checkpoint, so

@@ -9,35 +9,23 @@
 #ifndef GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 #define GANTRY_WORKERS_RUNNER_RANK_RUNNER_H_
 
-#include <c10/core/Device.h>
-
-#include <atomic>
-#include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
-#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "base/file_roots.h"
-#include "base/tls_config.h"
 #include "gantry/v1/worker.pb.h"
 #include "showers/shower_file_reader.h"
-#include "showers/shower_set.h"
-#include "workers/gan/shower_generator.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/checkpoint_client.h"
 #include "workers/runner/checkpoint_publisher.h"
-#include "workers/runner/checkpoint_verifier.h"
 #include "workers/runner/dataset_source.h"
-#include "workers/runner/holdout_split.h"
 #include "workers/runner/precision_check.h"
 #include "workers/runner/rank_input.h"
 #include "workers/runner/rank_metrics_reporter.h"
