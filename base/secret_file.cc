@@ -60,6 +60,29 @@ absl::Status CheckSecretFileModeFor(uid_t me, const struct stat& st, absl::strin
               "out of backups that others can read"));
 }
 
+absl::StatusOr<RegularFileRead> ReadRegularFile(const std::string& path, size_t max_bytes) {
+  const Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (fd.get() < 0) {
+    return errno == ENOENT ? absl::NotFoundError(std::strerror(errno))
+                           : absl::FailedPreconditionError(std::strerror(errno));
+  }
+  RegularFileRead file;
+  if (fstat(fd.get(), &file.st) != 0) return absl::FailedPreconditionError(std::strerror(errno));
+  if (S_ISDIR(file.st.st_mode)) return absl::FailedPreconditionError("a directory");
+  if (!S_ISREG(file.st.st_mode)) return absl::FailedPreconditionError("not a regular file");
+  file.bytes.assign(max_bytes + 1, '\0');
+  size_t got = 0;
+  while (got < file.bytes.size()) {
+    const ssize_t n = read(fd.get(), file.bytes.data() + got, file.bytes.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return absl::FailedPreconditionError(std::strerror(errno));
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  file.bytes.resize(got);
+  return file;
+}
+
 absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string_view flag,
                                            absl::string_view what, size_t min_chars,
                                            size_t max_bytes) {
@@ -67,25 +90,10 @@ absl::StatusOr<std::string> ReadSecretFile(const std::string& path, absl::string
     return absl::NotFoundError(absl::StrCat("cannot read ", flag, " ", path, " (", why,
                                             "): it must be a readable file holding ", what));
   };
-  // O_NONBLOCK: a FIFO named by mistake does not hang the open; the mode is read from the open
-  // file, so it cannot change between the check and the read.
-  const Fd fd(open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (fd.get() < 0) return unreadable(std::strerror(errno));
-  struct stat st;
-  if (fstat(fd.get(), &st) != 0) return unreadable(std::strerror(errno));
-  if (S_ISDIR(st.st_mode)) return unreadable("a directory");
-  if (!S_ISREG(st.st_mode)) return unreadable("not a regular file");
-  if (absl::Status mode = CheckSecretFileMode(st, flag, path); !mode.ok()) return mode;
-  std::string content(max_bytes + 1, '\0');
-  size_t got = 0;
-  while (got < content.size()) {
-    const ssize_t n = read(fd.get(), content.data() + got, content.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return unreadable(std::strerror(errno));
-    if (n == 0) break;
-    got += static_cast<size_t>(n);
-  }
-  content.resize(got);
+  absl::StatusOr<RegularFileRead> file = ReadRegularFile(path, max_bytes);
+  if (!file.ok()) return unreadable(file.status().message());
+  if (absl::Status mode = CheckSecretFileMode(file->st, flag, path); !mode.ok()) return mode;
+  const std::string& content = file->bytes;
   if (content.size() > max_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(flag, " ", path, " is larger than ",
                                                    max_bytes >= 1024

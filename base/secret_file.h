@@ -31,6 +31,18 @@ absl::Status CheckSecretFileMode(const struct stat& st, absl::string_view flag,
 absl::Status CheckSecretFileModeFor(uid_t me, const struct stat& st, absl::string_view flag,
                                     absl::string_view path);
 
+// A regular file read through one descriptor: opened with O_NONBLOCK (a FIFO named by mistake does
+// not hang the open), its status taken from that descriptor (so a check of the mode applies to the
+// bytes read), and at most max_bytes + 1 bytes read (more than max_bytes: the file is too large).
+struct RegularFileRead {
+  struct stat st;
+  std::string bytes;
+};
+// NOT_FOUND when nothing is at `path`; FAILED_PRECONDITION when it cannot be opened or read, is a
+// directory or is not a regular file. The message is the reason alone ("a directory", the errno
+// text), for the caller to name the file as its flag calls it.
+absl::StatusOr<RegularFileRead> ReadRegularFile(const std::string& path, size_t max_bytes);
+
 // The content of the file at `path` without surrounding whitespace (a trailing newline is usual).
 // Errors name `flag` and say what the file must hold (`what`, e.g. "the libpq DSN"):
 // NOT_FOUND "cannot read FLAG PATH (...): ..." for a missing or unreadable path, a directory or

@@ -1,12 +1,7 @@
 #include "clients/cli/cli_config.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstdlib>
-#include <cstring>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -17,58 +12,31 @@
 #include "base/field_checks.h"
 #include "base/secret_file.h"
 #include "base/status_macros.h"
-#include "clients/cli/command_helpers.h"
 
 namespace gantry::cli {
 
 namespace {
 
 // Config files are a few lines; anything larger is a mistake.
-constexpr off_t kMaxConfigBytes = 1 << 20;
+constexpr size_t kMaxConfigBytes = 1 << 20;
 
-// Opens once, then checks the descriptor's mode and reads through it. O_NONBLOCK: a FIFO in place
-// of the file is refused instead of blocking the open.
+// The text and the mode come from one open of the file (ReadRegularFile).
 absl::StatusOr<ConfigFileRead> ReadConfigFile(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT) return absl::NotFoundError(absl::StrCat(path, " does not exist"));
-    return absl::PermissionDeniedError(
-        absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
-  }
-  struct stat st;
-  absl::Status status = absl::OkStatus();
-  ConfigFileRead read;
-  if (fstat(fd, &st) != 0) {
-    status = absl::PermissionDeniedError(absl::StrCat("cannot stat ", path, ": ",
-                                                      std::strerror(errno)));
-  } else if (!S_ISREG(st.st_mode)) {
-    status = absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
-  } else if (st.st_size > kMaxConfigBytes) {
-    status = absl::InvalidArgumentError(
-        absl::StrCat(path, " has ", st.st_size, " bytes; a config file has at most ",
-                     kMaxConfigBytes));
-  } else {
-    read.private_enough = CheckSecretFileMode(st, "config file", path);
-    char buffer[8192];
-    for (;;) {
-      const ssize_t n = ::read(fd, buffer, sizeof buffer);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        status = absl::UnavailableError(absl::StrCat("cannot read ", path, ": ",
-                                                     std::strerror(errno)));
-        break;
-      }
-      if (n == 0) break;
-      read.contents.append(buffer, static_cast<size_t>(n));
-      if (static_cast<off_t>(read.contents.size()) > kMaxConfigBytes) {
-        status = absl::InvalidArgumentError(absl::StrCat(path, " grew past ", kMaxConfigBytes,
-                                                         " bytes while it was read"));
-        break;
-      }
+  absl::StatusOr<RegularFileRead> file = ReadRegularFile(path, kMaxConfigBytes);
+  if (!file.ok()) {
+    if (absl::IsNotFound(file.status())) {
+      return absl::NotFoundError(absl::StrCat(path, " does not exist"));
     }
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot read ", path, ": ", file.status().message()));
   }
-  close(fd);
-  if (!status.ok()) return status;
+  if (file->bytes.size() > kMaxConfigBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(path, " is larger than ", kMaxConfigBytes,
+                                                   " bytes; a config file is a few lines"));
+  }
+  ConfigFileRead read;
+  read.private_enough = CheckSecretFileMode(file->st, "config file", path);
+  read.contents = std::move(file->bytes);
   return read;
 }
 

@@ -75,7 +75,7 @@ class ScriptedTransport : public CheckpointTransport {
 struct Logged {
   absl::Mutex mu;
   std::vector<std::string> lines;
-  CheckpointPublisher::LogFn fn() {
+  RankLog fn() {
     return [this](const std::string& level, const std::string& text) {
       absl::MutexLock lock(&mu);
       lines.push_back(level + " " + text);

@@ -67,7 +67,7 @@ class RankStagesTest : public ::testing::Test {
     return plan.ok() ? *std::move(plan) : RankPlan{};
   }
 
-  RankInput::LogFn Log() {
+  RankLog Log() {
     return [this](const std::string& level, const std::string& text) {
       lines_.push_back(level + " " + text);
     };

@@ -14,7 +14,7 @@ namespace fs = std::filesystem;
 namespace v1 = ::gantry::v1;
 
 CheckpointPublisher::CheckpointPublisher(CheckpointPublisherOptions options,
-                                         CheckpointTransport* transport, LogFn log)
+                                         CheckpointTransport* transport, RankLog log)
     : options_(std::move(options)),
       transport_(transport),
       log_(std::move(log)),

@@ -27,6 +27,7 @@
 #include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
 #include "workers/runner/checkpoint_client.h"
+#include "workers/runner/rank_log.h"
 
 namespace gantry::runner {
 
@@ -53,13 +54,12 @@ struct PublishedCheckpoint {
 
 class CheckpointPublisher {
  public:
-  using LogFn = std::function<void(const std::string& level, const std::string& text)>;
   // Writes the checkpoint file at `path`.
   using WriteFn = std::function<absl::Status(const std::string& path)>;
 
   // `transport` must outlive the publisher.
   CheckpointPublisher(CheckpointPublisherOptions options, CheckpointTransport* transport,
-                      LogFn log);
+                      RankLog log);
   ~CheckpointPublisher();  // waits for the upload in flight
   CheckpointPublisher(const CheckpointPublisher&) = delete;
   CheckpointPublisher& operator=(const CheckpointPublisher&) = delete;
@@ -96,7 +96,7 @@ class CheckpointPublisher {
 
   const CheckpointPublisherOptions options_;
   CheckpointTransport* const transport_;
-  const LogFn log_;
+  const RankLog log_;
   // Publishing thread only.
   std::deque<std::string> local_files_;
   std::chrono::steady_clock::time_point last_save_;

@@ -24,7 +24,7 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-RankInput::RankInput(const RankPlan& plan, LogFn log)
+RankInput::RankInput(const RankPlan& plan, RankLog log)
     : plan_(plan), rank_(plan.assignment.rank()), log_(std::move(log)) {}
 
 void RankInput::Describe(const MaterializedDataset& dataset,

@@ -22,6 +22,7 @@
 #include "workers/gan/batch_source.h"
 #include "workers/runner/dataset_source.h"
 #include "workers/runner/holdout_split.h"
+#include "workers/runner/rank_log.h"
 #include "workers/runner/rank_plan.h"
 
 namespace gantry::runner {
@@ -38,10 +39,9 @@ struct TrainingInput {
 
 class RankInput {
  public:
-  using LogFn = std::function<void(const std::string& level, const std::string& text)>;
 
   // `plan` must outlive the stage.
-  RankInput(const RankPlan& plan, LogFn log);
+  RankInput(const RankPlan& plan, RankLog log);
 
   // The "dataset ... materialised" log line: events, shape, particle, hash, where it came from.
   void Describe(const MaterializedDataset& dataset, const showers::ShowerFileReader& reader,
@@ -76,7 +76,7 @@ class RankInput {
 
   const RankPlan& plan_;
   const int rank_;
-  const LogFn log_;
+  const RankLog log_;
 };
 
 }  // namespace gantry::runner

@@ -17,7 +17,6 @@ namespace gantry::runner {
 namespace {
 
 namespace fs = std::filesystem;
-using LogFn = std::function<void(const std::string& level, const std::string& text)>;
 
 // Copies parameters and buffers by name (fine-tuning from a checkpoint's weights), except `skip`.
 absl::Status CopyWeights(torch::nn::Module& from, torch::nn::Module& to, const std::string& what,
@@ -107,7 +106,7 @@ gan::TrainerOptions TrainerOptionsFor(const RankPlan& plan, const RankRunnerOpti
 absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildRankTrainer(const RankPlan& plan,
                                                                const RankRunnerOptions& options,
                                                                TrainingInput input,
-                                                               const LogFn& log) {
+                                                               const RankLog& log) {
   const gan::TrainerOptions trainer_options = TrainerOptionsFor(plan, options);
   const std::string& resume = plan.assignment.resume_checkpoint_sha256();
   if (!resume.empty()) {

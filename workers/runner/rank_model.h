@@ -6,13 +6,13 @@
 #ifndef GANTRY_WORKERS_RUNNER_RANK_MODEL_H_
 #define GANTRY_WORKERS_RUNNER_RANK_MODEL_H_
 
-#include <functional>
 #include <memory>
 #include <string>
 
 #include "absl/status/statusor.h"
 #include "workers/gan/trainer.h"
 #include "workers/runner/rank_input.h"
+#include "workers/runner/rank_log.h"
 #include "workers/runner/rank_options.h"
 #include "workers/runner/rank_plan.h"
 
@@ -24,9 +24,10 @@ gan::TrainerOptions TrainerOptionsFor(const RankPlan& plan, const RankRunnerOpti
 
 // The trainer of `input` (see the top). Errors name the assignment field of the checkpoint they
 // concern. `log` receives the "resumed from" / "fine-tuning from" lines.
-absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildRankTrainer(
-    const RankPlan& plan, const RankRunnerOptions& options, TrainingInput input,
-    const std::function<void(const std::string& level, const std::string& text)>& log);
+absl::StatusOr<std::unique_ptr<gan::Trainer>> BuildRankTrainer(const RankPlan& plan,
+                                                               const RankRunnerOptions& options,
+                                                               TrainingInput input,
+                                                               const RankLog& log);
 
 }  // namespace gantry::runner
 

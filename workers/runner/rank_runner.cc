@@ -139,10 +139,8 @@ RankRunner::RankRunner(RankPlan plan, RankRunnerOptions options, MessageSink sin
       rank_(plan_.assignment.rank()),
       world_size_(plan_.assignment.world_size()),
       sink_(std::move(sink)),
-      input_(plan_, [this](const std::string& level,
-                           const std::string& text) { Log(level, text); }),
-      validation_(
-          plan_, [this](const std::string& level, const std::string& text) { Log(level, text); }) {}
+      input_(plan_, Logger()),
+      validation_(plan_, Logger()) {}
 
 RankRunner::~RankRunner() {
   WaitForUpload();
@@ -173,6 +171,10 @@ void RankRunner::Log(const std::string& level, const std::string& text) {
   line->set_level(level);
   line->set_text(text);
   Send(message).IgnoreError();  // a broken sink is noticed by the training loop
+}
+
+RankLog RankRunner::Logger() {
+  return [this](const std::string& level, const std::string& text) { Log(level, text); };
 }
 
 void RankRunner::SetProgress(const v1::Progress& progress, bool send_now) {
@@ -292,10 +294,7 @@ absl::Status RankRunner::RunInner() {
   if (!input.ok()) return MarkDataFailure(input.status());
   if (holdout.has_value()) validation_.SetHoldout(*std::move(holdout));
   ASSIGN_OR_RETURN(std::unique_ptr<gan::Trainer> trainer,
-                   BuildRankTrainer(plan_, options_, *std::move(input),
-                                    [this](const std::string& level, const std::string& text) {
-                                      Log(level, text);
-                                    }));
+                   BuildRankTrainer(plan_, options_, *std::move(input), Logger()));
   if (StopRequested()) return absl::CancelledError("cancelled before training");
   if (CheckpointAndStopRequested()) return preempted_early;
 
@@ -435,17 +434,17 @@ absl::Status RankRunner::StartRunning() {
   publishing.keep_last = plan_.keep_last;
   publishing.final_upload_retry = options_.final_upload_retry;
   publishing.stopping = [this] { return StopRequested(); };
-  publisher_ = std::make_unique<CheckpointPublisher>(
-      std::move(publishing), checkpoints_.get(),
-      [this](const std::string& level, const std::string& text) { Log(level, text); });
+  publisher_ =
+      std::make_unique<CheckpointPublisher>(std::move(publishing), checkpoints_.get(), Logger());
   if (rank_ == 0) progress_thread_ = std::thread([this] { ProgressLoop(); });
   return absl::OkStatus();
 }
 
 absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
   WaitForUpload();
-  UploadedCheckpoint final_upload = publisher_->last().upload;
-  const bool uploaded = publisher_->last().step == trainer.state().step;
+  const PublishedCheckpoint last = publisher_->last();
+  UploadedCheckpoint final_upload = last.upload;
+  const bool uploaded = last.step == trainer.state().step;
   // keep_best: the final checkpoint carries its fom too, so validation runs before its upload (a
   // failed validation still uploads it, without a fom, and then fails the job).
   bool validated = false;
@@ -640,8 +639,7 @@ bool RankRunner::PeriodicCheckpointDue(const gan::Trainer& trainer, int64_t epoc
   const int64_t every_steps = plan_.checkpoint_every_steps;
   if (every_steps > 0 && state.step % every_steps == 0) return true;
   const double every_minutes = plan_.checkpoint_every_minutes;
-  return every_minutes > 0 &&
-         absl::ToDoubleSeconds(publisher_->SinceLastSave()) >= every_minutes * 60;
+  return every_minutes > 0 && publisher_->SinceLastSave() >= absl::Minutes(every_minutes);
 }
 
 absl::Status RankRunner::CheckpointAndStop(gan::Trainer& trainer) {

@@ -99,6 +99,8 @@ class RankRunner {
 
   absl::Status Send(const gantry::v1::WorkerMessage& message);
   void Log(const std::string& level, const std::string& text);
+  // Log as a RankLog, for the stages.
+  RankLog Logger();
   void SetProgress(const gantry::v1::Progress& progress, bool send_now);
   void ProgressLoop();
   bool StopRequested() const;

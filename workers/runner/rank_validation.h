@@ -17,6 +17,7 @@
 #include "showers/shower_set.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/runner/precision_check.h"
+#include "workers/runner/rank_log.h"
 #include "workers/runner/rank_plan.h"
 
 namespace gantry::runner {
@@ -26,11 +27,9 @@ class RankValidation {
   // Showers at a validation request's conditions (the trained generator, or a baseline).
   using Generator =
       std::function<absl::StatusOr<showers::ShowerSet>(const gan::GenerationRequest&)>;
-  // log(level, text): the rank's log.
-  using LogFn = std::function<void(const std::string&, const std::string&)>;
 
   // `plan` outlives this.
-  RankValidation(const RankPlan& plan, LogFn log) : plan_(plan), log_(std::move(log)) {}
+  RankValidation(const RankPlan& plan, RankLog log) : plan_(plan), log_(std::move(log)) {}
 
   void SetHoldout(showers::ShowerSet holdout) { holdout_ = std::move(holdout); }
   const showers::ShowerSet& holdout() const { return holdout_; }
@@ -80,7 +79,7 @@ class RankValidation {
                                const std::string& prefix, gantry::v1::JobResult* result);
 
   const RankPlan& plan_;
-  LogFn log_;
+  RankLog log_;
   showers::ShowerSet holdout_;
   std::optional<PrecisionCheck::Fp32Validation> last_;
 };
