@@ -20,7 +20,7 @@
 #include "grpcpp/resource_quota.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server_builder.h"
-#include "server/request_log.h"
+#include "server/platform/request_log.h"
 
 namespace gantry::server {
 namespace {
@@ -35,28 +35,28 @@ struct ServerTls {
 absl::StatusOr<ServerTls> LoadServerTls(const ServerOptions& o) {
   ServerTls tls;
   TlsFiles own;
-  own.cert = o.tls_cert_file;
-  own.key = o.tls_key_file;
+  own.cert = o.tls.cert_file;
+  own.key = o.tls.key_file;
   ASSIGN_OR_RETURN(tls.listener, LoadTlsConfig(own));
-  if (!o.tls_client_ca_file.empty()) {
+  if (!o.tls.client_ca_file.empty()) {
     if (!tls.listener.has_identity()) {
       return absl::InvalidArgumentError(
           "--tls-client-ca needs TLS on: give --tls-cert and --tls-key too");
     }
     TlsFiles workers;
-    workers.ca_cert = o.tls_client_ca_file;
+    workers.ca_cert = o.tls.client_ca_file;
     workers.ca_cert_flag = "--tls-client-ca";
     ASSIGN_OR_RETURN(tls.workers, LoadTlsConfig(workers));
   }
-  if (!o.worker_tls_name.empty()) {
-    if (o.tls_client_ca_file.empty()) {
+  if (!o.tls.worker_name.empty()) {
+    if (o.tls.client_ca_file.empty()) {
       return absl::InvalidArgumentError(
           "--worker-tls-name needs --tls-client-ca (worker endpoints are dialled over TLS only "
           "with it)");
     }
     const bool dns_name =
-        o.worker_tls_name.size() <= 253 &&
-        std::all_of(o.worker_tls_name.begin(), o.worker_tls_name.end(), [](char c) {
+        o.tls.worker_name.size() <= 253 &&
+        std::all_of(o.tls.worker_name.begin(), o.tls.worker_name.end(), [](char c) {
           return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.';
         });
     if (!dns_name) {
@@ -143,7 +143,7 @@ absl::StatusOr<std::unique_ptr<grpc::Server>> StartListener(
 
 // How often the stream watchdog checks deadlines: a tenth of the shorter one, 10 ms to 1 s.
 absl::Duration WatchdogTick(const ServerOptions& options) {
-  return std::clamp(std::min(options.stream_header_timeout, options.stream_idle_timeout) / 10,
+  return std::clamp(std::min(options.streams.header_timeout, options.streams.idle_timeout) / 10,
                     absl::Milliseconds(10), absl::Seconds(1));
 }
 
@@ -171,7 +171,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
                       backend_->options.blob_gc_grace),
       studies_(*backend_),
-      study_driver_(*backend_, backend_->options.study_interval) {}
+      study_driver_(*backend_, backend_->options.coordinator.study_interval) {}
 
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {
@@ -199,7 +199,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
       ServerCredentialsFor(tls.listener, tls.workers.ca_pem);
   ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, Backend::Create(options));
   if (tls.workers.trusts_ca()) {
-    backend->worker_channels = {ChannelCredentialsFor(tls.workers), options.worker_tls_name};
+    backend->worker_channels = {ChannelCredentialsFor(tls.workers), options.tls.worker_name};
   }
   std::unique_ptr<GantryServer> server(new GantryServer(std::move(backend)));
   GantryServer& s = *server;
@@ -254,7 +254,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   probe.connect_timeout = absl::Seconds(2);
   probe.statement_timeout = absl::Seconds(2);
   probe.pool_wait = absl::Seconds(2);
-  ASSIGN_OR_RETURN(s.health_db_, storage::Database::Create(options.db_dsn, probe));
+  ASSIGN_OR_RETURN(s.health_db_, storage::Database::Create(options.db.dsn, probe));
   grpc::HealthCheckServiceInterface* health = s.server_->GetHealthCheckService();
   grpc::HealthCheckServiceInterface* worker_health =
       split ? s.worker_server_->GetHealthCheckService() : nullptr;
@@ -277,18 +277,18 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
       metrics::ProcessMetrics(), *b, s.coordinator_.state(), s.health_db_.get());
   s.metrics_http_ = std::move(metrics_http);
-  if (!options.http_listen.empty()) {
+  if (!options.http.listen.empty()) {
     http::HttpApiOptions http_options;
-    http_options.listen = options.http_listen;
-    http_options.web_root = options.web_root;
+    http_options.listen = options.http.listen;
+    http_options.web_root = options.http.web_root;
     http_options.tls_cert_pem = tls.listener.cert_pem;
     http_options.tls_key_pem = tls.listener.key_pem;
-    http_options.session_ttl = options.http_session_ttl;
-    http_options.max_generate_showers = options.http_max_generate_showers;
-    http_options.max_event_streams = options.http_max_event_streams;
-    http_options.max_event_streams_per_tenant = options.http_max_event_streams_per_tenant;
-    http_options.max_connections = options.http_max_connections;
-    http_options.max_connections_per_ip = options.http_max_connections_per_ip;
+    http_options.session_ttl = options.http.session_ttl;
+    http_options.max_generate_showers = options.http.max_generate_showers;
+    http_options.max_event_streams = options.http.max_event_streams;
+    http_options.max_event_streams_per_tenant = options.http.max_event_streams_per_tenant;
+    http_options.max_connections = options.http.max_connections;
+    http_options.max_connections_per_ip = options.http.max_connections_per_ip;
     http_options.temp_dir = options.data_dir + "/http-downloads";
     http_options.in_process_key = http_api_key;
     ASSIGN_OR_RETURN(

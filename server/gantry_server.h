@@ -3,7 +3,7 @@
 // interceptor, keepalive, message-size and thread limits on one grpc::Server (or two: the worker
 // protocol on its own listener, options.worker_listen), the blob garbage collector, the
 // Prometheus /metrics endpoint (options.metrics_listen) and the HTTP API with the web app
-// (options.http_listen).
+// (options.http.listen).
 #ifndef GANTRY_SERVER_GANTRY_SERVER_H_
 #define GANTRY_SERVER_GANTRY_SERVER_H_
 
@@ -13,25 +13,25 @@
 #include "absl/status/statusor.h"
 #include "base/metrics/metrics_http_server.h"
 #include "grpcpp/server.h"
-#include "server/admin_service.h"
-#include "server/backend.h"
-#include "server/blob_collector.h"
-#include "server/catalog_service.h"
-#include "server/dataset_service.h"
-#include "server/generation_router.h"
-#include "server/generation_service.h"
-#include "server/health_monitor.h"
+#include "server/api/admin_service.h"
+#include "server/api/catalog_service.h"
+#include "server/api/dataset_service.h"
+#include "server/api/study_service.h"
+#include "server/api/training_service.h"
+#include "server/api/worker_dataset_service.h"
+#include "server/api/worker_service.h"
+#include "server/coordinator/generation_router.h"
+#include "server/coordinator/job_coordinator.h"
+#include "server/coordinator/server_metrics_collector.h"
+#include "server/coordinator/study_driver.h"
+#include "server/gateway/generation_service.h"
 #include "server/http/http_api_server.h"
-#include "server/job_coordinator.h"
-#include "server/pool_autoscaler.h"
-#include "server/server_metrics.h"
-#include "server/server_options.h"
-#include "server/stream_watchdog.h"
-#include "server/study_driver.h"
-#include "server/study_service.h"
-#include "server/training_service.h"
-#include "server/worker_dataset_service.h"
-#include "server/worker_service.h"
+#include "server/platform/backend.h"
+#include "server/platform/blob_collector.h"
+#include "server/platform/health_monitor.h"
+#include "server/platform/server_options.h"
+#include "server/platform/stream_watchdog.h"
+#include "server/pools/pool_autoscaler.h"
 #include "storage/database.h"
 
 namespace gantry::server {
@@ -55,7 +55,7 @@ class GantryServer {
   std::string metrics_address() const {
     return metrics_http_ != nullptr ? metrics_http_->address() : std::string();
   }
-  // "host:port" of the HTTP API; empty when options.http_listen is empty.
+  // "host:port" of the HTTP API; empty when options.http.listen is empty.
   std::string http_address() const { return http_ != nullptr ? http_->address() : std::string(); }
   int migrations_applied() const { return backend_->migrations_applied; }
 

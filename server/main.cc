@@ -13,8 +13,8 @@
 #include "base/private_directory.h"
 #include "base/signals.h"
 #include "server/gantry_server.h"
+#include "server/platform/server_options.h"
 #include "server/server_flags.h"
-#include "server/server_options.h"
 
 namespace {
 const gantry::server::ServerFlags kDefaults;  // the flags' defaults
@@ -327,8 +327,8 @@ int main(int argc, char** argv) {
   }
   GANTRY_LOG(INFO) << "gantry-server " << gantry::GantryVersionString() << ": "
                    << (*server)->migrations_applied() << " migration(s) applied, data in "
-                   << options.data_dir << (options.tls_cert_file.empty() ? "" : ", TLS on")
-                   << (options.tls_client_ca_file.empty() ? "" : ", mutual TLS for workers");
+                   << options.data_dir << (options.tls.cert_file.empty() ? "" : ", TLS on")
+                   << (options.tls.client_ca_file.empty() ? "" : ", mutual TLS for workers");
   if (!(*server)->metrics_address().empty()) {
     GANTRY_LOG(INFO) << "metrics on http://" << (*server)->metrics_address() << "/metrics";
   }
@@ -337,10 +337,10 @@ int main(int argc, char** argv) {
     std::cout << "worker protocol on " << (*server)->worker_address() << std::endl;
   }
   if (!(*server)->http_address().empty()) {
-    GANTRY_LOG(INFO) << "HTTP API on " << (options.tls_cert_file.empty() ? "http" : "https")
+    GANTRY_LOG(INFO) << "HTTP API on " << (options.tls.cert_file.empty() ? "http" : "https")
                      << "://" << (*server)->http_address() << "/"
-                     << (options.web_root.empty() ? " (no web app: --web-root)"
-                                                  : ", web app from " + options.web_root);
+                     << (options.http.web_root.empty() ? " (no web app: --web-root)"
+                                                  : ", web app from " + options.http.web_root);
   }
   std::cout << "listening on " << (*server)->address() << std::endl;
 

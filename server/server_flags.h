@@ -11,7 +11,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/sanitizers.h"
-#include "server/server_options.h"
+#include "server/platform/server_options.h"
 #include "storage/tenant_limits.h"
 
 namespace gantry::server {

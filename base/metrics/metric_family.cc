@@ -33,6 +33,17 @@ std::vector<std::pair<std::string, std::string>> Pairs(const std::vector<std::st
 
 }  // namespace
 
+MetricSpec MakeMetricSpec(std::string name, std::string help, MetricType type,
+                          std::vector<std::string> label_names, std::vector<double> buckets) {
+  MetricSpec spec;
+  spec.name = std::move(name);
+  spec.help = std::move(help);
+  spec.type = type;
+  spec.label_names = std::move(label_names);
+  spec.buckets = std::move(buckets);
+  return spec;
+}
+
 MetricFamily::MetricFamily(MetricSpec spec) : spec_(std::move(spec)) {
   for (size_t i = 0; i < spec_.label_names.size(); ++i) {
     if (spec_.label_names[i] == spec_.capped_label) capped_index_ = static_cast<int>(i);

@@ -35,6 +35,12 @@ struct MetricSpec {
   int max_series = 1000;
 };
 
+// A spec with the given name, help, type, labels and (histograms) buckets; the bounds keep their
+// defaults.
+MetricSpec MakeMetricSpec(std::string name, std::string help, MetricType type,
+                          std::vector<std::string> label_names = {},
+                          std::vector<double> buckets = {});
+
 // Thread-safe. Label values are passed in the order of spec.label_names; a call with the wrong
 // number of values is a programming error and aborts with the family's name.
 class MetricFamily {

@@ -21,8 +21,8 @@
 #include "gantry/v1/training.grpc.pb.h"
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
-#include "server/backend.h"
 #include "server/http/static_files.h"
+#include "server/platform/backend.h"
 
 namespace gantry::server::http {
 

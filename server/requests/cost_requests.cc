@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/safe_text.h"
-#include "server/budget_gate.h"
+#include "server/platform/budget_gate.h"
 #include "server/requests/field_checks.h"
 
 namespace gantry::server {

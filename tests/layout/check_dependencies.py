@@ -63,6 +63,31 @@ RULES = {
     "clients/plots": ({"proto", "base"}, {"cairo"}),
 }
 
+# Subsystem folders of a top-level folder, each with the sibling subsystems it may include (always
+# itself), in layers: nothing includes a layer above its own. The files directly in the top-level
+# folder (the process that assembles the subsystems) may include every subsystem and no subsystem
+# includes them; a sub-folder missing here is a violation until it is given its place.
+SUBSYSTEMS = {
+    "server": {
+        # platform: what every part shares: the Backend (storage, auth, caches), tenant quotas and
+        # budgets, worker credentials and channels, metrics families, the request log, the watchdogs.
+        "platform": set(),
+        # requests: pure checks of API messages (bounds, names, specs); no storage calls.
+        "requests": {"platform"},
+        # coordinator: workers, jobs and studies from admission to completion: worker sessions,
+        # placement, the job lifecycle, model registration, generation routes, the study driver.
+        "coordinator": {"platform", "requests"},
+        # pools: worker pools: provisioners (command, Slurm), the autoscaler, cost estimates.
+        "pools": {"platform", "requests", "coordinator"},
+        # gateway: generation and export proxied to the workers that serve models, and model pinning.
+        "gateway": {"platform", "requests", "coordinator"},
+        # api: the gRPC services, thin: they check a request and hand it to a subsystem.
+        "api": {"platform", "requests", "coordinator", "pools", "gateway"},
+        # http: the HTTP API and web app routes, calling the gRPC services in process.
+        "http": {"platform", "requests"},
+    },
+}
+
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 SOURCE_SUFFIXES = {".h", ".hh", ".hpp", ".cc", ".cpp", ".cxx", ".in"}
 
@@ -91,6 +116,24 @@ def rule_for(relative):
     return None, None
 
 
+def subsystem_violation(relative, header):
+    """Why a file of a subsystem folder may not include `header` of its own top-level folder, or None."""
+    top = relative.parts[0]
+    layers = SUBSYSTEMS.get(top)
+    if layers is None or len(relative.parts) < 3:
+        return None  # no subsystems, or a file of the assembling process
+    own = relative.parts[1]
+    if own not in layers:
+        return f"{top}/{own}/ is not a subsystem of {top}/ (add it to SUBSYSTEMS)"
+    parts = header.split("/")
+    if len(parts) < 3:
+        return f"{top}/{own}/ may not include {header} (the folder above it)"
+    other = parts[1]
+    if other != own and other not in layers[own]:
+        return f"{top}/{own}/ may not include {top}/{other}/ ({header})"
+    return None
+
+
 def check(root):
     violations = []
     for path in sorted(root.rglob("*")):
@@ -115,7 +158,11 @@ def check(root):
             if kind is None:
                 continue
             what, name = kind
-            if what == "folder" and name != own and name not in folders:
+            if what == "folder" and name == own:
+                why = subsystem_violation(relative, match.group(1))
+                if why:
+                    violations.append(f"{relative}:{number}: {why}")
+            elif what == "folder" and name not in folders:
                 violations.append(f"{relative}:{number}: {key}/ may not include {name}/ "
                                   f"({match.group(1)})")
             elif what == "library" and name not in libraries:

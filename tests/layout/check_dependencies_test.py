@@ -2,20 +2,11 @@
 """Tests of check_dependencies.py on small trees: it must flag what the layout forbids."""
 import pathlib
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import check_dependencies  # noqa: E402
-
-
-def tree(files):
-    root = pathlib.Path(tempfile.mkdtemp())
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+from fixture_tree import tree  # noqa: E402
 
 
 class CheckDependenciesTest(unittest.TestCase):
@@ -44,6 +35,26 @@ class CheckDependenciesTest(unittest.TestCase):
             "workers/x.cc": "#include <hdf5.h>\n",
         })
         self.assertEqual(len(check_dependencies.check(root)), 5)
+
+    def test_server_subsystems_include_only_lower_layers(self):
+        root = tree({
+            "server/main.cc": '#include "server/api/a.h"\n#include "server/platform/b.h"\n',
+            "server/api/a.cc": '#include "server/coordinator/c.h"\n#include "server/api/a.h"\n',
+            "server/coordinator/c.cc": '#include "server/platform/b.h"\n',
+        })
+        self.assertEqual(check_dependencies.check(root), [])
+        root = tree({
+            "server/platform/b.cc": '#include "server/coordinator/c.h"\n',  # a layer above
+            "server/coordinator/c.cc": '#include "server/gantry_server.h"\n',  # the folder above
+            "server/gateway/g.cc": '#include "server/pools/p.h"\n',  # a sibling not allowed
+            "server/misc/m.cc": '#include "server/platform/b.h"\n',  # not a subsystem
+        })
+        violations = check_dependencies.check(root)
+        self.assertEqual(len(violations), 4, violations)
+        self.assertTrue(any("server/platform/b.cc:1: server/platform/ may not include "
+                            "server/coordinator/" in v for v in violations), violations)
+        self.assertTrue(any("the folder above it" in v for v in violations))
+        self.assertTrue(any("not a subsystem" in v for v in violations))
 
     def test_cpp_in_proto_fails(self):
         root = tree({"proto/gantry/base/x.h": "int x;\n"})

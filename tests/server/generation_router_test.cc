@@ -1,6 +1,6 @@
 // Unit tests of the GenerationRouter's policy (server/generation_router.h): pure logic, fed with
 // worker-protocol messages as the job coordinator would, with an injected clock.
-#include "server/generation_router.h"
+#include "server/coordinator/generation_router.h"
 
 #include <gtest/gtest.h>
 

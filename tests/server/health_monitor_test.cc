@@ -1,6 +1,6 @@
 // HealthMonitor on its own (no server, no database): which status each service gets, and that only
 // changes are published.
-#include "server/health_monitor.h"
+#include "server/platform/health_monitor.h"
 
 #include <gtest/gtest.h>
 

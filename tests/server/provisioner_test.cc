@@ -16,10 +16,10 @@
 
 #include "absl/strings/match.h"
 #include "absl/time/clock.h"
-#include "server/command_provisioner.h"
-#include "server/command_runner.h"
+#include "server/pools/command_provisioner.h"
+#include "server/pools/command_runner.h"
+#include "server/pools/slurm_provisioner.h"
 #include "server/requests/pool_requests.h"
-#include "server/slurm_provisioner.h"
 #include "tests/support/child_process.h"
 #include "tests/support/files.h"
 #include "tests/support/temp_dir.h"

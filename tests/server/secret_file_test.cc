@@ -1,6 +1,6 @@
 // LoadOrCreateKeyFile: a private key file made once and read after, refused when shared or
 // malformed.
-#include "server/secret_file.h"
+#include "server/platform/secret_file.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

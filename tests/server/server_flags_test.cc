@@ -23,10 +23,10 @@ TEST(ServerFlagsTest, TheDefaultsAreAValidConfiguration) {
   absl::StatusOr<ServerOptions> o = BuildServerOptions(ServerFlags());
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->listen, "127.0.0.1:50051");
-  EXPECT_EQ(o->http_session_ttl, absl::Hours(12));
-  EXPECT_EQ(o->heartbeat_interval_ms, 2000);
-  EXPECT_EQ(o->lease_timeout_ms, 15000);
-  EXPECT_EQ(o->stream_header_timeout, absl::Seconds(10));
+  EXPECT_EQ(o->http.session_ttl, absl::Hours(12));
+  EXPECT_EQ(o->coordinator.heartbeat_interval_ms, 2000);
+  EXPECT_EQ(o->coordinator.lease_timeout_ms, 15000);
+  EXPECT_EQ(o->streams.header_timeout, absl::Seconds(10));
   EXPECT_EQ(o->inspector.timeout, absl::Minutes(2));
   // The per-tenant limits default to the safe ones, not unlimited.
   const storage::TenantLimits safe;
@@ -34,8 +34,8 @@ TEST(ServerFlagsTest, TheDefaultsAreAValidConfiguration) {
   EXPECT_EQ(o->default_limits.max_showers_per_request, safe.max_showers_per_request);
   EXPECT_GT(o->default_limits.max_concurrent_jobs, 0);
   // Nothing is read: no DSN yet, the web root and inspection helper still their defaults.
-  EXPECT_TRUE(o->db_dsn.empty());
-  EXPECT_TRUE(o->web_root.empty());
+  EXPECT_TRUE(o->db.dsn.empty());
+  EXPECT_TRUE(o->http.web_root.empty());
 }
 
 TEST(ServerFlagsTest, EveryValueOutOfRangeNamesItsFlag) {
@@ -93,11 +93,11 @@ TEST(ServerFlagsTest, FileDatasetSettingsAndTheHttpApiAreCarriedOver) {
   f.web_root = "/srv/web";
   absl::StatusOr<ServerOptions> o = BuildServerOptions(f);
   ASSERT_TRUE(o.ok()) << o.status();
-  EXPECT_EQ(o->file_dataset_tenants, (std::set<std::string>{"alice", "bob"}));
-  EXPECT_FALSE(o->FileDatasetRootsOf("alice").empty());
-  EXPECT_TRUE(o->FileDatasetRootsOf("mallory").empty());
-  EXPECT_FALSE(o->FileDatasetRootsOf("carol").empty());
-  EXPECT_EQ(o->web_root, "/srv/web");
+  EXPECT_EQ(o->file_datasets.tenants, (std::set<std::string>{"alice", "bob"}));
+  EXPECT_FALSE(o->file_datasets.RootsOf("alice").empty());
+  EXPECT_TRUE(o->file_datasets.RootsOf("mallory").empty());
+  EXPECT_FALSE(o->file_datasets.RootsOf("carol").empty());
+  EXPECT_EQ(o->http.web_root, "/srv/web");
 }
 
 TEST(ServerFlagsTest, ResolveReadsAPrivateDsnFileOrTheEnvironment) {
@@ -113,7 +113,7 @@ TEST(ServerFlagsTest, ResolveReadsAPrivateDsnFileOrTheEnvironment) {
   absl::StatusOr<ServerOptions> o = BuildServerOptions(f);
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_TRUE(ResolveServerOptions(f, &*o).ok());
-  EXPECT_EQ(o->db_dsn, "host=/run/pg dbname=gantry");
+  EXPECT_EQ(o->db.dsn, "host=/run/pg dbname=gantry");
 
   // A DSN file others may read is refused (it may hold a password).
   ASSERT_EQ(chmod(dsn_file.c_str(), 0644), 0);
@@ -127,7 +127,7 @@ TEST(ServerFlagsTest, ResolveReadsAPrivateDsnFileOrTheEnvironment) {
   ASSERT_EQ(setenv("GANTRY_DB", "host=from-env", 1), 0);
   o = BuildServerOptions(f);
   ASSERT_TRUE(ResolveServerOptions(f, &*o).ok());
-  EXPECT_EQ(o->db_dsn, "host=from-env");
+  EXPECT_EQ(o->db.dsn, "host=from-env");
   ASSERT_EQ(unsetenv("GANTRY_DB"), 0);
   o = BuildServerOptions(f);
   s = ResolveServerOptions(f, &*o);

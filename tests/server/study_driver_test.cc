@@ -5,7 +5,7 @@
 // saying so, the trial STOPPED) while the good trials keep running; with too few trials or points
 // for the rule nothing stops; ASHA keeps the best third at its first rung; a stopped trial frees
 // its slot for a new one in the same pass.
-#include "server/study_driver.h"
+#include "server/coordinator/study_driver.h"
 
 #include <gtest/gtest.h>
 
@@ -16,7 +16,7 @@
 
 #include "absl/time/time.h"
 #include "gantry/v1/studies.pb.h"
-#include "server/backend.h"
+#include "server/platform/backend.h"
 #include "server/requests/study_requests.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_database.h"
@@ -32,7 +32,7 @@ class StudyDriverTest : public ::testing::Test {
  protected:
   void SetUp() override {
     server::ServerOptions options;
-    options.db_dsn = db_.dsn();
+    options.db.dsn = db_.dsn();
     options.data_dir = dir_.path() + "/data";
     absl::StatusOr<std::unique_ptr<server::Backend>> backend = server::Backend::Create(options);
     ASSERT_TRUE(backend.ok()) << backend.status();

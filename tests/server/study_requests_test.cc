@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "server/study_summary.h"
+#include "server/coordinator/study_summary.h"
 
 namespace gantry::server {
 namespace {

@@ -8,7 +8,7 @@
 
 #include "base/grpc_status.h"
 #include "base/status_details.h"
-#include "server/auth.h"
+#include "server/platform/auth.h"
 #include "server/requests/catalog_requests.h"
 #include "server/requests/dataset_requests.h"
 #include "server/requests/field_checks.h"

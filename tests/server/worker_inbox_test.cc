@@ -1,7 +1,7 @@
 // WorkerInbox without a server: messages are stored in order, kept and retried while the handler
 // reports the database unavailable, deduplicated per incarnation, dropped (and acknowledged) on a
 // permanent error, and bounded.
-#include "server/worker_inbox.h"
+#include "server/coordinator/worker_inbox.h"
 
 #include <gtest/gtest.h>
 

@@ -33,12 +33,8 @@ struct Families {
 
 metrics::MetricSpec Spec(const char* name, const char* help, metrics::MetricType type,
                          std::vector<std::string> labels, std::vector<double> buckets = {}) {
-  metrics::MetricSpec spec;
-  spec.name = name;
-  spec.help = help;
-  spec.type = type;
-  spec.label_names = std::move(labels);
-  spec.buckets = std::move(buckets);
+  metrics::MetricSpec spec =
+      metrics::MakeMetricSpec(name, help, type, std::move(labels), std::move(buckets));
   spec.max_series = 256;  // ranks are bounded by the daemon's slots; jobs by what runs at once
   return spec;
 }

@@ -1,0 +1,100 @@
+// PlacementLoop: the coordinator's tick: queues new jobs with the scheduler, expires silent
+// workers (their jobs restart or fail), places gangs (one Assignment per rank, restarted jobs
+// again with their next attempt), completes cancellations, times out ranks that never start or
+// never exit, watches progress for hangs, handles jobs no worker claimed after a server restart,
+// and explains waits.
+#ifndef GANTRY_SERVER_COORDINATOR_PLACEMENT_LOOP_H_
+#define GANTRY_SERVER_COORDINATOR_PLACEMENT_LOOP_H_
+
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "base/periodic_task.h"
+#include "gantry/v1/training.pb.h"
+#include "gantry/v1/worker.pb.h"
+#include "scheduler/scheduler.h"
+#include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/generation_router.h"
+#include "server/coordinator/job_lifecycle.h"
+#include "server/platform/backend.h"
+#include "server/platform/budget_gate.h"
+
+namespace gantry::server {
+
+// Start/Stop are thread-safe; Tick runs on one thread at a time (Start's, or a test's). Every
+// phase decides under `state.mu`, releases it, then writes the database. Every reference must
+// outlive it; `router` may be null.
+class PlacementLoop {
+ public:
+  PlacementLoop(Backend& backend, CoordinatorState& state, JobLifecycle& lifecycle,
+                GenerationRouter* router)
+      : backend_(backend),
+        state_(state),
+        lifecycle_(lifecycle),
+        router_(router),
+        budget_gate_(*backend.costs, backend.options.coordinator.budget_refresh),
+        task_(backend.options.coordinator.scheduler_tick, [this] { Tick(absl::Now()); }) {}
+  ~PlacementLoop() { Stop(); }
+
+  // Starts the tick loop (every options.coordinator.scheduler_tick); Stop() ends it (idempotent).
+  void Start();
+  void Stop();
+  // One pass of the loop.
+  void Tick(absl::Time now);
+
+ private:
+  // Ends the orphans no worker claimed within the lease timeout after the start.
+  void EndUnclaimedOrphans(absl::Time now);
+  // Submits new QUEUED jobs to the scheduler; drops the ones no longer QUEUED.
+  void SyncQueue(const std::vector<gantry::v1::Job>& queued);
+  // What the scheduler needs to know about a new job; nullopt when the job was failed instead.
+  std::optional<scheduler::JobRequest> MakeJobRequest(const gantry::v1::Job& job);
+  void ExpireWorkers(absl::Time now);
+  void PlaceJobs(absl::Time now);
+  // Monthly budgets: `queued` without the jobs of tenants that spent their budget (they wait,
+  // their message says why, and the scheduler never sees them).
+  std::vector<gantry::v1::Job> HoldOverBudget(std::vector<gantry::v1::Job> queued, absl::Time now);
+  // Records the start of a placed attempt's usage (pool, devices, price) for its cost.
+  void RecordUsageStart(const ActiveJob& job, const scheduler::Placement& placement);
+  void Place(const scheduler::Placement& placement, const std::vector<std::string>& names,
+             absl::Time now);
+  void HandleCancellations(const std::vector<gantry::v1::Job>& cancelling, absl::Time now);
+  void ReapEnded(absl::Time now);
+  // The progress watchdog: restarts RUNNING jobs whose rank 0 reports no new step in time.
+  void WatchProgress(absl::Time now);
+  // Every 2 s: reads the tenants' fair-share weights and pool quotas (one query, outside the
+  // coordinator's lock) and hands them to the scheduler, so the placement pass never waits on SQL.
+  void RefreshTenantPolicies(absl::Time now);
+  // Every few seconds: the scheduler's reason why each queued job waits becomes its message.
+  void ExplainWaits(absl::Time now);
+  // What every rank's Assignment shares (the dataset sha and the fine-tuning checkpoint are
+  // looked up once per placement); rank and threads are set per rank.
+  absl::StatusOr<gantry::v1::Assignment> MakeAssignment(const ActiveJob& job,
+                                                        const scheduler::Placement& placement);
+
+  Backend& backend_;
+  CoordinatorState& state_;
+  JobLifecycle& lifecycle_;
+  GenerationRouter* const router_;  // not owned; may be null
+  BudgetGate budget_gate_;
+
+  // Touched by the ticking thread only.
+  std::map<std::string, std::string> wait_reasons_;  // last message written per queued job
+  absl::Time last_explained_ = absl::InfinitePast();
+  absl::Time policies_loaded_ = absl::InfinitePast();
+  std::map<std::string, std::string> budget_holds_;  // job held for its tenant's budget -> message
+
+  PeriodicTask task_;  // last: its thread stops before the members it reads go
+};
+
+}  // namespace gantry::server
+
+#endif  // GANTRY_SERVER_COORDINATOR_PLACEMENT_LOOP_H_

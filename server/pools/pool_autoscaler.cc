@@ -1,0 +1,319 @@
+#include "server/pools/pool_autoscaler.h"
+
+#include <algorithm>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "base/log.h"
+#include "server/pools/pool_provisioners.h"
+#include "server/requests/pool_requests.h"
+
+namespace gantry::server {
+namespace {
+
+namespace v1 = ::gantry::v1;
+
+std::string Clock(absl::Time t) { return absl::FormatTime("%H:%M:%S UTC", t, absl::UTCTimeZone()); }
+
+void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
+  const int64_t us = absl::ToUnixMicros(t);
+  ts->set_seconds(us / 1000000);
+  ts->set_nanos(static_cast<int32_t>(us % 1000000) * 1000);
+}
+
+}  // namespace
+
+PoolAutoscaler::PoolAutoscaler(Backend& backend, CoordinatorState& state)
+    : backend_(backend),
+      state_(state),
+      autoscaler_(scheduler::AutoscalerOptions{backend.options.pools.idle_timeout}),
+      task_(backend.options.pools.autoscale_interval, [this] { Tick(absl::Now()); }) {}
+
+void PoolAutoscaler::Start() { task_.Start(); }
+
+void PoolAutoscaler::Stop() {
+  task_.Stop();
+  cancel_calls_.store(true);  // provisioner commands under way are killed now
+  std::list<Call> calls;
+  {
+    absl::MutexLock lock(&mu_);
+    calls.swap(calls_);
+  }
+  for (Call& call : calls) call.thread.join();
+}
+
+void PoolAutoscaler::Wake() { task_.Wake(); }
+
+void PoolAutoscaler::JoinFinishedCalls() {
+  for (auto it = calls_.begin(); it != calls_.end();) {
+    if (it->done->load()) {
+      it->thread.join();  // returns at once: the call has finished
+      it = calls_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void PoolAutoscaler::Launch(const std::string& pool, std::string action,
+                            std::function<absl::Status()> fn,
+                            std::function<void(const absl::Status&)> after) {
+  PoolRuntime& runtime = pools_[pool];
+  runtime.in_flight = true;
+  runtime.last_action = absl::StrCat(action, " at ", Clock(absl::Now()));
+  GANTRY_LOG(INFO) << "pool " << pool << ": " << action;
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  const absl::Duration base = backend_.options.pools.backoff;
+  std::thread thread(
+      [this, pool, action, fn = std::move(fn), after = std::move(after), done, base] {
+        const absl::Status status = fn();
+        {
+          absl::MutexLock lock(&mu_);
+          PoolRuntime& runtime = pools_[pool];
+          runtime.in_flight = false;
+          if (status.ok()) {
+            runtime.failures = 0;
+            runtime.last_error.clear();
+            runtime.backoff_until = absl::InfinitePast();
+          } else {
+            ++runtime.failures;
+            runtime.last_error = std::string(status.message());
+            runtime.last_error_at = absl::Now();
+            runtime.backoff_until = absl::Now() + base * (1 << std::min(runtime.failures - 1, 5));
+            GANTRY_LOG(WARNING) << "pool " << pool << ": " << action << " failed: " << status
+                                << "; no scale-up before " << Clock(runtime.backoff_until);
+          }
+          after(status);
+          task_.Wake();
+        }
+        done->store(true);
+      });
+  calls_.push_back(Call{std::move(thread), done});
+}
+
+void PoolAutoscaler::Tick(absl::Time now) {
+  absl::StatusOr<std::vector<v1::Pool>> listed = backend_.pools->List();
+  if (!listed.ok()) {
+    GANTRY_LOG(WARNING) << "the pool autoscaler cannot list pools: " << listed.status();
+    return;
+  }
+  std::vector<scheduler::PoolConfig> configs;
+  std::map<std::string, const v1::Pool*> by_name;
+  for (const v1::Pool& pool : *listed) {
+    configs.push_back(PoolConfigOf(pool));
+    by_name[pool.name()] = &pool;
+  }
+  // The coordinator's view, copied under its lock.
+  std::vector<scheduler::PoolWorker> workers;
+  std::map<std::string, ProvisionedWorker> refs;
+  std::vector<scheduler::PoolJob> jobs;
+  if (!by_name.empty()) {
+    absl::MutexLock lock(&state_.mu);
+    for (const auto& [id, registered] : state_.registered) {
+      auto label = registered.labels().find("pool");
+      if (label == registered.labels().end() || !by_name.count(label->second)) continue;
+      if (!state_.scheduler.Live(id)) continue;
+      scheduler::PoolWorker w;
+      w.id = id;
+      w.pool = label->second;
+      w.slots = registered.slots();
+      int running = 0;
+      if (auto r = state_.reports.find(id); r != state_.reports.end()) {
+        running = r->second.heartbeat.running_ranks_size();
+      }
+      w.busy_slots = std::max(state_.scheduler.LeasedSlots(id), running);
+      w.draining = state_.Draining(id);
+      workers.push_back(w);
+      refs[id] = ProvisionedWorker{
+          id, registered.name(), {registered.labels().begin(), registered.labels().end()}};
+    }
+    for (const scheduler::JobRequest& request : state_.scheduler.QueuedRequests()) {
+      auto it = request.selector.find("pool");
+      if (it == request.selector.end() || !by_name.count(it->second)) continue;
+      jobs.push_back({request.id, it->second, request.world_size});
+    }
+  }
+
+  std::map<std::string, std::vector<ProvisionedWorker>> to_remove;
+  std::map<std::string, std::string> notes;
+  {
+    absl::MutexLock lock(&mu_);
+    JoinFinishedCalls();
+    // Idle clocks: reset while busy, started when first seen.
+    std::set<std::string> seen;
+    for (scheduler::PoolWorker& w : workers) {
+      seen.insert(w.id);
+      auto [it, fresh] = idle_since_.emplace(w.id, now);
+      if (w.busy_slots > 0) it->second = now;
+      w.idle_since = it->second;
+    }
+    for (auto it = idle_since_.begin(); it != idle_since_.end();) {
+      it = seen.count(it->first) ? std::next(it) : idle_since_.erase(it);
+    }
+    for (auto it = removing_.begin(); it != removing_.end();) {
+      it = seen.count(*it) ? std::next(it) : removing_.erase(it);
+    }
+    for (scheduler::PoolWorker& w : workers) w.draining = w.draining || removing_.count(w.id) > 0;
+    for (auto it = pools_.begin(); it != pools_.end();) {
+      it = by_name.count(it->first) || it->second.in_flight ? std::next(it) : pools_.erase(it);
+    }
+    std::map<std::string, int> live;
+    for (const scheduler::PoolWorker& w : workers) ++live[w.pool];
+    std::map<std::string, scheduler::PoolProvisioning> provisioning;
+    for (const auto& [name, pool] : by_name) {
+      PoolRuntime& runtime = pools_[name];
+      const std::string bytes = pool->spec().SerializeAsString();
+      if (runtime.provisioner == nullptr || runtime.spec_bytes != bytes) {
+        runtime.provisioner = MakeProvisioner(pool->spec(), &cancel_calls_);
+        runtime.spec_bytes = bytes;
+      }
+      const int n = live[name];
+      if (runtime.expected_workers > 0 && n >= runtime.expected_workers) {
+        runtime.expected_workers = 0;  // all joined
+      } else if (runtime.expected_workers > 0 && now > runtime.expect_until) {
+        runtime.last_error =
+            absl::StrCat(runtime.expected_workers - n, " provisioned workers did not join within ",
+                         absl::FormatDuration(backend_.options.pools.join_timeout));
+        runtime.last_error_at = now;
+        runtime.expected_workers = 0;
+      }
+      scheduler::PoolProvisioning& p = provisioning[name];
+      p.pending_workers = std::max(0, runtime.expected_workers - n);
+      p.call_in_flight = runtime.in_flight;
+      p.backoff_until = runtime.backoff_until;
+      p.last_error = runtime.last_error;
+    }
+    const scheduler::AutoscalePlan plan =
+        autoscaler_.Plan(configs, workers, jobs, provisioning, now);
+    notes = plan.job_notes;
+    for (const scheduler::ScaleUp& up : plan.scale_ups) {
+      PoolRuntime& runtime = pools_[up.pool];
+      if (!runtime.provisioner->Elastic()) continue;
+      const int before = live[up.pool] + provisioning[up.pool].pending_workers;
+      runtime.expected_workers = before + up.count;
+      runtime.expect_until = now + backend_.options.pools.join_timeout;
+      for (const std::string& job : up.job_ids) {
+        notes[job] = absl::StrCat("pool ", up.pool, " is starting ", up.count,
+                                  up.count == 1 ? " worker" : " workers");
+      }
+      std::shared_ptr<Provisioner> provisioner = runtime.provisioner;
+      const std::string pool = up.pool;
+      const int count = up.count;
+      Launch(
+          pool,
+          absl::StrCat("scale up by ", count,
+                       up.job_ids.empty() ? " (min_workers)"
+                                          : absl::StrCat(" for ", absl::StrJoin(up.job_ids, ", "))),
+          [provisioner, pool, count] { return provisioner->ScaleUp(pool, count); },
+          [this, pool](const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+            if (!status.ok()) pools_[pool].expected_workers = 0;  // nothing is coming
+          });
+    }
+    for (const scheduler::ScaleDown& down : plan.scale_downs) {
+      if (!pools_[down.pool].provisioner->Elastic() || pools_[down.pool].in_flight) continue;
+      for (const std::string& id : down.worker_ids) to_remove[down.pool].push_back(refs[id]);
+    }
+    // Jobs waiting for pending workers say so; pending workers nobody waits for are withdrawn.
+    for (const auto& [name, p] : provisioning) {
+      PoolRuntime& runtime = pools_[name];
+      const int waiting = plan.waiting_jobs.count(name) ? plan.waiting_jobs.at(name) : 0;
+      runtime.observed.set_workers(live[name]);
+      int busy = 0;
+      for (const scheduler::PoolWorker& w : workers) busy += w.pool == name && w.busy_slots > 0;
+      runtime.observed.set_busy_workers(busy);
+      runtime.observed.set_pending_workers(std::max(0, runtime.expected_workers - live[name]));
+      runtime.observed.set_waiting_jobs(waiting);
+      if (p.pending_workers > 0) {
+        for (const scheduler::PoolJob& job : jobs) {
+          if (job.pool == name && !notes.count(job.id)) {
+            notes[job.id] = absl::StrCat("waiting for ", p.pending_workers, " starting ",
+                                         p.pending_workers == 1 ? "worker" : "workers", " of pool ",
+                                         name, " to join");
+          }
+        }
+      }
+      if (waiting == 0 && p.pending_workers > 0 && !runtime.in_flight &&
+          runtime.provisioner->Elastic() && live[name] >= by_name[name]->spec().min_workers()) {
+        std::shared_ptr<Provisioner> provisioner = runtime.provisioner;
+        const std::string pool = name;
+        runtime.expected_workers = 0;
+        Launch(
+            pool, absl::StrCat("withdraw ", p.pending_workers, " pending workers (no job waits)"),
+            [provisioner, pool] { return provisioner->CancelPending(pool); },
+            [](const absl::Status&) {});
+      }
+    }
+  }
+  // Workers to remove: checked idle again and drained under the coordinator's lock, so nothing
+  // is placed on them between this decision and the provisioner's call.
+  std::map<std::string, std::vector<ProvisionedWorker>> confirmed;
+  {
+    absl::MutexLock lock(&state_.mu);
+    for (auto& [pool, list] : to_remove) {
+      for (ProvisionedWorker& w : list) {
+        int running = 0;
+        if (auto r = state_.reports.find(w.id); r != state_.reports.end()) {
+          running = r->second.heartbeat.running_ranks_size();
+        }
+        if (state_.scheduler.LeasedSlots(w.id) > 0 || running > 0 || state_.Draining(w.id))
+          continue;
+        state_.scheduler.SetDraining(w.id, true);
+        confirmed[pool].push_back(std::move(w));
+      }
+    }
+    for (auto it = state_.pool_notes.begin(); it != state_.pool_notes.end();) {
+      it = state_.queued.count(it->first) ? std::next(it) : state_.pool_notes.erase(it);
+    }
+    for (const scheduler::PoolJob& job : jobs) state_.pool_notes.erase(job.id);
+    for (auto& [id, note] : notes) state_.pool_notes[id] = std::move(note);
+  }
+  if (confirmed.empty()) return;
+  absl::MutexLock lock(&mu_);
+  for (auto& entry : confirmed) {
+    // Named copies: lambdas cannot capture structured bindings before C++20 (clang refuses).
+    const std::string pool = entry.first;
+    const auto list = entry.second;
+    std::shared_ptr<Provisioner> provisioner = pools_[pool].provisioner;
+    std::vector<std::string> names;
+    for (const ProvisionedWorker& w : list) names.push_back(w.name);
+    for (const ProvisionedWorker& w : list) removing_.insert(w.id);
+    Launch(
+        pool, absl::StrCat("scale down: ", absl::StrJoin(names, ", "), " idle"),
+        [this, provisioner, pool, list] {
+          absl::Status status = provisioner->ScaleDown(pool, list);
+          if (!status.ok()) {
+            // Not removed: they take placements again (unless an operator drained them).
+            absl::MutexLock state_lock(&state_.mu);
+            for (const ProvisionedWorker& w : list) {
+              if (!state_.Draining(w.id)) state_.scheduler.SetDraining(w.id, false);
+            }
+          }
+          return status;
+        },
+        [this, list](const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          if (!status.ok()) {
+            for (const ProvisionedWorker& w : list) removing_.erase(w.id);
+          }
+        });
+  }
+}
+
+v1::PoolStatus PoolAutoscaler::StatusOf(const std::string& pool) {
+  absl::MutexLock lock(&mu_);
+  auto it = pools_.find(pool);
+  if (it == pools_.end()) return v1::PoolStatus();
+  const PoolRuntime& runtime = it->second;
+  v1::PoolStatus status = runtime.observed;
+  status.set_last_error(runtime.last_error);
+  if (!runtime.last_error.empty()) SetTime(runtime.last_error_at, status.mutable_last_error_at());
+  if (runtime.backoff_until > absl::Now()) {
+    SetTime(runtime.backoff_until, status.mutable_backoff_until());
+  }
+  status.set_last_action(runtime.last_action);
+  return status;
+}
+
+}  // namespace gantry::server
