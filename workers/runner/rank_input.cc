@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
+#include "base/stopwatch.h"
 #include "showers/stream/generate_chunk.h"
 #include "workers/gan/condition_fit.h"
 #include "workers/gan/prefetching_batch_source.h"
@@ -17,10 +18,6 @@ namespace gantry::runner {
 namespace {
 
 namespace v1 = ::gantry::v1;
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 }  // namespace
 

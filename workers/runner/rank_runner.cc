@@ -20,12 +20,14 @@
 #include "absl/strings/str_join.h"
 #include "base/failure_policy.h"
 #include "base/status_macros.h"
+#include "base/stopwatch.h"
 #include "jobspec/model_config.h"
 #include "showers/shower_file_reader.h"
 #include "workers/distributed/communicator.h"
 #include "workers/distributed/data_parallel.h"
 #include "workers/gan/shower_generator.h"
 #include "workers/runner/dataset_source.h"
+#include "workers/runner/training_progress.h"
 
 namespace gantry::runner {
 namespace {
@@ -34,49 +36,6 @@ namespace {
 // come first, then per-bin histograms while they fit. A point is stored for every checkpoint, so
 // the whole set (several MiB for a 3dgan model) goes only with the final result.
 constexpr size_t kMaxPointHistogramBytes = 256u << 10;
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-// Names of the loss parts in HeadLosses order.
-std::vector<std::string> PartNames(const gan::ModelConfig& config) {
-  if (config.variable_angle()) return {"adversarial", "energy", "angle", "ecal"};
-  return {"adversarial", "energy", "ecal"};
-}
-
-// Keys: d_loss (mean of real and fake), d_real, d_fake, g_loss, d_<part>, g_<part>, and
-// g_profile with the profile loss.
-void FillLosses(const gan::ModelConfig& config, const std::vector<double>& d_real,
-                const std::vector<double>& d_fake, const std::vector<double>& g,
-                google::protobuf::Map<std::string, double>* out) {
-  const std::vector<std::string> parts = PartNames(config);
-  if (!d_real.empty() && !d_fake.empty()) {
-    (*out)["d_real"] = d_real[0];
-    (*out)["d_fake"] = d_fake[0];
-    (*out)["d_loss"] = 0.5 * (d_real[0] + d_fake[0]);
-    for (size_t i = 0; i < parts.size() && i + 1 < d_real.size() && i + 1 < d_fake.size(); ++i) {
-      (*out)["d_" + parts[i]] = 0.5 * (d_real[i + 1] + d_fake[i + 1]);
-    }
-  }
-  if (!g.empty()) {
-    (*out)["g_loss"] = g[0];
-    for (size_t i = 0; i < parts.size() && i + 1 < g.size(); ++i)
-      (*out)["g_" + parts[i]] = g[i + 1];
-    // The generator's profile loss comes after the heads' parts (ModelConfig::profile_loss_weight).
-    if (g.size() == parts.size() + 2) (*out)["g_profile"] = g.back();
-  }
-}
-
-void Accumulate(std::vector<double>& sum, const std::vector<double>& v) {
-  if (sum.size() < v.size()) sum.resize(v.size(), 0.0);
-  for (size_t i = 0; i < v.size(); ++i) sum[i] += v[i];
-}
-
-std::vector<double> Scaled(std::vector<double> v, double factor) {
-  for (double& x : v) x *= factor;
-  return v;
-}
 
 // The local address a socket towards host:port would use (a connected UDP socket sends nothing):
 // the interface other ranks can reach this one on when they reach rank 0 at host. Falls back to
@@ -504,16 +463,10 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
 }
 
 absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
-  const int64_t steps_per_epoch = trainer.steps_per_epoch();
-  const int64_t start_step = trainer.state().step;
-  const int64_t total_steps = plan_.epochs * steps_per_epoch;
-  const double global_batch = static_cast<double>(trainer.batch_size()) * world_size_;
+  TrainingProgress meter(trainer.config().variable_angle(), plan_.epochs, trainer.steps_per_epoch(),
+                         trainer.state().step,
+                         static_cast<double>(trainer.batch_size()) * world_size_);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<double> epoch_real, epoch_fake, epoch_g;
-  int64_t epoch_steps = 0;
-  // Time waiting for batches / step time, over the run and over the current epoch.
-  double wait_seconds = 0, step_seconds = 0, epoch_wait = 0, epoch_seconds = 0;
-  auto epoch_start = start;
   while (trainer.state().epoch < plan_.epochs) {
     if (StopRequested()) {
       return absl::CancelledError(
@@ -539,64 +492,21 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
       return world_size_ > 1 ? MarkCollectiveFailure(step.status()) : step.status();
     }
     const gan::StepReport& report = *step;
-    Accumulate(epoch_real, report.discriminator_real_loss);
-    Accumulate(epoch_fake, report.discriminator_fake_loss);
-    Accumulate(epoch_g, report.generator_loss);
-    ++epoch_steps;
-    wait_seconds += report.data_wait_seconds;
-    step_seconds += report.seconds;
     metrics_reporter_->OnStep(
         report.seconds, report.data_wait_seconds, trainer.batch_size(),
         data_parallel_ != nullptr ? data_parallel_->stats().allreduce_seconds : 0);
-    epoch_wait += report.data_wait_seconds;
-    epoch_seconds += report.seconds;
     const bool epoch_end = trainer.state().epoch != epoch;
+    const TrainingProgress::Update update =
+        meter.OnStep({report.discriminator_real_loss, report.discriminator_fake_loss,
+                      report.generator_loss, report.seconds, report.data_wait_seconds},
+                     epoch, trainer.state().step, epoch_end, SecondsSince(start));
     if (rank_ == 0) {
-      const double elapsed = SecondsSince(start);
-      const double steps_done = static_cast<double>(trainer.state().step - start_step);
-      const double steps_per_second = elapsed > 0 ? steps_done / elapsed : 0;
-      v1::Progress progress;
-      progress.set_epoch(static_cast<int32_t>(epoch + 1));  // completed (at the end) or current
-      progress.set_epochs(static_cast<int32_t>(plan_.epochs));
-      progress.set_step(trainer.state().step);
-      progress.set_steps_per_epoch(steps_per_epoch);
-      progress.set_samples_per_second(steps_per_second * global_batch);
-      const double remaining =
-          static_cast<double>(std::max<int64_t>(0, total_steps - trainer.state().step));
-      progress.set_eta_seconds(steps_per_second > 0 ? remaining / steps_per_second : 0);
-      progress.set_data_stall_fraction(step_seconds > 0 ? wait_seconds / step_seconds : 0);
-      if (epoch_end) {
-        const double k = 1.0 / static_cast<double>(epoch_steps);
-        FillLosses(trainer.config(), Scaled(epoch_real, k), Scaled(epoch_fake, k),
-                   Scaled(epoch_g, k), progress.mutable_losses());
-      } else {
-        FillLosses(trainer.config(), report.discriminator_real_loss, report.discriminator_fake_loss,
-                   report.generator_loss, progress.mutable_losses());
-      }
-      SetProgress(progress, /*send_now=*/epoch_end);
-      if (epoch_end) {
-        Log("INFO",
-            absl::StrFormat("epoch %d/%d done: d_loss %.4f g_loss %.4f, %d steps in %.1f s, %.1f "
-                            "samples/s (all ranks), data stall %.1f%% (%.2f s waiting for batches)",
-                            epoch + 1, plan_.epochs, progress.losses().at("d_loss"),
-                            progress.losses().at("g_loss"), epoch_steps, SecondsSince(epoch_start),
-                            progress.samples_per_second(),
-                            epoch_seconds > 0 ? 100 * epoch_wait / epoch_seconds : 0, epoch_wait));
-      }
+      SetProgress(update.progress, /*send_now=*/epoch_end);
+      if (epoch_end) Log("INFO", update.epoch_line);
       if (PeriodicCheckpointDue(trainer, epoch)) RETURN_IF_ERROR(PeriodicCheckpoint(trainer));
     }
-    if (epoch_end) {
-      epoch_real.clear();
-      epoch_fake.clear();
-      epoch_g.clear();
-      epoch_steps = 0;
-      epoch_wait = 0;
-      epoch_seconds = 0;
-      epoch_start = std::chrono::steady_clock::now();
-    }
   }
-  (*result_.mutable_metrics())["data_stall_fraction"] =
-      step_seconds > 0 ? wait_seconds / step_seconds : 0;
+  (*result_.mutable_metrics())["data_stall_fraction"] = meter.data_stall_fraction();
   return absl::OkStatus();
 }
 

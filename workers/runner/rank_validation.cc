@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "base/stopwatch.h"
 #include "workers/physics/validation.h"
 #include "workers/runner/holdout_split.h"
 
@@ -18,10 +19,6 @@ namespace gantry::runner {
 namespace v1 = ::gantry::v1;
 
 namespace {
-
-double SecondsSince(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 // The name a metric of the physics report is recorded under (the registry's name of the mean
 // relative error of the sampling fraction).

@@ -44,7 +44,7 @@ ServingExtension::ServingExtension(const agent::AgentOptions& options, ModelLoad
   cache.batcher.max_queue_delay = absl::Microseconds(options.max_queue_delay_ms * 1000.0);
   cache.batcher.max_queued_requests = options.max_queued_requests;
   cache_ = std::make_unique<ModelCache>(cache, std::move(loader), std::make_shared<absl::Mutex>());
-  service_ = std::make_unique<GenerationService>(secret_, cache_.get(), std::move(exporter));
+  service_ = std::make_unique<WorkerGenerationService>(secret_, cache_.get(), std::move(exporter));
 }
 
 ServingExtension::~ServingExtension() { Stop(); }

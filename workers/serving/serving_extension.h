@@ -13,8 +13,8 @@
 #include "absl/status/status.h"
 #include "grpcpp/grpcpp.h"
 #include "workers/agent/daemon_main.h"
-#include "workers/serving/generation_service.h"
 #include "workers/serving/model_cache.h"
+#include "workers/serving/worker_generation_service.h"
 
 namespace gantry::serving {
 
@@ -51,7 +51,7 @@ class ServingExtension final : public agent::DaemonExtension {
   const int64_t model_cache_limit_;  // --model-cache-bytes
   const std::string secret_;
   std::unique_ptr<ModelCache> cache_;
-  std::unique_ptr<GenerationService> service_;
+  std::unique_ptr<WorkerGenerationService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::string endpoint_;
   int port_ = 0;

@@ -1,4 +1,4 @@
-#include "workers/serving/generation_service.h"
+#include "workers/serving/worker_generation_service.h"
 
 #include <chrono>
 #include <cstring>
@@ -96,12 +96,13 @@ v1::BatchingSettings SettingsOf(const BatcherOptions& options) {
   return s;
 }
 
-GenerationService::GenerationService(std::string secret, ModelCache* cache, ModelExporter exporter)
+WorkerGenerationService::WorkerGenerationService(std::string secret, ModelCache* cache,
+                                                 ModelExporter exporter)
     : expected_authorization_("Bearer " + std::move(secret)),
       cache_(cache),
       exporter_(std::move(exporter)) {}
 
-bool GenerationService::Authorized(const grpc::ServerContext& context) const {
+bool WorkerGenerationService::Authorized(const grpc::ServerContext& context) const {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return false;
@@ -109,15 +110,15 @@ bool GenerationService::Authorized(const grpc::ServerContext& context) const {
                             expected_authorization_);
 }
 
-grpc::Status GenerationService::Unauthenticated() const {
+grpc::Status WorkerGenerationService::Unauthenticated() const {
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "WorkerGenerationService is only for gantry-server: send authorization: "
                       "Bearer <the generation_secret this worker registered>");
 }
 
-grpc::Status GenerationService::LoadModel(grpc::ServerContext* context,
-                                          const v1::WorkerLoadModelRequest* request,
-                                          v1::WorkerLoadModelResponse* response) {
+grpc::Status WorkerGenerationService::LoadModel(grpc::ServerContext* context,
+                                                const v1::WorkerLoadModelRequest* request,
+                                                v1::WorkerLoadModelResponse* response) {
   if (!Authorized(*context)) return Unauthenticated();
   absl::StatusOr<BatcherOptions> options =
       BatcherOptionsFrom(request->batching(), cache_->default_batcher());
@@ -132,9 +133,9 @@ grpc::Status GenerationService::LoadModel(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status GenerationService::UnloadModel(grpc::ServerContext* context,
-                                            const v1::WorkerUnloadModelRequest* request,
-                                            v1::WorkerUnloadModelResponse* response) {
+grpc::Status WorkerGenerationService::UnloadModel(grpc::ServerContext* context,
+                                                  const v1::WorkerUnloadModelRequest* request,
+                                                  v1::WorkerUnloadModelResponse* response) {
   if (!Authorized(*context)) return Unauthenticated();
   const ModelCache::UnpinResult r = cache_->Unpin(request->checkpoint_sha256());
   response->set_was_loaded(r.was_loaded);
@@ -142,9 +143,9 @@ grpc::Status GenerationService::UnloadModel(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
-grpc::Status GenerationService::Generate(grpc::ServerContext* context,
-                                         const v1::WorkerGenerateRequest* request,
-                                         grpc::ServerWriter<v1::GenerateChunk>* writer) {
+grpc::Status WorkerGenerationService::Generate(grpc::ServerContext* context,
+                                               const v1::WorkerGenerateRequest* request,
+                                               grpc::ServerWriter<v1::GenerateChunk>* writer) {
   if (!Authorized(*context)) return Unauthenticated();
   ActiveCount active(&active_);
   const absl::Time deadline = Deadline(*context);
@@ -190,9 +191,9 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   }
 }
 
-grpc::Status GenerationService::Export(grpc::ServerContext* context,
-                                       const v1::WorkerExportRequest* request,
-                                       grpc::ServerWriter<v1::ExportModelChunk>* writer) {
+grpc::Status WorkerGenerationService::Export(grpc::ServerContext* context,
+                                             const v1::WorkerExportRequest* request,
+                                             grpc::ServerWriter<v1::ExportModelChunk>* writer) {
   if (!Authorized(*context)) {
     return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                         "WorkerGenerationService is only for gantry-server: send authorization: "

@@ -1,11 +1,11 @@
-// GenerationService: the worker side of gantry.v1.WorkerGenerationService. Thin: checks the
+// WorkerGenerationService: the worker side of gantry.v1.WorkerGenerationService. Thin: checks the
 // caller's secret, gets the model from the ModelCache (loading it if needed), queues the request in
 // the model's DynamicBatcher and writes each chunk as soon as it is produced. Honours the call's
 // deadline (DEADLINE_EXCEEDED) and cancellation (the request leaves the batcher). Export runs the
 // injected ModelExporter, one export at a time per worker, and streams the file. LoadModel and
 // UnloadModel pin and unpin models (AdminService.LoadModel through gantry-server).
-#ifndef GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
-#define GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
+#ifndef GANTRY_WORKERS_SERVING_WORKER_GENERATION_SERVICE_H_
+#define GANTRY_WORKERS_SERVING_WORKER_GENERATION_SERVICE_H_
 
 #include <atomic>
 #include <string>
@@ -24,14 +24,14 @@ absl::StatusOr<BatcherOptions> BatcherOptionsFrom(const gantry::v1::BatchingSett
 // Every field of `options` as BatchingSettings.
 gantry::v1::BatchingSettings SettingsOf(const BatcherOptions& options);
 
-class GenerationService final : public gantry::v1::WorkerGenerationService::Service {
+class WorkerGenerationService final : public gantry::v1::WorkerGenerationService::Service {
  public:
   // Bytes per data chunk of Export.
   static constexpr int64_t kExportChunkBytes = int64_t{1} << 20;
 
   // Callers must send `authorization: Bearer <secret>`. `cache` must outlive the service.
   // `exporter` may be null (Export is then UNIMPLEMENTED).
-  GenerationService(std::string secret, ModelCache* cache, ModelExporter exporter = nullptr);
+  WorkerGenerationService(std::string secret, ModelCache* cache, ModelExporter exporter = nullptr);
 
   // Chunks carry packed little-endian float32 showers with shape [n, x, y, z] (x, y, z = the
   // model's grid), one Condition per shower (theta 0 for fixed-angle models), the offset of the
@@ -80,4 +80,4 @@ class GenerationService final : public gantry::v1::WorkerGenerationService::Serv
 
 }  // namespace gantry::serving
 
-#endif  // GANTRY_WORKERS_SERVING_GENERATION_SERVICE_H_
+#endif  // GANTRY_WORKERS_SERVING_WORKER_GENERATION_SERVICE_H_
