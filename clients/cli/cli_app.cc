@@ -86,16 +86,6 @@ void PrintFlags(const std::vector<FlagSpec>& flags, std::ostream& out) {
   }
 }
 
-std::string UsageLine(const Command& command) {
-  std::string line = absl::StrCat("gantry ", absl::StrJoin(command.path, " "));
-  for (const auto& positional : command.positionals) {
-    std::string name = positional.variadic ? absl::StrCat(positional.name, "...") : positional.name;
-    absl::StrAppend(&line, " ", positional.optional ? absl::StrCat("[", name, "]") : name);
-  }
-  if (!command.flags.empty()) absl::StrAppend(&line, " [flags]");
-  return line;
-}
-
 // Prints a usage error (and a hint where there is one); returns the usage exit code.
 int UsageFailure(std::ostream& err, const absl::Status& status, const std::string& hint) {
   err << "gantry: usage: " << status.message() << '\n';
@@ -170,6 +160,16 @@ int RunCommand(const Command& command, const std::vector<std::string>& command_a
 }
 
 }  // namespace
+
+std::string UsageLine(const Command& command) {
+  std::string line = absl::StrCat("gantry ", absl::StrJoin(command.path, " "));
+  for (const auto& positional : command.positionals) {
+    std::string name = positional.variadic ? absl::StrCat(positional.name, "...") : positional.name;
+    absl::StrAppend(&line, " ", positional.optional ? absl::StrCat("[", name, "]") : name);
+  }
+  if (!command.flags.empty()) absl::StrAppend(&line, " [flags]");
+  return line;
+}
 
 std::vector<FlagSpec> GlobalFlags() {
   return {

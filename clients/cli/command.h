@@ -54,6 +54,10 @@ void AddMiscCommands(std::vector<Command>* commands);  // health, generate, conf
 // Every command, in the order `gantry help` lists them.
 std::vector<Command> AllCommands();
 
+// "gantry jobs get JOB_ID [flags]": the command's path, its positionals and "[flags]" when it has
+// any.
+std::string UsageLine(const Command& command);
+
 }  // namespace gantry::cli
 
 #endif  // GANTRY_CLIENTS_CLI_COMMAND_H_

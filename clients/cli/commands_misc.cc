@@ -15,6 +15,7 @@
 #include "clients/cli/generation_progress.h"
 #include "clients/cli/json_output.h"
 #include "clients/cli/npy_writer.h"
+#include "clients/cli/reference.h"
 #include "clients/cli/shower_output.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/generation.grpc.pb.h"
@@ -288,6 +289,12 @@ absl::Status Completion(CommandContext& context) {
   return absl::OkStatus();
 }
 
+// Prints the command reference (docs/CLI.md) generated from the command table.
+absl::Status Reference(CommandContext& context) {
+  context.out << MarkdownReference(AllCommands(), GlobalFlags());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 void AddMiscCommands(std::vector<Command>* commands) {
@@ -340,6 +347,12 @@ void AddMiscCommands(std::vector<Command>* commands) {
                        {{"SHELL", "bash"}},
                        {},
                        Completion});
+  commands->push_back({{"reference"},
+                       "Print this command reference as Markdown (docs/CLI.md is its output)",
+                       "",
+                       {},
+                       {},
+                       Reference});
 }
 
 std::vector<Command> AllCommands() {
