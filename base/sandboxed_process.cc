@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/status_macros.h"
 
 namespace gantry {
 namespace {
@@ -110,6 +111,80 @@ void KillGroup(pid_t pid) {
   ::kill(pid, SIGKILL);
 }
 
+// The status pipe: one byte (network isolated or not), then EOF at execve, or an errno. Returns
+// that errno (0 when the child reached execve).
+int ReadExecStatus(int fd, bool* network_isolated) {
+  char buffer[8];
+  size_t status_bytes = 0;
+  int exec_errno = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, buffer + status_bytes, sizeof(buffer) - status_bytes);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    status_bytes += static_cast<size_t>(n);
+    if (status_bytes == sizeof(buffer)) break;
+  }
+  *network_isolated = status_bytes >= 1 && buffer[0] == 'N';
+  if (status_bytes >= 1 + sizeof(int)) std::memcpy(&exec_errno, buffer + 1, sizeof(int));
+  return exec_errno;
+}
+
+// The child's stdout into result->output, bounded by max_bytes, until EOF, the deadline or too
+// much output. Returns whether the child must be killed now (timed out or overflowed).
+bool ReadBoundedOutput(int fd, absl::Time deadline, size_t max_bytes, SandboxResult* result) {
+  std::string& output = result->output;
+  char chunk[16 << 10];
+  for (;;) {
+    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
+    if (left_ms <= 0) {
+      result->timed_out = true;
+      return true;
+    }
+    struct pollfd p {
+      fd, POLLIN, 0
+    };
+    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
+    if (ready < 0 && errno != EINTR) return false;
+    if (ready <= 0) continue;
+    const ssize_t n = ::read(fd, chunk, sizeof(chunk));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) return false;  // EOF: the child closed stdout (usually: it exited)
+    if (output.size() + static_cast<size_t>(n) > max_bytes) {
+      output.append(chunk, max_bytes - output.size());
+      result->output_overflow = true;
+      return true;
+    }
+    output.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+// Reaps the child, killing its group when it outlives the deadline (unless `killed` already),
+// then kills anything it left in its group and records how it ended.
+absl::Status Reap(pid_t pid, absl::Time deadline, bool killed, SandboxResult* result) {
+  int wstatus = 0;
+  for (int sleep_us = 200;;) {
+    const pid_t done = ::waitpid(pid, &wstatus, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) {
+      return absl::InternalError(absl::StrCat("waitpid of a sandboxed child: ", strerror(errno)));
+    }
+    if (absl::Now() >= deadline && !killed) {
+      result->timed_out = killed = true;
+      KillGroup(pid);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    sleep_us = std::min(sleep_us * 2, 20000);
+  }
+  ::kill(-pid, SIGKILL);  // anything the child left in its group
+  if (WIFEXITED(wstatus)) {
+    result->exited = true;
+    result->exit_code = WEXITSTATUS(wstatus);
+  } else if (WIFSIGNALED(wstatus)) {
+    result->signal = WTERMSIG(wstatus);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<SandboxResult> SandboxedProcess::RunOnFile(const std::string& path,
@@ -158,72 +233,15 @@ absl::StatusOr<SandboxResult> SandboxedProcess::Run(const SandboxRequest& reques
   ::setpgid(pid, pid);  // also from here, so a kill of the group cannot race the child's setpgid
 
   SandboxResult result;
-  // The status pipe: one byte (network isolated or not), then EOF at execve, or an errno.
-  char buffer[8];
-  size_t status_bytes = 0;
-  int exec_errno = 0;
-  for (;;) {
-    const ssize_t n = ::read(status[0], buffer + status_bytes, sizeof(buffer) - status_bytes);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    status_bytes += static_cast<size_t>(n);
-    if (status_bytes == sizeof(buffer)) break;
-  }
+  const int exec_errno = ReadExecStatus(status[0], &result.network_isolated);
   CloseFd(status[0]);
-  result.network_isolated = status_bytes >= 1 && buffer[0] == 'N';
-  if (status_bytes >= 1 + sizeof(int)) std::memcpy(&exec_errno, buffer + 1, sizeof(int));
 
-  // stdout, bounded, until EOF, the deadline or too much output.
-  std::string& output = result.output;
-  char chunk[16 << 10];
-  bool kill_now = false;
-  while (exec_errno == 0) {
-    const int64_t left_ms = absl::ToInt64Milliseconds(deadline - absl::Now());
-    if (left_ms <= 0) {
-      result.timed_out = kill_now = true;
-      break;
-    }
-    struct pollfd p {
-      out[0], POLLIN, 0
-    };
-    const int ready = ::poll(&p, 1, static_cast<int>(std::min<int64_t>(left_ms, 1000)));
-    if (ready < 0 && errno != EINTR) break;
-    if (ready <= 0) continue;
-    const ssize_t n = ::read(out[0], chunk, sizeof(chunk));
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) break;  // EOF: the child closed stdout (usually: it exited)
-    if (output.size() + static_cast<size_t>(n) > request.max_output_bytes) {
-      output.append(chunk, request.max_output_bytes - output.size());
-      result.output_overflow = kill_now = true;
-      break;
-    }
-    output.append(chunk, static_cast<size_t>(n));
-  }
+  const bool kill_now =
+      exec_errno == 0 && ReadBoundedOutput(out[0], deadline, request.max_output_bytes, &result);
   CloseFd(out[0]);
   if (kill_now) KillGroup(pid);
 
-  // Reap, killing the child when it outlives the deadline.
-  int wstatus = 0;
-  for (int sleep_us = 200;;) {
-    const pid_t done = ::waitpid(pid, &wstatus, WNOHANG);
-    if (done == pid) break;
-    if (done < 0 && errno != EINTR) {
-      return absl::InternalError(absl::StrCat("waitpid of a sandboxed child: ", strerror(errno)));
-    }
-    if (absl::Now() >= deadline && !kill_now) {
-      result.timed_out = kill_now = true;
-      KillGroup(pid);
-    }
-    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
-    sleep_us = std::min(sleep_us * 2, 20000);
-  }
-  ::kill(-pid, SIGKILL);  // anything the child left in its group
-  if (WIFEXITED(wstatus)) {
-    result.exited = true;
-    result.exit_code = WEXITSTATUS(wstatus);
-  } else if (WIFSIGNALED(wstatus)) {
-    result.signal = WTERMSIG(wstatus);
-  }
+  RETURN_IF_ERROR(Reap(pid, deadline, kill_now, &result));
   if (exec_errno != 0) {
     return absl::InternalError(
         absl::StrCat("cannot execute ", request.binary, ": ", strerror(exec_errno)));

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -56,8 +59,8 @@ ModelConfig Tiny() {
 // tiny with a shower template (ModelConfig::generator_template) and 2 fluctuation modes: the
 // generator starts from the training data's mean shower and its leading shower-to-shower
 // fluctuations, and learns the rest, which a few hundred steps can do; the plain topology first
-// has to find the one-cell-wide centre (docs/MODELS.md "tiny-template"). A 128-dimensional latent, the
-// loss weights of the fidelity study, and the profile loss, which keeps the mean shower's
+// has to find the one-cell-wide centre (docs/MODELS.md "tiny-template"). A 128-dimensional latent,
+// the loss weights of the fidelity study, and the profile loss, which keeps the mean shower's
 // transverse tails that adversarial training alone removes.
 ModelConfig TinyTemplate() {
   ModelConfig c = Tiny();
@@ -246,136 +249,151 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   return out;
 }
 
+namespace {
+
+// The `key=value` lines of a serialized config, read field by field. The first problem is kept
+// (a missing key, a bad number) and later reads leave their outputs as they are.
+class ConfigReader {
+ public:
+  explicit ConfigReader(absl::string_view text) {
+    for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
+      std::pair<std::string, std::string> p = absl::StrSplit(line, absl::MaxSplits('=', 1));
+      kv_[p.first] = p.second;
+    }
+  }
+  const absl::Status& status() const { return status_; }
+  bool Has(absl::string_view key) const { return kv_.find(key) != kv_.end(); }
+  void Fail(std::string message) {
+    if (status_.ok()) status_ = absl::InvalidArgumentError(std::move(message));
+  }
+
+  const std::string* Get(absl::string_view key) {
+    auto it = kv_.find(key);
+    if (it == kv_.end()) {
+      Fail(absl::StrCat("model config: missing ", key));
+      return nullptr;
+    }
+    return &it->second;
+  }
+  void Double(absl::string_view key, double* out) {
+    const std::string* s = Get(key);
+    if (s != nullptr && !absl::SimpleAtod(*s, out)) {
+      Fail(absl::StrCat("model config: bad number for ", key));
+    }
+  }
+  void Int(absl::string_view key, int64_t* out) {
+    const std::string* s = Get(key);
+    if (s != nullptr && !absl::SimpleAtoi(*s, out)) {
+      Fail(absl::StrCat("model config: bad integer for ", key));
+    }
+  }
+  void Ints(absl::string_view key, std::vector<int64_t>* out) { List(key, out); }
+  void Doubles(absl::string_view key, std::vector<double>* out) { List(key, out); }
+  // Optional keys: configs written before a key existed parse with the value it stands for.
+  void OptionalFlag(absl::string_view key, bool* out, bool absent) {
+    auto it = kv_.find(key);
+    *out = absent;
+    if (it == kv_.end()) return;
+    if (it->second != "0" && it->second != "1") {
+      Fail(absl::StrCat("model config: ", key, " must be 0 or 1"));
+    }
+    *out = it->second == "1";
+  }
+  void OptionalDouble(absl::string_view key, double* out) {
+    if (Has(key)) Double(key, out);
+  }
+
+ private:
+  template <typename T>
+  void List(absl::string_view key, std::vector<T>* out) {
+    const std::string* s = Get(key);
+    if (s == nullptr) return;
+    out->clear();
+    for (absl::string_view part : absl::StrSplit(*s, ',', absl::SkipEmpty())) {
+      T v;
+      bool ok;
+      if constexpr (std::is_same_v<T, double>) {
+        ok = absl::SimpleAtod(part, &v);
+      } else {
+        ok = absl::SimpleAtoi(part, &v);
+      }
+      if (!ok) {
+        Fail(absl::StrCat("model config: bad ", key));
+        return;
+      }
+      out->push_back(v);
+    }
+  }
+
+  std::map<std::string, std::string, std::less<>> kv_;
+  absl::Status status_;
+};
+
+}  // namespace
+
 absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   if (text.size() > kMaxConfigTextBytes) {
     return absl::InvalidArgumentError(
         absl::StrCat("model config: ", text.size(), " bytes; at most ", kMaxConfigTextBytes));
   }
-  std::map<std::string, std::string, std::less<>> kv;
-  for (absl::string_view line : absl::StrSplit(text, '\n', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> p = absl::StrSplit(line, absl::MaxSplits('=', 1));
-    kv[p.first] = p.second;
-  }
+  ConfigReader r(text);
   ModelConfig c;
-  absl::Status status;
-  auto get = [&](absl::string_view key) -> const std::string* {
-    auto it = kv.find(key);
-    if (it == kv.end()) {
-      if (status.ok())
-        status = absl::InvalidArgumentError(absl::StrCat("model config: missing ", key));
-      return nullptr;
-    }
-    return &it->second;
-  };
-  auto dbl = [&](absl::string_view key, double* out) {
-    const std::string* s = get(key);
-    if (s != nullptr && !absl::SimpleAtod(*s, out) && status.ok()) {
-      status = absl::InvalidArgumentError(absl::StrCat("model config: bad number for ", key));
-    }
-  };
-  auto i64 = [&](absl::string_view key, int64_t* out) {
-    const std::string* s = get(key);
-    if (s != nullptr && !absl::SimpleAtoi(*s, out) && status.ok()) {
-      status = absl::InvalidArgumentError(absl::StrCat("model config: bad integer for ", key));
-    }
-  };
-  auto ints = [&](absl::string_view key, std::vector<int64_t>* out) {
-    const std::string* s = get(key);
-    if (s == nullptr) return;
-    out->clear();
-    for (absl::string_view part : absl::StrSplit(*s, ',', absl::SkipEmpty())) {
-      int64_t v;
-      if (!absl::SimpleAtoi(part, &v)) {
-        if (status.ok())
-          status = absl::InvalidArgumentError(absl::StrCat("model config: bad ", key));
-        return;
-      }
-      out->push_back(v);
-    }
-  };
-  auto dbls = [&](absl::string_view key, std::vector<double>* out) {
-    const std::string* s = get(key);
-    if (s == nullptr) return;
-    out->clear();
-    for (absl::string_view part : absl::StrSplit(*s, ',', absl::SkipEmpty())) {
-      double v;
-      if (!absl::SimpleAtod(part, &v)) {
-        if (status.ok())
-          status = absl::InvalidArgumentError(absl::StrCat("model config: bad ", key));
-        return;
-      }
-      out->push_back(v);
-    }
-  };
-  if (const std::string* s = get("preset")) c.preset = *s;
-  if (const std::string* s = get("architecture")) {
+  if (const std::string* s = r.Get("preset")) c.preset = *s;
+  if (const std::string* s = r.Get("architecture")) {
     if (*s == "fixed_angle_25") {
       c.architecture = Architecture::kFixedAngle25;
     } else if (*s == "variable_angle_51") {
       c.architecture = Architecture::kVariableAngle51;
-    } else if (status.ok()) {
-      status = absl::InvalidArgumentError("model config: unknown architecture " + *s);
+    } else {
+      r.Fail("model config: unknown architecture " + *s);
     }
   }
   std::vector<int64_t> grid;
-  ints("grid", &grid);
+  r.Ints("grid", &grid);
   if (grid.size() == 3) {
     c.grid = {grid[0], grid[1], grid[2]};
-  } else if (status.ok()) {
-    status = absl::InvalidArgumentError("model config: grid needs 3 entries");
+  } else {
+    r.Fail("model config: grid needs 3 entries");
   }
-  i64("latent", &c.latent);
-  i64("dense_channels", &c.dense_channels);
-  ints("generator_filters", &c.generator_filters);
-  dbl("generator_bn_eps", &c.generator_bn_eps);
-  ints("discriminator_filters", &c.discriminator_filters);
-  dbl("discriminator_bn_eps", &c.discriminator_bn_eps);
-  dbl("dropout", &c.dropout);
-  dbl("bn_momentum", &c.bn_momentum);
-  dbl("leaky_slope", &c.leaky_slope);
-  dbls("loss_weights", &c.loss_weights);
-  dbl("learning_rate", &c.learning_rate);
-  dbl("rms_rho", &c.rms_rho);
-  dbl("rms_eps", &c.rms_eps);
-  dbl("label_flip", &c.label_flip);
-  i64("generator_steps", &c.generator_steps);
-  i64("default_batch", &c.default_batch);
-  dbl("cell_scale", &c.cell_scale);
-  dbl("cell_power", &c.cell_power);
-  dbl("energy_scale", &c.energy_scale);
-  dbl("cell_threshold", &c.cell_threshold);
-  dbl("min_event_sum_gev", &c.min_event_sum_gev);
-  dbl("fake_energy_min_gev", &c.fake_energy_min_gev);
-  dbl("fake_energy_max_gev", &c.fake_energy_max_gev);
-  dbl("fake_theta_min_rad", &c.fake_theta_min_rad);
-  dbl("fake_theta_max_rad", &c.fake_theta_max_rad);
-  dbls("ecal_fit", &c.ecal_fit);
-  dbl("ecal_fit_scale", &c.ecal_fit_scale);
-  dbl("collapse_ecal_loss", &c.collapse_ecal_loss);
-  // Optional keys: configs written before a key existed parse with the value it stands for.
-  auto optional_flag = [&](absl::string_view key, bool* out, bool absent) {
-    auto it = kv.find(key);
-    *out = absent;
-    if (it == kv.end()) return;
-    if (it->second != "0" && it->second != "1" && status.ok()) {
-      status = absl::InvalidArgumentError(absl::StrCat("model config: ", key, " must be 0 or 1"));
-    }
-    *out = it->second == "1";
-  };
-  auto optional_dbl = [&](absl::string_view key, double* out) {
-    if (kv.find(key) != kv.end()) dbl(key, out);
-  };
+  r.Int("latent", &c.latent);
+  r.Int("dense_channels", &c.dense_channels);
+  r.Ints("generator_filters", &c.generator_filters);
+  r.Double("generator_bn_eps", &c.generator_bn_eps);
+  r.Ints("discriminator_filters", &c.discriminator_filters);
+  r.Double("discriminator_bn_eps", &c.discriminator_bn_eps);
+  r.Double("dropout", &c.dropout);
+  r.Double("bn_momentum", &c.bn_momentum);
+  r.Double("leaky_slope", &c.leaky_slope);
+  r.Doubles("loss_weights", &c.loss_weights);
+  r.Double("learning_rate", &c.learning_rate);
+  r.Double("rms_rho", &c.rms_rho);
+  r.Double("rms_eps", &c.rms_eps);
+  r.Double("label_flip", &c.label_flip);
+  r.Int("generator_steps", &c.generator_steps);
+  r.Int("default_batch", &c.default_batch);
+  r.Double("cell_scale", &c.cell_scale);
+  r.Double("cell_power", &c.cell_power);
+  r.Double("energy_scale", &c.energy_scale);
+  r.Double("cell_threshold", &c.cell_threshold);
+  r.Double("min_event_sum_gev", &c.min_event_sum_gev);
+  r.Double("fake_energy_min_gev", &c.fake_energy_min_gev);
+  r.Double("fake_energy_max_gev", &c.fake_energy_max_gev);
+  r.Double("fake_theta_min_rad", &c.fake_theta_min_rad);
+  r.Double("fake_theta_max_rad", &c.fake_theta_max_rad);
+  r.Doubles("ecal_fit", &c.ecal_fit);
+  r.Double("ecal_fit_scale", &c.ecal_fit_scale);
+  r.Double("collapse_ecal_loss", &c.collapse_ecal_loss);
   // Without the key: conditions fitted already (the config carries them), a linear
   // discriminator input, the exact ReLU gradient, no template, no modes, no profile loss.
-  optional_flag("fit_conditions_to_data", &c.fit_conditions_to_data, false);
-  optional_dbl("discriminator_log_scale", &c.discriminator_log_scale);
-  optional_dbl("generator_relu_grad_slope", &c.generator_relu_grad_slope);
-  optional_flag("generator_template", &c.generator_template, false);
-  if (kv.find("template_modes") != kv.end()) i64("template_modes", &c.template_modes);
-  optional_dbl("profile_loss_weight", &c.profile_loss_weight);
-  optional_flag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
-  if (kv.find("profile_fit") != kv.end()) dbls("profile_fit", &c.profile_fit);
-  if (!status.ok()) return status;
+  r.OptionalFlag("fit_conditions_to_data", &c.fit_conditions_to_data, false);
+  r.OptionalDouble("discriminator_log_scale", &c.discriminator_log_scale);
+  r.OptionalDouble("generator_relu_grad_slope", &c.generator_relu_grad_slope);
+  r.OptionalFlag("generator_template", &c.generator_template, false);
+  if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
+  r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);
+  r.OptionalFlag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
+  if (r.Has("profile_fit")) r.Doubles("profile_fit", &c.profile_fit);
+  if (!r.status().ok()) return r.status();
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;
   return c;
 }

@@ -219,6 +219,23 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   const std::string http_api_key = RandomSecretHex(32);
   s.auth_->set_http_api_key(http_api_key);
   b->auth = s.auth_.get();
+  RETURN_IF_ERROR(s.StartListeners(options, creds));
+  RETURN_IF_ERROR(s.StartHealthMonitor(options));
+  s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
+      metrics::ProcessMetrics(), *b, s.coordinator_.state(), s.health_db_.get());
+  s.metrics_http_ = std::move(metrics_http);
+  RETURN_IF_ERROR(
+      s.StartHttpApi(options, tls.listener.cert_pem, tls.listener.key_pem, http_api_key));
+  s.coordinator_.Start();
+  s.pinner_.Start();
+  s.autoscaler_.Start();
+  s.study_driver_.Start();
+  s.blob_collector_.Start();
+  return server;
+}
+
+absl::Status GantryServer::StartListeners(const ServerOptions& options,
+                                          std::shared_ptr<grpc::ServerCredentials> creds) {
   // Thread budgets: one for the main listener and, with --worker-listen, one of its own for the
   // workers' listener, so that tenant calls (however many, however slow) never take the threads
   // workers need for their streams, uploads and dataset reads.
@@ -234,19 +251,22 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   const bool split = !options.worker_listen.empty();
   Listener main{options.listen,
                 "--listen",
-                {&s.training_, &s.generation_, &s.catalog_, &s.datasets_, &s.admin_, &s.studies_},
+                {&training_, &generation_, &catalog_, &datasets_, &admin_, &studies_},
                 split ? ListenerRole::kTenants : ListenerRole::kEveryone};
-  if (!split) main.services.push_back(&s.workers_);
-  ASSIGN_OR_RETURN(s.server_,
-                   StartListener(main, options, creds, shared_quota, *s.auth_, &s.address_));
+  if (!split) main.services.push_back(&workers_);
+  ASSIGN_OR_RETURN(server_, StartListener(main, options, creds, shared_quota, *auth_, &address_));
   if (split) {
     const Listener workers{options.worker_listen,
                            "--worker-listen",
-                           {&s.workers_, &s.worker_datasets_},
+                           {&workers_, &worker_datasets_},
                            ListenerRole::kWorkers};
-    ASSIGN_OR_RETURN(s.worker_server_, StartListener(workers, options, creds, workers_quota,
-                                                     *s.auth_, &s.worker_address_));
+    ASSIGN_OR_RETURN(worker_server_, StartListener(workers, options, creds, workers_quota, *auth_,
+                                                   &worker_address_));
   }
+  return absl::OkStatus();
+}
+
+absl::Status GantryServer::StartHealthMonitor(const ServerOptions& options) {
   // The health monitor probes PostgreSQL on a connection of its own with short timeouts, so a
   // pool full of slow calls does not read as an outage.
   storage::DatabaseOptions probe;
@@ -254,15 +274,15 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   probe.connect_timeout = absl::Seconds(2);
   probe.statement_timeout = absl::Seconds(2);
   probe.pool_wait = absl::Seconds(2);
-  ASSIGN_OR_RETURN(s.health_db_, storage::Database::Create(options.db.dsn, probe));
-  grpc::HealthCheckServiceInterface* health = s.server_->GetHealthCheckService();
+  ASSIGN_OR_RETURN(health_db_, storage::Database::Create(options.db.dsn, probe));
+  grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
   grpc::HealthCheckServiceInterface* worker_health =
-      split ? s.worker_server_->GetHealthCheckService() : nullptr;
-  storage::Database* health_db = s.health_db_.get();
-  GenerationRouter* router = &s.router_;
+      worker_server_ != nullptr ? worker_server_->GetHealthCheckService() : nullptr;
+  storage::Database* health_db = health_db_.get();
+  GenerationRouter* router = &router_;
   // Each listener answers for the services it carries: with a worker listener, WorkerService's
   // status lives there only.
-  s.health_ = std::make_unique<HealthMonitor>(
+  health_ = std::make_unique<HealthMonitor>(
       options.health_check_interval, [health_db] { return health_db->Ping(); },
       [router] { return router->ServingWorkers(); },
       [health, worker_health](const std::string& service, bool serving) {
@@ -273,34 +293,31 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
           worker_health->SetServingStatus(service, serving);
         }
       });
-  s.health_->Start();
-  s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
-      metrics::ProcessMetrics(), *b, s.coordinator_.state(), s.health_db_.get());
-  s.metrics_http_ = std::move(metrics_http);
-  if (!options.http.listen.empty()) {
-    http::HttpApiOptions http_options;
-    http_options.listen = options.http.listen;
-    http_options.web_root = options.http.web_root;
-    http_options.tls_cert_pem = tls.listener.cert_pem;
-    http_options.tls_key_pem = tls.listener.key_pem;
-    http_options.session_ttl = options.http.session_ttl;
-    http_options.max_generate_showers = options.http.max_generate_showers;
-    http_options.max_event_streams = options.http.max_event_streams;
-    http_options.max_event_streams_per_tenant = options.http.max_event_streams_per_tenant;
-    http_options.max_connections = options.http.max_connections;
-    http_options.max_connections_per_ip = options.http.max_connections_per_ip;
-    http_options.temp_dir = options.data_dir + "/http-downloads";
-    http_options.in_process_key = http_api_key;
-    ASSIGN_OR_RETURN(
-        s.http_, http::HttpApiServer::Start(http_options, *b,
-                                            s.server_->InProcessChannel(grpc::ChannelArguments())));
-  }
-  s.coordinator_.Start();
-  s.pinner_.Start();
-  s.autoscaler_.Start();
-  s.study_driver_.Start();
-  s.blob_collector_.Start();
-  return server;
+  health_->Start();
+  return absl::OkStatus();
+}
+
+absl::Status GantryServer::StartHttpApi(const ServerOptions& options, const std::string& cert_pem,
+                                        const std::string& key_pem,
+                                        const std::string& in_process_key) {
+  if (options.http.listen.empty()) return absl::OkStatus();
+  http::HttpApiOptions http_options;
+  http_options.listen = options.http.listen;
+  http_options.web_root = options.http.web_root;
+  http_options.tls_cert_pem = cert_pem;
+  http_options.tls_key_pem = key_pem;
+  http_options.session_ttl = options.http.session_ttl;
+  http_options.max_generate_showers = options.http.max_generate_showers;
+  http_options.max_event_streams = options.http.max_event_streams;
+  http_options.max_event_streams_per_tenant = options.http.max_event_streams_per_tenant;
+  http_options.max_connections = options.http.max_connections;
+  http_options.max_connections_per_ip = options.http.max_connections_per_ip;
+  http_options.temp_dir = options.data_dir + "/http-downloads";
+  http_options.in_process_key = in_process_key;
+  ASSIGN_OR_RETURN(http_,
+                   http::HttpApiServer::Start(http_options, *backend_,
+                                              server_->InProcessChannel(grpc::ChannelArguments())));
+  return absl::OkStatus();
 }
 
 void GantryServer::Shutdown() {

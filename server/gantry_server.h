@@ -10,8 +10,10 @@
 #include <memory>
 #include <string>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "base/metrics/metrics_http_server.h"
+#include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "server/api/admin_service.h"
 #include "server/api/catalog_service.h"
@@ -67,6 +69,13 @@ class GantryServer {
 
  private:
   explicit GantryServer(std::unique_ptr<Backend> backend);
+  // The steps of Start after the backend: the gRPC listener(s) with their thread budgets, the
+  // health monitor (on a database connection of its own), the HTTP API (when configured).
+  absl::Status StartListeners(const ServerOptions& options,
+                              std::shared_ptr<grpc::ServerCredentials> creds);
+  absl::Status StartHealthMonitor(const ServerOptions& options);
+  absl::Status StartHttpApi(const ServerOptions& options, const std::string& cert_pem,
+                            const std::string& key_pem, const std::string& in_process_key);
 
   std::unique_ptr<Backend> backend_;
   GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService

@@ -277,7 +277,11 @@ absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
 
 HttpApiServer::~HttpApiServer() = default;
 
-void HttpApiServer::AddRoutes(HttpRouter& http) {
+namespace {
+
+// Per request: the clock and tenant of the log line, the log line, and JSON bodies for the
+// listener's own errors (too large, no route, overloaded, failed).
+void InstallHooks(HttpRouter& http) {
   http.set_before([](const HttpRequest&, HttpResponse&) {
     request_tenant.clear();
     request_start = absl::Now();
@@ -305,7 +309,11 @@ void HttpApiServer::AddRoutes(HttpRouter& http) {
       ReplyError(response, absl::InternalError("the request failed inside the server"));
     }
   });
+}
 
+}  // namespace
+
+void HttpApiServer::AddSessionRoutes(HttpRouter& http) {
   http.Post("/api/v1/session", [this](const HttpRequest& request, HttpResponse& response) {
     Login(request, response);
   });
@@ -325,6 +333,11 @@ void HttpApiServer::AddRoutes(HttpRouter& http) {
     response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
     ReplyJson(response, "{}");
   });
+}
+
+void HttpApiServer::AddRoutes(HttpRouter& http) {
+  InstallHooks(http);
+  AddSessionRoutes(http);
 
   // A unary route: the session, the request `build` makes of the HTTP request, the in-process
   // call, and its reply (as `present` shows it) as JSON; any failure as its HTTP error.

@@ -69,6 +69,8 @@ class HttpApiServer {
  private:
   HttpApiServer(const HttpApiOptions& options, Backend& backend,
                 std::shared_ptr<grpc::Channel> channel);
+  // POST, GET and DELETE /api/v1/session: log in, the session's CSRF token, log out.
+  void AddSessionRoutes(HttpRouter& http);
   void AddRoutes(HttpRouter& http);
   // A context for an in-process call on behalf of the session `secret`.
   std::unique_ptr<grpc::ClientContext> ContextFor(const std::string& secret,

@@ -101,204 +101,243 @@ void PoolAutoscaler::Tick(absl::Time now) {
     return;
   }
   std::vector<scheduler::PoolConfig> configs;
-  std::map<std::string, const v1::Pool*> by_name;
+  PoolsByName by_name;
   for (const v1::Pool& pool : *listed) {
     configs.push_back(PoolConfigOf(pool));
     by_name[pool.name()] = &pool;
   }
-  // The coordinator's view, copied under its lock.
-  std::vector<scheduler::PoolWorker> workers;
-  std::map<std::string, ProvisionedWorker> refs;
-  std::vector<scheduler::PoolJob> jobs;
-  if (!by_name.empty()) {
-    absl::MutexLock lock(&state_.mu);
-    for (const auto& [id, registered] : state_.registered) {
-      auto label = registered.labels().find("pool");
-      if (label == registered.labels().end() || !by_name.count(label->second)) continue;
-      if (!state_.scheduler.Live(id)) continue;
-      scheduler::PoolWorker w;
-      w.id = id;
-      w.pool = label->second;
-      w.slots = registered.slots();
-      int running = 0;
-      if (auto r = state_.reports.find(id); r != state_.reports.end()) {
-        running = r->second.heartbeat.running_ranks_size();
-      }
-      w.busy_slots = std::max(state_.scheduler.LeasedSlots(id), running);
-      w.draining = state_.Draining(id);
-      workers.push_back(w);
-      refs[id] = ProvisionedWorker{
-          id, registered.name(), {registered.labels().begin(), registered.labels().end()}};
-    }
-    for (const scheduler::JobRequest& request : state_.scheduler.QueuedRequests()) {
-      auto it = request.selector.find("pool");
-      if (it == request.selector.end() || !by_name.count(it->second)) continue;
-      jobs.push_back({request.id, it->second, request.world_size});
-    }
-  }
-
-  std::map<std::string, std::vector<ProvisionedWorker>> to_remove;
+  Snapshot snapshot = by_name.empty() ? Snapshot{} : SnapshotOf(by_name);
+  RemovalsByPool to_remove;
   std::map<std::string, std::string> notes;
   {
     absl::MutexLock lock(&mu_);
     JoinFinishedCalls();
-    // Idle clocks: reset while busy, started when first seen.
-    std::set<std::string> seen;
-    for (scheduler::PoolWorker& w : workers) {
-      seen.insert(w.id);
-      auto [it, fresh] = idle_since_.emplace(w.id, now);
-      if (w.busy_slots > 0) it->second = now;
-      w.idle_since = it->second;
-    }
-    for (auto it = idle_since_.begin(); it != idle_since_.end();) {
-      it = seen.count(it->first) ? std::next(it) : idle_since_.erase(it);
-    }
-    for (auto it = removing_.begin(); it != removing_.end();) {
-      it = seen.count(*it) ? std::next(it) : removing_.erase(it);
-    }
-    for (scheduler::PoolWorker& w : workers) w.draining = w.draining || removing_.count(w.id) > 0;
-    for (auto it = pools_.begin(); it != pools_.end();) {
-      it = by_name.count(it->first) || it->second.in_flight ? std::next(it) : pools_.erase(it);
-    }
+    Forget(by_name, &snapshot.workers, now);
     std::map<std::string, int> live;
-    for (const scheduler::PoolWorker& w : workers) ++live[w.pool];
-    std::map<std::string, scheduler::PoolProvisioning> provisioning;
-    for (const auto& [name, pool] : by_name) {
-      PoolRuntime& runtime = pools_[name];
-      const std::string bytes = pool->spec().SerializeAsString();
-      if (runtime.provisioner == nullptr || runtime.spec_bytes != bytes) {
-        runtime.provisioner = MakeProvisioner(pool->spec(), &cancel_calls_);
-        runtime.spec_bytes = bytes;
-      }
-      const int n = live[name];
-      if (runtime.expected_workers > 0 && n >= runtime.expected_workers) {
-        runtime.expected_workers = 0;  // all joined
-      } else if (runtime.expected_workers > 0 && now > runtime.expect_until) {
-        runtime.last_error =
-            absl::StrCat(runtime.expected_workers - n, " provisioned workers did not join within ",
-                         absl::FormatDuration(backend_.options.pools.join_timeout));
-        runtime.last_error_at = now;
-        runtime.expected_workers = 0;
-      }
-      scheduler::PoolProvisioning& p = provisioning[name];
-      p.pending_workers = std::max(0, runtime.expected_workers - n);
-      p.call_in_flight = runtime.in_flight;
-      p.backoff_until = runtime.backoff_until;
-      p.last_error = runtime.last_error;
-    }
+    for (const scheduler::PoolWorker& w : snapshot.workers) ++live[w.pool];
+    const std::map<std::string, scheduler::PoolProvisioning> provisioning =
+        Provisioning(by_name, live, now);
     const scheduler::AutoscalePlan plan =
-        autoscaler_.Plan(configs, workers, jobs, provisioning, now);
+        autoscaler_.Plan(configs, snapshot.workers, snapshot.jobs, provisioning, now);
     notes = plan.job_notes;
-    for (const scheduler::ScaleUp& up : plan.scale_ups) {
-      PoolRuntime& runtime = pools_[up.pool];
-      if (!runtime.provisioner->Elastic()) continue;
-      const int before = live[up.pool] + provisioning[up.pool].pending_workers;
-      runtime.expected_workers = before + up.count;
-      runtime.expect_until = now + backend_.options.pools.join_timeout;
-      for (const std::string& job : up.job_ids) {
-        notes[job] = absl::StrCat("pool ", up.pool, " is starting ", up.count,
-                                  up.count == 1 ? " worker" : " workers");
-      }
-      std::shared_ptr<Provisioner> provisioner = runtime.provisioner;
-      const std::string pool = up.pool;
-      const int count = up.count;
-      Launch(
-          pool,
-          absl::StrCat("scale up by ", count,
-                       up.job_ids.empty() ? " (min_workers)"
-                                          : absl::StrCat(" for ", absl::StrJoin(up.job_ids, ", "))),
-          [provisioner, pool, count] { return provisioner->ScaleUp(pool, count); },
-          [this, pool](const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-            if (!status.ok()) pools_[pool].expected_workers = 0;  // nothing is coming
-          });
-    }
+    StartScaleUps(plan, live, provisioning, now, &notes);
     for (const scheduler::ScaleDown& down : plan.scale_downs) {
       if (!pools_[down.pool].provisioner->Elastic() || pools_[down.pool].in_flight) continue;
-      for (const std::string& id : down.worker_ids) to_remove[down.pool].push_back(refs[id]);
-    }
-    // Jobs waiting for pending workers say so; pending workers nobody waits for are withdrawn.
-    for (const auto& [name, p] : provisioning) {
-      PoolRuntime& runtime = pools_[name];
-      const int waiting = plan.waiting_jobs.count(name) ? plan.waiting_jobs.at(name) : 0;
-      runtime.observed.set_workers(live[name]);
-      int busy = 0;
-      for (const scheduler::PoolWorker& w : workers) busy += w.pool == name && w.busy_slots > 0;
-      runtime.observed.set_busy_workers(busy);
-      runtime.observed.set_pending_workers(std::max(0, runtime.expected_workers - live[name]));
-      runtime.observed.set_waiting_jobs(waiting);
-      if (p.pending_workers > 0) {
-        for (const scheduler::PoolJob& job : jobs) {
-          if (job.pool == name && !notes.count(job.id)) {
-            notes[job.id] = absl::StrCat("waiting for ", p.pending_workers, " starting ",
-                                         p.pending_workers == 1 ? "worker" : "workers", " of pool ",
-                                         name, " to join");
-          }
-        }
-      }
-      if (waiting == 0 && p.pending_workers > 0 && !runtime.in_flight &&
-          runtime.provisioner->Elastic() && live[name] >= by_name[name]->spec().min_workers()) {
-        std::shared_ptr<Provisioner> provisioner = runtime.provisioner;
-        const std::string pool = name;
-        runtime.expected_workers = 0;
-        Launch(
-            pool, absl::StrCat("withdraw ", p.pending_workers, " pending workers (no job waits)"),
-            [provisioner, pool] { return provisioner->CancelPending(pool); },
-            [](const absl::Status&) {});
+      for (const std::string& id : down.worker_ids) {
+        to_remove[down.pool].push_back(snapshot.refs[id]);
       }
     }
+    ObserveAndWithdraw(plan, by_name, live, provisioning, snapshot, &notes);
   }
-  // Workers to remove: checked idle again and drained under the coordinator's lock, so nothing
-  // is placed on them between this decision and the provisioner's call.
-  std::map<std::string, std::vector<ProvisionedWorker>> confirmed;
-  {
-    absl::MutexLock lock(&state_.mu);
-    for (auto& [pool, list] : to_remove) {
-      for (ProvisionedWorker& w : list) {
-        int running = 0;
-        if (auto r = state_.reports.find(w.id); r != state_.reports.end()) {
-          running = r->second.heartbeat.running_ranks_size();
-        }
-        if (state_.scheduler.LeasedSlots(w.id) > 0 || running > 0 || state_.Draining(w.id))
-          continue;
-        state_.scheduler.SetDraining(w.id, true);
-        confirmed[pool].push_back(std::move(w));
-      }
-    }
-    for (auto it = state_.pool_notes.begin(); it != state_.pool_notes.end();) {
-      it = state_.queued.count(it->first) ? std::next(it) : state_.pool_notes.erase(it);
-    }
-    for (const scheduler::PoolJob& job : jobs) state_.pool_notes.erase(job.id);
-    for (auto& [id, note] : notes) state_.pool_notes[id] = std::move(note);
-  }
+  RemovalsByPool confirmed = ConfirmRemovals(std::move(to_remove), snapshot.jobs, std::move(notes));
   if (confirmed.empty()) return;
   absl::MutexLock lock(&mu_);
-  for (auto& entry : confirmed) {
-    // Named copies: lambdas cannot capture structured bindings before C++20 (clang refuses).
-    const std::string pool = entry.first;
-    const auto list = entry.second;
-    std::shared_ptr<Provisioner> provisioner = pools_[pool].provisioner;
-    std::vector<std::string> names;
-    for (const ProvisionedWorker& w : list) names.push_back(w.name);
-    for (const ProvisionedWorker& w : list) removing_.insert(w.id);
+  for (auto& [pool, list] : confirmed) StartScaleDown(pool, std::move(list));
+}
+
+PoolAutoscaler::Snapshot PoolAutoscaler::SnapshotOf(const PoolsByName& by_name) {
+  Snapshot snapshot;
+  absl::MutexLock lock(&state_.mu);
+  for (const auto& [id, registered] : state_.registered) {
+    auto label = registered.labels().find("pool");
+    if (label == registered.labels().end() || !by_name.count(label->second)) continue;
+    if (!state_.scheduler.Live(id)) continue;
+    scheduler::PoolWorker w;
+    w.id = id;
+    w.pool = label->second;
+    w.slots = registered.slots();
+    int running = 0;
+    if (auto r = state_.reports.find(id); r != state_.reports.end()) {
+      running = r->second.heartbeat.running_ranks_size();
+    }
+    w.busy_slots = std::max(state_.scheduler.LeasedSlots(id), running);
+    w.draining = state_.Draining(id);
+    snapshot.workers.push_back(w);
+    snapshot.refs[id] = ProvisionedWorker{
+        id, registered.name(), {registered.labels().begin(), registered.labels().end()}};
+  }
+  for (const scheduler::JobRequest& request : state_.scheduler.QueuedRequests()) {
+    auto it = request.selector.find("pool");
+    if (it == request.selector.end() || !by_name.count(it->second)) continue;
+    snapshot.jobs.push_back({request.id, it->second, request.world_size});
+  }
+  return snapshot;
+}
+
+void PoolAutoscaler::Forget(const PoolsByName& by_name, std::vector<scheduler::PoolWorker>* workers,
+                            absl::Time now) {
+  // Idle clocks: reset while busy, started when first seen.
+  std::set<std::string> seen;
+  for (scheduler::PoolWorker& w : *workers) {
+    seen.insert(w.id);
+    auto [it, fresh] = idle_since_.emplace(w.id, now);
+    if (w.busy_slots > 0) it->second = now;
+    w.idle_since = it->second;
+  }
+  for (auto it = idle_since_.begin(); it != idle_since_.end();) {
+    it = seen.count(it->first) ? std::next(it) : idle_since_.erase(it);
+  }
+  for (auto it = removing_.begin(); it != removing_.end();) {
+    it = seen.count(*it) ? std::next(it) : removing_.erase(it);
+  }
+  for (scheduler::PoolWorker& w : *workers) w.draining = w.draining || removing_.count(w.id) > 0;
+  for (auto it = pools_.begin(); it != pools_.end();) {
+    it = by_name.count(it->first) || it->second.in_flight ? std::next(it) : pools_.erase(it);
+  }
+}
+
+std::map<std::string, scheduler::PoolProvisioning> PoolAutoscaler::Provisioning(
+    const PoolsByName& by_name, const std::map<std::string, int>& live, absl::Time now) {
+  std::map<std::string, scheduler::PoolProvisioning> provisioning;
+  for (const auto& [name, pool] : by_name) {
+    PoolRuntime& runtime = pools_[name];
+    const std::string bytes = pool->spec().SerializeAsString();
+    if (runtime.provisioner == nullptr || runtime.spec_bytes != bytes) {
+      runtime.provisioner = MakeProvisioner(pool->spec(), &cancel_calls_);
+      runtime.spec_bytes = bytes;
+    }
+    const auto found = live.find(name);
+    const int n = found == live.end() ? 0 : found->second;
+    if (runtime.expected_workers > 0 && n >= runtime.expected_workers) {
+      runtime.expected_workers = 0;  // all joined
+    } else if (runtime.expected_workers > 0 && now > runtime.expect_until) {
+      runtime.last_error =
+          absl::StrCat(runtime.expected_workers - n, " provisioned workers did not join within ",
+                       absl::FormatDuration(backend_.options.pools.join_timeout));
+      runtime.last_error_at = now;
+      runtime.expected_workers = 0;
+    }
+    scheduler::PoolProvisioning& p = provisioning[name];
+    p.pending_workers = std::max(0, runtime.expected_workers - n);
+    p.call_in_flight = runtime.in_flight;
+    p.backoff_until = runtime.backoff_until;
+    p.last_error = runtime.last_error;
+  }
+  return provisioning;
+}
+
+void PoolAutoscaler::StartScaleUps(
+    const scheduler::AutoscalePlan& plan, const std::map<std::string, int>& live,
+    const std::map<std::string, scheduler::PoolProvisioning>& provisioning, absl::Time now,
+    std::map<std::string, std::string>* notes) {
+  for (const scheduler::ScaleUp& up : plan.scale_ups) {
+    PoolRuntime& runtime = pools_[up.pool];
+    if (!runtime.provisioner->Elastic()) continue;
+    const auto n = live.find(up.pool);
+    const auto pending = provisioning.find(up.pool);
+    const int before = (n == live.end() ? 0 : n->second) +
+                       (pending == provisioning.end() ? 0 : pending->second.pending_workers);
+    runtime.expected_workers = before + up.count;
+    runtime.expect_until = now + backend_.options.pools.join_timeout;
+    for (const std::string& job : up.job_ids) {
+      (*notes)[job] = absl::StrCat("pool ", up.pool, " is starting ", up.count,
+                                   up.count == 1 ? " worker" : " workers");
+    }
+    std::shared_ptr<Provisioner> provisioner = runtime.provisioner;
+    const std::string pool = up.pool;
+    const int count = up.count;
     Launch(
-        pool, absl::StrCat("scale down: ", absl::StrJoin(names, ", "), " idle"),
-        [this, provisioner, pool, list] {
-          absl::Status status = provisioner->ScaleDown(pool, list);
-          if (!status.ok()) {
-            // Not removed: they take placements again (unless an operator drained them).
-            absl::MutexLock state_lock(&state_.mu);
-            for (const ProvisionedWorker& w : list) {
-              if (!state_.Draining(w.id)) state_.scheduler.SetDraining(w.id, false);
-            }
-          }
-          return status;
-        },
-        [this, list](const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-          if (!status.ok()) {
-            for (const ProvisionedWorker& w : list) removing_.erase(w.id);
-          }
+        pool,
+        absl::StrCat("scale up by ", count,
+                     up.job_ids.empty() ? " (min_workers)"
+                                        : absl::StrCat(" for ", absl::StrJoin(up.job_ids, ", "))),
+        [provisioner, pool, count] { return provisioner->ScaleUp(pool, count); },
+        [this, pool](const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+          if (!status.ok()) pools_[pool].expected_workers = 0;  // nothing is coming
         });
   }
+}
+
+void PoolAutoscaler::ObserveAndWithdraw(
+    const scheduler::AutoscalePlan& plan, const PoolsByName& by_name,
+    const std::map<std::string, int>& live,
+    const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
+    const Snapshot& snapshot, std::map<std::string, std::string>* notes) {
+  for (const auto& [name, p] : provisioning) {
+    PoolRuntime& runtime = pools_[name];
+    const int waiting = plan.waiting_jobs.count(name) ? plan.waiting_jobs.at(name) : 0;
+    const auto n = live.find(name);
+    const int workers = n == live.end() ? 0 : n->second;
+    runtime.observed.set_workers(workers);
+    int busy = 0;
+    for (const scheduler::PoolWorker& w : snapshot.workers) {
+      busy += w.pool == name && w.busy_slots > 0;
+    }
+    runtime.observed.set_busy_workers(busy);
+    runtime.observed.set_pending_workers(std::max(0, runtime.expected_workers - workers));
+    runtime.observed.set_waiting_jobs(waiting);
+    // Jobs waiting for pending workers say so; pending workers nobody waits for are withdrawn.
+    if (p.pending_workers > 0) {
+      for (const scheduler::PoolJob& job : snapshot.jobs) {
+        if (job.pool == name && !notes->count(job.id)) {
+          (*notes)[job.id] = absl::StrCat("waiting for ", p.pending_workers, " starting ",
+                                          p.pending_workers == 1 ? "worker" : "workers",
+                                          " of pool ", name, " to join");
+        }
+      }
+    }
+    if (waiting == 0 && p.pending_workers > 0 && !runtime.in_flight &&
+        runtime.provisioner->Elastic() && workers >= by_name.at(name)->spec().min_workers()) {
+      std::shared_ptr<Provisioner> provisioner = runtime.provisioner;
+      const std::string pool = name;
+      runtime.expected_workers = 0;
+      Launch(
+          pool, absl::StrCat("withdraw ", p.pending_workers, " pending workers (no job waits)"),
+          [provisioner, pool] { return provisioner->CancelPending(pool); },
+          [](const absl::Status&) {});
+    }
+  }
+}
+
+PoolAutoscaler::RemovalsByPool PoolAutoscaler::ConfirmRemovals(
+    RemovalsByPool to_remove, const std::vector<scheduler::PoolJob>& jobs,
+    std::map<std::string, std::string> notes) {
+  // Checked idle again and drained under the coordinator's lock, so nothing is placed on them
+  // between this decision and the provisioner's call.
+  RemovalsByPool confirmed;
+  absl::MutexLock lock(&state_.mu);
+  for (auto& [pool, list] : to_remove) {
+    for (ProvisionedWorker& w : list) {
+      int running = 0;
+      if (auto r = state_.reports.find(w.id); r != state_.reports.end()) {
+        running = r->second.heartbeat.running_ranks_size();
+      }
+      if (state_.scheduler.LeasedSlots(w.id) > 0 || running > 0 || state_.Draining(w.id)) continue;
+      state_.scheduler.SetDraining(w.id, true);
+      confirmed[pool].push_back(std::move(w));
+    }
+  }
+  for (auto it = state_.pool_notes.begin(); it != state_.pool_notes.end();) {
+    it = state_.queued.count(it->first) ? std::next(it) : state_.pool_notes.erase(it);
+  }
+  for (const scheduler::PoolJob& job : jobs) state_.pool_notes.erase(job.id);
+  for (auto& [id, note] : notes) state_.pool_notes[id] = std::move(note);
+  return confirmed;
+}
+
+void PoolAutoscaler::StartScaleDown(const std::string& pool, std::vector<ProvisionedWorker> list) {
+  std::shared_ptr<Provisioner> provisioner = pools_[pool].provisioner;
+  std::vector<std::string> names;
+  for (const ProvisionedWorker& w : list) names.push_back(w.name);
+  for (const ProvisionedWorker& w : list) removing_.insert(w.id);
+  Launch(
+      pool, absl::StrCat("scale down: ", absl::StrJoin(names, ", "), " idle"),
+      [this, provisioner, pool, list] {
+        absl::Status status = provisioner->ScaleDown(pool, list);
+        if (!status.ok()) {
+          // Not removed: they take placements again (unless an operator drained them).
+          absl::MutexLock state_lock(&state_.mu);
+          for (const ProvisionedWorker& w : list) {
+            if (!state_.Draining(w.id)) state_.scheduler.SetDraining(w.id, false);
+          }
+        }
+        return status;
+      },
+      [this, list](const absl::Status& status) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        if (!status.ok()) {
+          for (const ProvisionedWorker& w : list) removing_.erase(w.id);
+        }
+      });
 }
 
 v1::PoolStatus PoolAutoscaler::StatusOf(const std::string& pool) {

@@ -62,6 +62,45 @@ class PoolAutoscaler {
     std::string last_action;
     gantry::v1::PoolStatus observed;  // counts of the last pass
   };
+  using PoolsByName = std::map<std::string, const gantry::v1::Pool*>;
+  using RemovalsByPool = std::map<std::string, std::vector<ProvisionedWorker>>;
+  // What the coordinator holds of the pools' workers and queued jobs, copied under its lock.
+  struct Snapshot {
+    std::vector<scheduler::PoolWorker> workers;
+    std::map<std::string, ProvisionedWorker> refs;  // by worker id
+    std::vector<scheduler::PoolJob> jobs;
+  };
+
+  // The phases of Tick, in order.
+  Snapshot SnapshotOf(const PoolsByName& by_name);
+  // Starts, resets and drops the workers' idle clocks, marks workers being removed as draining
+  // and forgets pools no longer listed (unless a call of theirs still runs).
+  void Forget(const PoolsByName& by_name, std::vector<scheduler::PoolWorker>* workers,
+              absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Each pool's provisioner (rebuilt when its spec changed) and what it is doing: pending
+  // workers (an error once they are past the join timeout), calls in flight, backoff.
+  std::map<std::string, scheduler::PoolProvisioning> Provisioning(
+      const PoolsByName& by_name, const std::map<std::string, int>& live, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StartScaleUps(const scheduler::AutoscalePlan& plan, const std::map<std::string, int>& live,
+                     const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
+                     absl::Time now, std::map<std::string, std::string>* notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Records each pool's observed counts, notes the jobs that wait for pending workers and
+  // withdraws pending workers no job waits for.
+  void ObserveAndWithdraw(const scheduler::AutoscalePlan& plan, const PoolsByName& by_name,
+                          const std::map<std::string, int>& live,
+                          const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
+                          const Snapshot& snapshot, std::map<std::string, std::string>* notes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The workers still idle and not drained, now drained for their removal; writes the jobs'
+  // notes. Takes the coordinator's lock.
+  RemovalsByPool ConfirmRemovals(RemovalsByPool to_remove,
+                                 const std::vector<scheduler::PoolJob>& jobs,
+                                 std::map<std::string, std::string> notes);
+  void StartScaleDown(const std::string& pool, std::vector<ProvisionedWorker> list)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // A provisioner call running on its own thread.
   struct Call {
     std::thread thread;

@@ -12,6 +12,7 @@
 #include "base/build_info.h"
 #include "base/grpc_status.h"
 #include "base/log.h"
+#include "base/status_macros.h"
 #include "base/tls_config.h"
 #include "workers/agent/credential_file.h"
 
@@ -260,47 +261,66 @@ void WorkerAgent::AddRegisterSource(RegisterSource source) {
   register_sources_.push_back(std::move(source));
 }
 
-absl::Status WorkerAgent::RunSession(bool* established) {
+absl::StatusOr<v1::RegisterResponse> WorkerAgent::Register() {
   v1::RegisterResponse registered;
+  grpc::ClientContext context;
+  context.set_deadline(absl::ToChronoTime(absl::Now() + kRegisterDeadline));
+  AddAuth(&context, options_.join_token);
   {
-    grpc::ClientContext context;
-    context.set_deadline(absl::ToChronoTime(absl::Now() + kRegisterDeadline));
-    AddAuth(&context, options_.join_token);
-    {
-      absl::MutexLock lock(&mu_);
-      if (closing_) return absl::CancelledError("shutting down");
-      current_context_ = &context;
-    }
-    v1::RegisterRequest request = BuildRegister();
-    // The credential of the last registration: the server keeps it for a worker that shows it,
-    // and refuses the name to anyone else while this worker is live.
-    const std::string previous = options_.credential->Get();
-    request.set_previous_credential(previous);
-    const grpc::Status s = stub_->Register(&context, request, &registered);
     absl::MutexLock lock(&mu_);
-    current_context_ = nullptr;
-    if (!s.ok()) return FromGrpcStatus(s);
-    if (registered.worker_credential().empty()) {
-      return absl::UnavailableError("the server returned no worker credential");
-    }
-    options_.credential->Set(registered.worker_credential());
-    // Kept for the next run of this daemon: without it a restart cannot take its name back.
-    if (!options_.credential_file.empty() && registered.worker_credential() != previous) {
-      if (absl::Status kept =
-              WriteCredentialFile(options_.credential_file, registered.worker_credential());
-          !kept.ok()) {
-        GANTRY_LOG(WARNING) << absl::StrCat(kept.message(),
-                                            "; a restart of this daemon cannot register as ",
-                                            options_.name, " again");
-      }
-    }
-    if (worker_id_ != registered.worker_id()) {
-      if (!worker_id_.empty())
-        GANTRY_LOG(INFO) << "the server gave a new worker id " + registered.worker_id();
-      worker_id_ = registered.worker_id();
-    }
-    registered_once_ = true;
+    if (closing_) return absl::CancelledError("shutting down");
+    current_context_ = &context;
   }
+  v1::RegisterRequest request = BuildRegister();
+  // The credential of the last registration: the server keeps it for a worker that shows it,
+  // and refuses the name to anyone else while this worker is live.
+  const std::string previous = options_.credential->Get();
+  request.set_previous_credential(previous);
+  const grpc::Status s = stub_->Register(&context, request, &registered);
+  absl::MutexLock lock(&mu_);
+  current_context_ = nullptr;
+  if (!s.ok()) return FromGrpcStatus(s);
+  if (registered.worker_credential().empty()) {
+    return absl::UnavailableError("the server returned no worker credential");
+  }
+  options_.credential->Set(registered.worker_credential());
+  // Kept for the next run of this daemon: without it a restart cannot take its name back.
+  if (!options_.credential_file.empty() && registered.worker_credential() != previous) {
+    if (absl::Status kept =
+            WriteCredentialFile(options_.credential_file, registered.worker_credential());
+        !kept.ok()) {
+      GANTRY_LOG(WARNING) << absl::StrCat(kept.message(),
+                                          "; a restart of this daemon cannot register as ",
+                                          options_.name, " again");
+    }
+  }
+  if (worker_id_ != registered.worker_id()) {
+    if (!worker_id_.empty())
+      GANTRY_LOG(INFO) << "the server gave a new worker id " + registered.worker_id();
+    worker_id_ = registered.worker_id();
+  }
+  registered_once_ = true;
+  return registered;
+}
+
+v1::WorkerMessage WorkerAgent::BuildHello(const std::vector<std::string>& running) {
+  v1::WorkerMessage hello;
+  hello.mutable_hello()->set_worker_id(worker_id());
+  hello.mutable_hello()->set_incarnation(incarnation_);
+  std::set<std::string> jobs(running.begin(), running.end());
+  {
+    // Jobs with messages still to deliver count too: a result whose rank has exited must still
+    // reach a restarted server, which only accepts messages about jobs a hello claimed.
+    absl::MutexLock lock(&mu_);
+    std::set<std::string> owed = queue_.jobs();
+    jobs.insert(owed.begin(), owed.end());
+  }
+  for (const std::string& job : jobs) hello.mutable_hello()->add_running_jobs(job);
+  return hello;
+}
+
+absl::Status WorkerAgent::RunSession(bool* established) {
+  ASSIGN_OR_RETURN(const v1::RegisterResponse registered, Register());
   const absl::Duration interval = absl::Milliseconds(
       registered.heartbeat_interval_ms() > 0 ? registered.heartbeat_interval_ms() : 2000);
   // A stream that hears nothing (not even heartbeat acks) for a lease is treated as dead.
@@ -318,20 +338,9 @@ absl::Status WorkerAgent::RunSession(bool* established) {
   }
   std::unique_ptr<grpc::ClientReaderWriter<v1::WorkerMessage, v1::ServerMessage>> stream =
       stub_->Connect(&context);
-  v1::WorkerMessage hello;
-  std::string id = worker_id();
-  hello.mutable_hello()->set_worker_id(id);
-  hello.mutable_hello()->set_incarnation(incarnation_);
+  const std::string id = worker_id();
   const std::vector<std::string> running = launcher_->running_jobs();
-  std::set<std::string> jobs(running.begin(), running.end());
-  {
-    // Jobs with messages still to deliver count too: a result whose rank has exited must still
-    // reach a restarted server, which only accepts messages about jobs a hello claimed.
-    absl::MutexLock lock(&mu_);
-    std::set<std::string> owed = queue_.jobs();
-    jobs.insert(owed.begin(), owed.end());
-  }
-  for (const std::string& job : jobs) hello.mutable_hello()->add_running_jobs(job);
+  const v1::WorkerMessage hello = BuildHello(running);
   if (!stream->Write(hello)) {
     const grpc::Status s = stream->Finish();
     absl::MutexLock lock(&mu_);

@@ -70,6 +70,11 @@ class WorkerAgent {
   // One Register + Connect stream, until it breaks or closing_ and drained. *established is set
   // once the hello went out.
   absl::Status RunSession(bool* established);
+  // The Register call of a session: keeps the credential (and its file) and the worker id.
+  absl::StatusOr<gantry::v1::RegisterResponse> Register();
+  // The hello of a Connect stream: this worker's id and incarnation, and every job it runs or
+  // still owes messages about.
+  gantry::v1::WorkerMessage BuildHello(const std::vector<std::string>& running);
   // Sends heartbeats and queued messages on `stream` until the session ends.
   void WriterLoop(
       grpc::ClientReaderWriter<gantry::v1::WorkerMessage, gantry::v1::ServerMessage>* stream,
