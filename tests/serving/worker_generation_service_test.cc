@@ -39,7 +39,7 @@ struct Reply {
   std::vector<float> cells;
 };
 
-class GenerationServiceTest : public ::testing::Test {
+class WorkerGenerationServiceTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new gantry::testing::TempDir();
@@ -123,10 +123,10 @@ class GenerationServiceTest : public ::testing::Test {
   std::unique_ptr<v1::WorkerGenerationService::Stub> stub_;
 };
 
-gantry::testing::TempDir* GenerationServiceTest::dir_ = nullptr;
-testing::TorchModelFile* GenerationServiceTest::model_ = nullptr;
+gantry::testing::TempDir* WorkerGenerationServiceTest::dir_ = nullptr;
+testing::TorchModelFile* WorkerGenerationServiceTest::model_ = nullptr;
 
-TEST_F(GenerationServiceTest, StreamsChunksOfTheRequestedShowers) {
+TEST_F(WorkerGenerationServiceTest, StreamsChunksOfTheRequestedShowers) {
   Reply r = Call(Request(5, 150, 64), extension_->secret());
   ASSERT_TRUE(r.status.ok()) << r.status.error_message();
   ASSERT_EQ(r.chunks.size(), 3u);
@@ -155,14 +155,14 @@ TEST_F(GenerationServiceTest, StreamsChunksOfTheRequestedShowers) {
   EXPECT_EQ(0, std::memcmp(r.cells.data(), again.cells.data(), r.cells.size() * sizeof(float)));
 }
 
-TEST_F(GenerationServiceTest, RefusesCallersWithoutTheSecret) {
+TEST_F(WorkerGenerationServiceTest, RefusesCallersWithoutTheSecret) {
   EXPECT_EQ(Call(Request(5, 1), "not-the-secret").status.error_code(),
             grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_EQ(Call(Request(5, 1), "").status.error_code(), grpc::StatusCode::UNAUTHENTICATED);
   EXPECT_TRUE(extension_->cache().Snapshot().empty()) << "nothing may be loaded for them";
 }
 
-TEST_F(GenerationServiceTest, ConcurrentClientsGetTheirOwnShowers) {
+TEST_F(WorkerGenerationServiceTest, ConcurrentClientsGetTheirOwnShowers) {
   const int clients = 6;
   std::vector<Reply> replies(clients);
   std::vector<std::thread> threads;
@@ -183,7 +183,7 @@ TEST_F(GenerationServiceTest, ConcurrentClientsGetTheirOwnShowers) {
   EXPECT_GT(loaded[0].stats.largest_batch, 4) << "concurrent requests were never merged";
 }
 
-TEST_F(GenerationServiceTest, DeadlineAndCancellationEndTheWork) {
+TEST_F(WorkerGenerationServiceTest, DeadlineAndCancellationEndTheWork) {
   Reply late = Call(Request(9, 100000), extension_->secret(), /*deadline_ms=*/1500);
   EXPECT_EQ(late.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   Reply cancelled = Call(Request(10, 100000, 32), extension_->secret(), 60000,
@@ -204,7 +204,7 @@ TEST_F(GenerationServiceTest, DeadlineAndCancellationEndTheWork) {
   EXPECT_TRUE(Call(Request(11, 2), extension_->secret()).status.ok());
 }
 
-TEST_F(GenerationServiceTest, ReportsEndpointSecretAndLoadedModels) {
+TEST_F(WorkerGenerationServiceTest, ReportsEndpointSecretAndLoadedModels) {
   v1::RegisterRequest reg;
   extension_->FillRegister(reg);
   EXPECT_EQ(reg.generation_endpoint(), "127.0.0.1:" + std::to_string(extension_->port()));
@@ -221,7 +221,7 @@ TEST_F(GenerationServiceTest, ReportsEndpointSecretAndLoadedModels) {
   EXPECT_GT(hb.loaded_models(0).memory_bytes(), 872000 * 4);  // 3dgan-25: 872,808 parameters
 }
 
-TEST_F(GenerationServiceTest, UnknownModelAndBadRequestsAreErrors) {
+TEST_F(WorkerGenerationServiceTest, UnknownModelAndBadRequestsAreErrors) {
   v1::WorkerGenerateRequest r = Request(1, 1);
   r.mutable_model()->set_checkpoint_sha256(std::string(64, 'e'));
   EXPECT_EQ(Call(r, extension_->secret()).status.error_code(), grpc::StatusCode::NOT_FOUND);
@@ -253,7 +253,7 @@ double WorstSumDifference(const std::vector<float>& a, const std::vector<float>&
   return worst;
 }
 
-TEST_F(GenerationServiceTest, Bf16ShowersComeBackAsFloat32CloseToFp32) {
+TEST_F(WorkerGenerationServiceTest, Bf16ShowersComeBackAsFloat32CloseToFp32) {
   const v1::WorkerGenerateRequest fp32 = Request(9, 40, 16);
   v1::WorkerGenerateRequest bf16 = fp32;
   bf16.mutable_request()->set_precision(v1::PRECISION_BF16);
@@ -303,7 +303,7 @@ TEST_F(GenerationServiceTest, Bf16ShowersComeBackAsFloat32CloseToFp32) {
   }
 }
 
-TEST_F(GenerationServiceTest, Bf16IsRefusedWhereTheHardwareLacksIt) {
+TEST_F(WorkerGenerationServiceTest, Bf16IsRefusedWhereTheHardwareLacksIt) {
   // The backend reads the hardware answer when the model loads, i.e. on the first call below.
   ASSERT_EQ(setenv(gan::kPretendNoBf16Env, "1", 1), 0);
   v1::WorkerGenerateRequest bf16 = Request(9, 4);
