@@ -113,21 +113,19 @@ void PoolAutoscaler::Tick(absl::Time now) {
     absl::MutexLock lock(&mu_);
     JoinFinishedCalls();
     Forget(by_name, &snapshot.workers, now);
-    std::map<std::string, int> live;
-    for (const scheduler::PoolWorker& w : snapshot.workers) ++live[w.pool];
     const std::map<std::string, scheduler::PoolProvisioning> provisioning =
-        Provisioning(by_name, live, now);
+        Provisioning(by_name, snapshot, now);
     const scheduler::AutoscalePlan plan =
         autoscaler_.Plan(configs, snapshot.workers, snapshot.jobs, provisioning, now);
     notes = plan.job_notes;
-    StartScaleUps(plan, live, provisioning, now, &notes);
+    StartScaleUps(plan, snapshot, provisioning, now, &notes);
     for (const scheduler::ScaleDown& down : plan.scale_downs) {
       if (!pools_[down.pool].provisioner->Elastic() || pools_[down.pool].in_flight) continue;
       for (const std::string& id : down.worker_ids) {
         to_remove[down.pool].push_back(snapshot.refs[id]);
       }
     }
-    ObserveAndWithdraw(plan, by_name, live, provisioning, snapshot, &notes);
+    ObserveAndWithdraw(plan, by_name, provisioning, snapshot, &notes);
   }
   RemovalsByPool confirmed = ConfirmRemovals(std::move(to_remove), snapshot.jobs, std::move(notes));
   if (confirmed.empty()) return;
@@ -152,6 +150,7 @@ PoolAutoscaler::Snapshot PoolAutoscaler::SnapshotOf(const PoolsByName& by_name) 
     }
     w.busy_slots = std::max(state_.scheduler.LeasedSlots(id), running);
     w.draining = state_.Draining(id);
+    ++snapshot.live[w.pool];
     snapshot.workers.push_back(w);
     snapshot.refs[id] = ProvisionedWorker{
         id, registered.name(), {registered.labels().begin(), registered.labels().end()}};
@@ -187,7 +186,7 @@ void PoolAutoscaler::Forget(const PoolsByName& by_name, std::vector<scheduler::P
 }
 
 std::map<std::string, scheduler::PoolProvisioning> PoolAutoscaler::Provisioning(
-    const PoolsByName& by_name, const std::map<std::string, int>& live, absl::Time now) {
+    const PoolsByName& by_name, const Snapshot& snapshot, absl::Time now) {
   std::map<std::string, scheduler::PoolProvisioning> provisioning;
   for (const auto& [name, pool] : by_name) {
     PoolRuntime& runtime = pools_[name];
@@ -196,8 +195,7 @@ std::map<std::string, scheduler::PoolProvisioning> PoolAutoscaler::Provisioning(
       runtime.provisioner = MakeProvisioner(pool->spec(), &cancel_calls_);
       runtime.spec_bytes = bytes;
     }
-    const auto found = live.find(name);
-    const int n = found == live.end() ? 0 : found->second;
+    const int n = snapshot.Live(name);
     if (runtime.expected_workers > 0 && n >= runtime.expected_workers) {
       runtime.expected_workers = 0;  // all joined
     } else if (runtime.expected_workers > 0 && now > runtime.expect_until) {
@@ -217,15 +215,14 @@ std::map<std::string, scheduler::PoolProvisioning> PoolAutoscaler::Provisioning(
 }
 
 void PoolAutoscaler::StartScaleUps(
-    const scheduler::AutoscalePlan& plan, const std::map<std::string, int>& live,
+    const scheduler::AutoscalePlan& plan, const Snapshot& snapshot,
     const std::map<std::string, scheduler::PoolProvisioning>& provisioning, absl::Time now,
     std::map<std::string, std::string>* notes) {
   for (const scheduler::ScaleUp& up : plan.scale_ups) {
     PoolRuntime& runtime = pools_[up.pool];
     if (!runtime.provisioner->Elastic()) continue;
-    const auto n = live.find(up.pool);
     const auto pending = provisioning.find(up.pool);
-    const int before = (n == live.end() ? 0 : n->second) +
+    const int before = snapshot.Live(up.pool) +
                        (pending == provisioning.end() ? 0 : pending->second.pending_workers);
     runtime.expected_workers = before + up.count;
     runtime.expect_until = now + backend_.options.pools.join_timeout;
@@ -250,14 +247,12 @@ void PoolAutoscaler::StartScaleUps(
 
 void PoolAutoscaler::ObserveAndWithdraw(
     const scheduler::AutoscalePlan& plan, const PoolsByName& by_name,
-    const std::map<std::string, int>& live,
     const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
     const Snapshot& snapshot, std::map<std::string, std::string>* notes) {
   for (const auto& [name, p] : provisioning) {
     PoolRuntime& runtime = pools_[name];
     const int waiting = plan.waiting_jobs.count(name) ? plan.waiting_jobs.at(name) : 0;
-    const auto n = live.find(name);
-    const int workers = n == live.end() ? 0 : n->second;
+    const int workers = snapshot.Live(name);
     runtime.observed.set_workers(workers);
     int busy = 0;
     for (const scheduler::PoolWorker& w : snapshot.workers) {

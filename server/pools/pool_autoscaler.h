@@ -69,6 +69,12 @@ class PoolAutoscaler {
     std::vector<scheduler::PoolWorker> workers;
     std::map<std::string, ProvisionedWorker> refs;  // by worker id
     std::vector<scheduler::PoolJob> jobs;
+    std::map<std::string, int> live;  // live workers by pool
+
+    int Live(const std::string& pool) const {
+      const auto it = live.find(pool);
+      return it == live.end() ? 0 : it->second;
+    }
   };
 
   // The phases of Tick, in order.
@@ -79,17 +85,17 @@ class PoolAutoscaler {
               absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Each pool's provisioner (rebuilt when its spec changed) and what it is doing: pending
   // workers (an error once they are past the join timeout), calls in flight, backoff.
-  std::map<std::string, scheduler::PoolProvisioning> Provisioning(
-      const PoolsByName& by_name, const std::map<std::string, int>& live, absl::Time now)
+  std::map<std::string, scheduler::PoolProvisioning> Provisioning(const PoolsByName& by_name,
+                                                                  const Snapshot& snapshot,
+                                                                  absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void StartScaleUps(const scheduler::AutoscalePlan& plan, const std::map<std::string, int>& live,
+  void StartScaleUps(const scheduler::AutoscalePlan& plan, const Snapshot& snapshot,
                      const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
                      absl::Time now, std::map<std::string, std::string>* notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Records each pool's observed counts, notes the jobs that wait for pending workers and
   // withdraws pending workers no job waits for.
   void ObserveAndWithdraw(const scheduler::AutoscalePlan& plan, const PoolsByName& by_name,
-                          const std::map<std::string, int>& live,
                           const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
                           const Snapshot& snapshot, std::map<std::string, std::string>* notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

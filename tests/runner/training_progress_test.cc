@@ -69,6 +69,20 @@ TEST(TrainingProgressTest, VariableAngleModelsNameTheAngleLoss) {
   EXPECT_EQ(losses.count("g_profile"), 0u);  // no extra entry: no profile loss
 }
 
+TEST(TrainingProgressTest, RanksThatDoNotReportStillAccountTheirStall) {
+  TrainingProgress meter(false, 2, 2, 0, 8);
+  const TrainingProgress::Update u =
+      meter.OnStep(Step(1, 1, 1.0, 0.5), 0, 1, false, 1.0, /*report=*/false);
+  EXPECT_EQ(u.progress.step(), 0);
+  EXPECT_TRUE(u.progress.losses().empty());
+  EXPECT_TRUE(meter.OnStep(Step(3, 3, 1.0, 0.0), 0, 2, true, 2.0, false).epoch_line.empty());
+  EXPECT_DOUBLE_EQ(meter.data_stall_fraction(), 0.25);
+  // The epoch's sums were reset at its end even without a report.
+  const TrainingProgress::Update next = meter.OnStep(Step(5, 5, 1.0, 0.0), 1, 3, true, 3.0);
+  EXPECT_DOUBLE_EQ(next.progress.losses().at("d_real"), 5.0);  // not (1 + 3 + 5) / 3
+  EXPECT_TRUE(absl::StrContains(next.epoch_line, "1 steps in 1.0 s")) << next.epoch_line;
+}
+
 TEST(TrainingProgressTest, NothingDoneYetMeansNoRateAndNoStall) {
   TrainingProgress meter(false, 1, 10, 0, 16);
   EXPECT_EQ(meter.data_stall_fraction(), 0);

@@ -499,7 +499,8 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
     const TrainingProgress::Update update =
         meter.OnStep({report.discriminator_real_loss, report.discriminator_fake_loss,
                       report.generator_loss, report.seconds, report.data_wait_seconds},
-                     epoch, trainer.state().step, epoch_end, SecondsSince(start));
+                     epoch, trainer.state().step, epoch_end, SecondsSince(start),
+                     /*report=*/rank_ == 0);
     if (rank_ == 0) {
       SetProgress(update.progress, /*send_now=*/epoch_end);
       if (epoch_end) Log("INFO", update.epoch_line);

@@ -57,7 +57,7 @@ void TrainingProgress::FillLosses(bool variable_angle, const std::vector<double>
 
 TrainingProgress::Update TrainingProgress::OnStep(const StepFigures& figures, int64_t epoch,
                                                   int64_t step, bool epoch_end,
-                                                  double elapsed_seconds) {
+                                                  double elapsed_seconds, bool report) {
   Accumulate(epoch_real_, figures.d_real);
   Accumulate(epoch_fake_, figures.d_fake);
   Accumulate(epoch_g_, figures.g);
@@ -68,6 +68,10 @@ TrainingProgress::Update TrainingProgress::OnStep(const StepFigures& figures, in
   epoch_seconds_ += figures.seconds;
 
   Update update;
+  if (!report) {
+    if (epoch_end) StartEpoch(elapsed_seconds);
+    return update;
+  }
   v1::Progress& progress = update.progress;
   const double steps_done = static_cast<double>(step - start_step_);
   const double steps_per_second = elapsed_seconds > 0 ? steps_done / elapsed_seconds : 0;
@@ -98,6 +102,11 @@ TrainingProgress::Update TrainingProgress::OnStep(const StepFigures& figures, in
       epoch + 1, epochs_, loss("d_loss"), loss("g_loss"), epoch_steps_,
       elapsed_seconds - epoch_started_at_, progress.samples_per_second(),
       epoch_seconds_ > 0 ? 100 * epoch_wait_ / epoch_seconds_ : 0, epoch_wait_);
+  StartEpoch(elapsed_seconds);
+  return update;
+}
+
+void TrainingProgress::StartEpoch(double elapsed_seconds) {
   epoch_real_.clear();
   epoch_fake_.clear();
   epoch_g_.clear();
@@ -105,7 +114,6 @@ TrainingProgress::Update TrainingProgress::OnStep(const StepFigures& figures, in
   epoch_wait_ = 0;
   epoch_seconds_ = 0;
   epoch_started_at_ = elapsed_seconds;
-  return update;
 }
 
 double TrainingProgress::data_stall_fraction() const {

@@ -34,9 +34,10 @@ class TrainingProgress {
     std::string epoch_line;  // "epoch 2/5 done: ..." when the step ended an epoch, else empty
   };
   // Records a step of `epoch` (0-based) after which `step` steps are complete, `elapsed_seconds`
-  // after the loop started; `epoch_end`: the step was its epoch's last.
+  // after the loop started; `epoch_end`: the step was its epoch's last. Only with `report` (rank 0)
+  // is the Update filled; the other ranks keep the accounting and get an empty one.
   Update OnStep(const StepFigures& figures, int64_t epoch, int64_t step, bool epoch_end,
-                double elapsed_seconds);
+                double elapsed_seconds, bool report = true);
 
   // Time waiting for batches / step time over the run so far (0 before any step).
   double data_stall_fraction() const;
@@ -50,6 +51,9 @@ class TrainingProgress {
                          google::protobuf::Map<std::string, double>* out);
 
  private:
+  // Clears the epoch's sums; the next epoch began `elapsed_seconds` after the loop started.
+  void StartEpoch(double elapsed_seconds);
+
   const bool variable_angle_;
   const int64_t epochs_;
   const int64_t steps_per_epoch_;
