@@ -158,7 +158,8 @@ bool WorkerListenerCarries(const std::string& service) {
 GantryServer::GantryServer(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)),
       coordinator_(*backend_, &router_),
-      training_(*backend_),
+      watch_pump_(kWatchPumpThreads),
+      training_(*backend_, watch_pump_),
       generation_(*backend_, router_),
       catalog_(*backend_, &coordinator_.sessions(), router_),
       stream_watchdog_(WatchdogTick(backend_->options)),
@@ -170,7 +171,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       admin_(*backend_, coordinator_.sessions(), pinner_, autoscaler_),
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
                       backend_->options.blob_gc_grace),
-      studies_(*backend_),
+      studies_(*backend_, watch_pump_),
       study_driver_(*backend_, backend_->options.coordinator.study_interval) {}
 
 GantryServer::~GantryServer() {
@@ -322,6 +323,7 @@ absl::Status GantryServer::StartHttpApi(const ServerOptions& options, const std:
 
 void GantryServer::Shutdown() {
   if (backend_->shutting_down.exchange(true)) return;
+  watch_pump_.WakeAll();  // watches end now, not at their next poll
   if (health_ != nullptr) health_->Stop();
   pinner_.Stop();
   autoscaler_.Stop();

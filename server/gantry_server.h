@@ -32,6 +32,7 @@
 #include "server/platform/blob_collector.h"
 #include "server/platform/health_monitor.h"
 #include "server/platform/server_options.h"
+#include "server/platform/stream_pump.h"
 #include "server/platform/stream_watchdog.h"
 #include "server/pools/pool_autoscaler.h"
 #include "storage/database.h"
@@ -82,6 +83,9 @@ class GantryServer {
   JobCoordinator coordinator_;
   ModelPinner pinner_;         // AdminService.LoadModel, and keeping pins applied
   PoolAutoscaler autoscaler_;  // elastic pools
+  // Runs the polls of WatchJob and WatchStudy streams (callback API); outlives both servers.
+  static constexpr int kWatchPumpThreads = 4;
+  StreamPump watch_pump_;
   TrainingService training_;
   GenerationService generation_;
   CatalogService catalog_;

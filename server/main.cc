@@ -154,7 +154,8 @@ ABSL_FLAG(int64_t, study_interval_ms, kDefaults.study_interval_ms,
           "poor trials and submits new ones (0 = never)");
 ABSL_FLAG(int, max_threads, kDefaults.max_threads,
           "the most threads gRPC may use to serve calls, per listener (a grpc::ResourceQuota; "
-          "with --worker-listen the workers' listener has a budget of its own; 0 = no bound)");
+          "with --worker-listen the workers' listener has a budget of its own; WatchJob and "
+          "WatchStudy streams take none while they wait; 0 = no bound)");
 // The --tenant-max-* flags (and --max-showers-per-request) are the defaults of the per-tenant
 // limits; AdminService.SetTenantLimits overrides each per tenant. Their own defaults are safe, not
 // unlimited (storage::TenantLimits).

@@ -1,5 +1,7 @@
 #include "server/api/study_service.h"
 
+#include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -137,53 +139,62 @@ grpc::Status StudyService::ListTrials(grpc::ServerContext* context,
   });
 }
 
-grpc::Status StudyService::WatchStudy(grpc::ServerContext* context,
-                                      const v1::WatchStudyRequest* request,
-                                      grpc::ServerWriter<v1::StudyUpdate>* writer) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
-    if (p.worker) return absl::PermissionDeniedError("workers cannot read studies");
-    const std::string scope = Scope(p);
-    std::vector<v1::Trial> trials;
-    RETURN_IF_ERROR(Load(scope, request->study_id(), &trials).status());
-    std::optional<TenantQuotas::Slot> stream;
-    if (!p.admin) {
-      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(p.tenant));
-      stream.emplace(std::move(slot));
+grpc::ServerWriteReactor<v1::StudyUpdate>* StudyService::WatchStudy(
+    grpc::CallbackServerContext* context, const v1::WatchStudyRequest* request) {
+  absl::StatusOr<Principal> p = backend_.auth->PrincipalOf(context);
+  if (!p.ok()) return new RefusedStream<v1::StudyUpdate>(p.status());
+  if (p->worker) {
+    return new RefusedStream<v1::StudyUpdate>(
+        absl::PermissionDeniedError("workers cannot read studies"));
+  }
+  // What the stream holds between polls: the tenant's stream slot (taken once the study is
+  // found) and the last update sent.
+  struct Watch {
+    std::string scope, tenant, id, last;
+    bool needs_slot = false;
+    std::optional<TenantQuotas::Slot> slot;
+  };
+  auto watch = std::make_shared<Watch>();
+  watch->scope = Scope(*p);
+  watch->tenant = p->tenant;
+  watch->id = request->study_id();
+  watch->needs_slot = !p->admin;
+  auto* stream = new PolledStream<v1::StudyUpdate>(pump_, backend_.WatchSettings(context));
+  stream->Begin([this, watch]() -> absl::StatusOr<PolledStream<v1::StudyUpdate>::Batch> {
+    ASSIGN_OR_RETURN(auto batch, PollStudy(watch->scope, watch->id, &watch->last));
+    if (watch->needs_slot && !watch->slot.has_value()) {
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(watch->tenant));
+      watch->slot.emplace(std::move(slot));
     }
-    std::string last;
-    absl::Time next_token_check = absl::Now() + backend_.options.streams.token_recheck;
-    while (true) {
-      v1::StudyUpdate update;
-      ASSIGN_OR_RETURN(*update.mutable_study(), Load(scope, request->study_id(), &trials));
-      for (v1::Trial& t : trials) *update.add_trials() = std::move(t);
-      // Running jobs add device-hours every read; compare without them so only real changes
-      // (states, results, trials) are sent, plus one update at least every minute.
-      v1::StudyUpdate key = update;
-      key.mutable_study()->clear_device_hours();
-      key.mutable_study()->clear_updated_at();
-      for (v1::Trial& t : *key.mutable_trials()) {
-        t.clear_device_hours();
-        for (v1::FoldResult& f : *t.mutable_folds()) f.clear_device_hours();
-      }
-      std::string serialized;
-      key.SerializeToString(&serialized);
-      if (serialized != last) {
-        if (!writer->Write(update)) return absl::OkStatus();  // the client went away
-        last = std::move(serialized);
-      }
-      if (storage::IsTerminalStudyState(update.study().state())) return absl::OkStatus();
-      const absl::Time until = absl::Now() + backend_.options.streams.watch_poll_interval;
-      while (absl::Now() < until) {
-        if (context->IsCancelled()) return absl::CancelledError("the client cancelled the watch");
-        if (backend_.shutting_down) return absl::UnavailableError("the server is shutting down");
-        if (absl::Now() >= next_token_check) {
-          RETURN_IF_ERROR(backend_.RecheckToken(*context, Audience::kTenant));
-          next_token_check = absl::Now() + backend_.options.streams.token_recheck;
-        }
-        absl::SleepFor(absl::Milliseconds(100));
-      }
-    }
+    return batch;
   });
+  return stream;
+}
+
+absl::StatusOr<PolledStream<v1::StudyUpdate>::Batch> StudyService::PollStudy(
+    const std::string& scope, const std::string& id, std::string* last) {
+  std::vector<v1::Trial> trials;
+  v1::StudyUpdate update;
+  ASSIGN_OR_RETURN(*update.mutable_study(), Load(scope, id, &trials));
+  for (v1::Trial& t : trials) *update.add_trials() = std::move(t);
+  // Running jobs add device-hours every read; compare without them so only real changes
+  // (states, results, trials) are sent.
+  v1::StudyUpdate key = update;
+  key.mutable_study()->clear_device_hours();
+  key.mutable_study()->clear_updated_at();
+  for (v1::Trial& t : *key.mutable_trials()) {
+    t.clear_device_hours();
+    for (v1::FoldResult& f : *t.mutable_folds()) f.clear_device_hours();
+  }
+  std::string serialized;
+  key.SerializeToString(&serialized);
+  PolledStream<v1::StudyUpdate>::Batch batch;
+  batch.last = storage::IsTerminalStudyState(update.study().state());
+  if (serialized != *last) {
+    batch.messages.push_back(std::move(update));
+    *last = std::move(serialized);
+  }
+  return batch;
 }
 
 grpc::Status StudyService::CancelStudy(grpc::ServerContext* context,

@@ -6,13 +6,19 @@
 #include "gantry/v1/studies.grpc.pb.h"
 #include "server/coordinator/job_submitter.h"
 #include "server/platform/backend.h"
+#include "server/platform/polled_stream.h"
+#include "server/platform/stream_pump.h"
 
 namespace gantry::server {
 
 // Thread-safe; `backend` must outlive it.
-class StudyService final : public gantry::v1::StudyService::Service {
+// WatchStudy is served on gRPC's callback API (through `pump`, which must outlive the calls); the
+// other methods are synchronous.
+class StudyService final : public gantry::v1::StudyService::WithCallbackMethod_WatchStudy<
+                               gantry::v1::StudyService::Service> {
  public:
-  explicit StudyService(Backend& backend) : backend_(backend), submitter_(backend) {}
+  StudyService(Backend& backend, StreamPump& pump)
+      : backend_(backend), pump_(pump), submitter_(backend) {}
 
   grpc::Status CreateStudy(grpc::ServerContext* context,
                            const gantry::v1::CreateStudyRequest* request,
@@ -25,10 +31,11 @@ class StudyService final : public gantry::v1::StudyService::Service {
   grpc::Status ListTrials(grpc::ServerContext* context,
                           const gantry::v1::ListTrialsRequest* request,
                           gantry::v1::ListTrialsResponse* response) override;
-  // Re-reads the study every options.watch_poll_interval and writes an update when it changed.
-  grpc::Status WatchStudy(grpc::ServerContext* context,
-                          const gantry::v1::WatchStudyRequest* request,
-                          grpc::ServerWriter<gantry::v1::StudyUpdate>* writer) override;
+  // Re-reads the study every options.watch_poll_interval and writes an update when it changed,
+  // until the study ends. Between reads the call holds no thread (a PolledStream on the pump).
+  grpc::ServerWriteReactor<gantry::v1::StudyUpdate>* WatchStudy(
+      grpc::CallbackServerContext* context,
+      const gantry::v1::WatchStudyRequest* request) override;
   grpc::Status CancelStudy(grpc::ServerContext* context,
                            const gantry::v1::CancelStudyRequest* request,
                            gantry::v1::Study* response) override;
@@ -38,7 +45,14 @@ class StudyService final : public gantry::v1::StudyService::Service {
   absl::StatusOr<gantry::v1::Study> Load(const std::string& scope, const std::string& id,
                                          std::vector<gantry::v1::Trial>* trials);
 
+  // One poll of a WatchStudy stream: the study and its trials, as an update when they changed
+  // since `*last` (the serialized update without its running device-hours).
+  absl::StatusOr<PolledStream<gantry::v1::StudyUpdate>::Batch> PollStudy(const std::string& scope,
+                                                                         const std::string& id,
+                                                                         std::string* last);
+
   Backend& backend_;
+  StreamPump& pump_;
   JobSubmitter submitter_;
 };
 

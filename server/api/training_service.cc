@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
@@ -12,6 +13,7 @@
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "server/platform/budget_gate.h"
+#include "server/platform/polled_stream.h"
 #include "server/requests/cost_requests.h"
 #include "server/requests/field_checks.h"
 #include "server/requests/training_requests.h"
@@ -23,6 +25,47 @@ namespace v1 = ::gantry::v1;
 
 // Admins see every tenant's jobs; everyone else only their own.
 std::string Scope(const Principal& p) { return p.admin ? "" : p.tenant; }
+
+// What a WatchJob stream holds and reads: the tenant's stream slot (taken at the first poll),
+// the subscription to this server's changes of the job (taken before the first read, so a change
+// committed after a read wakes the stream), and the last event sent.
+class JobEventsWatch {
+ public:
+  using Batch = PolledStream<v1::JobEvent>::Batch;
+
+  JobEventsWatch(Backend& backend, Principal principal, std::string job_id, int64_t after,
+                 std::shared_ptr<StreamWaker> waker)
+      : backend_(backend),
+        principal_(std::move(principal)),
+        job_id_(std::move(job_id)),
+        after_(after),
+        changes_(backend.job_notifier, job_id_, [waker] { waker->Wake(); }) {}
+
+  absl::StatusOr<Batch> Poll() {
+    if (!principal_.worker && !principal_.admin && !slot_.has_value()) {
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(principal_.tenant));
+      slot_.emplace(std::move(slot));
+    }
+    // The state is read before the events: a terminal transition and its event commit together,
+    // so once a terminal state is seen the following read includes its event.
+    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(principal_), job_id_));
+    constexpr int kBatch = 500;
+    Batch batch;
+    ASSIGN_OR_RETURN(batch.messages, backend_.jobs->ListEvents(job.id(), after_, kBatch));
+    if (!batch.messages.empty()) after_ = batch.messages.back().sequence();
+    batch.more = static_cast<int>(batch.messages.size()) == kBatch;
+    batch.last = !batch.more && storage::IsTerminalJobState(job.state());
+    return batch;
+  }
+
+ private:
+  Backend& backend_;
+  const Principal principal_;
+  const std::string job_id_;
+  int64_t after_;
+  std::optional<TenantQuotas::Slot> slot_;
+  JobNotifier::Subscription changes_;
+};
 
 }  // namespace
 
@@ -140,57 +183,20 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
   });
 }
 
-grpc::Status TrainingService::WatchJob(grpc::ServerContext* context,
-                                       const v1::WatchJobRequest* request,
-                                       grpc::ServerWriter<v1::JobEvent>* writer) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
-    RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
-    if (request->after_sequence() < 0) {
-      return checks::Invalid("after_sequence", "must be >= 0 (0 = from the beginning)");
-    }
-    const std::string scope = Scope(p);
-    std::optional<TenantQuotas::Slot> stream;
-    if (!p.worker && !p.admin) {
-      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(p.tenant));
-      stream.emplace(std::move(slot));
-    }
-    int64_t after = request->after_sequence();
-    constexpr int kBatch = 500;
-    // Subscribed before the first read, so a change committed after that read wakes the loop.
-    JobNotifier::Subscription changes(backend_.job_notifier, request->job_id());
-    absl::Time next_token_check = absl::Now() + backend_.options.streams.token_recheck;
-    while (true) {
-      // The state is read before the events: a terminal transition and its event commit together,
-      // so once a terminal state is seen the following read includes its event.
-      ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(scope, request->job_id()));
-      std::vector<v1::JobEvent> events;
-      do {
-        ASSIGN_OR_RETURN(events, backend_.jobs->ListEvents(job.id(), after, kBatch));
-        for (const v1::JobEvent& event : events) {
-          if (!writer->Write(event)) return absl::OkStatus();  // the client went away
-          after = event.sequence();
-        }
-      } while (static_cast<int>(events.size()) == kBatch);
-      if (storage::IsTerminalJobState(job.state())) return absl::OkStatus();
-      // Wait for a change this process writes, or the fallback interval (a change made by
-      // another process), in short slices that notice cancellation, shutdown and revocation.
-      const absl::Time until = absl::Now() + backend_.options.streams.watch_poll_interval;
-      while (true) {
-        if (context->IsCancelled()) return absl::CancelledError("the client cancelled the watch");
-        if (backend_.shutting_down) return absl::UnavailableError("the server is shutting down");
-        const absl::Time now = absl::Now();
-        if (now >= next_token_check) {
-          RETURN_IF_ERROR(backend_.RecheckToken(*context, Audience::kTenant));
-          next_token_check = now + backend_.options.streams.token_recheck;
-        }
-        if (now >= until) break;
-        if (changes.Wait(
-                std::min({until - now, next_token_check - now, absl::Milliseconds(100)}))) {
-          break;
-        }
-      }
-    }
-  });
+grpc::ServerWriteReactor<v1::JobEvent>* TrainingService::WatchJob(
+    grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
+  absl::StatusOr<Principal> principal = backend_.auth->PrincipalOf(context);
+  if (!principal.ok()) return new RefusedStream<v1::JobEvent>(principal.status());
+  absl::Status valid = ValidateId(request->job_id(), "job-", "job_id");
+  if (valid.ok() && request->after_sequence() < 0) {
+    valid = checks::Invalid("after_sequence", "must be >= 0 (0 = from the beginning)");
+  }
+  if (!valid.ok()) return new RefusedStream<v1::JobEvent>(valid);
+  auto* stream = new PolledStream<v1::JobEvent>(pump_, backend_.WatchSettings(context));
+  auto watch = std::make_shared<JobEventsWatch>(backend_, *principal, request->job_id(),
+                                                request->after_sequence(), stream->waker());
+  stream->Begin([watch] { return watch->Poll(); });
+  return stream;
 }
 
 grpc::Status TrainingService::GetJobLogs(grpc::ServerContext* context,

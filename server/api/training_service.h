@@ -6,15 +6,23 @@
 #include "gantry/v1/training.grpc.pb.h"
 #include "server/coordinator/job_submitter.h"
 #include "server/platform/backend.h"
+#include "server/platform/stream_pump.h"
 #include "server/pools/cost_estimator.h"
 
 namespace gantry::server {
 
 // Thread-safe; `backend` must outlive it.
-class TrainingService final : public gantry::v1::TrainingService::Service {
+// WatchJob is served on gRPC's callback API (through `pump`, which must outlive the calls); the
+// other methods are synchronous.
+class TrainingService final
+    : public gantry::v1::TrainingService::WithCallbackMethod_WatchJob<
+          gantry::v1::TrainingService::Service> {
  public:
-  explicit TrainingService(Backend& backend)
-      : backend_(backend), submitter_(backend), estimator_(*backend.pools, *backend.costs) {}
+  TrainingService(Backend& backend, StreamPump& pump)
+      : backend_(backend),
+        pump_(pump),
+        submitter_(backend),
+        estimator_(*backend.pools, *backend.costs) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const gantry::v1::SubmitJobRequest* request,
                          gantry::v1::Job* response) override;
@@ -24,9 +32,11 @@ class TrainingService final : public gantry::v1::TrainingService::Service {
                         gantry::v1::ListJobsResponse* response) override;
   grpc::Status CancelJob(grpc::ServerContext* context, const gantry::v1::CancelJobRequest* request,
                          gantry::v1::Job* response) override;
-  // Polls the event log every options.watch_poll_interval until the job is terminal.
-  grpc::Status WatchJob(grpc::ServerContext* context, const gantry::v1::WatchJobRequest* request,
-                        grpc::ServerWriter<gantry::v1::JobEvent>* writer) override;
+  // Sends the job's events from after_sequence on until the job is terminal: read again when
+  // this server writes a change of the job, and otherwise every watch_poll_interval. Between
+  // reads the call holds no thread (a PolledStream on the pump).
+  grpc::ServerWriteReactor<gantry::v1::JobEvent>* WatchJob(
+      grpc::CallbackServerContext* context, const gantry::v1::WatchJobRequest* request) override;
   grpc::Status GetJobLogs(grpc::ServerContext* context,
                           const gantry::v1::GetJobLogsRequest* request,
                           gantry::v1::GetJobLogsResponse* response) override;
@@ -44,6 +54,7 @@ class TrainingService final : public gantry::v1::TrainingService::Service {
                            const std::vector<gantry::v1::CostEstimate>& estimates);
 
   Backend& backend_;
+  StreamPump& pump_;
   JobSubmitter submitter_;
   CostEstimator estimator_;
 };

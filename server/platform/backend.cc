@@ -146,7 +146,7 @@ absl::StatusOr<v1::ModelVersion> Backend::ResolveModel(const std::string& viewer
   return model;
 }
 
-absl::Status Backend::RecheckToken(const grpc::ServerContext& context, Audience audience) {
+absl::Status Backend::RecheckToken(const grpc::ServerContextBase& context, Audience audience) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return absl::UnauthenticatedError("missing authorization metadata");
@@ -162,6 +162,15 @@ absl::Status Backend::RecheckToken(const grpc::ServerContext& context, Audience 
         "the token of this call was revoked; the stream ends. Use a valid token and call again");
   }
   return absl::OkStatus();
+}
+
+PolledStreamSettings Backend::WatchSettings(const grpc::ServerContextBase* context) {
+  PolledStreamSettings settings;
+  settings.poll_interval = options.streams.watch_poll_interval;
+  settings.token_recheck = options.streams.token_recheck;
+  settings.recheck_token = [this, context] { return RecheckToken(*context, Audience::kTenant); };
+  settings.shutting_down = &shutting_down;
+  return settings;
 }
 
 }  // namespace gantry::server

@@ -16,6 +16,7 @@
 #include "grpcpp/server_context.h"
 #include "server/platform/auth.h"
 #include "server/platform/job_notifier.h"
+#include "server/platform/polled_stream.h"
 #include "server/platform/server_options.h"
 #include "server/platform/tenant_quotas.h"
 #include "server/platform/ttl_cache.h"
@@ -67,7 +68,10 @@ class Backend {
 
   // Verifies the call's bearer token again (long-lived streams call it periodically): OK, or
   // UNAUTHENTICATED when it was revoked meanwhile. A database outage is not a revocation (OK).
-  absl::Status RecheckToken(const grpc::ServerContext& context, Audience audience);
+  absl::Status RecheckToken(const grpc::ServerContextBase& context, Audience audience);
+  // How a tenant's watch (a PolledStream) of this call waits and ends: options.streams'
+  // intervals, its token checked again, shutdown. `context` must outlive the stream.
+  PolledStreamSettings WatchSettings(const grpc::ServerContextBase* context);
 
   // Runs `fn(principal)` for an authenticated call and maps its status to gRPC (the one mapping).
   template <typename Fn>

@@ -4,44 +4,39 @@
 
 namespace gantry::server {
 
-JobNotifier::Subscription::Subscription(JobNotifier& notifier, std::string job_id)
+JobNotifier::Subscription::Subscription(JobNotifier& notifier, std::string job_id,
+                                        std::function<void()> on_change)
     : notifier_(notifier), job_id_(std::move(job_id)) {
   absl::MutexLock lock(&notifier_.mu_);
-  Entry& e = notifier_.jobs_[job_id_];
-  ++e.watchers;
-  seen_ = e.version + notifier_.all_version_;
+  id_ = notifier_.next_id_++;
+  notifier_.jobs_[job_id_].emplace(id_, std::move(on_change));
 }
 
 JobNotifier::Subscription::~Subscription() {
   absl::MutexLock lock(&notifier_.mu_);
   auto it = notifier_.jobs_.find(job_id_);
-  if (it != notifier_.jobs_.end() && --it->second.watchers <= 0) notifier_.jobs_.erase(it);
-}
-
-bool JobNotifier::Subscription::Wait(absl::Duration timeout) {
-  absl::MutexLock lock(&notifier_.mu_);
-  // The sum of the job's and the global counter only grows, so any Notify changes it.
-  auto changed = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(notifier_.mu_) {
-    auto it = notifier_.jobs_.find(job_id_);
-    const uint64_t now =
-        (it == notifier_.jobs_.end() ? 0 : it->second.version) + notifier_.all_version_;
-    return now != seen_;
-  };
-  const bool notified = notifier_.mu_.AwaitWithTimeout(absl::Condition(&changed), timeout);
-  auto it = notifier_.jobs_.find(job_id_);
-  seen_ = (it == notifier_.jobs_.end() ? 0 : it->second.version) + notifier_.all_version_;
-  return notified;
+  if (it == notifier_.jobs_.end()) return;
+  it->second.erase(id_);
+  if (it->second.empty()) notifier_.jobs_.erase(it);
 }
 
 void JobNotifier::Notify(const std::string& job_id) {
   absl::MutexLock lock(&mu_);
   auto it = jobs_.find(job_id);
-  if (it != jobs_.end()) ++it->second.version;
+  if (it == jobs_.end()) return;
+  for (auto& [id, on_change] : it->second) on_change();
 }
 
 void JobNotifier::NotifyAll() {
   absl::MutexLock lock(&mu_);
-  ++all_version_;
+  for (auto& [job, watchers] : jobs_) {
+    for (auto& [id, on_change] : watchers) on_change();
+  }
+}
+
+int JobNotifier::watched_jobs() const {
+  absl::MutexLock lock(&mu_);
+  return static_cast<int>(jobs_.size());
 }
 
 }  // namespace gantry::server

@@ -152,7 +152,9 @@ struct ServerOptions {
   // unreferenced (and unpinned by an upload) before it is deleted.
   absl::Duration blob_gc_interval = absl::Minutes(10);
   absl::Duration blob_gc_grace = absl::Hours(1);
-  // The most threads gRPC may use for calls (grpc::ResourceQuota::SetMaxThreads); 0 = no bound.
+  // The most threads gRPC may use for synchronous calls, per listener
+  // (grpc::ResourceQuota::SetMaxThreads); 0 = no bound. Watches run on the callback API and take
+  // none while they wait.
   int max_threads = 256;
   // Per-tenant limits every tenant has unless AdminService.SetTenantLimits stored an override
   // (0 = unlimited): dataset bytes, active jobs, generation streams, showers per minute and per

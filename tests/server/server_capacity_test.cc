@@ -2,7 +2,9 @@
 // a safe non-zero default that a flag changes for every tenant and AdminService.SetTenantLimits
 // per tenant; showers per Generate call and training jobs per study are capped; a client stream
 // (UploadDataset) whose header is late or that goes quiet ends with DEADLINE_EXCEEDED and frees
-// its slot, and one tenant's silent streams do not stop another tenant's calls.
+// its slot, and one tenant's silent streams do not stop another tenant's calls. The listeners'
+// thread pools (grpc::ResourceQuota) are bounded, the workers' apart from the tenants', and the
+// watches (WatchJob, WatchStudy) take no thread from them while they wait.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -138,13 +140,179 @@ class ServerCapacityTest : public GenerationFixture {
     spec.set_folds(folds);
     return spec;
   }
-  grpc::Status CreateStudy(const v1::StudySpec& spec) {
+  grpc::Status CreateStudy(const v1::StudySpec& spec, v1::Study* study = nullptr) {
     v1::CreateStudyRequest request;
     *request.mutable_spec() = spec;
-    v1::Study study;
-    return studies_->CreateStudy(Ctx(token_).get(), request, &study);
+    v1::Study created;
+    return studies_->CreateStudy(Ctx(token_).get(), request, study ? study : &created);
+  }
+
+  // `n` uploads that never send a byte, each waited for on a thread of its own; the server holds
+  // each one it admits (a synchronous handler, one thread) until its header deadline.
+  struct SilentUploads {
+    std::vector<OpenUpload> uploads;
+    std::vector<grpc::Status> results;
+    std::vector<std::thread> waiters;
+
+    // Waits for every upload to end; how many ended with `code`.
+    int Count(grpc::StatusCode code) {
+      for (std::thread& t : waiters) t.join();
+      waiters.clear();
+      int n = 0;
+      for (const grpc::Status& s : results) n += s.error_code() == code ? 1 : 0;
+      return n;
+    }
+  };
+  void OpenSilent(int n, SilentUploads* held) {
+    held->uploads.reserve(n);
+    held->results.resize(n);
+    for (int i = 0; i < n; ++i) held->uploads.push_back(Open(*datasets_, token_));
+    for (int i = 0; i < n; ++i) {
+      held->waiters.emplace_back([held, i] { held->results[i] = held->uploads[i].writer->Finish(); });
+    }
+    // The server has admitted what it can and refused the rest.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+
+  // A WatchJob stream opened on `stub`.
+  struct Watch {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    std::unique_ptr<grpc::ClientReader<v1::JobEvent>> reader;
+  };
+  static Watch OpenWatch(v1::TrainingService::Stub& stub, const std::string& token,
+                         const std::string& job_id) {
+    Watch w;
+    w.ctx = Ctx(token, 30000);
+    v1::WatchJobRequest request;
+    request.set_job_id(job_id);
+    w.reader = stub.WatchJob(w.ctx.get(), request);
+    return w;
   }
 };
+
+TEST_F(ServerCapacityTest, TheThreadPoolIsBoundedAndTheServerStaysUp) {
+  RestartServer({"--max-threads=8", "--tenant-max-streams=0", "--stream-header-timeout-ms=3000"});
+  // Far more held streams than threads: the server refuses the excess instead of growing.
+  constexpr int kSilent = 40;
+  SilentUploads held;
+  OpenSilent(kSilent, &held);
+  const int exhausted = held.Count(grpc::StatusCode::RESOURCE_EXHAUSTED);
+  const int cut = kSilent - exhausted;
+  EXPECT_GT(exhausted, 0) << "every silent upload was admitted";
+  EXPECT_GT(cut, 0) << "none was admitted";
+  EXPECT_LE(cut, 8) << "more streams were held than the pool has threads";
+  for (const grpc::Status& s : held.results) {
+    if (s.error_code() != grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      EXPECT_EQ(s.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED) << Describe(s);
+    }
+  }
+  // Once the streams are gone the server answers again.
+  EXPECT_TRUE(Eventually([&] { return HealthStatus() == 1; }, 10000));
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = GoodSpec();
+  v1::Job job;
+  EXPECT_TRUE(Eventually(
+      [&] { return training_->SubmitJob(Ctx(token_).get(), submit, &job).ok(); }, 10000));
+}
+
+TEST_F(ServerCapacityTest, TenantCallsCannotTakeTheWorkersThreads) {
+  // Port 45031 is this test's (tests/e2e uses 45010-45013).
+  RestartServer({"--max-threads=8", "--tenant-max-streams=0", "--stream-header-timeout-ms=4000",
+                 "--worker-listen=127.0.0.1:45031"});
+  // A tenant holds far more streams than the main listener has threads.
+  SilentUploads held;
+  OpenSilent(40, &held);
+  // The workers' listener has threads of its own: a worker registers and opens its stream.
+  auto worker_channel = grpc::CreateChannel("127.0.0.1:45031", grpc::InsecureChannelCredentials());
+  const auto started = Clock::now();
+  DriverWorker steady(worker_channel, join_, "steady", 1);
+  EXPECT_TRUE(steady.status().ok()) << Describe(steady.status());
+  EXPECT_LT(SecondsSince(started), 3.0) << "the worker registered while the streams were held";
+  EXPECT_GT(held.Count(grpc::StatusCode::RESOURCE_EXHAUSTED), 0) << "the main listener was full";
+}
+
+TEST_F(ServerCapacityTest, WatchesHoldNoThreadOfTheBoundedPool) {
+  RestartServer({"--max-threads=8", "--tenant-max-streams=0"});
+  v1::SubmitJobRequest submit;
+  *submit.mutable_spec() = GoodSpec();
+  v1::Job job;
+  ASSERT_TRUE(training_->SubmitJob(Ctx(token_).get(), submit, &job).ok());
+  // Five times as many watches as the pool has threads, on a connection of their own: every one
+  // is served (a synchronous WatchJob held a thread each, and the ninth was refused).
+  std::shared_ptr<grpc::Channel> channel = SeparateChannel();
+  auto watcher = v1::TrainingService::NewStub(channel);
+  constexpr int kWatches = 40;
+  std::vector<Watch> watches;
+  watches.reserve(kWatches);
+  for (int i = 0; i < kWatches; ++i) watches.push_back(OpenWatch(*watcher, token_, job.id()));
+  for (int i = 0; i < kWatches; ++i) {
+    v1::JobEvent first;
+    ASSERT_TRUE(watches[i].reader->Read(&first)) << "watch " << i << ": "
+                                                  << Describe(watches[i].reader->Finish());
+    EXPECT_EQ(first.state_change().to(), v1::JOB_STATE_QUEUED);
+  }
+  // Meanwhile the pool's threads answer other calls at once.
+  auto started = Clock::now();
+  v1::GetJobRequest get;
+  get.set_job_id(job.id());
+  v1::Job got;
+  grpc::Status s = training_->GetJob(Ctx(token_, 2000).get(), get, &got);
+  EXPECT_TRUE(s.ok()) << Describe(s);
+  EXPECT_LT(SecondsSince(started), 1.0);
+  // A change reaches every watch, and each ends once the job is terminal.
+  v1::CancelJobRequest cancel;
+  cancel.set_job_id(job.id());
+  v1::Job cancelled;
+  ASSERT_TRUE(training_->CancelJob(Ctx(token_).get(), cancel, &cancelled).ok());
+  started = Clock::now();
+  for (Watch& w : watches) {
+    v1::JobEvent event;
+    bool saw_end = false;
+    while (w.reader->Read(&event)) {
+      saw_end |= event.has_state_change() && event.state_change().to() == v1::JOB_STATE_CANCELLED;
+    }
+    const grpc::Status end = w.reader->Finish();
+    EXPECT_TRUE(end.ok()) << Describe(end);
+    EXPECT_TRUE(saw_end);
+  }
+  EXPECT_LT(SecondsSince(started), 5.0);
+}
+
+TEST_F(ServerCapacityTest, StudyWatchesHoldNoThreadOfTheBoundedPool) {
+  RestartServer({"--max-threads=8", "--tenant-max-streams=0"});
+  v1::Study study;
+  const grpc::Status created = CreateStudy(StudyOf(2, 0), &study);
+  ASSERT_TRUE(created.ok()) << Describe(created);
+  std::shared_ptr<grpc::Channel> channel = SeparateChannel();
+  auto watcher = v1::StudyService::NewStub(channel);
+  constexpr int kWatches = 30;
+  struct StudyWatch {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    std::unique_ptr<grpc::ClientReader<v1::StudyUpdate>> reader;
+  };
+  std::vector<StudyWatch> watches(kWatches);
+  v1::WatchStudyRequest request;
+  request.set_study_id(study.id());
+  for (StudyWatch& w : watches) {
+    w.ctx = Ctx(token_, 30000);
+    w.reader = watcher->WatchStudy(w.ctx.get(), request);
+  }
+  for (int i = 0; i < kWatches; ++i) {
+    v1::StudyUpdate first;
+    ASSERT_TRUE(watches[i].reader->Read(&first)) << "watch " << i << ": "
+                                                  << Describe(watches[i].reader->Finish());
+    EXPECT_EQ(first.study().id(), study.id());
+  }
+  EXPECT_EQ(HealthStatus(), 1);
+  // A cancelled watch ends with CANCELLED and frees its place; the rest stay open.
+  watches[0].ctx->TryCancel();
+  EXPECT_EQ(watches[0].reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  v1::GetStudyRequest get;
+  get.set_study_id(study.id());
+  v1::Study got;
+  EXPECT_TRUE(studies_->GetStudy(Ctx(token_, 2000).get(), get, &got).ok());
+  for (int i = 1; i < kWatches; ++i) watches[i].ctx->TryCancel();
+}
 
 TEST_F(ServerCapacityTest, EveryLimitHasASafeDefaultAFlagAndAPerTenantOverride) {
   RestartServer({});  // no limit flags: the server's own defaults

@@ -1,10 +1,9 @@
 // Per-tenant limits against the real gantry-server and PostgreSQL: active jobs, stored dataset
 // bytes, concurrent generation streams, showers per minute and long-lived calls, each
 // RESOURCE_EXHAUSTED naming the limit, its value and the use; overrides through
-// AdminService.SetTenantLimits; the server's bounded thread pool (grpc::ResourceQuota).
+// AdminService.SetTenantLimits. The bounded thread pools are server_capacity_test's.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -378,65 +377,6 @@ TEST_F(ServerQuotaTest, LongLivedCallsPerTenantAreBounded) {
     return ok;
   }));
   b.ctx->TryCancel();
-}
-
-TEST_F(ServerQuotaTest, TheThreadPoolIsBoundedAndTheServerStaysUp) {
-  Restart({"--max-threads=8", "--tenant-max-streams=0"});
-  v1::Job job;
-  ASSERT_TRUE(TrySubmit(token_, &job).ok());
-  // Far more held streams than threads: the server refuses the excess instead of growing.
-  constexpr int kWatches = 40;
-  std::vector<Watch> watches;
-  std::vector<grpc::Status> results(kWatches);
-  std::vector<std::thread> threads;
-  std::atomic<int> exhausted{0}, served{0};
-  watches.reserve(kWatches);
-  for (int i = 0; i < kWatches; ++i) watches.push_back(OpenWatch(token_, job.id()));
-  for (int i = 0; i < kWatches; ++i) {
-    threads.emplace_back([&, i] {
-      grpc::Status s = FirstEventOrStatus(watches[i]);
-      if (s.ok()) ++served;
-      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) ++exhausted;
-      results[i] = s;
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_GT(exhausted.load(), 0) << "served " << served.load() << " of " << kWatches;
-  EXPECT_LT(served.load(), kWatches);
-  for (Watch& w : watches) w.ctx->TryCancel();
-  watches.clear();
-  // Once the streams are gone the server answers again.
-  EXPECT_TRUE(Eventually([&] { return HealthStatus() == 1; }, 10000));
-  v1::Job again;
-  EXPECT_TRUE(Eventually([&] { return TrySubmit(token_, &again).ok(); }, 10000));
-}
-
-TEST_F(ServerQuotaTest, TenantCallsCannotTakeTheWorkersThreads) {
-  // Port 45031 is this test's (tests/e2e uses 45010-45013).
-  Restart({"--max-threads=8", "--tenant-max-streams=0", "--worker-listen=127.0.0.1:45031"});
-  v1::Job job;
-  ASSERT_TRUE(TrySubmit(token_, &job).ok());
-  // A tenant holds far more streams than the main listener has threads.
-  constexpr int kWatches = 40;
-  std::vector<Watch> watches;
-  std::vector<std::thread> threads;
-  std::atomic<int> exhausted{0};
-  watches.reserve(kWatches);
-  for (int i = 0; i < kWatches; ++i) watches.push_back(OpenWatch(token_, job.id()));
-  for (int i = 0; i < kWatches; ++i) {
-    threads.emplace_back([&, i] {
-      if (FirstEventOrStatus(watches[i]).error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
-        ++exhausted;
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  EXPECT_GT(exhausted.load(), 0) << "the main listener is full";
-  // The workers' listener has threads of its own: a worker registers and opens its stream.
-  auto worker_channel = grpc::CreateChannel("127.0.0.1:45031", grpc::InsecureChannelCredentials());
-  DriverWorker steady(worker_channel, join_, "steady", 1);
-  EXPECT_TRUE(steady.status().ok()) << Describe(steady.status());
-  for (Watch& w : watches) w.ctx->TryCancel();
 }
 
 }  // namespace
