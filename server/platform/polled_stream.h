@@ -60,7 +60,9 @@ struct PolledStreamSettings {
 // writes of what it found (each started from the previous one's completion), then a wait in the
 // pump until the next poll is due (poll_interval), a token check is due (token_recheck), the
 // waker fires, the client cancels or the server shuts down. Only the owner calls Finish, so it
-// is called once; OnCancel and the waker only set flags and wake the waiting step.
+// is called once; OnCancel and the waker only set flags and wake the waiting step. Whoever hands
+// the stream on (StartWrite, Finish, Schedule) touches nothing of it afterwards: the next owner
+// may already be running, and OnDone deletes the stream.
 template <typename Message>
 class PolledStream final : public grpc::ServerWriteReactor<Message> {
  public:
@@ -99,18 +101,24 @@ class PolledStream final : public grpc::ServerWriteReactor<Message> {
 
   void OnCancel() override {
     cancelled_.store(true);
-    pump_.Wake(waker_->step_.load());
+    waker_->Wake();
   }
 
   void OnDone() override { delete this; }
 
  private:
+  // Hands the stream to the pump. Once RunAt returns, the step may already have run and ended
+  // the stream (deleting it), so nothing of `this` is touched after it: the waker is held by a
+  // copy of its pointer.
   void Schedule(absl::Time when) {
-    waker_->step_.store(pump_.RunAt(when, [this] { Step(); }));
-    // A wake-up that read the previous step's id is not lost.
-    if (cancelled_.load() || waker_->changed_.load() || settings_.shutting_down->load()) {
-      pump_.Wake(waker_->step_.load());
-    }
+    if (cancelled_.load() || settings_.shutting_down->load()) when = absl::InfinitePast();
+    StreamPump& pump = pump_;
+    const std::shared_ptr<StreamWaker> waker = waker_;
+    const StreamPump::Id id = pump.RunAt(when, [this] { Step(); });
+    waker->step_.store(id);
+    // A wake-up (a change, a cancellation) that read the previous step's id set `changed_` first,
+    // so it is not lost.
+    if (waker->changed_.load()) pump.Wake(id);
   }
 
   void Step() {
