@@ -27,13 +27,6 @@ void JobNotifier::Notify(const std::string& job_id) {
   for (auto& [id, on_change] : it->second) on_change();
 }
 
-void JobNotifier::NotifyAll() {
-  absl::MutexLock lock(&mu_);
-  for (auto& [job, watchers] : jobs_) {
-    for (auto& [id, on_change] : watchers) on_change();
-  }
-}
-
 int JobNotifier::watched_jobs() const {
   absl::MutexLock lock(&mu_);
   return static_cast<int>(jobs_.size());

@@ -25,7 +25,7 @@ class JobNotifier {
   class Subscription {
    public:
     // `on_change` runs on the notifying thread, under the notifier's lock, for every Notify of
-    // the job and every NotifyAll: it must be quick and must not call the notifier.
+    // the job: it must be quick and must not call the notifier.
     Subscription(JobNotifier& notifier, std::string job_id, std::function<void()> on_change);
     ~Subscription();
     Subscription(const Subscription&) = delete;
@@ -38,8 +38,6 @@ class JobNotifier {
   };
 
   void Notify(const std::string& job_id);
-  // Wakes every watcher (e.g. at shutdown).
-  void NotifyAll();
   // Jobs with at least one watcher.
   int watched_jobs() const;
 

@@ -66,16 +66,14 @@ void StreamPump::Loop() {
       while (true) {
         if (stopping_) return;
         const absl::Time now = absl::Now();
-        if (!queue_.empty() && queue_.begin()->first.first <= now) break;
-        // Wakes for a new or woken step (both change the queue's head) or for the head's time.
-        const absl::Time until = queue_.empty() ? now + absl::Seconds(1)
-                                                : queue_.begin()->first.first;
-        auto head = queue_.empty() ? std::pair<absl::Time, Id>(absl::InfiniteFuture(), 0)
-                                   : queue_.begin()->first;
+        const std::pair<absl::Time, Id> head =
+            queue_.empty() ? std::make_pair(absl::InfiniteFuture(), Id{0}) : queue_.begin()->first;
+        if (head.first <= now) break;
+        // Wakes at the head's time, or earlier for a new or woken step (either changes the head).
         auto changed = [this, head]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
           return stopping_ || (!queue_.empty() && queue_.begin()->first != head);
         };
-        mu_.AwaitWithDeadline(absl::Condition(&changed), until);
+        mu_.AwaitWithDeadline(absl::Condition(&changed), head.first);
       }
       auto first = queue_.begin();
       due_.erase(first->first.second);
