@@ -7,6 +7,81 @@ namespace gantry::server {
 
 namespace v1 = ::gantry::v1;
 
+const char* JobPhaseName(JobPhase phase) {
+  switch (phase) {
+    case JobPhase::kRunning: return "running";
+    case JobPhase::kRestarting: return "restarting";
+    case JobPhase::kQueued: return "queued";
+    case JobPhase::kCancelling: return "cancelling";
+    case JobPhase::kCancellingQueued: return "cancelling (queued)";
+    case JobPhase::kEnded: return "ended";
+    case JobPhase::kEndedQueued: return "ended (queued)";
+  }
+  return "unknown";
+}
+
+bool ActiveJob::Queued() const {
+  return phase == JobPhase::kQueued || phase == JobPhase::kCancellingQueued ||
+         phase == JobPhase::kEndedQueued;
+}
+
+bool ActiveJob::Stopping() const {
+  return phase == JobPhase::kCancelling || phase == JobPhase::kCancellingQueued || Ended();
+}
+
+bool ActiveJob::ClaimFailure() {
+  if (phase != JobPhase::kRunning) return false;
+  phase = JobPhase::kRestarting;
+  return true;
+}
+
+void ActiveJob::ReleaseClaim() {
+  if (phase == JobPhase::kRestarting) phase = JobPhase::kRunning;
+}
+
+bool ActiveJob::Requeue(int next_attempt) {
+  attempt = next_attempt;
+  leased = false;
+  ranks.clear();
+  rank_workers.clear();
+  running_since = absl::InfinitePast();
+  latest_step = -1;
+  latest_step_at = absl::InfinitePast();
+  step_seconds.clear();
+  switch (phase) {
+    case JobPhase::kCancelling:
+      phase = JobPhase::kCancellingQueued;
+      return false;
+    case JobPhase::kEnded:
+      phase = JobPhase::kEndedQueued;
+      return false;
+    case JobPhase::kCancellingQueued:
+    case JobPhase::kEndedQueued:
+      return false;
+    default:
+      phase = JobPhase::kQueued;
+      return true;
+  }
+}
+
+bool ActiveJob::PlaceAgain() {
+  if (phase != JobPhase::kQueued) return false;
+  phase = JobPhase::kRunning;
+  return true;
+}
+
+bool ActiveJob::Cancel() {
+  if (Stopping()) return false;
+  phase = phase == JobPhase::kQueued ? JobPhase::kCancellingQueued : JobPhase::kCancelling;
+  return true;
+}
+
+bool ActiveJob::End() {
+  if (Ended()) return false;
+  phase = Queued() ? JobPhase::kEndedQueued : JobPhase::kEnded;
+  return true;
+}
+
 int ActiveJob::CountRanks(v1::RankPhase phase) const {
   int n = 0;
   for (const auto& [rank, state] : ranks) n += state.phase == phase;

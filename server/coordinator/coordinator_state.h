@@ -26,6 +26,26 @@ struct RankState {
   std::string message;
 };
 
+// Where an active job is in its life. One phase at a time:
+//   kRunning -> kRestarting      a failure of this attempt is being handled (one claim per attempt)
+//   kRestarting -> kRunning      nothing was restarted (the failure was final, or not written yet)
+//   kRestarting -> kQueued       the restart is stored: in the scheduler's queue for the next attempt
+//   kQueued -> kRunning          placed again
+//   any but ending -> kCancelling (kCancellingQueued from kQueued): cancellation sent to its ranks
+//   any -> kEnded (kEndedQueued from a queued phase): a terminal state is stored
+// The *Queued phases are the same ends for a job that had no rank of its current attempt running,
+// so they wait for nothing.
+enum class JobPhase {
+  kRunning,
+  kRestarting,
+  kQueued,
+  kCancelling,
+  kCancellingQueued,
+  kEnded,
+  kEndedQueued,
+};
+const char* JobPhaseName(JobPhase phase);
+
 // A job with leased slots or live ranks, or one restarting (waiting to be placed again).
 struct ActiveJob {
   std::string id;
@@ -37,12 +57,9 @@ struct ActiveJob {
   // messages are accepted, and ignored when of an earlier attempt).
   std::set<std::string> workers;
   std::map<int, RankState> ranks;  // this attempt's ranks
-  bool ended = false;  // a terminal state was written (or is being written); waiting for exits
-  // In the scheduler's queue after a restart, not placed yet (no ranks of this attempt).
-  bool waiting = false;
-  bool restarting = false;  // a failure is being handled (the restart is being written)
+  JobPhase phase = JobPhase::kRunning;
   absl::Time placed_at;
-  absl::Time ended_at;
+  absl::Time ended_at;  // when it was cancelled or its end stored: the ranks' grace starts
   absl::Time running_since = absl::InfinitePast();  // all ranks of this attempt running
   absl::Time last_progress_event = absl::InfinitePast();
   int64_t last_progress_step = -1;
@@ -52,8 +69,24 @@ struct ActiveJob {
   int64_t latest_step = -1;
   absl::Time latest_step_at = absl::InfinitePast();
   std::vector<double> step_seconds;  // a ring of the last few rates
-  bool cancel_sent = false;
   bool leased = true;  // false for adopted jobs (their slots are bounded by heartbeats only)
+
+  // In the scheduler's queue for its next attempt, or ended there: no rank of this attempt runs.
+  bool Queued() const;
+  // Cancelled or ended: no failure is handled and no new work is asked of its ranks.
+  bool Stopping() const;
+  // A terminal state is stored.
+  bool Ended() const { return phase == JobPhase::kEnded || phase == JobPhase::kEndedQueued; }
+
+  // The transitions of JobPhase. Each returns whether it happened; a refused one changes nothing.
+  bool ClaimFailure();  // kRunning -> kRestarting
+  void ReleaseClaim();  // kRestarting -> kRunning (other phases stay)
+  // The restart is stored: forgets this attempt's ranks; kRestarting -> kQueued (true: the caller
+  // queues it with the scheduler). Cancelled or ended meanwhile: the *Queued phase of that (false).
+  bool Requeue(int next_attempt);
+  bool PlaceAgain();  // kQueued -> kRunning
+  bool Cancel();      // kRunning, kRestarting -> kCancelling; kQueued -> kCancellingQueued
+  bool End();         // -> kEnded, or kEndedQueued when queued; false when already ended
 
   int CountRanks(gantry::v1::RankPhase phase) const;
   // The median of step_seconds; 0 when none is known.

@@ -32,22 +32,16 @@ bool Transient(const absl::Status& status) {
          absl::IsAborted(status) || absl::IsInternal(status);
 }
 
-// Queues a job that restarts (or resumes a restart) with the scheduler.
-void QueueAgain(CoordinatorState& state, ActiveJob& job, const scheduler::JobRequest& request)
-    ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
+// Queues a job whose restart is stored with the scheduler as attempt `next_attempt` (unless it was
+// cancelled or ended meanwhile: then nothing of it runs or waits).
+void QueueAgain(CoordinatorState& state, ActiveJob& job, int next_attempt,
+                const scheduler::JobRequest& request) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state.mu) {
   state.scheduler.Remove(job.id);
+  if (!job.Requeue(next_attempt)) return;
   if (absl::Status st = state.scheduler.Submit(request); !st.ok()) {
     GANTRY_LOG(ERROR) << "cannot queue " << job.id << " again: " << st;
   }
   state.queued.insert(job.id);
-  job.waiting = true;
-  job.leased = false;
-  job.ranks.clear();
-  job.rank_workers.clear();
-  job.running_since = absl::InfinitePast();
-  job.latest_step = -1;
-  job.latest_step_at = absl::InfinitePast();
-  job.step_seconds.clear();
 }
 
 }  // namespace
@@ -107,10 +101,9 @@ bool JobLifecycle::TryEnd(const DeferredEnd& end) {
   if (!storage::IsTerminalJobState(job->state())) return true;
   absl::MutexLock lock(&state_.mu);
   auto it = state_.active.find(job_id);
-  if (it == state_.active.end() || it->second.ended) return true;
-  it->second.ended = true;
+  if (it == state_.active.end() || !it->second.End()) return true;
   it->second.ended_at = absl::Now();
-  if (it->second.waiting) {  // queued for a restart: nothing runs, nothing is leased
+  if (it->second.Queued()) {  // queued for a restart: nothing runs, nothing is leased
     state_.scheduler.Remove(job_id);
     state_.queued.erase(job_id);
   }
@@ -127,7 +120,8 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
     auto it = state_.active.find(job_id);
     if (it == state_.active.end()) return;
     ActiveJob& a = it->second;
-    if (a.ended || a.restarting || a.cancel_sent || (attempt >= 0 && attempt != a.attempt)) return;
+    // One failure per attempt is handled; none of a cancelled, ended or queued job.
+    if ((attempt >= 0 && attempt != a.attempt) || a.phase != JobPhase::kRunning) return;
     if (failure.retryable) {
       // The attempt's own workers (an adopted job's placement is unknown: all it has).
       const std::set<std::string> workers =
@@ -145,7 +139,7 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
         failure = Drained();
       }
     }
-    a.restarting = true;  // the claim: one failure per attempt is handled
+    a.ClaimFailure();
     latest_step = a.latest_step;
     step_seconds = a.MedianStepSeconds();
   }
@@ -214,16 +208,14 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
   if (it == state_.active.end()) return true;
   ActiveJob& a = it->second;
   state_.SendCancellation(a, absl::StrCat("restarting: ", message));
-  a.attempt = restarted->attempt();
-  a.restarting = false;
-  QueueAgain(state_, a, *request);
+  QueueAgain(state_, a, restarted->attempt(), *request);
   return true;
 }
 
 void JobLifecycle::Unclaim(const std::string& job_id) {
   absl::MutexLock lock(&state_.mu);
   auto it = state_.active.find(job_id);
-  if (it != state_.active.end()) it->second.restarting = false;
+  if (it != state_.active.end()) it->second.ReleaseClaim();
 }
 
 void JobLifecycle::Defer(Deferred deferred) {
@@ -289,7 +281,7 @@ void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
     a.placed_at = absl::Now();
     if (job.state() == v1::JOB_STATE_RESTARTING && request.ok()) {
       // The server stopped while this restart was under way: it goes on.
-      QueueAgain(state_, a, *request);
+      QueueAgain(state_, a, a.attempt, *request);
       return;
     }
   }

@@ -253,7 +253,7 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(placement.job_id);
-    again = it != state_.active.end() && it->second.waiting;
+    again = it != state_.active.end() && it->second.phase == JobPhase::kQueued;
   }
   std::optional<v1::Job> started;
   if (!again) {
@@ -276,7 +276,7 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
     absl::MutexLock lock(&state_.mu);
     if (again) {
       auto it = state_.active.find(placement.job_id);
-      if (it == state_.active.end() || !it->second.waiting || it->second.ended) {
+      if (it == state_.active.end() || !it->second.PlaceAgain()) {
         state_.scheduler.Remove(placement.job_id);
         return;
       }
@@ -288,7 +288,6 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
       a.spec = started->spec();
       a.attempt = started->attempt();
     }
-    a.waiting = false;
     a.leased = true;
     a.rank_workers = placement.rank_workers;
     a.workers.insert(placement.rank_workers.begin(), placement.rank_workers.end());
@@ -459,7 +458,7 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
       }
       // Adopted jobs hold no leases, so the scheduler cannot name them: look them up here.
       for (const auto& [id, job] : state_.active) {
-        if (leased.count(id) || job.ended || job.leased || job.waiting ||
+        if (leased.count(id) || job.Ended() || job.leased || job.Queued() ||
             !job.workers.count(lost.worker_id)) {
           continue;
         }
@@ -497,24 +496,23 @@ void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, 
         continue;
       }
       ActiveJob& a = it->second;
-      if (!a.cancel_sent) {
+      if (a.Cancel()) {
         state_.SendCancellation(a, job.message());
-        a.cancel_sent = true;
         a.ended_at = now;
-        if (a.waiting) {  // queued for a restart: nothing of this attempt runs
+        if (a.Queued()) {  // queued for a restart: nothing of this attempt runs
           state_.scheduler.Remove(a.id);
           state_.queued.erase(a.id);
         }
       }
       const int exited = a.CountRanks(v1::RANK_PHASE_EXITED);
-      const bool all_exited = a.waiting || exited >= job.spec().world_size();
+      const bool all_exited = a.Queued() || exited >= job.spec().world_size();
       if (all_exited || now - a.ended_at > backend_.options.coordinator.rank_exit_grace) {
         endings.push_back(
             {job.id(),
              {v1::JOB_STATE_CANCELLING},
              v1::JOB_STATE_CANCELLED,
              "Cancelled",
-             a.waiting    ? std::string("cancelled while waiting to restart")
+             a.Queued()   ? std::string("cancelled while waiting to restart")
              : all_exited ? absl::StrCat("all ", exited, " ranks stopped")
                           : absl::StrCat(exited, " of ", job.spec().world_size(),
                                          " ranks confirmed stopping; the slots are released")});
@@ -532,15 +530,14 @@ void PlacementLoop::ReapEnded(absl::Time now) {
       const ActiveJob& a = it->second;
       const int exited = a.CountRanks(v1::RANK_PHASE_EXITED);
       const int running = a.CountRanks(v1::RANK_PHASE_RUNNING);
-      if (!a.ended && !a.waiting && !a.restarting && !a.cancel_sent &&
-          now - a.placed_at > backend_.options.coordinator.placing_timeout &&
+      if (a.phase == JobPhase::kRunning && now - a.placed_at > backend_.options.coordinator.placing_timeout &&
           running + exited < a.spec.world_size()) {
         timeouts.push_back({a.id, a.attempt, PlacementTimeout(),
                             absl::StrCat("only ", running + exited, " of ", a.spec.world_size(),
                                          " ranks started within ",
                                          absl::FormatDuration(backend_.options.coordinator.placing_timeout))});
       }
-      const bool done = a.ended && (a.waiting || exited >= a.spec.world_size() ||
+      const bool done = a.Ended() && (a.Queued() || exited >= a.spec.world_size() ||
                                     now - a.ended_at > backend_.options.coordinator.rank_exit_grace);
       if (done) {
         state_.scheduler.Remove(a.id);
@@ -559,8 +556,7 @@ void PlacementLoop::WatchProgress(absl::Time now) {
   {
     absl::MutexLock lock(&state_.mu);
     for (const auto& [id, a] : state_.active) {
-      if (a.ended || a.waiting || a.restarting || a.cancel_sent ||
-          a.running_since == absl::InfinitePast()) {
+      if (a.phase != JobPhase::kRunning || a.running_since == absl::InfinitePast()) {
         continue;
       }
       const absl::Time last = std::max(a.running_since, a.latest_step_at);

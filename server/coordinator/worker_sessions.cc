@@ -70,7 +70,7 @@ void WorkerSessions::OnPreempting(const std::string& worker_id, const v1::Preemp
                      "; its ranks checkpoint within ", notice.grace_ms() / 1000.0,
                      " s and the job restarts elsewhere");
     for (const auto& [id, job] : state_.active) {
-      if (!job.ended && job.workers.count(worker_id)) {
+      if (!job.Ended() && job.workers.count(worker_id)) {
         events.emplace_back(id, LogEvent(-1, "WARNING", text));
       }
     }
@@ -89,7 +89,7 @@ int WorkerSessions::Drain(const std::string& worker_id, bool drain) {
   if (!drain) return 0;
   int jobs = 0;
   for (const auto& [id, job] : state_.active) {
-    if (job.ended || job.waiting || job.cancel_sent || !job.workers.count(worker_id)) continue;
+    if (job.Stopping() || job.Queued() || !job.workers.count(worker_id)) continue;
     state_.SendCheckpointAndStop(job, worker_id, "the worker is drained by an operator");
     ++jobs;
   }
@@ -156,7 +156,7 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
         // cancellation then had nowhere to go): the current attempt has no rank here, so stop them.
         const bool current_here = std::find(a.rank_workers.begin(), a.rank_workers.end(),
                                             worker_id) != a.rank_workers.end();
-        if (a.waiting || (!a.rank_workers.empty() && !current_here)) {
+        if (a.Queued() || (!a.rank_workers.empty() && !current_here)) {
           v1::ServerMessage cancel;
           cancel.mutable_cancellation()->set_job_id(job_id);
           cancel.mutable_cancellation()->set_reason(absl::StrCat(
@@ -304,7 +304,7 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
       return NotOnWorker(m.job_id(), worker_id);
     }
     const ActiveJob& a = it->second;
-    current = m.attempt() == a.attempt && !a.waiting;
+    current = m.attempt() == a.attempt && !a.Queued();
     // A worker speaks only for the ranks of the current attempt placed on it.
     int rank = -1;
     if (m.has_rank_status()) rank = m.rank_status().rank();
@@ -377,7 +377,7 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
     rank.exit_code = status.exit_code();
     rank.message = status.message();
     const std::string worker = state_.WorkerName(worker_id);
-    if (status.phase() == v1::RANK_PHASE_RUNNING && !a.ended) {
+    if (status.phase() == v1::RANK_PHASE_RUNNING && !a.Ended()) {
       const int running = a.CountRanks(v1::RANK_PHASE_RUNNING);
       if (running == a.spec.world_size()) {
         all_running = running;
@@ -394,7 +394,7 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
       exited = LogEvent(status.rank(), status.exit_code() == 0 ? "INFO" : "ERROR",
                         absl::StrCat("rank ", status.rank(), " on ", worker, " ",
                                      DescribeExit(status.exit_code()), detail));
-      if (!a.ended && !a.cancel_sent && (status.exit_code() != 0 || status.rank() == 0)) {
+      if (!a.Stopping() && (status.exit_code() != 0 || status.rank() == 0)) {
         if (status.exit_code() != 0) {
           fail_why = absl::StrCat("rank ", status.rank(), " on worker ", worker, " ",
                                   DescribeExit(status.exit_code()), detail);
@@ -454,7 +454,7 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(job_id);
-    if (it == state_.active.end() || it->second.ended) {
+    if (it == state_.active.end() || it->second.Ended()) {
       return absl::OkStatus();  // a re-sent result after a reconnect
     }
     owner = it->second.owner;
