@@ -1,6 +1,7 @@
 // The model card: what a detector simulation needs to use an exported generator correctly, as JSON
-// with a versioned schema (docs/API.md "Model card" documents every field). Built from the registry
-// entry (GetModel) and the export's metadata; torch-free, shared by every client that writes one.
+// with a versioned schema (its keys: ModelVersion.model_card_json in proto/gantry/v1/catalog.proto).
+// Built from the registry entry (GetModel) and the export's metadata; torch-free, shared by every
+// client that writes one.
 #ifndef GANTRY_JOBSPEC_MODEL_CARD_H_
 #define GANTRY_JOBSPEC_MODEL_CARD_H_
 

@@ -43,7 +43,7 @@ constexpr char kUsage[] =
     "                   --seed=1 --batch=128 --threads=2]\n"
     "  export          --checkpoint=ckpt --format=onnx|pytorch|torchscript\n"
     "                  [--profile=gantry|par04|ddml] --out=FILE [--force]\n"
-    "                  the generator as ONNX (opset 13) or a PyTorch state dict (docs/API.md)\n"
+    "                  the generator as ONNX (opset 13) or a PyTorch state dict (catalog.proto)\n"
     "  toymc           --spec=toymc:layout=25,events=1000,seed=1 --out=file.h5\n"
     "  rank            --assignment=file --control-fd=N --server=host:port --cache-dir=dir\n"
     "                  --work-dir=dir [--bind-host=addr] [--device=cpu|cuda:N]\n"

@@ -2,7 +2,7 @@
 
 Plain PyTorch (1.13 or newer), no gantry import. The export is a dict written by LibTorch:
   format = "gantry-3dgan-generator", format_version = 1,
-  description = JSON text of the layer list (see docs/API.md, "Model export"),
+  description = JSON text of the layer list (EXPORT_FORMAT_PYTORCH in gantry/v1/catalog.proto),
   state_dict = {"dense.weight": ..., "stage0.conv.weight": ..., "stage0.bn.running_var": ...}.
 
     import torch, gantry_export
