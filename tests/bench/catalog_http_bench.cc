@@ -1,8 +1,8 @@
 // The web catalog's list route (GET /api/v1/models) against 1,000 model versions, next to the gRPC
 // CatalogService.ListModels of the same page in the same run: a real gantry-server with
 // --http-listen on a fresh database of the PostgreSQL in GANTRY_TEST_DSN, versions seeded through
-// storage::ModelRepository. Prints median, p95 and max per case. Figures: docs/BENCHMARKS.md
-// "Web catalog".
+// storage::ModelRepository. Prints median, p95 and max per case. Figures:
+// docs/studies/2026-11-27-web-catalog-http-list.md.
 //
 //   GANTRY_TEST_DSN=... build/tests/bench/catalog_http_bench [--versions=1000] [--runs=30]
 #include <algorithm>
