@@ -155,23 +155,43 @@ bool WorkerListenerCarries(const std::string& service) {
 
 }  // namespace
 
+// The composition root: every service gets what it uses, from the Backend's members (the Backend
+// itself is passed where a service needs its CallAuth or ModelResolver; coordinator/ and pools/
+// still take it whole). Members are built in their declaration order (gantry_server.h).
 GantryServer::GantryServer(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)),
       coordinator_(*backend_, &router_),
-      watch_pump_(kWatchPumpThreads),
-      training_(*backend_, watch_pump_),
-      generation_(*backend_, router_),
-      catalog_(*backend_, &coordinator_.sessions(), router_),
-      stream_watchdog_(WatchdogTick(backend_->options)),
-      datasets_(*backend_, stream_watchdog_),
-      workers_(*backend_, coordinator_.sessions()),
-      worker_datasets_(datasets_),
-      pinner_(*backend_, router_, coordinator_.sessions()),
+      pinner_(*backend_->model_pins, *backend_->workers, router_, coordinator_.sessions(),
+              backend_->worker_channels),
       autoscaler_(*backend_, coordinator_.state()),
-      admin_(*backend_, coordinator_.sessions(), pinner_, autoscaler_),
+      watch_pump_(kWatchPumpThreads),
+      submitter_(*backend_),
+      training_(*backend_, submitter_, *backend_->jobs, *backend_->costs, *backend_->pools,
+                *backend_->quotas, backend_->job_notifier, watch_pump_),
+      generation_(*backend_, *backend_, *backend_->quotas, router_, backend_->worker_channels,
+                  backend_->options.streams.token_recheck, backend_->options.max_message_bytes),
+      exports_(*backend_, router_, backend_->worker_channels,
+               backend_->options.streams.token_recheck),
+      catalog_(*backend_, *backend_, *backend_->models, *backend_->jobs, *backend_->quotas,
+               &coordinator_.sessions(), router_, exports_),
+      stream_watchdog_(WatchdogTick(backend_->options)),
+      datasets_(*backend_, *backend_->datasets, *backend_->jobs, *backend_->blobs,
+                *backend_->blob_refs, *backend_->quotas, stream_watchdog_,
+                backend_->options.streams, backend_->options.max_dataset_bytes,
+                backend_->options.blob_gc_grace, backend_->options.inspector),
+      workers_(*backend_, *backend_->workers, *backend_->identities, *backend_->credentials,
+               *backend_->jobs, *backend_->models, *backend_->blobs, *backend_->blob_refs,
+               coordinator_.sessions(), backend_->options.coordinator,
+               backend_->options.max_checkpoint_bytes, backend_->shutting_down),
+      worker_datasets_(datasets_),
+      admin_(*backend_, *backend_, *backend_->tenants, *backend_->tokens, *backend_->identities,
+             *backend_->credentials, *backend_->workers, *backend_->models,
+             *backend_->tenant_limits, *backend_->costs, *backend_->pools, *backend_->quotas,
+             coordinator_.sessions(), pinner_, autoscaler_),
       blob_collector_(*backend_->blob_refs, *backend_->blobs, backend_->options.blob_gc_interval,
                       backend_->options.blob_gc_grace),
-      studies_(*backend_, watch_pump_),
+      studies_(*backend_, submitter_, *backend_->studies, *backend_->jobs, *backend_->quotas,
+               watch_pump_),
       study_driver_(*backend_, backend_->options.coordinator.study_interval) {}
 
 GantryServer::~GantryServer() {
@@ -315,9 +335,14 @@ absl::Status GantryServer::StartHttpApi(const ServerOptions& options, const std:
   http_options.max_connections_per_ip = options.http.max_connections_per_ip;
   http_options.temp_dir = options.data_dir + "/http-downloads";
   http_options.in_process_key = in_process_key;
-  ASSIGN_OR_RETURN(http_,
-                   http::HttpApiServer::Start(http_options, *backend_,
-                                              server_->InProcessChannel(grpc::ChannelArguments())));
+  Backend* b = backend_.get();
+  ASSIGN_OR_RETURN(http_, http::HttpApiServer::Start(
+                              http_options, *backend_,
+                              [b](Audience audience, const std::string& secret) {
+                                return b->VerifyToken(audience, secret);
+                              },
+                              *backend_->web_sessions, *backend_->jobs,
+                              server_->InProcessChannel(grpc::ChannelArguments())));
   return absl::OkStatus();
 }
 

@@ -24,9 +24,12 @@
 #include "server/api/worker_service.h"
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/job_coordinator.h"
+#include "server/coordinator/job_submitter.h"
 #include "server/coordinator/server_metrics_collector.h"
 #include "server/coordinator/study_driver.h"
 #include "server/gateway/generation_service.h"
+#include "server/gateway/model_export_proxy.h"
+#include "server/gateway/model_pinner.h"
 #include "server/http/http_api_server.h"
 #include "server/platform/backend.h"
 #include "server/platform/blob_collector.h"
@@ -78,6 +81,9 @@ class GantryServer {
   absl::Status StartHttpApi(const ServerOptions& options, const std::string& cert_pem,
                             const std::string& key_pem, const std::string& in_process_key);
 
+  // What everything below is built from. The gRPC services, the gateway and the HTTP API get the
+  // Backend's members they use (the Backend itself only as CallAuth and ModelResolver); the
+  // coordinator, the job submitter, the autoscaler and the study driver still take it whole.
   std::unique_ptr<Backend> backend_;
   GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
@@ -86,8 +92,10 @@ class GantryServer {
   // Runs the polls of WatchJob and WatchStudy streams (callback API); outlives both servers.
   static constexpr int kWatchPumpThreads = 4;
   StreamPump watch_pump_;
+  JobSubmitter submitter_;  // how jobs enter: TrainingService.SubmitJob, StudyService's checks
   TrainingService training_;
   GenerationService generation_;
+  ModelExportProxy exports_;  // CatalogService.ExportModel
   CatalogService catalog_;
   // Ends client streams (uploads) past their header or idle deadline; outlives datasets_'s calls.
   StreamWatchdog stream_watchdog_;

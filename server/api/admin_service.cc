@@ -22,9 +22,11 @@ namespace {
 
 // Revokes a join token and the credentials of the workers it issued (their streams end at their
 // next message); how many workers lost their credential.
-absl::StatusOr<int> RevokeJoinTokenAndWorkers(Backend& backend, const std::string& token_id) {
-  ASSIGN_OR_RETURN(std::vector<std::string> workers, backend.identities->RevokeJoinToken(token_id));
-  backend.credentials->Revoke(token_id, workers);
+absl::StatusOr<int> RevokeJoinTokenAndWorkers(storage::WorkerIdentityRepository& identities,
+                                              WorkerCredentials& credentials,
+                                              const std::string& token_id) {
+  ASSIGN_OR_RETURN(std::vector<std::string> workers, identities.RevokeJoinToken(token_id));
+  credentials.Revoke(token_id, workers);
   return static_cast<int>(workers.size());
 }
 
@@ -71,9 +73,9 @@ void FillReport(const WorkerReport& report,
 grpc::Status AdminService::CreateTenant(grpc::ServerContext* context,
                                         const v1::CreateTenantRequest* request,
                                         v1::Tenant* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->name(), "name"));
-    ASSIGN_OR_RETURN(*response, backend_.tenants->CreateTenant(request->name(), request->admin()));
+    ASSIGN_OR_RETURN(*response, tenants_.CreateTenant(request->name(), request->admin()));
     return absl::OkStatus();
   });
 }
@@ -81,10 +83,9 @@ grpc::Status AdminService::CreateTenant(grpc::ServerContext* context,
 grpc::Status AdminService::ListTenants(grpc::ServerContext* context,
                                        const v1::ListTenantsRequest* request,
                                        v1::ListTenantsResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
-    ASSIGN_OR_RETURN(auto page,
-                     backend_.tenants->ListTenants(page_size, request->page().page_token()));
+    ASSIGN_OR_RETURN(auto page, tenants_.ListTenants(page_size, request->page().page_token()));
     for (v1::Tenant& t : page.items) *response->add_tenants() = std::move(t);
     response->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
@@ -94,11 +95,11 @@ grpc::Status AdminService::ListTenants(grpc::ServerContext* context,
 grpc::Status AdminService::CreateToken(grpc::ServerContext* context,
                                        const v1::CreateTokenRequest* request,
                                        v1::CreateTokenResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
     RETURN_IF_ERROR(ValidateDescription(request->description(), "description"));
     ASSIGN_OR_RETURN(storage::IssuedToken token,
-                     backend_.tokens->CreateToken(request->tenant(), request->description()));
+                     tokens_.CreateToken(request->tenant(), request->description()));
     response->set_token_id(token.token_id);
     response->set_token(token.secret);
     return absl::OkStatus();
@@ -108,16 +109,18 @@ grpc::Status AdminService::CreateToken(grpc::ServerContext* context,
 grpc::Status AdminService::RevokeToken(grpc::ServerContext* context,
                                        const v1::RevokeTokenRequest* request,
                                        v1::RevokeTokenResponse* /*response*/) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     const std::string& id = request->token_id();
     if (absl::StartsWith(id, "jtk-")) {
       RETURN_IF_ERROR(ValidateId(id, "jtk-", "token_id"));
     } else {
       RETURN_IF_ERROR(ValidateId(id, "tok-", "token_id"));
     }
-    if (absl::StartsWith(id, "jtk-")) return RevokeJoinTokenAndWorkers(backend_, id).status();
-    absl::Status revoked = backend_.tokens->RevokeToken(id);
-    backend_.ForgetTokens();  // the token cache must not outlive a revocation made here
+    if (absl::StartsWith(id, "jtk-")) {
+      return RevokeJoinTokenAndWorkers(identities_, credentials_, id).status();
+    }
+    absl::Status revoked = tokens_.RevokeToken(id);
+    auth_.ForgetTokens();  // the token cache must not outlive a revocation made here
     return revoked;
   });
 }
@@ -125,10 +128,9 @@ grpc::Status AdminService::RevokeToken(grpc::ServerContext* context,
 grpc::Status AdminService::CreateJoinToken(grpc::ServerContext* context,
                                            const v1::CreateJoinTokenRequest* request,
                                            v1::CreateTokenResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateDescription(request->description(), "description"));
-    ASSIGN_OR_RETURN(storage::IssuedToken token,
-                     backend_.tokens->CreateJoinToken(request->description()));
+    ASSIGN_OR_RETURN(storage::IssuedToken token, tokens_.CreateJoinToken(request->description()));
     response->set_token_id(token.token_id);
     response->set_token(token.secret);
     return absl::OkStatus();
@@ -138,8 +140,8 @@ grpc::Status AdminService::CreateJoinToken(grpc::ServerContext* context,
 grpc::Status AdminService::ListJoinTokens(grpc::ServerContext* context,
                                           const v1::ListJoinTokensRequest* /*request*/,
                                           v1::ListJoinTokensResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<v1::JoinTokenInfo> tokens, backend_.identities->ListJoinTokens());
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<v1::JoinTokenInfo> tokens, identities_.ListJoinTokens());
     for (v1::JoinTokenInfo& t : tokens) *response->add_tokens() = std::move(t);
     return absl::OkStatus();
   });
@@ -148,9 +150,10 @@ grpc::Status AdminService::ListJoinTokens(grpc::ServerContext* context,
 grpc::Status AdminService::RevokeJoinToken(grpc::ServerContext* context,
                                            const v1::RevokeJoinTokenRequest* request,
                                            v1::RevokeJoinTokenResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->token_id(), "jtk-", "token_id"));
-    ASSIGN_OR_RETURN(int revoked, RevokeJoinTokenAndWorkers(backend_, request->token_id()));
+    ASSIGN_OR_RETURN(int revoked,
+                     RevokeJoinTokenAndWorkers(identities_, credentials_, request->token_id()));
     response->set_workers_revoked(revoked);
     return absl::OkStatus();
   });
@@ -159,8 +162,8 @@ grpc::Status AdminService::RevokeJoinToken(grpc::ServerContext* context,
 grpc::Status AdminService::ListWorkers(grpc::ServerContext* context,
                                        const v1::ListWorkersRequest* /*request*/,
                                        v1::ListWorkersResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, workers_.List());
     const std::map<std::string, WorkerReport> reports = sessions_.Reports();
     std::set<std::string> checkpoints;
     for (const auto& [id, report] : reports) {
@@ -168,9 +171,8 @@ grpc::Status AdminService::ListWorkers(grpc::ServerContext* context,
         if (checkpoints.size() < 1000) checkpoints.insert(m.checkpoint_sha256());
       }
     }
-    ASSIGN_OR_RETURN(const auto versions,
-                     backend_.models->VersionsByCheckpoint(
-                         std::vector<std::string>(checkpoints.begin(), checkpoints.end())));
+    ASSIGN_OR_RETURN(const auto versions, models_.VersionsByCheckpoint(std::vector<std::string>(
+                                              checkpoints.begin(), checkpoints.end())));
     for (v1::WorkerInfo& w : workers) {
       // A preemption is known only in memory; an operator's drain is also stored.
       if (sessions_.Draining(w.id())) w.set_draining(true);
@@ -184,11 +186,11 @@ grpc::Status AdminService::ListWorkers(grpc::ServerContext* context,
 grpc::Status AdminService::DrainWorker(grpc::ServerContext* context,
                                        const v1::DrainWorkerRequest* request,
                                        v1::WorkerInfo* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     if (request->worker().empty() || request->worker().size() > 256) {
       return checks::Invalid("worker", "give the worker's name or id (ListWorkers)");
     }
-    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, backend_.workers->List());
+    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> workers, workers_.List());
     const v1::WorkerInfo* found = nullptr;
     for (const v1::WorkerInfo& w : workers) {
       if (w.id() == request->worker() || w.name() == request->worker()) found = &w;
@@ -198,7 +200,7 @@ grpc::Status AdminService::DrainWorker(grpc::ServerContext* context,
                                               BoundedField(request->worker()), "\""));
     }
     const bool drain = !request->undrain();
-    RETURN_IF_ERROR(backend_.workers->SetDraining(found->id(), drain));
+    RETURN_IF_ERROR(workers_.SetDraining(found->id(), drain));
     const int moved = sessions_.Drain(found->id(), drain);
     *response = *found;
     response->set_draining(sessions_.Draining(found->id()));
@@ -258,8 +260,8 @@ absl::Status CheckQuotaPools(storage::PoolRepository& pools, const v1::TenantLim
 }  // namespace
 
 absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantLimitsInfo* info) {
-  ASSIGN_OR_RETURN(storage::TenantLimits::Overrides overrides, backend_.tenant_limits->Get(tenant));
-  const storage::TenantLimits effective = backend_.quotas->defaults().With(overrides);
+  ASSIGN_OR_RETURN(storage::TenantLimits::Overrides overrides, tenant_limits_.Get(tenant));
+  const storage::TenantLimits effective = quotas_.defaults().With(overrides);
   info->set_tenant(tenant);
   OverridesToProto(overrides, info->mutable_overrides());
   v1::TenantLimitValues* e = info->mutable_effective();
@@ -273,9 +275,9 @@ absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantL
   e->set_max_study_jobs(effective.max_study_jobs);
   e->mutable_max_slots_per_pool()->insert(effective.max_slots_per_pool.begin(),
                                           effective.max_slots_per_pool.end());
-  ASSIGN_OR_RETURN(int64_t bytes, backend_.tenant_limits->DatasetBytes(tenant));
-  ASSIGN_OR_RETURN(int64_t jobs, backend_.tenant_limits->ActiveJobs(tenant));
-  ASSIGN_OR_RETURN(std::optional<double> budget, backend_.costs->MonthlyBudget(tenant));
+  ASSIGN_OR_RETURN(int64_t bytes, tenant_limits_.DatasetBytes(tenant));
+  ASSIGN_OR_RETURN(int64_t jobs, tenant_limits_.ActiveJobs(tenant));
+  ASSIGN_OR_RETURN(std::optional<double> budget, costs_.MonthlyBudget(tenant));
   if (budget) info->mutable_overrides()->set_monthly_budget_usd(*budget);
   e->set_monthly_budget_usd(budget.value_or(0));
   info->set_dataset_bytes_in_use(bytes);
@@ -286,9 +288,9 @@ absl::Status AdminService::DescribeLimits(const std::string& tenant, v1::TenantL
 grpc::Status AdminService::SetTenantLimits(grpc::ServerContext* context,
                                            const v1::SetTenantLimitsRequest* request,
                                            v1::TenantLimitsInfo* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
-    RETURN_IF_ERROR(CheckQuotaPools(*backend_.pools, request->overrides()));
+    RETURN_IF_ERROR(CheckQuotaPools(pools_, request->overrides()));
     std::optional<double> budget;
     if (request->overrides().has_monthly_budget_usd()) {
       budget = request->overrides().monthly_budget_usd();
@@ -300,9 +302,9 @@ grpc::Status AdminService::SetTenantLimits(grpc::ServerContext* context,
       }
     }
     RETURN_IF_ERROR(
-        backend_.tenant_limits->Set(request->tenant(), OverridesFromProto(request->overrides())));
-    RETURN_IF_ERROR(backend_.costs->SetMonthlyBudget(request->tenant(), budget));
-    backend_.quotas->Forget(request->tenant());
+        tenant_limits_.Set(request->tenant(), OverridesFromProto(request->overrides())));
+    RETURN_IF_ERROR(costs_.SetMonthlyBudget(request->tenant(), budget));
+    quotas_.Forget(request->tenant());
     return DescribeLimits(request->tenant(), response);
   });
 }
@@ -310,7 +312,7 @@ grpc::Status AdminService::SetTenantLimits(grpc::ServerContext* context,
 grpc::Status AdminService::GetTenantLimits(grpc::ServerContext* context,
                                            const v1::GetTenantLimitsRequest* request,
                                            v1::TenantLimitsInfo* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidateTenantName(request->tenant(), "tenant"));
     return DescribeLimits(request->tenant(), response);
   });
@@ -320,13 +322,13 @@ absl::StatusOr<v1::ModelVersion> AdminService::ResolveForAdmin(const std::string
                                                                const std::string& ref) {
   // "owner/name:version" sees every owner's versions (the admin view); an unqualified reference
   // resolves as for the admin tenant itself (its own, then public versions).
-  return backend_.ResolveModel(absl::StrContains(ref, '/') ? "" : tenant, ref);
+  return resolver_.ResolveModel(absl::StrContains(ref, '/') ? "" : tenant, ref);
 }
 
 grpc::Status AdminService::LoadModel(grpc::ServerContext* context,
                                      const v1::LoadModelRequest* request,
                                      v1::LoadModelResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateLoadModel(*request));
     absl::StatusOr<v1::ModelVersion> model = ResolveForAdmin(p.tenant, request->model());
     if (!model.ok()) {
@@ -340,7 +342,7 @@ grpc::Status AdminService::LoadModel(grpc::ServerContext* context,
 grpc::Status AdminService::UnloadModel(grpc::ServerContext* context,
                                        const v1::UnloadModelRequest* request,
                                        v1::UnloadModelResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateUnloadModel(*request));
     absl::StatusOr<v1::ModelVersion> model = ResolveForAdmin(p.tenant, request->model());
     if (!model.ok()) {

@@ -6,18 +6,48 @@
 #include "gantry/v1/admin.grpc.pb.h"
 #include "server/coordinator/worker_sessions.h"
 #include "server/gateway/model_pinner.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
+#include "server/platform/model_resolver.h"
+#include "server/platform/tenant_quotas.h"
+#include "server/platform/worker_credentials.h"
 #include "server/pools/pool_autoscaler.h"
+#include "storage/cost_repository.h"
+#include "storage/model_repository.h"
+#include "storage/pool_repository.h"
+#include "storage/tenant_limits_repository.h"
+#include "storage/tenant_repository.h"
+#include "storage/token_repository.h"
+#include "storage/worker_identity_repository.h"
+#include "storage/worker_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend`, `sessions`, `pinner` and `autoscaler` must outlive it. The pool RPCs
-// live in admin_service_pools.cc.
+// Thread-safe; every reference must outlive it. Token revocations clear `auth`'s token cache;
+// LoadModel and UnloadModel resolve through `resolver`. The pool RPCs live in
+// admin_service_pools.cc.
 class AdminService final : public gantry::v1::AdminService::Service {
  public:
-  AdminService(Backend& backend, WorkerSessions& sessions, ModelPinner& pinner,
-               PoolAutoscaler& autoscaler)
-      : backend_(backend), sessions_(sessions), pinner_(pinner), autoscaler_(autoscaler) {}
+  AdminService(CallAuth& auth, ModelResolver& resolver, storage::TenantRepository& tenants,
+               storage::TokenRepository& tokens, storage::WorkerIdentityRepository& identities,
+               WorkerCredentials& credentials, storage::WorkerRepository& workers,
+               storage::ModelRepository& models, storage::TenantLimitsRepository& tenant_limits,
+               storage::CostRepository& costs, storage::PoolRepository& pools, TenantQuotas& quotas,
+               WorkerSessions& sessions, ModelPinner& pinner, PoolAutoscaler& autoscaler)
+      : auth_(auth),
+        resolver_(resolver),
+        tenants_(tenants),
+        tokens_(tokens),
+        identities_(identities),
+        credentials_(credentials),
+        workers_(workers),
+        models_(models),
+        tenant_limits_(tenant_limits),
+        costs_(costs),
+        pools_(pools),
+        quotas_(quotas),
+        sessions_(sessions),
+        pinner_(pinner),
+        autoscaler_(autoscaler) {}
 
   grpc::Status CreateTenant(grpc::ServerContext* context,
                             const gantry::v1::CreateTenantRequest* request,
@@ -88,7 +118,18 @@ class AdminService final : public gantry::v1::AdminService::Service {
                                                            const std::string& ref);
   absl::Status DescribeLimits(const std::string& tenant, gantry::v1::TenantLimitsInfo* info);
 
-  Backend& backend_;
+  CallAuth& auth_;
+  ModelResolver& resolver_;
+  storage::TenantRepository& tenants_;
+  storage::TokenRepository& tokens_;  // API and join tokens
+  storage::WorkerIdentityRepository& identities_;
+  WorkerCredentials& credentials_;
+  storage::WorkerRepository& workers_;
+  storage::ModelRepository& models_;  // the versions of the workers' loaded checkpoints
+  storage::TenantLimitsRepository& tenant_limits_;
+  storage::CostRepository& costs_;  // monthly budgets
+  storage::PoolRepository& pools_;
+  TenantQuotas& quotas_;
   WorkerSessions& sessions_;
   ModelPinner& pinner_;
   PoolAutoscaler& autoscaler_;

@@ -21,9 +21,9 @@ absl::Status CheckPoolName(const std::string& name) {
 
 grpc::Status AdminService::CreatePool(grpc::ServerContext* context,
                                       const v1::CreatePoolRequest* request, v1::Pool* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidatePool(request->name(), request->spec()));
-    ASSIGN_OR_RETURN(*response, backend_.pools->Create(request->name(), request->spec()));
+    ASSIGN_OR_RETURN(*response, pools_.Create(request->name(), request->spec()));
     autoscaler_.Wake();
     return absl::OkStatus();
   });
@@ -31,9 +31,9 @@ grpc::Status AdminService::CreatePool(grpc::ServerContext* context,
 
 grpc::Status AdminService::UpdatePool(grpc::ServerContext* context,
                                       const v1::UpdatePoolRequest* request, v1::Pool* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(ValidatePool(request->name(), request->spec()));
-    ASSIGN_OR_RETURN(*response, backend_.pools->Update(request->name(), request->spec()));
+    ASSIGN_OR_RETURN(*response, pools_.Update(request->name(), request->spec()));
     *response->mutable_status() = autoscaler_.StatusOf(request->name());
     autoscaler_.Wake();
     return absl::OkStatus();
@@ -43,9 +43,9 @@ grpc::Status AdminService::UpdatePool(grpc::ServerContext* context,
 grpc::Status AdminService::DeletePool(grpc::ServerContext* context,
                                       const v1::DeletePoolRequest* request,
                                       v1::DeletePoolResponse*) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(CheckPoolName(request->name()));
-    RETURN_IF_ERROR(backend_.pools->Delete(request->name()));
+    RETURN_IF_ERROR(pools_.Delete(request->name()));
     autoscaler_.Wake();
     return absl::OkStatus();
   });
@@ -53,8 +53,8 @@ grpc::Status AdminService::DeletePool(grpc::ServerContext* context,
 
 grpc::Status AdminService::ListPools(grpc::ServerContext* context, const v1::ListPoolsRequest*,
                                      v1::ListPoolsResponse* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
-    ASSIGN_OR_RETURN(std::vector<v1::Pool> pools, backend_.pools->List());
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
+    ASSIGN_OR_RETURN(std::vector<v1::Pool> pools, pools_.List());
     for (v1::Pool& pool : pools) {
       *pool.mutable_status() = autoscaler_.StatusOf(pool.name());
       *response->add_pools() = std::move(pool);
@@ -65,9 +65,9 @@ grpc::Status AdminService::ListPools(grpc::ServerContext* context, const v1::Lis
 
 grpc::Status AdminService::GetPool(grpc::ServerContext* context, const v1::GetPoolRequest* request,
                                    v1::Pool* response) {
-  return backend_.Serve(context, [&](const Principal&) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal&) -> absl::Status {
     RETURN_IF_ERROR(CheckPoolName(request->name()));
-    ASSIGN_OR_RETURN(*response, backend_.pools->Get(request->name()));
+    ASSIGN_OR_RETURN(*response, pools_.Get(request->name()));
     *response->mutable_status() = autoscaler_.StatusOf(request->name());
     return absl::OkStatus();
   });

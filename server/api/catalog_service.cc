@@ -31,7 +31,7 @@ absl::Status ValidateNameAndAlias(const std::string& name, const std::string& al
 grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
                                         const v1::ListModelsRequest* request,
                                         v1::ListModelsResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateListModels(*request));
     ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
     storage::ModelFilter filter;
@@ -48,8 +48,8 @@ grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
     filter.owner = request->owner();
     filter.alias = request->alias();
     filter.fine_tuned_from = request->fine_tuned_from();
-    ASSIGN_OR_RETURN(auto page, backend_.models->List(p.tenant, filter, page_size,
-                                                      request->page().page_token()));
+    ASSIGN_OR_RETURN(auto page,
+                     models_.List(p.tenant, filter, page_size, request->page().page_token()));
     for (v1::ModelVersion& m : page.items) *response->add_models() = std::move(m);
     response->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
@@ -59,13 +59,13 @@ grpc::Status CatalogService::ListModels(grpc::ServerContext* context,
 grpc::Status CatalogService::GetModel(grpc::ServerContext* context,
                                       const v1::GetModelRequest* request,
                                       v1::ModelVersion* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ParseModelRef(request->model(), "model").status());
-    ASSIGN_OR_RETURN(*response, backend_.models->Resolve(p.tenant, request->model()));
+    ASSIGN_OR_RETURN(*response, models_.Resolve(p.tenant, request->model()));
     // The curve of the job that trained it (none for a version registered without a job).
     if (!response->lineage().job_id().empty()) {
-      RETURN_IF_ERROR(backend_.jobs->AppendValidationCurve(response->lineage().job_id(),
-                                                           response->mutable_validation_curve()));
+      RETURN_IF_ERROR(jobs_.AppendValidationCurve(response->lineage().job_id(),
+                                                  response->mutable_validation_curve()));
     }
     FillReadiness(response);
     // The model card of the generator's interface, when the training rank recorded it.
@@ -101,15 +101,15 @@ void CatalogService::FillReadiness(v1::ModelVersion* model) const {
 grpc::Status CatalogService::SetAlias(grpc::ServerContext* context,
                                       const v1::SetAliasRequest* request,
                                       v1::ModelVersion* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateNameAndAlias(request->name(), request->alias()));
     if (request->version() <= 0) {
       return absl::InvalidArgumentError(absl::StrCat("version: is ", request->version(),
                                                      "; give the version number (1, 2, ...)"));
     }
-    ASSIGN_OR_RETURN(*response, backend_.models->SetAlias(p.tenant, request->name(),
-                                                          request->alias(), request->version()));
-    backend_.ForgetModels();  // Generate resolves through a cache
+    ASSIGN_OR_RETURN(*response, models_.SetAlias(p.tenant, request->name(), request->alias(),
+                                                 request->version()));
+    resolver_.ForgetModels();  // Generate resolves through a cache
     return absl::OkStatus();
   });
 }
@@ -117,11 +117,10 @@ grpc::Status CatalogService::SetAlias(grpc::ServerContext* context,
 grpc::Status CatalogService::DeleteAlias(grpc::ServerContext* context,
                                          const v1::DeleteAliasRequest* request,
                                          v1::DeleteAliasResponse* /*response*/) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateNameAndAlias(request->name(), request->alias()));
-    absl::Status deleted =
-        backend_.models->DeleteAlias(p.tenant, request->name(), request->alias());
-    backend_.ForgetModels();  // Generate resolves through a cache
+    absl::Status deleted = models_.DeleteAlias(p.tenant, request->name(), request->alias());
+    resolver_.ForgetModels();  // Generate resolves through a cache
     return deleted;
   });
 }
@@ -129,11 +128,11 @@ grpc::Status CatalogService::DeleteAlias(grpc::ServerContext* context,
 grpc::Status CatalogService::SetTags(grpc::ServerContext* context,
                                      const v1::SetTagsRequest* request,
                                      v1::ModelVersion* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateSetTags(*request));
     std::map<std::string, std::string> set(request->set().begin(), request->set().end());
     std::vector<std::string> remove(request->remove().begin(), request->remove().end());
-    ASSIGN_OR_RETURN(*response, backend_.models->SetTags(p.tenant, request->model(), set, remove));
+    ASSIGN_OR_RETURN(*response, models_.SetTags(p.tenant, request->model(), set, remove));
     return absl::OkStatus();
   });
 }
@@ -141,7 +140,7 @@ grpc::Status CatalogService::SetTags(grpc::ServerContext* context,
 grpc::Status CatalogService::UpdateModel(grpc::ServerContext* context,
                                          const v1::UpdateModelRequest* request,
                                          v1::ModelVersion* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateUpdateModel(*request));
     const v1::ModelVersion& patch = request->model_version();
     storage::ModelUpdate update;
@@ -150,8 +149,8 @@ grpc::Status CatalogService::UpdateModel(grpc::ServerContext* context,
       if (path == "visibility") update.visibility = patch.visibility();
       if (path == "tags") update.tags.emplace(patch.tags().begin(), patch.tags().end());
     }
-    ASSIGN_OR_RETURN(*response, backend_.models->Update(p.tenant, request->model(), update));
-    backend_.ForgetModels();  // Generate resolves through a cache; visibility decides who can
+    ASSIGN_OR_RETURN(*response, models_.Update(p.tenant, request->model(), update));
+    resolver_.ForgetModels();  // Generate resolves through a cache; visibility decides who can
     return absl::OkStatus();
   });
 }
@@ -159,10 +158,10 @@ grpc::Status CatalogService::UpdateModel(grpc::ServerContext* context,
 grpc::Status CatalogService::ArchiveModel(grpc::ServerContext* context,
                                           const v1::ArchiveModelRequest* request,
                                           v1::ModelVersion* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ParseModelRef(request->model(), "model").status());
-    ASSIGN_OR_RETURN(*response, backend_.models->Archive(p.tenant, request->model()));
-    backend_.ForgetModels();  // Generate resolves through a cache
+    ASSIGN_OR_RETURN(*response, models_.Archive(p.tenant, request->model()));
+    resolver_.ForgetModels();  // Generate resolves through a cache
     return absl::OkStatus();
   });
 }
@@ -172,16 +171,16 @@ grpc::Status CatalogService::ExportModel(grpc::ServerContext* context,
                                          grpc::ServerWriter<v1::ExportModelChunk>* writer) {
   const absl::Time start = absl::Now();
   std::string model_ref = request->model(), worker = "-", tenant = "-";
-  grpc::Status status = backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  grpc::Status status = auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     tenant = p.tenant;
     RETURN_IF_ERROR(ValidateExportModel(*request));
-    absl::StatusOr<v1::ModelVersion> model = backend_.ResolveModel(p.tenant, request->model());
+    absl::StatusOr<v1::ModelVersion> model = resolver_.ResolveModel(p.tenant, request->model());
     if (!model.ok()) {
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     model_ref = absl::StrCat(model->name(), ":", model->version());
     RETURN_IF_ERROR(ValidateExportForModel(*request, *model));
-    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, quotas_.AcquireStream(p.tenant));
     return exports_.Export(context, *model, request->format(), request->profile(), writer, &worker);
   });
   GANTRY_LOG(INFO) << "export " << model_ref << " tenant=" << tenant

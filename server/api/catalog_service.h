@@ -8,18 +8,32 @@
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/worker_sessions.h"
 #include "server/gateway/model_export_proxy.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
+#include "server/platform/model_resolver.h"
+#include "server/platform/tenant_quotas.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend`, `sessions` and `router` must outlive it. GetModel fills the version's
+// Thread-safe; every reference (and `sessions`) must outlive it. GetModel fills the version's
 // serving readiness from the workers' latest heartbeats (`sessions`) and the router's count of
-// serving workers; without sessions (null) readiness is left empty. ExportModel goes through the
-// router's serving workers.
+// serving workers; without sessions (null) readiness is left empty. Changes of aliases, visibility
+// and archiving clear `resolver`'s cache. ExportModel resolves through `resolver`, takes one of the
+// tenant's streams (`quotas`) and goes through `exports` to the router's serving workers.
 class CatalogService final : public gantry::v1::CatalogService::Service {
  public:
-  CatalogService(Backend& backend, const WorkerSessions* sessions, GenerationRouter& router)
-      : backend_(backend), sessions_(sessions), router_(&router), exports_(backend, router) {}
+  CatalogService(CallAuth& auth, ModelResolver& resolver, storage::ModelRepository& models,
+                 storage::JobRepository& jobs, TenantQuotas& quotas, const WorkerSessions* sessions,
+                 const GenerationRouter& router, ModelExportProxy& exports)
+      : auth_(auth),
+        resolver_(resolver),
+        models_(models),
+        jobs_(jobs),
+        quotas_(quotas),
+        sessions_(sessions),
+        router_(&router),
+        exports_(exports) {}
 
   grpc::Status ListModels(grpc::ServerContext* context,
                           const gantry::v1::ListModelsRequest* request,
@@ -50,10 +64,14 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
   // Where `model`'s checkpoint is loaded, from the latest heartbeats.
   void FillReadiness(gantry::v1::ModelVersion* model) const;
 
-  Backend& backend_;
+  CallAuth& auth_;
+  ModelResolver& resolver_;
+  storage::ModelRepository& models_;
+  storage::JobRepository& jobs_;
+  TenantQuotas& quotas_;
   const WorkerSessions* const sessions_;  // not owned; may be null
   const GenerationRouter* const router_;  // not owned
-  ModelExportProxy exports_;
+  ModelExportProxy& exports_;
 };
 
 }  // namespace gantry::server

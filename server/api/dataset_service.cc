@@ -98,34 +98,33 @@ absl::Status ValidateIdOrName(const std::string& value, absl::string_view field)
 grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
                                            grpc::ServerReader<v1::UploadDatasetRequest>* reader,
                                            v1::Dataset* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     // The tenant's stream slot first: a stream that sends nothing holds one of its own slots,
     // never a thread outside the tenant's budget.
-    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, quotas_.AcquireStream(p.tenant));
     // Then the watch: a header that does not come, or a pause between chunks, ends the call.
     StreamWatchdog::Watch watch = watchdog_.Begin(*context);
     ASSIGN_OR_RETURN(const v1::UploadDatasetHeader header,
-                     ReadUploadHeader(*reader, watch, backend_.options.streams.header_timeout));
-    RETURN_IF_ERROR(ValidateUploadHeader(header, backend_.options.max_dataset_bytes));
+                     ReadUploadHeader(*reader, watch, streams_.header_timeout));
+    RETURN_IF_ERROR(ValidateUploadHeader(header, max_dataset_bytes_));
     RETURN_IF_ERROR(CheckNameIsFree(p.tenant, header.name()));
     // The upload's bytes count against the tenant while it runs, so parallel uploads cannot
     // together pass its limit.
     ASSIGN_OR_RETURN(TenantQuotas::Slot pending,
-                     backend_.quotas->ReserveUploadBytes(p.tenant, header.size_bytes()));
-    ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
+                     quotas_.ReserveUploadBytes(p.tenant, header.size_bytes()));
+    ASSIGN_OR_RETURN(storage::TenantLimits limits, quotas_.LimitsOf(p.tenant));
     ASSIGN_OR_RETURN(storage::BlobInfo blob, ReceiveFile(*context, *reader, header, watch));
     absl::StatusOr<showers::DatasetInfo> info =
-        inspector_.Inspect(backend_.blobs->Path(blob.sha256), header.file_name());
+        inspector_.Inspect(blobs_.Path(blob.sha256), header.file_name());
     // An upload that is refused leaves its blob unreferenced: the collector deletes it after the
     // grace period (unless an identical upload uses it meanwhile). Until then its bytes still
     // count against the tenant.
     if (!info.ok()) {
-      backend_.quotas->HoldRefusedBytes(p.tenant, header.size_bytes(),
-                                        absl::Now() + backend_.options.blob_gc_grace);
+      quotas_.HoldRefusedBytes(p.tenant, header.size_bytes(), absl::Now() + blob_gc_grace_);
       return info.status();
     }
-    absl::StatusOr<v1::Dataset> created = backend_.datasets->Create(
-        DescribeDataset(header, p.tenant, *info, blob), limits.max_dataset_bytes);
+    absl::StatusOr<v1::Dataset> created =
+        datasets_.Create(DescribeDataset(header, p.tenant, *info, blob), limits.max_dataset_bytes);
     if (!created.ok()) return created.status();
     *response = *std::move(created);
     return absl::OkStatus();
@@ -133,7 +132,7 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
 }
 
 absl::Status DatasetService::CheckNameIsFree(const std::string& tenant, const std::string& name) {
-  absl::StatusOr<v1::Dataset> existing = backend_.datasets->Get(tenant, name);
+  absl::StatusOr<v1::Dataset> existing = datasets_.Get(tenant, name);
   if (existing.ok()) {
     return absl::AlreadyExistsError(absl::StrCat("header.name: you already have a dataset named \"",
                                                  BoundedField(name), "\" (", existing->id(),
@@ -146,8 +145,8 @@ absl::Status DatasetService::CheckNameIsFree(const std::string& tenant, const st
 absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
     grpc::ServerContext& context, grpc::ServerReader<v1::UploadDatasetRequest>& reader,
     const v1::UploadDatasetHeader& header, StreamWatchdog::Watch& watch) {
-  ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
-  const absl::Duration idle = backend_.options.streams.idle_timeout;
+  ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, blobs_.NewWriter());
+  const absl::Duration idle = streams_.idle_timeout;
   // Only the wait for the client's next message counts, not the server's own work between reads.
   auto read = [&](v1::UploadDatasetRequest* message) {
     watch.Arm(idle, absl::StrCat("the upload sent nothing for ", absl::FormatDuration(idle),
@@ -187,7 +186,7 @@ absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
   // Pinned before it gets its blob name, so the collector cannot delete the bytes of this upload
   // between the rename and the dataset row that references them.
   absl::StatusOr<storage::BlobInfo> blob = writer->Commit(
-      expected, [this](const std::string& sha256) { return backend_.blob_refs->Pin(sha256); });
+      expected, [this](const std::string& sha256) { return blob_refs_.Pin(sha256); });
   if (absl::IsDataLoss(blob.status())) {
     return checks::Invalid("header.sha256", absl::StrCat(blob.status().message()));
   }
@@ -197,11 +196,11 @@ absl::StatusOr<storage::BlobInfo> DatasetService::ReceiveFile(
 grpc::Status DatasetService::ListDatasets(grpc::ServerContext* context,
                                           const v1::ListDatasetsRequest* request,
                                           v1::ListDatasetsResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (!request->name().empty()) RETURN_IF_ERROR(ValidateDatasetName(request->name(), "name"));
     ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
-    ASSIGN_OR_RETURN(auto page, backend_.datasets->List(p.tenant, request->name(), page_size,
-                                                        request->page().page_token()));
+    ASSIGN_OR_RETURN(auto page, datasets_.List(p.tenant, request->name(), page_size,
+                                               request->page().page_token()));
     for (v1::Dataset& d : page.items) *response->add_datasets() = std::move(d);
     response->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
@@ -211,9 +210,9 @@ grpc::Status DatasetService::ListDatasets(grpc::ServerContext* context,
 grpc::Status DatasetService::GetDataset(grpc::ServerContext* context,
                                         const v1::GetDatasetRequest* request,
                                         v1::Dataset* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
-    ASSIGN_OR_RETURN(*response, backend_.datasets->Get(p.tenant, request->dataset_id()));
+    ASSIGN_OR_RETURN(*response, datasets_.Get(p.tenant, request->dataset_id()));
     return absl::OkStatus();
   });
 }
@@ -221,18 +220,18 @@ grpc::Status DatasetService::GetDataset(grpc::ServerContext* context,
 grpc::Status DatasetService::DeleteDataset(grpc::ServerContext* context,
                                            const v1::DeleteDatasetRequest* request,
                                            v1::DeleteDatasetResponse* /*response*/) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
     // The row's blob reference goes in the same transaction; the bytes are deleted by the
     // collector once nothing has referenced them for the grace period.
-    return backend_.datasets->Delete(p.tenant, request->dataset_id()).status();
+    return datasets_.Delete(p.tenant, request->dataset_id()).status();
   });
 }
 
 grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
                                          const v1::ReadDatasetRequest* request,
                                          grpc::ServerWriter<v1::DatasetChunk>* writer) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateIdOrName(request->dataset_id(), "dataset_id"));
     if (request->offset() < 0) return checks::Invalid("offset", "must be >= 0");
     // Workers may read any dataset a job needs; a rank only its own job's.
@@ -241,7 +240,7 @@ grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
       return absl::InvalidArgumentError("dataset_id: workers and admins must give the \"ds-\" id");
     }
     if (p.is_rank_credential()) {
-      ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", p.rank_job));
+      ASSIGN_OR_RETURN(v1::Job job, jobs_.Get("", p.rank_job));
       if (job.spec().dataset() != request->dataset_id()) {
         return absl::PermissionDeniedError(
             absl::StrCat("dataset_id: a rank credential of job ", p.rank_job,
@@ -250,24 +249,24 @@ grpc::Status DatasetService::ReadDataset(grpc::ServerContext* context,
     }
     std::optional<TenantQuotas::Slot> stream;
     if (!p.worker) {
-      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(p.tenant));
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, quotas_.AcquireStream(p.tenant));
       stream.emplace(std::move(slot));
     }
-    ASSIGN_OR_RETURN(v1::Dataset dataset, backend_.datasets->Get(owner, request->dataset_id()));
+    ASSIGN_OR_RETURN(v1::Dataset dataset, datasets_.Get(owner, request->dataset_id()));
     if (request->offset() > dataset.size_bytes()) {
       return absl::OutOfRangeError(absl::StrCat("offset: ", request->offset(),
                                                 " is past the end of the file (",
                                                 dataset.size_bytes(), " bytes)"));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobReader> blob,
-                     backend_.blobs->Open(dataset.sha256(), request->offset()));
+                     blobs_.Open(dataset.sha256(), request->offset()));
     bool first = true;
-    absl::Time next_token_check = absl::Now() + backend_.options.streams.token_recheck;
+    absl::Time next_token_check = absl::Now() + streams_.token_recheck;
     while (true) {
       if (context->IsCancelled()) return absl::CancelledError("the client cancelled the read");
       if (absl::Now() >= next_token_check) {
-        RETURN_IF_ERROR(backend_.RecheckToken(*context, Audience::kTenantOrWorker));
-        next_token_check = absl::Now() + backend_.options.streams.token_recheck;
+        RETURN_IF_ERROR(auth_.RecheckToken(*context, Audience::kTenantOrWorker));
+        next_token_check = absl::Now() + streams_.token_recheck;
       }
       v1::DatasetChunk chunk;
       chunk.set_offset(blob->offset());

@@ -51,15 +51,15 @@ absl::Status CheckSearch(const v1::StudySpec& spec) {
 absl::StatusOr<v1::Study> StudyService::Load(const std::string& scope, const std::string& id,
                                              std::vector<v1::Trial>* trials) {
   RETURN_IF_ERROR(ValidateId(id, "study-", "study_id"));
-  ASSIGN_OR_RETURN(v1::Study study, backend_.studies->Get(scope, id));
-  ASSIGN_OR_RETURN(*trials, backend_.studies->ListTrials(id));
+  ASSIGN_OR_RETURN(v1::Study study, studies_.Get(scope, id));
+  ASSIGN_OR_RETURN(*trials, studies_.ListTrials(id));
   SummarizeStudy(*trials, &study);
   return study;
 }
 
 grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
                                        const v1::CreateStudyRequest* request, v1::Study* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot create studies");
     if (!request->has_spec()) return checks::Invalid("spec", "is missing");
     if (request->request_id().size() > 128) {
@@ -75,8 +75,7 @@ grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
                                           kMaxLabels - 3));
     }
     RETURN_IF_ERROR(CheckSearch(spec));
-    RETURN_IF_ERROR(
-        backend_.quotas->CheckStudyJobs(p.tenant, spec.budget().max_trials(), spec.folds()));
+    RETURN_IF_ERROR(quotas_.CheckStudyJobs(p.tenant, spec.budget().max_trials(), spec.folds()));
     // The base job as its first fold would run: the dataset, access and K against its events.
     v1::JobSpec first = spec.base_job();
     if (spec.folds() > 1) {
@@ -89,7 +88,7 @@ grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
       spec.set_seed((uint64_t{rd()} << 32 | rd()) | 1);
     }
     if (spec.objective().metric().empty()) spec.mutable_objective()->set_metric("fom");
-    ASSIGN_OR_RETURN(*response, backend_.studies->Create(p.tenant, spec, request->request_id()));
+    ASSIGN_OR_RETURN(*response, studies_.Create(p.tenant, spec, request->request_id()));
     std::vector<v1::Trial> trials;
     ASSIGN_OR_RETURN(*response, Load(p.tenant, response->id(), &trials));
     return absl::OkStatus();
@@ -98,7 +97,7 @@ grpc::Status StudyService::CreateStudy(grpc::ServerContext* context,
 
 grpc::Status StudyService::GetStudy(grpc::ServerContext* context,
                                     const v1::GetStudyRequest* request, v1::Study* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot read studies");
     std::vector<v1::Trial> trials;
     ASSIGN_OR_RETURN(*response, Load(Scope(p), request->study_id(), &trials));
@@ -109,16 +108,16 @@ grpc::Status StudyService::GetStudy(grpc::ServerContext* context,
 grpc::Status StudyService::ListStudies(grpc::ServerContext* context,
                                        const v1::ListStudiesRequest* request,
                                        v1::ListStudiesResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot read studies");
     RETURN_IF_ERROR(ValidateListStudies(*request));
     ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
     std::vector<v1::StudyState> states;
     for (int s : request->states()) states.push_back(static_cast<v1::StudyState>(s));
-    ASSIGN_OR_RETURN(auto page, backend_.studies->List(Scope(p), states, page_size,
-                                                       request->page().page_token()));
+    ASSIGN_OR_RETURN(auto page,
+                     studies_.List(Scope(p), states, page_size, request->page().page_token()));
     for (v1::Study& study : page.items) {
-      ASSIGN_OR_RETURN(std::vector<v1::Trial> trials, backend_.studies->ListTrials(study.id()));
+      ASSIGN_OR_RETURN(std::vector<v1::Trial> trials, studies_.ListTrials(study.id()));
       SummarizeStudy(trials, &study);
       *response->add_studies() = std::move(study);
     }
@@ -130,7 +129,7 @@ grpc::Status StudyService::ListStudies(grpc::ServerContext* context,
 grpc::Status StudyService::ListTrials(grpc::ServerContext* context,
                                       const v1::ListTrialsRequest* request,
                                       v1::ListTrialsResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot read studies");
     std::vector<v1::Trial> trials;
     ASSIGN_OR_RETURN(v1::Study study, Load(Scope(p), request->study_id(), &trials));
@@ -141,7 +140,7 @@ grpc::Status StudyService::ListTrials(grpc::ServerContext* context,
 
 grpc::ServerWriteReactor<v1::StudyUpdate>* StudyService::WatchStudy(
     grpc::CallbackServerContext* context, const v1::WatchStudyRequest* request) {
-  absl::StatusOr<Principal> p = backend_.auth->PrincipalOf(context);
+  absl::StatusOr<Principal> p = auth_.PrincipalOf(context);
   if (!p.ok()) return new RefusedStream<v1::StudyUpdate>(p.status());
   if (p->worker) {
     return new RefusedStream<v1::StudyUpdate>(
@@ -159,11 +158,11 @@ grpc::ServerWriteReactor<v1::StudyUpdate>* StudyService::WatchStudy(
   watch->tenant = p->tenant;
   watch->id = request->study_id();
   watch->needs_slot = !p->admin;
-  auto* stream = new PolledStream<v1::StudyUpdate>(pump_, backend_.WatchSettings(context));
+  auto* stream = new PolledStream<v1::StudyUpdate>(pump_, auth_.WatchSettings(context));
   stream->Begin([this, watch]() -> absl::StatusOr<PolledStream<v1::StudyUpdate>::Batch> {
     ASSIGN_OR_RETURN(auto batch, PollStudy(watch->scope, watch->id, &watch->last));
     if (watch->needs_slot && !watch->slot.has_value()) {
-      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(watch->tenant));
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, quotas_.AcquireStream(watch->tenant));
       watch->slot.emplace(std::move(slot));
     }
     return batch;
@@ -199,13 +198,13 @@ absl::StatusOr<PolledStream<v1::StudyUpdate>::Batch> StudyService::PollStudy(
 
 grpc::Status StudyService::CancelStudy(grpc::ServerContext* context,
                                        const v1::CancelStudyRequest* request, v1::Study* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot cancel studies");
     RETURN_IF_ERROR(ValidateId(request->study_id(), "study-", "study_id"));
     if (request->reason().size() > 1024) {
       return checks::Invalid("reason", "is longer than 1024 characters");
     }
-    ASSIGN_OR_RETURN(v1::Study study, backend_.studies->Get(Scope(p), request->study_id()));
+    ASSIGN_OR_RETURN(v1::Study study, studies_.Get(Scope(p), request->study_id()));
     if (storage::IsTerminalStudyState(study.state())) {
       return absl::FailedPreconditionError(absl::StrCat("study ", study.id(), " is already ",
                                                         v1::StudyState_Name(study.state()),
@@ -215,19 +214,19 @@ grpc::Status StudyService::CancelStudy(grpc::ServerContext* context,
         absl::StrCat("cancelled by ", p.tenant,
                      request->reason().empty() ? "" : absl::StrCat(": ", request->reason()));
     if (study.state() == v1::STUDY_STATE_RUNNING) {
-      RETURN_IF_ERROR(backend_.studies
-                          ->Transition(study.id(), {v1::STUDY_STATE_RUNNING},
-                                       v1::STUDY_STATE_CANCELLING, "CancelRequested", message)
+      RETURN_IF_ERROR(studies_
+                          .Transition(study.id(), {v1::STUDY_STATE_RUNNING},
+                                      v1::STUDY_STATE_CANCELLING, "CancelRequested", message)
                           .status());
     }
     // The trial jobs are cancelled now; the driver ends the trials and the study once they
     // stopped.
-    ASSIGN_OR_RETURN(std::vector<v1::Trial> trials, backend_.studies->ListTrials(study.id()));
+    ASSIGN_OR_RETURN(std::vector<v1::Trial> trials, studies_.ListTrials(study.id()));
     for (const v1::Trial& t : trials) {
       for (const v1::FoldResult& f : t.folds()) {
         if (storage::IsTerminalJobState(f.job_state())) continue;
         RETURN_IF_ERROR(StudyDriver::CancelTrialJob(
-            backend_, f.job_id(), absl::StrCat("study ", study.id(), " ", message)));
+            jobs_, f.job_id(), absl::StrCat("study ", study.id(), " ", message)));
       }
     }
     ASSIGN_OR_RETURN(*response, Load(Scope(p), study.id(), &trials));

@@ -5,20 +5,30 @@
 
 #include "gantry/v1/studies.grpc.pb.h"
 #include "server/coordinator/job_submitter.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
 #include "server/platform/polled_stream.h"
 #include "server/platform/stream_pump.h"
+#include "server/platform/tenant_quotas.h"
+#include "storage/job_repository.h"
+#include "storage/study_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` must outlive it.
+// Thread-safe; every reference must outlive it. CreateStudy checks the base job with `submitter`
+// (shared with the TrainingService); CancelStudy cancels the trial jobs in `jobs`.
 // WatchStudy is served on gRPC's callback API (through `pump`, which must outlive the calls); the
 // other methods are synchronous.
 class StudyService final : public gantry::v1::StudyService::WithCallbackMethod_WatchStudy<
                                gantry::v1::StudyService::Service> {
  public:
-  StudyService(Backend& backend, StreamPump& pump)
-      : backend_(backend), pump_(pump), submitter_(backend) {}
+  StudyService(CallAuth& auth, JobSubmitter& submitter, storage::StudyRepository& studies,
+               storage::JobRepository& jobs, TenantQuotas& quotas, StreamPump& pump)
+      : auth_(auth),
+        submitter_(submitter),
+        studies_(studies),
+        jobs_(jobs),
+        quotas_(quotas),
+        pump_(pump) {}
 
   grpc::Status CreateStudy(grpc::ServerContext* context,
                            const gantry::v1::CreateStudyRequest* request,
@@ -51,9 +61,12 @@ class StudyService final : public gantry::v1::StudyService::WithCallbackMethod_W
                                                                          const std::string& id,
                                                                          std::string* last);
 
-  Backend& backend_;
+  CallAuth& auth_;
+  JobSubmitter& submitter_;
+  storage::StudyRepository& studies_;
+  storage::JobRepository& jobs_;
+  TenantQuotas& quotas_;
   StreamPump& pump_;
-  JobSubmitter submitter_;
 };
 
 }  // namespace gantry::server

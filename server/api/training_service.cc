@@ -33,25 +33,27 @@ class JobEventsWatch {
  public:
   using Batch = PolledStream<v1::JobEvent>::Batch;
 
-  JobEventsWatch(Backend& backend, Principal principal, std::string job_id, int64_t after,
+  JobEventsWatch(storage::JobRepository& jobs, TenantQuotas& quotas, JobNotifier& job_notifier,
+                 Principal principal, std::string job_id, int64_t after,
                  std::shared_ptr<StreamWaker> waker)
-      : backend_(backend),
+      : jobs_(jobs),
+        quotas_(quotas),
         principal_(std::move(principal)),
         job_id_(std::move(job_id)),
         after_(after),
-        changes_(backend.job_notifier, job_id_, [waker] { waker->Wake(); }) {}
+        changes_(job_notifier, job_id_, [waker] { waker->Wake(); }) {}
 
   absl::StatusOr<Batch> Poll() {
     if (!principal_.worker && !principal_.admin && !slot_.has_value()) {
-      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, backend_.quotas->AcquireStream(principal_.tenant));
+      ASSIGN_OR_RETURN(TenantQuotas::Slot slot, quotas_.AcquireStream(principal_.tenant));
       slot_.emplace(std::move(slot));
     }
     // The state is read before the events: a terminal transition and its event commit together,
     // so once a terminal state is seen the following read includes its event.
-    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(principal_), job_id_));
+    ASSIGN_OR_RETURN(v1::Job job, jobs_.Get(Scope(principal_), job_id_));
     constexpr int kBatch = 500;
     Batch batch;
-    ASSIGN_OR_RETURN(batch.messages, backend_.jobs->ListEvents(job.id(), after_, kBatch));
+    ASSIGN_OR_RETURN(batch.messages, jobs_.ListEvents(job.id(), after_, kBatch));
     if (!batch.messages.empty()) after_ = batch.messages.back().sequence();
     batch.more = static_cast<int>(batch.messages.size()) == kBatch;
     batch.last = !batch.more && storage::IsTerminalJobState(job.state());
@@ -59,7 +61,8 @@ class JobEventsWatch {
   }
 
  private:
-  Backend& backend_;
+  storage::JobRepository& jobs_;
+  TenantQuotas& quotas_;
   const Principal principal_;
   const std::string job_id_;
   int64_t after_;
@@ -71,7 +74,7 @@ class JobEventsWatch {
 
 grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
                                         const v1::SubmitJobRequest* request, v1::Job* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot submit jobs");
     if (!request->has_spec()) return checks::Invalid("spec", "is missing");
     if (request->validate_only()) {
@@ -87,7 +90,7 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
       for (v1::CostEstimate& e : estimates) *response->add_estimates() = std::move(e);
       return absl::OkStatus();
     }
-    ASSIGN_OR_RETURN(std::optional<double> budget, backend_.costs->MonthlyBudget(p.tenant));
+    ASSIGN_OR_RETURN(std::optional<double> budget, costs_.MonthlyBudget(p.tenant));
     if (budget.value_or(0) > 0) {
       int64_t events = -1;
       RETURN_IF_ERROR(submitter_.Check(p, request->spec(), &events));
@@ -102,12 +105,12 @@ grpc::Status TrainingService::SubmitJob(grpc::ServerContext* context,
 
 grpc::Status TrainingService::GetJob(grpc::ServerContext* context, const v1::GetJobRequest* request,
                                      v1::Job* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
-    ASSIGN_OR_RETURN(*response, backend_.jobs->Get(Scope(p), request->job_id()));
+    ASSIGN_OR_RETURN(*response, jobs_.Get(Scope(p), request->job_id()));
     RETURN_IF_ERROR(
-        backend_.jobs->AppendValidationCurve(response->id(), response->mutable_validation_curve()));
-    RETURN_IF_ERROR(backend_.costs->FillUsage({response}));
+        jobs_.AppendValidationCurve(response->id(), response->mutable_validation_curve()));
+    RETURN_IF_ERROR(costs_.FillUsage({response}));
     return absl::OkStatus();
   });
 }
@@ -115,11 +118,11 @@ grpc::Status TrainingService::GetJob(grpc::ServerContext* context, const v1::Get
 grpc::Status TrainingService::GetValidationPoint(grpc::ServerContext* context,
                                                  const v1::GetValidationPointRequest* request,
                                                  v1::ValidationPoint* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
     if (request->step() < 0) return checks::Invalid("step", "must be >= 0");
-    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
-    ASSIGN_OR_RETURN(*response, backend_.jobs->GetValidationPoint(job.id(), request->step()));
+    ASSIGN_OR_RETURN(v1::Job job, jobs_.Get(Scope(p), request->job_id()));
+    ASSIGN_OR_RETURN(*response, jobs_.GetValidationPoint(job.id(), request->step()));
     return absl::OkStatus();
   });
 }
@@ -127,7 +130,7 @@ grpc::Status TrainingService::GetValidationPoint(grpc::ServerContext* context,
 grpc::Status TrainingService::ListJobs(grpc::ServerContext* context,
                                        const v1::ListJobsRequest* request,
                                        v1::ListJobsResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateListJobs(*request));
     ASSIGN_OR_RETURN(int page_size, ValidatePage(request->page(), "page"));
     const std::string owner = p.admin ? request->owner() : p.tenant;
@@ -135,12 +138,12 @@ grpc::Status TrainingService::ListJobs(grpc::ServerContext* context,
     for (int s : request->states()) states.push_back(static_cast<v1::JobState>(s));
     std::map<std::string, std::string> labels(request->label_selector().begin(),
                                               request->label_selector().end());
-    ASSIGN_OR_RETURN(auto page, backend_.jobs->List(owner, states, labels, page_size,
-                                                    request->page().page_token()));
+    ASSIGN_OR_RETURN(auto page,
+                     jobs_.List(owner, states, labels, page_size, request->page().page_token()));
     for (v1::Job& job : page.items) *response->add_jobs() = std::move(job);
     std::vector<v1::Job*> jobs;
     for (v1::Job& job : *response->mutable_jobs()) jobs.push_back(&job);
-    RETURN_IF_ERROR(backend_.costs->FillUsage(jobs));
+    RETURN_IF_ERROR(costs_.FillUsage(jobs));
     response->set_next_page_token(page.next_page_token);
     return absl::OkStatus();
   });
@@ -148,12 +151,12 @@ grpc::Status TrainingService::ListJobs(grpc::ServerContext* context,
 
 grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
                                         const v1::CancelJobRequest* request, v1::Job* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateId(request->job_id(), "job-", "job_id"));
     if (request->reason().size() > 1024) {
       return checks::Invalid("reason", "is longer than 1024 characters");
     }
-    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
+    ASSIGN_OR_RETURN(v1::Job job, jobs_.Get(Scope(p), request->job_id()));
     if (storage::IsTerminalJobState(job.state())) {
       return absl::FailedPreconditionError(
           absl::StrCat("job ", job.id(), " is already ", v1::JobState_Name(job.state()),
@@ -169,15 +172,15 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
     // A queued job has nothing running: it ends at once. Running ranks must stop first (the job
     // coordinator completes CANCELLING -> CANCELLED).
     if (job.state() == v1::JOB_STATE_QUEUED) {
-      ASSIGN_OR_RETURN(*response, backend_.jobs->Transition(job.id(), {v1::JOB_STATE_QUEUED},
-                                                            v1::JOB_STATE_CANCELLED,
-                                                            "CancelledByUser", message));
+      ASSIGN_OR_RETURN(*response,
+                       jobs_.Transition(job.id(), {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_CANCELLED,
+                                        "CancelledByUser", message));
     } else {
       ASSIGN_OR_RETURN(
           *response,
-          backend_.jobs->Transition(
-              job.id(), {v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING, v1::JOB_STATE_RESTARTING},
-              v1::JOB_STATE_CANCELLING, "CancelRequested", message));
+          jobs_.Transition(job.id(),
+                           {v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING, v1::JOB_STATE_RESTARTING},
+                           v1::JOB_STATE_CANCELLING, "CancelRequested", message));
     }
     return absl::OkStatus();
   });
@@ -185,16 +188,17 @@ grpc::Status TrainingService::CancelJob(grpc::ServerContext* context,
 
 grpc::ServerWriteReactor<v1::JobEvent>* TrainingService::WatchJob(
     grpc::CallbackServerContext* context, const v1::WatchJobRequest* request) {
-  absl::StatusOr<Principal> principal = backend_.auth->PrincipalOf(context);
+  absl::StatusOr<Principal> principal = auth_.PrincipalOf(context);
   if (!principal.ok()) return new RefusedStream<v1::JobEvent>(principal.status());
   absl::Status valid = ValidateId(request->job_id(), "job-", "job_id");
   if (valid.ok() && request->after_sequence() < 0) {
     valid = checks::Invalid("after_sequence", "must be >= 0 (0 = from the beginning)");
   }
   if (!valid.ok()) return new RefusedStream<v1::JobEvent>(valid);
-  auto* stream = new PolledStream<v1::JobEvent>(pump_, backend_.WatchSettings(context));
-  auto watch = std::make_shared<JobEventsWatch>(backend_, *principal, request->job_id(),
-                                                request->after_sequence(), stream->waker());
+  auto* stream = new PolledStream<v1::JobEvent>(pump_, auth_.WatchSettings(context));
+  auto watch =
+      std::make_shared<JobEventsWatch>(jobs_, quotas_, job_notifier_, *principal, request->job_id(),
+                                       request->after_sequence(), stream->waker());
   stream->Begin([watch] { return watch->Poll(); });
   return stream;
 }
@@ -202,15 +206,14 @@ grpc::ServerWriteReactor<v1::JobEvent>* TrainingService::WatchJob(
 grpc::Status TrainingService::GetJobLogs(grpc::ServerContext* context,
                                          const v1::GetJobLogsRequest* request,
                                          v1::GetJobLogsResponse* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     RETURN_IF_ERROR(ValidateGetJobLogs(*request));
-    ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get(Scope(p), request->job_id()));
+    ASSIGN_OR_RETURN(v1::Job job, jobs_.Get(Scope(p), request->job_id()));
     std::vector<v1::LogLine> lines;
     int64_t after = 0;
     constexpr int kBatch = 1000;
     while (true) {
-      ASSIGN_OR_RETURN(std::vector<v1::JobEvent> events,
-                       backend_.jobs->ListEvents(job.id(), after, kBatch));
+      ASSIGN_OR_RETURN(std::vector<v1::JobEvent> events, jobs_.ListEvents(job.id(), after, kBatch));
       for (const v1::JobEvent& event : events) {
         after = event.sequence();
         if (!event.has_log()) continue;
@@ -229,14 +232,14 @@ grpc::Status TrainingService::GetJobLogs(grpc::ServerContext* context,
 absl::Status TrainingService::CheckBudget(const std::string& tenant,
                                           const std::vector<v1::CostEstimate>& estimates) {
   if (estimates.empty() || estimates[0].cost_usd() <= 0) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::optional<double> budget, backend_.costs->MonthlyBudget(tenant));
+  ASSIGN_OR_RETURN(std::optional<double> budget, costs_.MonthlyBudget(tenant));
   if (budget.value_or(0) <= 0) return absl::OkStatus();
   const absl::Time now = absl::Now();
   storage::CostReportQuery query;
   query.tenant = tenant;
   query.start = BudgetGate::MonthStart(now);
   query.end = now + absl::Hours(1);
-  ASSIGN_OR_RETURN(v1::CostReport spent, backend_.costs->Report(query));
+  ASSIGN_OR_RETURN(v1::CostReport spent, costs_.Report(query));
   const double left = *budget - spent.cost_usd();
   const v1::CostEstimate& cheapest = estimates[0];
   if (cheapest.cost_usd() <= left) return absl::OkStatus();
@@ -251,7 +254,7 @@ absl::Status TrainingService::CheckBudget(const std::string& tenant,
 grpc::Status TrainingService::GetCostReport(grpc::ServerContext* context,
                                             const v1::GetCostReportRequest* request,
                                             v1::CostReport* response) {
-  return backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     if (p.worker) return absl::PermissionDeniedError("workers cannot read cost reports");
     storage::CostReportQuery query;
     query.tenant = request->tenant().empty() ? p.tenant : request->tenant();
@@ -273,7 +276,7 @@ grpc::Status TrainingService::GetCostReport(grpc::ServerContext* context,
     query.start = shape.start;
     query.end = shape.end;
     if (!request->pool().empty()) {
-      absl::StatusOr<v1::Pool> pool = backend_.pools->Get(request->pool());
+      absl::StatusOr<v1::Pool> pool = pools_.Get(request->pool());
       if (absl::IsNotFound(pool.status())) {
         return checks::Invalid("pool", absl::StrCat("no pool is named \"", request->pool(),
                                                     "\" (gantry admin pools list); leave it "
@@ -282,7 +285,7 @@ grpc::Status TrainingService::GetCostReport(grpc::ServerContext* context,
       RETURN_IF_ERROR(pool.status());
       query.pool = request->pool();
     }
-    ASSIGN_OR_RETURN(*response, backend_.costs->Report(query));
+    ASSIGN_OR_RETURN(*response, costs_.Report(query));
     return absl::OkStatus();
   });
 }

@@ -5,24 +5,38 @@
 
 #include "gantry/v1/training.grpc.pb.h"
 #include "server/coordinator/job_submitter.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
+#include "server/platform/job_notifier.h"
 #include "server/platform/stream_pump.h"
+#include "server/platform/tenant_quotas.h"
 #include "server/pools/cost_estimator.h"
+#include "storage/cost_repository.h"
+#include "storage/job_repository.h"
+#include "storage/pool_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` must outlive it.
+// Thread-safe; every reference must outlive it. Jobs enter through `submitter` (shared with the
+// StudyService); `pools` and `costs` give the cost estimates and reports, `quotas` the tenant's
+// watch streams, `job_notifier` wakes a job's watches.
 // WatchJob is served on gRPC's callback API (through `pump`, which must outlive the calls); the
 // other methods are synchronous.
 class TrainingService final
     : public gantry::v1::TrainingService::WithCallbackMethod_WatchJob<
           gantry::v1::TrainingService::Service> {
  public:
-  TrainingService(Backend& backend, StreamPump& pump)
-      : backend_(backend),
+  TrainingService(CallAuth& auth, JobSubmitter& submitter, storage::JobRepository& jobs,
+                  storage::CostRepository& costs, storage::PoolRepository& pools,
+                  TenantQuotas& quotas, JobNotifier& job_notifier, StreamPump& pump)
+      : auth_(auth),
+        submitter_(submitter),
+        jobs_(jobs),
+        costs_(costs),
+        pools_(pools),
+        quotas_(quotas),
+        job_notifier_(job_notifier),
         pump_(pump),
-        submitter_(backend),
-        estimator_(*backend.pools, *backend.costs) {}
+        estimator_(pools, costs) {}
 
   grpc::Status SubmitJob(grpc::ServerContext* context, const gantry::v1::SubmitJobRequest* request,
                          gantry::v1::Job* response) override;
@@ -53,9 +67,14 @@ class TrainingService final
   absl::Status CheckBudget(const std::string& tenant,
                            const std::vector<gantry::v1::CostEstimate>& estimates);
 
-  Backend& backend_;
+  CallAuth& auth_;
+  JobSubmitter& submitter_;
+  storage::JobRepository& jobs_;
+  storage::CostRepository& costs_;
+  storage::PoolRepository& pools_;
+  TenantQuotas& quotas_;
+  JobNotifier& job_notifier_;
   StreamPump& pump_;
-  JobSubmitter submitter_;
   CostEstimator estimator_;
 };
 

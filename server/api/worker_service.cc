@@ -29,17 +29,17 @@ constexpr int kMaxHelloJobs = 1000;
 absl::Status WorkerService::MayTakeName(const v1::RegisterRequest& request,
                                         const std::string& previous_id) {
   ASSIGN_OR_RETURN(std::optional<storage::WorkerIdentity> stored,
-                   backend_.identities->FindByName(request.name()));
+                   identities_.FindByName(request.name()));
   if (!stored.has_value()) return absl::OkStatus();
   const storage::WorkerIdentity& w = *stored;
   if (!previous_id.empty() && previous_id == w.worker_id) return absl::OkStatus();  // itself
-  const absl::Duration lease = absl::Milliseconds(backend_.options.coordinator.lease_timeout_ms);
+  const absl::Duration lease = absl::Milliseconds(coordinator_.lease_timeout_ms);
   if (sessions_.Connected(w.worker_id) || (w.connected && absl::Now() - w.last_heartbeat < lease)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "name: worker \"", request.name(),
         "\" is in use by a connected worker; give this worker another --name, or wait until the "
         "other one has been silent for the lease (",
-        backend_.options.coordinator.lease_timeout_ms, " ms)"));
+        coordinator_.lease_timeout_ms, " ms)"));
   }
   // A name belongs to its worker while the worker's credential is valid, connected or not: the
   // join token alone must not let anyone step into its identity (and the jobs placed on it).
@@ -58,7 +58,7 @@ absl::Status WorkerService::MayTakeName(const v1::RegisterRequest& request,
 grpc::Status WorkerService::Register(grpc::ServerContext* context,
                                      const v1::RegisterRequest* request,
                                      v1::RegisterResponse* response) {
-  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateRegister(*request));
     if (request->previous_credential().size() > 512) {
       return checks::Invalid("previous_credential", "is longer than 512 characters");
@@ -68,13 +68,12 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
     std::string previous_id;
     if (!request->previous_credential().empty()) {
       absl::StatusOr<Principal> previous =
-          backend_.credentials->VerifyWorkerSecret(request->previous_credential());
+          credentials_.VerifyWorkerSecret(request->previous_credential());
       if (previous.ok() && previous->is_worker_credential()) previous_id = previous->worker_id;
     }
     const absl::Status name_free = MayTakeName(*request, previous_id);
     if (!name_free.ok() && !absl::IsUnavailable(name_free)) return name_free;
-    absl::StatusOr<std::string> stored =
-        name_free.ok() ? backend_.workers->Upsert(*request) : name_free;
+    absl::StatusOr<std::string> stored = name_free.ok() ? workers_.Upsert(*request) : name_free;
     std::string id;
     bool drained = false;
     std::string credential;
@@ -84,10 +83,10 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
         credential = request->previous_credential();
       } else {
         credential = WorkerCredentials::NewWorkerSecret();
-        RETURN_IF_ERROR(backend_.credentials->Store(id, credential, principal.join_token_id));
+        RETURN_IF_ERROR(credentials_.Store(id, credential, principal.join_token_id));
       }
       registry_.Remember(id, *request);
-      absl::StatusOr<v1::WorkerInfo> info = backend_.workers->Get(id);
+      absl::StatusOr<v1::WorkerInfo> info = workers_.Get(id);
       drained = info.ok() ? info->draining() : sessions_.Drained(id);
     } else {
       // Known to this process and showing its credential: it keeps its id and credential; the
@@ -105,8 +104,8 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
     sessions_.OnRegister(id, *request, drained);
     response->set_worker_id(id);
     response->set_worker_credential(credential);
-    response->set_heartbeat_interval_ms(backend_.options.coordinator.heartbeat_interval_ms);
-    response->set_lease_timeout_ms(backend_.options.coordinator.lease_timeout_ms);
+    response->set_heartbeat_interval_ms(coordinator_.heartbeat_interval_ms);
+    response->set_lease_timeout_ms(coordinator_.lease_timeout_ms);
     return absl::OkStatus();
   });
 }
@@ -114,7 +113,7 @@ grpc::Status WorkerService::Register(grpc::ServerContext* context,
 grpc::Status WorkerService::Connect(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::ServerMessage, v1::WorkerMessage>* stream) {
-  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& principal) -> absl::Status {
     if (!principal.is_worker_credential()) {
       return absl::PermissionDeniedError(
           "Connect needs the worker credential Register returned; a rank credential cannot open a "
@@ -140,7 +139,7 @@ grpc::Status WorkerService::Connect(
       return absl::InvalidArgumentError(
           absl::StrCat("hello.running_jobs: more than ", kMaxHelloJobs, " jobs"));
     }
-    absl::StatusOr<v1::WorkerInfo> worker = backend_.workers->Get(id);
+    absl::StatusOr<v1::WorkerInfo> worker = workers_.Get(id);
     if (absl::IsUnavailable(worker.status())) {
       if (std::optional<v1::WorkerInfo> known = registry_.Find(id); known.has_value()) {
         worker = *std::move(known);
@@ -177,8 +176,8 @@ grpc::Status WorkerService::Connect(
     };
     bool heartbeats_unstored = false;  // the last heartbeat could not be written
     absl::Status result = absl::OkStatus();
-    while (!backend_.shutting_down && stream->Read(&message)) {
-      if (backend_.credentials->IsRevoked(id)) {
+    while (!shutting_down_ && stream->Read(&message)) {
+      if (credentials_.IsRevoked(id)) {
         result = absl::UnauthenticatedError(
             "the worker credential was revoked (its join token was revoked); register again with "
             "a valid join token");
@@ -222,7 +221,7 @@ grpc::Status WorkerService::Connect(
     }
     sessions_.OnDisconnect(link);
     writer.join();
-    backend_.workers->MarkDisconnected(id).IgnoreError();
+    workers_.MarkDisconnected(id).IgnoreError();
     return result;
   });
 }
@@ -248,8 +247,7 @@ absl::Status WorkerService::MayReport(const Principal& principal, const std::str
   // Only the current attempt of a job that is placed on this worker now: not an attempt that
   // ended, moved elsewhere or has not started, not a job that finished (a rank credential lives
   // as long as its attempt).
-  ASSIGN_OR_RETURN(bool live,
-                   backend_.identities->HoldsLiveAttempt(job_id, attempt, principal.worker_id));
+  ASSIGN_OR_RETURN(bool live, identities_.HoldsLiveAttempt(job_id, attempt, principal.worker_id));
   if (!live) {
     return absl::PermissionDeniedError(
         absl::StrCat(field, ": job ", job_id, " attempt ", attempt,
@@ -260,8 +258,8 @@ absl::Status WorkerService::MayReport(const Principal& principal, const std::str
 }
 
 absl::Status WorkerService::MayFetch(const Principal& principal, const std::string& sha256) {
-  ASSIGN_OR_RETURN(bool allowed, backend_.identities->MayFetchCheckpoint(
-                                     sha256, principal.worker_id, principal.rank_job));
+  ASSIGN_OR_RETURN(bool allowed,
+                   identities_.MayFetchCheckpoint(sha256, principal.worker_id, principal.rank_job));
   if (allowed) return absl::OkStatus();
   if (!principal.is_rank_credential()) {
     return absl::PermissionDeniedError(
@@ -269,10 +267,10 @@ absl::Status WorkerService::MayFetch(const Principal& principal, const std::stri
   }
   // A fine-tuning job's ranks start from the model version its spec names, resolved for its owner
   // as the placement resolved it.
-  ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", principal.rank_job));
+  ASSIGN_OR_RETURN(v1::Job job, jobs_.Get("", principal.rank_job));
   if (!job.spec().initial_model().empty()) {
     absl::StatusOr<v1::ModelVersion> initial =
-        backend_.models->Resolve(job.owner(), job.spec().initial_model());
+        models_.Resolve(job.owner(), job.spec().initial_model());
     if (initial.ok() && initial->checkpoint_sha256() == sha256) return absl::OkStatus();
     if (absl::IsUnavailable(initial.status())) return initial.status();
   }
@@ -284,30 +282,30 @@ absl::Status WorkerService::MayFetch(const Principal& principal, const std::stri
 absl::Status WorkerService::StoreHeartbeat(const std::string& worker_id, const v1::Heartbeat& hb) {
   if (std::optional<WorkerRegistry::StaleRow> row = registry_.FindStaleRow(worker_id);
       row.has_value()) {
-    absl::StatusOr<std::string> stored = backend_.workers->Upsert(row->request);
+    absl::StatusOr<std::string> stored = workers_.Upsert(row->request);
     if (!stored.ok()) return stored.status();
     registry_.RowWritten(worker_id, row->version);
   }
   std::vector<std::string> cached(hb.cached_datasets().begin(), hb.cached_datasets().end());
-  return backend_.workers->Heartbeat(worker_id, hb.free_slots(), cached, absl::Now());
+  return workers_.Heartbeat(worker_id, hb.free_slots(), cached, absl::Now());
 }
 
 grpc::Status WorkerService::UploadCheckpoint(
     grpc::ServerContext* context, grpc::ServerReader<v1::UploadCheckpointRequest>* reader,
     v1::UploadCheckpointResponse* response) {
-  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& principal) -> absl::Status {
     v1::UploadCheckpointRequest message;
     if (!reader->Read(&message) || !message.has_header()) {
       return checks::Invalid("header", "the first message must carry the header");
     }
     const v1::CheckpointHeader header = message.header();
-    RETURN_IF_ERROR(ValidateCheckpointHeader(header, backend_.options.max_checkpoint_bytes));
+    RETURN_IF_ERROR(ValidateCheckpointHeader(header, max_checkpoint_bytes_));
     // Only for the current attempt of a job placed on this worker now (the database decides:
     // while it is unavailable the upload is UNAVAILABLE and the rank sends it again).
     RETURN_IF_ERROR(MayUpload(principal, header));
-    const absl::StatusOr<v1::Job> job = backend_.jobs->Get("", header.job_id());
+    const absl::StatusOr<v1::Job> job = jobs_.Get("", header.job_id());
     if (!job.ok()) return job.status();
-    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, backend_.blobs->NewWriter());
+    ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobWriter> writer, blobs_.NewWriter());
     while (reader->Read(&message)) {
       if (!message.has_chunk()) {
         return checks::Invalid("chunk", "only the first message may carry a header");
@@ -330,7 +328,7 @@ grpc::Status WorkerService::UploadCheckpoint(
     // skipped (the collector adopts the file later with a full grace period).
     ASSIGN_OR_RETURN(storage::BlobInfo blob,
                      writer->Commit(header.sha256(), [this](const std::string& sha256) {
-                       absl::Status pinned = backend_.blob_refs->Pin(sha256);
+                       absl::Status pinned = blob_refs_.Pin(sha256);
                        return absl::IsUnavailable(pinned) ? absl::OkStatus() : pinned;
                      }));
     v1::JobEvent event;
@@ -342,16 +340,14 @@ grpc::Status WorkerService::UploadCheckpoint(
     if (header.has_fom()) saved->set_fom(header.fom());
     // A checkpoint counts (a restart point, registrable as the job's model) once it is recorded
     // as the job's; stored but unrecorded, the rank's next try records it (the blob is kept).
-    RETURN_IF_ERROR(
-        backend_.jobs->RecordCheckpoint(header.job_id(), header.attempt(), *saved).status());
+    RETURN_IF_ERROR(jobs_.RecordCheckpoint(header.job_id(), header.attempt(), *saved).status());
     // Retention: the job's older checkpoints beyond keep_last expire (the newest, what a restart
     // resumes from, stays, and with keep_best the one with the lowest validation fom). Expiring
     // drops their blob references in the same transaction; the collector deletes a blob once
     // nothing (a model, another job's checkpoint, a dataset) has used it for the grace period.
     const v1::CheckpointPolicy& policy = job->spec().checkpoint_policy();
     if (absl::Status expired =
-            backend_.jobs
-                ->ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best())
+            jobs_.ExpireCheckpoints(header.job_id(), policy.keep_last(), policy.keep_best())
                 .status();
         !expired.ok()) {
       GANTRY_LOG(WARNING) << absl::StrCat("cannot expire old checkpoints of ", header.job_id(),
@@ -366,17 +362,17 @@ grpc::Status WorkerService::UploadCheckpoint(
 grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
                                             const v1::FetchCheckpointRequest* request,
                                             grpc::ServerWriter<v1::CheckpointChunk>* writer) {
-  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateSha256(request->sha256(), "sha256"));
     if (request->offset() < 0) return checks::Invalid("offset", "must be >= 0");
-    ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(request->sha256()));
+    ASSIGN_OR_RETURN(int64_t size, blobs_.Size(request->sha256()));
     RETURN_IF_ERROR(MayFetch(principal, request->sha256()));
     if (request->offset() > size) {
       return absl::OutOfRangeError(absl::StrCat(
           "offset: ", request->offset(), " is past the end of the checkpoint (", size, " bytes)"));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<storage::BlobReader> blob,
-                     backend_.blobs->Open(request->sha256(), request->offset()));
+                     blobs_.Open(request->sha256(), request->offset()));
     bool first = true;
     while (true) {
       if (context->IsCancelled()) return absl::CancelledError("the client cancelled the fetch");
@@ -396,12 +392,11 @@ grpc::Status WorkerService::FetchCheckpoint(grpc::ServerContext* context,
 grpc::Status WorkerService::ReportValidation(grpc::ServerContext* context,
                                              const v1::ReportValidationRequest* request,
                                              v1::ReportValidationResponse* /*response*/) {
-  return backend_.Serve(context, [&](const Principal& principal) -> absl::Status {
+  return auth_.Serve(context, [&](const Principal& principal) -> absl::Status {
     RETURN_IF_ERROR(ValidateReportValidation(*request, storage::kMaxValidationHistogramBytes));
     RETURN_IF_ERROR(
         MayReport(principal, request->job_id(), request->attempt(), "job_id", "validation points"));
-    return backend_.jobs->RecordValidationPoint(request->job_id(), request->attempt(),
-                                                request->point());
+    return jobs_.RecordValidationPoint(request->job_id(), request->attempt(), request->point());
   });
 }
 

@@ -13,18 +13,47 @@
 #ifndef GANTRY_SERVER_API_WORKER_SERVICE_H_
 #define GANTRY_SERVER_API_WORKER_SERVICE_H_
 
+#include <atomic>
+#include <cstdint>
+
 #include "gantry/v1/worker.grpc.pb.h"
 #include "server/coordinator/worker_registry.h"
 #include "server/coordinator/worker_sessions.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
+#include "server/platform/server_options.h"
+#include "server/platform/worker_credentials.h"
+#include "storage/blob_repository.h"
+#include "storage/blob_store.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/worker_identity_repository.h"
+#include "storage/worker_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` and `sessions` must outlive it.
+// Thread-safe; every reference must outlive it. Workers are told `coordinator`'s heartbeat
+// interval and lease; checkpoints larger than `max_checkpoint_bytes` are refused; Connect streams
+// end once `shutting_down` is set.
 class WorkerService final : public gantry::v1::WorkerService::Service {
  public:
-  WorkerService(Backend& backend, WorkerSessions& sessions)
-      : backend_(backend), sessions_(sessions) {}
+  WorkerService(CallAuth& auth, storage::WorkerRepository& workers,
+                storage::WorkerIdentityRepository& identities, WorkerCredentials& credentials,
+                storage::JobRepository& jobs, storage::ModelRepository& models,
+                storage::BlobStore& blobs, storage::BlobRepository& blob_refs,
+                WorkerSessions& sessions, const CoordinatorOptions& coordinator,
+                int64_t max_checkpoint_bytes, const std::atomic<bool>& shutting_down)
+      : auth_(auth),
+        workers_(workers),
+        identities_(identities),
+        credentials_(credentials),
+        jobs_(jobs),
+        models_(models),
+        blobs_(blobs),
+        blob_refs_(blob_refs),
+        sessions_(sessions),
+        coordinator_(coordinator),
+        max_checkpoint_bytes_(max_checkpoint_bytes),
+        shutting_down_(shutting_down) {}
 
   grpc::Status Register(grpc::ServerContext* context, const gantry::v1::RegisterRequest* request,
                         gantry::v1::RegisterResponse* response) override;
@@ -63,8 +92,18 @@ class WorkerService final : public gantry::v1::WorkerService::Service {
   // Writes the heartbeat (and a registration answered from memory) to the database.
   absl::Status StoreHeartbeat(const std::string& worker_id, const gantry::v1::Heartbeat& hb);
 
-  Backend& backend_;
+  CallAuth& auth_;
+  storage::WorkerRepository& workers_;
+  storage::WorkerIdentityRepository& identities_;
+  WorkerCredentials& credentials_;
+  storage::JobRepository& jobs_;
+  storage::ModelRepository& models_;  // a rank's initial model (MayFetch)
+  storage::BlobStore& blobs_;
+  storage::BlobRepository& blob_refs_;  // pins an upload's blob until its checkpoint row exists
   WorkerSessions& sessions_;
+  const CoordinatorOptions coordinator_;  // heartbeat_interval_ms and lease_timeout_ms
+  const int64_t max_checkpoint_bytes_;
+  const std::atomic<bool>& shutting_down_;
   WorkerRegistry registry_;
 };
 

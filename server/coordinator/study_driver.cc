@@ -83,16 +83,16 @@ absl::Status StudyDriver::RunOnce() {
   return first;
 }
 
-absl::Status StudyDriver::CancelTrialJob(Backend& backend, const std::string& job_id,
+absl::Status StudyDriver::CancelTrialJob(storage::JobRepository& jobs, const std::string& job_id,
                                          const std::string& message) {
-  ASSIGN_OR_RETURN(v1::Job job, backend.jobs->Get("", job_id));
+  ASSIGN_OR_RETURN(v1::Job job, jobs.Get("", job_id));
   absl::StatusOr<v1::Job> moved;
   if (job.state() == v1::JOB_STATE_QUEUED) {
-    moved = backend.jobs->Transition(job_id, {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_CANCELLED,
-                                     "CancelledByStudy", message);
+    moved = jobs.Transition(job_id, {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_CANCELLED,
+                            "CancelledByStudy", message);
   } else if (job.state() == v1::JOB_STATE_PLACING || job.state() == v1::JOB_STATE_RUNNING ||
              job.state() == v1::JOB_STATE_RESTARTING) {
-    moved = backend.jobs->Transition(
+    moved = jobs.Transition(
         job_id, {v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING, v1::JOB_STATE_RESTARTING},
         v1::JOB_STATE_CANCELLING, "CancelRequested", message);
   } else {
@@ -180,7 +180,8 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
     }
     if (!s.ok()) {
       for (const std::string& id : LiveJobs(trial)) {
-        RETURN_IF_ERROR(CancelTrialJob(backend_, id, "a sibling fold could not be submitted"));
+        RETURN_IF_ERROR(
+            CancelTrialJob(*backend_.jobs, id, "a sibling fold could not be submitted"));
       }
       return backend_.studies
           ->FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_FAILED,
@@ -231,7 +232,7 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
       continue;  // still queued or running
     }
     for (const std::string& id : LiveJobs(trial)) {
-      RETURN_IF_ERROR(CancelTrialJob(backend_, id, absl::StrCat("trial ended: ", failure)));
+      RETURN_IF_ERROR(CancelTrialJob(*backend_.jobs, id, absl::StrCat("trial ended: ", failure)));
     }
     return backend_.studies->FinishTrial(study.id(), trial.number(), end, failure, std::nullopt, 0)
         .status();
@@ -287,7 +288,7 @@ absl::StatusOr<bool> StudyDriver::MaybeStopEarly(const v1::Study& study, const v
   if (!decision.stop) return false;
   const std::string message = absl::StrCat("stopped early: ", decision.reason);
   for (const std::string& id : LiveJobs(trial)) {
-    RETURN_IF_ERROR(CancelTrialJob(backend_, id, message));
+    RETURN_IF_ERROR(CancelTrialJob(*backend_.jobs, id, message));
   }
   ASSIGN_OR_RETURN(bool finished, backend_.studies->FinishTrial(study.id(), trial.number(),
                                                                 v1::TRIAL_STATE_STOPPED, message,
@@ -426,7 +427,7 @@ absl::Status StudyDriver::Cancel(const v1::Study& study, const std::vector<v1::T
     const std::vector<std::string> live = LiveJobs(trial);
     for (const std::string& id : live) {
       RETURN_IF_ERROR(
-          CancelTrialJob(backend_, id, absl::StrCat("study ", study.id(), " was cancelled")));
+          CancelTrialJob(*backend_.jobs, id, absl::StrCat("study ", study.id(), " was cancelled")));
     }
     if (!live.empty()) {
       ++running;

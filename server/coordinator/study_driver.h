@@ -42,7 +42,7 @@ class StudyDriver {
 
   // Cancels a trial job: QUEUED ends CANCELLED at once, a running one goes CANCELLING. Jobs that
   // already ended are left alone.
-  static absl::Status CancelTrialJob(Backend& backend, const std::string& job_id,
+  static absl::Status CancelTrialJob(storage::JobRepository& jobs, const std::string& job_id,
                                      const std::string& message);
 
  private:

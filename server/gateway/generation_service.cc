@@ -51,7 +51,7 @@ int64_t ShowersIn(const v1::GenerateChunk& chunk) {
 bool GenerationService::WriteWithinLimit(const v1::GenerateChunk& chunk,
                                          grpc::ServerWriter<v1::GenerateChunk>* writer) {
   // What the server may send in one message, less room for the fields around the showers.
-  const int64_t limit = backend_.options.max_message_bytes - (64 << 10);
+  const int64_t limit = max_message_bytes_ - (64 << 10);
   const int64_t n = chunk.shape_size() > 0 ? chunk.shape(0) : 0;
   if (static_cast<int64_t>(chunk.ByteSizeLong()) <= limit || n <= 1 ||
       chunk.showers().size() % n != 0 || chunk.conditions_size() != n) {
@@ -83,19 +83,18 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
   std::string model_ref = request->model(), worker = "-", tenant = "-";
   uint64_t seed = request->seed();
   int64_t sent = 0;  // showers streamed to the client
-  grpc::Status status = backend_.Serve(context, [&](const Principal& p) -> absl::Status {
+  grpc::Status status = auth_.Serve(context, [&](const Principal& p) -> absl::Status {
     tenant = p.tenant;
-    ASSIGN_OR_RETURN(const storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
+    ASSIGN_OR_RETURN(const storage::TenantLimits limits, quotas_.LimitsOf(p.tenant));
     RETURN_IF_ERROR(ValidateGenerateRequest(*request, limits.max_showers_per_request));
-    absl::StatusOr<v1::ModelVersion> model = backend_.ResolveModel(p.tenant, request->model());
+    absl::StatusOr<v1::ModelVersion> model = resolver_.ResolveModel(p.tenant, request->model());
     if (!model.ok()) {
       return absl::Status(model.status().code(), absl::StrCat("model: ", model.status().message()));
     }
     RETURN_IF_ERROR(ValidateGenerateForModel(*request, *model));
-    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, backend_.quotas->AcquireStream(p.tenant));
-    ASSIGN_OR_RETURN(TenantQuotas::Slot generating,
-                     backend_.quotas->AcquireGenerationStream(p.tenant));
-    RETURN_IF_ERROR(backend_.quotas->TakeShowers(p.tenant, CountOf(*request)));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot stream, quotas_.AcquireStream(p.tenant));
+    ASSIGN_OR_RETURN(TenantQuotas::Slot generating, quotas_.AcquireGenerationStream(p.tenant));
+    RETURN_IF_ERROR(quotas_.TakeShowers(p.tenant, CountOf(*request)));
     model_ref = absl::StrCat(model->name(), ":", model->version());
     if (seed == 0) seed = DrawSeed();
     context->AddInitialMetadata("gantry-seed", absl::StrCat(seed));
@@ -111,7 +110,7 @@ grpc::Status GenerationService::Generate(grpc::ServerContext* context,
     work.mutable_request()->set_seed(seed);
     absl::Status routed = Route(context, work, CountOf(*request), writer, &worker, &sent);
     // Showers that never reached the client go back into the tenant's bucket.
-    if (!routed.ok()) backend_.quotas->ReturnShowers(p.tenant, CountOf(*request) - sent);
+    if (!routed.ok()) quotas_.ReturnShowers(p.tenant, CountOf(*request) - sent);
     return routed;
   });
   const ServerMetrics& metrics = GetServerMetrics();
@@ -172,8 +171,8 @@ GenerationService::Attempt GenerationService::CallWorker(
   absl::Mutex revoked_mu;
   absl::Status revoked;
   std::thread token_guard([&] {
-    while (!call_done.WaitForNotificationWithTimeout(backend_.options.streams.token_recheck)) {
-      absl::Status still = backend_.RecheckToken(*context, Audience::kTenant);
+    while (!call_done.WaitForNotificationWithTimeout(token_recheck_)) {
+      absl::Status still = auth_.RecheckToken(*context, Audience::kTenant);
       if (!still.ok()) {
         {
           absl::MutexLock lock(&revoked_mu);

@@ -16,19 +16,33 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/worker.pb.h"
 #include "server/coordinator/generation_router.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
+#include "server/platform/model_resolver.h"
+#include "server/platform/tenant_quotas.h"
 #include "server/platform/worker_channel_pool.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` and `router` must outlive it.
+// Thread-safe; every reference must outlive it. The tenant's limits, streams and showers come from
+// `quotas`; workers are dialled as `worker_channels` say; the client's token is checked again
+// every `token_recheck` while the worker streams; chunks stay under `max_message_bytes` (the
+// server's message size limit).
 class GenerationService final : public gantry::v1::GenerationService::Service {
  public:
-  GenerationService(Backend& backend, GenerationRouter& router)
-      : backend_(backend), router_(router), channels_(backend.worker_channels) {}
+  GenerationService(CallAuth& auth, ModelResolver& resolver, TenantQuotas& quotas,
+                    GenerationRouter& router, const WorkerChannelSettings& worker_channels,
+                    absl::Duration token_recheck, int max_message_bytes)
+      : auth_(auth),
+        resolver_(resolver),
+        quotas_(quotas),
+        router_(router),
+        channels_(worker_channels),
+        token_recheck_(token_recheck),
+        max_message_bytes_(max_message_bytes) {}
 
   grpc::Status Generate(grpc::ServerContext* context, const gantry::v1::GenerateRequest* request,
                         grpc::ServerWriter<gantry::v1::GenerateChunk>* writer) override;
@@ -50,13 +64,17 @@ class GenerationService final : public gantry::v1::GenerationService::Service {
                      grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);
 
   // Writes `chunk` to the client, split into several chunks when it is larger than the server's
-  // message size limit (options.max_message_bytes). False once the client is gone.
+  // message size limit (max_message_bytes). False once the client is gone.
   bool WriteWithinLimit(const gantry::v1::GenerateChunk& chunk,
                         grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);
 
-  Backend& backend_;
+  CallAuth& auth_;
+  ModelResolver& resolver_;
+  TenantQuotas& quotas_;
   GenerationRouter& router_;
   WorkerChannelPool channels_;
+  const absl::Duration token_recheck_;
+  const int max_message_bytes_;
 };
 
 }  // namespace gantry::server

@@ -89,10 +89,13 @@ absl::Status CheckMetadata(const v1::ExportMetadata& m, const v1::WorkerExportRe
 
 }  // namespace
 
-ModelExportProxy::ModelExportProxy(Backend& backend, GenerationRouter& router)
-    : backend_(backend),
+ModelExportProxy::ModelExportProxy(CallAuth& auth, GenerationRouter& router,
+                                   const WorkerChannelSettings& worker_channels,
+                                   absl::Duration token_recheck)
+    : auth_(auth),
       router_(router),
-      channels_(backend.worker_channels, static_cast<int>(kMaxChunkBytes + (64 << 10))) {}
+      channels_(worker_channels, static_cast<int>(kMaxChunkBytes + (64 << 10))),
+      token_recheck_(token_recheck) {}
 
 int64_t ModelExportProxy::MaxExportBytes(int64_t checkpoint_bytes) {
   return 2 * std::max<int64_t>(0, checkpoint_bytes) + (int64_t{16} << 20);
@@ -174,9 +177,9 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
     }
     received += static_cast<int64_t>(chunk.data().size());
     hash.Update(chunk.data());
-    if (absl::Now() - checked >= backend_.options.streams.token_recheck) {
+    if (absl::Now() - checked >= token_recheck_) {
       checked = absl::Now();
-      revoked = backend_.RecheckToken(*context, Audience::kTenant);
+      revoked = auth_.RecheckToken(*context, Audience::kTenant);
       if (!revoked.ok()) break;
     }
     if (holding && !writer->Write(held)) {
@@ -205,7 +208,7 @@ ModelExportProxy::Attempt ModelExportProxy::CallWorker(
     a.status = absl::DataLossError(absl::StrCat(
         "worker ", worker.name, " sent ", received, " bytes that do not match the declared ",
         declared.size_bytes(), " bytes and sha256; the export was not completed, retry"));
-  } else if (absl::Status still = backend_.RecheckToken(*context, Audience::kTenant); !still.ok()) {
+  } else if (absl::Status still = auth_.RecheckToken(*context, Audience::kTenant); !still.ok()) {
     a.status = still;  // revoked meanwhile: the last chunk is not sent
   } else if (!writer->Write(held)) {
     a.status = absl::CancelledError("the client went away");

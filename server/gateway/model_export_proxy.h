@@ -13,7 +13,7 @@
 //    channels.
 // A worker UNAVAILABLE before its first message is replaced by the next candidate; other worker
 // errors keep their code. The worker call inherits the client's deadline and cancellation. The
-// client's token is checked again every options.stream_token_recheck while data flows and before
+// client's token is checked again every options.streams.token_recheck while data flows and before
 // the last chunk (UNAUTHENTICATED once revoked, the worker's call cancelled).
 #ifndef GANTRY_SERVER_GATEWAY_MODEL_EXPORT_PROXY_H_
 #define GANTRY_SERVER_GATEWAY_MODEL_EXPORT_PROXY_H_
@@ -22,22 +22,25 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/worker.pb.h"
 #include "grpcpp/server_context.h"
 #include "server/coordinator/generation_router.h"
-#include "server/platform/backend.h"
+#include "server/platform/call_auth.h"
 #include "server/platform/worker_channel_pool.h"
 
 namespace gantry::server {
 
-// Thread-safe; `backend` and `router` must outlive it.
+// Thread-safe; `auth` and `router` must outlive it. Workers are dialled as `worker_channels` say;
+// the client's token is checked again through `auth` every `token_recheck`.
 class ModelExportProxy {
  public:
   // Largest data message a worker may send.
   static constexpr int64_t kMaxChunkBytes = int64_t{1} << 20;
 
-  ModelExportProxy(Backend& backend, GenerationRouter& router);
+  ModelExportProxy(CallAuth& auth, GenerationRouter& router,
+                   const WorkerChannelSettings& worker_channels, absl::Duration token_recheck);
 
   // Largest export accepted for a checkpoint of `checkpoint_bytes`: 2x its size + 16 MiB (the
   // export holds the generator's weights only, a subset of the checkpoint's tensors).
@@ -63,9 +66,10 @@ class ModelExportProxy {
                      const gantry::v1::WorkerExportRequest& work,
                      grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer);
 
-  Backend& backend_;
+  CallAuth& auth_;
   GenerationRouter& router_;
   WorkerChannelPool channels_;
+  const absl::Duration token_recheck_;
 };
 
 }  // namespace gantry::server

@@ -46,12 +46,15 @@ v1::WorkerLoadModelRequest WorkerRequestOf(const storage::ModelPin& pin) {
 
 }  // namespace
 
-ModelPinner::ModelPinner(Backend& backend, GenerationRouter& router, WorkerSessions& sessions,
+ModelPinner::ModelPinner(storage::ModelPinRepository& model_pins,
+                         storage::WorkerRepository& workers, GenerationRouter& router,
+                         WorkerSessions& sessions, const WorkerChannelSettings& worker_channels,
                          absl::Duration interval)
-    : backend_(backend),
+    : model_pins_(model_pins),
+      workers_(workers),
       router_(router),
       sessions_(sessions),
-      channels_(backend.worker_channels),
+      channels_(worker_channels),
       task_(interval, [this] { ReconcileOnce(); }) {}
 
 ModelPinner::~ModelPinner() { Stop(); }
@@ -146,7 +149,7 @@ absl::StatusOr<v1::LoadModelResponse> ModelPinner::Load(const v1::LoadModelReque
   // Named workers must exist (connected or not).
   std::vector<std::string> absent;  // named, registered, not serving now
   if (request.workers_size() > 0) {
-    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> registered, backend_.workers->List());
+    ASSIGN_OR_RETURN(std::vector<v1::WorkerInfo> registered, workers_.List());
     for (const std::string& w : request.workers()) {
       if (std::none_of(registered.begin(), registered.end(),
                        [&](const v1::WorkerInfo& i) { return i.id() == w || i.name() == w; })) {
@@ -167,7 +170,7 @@ absl::StatusOr<v1::LoadModelResponse> ModelPinner::Load(const v1::LoadModelReque
   served.set_model_ref(absl::StrCat(model.name(), ":", model.version()));
   *served.mutable_energy_range_gev() = model.energy_range_gev();
   *served.mutable_theta_range_rad() = model.theta_range_rad();
-  RETURN_IF_ERROR(backend_.model_pins->Put(pin));
+  RETURN_IF_ERROR(model_pins_.Put(pin));
 
   const absl::Time now = absl::Now();
   const std::vector<Candidate> targets =
@@ -203,8 +206,7 @@ absl::StatusOr<v1::LoadModelResponse> ModelPinner::Load(const v1::LoadModelReque
 
 absl::StatusOr<v1::UnloadModelResponse> ModelPinner::Unload(const v1::ModelVersion& model) {
   absl::MutexLock op(&op_mu_);
-  ASSIGN_OR_RETURN(bool deleted,
-                   backend_.model_pins->Delete(model.owner(), model.name(), model.version()));
+  ASSIGN_OR_RETURN(bool deleted, model_pins_.Delete(model.owner(), model.name(), model.version()));
   const std::string ref = absl::StrCat(model.name(), ":", model.version());
   if (!deleted) {
     return absl::NotFoundError(
@@ -230,7 +232,7 @@ absl::StatusOr<v1::UnloadModelResponse> ModelPinner::Unload(const v1::ModelVersi
 
 void ModelPinner::ReconcileOnce() {
   absl::MutexLock op(&op_mu_);
-  absl::StatusOr<std::vector<storage::ModelPin>> pins = backend_.model_pins->List();
+  absl::StatusOr<std::vector<storage::ModelPin>> pins = model_pins_.List();
   if (!pins.ok()) return;  // the database is away; try again next time
   const absl::Time now = absl::Now();
   const std::map<std::string, WorkerReport> reports = sessions_.Reports();

@@ -27,20 +27,24 @@
 #include "gantry/v1/catalog.pb.h"
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/worker_sessions.h"
-#include "server/platform/backend.h"
 #include "server/platform/worker_channel_pool.h"
+#include "storage/model_pin_repository.h"
+#include "storage/worker_repository.h"
 
 namespace gantry::server {
 
 // Thread-safe. Load, Unload and each reconcile pass run one at a time. Every reference must
-// outlive it; Stop (or the destructor) joins the loop.
+// outlive it; Stop (or the destructor) joins the loop. Pins are stored in `model_pins`; named
+// targets are checked against `workers`; workers are dialled as `worker_channels` say.
 class ModelPinner {
  public:
   static constexpr absl::Duration kRetryAfter = absl::Seconds(10);
   // How long one worker may take to load (fetch included) and warm up a model.
   static constexpr absl::Duration kLoadTimeout = absl::Minutes(3);
 
-  ModelPinner(Backend& backend, GenerationRouter& router, WorkerSessions& sessions,
+  ModelPinner(storage::ModelPinRepository& model_pins, storage::WorkerRepository& workers,
+              GenerationRouter& router, WorkerSessions& sessions,
+              const WorkerChannelSettings& worker_channels,
               absl::Duration interval = absl::Seconds(1));
   ~ModelPinner();
   ModelPinner(const ModelPinner&) = delete;
@@ -72,7 +76,8 @@ class ModelPinner {
                                         const gantry::v1::WorkerLoadModelRequest& load);
   gantry::v1::ModelLoadOutcome CallUnload(const Candidate& worker, const std::string& sha256);
 
-  Backend& backend_;
+  storage::ModelPinRepository& model_pins_;
+  storage::WorkerRepository& workers_;
   GenerationRouter& router_;
   WorkerSessions& sessions_;
   WorkerChannelPool channels_;

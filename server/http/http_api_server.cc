@@ -222,10 +222,15 @@ std::string DefaultWebRoot() {
   return stat((root + "/index.html").c_str(), &st) == 0 ? root : "";
 }
 
-HttpApiServer::HttpApiServer(const HttpApiOptions& options, Backend& backend,
-                             std::shared_ptr<grpc::Channel> channel)
+HttpApiServer::HttpApiServer(const HttpApiOptions& options, CallAuth& auth,
+                             TokenVerifier verify_token,
+                             storage::WebSessionRepository& web_sessions,
+                             storage::JobRepository& jobs, std::shared_ptr<grpc::Channel> channel)
     : options_(options),
-      backend_(backend),
+      auth_(auth),
+      verify_token_(std::move(verify_token)),
+      web_sessions_(web_sessions),
+      jobs_(jobs),
       secure_cookies_(!options.tls_cert_pem.empty() && !options.tls_key_pem.empty()),
       channel_(std::move(channel)),
       catalog_(v1::CatalogService::NewStub(channel_)),
@@ -233,8 +238,11 @@ HttpApiServer::HttpApiServer(const HttpApiOptions& options, Backend& backend,
       generation_(v1::GenerationService::NewStub(channel_)) {}
 
 absl::StatusOr<std::unique_ptr<HttpApiServer>> HttpApiServer::Start(
-    const HttpApiOptions& options, Backend& backend, std::shared_ptr<grpc::Channel> channel) {
-  std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, backend, std::move(channel)));
+    const HttpApiOptions& options, CallAuth& auth, TokenVerifier verify_token,
+    storage::WebSessionRepository& web_sessions, storage::JobRepository& jobs,
+    std::shared_ptr<grpc::Channel> channel) {
+  std::unique_ptr<HttpApiServer> server(new HttpApiServer(options, auth, std::move(verify_token),
+                                                          web_sessions, jobs, std::move(channel)));
   if (!options.web_root.empty()) {
     absl::StatusOr<std::unique_ptr<StaticFiles>> files =
         StaticFiles::Create(options.web_root, "--web-root");
@@ -326,10 +334,10 @@ void HttpApiServer::AddSessionRoutes(HttpRouter& http) {
   http.Delete("/api/v1/session", [this](const HttpRequest& request, HttpResponse& response) {
     std::string secret;
     if (!RequireSession(request, response, &secret)) return;
-    if (absl::Status closed = backend_.web_sessions->Close(secret); !closed.ok()) {
+    if (absl::Status closed = web_sessions_.Close(secret); !closed.ok()) {
       return ReplyError(response, closed);
     }
-    backend_.ForgetTokens();  // the session stops working at once on this server
+    auth_.ForgetTokens();  // the session stops working at once on this server
     response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
     ReplyJson(response, "{}");
   });
@@ -422,7 +430,7 @@ bool HttpApiServer::RequireSession(const HttpRequest& request, HttpResponse& res
                              "no session: log in with POST /api/v1/session {\"token\": ...}"));
     return false;
   }
-  absl::StatusOr<Principal> principal = backend_.VerifyToken(Audience::kTenant, *secret);
+  absl::StatusOr<Principal> principal = verify_token_(Audience::kTenant, *secret);
   if (!principal.ok()) {
     if (absl::IsUnauthenticated(principal.status())) {
       response.set_header("Set-Cookie", ClearedSessionCookie(secure_cookies_));
@@ -475,11 +483,10 @@ void HttpApiServer::Login(const HttpRequest& request, HttpResponse& response) {
   }
   // A browser that logs in again ends the session it had.
   if (std::string old = SessionSecretFromCookies(request.header("Cookie")); !old.empty()) {
-    backend_.web_sessions->Close(old).IgnoreError();
-    backend_.ForgetTokens();
+    web_sessions_.Close(old).IgnoreError();
+    auth_.ForgetTokens();
   }
-  absl::StatusOr<storage::OpenedSession> session =
-      backend_.web_sessions->Open(token, options_.session_ttl);
+  absl::StatusOr<storage::OpenedSession> session = web_sessions_.Open(token, options_.session_ttl);
   if (!session.ok()) return ReplyError(response, session.status());
   request_tenant = session->tenant.tenant;
   response.set_header("Set-Cookie",
@@ -639,8 +646,7 @@ void HttpApiServer::ServeJobMetrics(const HttpRequest& request, HttpResponse& re
   int scanned = 0;
   int64_t cursor = after;
   while (scanned < kMaxMetricEventsScanned) {
-    absl::StatusOr<std::vector<v1::JobEvent>> events =
-        backend_.jobs->ListEvents(job.id(), cursor, 1000);
+    absl::StatusOr<std::vector<v1::JobEvent>> events = jobs_.ListEvents(job.id(), cursor, 1000);
     if (!events.ok()) return ReplyError(response, events.status());
     if (events->empty()) break;
     scanned += static_cast<int>(events->size());

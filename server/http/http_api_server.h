@@ -22,7 +22,10 @@
 #include "grpcpp/channel.h"
 #include "grpcpp/client_context.h"
 #include "server/http/static_files.h"
-#include "server/platform/backend.h"
+#include "server/platform/auth.h"
+#include "server/platform/call_auth.h"
+#include "storage/job_repository.h"
+#include "storage/web_session_repository.h"
 
 namespace gantry::server::http {
 
@@ -58,16 +61,21 @@ struct HttpApiOptions {
 // whose gRPC calls end when the gRPC server shuts down). Thread-safe.
 class HttpApiServer {
  public:
-  // `backend` must outlive the server; `channel` is the gRPC server's in-process channel.
+  // Browser sessions are opened and closed in `web_sessions` and checked with `verify_token` (the
+  // tenant audience); closing one clears `auth`'s token cache. Job event streams read `jobs`.
+  // Every reference must outlive the server; `channel` is the gRPC server's in-process channel.
   static absl::StatusOr<std::unique_ptr<HttpApiServer>> Start(
-      const HttpApiOptions& options, Backend& backend, std::shared_ptr<grpc::Channel> channel);
+      const HttpApiOptions& options, CallAuth& auth, TokenVerifier verify_token,
+      storage::WebSessionRepository& web_sessions, storage::JobRepository& jobs,
+      std::shared_ptr<grpc::Channel> channel);
   ~HttpApiServer();
 
   // "host:port" actually bound.
   const std::string& address() const { return listener_->address(); }
 
  private:
-  HttpApiServer(const HttpApiOptions& options, Backend& backend,
+  HttpApiServer(const HttpApiOptions& options, CallAuth& auth, TokenVerifier verify_token,
+                storage::WebSessionRepository& web_sessions, storage::JobRepository& jobs,
                 std::shared_ptr<grpc::Channel> channel);
   // POST, GET and DELETE /api/v1/session: log in, the session's CSRF token, log out.
   void AddSessionRoutes(HttpRouter& http);
@@ -90,7 +98,10 @@ class HttpApiServer {
   void ServeStatic(const HttpRequest& request, HttpResponse& response);
 
   const HttpApiOptions options_;
-  Backend& backend_;
+  CallAuth& auth_;
+  const TokenVerifier verify_token_;
+  storage::WebSessionRepository& web_sessions_;
+  storage::JobRepository& jobs_;
   const bool secure_cookies_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<gantry::v1::CatalogService::Stub> catalog_;

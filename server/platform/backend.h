@@ -1,6 +1,6 @@
 // Backend: the storage a running gantry-server works on (database pool, repositories, blob store)
-// plus the per-call authentication results; built once at start (migrations, bootstrap tokens) and
-// shared by every service.
+// plus the per-call authentication results (CallAuth) and the model cache (ModelResolver); built
+// once at start (migrations, bootstrap tokens) and taken apart by GantryServer for the services.
 #ifndef GANTRY_SERVER_PLATFORM_BACKEND_H_
 #define GANTRY_SERVER_PLATFORM_BACKEND_H_
 
@@ -15,7 +15,9 @@
 #include "grpcpp/security/credentials.h"
 #include "grpcpp/server_context.h"
 #include "server/platform/auth.h"
+#include "server/platform/call_auth.h"
 #include "server/platform/job_notifier.h"
+#include "server/platform/model_resolver.h"
 #include "server/platform/polled_stream.h"
 #include "server/platform/server_options.h"
 #include "server/platform/tenant_quotas.h"
@@ -42,8 +44,9 @@
 namespace gantry::server {
 
 // Thread-safe: every member is. Owns the storage objects; `auth` is owned by the GantryServer
-// (which the Backend must outlive only while calls run).
-class Backend {
+// (which the Backend must outlive only while calls run). The services see it only as the
+// CallAuth and ModelResolver it implements, and through the members GantryServer hands them.
+class Backend : public CallAuth, public ModelResolver {
  public:
   // Connects to options.db.dsn, applies migrations (migrations_applied tells how many), opens the
   // blob store under options.data_dir and imports the bootstrap tokens. FAILED_PRECONDITION for a
@@ -58,28 +61,24 @@ class Backend {
   // unavailable, so workers can reconnect through an outage.
   absl::StatusOr<Principal> VerifyToken(Audience audience, const std::string& secret);
 
-  // ModelRepository::Resolve through a cache of options.model_cache_ttl (histograms left out).
-  // Only successes are cached, so a model registered a moment ago resolves at once.
+  // ModelResolver: ModelRepository::Resolve through a cache of options.model_cache_ttl
+  // (histograms left out). Only successes are cached, so a model registered a moment ago resolves
+  // at once. ForgetModels after an alias or archive change.
   absl::StatusOr<gantry::v1::ModelVersion> ResolveModel(const std::string& viewer,
-                                                        const std::string& ref);
-  // Forget cached tokens / model references (after a revocation / an alias or archive change).
-  void ForgetTokens() { token_cache_.Clear(); }
-  void ForgetModels() { model_cache_.Clear(); }
+                                                        const std::string& ref) override;
+  void ForgetModels() override { model_cache_.Clear(); }
 
+  // CallAuth: the principal `auth` found for the call; ForgetTokens after a revocation.
+  absl::StatusOr<Principal> PrincipalOf(const grpc::ServerContextBase* context) const override {
+    return auth->PrincipalOf(context);
+  }
+  void ForgetTokens() override { token_cache_.Clear(); }
   // Verifies the call's bearer token again (long-lived streams call it periodically): OK, or
   // UNAUTHENTICATED when it was revoked meanwhile. A database outage is not a revocation (OK).
-  absl::Status RecheckToken(const grpc::ServerContextBase& context, Audience audience);
+  absl::Status RecheckToken(const grpc::ServerContextBase& context, Audience audience) override;
   // How a tenant's watch (a PolledStream) of this call waits and ends: options.streams'
   // intervals, its token checked again, shutdown. `context` must outlive the stream.
-  PolledStreamSettings WatchSettings(const grpc::ServerContextBase* context);
-
-  // Runs `fn(principal)` for an authenticated call and maps its status to gRPC (the one mapping).
-  template <typename Fn>
-  grpc::Status Serve(const grpc::ServerContextBase* context, Fn&& fn) {
-    absl::StatusOr<Principal> principal = auth->PrincipalOf(context);
-    if (!principal.ok()) return ToGrpcStatus(principal.status());
-    return ToGrpcStatus(std::forward<Fn>(fn)(*principal));
-  }
+  PolledStreamSettings WatchSettings(const grpc::ServerContextBase* context) override;
 
   const ServerOptions options;
   std::unique_ptr<storage::Database> db;
