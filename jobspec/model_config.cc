@@ -97,34 +97,44 @@ absl::StatusOr<ModelConfig> PresetConfig(absl::string_view name) {
 
 std::vector<std::string> PresetNames() { return {"3dgan-25", "3dgan-51", "tiny", "tiny-template"}; }
 
-absl::Status ValidateModelConfig(const ModelConfig& c) {
-  auto bad = [](absl::string_view what) {
-    return absl::InvalidArgumentError(absl::StrCat("invalid model config: ", what));
-  };
+namespace {
+
+// "invalid model config: <what>" as InvalidArgument.
+absl::Status Bad(absl::string_view what) {
+  return absl::InvalidArgumentError(absl::StrCat("invalid model config: ", what));
+}
+
+// Checks the grid, the latent size, the dense channels and the generator and discriminator filters.
+absl::Status CheckLayerSizes(const ModelConfig& c) {
   const bool v = c.variable_angle();
   const std::array<int64_t, 3> want_grid =
       v ? std::array<int64_t, 3>{51, 51, 25} : std::array<int64_t, 3>{25, 25, 25};
-  if (c.grid != want_grid) return bad("grid must be 25x25x25 (fixed angle) or 51x51x25 (variable)");
-  if (c.latent < (v ? 3 : 1)) return bad("latent too small");
-  if (c.latent > kMaxLatent) return bad(absl::StrCat("latent must be <= ", kMaxLatent));
-  if (c.dense_channels < 1) return bad("dense_channels must be >= 1");
+  if (c.grid != want_grid) return Bad("grid must be 25x25x25 (fixed angle) or 51x51x25 (variable)");
+  if (c.latent < (v ? 3 : 1)) return Bad("latent too small");
+  if (c.latent > kMaxLatent) return Bad(absl::StrCat("latent must be <= ", kMaxLatent));
+  if (c.dense_channels < 1) return Bad("dense_channels must be >= 1");
   if (c.dense_channels > kMaxDenseChannels) {
-    return bad(absl::StrCat("dense_channels must be <= ", kMaxDenseChannels));
+    return Bad(absl::StrCat("dense_channels must be <= ", kMaxDenseChannels));
   }
   if (c.generator_filters.size() != (v ? 6u : 3u)) {
-    return bad(v ? "generator_filters needs 6 entries" : "generator_filters needs 3 entries");
+    return Bad(v ? "generator_filters needs 6 entries" : "generator_filters needs 3 entries");
   }
   for (int64_t f : c.generator_filters) {
-    if (f < 1) return bad("generator_filters must be >= 1");
-    if (f > kMaxFilters) return bad(absl::StrCat("generator_filters must be <= ", kMaxFilters));
+    if (f < 1) return Bad("generator_filters must be >= 1");
+    if (f > kMaxFilters) return Bad(absl::StrCat("generator_filters must be <= ", kMaxFilters));
   }
-  if (c.discriminator_filters.size() != 4u) return bad("discriminator_filters needs 4 entries");
+  if (c.discriminator_filters.size() != 4u) return Bad("discriminator_filters needs 4 entries");
   for (int64_t f : c.discriminator_filters) {
-    if (f < 1) return bad("discriminator_filters must be >= 1");
+    if (f < 1) return Bad("discriminator_filters must be >= 1");
     if (f > kMaxFilters) {
-      return bad(absl::StrCat("discriminator_filters must be <= ", kMaxFilters));
+      return Bad(absl::StrCat("discriminator_filters must be <= ", kMaxFilters));
     }
   }
+  return absl::OkStatus();
+}
+
+// Checks the channel pairs the conv layers connect (they bound the conv weights).
+absl::Status CheckChannelPairs(const ModelConfig& c) {
   // Neighbouring conv layers: their channel products bound the conv weights (kernels <= 6^3).
   int64_t pairs = c.dense_channels * c.generator_filters.front();
   for (size_t i = 1; i < c.generator_filters.size(); ++i) {
@@ -134,70 +144,99 @@ absl::Status ValidateModelConfig(const ModelConfig& c) {
     pairs += c.discriminator_filters[i - 1] * c.discriminator_filters[i];
   }
   if (pairs > kMaxChannelPairs) {
-    return bad(absl::StrCat("the conv layers connect ", pairs, " channel pairs; at most ",
+    return Bad(absl::StrCat("the conv layers connect ", pairs, " channel pairs; at most ",
                             kMaxChannelPairs, " are allowed (fewer filters)"));
   }
+  return absl::OkStatus();
+}
+
+// Checks the loss weights, the optimizer and training settings, and the layers' options.
+absl::Status CheckTrainingSettings(const ModelConfig& c) {
+  const bool v = c.variable_angle();
   if (static_cast<int64_t>(c.loss_weights.size()) != c.num_losses()) {
-    return bad(v ? "loss_weights needs 4 entries" : "loss_weights needs 3 entries");
+    return Bad(v ? "loss_weights needs 4 entries" : "loss_weights needs 3 entries");
   }
-  if (!(c.learning_rate > 0)) return bad("learning_rate must be > 0");
-  if (!(c.rms_rho > 0 && c.rms_rho < 1)) return bad("rms_rho must be in (0, 1)");
-  if (!(c.rms_eps > 0)) return bad("rms_eps must be > 0");
-  if (!(c.label_flip >= 0 && c.label_flip < 0.5)) return bad("label_flip must be in [0, 0.5)");
+  if (!(c.learning_rate > 0)) return Bad("learning_rate must be > 0");
+  if (!(c.rms_rho > 0 && c.rms_rho < 1)) return Bad("rms_rho must be in (0, 1)");
+  if (!(c.rms_eps > 0)) return Bad("rms_eps must be > 0");
+  if (!(c.label_flip >= 0 && c.label_flip < 0.5)) return Bad("label_flip must be in [0, 0.5)");
   if (c.generator_steps < 1 || c.generator_steps > 100) {
-    return bad("generator_steps must be in [1, 100]");
+    return Bad("generator_steps must be in [1, 100]");
   }
   if (c.default_batch < 1 || c.default_batch > kMaxBatch) {
-    return bad(absl::StrCat("default_batch must be in [1, ", kMaxBatch, "]"));
+    return Bad(absl::StrCat("default_batch must be in [1, ", kMaxBatch, "]"));
   }
-  if (!(c.dropout >= 0 && c.dropout < 1)) return bad("dropout must be in [0, 1)");
+  if (!(c.dropout >= 0 && c.dropout < 1)) return Bad("dropout must be in [0, 1)");
   if (!(c.discriminator_log_scale >= 0 && c.discriminator_log_scale <= 1e6)) {
-    return bad("discriminator_log_scale must be in [0, 1e6] (0 disables the log input)");
+    return Bad("discriminator_log_scale must be in [0, 1e6] (0 disables the log input)");
   }
   if (!(c.generator_relu_grad_slope >= 0 && c.generator_relu_grad_slope <= 1)) {
-    return bad("generator_relu_grad_slope must be in [0, 1] (0 is the exact ReLU gradient)");
+    return Bad("generator_relu_grad_slope must be in [0, 1] (0 is the exact ReLU gradient)");
   }
+  return absl::OkStatus();
+}
+
+// Checks the shower template's modes and the profile loss with its fit.
+absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
+  const bool v = c.variable_angle();
   if (c.template_modes < 0 || c.template_modes > kMaxTemplateModes) {
-    return bad(absl::StrCat("template_modes must be in [0, ", kMaxTemplateModes, "]"));
+    return Bad(absl::StrCat("template_modes must be in [0, ", kMaxTemplateModes, "]"));
   }
   if (c.template_modes > 0 && !c.generator_template) {
-    return bad("template_modes needs generator_template=1 (the modes are part of the template)");
+    return Bad("template_modes needs generator_template=1 (the modes are part of the template)");
   }
   if (c.template_modes > (v ? c.latent - 2 : c.latent)) {
-    return bad(
+    return Bad(
         "template_modes must not exceed the generator's noise width (latent, or latent - 2 "
         "for 3dgan-51)");
   }
   if (!(c.profile_loss_weight >= 0 && c.profile_loss_weight <= 1e3)) {
-    return bad("profile_loss_weight must be in [0, 1000] (0 disables the profile loss)");
+    return Bad("profile_loss_weight must be in [0, 1000] (0 disables the profile loss)");
   }
   if (!c.profile_fit.empty()) {
     if (static_cast<int64_t>(c.profile_fit.size()) != 2 * c.profile_slices()) {
-      return bad(
+      return Bad(
           absl::StrCat("profile_fit needs 2 x (x + y + z) = ", 2 * c.profile_slices(),
                        " values (a then b per slice); leave it empty to fit it to the data"));
     }
     for (double v : c.profile_fit) {
-      if (!std::isfinite(v)) return bad("profile_fit values must be finite");
+      if (!std::isfinite(v)) return Bad("profile_fit values must be finite");
     }
   }
   if (c.profile_loss_weight > 0 && c.profile_fit.empty() && !c.fit_conditions_to_data) {
-    return bad(
+    return Bad(
         "profile_loss_weight needs profile_fit: set fit_conditions_to_data=1 to fit it to the "
         "training data");
   }
+  return absl::OkStatus();
+}
+
+// Checks the cell and energy scaling, the fake conditions' ranges and the ecal fit.
+absl::Status CheckScalesAndConditions(const ModelConfig& c) {
   if (!(c.cell_scale > 0) || !(c.cell_power > 0) || !(c.energy_scale > 0)) {
-    return bad("cell_scale, cell_power and energy_scale must be > 0");
+    return Bad("cell_scale, cell_power and energy_scale must be > 0");
   }
   if (!(c.fake_energy_min_gev > 0 && c.fake_energy_min_gev <= c.fake_energy_max_gev)) {
-    return bad("fake energy range must satisfy 0 < min <= max");
+    return Bad("fake energy range must satisfy 0 < min <= max");
   }
   if (!(c.fake_theta_min_rad > 0 && c.fake_theta_min_rad <= c.fake_theta_max_rad &&
         c.fake_theta_max_rad < 3.14159265358979)) {
-    return bad("fake theta range must lie inside (0, pi)");
+    return Bad("fake theta range must lie inside (0, pi)");
   }
   if (c.ecal_fit.empty() || c.ecal_fit.size() > 16)
-    return bad("ecal_fit needs 1 to 16 coefficients");
+    return Bad("ecal_fit needs 1 to 16 coefficients");
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateModelConfig(const ModelConfig& c) {
+  // In this order: the first problem found is the one reported.
+  for (absl::Status (*check)(const ModelConfig&) :
+       {CheckLayerSizes, CheckChannelPairs, CheckTrainingSettings, CheckTemplateAndProfile,
+        CheckScalesAndConditions}) {
+    if (absl::Status st = check(c); !st.ok()) return st;
+  }
   return absl::OkStatus();
 }
 

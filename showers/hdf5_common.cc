@@ -366,12 +366,12 @@ absl::Status ShownStatus(const FileSource& source, absl::Status status) {
                       absl::StrReplaceAll(status.message(), {{source.path, source.display}}));
 }
 
-absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const ShowerFileLimits& limits,
-                                          hid_t cells_access) {
-  const std::string& path = source.shown();
-  int64_t file_size = -1;
-  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  if (!fapl.ok()) return Loss(path, "cannot create HDF5 file access properties");
+namespace {
+
+// Checks that `source` is an HDF5 file and sets up its file driver on `fapl`; sets *file_size
+// when the size is known (an image, or a regular file).
+absl::Status PrepareFileAccess(const FileSource& source, const std::string& path, hid_t fapl,
+                               int64_t* file_size) {
   if (!source.image.empty()) {
     // HDF5's superblock signature sits at 0, 512, 1024, 2048, ...
     static constexpr char kSignature[] = "\x89HDF\r\n\x1a\n";
@@ -380,8 +380,8 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
       signed_image = source.image.compare(at, 8, absl::string_view(kSignature, 8)) == 0;
     }
     if (!signed_image) return Invalid(path, "not an HDF5 file");
-    file_size = static_cast<int64_t>(source.image.size());
-    if (UseCheckedFileDriver(fapl.get(), source.image) < 0) {
+    *file_size = static_cast<int64_t>(source.image.size());
+    if (UseCheckedFileDriver(fapl, source.image) < 0) {
       return Loss(path, "cannot hand the file's bytes to HDF5");
     }
   } else {
@@ -389,35 +389,35 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
     if (::stat(source.path.c_str(), &st) != 0) {
       return absl::NotFoundError(absl::StrCat(path, ": no such file"));
     }
-    if (S_ISREG(st.st_mode)) file_size = static_cast<int64_t>(st.st_size);
+    if (S_ISREG(st.st_mode)) *file_size = static_cast<int64_t>(st.st_size);
     const htri_t is_hdf5 = H5Fis_hdf5(source.path.c_str());
     if (is_hdf5 <= 0) {
       H5Eclear2(H5E_DEFAULT);
       return Invalid(path, "not an HDF5 file");
     }
-    if (UseCheckedFileDriver(fapl.get()) < 0)
-      return Loss(path, "cannot set up the HDF5 file driver");
+    if (UseCheckedFileDriver(fapl) < 0) return Loss(path, "cannot set up the HDF5 file driver");
   }
-  ShowerFile f;
-  f.path = path;
-  f.file = Handle(H5Fopen(source.path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
-  if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
-  const hid_t file = f.file.get();
+  return absl::OkStatus();
+}
+
+// Detects the file's layout from its datasets' names (setting f->layout and f->to_gev) and
+// returns the name of its cell dataset.
+absl::StatusOr<const char*> DetectLayout(const std::string& path, hid_t file, ShowerFile* f) {
   const char* cells_name = nullptr;
   if (HasLink(file, "showers") || HasLink(file, "incident_energies")) {
     if (!HasLink(file, "showers")) return Invalid(path, "CaloChallenge file without 'showers'");
     if (!HasLink(file, "incident_energies")) {
       return Invalid(path, "CaloChallenge file without 'incident_energies'");
     }
-    f.layout = Layout::kCaloChallenge;
-    f.to_gev = 1e-3;
+    f->layout = Layout::kCaloChallenge;
+    f->to_gev = 1e-3;
     cells_name = "showers";
   } else if (HasLink(file, "ECAL")) {
     cells_name = "ECAL";
     if (HasLink(file, "target")) {
-      f.layout = Layout::kFixedAngle3DGan;
+      f->layout = Layout::kFixedAngle3DGan;
     } else if (HasLink(file, "energy")) {
-      f.layout = Layout::kVariableAngle3DGan;
+      f->layout = Layout::kVariableAngle3DGan;
       if (!HasLink(file, "theta") && !HasLink(file, "mtheta")) {
         return Invalid(path, "variable-angle file (ECAL, energy) without 'theta' or 'mtheta'");
       }
@@ -431,64 +431,96 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
                    "no known layout: expected 'ECAL' with 'target' or 'energy' (3DGAN), or "
                    "'showers' with 'incident_energies' (CaloChallenge)");
   }
-  ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, limits, file_size, cells_access));
-  const std::vector<hsize_t>& d = f.cells.dims;
-  if (f.layout == Layout::kCaloChallenge) {
+  return cells_name;
+}
+
+// Checks the cell dataset's shape against f->layout, sets f->shape and bounds the cells per event.
+absl::Status CheckCellShape(const std::string& path, const char* cells_name,
+                            const ShowerFileLimits& limits, ShowerFile* f) {
+  const std::vector<hsize_t>& d = f->cells.dims;
+  if (f->layout == Layout::kCaloChallenge) {
     if (d.size() != 2) {
       return Invalid(path, absl::StrCat("dataset 'showers' has shape ", ShapeText(d),
                                         ", expected (N, voxels)"));
     }
     if (d[1] == 6480) {
-      f.shape = {45, 16, 9};
+      f->shape = {45, 16, 9};
     } else if (d[1] == 40500) {
-      f.shape = {45, 50, 18};
+      f->shape = {45, 50, 18};
     } else {
       return Invalid(path, absl::StrCat("dataset 'showers' has ", d[1],
                                         " voxels; supported are 6480 (CaloChallenge dataset 2, "
                                         "45x16x9) and 40500 (dataset 3, 45x50x18)"));
     }
   } else {
-    const std::array<int64_t, 3> want = f.layout == Layout::kFixedAngle3DGan
+    const std::array<int64_t, 3> want = f->layout == Layout::kFixedAngle3DGan
                                             ? std::array<int64_t, 3>{25, 25, 25}
                                             : std::array<int64_t, 3>{51, 51, 25};
     if (d.size() != 4 || static_cast<int64_t>(d[1]) != want[0] ||
         static_cast<int64_t>(d[2]) != want[1] || static_cast<int64_t>(d[3]) != want[2]) {
       return Invalid(path, absl::StrCat("dataset 'ECAL' has shape ", ShapeText(d), ", expected (N,",
                                         want[0], ",", want[1], ",", want[2], ") for the ",
-                                        LayoutName(f.layout), " layout"));
+                                        LayoutName(f->layout), " layout"));
     }
-    f.shape = want;
+    f->shape = want;
   }
-  if (f.shape[0] * f.shape[1] * f.shape[2] > limits.max_cells_per_event) {
+  if (f->shape[0] * f->shape[1] * f->shape[2] > limits.max_cells_per_event) {
     return Invalid(
         path,
-        absl::StrCat("dataset '", cells_name, "' has ", f.shape[0] * f.shape[1] * f.shape[2],
+        absl::StrCat("dataset '", cells_name, "' has ", f->shape[0] * f->shape[1] * f->shape[2],
                      " cells per event; at most ", limits.max_cells_per_event, " are accepted"));
   }
-  RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
-  f.events = static_cast<int64_t>(d[0]);
-  if (f.layout == Layout::kCaloChallenge) {
-    ASSIGN_OR_RETURN(f.energy_gev, ReadPerEvent(path, file, "incident_energies", f.events, 0,
-                                                f.to_gev, limits, file_size));
-    RETURN_IF_ERROR(CheckEnergies(path, "incident_energies", f.energy_gev));
-  } else if (f.layout == Layout::kFixedAngle3DGan) {
-    ASSIGN_OR_RETURN(f.energy_gev,
-                     ReadPerEvent(path, file, "target", f.events, 1, 1.0, limits, file_size));
-    RETURN_IF_ERROR(CheckEnergies(path, "target", f.energy_gev));
+  return absl::OkStatus();
+}
+
+// Reads and checks every event's energy (and, for the variable-angle layout, angle) into f.
+absl::Status ReadConditions(const std::string& path, hid_t file, const ShowerFileLimits& limits,
+                            int64_t file_size, ShowerFile* f) {
+  if (f->layout == Layout::kCaloChallenge) {
+    ASSIGN_OR_RETURN(f->energy_gev, ReadPerEvent(path, file, "incident_energies", f->events, 0,
+                                                 f->to_gev, limits, file_size));
+    RETURN_IF_ERROR(CheckEnergies(path, "incident_energies", f->energy_gev));
+  } else if (f->layout == Layout::kFixedAngle3DGan) {
+    ASSIGN_OR_RETURN(f->energy_gev,
+                     ReadPerEvent(path, file, "target", f->events, 1, 1.0, limits, file_size));
+    RETURN_IF_ERROR(CheckEnergies(path, "target", f->energy_gev));
   } else {
-    ASSIGN_OR_RETURN(f.energy_gev,
-                     ReadPerEvent(path, file, "energy", f.events, 0, 1.0, limits, file_size));
-    RETURN_IF_ERROR(CheckEnergies(path, "energy", f.energy_gev));
+    ASSIGN_OR_RETURN(f->energy_gev,
+                     ReadPerEvent(path, file, "energy", f->events, 0, 1.0, limits, file_size));
+    RETURN_IF_ERROR(CheckEnergies(path, "energy", f->energy_gev));
     const char* theta_name = HasLink(file, "theta") ? "theta" : "mtheta";
-    ASSIGN_OR_RETURN(f.theta_rad,
-                     ReadPerEvent(path, file, theta_name, f.events, 0, 1.0, limits, file_size));
-    for (size_t i = 0; i < f.theta_rad.size(); ++i) {
-      if (!(f.theta_rad[i] >= 0.0f && f.theta_rad[i] <= 3.1416f)) {
+    ASSIGN_OR_RETURN(f->theta_rad,
+                     ReadPerEvent(path, file, theta_name, f->events, 0, 1.0, limits, file_size));
+    for (size_t i = 0; i < f->theta_rad.size(); ++i) {
+      if (!(f->theta_rad[i] >= 0.0f && f->theta_rad[i] <= 3.1416f)) {
         return Invalid(path, absl::StrCat("dataset '", theta_name, "' event ", i, " has angle ",
-                                          f.theta_rad[i], ", expected radians in [0, pi]"));
+                                          f->theta_rad[i], ", expected radians in [0, pi]"));
       }
     }
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const ShowerFileLimits& limits,
+                                          hid_t cells_access) {
+  const std::string& path = source.shown();
+  int64_t file_size = -1;
+  Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  if (!fapl.ok()) return Loss(path, "cannot create HDF5 file access properties");
+  RETURN_IF_ERROR(PrepareFileAccess(source, path, fapl.get(), &file_size));
+  ShowerFile f;
+  f.path = path;
+  f.file = Handle(H5Fopen(source.path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
+  const hid_t file = f.file.get();
+  ASSIGN_OR_RETURN(const char* cells_name, DetectLayout(path, file, &f));
+  ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, limits, file_size, cells_access));
+  RETURN_IF_ERROR(CheckCellShape(path, cells_name, limits, &f));
+  RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
+  f.events = static_cast<int64_t>(f.cells.dims[0]);
+  RETURN_IF_ERROR(ReadConditions(path, file, limits, file_size, &f));
   f.particle_attribute = ReadParticleAttribute(file);
   return f;
 }

@@ -1,6 +1,8 @@
 // `gantry health`, `gantry generate` and `gantry config`.
 #include <memory>
 #include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -58,12 +60,18 @@ absl::StatusOr<v1::Range> ParseRangeFlag(const std::string& flag, const std::str
 
 bool IsRange(const std::string& text) { return text.find(':') != std::string::npos; }
 
-// Builds the request from the flags. `model` (from CatalogService.GetModel) supplies the energy
-// range when none is given.
-absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
-                                                         const v1::ModelVersion& model) {
-  v1::GenerateRequest request;
-  request.set_model(args.Positional(0));
+// The flags that say which showers to generate, shorthands folded in.
+struct ConditionFlags {
+  std::vector<std::string> energies;
+  std::vector<std::string> thetas;
+  std::optional<std::string> energy_range;
+  std::optional<std::string> theta_range;
+  std::optional<int> count;
+};
+
+// Reads --energy, --theta, --energy-range, --theta-range, --angle and --count, folding
+// --energy MIN:MAX, --angle and a single --energy with --count into the lists and ranges.
+absl::StatusOr<ConditionFlags> ReadConditionFlags(const ParsedArgs& args) {
   std::vector<std::string> energies = args.GetAll("energy");
   std::vector<std::string> thetas = args.GetAll("theta");
   std::optional<std::string> energy_range = args.Get("energy-range");
@@ -99,70 +107,106 @@ absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
   if (!energies.empty() && energy_range.has_value()) {
     return UsageError("give either --energy GEV (repeatable) or --energy MIN:MAX, not both");
   }
-  const bool ranged = energies.empty();
-  if (ranged) {
-    v1::ConditionRange* range = request.mutable_range();
-    if (energy_range.has_value()) {
-      ASSIGN_OR_RETURN(*range->mutable_energy_gev(), ParseRangeFlag("energy", *energy_range));
-    } else if (model.energy_range_gev().max() > 0) {
-      *range->mutable_energy_gev() = model.energy_range_gev();  // the training range
-    } else {
-      return UsageError(absl::StrCat("--energy MIN:MAX is needed: the model ", model.name(), ":",
-                                     model.version(), " records no training energy range"));
-    }
-    if (!count.has_value()) return UsageError("--energy MIN:MAX needs --count N");
-    if (thetas.size() > 1) return UsageError("--theta goes with --energy GEV; use --angle MIN:MAX");
-    if (thetas.size() == 1) {
-      ASSIGN_OR_RETURN(double theta, ParseDoubleFlag("angle", thetas[0]));
-      range->mutable_theta_rad()->set_min(theta);
-      range->mutable_theta_rad()->set_max(theta);
-    } else if (theta_range.has_value()) {
-      ASSIGN_OR_RETURN(*range->mutable_theta_rad(), ParseRangeFlag("angle", *theta_range));
-    }
-    range->set_count(*count);
+  return ConditionFlags{std::move(energies), std::move(thetas), std::move(energy_range),
+                        std::move(theta_range), count};
+}
+
+// Fills the request's range of conditions (no --energy list): the energy range (the model's
+// training range by default), the angle and the count.
+absl::Status FillConditionRange(const ConditionFlags& flags, const v1::ModelVersion& model,
+                                v1::GenerateRequest* request) {
+  v1::ConditionRange* range = request->mutable_range();
+  if (flags.energy_range.has_value()) {
+    ASSIGN_OR_RETURN(*range->mutable_energy_gev(), ParseRangeFlag("energy", *flags.energy_range));
+  } else if (model.energy_range_gev().max() > 0) {
+    *range->mutable_energy_gev() = model.energy_range_gev();  // the training range
   } else {
-    if (theta_range.has_value()) return UsageError("--angle MIN:MAX goes with --energy MIN:MAX");
-    if (!thetas.empty() && thetas.size() != 1 && thetas.size() != energies.size()) {
-      return UsageError(
-          absl::StrCat("--theta: give one value for all showers or one per --energy (",
-                       energies.size(), "), got ", thetas.size()));
-    }
-    if (count.has_value()) {
-      return UsageError("--count with a list of --energy values: give one --energy or MIN:MAX");
-    }
-    for (size_t i = 0; i < energies.size(); ++i) {
-      ASSIGN_OR_RETURN(double energy, ParseDoubleFlag("energy", energies[i]));
-      std::optional<double> theta;
-      if (!thetas.empty()) {
-        ASSIGN_OR_RETURN(theta, ParseDoubleFlag("theta", thetas[thetas.size() == 1 ? 0 : i]));
-      }
-      v1::Condition* condition = request.mutable_list()->add_items();
-      condition->set_energy_gev(energy);
-      if (theta.has_value()) condition->set_theta_rad(*theta);
-    }
+    return UsageError(absl::StrCat("--energy MIN:MAX is needed: the model ", model.name(), ":",
+                                   model.version(), " records no training energy range"));
   }
+  if (!flags.count.has_value()) return UsageError("--energy MIN:MAX needs --count N");
+  if (flags.thetas.size() > 1) {
+    return UsageError("--theta goes with --energy GEV; use --angle MIN:MAX");
+  }
+  if (flags.thetas.size() == 1) {
+    ASSIGN_OR_RETURN(double theta, ParseDoubleFlag("angle", flags.thetas[0]));
+    range->mutable_theta_rad()->set_min(theta);
+    range->mutable_theta_rad()->set_max(theta);
+  } else if (flags.theta_range.has_value()) {
+    ASSIGN_OR_RETURN(*range->mutable_theta_rad(), ParseRangeFlag("angle", *flags.theta_range));
+  }
+  range->set_count(*flags.count);
+  return absl::OkStatus();
+}
+
+// Fills the request's list of conditions: one per --energy, with one --theta for all or one each.
+absl::Status FillConditionList(const ConditionFlags& flags, v1::GenerateRequest* request) {
+  const std::vector<std::string>& energies = flags.energies;
+  const std::vector<std::string>& thetas = flags.thetas;
+  if (flags.theta_range.has_value()) {
+    return UsageError("--angle MIN:MAX goes with --energy MIN:MAX");
+  }
+  if (!thetas.empty() && thetas.size() != 1 && thetas.size() != energies.size()) {
+    return UsageError(absl::StrCat("--theta: give one value for all showers or one per --energy (",
+                                   energies.size(), "), got ", thetas.size()));
+  }
+  if (flags.count.has_value()) {
+    return UsageError("--count with a list of --energy values: give one --energy or MIN:MAX");
+  }
+  for (size_t i = 0; i < energies.size(); ++i) {
+    ASSIGN_OR_RETURN(double energy, ParseDoubleFlag("energy", energies[i]));
+    std::optional<double> theta;
+    if (!thetas.empty()) {
+      ASSIGN_OR_RETURN(theta, ParseDoubleFlag("theta", thetas[thetas.size() == 1 ? 0 : i]));
+    }
+    v1::Condition* condition = request->mutable_list()->add_items();
+    condition->set_energy_gev(energy);
+    if (theta.has_value()) condition->set_theta_rad(*theta);
+  }
+  return absl::OkStatus();
+}
+
+// Sets the request's options from --particle, --seed, --precision, --chunk and --priority.
+absl::Status SetRequestOptions(const ParsedArgs& args, v1::GenerateRequest* request) {
   if (auto particle = args.Get("particle"); particle.has_value()) {
     absl::StatusOr<v1::Particle> parsed = ParseParticle(*particle);
     if (!parsed.ok()) return UsageError(absl::StrCat("--particle: ", parsed.status().message()));
-    request.set_particle(*parsed);
+    request->set_particle(*parsed);
   }
   if (auto seed = args.Get("seed"); seed.has_value()) {
     ASSIGN_OR_RETURN(uint64_t value, ParseUint64Flag("seed", *seed));
-    request.set_seed(value);
+    request->set_seed(value);
   }
   if (auto precision = args.Get("precision"); precision.has_value()) {
     absl::StatusOr<v1::Precision> parsed = ParsePrecision(*precision);
     if (!parsed.ok()) return UsageError(absl::StrCat("--precision: ", parsed.status().message()));
-    request.set_precision(*parsed);
+    request->set_precision(*parsed);
   }
   if (auto chunk = args.Get("chunk"); chunk.has_value()) {
     ASSIGN_OR_RETURN(int value, ParseIntFlag("chunk", *chunk));
-    request.set_chunk_showers(value);
+    request->set_chunk_showers(value);
   }
   if (auto priority = args.Get("priority"); priority.has_value()) {
     ASSIGN_OR_RETURN(int value, ParseIntFlag("priority", *priority));
-    request.set_priority(value);
+    request->set_priority(value);
   }
+  return absl::OkStatus();
+}
+
+// Builds the request from the flags. `model` (from CatalogService.GetModel) supplies the energy
+// range when none is given.
+absl::StatusOr<v1::GenerateRequest> BuildGenerateRequest(const ParsedArgs& args,
+                                                         const v1::ModelVersion& model) {
+  v1::GenerateRequest request;
+  request.set_model(args.Positional(0));
+  ASSIGN_OR_RETURN(const ConditionFlags flags, ReadConditionFlags(args));
+  const bool ranged = flags.energies.empty();
+  if (ranged) {
+    RETURN_IF_ERROR(FillConditionRange(flags, model, &request));
+  } else {
+    RETURN_IF_ERROR(FillConditionList(flags, &request));
+  }
+  RETURN_IF_ERROR(SetRequestOptions(args, &request));
   return request;
 }
 

@@ -257,19 +257,8 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
   }
   std::optional<v1::Job> started;
   if (!again) {
-    absl::StatusOr<v1::Job> job = lifecycle_.StartPlacing(placement.job_id, where);
-    if (!job.ok()) {  // cancelled meanwhile: give the slots back
-      absl::MutexLock lock(&state_.mu);
-      state_.scheduler.Remove(placement.job_id);
-      return;
-    }
-    started = *std::move(job);
-    if (started->attempt() == 0 && started->has_created_at()) {
-      const absl::Time created = absl::FromUnixSeconds(started->created_at().seconds()) +
-                                 absl::Nanoseconds(started->created_at().nanos());
-      GetServerMetrics().queue_wait.Observe({},
-                                            std::max(0.0, absl::ToDoubleSeconds(now - created)));
-    }
+    started = EnterPlacing(placement, where, now);
+    if (!started.has_value()) return;  // cancelled meanwhile; the slots were given back
   }
   ActiveJob placed;
   {
@@ -281,19 +270,7 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
         return;
       }
     }
-    ActiveJob& a = state_.active[placement.job_id];
-    if (!again) {
-      a.id = started->id();
-      a.owner = started->owner();
-      a.spec = started->spec();
-      a.attempt = started->attempt();
-    }
-    a.leased = true;
-    a.rank_workers = placement.rank_workers;
-    a.workers.insert(placement.rank_workers.begin(), placement.rank_workers.end());
-    a.placed_at = now;
-    state_.orphans.erase(a.id);  // read from the database while it was being placed
-    placed = a;
+    placed = MarkPlaced(placement, again ? nullptr : &*started, now);
   }
   absl::StatusOr<v1::Assignment> common = MakeAssignment(placed, placement);
   if (!common.ok()) {
@@ -301,6 +278,55 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
                    v1::JOB_STATE_FAILED, "PlacementFailed", std::string(common.status().message()));
     return;
   }
+  RecordPlacedAttempt(placed, placement, where, again, *common);
+  std::optional<std::string> failure;
+  {
+    absl::MutexLock lock(&state_.mu);
+    auto it = state_.active.find(placed.id);
+    if (it == state_.active.end() || it->second.attempt != placed.attempt) return;
+    failure = SendAssignments(placement, names, placed, *common, it->second);
+  }
+  if (failure.has_value()) lifecycle_.Fail(placed.id, placed.attempt, WorkerLost(), *failure);
+}
+
+std::optional<v1::Job> PlacementLoop::EnterPlacing(const scheduler::Placement& placement,
+                                                   const std::string& where, absl::Time now) {
+  absl::StatusOr<v1::Job> job = lifecycle_.StartPlacing(placement.job_id, where);
+  if (!job.ok()) {  // cancelled meanwhile: give the slots back
+    absl::MutexLock lock(&state_.mu);
+    state_.scheduler.Remove(placement.job_id);
+    return std::nullopt;
+  }
+  std::optional<v1::Job> started = *std::move(job);
+  if (started->attempt() == 0 && started->has_created_at()) {
+    const absl::Time created = absl::FromUnixSeconds(started->created_at().seconds()) +
+                               absl::Nanoseconds(started->created_at().nanos());
+    GetServerMetrics().queue_wait.Observe({}, std::max(0.0, absl::ToDoubleSeconds(now - created)));
+  }
+  return started;
+}
+
+ActiveJob PlacementLoop::MarkPlaced(const scheduler::Placement& placement, const v1::Job* started,
+                                    absl::Time now) {
+  ActiveJob& a = state_.active[placement.job_id];
+  if (started != nullptr) {
+    a.id = started->id();
+    a.owner = started->owner();
+    a.spec = started->spec();
+    a.attempt = started->attempt();
+  }
+  a.leased = true;
+  a.rank_workers = placement.rank_workers;
+  a.workers.insert(placement.rank_workers.begin(), placement.rank_workers.end());
+  a.placed_at = now;
+  state_.orphans.erase(a.id);  // read from the database while it was being placed
+  return a;
+}
+
+void PlacementLoop::RecordPlacedAttempt(const ActiveJob& placed,
+                                        const scheduler::Placement& placement,
+                                        const std::string& where, bool again,
+                                        const v1::Assignment& common) {
   // Which worker runs which rank, for checks after a server restart (hello claims, checkpoint
   // uploads and fetches by worker credential).
   if (absl::Status recorded =
@@ -316,45 +342,46 @@ void PlacementLoop::Place(const scheduler::Placement& placement,
     event.mutable_log()->set_level("INFO");
     event.mutable_log()->set_text(absl::StrCat(
         "attempt ", placed.attempt, " placed: ", where,
-        common->resume_checkpoint_sha256().empty()
+        common.resume_checkpoint_sha256().empty()
             ? "; starting from scratch (no checkpoint yet)"
-            : absl::StrCat("; resuming from checkpoint ", common->resume_checkpoint_sha256())));
+            : absl::StrCat("; resuming from checkpoint ", common.resume_checkpoint_sha256())));
     lifecycle_.AppendEventOrLog(placed.id, event);
   }
+}
+
+std::optional<std::string> PlacementLoop::SendAssignments(const scheduler::Placement& placement,
+                                                          const std::vector<std::string>& names,
+                                                          const ActiveJob& placed,
+                                                          const v1::Assignment& common,
+                                                          ActiveJob& a) {
   std::optional<std::string> failure;
-  {
-    absl::MutexLock lock(&state_.mu);
-    auto it = state_.active.find(placed.id);
-    if (it == state_.active.end() || it->second.attempt != placed.attempt) return;
-    ActiveJob& a = it->second;
-    for (int rank = 0; rank < static_cast<int>(placement.rank_workers.size()); ++rank) {
-      const std::string& worker = placement.rank_workers[rank];
-      auto link = state_.links.find(worker);
-      if (link == state_.links.end() || link->second->closed()) {
-        failure = absl::StrCat("worker ", names[rank], " disconnected during placement");
-        break;
-      }
-      v1::ServerMessage message;
-      v1::Assignment* assignment = message.mutable_assignment();
-      *assignment = *common;
-      assignment->set_rank(rank);
-      if (placement.rank_workers.size() > 1) {
-        assignment->set_rendezvous_secret(
-            backend_.credentials->RendezvousSecret(placed.id, placed.attempt));
-      }
-      assignment->set_rank_credential(
-          backend_.credentials->RankCredential(placed.id, placed.attempt, worker));
-      int threads = a.spec.resources_per_rank().threads();
-      if (threads <= 0) {
-        auto r = state_.registered.find(worker);
-        threads = r == state_.registered.end() ? 0 : r->second.threads_per_rank();
-      }
-      assignment->set_threads(std::max(threads, 1));
-      link->second->Send(std::move(message));
-      a.ranks[rank].phase = v1::RANK_PHASE_UNSPECIFIED;
+  for (int rank = 0; rank < static_cast<int>(placement.rank_workers.size()); ++rank) {
+    const std::string& worker = placement.rank_workers[rank];
+    auto link = state_.links.find(worker);
+    if (link == state_.links.end() || link->second->closed()) {
+      failure = absl::StrCat("worker ", names[rank], " disconnected during placement");
+      break;
     }
+    v1::ServerMessage message;
+    v1::Assignment* assignment = message.mutable_assignment();
+    *assignment = common;
+    assignment->set_rank(rank);
+    if (placement.rank_workers.size() > 1) {
+      assignment->set_rendezvous_secret(
+          backend_.credentials->RendezvousSecret(placed.id, placed.attempt));
+    }
+    assignment->set_rank_credential(
+        backend_.credentials->RankCredential(placed.id, placed.attempt, worker));
+    int threads = a.spec.resources_per_rank().threads();
+    if (threads <= 0) {
+      auto r = state_.registered.find(worker);
+      threads = r == state_.registered.end() ? 0 : r->second.threads_per_rank();
+    }
+    assignment->set_threads(std::max(threads, 1));
+    link->second->Send(std::move(message));
+    a.ranks[rank].phase = v1::RANK_PHASE_UNSPECIFIED;
   }
-  if (failure.has_value()) lifecycle_.Fail(placed.id, placed.attempt, WorkerLost(), *failure);
+  return failure;
 }
 
 void PlacementLoop::RecordUsageStart(const ActiveJob& job, const scheduler::Placement& placement) {

@@ -64,8 +64,31 @@ class PlacementLoop {
   std::vector<gantry::v1::Job> HoldOverBudget(std::vector<gantry::v1::Job> queued, absl::Time now);
   // Records the start of a placed attempt's usage (pool, devices, price) for its cost.
   void RecordUsageStart(const ActiveJob& job, const scheduler::Placement& placement);
+  // Places one decided gang: the job moves to PLACING (or a restarting one is placed again), its
+  // placement is recorded and every rank is sent its Assignment.
   void Place(const scheduler::Placement& placement, const std::vector<std::string>& names,
-             absl::Time now);
+             absl::Time now) ABSL_LOCKS_EXCLUDED(state_.mu);
+  // Moves a job placed for the first time to PLACING and observes its queue wait; nullopt (its
+  // slots given back) when it was cancelled meanwhile.
+  std::optional<gantry::v1::Job> EnterPlacing(const scheduler::Placement& placement,
+                                              const std::string& where, absl::Time now)
+      ABSL_LOCKS_EXCLUDED(state_.mu);
+  // Marks the job's ActiveJob placed by `placement` (filled from `started` unless it is placed
+  // again, when `started` is null) and returns a copy of it.
+  ActiveJob MarkPlaced(const scheduler::Placement& placement, const gantry::v1::Job* started,
+                       absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // Records which worker runs which rank and the attempt's usage start, and logs the placement of
+  // an attempt placed again.
+  void RecordPlacedAttempt(const ActiveJob& placed, const scheduler::Placement& placement,
+                           const std::string& where, bool again,
+                           const gantry::v1::Assignment& common) ABSL_LOCKS_EXCLUDED(state_.mu);
+  // Sends each rank of `placed` its Assignment over its worker's link, in rank order (`a` is the
+  // job's live ActiveJob); stops at the first disconnected worker and returns why.
+  std::optional<std::string> SendAssignments(const scheduler::Placement& placement,
+                                             const std::vector<std::string>& names,
+                                             const ActiveJob& placed,
+                                             const gantry::v1::Assignment& common, ActiveJob& a)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   void HandleCancellations(const std::vector<gantry::v1::Job>& cancelling, absl::Time now);
   void ReapEnded(absl::Time now);
   // The progress watchdog: restarts RUNNING jobs whose rank 0 reports no new step in time.
