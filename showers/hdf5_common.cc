@@ -183,12 +183,9 @@ absl::Status CheckChunks(const std::string& path, const Dataset& ds) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
-                                    const ShowerFileLimits& limits, int64_t file_size,
-                                    hid_t access) {
-  const std::string quoted = absl::StrCat("dataset '", name, "'");
+// Checks that `name` is a hard or soft link to a dataset, not an external link, a group or a type.
+absl::Status CheckDatasetLink(const std::string& path, hid_t file, const char* name,
+                              const std::string& quoted) {
   H5L_info_t link{};
   if (H5Lget_info(file, name, &link, H5P_DEFAULT) < 0) {
     return Loss(path, absl::StrCat("cannot read the link of ", quoted));
@@ -204,11 +201,12 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
     return Invalid(path, absl::StrCat("'", name, "' is not a dataset (a group or a named type)"));
   }
   object.Close();
-  Dataset ds;
-  ds.name = name;
-  ds.id = Handle(H5Dopen2(file, name, access), H5Dclose);
-  if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot open ", quoted));
-  Handle type(H5Dget_type(ds.id.get()), H5Tclose);
+  return absl::OkStatus();
+}
+
+// Checks that the dataset's element `type` is an integer or float of 1-8 bytes; returns its size.
+absl::StatusOr<size_t> CheckElementType(const std::string& path, const char* name,
+                                        const std::string& quoted, const Handle& type) {
   const H5T_class_t cls = type.ok() ? H5Tget_class(type.get()) : H5T_NO_CLASS;
   if (cls != H5T_FLOAT && cls != H5T_INTEGER) {
     H5Eclear2(H5E_DEFAULT);
@@ -226,112 +224,183 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
     return Invalid(path, absl::StrCat("dataset '", name, "' has ", value_bytes,
                                       "-byte values; numbers of at most 16 bytes are supported"));
   }
-  Handle space(H5Dget_space(ds.id.get()), H5Sclose);
+  return element_bytes;
+}
+
+// Reads the dataset's rank (1 to 4, checked first) and then its dimensions from `space` into dims.
+absl::Status ReadShape(const std::string& path, const std::string& quoted, const Handle& space,
+                       std::vector<hsize_t>* dims) {
   const int rank = space.ok() ? H5Sget_simple_extent_ndims(space.get()) : -1;
   if (rank < 0) return Loss(path, absl::StrCat("cannot read the shape of ", quoted));
   if (rank < 1 || rank > 4) {
     return Invalid(path, absl::StrCat(quoted, " has rank ", rank, "; expected 1 to 4"));
   }
-  ds.dims.resize(rank);
-  if (H5Sget_simple_extent_dims(space.get(), ds.dims.data(), nullptr) < 0) {
+  dims->resize(rank);
+  if (H5Sget_simple_extent_dims(space.get(), dims->data(), nullptr) < 0) {
     return Loss(path, absl::StrCat("cannot read the shape of ", quoted));
   }
+  return absl::OkStatus();
+}
+
+// A dataset's shape as messages show it, and its sizes as bounded by BoundExtent.
+struct Extent {
+  std::string shape;         // ShapeText(dims)
+  size_t element_bytes = 0;  // 1-8, from CheckElementType
+  uint64_t elements = 0;     // the product of the dims
+  uint64_t bytes = 0;        // elements * element_bytes, uncompressed
+};
+
+// Counts the dataset's elements and bytes (overflow-checked) and bounds them and its events.
+absl::Status BoundExtent(const std::string& path, const std::string& quoted,
+                         const std::vector<hsize_t>& dims, const ShowerFileLimits& limits,
+                         Extent* extent) {
   // Element and byte counts, overflow-checked, before anything is sized from them.
-  const std::string shape = ShapeText(ds.dims);
+  extent->shape = ShapeText(dims);
+  const std::string& shape = extent->shape;
   uint64_t elements = 1;
-  for (hsize_t d : ds.dims) {
+  for (hsize_t d : dims) {
     if (__builtin_mul_overflow(elements, static_cast<uint64_t>(d), &elements)) {
       return Invalid(path, absl::StrCat(quoted, " has shape ", shape,
                                         ": its element count overflows 64 bits"));
     }
   }
-  if (ds.dims[0] > static_cast<hsize_t>(limits.max_events)) {
-    return Invalid(path, absl::StrCat(quoted, " has ", ds.dims[0], " events; at most ",
+  if (dims[0] > static_cast<hsize_t>(limits.max_events)) {
+    return Invalid(path, absl::StrCat(quoted, " has ", dims[0], " events; at most ",
                                       limits.max_events, " are accepted in one file"));
   }
   uint64_t bytes = 0;
-  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(element_bytes), &bytes) ||
+  if (__builtin_mul_overflow(elements, static_cast<uint64_t>(extent->element_bytes), &bytes) ||
       bytes > static_cast<uint64_t>(limits.max_dataset_bytes)) {
     return Invalid(
         path, absl::StrCat(quoted, " has shape ", shape, ": more than ", limits.max_dataset_bytes,
                            " bytes uncompressed, the most accepted"));
   }
-  if (elements == 0) return ds;
-  // The bytes must be in the file: HDF5 reads unallocated storage as fill values, so a tiny file
-  // could otherwise claim any number of events.
-  Handle dcpl(H5Dget_create_plist(ds.id.get()), H5Pclose);
-  if (!dcpl.ok()) return Loss(path, absl::StrCat("cannot read the storage of ", quoted));
-  if (H5Pget_external_count(dcpl.get()) > 0) {
+  extent->elements = elements;
+  extent->bytes = bytes;
+  return absl::OkStatus();
+}
+
+// Checks that a contiguous dataset's bytes are all stored, and end inside the file when its size
+// is known.
+absl::Status CheckContiguousStorage(const std::string& path, const std::string& quoted,
+                                    const Dataset& ds, const Extent& extent, uint64_t stored,
+                                    const std::string& missing, int64_t file_size) {
+  const haddr_t offset = H5Dget_offset(ds.id.get());
+  H5Eclear2(H5E_DEFAULT);
+  if (stored < extent.bytes || offset == HADDR_UNDEF) return Invalid(path, missing);
+  if (file_size >= 0 && (offset > static_cast<uint64_t>(file_size) ||
+                         extent.bytes > static_cast<uint64_t>(file_size) - offset)) {
+    return Invalid(path, absl::StrCat(quoted, " has shape ", extent.shape,
+                                      ": its data would end past the end of the file ("
+                                      "truncated file?)"));
+  }
+  return absl::OkStatus();
+}
+
+// Bounds a chunked dataset's chunk count and chunk size, then checks that every chunk is stored
+// and that the compression ratio is within limits.
+absl::Status CheckChunkedStorage(const std::string& path, const std::string& quoted,
+                                 const Dataset& ds, hid_t dcpl, hid_t space, const Extent& extent,
+                                 uint64_t stored, const ShowerFileLimits& limits) {
+  const int rank = static_cast<int>(ds.dims.size());
+  const std::string& shape = extent.shape;
+  std::vector<hsize_t> chunk(static_cast<size_t>(rank), 0);
+  if (H5Pget_chunk(dcpl, rank, chunk.data()) != rank) {
+    return Loss(path, absl::StrCat("cannot read the chunk shape of ", quoted));
+  }
+  uint64_t chunks = 1, chunk_bytes = extent.element_bytes;
+  for (int i = 0; i < rank; ++i) {
+    if (chunk[i] == 0) return Invalid(path, absl::StrCat(quoted, " has a zero chunk size"));
+    const uint64_t along = ds.dims[i] / chunk[i] + (ds.dims[i] % chunk[i] != 0);
+    if (__builtin_mul_overflow(chunks, along, &chunks) ||
+        __builtin_mul_overflow(chunk_bytes, static_cast<uint64_t>(chunk[i]), &chunk_bytes) ||
+        chunks > static_cast<uint64_t>(limits.max_chunks) ||
+        chunk_bytes > static_cast<uint64_t>(limits.max_chunk_bytes)) {
+      return Invalid(path,
+                     absl::StrCat(quoted, " has shape ", shape, " in chunks of ", ShapeText(chunk),
+                                  ": more than ", limits.max_chunks, " chunks or chunks over ",
+                                  limits.max_chunk_bytes, " bytes, the most accepted"));
+    }
+  }
+  hsize_t allocated = 0;
+  if (H5Dget_num_chunks(ds.id.get(), space, &allocated) < 0) {
+    return Loss(path, absl::StrCat("cannot count the stored chunks of ", quoted));
+  }
+  if (allocated != chunks) {
+    return Invalid(path, absl::StrCat(quoted, " has shape ", shape, " but only ", allocated,
+                                      " of its ", chunks,
+                                      " chunks are stored in the file (never written or "
+                                      "truncated)"));
+  }
+  if (stored == 0 || extent.bytes / stored > static_cast<uint64_t>(limits.max_compression_ratio)) {
+    return Invalid(path, absl::StrCat(quoted, " has shape ", shape, " stored in ", stored,
+                                      " bytes: a compression ratio over ",
+                                      limits.max_compression_ratio, " is not accepted"));
+  }
+  return absl::OkStatus();
+}
+
+// Checks that the dataset's bytes are stored in the file itself (`dcpl` is its creation property
+// list), with the checks of its storage layout.
+absl::Status CheckStored(const std::string& path, const std::string& quoted, const Dataset& ds,
+                         hid_t dcpl, hid_t space, const Extent& extent,
+                         const ShowerFileLimits& limits, int64_t file_size) {
+  if (H5Pget_external_count(dcpl) > 0) {
     return Invalid(path, absl::StrCat(quoted,
                                       " keeps its data in external files; only data stored in "
                                       "the file itself is accepted"));
   }
-  const H5D_layout_t layout = H5Pget_layout(dcpl.get());
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
   const uint64_t stored = H5Dget_storage_size(ds.id.get());
   const std::string missing =
-      absl::StrCat(quoted, " has shape ", shape, " but its data is not stored in the file (",
-                   stored, " of ", bytes, " bytes present)");
+      absl::StrCat(quoted, " has shape ", extent.shape, " but its data is not stored in the file (",
+                   stored, " of ", extent.bytes, " bytes present)");
   if (file_size >= 0 && stored > static_cast<uint64_t>(file_size)) {
     return Invalid(path, absl::StrCat(quoted, " claims ", stored,
                                       " stored bytes, more than the file's ", file_size));
   }
   switch (layout) {
     case H5D_COMPACT:
-      if (stored < bytes) return Invalid(path, missing);
+      if (stored < extent.bytes) return Invalid(path, missing);
       break;
-    case H5D_CONTIGUOUS: {
-      const haddr_t offset = H5Dget_offset(ds.id.get());
-      H5Eclear2(H5E_DEFAULT);
-      if (stored < bytes || offset == HADDR_UNDEF) return Invalid(path, missing);
-      if (file_size >= 0 && (offset > static_cast<uint64_t>(file_size) ||
-                             bytes > static_cast<uint64_t>(file_size) - offset)) {
-        return Invalid(path, absl::StrCat(quoted, " has shape ", shape,
-                                          ": its data would end past the end of the file ("
-                                          "truncated file?)"));
-      }
+    case H5D_CONTIGUOUS:
+      RETURN_IF_ERROR(CheckContiguousStorage(path, quoted, ds, extent, stored, missing, file_size));
       break;
-    }
-    case H5D_CHUNKED: {
-      std::vector<hsize_t> chunk(static_cast<size_t>(rank), 0);
-      if (H5Pget_chunk(dcpl.get(), rank, chunk.data()) != rank) {
-        return Loss(path, absl::StrCat("cannot read the chunk shape of ", quoted));
-      }
-      uint64_t chunks = 1, chunk_bytes = element_bytes;
-      for (int i = 0; i < rank; ++i) {
-        if (chunk[i] == 0) return Invalid(path, absl::StrCat(quoted, " has a zero chunk size"));
-        const uint64_t along = ds.dims[i] / chunk[i] + (ds.dims[i] % chunk[i] != 0);
-        if (__builtin_mul_overflow(chunks, along, &chunks) ||
-            __builtin_mul_overflow(chunk_bytes, static_cast<uint64_t>(chunk[i]), &chunk_bytes) ||
-            chunks > static_cast<uint64_t>(limits.max_chunks) ||
-            chunk_bytes > static_cast<uint64_t>(limits.max_chunk_bytes)) {
-          return Invalid(
-              path, absl::StrCat(quoted, " has shape ", shape, " in chunks of ", ShapeText(chunk),
-                                 ": more than ", limits.max_chunks, " chunks or chunks over ",
-                                 limits.max_chunk_bytes, " bytes, the most accepted"));
-        }
-      }
-      hsize_t allocated = 0;
-      if (H5Dget_num_chunks(ds.id.get(), space.get(), &allocated) < 0) {
-        return Loss(path, absl::StrCat("cannot count the stored chunks of ", quoted));
-      }
-      if (allocated != chunks) {
-        return Invalid(path, absl::StrCat(quoted, " has shape ", shape, " but only ", allocated,
-                                          " of its ", chunks,
-                                          " chunks are stored in the file (never written or "
-                                          "truncated)"));
-      }
-      if (stored == 0 || bytes / stored > static_cast<uint64_t>(limits.max_compression_ratio)) {
-        return Invalid(path, absl::StrCat(quoted, " has shape ", shape, " stored in ", stored,
-                                          " bytes: a compression ratio over ",
-                                          limits.max_compression_ratio, " is not accepted"));
-      }
+    case H5D_CHUNKED:
+      RETURN_IF_ERROR(CheckChunkedStorage(path, quoted, ds, dcpl, space, extent, stored, limits));
       break;
-    }
     default:
       return Invalid(path, absl::StrCat(quoted,
                                         " is a virtual dataset (data mapped from other files); "
                                         "only data stored in the file itself is accepted"));
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
+                                    const ShowerFileLimits& limits, int64_t file_size,
+                                    hid_t access) {
+  const std::string quoted = absl::StrCat("dataset '", name, "'");
+  RETURN_IF_ERROR(CheckDatasetLink(path, file, name, quoted));
+  Dataset ds;
+  ds.name = name;
+  ds.id = Handle(H5Dopen2(file, name, access), H5Dclose);
+  if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot open ", quoted));
+  Handle type(H5Dget_type(ds.id.get()), H5Tclose);
+  Extent extent;
+  ASSIGN_OR_RETURN(extent.element_bytes, CheckElementType(path, name, quoted, type));
+  Handle space(H5Dget_space(ds.id.get()), H5Sclose);
+  RETURN_IF_ERROR(ReadShape(path, quoted, space, &ds.dims));
+  RETURN_IF_ERROR(BoundExtent(path, quoted, ds.dims, limits, &extent));
+  if (extent.elements == 0) return ds;
+  // The bytes must be in the file: HDF5 reads unallocated storage as fill values, so a tiny file
+  // could otherwise claim any number of events.
+  Handle dcpl(H5Dget_create_plist(ds.id.get()), H5Pclose);
+  if (!dcpl.ok()) return Loss(path, absl::StrCat("cannot read the storage of ", quoted));
+  RETURN_IF_ERROR(
+      CheckStored(path, quoted, ds, dcpl.get(), space.get(), extent, limits, file_size));
   RETURN_IF_ERROR(CheckChunks(path, ds));
   return ds;
 }
