@@ -153,19 +153,38 @@ bool WorkerListenerCarries(const std::string& service) {
          service == gantry::v1::DatasetService::service_full_name();
 }
 
+// What the job coordinator's parts use, from the Backend's members.
+CoordinatorDeps CoordinatorDepsOf(Backend& b) {
+  return CoordinatorDeps{*b.jobs,
+                         *b.datasets,
+                         *b.models,
+                         *b.studies,
+                         *b.pools,
+                         *b.workers,
+                         *b.identities,
+                         *b.tenant_limits,
+                         *b.costs,
+                         *b.blobs,
+                         *b.quotas,
+                         *b.credentials,
+                         b.options.coordinator,
+                         b.options.file_datasets};
+}
+
 }  // namespace
 
-// The composition root: every service gets what it uses, from the Backend's members (the Backend
-// itself is passed where a service needs its CallAuth or ModelResolver; coordinator/ and pools/
-// still take it whole). Members are built in their declaration order (gantry_server.h).
+// The composition root: every service and subsystem gets what it uses, from the Backend's members
+// (the Backend itself is passed where one needs its CallAuth or ModelResolver). Members are built
+// in their declaration order (gantry_server.h).
 GantryServer::GantryServer(std::unique_ptr<Backend> backend)
     : backend_(std::move(backend)),
-      coordinator_(*backend_, &router_),
+      coordinator_(CoordinatorDepsOf(*backend_), &router_),
       pinner_(*backend_->model_pins, *backend_->workers, router_, coordinator_.sessions(),
               backend_->worker_channels),
-      autoscaler_(*backend_, coordinator_.state()),
+      autoscaler_(*backend_->pools, backend_->options.pools, coordinator_.state()),
       watch_pump_(kWatchPumpThreads),
-      submitter_(*backend_),
+      submitter_(*backend_->jobs, *backend_->datasets, *backend_->models, *backend_->pools,
+                 *backend_->quotas, backend_->options.file_datasets),
       training_(*backend_, submitter_, *backend_->jobs, *backend_->costs, *backend_->pools,
                 *backend_->quotas, backend_->job_notifier, watch_pump_),
       generation_(*backend_, *backend_, *backend_->quotas, router_, backend_->worker_channels,
@@ -192,7 +211,8 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
                       backend_->options.blob_gc_grace),
       studies_(*backend_, submitter_, *backend_->studies, *backend_->jobs, *backend_->quotas,
                watch_pump_),
-      study_driver_(*backend_, backend_->options.coordinator.study_interval) {}
+      study_driver_(*backend_->studies, *backend_->jobs, *backend_->models, *backend_, submitter_,
+                    backend_->options.coordinator.study_interval) {}
 
 GantryServer::~GantryServer() {
   if (server_ != nullptr) {
@@ -243,7 +263,7 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   RETURN_IF_ERROR(s.StartListeners(options, creds));
   RETURN_IF_ERROR(s.StartHealthMonitor(options));
   s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
-      metrics::ProcessMetrics(), *b, s.coordinator_.state(), s.health_db_.get());
+      metrics::ProcessMetrics(), *b->jobs, *b->db, s.coordinator_.state(), s.health_db_.get());
   s.metrics_http_ = std::move(metrics_http);
   RETURN_IF_ERROR(
       s.StartHttpApi(options, tls.listener.cert_pem, tls.listener.key_pem, http_api_key));

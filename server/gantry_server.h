@@ -81,9 +81,8 @@ class GantryServer {
   absl::Status StartHttpApi(const ServerOptions& options, const std::string& cert_pem,
                             const std::string& key_pem, const std::string& in_process_key);
 
-  // What everything below is built from. The gRPC services, the gateway and the HTTP API get the
-  // Backend's members they use (the Backend itself only as CallAuth and ModelResolver); the
-  // coordinator, the job submitter, the autoscaler and the study driver still take it whole.
+  // What everything below is built from: each part gets the Backend's members it uses (the
+  // Backend itself only as CallAuth and ModelResolver).
   std::unique_ptr<Backend> backend_;
   GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
@@ -92,7 +91,8 @@ class GantryServer {
   // Runs the polls of WatchJob and WatchStudy streams (callback API); outlives both servers.
   static constexpr int kWatchPumpThreads = 4;
   StreamPump watch_pump_;
-  JobSubmitter submitter_;  // how jobs enter: TrainingService.SubmitJob, StudyService's checks
+  // How jobs enter: TrainingService.SubmitJob, StudyService's checks, the study driver's trials.
+  JobSubmitter submitter_;
   TrainingService training_;
   GenerationService generation_;
   ModelExportProxy exports_;  // CatalogService.ExportModel

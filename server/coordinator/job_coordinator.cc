@@ -2,11 +2,14 @@
 
 namespace gantry::server {
 
-JobCoordinator::JobCoordinator(Backend& backend, GenerationRouter* router)
-    : state_(scheduler::SchedulerOptions{absl::Milliseconds(backend.options.coordinator.lease_timeout_ms)}),
-      lifecycle_(backend, state_),
-      registrar_(backend),
-      sessions_(backend, state_, lifecycle_, registrar_, router),
-      loop_(backend, state_, lifecycle_, router) {}
+JobCoordinator::JobCoordinator(const CoordinatorDeps& deps, GenerationRouter* router)
+    : state_(scheduler::SchedulerOptions{absl::Milliseconds(deps.options.lease_timeout_ms)}),
+      lifecycle_(deps.jobs, deps.pools, deps.datasets, state_),
+      registrar_(deps.jobs, deps.blobs, deps.studies, deps.models),
+      sessions_(deps.jobs, deps.identities, deps.options.progress_event_interval, state_,
+                lifecycle_, registrar_, router),
+      loop_(deps.jobs, deps.datasets, deps.models, deps.pools, deps.workers, deps.identities,
+            deps.tenant_limits, deps.costs, deps.quotas, deps.credentials, deps.options,
+            deps.file_datasets, state_, lifecycle_, router) {}
 
 }  // namespace gantry::server

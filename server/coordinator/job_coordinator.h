@@ -23,16 +23,47 @@
 #include "server/coordinator/placement_loop.h"
 #include "server/coordinator/worker_link.h"
 #include "server/coordinator/worker_sessions.h"
-#include "server/platform/backend.h"
+#include "server/platform/server_options.h"
+#include "server/platform/tenant_quotas.h"
+#include "server/platform/worker_credentials.h"
+#include "storage/blob_store.h"
+#include "storage/cost_repository.h"
+#include "storage/dataset_repository.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/pool_repository.h"
+#include "storage/study_repository.h"
+#include "storage/tenant_limits_repository.h"
+#include "storage/worker_identity_repository.h"
+#include "storage/worker_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe. `backend` must outlive it.
+// What the coordinator's parts use, which JobCoordinator hands down to them. Every reference must
+// outlive the coordinator (the struct itself need not: nothing keeps it).
+struct CoordinatorDeps {
+  storage::JobRepository& jobs;
+  storage::DatasetRepository& datasets;
+  storage::ModelRepository& models;
+  storage::StudyRepository& studies;  // a registered model's study lineage
+  storage::PoolRepository& pools;
+  storage::WorkerRepository& workers;
+  storage::WorkerIdentityRepository& identities;
+  storage::TenantLimitsRepository& tenant_limits;
+  storage::CostRepository& costs;
+  storage::BlobStore& blobs;  // the size of an uploaded checkpoint
+  TenantQuotas& quotas;
+  WorkerCredentials& credentials;
+  const CoordinatorOptions& options;
+  const FileDatasetOptions& file_datasets;
+};
+
+// Thread-safe. Every reference in `deps` must outlive it.
 class JobCoordinator {
  public:
   // `router` (may be null; must outlive it) is told about worker registrations, connections,
   // heartbeats and losses, so that generation follows the same view of the pool.
-  explicit JobCoordinator(Backend& backend, GenerationRouter* router = nullptr);
+  explicit JobCoordinator(const CoordinatorDeps& deps, GenerationRouter* router = nullptr);
 
   // The tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
   void Start() { loop_.Start(); }

@@ -48,17 +48,16 @@ void QueueAgain(CoordinatorState& state, ActiveJob& job, int next_attempt,
 
 absl::StatusOr<v1::Job> JobLifecycle::StartPlacing(const std::string& job_id,
                                                    const std::string& message) {
-  return backend_.jobs->Transition(job_id, {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_PLACING, "Placed",
-                                   message);
+  return jobs_.Transition(job_id, {v1::JOB_STATE_QUEUED}, v1::JOB_STATE_PLACING, "Placed", message);
 }
 
 void JobLifecycle::StartRunning(const std::string& job_id, int attempt, int ranks) {
-  backend_.jobs
-      ->Transition(job_id, {v1::JOB_STATE_PLACING, v1::JOB_STATE_RESTARTING}, v1::JOB_STATE_RUNNING,
-                   attempt > 0 ? "Resumed" : "Running",
-                   attempt > 0 ? absl::StrCat("attempt ", attempt, ": all ", ranks,
-                                              " ranks joined the process group")
-                               : absl::StrCat("all ", ranks, " ranks joined the process group"))
+  jobs_
+      .Transition(job_id, {v1::JOB_STATE_PLACING, v1::JOB_STATE_RESTARTING}, v1::JOB_STATE_RUNNING,
+                  attempt > 0 ? "Resumed" : "Running",
+                  attempt > 0 ? absl::StrCat("attempt ", attempt, ": all ", ranks,
+                                             " ranks joined the process group")
+                              : absl::StrCat("all ", ranks, " ranks joined the process group"))
       .IgnoreError();
 }
 
@@ -80,8 +79,7 @@ void JobLifecycle::End(const std::string& job_id, const std::vector<v1::JobState
 bool JobLifecycle::TryEnd(const DeferredEnd& end) {
   const std::string& job_id = end.job_id;
   const std::string& message = end.message;
-  absl::StatusOr<v1::Job> job =
-      backend_.jobs->Transition(job_id, end.from, end.to, end.reason, message);
+  absl::StatusOr<v1::Job> job = jobs_.Transition(job_id, end.from, end.to, end.reason, message);
   if (!job.ok() && (absl::IsUnavailable(job.status()) || absl::IsAborted(job.status()) ||
                     absl::IsInternal(job.status()))) {
     return false;
@@ -95,7 +93,7 @@ bool JobLifecycle::TryEnd(const DeferredEnd& end) {
       absl::MutexLock lock(&state_.mu);
       if (!state_.active.count(job_id)) return true;
     }
-    job = backend_.jobs->Get("", job_id);
+    job = jobs_.Get("", job_id);
     if (!job.ok()) return true;
   }
   if (!storage::IsTerminalJobState(job->state())) return true;
@@ -156,7 +154,7 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
 
 bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failure,
                            const std::string& message, int64_t latest_step, double step_seconds) {
-  absl::StatusOr<v1::Job> job = backend_.jobs->Get("", job_id);
+  absl::StatusOr<v1::Job> job = jobs_.Get("", job_id);
   if (!job.ok()) return !Transient(job.status());  // gone: nothing to restart
   if (storage::IsTerminalJobState(job->state()) || job->state() == v1::JOB_STATE_CANCELLING)
     return true;
@@ -195,7 +193,7 @@ bool JobLifecycle::Restart(const std::string& job_id, const FailureClass& failur
           : absl::StrFormat("resuming from the checkpoint of step %d (epoch %d), %d steps redone",
                             from.step(), from.epoch(), redone);
   restart.set_message(absl::StrCat(message, "; ", resume));
-  absl::StatusOr<v1::Job> restarted = backend_.jobs->BeginRestart(job_id, kLive, restart);
+  absl::StatusOr<v1::Job> restarted = jobs_.BeginRestart(job_id, kLive, restart);
   if (!restarted.ok()) {
     if (Transient(restarted.status())) return false;
     Unclaim(job_id);  // left the live states meanwhile (cancelled): nothing to restart
@@ -262,9 +260,9 @@ void JobLifecycle::RetryDeferred() {
 
 void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
   if (job.state() == v1::JOB_STATE_CANCELLING) {
-    backend_.jobs
-        ->Transition(job.id(), {v1::JOB_STATE_CANCELLING}, v1::JOB_STATE_CANCELLED, "Cancelled",
-                     "no worker reported ranks of the job after the server restarted")
+    jobs_
+        .Transition(job.id(), {v1::JOB_STATE_CANCELLING}, v1::JOB_STATE_CANCELLED, "Cancelled",
+                    "no worker reported ranks of the job after the server restarted")
         .IgnoreError();
     return;
   }
@@ -296,8 +294,8 @@ bool JobLifecycle::LoadOrphans() {
     if (state_.orphans_loaded) return true;
   }
   absl::StatusOr<std::vector<v1::Job>> jobs =
-      backend_.jobs->ListByState({v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING,
-                                  v1::JOB_STATE_RESTARTING, v1::JOB_STATE_CANCELLING});
+      jobs_.ListByState({v1::JOB_STATE_PLACING, v1::JOB_STATE_RUNNING, v1::JOB_STATE_RESTARTING,
+                         v1::JOB_STATE_CANCELLING});
   if (!jobs.ok()) return false;
   absl::MutexLock lock(&state_.mu);
   if (state_.orphans_loaded) return true;  // another caller loaded them meanwhile
@@ -309,7 +307,7 @@ bool JobLifecycle::LoadOrphans() {
 }
 
 void JobLifecycle::AppendEventOrLog(const std::string& job_id, const v1::JobEvent& event) {
-  absl::StatusOr<int64_t> seq = backend_.jobs->AppendEvent(job_id, event);
+  absl::StatusOr<int64_t> seq = jobs_.AppendEvent(job_id, event);
   if (!seq.ok()) {
     GANTRY_LOG(ERROR) << "cannot record an event of " << job_id << ": " << seq.status();
   }
@@ -326,14 +324,14 @@ absl::StatusOr<scheduler::JobRequest> JobLifecycle::MakeJobRequest(const v1::Job
   request.selector.insert(job.spec().worker_selector().begin(), job.spec().worker_selector().end());
   // The pool is chosen when the job is queued (again): the cheapest eligible one then. A pool that
   // has gone since submission leaves the job waiting for workers labelled with its name.
-  absl::StatusOr<std::string> pool = ResolveJobPool(*backend_.pools, job.spec());
+  absl::StatusOr<std::string> pool = ResolveJobPool(pools_, job.spec());
   if (pool.ok() && !pool->empty()) {
     request.selector["pool"] = *pool;
   } else if (!pool.ok() && !job.spec().pool().empty()) {
     request.selector["pool"] = job.spec().pool();
   }
   if (absl::StartsWith(job.spec().dataset(), "ds-")) {
-    absl::StatusOr<v1::Dataset> ds = backend_.datasets->Get(job.owner(), job.spec().dataset());
+    absl::StatusOr<v1::Dataset> ds = datasets_.Get(job.owner(), job.spec().dataset());
     if (!ds.ok()) {
       return absl::Status(ds.status().code(), absl::StrCat("dataset ", job.spec().dataset(),
                                                            " is gone: ", ds.status().message()));

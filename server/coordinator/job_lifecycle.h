@@ -15,15 +15,19 @@
 #include "gantry/v1/training.pb.h"
 #include "scheduler/types.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/platform/backend.h"
+#include "storage/dataset_repository.h"
+#include "storage/job_repository.h"
+#include "storage/pool_repository.h"
 
 namespace gantry::server {
 
 // Thread-safe. Each call writes the database without holding `state.mu`, then takes the lock to
-// bring the in-memory view in line. `backend` and `state` must outlive it.
+// bring the in-memory view in line. Every reference must outlive it.
 class JobLifecycle {
  public:
-  JobLifecycle(Backend& backend, CoordinatorState& state) : backend_(backend), state_(state) {}
+  JobLifecycle(storage::JobRepository& jobs, storage::PoolRepository& pools,
+               storage::DatasetRepository& datasets, CoordinatorState& state)
+      : jobs_(jobs), pools_(pools), datasets_(datasets), state_(state) {}
 
   // QUEUED -> PLACING; an error when the job left QUEUED meanwhile (cancelled).
   absl::StatusOr<gantry::v1::Job> StartPlacing(const std::string& job_id,
@@ -83,7 +87,9 @@ class JobLifecycle {
   // End's work; false when the database could not be written (nothing changed).
   bool TryEnd(const DeferredEnd& end);
 
-  Backend& backend_;
+  storage::JobRepository& jobs_;
+  storage::PoolRepository& pools_;        // MakeJobRequest: the job's pool
+  storage::DatasetRepository& datasets_;  // MakeJobRequest: an uploaded dataset's cache key
   CoordinatorState& state_;
   absl::Mutex deferred_mu_;
   std::vector<Deferred> deferred_ ABSL_GUARDED_BY(deferred_mu_);

@@ -22,7 +22,7 @@ absl::Status WithField(const absl::Status& status, absl::string_view field) {
 }  // namespace
 
 absl::Status JobSubmitter::CheckFileDataset(const Principal& p, const std::string& ref) const {
-  const FileRoots roots = backend_.options.file_datasets.RootsOf(p.tenant);
+  const FileRoots roots = file_datasets_.RootsOf(p.tenant);
   if (roots.empty()) {
     return absl::PermissionDeniedError(absl::StrCat(
         "spec.dataset: tenant \"", p.tenant,
@@ -45,7 +45,7 @@ absl::Status JobSubmitter::Check(const Principal& p, const v1::JobSpec& spec,
   // The dataset's event count when the server knows it (toy and uploaded data), for the folds.
   int64_t events = -1;
   if (kind == DatasetRefKind::kUploaded) {
-    absl::StatusOr<v1::Dataset> dataset = backend_.datasets->Get(p.tenant, spec.dataset());
+    absl::StatusOr<v1::Dataset> dataset = datasets_.Get(p.tenant, spec.dataset());
     RETURN_IF_ERROR(WithField(dataset.status(), "spec.dataset"));
     events = dataset->events();
   }
@@ -61,8 +61,7 @@ absl::Status JobSubmitter::Check(const Principal& p, const v1::JobSpec& spec,
                      " folds"));
   }
   if (!spec.initial_model().empty()) {
-    absl::StatusOr<v1::ModelVersion> model =
-        backend_.models->Resolve(p.tenant, spec.initial_model());
+    absl::StatusOr<v1::ModelVersion> model = models_.Resolve(p.tenant, spec.initial_model());
     RETURN_IF_ERROR(WithField(model.status(), "spec.initial_model"));
     if (model->status() == v1::MODEL_STATUS_ARCHIVED) {
       return absl::FailedPreconditionError(
@@ -72,7 +71,7 @@ absl::Status JobSubmitter::Check(const Principal& p, const v1::JobSpec& spec,
     }
   }
   if (spec.pool().size() > 63) return checks::Invalid("spec.pool", "is not a pool name");
-  RETURN_IF_ERROR(ResolveJobPool(*backend_.pools, spec).status());
+  RETURN_IF_ERROR(ResolveJobPool(pools_, spec).status());
   if (dataset_events != nullptr) *dataset_events = events;
   return absl::OkStatus();
 }
@@ -90,8 +89,8 @@ absl::StatusOr<v1::Job> JobSubmitter::Submit(const Principal& p, v1::JobSpec spe
     const uint64_t seed = (uint64_t{rd()} << 32 | rd()) | 1;
     spec.mutable_hyper_parameters()->set_seed(seed);
   }
-  ASSIGN_OR_RETURN(storage::TenantLimits limits, backend_.quotas->LimitsOf(p.tenant));
-  return backend_.jobs->Create(p.tenant, spec, request_id, limits.max_concurrent_jobs);
+  ASSIGN_OR_RETURN(storage::TenantLimits limits, quotas_.LimitsOf(p.tenant));
+  return jobs_.Create(p.tenant, spec, request_id, limits.max_concurrent_jobs);
 }
 
 }  // namespace gantry::server

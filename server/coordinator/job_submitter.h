@@ -11,14 +11,27 @@
 #include "absl/status/statusor.h"
 #include "gantry/v1/training.pb.h"
 #include "server/platform/auth.h"
-#include "server/platform/backend.h"
+#include "server/platform/server_options.h"
+#include "server/platform/tenant_quotas.h"
+#include "storage/dataset_repository.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/pool_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe (database I/O only). `backend` must outlive it.
+// Thread-safe (database I/O only). Every reference must outlive it.
 class JobSubmitter {
  public:
-  explicit JobSubmitter(Backend& backend) : backend_(backend) {}
+  JobSubmitter(storage::JobRepository& jobs, storage::DatasetRepository& datasets,
+               storage::ModelRepository& models, storage::PoolRepository& pools,
+               TenantQuotas& quotas, const FileDatasetOptions& file_datasets)
+      : jobs_(jobs),
+        datasets_(datasets),
+        models_(models),
+        pools_(pools),
+        quotas_(quotas),
+        file_datasets_(file_datasets) {}
 
   // Validates `spec` for tenant `p` and stores it as a QUEUED job. A seed of 0 is replaced by a
   // random one. INVALID_ARGUMENT / PERMISSION_DENIED / NOT_FOUND name the spec field to change;
@@ -37,7 +50,12 @@ class JobSubmitter {
   // unless the path lies under an allowed root.
   absl::Status CheckFileDataset(const Principal& p, const std::string& ref) const;
 
-  Backend& backend_;
+  storage::JobRepository& jobs_;
+  storage::DatasetRepository& datasets_;  // uploaded datasets: access and event counts
+  storage::ModelRepository& models_;      // initial models
+  storage::PoolRepository& pools_;
+  TenantQuotas& quotas_;  // the active-job limit
+  const FileDatasetOptions file_datasets_;
 };
 
 }  // namespace gantry::server

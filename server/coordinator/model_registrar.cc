@@ -102,13 +102,13 @@ absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
   RETURN_IF_ERROR(ValidateSha256(result.checkpoint_sha256(), "result.checkpoint_sha256"));
   // Only a checkpoint this job uploaded: never another job's (another tenant's) checkpoint or a
   // dataset blob that a worker names.
-  ASSIGN_OR_RETURN(bool own, backend_.jobs->HasCheckpoint(job_id, result.checkpoint_sha256()));
+  ASSIGN_OR_RETURN(bool own, jobs_.HasCheckpoint(job_id, result.checkpoint_sha256()));
   if (!own) {
     return absl::FailedPreconditionError(
         absl::StrCat("result.checkpoint_sha256: ", result.checkpoint_sha256(),
                      " is not a checkpoint job ", job_id, " uploaded; a job registers its own"));
   }
-  ASSIGN_OR_RETURN(int64_t size, backend_.blobs->Size(result.checkpoint_sha256()));
+  ASSIGN_OR_RETURN(int64_t size, blobs_.Size(result.checkpoint_sha256()));
   if (size != result.checkpoint_size_bytes()) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint ", result.checkpoint_sha256(), " has ", size,
@@ -119,20 +119,20 @@ absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
   // set, so the study's own record of the job decides).
   if (spec.labels().count("study")) {
     ASSIGN_OR_RETURN(std::optional<storage::StudyRepository::TrialRef> trial,
-                     backend_.studies->TrialOfJob(job_id));
+                     studies_.TrialOfJob(job_id));
     if (trial.has_value()) {
       version.mutable_lineage()->set_study_id(trial->study_id);
       version.mutable_lineage()->set_study_trial(trial->number);
     }
   }
-  ASSIGN_OR_RETURN(v1::ModelVersion stored, backend_.models->Register(version));
+  ASSIGN_OR_RETURN(v1::ModelVersion stored, models_.Register(version));
   const std::string model_ref = absl::StrCat(stored.name(), ":", stored.version());
-  RETURN_IF_ERROR(backend_.jobs->SetModelRef(job_id, model_ref));
+  RETURN_IF_ERROR(jobs_.SetModelRef(job_id, model_ref));
   v1::JobEvent event;
   event.mutable_model_registered()->set_model_ref(model_ref);
   event.mutable_model_registered()->mutable_metrics()->insert(result.metrics().begin(),
                                                               result.metrics().end());
-  RETURN_IF_ERROR(backend_.jobs->AppendEvent(job_id, event).status());
+  RETURN_IF_ERROR(jobs_.AppendEvent(job_id, event).status());
   return model_ref;
 }
 

@@ -7,14 +7,19 @@
 #include "absl/status/statusor.h"
 #include "gantry/v1/training.pb.h"
 #include "gantry/v1/worker.pb.h"
-#include "server/platform/backend.h"
+#include "storage/blob_store.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/study_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe (database I/O only, no state). `backend` must outlive it.
+// Thread-safe (database I/O only, no state). Every reference must outlive it.
 class ModelRegistrar {
  public:
-  explicit ModelRegistrar(Backend& backend) : backend_(backend) {}
+  ModelRegistrar(storage::JobRepository& jobs, storage::BlobStore& blobs,
+                 storage::StudyRepository& studies, storage::ModelRepository& models)
+      : jobs_(jobs), blobs_(blobs), studies_(studies), models_(models) {}
 
   // Checks the uploaded checkpoint (one this job uploaded, FAILED_PRECONDITION otherwise, with the
   // size the result states), registers the model version (with lineage, metrics and
@@ -25,7 +30,10 @@ class ModelRegistrar {
                                        const gantry::v1::JobResult& result);
 
  private:
-  Backend& backend_;
+  storage::JobRepository& jobs_;
+  storage::BlobStore& blobs_;          // the checkpoint's stored size
+  storage::StudyRepository& studies_;  // a trial job's study and trial, for the lineage
+  storage::ModelRepository& models_;
 };
 
 }  // namespace gantry::server

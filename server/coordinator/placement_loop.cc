@@ -62,7 +62,7 @@ void PlacementLoop::Tick(absl::Time now) {
   EndUnclaimedOrphans(now);
   // One query a tick for the jobs the database drives: new QUEUED ones, CANCELLING ones.
   absl::StatusOr<std::vector<v1::Job>> jobs =
-      backend_.jobs->ListByState({v1::JOB_STATE_QUEUED, v1::JOB_STATE_CANCELLING});
+      jobs_.ListByState({v1::JOB_STATE_QUEUED, v1::JOB_STATE_CANCELLING});
   if (!jobs.ok()) {
     GANTRY_LOG(ERROR) << "the scheduler cannot list jobs: " << jobs.status();
   } else {
@@ -82,7 +82,7 @@ void PlacementLoop::Tick(absl::Time now) {
 
 void PlacementLoop::EndUnclaimedOrphans(absl::Time now) {
   if (!lifecycle_.LoadOrphans()) return;
-  const absl::Duration wait = absl::Milliseconds(backend_.options.coordinator.lease_timeout_ms);
+  const absl::Duration wait = absl::Milliseconds(options_.lease_timeout_ms);
   std::vector<v1::Job> unclaimed;
   {
     absl::MutexLock lock(&state_.mu);
@@ -96,7 +96,7 @@ void PlacementLoop::EndUnclaimedOrphans(absl::Time now) {
 void PlacementLoop::RefreshTenantPolicies(absl::Time now) {
   if (now - policies_loaded_ < absl::Seconds(2)) return;
   absl::StatusOr<std::map<std::string, storage::TenantLimits::Overrides>> overrides =
-      backend_.tenant_limits->SchedulingOverrides();
+      tenant_limits_.SchedulingOverrides();
   if (!overrides.ok()) {
     // The scheduler keeps the policies it has; the next tick tries again.
     GANTRY_LOG(ERROR) << "the scheduler cannot read the tenants' policies: " << overrides.status();
@@ -105,7 +105,7 @@ void PlacementLoop::RefreshTenantPolicies(absl::Time now) {
   policies_loaded_ = now;
   std::map<std::string, scheduler::TenantPolicy> policies;
   for (const auto& [tenant, o] : *overrides) {
-    const storage::TenantLimits limits = backend_.quotas->defaults().With(o);
+    const storage::TenantLimits limits = quotas_.defaults().With(o);
     scheduler::TenantPolicy& policy = policies[tenant];
     policy.weight = limits.fair_share_weight;
     for (const auto& [pool, slots] : limits.max_slots_per_pool) {
@@ -141,7 +141,7 @@ void PlacementLoop::ExplainWaits(absl::Time now) {
     }
   }
   for (const auto& [id, reason] : changed) {
-    if (backend_.jobs->SetQueuedMessage(id, reason).ok()) wait_reasons_[id] = reason;
+    if (jobs_.SetQueuedMessage(id, reason).ok()) wait_reasons_[id] = reason;
   }
 }
 
@@ -197,9 +197,9 @@ std::vector<v1::Job> PlacementLoop::HoldOverBudget(std::vector<v1::Job> queued, 
     std::optional<std::string> why = budget_gate_.Exhausted(job.owner());
     if (!why.has_value()) {
       if (budget_holds_.count(job.id())) {  // released: the scheduler explains the wait from now
-        backend_.jobs
-            ->SetQueuedMessage(job.id(), absl::StrCat("within budget again; waiting for ",
-                                                      job.spec().world_size(), " free slots"))
+        jobs_
+            .SetQueuedMessage(job.id(), absl::StrCat("within budget again; waiting for ",
+                                                     job.spec().world_size(), " free slots"))
             .IgnoreError();
       }
       admitted.push_back(std::move(job));
@@ -207,7 +207,7 @@ std::vector<v1::Job> PlacementLoop::HoldOverBudget(std::vector<v1::Job> queued, 
     }
     auto before = budget_holds_.find(job.id());
     if (before == budget_holds_.end() || before->second != *why) {
-      if (!backend_.jobs->SetQueuedMessage(job.id(), *why).ok()) continue;  // retried next tick
+      if (!jobs_.SetQueuedMessage(job.id(), *why).ok()) continue;  // retried next tick
       wait_reasons_.erase(job.id());  // explained again once it is admitted
     }
     holds[job.id()] = std::move(*why);
@@ -330,7 +330,7 @@ void PlacementLoop::RecordPlacedAttempt(const ActiveJob& placed,
   // Which worker runs which rank, for checks after a server restart (hello claims, checkpoint
   // uploads and fetches by worker credential).
   if (absl::Status recorded =
-          backend_.identities->RecordPlacement(placed.id, placed.attempt, placement.rank_workers);
+          identities_.RecordPlacement(placed.id, placed.attempt, placement.rank_workers);
       !recorded.ok()) {
     GANTRY_LOG(ERROR) << "cannot record the placement of " + placed.id + " attempt " +
                              std::to_string(placed.attempt) + ": " + recorded.ToString();
@@ -367,11 +367,9 @@ std::optional<std::string> PlacementLoop::SendAssignments(const scheduler::Place
     *assignment = common;
     assignment->set_rank(rank);
     if (placement.rank_workers.size() > 1) {
-      assignment->set_rendezvous_secret(
-          backend_.credentials->RendezvousSecret(placed.id, placed.attempt));
+      assignment->set_rendezvous_secret(credentials_.RendezvousSecret(placed.id, placed.attempt));
     }
-    assignment->set_rank_credential(
-        backend_.credentials->RankCredential(placed.id, placed.attempt, worker));
+    assignment->set_rank_credential(credentials_.RankCredential(placed.id, placed.attempt, worker));
     int threads = a.spec.resources_per_rank().threads();
     if (threads <= 0) {
       auto r = state_.registered.find(worker);
@@ -409,10 +407,10 @@ void PlacementLoop::RecordUsageStart(const ActiveJob& job, const scheduler::Plac
     }
   }
   if (!usage.pool.empty()) {
-    absl::StatusOr<v1::Pool> pool = backend_.pools->Get(usage.pool);
+    absl::StatusOr<v1::Pool> pool = pools_.Get(usage.pool);
     if (pool.ok()) usage.price_per_device_hour = pool->spec().price_per_device_hour();
   }
-  absl::StatusOr<bool> started = backend_.costs->StartAttempt(usage);
+  absl::StatusOr<bool> started = costs_.StartAttempt(usage);
   if (!started.ok()) {
     GANTRY_LOG(ERROR) << "cannot record the usage of " << job.id << " attempt " << job.attempt
                       << ": " << started.status();
@@ -426,26 +424,25 @@ absl::StatusOr<v1::Assignment> PlacementLoop::MakeAssignment(
   *a.mutable_spec() = job.spec;
   a.set_world_size(job.spec.world_size());
   a.set_attempt(job.attempt);
-  a.set_collective_timeout_ms(backend_.options.coordinator.collective_timeout_ms);
+  a.set_collective_timeout_ms(options_.collective_timeout_ms);
   // Every attempt resumes from the newest uploaded checkpoint (read now: a preempted rank may
   // have uploaded one after the restart began).
-  ASSIGN_OR_RETURN(v1::Job stored, backend_.jobs->Get("", job.id));
+  ASSIGN_OR_RETURN(v1::Job stored, jobs_.Get("", job.id));
   a.set_resume_checkpoint_sha256(stored.latest_checkpoint().sha256());
   a.set_rendezvous_host(placement.rendezvous_host);
   a.set_rendezvous_port(placement.rendezvous_port);
   a.set_owner(job.owner);
   if (absl::StartsWith(job.spec.dataset(), "ds-")) {
-    ASSIGN_OR_RETURN(v1::Dataset ds, backend_.datasets->Get(job.owner, job.spec.dataset()));
+    ASSIGN_OR_RETURN(v1::Dataset ds, datasets_.Get(job.owner, job.spec.dataset()));
     a.set_dataset_sha256(ds.sha256());
   }
   if (absl::StartsWith(job.spec.dataset(), "file://")) {
     // The owner's directories now (an operator may have narrowed them since the submission).
-    const FileRoots roots = backend_.options.file_datasets.RootsOf(job.owner);
+    const FileRoots roots = file_datasets_.RootsOf(job.owner);
     for (const std::string& root : roots.roots()) a.add_file_roots(root);
   }
   if (!job.spec.initial_model().empty()) {
-    absl::StatusOr<v1::ModelVersion> parent =
-        backend_.models->Resolve(job.owner, job.spec.initial_model());
+    absl::StatusOr<v1::ModelVersion> parent = models_.Resolve(job.owner, job.spec.initial_model());
     if (!parent.ok()) {
       return absl::Status(parent.status().code(),
                           absl::StrCat("spec.initial_model: ", parent.status().message()));
@@ -474,7 +471,7 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
       loss.worker_id = lost.worker_id;
       const std::string why =
           absl::StrCat("worker ", name, " sent no heartbeat for ",
-                       backend_.options.coordinator.lease_timeout_ms / 1000.0, " s; its ranks are lost");
+                       options_.lease_timeout_ms / 1000.0, " s; its ranks are lost");
       const std::set<std::string> leased(lost.job_ids.begin(), lost.job_ids.end());
       for (const std::string& job_id : lost.job_ids) {
         auto it = state_.active.find(job_id);
@@ -495,7 +492,7 @@ void PlacementLoop::ExpireWorkers(absl::Time now) {
     }
   }
   for (const Loss& loss : losses) {
-    backend_.workers->MarkDisconnected(loss.worker_id).IgnoreError();
+    workers_.MarkDisconnected(loss.worker_id).IgnoreError();
     // The other ranks are told to stop while the lost worker still counts as running the job.
     FailAll(lifecycle_, loss.failures);
     absl::MutexLock lock(&state_.mu);
@@ -533,7 +530,7 @@ void PlacementLoop::HandleCancellations(const std::vector<v1::Job>& cancelling, 
       }
       const int exited = a.CountRanks(v1::RANK_PHASE_EXITED);
       const bool all_exited = a.Queued() || exited >= job.spec().world_size();
-      if (all_exited || now - a.ended_at > backend_.options.coordinator.rank_exit_grace) {
+      if (all_exited || now - a.ended_at > options_.rank_exit_grace) {
         endings.push_back(
             {job.id(),
              {v1::JOB_STATE_CANCELLING},
@@ -557,15 +554,15 @@ void PlacementLoop::ReapEnded(absl::Time now) {
       const ActiveJob& a = it->second;
       const int exited = a.CountRanks(v1::RANK_PHASE_EXITED);
       const int running = a.CountRanks(v1::RANK_PHASE_RUNNING);
-      if (a.phase == JobPhase::kRunning && now - a.placed_at > backend_.options.coordinator.placing_timeout &&
+      if (a.phase == JobPhase::kRunning && now - a.placed_at > options_.placing_timeout &&
           running + exited < a.spec.world_size()) {
         timeouts.push_back({a.id, a.attempt, PlacementTimeout(),
                             absl::StrCat("only ", running + exited, " of ", a.spec.world_size(),
                                          " ranks started within ",
-                                         absl::FormatDuration(backend_.options.coordinator.placing_timeout))});
+                                         absl::FormatDuration(options_.placing_timeout))});
       }
       const bool done = a.Ended() && (a.Queued() || exited >= a.spec.world_size() ||
-                                    now - a.ended_at > backend_.options.coordinator.rank_exit_grace);
+                                      now - a.ended_at > options_.rank_exit_grace);
       if (done) {
         state_.scheduler.Remove(a.id);
         state_.queued.erase(a.id);
@@ -588,16 +585,16 @@ void PlacementLoop::WatchProgress(absl::Time now) {
       }
       const absl::Time last = std::max(a.running_since, a.latest_step_at);
       const double median = a.MedianStepSeconds();
-      const absl::Duration limit = std::max(
-          backend_.options.coordinator.hang_timeout, absl::Seconds(backend_.options.coordinator.hang_step_factor * median));
+      const absl::Duration limit =
+          std::max(options_.hang_timeout, absl::Seconds(options_.hang_step_factor * median));
       if (now - last <= limit) continue;
       hung.push_back(
           {id, a.attempt, NoProgress(),
            absl::StrFormat("no training step for %s (rank 0 last reported step %d; the limit is "
                            "max(%s, %g x the median step time %.3g s))",
                            absl::FormatDuration(absl::Trunc(now - last, absl::Seconds(1))),
-                           a.latest_step, absl::FormatDuration(backend_.options.coordinator.hang_timeout),
-                           backend_.options.coordinator.hang_step_factor, median)});
+                           a.latest_step, absl::FormatDuration(options_.hang_timeout),
+                           options_.hang_step_factor, median)});
     }
   }
   FailAll(lifecycle_, hung);

@@ -24,8 +24,18 @@
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
-#include "server/platform/backend.h"
 #include "server/platform/budget_gate.h"
+#include "server/platform/server_options.h"
+#include "server/platform/tenant_quotas.h"
+#include "server/platform/worker_credentials.h"
+#include "storage/cost_repository.h"
+#include "storage/dataset_repository.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/pool_repository.h"
+#include "storage/tenant_limits_repository.h"
+#include "storage/worker_identity_repository.h"
+#include "storage/worker_repository.h"
 
 namespace gantry::server {
 
@@ -34,14 +44,30 @@ namespace gantry::server {
 // outlive it; `router` may be null.
 class PlacementLoop {
  public:
-  PlacementLoop(Backend& backend, CoordinatorState& state, JobLifecycle& lifecycle,
-                GenerationRouter* router)
-      : backend_(backend),
+  PlacementLoop(storage::JobRepository& jobs, storage::DatasetRepository& datasets,
+                storage::ModelRepository& models, storage::PoolRepository& pools,
+                storage::WorkerRepository& workers, storage::WorkerIdentityRepository& identities,
+                storage::TenantLimitsRepository& tenant_limits, storage::CostRepository& costs,
+                TenantQuotas& quotas, WorkerCredentials& credentials,
+                const CoordinatorOptions& options, const FileDatasetOptions& file_datasets,
+                CoordinatorState& state, JobLifecycle& lifecycle, GenerationRouter* router)
+      : jobs_(jobs),
+        datasets_(datasets),
+        models_(models),
+        pools_(pools),
+        workers_(workers),
+        identities_(identities),
+        tenant_limits_(tenant_limits),
+        costs_(costs),
+        quotas_(quotas),
+        credentials_(credentials),
+        options_(options),
+        file_datasets_(file_datasets),
         state_(state),
         lifecycle_(lifecycle),
         router_(router),
-        budget_gate_(*backend.costs, backend.options.coordinator.budget_refresh),
-        task_(backend.options.coordinator.scheduler_tick, [this] { Tick(absl::Now()); }) {}
+        budget_gate_(costs, options.budget_refresh),
+        task_(options.scheduler_tick, [this] { Tick(absl::Now()); }) {}
   ~PlacementLoop() { Stop(); }
 
   // Starts the tick loop (every options.coordinator.scheduler_tick); Stop() ends it (idempotent).
@@ -103,7 +129,18 @@ class PlacementLoop {
   absl::StatusOr<gantry::v1::Assignment> MakeAssignment(const ActiveJob& job,
                                                         const scheduler::Placement& placement);
 
-  Backend& backend_;
+  storage::JobRepository& jobs_;
+  storage::DatasetRepository& datasets_;            // an uploaded dataset's sha for the Assignment
+  storage::ModelRepository& models_;                // the fine-tuning checkpoint
+  storage::PoolRepository& pools_;                  // a pool's price, for the usage record
+  storage::WorkerRepository& workers_;              // lost workers are marked disconnected
+  storage::WorkerIdentityRepository& identities_;   // which worker runs which rank
+  storage::TenantLimitsRepository& tenant_limits_;  // fair-share weights and pool quotas
+  storage::CostRepository& costs_;                  // usage starts
+  TenantQuotas& quotas_;                            // the default limits
+  WorkerCredentials& credentials_;                  // rank credentials and rendezvous secrets
+  const CoordinatorOptions options_;
+  const FileDatasetOptions file_datasets_;  // the owner's file:// roots, sent with an Assignment
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
   GenerationRouter* const router_;  // not owned; may be null

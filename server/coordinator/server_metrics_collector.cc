@@ -97,10 +97,11 @@ void RecordPool(const StateFamilies& f, const std::string& pool,
 
 }  // namespace
 
-ServerMetricsCollector::ServerMetricsCollector(metrics::MetricsRegistry& registry, Backend& backend,
+ServerMetricsCollector::ServerMetricsCollector(metrics::MetricsRegistry& registry,
+                                               storage::JobRepository& jobs, storage::Database& db,
                                                CoordinatorState& state,
                                                storage::Database* health_db)
-    : registry_(registry), backend_(backend), state_(state), health_db_(health_db) {
+    : registry_(registry), jobs_(jobs), db_(db), state_(state), health_db_(health_db) {
   GetServerMetrics();  // the event series show (at zero) from the first scrape
   GetStateFamilies().collect_errors.Increment({"jobs"}, 0);
   id_ = registry_.AddCollector([this] { Collect(); });
@@ -111,8 +112,7 @@ ServerMetricsCollector::~ServerMetricsCollector() { registry_.RemoveCollector(id
 void ServerMetricsCollector::Collect() {
   const StateFamilies& f = GetStateFamilies();
   // Jobs by tenant and state: one GROUP BY over the jobs table per scrape.
-  absl::StatusOr<storage::JobRepository::StateCounts> counts =
-      backend_.jobs->CountByOwnerAndState();
+  absl::StatusOr<storage::JobRepository::StateCounts> counts = jobs_.CountByOwnerAndState();
   if (counts.ok()) {
     f.jobs.Clear();
     for (const auto& [key, count] : counts->jobs) {
@@ -160,7 +160,7 @@ void ServerMetricsCollector::Collect() {
   f.workers.Set({"draining"}, draining);
   f.workers.Set({"disconnected"}, disconnected);
 
-  RecordPool(f, "main", backend_.db->Stats());
+  RecordPool(f, "main", db_.Stats());
   if (health_db_ != nullptr) RecordPool(f, "health", health_db_->Stats());
 }
 

@@ -8,18 +8,20 @@
 
 #include "base/metrics/metrics_registry.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/platform/backend.h"
 #include "server/platform/server_metrics.h"
 #include "storage/database.h"
+#include "storage/job_repository.h"
 
 namespace gantry::server {
 
 // Refreshes the scrape-time gauges of one server while registered (its constructor adds it to
-// `registry`, its destructor removes it). `backend` and `state` must outlive it.
+// `registry`, its destructor removes it). `jobs`, `db` and `state` must outlive it.
 class ServerMetricsCollector {
  public:
-  ServerMetricsCollector(metrics::MetricsRegistry& registry, Backend& backend,
-                         CoordinatorState& state, storage::Database* health_db);
+  // `db`: the main connection pool, whose stats it reports (and `health_db`'s, when not null).
+  ServerMetricsCollector(metrics::MetricsRegistry& registry, storage::JobRepository& jobs,
+                         storage::Database& db, CoordinatorState& state,
+                         storage::Database* health_db);
   ~ServerMetricsCollector();
   ServerMetricsCollector(const ServerMetricsCollector&) = delete;
   ServerMetricsCollector& operator=(const ServerMetricsCollector&) = delete;
@@ -28,7 +30,8 @@ class ServerMetricsCollector {
   void Collect();
 
   metrics::MetricsRegistry& registry_;
-  Backend& backend_;
+  storage::JobRepository& jobs_;  // jobs by tenant and state
+  storage::Database& db_;
   CoordinatorState& state_;
   storage::Database* const health_db_;
   int64_t id_ = 0;

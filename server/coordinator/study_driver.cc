@@ -59,8 +59,15 @@ std::vector<std::string> LiveJobs(const v1::Trial& trial) {
 
 }  // namespace
 
-StudyDriver::StudyDriver(Backend& backend, absl::Duration interval)
-    : backend_(backend), submitter_(backend), task_(interval, [this] {
+StudyDriver::StudyDriver(storage::StudyRepository& studies, storage::JobRepository& jobs,
+                         storage::ModelRepository& models, ModelResolver& resolver,
+                         JobSubmitter& submitter, absl::Duration interval)
+    : studies_(studies),
+      jobs_(jobs),
+      models_(models),
+      resolver_(resolver),
+      submitter_(submitter),
+      task_(interval, [this] {
         if (absl::Status s = RunOnce(); !s.ok()) {
           GANTRY_LOG(WARNING) << "study driver: " << s.ToString();
         }
@@ -70,7 +77,7 @@ StudyDriver::~StudyDriver() { Stop(); }
 
 absl::Status StudyDriver::RunOnce() {
   absl::MutexLock pass(&pass_mu_);
-  ASSIGN_OR_RETURN(std::vector<v1::Study> active, backend_.studies->ListActive());
+  ASSIGN_OR_RETURN(std::vector<v1::Study> active, studies_.ListActive());
   absl::Status first;
   for (const v1::Study& study : active) {
     absl::Status s = Advance(study);
@@ -104,7 +111,7 @@ absl::Status StudyDriver::CancelTrialJob(storage::JobRepository& jobs, const std
 }
 
 absl::Status StudyDriver::Advance(const v1::Study& study) {
-  ASSIGN_OR_RETURN(std::vector<v1::Trial> trials, backend_.studies->ListTrials(study.id()));
+  ASSIGN_OR_RETURN(std::vector<v1::Trial> trials, studies_.ListTrials(study.id()));
   if (study.state() == v1::STUDY_STATE_CANCELLING) return Cancel(study, trials);
   const v1::StudySpec& spec = study.spec();
 
@@ -116,7 +123,7 @@ absl::Status StudyDriver::Advance(const v1::Study& study) {
     changed = true;
   }
   if (changed) {
-    ASSIGN_OR_RETURN(trials, backend_.studies->ListTrials(study.id()));
+    ASSIGN_OR_RETURN(trials, studies_.ListTrials(study.id()));
   }
   if (spec.early_stopping().rule() != v1::EarlyStopping::RULE_UNSPECIFIED) {
     bool stopped_any = false;
@@ -126,14 +133,14 @@ absl::Status StudyDriver::Advance(const v1::Study& study) {
       stopped_any = stopped_any || stopped;
     }
     if (stopped_any) {
-      ASSIGN_OR_RETURN(trials, backend_.studies->ListTrials(study.id()));
+      ASSIGN_OR_RETURN(trials, studies_.ListTrials(study.id()));
     }
   }
 
   // The best so far, for GetStudy while the study runs.
   const int best = BestTrialIndex(trials, spec.objective().maximize());
   if (best >= 0 && trials[best].number() != study.best_trial()) {
-    RETURN_IF_ERROR(backend_.studies->SetBest(study.id(), trials[best].number(), ""));
+    RETURN_IF_ERROR(studies_.SetBest(study.id(), trials[best].number(), ""));
   }
 
   // New trials while the budget allows.
@@ -148,7 +155,7 @@ absl::Status StudyDriver::Advance(const v1::Study& study) {
   if (!exhausted && room > 0) {
     RETURN_IF_ERROR(StartTrials(study, trials, room, &exhausted));
     if (!exhausted) return absl::OkStatus();
-    ASSIGN_OR_RETURN(trials, backend_.studies->ListTrials(study.id()));
+    ASSIGN_OR_RETURN(trials, studies_.ListTrials(study.id()));
     SummarizeStudy(trials, &summary);
   }
   if (exhausted && summary.trials_running() == 0) return Finish(study, trials);
@@ -158,7 +165,7 @@ absl::Status StudyDriver::Advance(const v1::Study& study) {
                    : absl::StrFormat("%.3g of %.3g device-hours used", summary.device_hours(),
                                      budget.max_device_hours());
     // The message only; a failure here changes nothing the next pass needs.
-    (void)backend_.studies->Transition(
+    (void)studies_.Transition(
         study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_RUNNING, "BudgetSpent",
         absl::StrCat(why, "; waiting for ", summary.trials_running(), " running trials"));
   }
@@ -180,13 +187,12 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
     }
     if (!s.ok()) {
       for (const std::string& id : LiveJobs(trial)) {
-        RETURN_IF_ERROR(
-            CancelTrialJob(*backend_.jobs, id, "a sibling fold could not be submitted"));
+        RETURN_IF_ERROR(CancelTrialJob(jobs_, id, "a sibling fold could not be submitted"));
       }
-      return backend_.studies
-          ->FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_FAILED,
-                        absl::StrCat("fold ", k, " could not be submitted: ", s.message()),
-                        std::nullopt, 0)
+      return studies_
+          .FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_FAILED,
+                       absl::StrCat("fold ", k, " could not be submitted: ", s.message()),
+                       std::nullopt, 0)
           .status();
     }
   }
@@ -198,7 +204,7 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
     std::string failure;
     v1::TrialState end = v1::TRIAL_STATE_FAILED;
     if (fold->job_state() == v1::JOB_STATE_FAILED) {
-      ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", fold->job_id()));
+      ASSIGN_OR_RETURN(v1::Job job, jobs_.Get("", fold->job_id()));
       failure = absl::StrCat("fold ", k, " (", fold->job_id(), ") failed: ", job.message());
     } else if (fold->job_state() == v1::JOB_STATE_CANCELLED) {
       end = v1::TRIAL_STATE_CANCELLED;
@@ -208,12 +214,11 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
         objectives.push_back(fold->objective());
         continue;
       }
-      ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", fold->job_id()));
+      ASSIGN_OR_RETURN(v1::Job job, jobs_.Get("", fold->job_id()));
       if (job.model_ref().empty()) {
         failure = absl::StrCat("fold ", k, " (", fold->job_id(), ") registered no model");
       } else {
-        ASSIGN_OR_RETURN(v1::ModelVersion model,
-                         backend_.models->Resolve(study.owner(), job.model_ref()));
+        ASSIGN_OR_RETURN(v1::ModelVersion model, models_.Resolve(study.owner(), job.model_ref()));
         auto it = model.metrics().find(metric);
         if (it == model.metrics().end()) {
           std::vector<std::string> names;
@@ -223,7 +228,7 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
               absl::StrCat("the model of fold ", k, " (", job.model_ref(), ") has no metric \"",
                            metric, "\"; its metrics are: ", absl::StrJoin(names, ", "));
         } else {
-          RETURN_IF_ERROR(backend_.studies->SetFoldObjective(fold->job_id(), it->second));
+          RETURN_IF_ERROR(studies_.SetFoldObjective(fold->job_id(), it->second));
           objectives.push_back(it->second);
           continue;
         }
@@ -232,15 +237,14 @@ absl::Status StudyDriver::FollowTrial(const v1::Study& study, const v1::Trial& t
       continue;  // still queued or running
     }
     for (const std::string& id : LiveJobs(trial)) {
-      RETURN_IF_ERROR(CancelTrialJob(*backend_.jobs, id, absl::StrCat("trial ended: ", failure)));
+      RETURN_IF_ERROR(CancelTrialJob(jobs_, id, absl::StrCat("trial ended: ", failure)));
     }
-    return backend_.studies->FinishTrial(study.id(), trial.number(), end, failure, std::nullopt, 0)
-        .status();
+    return studies_.FinishTrial(study.id(), trial.number(), end, failure, std::nullopt, 0).status();
   }
   if (static_cast<int>(objectives.size()) < folds) return absl::OkStatus();
   const MeanAndSpread m = MeanAndSpreadOf(objectives);
-  return backend_.studies
-      ->FinishTrial(
+  return studies_
+      .FinishTrial(
           study.id(), trial.number(), v1::TRIAL_STATE_SUCCEEDED,
           absl::StrFormat("%s = %.6g ± %.2g over %d folds", metric, m.mean, m.stddev, folds),
           m.mean, m.stddev)
@@ -258,7 +262,7 @@ absl::StatusOr<bool> StudyDriver::MaybeStopEarly(const v1::Study& study, const v
     for (const v1::FoldResult& f : t.folds()) {
       if (f.fold() != 0) continue;
       ASSIGN_OR_RETURN(std::vector<v1::ValidationPoint> points,
-                       backend_.jobs->ListValidationPoints(f.job_id()));
+                       jobs_.ListValidationPoints(f.job_id()));
       int64_t index = 0;
       for (const v1::ValidationPoint& p : points) {
         ++index;
@@ -288,11 +292,11 @@ absl::StatusOr<bool> StudyDriver::MaybeStopEarly(const v1::Study& study, const v
   if (!decision.stop) return false;
   const std::string message = absl::StrCat("stopped early: ", decision.reason);
   for (const std::string& id : LiveJobs(trial)) {
-    RETURN_IF_ERROR(CancelTrialJob(*backend_.jobs, id, message));
+    RETURN_IF_ERROR(CancelTrialJob(jobs_, id, message));
   }
-  ASSIGN_OR_RETURN(bool finished, backend_.studies->FinishTrial(study.id(), trial.number(),
-                                                                v1::TRIAL_STATE_STOPPED, message,
-                                                                std::nullopt, 0));
+  ASSIGN_OR_RETURN(bool finished,
+                   studies_.FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_STOPPED,
+                                        message, std::nullopt, 0));
   return finished;
 }
 
@@ -334,7 +338,7 @@ absl::Status StudyDriver::StartTrials(const v1::Study& study, const std::vector<
   for (const studies::Assignment& a : *suggested) {
     ++number;
     const auto parameters = ParametersOf(a);
-    absl::Status added = backend_.studies->AddTrial(study.id(), number, parameters);
+    absl::Status added = studies_.AddTrial(study.id(), number, parameters);
     // Another server got there first, or the study was cancelled since this pass read it.
     if (absl::IsAlreadyExists(added) || absl::IsFailedPrecondition(added)) return absl::OkStatus();
     RETURN_IF_ERROR(added);
@@ -378,17 +382,17 @@ absl::Status StudyDriver::SubmitFold(
   owner.tenant = study.owner();
   const std::string request_id = absl::StrCat(study.id(), "/trial-", number, "/fold-", fold);
   ASSIGN_OR_RETURN(v1::Job submitted, submitter_.Submit(owner, std::move(job), request_id));
-  return backend_.studies->AddTrialJob(study.id(), number, fold, submitted.id());
+  return studies_.AddTrialJob(study.id(), number, fold, submitted.id());
 }
 
 absl::Status StudyDriver::Finish(const v1::Study& study, const std::vector<v1::Trial>& trials) {
   const v1::StudySpec& spec = study.spec();
   const int best = BestTrialIndex(trials, spec.objective().maximize());
   if (best < 0) {
-    return backend_.studies
-        ->Transition(study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_FAILED, "NoObjective",
-                     absl::StrCat("none of the ", trials.size(), " trials produced ",
-                                  MetricOf(spec), "; see ListTrials for why each ended"))
+    return studies_
+        .Transition(study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_FAILED, "NoObjective",
+                    absl::StrCat("none of the ", trials.size(), " trials produced ", MetricOf(spec),
+                                 "; see ListTrials for why each ended"))
         .status();
   }
   const v1::Trial& trial = trials[best];
@@ -405,18 +409,17 @@ absl::Status StudyDriver::Finish(const v1::Study& study, const std::vector<v1::T
   if (chosen != nullptr) {
     ASSIGN_OR_RETURN(ModelRef ref, ParseModelRef(chosen->model_ref(), "model_ref"));
     // The study id is a valid alias ([a-z][a-z0-9_-]*), unique to the study.
-    RETURN_IF_ERROR(
-        backend_.models->SetAlias(study.owner(), ref.name, study.id(), ref.version).status());
-    backend_.ForgetModels();
+    RETURN_IF_ERROR(models_.SetAlias(study.owner(), ref.name, study.id(), ref.version).status());
+    resolver_.ForgetModels();
     model_ref = chosen->model_ref();
   }
-  RETURN_IF_ERROR(backend_.studies->SetBest(study.id(), trial.number(), model_ref));
-  return backend_.studies
-      ->Transition(study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_SUCCEEDED, "Finished",
-                   absl::StrFormat("best trial %d: %s = %.6g ± %.2g (%s); model %s@%s",
-                                   trial.number(), MetricOf(spec), trial.objective(),
-                                   trial.objective_stddev(), FormatParameters(trial.parameters()),
-                                   model_ref.substr(0, model_ref.rfind(':')), study.id()))
+  RETURN_IF_ERROR(studies_.SetBest(study.id(), trial.number(), model_ref));
+  return studies_
+      .Transition(study.id(), {v1::STUDY_STATE_RUNNING}, v1::STUDY_STATE_SUCCEEDED, "Finished",
+                  absl::StrFormat("best trial %d: %s = %.6g ± %.2g (%s); model %s@%s",
+                                  trial.number(), MetricOf(spec), trial.objective(),
+                                  trial.objective_stddev(), FormatParameters(trial.parameters()),
+                                  model_ref.substr(0, model_ref.rfind(':')), study.id()))
       .status();
 }
 
@@ -427,21 +430,21 @@ absl::Status StudyDriver::Cancel(const v1::Study& study, const std::vector<v1::T
     const std::vector<std::string> live = LiveJobs(trial);
     for (const std::string& id : live) {
       RETURN_IF_ERROR(
-          CancelTrialJob(*backend_.jobs, id, absl::StrCat("study ", study.id(), " was cancelled")));
+          CancelTrialJob(jobs_, id, absl::StrCat("study ", study.id(), " was cancelled")));
     }
     if (!live.empty()) {
       ++running;
       continue;
     }
-    RETURN_IF_ERROR(backend_.studies
-                        ->FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_CANCELLED,
-                                      "the study was cancelled", std::nullopt, 0)
+    RETURN_IF_ERROR(studies_
+                        .FinishTrial(study.id(), trial.number(), v1::TRIAL_STATE_CANCELLED,
+                                     "the study was cancelled", std::nullopt, 0)
                         .status());
   }
   if (running > 0) return absl::OkStatus();
-  return backend_.studies
-      ->Transition(study.id(), {v1::STUDY_STATE_CANCELLING}, v1::STUDY_STATE_CANCELLED, "Cancelled",
-                   study.message())
+  return studies_
+      .Transition(study.id(), {v1::STUDY_STATE_CANCELLING}, v1::STUDY_STATE_CANCELLED, "Cancelled",
+                  study.message())
       .status();
 }
 

@@ -17,16 +17,22 @@
 #include "base/periodic_task.h"
 #include "gantry/v1/studies.pb.h"
 #include "server/coordinator/job_submitter.h"
-#include "server/platform/backend.h"
+#include "server/platform/model_resolver.h"
+#include "storage/job_repository.h"
+#include "storage/model_repository.h"
+#include "storage/study_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe: one pass runs at a time. `backend` must outlive it. Every write is idempotent or
-// conditional (trial numbers are unique, trial jobs carry a request id, transitions name the
+// Thread-safe: one pass runs at a time. Every reference must outlive it. Every write is idempotent
+// or conditional (trial numbers are unique, trial jobs carry a request id, transitions name the
 // states they leave), so two servers driving one database do not duplicate work.
 class StudyDriver {
  public:
-  StudyDriver(Backend& backend, absl::Duration interval);
+  // Trial jobs enter through `submitter`; a finished study's alias clears `resolver`'s model cache.
+  StudyDriver(storage::StudyRepository& studies, storage::JobRepository& jobs,
+              storage::ModelRepository& models, ModelResolver& resolver, JobSubmitter& submitter,
+              absl::Duration interval);
   ~StudyDriver();  // Stop()
   StudyDriver(const StudyDriver&) = delete;
   StudyDriver& operator=(const StudyDriver&) = delete;
@@ -73,8 +79,11 @@ class StudyDriver {
   absl::Status Cancel(const gantry::v1::Study& study, const std::vector<gantry::v1::Trial>& trials)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(pass_mu_);
 
-  Backend& backend_;
-  JobSubmitter submitter_;
+  storage::StudyRepository& studies_;
+  storage::JobRepository& jobs_;      // the trial jobs: states, validation points, cancellation
+  storage::ModelRepository& models_;  // fold models' metrics; the best model's alias
+  ModelResolver& resolver_;
+  JobSubmitter& submitter_;
   absl::Mutex pass_mu_;  // one pass at a time (the thread, or a test calling RunOnce)
   PeriodicTask task_;    // last: its thread stops before the members it reads go
 };

@@ -119,7 +119,7 @@ std::shared_ptr<WorkerLink> WorkerSessions::OnConnect(const std::string& worker_
   std::map<std::string, std::map<std::pair<int, int>, std::string>> placements;
   for (const std::string& job_id : hello.running_jobs()) {
     absl::StatusOr<std::map<std::pair<int, int>, std::string>> placed =
-        backend_.identities->PlacementOf(job_id);
+        identities_.PlacementOf(job_id);
     if (placed.ok()) placements[job_id] = *std::move(placed);
   }
   auto placed_here = [&](const std::string& job_id, int attempt) {
@@ -323,7 +323,7 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
     if (m.has_log()) {
       v1::JobEvent event;
       *event.mutable_log() = m.log();
-      return backend_.jobs->AppendEvent(m.job_id(), event).status();
+      return jobs_.AppendEvent(m.job_id(), event).status();
     }
     if (m.has_rank_status() && m.rank_status().phase() == v1::RANK_PHASE_EXITED) {
       lifecycle_.AppendEventOrLog(
@@ -342,7 +342,7 @@ absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
     case v1::WorkerMessage::kLog: {
       v1::JobEvent event;
       *event.mutable_log() = m.log();
-      return backend_.jobs->AppendEvent(m.job_id(), event).status();
+      return jobs_.AppendEvent(m.job_id(), event).status();
     }
     case v1::WorkerMessage::kResult:
       return HandleResult(m.job_id(), m.result());
@@ -415,7 +415,7 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
 
 absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
                                             const v1::Progress& progress) {
-  RETURN_IF_ERROR(backend_.jobs->UpdateProgress(job_id, progress));
+  RETURN_IF_ERROR(jobs_.UpdateProgress(job_id, progress));
   const absl::Time now = absl::Now();
   {
     absl::MutexLock lock(&state_.mu);
@@ -435,7 +435,7 @@ absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
     // An event only when training moved on (rank 0 repeats its report while a step runs).
     const bool moved =
         progress.step() != a.last_progress_step || progress.epoch() != a.last_progress_epoch;
-    if (!moved || now - a.last_progress_event < backend_.options.coordinator.progress_event_interval) {
+    if (!moved || now - a.last_progress_event < progress_event_interval_) {
       return absl::OkStatus();
     }
     a.last_progress_event = now;
@@ -444,7 +444,7 @@ absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
   }
   v1::JobEvent event;
   *event.mutable_progress() = progress;
-  return backend_.jobs->AppendEvent(job_id, event).status();
+  return jobs_.AppendEvent(job_id, event).status();
 }
 
 absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::JobResult& result) {
@@ -471,7 +471,7 @@ absl::Status WorkerSessions::HandleResult(const std::string& job_id, const v1::J
     }
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(v1::Job job, backend_.jobs->Get("", job_id));
+  ASSIGN_OR_RETURN(v1::Job job, jobs_.Get("", job_id));
   std::string model_ref = job.model_ref();
   if (model_ref.empty()) {
     absl::StatusOr<std::string> registered = registrar_.Register(job_id, owner, spec, result);

@@ -8,13 +8,15 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
 #include "server/coordinator/model_registrar.h"
 #include "server/coordinator/worker_link.h"
-#include "server/platform/backend.h"
+#include "storage/job_repository.h"
+#include "storage/worker_identity_repository.h"
 
 namespace gantry::server {
 
@@ -23,9 +25,14 @@ namespace gantry::server {
 // it; `router` may be null.
 class WorkerSessions {
  public:
-  WorkerSessions(Backend& backend, CoordinatorState& state, JobLifecycle& lifecycle,
-                 ModelRegistrar& registrar, GenerationRouter* router)
-      : backend_(backend),
+  // `progress_event_interval`: the least time between two progress events of a job
+  // (CoordinatorOptions).
+  WorkerSessions(storage::JobRepository& jobs, storage::WorkerIdentityRepository& identities,
+                 absl::Duration progress_event_interval, CoordinatorState& state,
+                 JobLifecycle& lifecycle, ModelRegistrar& registrar, GenerationRouter* router)
+      : jobs_(jobs),
+        identities_(identities),
+        progress_event_interval_(progress_event_interval),
         state_(state),
         lifecycle_(lifecycle),
         registrar_(registrar),
@@ -80,7 +87,9 @@ class WorkerSessions {
   absl::Status HandleProgress(const std::string& job_id, const gantry::v1::Progress& progress);
   absl::Status HandleResult(const std::string& job_id, const gantry::v1::JobResult& result);
 
-  Backend& backend_;
+  storage::JobRepository& jobs_;
+  storage::WorkerIdentityRepository& identities_;  // where each attempt's ranks were placed
+  const absl::Duration progress_event_interval_;
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
   ModelRegistrar& registrar_;

@@ -26,11 +26,13 @@ void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
 
 }  // namespace
 
-PoolAutoscaler::PoolAutoscaler(Backend& backend, CoordinatorState& state)
-    : backend_(backend),
+PoolAutoscaler::PoolAutoscaler(storage::PoolRepository& pools, const PoolOptions& options,
+                               CoordinatorState& state)
+    : pool_repository_(pools),
+      options_(options),
       state_(state),
-      autoscaler_(scheduler::AutoscalerOptions{backend.options.pools.idle_timeout}),
-      task_(backend.options.pools.autoscale_interval, [this] { Tick(absl::Now()); }) {}
+      autoscaler_(scheduler::AutoscalerOptions{options.idle_timeout}),
+      task_(options.autoscale_interval, [this] { Tick(absl::Now()); }) {}
 
 void PoolAutoscaler::Start() { task_.Start(); }
 
@@ -66,7 +68,7 @@ void PoolAutoscaler::Launch(const std::string& pool, std::string action,
   runtime.last_action = absl::StrCat(action, " at ", Clock(absl::Now()));
   GANTRY_LOG(INFO) << "pool " << pool << ": " << action;
   auto done = std::make_shared<std::atomic<bool>>(false);
-  const absl::Duration base = backend_.options.pools.backoff;
+  const absl::Duration base = options_.backoff;
   std::thread thread(
       [this, pool, action, fn = std::move(fn), after = std::move(after), done, base] {
         const absl::Status status = fn();
@@ -95,7 +97,7 @@ void PoolAutoscaler::Launch(const std::string& pool, std::string action,
 }
 
 void PoolAutoscaler::Tick(absl::Time now) {
-  absl::StatusOr<std::vector<v1::Pool>> listed = backend_.pools->List();
+  absl::StatusOr<std::vector<v1::Pool>> listed = pool_repository_.List();
   if (!listed.ok()) {
     GANTRY_LOG(WARNING) << "the pool autoscaler cannot list pools: " << listed.status();
     return;
@@ -201,7 +203,7 @@ std::map<std::string, scheduler::PoolProvisioning> PoolAutoscaler::Provisioning(
     } else if (runtime.expected_workers > 0 && now > runtime.expect_until) {
       runtime.last_error =
           absl::StrCat(runtime.expected_workers - n, " provisioned workers did not join within ",
-                       absl::FormatDuration(backend_.options.pools.join_timeout));
+                       absl::FormatDuration(options_.join_timeout));
       runtime.last_error_at = now;
       runtime.expected_workers = 0;
     }
@@ -225,7 +227,7 @@ void PoolAutoscaler::StartScaleUps(
     const int before = snapshot.Live(up.pool) +
                        (pending == provisioning.end() ? 0 : pending->second.pending_workers);
     runtime.expected_workers = before + up.count;
-    runtime.expect_until = now + backend_.options.pools.join_timeout;
+    runtime.expect_until = now + options_.join_timeout;
     for (const std::string& job : up.job_ids) {
       (*notes)[job] = absl::StrCat("pool ", up.pool, " is starting ", up.count,
                                    up.count == 1 ? " worker" : " workers");

@@ -24,16 +24,18 @@
 #include "gantry/v1/admin.pb.h"
 #include "scheduler/autoscaler.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/platform/backend.h"
+#include "server/platform/server_options.h"
 #include "server/pools/provisioner.h"
+#include "storage/pool_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe. `backend` and `state` must outlive it; Stop() (or the destructor) kills the
+// Thread-safe. `pools` and `state` must outlive it; Stop() (or the destructor) kills the
 // provisioner commands under way and waits for their threads.
 class PoolAutoscaler {
  public:
-  PoolAutoscaler(Backend& backend, CoordinatorState& state);
+  PoolAutoscaler(storage::PoolRepository& pools, const PoolOptions& options,
+                 CoordinatorState& state);
   ~PoolAutoscaler() { Stop(); }
   PoolAutoscaler(const PoolAutoscaler&) = delete;
   PoolAutoscaler& operator=(const PoolAutoscaler&) = delete;
@@ -119,7 +121,8 @@ class PoolAutoscaler {
               std::function<void(const absl::Status&)> after) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void JoinFinishedCalls() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  Backend& backend_;
+  storage::PoolRepository& pool_repository_;  // the pools as stored (AdminService writes them)
+  const PoolOptions options_;
   CoordinatorState& state_;
   const scheduler::Autoscaler autoscaler_;
 

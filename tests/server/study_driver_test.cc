@@ -16,6 +16,7 @@
 
 #include "absl/time/time.h"
 #include "gantry/v1/studies.pb.h"
+#include "server/coordinator/job_submitter.h"
 #include "server/platform/backend.h"
 #include "server/requests/study_requests.h"
 #include "tests/support/temp_dir.h"
@@ -38,8 +39,13 @@ class StudyDriverTest : public ::testing::Test {
     ASSERT_TRUE(backend.ok()) << backend.status();
     backend_ = std::move(*backend);
     ASSERT_TRUE(backend_->tenants->CreateTenant(kTenant, false).ok());
+    submitter_ = std::make_unique<server::JobSubmitter>(
+        *backend_->jobs, *backend_->datasets, *backend_->models, *backend_->pools,
+        *backend_->quotas, backend_->options.file_datasets);
     // interval 0: no thread, the test runs each pass itself.
-    driver_ = std::make_unique<server::StudyDriver>(*backend_, absl::ZeroDuration());
+    driver_ = std::make_unique<server::StudyDriver>(*backend_->studies, *backend_->jobs,
+                                                    *backend_->models, *backend_, *submitter_,
+                                                    absl::ZeroDuration());
   }
 
   // `trials` trials of one job each (no folds), all started at once, with `rule` (the median rule
@@ -131,6 +137,7 @@ class StudyDriverTest : public ::testing::Test {
   TestDatabase db_;
   TempDir dir_;
   std::unique_ptr<server::Backend> backend_;
+  std::unique_ptr<server::JobSubmitter> submitter_;
   std::unique_ptr<server::StudyDriver> driver_;
 };
 
