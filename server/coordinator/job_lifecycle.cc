@@ -118,8 +118,8 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
     auto it = state_.active.find(job_id);
     if (it == state_.active.end()) return;
     ActiveJob& a = it->second;
-    // One failure per attempt is handled; none of a cancelled, ended or queued job.
-    if ((attempt >= 0 && attempt != a.attempt) || a.phase != JobPhase::kRunning) return;
+    // One failure per attempt is handled (the claim); none of a cancelled, ended or queued job.
+    if ((attempt >= 0 && attempt != a.attempt) || !a.ClaimFailure()) return;
     if (failure.retryable) {
       // The attempt's own workers (an adopted job's placement is unknown: all it has).
       const std::set<std::string> workers =
@@ -137,7 +137,6 @@ void JobLifecycle::Fail(const std::string& job_id, int attempt, FailureClass fai
         failure = Drained();
       }
     }
-    a.ClaimFailure();
     latest_step = a.latest_step;
     step_seconds = a.MedianStepSeconds();
   }

@@ -39,11 +39,6 @@ class CallAuth {
     if (!principal.ok()) return ToGrpcStatus(principal.status());
     return ToGrpcStatus(std::forward<Fn>(fn)(*principal));
   }
-
- protected:
-  CallAuth() = default;
-  CallAuth(const CallAuth&) = default;
-  CallAuth& operator=(const CallAuth&) = default;
 };
 
 }  // namespace gantry::server

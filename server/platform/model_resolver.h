@@ -21,11 +21,6 @@ class ModelResolver {
                                                                 const std::string& ref) = 0;
   // Forget cached model references (after an alias or archive change).
   virtual void ForgetModels() = 0;
-
- protected:
-  ModelResolver() = default;
-  ModelResolver(const ModelResolver&) = default;
-  ModelResolver& operator=(const ModelResolver&) = default;
 };
 
 }  // namespace gantry::server
