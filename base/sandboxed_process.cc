@@ -206,7 +206,10 @@ absl::StatusOr<SandboxResult> SandboxedProcess::Run(const SandboxRequest& reques
   std::vector<char*> argv;
   for (std::string& s : strings) argv.push_back(s.data());
   argv.push_back(nullptr);
-  char* envp[] = {nullptr};
+  std::vector<std::string> environment = request.environment;
+  std::vector<char*> envp;
+  for (std::string& s : environment) envp.push_back(s.data());
+  envp.push_back(nullptr);
 
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   int out[2] = {-1, -1}, status[2] = {-1, -1};
@@ -219,7 +222,7 @@ absl::StatusOr<SandboxResult> SandboxedProcess::Run(const SandboxRequest& reques
   const pid_t parent = ::getpid();
   const absl::Time deadline = absl::Now() + request.timeout;
   const pid_t pid = ::fork();
-  if (pid == 0) Child(request, argv.data(), envp, devnull, out[1], status[1], parent);
+  if (pid == 0) Child(request, argv.data(), envp.data(), devnull, out[1], status[1], parent);
   const int fork_errno = errno;
   CloseFd(devnull);
   CloseFd(out[1]);

@@ -27,6 +27,8 @@ struct SandboxLimits {
 struct SandboxRequest {
   std::string binary;             // absolute path of the helper
   std::vector<std::string> args;  // argv[1..]
+  // The child's whole environment, "NAME=value" each; nothing else of the caller's reaches it.
+  std::vector<std::string> environment;
   // Given to the child as file descriptor 3 (the untrusted input, opened by the caller; the child
   // never sees its path). -1: none. stdin is /dev/null, stderr is discarded.
   int input_fd = -1;
@@ -49,9 +51,9 @@ struct SandboxResult {
 // Runs helpers in children. Stateless and thread-safe: any number of runs may go on at once.
 class SandboxedProcess {
  public:
-  // fork + execve of request.binary with an empty environment, every other file descriptor closed,
-  // the limits applied, core dumps off, the child in its own process group and killed when the
-  // caller dies (PR_SET_PDEATHSIG). Blocks until the child ended and was reaped. The child is
+  // fork + execve of request.binary with request.environment only, every other file descriptor
+  // closed, the limits applied, core dumps off, the child in its own process group and killed when
+  // the caller dies (PR_SET_PDEATHSIG). Blocks until the child ended and was reaped. The child is
   // always reaped, also on a timeout. Errors: INTERNAL when the child cannot be created or
   // request.binary cannot be executed (the message names the binary: for operators' logs, not for
   // clients).

@@ -57,6 +57,7 @@ TEST(SandboxedProcessTest, TheInputIsFd3AndNoOtherDescriptorOrVariableLeaksIn) {
   setenv("GANTRY_SECRET_FOR_TEST", "x", 1);
   SandboxRequest r = Shell("cat <&3; echo; ls /proc/self/fd | sort -n | tr '\\n' ' '; echo; env");
   r.input_fd = fd;
+  r.environment = {"GANTRY_GIVEN=yes"};
   const SandboxResult result = RunChild(r);
   close(fd);
   close(leaked);
@@ -66,6 +67,7 @@ TEST(SandboxedProcessTest, TheInputIsFd3AndNoOtherDescriptorOrVariableLeaksIn) {
   EXPECT_EQ(result.output.substr(0, 6), "hello\n") << result.output;
   EXPECT_NE(result.output.find("\n0 1 2 3 4 \n"), std::string::npos) << result.output;
   EXPECT_EQ(result.output.find("GANTRY_SECRET"), std::string::npos) << result.output;
+  EXPECT_NE(result.output.find("\nGANTRY_GIVEN=yes\n"), std::string::npos) << result.output;
 }
 
 TEST(SandboxedProcessTest, TheChildHasNoNetwork) {

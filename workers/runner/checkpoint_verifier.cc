@@ -18,6 +18,9 @@ absl::Status VerifyCheckpointInChild(const std::string& path, const std::string&
   SandboxRequest request;
   request.binary = options.binary.empty() ? "/proc/self/exe" : options.binary;
   request.args = {"verify-checkpoint", "--fd=3"};
+  // Set, so that gantry-worker does not re-execute itself to set it (openmp_wait_policy.h): a
+  // start of LibTorch costs about a second, and a checkpoint is verified at every upload.
+  request.environment = {"OMP_WAIT_POLICY=PASSIVE"};
   request.limits = options.limits;
   request.timeout = options.timeout;
   request.max_output_bytes = 8 << 10;
