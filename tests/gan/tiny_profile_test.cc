@@ -186,7 +186,10 @@ TEST(TinyProfileTest, MostSeedsLearnTheLongitudinalProfile) {
       std::max_element(mc_profile.begin(), mc_profile.end()) - mc_profile.begin();
   std::cerr << "MC: peak layer " << mc_peak << ", mean deposit " << mc_total << " GeV\n";
 
-  const std::vector<int> seeds = IntList(std::getenv("GANTRY_TINY_SEEDS"), {1, 2, 3});
+  // The order changes the test's time, never its verdict (which is over all three seeds): seed 1
+  // is last because on two of the three CPUs of the calibration it did not learn within 60 steps,
+  // and when seeds 2 and 3 learn it is not trained (VerdictIsSettled).
+  const std::vector<int> seeds = IntList(std::getenv("GANTRY_TINY_SEEDS"), {2, 3, 1});
   const std::vector<int> steps = IntList(std::getenv("GANTRY_TINY_STEPS"), {60});
   const bool curve = std::getenv("GANTRY_TINY_CURVE") != nullptr;
   const bool calibration = curve || steps.at(0) != 60;
