@@ -15,7 +15,9 @@ if [[ ! -f "$GANTRY_BUILD_DIR/CMakeCache.txt" || $# -gt 0 ||
     "-DCMAKE_CXX_COMPILER_LAUNCHER=$launcher" "$@" >/dev/null
   echo "$digest" >"$GANTRY_BUILD_DIR/gantry-configure.digest"
 fi
-cmake --build "$GANTRY_BUILD_DIR" -j "$GANTRY_JOBS"
+# The build lists each test program's tests by running it (gtest_discover_tests); a LibTorch program
+# set this way starts once instead of re-executing itself to set it (workers/gan/openmp_wait_policy.h).
+OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-PASSIVE}" cmake --build "$GANTRY_BUILD_DIR" -j "$GANTRY_JOBS"
 # The web app gantry-server serves with --web-root: type-checked and bundled (clients/web/build.mjs,
 # a no-op when nothing changed since the last build).
 node "$GANTRY_ROOT/clients/web/build.mjs" "$GANTRY_BUILD_DIR/web"
