@@ -360,6 +360,8 @@ def main():
     print("\n%d attack cases, %d passed, %d failed (%.0f s)" %
           (len(suite.results), len(suite.results) - len(failed), len(failed),
            sum(r[4] for r in suite.results)))
+    print("slowest cases: " + "; ".join("%s / %s %.1f s" % (r[0], r[1][:48], r[4]) for r in
+                                         sorted(suite.results, key=lambda r: -r[4])[:5]))
     for group, name, _, detail, _ in failed:
         print("FAILED %s / %s: %s" % (group, name, detail))
     if failed:

@@ -23,10 +23,8 @@ namespace v1 = ::gantry::v1;
 
 class ServerCostsTest : public ServerFixture {
  protected:
-  void SetUp() override {
-    ServerFixture::SetUp();
-    StartServer({"--budget-refresh-ms=200"});
-  }
+  // The fixture's server starts with these.
+  std::vector<std::string> SetUpServerArgs() const override { return {"--budget-refresh-ms=200"}; }
 
   void CreatePool(const std::string& name, double price, bool preemptible = false,
                   v1::DeviceKind device = v1::DEVICE_KIND_CPU) {

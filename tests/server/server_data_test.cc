@@ -1,6 +1,6 @@
 // Integration tests of datasets (real HDF5 upload, read-back, refusal of bad files), the model
-// catalog (versions inserted through ModelRepository, as a finished job registers them), generation request
-// checks and the worker protocol.
+// catalog (versions inserted through ModelRepository, as a finished job registers them), generation
+// request checks and the worker protocol.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -44,10 +44,8 @@ int CountBlobs(const std::string& data_dir) {
 class ServerDataTest : public ServerFixture {
  protected:
   // Unreferenced blobs are garbage-collected within a second.
-  void SetUp() override {
-    ServerFixture::SetUp();
-    StopServer();
-    StartServer({"--blob-gc-interval-ms=100", "--blob-gc-grace-ms=300"});
+  std::vector<std::string> SetUpServerArgs() const override {
+    return {"--blob-gc-interval-ms=100", "--blob-gc-grace-ms=300"};
   }
 
   // A small real 3DGAN fixed-angle file written by the data library.

@@ -26,9 +26,10 @@ namespace v1 = ::gantry::v1;
 
 class ServerDeliveryTest : public ServerFixture {
  protected:
+  // The fixture's server starts with these.
+  std::vector<std::string> SetUpServerArgs() const override { return WorkerProtocolArgs(join_); }
   void SetUp() override {
     ServerFixture::SetUp();
-    StartServer(WorkerProtocolArgs(join_));
     token_ = NewTenant("physics");
   }
 

@@ -21,9 +21,10 @@ namespace v1 = ::gantry::v1;
 
 class ServerDevicesTest : public ServerFixture {
  protected:
+  // The fixture's server starts with these.
+  std::vector<std::string> SetUpServerArgs() const override { return WorkerProtocolArgs(join_); }
   void SetUp() override {
     ServerFixture::SetUp();
-    StartServer(WorkerProtocolArgs(join_));
     token_ = NewTenant("physics");
   }
 

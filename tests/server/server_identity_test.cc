@@ -29,9 +29,10 @@ namespace v1 = ::gantry::v1;
 
 class ServerIdentityTest : public ServerFixture {
  protected:
+  // The fixture's server starts with these.
+  std::vector<std::string> SetUpServerArgs() const override { return WorkerProtocolArgs(join_); }
   void SetUp() override {
     ServerFixture::SetUp();
-    StartServer(WorkerProtocolArgs(join_));
     token_ = NewTenant("physics");
     stub_ = v1::WorkerService::NewStub(channel_);
   }
