@@ -86,13 +86,20 @@ inline constexpr LogLevel kDEBUG = LogLevel::kDebug;
 inline constexpr LogLevel kINFO = LogLevel::kInfo;
 inline constexpr LogLevel kWARNING = LogLevel::kWarning;
 inline constexpr LogLevel kERROR = LogLevel::kError;
+
+// Turns a finished LogLine expression into void, so GANTRY_LOG can be one conditional expression
+// (safe inside an unbraced if/else). `&` binds looser than `<<`, so the whole chain is written first.
+struct Voidify {
+  void operator&(const LogLine&) const {}
+};
 }  // namespace gantry::log_internal
 
 // GANTRY_LOG(DEBUG|INFO|WARNING|ERROR) << ...; the arguments are not evaluated when the level is
 // off.
-#define GANTRY_LOG(severity)                                        \
-  if (!::gantry::LogEnabled(::gantry::log_internal::k##severity)) { \
-  } else                                                            \
-    ::gantry::LogLine(::gantry::log_internal::k##severity, __FILE__, __LINE__)
+#define GANTRY_LOG(severity)                                               \
+  !::gantry::LogEnabled(::gantry::log_internal::k##severity)               \
+      ? (void)0                                                            \
+      : ::gantry::log_internal::Voidify() &                                \
+            ::gantry::LogLine(::gantry::log_internal::k##severity, __FILE__, __LINE__)
 
 #endif  // GANTRY_BASE_LOG_H_
