@@ -33,6 +33,9 @@ struct BlobCollection {
 // blob within the grace period after that. Collect locks a blob's row, re-checks refs and
 // touched_at, unlinks the file and deletes the row in one transaction, so a Pin either waits for
 // it (and the upload's rename then recreates the file) or makes the blob too young to collect.
+// An upload that outlasts the grace period (a slow inspection) must not reference the blob
+// blindly: the reference triggers would recreate a row for a deleted file. It locks the row first
+// (DatasetRepository::Create with Blob::kPinned) and gives up when the row is gone.
 class BlobRepository {
  public:
   explicit BlobRepository(Database& db) : db_(db) {}

@@ -49,7 +49,8 @@ absl::Status DatasetNotFound(const std::string& id_or_name) {
 
 }  // namespace
 
-absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset, int64_t max_owner_bytes) {
+absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset, int64_t max_owner_bytes,
+                                                  Blob blob) {
   if (dataset.owner().empty() || dataset.name().empty()) {
     return absl::InvalidArgumentError("a dataset needs an owner and a name");
   }
@@ -71,6 +72,18 @@ absl::StatusOr<Dataset> DatasetRepository::Create(const Dataset& dataset, int64_
             "limit max_dataset_bytes of tenant \"", record.owner(), "\" is ", max_owner_bytes,
             " bytes; in use: ", in_use, " bytes, this dataset: ", record.size_bytes(),
             " bytes. Delete datasets you no longer need, or ask an admin to raise the limit"));
+      }
+    }
+    if (blob == Blob::kPinned) {
+      // The lock orders this with BlobRepository::Collect, which deletes a row under the same
+      // lock: either the row is here (and is referenced before this commits) or it is gone.
+      pqxx::result pinned = tx.Exec(
+          "dataset_blob_lock", "SELECT 1 FROM blobs WHERE sha256 = $1 FOR UPDATE", record.sha256());
+      if (pinned.empty()) {
+        return absl::AbortedError(
+            "the uploaded bytes were deleted by the blob collector before the dataset was "
+            "recorded (its inspection took longer than the server's --blob-gc-grace-ms); upload "
+            "the file again");
       }
     }
     pqxx::result r = tx.Exec("dataset_create",

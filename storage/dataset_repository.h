@@ -24,8 +24,12 @@ class DatasetRepository {
   // With `max_owner_bytes` > 0, RESOURCE_EXHAUSTED when the owner's datasets would then hold
   // more bytes than that (checked under a lock on the owner, so concurrent uploads never exceed
   // it). The row's blob reference is counted in the same transaction (see BlobRepository).
+  // With `blob` kPinned (an upload, which pinned its blob before inspecting it), the blob's row
+  // is locked first and ABORTED comes back when it is gone: more than the collector's grace
+  // period passed since the pin, so the collector deleted the bytes, and no dataset may name them.
+  enum class Blob { kAny, kPinned };
   absl::StatusOr<gantry::v1::Dataset> Create(const gantry::v1::Dataset& dataset,
-                                             int64_t max_owner_bytes = 0);
+                                             int64_t max_owner_bytes = 0, Blob blob = Blob::kAny);
 
   // By id ("ds-...") or by name within `owner`'s namespace (by name needs a non-empty owner).
   absl::StatusOr<gantry::v1::Dataset> Get(const std::string& owner, const std::string& id_or_name);

@@ -124,7 +124,8 @@ grpc::Status DatasetService::UploadDataset(grpc::ServerContext* context,
       return info.status();
     }
     absl::StatusOr<v1::Dataset> created =
-        datasets_.Create(DescribeDataset(header, p.tenant, *info, blob), limits.max_dataset_bytes);
+        datasets_.Create(DescribeDataset(header, p.tenant, *info, blob), limits.max_dataset_bytes,
+                         storage::DatasetRepository::Blob::kPinned);
     if (!created.ok()) return created.status();
     *response = *std::move(created);
     return absl::OkStatus();

@@ -4,6 +4,7 @@
 //   MODE:spin    burn CPU forever          MODE:sleep  block forever
 //   MODE:segv    crash with SIGSEGV        MODE:flood  write output forever
 //   MODE:lies    print a malformed report
+//   MODE:slow:MS answer a well-formed report of a 25x25x25 electron file after MS milliseconds
 //   MODE:probe:PORT  report (as a refused file) whether 127.0.0.1:PORT is reachable, which file
 //                    descriptors are open and how many environment variables it got
 #include <arpa/inet.h>
@@ -47,6 +48,13 @@ int main() {
   }
   if (mode.rfind("MODE:lies", 0) == 0) {
     std::printf("ok\nevents -5\nshape 1 1\n");
+    return 0;
+  }
+  if (mode.rfind("MODE:slow:", 0) == 0) {
+    usleep(static_cast<useconds_t>(std::atoi(mode.c_str() + 10)) * 1000);
+    std::printf(
+        "ok\nlayout 0\nshape 25 25 25\nevents 6\nenergy 20 80\ntheta 0 0 0\ntotal 100\n"
+        "particle Ele\n");
     return 0;
   }
   if (mode.rfind("MODE:probe:", 0) == 0) {

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "base/sanitizers.h"
 #include "base/sha256.h"
 #include "showers/hdf5_io.h"
@@ -142,6 +143,45 @@ TEST_F(ServerHostileUploadTest, AnInspectionChildThatDiesOrMisbehavesCostsOnlyTh
   v1::ListDatasetsResponse listed;
   ASSERT_TRUE(datasets_->ListDatasets(Ctx(alice).get(), {}, &listed).ok());
   EXPECT_EQ(listed.datasets_size(), 0);
+}
+
+// An upload pins its blob, is inspected, then records its dataset. When the inspection outlasts
+// the collector's grace period the collector deletes the still unreferenced bytes; the upload
+// must then fail (ABORTED, upload again), never record a dataset whose bytes are gone. A quick
+// inspection under the same collector records one that reads back whole.
+TEST_F(ServerHostileUploadTest, AnInspectionLongerThanTheBlobGraceRecordsNoDatasetWithoutBytes) {
+  ASSERT_EQ(StopServer(), 0);
+  StartServer({std::string("--inspect-binary=") + GANTRY_MISBEHAVING_INSPECTOR,
+               "--inspect-timeout-ms=10000", "--blob-gc-interval-ms=50",
+               "--blob-gc-grace-ms=1000"});
+  const std::string alice = NewTenant("alice");
+
+  grpc::Status slow = Upload(alice, "slow", "Ele_slow.h5", "MODE:slow:3000\n");
+  EXPECT_EQ(slow.error_code(), grpc::StatusCode::ABORTED) << Describe(slow);
+  EXPECT_NE(slow.error_message().find("--blob-gc-grace-ms"), std::string::npos) << Describe(slow);
+  EXPECT_NE(slow.error_message().find("upload the file again"), std::string::npos)
+      << Describe(slow);
+  ExpectNoServerPath(slow);
+  v1::ListDatasetsResponse listed;
+  ASSERT_TRUE(datasets_->ListDatasets(Ctx(alice).get(), {}, &listed).ok());
+  EXPECT_EQ(listed.datasets_size(), 0) << listed.DebugString();
+
+  const std::string bytes = "MODE:slow:0\n";
+  v1::Dataset quick;
+  grpc::Status s = Upload(alice, "quick", "Ele_quick.h5", bytes, &quick);
+  ASSERT_TRUE(s.ok()) << Describe(s);
+  EXPECT_EQ(quick.events(), 6);
+  absl::SleepFor(absl::Milliseconds(2500));  // collector passes over two grace periods
+  v1::ReadDatasetRequest read;
+  read.set_dataset_id(quick.id());
+  auto ctx = Ctx(alice, 30000);
+  auto reader = datasets_->ReadDataset(ctx.get(), read);
+  std::string back;
+  v1::DatasetChunk chunk;
+  while (reader->Read(&chunk)) back += chunk.data();
+  grpc::Status finished = reader->Finish();
+  ASSERT_TRUE(finished.ok()) << Describe(finished);
+  EXPECT_EQ(back, bytes);
 }
 
 TEST_F(ServerHostileUploadTest, AMissingHelperRefusesToStartTheServer) {

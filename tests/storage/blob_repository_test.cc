@@ -159,6 +159,46 @@ TEST_F(BlobRepositoryTest, CollectDeletesUnreferencedBlobsOnlyAfterTheGracePerio
   EXPECT_TRUE(store_->Exists(used));
 }
 
+// An upload pins its blob, inspects it, then records its dataset with Blob::kPinned. If the
+// collector deleted the still unreferenced blob meanwhile (the inspection outlasted the grace),
+// the dataset is refused (ABORTED) instead of naming bytes that are gone; while the pin holds, or
+// when a collector pass races the create, it is recorded and the blob survives.
+TEST_F(BlobRepositoryTest, APinnedDatasetIsRefusedOnceTheCollectorTookItsBlob) {
+  DatasetRepository datasets(*db_);
+  BlobRepository blobs(*db_);
+  // Long enough that no stall of a loaded machine between Put and Create outlasts it.
+  const absl::Duration grace = absl::Seconds(1);
+  const std::string late = Put("inspected for too long");
+  absl::SleepFor(grace + absl::Milliseconds(100));
+  auto collected = blobs.Collect(*store_, grace);
+  ASSERT_TRUE(collected.ok()) << collected.status();
+  ASSERT_EQ(collected->deleted, 1);
+  auto refused =
+      datasets.Create(MakeDataset("alice", "late", late), 0, DatasetRepository::Blob::kPinned);
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kAborted) << refused.status();
+  EXPECT_EQ(datasets.Get("alice", "late").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(blobs.Refs(late).status().code(), absl::StatusCode::kNotFound)
+      << "the refused create leaves no row behind";
+
+  for (int round = 0; round < 10; ++round) {
+    const std::string sha = Put(absl::StrCat("inspected in time ", round));
+    std::atomic<bool> created{false};
+    std::thread collector([&] {
+      do {
+        auto done = blobs.Collect(*store_, grace);
+        ASSERT_TRUE(done.ok()) << done.status();
+      } while (!created.load());
+    });
+    auto d = datasets.Create(MakeDataset("alice", absl::StrCat("in-time-", round), sha), 0,
+                             DatasetRepository::Blob::kPinned);
+    created = true;
+    collector.join();
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_EQ(RefsOf(sha), 1);
+    EXPECT_TRUE(store_->Verify(sha).ok()) << "round " << round;
+  }
+}
+
 // The bug this replaces: deleting a dataset counted the blob's users and unlinked it outside any
 // transaction, so an identical upload acknowledged in between lost its bytes. Here a delete (and
 // the collector running flat out) races an identical upload, many times; every acknowledged
