@@ -181,7 +181,7 @@ GantryServer::GantryServer(std::unique_ptr<Backend> backend)
       coordinator_(CoordinatorDepsOf(*backend_), &router_),
       pinner_(*backend_->model_pins, *backend_->workers, router_, coordinator_.sessions(),
               backend_->worker_channels),
-      autoscaler_(*backend_->pools, backend_->options.pools, coordinator_.state()),
+      autoscaler_(*backend_->pools, backend_->options.pools, coordinator_),
       watch_pump_(kWatchPumpThreads),
       submitter_(*backend_->jobs, *backend_->datasets, *backend_->models, *backend_->pools,
                  *backend_->quotas, backend_->options.file_datasets),
@@ -263,7 +263,8 @@ absl::StatusOr<std::unique_ptr<GantryServer>> GantryServer::Start(const ServerOp
   RETURN_IF_ERROR(s.StartListeners(options, creds));
   RETURN_IF_ERROR(s.StartHealthMonitor(options));
   s.metrics_collector_ = std::make_unique<ServerMetricsCollector>(
-      metrics::ProcessMetrics(), *b->jobs, *b->db, s.coordinator_.state(), s.health_db_.get());
+      metrics::ProcessMetrics(), *b->jobs, *b->db,
+      [coordinator = &s.coordinator_] { return coordinator->Snapshot(); }, s.health_db_.get());
   s.metrics_http_ = std::move(metrics_http);
   RETURN_IF_ERROR(
       s.StartHttpApi(options, tls.listener.cert_pem, tls.listener.key_pem, http_api_key));

@@ -1,6 +1,7 @@
 #include "server/coordinator/coordinator_state.h"
 
 #include <algorithm>
+#include <iterator>
 #include <utility>
 
 namespace gantry::server {
@@ -9,13 +10,20 @@ namespace v1 = ::gantry::v1;
 
 const char* JobPhaseName(JobPhase phase) {
   switch (phase) {
-    case JobPhase::kRunning: return "running";
-    case JobPhase::kRestarting: return "restarting";
-    case JobPhase::kQueued: return "queued";
-    case JobPhase::kCancelling: return "cancelling";
-    case JobPhase::kCancellingQueued: return "cancelling (queued)";
-    case JobPhase::kEnded: return "ended";
-    case JobPhase::kEndedQueued: return "ended (queued)";
+    case JobPhase::kRunning:
+      return "running";
+    case JobPhase::kRestarting:
+      return "restarting";
+    case JobPhase::kQueued:
+      return "queued";
+    case JobPhase::kCancelling:
+      return "cancelling";
+    case JobPhase::kCancellingQueued:
+      return "cancelling (queued)";
+    case JobPhase::kEnded:
+      return "ended";
+    case JobPhase::kEndedQueued:
+      return "ended (queued)";
   }
   return "unknown";
 }
@@ -121,6 +129,62 @@ void CoordinatorState::SendCheckpointAndStop(const ActiveJob& job, const std::st
   stop->set_attempt(job.attempt);
   stop->set_reason(reason);
   link->second->Send(std::move(message));
+}
+
+int CoordinatorState::RunningRanks(const std::string& worker_id) const {
+  auto r = reports.find(worker_id);
+  return r == reports.end() ? 0 : r->second.heartbeat.running_ranks_size();
+}
+
+CoordinatorSnapshot CoordinatorState::Snapshot() const {
+  CoordinatorSnapshot snapshot;
+  absl::MutexLock lock(&mu);
+  snapshot.workers.reserve(registered.size());
+  for (const auto& [id, request] : registered) {
+    WorkerView& w = snapshot.workers.emplace_back();
+    w.id = id;
+    w.name = request.name();
+    w.labels = {request.labels().begin(), request.labels().end()};
+    w.device = request.device();
+    w.slots = request.slots();
+    w.free_slots = scheduler.FreeSlots(id);
+    w.leased_slots = scheduler.LeasedSlots(id);
+    w.running_ranks = RunningRanks(id);
+    w.connected = links.count(id) > 0;
+    w.live = scheduler.Live(id);
+    w.draining = Draining(id);
+  }
+  snapshot.demand = scheduler.QueuedRequests();
+  snapshot.queued_jobs = static_cast<int>(queued.size());
+  return snapshot;
+}
+
+std::vector<std::string> CoordinatorState::RetireIdle(const std::vector<std::string>& worker_ids) {
+  std::vector<std::string> retired;
+  absl::MutexLock lock(&mu);
+  for (const std::string& id : worker_ids) {
+    if (scheduler.LeasedSlots(id) > 0 || RunningRanks(id) > 0 || Draining(id)) continue;
+    scheduler.SetDraining(id, true);
+    retired.push_back(id);
+  }
+  return retired;
+}
+
+void CoordinatorState::Unretire(const std::vector<std::string>& worker_ids) {
+  absl::MutexLock lock(&mu);
+  for (const std::string& id : worker_ids) {
+    if (!Draining(id)) scheduler.SetDraining(id, false);
+  }
+}
+
+void CoordinatorState::SetPoolNotes(const std::vector<std::string>& considered,
+                                    std::map<std::string, std::string> notes) {
+  absl::MutexLock lock(&mu);
+  for (auto it = pool_notes.begin(); it != pool_notes.end();) {
+    it = queued.count(it->first) ? std::next(it) : pool_notes.erase(it);
+  }
+  for (const std::string& id : considered) pool_notes.erase(id);
+  for (auto& [id, note] : notes) pool_notes[id] = std::move(note);
 }
 
 }  // namespace gantry::server

@@ -3,18 +3,22 @@
 #ifndef GANTRY_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 #define GANTRY_SERVER_COORDINATOR_COORDINATOR_STATE_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gantry/v1/training.pb.h"
 #include "gantry/v1/worker.pb.h"
 #include "scheduler/scheduler.h"
+#include "server/coordinator/coordinator_views.h"
 #include "server/coordinator/worker_link.h"
 
 namespace gantry::server {
@@ -29,10 +33,10 @@ struct RankState {
 // Where an active job is in its life. One phase at a time:
 //   kRunning -> kRestarting      a failure of this attempt is being handled (one claim per attempt)
 //   kRestarting -> kRunning      nothing was restarted (the failure was final, or not written yet)
-//   kRestarting -> kQueued       the restart is stored: in the scheduler's queue for the next attempt
-//   kQueued -> kRunning          placed again
-//   any but ending -> kCancelling (kCancellingQueued from kQueued): cancellation sent to its ranks
-//   any -> kEnded (kEndedQueued from a queued phase): a terminal state is stored
+//   kRestarting -> kQueued       the restart is stored: in the scheduler's queue for the next
+//   attempt kQueued -> kRunning          placed again any but ending -> kCancelling
+//   (kCancellingQueued from kQueued): cancellation sent to its ranks any -> kEnded (kEndedQueued
+//   from a queued phase): a terminal state is stored
 // The *Queued phases are the same ends for a job that had no rank of its current attempt running,
 // so they wait for nothing.
 enum class JobPhase {
@@ -102,7 +106,13 @@ struct WorkerReport {
 // Plain data plus helpers; every member is read and written with `mu` held, and no holder of `mu`
 // calls the database (decisions are collected under it, written after releasing it).
 struct CoordinatorState {
-  explicit CoordinatorState(scheduler::SchedulerOptions options) : scheduler(options) {}
+  // `now`: the coordinator's clock (absl::Now in the server; a test's own clock in process).
+  explicit CoordinatorState(scheduler::SchedulerOptions options,
+                            std::function<absl::Time()> now = &absl::Now)
+      : clock(std::move(now)), scheduler(options) {}
+
+  // Every time the coordinator's parts record or compare (placed_at, ended_at, retries, leases).
+  absl::Time Now() const { return clock(); }
 
   // The worker's registered name, else its id.
   std::string WorkerName(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
@@ -117,6 +127,18 @@ struct CoordinatorState {
     return drained.count(worker_id) > 0 || preempting.count(worker_id) > 0;
   }
 
+  // Ranks the worker's latest heartbeat lists as running (0 before its first).
+  int RunningRanks(const std::string& worker_id) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
+
+  // PoolControl's operations (JobCoordinator forwards them here); each takes `mu` itself.
+  CoordinatorSnapshot Snapshot() const ABSL_LOCKS_EXCLUDED(mu);
+  std::vector<std::string> RetireIdle(const std::vector<std::string>& worker_ids)
+      ABSL_LOCKS_EXCLUDED(mu);
+  void Unretire(const std::vector<std::string>& worker_ids) ABSL_LOCKS_EXCLUDED(mu);
+  void SetPoolNotes(const std::vector<std::string>& considered,
+                    std::map<std::string, std::string> notes) ABSL_LOCKS_EXCLUDED(mu);
+
+  const std::function<absl::Time()> clock;  // set once, read without `mu`
   mutable absl::Mutex mu;
   scheduler::Scheduler scheduler ABSL_GUARDED_BY(mu);
   std::map<std::string, gantry::v1::RegisterRequest> registered ABSL_GUARDED_BY(mu);

@@ -10,56 +10,30 @@
 #ifndef GANTRY_SERVER_COORDINATOR_JOB_COORDINATOR_H_
 #define GANTRY_SERVER_COORDINATOR_JOB_COORDINATOR_H_
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
+#include "server/coordinator/coordinator_deps.h"
 #include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/coordinator_views.h"
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
 #include "server/coordinator/model_registrar.h"
 #include "server/coordinator/placement_loop.h"
 #include "server/coordinator/worker_link.h"
 #include "server/coordinator/worker_sessions.h"
-#include "server/platform/server_options.h"
-#include "server/platform/tenant_quotas.h"
-#include "server/platform/worker_credentials.h"
-#include "storage/blob_store.h"
-#include "storage/cost_repository.h"
-#include "storage/dataset_repository.h"
-#include "storage/job_repository.h"
-#include "storage/model_repository.h"
-#include "storage/pool_repository.h"
-#include "storage/study_repository.h"
-#include "storage/tenant_limits_repository.h"
-#include "storage/worker_identity_repository.h"
-#include "storage/worker_repository.h"
 
 namespace gantry::server {
 
-// What the coordinator's parts use, which JobCoordinator hands down to them. Every reference must
-// outlive the coordinator (the struct itself need not: nothing keeps it).
-struct CoordinatorDeps {
-  storage::JobRepository& jobs;
-  storage::DatasetRepository& datasets;
-  storage::ModelRepository& models;
-  storage::StudyRepository& studies;  // a registered model's study lineage
-  storage::PoolRepository& pools;
-  storage::WorkerRepository& workers;
-  storage::WorkerIdentityRepository& identities;
-  storage::TenantLimitsRepository& tenant_limits;
-  storage::CostRepository& costs;
-  storage::BlobStore& blobs;  // the size of an uploaded checkpoint
-  TenantQuotas& quotas;
-  WorkerCredentials& credentials;
-  const CoordinatorOptions& options;
-  const FileDatasetOptions& file_datasets;
-};
-
-// Thread-safe. Every reference in `deps` must outlive it.
-class JobCoordinator {
+// Thread-safe. Every reference in `deps` must outlive it. Its state is its own: the rest of the
+// server sees it through PoolControl's snapshot and operations.
+class JobCoordinator : public PoolControl {
  public:
   // `router` (may be null; must outlive it) is told about worker registrations, connections,
   // heartbeats and losses, so that generation follows the same view of the pool.
@@ -72,8 +46,19 @@ class JobCoordinator {
 
   // The worker streams; see WorkerSessions.
   WorkerSessions& sessions() { return sessions_; }
-  // The shared in-memory view (the /metrics collector reads it under its mutex).
-  CoordinatorState& state() { return state_; }
+
+  // PoolControl (the pool autoscaler; /metrics reads the snapshot too).
+  CoordinatorSnapshot Snapshot() const override { return state_.Snapshot(); }
+  std::vector<std::string> RetireIdle(const std::vector<std::string>& worker_ids) override {
+    return state_.RetireIdle(worker_ids);
+  }
+  void Unretire(const std::vector<std::string>& worker_ids) override {
+    state_.Unretire(worker_ids);
+  }
+  void SetPoolNotes(const std::vector<std::string>& considered,
+                    std::map<std::string, std::string> notes) override {
+    state_.SetPoolNotes(considered, std::move(notes));
+  }
 
  private:
   CoordinatorState state_;

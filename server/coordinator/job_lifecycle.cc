@@ -72,7 +72,7 @@ void JobLifecycle::End(const std::string& job_id, const std::vector<v1::JobState
     if (d.job_id == job_id) return;  // the first ending decided stays the one retried
   }
   end.tries = 1;
-  end.next_try = absl::Now() + absl::Milliseconds(200);
+  end.next_try = state_.Now() + absl::Milliseconds(200);
   deferred_ends_.push_back(std::move(end));
 }
 
@@ -100,7 +100,7 @@ bool JobLifecycle::TryEnd(const DeferredEnd& end) {
   absl::MutexLock lock(&state_.mu);
   auto it = state_.active.find(job_id);
   if (it == state_.active.end() || !it->second.End()) return true;
-  it->second.ended_at = absl::Now();
+  it->second.ended_at = state_.Now();
   if (it->second.Queued()) {  // queued for a restart: nothing runs, nothing is leased
     state_.scheduler.Remove(job_id);
     state_.queued.erase(job_id);
@@ -230,7 +230,7 @@ void JobLifecycle::RetryDeferred() {
   for (Deferred& d : pending) Fail(d.job_id, d.attempt, d.failure, d.message);
 
   std::vector<DeferredEnd> ends;
-  const absl::Time now = absl::Now();
+  const absl::Time now = state_.Now();
   {
     absl::MutexLock lock(&deferred_mu_);
     for (auto it = deferred_ends_.begin(); it != deferred_ends_.end();) {
@@ -250,8 +250,8 @@ void JobLifecycle::RetryDeferred() {
     }
     ++end.tries;
     end.next_try =
-        absl::Now() + std::min(absl::Milliseconds(200) * (int64_t{1} << std::min(end.tries, 6)),
-                               absl::Seconds(10));
+        state_.Now() + std::min(absl::Milliseconds(200) * (int64_t{1} << std::min(end.tries, 6)),
+                                absl::Seconds(10));
     absl::MutexLock lock(&deferred_mu_);
     deferred_ends_.push_back(std::move(end));
   }
@@ -275,7 +275,7 @@ void JobLifecycle::EndUnclaimed(const v1::Job& job, absl::Duration wait) {
     a.spec = job.spec();
     a.attempt = job.attempt();
     a.leased = false;
-    a.placed_at = absl::Now();
+    a.placed_at = state_.Now();
     if (job.state() == v1::JOB_STATE_RESTARTING && request.ok()) {
       // The server stopped while this restart was under way: it goes on.
       QueueAgain(state_, a, a.attempt, *request);

@@ -50,7 +50,7 @@ void FailAll(JobLifecycle& lifecycle, const std::vector<Failure>& failures) {
 void PlacementLoop::Start() {
   {
     absl::MutexLock lock(&state_.mu);
-    state_.started_at = absl::Now();
+    state_.started_at = state_.Now();
   }
   task_.Start();
 }

@@ -21,6 +21,7 @@
 #include "gantry/v1/training.pb.h"
 #include "gantry/v1/worker.pb.h"
 #include "scheduler/scheduler.h"
+#include "server/coordinator/coordinator_deps.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
@@ -44,30 +45,25 @@ namespace gantry::server {
 // outlive it; `router` may be null.
 class PlacementLoop {
  public:
-  PlacementLoop(storage::JobRepository& jobs, storage::DatasetRepository& datasets,
-                storage::ModelRepository& models, storage::PoolRepository& pools,
-                storage::WorkerRepository& workers, storage::WorkerIdentityRepository& identities,
-                storage::TenantLimitsRepository& tenant_limits, storage::CostRepository& costs,
-                TenantQuotas& quotas, WorkerCredentials& credentials,
-                const CoordinatorOptions& options, const FileDatasetOptions& file_datasets,
-                CoordinatorState& state, JobLifecycle& lifecycle, GenerationRouter* router)
-      : jobs_(jobs),
-        datasets_(datasets),
-        models_(models),
-        pools_(pools),
-        workers_(workers),
-        identities_(identities),
-        tenant_limits_(tenant_limits),
-        costs_(costs),
-        quotas_(quotas),
-        credentials_(credentials),
-        options_(options),
-        file_datasets_(file_datasets),
+  PlacementLoop(const CoordinatorDeps& deps, CoordinatorState& state, JobLifecycle& lifecycle,
+                GenerationRouter* router)
+      : jobs_(deps.jobs),
+        datasets_(deps.datasets),
+        models_(deps.models),
+        pools_(deps.pools),
+        workers_(deps.workers),
+        identities_(deps.identities),
+        tenant_limits_(deps.tenant_limits),
+        costs_(deps.costs),
+        quotas_(deps.quotas),
+        credentials_(deps.credentials),
+        options_(deps.options),
+        file_datasets_(deps.file_datasets),
         state_(state),
         lifecycle_(lifecycle),
         router_(router),
-        budget_gate_(costs, options.budget_refresh),
-        task_(options.scheduler_tick, [this] { Tick(absl::Now()); }) {}
+        budget_gate_(deps.costs, deps.options.budget_refresh),
+        task_(deps.options.scheduler_tick, [this] { Tick(state_.Now()); }) {}
   ~PlacementLoop() { Stop(); }
 
   // Starts the tick loop (every options.coordinator.scheduler_tick); Stop() ends it (idempotent).

@@ -3,6 +3,7 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/ascii.h"
@@ -99,9 +100,13 @@ void RecordPool(const StateFamilies& f, const std::string& pool,
 
 ServerMetricsCollector::ServerMetricsCollector(metrics::MetricsRegistry& registry,
                                                storage::JobRepository& jobs, storage::Database& db,
-                                               CoordinatorState& state,
+                                               std::function<CoordinatorSnapshot()> snapshot,
                                                storage::Database* health_db)
-    : registry_(registry), jobs_(jobs), db_(db), state_(state), health_db_(health_db) {
+    : registry_(registry),
+      jobs_(jobs),
+      db_(db),
+      snapshot_(std::move(snapshot)),
+      health_db_(health_db) {
   GetServerMetrics();  // the event series show (at zero) from the first scrape
   GetStateFamilies().collect_errors.Increment({"jobs"}, 0);
   id_ = registry_.AddCollector([this] { Collect(); });
@@ -127,31 +132,27 @@ void ServerMetricsCollector::Collect() {
 
   std::map<std::tuple<std::string, std::string, std::string>, int> slots;
   int connected = 0, draining = 0, disconnected = 0;
-  int queued = 0;
-  {
-    absl::MutexLock lock(&state_.mu);
-    queued = static_cast<int>(state_.queued.size());
-    for (const auto& [id, request] : state_.registered) {
-      if (state_.links.count(id) == 0) {
-        ++disconnected;
-        continue;
-      }
-      if (state_.Draining(id)) {
-        ++draining;
-      } else {
-        ++connected;
-      }
-      const auto pool_label = request.labels().find("pool");
-      const std::string pool = pool_label != request.labels().end() && !pool_label->second.empty()
-                                   ? pool_label->second
-                                   : "default";
-      const std::string device = DeviceLabel(request.device());
-      slots[{pool, device, "total"}] += request.slots();
-      slots[{pool, device, "free"}] += state_.scheduler.FreeSlots(id);
-      slots[{pool, device, "leased"}] += state_.scheduler.LeasedSlots(id);
+  const CoordinatorSnapshot snapshot = snapshot_();
+  for (const WorkerView& w : snapshot.workers) {
+    if (!w.connected) {
+      ++disconnected;
+      continue;
     }
+    if (w.draining) {
+      ++draining;
+    } else {
+      ++connected;
+    }
+    const auto pool_label = w.labels.find("pool");
+    const std::string pool = pool_label != w.labels.end() && !pool_label->second.empty()
+                                 ? pool_label->second
+                                 : "default";
+    const std::string device = DeviceLabel(w.device);
+    slots[{pool, device, "total"}] += w.slots;
+    slots[{pool, device, "free"}] += w.free_slots;
+    slots[{pool, device, "leased"}] += w.leased_slots;
   }
-  f.queue_length.Set({}, queued);
+  f.queue_length.Set({}, snapshot.queued_jobs);
   f.slots.Clear();
   for (const auto& [key, value] : slots) {
     f.slots.Set({std::get<0>(key), std::get<1>(key), std::get<2>(key)}, value);

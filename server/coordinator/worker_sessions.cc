@@ -218,12 +218,12 @@ void WorkerSessions::UpsertScheduledWorker(const std::string& worker_id, const v
     w.port_max = reg.rendezvous_port_max();
   }
   w.cached_datasets.insert(reg.cached_datasets().begin(), reg.cached_datasets().end());
-  state_.scheduler.UpsertWorker(w, absl::Now());
+  state_.scheduler.UpsertWorker(w, state_.Now());
   state_.scheduler.SetDraining(worker_id, state_.Draining(worker_id));
   // Ranks from before a reconnect occupy slots the scheduler holds no lease for: nothing is
   // placed on the worker until its first heartbeat says what is free.
   if (!hello.running_jobs().empty()) {
-    state_.scheduler.Heartbeat(worker_id, 0, w.cached_datasets, absl::Now()).IgnoreError();
+    state_.scheduler.Heartbeat(worker_id, 0, w.cached_datasets, state_.Now()).IgnoreError();
   }
 }
 
@@ -240,13 +240,13 @@ v1::JobEvent WorkerSessions::AdoptOrphan(const std::string& worker_id, const v1:
       placement.rbegin()->first == a.spec.world_size() - 1) {
     for (const auto& [rank, worker] : placement) a.rank_workers.push_back(worker);
   }
-  a.placed_at = absl::Now();
+  a.placed_at = state_.Now();
   a.leased = false;
   for (int rank = 0; rank < a.spec.world_size(); ++rank) {
     a.ranks[rank].phase = orphan.state() == v1::JOB_STATE_RUNNING ? v1::RANK_PHASE_RUNNING
                                                                   : v1::RANK_PHASE_UNSPECIFIED;
   }
-  if (orphan.state() == v1::JOB_STATE_RUNNING) a.running_since = absl::Now();
+  if (orphan.state() == v1::JOB_STATE_RUNNING) a.running_since = state_.Now();
   return LogEvent(
       -1, "INFO",
       absl::StrCat("adopted after a server restart: worker ", worker_id, " runs ranks of it"));
@@ -281,10 +281,10 @@ absl::Status WorkerSessions::OnHeartbeat(const std::string& worker_id,
   WorkerReport& report = state_.reports[worker_id];
   report.heartbeat = heartbeat;
   report.heartbeat.clear_cached_datasets();  // not shown; can be long
-  report.at = absl::Now();
+  report.at = state_.Now();
   std::set<std::string> cached(heartbeat.cached_datasets().begin(),
                                heartbeat.cached_datasets().end());
-  return state_.scheduler.Heartbeat(worker_id, heartbeat.free_slots(), cached, absl::Now());
+  return state_.scheduler.Heartbeat(worker_id, heartbeat.free_slots(), cached, state_.Now());
 }
 
 absl::Status WorkerSessions::OnWorkerMessage(const std::string& worker_id,
@@ -381,7 +381,7 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
       const int running = a.CountRanks(v1::RANK_PHASE_RUNNING);
       if (running == a.spec.world_size()) {
         all_running = running;
-        a.running_since = absl::Now();
+        a.running_since = state_.Now();
         if (a.placed_at != absl::Time()) {
           GetServerMetrics().gang_start_seconds.Observe(
               {}, absl::ToDoubleSeconds(a.running_since - a.placed_at));
@@ -416,7 +416,7 @@ absl::Status WorkerSessions::HandleRankStatus(const std::string& worker_id,
 absl::Status WorkerSessions::HandleProgress(const std::string& job_id,
                                             const v1::Progress& progress) {
   RETURN_IF_ERROR(jobs_.UpdateProgress(job_id, progress));
-  const absl::Time now = absl::Now();
+  const absl::Time now = state_.Now();
   {
     absl::MutexLock lock(&state_.mu);
     auto it = state_.active.find(job_id);

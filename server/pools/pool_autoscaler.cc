@@ -27,10 +27,10 @@ void SetTime(absl::Time t, google::protobuf::Timestamp* ts) {
 }  // namespace
 
 PoolAutoscaler::PoolAutoscaler(storage::PoolRepository& pools, const PoolOptions& options,
-                               CoordinatorState& state)
+                               PoolControl& coordinator)
     : pool_repository_(pools),
       options_(options),
-      state_(state),
+      coordinator_(coordinator),
       autoscaler_(scheduler::AutoscalerOptions{options.idle_timeout}),
       task_(options.autoscale_interval, [this] { Tick(absl::Now()); }) {}
 
@@ -137,27 +137,22 @@ void PoolAutoscaler::Tick(absl::Time now) {
 
 PoolAutoscaler::Snapshot PoolAutoscaler::SnapshotOf(const PoolsByName& by_name) {
   Snapshot snapshot;
-  absl::MutexLock lock(&state_.mu);
-  for (const auto& [id, registered] : state_.registered) {
-    auto label = registered.labels().find("pool");
-    if (label == registered.labels().end() || !by_name.count(label->second)) continue;
-    if (!state_.scheduler.Live(id)) continue;
+  const CoordinatorSnapshot seen = coordinator_.Snapshot();
+  for (const WorkerView& view : seen.workers) {
+    auto label = view.labels.find("pool");
+    if (label == view.labels.end() || !by_name.count(label->second)) continue;
+    if (!view.live) continue;
     scheduler::PoolWorker w;
-    w.id = id;
+    w.id = view.id;
     w.pool = label->second;
-    w.slots = registered.slots();
-    int running = 0;
-    if (auto r = state_.reports.find(id); r != state_.reports.end()) {
-      running = r->second.heartbeat.running_ranks_size();
-    }
-    w.busy_slots = std::max(state_.scheduler.LeasedSlots(id), running);
-    w.draining = state_.Draining(id);
+    w.slots = view.slots;
+    w.busy_slots = std::max(view.leased_slots, view.running_ranks);
+    w.draining = view.draining;
     ++snapshot.live[w.pool];
     snapshot.workers.push_back(w);
-    snapshot.refs[id] = ProvisionedWorker{
-        id, registered.name(), {registered.labels().begin(), registered.labels().end()}};
+    snapshot.refs[view.id] = ProvisionedWorker{view.id, view.name, view.labels};
   }
-  for (const scheduler::JobRequest& request : state_.scheduler.QueuedRequests()) {
+  for (const scheduler::JobRequest& request : seen.demand) {
     auto it = request.selector.find("pool");
     if (it == request.selector.end() || !by_name.count(it->second)) continue;
     snapshot.jobs.push_back({request.id, it->second, request.world_size});
@@ -292,23 +287,18 @@ PoolAutoscaler::RemovalsByPool PoolAutoscaler::ConfirmRemovals(
   // Checked idle again and drained under the coordinator's lock, so nothing is placed on them
   // between this decision and the provisioner's call.
   RemovalsByPool confirmed;
-  absl::MutexLock lock(&state_.mu);
   for (auto& [pool, list] : to_remove) {
+    std::vector<std::string> ids;
+    for (const ProvisionedWorker& w : list) ids.push_back(w.id);
+    const std::vector<std::string> retired = coordinator_.RetireIdle(ids);
+    const std::set<std::string> keep(retired.begin(), retired.end());
     for (ProvisionedWorker& w : list) {
-      int running = 0;
-      if (auto r = state_.reports.find(w.id); r != state_.reports.end()) {
-        running = r->second.heartbeat.running_ranks_size();
-      }
-      if (state_.scheduler.LeasedSlots(w.id) > 0 || running > 0 || state_.Draining(w.id)) continue;
-      state_.scheduler.SetDraining(w.id, true);
-      confirmed[pool].push_back(std::move(w));
+      if (keep.count(w.id)) confirmed[pool].push_back(std::move(w));
     }
   }
-  for (auto it = state_.pool_notes.begin(); it != state_.pool_notes.end();) {
-    it = state_.queued.count(it->first) ? std::next(it) : state_.pool_notes.erase(it);
-  }
-  for (const scheduler::PoolJob& job : jobs) state_.pool_notes.erase(job.id);
-  for (auto& [id, note] : notes) state_.pool_notes[id] = std::move(note);
+  std::vector<std::string> considered;
+  for (const scheduler::PoolJob& job : jobs) considered.push_back(job.id);
+  coordinator_.SetPoolNotes(considered, std::move(notes));
   return confirmed;
 }
 
@@ -323,10 +313,9 @@ void PoolAutoscaler::StartScaleDown(const std::string& pool, std::vector<Provisi
         absl::Status status = provisioner->ScaleDown(pool, list);
         if (!status.ok()) {
           // Not removed: they take placements again (unless an operator drained them).
-          absl::MutexLock state_lock(&state_.mu);
-          for (const ProvisionedWorker& w : list) {
-            if (!state_.Draining(w.id)) state_.scheduler.SetDraining(w.id, false);
-          }
+          std::vector<std::string> ids;
+          for (const ProvisionedWorker& w : list) ids.push_back(w.id);
+          coordinator_.Unretire(ids);
         }
         return status;
       },

@@ -23,19 +23,19 @@
 #include "base/periodic_task.h"
 #include "gantry/v1/admin.pb.h"
 #include "scheduler/autoscaler.h"
-#include "server/coordinator/coordinator_state.h"
+#include "server/coordinator/coordinator_views.h"
 #include "server/platform/server_options.h"
 #include "server/pools/provisioner.h"
 #include "storage/pool_repository.h"
 
 namespace gantry::server {
 
-// Thread-safe. `pools` and `state` must outlive it; Stop() (or the destructor) kills the
+// Thread-safe. `pools` and `coordinator` must outlive it; Stop() (or the destructor) kills the
 // provisioner commands under way and waits for their threads.
 class PoolAutoscaler {
  public:
   PoolAutoscaler(storage::PoolRepository& pools, const PoolOptions& options,
-                 CoordinatorState& state);
+                 PoolControl& coordinator);
   ~PoolAutoscaler() { Stop(); }
   PoolAutoscaler(const PoolAutoscaler&) = delete;
   PoolAutoscaler& operator=(const PoolAutoscaler&) = delete;
@@ -101,8 +101,8 @@ class PoolAutoscaler {
                           const std::map<std::string, scheduler::PoolProvisioning>& provisioning,
                           const Snapshot& snapshot, std::map<std::string, std::string>* notes)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The workers still idle and not drained, now drained for their removal; writes the jobs'
-  // notes. Takes the coordinator's lock.
+  // The workers still idle and not drained, now drained for their removal (PoolControl::
+  // RetireIdle); writes the jobs' notes.
   RemovalsByPool ConfirmRemovals(RemovalsByPool to_remove,
                                  const std::vector<scheduler::PoolJob>& jobs,
                                  std::map<std::string, std::string> notes);
@@ -123,7 +123,7 @@ class PoolAutoscaler {
 
   storage::PoolRepository& pool_repository_;  // the pools as stored (AdminService writes them)
   const PoolOptions options_;
-  CoordinatorState& state_;
+  PoolControl& coordinator_;
   const scheduler::Autoscaler autoscaler_;
 
   absl::Mutex mu_;
