@@ -10,20 +10,13 @@ namespace v1 = ::gantry::v1;
 
 const char* JobPhaseName(JobPhase phase) {
   switch (phase) {
-    case JobPhase::kRunning:
-      return "running";
-    case JobPhase::kRestarting:
-      return "restarting";
-    case JobPhase::kQueued:
-      return "queued";
-    case JobPhase::kCancelling:
-      return "cancelling";
-    case JobPhase::kCancellingQueued:
-      return "cancelling (queued)";
-    case JobPhase::kEnded:
-      return "ended";
-    case JobPhase::kEndedQueued:
-      return "ended (queued)";
+    case JobPhase::kRunning: return "running";
+    case JobPhase::kRestarting: return "restarting";
+    case JobPhase::kQueued: return "queued";
+    case JobPhase::kCancelling: return "cancelling";
+    case JobPhase::kCancellingQueued: return "cancelling (queued)";
+    case JobPhase::kEnded: return "ended";
+    case JobPhase::kEndedQueued: return "ended (queued)";
   }
   return "unknown";
 }

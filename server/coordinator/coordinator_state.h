@@ -33,10 +33,10 @@ struct RankState {
 // Where an active job is in its life. One phase at a time:
 //   kRunning -> kRestarting      a failure of this attempt is being handled (one claim per attempt)
 //   kRestarting -> kRunning      nothing was restarted (the failure was final, or not written yet)
-//   kRestarting -> kQueued       the restart is stored: in the scheduler's queue for the next
-//   attempt kQueued -> kRunning          placed again any but ending -> kCancelling
-//   (kCancellingQueued from kQueued): cancellation sent to its ranks any -> kEnded (kEndedQueued
-//   from a queued phase): a terminal state is stored
+//   kRestarting -> kQueued       the restart is stored: in the scheduler's queue for the next attempt
+//   kQueued -> kRunning          placed again
+//   any but ending -> kCancelling (kCancellingQueued from kQueued): cancellation sent to its ranks
+//   any -> kEnded (kEndedQueued from a queued phase): a terminal state is stored
 // The *Queued phases are the same ends for a job that had no rank of its current attempt running,
 // so they wait for nothing.
 enum class JobPhase {

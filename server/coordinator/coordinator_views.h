@@ -26,9 +26,6 @@ struct WorkerView {
   bool connected = false;  // has a stream to this server
   bool live = false;       // connected and not lost: the scheduler may place on it
   bool draining = false;   // drained by an operator, or preempting (RetireIdle does not set it)
-
-  // No leased slot and no running rank: nothing would be lost by removing it.
-  bool Idle() const { return leased_slots == 0 && running_ranks == 0; }
 };
 
 struct CoordinatorSnapshot {
