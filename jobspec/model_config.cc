@@ -203,6 +203,22 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
       if (!std::isfinite(v)) return Bad("profile_fit values must be finite");
     }
   }
+  if (c.generator_spots && (!c.generator_template || c.cell_power != 1.0)) {
+    return Bad(
+        "generator_spots needs generator_template=1 and cell_power 1 (the spots are drawn in "
+        "energy units around the template's showers)");
+  }
+  if (!(c.generator_spot_gev >= 0 && c.generator_spot_gev <= 1)) {
+    return Bad("generator_spot_gev must be in [0, 1] GeV (0: fitted by a fresh training)");
+  }
+  if (!c.generator_spots && c.generator_spot_gev != 0) {
+    return Bad("generator_spot_gev needs generator_spots=1");
+  }
+  if (c.generator_spots && c.generator_spot_gev == 0 && !c.fit_conditions_to_data) {
+    return Bad(
+        "generator_spots needs generator_spot_gev: set fit_conditions_to_data=1 to fit it to "
+        "the training data");
+  }
   if (c.profile_loss_weight > 0 && c.profile_fit.empty() && !c.fit_conditions_to_data) {
     return Bad(
         "profile_loss_weight needs profile_fit: set fit_conditions_to_data=1 to fit it to the "
@@ -262,6 +278,8 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("template_modes", absl::StrCat(c.template_modes));
   put("profile_loss_weight", num(c.profile_loss_weight));
   put("ecal_loss_batch_mean", c.ecal_loss_batch_mean ? "1" : "0");
+  put("generator_spots", c.generator_spots ? "1" : "0");
+  put("generator_spot_gev", num(c.generator_spot_gev));
   put("profile_fit", Join(c.profile_fit));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
@@ -431,6 +449,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
   r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);
   r.OptionalFlag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
+  r.OptionalFlag("generator_spots", &c.generator_spots, false);
+  r.OptionalDouble("generator_spot_gev", &c.generator_spot_gev);
   if (r.Has("profile_fit")) r.Doubles("profile_fit", &c.profile_fit);
   if (!r.status().ok()) return r.status();
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;

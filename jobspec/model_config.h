@@ -75,6 +75,16 @@ struct ModelConfig {
   // the data's; on the batch mean it keeps the mean response and leaves the spread to the
   // adversarial loss. Per rank: with world_size > 1 each rank's batch mean.
   bool ecal_loss_batch_mean = false;
+  // Spot sampling (needs generator_template and cell_power 1): the generator's output is the
+  // expected energy mu of each cell, and a shower is s Poisson(mu / s) per cell, s =
+  // generator_spot_gev x cell_scale in preprocessed units, as the spots baseline draws (the Monte
+  // Carlo deposits energy in discrete spots). Training passes the gradient straight through the
+  // draw (d output / d mu = 1), so the discriminator sees sparse showers and the network learns
+  // their expected energies. A fresh training fits s to the data: the energy for which the
+  // template's showers have the training events' mean number of non-zero cells.
+  bool generator_spots = false;
+  // The fitted spot energy in GeV (> 0 once fitted; 0 before, or without spots).
+  double generator_spot_gev = 0.0;
   // The mean profile the profile loss compares with: per slice of x, then y, then z, the
   // least-squares a_i of (slice sum / e) = a_i + b_i ln e over the sampled training events, then
   // the b_i; 2 (x + y + z) values. Fitted with the conditions (FitConditionsToData) when

@@ -109,6 +109,18 @@ TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {
   }
 }
 
+// A generator with spot sampling exports in no format: the graph would give its expected showers
+// without the spots.
+TEST(ExportGenerator, SpotSamplingIsRefused) {
+  gan::TrainingState state = Fresh("tiny-template", "generator_spots=1");
+  state.config.generator_spot_gev = 0.002;
+  for (ExportFormat format : {ExportFormat::kOnnx, ExportFormat::kPytorch}) {
+    const absl::Status s = ExportGenerator(state.config, *state.generator, format).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+    EXPECT_NE(s.message().find("generator_spots"), std::string::npos) << s;
+  }
+}
+
 TEST(ExportPytorch, IsAZipArchive) {
   gan::TrainingState state = Fresh("tiny");
   absl::StatusOr<ExportedModel> exported =

@@ -336,6 +336,74 @@ TEST(ConditionFitTest, BaselineSamplerFitsTheSameTemplateAndModes) {
   }
 }
 
+// generator_spots: the fit finds the spot energy for which the template's showers have the data's
+// mean number of non-zero cells, which is the spots baseline's on the same events (fitted there
+// in GeV per GeV on other draws of the modes and energies: within 10%).
+TEST(ConditionFitTest, SpotEnergyIsTheSpotsBaselines) {
+  const showers::ShowerSet data = Toy(300, 20, 180, 4);
+  ModelConfig c = *PresetConfig("tiny-template");
+  c.generator_spots = true;
+  ASSERT_TRUE(ValidateModelConfig(c).ok());
+  const ConditionSample s = *SampleConditions(c, data, AllRows(data));
+  ASSERT_EQ(s.sample_nonzero_cells.size(), s.sample_energy_gev.size());
+  const absl::StatusOr<std::string> fit = FitConditionsToData(s, &c);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_NE(fit->find("spots of"), std::string::npos) << *fit;
+  baseline::BaselineFitOptions options;
+  options.kind = baseline::BaselineKind::kSpots;
+  const baseline::BaselineSampler sampler = *baseline::BaselineSampler::Fit(data, {}, options);
+  const double baseline_spot = sampler.parameters().spot_gev;
+  EXPECT_GT(c.generator_spot_gev, 0);
+  EXPECT_NEAR(c.generator_spot_gev, baseline_spot, 0.1 * baseline_spot);
+  // The fitted config round-trips and trains without a further fit.
+  const absl::StatusOr<ModelConfig> back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->generator_spots);
+  EXPECT_EQ(back->generator_spot_gev, c.generator_spot_gev);
+  EXPECT_FALSE(back->fit_conditions_to_data);
+}
+
+// Spots need the template and linear cells; a spot energy needs spots, and a config that will not
+// be fitted needs one; configs written before spots read as without.
+TEST(ConditionFitTest, SpotConfigsOutOfBoundsAreRefused) {
+  auto refused = [](ModelConfig c, const std::string& key) {
+    const absl::Status s = ValidateModelConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << key;
+    EXPECT_NE(s.message().find(key), std::string::npos) << s;
+  };
+  ModelConfig c = *PresetConfig("tiny");
+  c.generator_spots = true;
+  refused(c, "generator_spots needs generator_template=1");
+  ModelConfig wide = *PresetConfig("3dgan-51");
+  wide.generator_template = true;
+  wide.generator_spots = true;
+  refused(wide, "cell_power 1");
+  ModelConfig t = *PresetConfig("tiny-template");
+  t.generator_spot_gev = 0.01;
+  refused(t, "generator_spot_gev needs generator_spots=1");
+  t.generator_spots = true;
+  for (double bad : {-0.01, 2.0, std::nan("")}) {
+    t.generator_spot_gev = bad;
+    refused(t, "generator_spot_gev must be in [0, 1]");
+  }
+  t.generator_spot_gev = 0;
+  t.fit_conditions_to_data = false;
+  refused(t, "set fit_conditions_to_data=1");
+  std::string old = SerializeModelConfig(*PresetConfig("tiny-template"));
+  for (const std::string line : {"generator_spots=0\n", "generator_spot_gev=0\n"}) {
+    const size_t at = old.find(line);
+    ASSERT_NE(at, std::string::npos) << line;
+    old.erase(at, line.size());
+  }
+  const absl::StatusOr<ModelConfig> parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->generator_spots);
+  const absl::StatusOr<ModelConfig> set =
+      OverrideModelConfig(*PresetConfig("tiny-template"), "generator_spots=1");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->generator_spots);
+}
+
 TEST(ConditionFitTest, ConfigKeepsTheFlagAndOldConfigsParseWithoutIt) {
   ModelConfig c = *PresetConfig("tiny");
   EXPECT_TRUE(c.fit_conditions_to_data);

@@ -592,6 +592,33 @@ TEST(ModelsTest, EcalLossOnTheBatchMean) {
   EXPECT_TRUE(set->ecal_loss_batch_mean);
 }
 
+// Spot sampling: each cell of the drawn shower is a whole number of spots (s = 0.002 GeV x 100 =
+// 0.2 in preprocessed units) around the expected energy 0.5, so the cells average 0.5 (variance
+// s mu = 0.1 per cell over 31,250 cells: a standard error of 0.0018), about exp(-2.5) = 8.2% of them
+// are empty, and the gradient reaches the expected energies whole. The same seed draws the same
+// shower; without spots the expected shower is returned as it is.
+TEST(ModelsTest, SpotSamplingDrawsAroundTheExpectedShowerAndPassesTheGradientThrough) {
+  ModelConfig c = Preset("tiny-template");
+  c.generator_spots = true;
+  c.generator_spot_gev = 0.002;
+  Generator g(c);
+  const at::Tensor expected = at::full({2, 1, 25, 25, 25}, 0.5f).requires_grad_();
+  at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(7);
+  const at::Tensor drawn = g->DrawSpots(expected, rng);
+  const at::Tensor spots = drawn.detach() / 0.2;
+  EXPECT_TRUE(at::allclose(spots, at::round(spots), 0, 1e-4));
+  EXPECT_NEAR(drawn.mean().item<double>(), 0.5, 4 * 0.0018);
+  EXPECT_NEAR(drawn.eq(0).to(at::kDouble).mean().item<double>(), std::exp(-2.5), 0.01);
+  drawn.sum().backward();
+  EXPECT_TRUE(at::equal(expected.grad(), at::ones_like(expected)));
+  at::Generator same = at::make_generator<at::CPUGeneratorImpl>(7);
+  EXPECT_TRUE(at::equal(g->DrawSpots(expected, same), drawn));
+  c.generator_spots = false;
+  c.generator_spot_gev = 0;
+  Generator plain(c);
+  EXPECT_TRUE(plain->DrawSpots(expected, rng).is_same(expected));
+}
+
 TEST(ModelsTest, EcalTargetPolynomial) {
   const ModelConfig c = Preset("3dgan-25");
   // E = 100 GeV: ratio = 0.0018 - 0.023 + 0.11 - 0.28 + 2.21 = 2.0188; target = 2.0188 * 1 * 100.

@@ -357,5 +357,75 @@ TEST(GenerationTest, GeneratesShowersInGevFromACheckpoint) {
   std::remove(path.c_str());
 }
 
+// A generator with spot sampling: the trainer refuses it until its spot energy is fitted; fitted,
+// it trains, and Generate gives showers whose cells are whole numbers of spots (in GeV), with far
+// fewer non-zero cells than its expected showers; serving's path (GenerateFromNoise, then
+// DrawSpots per shower) draws the same spots for the same shower's expected cells.
+TEST(GenerationTest, SpotSamplingTrainsAndGeneratesWholeSpots) {
+  ModelConfig config = *PresetConfig("tiny-template");
+  config.generator_spots = true;
+  ModelConfig without_profile = config;  // whose unfitted profile would be refused first
+  without_profile.profile_loss_weight = 0;
+  auto unfitted = Trainer::Create(without_profile, Showers(), Options(1));
+  EXPECT_EQ(unfitted.status().code(), absl::StatusCode::kFailedPrecondition) << unfitted.status();
+  EXPECT_NE(unfitted.status().message().find("generator_spot_gev"), std::string::npos);
+  std::vector<int64_t> rows(static_cast<size_t>(Showers().events()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  auto sample = SampleConditions(config, Showers(), rows);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_TRUE(FitConditionsToData(*sample, &config).ok());
+  ASSERT_GT(config.generator_spot_gev, 0);
+  auto trainer = MakeTrainer(1, config);
+  ASSERT_NE(trainer, nullptr);
+  ASSERT_TRUE(trainer->mutable_state().generator->SetShowerTemplate(sample->shower_template).ok());
+  for (int i = 0; i < 2; ++i) {
+    auto report = trainer->Step();
+    ASSERT_TRUE(report.ok()) << report.status();
+    for (double v : report->generator_loss) EXPECT_TRUE(std::isfinite(v));
+  }
+  const std::string path = TempPath("spots");
+  ASSERT_TRUE(trainer->SaveCheckpoint(path).ok());
+  auto generator = ShowerGenerator::Load(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  GenerationRequest request;
+  request.energy_gev = {50.0f, 150.0f};
+  request.seed = 3;
+  auto showers = (*generator)->Generate(request);
+  ASSERT_TRUE(showers.ok()) << showers.status();
+  const double spot = config.generator_spot_gev;
+  int64_t nonzero = 0;
+  for (float v : showers->cells) {
+    ASSERT_NEAR(v / spot, std::round(v / spot), 1e-3) << v;
+    nonzero += v > 0;
+  }
+  Generator g = trainer->state().generator;
+  g->eval();
+  at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(3);
+  const at::Tensor noise = at::randn({2, g->noise_dim()}, rng, at::kFloat);
+  const at::Tensor expected =
+      g->forward(g->MakeInput(at::tensor({0.5f, 1.5f}).view({2, 1}), at::Tensor(), noise));
+  EXPECT_LT(nonzero, expected.gt(0).sum().item<int64_t>() / 2);
+  // Serving: the expected showers from the same noise, then each one's spots.
+  ASSERT_TRUE((*generator)->draws_spots());
+  const int64_t cells = (*generator)->cells_per_shower();
+  std::vector<float> out(2 * static_cast<size_t>(cells));
+  ASSERT_TRUE((*generator)
+                  ->GenerateFromNoise(request.energy_gev, {},
+                                      absl::Span<const float>(noise.data_ptr<float>(),
+                                                              static_cast<size_t>(noise.numel())),
+                                      out.data())
+                  .ok());
+  int64_t served_nonzero = 0;
+  for (int i = 0; i < 2; ++i) {
+    (*generator)->DrawSpots(request.seed, static_cast<uint64_t>(i), out.data() + i * cells);
+  }
+  for (size_t c = 0; c < out.size(); ++c) {
+    served_nonzero += out[c] > 0;
+    ASSERT_NEAR(out[c], showers->cells[c], 1e-5f + 1e-4f * out[c]) << c;
+  }
+  EXPECT_EQ(served_nonzero, nonzero);
+}
+
 }  // namespace
 }  // namespace gantry::gan

@@ -227,8 +227,13 @@ void LeadingModes(const std::vector<float>& rows, int64_t n, int64_t cells, int 
   }
 }
 
-// The spot energy for which 1 - exp(-mu / s) summed over the drawn expected cells mu, per shower,
-// equals the data's mean number of non-zero cells: bisection in ln s over a histogram of ln mu.
+bool AllFinite(const std::vector<float>& v) {
+  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+}
+
+}  // namespace
+
+// Bisection in ln s over a histogram of ln mu.
 double FitSpotEnergy(const std::vector<float>& mu, int64_t showers, double target) {
   constexpr double kLo = -40, kHi = 15, kWidth = 0.005;
   const int bins = static_cast<int>((kHi - kLo) / kWidth);
@@ -253,12 +258,6 @@ double FitSpotEnergy(const std::vector<float>& mu, int64_t showers, double targe
   }
   return std::exp(0.5 * (lo + hi));
 }
-
-bool AllFinite(const std::vector<float>& v) {
-  return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-}
-
-}  // namespace
 
 absl::Status ValidateBaselineParameters(const BaselineParameters& p) {
   auto bad = [](const std::string& what) {
@@ -449,12 +448,17 @@ void BaselineSampler::DrawExpected(double energy_gev, uint64_t seed, uint64_t in
 
 void BaselineSampler::Draw(double energy_gev, uint64_t seed, uint64_t index, float* out) const {
   DrawExpected(energy_gev, seed, index, out);
-  if (p_.kind != BaselineKind::kSpots) return;
-  // The spots draw from a stream of their own (the index's complement), after the modes' weights.
+  if (p_.kind == BaselineKind::kSpots) DrawSpots(p_.spot_gev, seed, index, out, p_.cells());
+}
+
+void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n) {
+  // A stream of its own (the index's complement): the baseline's modes draw from (seed, index).
   ShowerRng rng(seed, ~index);
-  const double s = p_.spot_gev;
-  for (int64_t c = 0; c < p_.cells(); ++c) {
-    if (out[c] > 0) out[c] = static_cast<float>(s * static_cast<double>(rng.Poisson(out[c] / s)));
+  const double s = spot_gev;
+  for (int64_t c = 0; c < n; ++c) {
+    if (cells[c] > 0) {
+      cells[c] = static_cast<float>(s * static_cast<double>(rng.Poisson(cells[c] / s)));
+    }
   }
 }
 

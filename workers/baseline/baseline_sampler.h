@@ -68,6 +68,17 @@ struct BaselineFitOptions {
   int64_t max_events = kBaselineFitEvents;
 };
 
+// The spot energy s for which sum over cells of 1 - exp(-mu / s), the expected number of non-zero
+// cells of s Poisson(mu / s), averaged over `showers` showers whose expected cells are `mu` (all
+// showers' cells in one vector; cells <= 0 never hit), equals `target` (the data's mean number of
+// non-zero cells). In mu's units.
+double FitSpotEnergy(const std::vector<float>& mu, int64_t showers, double target);
+
+// Replaces each of the `n` expected cell energies mu (GeV) of shower `index` of a request with
+// `seed` by spot_gev x Poisson(mu / spot_gev), drawn from the shower's own stream: the same shower
+// whatever the batch (the spots baseline's, and a generator's with spot sampling). spot_gev > 0.
+void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n);
+
 class BaselineSampler {
  public:
   // Fits to `rows` of `showers` (GeV cells; all rows when empty), at most options.max_events of

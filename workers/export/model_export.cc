@@ -68,6 +68,11 @@ absl::StatusOr<ExportFormat> FromProto(v1::ExportFormat format) {
 absl::StatusOr<ExportedModel> ExportGenerator(const gan::ModelConfig& config,
                                               gan::GeneratorImpl& generator, ExportFormat format,
                                               v1::ExportProfile profile) {
+  if (config.generator_spots) {
+    return absl::FailedPreconditionError(
+        "a generator with spot sampling (generator_spots) cannot be exported yet: the exported "
+        "graph would give the expected showers without their spots");
+  }
   if (absl::Status s = jobspec::CheckProfileFormat(profile, ToProto(format)); !s.ok()) return s;
   if (absl::Status s = jobspec::CheckProfileFitsModel(profile, config.variable_angle()); !s.ok()) {
     return s;

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "workers/baseline/baseline_sampler.h"
 #include "workers/gan/preprocessing.h"
 
 namespace gantry::gan {
@@ -243,9 +245,53 @@ void AddSampledEvents(const ModelConfig& config, const showers::ShowerSet& showe
       s->sample_energy_gev.push_back(energy);
       s->sample_ecal.push_back(ecal[k]);
       AddSliceSums(config, images + static_cast<int64_t>(k) * n, &s->sample_profiles);
+      s->sample_nonzero_cells.push_back(static_cast<double>(
+          std::count_if(images + static_cast<int64_t>(k) * n,
+                        images + static_cast<int64_t>(k + 1) * n, [](float v) { return v > 0; })));
       fit->Add(images + static_cast<int64_t>(k) * n, n, energy);
     }
   }
+}
+
+// generator_spots: the spot energy (GeV) for which the template's showers at the sampled
+// energies have the sampled events' mean number of non-zero cells.
+absl::StatusOr<double> FitSpotEnergyGev(const ModelConfig& config, const ConditionSample& sample) {
+  constexpr int64_t kShowers = 256;
+  constexpr uint64_t kSeed = 0x5907;
+  const int64_t modes = config.template_modes;
+  const size_t rows = 2 + static_cast<size_t>(modes);
+  if (sample.shower_template.empty() || sample.shower_template.size() % rows != 0) {
+    return absl::InvalidArgumentError("generator_spots needs the fitted shower template");
+  }
+  const int64_t cells = static_cast<int64_t>(sample.shower_template.size() / rows);
+  const std::vector<double>& t = sample.shower_template;
+  double hits = 0;
+  int64_t events = 0;
+  std::vector<float> mu;
+  std::mt19937_64 engine(kSeed);
+  std::normal_distribution<double> normal;
+  const size_t n = sample.sample_energy_gev.size();
+  for (int64_t i = 0; i < std::min<int64_t>(kShowers, static_cast<int64_t>(n)); ++i) {
+    const size_t row = static_cast<size_t>(i) * n / static_cast<size_t>(std::min<int64_t>(
+                                                         kShowers, static_cast<int64_t>(n)));
+    const double e = sample.sample_energy_gev[row] / config.energy_scale;
+    if (!(e > 0) || !std::isfinite(e)) continue;
+    std::vector<double> z(static_cast<size_t>(modes));
+    for (double& v : z) v = normal(engine);
+    for (int64_t c = 0; c < cells; ++c) {
+      double v = t[c] + std::log(e) * t[cells + c];
+      for (int64_t k = 0; k < modes; ++k) v += z[k] * t[(2 + k) * cells + c];
+      mu.push_back(static_cast<float>(std::max(0.0, e * v)));
+    }
+    hits += sample.sample_nonzero_cells[row];
+    ++events;
+  }
+  if (events == 0 || !(hits > 0)) {
+    return absl::InvalidArgumentError(
+        "generator_spots: no sampled training event has a non-zero cell to fit the spot energy to");
+  }
+  const double spot = baseline::FitSpotEnergy(mu, events, hits / static_cast<double>(events));
+  return spot / config.cell_scale;
 }
 
 }  // namespace
@@ -381,6 +427,20 @@ absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample,
     config->profile_fit = FitProfiles(*config, sample);
     profiles = absl::StrFormat("; mean profiles of %d slices", config->profile_slices());
   }
+  std::string spots;
+  if (config->generator_spots) {
+    if (sample.sample_nonzero_cells.size() != sample.sample_energy_gev.size()) {
+      return absl::InternalError("the condition sample's non-zero counts do not match its events");
+    }
+    absl::StatusOr<double> spot_gev = FitSpotEnergyGev(*config, sample);
+    if (!spot_gev.ok()) return spot_gev.status();
+    if (!(*spot_gev > 0 && *spot_gev <= 1)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "generator_spots: the fitted spot energy %.4g GeV is outside (0, 1] GeV", *spot_gev));
+    }
+    config->generator_spot_gev = *spot_gev;
+    spots = absl::StrFormat("; spots of %.4g GeV", *spot_gev);
+  }
   std::string theta;
   if (config->variable_angle() && !sample.theta_rad.empty()) {
     const auto [t_lo, t_hi] = std::minmax_element(sample.theta_rad.begin(), sample.theta_rad.end());
@@ -393,12 +453,12 @@ absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample,
   config->fit_conditions_to_data = false;
   return absl::StrFormat(
       "conditions fitted to the data: fake energies %.4g-%.4g GeV%s; ecal target polynomial "
-      "(degree %d, %d events) %s%s",
+      "(degree %d, %d events) %s%s%s",
       e_lo, e_hi, theta, config->ecal_fit.size() - 1, x.size(),
       absl::StrJoin(
           config->ecal_fit, ", ",
           [](std::string* out, double c) { absl::StrAppend(out, absl::StrFormat("%.5g", c)); }),
-      profiles);
+      profiles, spots);
 }
 
 }  // namespace gantry::gan

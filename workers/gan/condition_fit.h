@@ -28,6 +28,8 @@ struct ConditionSample {
   std::vector<double> sample_ecal;        // their ecal sums in model units (as preprocessed)
   // Their preprocessed slice sums: per event, x + y + z values (the x slices, then y, then z).
   std::vector<double> sample_profiles;
+  // Their numbers of non-zero preprocessed cells.
+  std::vector<double> sample_nonzero_cells;
   // ModelConfig::generator_template only, else empty: the generator's initial shower template,
   // (2 + template_modes) x (x * y * z) values. a then b: the per-cell least-squares fit over the
   // sampled events of preprocessed cell / e = a + b ln(e), e = E / energy_scale (b = 0 when all
@@ -58,7 +60,11 @@ absl::StatusOr<ConditionSample> SampleConditions(const ModelConfig& config,
 // the flag (the config now carries the fit). With profile_loss_weight > 0 it also fits
 // profile_fit: per slice, the least-squares line (slice sum / e) = a + b ln e over the sampled
 // events (b = 0 when all energies are equal). INVALID_ARGUMENT when the sample has no event with a
-// positive energy. Returns a one-line description of the fit for logs.
+// positive energy. With generator_spots it fits generator_spot_gev: the spot energy for which
+// showers drawn from the sample's shower template (at the sampled energies, modes at normal
+// weights of a fixed seed) have the sampled events' mean number of non-zero cells
+// (baseline::FitSpotEnergy, as the spots baseline); INVALID_ARGUMENT without a template or with
+// no non-zero cell. Returns a one-line description of the fit for logs.
 absl::StatusOr<std::string> FitConditionsToData(const ConditionSample& sample, ModelConfig* config);
 
 // The polynomial least-squares fit (coefficients highest power first, as polyval); degree is

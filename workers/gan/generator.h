@@ -41,6 +41,13 @@ class GeneratorImpl : public torch::nn::Module {
   // Width of the noise MakeInput expects.
   int64_t noise_dim() const;
 
+  // ModelConfig::generator_spots: a shower drawn around `expected` (forward's output), each cell
+  // s Poisson(expected / s) with s the fitted spot energy in preprocessed units, from `rng`; the
+  // gradient passes straight through to `expected`. Without spots (or before the spot energy is
+  // fitted), `expected` itself. Computed in
+  // float32 and returned in `expected`'s dtype.
+  torch::Tensor DrawSpots(const torch::Tensor& expected, at::Generator& rng) const;
+
   // ModelConfig::generator_template: the learned (2 + K, x, y, z) template [a, b, M_1 .. M_K],
   // K = template_modes; with e = E / energy_scale and z the noise the generator adds
   // e (a + b ln e + z_1 M_1 + ... + z_K M_K) to its output before the final ReLU, in

@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "workers/baseline/baseline_sampler.h"
 #include "workers/gan/bf16_support.h"
 #include "workers/gan/checkpoint.h"
 #include "workers/gan/device.h"
@@ -104,6 +105,9 @@ absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationReq
               .contiguous();
       std::memcpy(out.cells.data() + first * cells, showers.data_ptr<float>(),
                   sizeof(float) * static_cast<size_t>(count * cells));
+      for (int64_t i = first; i < first + count; ++i) {
+        DrawSpots(request.seed, static_cast<uint64_t>(i), out.mutable_event(i));
+      }
     }
   } catch (const c10::Error& e) {
     return absl::InternalError(absl::StrCat("generation failed: ", e.what_without_backtrace()));
@@ -112,6 +116,11 @@ absl::StatusOr<showers::ShowerSet> ShowerGenerator::Generate(const GenerationReq
 }
 
 int64_t ShowerGenerator::noise_dim() const { return generator_->noise_dim(); }
+
+void ShowerGenerator::DrawSpots(uint64_t seed, uint64_t index, float* shower) const {
+  if (!config_.generator_spots || !(config_.generator_spot_gev > 0)) return;
+  baseline::DrawSpots(config_.generator_spot_gev, seed, index, shower, cells_per_shower());
+}
 
 int64_t ShowerGenerator::cells_per_shower() const {
   return config_.grid[0] * config_.grid[1] * config_.grid[2];

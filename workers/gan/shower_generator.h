@@ -45,7 +45,8 @@ class ShowerGenerator {
 
   // INVALID_ARGUMENT for empty/non-positive energies, missing angles, batch < 1;
   // FAILED_PRECONDITION for bfloat16 where Bf16Support() says no. The latent noise does not depend
-  // on the precision: the same request in both precisions runs the same inputs.
+  // on the precision: the same request in both precisions runs the same inputs. With spot
+  // sampling shower i's spots are DrawSpots(request.seed, i).
   absl::StatusOr<showers::ShowerSet> Generate(const GenerationRequest& request);
 
   // One forward pass (eval mode, no autograd) from caller-supplied latent noise: n = energy_gev's
@@ -57,7 +58,8 @@ class ShowerGenerator {
   // energies, FAILED_PRECONDITION for bfloat16 where Bf16Support() says no, INTERNAL when LibTorch
   // fails. In bfloat16 the input is rounded to bfloat16 after conditioning and the output widened
   // to float32 before the GeV conversion; batch independence is then not promised (oneDNN picks
-  // its bfloat16 kernels by batch size).
+  // its bfloat16 kernels by batch size). A generator with spot sampling gives its expected
+  // showers here (and in GenerateOnDevice): the caller draws each one's spots (DrawSpots).
   absl::Status GenerateFromNoise(absl::Span<const float> energy_gev,
                                  absl::Span<const float> theta_rad, absl::Span<const float> noise,
                                  float* out,
@@ -75,6 +77,11 @@ class ShowerGenerator {
   // Inference in the channels-last 3D layout (GeneratorImpl::set_channels_last): on by default for
   // a generator on a GPU, off on a CPU (each the faster there).
   void set_channels_last(bool on) { generator_->set_channels_last(on); }
+  // ModelConfig::generator_spots: replaces the expected cell energies (GeV) of one generated
+  // shower by its spots, drawn from the stream of shower `index` of a request with `seed`
+  // (baseline::DrawSpots); nothing without spots.
+  void DrawSpots(uint64_t seed, uint64_t index, float* shower) const;
+  bool draws_spots() const { return config_.generator_spots; }
   // Width of the latent noise per shower GenerateFromNoise expects.
   int64_t noise_dim() const;
   // Floats per generated shower (the product of the grid).

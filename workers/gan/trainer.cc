@@ -144,6 +144,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
         "profile_loss_weight is set but the model config has no profile_fit: fit the conditions "
         "to the training data first (FitConditionsToData), or set profile_loss_weight=0");
   }
+  if (c.generator_spots && !(c.generator_spot_gev > 0)) {
+    return absl::FailedPreconditionError(
+        "generator_spots is set but the model config has no generator_spot_gev: fit the "
+        "conditions to the training data first (FitConditionsToData), or set generator_spots=0");
+  }
   if (state.permutation.defined() && state.permutation.size(0) != source->events()) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint was taken mid-epoch on ", state.permutation.size(0),
@@ -319,7 +324,7 @@ at::Tensor Trainer::GenerateWithoutGrad(HeadLabels& fake) {
   const at::Tensor input = SampleConditions(fake);
   torch::NoGradGuard no_grad;
   Bf16AutocastGuard autocast(options_.bf16_autocast);
-  return state_.generator->forward(input);
+  return state_.generator->DrawSpots(state_.generator->forward(input), state_.rng);
 }
 
 DiscriminatorOutput Trainer::Discriminate(const at::Tensor& images) {
@@ -403,16 +408,17 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
     trick.real =
         at::ones({batch_size_, 1}, at::TensorOptions(source_->dtype()).device(options_.device));
     s.generator_optimizer->zero_grad();
-    at::Tensor generated;
+    at::Tensor expected;
     {
       Bf16AutocastGuard autocast(options_.bf16_autocast);
-      generated = s.generator->forward(input);
+      expected = s.generator->forward(input);
     }
-    LossTerms g = HeadLosses(c, Discriminate(generated), trick);
-    if (options_.bf16_autocast) generated = generated.to(at::kFloat);  // for the profile loss
+    // With spots the discriminator sees the drawn showers; the profile loss the expected ones.
+    LossTerms g = HeadLosses(c, Discriminate(s.generator->DrawSpots(expected, s.rng)), trick);
+    if (options_.bf16_autocast) expected = expected.to(at::kFloat);  // for the profile loss
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =
-          ProfileLoss(c, generated, trick.energy100, options_.rank * batch_size_,
+          ProfileLoss(c, expected, trick.energy100, options_.rank * batch_size_,
                       options_.world_size, options_.cross_rank_sum);
       g.total = g.total + c.profile_loss_weight * profile.loss;
       g.parts.push_back(profile.value);

@@ -3,6 +3,7 @@
 #include <cstring>
 #include <utility>
 
+#include "base/status_macros.h"
 #include "workers/gan/bf16_support.h"
 #include "workers/serving/counter_rng.h"
 
@@ -42,9 +43,17 @@ absl::Status TorchBackend::RunGroup(const std::vector<ShowerSpec>& showers,
     CounterRng::Normal(s.seed, static_cast<uint64_t>(s.index), dim,
                        noise_.data() + i * static_cast<size_t>(dim));
   }
-  return generator_->GenerateFromNoise(
+  RETURN_IF_ERROR(generator_->GenerateFromNoise(
       energies_, thetas_, noise_, out,
-      bfloat16 ? gan::GenerationPrecision::kBFloat16 : gan::GenerationPrecision::kFloat32);
+      bfloat16 ? gan::GenerationPrecision::kBFloat16 : gan::GenerationPrecision::kFloat32));
+  if (generator_->draws_spots()) {
+    const size_t cells = static_cast<size_t>(traits_.cells_per_shower());
+    for (size_t i = 0; i < n; ++i) {
+      const ShowerSpec& s = showers[members[i]];
+      generator_->DrawSpots(s.seed, static_cast<uint64_t>(s.index), out + i * cells);
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status TorchBackend::RunBatch(const std::vector<ShowerSpec>& showers, float* out) {
