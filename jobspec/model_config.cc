@@ -203,6 +203,9 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
       if (!std::isfinite(v)) return Bad("profile_fit values must be finite");
     }
   }
+  if (c.template_relative_residual && !c.generator_template) {
+    return Bad("template_relative_residual needs generator_template=1 (it scales the template)");
+  }
   if (c.generator_spots && (!c.generator_template || c.cell_power != 1.0)) {
     return Bad(
         "generator_spots needs generator_template=1 and cell_power 1 (the spots are drawn in "
@@ -276,6 +279,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("generator_relu_grad_slope", num(c.generator_relu_grad_slope));
   put("generator_template", c.generator_template ? "1" : "0");
   put("template_modes", absl::StrCat(c.template_modes));
+  put("template_relative_residual", c.template_relative_residual ? "1" : "0");
   put("profile_loss_weight", num(c.profile_loss_weight));
   put("ecal_loss_batch_mean", c.ecal_loss_batch_mean ? "1" : "0");
   put("generator_spots", c.generator_spots ? "1" : "0");
@@ -447,6 +451,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalDouble("generator_relu_grad_slope", &c.generator_relu_grad_slope);
   r.OptionalFlag("generator_template", &c.generator_template, false);
   if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
+  r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);
   r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);
   r.OptionalFlag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
   r.OptionalFlag("generator_spots", &c.generator_spots, false);

@@ -62,6 +62,11 @@ struct ModelConfig {
   // showers' deviations from the template, each scaled by its standard deviation, so the
   // shower-to-shower fluctuations (energy, depth, width) are there from the first step too.
   int64_t template_modes = 0;
+  // With generator_template: the conv stack's output is a relative correction, multiplied by the
+  // mean template e (a + b ln e) (clamped at 0) before it is added. The network then moves energy
+  // only where the data's mean shower has some, in proportion to it, and cannot add a haze where
+  // it has none (false: added as it is, in preprocessed units).
+  bool template_relative_residual = false;
   // Training only: weight of the generator's profile loss (0: off, the reference). The loss is
   // 100 x sum over the x, y and z slices i of |G_i - F_i| / sum_i F_i, with G_i the generated
   // batch's slice sums per unit e = E / energy_scale (preprocessed units) and F_i the same sum of

@@ -110,7 +110,7 @@ TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {
 }
 
 // A generator with spot sampling exports in no format: the graph would give its expected showers
-// without the spots.
+// without the spots; nor one with a relative residual, which the graph does not describe.
 TEST(ExportGenerator, SpotSamplingIsRefused) {
   gan::TrainingState state = Fresh("tiny-template", "generator_spots=1");
   state.config.generator_spot_gev = 0.002;
@@ -119,6 +119,11 @@ TEST(ExportGenerator, SpotSamplingIsRefused) {
     EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
     EXPECT_NE(s.message().find("generator_spots"), std::string::npos) << s;
   }
+  gan::TrainingState relative = Fresh("tiny-template", "template_relative_residual=1");
+  const absl::Status s =
+      ExportGenerator(relative.config, *relative.generator, ExportFormat::kOnnx).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_NE(s.message().find("template_relative_residual"), std::string::npos) << s;
 }
 
 TEST(ExportPytorch, IsAZipArchive) {

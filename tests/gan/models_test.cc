@@ -1079,6 +1079,44 @@ TEST(ModelsTest, FreshTemplateModelStartsWithASmallResidual) {
                         with_template->generator->named_parameters()[first]));
 }
 
+// template_relative_residual: the conv stack's output r is multiplied by the mean template T = e
+// (a + b ln e) before it is added, relu(T + T r): where T is 0 the shower is 0 whatever the
+// network, and where T = 10 the deviation from T is 10 times the additive model's, relu(T + r), of
+// the same weights. It needs a template, and round-trips.
+TEST(ModelsTest, RelativeResidualScalesTheNetworkByTheMeanTemplate) {
+  ModelConfig c = Preset("tiny-template");
+  c.template_modes = 0;
+  auto additive = NewTrainingState(c, 5);
+  c.template_relative_residual = true;
+  auto relative = NewTrainingState(c, 5);
+  ASSERT_TRUE(additive.ok() && relative.ok());
+  std::vector<double> values(2 * 15625, 0.0);
+  for (int64_t cell = 0; cell < 15625; cell += 2) values[cell] = 10.0;  // a; b = 0
+  ASSERT_TRUE(additive->generator->SetShowerTemplate(values).ok());
+  ASSERT_TRUE(relative->generator->SetShowerTemplate(values).ok());
+  additive->generator->eval();
+  relative->generator->eval();
+  torch::NoGradGuard no_grad;
+  at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(3);
+  const at::Tensor noise = at::randn({2, c.noise_dim()}, rng, at::kFloat);
+  const at::Tensor input = relative->generator->MakeInput(at::ones({2, 1}), at::Tensor(), noise);
+  const at::Tensor a = additive->generator->forward(input).reshape({2, -1});
+  const at::Tensor r = relative->generator->forward(input).reshape({2, -1});
+  const at::Tensor odd = at::arange(1, 15625, 2);
+  const at::Tensor even = at::arange(0, 15625, 2);
+  EXPECT_TRUE(at::equal(r.index_select(1, odd), at::zeros({2, odd.size(0)})));
+  EXPECT_GT(a.index_select(1, odd).gt(0).sum().item<int64_t>(), 0);  // the additive haze
+  const at::Tensor deviation = a.index_select(1, even) - 10.0;
+  EXPECT_GT(deviation.abs().max().item<float>(), 1e-4);
+  EXPECT_TRUE(at::allclose(r.index_select(1, even) - 10.0, 10.0 * deviation, 1e-3, 1e-4));
+  ModelConfig plain = Preset("tiny");
+  plain.template_relative_residual = true;
+  EXPECT_EQ(ValidateModelConfig(plain).code(), absl::StatusCode::kInvalidArgument);
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->template_relative_residual);
+}
+
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
 TEST(ModelsTest, ConfigsAreBoundedBeforeAnyNetworkIsBuilt) {
   auto refused = [](const ModelConfig& c, const std::string& fragment) {

@@ -73,6 +73,11 @@ absl::StatusOr<ExportedModel> ExportGenerator(const gan::ModelConfig& config,
         "a generator with spot sampling (generator_spots) cannot be exported yet: the exported "
         "graph would give the expected showers without their spots");
   }
+  if (config.template_relative_residual) {
+    return absl::FailedPreconditionError(
+        "a generator with a relative residual (template_relative_residual) cannot be exported "
+        "yet: the exported graph adds the residual as it is");
+  }
   if (absl::Status s = jobspec::CheckProfileFormat(profile, ToProto(format)); !s.ok()) return s;
   if (absl::Status s = jobspec::CheckProfileFitsModel(profile, config.variable_angle()); !s.ok()) {
     return s;

@@ -624,7 +624,8 @@ torch::Tensor ConvStageImpl::PolyphaseForward(const torch::Tensor& x, const Poly
 }
 
 torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Generator>& generator,
-                                     const torch::Tensor& add_before_activation) {
+                                     const torch::Tensor& add_before_activation,
+                                     const torch::Tensor& scale_before_add) {
   const auto& up = spec_.upsample;
   const bool upsample = up[0] != 1 || up[1] != 1 || up[2] != 1;
   // Inference reuses what it derives from the parameters; training derives it every pass (the
@@ -652,6 +653,7 @@ torch::Tensor ConvStageImpl::forward(torch::Tensor x, const c10::optional<at::Ge
     x = inference && UseTapSum(weight) ? TapSumConv3d(x, weight, bias, conv_pad_)
                                        : Convolve(x, weight, bias, conv_pad_);
   }
+  if (scale_before_add.defined()) x = x * scale_before_add;
   if (add_before_activation.defined()) x = x + add_before_activation;
   // In place: the conv output is a fresh tensor and both activations support in-place autograd.
   if (spec_.activation == Activation::kLeakyRelu) {

@@ -103,10 +103,12 @@ class ConvStageImpl : public torch::nn::Module {
 
   // `generator` drives the dropout mask (nullopt: the global default generator). `x` is float32,
   // float64 or (inference only) bfloat16; the output has its dtype. `add_before_activation`, when
-  // defined, is added to the conv output (broadcasting) before the activation.
+  // defined, is added to the conv output (broadcasting) before the activation, after the conv
+  // output is multiplied by `scale_before_add` when that is defined.
   torch::Tensor forward(torch::Tensor x,
                         const c10::optional<at::Generator>& generator = c10::nullopt,
-                        const torch::Tensor& add_before_activation = torch::Tensor());
+                        const torch::Tensor& add_before_activation = torch::Tensor(),
+                        const torch::Tensor& scale_before_add = torch::Tensor());
 
   const ConvStageSpec& spec() const { return spec_; }
 

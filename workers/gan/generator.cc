@@ -116,6 +116,7 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
   const bool bf16 = input.scalar_type() == at::kBFloat16;
   torch::Tensor dense_input = input;
   torch::Tensor template_term;
+  torch::Tensor residual_scale;  // template_relative_residual: the mean template, >= 0
   if (shower_template_.defined()) {
     // E/100 is the fixed-angle input's extra last column and the variable-angle input's first.
     torch::Tensor energy100;
@@ -128,6 +129,7 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
     const torch::Tensor t = shower_template_.to(input.scalar_type());
     const torch::Tensor e = energy100.reshape({-1, 1, 1, 1, 1});
     template_term = e * (t[0] + at::log(e) * t[1]);
+    if (config_.template_relative_residual) residual_scale = at::relu(template_term);
     const int64_t modes = config_.template_modes;
     if (modes > 0) {
       // e z_k: the fixed-angle input's first columns already are noise x E/100; the
@@ -147,7 +149,7 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
             : dense_->forward(dense_input))
           .view({-1, dense_shape_[0], dense_shape_[1], dense_shape_[2], dense_shape_[3]});
   for (size_t i = 0; i + 1 < stages_.size(); ++i) x = stages_[i]->forward(x);
-  return stages_.back()->forward(x, c10::nullopt, template_term);
+  return stages_.back()->forward(x, c10::nullopt, template_term, residual_scale);
 }
 
 void GeneratorImpl::set_channels_last(bool on) {
