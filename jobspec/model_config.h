@@ -1,5 +1,6 @@
 // ModelConfig: every number that defines a 3DGAN variant (architecture, losses, optimiser, data
-// normalisation), with the named presets "3dgan-25", "3dgan-51", "tiny" and "tiny-template".
+// normalisation), with the named presets "3dgan-25", "3dgan-51", "tiny", "tiny-template" and
+// "tiny-spots".
 // Torch-free.
 #ifndef GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
 #define GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
@@ -22,7 +23,7 @@ enum class Architecture {
 };
 
 struct ModelConfig {
-  std::string preset;  // "3dgan-25", "3dgan-51", "tiny", "tiny-template" or "custom"
+  std::string preset;  // one of PresetNames(), or "custom"
   Architecture architecture = Architecture::kFixedAngle25;
   std::array<int64_t, 3> grid{25, 25, 25};  // generated image (x, y, z); z is depth
 
