@@ -161,11 +161,12 @@ int64_t GeneratorImpl::noise_dim() const { return config_.noise_dim(); }
 torch::Tensor GeneratorImpl::DrawSpots(const torch::Tensor& expected, at::Generator& rng) const {
   const double spot = config_.generator_spot_gev * config_.cell_scale;
   if (!config_.generator_spots || !(spot > 0)) return expected;
-  const torch::Tensor mu = expected.detach().to(at::kFloat);
   torch::Tensor drawn;
   {
     torch::NoGradGuard no_grad;
-    drawn = (at::poisson(mu / spot, rng) * spot).to(expected.scalar_type());
+    // `rng` is a CPU generator: the draw runs on the CPU whatever the device.
+    const torch::Tensor mu = expected.detach().to(at::kCPU, at::kFloat);
+    drawn = (at::poisson(mu / spot, rng) * spot).to(expected.device(), expected.scalar_type());
   }
   // The value of the draw, the gradient of the expectation.
   return expected + (drawn - expected.detach());

@@ -83,6 +83,7 @@ Trainer::Trainer(TrainingState state, std::unique_ptr<BatchSource> source,
                        : at::globalContext().defaultGenerator(options.device).clone();
     state_.discriminator->set_dropout_generator(dropout_rng_);
   }
+  if (state_.config.generator_spots) spot_rng_ = at::make_generator<at::CPUGeneratorImpl>();
   if (options.cross_rank_sum) set_cross_rank_sum(options.cross_rank_sum);
 }
 
@@ -273,6 +274,17 @@ absl::Status Trainer::BeginStep(int64_t n_events, StepReport* report) {
   return absl::OkStatus();
 }
 
+at::Tensor Trainer::DrawSpots(const at::Tensor& expected) {
+  if (!state_.config.generator_spots) return expected;
+  uint64_t base = 0;
+  {
+    std::lock_guard<std::mutex> lock(state_.rng.mutex());
+    base = state_.rng.get<at::CPUGeneratorImpl>()->random64();
+  }
+  spot_rng_.set_current_seed(base ^ (0xD1B54A32D192ED03ULL * (options_.rank + 1)));
+  return state_.generator->DrawSpots(expected, spot_rng_);
+}
+
 at::Tensor Trainer::LocalRows(const at::Tensor& t) const {
   if (options_.world_size == 1) return t;
   const int64_t offset = options_.rank * batch_size_;
@@ -324,7 +336,7 @@ at::Tensor Trainer::GenerateWithoutGrad(HeadLabels& fake) {
   const at::Tensor input = SampleConditions(fake);
   torch::NoGradGuard no_grad;
   Bf16AutocastGuard autocast(options_.bf16_autocast);
-  return state_.generator->DrawSpots(state_.generator->forward(input), state_.rng);
+  return DrawSpots(state_.generator->forward(input));
 }
 
 DiscriminatorOutput Trainer::Discriminate(const at::Tensor& images) {
@@ -414,7 +426,7 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
       expected = s.generator->forward(input);
     }
     // With spots the discriminator sees the drawn showers; the profile loss the expected ones.
-    LossTerms g = HeadLosses(c, Discriminate(s.generator->DrawSpots(expected, s.rng)), trick);
+    LossTerms g = HeadLosses(c, Discriminate(DrawSpots(expected)), trick);
     if (options_.bf16_autocast) expected = expected.to(at::kFloat);  // for the profile loss
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =
