@@ -26,7 +26,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
 stack_init "${GANTRY_BENCH_BUILD:-$stack_root/build}"
 
-preset="${PRESET:-tiny-template}"
+preset="${PRESET:-tiny-spots}"
 events="${EVENTS:-5000}"
 data_seed="${DATA_SEED:-11}"
 epochs="${EPOCHS:-2}"
