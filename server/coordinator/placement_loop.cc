@@ -86,6 +86,8 @@ void PlacementLoop::EndUnclaimedOrphans(absl::Time now) {
   std::vector<v1::Job> unclaimed;
   {
     absl::MutexLock lock(&state_.mu);
+    // A coordinator driven by Tick alone (never Started) starts its wait at its first tick.
+    if (state_.started_at == absl::InfinitePast()) state_.started_at = now;
     if (now - state_.started_at <= wait) return;
     for (auto& [id, job] : state_.orphans) unclaimed.push_back(std::move(job));
     state_.orphans.clear();
