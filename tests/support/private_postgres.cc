@@ -57,7 +57,7 @@ bool PrivatePostgres::Start() {
 bool PrivatePostgres::RunScript(const std::string& command, std::string* out) {
   const std::string script = GANTRY_PG_SCRIPT;
   CommandResult r = ChildProcess::Run({"/bin/bash", script, command}, {{"GANTRY_PG_DIR", dir_}},
-                                      dir_, /*timeout_seconds=*/120);
+                                      dir_, /*timeout_seconds=*/90);
   *out = r.out;
   if (r.exit_code != 0) {
     ADD_FAILURE() << "pg.sh " << command << " (GANTRY_PG_DIR=" << dir_ << ") exited with "
