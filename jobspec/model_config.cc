@@ -218,6 +218,10 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
       if (!std::isfinite(v)) return Bad("profile_fit values must be finite");
     }
   }
+  if (c.ecal_loss_batch_mean && c.ecal_loss_quantiles) {
+    return Bad(
+        "ecal_loss_batch_mean and ecal_loss_quantiles are two forms of one loss: set one of them");
+  }
   if (c.template_relative_residual && !c.generator_template) {
     return Bad("template_relative_residual needs generator_template=1 (it scales the template)");
   }
@@ -297,6 +301,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("template_relative_residual", c.template_relative_residual ? "1" : "0");
   put("profile_loss_weight", num(c.profile_loss_weight));
   put("ecal_loss_batch_mean", c.ecal_loss_batch_mean ? "1" : "0");
+  put("ecal_loss_quantiles", c.ecal_loss_quantiles ? "1" : "0");
   put("generator_spots", c.generator_spots ? "1" : "0");
   put("generator_spot_gev", num(c.generator_spot_gev));
   put("profile_fit", Join(c.profile_fit));
@@ -469,6 +474,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);
   r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);
   r.OptionalFlag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
+  r.OptionalFlag("ecal_loss_quantiles", &c.ecal_loss_quantiles, false);
   r.OptionalFlag("generator_spots", &c.generator_spots, false);
   r.OptionalDouble("generator_spot_gev", &c.generator_spot_gev);
   if (r.Has("profile_fit")) r.Doubles("profile_fit", &c.profile_fit);

@@ -81,6 +81,14 @@ struct ModelConfig {
   // the data's; on the batch mean it keeps the mean response and leaves the spread to the
   // adversarial loss. Per rank: with world_size > 1 each rank's batch mean.
   bool ecal_loss_batch_mean = false;
+  // Training only: the generator's ecal-sum loss compares the distribution of its batch's totals
+  // with the real batch's, 100 x mean_i |g_(i) - r_(i)| over the sorted ratios total / ecal target
+  // of the generated (g) and real (r) showers (a 1-D Wasserstein distance, in percent): the
+  // sampling fraction keeps the data's mean and its spread between showers, which neither the
+  // per-shower loss (spread too narrow) nor the batch mean (spread left to the adversarial loss)
+  // holds. The discriminator's updates report the batch-mean form. Excludes ecal_loss_batch_mean.
+  // Per rank: each rank's batch.
+  bool ecal_loss_quantiles = false;
   // Spot sampling (needs generator_template and cell_power 1): the generator's output is the
   // expected energy mu of each cell, and a shower is s Poisson(mu / s) per cell, s =
   // generator_spot_gev x cell_scale in preprocessed units, as the spots baseline draws (the Monte

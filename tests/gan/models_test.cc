@@ -592,6 +592,48 @@ TEST(ModelsTest, EcalLossOnTheBatchMean) {
   EXPECT_TRUE(set->ecal_loss_batch_mean);
 }
 
+// The distribution form: generated ratios {0.75, 1.25} (totals 150 and 250 against 200) against
+// a real batch whose sorted ratios are {0.9, 1.1} score 100 x (0.15 + 0.15) / 2 = 15 whatever the
+// generated showers' order, and 0 against a real batch of the same ratios; each total's gradient
+// is 100 / (2 x 200) times the sign of its own quantile's difference. Without the reference (the
+// discriminator's updates) the loss is the batch mean's; the flag round-trips and excludes the
+// batch-mean form.
+TEST(ModelsTest, EcalLossOnTheSortedRatiosComparesTheSpreadWithTheRealBatch) {
+  ModelConfig c = Preset("3dgan-25");
+  c.ecal_loss_quantiles = true;
+  DiscriminatorOutput out;
+  out.real_probability = at::full({2, 1}, 0.5);
+  out.energy = at::full({2, 1}, 2.0);
+  out.ecal = at::tensor({250.0f, 150.0f}).view({2, 1}).set_requires_grad(true);
+  HeadLabels labels;
+  labels.real = at::ones({2, 1});
+  labels.energy100 = at::full({2, 1}, 2.0);
+  labels.ecal = at::full({2, 1}, 200.0);
+  EXPECT_NEAR(HeadLosses(c, out, labels).parts[2].item<float>(), 0.0, 1e-4) << "batch mean";
+
+  labels.ecal_reference = EcalReference(at::tensor({220.0f, 180.0f}).view({2, 1}),
+                                        at::full({2, 1}, 200.0));
+  EXPECT_NEAR(labels.ecal_reference[0].item<float>(), 0.9, 1e-6);
+  const at::Tensor loss = HeadLosses(c, out, labels).parts[2];
+  EXPECT_NEAR(loss.item<float>(), 15.0, 1e-4);
+  loss.backward();
+  EXPECT_NEAR(out.ecal.grad()[0].item<float>(), 0.25, 1e-6) << "250 sits above the real 1.1";
+  EXPECT_NEAR(out.ecal.grad()[1].item<float>(), -0.25, 1e-6) << "150 sits below the real 0.9";
+  labels.ecal_reference = EcalReference(at::tensor({150.0f, 250.0f}).view({2, 1}),
+                                        at::full({2, 1}, 200.0));
+  EXPECT_NEAR(HeadLosses(c, out, labels).parts[2].item<float>(), 0.0, 1e-4);
+
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_TRUE(back->ecal_loss_quantiles);
+  auto both = OverrideModelConfig(Preset("tiny-spots"), "ecal_loss_quantiles=1");
+  ASSERT_FALSE(both.ok());
+  EXPECT_NE(both.status().message().find("set one of them"), std::string::npos) << both.status();
+  auto set = OverrideModelConfig(Preset("tiny-spots"), "ecal_loss_batch_mean=0;ecal_loss_quantiles=1");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_TRUE(set->ecal_loss_quantiles);
+}
+
 // Spot sampling: each cell of the drawn shower is a whole number of spots (s = 0.002 GeV x 100 =
 // 0.2 in preprocessed units) around the expected energy 0.5, so the cells average 0.5 (variance
 // s mu = 0.1 per cell over 31,250 cells: a standard error of 0.0018), about exp(-2.5) = 8.2% of them
@@ -604,7 +646,7 @@ TEST(ModelsTest, SpotSamplingDrawsAroundTheExpectedShowerAndPassesTheGradientThr
   Generator g(c);
   const at::Tensor expected = at::full({2, 1, 25, 25, 25}, 0.5f).requires_grad_();
   at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(7);
-  const at::Tensor drawn = g->DrawSpots(expected, rng);
+  const at::Tensor drawn = g->DrawSpotsStraightThrough(expected, rng);
   const at::Tensor spots = drawn.detach() / 0.2;
   EXPECT_TRUE(at::allclose(spots, at::round(spots), 0, 1e-4));
   EXPECT_NEAR(drawn.mean().item<double>(), 0.5, 4 * 0.0018);
@@ -612,11 +654,11 @@ TEST(ModelsTest, SpotSamplingDrawsAroundTheExpectedShowerAndPassesTheGradientThr
   drawn.sum().backward();
   EXPECT_TRUE(at::equal(expected.grad(), at::ones_like(expected)));
   at::Generator same = at::make_generator<at::CPUGeneratorImpl>(7);
-  EXPECT_TRUE(at::equal(g->DrawSpots(expected, same), drawn));
+  EXPECT_TRUE(at::equal(g->DrawSpotsStraightThrough(expected, same), drawn));
   c.generator_spots = false;
   c.generator_spot_gev = 0;
   Generator plain(c);
-  EXPECT_TRUE(plain->DrawSpots(expected, rng).is_same(expected));
+  EXPECT_TRUE(plain->DrawSpotsStraightThrough(expected, rng).is_same(expected));
 }
 
 TEST(ModelsTest, EcalTargetPolynomial) {

@@ -41,13 +41,13 @@ class GeneratorImpl : public torch::nn::Module {
   // Width of the noise MakeInput expects.
   int64_t noise_dim() const;
 
-  // ModelConfig::generator_spots: a shower drawn around `expected` (forward's output), each cell
-  // s Poisson(expected / s) with s the fitted spot energy in preprocessed units, from `rng` (a CPU
-  // generator; the draw runs on the CPU and comes back to `expected`'s device); the
-  // gradient passes straight through to `expected`. Without spots (or before the spot energy is
-  // fitted), `expected` itself. Computed in
-  // float32 and returned in `expected`'s dtype.
-  torch::Tensor DrawSpots(const torch::Tensor& expected, at::Generator& rng) const;
+  // ModelConfig::generator_spots, for training: a batch drawn around `expected` (forward's
+  // output), each cell s Poisson(expected / s) with s the fitted spot energy in preprocessed units,
+  // from `rng` (a CPU generator; the draw runs on the CPU and comes back to `expected`'s device);
+  // the gradient passes straight through to `expected`. Without spots (or before the spot energy
+  // is fitted), `expected` itself. Computed in float32, returned in `expected`'s dtype. (Generation
+  // draws each shower from its own (seed, index) stream instead: ShowerGenerator::DrawSpots.)
+  torch::Tensor DrawSpotsStraightThrough(const torch::Tensor& expected, at::Generator& rng) const;
 
   // ModelConfig::generator_template: the learned (2 + K, x, y, z) template [a, b, M_1 .. M_K],
   // K = template_modes; with e = E / energy_scale and z the noise the generator adds

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <algorithm>
+#include <tuple>
 
 namespace gantry::gan {
 
@@ -20,15 +21,29 @@ at::Tensor MeanAbsoluteError(const at::Tensor& prediction, const at::Tensor& lab
   return (label - prediction).abs().mean();
 }
 
+at::Tensor EcalReference(const at::Tensor& total, const at::Tensor& target) {
+  return std::get<0>((total / at::clamp_min(target.abs(), 1e-7)).detach().sort(0));
+}
+
+at::Tensor EcalQuantileLoss(const at::Tensor& total, const at::Tensor& target,
+                            const at::Tensor& reference) {
+  const at::Tensor sorted = std::get<0>((total / at::clamp_min(target.abs(), 1e-7)).sort(0));
+  return 100.0 * (sorted - reference.to(sorted.scalar_type())).abs().mean();
+}
+
 LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
                      const HeadLabels& labels) {
   LossTerms t;
   t.parts.push_back(BinaryCrossEntropy(out.real_probability, labels.real));
   t.parts.push_back(MeanAbsolutePercentageError(out.energy, labels.energy100));
   if (config.variable_angle()) t.parts.push_back(MeanAbsoluteError(out.theta, labels.theta));
-  t.parts.push_back(config.ecal_loss_batch_mean
-                        ? MeanAbsolutePercentageError(out.ecal.mean(), labels.ecal.mean())
-                        : MeanAbsolutePercentageError(out.ecal, labels.ecal));
+  if (labels.ecal_reference.defined()) {
+    t.parts.push_back(EcalQuantileLoss(out.ecal, labels.ecal, labels.ecal_reference));
+  } else if (config.ecal_loss_batch_mean || config.ecal_loss_quantiles) {
+    t.parts.push_back(MeanAbsolutePercentageError(out.ecal.mean(), labels.ecal.mean()));
+  } else {
+    t.parts.push_back(MeanAbsolutePercentageError(out.ecal, labels.ecal));
+  }
   t.total = t.parts[0] * config.loss_weights[0];
   for (size_t i = 1; i < t.parts.size(); ++i)
     t.total = t.total + t.parts[i] * config.loss_weights[i];

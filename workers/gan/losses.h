@@ -25,15 +25,27 @@ struct HeadLabels {
   at::Tensor energy100;  // E / energy_scale
   at::Tensor theta;      // rad; variable angle only
   at::Tensor ecal;       // ecal-sum label
+  // The real batch's sorted ratios total / ecal target, (N, 1), for the distribution form of the
+  // ecal loss (ModelConfig::ecal_loss_quantiles; the generator's update only); undefined otherwise.
+  at::Tensor ecal_reference;
 };
 
 // parts = [BCE, MAPE(E), MAPE(ecal)] or [BCE, MAPE(E), MAE(theta), MAPE(ecal)];
-// total = sum of loss_weights[i] * parts[i]. With ModelConfig::ecal_loss_batch_mean the ecal part is
-// the MAPE of the batch means.
+// total = sum of loss_weights[i] * parts[i]. The ecal part: with labels.ecal_reference, the
+// distance between the sorted ratios out.ecal / labels.ecal and it (EcalQuantileLoss); else, with
+// ModelConfig::ecal_loss_batch_mean or ecal_loss_quantiles, the MAPE of the batch means; else the
+// MAPE per shower.
 struct LossTerms {
   at::Tensor total;
   std::vector<at::Tensor> parts;
 };
+// 100 x mean_i |g_(i) - r_(i)|: g the ratios total / target sorted, r `reference` (sorted, as
+// many rows). Differentiable in `total` (through the sort's permutation).
+at::Tensor EcalQuantileLoss(const at::Tensor& total, const at::Tensor& target,
+                            const at::Tensor& reference);
+// The sorted ratios total / target of a real batch: the reference of EcalQuantileLoss.
+at::Tensor EcalReference(const at::Tensor& total, const at::Tensor& target);
+
 LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
                      const HeadLabels& labels);
 

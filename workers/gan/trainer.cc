@@ -238,7 +238,7 @@ absl::StatusOr<StepReport> Trainer::Step() {
     fake.real = RealFakeLabels(0.0);
     ASSIGN_OR_RETURN(const at::Tensor images, NextRealBatch(real, &report));
     RETURN_IF_ERROR(UpdateDiscriminator(images, generated, real, fake, &report));
-    RETURN_IF_ERROR(UpdateGenerator(&report));
+    RETURN_IF_ERROR(UpdateGenerator(real, &report));
     RETURN_IF_ERROR(EndStep(n_events));
     report.step = s.step;
     FillThroughput(start, &report);
@@ -282,7 +282,7 @@ at::Tensor Trainer::DrawSpots(const at::Tensor& expected) {
     base = state_.rng.get<at::CPUGeneratorImpl>()->random64();
   }
   spot_rng_.set_current_seed(base ^ (0xD1B54A32D192ED03ULL * (options_.rank + 1)));
-  return state_.generator->DrawSpots(expected, spot_rng_);
+  return state_.generator->DrawSpotsStraightThrough(expected, spot_rng_);
 }
 
 at::Tensor Trainer::LocalRows(const at::Tensor& t) const {
@@ -408,9 +408,13 @@ absl::Status Trainer::UpdateDiscriminator(const at::Tensor& images, const at::Te
   return absl::OkStatus();
 }
 
-absl::Status Trainer::UpdateGenerator(StepReport* report) {
+absl::Status Trainer::UpdateGenerator(const HeadLabels& real, StepReport* report) {
   TrainingState& s = state_;
   const ModelConfig& c = s.config;
+  // The distribution form of the ecal loss compares with this step's real batch.
+  const at::Tensor ecal_reference =
+      c.ecal_loss_quantiles ? EcalReference(real.ecal, EcalTarget(c, real.energy100))
+                            : at::Tensor();
   // Updates through the discriminator with its weights frozen and "real" labels.
   SetRequiresGrad(*s.discriminator, false);
   std::vector<double> g_sum;
@@ -419,6 +423,7 @@ absl::Status Trainer::UpdateGenerator(StepReport* report) {
     const at::Tensor input = SampleConditions(trick);
     trick.real =
         at::ones({batch_size_, 1}, at::TensorOptions(source_->dtype()).device(options_.device));
+    trick.ecal_reference = ecal_reference;
     s.generator_optimizer->zero_grad();
     at::Tensor expected;
     {

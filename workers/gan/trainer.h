@@ -177,11 +177,11 @@ class Trainer {
   absl::Status UpdateDiscriminator(const at::Tensor& images, const at::Tensor& generated,
                                    const HeadLabels& real, const HeadLabels& fake,
                                    StepReport* report);
-  absl::Status UpdateGenerator(StepReport* report);
+  absl::Status UpdateGenerator(const HeadLabels& real, StepReport* report);
   // Advances the cursor; at an epoch's end draws the next epoch's permutation and plans it.
   absl::Status EndStep(int64_t n_events);
   at::Tensor GenerateWithoutGrad(HeadLabels& fake);
-  // ModelConfig::generator_spots: the spots of `expected` (GeneratorImpl::DrawSpots) from this
+  // ModelConfig::generator_spots: the spots of `expected` (GeneratorImpl::DrawSpotsStraightThrough) from this
   // rank's spot stream, seeded per draw from one number of the shared stream and the rank: every
   // rank's shared stream advances alike (at::poisson takes a data-dependent number of draws), a
   // resume continues bit for bit, and the ranks' spots are their own. `expected` without spots.
