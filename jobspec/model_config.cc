@@ -233,6 +233,12 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
   if (!(c.generator_spot_gev >= 0 && c.generator_spot_gev <= 1)) {
     return Bad("generator_spot_gev must be in [0, 1] GeV (0: fitted by a fresh training)");
   }
+  if (!(c.generator_spot_shape >= 0 && c.generator_spot_shape <= 100)) {
+    return Bad("generator_spot_shape must be in [0, 100] (0: every spot deposits exactly one spot energy)");
+  }
+  if (!c.generator_spots && c.generator_spot_shape != 0) {
+    return Bad("generator_spot_shape needs generator_spots=1");
+  }
   if (!c.generator_spots && c.generator_spot_gev != 0) {
     return Bad("generator_spot_gev needs generator_spots=1");
   }
@@ -304,6 +310,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("ecal_loss_quantiles", c.ecal_loss_quantiles ? "1" : "0");
   put("generator_spots", c.generator_spots ? "1" : "0");
   put("generator_spot_gev", num(c.generator_spot_gev));
+  put("generator_spot_shape", num(c.generator_spot_shape));
   put("profile_fit", Join(c.profile_fit));
   put("bn_momentum", num(c.bn_momentum));
   put("leaky_slope", num(c.leaky_slope));
@@ -477,6 +484,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalFlag("ecal_loss_quantiles", &c.ecal_loss_quantiles, false);
   r.OptionalFlag("generator_spots", &c.generator_spots, false);
   r.OptionalDouble("generator_spot_gev", &c.generator_spot_gev);
+  r.OptionalDouble("generator_spot_shape", &c.generator_spot_shape);
   if (r.Has("profile_fit")) r.Doubles("profile_fit", &c.profile_fit);
   if (!r.status().ok()) return r.status();
   if (absl::Status s = ValidateModelConfig(c); !s.ok()) return s;

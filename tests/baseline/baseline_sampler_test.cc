@@ -161,6 +161,39 @@ TEST(BaselineSamplerDeterminismTest, DeterministicBySeedAndIndependentOfTheBatch
   EXPECT_EQ(again.parameters().spot_gev, sampler.parameters().spot_gev);
 }
 
+// DrawSpots per cell: Poisson(mu / s) spots, each depositing s (shape 0) or Gamma(a, s / a)
+// (shape a). 20,000 cells of mu = 0.05 GeV and s = 0.01 GeV: the mean stays 0.05 (standard error
+// sqrt(s mu (1 + 1/a) / 20,000) = 0.00022 for a = 1), the variance is s mu (1 + 1/a) (0.0005
+// whole, 0.001 exponential), the empty fraction exp(-5) either way, and only shape 0 gives whole
+// spots. The same (seed, index) draws the same cells.
+TEST(BaselineSpotsTest, SpotShapeSmearsEachSpotAndKeepsTheMean) {
+  constexpr int64_t kCells = 20000;
+  for (double shape : {0.0, 1.0}) {
+    std::vector<float> cells(kCells, 0.05f);
+    DrawSpots(0.01, /*seed=*/3, /*index=*/4, cells.data(), kCells, shape);
+    double sum = 0, sum2 = 0, empty = 0, whole = 0;
+    for (float v : cells) {
+      sum += v;
+      sum2 += static_cast<double>(v) * v;
+      empty += v == 0;
+      whole += v > 0 && std::fabs(v / 0.01 - std::round(v / 0.01)) < 1e-3;
+    }
+    const double mean = sum / kCells, var = sum2 / kCells - mean * mean;
+    SCOPED_TRACE(shape);
+    EXPECT_NEAR(mean, 0.05, 4 * 0.00022);
+    EXPECT_NEAR(var, 0.01 * 0.05 * (shape > 0 ? 1 + 1 / shape : 1), 0.00008);
+    EXPECT_NEAR(empty / kCells, std::exp(-5.0), 0.0025);
+    if (shape > 0) {
+      EXPECT_LT(whole / (kCells - empty), 0.01);
+    } else {
+      EXPECT_EQ(whole, kCells - empty);
+    }
+    std::vector<float> again(kCells, 0.05f);
+    DrawSpots(0.01, 3, 4, again.data(), kCells, shape);
+    EXPECT_EQ(again, cells);
+  }
+}
+
 TEST(BaselineSamplerRefusalTest, EmptyOrDegenerateDataIsInvalidArgument) {
   BaselineFitOptions options;
   showers::ShowerSet empty;

@@ -661,6 +661,46 @@ TEST(ModelsTest, SpotSamplingDrawsAroundTheExpectedShowerAndPassesTheGradientThr
   EXPECT_TRUE(plain->DrawSpotsStraightThrough(expected, rng).is_same(expected));
 }
 
+// With a spot shape a = 1 each spot deposits an exponential energy of mean s = 0.2: the cells keep
+// their mean 0.5 (variance s mu (1 + 1/a) = 0.2 per cell over 31,250 cells: a standard error of
+// 0.0025) and their empty fraction exp(-2.5), their variance doubles against whole spots (0.2
+// against 0.1), and hardly any cell is a whole number of spots. The gradient still passes
+// straight through; the shape is refused without spots and outside [0, 100].
+TEST(ModelsTest, ASpotShapeDrawsContinuousCellsWithTheSameMean) {
+  ModelConfig c = Preset("tiny-template");
+  c.generator_spots = true;
+  c.generator_spot_gev = 0.002;
+  c.generator_spot_shape = 1;
+  Generator g(c);
+  const at::Tensor expected = at::full({2, 1, 25, 25, 25}, 0.5f).requires_grad_();
+  at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(7);
+  const at::Tensor drawn = g->DrawSpotsStraightThrough(expected, rng);
+  const at::Tensor d = drawn.detach().to(at::kDouble);
+  EXPECT_NEAR(d.mean().item<double>(), 0.5, 4 * 0.0025);
+  EXPECT_NEAR(d.var().item<double>(), 0.2, 0.02);
+  EXPECT_NEAR(d.eq(0).to(at::kDouble).mean().item<double>(), std::exp(-2.5), 0.01);
+  const at::Tensor spots = d / 0.2;
+  const double whole = (spots - at::round(spots)).abs().lt(1e-3).logical_and(d.gt(0))
+                           .to(at::kDouble).sum().item<double>() /
+                       d.gt(0).to(at::kDouble).sum().item<double>();
+  EXPECT_LT(whole, 0.01) << "cells of whole spots";
+  drawn.sum().backward();
+  EXPECT_TRUE(at::equal(expected.grad(), at::ones_like(expected)));
+  at::Generator same = at::make_generator<at::CPUGeneratorImpl>(7);
+  EXPECT_TRUE(at::equal(g->DrawSpotsStraightThrough(expected, same), drawn));
+
+  EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c);
+  c.generator_spot_shape = -1;
+  EXPECT_FALSE(ValidateModelConfig(c).ok());
+  c.generator_spot_shape = 1;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->generator_spot_shape, 1);
+  auto no_spots = OverrideModelConfig(Preset("tiny-template"), "generator_spot_shape=1");
+  ASSERT_FALSE(no_spots.ok());
+  EXPECT_NE(no_spots.status().message().find("needs generator_spots"), std::string::npos);
+}
+
 TEST(ModelsTest, EcalTargetPolynomial) {
   const ModelConfig c = Preset("3dgan-25");
   // E = 100 GeV: ratio = 0.0018 - 0.023 + 0.11 - 0.28 + 2.21 = 2.0188; target = 2.0188 * 1 * 100.

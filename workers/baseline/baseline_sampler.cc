@@ -69,6 +69,23 @@ class ShowerRng {
     }
   }
 
+  // Gamma(k, 1), k > 0: Marsaglia and Tsang; k < 1 through the u^(1/k) boost.
+  double Gamma(double k) {
+    if (k < 1.0) return Gamma(k + 1.0) * std::pow(1.0 - Uniform(), 1.0 / k);
+    const double d = k - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+    for (;;) {
+      double x, v;
+      do {
+        x = Normal();
+        v = 1.0 + c * x;
+      } while (v <= 0.0);
+      v = v * v * v;
+      const double u = 1.0 - Uniform();  // (0, 1]
+      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+    }
+  }
+
  private:
   static random_bits::Xoshiro256pp FromSeedAndIndex(uint64_t seed, uint64_t index) {
     uint64_t mix = seed;
@@ -451,13 +468,19 @@ void BaselineSampler::Draw(double energy_gev, uint64_t seed, uint64_t index, flo
   if (p_.kind == BaselineKind::kSpots) DrawSpots(p_.spot_gev, seed, index, out, p_.cells());
 }
 
-void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n) {
+void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n,
+               double spot_shape) {
   // A stream of its own (the index's complement): the baseline's modes draw from (seed, index).
   ShowerRng rng(seed, ~index);
   const double s = spot_gev;
   for (int64_t c = 0; c < n; ++c) {
-    if (cells[c] > 0) {
-      cells[c] = static_cast<float>(s * static_cast<double>(rng.Poisson(cells[c] / s)));
+    if (!(cells[c] > 0)) continue;
+    const int64_t spots = rng.Poisson(cells[c] / s);
+    if (spots == 0 || !(spot_shape > 0)) {
+      cells[c] = static_cast<float>(s * static_cast<double>(spots));
+    } else {
+      const double a = spot_shape * static_cast<double>(spots);
+      cells[c] = static_cast<float>(rng.Gamma(a) * s / spot_shape);
     }
   }
 }

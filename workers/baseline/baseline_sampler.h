@@ -75,9 +75,13 @@ struct BaselineFitOptions {
 double FitSpotEnergy(const std::vector<float>& mu, int64_t showers, double target);
 
 // Replaces each of the `n` expected cell energies mu (GeV) of shower `index` of a request with
-// `seed` by spot_gev x Poisson(mu / spot_gev), drawn from the shower's own stream: the same shower
-// whatever the batch (the spots baseline's, and a generator's with spot sampling). spot_gev > 0.
-void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n);
+// `seed` by the deposit of Poisson(mu / spot_gev) spots, drawn from the shower's own stream: the
+// same shower whatever the batch (the spots baseline's, and a generator's with spot sampling).
+// spot_shape 0: each spot deposits spot_gev (the cell is spot_gev x the count); a > 0: each spot
+// deposits Gamma(a, spot_gev / a), the cell's n spots Gamma(n a, spot_gev / a) (ModelConfig::
+// generator_spot_shape). spot_gev > 0.
+void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n,
+               double spot_shape = 0);
 
 class BaselineSampler {
  public:

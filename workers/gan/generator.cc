@@ -166,7 +166,15 @@ torch::Tensor GeneratorImpl::DrawSpotsStraightThrough(const torch::Tensor& expec
     torch::NoGradGuard no_grad;
     // `rng` is a CPU generator: the draw runs on the CPU whatever the device.
     const torch::Tensor mu = expected.detach().to(at::kCPU, at::kFloat);
-    drawn = (at::poisson(mu / spot, rng) * spot).to(expected.device(), expected.scalar_type());
+    const torch::Tensor spots = at::poisson(mu / spot, rng);
+    const double a = config_.generator_spot_shape;
+    torch::Tensor cells = spots * spot;
+    if (a > 0) {  // a cell of n spots: Gamma(n a, spot / a); none: 0
+      const torch::Tensor hit = spots.gt(0);
+      const torch::Tensor gamma = at::_standard_gamma(at::clamp_min(spots * a, a), rng);
+      cells = at::where(hit, gamma * (spot / a), at::zeros_like(gamma));
+    }
+    drawn = cells.to(expected.device(), expected.scalar_type());
   }
   // The value of the draw, the gradient of the expectation.
   return expected + (drawn - expected.detach());

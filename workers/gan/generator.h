@@ -42,7 +42,8 @@ class GeneratorImpl : public torch::nn::Module {
   int64_t noise_dim() const;
 
   // ModelConfig::generator_spots, for training: a batch drawn around `expected` (forward's
-  // output), each cell s Poisson(expected / s) with s the fitted spot energy in preprocessed units,
+  // output), each cell s Poisson(expected / s) with s the fitted spot energy in preprocessed units
+  // (with generator_spot_shape a > 0, a cell of n spots Gamma(n a, s / a) instead),
   // from `rng` (a CPU generator; the draw runs on the CPU and comes back to `expected`'s device);
   // the gradient passes straight through to `expected`. Without spots (or before the spot energy
   // is fitted), `expected` itself. Computed in float32, returned in `expected`'s dtype. (Generation

@@ -119,7 +119,8 @@ int64_t ShowerGenerator::noise_dim() const { return generator_->noise_dim(); }
 
 void ShowerGenerator::DrawSpots(uint64_t seed, uint64_t index, float* shower) const {
   if (!config_.generator_spots || !(config_.generator_spot_gev > 0)) return;
-  baseline::DrawSpots(config_.generator_spot_gev, seed, index, shower, cells_per_shower());
+  baseline::DrawSpots(config_.generator_spot_gev, seed, index, shower, cells_per_shower(),
+                      config_.generator_spot_shape);
 }
 
 int64_t ShowerGenerator::cells_per_shower() const {
