@@ -8,18 +8,28 @@
 namespace gantry::jobspec {
 
 absl::string_view BaselinePresetName(BaselineKind kind) {
-  return kind == BaselineKind::kTemplate ? "baseline-template" : "baseline-spots";
+  switch (kind) {
+    case BaselineKind::kTemplate:
+      return "baseline-template";
+    case BaselineKind::kSpots:
+      return "baseline-spots";
+    case BaselineKind::kSpotsSmeared:
+      return "baseline-spots-smeared";
+  }
+  return "baseline-spots";
 }
 
 std::optional<BaselineKind> BaselineKindOfPreset(absl::string_view preset) {
   if (preset == "baseline-template") return BaselineKind::kTemplate;
   if (preset == "baseline-spots") return BaselineKind::kSpots;
+  if (preset == "baseline-spots-smeared") return BaselineKind::kSpotsSmeared;
   return std::nullopt;
 }
 
 std::vector<std::string> JobPresetNames() {
   std::vector<std::string> names = gan::PresetNames();
-  for (BaselineKind kind : {BaselineKind::kTemplate, BaselineKind::kSpots}) {
+  for (BaselineKind kind :
+       {BaselineKind::kTemplate, BaselineKind::kSpots, BaselineKind::kSpotsSmeared}) {
     names.emplace_back(BaselinePresetName(kind));
   }
   return names;

@@ -15,9 +15,21 @@ namespace gantry::jobspec {
 enum class BaselineKind {
   kTemplate,  // template + modes, clamped at 0
   kSpots,     // the same, then Poisson spots of the fitted spot energy in every cell
+  // the same spots, each depositing an exponential energy of the spot energy's mean (Gamma shape
+  // kSmearedSpotShape), so the cells are continuous as a sampling calorimeter's
+  kSpotsSmeared,
 };
+inline constexpr double kSmearedSpotShape = 1.0;
 
-// The job-spec presets of the kinds: "baseline-template" and "baseline-spots".
+// Whether the kind draws spots (kSpots, kSpotsSmeared), and each spot's Gamma shape (0: whole
+// spots; baseline::DrawSpots).
+inline bool HasSpots(BaselineKind kind) { return kind != BaselineKind::kTemplate; }
+inline double SpotShape(BaselineKind kind) {
+  return kind == BaselineKind::kSpotsSmeared ? kSmearedSpotShape : 0.0;
+}
+
+// The job-spec presets of the kinds: "baseline-template", "baseline-spots" and
+// "baseline-spots-smeared".
 absl::string_view BaselinePresetName(BaselineKind kind);
 // The kind a preset names; nullopt for every other preset (the networks).
 std::optional<BaselineKind> BaselineKindOfPreset(absl::string_view preset);

@@ -85,7 +85,8 @@ showers::ShowerSet* BaselineSamplerTest::train_ = nullptr;
 showers::ShowerSet* BaselineSamplerTest::test_ = nullptr;
 
 TEST_F(BaselineSamplerTest, MatchesTheDataOnAverageInEveryEnergyBin) {
-  for (BaselineKind kind : {BaselineKind::kTemplate, BaselineKind::kSpots}) {
+  for (BaselineKind kind :
+       {BaselineKind::kTemplate, BaselineKind::kSpots, BaselineKind::kSpotsSmeared}) {
     const BaselineSampler sampler = Fitted(kind);
     EXPECT_EQ(sampler.parameters().modes.size(), 2u);
     EXPECT_GT(sampler.parameters().sigma[0], sampler.parameters().sigma[1]);
@@ -131,6 +132,26 @@ TEST_F(BaselineSamplerTest, SpotsMatchTheNumberOfHitCellsAndTheTemplateDoesNot) 
       << "data " << data_hits / n << " template " << plain_hits / n << " hit cells per shower";
   EXPECT_GT(Fitted(BaselineKind::kSpots).parameters().spot_gev, 0);
   EXPECT_EQ(Fitted(BaselineKind::kTemplate).parameters().spot_gev, 0);
+
+  // Smeared spots: the same spot energy and hit cells (an exponential deposit is never 0), but
+  // continuous cells where the plain spots are whole multiples of the spot energy.
+  const BaselineSampler smeared_fit = Fitted(BaselineKind::kSpotsSmeared);
+  EXPECT_EQ(smeared_fit.parameters().spot_gev, Fitted(BaselineKind::kSpots).parameters().spot_gev);
+  const showers::ShowerSet smeared = smeared_fit.Sample(test_->energy_gev, 5);
+  const double s = smeared_fit.parameters().spot_gev;
+  int64_t hits = 0, whole = 0, plain_whole = 0, plain_count = 0;
+  for (size_t i = 0; i < smeared.cells.size(); ++i) {
+    const double v = smeared.cells[i], w = spots.cells[i];
+    hits += v > 0;
+    whole += v > 0 && std::fabs(v / s - std::round(v / s)) < 1e-3;
+    plain_count += w > 0;
+    plain_whole += w > 0 && std::fabs(w / s - std::round(w / s)) < 1e-3;
+  }
+  // The same expected number of hit cells (the Gamma draws shift the stream, so not cell for cell):
+  // about 628,000 here, a Poisson spread of 0.13%.
+  EXPECT_NEAR(static_cast<double>(hits) / static_cast<double>(plain_count), 1.0, 0.01);
+  EXPECT_EQ(plain_whole, plain_count);
+  EXPECT_LT(whole, hits / 100);
 }
 
 // Determinism needs no statistics: a fit on 200 showers (the suite's 1,600 cost a minute and a half
@@ -227,9 +248,11 @@ TEST(BaselineSamplerRefusalTest, EmptyOrDegenerateDataIsInvalidArgument) {
 }
 
 TEST(BaselineSamplerRefusalTest, PresetNamesRoundTrip) {
-  for (BaselineKind kind : {BaselineKind::kTemplate, BaselineKind::kSpots}) {
+  for (BaselineKind kind :
+       {BaselineKind::kTemplate, BaselineKind::kSpots, BaselineKind::kSpotsSmeared}) {
     EXPECT_EQ(BaselineKindOfPreset(BaselinePresetName(kind)), kind);
   }
+  EXPECT_EQ(BaselinePresetName(BaselineKind::kSpotsSmeared), "baseline-spots-smeared");
   EXPECT_FALSE(BaselineKindOfPreset("tiny").has_value());
   EXPECT_FALSE(BaselineKindOfPreset("baseline").has_value());
 }

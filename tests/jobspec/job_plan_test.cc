@@ -266,8 +266,9 @@ TEST(JobPlanTest, PresetsAreOneList) {
   for (const std::string& name : gan::PresetNames()) EXPECT_TRUE(jobspec::IsJobPreset(name)) << name;
   EXPECT_TRUE(jobspec::IsJobPreset("baseline-template"));
   EXPECT_TRUE(jobspec::IsJobPreset("baseline-spots"));
+  EXPECT_TRUE(jobspec::IsJobPreset("baseline-spots-smeared"));
   EXPECT_FALSE(jobspec::IsJobPreset("custom"));
-  EXPECT_EQ(names.size(), gan::PresetNames().size() + 2);
+  EXPECT_EQ(names.size(), gan::PresetNames().size() + 3);
   for (const std::string& name : names) {
     EXPECT_NE(jobspec::JobPresetList().find("\"" + name + "\""), std::string::npos) << name;
   }

@@ -300,7 +300,7 @@ absl::Status ValidateBaselineParameters(const BaselineParameters& p) {
       return bad(absl::StrCat("sigma of mode ", k, " must be finite and >= 0"));
     }
   }
-  const bool spots = p.kind == BaselineKind::kSpots;
+  const bool spots = HasSpots(p.kind);
   if (spots ? !(p.spot_gev > 0 && std::isfinite(p.spot_gev)) : p.spot_gev != 0) {
     return bad(spots ? "the spots kind needs a finite spot energy > 0"
                      : "the template kind has no spot energy");
@@ -425,7 +425,7 @@ absl::StatusOr<BaselineSampler> BaselineSampler::Fit(const showers::ShowerSet& s
   kept.clear();
   kept.shrink_to_fit();
 
-  if (p.kind == BaselineKind::kSpots) {
+  if (HasSpots(p.kind)) {
     // Expected cells of showers drawn at the fitted events' energies, then the spot energy.
     BaselineParameters expected = p;
     expected.kind = BaselineKind::kTemplate;
@@ -465,7 +465,9 @@ void BaselineSampler::DrawExpected(double energy_gev, uint64_t seed, uint64_t in
 
 void BaselineSampler::Draw(double energy_gev, uint64_t seed, uint64_t index, float* out) const {
   DrawExpected(energy_gev, seed, index, out);
-  if (p_.kind == BaselineKind::kSpots) DrawSpots(p_.spot_gev, seed, index, out, p_.cells());
+  if (HasSpots(p_.kind)) {
+    DrawSpots(p_.spot_gev, seed, index, out, p_.cells(), SpotShape(p_.kind));
+  }
 }
 
 void DrawSpots(double spot_gev, uint64_t seed, uint64_t index, float* cells, int64_t n,
@@ -504,7 +506,7 @@ std::string BaselineSampler::Describe() const {
       absl::StrJoin(
           p_.sigma, ", ",
           [](std::string* out, double s) { absl::StrAppend(out, absl::StrFormat("%.3g", s)); }),
-      p_.kind == BaselineKind::kSpots ? absl::StrFormat(", spots of %.4g GeV", p_.spot_gev) : "",
+      HasSpots(p_.kind) ? absl::StrFormat(", spots of %.4g GeV", p_.spot_gev) : "",
       p_.fit_events, p_.energy_min_gev, p_.energy_max_gev, p_.data_nonzero_cells);
 }
 

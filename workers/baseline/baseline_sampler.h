@@ -21,8 +21,11 @@
 
 namespace gantry::baseline {
 
-// The kinds and their job-spec presets ("baseline-template", "baseline-spots"): jobspec/presets.h.
+// The kinds and their job-spec presets ("baseline-template", "baseline-spots",
+// "baseline-spots-smeared"): jobspec/presets.h.
 using jobspec::BaselineKind;
+using jobspec::HasSpots;
+using jobspec::SpotShape;
 using jobspec::BaselineKindOfPreset;
 using jobspec::BaselinePresetName;
 
@@ -47,7 +50,7 @@ struct BaselineParameters {
   // direction, where the data has fewer independent deviations).
   std::vector<std::vector<float>> modes;
   std::vector<double> sigma;
-  double spot_gev = 0;  // kSpots: the energy of one spot (> 0); kTemplate: 0
+  double spot_gev = 0;  // kSpots, kSpotsSmeared: the mean energy of one spot (> 0); kTemplate: 0
   // What it was fitted to: the events' energy range, their number and their mean number of
   // non-zero cells.
   double energy_min_gev = 0;

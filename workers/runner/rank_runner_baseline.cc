@@ -58,7 +58,7 @@ absl::Status RankRunner::RunBaseline(const showers::ShowerFileReader& reader,
   hp["baseline"] = name;
   hp["baseline_modes"] = absl::StrCat(p.modes.size());
   hp["baseline_fit_events"] = absl::StrCat(p.fit_events);
-  if (kind == baseline::BaselineKind::kSpots) {
+  if (baseline::HasSpots(kind)) {
     hp["baseline_spot_gev"] = absl::StrFormat("%.6g", p.spot_gev);
   }
 
