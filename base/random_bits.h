@@ -5,6 +5,7 @@
 #define GANTRY_BASE_RANDOM_BITS_H_
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 
@@ -54,6 +55,26 @@ class Xoshiro256pp {
   static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
   std::array<uint64_t, 4> s_;
 };
+
+// Gamma(k, 1), k > 0, by Marsaglia and Tsang (k < 1 through the u^(1/k) boost); 0 for k <= 0.
+// `rng` provides Normal() (standard normal) and UniformOpen() (uniform, never 0).
+template <typename Rng>
+double MarsagliaTsangGamma(Rng& rng, double k) {
+  if (k <= 0) return 0.0;
+  if (k < 1.0) return MarsagliaTsangGamma(rng, k + 1.0) * std::pow(rng.UniformOpen(), 1.0 / k);
+  const double d = k - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
+  for (;;) {
+    double x, v;
+    do {
+      x = rng.Normal();
+      v = 1.0 + c * x;
+    } while (v <= 0.0);
+    v = v * v * v;
+    const double u = rng.UniformOpen();
+    if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
+    if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
+  }
+}
 
 }  // namespace gantry::random_bits
 

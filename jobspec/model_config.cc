@@ -234,7 +234,8 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
     return Bad("generator_spot_gev must be in [0, 1] GeV (0: fitted by a fresh training)");
   }
   if (!(c.generator_spot_shape >= 0 && c.generator_spot_shape <= 100)) {
-    return Bad("generator_spot_shape must be in [0, 100] (0: every spot deposits exactly one spot energy)");
+    return Bad(
+        "generator_spot_shape must be in [0, 100] (0: every spot deposits exactly one spot energy)");
   }
   if (!c.generator_spots && c.generator_spot_shape != 0) {
     return Bad("generator_spot_shape needs generator_spots=1");

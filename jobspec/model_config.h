@@ -99,11 +99,11 @@ struct ModelConfig {
   bool generator_spots = false;
   // The fitted spot energy in GeV (> 0 once fitted; 0 before, or without spots).
   double generator_spot_gev = 0.0;
-  // With generator_spots: the shape a of each spot's deposit. 0: every spot deposits exactly s, so
-  // a cell is a whole number of spots (s Poisson(mu / s)); a > 0: each spot deposits Gamma(a, s / a)
-  // (mean s; a = 1 exponential), so a cell of n spots holds Gamma(n a, s / a), a continuous energy
-  // with the same mean, as a sampling calorimeter's cells (the toy Monte Carlo smears each cell's
-  // spots with a Gamma too). The cell variance is s mu (1 + 1 / a).
+  // With generator_spots: the shape a of each spot's deposit. 0: every spot deposits exactly s,
+  // so a cell is a whole number of spots (s Poisson(mu / s)); a > 0: each spot deposits
+  // Gamma(a, s / a) (mean s; a = 1 exponential), so a cell of n spots holds Gamma(n a, s / a), a
+  // continuous energy with the same mean, as a sampling calorimeter's cells (the toy Monte Carlo
+  // smears each cell's spots with a Gamma too). The cell variance is s mu (1 + 1 / a).
   double generator_spot_shape = 0.0;
   // The mean profile the profile loss compares with: per slice of x, then y, then z, the
   // least-squares a_i of (slice sum / e) = a_i + b_i ln e over the sampled training events, then

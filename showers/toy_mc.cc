@@ -65,22 +65,7 @@ class Rng {
     return u * std::sqrt(-2.0 * std::log(s) / s);
   }
   // Gamma(k, 1) by Marsaglia and Tsang; k < 1 through the u^(1/k) boost.
-  double Gamma(double k) {
-    if (k <= 0) return 0.0;
-    if (k < 1.0) return Gamma(k + 1.0) * std::pow(UniformOpen(), 1.0 / k);
-    const double d = k - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-    for (;;) {
-      double x, v;
-      do {
-        x = Normal();
-        v = 1.0 + c * x;
-      } while (v <= 0.0);
-      v = v * v * v;
-      const double u = UniformOpen();
-      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
-      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
-    }
-  }
+  double Gamma(double k) { return random_bits::MarsagliaTsangGamma(*this, k); }
 
  private:
   random_bits::Xoshiro256pp bits_;

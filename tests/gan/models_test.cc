@@ -629,7 +629,8 @@ TEST(ModelsTest, EcalLossOnTheSortedRatiosComparesTheSpreadWithTheRealBatch) {
   auto both = OverrideModelConfig(Preset("tiny-spots"), "ecal_loss_quantiles=1");
   ASSERT_FALSE(both.ok());
   EXPECT_NE(both.status().message().find("set one of them"), std::string::npos) << both.status();
-  auto set = OverrideModelConfig(Preset("tiny-spots"), "ecal_loss_batch_mean=0;ecal_loss_quantiles=1");
+  auto set =
+      OverrideModelConfig(Preset("tiny-spots"), "ecal_loss_batch_mean=0;ecal_loss_quantiles=1");
   ASSERT_TRUE(set.ok()) << set.status();
   EXPECT_TRUE(set->ecal_loss_quantiles);
 }

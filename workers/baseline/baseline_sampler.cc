@@ -69,22 +69,9 @@ class ShowerRng {
     }
   }
 
-  // Gamma(k, 1), k > 0: Marsaglia and Tsang; k < 1 through the u^(1/k) boost.
-  double Gamma(double k) {
-    if (k < 1.0) return Gamma(k + 1.0) * std::pow(1.0 - Uniform(), 1.0 / k);
-    const double d = k - 1.0 / 3.0, c = 1.0 / std::sqrt(9.0 * d);
-    for (;;) {
-      double x, v;
-      do {
-        x = Normal();
-        v = 1.0 + c * x;
-      } while (v <= 0.0);
-      v = v * v * v;
-      const double u = 1.0 - Uniform();  // (0, 1]
-      if (u < 1.0 - 0.0331 * x * x * x * x) return d * v;
-      if (std::log(u) < 0.5 * x * x + d * (1.0 - v + std::log(v))) return d * v;
-    }
-  }
+  double UniformOpen() { return 1.0 - Uniform(); }  // (0, 1]
+  // Gamma(k, 1), k > 0.
+  double Gamma(double k) { return random_bits::MarsagliaTsangGamma(*this, k); }
 
  private:
   static random_bits::Xoshiro256pp FromSeedAndIndex(uint64_t seed, uint64_t index) {

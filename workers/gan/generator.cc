@@ -158,7 +158,8 @@ void GeneratorImpl::set_channels_last(bool on) {
 
 int64_t GeneratorImpl::noise_dim() const { return config_.noise_dim(); }
 
-torch::Tensor GeneratorImpl::DrawSpotsStraightThrough(const torch::Tensor& expected, at::Generator& rng) const {
+torch::Tensor GeneratorImpl::DrawSpotsStraightThrough(const torch::Tensor& expected,
+                                                      at::Generator& rng) const {
   const double spot = config_.generator_spot_gev * config_.cell_scale;
   if (!config_.generator_spots || !(spot > 0)) return expected;
   torch::Tensor drawn;
