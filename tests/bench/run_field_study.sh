@@ -17,7 +17,8 @@
 #      Each model's own left_out_* validation metrics are printed too.
 # usage: tests/bench/run_field_study.sh        (build dir: GANTRY_BENCH_BUILD, default ./build)
 # Env (defaults = the recipe of record, docs/MODELS.md "Fidelity"):
-#   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO LATENT THREADS HOLDOUT SEEDS BASELINES
+#   PRESET EVENTS DATA_SEED EPOCHS BATCH LR LR_DECAY_TO LATENT THREADS HOLDOUT SEEDS (" ": baselines
+#   only) BASELINES
 #   SHOWERS WORKERS HARD (1: the hard toy MC, for training and every reference) CLASSIFIER_SEEDS
 #   VALIDATION_SEEDS ("reference floor") TEST_SEEDS SEALED OUT_DIR (keeps the samples and reports)
 #   LEAVE_OUT ("centre half_width" in GeV; empty = train on every energy)
