@@ -321,7 +321,7 @@ absl::Status GantryServer::StartHealthMonitor(const ServerOptions& options) {
   grpc::HealthCheckServiceInterface* worker_health =
       worker_server_ != nullptr ? worker_server_->GetHealthCheckService() : nullptr;
   storage::Database* health_db = health_db_.get();
-  GenerationRouter* router = &router_;
+  scheduler::GenerationRouter* router = &router_;
   // Each listener answers for the services it carries: with a worker listener, WorkerService's
   // status lives there only.
   health_ = std::make_unique<HealthMonitor>(

@@ -22,7 +22,7 @@
 #include "server/api/training_service.h"
 #include "server/api/worker_dataset_service.h"
 #include "server/api/worker_service.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/coordinator/job_coordinator.h"
 #include "server/coordinator/job_submitter.h"
 #include "server/coordinator/server_metrics_collector.h"
@@ -84,7 +84,7 @@ class GantryServer {
   // What everything below is built from: each part gets the Backend's members it uses (the
   // Backend itself only as CallAuth and ModelResolver).
   std::unique_ptr<Backend> backend_;
-  GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
+  scheduler::GenerationRouter router_;  // fed by the coordinator, asked by the GenerationService
   JobCoordinator coordinator_;
   ModelPinner pinner_;         // AdminService.LoadModel, and keeping pins applied
   PoolAutoscaler autoscaler_;  // elastic pools

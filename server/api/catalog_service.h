@@ -5,7 +5,7 @@
 #define GANTRY_SERVER_API_CATALOG_SERVICE_H_
 
 #include "gantry/v1/catalog.grpc.pb.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/coordinator/worker_sessions.h"
 #include "server/gateway/model_export_proxy.h"
 #include "server/platform/call_auth.h"
@@ -25,7 +25,7 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
  public:
   CatalogService(CallAuth& auth, ModelResolver& resolver, storage::ModelRepository& models,
                  storage::JobRepository& jobs, TenantQuotas& quotas, const WorkerSessions* sessions,
-                 const GenerationRouter& router, ModelExportProxy& exports)
+                 const scheduler::GenerationRouter& router, ModelExportProxy& exports)
       : auth_(auth),
         resolver_(resolver),
         models_(models),
@@ -70,7 +70,7 @@ class CatalogService final : public gantry::v1::CatalogService::Service {
   storage::JobRepository& jobs_;
   TenantQuotas& quotas_;
   const WorkerSessions* const sessions_;  // not owned; may be null
-  const GenerationRouter* const router_;  // not owned
+  const scheduler::GenerationRouter* const router_;  // not owned
   ModelExportProxy& exports_;
 };
 

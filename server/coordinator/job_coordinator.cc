@@ -2,7 +2,7 @@
 
 namespace gantry::server {
 
-JobCoordinator::JobCoordinator(const CoordinatorDeps& deps, GenerationRouter* router)
+JobCoordinator::JobCoordinator(const CoordinatorDeps& deps, scheduler::GenerationRouter* router)
     : state_(scheduler::SchedulerOptions{absl::Milliseconds(deps.options.lease_timeout_ms)},
              deps.clock),
       lifecycle_(deps.jobs, deps.pools, deps.datasets, state_),

@@ -22,7 +22,7 @@
 #include "server/coordinator/coordinator_deps.h"
 #include "server/coordinator/coordinator_state.h"
 #include "server/coordinator/coordinator_views.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
 #include "server/coordinator/model_registrar.h"
 #include "server/coordinator/placement_loop.h"
@@ -37,7 +37,7 @@ class JobCoordinator : public PoolControl {
  public:
   // `router` (may be null; must outlive it) is told about worker registrations, connections,
   // heartbeats and losses, so that generation follows the same view of the pool.
-  explicit JobCoordinator(const CoordinatorDeps& deps, GenerationRouter* router = nullptr);
+  explicit JobCoordinator(const CoordinatorDeps& deps, scheduler::GenerationRouter* router = nullptr);
 
   // The tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
   void Start() { loop_.Start(); }

@@ -23,7 +23,7 @@
 #include "scheduler/scheduler.h"
 #include "server/coordinator/coordinator_deps.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
 #include "server/platform/budget_gate.h"
 #include "server/platform/server_options.h"
@@ -46,7 +46,7 @@ namespace gantry::server {
 class PlacementLoop {
  public:
   PlacementLoop(const CoordinatorDeps& deps, CoordinatorState& state, JobLifecycle& lifecycle,
-                GenerationRouter* router)
+                scheduler::GenerationRouter* router)
       : jobs_(deps.jobs),
         datasets_(deps.datasets),
         models_(deps.models),
@@ -139,7 +139,7 @@ class PlacementLoop {
   const FileDatasetOptions file_datasets_;  // the owner's file:// roots, sent with an Assignment
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
-  GenerationRouter* const router_;  // not owned; may be null
+  scheduler::GenerationRouter* const router_;  // not owned; may be null
   BudgetGate budget_gate_;
 
   // Touched by the ticking thread only.

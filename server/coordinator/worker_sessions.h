@@ -11,7 +11,7 @@
 #include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
 #include "server/coordinator/coordinator_state.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/coordinator/job_lifecycle.h"
 #include "server/coordinator/model_registrar.h"
 #include "server/coordinator/worker_link.h"
@@ -29,7 +29,7 @@ class WorkerSessions {
   // (CoordinatorOptions).
   WorkerSessions(storage::JobRepository& jobs, storage::WorkerIdentityRepository& identities,
                  absl::Duration progress_event_interval, CoordinatorState& state,
-                 JobLifecycle& lifecycle, ModelRegistrar& registrar, GenerationRouter* router)
+                 JobLifecycle& lifecycle, ModelRegistrar& registrar, scheduler::GenerationRouter* router)
       : jobs_(jobs),
         identities_(identities),
         progress_event_interval_(progress_event_interval),
@@ -93,7 +93,7 @@ class WorkerSessions {
   CoordinatorState& state_;
   JobLifecycle& lifecycle_;
   ModelRegistrar& registrar_;
-  GenerationRouter* const router_;  // not owned; may be null
+  scheduler::GenerationRouter* const router_;  // not owned; may be null
 };
 
 }  // namespace gantry::server

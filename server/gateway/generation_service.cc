@@ -132,7 +132,7 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
                                       grpc::ServerWriter<v1::GenerateChunk>* writer,
                                       std::string* worker_name, int64_t* showers_sent) {
   *showers_sent = 0;
-  const std::vector<GenerationRouter::Candidate> candidates =
+  const std::vector<scheduler::GenerationRouter::Candidate> candidates =
       router_.Candidates(work.model().checkpoint_sha256(), absl::Now());
   if (candidates.empty()) {
     return SetErrorReason(
@@ -146,7 +146,7 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
   Attempt last;
   absl::Status status = CallFirstReachable(
       router_, candidates, *context, "no generation worker could be reached", "NO_SERVING_WORKER",
-      worker_name, [&](const GenerationRouter::Candidate& c) {
+      worker_name, [&](const scheduler::GenerationRouter::Candidate& c) {
         last = CallWorker(context, c, work, count, writer);
         return WorkerAttempt{last.status, last.chunks > 0};
       });
@@ -155,7 +155,7 @@ absl::Status GenerationService::Route(grpc::ServerContext* context,
 }
 
 GenerationService::Attempt GenerationService::CallWorker(
-    grpc::ServerContext* context, const GenerationRouter::Candidate& worker,
+    grpc::ServerContext* context, const scheduler::GenerationRouter::Candidate& worker,
     const v1::WorkerGenerateRequest& work, int64_t count,
     grpc::ServerWriter<v1::GenerateChunk>* writer) {
   Attempt a;

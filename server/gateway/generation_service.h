@@ -19,7 +19,7 @@
 #include "absl/time/time.h"
 #include "gantry/v1/generation.grpc.pb.h"
 #include "gantry/v1/worker.pb.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/platform/call_auth.h"
 #include "server/platform/model_resolver.h"
 #include "server/platform/tenant_quotas.h"
@@ -34,7 +34,7 @@ namespace gantry::server {
 class GenerationService final : public gantry::v1::GenerationService::Service {
  public:
   GenerationService(CallAuth& auth, ModelResolver& resolver, TenantQuotas& quotas,
-                    GenerationRouter& router, const WorkerChannelSettings& worker_channels,
+                    scheduler::GenerationRouter& router, const WorkerChannelSettings& worker_channels,
                     absl::Duration token_recheck, int max_message_bytes)
       : auth_(auth),
         resolver_(resolver),
@@ -59,7 +59,7 @@ class GenerationService final : public gantry::v1::GenerationService::Service {
   absl::Status Route(grpc::ServerContext* context, const gantry::v1::WorkerGenerateRequest& work,
                      int64_t count, grpc::ServerWriter<gantry::v1::GenerateChunk>* writer,
                      std::string* worker_name, int64_t* showers_sent);
-  Attempt CallWorker(grpc::ServerContext* context, const GenerationRouter::Candidate& worker,
+  Attempt CallWorker(grpc::ServerContext* context, const scheduler::GenerationRouter::Candidate& worker,
                      const gantry::v1::WorkerGenerateRequest& work, int64_t count,
                      grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);
 
@@ -71,7 +71,7 @@ class GenerationService final : public gantry::v1::GenerationService::Service {
   CallAuth& auth_;
   ModelResolver& resolver_;
   TenantQuotas& quotas_;
-  GenerationRouter& router_;
+  scheduler::GenerationRouter& router_;
   WorkerChannelPool channels_;
   const absl::Duration token_recheck_;
   const int max_message_bytes_;

@@ -89,7 +89,7 @@ absl::Status CheckMetadata(const v1::ExportMetadata& m, const v1::WorkerExportRe
 
 }  // namespace
 
-ModelExportProxy::ModelExportProxy(CallAuth& auth, GenerationRouter& router,
+ModelExportProxy::ModelExportProxy(CallAuth& auth, scheduler::GenerationRouter& router,
                                    const WorkerChannelSettings& worker_channels,
                                    absl::Duration token_recheck)
     : auth_(auth),
@@ -114,7 +114,7 @@ absl::Status ModelExportProxy::Export(grpc::ServerContext* context, const v1::Mo
   *served->mutable_theta_range_rad() = model.theta_range_rad();
   work.set_format(format);
   work.set_profile(jobspec::EffectiveProfile(profile));
-  const std::vector<GenerationRouter::Candidate> candidates =
+  const std::vector<scheduler::GenerationRouter::Candidate> candidates =
       router_.Candidates(model.checkpoint_sha256(), absl::Now());
   if (candidates.empty()) {
     return absl::UnavailableError(
@@ -123,14 +123,14 @@ absl::Status ModelExportProxy::Export(grpc::ServerContext* context, const v1::Mo
   }
   return CallFirstReachable(router_, candidates, *context,
                             "no worker could be reached for the export", "", worker_name,
-                            [&](const GenerationRouter::Candidate& c) {
+                            [&](const scheduler::GenerationRouter::Candidate& c) {
                               const Attempt a = CallWorker(context, c, work, writer);
                               return WorkerAttempt{a.status, a.messages > 0};
                             });
 }
 
 ModelExportProxy::Attempt ModelExportProxy::CallWorker(
-    grpc::ServerContext* context, const GenerationRouter::Candidate& worker,
+    grpc::ServerContext* context, const scheduler::GenerationRouter::Candidate& worker,
     const v1::WorkerExportRequest& work, grpc::ServerWriter<v1::ExportModelChunk>* writer) {
   Attempt a;
   std::unique_ptr<grpc::ClientContext> ctx = grpc::ClientContext::FromServerContext(*context);

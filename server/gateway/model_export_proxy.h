@@ -26,7 +26,7 @@
 #include "gantry/v1/catalog.grpc.pb.h"
 #include "gantry/v1/worker.pb.h"
 #include "grpcpp/server_context.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/platform/call_auth.h"
 #include "server/platform/worker_channel_pool.h"
 
@@ -39,7 +39,7 @@ class ModelExportProxy {
   // Largest data message a worker may send.
   static constexpr int64_t kMaxChunkBytes = int64_t{1} << 20;
 
-  ModelExportProxy(CallAuth& auth, GenerationRouter& router,
+  ModelExportProxy(CallAuth& auth, scheduler::GenerationRouter& router,
                    const WorkerChannelSettings& worker_channels, absl::Duration token_recheck);
 
   // Largest export accepted for a checkpoint of `checkpoint_bytes`: 2x its size + 16 MiB (the
@@ -62,12 +62,12 @@ class ModelExportProxy {
     int64_t messages = 0;  // received from the worker
   };
 
-  Attempt CallWorker(grpc::ServerContext* context, const GenerationRouter::Candidate& worker,
+  Attempt CallWorker(grpc::ServerContext* context, const scheduler::GenerationRouter::Candidate& worker,
                      const gantry::v1::WorkerExportRequest& work,
                      grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer);
 
   CallAuth& auth_;
-  GenerationRouter& router_;
+  scheduler::GenerationRouter& router_;
   WorkerChannelPool channels_;
   const absl::Duration token_recheck_;
 };

@@ -47,7 +47,7 @@ v1::WorkerLoadModelRequest WorkerRequestOf(const storage::ModelPin& pin) {
 }  // namespace
 
 ModelPinner::ModelPinner(storage::ModelPinRepository& model_pins,
-                         storage::WorkerRepository& workers, GenerationRouter& router,
+                         storage::WorkerRepository& workers, scheduler::GenerationRouter& router,
                          WorkerSessions& sessions, const WorkerChannelSettings& worker_channels,
                          absl::Duration interval)
     : model_pins_(model_pins),

@@ -25,7 +25,7 @@
 #include "base/periodic_task.h"
 #include "gantry/v1/admin.pb.h"
 #include "gantry/v1/catalog.pb.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 #include "server/coordinator/worker_sessions.h"
 #include "server/platform/worker_channel_pool.h"
 #include "storage/model_pin_repository.h"
@@ -43,7 +43,7 @@ class ModelPinner {
   static constexpr absl::Duration kLoadTimeout = absl::Minutes(3);
 
   ModelPinner(storage::ModelPinRepository& model_pins, storage::WorkerRepository& workers,
-              GenerationRouter& router, WorkerSessions& sessions,
+              scheduler::GenerationRouter& router, WorkerSessions& sessions,
               const WorkerChannelSettings& worker_channels,
               absl::Duration interval = absl::Seconds(1));
   ~ModelPinner();
@@ -67,7 +67,7 @@ class ModelPinner {
   void ReconcileOnce();
 
  private:
-  using Candidate = GenerationRouter::Candidate;
+  using Candidate = scheduler::GenerationRouter::Candidate;
 
   std::vector<Candidate> TargetsOf(const storage::ModelPin& pin,
                                    const std::vector<Candidate>& serving,
@@ -78,7 +78,7 @@ class ModelPinner {
 
   storage::ModelPinRepository& model_pins_;
   storage::WorkerRepository& workers_;
-  GenerationRouter& router_;
+  scheduler::GenerationRouter& router_;
   WorkerSessions& sessions_;
   WorkerChannelPool channels_;
 

@@ -10,12 +10,12 @@
 namespace gantry::server {
 
 absl::Status CallFirstReachable(
-    GenerationRouter& router, const std::vector<GenerationRouter::Candidate>& candidates,
+    scheduler::GenerationRouter& router, const std::vector<scheduler::GenerationRouter::Candidate>& candidates,
     const grpc::ServerContext& context, const std::string& unreachable_message,
     const std::string& unreachable_reason, std::string* worker_name,
-    absl::FunctionRef<WorkerAttempt(const GenerationRouter::Candidate&)> call) {
+    absl::FunctionRef<WorkerAttempt(const scheduler::GenerationRouter::Candidate&)> call) {
   std::vector<std::string> unreachable;
-  for (const GenerationRouter::Candidate& c : candidates) {
+  for (const scheduler::GenerationRouter::Candidate& c : candidates) {
     *worker_name = c.name;
     const WorkerAttempt a = call(c);
     if (a.status.code() == absl::StatusCode::kUnavailable && !a.answered &&

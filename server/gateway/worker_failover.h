@@ -10,7 +10,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "grpcpp/server_context.h"
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 
 namespace gantry::server {
 
@@ -27,10 +27,10 @@ struct WorkerAttempt {
 // candidate was unreachable: UNAVAILABLE "<unreachable_message>: name (endpoint): why; ...", with
 // the error reason `unreachable_reason` when not empty. *worker_name is the last worker tried.
 absl::Status CallFirstReachable(
-    GenerationRouter& router, const std::vector<GenerationRouter::Candidate>& candidates,
+    scheduler::GenerationRouter& router, const std::vector<scheduler::GenerationRouter::Candidate>& candidates,
     const grpc::ServerContext& context, const std::string& unreachable_message,
     const std::string& unreachable_reason, std::string* worker_name,
-    absl::FunctionRef<WorkerAttempt(const GenerationRouter::Candidate&)> call);
+    absl::FunctionRef<WorkerAttempt(const scheduler::GenerationRouter::Candidate&)> call);
 
 }  // namespace gantry::server
 

@@ -1,13 +1,13 @@
 // Unit tests of the GenerationRouter's policy (server/generation_router.h): pure logic, fed with
 // worker-protocol messages as the job coordinator would, with an injected clock.
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-namespace gantry::server {
+namespace gantry::scheduler {
 namespace {
 
 namespace v1 = ::gantry::v1;
@@ -140,4 +140,4 @@ TEST(GenerationRouterTest, ReRegisteringIsANewProcessThatHasNothingLoaded) {
 }
 
 }  // namespace
-}  // namespace gantry::server
+}  // namespace gantry::scheduler

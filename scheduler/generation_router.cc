@@ -1,9 +1,9 @@
-#include "server/coordinator/generation_router.h"
+#include "scheduler/generation_router.h"
 
 #include <algorithm>
 #include <tuple>
 
-namespace gantry::server {
+namespace gantry::scheduler {
 
 void GenerationRouter::OnRegister(const std::string& worker_id,
                                   const gantry::v1::RegisterRequest& request) {
@@ -128,4 +128,4 @@ std::vector<GenerationRouter::WorkerView> GenerationRouter::Snapshot() const {
   return out;
 }
 
-}  // namespace gantry::server
+}  // namespace gantry::scheduler

@@ -14,8 +14,8 @@
 // "Busy" is, in order: the showers the server itself has dispatched to the worker and not yet
 // received back, the calls in flight there, then the worker's own heartbeat (queued showers,
 // active calls), which is up to one heartbeat interval old; ties go to the name (deterministic).
-#ifndef GANTRY_SERVER_COORDINATOR_GENERATION_ROUTER_H_
-#define GANTRY_SERVER_COORDINATOR_GENERATION_ROUTER_H_
+#ifndef GANTRY_SCHEDULER_GENERATION_ROUTER_H_
+#define GANTRY_SCHEDULER_GENERATION_ROUTER_H_
 
 #include <cstdint>
 #include <map>
@@ -28,7 +28,7 @@
 #include "absl/time/time.h"
 #include "gantry/v1/worker.pb.h"
 
-namespace gantry::server {
+namespace gantry::scheduler {
 
 // Thread-safe. Every method takes the caller's clock reading where time matters (tests inject it).
 class GenerationRouter {
@@ -96,6 +96,6 @@ class GenerationRouter {
   std::map<std::string, Worker> workers_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace gantry::server
+}  // namespace gantry::scheduler
 
-#endif  // GANTRY_SERVER_COORDINATOR_GENERATION_ROUTER_H_
+#endif  // GANTRY_SCHEDULER_GENERATION_ROUTER_H_
