@@ -419,6 +419,47 @@ absl::Status TenantLimitsSet(CommandContext& context) {
   return PrintLimits(context, info);
 }
 
+// The commands that list, unload and drain workers.
+void AddAdminWorkerCommands(std::vector<Command>* commands) {
+  commands->push_back({{"admin", "workers"}, "List registered workers", "", {}, {}, Workers});
+  commands->push_back(
+      {{"admin", "models", "load"},
+       "Load a model version on serving workers, pinned and warm, with its batching settings",
+       "Each worker loads the model, runs one warm-up batch and keeps it pinned (its model cache "
+       "never evicts it for another model) until 'admin models unload'. The pin and its settings "
+       "are stored and re-applied when a worker (re)connects. Settings not given take the worker "
+       "daemon's --max-batch-size, --max-queue-delay-ms and --max-queued-requests; loading again "
+       "replaces the workers and settings.",
+       {{"MODEL", "NAME:VERSION, NAME@ALIAS or OWNER/NAME:VERSION"}},
+       {{"workers", "W1,W2", "worker names or ids (default: every worker serving generation)"},
+        {"count", "N", "load on N serving workers (the least busy) instead of all"},
+        {"max-batch", "N", "showers per batch, 1..4096"},
+        {"max-delay-ms", "MS", "longest wait for a batch to fill, 0..10000"},
+        {"queue", "N", "requests queued per worker before RESOURCE_EXHAUSTED, 1..1000000"},
+        {"priority-levels", "N", "Generate priorities served in order, 1..10 (default 1)"}},
+       ModelsLoad});
+  commands->push_back({{"admin", "models", "unload"},
+                       "Unpin a model version and unload it from the workers",
+                       "Requests in flight finish first.",
+                       {{"MODEL", "NAME:VERSION, NAME@ALIAS or OWNER/NAME:VERSION"}},
+                       {},
+                       ModelsUnload});
+  commands->push_back({{"admin", "workers", "drain"},
+                       "Drain a worker: no new placements; its jobs checkpoint and move",
+                       "Each running job with ranks on the worker saves a checkpoint at its next "
+                       "step boundary and restarts on other workers (reason Drained, not counted "
+                       "against max_restarts). The drain is stored: it lasts until undrain.",
+                       {{"WORKER", "worker name or id"}},
+                       {},
+                       WorkersDrain});
+  commands->push_back({{"admin", "workers", "undrain"},
+                       "Put a drained worker back into service",
+                       "",
+                       {{"WORKER", "worker name or id"}},
+                       {},
+                       WorkersUndrain});
+}
+
 }  // namespace
 
 void AddAdminCommands(std::vector<Command>* commands) {
@@ -491,43 +532,7 @@ void AddAdminCommands(std::vector<Command>* commands) {
                        {{"TOKEN_ID", "the jtk-... id printed by 'admin join-tokens list'"}},
                        {},
                        JoinTokensRevoke});
-  commands->push_back({{"admin", "workers"}, "List registered workers", "", {}, {}, Workers});
-  commands->push_back(
-      {{"admin", "models", "load"},
-       "Load a model version on serving workers, pinned and warm, with its batching settings",
-       "Each worker loads the model, runs one warm-up batch and keeps it pinned (its model cache "
-       "never evicts it for another model) until 'admin models unload'. The pin and its settings "
-       "are stored and re-applied when a worker (re)connects. Settings not given take the worker "
-       "daemon's --max-batch-size, --max-queue-delay-ms and --max-queued-requests; loading again "
-       "replaces the workers and settings.",
-       {{"MODEL", "NAME:VERSION, NAME@ALIAS or OWNER/NAME:VERSION"}},
-       {{"workers", "W1,W2", "worker names or ids (default: every worker serving generation)"},
-        {"count", "N", "load on N serving workers (the least busy) instead of all"},
-        {"max-batch", "N", "showers per batch, 1..4096"},
-        {"max-delay-ms", "MS", "longest wait for a batch to fill, 0..10000"},
-        {"queue", "N", "requests queued per worker before RESOURCE_EXHAUSTED, 1..1000000"},
-        {"priority-levels", "N", "Generate priorities served in order, 1..10 (default 1)"}},
-       ModelsLoad});
-  commands->push_back({{"admin", "models", "unload"},
-                       "Unpin a model version and unload it from the workers",
-                       "Requests in flight finish first.",
-                       {{"MODEL", "NAME:VERSION, NAME@ALIAS or OWNER/NAME:VERSION"}},
-                       {},
-                       ModelsUnload});
-  commands->push_back({{"admin", "workers", "drain"},
-                       "Drain a worker: no new placements; its jobs checkpoint and move",
-                       "Each running job with ranks on the worker saves a checkpoint at its next "
-                       "step boundary and restarts on other workers (reason Drained, not counted "
-                       "against max_restarts). The drain is stored: it lasts until undrain.",
-                       {{"WORKER", "worker name or id"}},
-                       {},
-                       WorkersDrain});
-  commands->push_back({{"admin", "workers", "undrain"},
-                       "Put a drained worker back into service",
-                       "",
-                       {{"WORKER", "worker name or id"}},
-                       {},
-                       WorkersUndrain});
+  AddAdminWorkerCommands(commands);
 }
 
 }  // namespace gantry::cli

@@ -503,6 +503,48 @@ absl::Status Archive(CommandContext& context) {
   return PrintModel(context, m);
 }
 
+// The commands that name, tag and archive versions.
+void AddModelLabelCommands(std::vector<Command>* commands) {
+  commands->push_back({{"models", "alias", "set"},
+                       "Point an alias (e.g. champion) at a version",
+                       "",
+                       {{"NAME", "model name"},
+                        {"ALIAS", "[a-z][a-z0-9_-]{0,62}, not a number"},
+                        {"VERSION", "version number"}},
+                       {},
+                       AliasSet});
+  commands->push_back({{"models", "alias", "delete"},
+                       "Remove an alias",
+                       "",
+                       {{"NAME", "model name"}, {"ALIAS", "the alias"}},
+                       {},
+                       AliasDelete});
+  commands->push_back({{"models", "tag"},
+                       "Set or remove tags of a model version",
+                       "",
+                       {{"MODEL", "name:version or name@alias"},
+                        {"KEY=VALUE", "tags to add or overwrite", true, true}},
+                       {{"remove", "KEY", "tag key to remove", true}},
+                       Tag});
+  commands->push_back(
+      {{"models", "update"},
+       "Change a version's description, visibility or tags (owner only)",
+       "Changes only the fields whose flags are given (the update mask is built from them); at "
+       "least one is required. --tags replaces every tag of the version. An archived version "
+       "keeps its visibility and tags; its description may change.",
+       {{"MODEL", "name:version or name@alias"}},
+       {{"description", "TEXT", "new description (at most 1024 characters)"},
+        {"visibility", "V", "private or public"},
+        {"tags", "K=V,...", "the new tags, comma-separated KEY=VALUE or KEY; '' removes all"}},
+       Update});
+  commands->push_back({{"models", "archive"},
+                       "Archive a version (hidden from listings, no generation; kept for lineage)",
+                       "",
+                       {{"MODEL", "name:version or name@alias"}},
+                       {},
+                       Archive});
+}
+
 }  // namespace
 
 void AddModelCommands(std::vector<Command>* commands) {
@@ -575,44 +617,7 @@ void AddModelCommands(std::vector<Command>* commands) {
         {"out", "FILE", "file to write (required)"},
         {"force", "", "replace FILE and FILE.card.json if they exist"}},
        Export});
-  commands->push_back({{"models", "alias", "set"},
-                       "Point an alias (e.g. champion) at a version",
-                       "",
-                       {{"NAME", "model name"},
-                        {"ALIAS", "[a-z][a-z0-9_-]{0,62}, not a number"},
-                        {"VERSION", "version number"}},
-                       {},
-                       AliasSet});
-  commands->push_back({{"models", "alias", "delete"},
-                       "Remove an alias",
-                       "",
-                       {{"NAME", "model name"}, {"ALIAS", "the alias"}},
-                       {},
-                       AliasDelete});
-  commands->push_back({{"models", "tag"},
-                       "Set or remove tags of a model version",
-                       "",
-                       {{"MODEL", "name:version or name@alias"},
-                        {"KEY=VALUE", "tags to add or overwrite", true, true}},
-                       {{"remove", "KEY", "tag key to remove", true}},
-                       Tag});
-  commands->push_back(
-      {{"models", "update"},
-       "Change a version's description, visibility or tags (owner only)",
-       "Changes only the fields whose flags are given (the update mask is built from them); at "
-       "least one is required. --tags replaces every tag of the version. An archived version "
-       "keeps its visibility and tags; its description may change.",
-       {{"MODEL", "name:version or name@alias"}},
-       {{"description", "TEXT", "new description (at most 1024 characters)"},
-        {"visibility", "V", "private or public"},
-        {"tags", "K=V,...", "the new tags, comma-separated KEY=VALUE or KEY; '' removes all"}},
-       Update});
-  commands->push_back({{"models", "archive"},
-                       "Archive a version (hidden from listings, no generation; kept for lineage)",
-                       "",
-                       {{"MODEL", "name:version or name@alias"}},
-                       {},
-                       Archive});
+  AddModelLabelCommands(commands);
 }
 
 }  // namespace gantry::cli
