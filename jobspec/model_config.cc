@@ -235,7 +235,8 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
   }
   if (!(c.generator_spot_shape >= 0 && c.generator_spot_shape <= 100)) {
     return Bad(
-        "generator_spot_shape must be in [0, 100] (0: every spot deposits exactly one spot energy)");
+        "generator_spot_shape must be in [0, 100] (0: every spot deposits exactly one spot "
+        "energy)");
   }
   if (!c.generator_spots && c.generator_spot_shape != 0) {
     return Bad("generator_spot_shape needs generator_spots=1");

@@ -82,7 +82,8 @@ void CatalogService::FillReadiness(v1::ModelVersion* model) const {
   v1::ModelReadiness* readiness = model->mutable_readiness();
   readiness->set_serving_workers(router_->ServingWorkers());
   std::map<std::string, std::string> names;
-  for (const scheduler::GenerationRouter::WorkerView& w : router_->Snapshot()) names[w.worker_id] = w.name;
+  for (const scheduler::GenerationRouter::WorkerView& w : router_->Snapshot())
+    names[w.worker_id] = w.name;
   for (const auto& [worker_id, report] : sessions_->Reports()) {
     for (const v1::LoadedModel& m : report.heartbeat.loaded_models()) {
       if (m.checkpoint_sha256() != model->checkpoint_sha256()) continue;

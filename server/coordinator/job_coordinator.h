@@ -37,7 +37,8 @@ class JobCoordinator : public PoolControl {
  public:
   // `router` (may be null; must outlive it) is told about worker registrations, connections,
   // heartbeats and losses, so that generation follows the same view of the pool.
-  explicit JobCoordinator(const CoordinatorDeps& deps, scheduler::GenerationRouter* router = nullptr);
+  explicit JobCoordinator(const CoordinatorDeps& deps,
+                          scheduler::GenerationRouter* router = nullptr);
 
   // The tick loop (every options.scheduler_tick); Stop() ends it (idempotent).
   void Start() { loop_.Start(); }

@@ -29,7 +29,8 @@ class WorkerSessions {
   // (CoordinatorOptions).
   WorkerSessions(storage::JobRepository& jobs, storage::WorkerIdentityRepository& identities,
                  absl::Duration progress_event_interval, CoordinatorState& state,
-                 JobLifecycle& lifecycle, ModelRegistrar& registrar, scheduler::GenerationRouter* router)
+                 JobLifecycle& lifecycle, ModelRegistrar& registrar,
+                 scheduler::GenerationRouter* router)
       : jobs_(jobs),
         identities_(identities),
         progress_event_interval_(progress_event_interval),

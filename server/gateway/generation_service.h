@@ -34,8 +34,9 @@ namespace gantry::server {
 class GenerationService final : public gantry::v1::GenerationService::Service {
  public:
   GenerationService(CallAuth& auth, ModelResolver& resolver, TenantQuotas& quotas,
-                    scheduler::GenerationRouter& router, const WorkerChannelSettings& worker_channels,
-                    absl::Duration token_recheck, int max_message_bytes)
+                    scheduler::GenerationRouter& router,
+                    const WorkerChannelSettings& worker_channels, absl::Duration token_recheck,
+                    int max_message_bytes)
       : auth_(auth),
         resolver_(resolver),
         quotas_(quotas),
@@ -59,7 +60,8 @@ class GenerationService final : public gantry::v1::GenerationService::Service {
   absl::Status Route(grpc::ServerContext* context, const gantry::v1::WorkerGenerateRequest& work,
                      int64_t count, grpc::ServerWriter<gantry::v1::GenerateChunk>* writer,
                      std::string* worker_name, int64_t* showers_sent);
-  Attempt CallWorker(grpc::ServerContext* context, const scheduler::GenerationRouter::Candidate& worker,
+  Attempt CallWorker(grpc::ServerContext* context,
+                     const scheduler::GenerationRouter::Candidate& worker,
                      const gantry::v1::WorkerGenerateRequest& work, int64_t count,
                      grpc::ServerWriter<gantry::v1::GenerateChunk>* writer);
 

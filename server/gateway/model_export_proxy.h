@@ -62,7 +62,8 @@ class ModelExportProxy {
     int64_t messages = 0;  // received from the worker
   };
 
-  Attempt CallWorker(grpc::ServerContext* context, const scheduler::GenerationRouter::Candidate& worker,
+  Attempt CallWorker(grpc::ServerContext* context,
+                     const scheduler::GenerationRouter::Candidate& worker,
                      const gantry::v1::WorkerExportRequest& work,
                      grpc::ServerWriter<gantry::v1::ExportModelChunk>* writer);
 

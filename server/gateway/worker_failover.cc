@@ -10,7 +10,8 @@
 namespace gantry::server {
 
 absl::Status CallFirstReachable(
-    scheduler::GenerationRouter& router, const std::vector<scheduler::GenerationRouter::Candidate>& candidates,
+    scheduler::GenerationRouter& router,
+    const std::vector<scheduler::GenerationRouter::Candidate>& candidates,
     const grpc::ServerContext& context, const std::string& unreachable_message,
     const std::string& unreachable_reason, std::string* worker_name,
     absl::FunctionRef<WorkerAttempt(const scheduler::GenerationRouter::Candidate&)> call) {

@@ -27,7 +27,8 @@ struct WorkerAttempt {
 // candidate was unreachable: UNAVAILABLE "<unreachable_message>: name (endpoint): why; ...", with
 // the error reason `unreachable_reason` when not empty. *worker_name is the last worker tried.
 absl::Status CallFirstReachable(
-    scheduler::GenerationRouter& router, const std::vector<scheduler::GenerationRouter::Candidate>& candidates,
+    scheduler::GenerationRouter& router,
+    const std::vector<scheduler::GenerationRouter::Candidate>& candidates,
     const grpc::ServerContext& context, const std::string& unreachable_message,
     const std::string& unreachable_reason, std::string* worker_name,
     absl::FunctionRef<WorkerAttempt(const scheduler::GenerationRouter::Candidate&)> call);

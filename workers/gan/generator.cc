@@ -170,10 +170,11 @@ torch::Tensor GeneratorImpl::DrawSpotsStraightThrough(const torch::Tensor& expec
     const torch::Tensor spots = at::poisson(mu / spot, rng);
     const double a = config_.generator_spot_shape;
     torch::Tensor cells = spots * spot;
-    if (a > 0) {  // a cell of n spots: Gamma(n a, spot / a); none: 0
-      const torch::Tensor hit = spots.gt(0);
-      const torch::Tensor gamma = at::_standard_gamma(at::clamp_min(spots * a, a), rng);
-      cells = at::where(hit, gamma * (spot / a), at::zeros_like(gamma));
+    if (a > 0) {  // a cell of n spots: Gamma(n a, spot / a), drawn for the hit cells only
+      const torch::Tensor flat = spots.reshape(-1);
+      const torch::Tensor hit = flat.nonzero().squeeze(1);
+      const torch::Tensor gamma = at::_standard_gamma(flat.index_select(0, hit) * a, rng);
+      cells = at::zeros_like(flat).index_put_({hit}, gamma * (spot / a)).view_as(spots);
     }
     drawn = cells.to(expected.device(), expected.scalar_type());
   }

@@ -181,10 +181,11 @@ class Trainer {
   // Advances the cursor; at an epoch's end draws the next epoch's permutation and plans it.
   absl::Status EndStep(int64_t n_events);
   at::Tensor GenerateWithoutGrad(HeadLabels& fake);
-  // ModelConfig::generator_spots: the spots of `expected` (GeneratorImpl::DrawSpotsStraightThrough) from this
-  // rank's spot stream, seeded per draw from one number of the shared stream and the rank: every
-  // rank's shared stream advances alike (at::poisson takes a data-dependent number of draws), a
-  // resume continues bit for bit, and the ranks' spots are their own. `expected` without spots.
+  // ModelConfig::generator_spots: the spots of `expected` (GeneratorImpl::DrawSpotsStraightThrough)
+  // from this rank's spot stream, seeded per draw from one number of the shared stream and the
+  // rank: every rank's shared stream advances alike (at::poisson takes a data-dependent number of
+  // draws), a resume continues bit for bit, and the ranks' spots are their own. `expected` without
+  // spots.
   at::Tensor DrawSpots(const at::Tensor& expected);
   // The discriminator's forward pass (under bf16 autocast when asked, outputs then float32).
   DiscriminatorOutput Discriminate(const at::Tensor& images);
