@@ -218,9 +218,25 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
       if (!std::isfinite(v)) return Bad("profile_fit values must be finite");
     }
   }
+  if (!(c.generator_energy_loss_weight == -1 ||
+        (c.generator_energy_loss_weight >= 0 && c.generator_energy_loss_weight <= 1000))) {
+    return Bad("generator_energy_loss_weight must be in [0, 1000], or -1 for loss_weights[1]");
+  }
   if (c.ecal_loss_batch_mean && c.ecal_loss_quantiles) {
     return Bad(
         "ecal_loss_batch_mean and ecal_loss_quantiles are two forms of one loss: set one of them");
+  }
+  if (!(c.template_learning_rate_scale >= 0 && c.template_learning_rate_scale <= 10)) {
+    return Bad("template_learning_rate_scale must be in [0, 10] (0: the template stays as fitted)");
+  }
+  if (!(c.template_residual_init >= 0 && c.template_residual_init <= 1)) {
+    return Bad("template_residual_init must be in [0, 1] (0: the network's output starts at 0)");
+  }
+  if (c.template_residual_init != 0.01 && !c.generator_template) {
+    return Bad("template_residual_init needs generator_template=1");
+  }
+  if (c.template_learning_rate_scale != 1 && !c.generator_template) {
+    return Bad("template_learning_rate_scale needs generator_template=1");
   }
   if (c.template_relative_residual && !c.generator_template) {
     return Bad("template_relative_residual needs generator_template=1 (it scales the template)");
@@ -307,9 +323,12 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("generator_template", c.generator_template ? "1" : "0");
   put("template_modes", absl::StrCat(c.template_modes));
   put("template_relative_residual", c.template_relative_residual ? "1" : "0");
+  put("template_learning_rate_scale", num(c.template_learning_rate_scale));
+  put("template_residual_init", num(c.template_residual_init));
   put("profile_loss_weight", num(c.profile_loss_weight));
   put("ecal_loss_batch_mean", c.ecal_loss_batch_mean ? "1" : "0");
   put("ecal_loss_quantiles", c.ecal_loss_quantiles ? "1" : "0");
+  put("generator_energy_loss_weight", num(c.generator_energy_loss_weight));
   put("generator_spots", c.generator_spots ? "1" : "0");
   put("generator_spot_gev", num(c.generator_spot_gev));
   put("generator_spot_shape", num(c.generator_spot_shape));
@@ -481,9 +500,12 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalFlag("generator_template", &c.generator_template, false);
   if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
   r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);
+  r.OptionalDouble("template_learning_rate_scale", &c.template_learning_rate_scale);
+  r.OptionalDouble("template_residual_init", &c.template_residual_init);
   r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);
   r.OptionalFlag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);
   r.OptionalFlag("ecal_loss_quantiles", &c.ecal_loss_quantiles, false);
+  r.OptionalDouble("generator_energy_loss_weight", &c.generator_energy_loss_weight);
   r.OptionalFlag("generator_spots", &c.generator_spots, false);
   r.OptionalDouble("generator_spot_gev", &c.generator_spot_gev);
   r.OptionalDouble("generator_spot_shape", &c.generator_spot_shape);

@@ -68,6 +68,17 @@ struct ModelConfig {
   // only where the data's mean shower has some, in proportion to it, and cannot add a haze where
   // it has none (false: added as it is, in preprocessed units).
   bool template_relative_residual = false;
+  // With generator_template: the template's learning rate (a, b and the modes) as a multiple of
+  // learning_rate (1: the same; 0: frozen at its fit to the training data, and the conv stack alone
+  // learns). RMSprop moves each parameter by about its learning rate a step whatever the size of
+  // its gradient: at 1 a cell of the template holding a thousandth of the core's energy moves as
+  // far as a core cell, so the faint tails and the modes drift with the discriminator's noise.
+  double template_learning_rate_scale = 1.0;
+  // With generator_template: a fresh generator's last conv starts at this times the reference's
+  // initialisation. At 0.01 its output is already a haze of about a spot per cell over the whole
+  // grid; at 0 the output starts at exactly 0, so a fresh generator's showers are the template's
+  // and its modes' (the spots baseline), and the network learns only what the discriminator shows.
+  double template_residual_init = 0.01;
   // Training only: weight of the generator's profile loss (0: off, the reference). The loss is
   // 100 x sum over the x, y and z slices i of |G_i - F_i| / sum_i F_i, with G_i the generated
   // batch's slice sums per unit e = E / energy_scale (preprocessed units) and F_i the same sum of
@@ -81,6 +92,12 @@ struct ModelConfig {
   // the data's; on the batch mean it keeps the mean response and leaves the spread to the
   // adversarial loss. Per rank: with world_size > 1 each rank's batch mean.
   bool ecal_loss_batch_mean = false;
+  // Training only: the weight of the energy head's loss (MAPE of the discriminator's estimate of E)
+  // in the generator's updates; < 0: loss_weights[1], as in the discriminator's. Per shower, that
+  // loss pulls every generated shower towards what the discriminator reads as typical of its
+  // energy, as the per-shower ecal loss does its total; the discriminator's updates keep
+  // loss_weights[1].
+  double generator_energy_loss_weight = -1.0;
   // Training only: the generator's ecal-sum loss compares the distribution of its batch's totals
   // with the real batch's, 100 x mean_i |g_(i) - r_(i)| over the sorted ratios total / ecal target
   // of the generated (g) and real (r) showers (a 1-D Wasserstein distance, in percent): the

@@ -1144,7 +1144,8 @@ TEST(ModelsTest, GeneratorShowerTemplateInFloat64) {
 }
 
 // A fresh tiny-template model: the template is 0 until the data sets it, and the output conv starts
-// kTemplateResidualInitScale times the reference's initialisation (same seed, same draws).
+// template_residual_init (0.01) times the reference's initialisation (same seed, same draws); at 0
+// the output conv is all zeros, the other stages as before.
 TEST(ModelsTest, FreshTemplateModelStartsWithASmallResidual) {
   auto plain = NewTrainingState(Preset("tiny"), 5);
   ModelConfig c = Preset("tiny");
@@ -1156,7 +1157,14 @@ TEST(ModelsTest, FreshTemplateModelStartsWithASmallResidual) {
   const std::string last = absl::StrCat("stage", GeneratorStages(c).size() - 1, ".conv.weight");
   const at::Tensor a = plain->generator->named_parameters()[last];
   const at::Tensor b = with_template->generator->named_parameters()[last];
-  EXPECT_TRUE(at::allclose(b, a * kTemplateResidualInitScale, 1e-6, 0));
+  EXPECT_TRUE(at::allclose(b, a * 0.01, 1e-6, 0));
+  c.template_residual_init = 0;
+  auto zero = NewTrainingState(c, 5);
+  ASSERT_TRUE(zero.ok()) << zero.status();
+  EXPECT_TRUE(at::equal(zero->generator->named_parameters()[last], at::zeros_like(a)));
+  EXPECT_TRUE(at::equal(zero->generator->named_parameters()["stage0.conv.weight"],
+                        plain->generator->named_parameters()["stage0.conv.weight"]));
+  EXPECT_FALSE(OverrideModelConfig(Preset("tiny"), "template_residual_init=0").ok());
   const std::string first = "stage0.conv.weight";
   EXPECT_TRUE(at::equal(plain->generator->named_parameters()[first],
                         with_template->generator->named_parameters()[first]));

@@ -427,6 +427,114 @@ TEST(GenerationTest, SpotSamplingTrainsAndGeneratesWholeSpots) {
   EXPECT_EQ(served_nonzero, nonzero);
 }
 
+// template_learning_rate_scale: the shower template is a parameter group of its own whose
+// rate is the scale times the network's. RMSprop's first steps move a parameter by about
+// lr / sqrt(1 - rho) whatever its gradient, so after one trainer step (two generator updates) the
+// template's largest move at scale 0.5 is about half of that at scale 1, at 0 the template stays
+// as fitted, and the network learns in every case. A run with its own group resumes bit for bit;
+// the scale needs a template and stays in [0, 10].
+TEST(TrainerTest, TemplateLearningRateScalesTheTemplatesSteps) {
+  ModelConfig config = *PresetConfig("tiny-template");
+  std::vector<int64_t> rows(static_cast<size_t>(Showers().events()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  auto sample = SampleConditions(config, Showers(), rows);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_TRUE(FitConditionsToData(*sample, &config).ok());
+  auto make = [&](uint64_t seed, double scale) {
+    ModelConfig c = config;
+    c.template_learning_rate_scale = scale;
+    auto trainer = MakeTrainer(seed, c);
+    if (trainer != nullptr) {
+      EXPECT_TRUE(
+          trainer->mutable_state().generator->SetShowerTemplate(sample->shower_template).ok());
+    }
+    return trainer;
+  };
+  auto step_once = [&](double scale, double* template_move, double* dense_move) {
+    auto trainer = make(1, scale);
+    ASSERT_NE(trainer, nullptr);
+    Generator g = trainer->mutable_state().generator;
+    const at::Tensor t0 = g->shower_template().detach().clone();
+    const at::Tensor w0 = g->named_parameters()["dense.weight"].detach().clone();
+    auto report = trainer->Step();
+    ASSERT_TRUE(report.ok()) << report.status();
+    *template_move = (g->shower_template() - t0).abs().max().item<double>();
+    *dense_move = (g->named_parameters()["dense.weight"] - w0).abs().max().item<double>();
+    const auto& groups = trainer->state().generator_optimizer->param_groups();
+    ASSERT_EQ(groups.size(), scale == 1 ? 1u : 2u);
+    if (scale != 1) {
+      EXPECT_DOUBLE_EQ(
+          static_cast<const torch::optim::RMSpropOptions&>(groups[1].options()).lr(),
+          report->learning_rate * scale);
+    }
+  };
+  double full = 0, half = 0, frozen = 0, dense_full = 0, dense_half = 0, dense_frozen = 0;
+  step_once(1.0, &full, &dense_full);
+  step_once(0.5, &half, &dense_half);
+  step_once(0.0, &frozen, &dense_frozen);
+  EXPECT_GT(full, 0);
+  EXPECT_NEAR(half / full, 0.5, 0.1) << half << " against " << full;
+  EXPECT_EQ(frozen, 0);
+  for (double d : {dense_full, dense_half, dense_frozen}) EXPECT_GT(d, 0);
+
+  const std::string path = TempPath("template-lr");
+  auto straight = make(5, 0.5);
+  ASSERT_NE(straight, nullptr);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(straight->Step().ok());
+  auto first = make(5, 0.5);
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->Step().ok());
+  ASSERT_TRUE(first->SaveCheckpoint(path).ok());
+  auto resumed = Trainer::Resume(path, Showers(), Options(999));
+  std::remove(path.c_str());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_TRUE((*resumed)->Step().ok());
+  EXPECT_TRUE(BitIdentical(straight->state(), (*resumed)->state()));
+
+  ModelConfig c = config;
+  c.template_learning_rate_scale = 0.5;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->template_learning_rate_scale, 0.5);
+  c.template_learning_rate_scale = 11;
+  EXPECT_FALSE(ValidateModelConfig(c).ok());
+  auto plain = OverrideModelConfig(Tiny(), "template_learning_rate_scale=0");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("needs generator_template"), std::string::npos)
+      << plain.status();
+}
+
+// generator_energy_loss_weight reweights the energy head's loss in the generator's updates only:
+// set to loss_weights[1] it is the default (-1) bit for bit; at 0 the first step's discriminator
+// update (which comes before the generator's) is the same and the generator's differ. Values other
+// than -1 outside [0, 1000] are refused.
+TEST(TrainerTest, GeneratorEnergyLossWeightChangesTheGeneratorsUpdatesOnly) {
+  ModelConfig c = Tiny();
+  auto base = MakeTrainer(3, c);
+  c.generator_energy_loss_weight = c.loss_weights[1];
+  auto same = MakeTrainer(3, c);
+  c.generator_energy_loss_weight = 0;
+  auto without = MakeTrainer(3, c);
+  ASSERT_TRUE(base && same && without);
+  for (auto* t : {base.get(), same.get(), without.get()}) ASSERT_TRUE(t->Step().ok());
+  EXPECT_TRUE(BitIdentical(base->state(), same->state()));
+  auto equal = [](const torch::nn::Module& a, const torch::nn::Module& b) {
+    const auto pa = a.parameters(), pb = b.parameters();
+    for (size_t i = 0; i < pa.size(); ++i) {
+      if (!at::equal(pa[i], pb[i])) return false;
+    }
+    return true;
+  };
+  EXPECT_TRUE(equal(*base->state().discriminator, *without->state().discriminator));
+  EXPECT_FALSE(equal(*base->state().generator, *without->state().generator));
+  c.generator_energy_loss_weight = -0.5;
+  EXPECT_FALSE(ValidateModelConfig(c).ok());
+  auto back = ParseModelConfig(SerializeModelConfig(*OverrideModelConfig(
+      Tiny(), "generator_energy_loss_weight=0")));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->generator_energy_loss_weight, 0);
+}
+
 // The spots are drawn from a stream of their own, seeded per draw from one number of the shared
 // stream: however many numbers at::poisson takes for the cells' energies, the shared stream (the
 // noise, flips and permutations every rank draws alike) advances the same, so two trainers whose

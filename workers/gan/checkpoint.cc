@@ -31,9 +31,10 @@ constexpr uint64_t kMaxCheckpointBytes = uint64_t{16} << 30;
 // Keras initialisers of the reference: he_uniform for the generator convs, glorot_normal for its
 // last conv, glorot_uniform for dense layers and discriminator convs, zero biases. A generator with
 // a shower template starts with the template at 0 (the trainer's caller sets it from the data) and
-// its last conv kTemplateResidualInitScale times smaller, so its first showers are the template.
+// its last conv `residual_init` times smaller (ModelConfig::template_residual_init), so its first
+// showers are about the template's.
 void InitKerasStyle(torch::nn::Module& module, bool is_generator, int64_t last_stage,
-                    at::Generator& rng) {
+                    double residual_init, at::Generator& rng) {
   torch::NoGradGuard no_grad;
   const bool has_template = module.named_parameters().contains("shower_template");
   for (auto& item : module.named_parameters()) {
@@ -56,7 +57,7 @@ void InitKerasStyle(torch::nn::Module& module, bool is_generator, int64_t last_s
     const bool last = name.rfind("stage" + std::to_string(last_stage) + ".", 0) == 0;
     if (is_generator && conv && last) {
       p.normal_(0.0, std::sqrt(2.0 / (fan_in + fan_out)), rng);
-      if (has_template) p.mul_(kTemplateResidualInitScale);
+      if (has_template) p.mul_(residual_init);
     } else if (is_generator && conv) {
       const double limit = std::sqrt(6.0 / fan_in);
       p.uniform_(-limit, limit, rng);
@@ -73,8 +74,24 @@ void MakeOptimizers(TrainingState& s) {
         .alpha(s.config.rms_rho)
         .eps(s.config.rms_eps);
   };
-  s.generator_optimizer =
-      std::make_unique<torch::optim::RMSprop>(s.generator->parameters(), options());
+  // With template_learning_rate_scale != 1 the generator's shower template is a second parameter
+  // group (Trainer::ApplyLearningRate scales its rate).
+  const double template_scale = s.config.template_learning_rate_scale;
+  if (s.config.generator_template && template_scale != 1.0) {
+    std::vector<at::Tensor> network, shower_template;
+    for (const auto& item : s.generator->named_parameters()) {
+      (item.key() == "shower_template" ? shower_template : network).push_back(item.value());
+    }
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(network, std::make_unique<torch::optim::RMSpropOptions>(options()));
+    groups.emplace_back(shower_template,
+                        std::make_unique<torch::optim::RMSpropOptions>(
+                            options().lr(s.config.learning_rate * template_scale)));
+    s.generator_optimizer = std::make_unique<torch::optim::RMSprop>(std::move(groups), options());
+  } else {
+    s.generator_optimizer =
+        std::make_unique<torch::optim::RMSprop>(s.generator->parameters(), options());
+  }
   s.discriminator_optimizer =
       std::make_unique<torch::optim::RMSprop>(s.discriminator->parameters(), options());
 }
@@ -130,8 +147,9 @@ absl::StatusOr<TrainingState> NewTrainingState(const ModelConfig& config, uint64
     s.generator = Generator(config);
     s.discriminator = Discriminator(config);
     InitKerasStyle(*s.generator, /*is_generator=*/true,
-                   static_cast<int64_t>(GeneratorStages(config).size()) - 1, s.rng);
-    InitKerasStyle(*s.discriminator, /*is_generator=*/false, -1, s.rng);
+                   static_cast<int64_t>(GeneratorStages(config).size()) - 1,
+                   config.template_residual_init, s.rng);
+    InitKerasStyle(*s.discriminator, /*is_generator=*/false, -1, 1.0, s.rng);
     s.discriminator->set_dropout_generator(s.rng);
     MakeOptimizers(s);
     return s;

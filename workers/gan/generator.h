@@ -17,11 +17,6 @@
 
 namespace gantry::gan {
 
-// With a shower template, a fresh generator's last conv starts this many times smaller than the
-// reference's initialisation: the conv stack adds a small residual to the template's showers
-// instead of about ten times the Monte Carlo's energy spread over the grid.
-inline constexpr double kTemplateResidualInitScale = 0.01;
-
 class GeneratorImpl : public torch::nn::Module {
  public:
   // `config` must pass ValidateModelConfig.

@@ -103,8 +103,11 @@ double Trainer::learning_rate() const {
 void Trainer::ApplyLearningRate(double lr) {
   for (torch::optim::RMSprop* opt :
        {state_.generator_optimizer.get(), state_.discriminator_optimizer.get()}) {
-    for (auto& group : opt->param_groups()) {
-      static_cast<torch::optim::RMSpropOptions&>(group.options()).lr(lr);
+    auto& groups = opt->param_groups();
+    for (size_t i = 0; i < groups.size(); ++i) {
+      // The generator's second group is its shower template (MakeOptimizers).
+      const double scale = i == 1 ? state_.config.template_learning_rate_scale : 1.0;
+      static_cast<torch::optim::RMSpropOptions&>(groups[i].options()).lr(lr * scale);
     }
   }
 }
@@ -432,6 +435,9 @@ absl::Status Trainer::UpdateGenerator(const HeadLabels& real, StepReport* report
     }
     // With spots the discriminator sees the drawn showers; the profile loss the expected ones.
     LossTerms g = HeadLosses(c, Discriminate(DrawSpots(expected)), trick);
+    if (c.generator_energy_loss_weight >= 0) {
+      g.total = g.total + (c.generator_energy_loss_weight - c.loss_weights[1]) * g.parts[1];
+    }
     if (options_.bf16_autocast) expected = expected.to(at::kFloat);  // for the profile loss
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =
