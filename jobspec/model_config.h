@@ -72,7 +72,7 @@ struct ModelConfig {
   // learning_rate (1: the same; 0: frozen at its fit to the training data, and the conv stack alone
   // learns). RMSprop moves each parameter by about its learning rate a step whatever the size of
   // its gradient: at 1 a cell of the template holding a thousandth of the core's energy moves as
-  // far as a core cell, so the faint tails and the modes drift with the discriminator's noise.
+  // far as a core cell.
   double template_learning_rate_scale = 1.0;
   // With generator_template: a fresh generator's last conv starts at this times the reference's
   // initialisation. At 0.01 its output is already a haze of about a spot per cell over the whole
