@@ -232,7 +232,7 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
   if (!(c.template_residual_init >= 0 && c.template_residual_init <= 1)) {
     return Bad("template_residual_init must be in [0, 1] (0: the network's output starts at 0)");
   }
-  if (c.template_residual_init != 0.01 && !c.generator_template) {
+  if (c.template_residual_init != kDefaultTemplateResidualInit && !c.generator_template) {
     return Bad("template_residual_init needs generator_template=1");
   }
   if (c.template_learning_rate_scale != 1 && !c.generator_template) {

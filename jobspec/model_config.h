@@ -22,6 +22,9 @@ enum class Architecture {
   kVariableAngle51,  // reference section B: 51x51x25, input = [E/100, theta, noise]
 };
 
+// ModelConfig::template_residual_init's default.
+inline constexpr double kDefaultTemplateResidualInit = 0.01;
+
 struct ModelConfig {
   std::string preset;  // one of PresetNames(), or "custom"
   Architecture architecture = Architecture::kFixedAngle25;
@@ -78,7 +81,7 @@ struct ModelConfig {
   // initialisation. At 0.01 its output is already a haze of about a spot per cell over the whole
   // grid; at 0 the output starts at exactly 0, so a fresh generator's showers are the template's
   // and its modes' (the spots baseline), and the network learns only what the discriminator shows.
-  double template_residual_init = 0.01;
+  double template_residual_init = kDefaultTemplateResidualInit;
   // Training only: weight of the generator's profile loss (0: off, the reference). The loss is
   // 100 x sum over the x, y and z slices i of |G_i - F_i| / sum_i F_i, with G_i the generated
   // batch's slice sums per unit e = E / energy_scale (preprocessed units) and F_i the same sum of

@@ -74,8 +74,8 @@ void MakeOptimizers(TrainingState& s) {
         .alpha(s.config.rms_rho)
         .eps(s.config.rms_eps);
   };
-  // With template_learning_rate_scale != 1 the generator's shower template is a second parameter
-  // group (Trainer::ApplyLearningRate scales its rate).
+  // With template_learning_rate_scale != 1 the generator's shower template is group
+  // kTemplateParamGroup (Trainer::ApplyLearningRate scales its rate).
   const double template_scale = s.config.template_learning_rate_scale;
   if (s.config.generator_template && template_scale != 1.0) {
     std::vector<at::Tensor> network, shower_template;

@@ -21,6 +21,10 @@ namespace gantry::gan {
 
 // Everything needed to continue training bit for bit. Built by NewTrainingState or
 // ReadCheckpoint; the Trainer owns one.
+// With ModelConfig::template_learning_rate_scale != 1, the index of the shower template's parameter
+// group in the generator's optimizer (the network is group 0).
+inline constexpr size_t kTemplateParamGroup = 1;
+
 struct TrainingState {
   ModelConfig config;
   uint64_t seed = 0;

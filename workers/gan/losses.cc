@@ -33,6 +33,17 @@ at::Tensor EcalQuantileLoss(const at::Tensor& total, const at::Tensor& target,
 
 LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
                      const HeadLabels& labels) {
+  return HeadLosses(config, out, labels, config.loss_weights);
+}
+
+std::vector<double> GeneratorLossWeights(const ModelConfig& config) {
+  std::vector<double> weights = config.loss_weights;
+  if (config.generator_energy_loss_weight >= 0) weights[1] = config.generator_energy_loss_weight;
+  return weights;
+}
+
+LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
+                     const HeadLabels& labels, const std::vector<double>& weights) {
   LossTerms t;
   t.parts.push_back(BinaryCrossEntropy(out.real_probability, labels.real));
   t.parts.push_back(MeanAbsolutePercentageError(out.energy, labels.energy100));
@@ -44,9 +55,8 @@ LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
   } else {
     t.parts.push_back(MeanAbsolutePercentageError(out.ecal, labels.ecal));
   }
-  t.total = t.parts[0] * config.loss_weights[0];
-  for (size_t i = 1; i < t.parts.size(); ++i)
-    t.total = t.total + t.parts[i] * config.loss_weights[i];
+  t.total = t.parts[0] * weights[0];
+  for (size_t i = 1; i < t.parts.size(); ++i) t.total = t.total + t.parts[i] * weights[i];
   return t;
 }
 

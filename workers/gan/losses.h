@@ -31,7 +31,7 @@ struct HeadLabels {
 };
 
 // parts = [BCE, MAPE(E), MAPE(ecal)] or [BCE, MAPE(E), MAE(theta), MAPE(ecal)];
-// total = sum of loss_weights[i] * parts[i]. The ecal part: with labels.ecal_reference, the
+// total = sum of weights[i] * parts[i], weights config.loss_weights unless given. The ecal part: with labels.ecal_reference, the
 // distance between the sorted ratios out.ecal / labels.ecal and it (EcalQuantileLoss); else, with
 // ModelConfig::ecal_loss_batch_mean or ecal_loss_quantiles, the MAPE of the batch means; else the
 // MAPE per shower.
@@ -48,6 +48,11 @@ at::Tensor EcalReference(const at::Tensor& total, const at::Tensor& target);
 
 LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
                      const HeadLabels& labels);
+LossTerms HeadLosses(const ModelConfig& config, const DiscriminatorOutput& out,
+                     const HeadLabels& labels, const std::vector<double>& weights);
+// The head weights of the generator's updates: loss_weights, the energy head's replaced by
+// ModelConfig::generator_energy_loss_weight when that is >= 0.
+std::vector<double> GeneratorLossWeights(const ModelConfig& config);
 
 // The generator's profile loss (ModelConfig::profile_loss_weight): 100 x sum_i |G_i - F_i| /
 // sum_i F_i over the x, y and z slices, G_i the slice sums per unit e of `generated`

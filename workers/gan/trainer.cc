@@ -101,14 +101,13 @@ double Trainer::learning_rate() const {
 }
 
 void Trainer::ApplyLearningRate(double lr) {
-  for (torch::optim::RMSprop* opt :
-       {state_.generator_optimizer.get(), state_.discriminator_optimizer.get()}) {
-    auto& groups = opt->param_groups();
-    for (size_t i = 0; i < groups.size(); ++i) {
-      // The generator's second group is its shower template (MakeOptimizers).
-      const double scale = i == 1 ? state_.config.template_learning_rate_scale : 1.0;
-      static_cast<torch::optim::RMSpropOptions&>(groups[i].options()).lr(lr * scale);
-    }
+  auto set = [](torch::optim::OptimizerParamGroup& group, double rate) {
+    static_cast<torch::optim::RMSpropOptions&>(group.options()).lr(rate);
+  };
+  for (auto& group : state_.discriminator_optimizer->param_groups()) set(group, lr);
+  auto& groups = state_.generator_optimizer->param_groups();
+  for (size_t i = 0; i < groups.size(); ++i) {
+    set(groups[i], i == kTemplateParamGroup ? lr * state_.config.template_learning_rate_scale : lr);
   }
 }
 
@@ -418,6 +417,7 @@ absl::Status Trainer::UpdateGenerator(const HeadLabels& real, StepReport* report
   const at::Tensor ecal_reference =
       c.ecal_loss_quantiles ? EcalReference(real.ecal, EcalTarget(c, real.energy100))
                             : at::Tensor();
+  const std::vector<double> g_weights = GeneratorLossWeights(c);
   // Updates through the discriminator with its weights frozen and "real" labels.
   SetRequiresGrad(*s.discriminator, false);
   std::vector<double> g_sum;
@@ -434,10 +434,7 @@ absl::Status Trainer::UpdateGenerator(const HeadLabels& real, StepReport* report
       expected = s.generator->forward(input);
     }
     // With spots the discriminator sees the drawn showers; the profile loss the expected ones.
-    LossTerms g = HeadLosses(c, Discriminate(DrawSpots(expected)), trick);
-    if (c.generator_energy_loss_weight >= 0) {
-      g.total = g.total + (c.generator_energy_loss_weight - c.loss_weights[1]) * g.parts[1];
-    }
+    LossTerms g = HeadLosses(c, Discriminate(DrawSpots(expected)), trick, g_weights);
     if (options_.bf16_autocast) expected = expected.to(at::kFloat);  // for the profile loss
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =
