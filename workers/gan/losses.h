@@ -31,10 +31,10 @@ struct HeadLabels {
 };
 
 // parts = [BCE, MAPE(E), MAPE(ecal)] or [BCE, MAPE(E), MAE(theta), MAPE(ecal)];
-// total = sum of weights[i] * parts[i], weights config.loss_weights unless given. The ecal part: with labels.ecal_reference, the
-// distance between the sorted ratios out.ecal / labels.ecal and it (EcalQuantileLoss); else, with
-// ModelConfig::ecal_loss_batch_mean or ecal_loss_quantiles, the MAPE of the batch means; else the
-// MAPE per shower.
+// total = sum of weights[i] * parts[i], weights config.loss_weights unless given. The ecal part:
+// with labels.ecal_reference, the distance between the sorted ratios out.ecal / labels.ecal and it
+// (EcalQuantileLoss); else, with ModelConfig::ecal_loss_batch_mean or ecal_loss_quantiles, the
+// MAPE of the batch means; else the MAPE per shower.
 struct LossTerms {
   at::Tensor total;
   std::vector<at::Tensor> parts;
