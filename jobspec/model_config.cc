@@ -226,6 +226,10 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
     return Bad(
         "ecal_loss_batch_mean and ecal_loss_quantiles are two forms of one loss: set one of them");
   }
+  if (c.discriminator_feature_units < 0 || c.discriminator_feature_units > kMaxFeatureUnits) {
+    return Bad(absl::StrCat("discriminator_feature_units must be in [0, ", kMaxFeatureUnits,
+                            "] (0: no feature head)"));
+  }
   if (!(c.template_learning_rate_scale >= 0 && c.template_learning_rate_scale <= 10)) {
     return Bad("template_learning_rate_scale must be in [0, 10] (0: the template stays as fitted)");
   }
@@ -319,6 +323,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("discriminator_bn_eps", num(c.discriminator_bn_eps));
   put("dropout", num(c.dropout));
   put("discriminator_log_scale", num(c.discriminator_log_scale));
+  put("discriminator_feature_units", absl::StrCat(c.discriminator_feature_units));
   put("generator_relu_grad_slope", num(c.generator_relu_grad_slope));
   put("generator_template", c.generator_template ? "1" : "0");
   put("template_modes", absl::StrCat(c.template_modes));
@@ -497,6 +502,9 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalFlag("fit_conditions_to_data", &c.fit_conditions_to_data, false);
   r.OptionalDouble("discriminator_log_scale", &c.discriminator_log_scale);
   r.OptionalDouble("generator_relu_grad_slope", &c.generator_relu_grad_slope);
+  if (r.Has("discriminator_feature_units")) {
+    r.Int("discriminator_feature_units", &c.discriminator_feature_units);
+  }
   r.OptionalFlag("generator_template", &c.generator_template, false);
   if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
   r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);

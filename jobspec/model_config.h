@@ -47,6 +47,14 @@ struct ModelConfig {
   // faint cells weigh more next to it. The parameter-free heads (ecal sum, angle) and the
   // generator are unchanged.
   double discriminator_log_scale = 0.0;
+  // 0: the discriminator's real/fake head reads its conv features only (the reference). H > 0:
+  // a feature head adds a logit of its own, from H LeakyReLU units over each shower's high-level
+  // features (ShowerFeatures: log E, log total, log sampling fraction, and per layer the energy
+  // fraction and the centroid and width in x and y) and the spread of each unit over the batch
+  // (a minibatch standard deviation). The discriminator then sees what the field's classifiers
+  // see, given E, and a batch of showers that spread less than the data's. The batch is the
+  // rank's: refused with data parallelism (world_size > 1).
+  int64_t discriminator_feature_units = 0;
 
   // Training only: the gradient slope the generator's output ReLU passes back where it clamps a
   // cell to 0 (0: the exact ReLU gradient). A cell that is negative before the ReLU for every
@@ -188,6 +196,7 @@ inline constexpr int64_t kMaxLatent = 4096;
 inline constexpr int64_t kMaxDenseChannels = 256;
 inline constexpr int64_t kMaxFilters = 512;
 inline constexpr int64_t kMaxTemplateModes = 64;
+inline constexpr int64_t kMaxFeatureUnits = 512;
 // Sum over neighbouring conv layers of in x out channels (x <= 216 kernel weights each): ~56M
 // weights at most.
 inline constexpr int64_t kMaxChannelPairs = 262144;

@@ -804,6 +804,93 @@ TEST(ModelsTest, DiscriminatorLogInputInFloat64) {
   EXPECT_TRUE(at::isfinite(image.grad()).all().item<bool>());
 }
 
+// ShowerFeatures in float64 on showers whose moments are known: a layer with two cells of 1 and 3
+// GeV at x offsets -1 and +3 from the grid's centre (centroid 2, width sqrt(3)), a layer of one
+// cell (width 0.01), empty layers (fraction, centroid 0, width 0.01); log E, log total, log
+// sampling fraction. An empty shower's features and gradients are finite.
+TEST(ModelsTest, ShowerFeaturesOfKnownShowersInFloat64) {
+  const ModelConfig c = Preset("tiny");  // 25^3, cells x 100, E / 100
+  ASSERT_EQ(ShowerFeatureCount(c), 3 + 5 * 25);
+  at::Tensor img = at::zeros({2, 1, 25, 25, 25}, at::kDouble);
+  const double s = c.cell_scale;
+  img[0][0][11][12][4] = 1.0 * s;  // x offset -1 in layer 4
+  img[0][0][15][12][4] = 3.0 * s;  // x offset +3
+  img[0][0][12][20][9] = 4.0 * s;  // y offset +8 in layer 9
+  const at::Tensor e100 = at::tensor({0.5, 2.0}, at::kDouble).view({2, 1});
+  img.set_requires_grad(true);
+  const at::Tensor f = ShowerFeatures(img, e100, c);
+  ASSERT_EQ(f.sizes(), (std::vector<int64_t>{2, 3 + 5 * 25}));
+  const int64_t z = 25;
+  auto at_ = [&](int64_t row, int64_t col) { return f[row][col].item<double>(); };
+  EXPECT_NEAR(at_(0, 0), std::log(50.0), 1e-12);
+  EXPECT_NEAR(at_(0, 1), std::log(8.0 + 1e-3), 1e-12);
+  EXPECT_NEAR(at_(0, 2), std::log(8.0 / 50.0 + 1e-6), 1e-12);
+  const int64_t frac = 3, cx = 3 + z, cy = 3 + 2 * z, wx = 3 + 3 * z, wy = 3 + 4 * z;
+  EXPECT_NEAR(at_(0, frac + 4), 0.5, 1e-6);
+  EXPECT_NEAR(at_(0, frac + 9), 0.5, 1e-6);
+  EXPECT_EQ(at_(0, frac + 0), 0.0);
+  EXPECT_NEAR(at_(0, cx + 4), 2.0, 1e-6);
+  EXPECT_NEAR(at_(0, wx + 4), std::sqrt(3.0 + 1e-4), 1e-6);
+  EXPECT_NEAR(at_(0, cy + 4), 0.0, 1e-12);
+  EXPECT_NEAR(at_(0, wy + 4), 0.01, 1e-6);
+  EXPECT_NEAR(at_(0, cy + 9), 8.0, 1e-6);
+  EXPECT_NEAR(at_(0, cx + 9), -0.0, 1e-6);
+  EXPECT_EQ(at_(0, cx + 0), 0.0);
+  EXPECT_NEAR(at_(0, wx + 0), 0.01, 1e-12);
+  // The empty shower: finite everywhere, its gradient too.
+  EXPECT_TRUE(at::isfinite(f).all().item<bool>());
+  EXPECT_NEAR(at_(1, 1), std::log(1e-3), 1e-12);
+  f.sum().backward();
+  EXPECT_TRUE(at::isfinite(img.grad()).all().item<bool>());
+}
+
+// The discriminator's feature head: its parameters are (features + 1) x H + 2H + 1 on top of the
+// conv discriminator's; it needs E; and it reads the batch: in eval mode (running BatchNorm
+// statistics, no dropout) a shower's output depends on the other showers of its batch only with the
+// head. The option is an integer in [0, 512], off in every preset and in configs written before it.
+TEST(ModelsTest, DiscriminatorFeatureHead) {
+  ModelConfig c = Preset("tiny");
+  EXPECT_EQ(c.discriminator_feature_units, 0);
+  const int64_t plain = TrainableParameters(*Discriminator(c));
+  c.discriminator_feature_units = 16;
+  Discriminator d(c);
+  EXPECT_EQ(TrainableParameters(*d), plain + (ShowerFeatureCount(c) + 1) * 16 + 2 * 16 + 1);
+  d->eval();
+  at::Tensor batch = at::rand({3, 1, 25, 25, 25}) * 10.0;
+  const at::Tensor e100 = at::full({3, 1}, 0.5);
+  EXPECT_THROW(d->forward(batch), c10::Error);
+  const at::Tensor first = d->forward(batch, e100).real_probability[0].clone();
+  batch[1].mul_(3.0);
+  batch[2].zero_();
+  const at::Tensor again = d->forward(batch, e100).real_probability[0];
+  EXPECT_FALSE(at::allclose(first, again, 0.0, 1e-7)) << first << again;
+  ModelConfig off = Preset("tiny");
+  Discriminator reference(off);
+  reference->eval();
+  const at::Tensor alone = reference->forward(batch.slice(0, 0, 1)).real_probability[0];
+  EXPECT_TRUE(at::allclose(alone, reference->forward(batch).real_probability[0], 1e-5, 1e-7));
+
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->discriminator_feature_units, 16);
+  std::string old = SerializeModelConfig(off);
+  const size_t at = old.find("discriminator_feature_units=");
+  ASSERT_NE(at, std::string::npos);
+  old.erase(at, old.find('\n', at) - at + 1);
+  auto parsed = ParseModelConfig(old);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->discriminator_feature_units, 0);
+  auto overridden = OverrideModelConfig(off, "discriminator_feature_units=32");
+  ASSERT_TRUE(overridden.ok()) << overridden.status();
+  EXPECT_EQ(overridden->discriminator_feature_units, 32);
+  for (int64_t bad : {int64_t{-1}, kMaxFeatureUnits + 1}) {
+    c.discriminator_feature_units = bad;
+    const absl::Status s = ValidateModelConfig(c);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("discriminator_feature_units"), std::string::npos) << s;
+  }
+}
+
 // The optional leaky gradient of the generator's output ReLU (generator_relu_grad_slope), in
 // float64: the output is exactly relu(x) in every mode; in training with autograd the gradient is
 // 1 where x > 0 and the slope elsewhere; in eval mode, or with slope 0, it is the exact ReLU's.

@@ -535,6 +535,48 @@ TEST(TrainerTest, GeneratorEnergyLossWeightChangesTheGeneratorsUpdatesOnly) {
   EXPECT_EQ(back->generator_energy_loss_weight, 0);
 }
 
+// discriminator_feature_units: the feature head trains with the discriminator (its weights move
+// in the discriminator's updates and stay in the generator's), resumes bit for bit, and is refused
+// with data parallelism, whose ranks would each see a part of the batch whose spread it reads.
+TEST(TrainerTest, DiscriminatorFeatureHeadTrainsAndResumes) {
+  ModelConfig c = Tiny();
+  c.discriminator_feature_units = 8;
+  auto trainer = MakeTrainer(4, c);
+  ASSERT_NE(trainer, nullptr);
+  auto params = trainer->state().discriminator->named_parameters();
+  ASSERT_TRUE(params.contains("feature_hidden.weight") && params.contains("feature_logit.weight"));
+  const at::Tensor hidden0 = params["feature_hidden.weight"].detach().clone();
+  const at::Tensor logit0 = params["feature_logit.weight"].detach().clone();
+  auto report = trainer->Step();
+  ASSERT_TRUE(report.ok()) << report.status();
+  for (double v : report->generator_loss) EXPECT_TRUE(std::isfinite(v));
+  EXPECT_FALSE(at::equal(params["feature_hidden.weight"], hidden0));
+  EXPECT_FALSE(at::equal(params["feature_logit.weight"], logit0));
+
+  const std::string path = TempPath("feature-head");
+  auto straight = MakeTrainer(6, c);
+  ASSERT_NE(straight, nullptr);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(straight->Step().ok());
+  auto first = MakeTrainer(6, c);
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->Step().ok());
+  ASSERT_TRUE(first->SaveCheckpoint(path).ok());
+  auto resumed = Trainer::Resume(path, Showers(), Options(999));
+  std::remove(path.c_str());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ((*resumed)->state().config.discriminator_feature_units, 8);
+  ASSERT_TRUE((*resumed)->Step().ok());
+  EXPECT_TRUE(BitIdentical(straight->state(), (*resumed)->state()));
+
+  TrainerOptions two = Options(4);
+  two.world_size = 2;
+  auto split = Trainer::Create(c, Showers(), two);
+  ASSERT_FALSE(split.ok());
+  EXPECT_EQ(split.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(split.status().message().find("discriminator_feature_units"), std::string::npos)
+      << split.status();
+}
+
 // The spots are drawn from a stream of their own, seeded per draw from one number of the shared
 // stream: however many numbers at::poisson takes for the cells' energies, the shared stream (the
 // noise, flips and permutations every rank draws alike) advances the same, so two trainers whose

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <utility>
 
 namespace gantry::gan {
 namespace {
@@ -75,18 +76,36 @@ DiscriminatorImpl::DiscriminatorImpl(const ModelConfig& config) : config_(config
   const int64_t features = shape[0] * shape[1] * shape[2] * specs.back().out_channels;
   real_fake_ = register_module("real_fake", torch::nn::Linear(features, 1));
   energy_ = register_module("energy", torch::nn::Linear(features, 1));
+  if (const int64_t units = config.discriminator_feature_units; units > 0) {
+    feature_hidden_ =
+        register_module("feature_hidden", torch::nn::Linear(ShowerFeatureCount(config), units));
+    feature_logit_ = register_module("feature_logit", torch::nn::Linear(2 * units, 1));
+  }
 }
 
-DiscriminatorOutput DiscriminatorImpl::forward(const torch::Tensor& image) {
+DiscriminatorOutput DiscriminatorImpl::forward(const torch::Tensor& image,
+                                               const torch::Tensor& energy100) {
   torch::Tensor x = DiscriminatorInput(image, config_.discriminator_log_scale);
   for (auto& stage : stages_) x = stage->forward(x, dropout_generator_);
   x = AveragePool2(x).flatten(1);
-  DiscriminatorOutput out;
-  out.real_probability = at::sigmoid(real_fake_->forward(x));
-  out.energy = energy_->forward(x);
-  // Heads without parameters work on the image in linear (undone power) units.
+  // The feature head and the heads without parameters work in linear (undone power) units.
   const torch::Tensor linear =
       config_.cell_power == 1.0 ? image : at::pow(image, 1.0 / config_.cell_power);
+  torch::Tensor logit = real_fake_->forward(x);
+  if (feature_hidden_) {
+    TORCH_CHECK(energy100.defined() && energy100.dim() == 2 && energy100.size(0) == image.size(0),
+                "the discriminator's feature head needs E / energy_scale, (N, 1)");
+    const torch::Tensor hidden = at::leaky_relu(
+        feature_hidden_->forward(ShowerFeatures(linear, energy100, config_)), config_.leaky_slope);
+    // Each unit's spread over the batch, the same for every row: a batch narrower than the
+    // data's shows in it even where each of its showers alone looks real.
+    const torch::Tensor spread =
+        at::sqrt(hidden.var(0, /*unbiased=*/false, /*keepdim=*/true) + 1e-8).expand_as(hidden);
+    logit = logit + feature_logit_->forward(at::cat({hidden, spread}, 1));
+  }
+  DiscriminatorOutput out;
+  out.real_probability = at::sigmoid(logit);
+  out.energy = energy_->forward(x);
   out.ecal = linear.sum({1, 2, 3, 4}).unsqueeze(1);
   if (config_.variable_angle()) out.theta = BarycentreAngle(linear);
   return out;
@@ -96,6 +115,37 @@ torch::Tensor DiscriminatorInput(const torch::Tensor& image, double log_scale) {
   if (log_scale == 0.0) return image;
   // Clamped at 0 so a negative cell (none after the generator's ReLU) cannot reach log(<= 0).
   return at::log1p(at::clamp_min(image, 0.0) / log_scale) * log_scale;
+}
+
+torch::Tensor ShowerFeatures(const torch::Tensor& linear, const torch::Tensor& energy100,
+                             const ModelConfig& config) {
+  const torch::Tensor img = linear.squeeze(1);  // (N, X, Y, Z)
+  const int64_t nx = img.size(1), ny = img.size(2);
+  const auto opts = img.options();
+  // Cell positions from the grid's centre, in cells.
+  const torch::Tensor xs = (at::arange(nx, opts) - 0.5 * (nx - 1)).view({1, nx, 1});
+  const torch::Tensor ys = (at::arange(ny, opts) - 0.5 * (ny - 1)).view({1, ny, 1});
+  const double tiny = config.cell_threshold;  // below any cell the preprocessing keeps
+  const torch::Tensor px = img.sum(2);        // (N, X, Z)
+  const torch::Tensor py = img.sum(1);        // (N, Y, Z)
+  const torch::Tensor layer = px.sum(1);      // (N, Z)
+  const torch::Tensor total = layer.sum(1, /*keepdim=*/true);
+  const torch::Tensor layer_safe = layer + tiny;
+  auto moments = [&](const torch::Tensor& p, const torch::Tensor& pos) {
+    const torch::Tensor centre = (p * pos).sum(1) / layer_safe;
+    const torch::Tensor second = (p * pos.square()).sum(1) / layer_safe;
+    const torch::Tensor width = at::sqrt(at::clamp_min(second - centre.square(), 0.0) + 1e-4);
+    return std::pair<torch::Tensor, torch::Tensor>(centre, width);
+  };
+  const auto [cx, wx] = moments(px, xs);
+  const auto [cy, wy] = moments(py, ys);
+  const double to_gev = 1.0 / config.cell_scale;
+  const torch::Tensor e_gev = energy100.to(opts.dtype()) * config.energy_scale;
+  const torch::Tensor total_gev = total * to_gev;
+  return at::cat({at::log(at::clamp_min(e_gev, 1e-3)), at::log(total_gev + 1e-3),
+                  at::log(total_gev / at::clamp_min(e_gev, 1e-3) + 1e-6), layer / (total + tiny),
+                  cx, cy, wx, wy},
+                 1);
 }
 
 torch::Tensor BarycentreAngle(const torch::Tensor& image) {

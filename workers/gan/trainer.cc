@@ -147,6 +147,11 @@ absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromSource(
         "profile_loss_weight is set but the model config has no profile_fit: fit the conditions "
         "to the training data first (FitConditionsToData), or set profile_loss_weight=0");
   }
+  if (c.discriminator_feature_units > 0 && options.world_size > 1) {
+    return absl::InvalidArgumentError(
+        "discriminator_feature_units reads the spread of each rank's batch, which data "
+        "parallelism would split: train it with one rank, or set discriminator_feature_units=0");
+  }
   if (c.generator_spots && !(c.generator_spot_gev > 0)) {
     return absl::FailedPreconditionError(
         "generator_spots is set but the model config has no generator_spot_gev: fit the "
@@ -341,11 +346,11 @@ at::Tensor Trainer::GenerateWithoutGrad(HeadLabels& fake) {
   return DrawSpots(state_.generator->forward(input));
 }
 
-DiscriminatorOutput Trainer::Discriminate(const at::Tensor& images) {
+DiscriminatorOutput Trainer::Discriminate(const at::Tensor& images, const at::Tensor& energy100) {
   DiscriminatorOutput out;
   {
     Bf16AutocastGuard autocast(options_.bf16_autocast);
-    out = state_.discriminator->forward(images);
+    out = state_.discriminator->forward(images, energy100);
   }
   if (options_.bf16_autocast) {  // the losses in float32
     for (at::Tensor* t : {&out.real_probability, &out.energy, &out.theta, &out.ecal}) {
@@ -386,13 +391,13 @@ absl::Status Trainer::UpdateDiscriminator(const at::Tensor& images, const at::Te
   const ModelConfig& c = s.config;
   // One update on the real batch, one on the generated batch (Keras train_on_batch twice).
   s.discriminator_optimizer->zero_grad();
-  LossTerms d_real = HeadLosses(c, Discriminate(images), real);
+  LossTerms d_real = HeadLosses(c, Discriminate(images, real.energy100), real);
   d_real.total.backward();
   RETURN_IF_ERROR(RunHook(TrainPhase::kDiscriminatorReal, *s.discriminator));
   s.discriminator_optimizer->step();
 
   s.discriminator_optimizer->zero_grad();
-  LossTerms d_fake = HeadLosses(c, Discriminate(generated), fake);
+  LossTerms d_fake = HeadLosses(c, Discriminate(generated, fake.energy100), fake);
   d_fake.total.backward();
   RETURN_IF_ERROR(RunHook(TrainPhase::kDiscriminatorFake, *s.discriminator));
   s.discriminator_optimizer->step();
@@ -434,7 +439,8 @@ absl::Status Trainer::UpdateGenerator(const HeadLabels& real, StepReport* report
       expected = s.generator->forward(input);
     }
     // With spots the discriminator sees the drawn showers; the profile loss the expected ones.
-    LossTerms g = HeadLosses(c, Discriminate(DrawSpots(expected)), trick, g_weights);
+    LossTerms g =
+        HeadLosses(c, Discriminate(DrawSpots(expected), trick.energy100), trick, g_weights);
     if (options_.bf16_autocast) expected = expected.to(at::kFloat);  // for the profile loss
     if (c.profile_loss_weight > 0) {
       const ProfileLossTerm profile =

@@ -188,7 +188,7 @@ class Trainer {
   // spots.
   at::Tensor DrawSpots(const at::Tensor& expected);
   // The discriminator's forward pass (under bf16 autocast when asked, outputs then float32).
-  DiscriminatorOutput Discriminate(const at::Tensor& images);
+  DiscriminatorOutput Discriminate(const at::Tensor& images, const at::Tensor& energy100);
   absl::StatusOr<at::Tensor> NextRealBatch(HeadLabels& real, StepReport* report);
   // Conditions and generator input for this rank's rows of a batch drawn for the global batch.
   at::Tensor SampleConditions(HeadLabels& labels);
