@@ -233,6 +233,9 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
   if (!(c.template_learning_rate_scale >= 0 && c.template_learning_rate_scale <= 10)) {
     return Bad("template_learning_rate_scale must be in [0, 10] (0: the template stays as fitted)");
   }
+  if (!(c.discriminator_learning_rate_scale > 0 && c.discriminator_learning_rate_scale <= 100)) {
+    return Bad("discriminator_learning_rate_scale must be in (0, 100] (1: the generator's rate)");
+  }
   if (!(c.template_residual_init >= 0 && c.template_residual_init <= 1)) {
     return Bad("template_residual_init must be in [0, 1] (0: the network's output starts at 0)");
   }
@@ -329,6 +332,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("template_modes", absl::StrCat(c.template_modes));
   put("template_relative_residual", c.template_relative_residual ? "1" : "0");
   put("template_learning_rate_scale", num(c.template_learning_rate_scale));
+  put("discriminator_learning_rate_scale", num(c.discriminator_learning_rate_scale));
   put("template_residual_init", num(c.template_residual_init));
   put("profile_loss_weight", num(c.profile_loss_weight));
   put("ecal_loss_batch_mean", c.ecal_loss_batch_mean ? "1" : "0");
@@ -509,6 +513,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
   r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);
   r.OptionalDouble("template_learning_rate_scale", &c.template_learning_rate_scale);
+  r.OptionalDouble("discriminator_learning_rate_scale", &c.discriminator_learning_rate_scale);
   r.OptionalDouble("template_residual_init", &c.template_residual_init);
   r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);
   r.OptionalFlag("ecal_loss_batch_mean", &c.ecal_loss_batch_mean, false);

@@ -85,6 +85,11 @@ struct ModelConfig {
   // its gradient: at 1 a cell of the template holding a thousandth of the core's energy moves as
   // far as a core cell.
   double template_learning_rate_scale = 1.0;
+  // Training only: the discriminator's learning rate as a multiple of the scheduled rate (1: the
+  // same as the generator's, the reference). With the base rate it sets the two networks' rates
+  // apart (two time-scale updates, Heusel et al. 2017): 4 with lr / 4 keeps the discriminator's
+  // steps and makes the generator's four times shorter.
+  double discriminator_learning_rate_scale = 1.0;
   // With generator_template: a fresh generator's last conv starts at this times the reference's
   // initialisation. At 0.01 its output is already a haze of about a spot per cell over the whole
   // grid; at 0 the output starts at exactly 0, so a fresh generator's showers are the template's

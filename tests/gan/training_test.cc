@@ -5,6 +5,7 @@
 #include <torch/nn/module.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -502,6 +503,69 @@ TEST(TrainerTest, TemplateLearningRateScalesTheTemplatesSteps) {
   ASSERT_FALSE(plain.ok());
   EXPECT_NE(plain.status().message().find("needs generator_template"), std::string::npos)
       << plain.status();
+}
+
+// discriminator_learning_rate_scale sets the discriminator's rate to the scale times the scheduled
+// rate and leaves the generator's alone: after one step the discriminator's optimizer holds that
+// rate, its largest first move (RMSprop: about lr / sqrt(1 - rho) whatever the gradient) is about
+// the scale times that at scale 1, the generator still learns. The scale is stored, round-trips and
+// stays in (0, 100].
+TEST(TrainerTest, DiscriminatorLearningRateScaleSetsItsRateApart) {
+  auto step_once = [&](double scale, double* discriminator_move, double* generator_move) {
+    ModelConfig c = Tiny();
+    c.discriminator_learning_rate_scale = scale;
+    auto trainer = MakeTrainer(1, c);
+    ASSERT_NE(trainer, nullptr);
+    Discriminator d = trainer->mutable_state().discriminator;
+    Generator g = trainer->mutable_state().generator;
+    std::vector<at::Tensor> d0, g0;
+    for (const auto& p : d->parameters()) d0.push_back(p.detach().clone());
+    for (const auto& p : g->parameters()) g0.push_back(p.detach().clone());
+    auto report = trainer->Step();
+    ASSERT_TRUE(report.ok()) << report.status();
+    for (const auto& group : trainer->state().discriminator_optimizer->param_groups()) {
+      EXPECT_DOUBLE_EQ(static_cast<const torch::optim::RMSpropOptions&>(group.options()).lr(),
+                       report->learning_rate * scale);
+    }
+    for (const auto& group : trainer->state().generator_optimizer->param_groups()) {
+      EXPECT_DOUBLE_EQ(static_cast<const torch::optim::RMSpropOptions&>(group.options()).lr(),
+                       report->learning_rate);
+    }
+    *discriminator_move = 0;
+    *generator_move = 0;
+    auto dp = d->parameters();
+    auto gp = g->parameters();
+    for (size_t i = 0; i < dp.size(); ++i) {
+      *discriminator_move =
+          std::max(*discriminator_move, (dp[i] - d0[i]).abs().max().item<double>());
+    }
+    for (size_t i = 0; i < gp.size(); ++i) {
+      *generator_move = std::max(*generator_move, (gp[i] - g0[i]).abs().max().item<double>());
+    }
+  };
+  double d_one = 0, g_one = 0, d_quarter = 0, g_quarter = 0;
+  step_once(1.0, &d_one, &g_one);
+  step_once(0.25, &d_quarter, &g_quarter);
+  ASSERT_GT(d_one, 0);
+  EXPECT_NEAR(d_quarter / d_one, 0.25, 0.05) << d_quarter << " against " << d_one;
+  EXPECT_GT(g_one, 0);
+  EXPECT_GT(g_quarter, 0);
+
+  ModelConfig c = Tiny();
+  c.discriminator_learning_rate_scale = 4;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->discriminator_learning_rate_scale, 4);
+  auto old = ParseModelConfig(SerializeModelConfig(Tiny()));
+  ASSERT_TRUE(old.ok());
+  EXPECT_EQ(old->discriminator_learning_rate_scale, 1);
+  for (double bad : {0.0, -1.0, 101.0, std::nan("")}) {
+    c.discriminator_learning_rate_scale = bad;
+    EXPECT_FALSE(ValidateModelConfig(c).ok()) << bad;
+  }
+  auto set = OverrideModelConfig(Tiny(), "discriminator_learning_rate_scale=2.5");
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set->discriminator_learning_rate_scale, 2.5);
 }
 
 // generator_energy_loss_weight reweights the energy head's loss in the generator's updates only:

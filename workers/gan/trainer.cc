@@ -104,7 +104,8 @@ void Trainer::ApplyLearningRate(double lr) {
   auto set = [](torch::optim::OptimizerParamGroup& group, double rate) {
     static_cast<torch::optim::RMSpropOptions&>(group.options()).lr(rate);
   };
-  for (auto& group : state_.discriminator_optimizer->param_groups()) set(group, lr);
+  const double discriminator_lr = lr * state_.config.discriminator_learning_rate_scale;
+  for (auto& group : state_.discriminator_optimizer->param_groups()) set(group, discriminator_lr);
   auto& groups = state_.generator_optimizer->param_groups();
   for (size_t i = 0; i < groups.size(); ++i) {
     set(groups[i], i == kTemplateParamGroup ? lr * state_.config.template_learning_rate_scale : lr);
