@@ -7,31 +7,38 @@
 
 namespace gantry::jobspec {
 
+namespace {
+
+// Each baseline kind and its preset name, in the order JobPresetNames lists them.
+struct BaselinePreset {
+  BaselineKind kind;
+  absl::string_view name;
+};
+constexpr BaselinePreset kBaselinePresets[] = {
+    {BaselineKind::kTemplate, "baseline-template"},
+    {BaselineKind::kSpots, "baseline-spots"},
+    {BaselineKind::kSpotsSmeared, "baseline-spots-smeared"},
+};
+
+}  // namespace
+
 absl::string_view BaselinePresetName(BaselineKind kind) {
-  switch (kind) {
-    case BaselineKind::kTemplate:
-      return "baseline-template";
-    case BaselineKind::kSpots:
-      return "baseline-spots";
-    case BaselineKind::kSpotsSmeared:
-      return "baseline-spots-smeared";
+  for (const BaselinePreset& p : kBaselinePresets) {
+    if (p.kind == kind) return p.name;
   }
-  return "baseline-spots";
+  return {};
 }
 
 std::optional<BaselineKind> BaselineKindOfPreset(absl::string_view preset) {
-  if (preset == "baseline-template") return BaselineKind::kTemplate;
-  if (preset == "baseline-spots") return BaselineKind::kSpots;
-  if (preset == "baseline-spots-smeared") return BaselineKind::kSpotsSmeared;
+  for (const BaselinePreset& p : kBaselinePresets) {
+    if (p.name == preset) return p.kind;
+  }
   return std::nullopt;
 }
 
 std::vector<std::string> JobPresetNames() {
   std::vector<std::string> names = gan::PresetNames();
-  for (BaselineKind kind :
-       {BaselineKind::kTemplate, BaselineKind::kSpots, BaselineKind::kSpotsSmeared}) {
-    names.emplace_back(BaselinePresetName(kind));
-  }
+  for (const BaselinePreset& p : kBaselinePresets) names.emplace_back(p.name);
   return names;
 }
 

@@ -29,7 +29,7 @@ inline double SpotShape(BaselineKind kind) {
 }
 
 // The job-spec presets of the kinds: "baseline-template", "baseline-spots" and
-// "baseline-spots-smeared".
+// "baseline-spots-smeared" (empty for a value outside the enum).
 absl::string_view BaselinePresetName(BaselineKind kind);
 // The kind a preset names; nullopt for every other preset (the networks).
 std::optional<BaselineKind> BaselineKindOfPreset(absl::string_view preset);
