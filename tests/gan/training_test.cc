@@ -511,6 +511,20 @@ TEST(TrainerTest, TemplateLearningRateScalesTheTemplatesSteps) {
 // the scale times that at scale 1, the generator still learns. The scale is stored, round-trips and
 // stays in (0, 100].
 TEST(TrainerTest, DiscriminatorLearningRateScaleSetsItsRateApart) {
+  auto copy_of = [](const torch::nn::Module& m) {
+    std::vector<at::Tensor> copy;
+    for (const auto& p : m.parameters()) copy.push_back(p.detach().clone());
+    return copy;
+  };
+  // The largest change of any parameter of m since `before`.
+  auto largest_move = [](const torch::nn::Module& m, const std::vector<at::Tensor>& before) {
+    const std::vector<at::Tensor> now = m.parameters();
+    double move = 0;
+    for (size_t i = 0; i < now.size(); ++i) {
+      move = std::max(move, (now[i] - before[i]).abs().max().item<double>());
+    }
+    return move;
+  };
   auto step_once = [&](double scale, double* discriminator_move, double* generator_move) {
     ModelConfig c = Tiny();
     c.discriminator_learning_rate_scale = scale;
@@ -518,9 +532,7 @@ TEST(TrainerTest, DiscriminatorLearningRateScaleSetsItsRateApart) {
     ASSERT_NE(trainer, nullptr);
     Discriminator d = trainer->mutable_state().discriminator;
     Generator g = trainer->mutable_state().generator;
-    std::vector<at::Tensor> d0, g0;
-    for (const auto& p : d->parameters()) d0.push_back(p.detach().clone());
-    for (const auto& p : g->parameters()) g0.push_back(p.detach().clone());
+    const std::vector<at::Tensor> d0 = copy_of(*d), g0 = copy_of(*g);
     auto report = trainer->Step();
     ASSERT_TRUE(report.ok()) << report.status();
     for (const auto& group : trainer->state().discriminator_optimizer->param_groups()) {
@@ -531,17 +543,8 @@ TEST(TrainerTest, DiscriminatorLearningRateScaleSetsItsRateApart) {
       EXPECT_DOUBLE_EQ(static_cast<const torch::optim::RMSpropOptions&>(group.options()).lr(),
                        report->learning_rate);
     }
-    *discriminator_move = 0;
-    *generator_move = 0;
-    auto dp = d->parameters();
-    auto gp = g->parameters();
-    for (size_t i = 0; i < dp.size(); ++i) {
-      *discriminator_move =
-          std::max(*discriminator_move, (dp[i] - d0[i]).abs().max().item<double>());
-    }
-    for (size_t i = 0; i < gp.size(); ++i) {
-      *generator_move = std::max(*generator_move, (gp[i] - g0[i]).abs().max().item<double>());
-    }
+    *discriminator_move = largest_move(*d, d0);
+    *generator_move = largest_move(*g, g0);
   };
   double d_one = 0, g_one = 0, d_quarter = 0, g_quarter = 0;
   step_once(1.0, &d_one, &g_one);
