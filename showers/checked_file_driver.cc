@@ -11,6 +11,8 @@
 #include <limits>
 #include <new>
 
+#include "showers/hdf5_common.h"
+
 namespace gantry::showers::h5 {
 namespace {
 
@@ -111,6 +113,11 @@ herr_t Read(H5FD_t* pub, H5FD_mem_t /*type*/, hid_t /*dxpl*/, haddr_t addr, size
   return 0;
 }
 
+herr_t GetHandle(H5FD_t* pub, hid_t /*fapl*/, void** handle) {
+  *handle = pub;  // ReadCheckedFileBytes reads through it
+  return 0;
+}
+
 herr_t Write(H5FD_t* /*file*/, H5FD_mem_t /*type*/, hid_t /*dxpl*/, haddr_t /*addr*/,
              size_t /*size*/, const void* /*buffer*/) {
   return -1;  // read only
@@ -131,6 +138,7 @@ H5FD_class_t MakeClass() {
   c.get_eof = GetEof;
   c.read = Read;
   c.write = Write;
+  c.get_handle = GetHandle;
   const H5FD_mem_t map[H5FD_MEM_NTYPES] = H5FD_FLMAP_DICHOTOMY;
   std::memcpy(c.fl_map, map, sizeof(map));
   return c;
@@ -153,6 +161,17 @@ herr_t UseCheckedFileDriver(hid_t fapl, absl::string_view image) {
     info.image_size = image.size();
   }
   return H5Pset_driver(fapl, driver, &info);
+}
+
+bool ReadCheckedFileBytes(hid_t file, haddr_t address, size_t size, void* out) {
+  Handle fapl(H5Fget_access_plist(file), H5Pclose);
+  void* handle = nullptr;
+  if (!fapl.ok() || H5Pget_driver(fapl.get()) != DriverId() ||
+      H5Fget_vfd_handle(file, fapl.get(), &handle) < 0 || handle == nullptr) {
+    H5Eclear2(H5E_DEFAULT);
+    return false;
+  }
+  return Read(static_cast<H5FD_t*>(handle), H5FD_MEM_OHDR, H5P_DEFAULT, address, size, out) >= 0;
 }
 
 }  // namespace gantry::showers::h5

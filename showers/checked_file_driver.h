@@ -21,6 +21,11 @@ namespace gantry::showers::h5 {
 // negative value when HDF5 refuses the driver. Call under LibraryLock.
 herr_t UseCheckedFileDriver(hid_t fapl, absl::string_view image = {});
 
+// Reads `size` bytes at absolute `address` of `file`, opened through the checked driver, with the
+// checks of HDF5's own reads (false when they refuse, or when `file` uses another driver). For
+// gantry's own checks of metadata that libhdf5 would decode unchecked. Call under LibraryLock.
+bool ReadCheckedFileBytes(hid_t file, haddr_t address, size_t size, void* out);
+
 }  // namespace gantry::showers::h5
 
 #endif  // GANTRY_SHOWERS_CHECKED_FILE_DRIVER_H_

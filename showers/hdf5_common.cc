@@ -11,7 +11,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "base/status_macros.h"
+#include "showers/attribute_guard.h"
 #include "showers/checked_file_driver.h"
+#include "showers/chunk_guard.h"
 #include "showers/hdf5_io.h"
 
 namespace gantry::showers::h5 {
@@ -22,18 +24,28 @@ std::mutex& LibraryMutex() {
   return *mu;
 }
 
-std::string ReadParticleAttribute(hid_t file) {
-  if (H5Aexists(file, "particle") <= 0) return "";
+// The root group's "particle" attribute, "" when it has none that is a scalar fixed-length string
+// of at most 256 bytes. libhdf5 decodes attribute messages unchecked: it is asked only when
+// CheckAttributeMessages has read the root group's header first.
+absl::StatusOr<std::string> ReadParticleAttribute(const std::string& path, hid_t file) {
+  const AttributeCheck check = CheckAttributeMessages(file);
+  if (check.verdict == AttributeVerdict::kDamaged) return Invalid(path, check.detail);
+  if (check.verdict == AttributeVerdict::kUnchecked) return std::string();
+  if (H5Aexists(file, "particle") <= 0) return std::string();
   Handle attr(H5Aopen(file, "particle", H5P_DEFAULT), H5Aclose);
   Handle type(attr.ok() ? H5Aget_type(attr.get()) : -1, H5Tclose);
-  if (!type.ok() || H5Tget_class(type.get()) != H5T_STRING || H5Tis_variable_str(type.get()) > 0) {
+  Handle space(attr.ok() ? H5Aget_space(attr.get()) : -1, H5Sclose);
+  // H5Aread writes every point of the attribute: one value of at most 256 bytes fits the buffer.
+  if (!type.ok() || !space.ok() || H5Tget_class(type.get()) != H5T_STRING ||
+      H5Tis_variable_str(type.get()) > 0 || H5Tget_size(type.get()) > 256 ||
+      H5Sget_simple_extent_npoints(space.get()) != 1) {
     H5Eclear2(H5E_DEFAULT);
-    return "";
+    return std::string();
   }
   std::string value(H5Tget_size(type.get()), '\0');
   if (H5Aread(attr.get(), type.get(), value.data()) < 0) {
     H5Eclear2(H5E_DEFAULT);
-    return "";
+    return std::string();
   }
   value.resize(std::strlen(value.c_str()));
   return value;
@@ -300,8 +312,9 @@ absl::Status CheckContiguousStorage(const std::string& path, const std::string& 
 // Bounds a chunked dataset's chunk count and chunk size, then checks that every chunk is stored
 // and that the compression ratio is within limits.
 absl::Status CheckChunkedStorage(const std::string& path, const std::string& quoted,
-                                 const Dataset& ds, hid_t dcpl, hid_t space, const Extent& extent,
+                                 Dataset* dataset, hid_t dcpl, hid_t space, const Extent& extent,
                                  uint64_t stored, const ShowerFileLimits& limits) {
+  const Dataset& ds = *dataset;
   const int rank = static_cast<int>(ds.dims.size());
   const std::string& shape = extent.shape;
   std::vector<hsize_t> chunk(static_cast<size_t>(rank), 0);
@@ -337,14 +350,17 @@ absl::Status CheckChunkedStorage(const std::string& path, const std::string& quo
                                       " bytes: a compression ratio over ",
                                       limits.max_compression_ratio, " is not accepted"));
   }
+  ASSIGN_OR_RETURN(dataset->chunks,
+                   ChunkGuard::Create(path, quoted, dcpl, ds.dims, std::move(chunk), chunk_bytes));
   return absl::OkStatus();
 }
 
 // Checks that the dataset's bytes are stored in the file itself (`dcpl` is its creation property
 // list), with the checks of its storage layout.
-absl::Status CheckStored(const std::string& path, const std::string& quoted, const Dataset& ds,
+absl::Status CheckStored(const std::string& path, const std::string& quoted, Dataset* dataset,
                          hid_t dcpl, hid_t space, const Extent& extent,
                          const ShowerFileLimits& limits, int64_t file_size) {
+  const Dataset& ds = *dataset;
   if (H5Pget_external_count(dcpl) > 0) {
     return Invalid(path, absl::StrCat(quoted,
                                       " keeps its data in external files; only data stored in "
@@ -367,7 +383,8 @@ absl::Status CheckStored(const std::string& path, const std::string& quoted, con
       RETURN_IF_ERROR(CheckContiguousStorage(path, quoted, ds, extent, stored, missing, file_size));
       break;
     case H5D_CHUNKED:
-      RETURN_IF_ERROR(CheckChunkedStorage(path, quoted, ds, dcpl, space, extent, stored, limits));
+      RETURN_IF_ERROR(
+          CheckChunkedStorage(path, quoted, dataset, dcpl, space, extent, stored, limits));
       break;
     default:
       return Invalid(path, absl::StrCat(quoted,
@@ -400,7 +417,7 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
   Handle dcpl(H5Dget_create_plist(ds.id.get()), H5Pclose);
   if (!dcpl.ok()) return Loss(path, absl::StrCat("cannot read the storage of ", quoted));
   RETURN_IF_ERROR(
-      CheckStored(path, quoted, ds, dcpl.get(), space.get(), extent, limits, file_size));
+      CheckStored(path, quoted, &ds, dcpl.get(), space.get(), extent, limits, file_size));
   RETURN_IF_ERROR(CheckChunks(path, ds));
   return ds;
 }
@@ -408,6 +425,7 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
 absl::Status ReadRows(const std::string& path, const Dataset& ds, int64_t first, int64_t count,
                       float* out) {
   if (count == 0) return absl::OkStatus();
+  if (ds.chunks != nullptr) RETURN_IF_ERROR(ds.chunks->CheckRows(path, ds.id.get(), first, count));
   Handle file_space(H5Dget_space(ds.id.get()), H5Sclose);
   std::vector<hsize_t> start(ds.dims.size(), 0), extent = ds.dims;
   start[0] = static_cast<hsize_t>(first);
@@ -590,7 +608,7 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
   RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
   f.events = static_cast<int64_t>(f.cells.dims[0]);
   RETURN_IF_ERROR(ReadConditions(path, file, limits, file_size, &f));
-  f.particle_attribute = ReadParticleAttribute(file);
+  ASSIGN_OR_RETURN(f.particle_attribute, ReadParticleAttribute(path, file));
   return f;
 }
 

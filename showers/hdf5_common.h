@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -80,10 +81,14 @@ std::string ShapeText(const std::vector<hsize_t>& dims);
 bool HasLink(hid_t file, const char* name);
 
 // An opened numeric dataset with its dimensions.
+class ChunkGuard;  // showers/chunk_guard.h
+
 struct Dataset {
   Handle id;
   std::string name;
   std::vector<hsize_t> dims;
+  // A chunked dataset's checks of each chunk before libhdf5 reads it (ReadRows runs them).
+  std::shared_ptr<ChunkGuard> chunks;
 };
 
 // Opens the numeric dataset `name` of `file` and checks it before anything is read: a hard or soft

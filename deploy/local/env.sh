@@ -17,7 +17,7 @@ GANTRY_APT_PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libabsl-dev libpqxx-dev postgresql-15 libgoogle-glog-dev libgtest-dev libgmock-dev
   libbenchmark-dev libssl-dev openssl libcairo2-dev fonts-dejavu-core
-  libtorch-dev libgloo-dev libhdf5-dev libopenblas0-pthread
+  libtorch-dev libgloo-dev libhdf5-dev zlib1g-dev libopenblas0-pthread
   python3 python3-torch python3-h5py python3-grpcio python3-numpy python3-protobuf
   python3-venv python3-pip python3-setuptools python3-wheel mypy-protobuf
   libonnx-dev python3-onnx nodejs libcli11-dev

@@ -17,9 +17,14 @@
 #include <numeric>
 #include <string>
 #include <thread>
+#include <tuple>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "showers/attribute_guard.h"
+#include "showers/checked_file_driver.h"
+#include "showers/hdf5_common.h"
 #include "showers/shower_file_writer.h"
 #include "showers/toy_mc.h"
 
@@ -423,6 +428,152 @@ TEST(Hdf5IoTest, WriterRejectsInconsistentSets) {
   fixed.cells.pop_back();
   EXPECT_EQ(WriteShowerFile(TempPath("bad_write.h5"), fixed).code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A 3DGAN file of 2 events written with the HDF5 C API, in the object-header `latest` format when
+// asked, with a user block of `user_block` bytes and dense attribute storage from the first
+// attribute when `dense`; the root group gets the attributes `add` writes.
+template <typename AddAttributes>
+std::string WriteWithAttributes(const std::string& name, bool latest, hsize_t user_block,
+                                bool dense, AddAttributes add) {
+  const std::string path = TempPath(name);
+  const hid_t fcpl = H5Pcreate(H5P_FILE_CREATE), fapl = H5Pcreate(H5P_FILE_ACCESS);
+  if (user_block > 0) H5Pset_userblock(fcpl, user_block);
+  if (latest) H5Pset_libver_bounds(fapl, H5F_LIBVER_LATEST, H5F_LIBVER_LATEST);
+  if (dense) H5Pset_attr_phase_change(fcpl, 0, 0);
+  const hid_t file = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, fcpl, fapl);
+  EXPECT_GE(file, 0);
+  const hsize_t cells[4] = {2, 25, 25, 25}, target_dims[2] = {2, 4};
+  const std::vector<float> ones(2 * 25 * 25 * 25, 0.5f), target(8, 50.0f);
+  for (auto [ds_name, dims, rank, data] : {std::tuple{"ECAL", cells, 4, ones.data()},
+                                           std::tuple{"target", target_dims, 2, target.data()}}) {
+    const hid_t space = H5Screate_simple(rank, dims, nullptr);
+    const hid_t ds =
+        H5Dcreate2(file, ds_name, H5T_IEEE_F32LE, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT);
+    EXPECT_GE(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), 0);
+    H5Dclose(ds);
+    H5Sclose(space);
+  }
+  add(file);
+  H5Fclose(file);
+  H5Pclose(fcpl);
+  H5Pclose(fapl);
+  return path;
+}
+
+// An attribute `name` of `type` over `points` points (a scalar when 0) holding `value`.
+void AddAttribute(hid_t file, const char* name, hid_t type, hsize_t points, const void* value) {
+  const hid_t space = points == 0 ? H5Screate(H5S_SCALAR) : H5Screate_simple(1, &points, nullptr);
+  const hid_t attr = H5Acreate2(file, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  EXPECT_GE(H5Awrite(attr, type, value), 0) << name;
+  H5Aclose(attr);
+  H5Sclose(space);
+}
+
+void AddStringAttribute(hid_t file, const char* name, const std::string& value,
+                        hsize_t points = 0) {
+  const hid_t type = H5Tcopy(H5T_C_S1);
+  H5Tset_size(type, value.size());
+  const std::string values = points == 0 ? value : [&] {
+    std::string all;
+    for (hsize_t i = 0; i < points; ++i) all += value;
+    return all;
+  }();
+  AddAttribute(file, name, type, points, values.data());
+  H5Tclose(type);
+}
+
+// Every kind of attribute the check reads, beside the particle.
+void AddManyAttributes(hid_t file) {
+  AddStringAttribute(file, "particle", "Pi0");
+  const char* note = "written by a test";
+  const hid_t vlen = H5Tcopy(H5T_C_S1);
+  H5Tset_size(vlen, H5T_VARIABLE);
+  AddAttribute(file, "note", vlen, 0, &note);
+  H5Tclose(vlen);
+  const int32_t version[3] = {1, 2, 3};
+  AddAttribute(file, "version", H5T_STD_I32LE, 3, version);
+  const double scale = 1e-3;
+  AddAttribute(file, "scale", H5T_IEEE_F64BE, 0, &scale);
+  const hid_t null_space = H5Screate(H5S_NULL);
+  H5Aclose(H5Acreate2(file, "empty", H5T_STD_U8LE, null_space, H5P_DEFAULT, H5P_DEFAULT));
+  H5Sclose(null_space);
+}
+
+// Opens `path` as the showers library does (the checked driver) and checks its root group.
+h5::AttributeCheck RootAttributes(const std::string& path) {
+  h5::LibraryLock lock;
+  h5::Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  EXPECT_GE(h5::UseCheckedFileDriver(fapl.get()), 0);
+  h5::Handle file(H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
+  EXPECT_TRUE(file.ok()) << path;
+  return h5::CheckAttributeMessages(file.get());
+}
+
+h5::AttributeVerdict RootAttributeVerdict(const std::string& path) {
+  return RootAttributes(path).verdict;
+}
+
+TEST(ParticleAttributeTest, EveryHeaderFormatAndAttributeKindIsCheckedAndTheParticleRead) {
+  for (bool latest : {false, true}) {
+    for (hsize_t user_block : {hsize_t{0}, hsize_t{1024}}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "latest format " << latest << ", user block " << user_block);
+      const std::string path =
+          WriteWithAttributes("plain.h5", latest, user_block, false, AddManyAttributes);
+      const h5::AttributeCheck check = RootAttributes(path);
+      EXPECT_EQ(check.verdict, h5::AttributeVerdict::kChecked) << check.detail;
+      EXPECT_EQ(check.attributes, 5);  // every one found, in the first chunk or a continuation
+      absl::StatusOr<DatasetInfo> info = InspectShowerFile(path);
+      ASSERT_TRUE(info.ok()) << info.status();
+      EXPECT_EQ(info->particle, "Pi0");
+    }
+  }
+  // The files gantry writes.
+  const std::string path = TempPath("written.h5");
+  ShowerSet set = Toy(Layout::kFixedAngle3DGan, 3, 5);
+  set.particle = "Gamma";
+  ASSERT_TRUE(WriteShowerFile(path, set).ok());
+  EXPECT_EQ(RootAttributes(path).attributes, 1);
+  EXPECT_EQ(RootAttributeVerdict(path), h5::AttributeVerdict::kChecked);
+}
+
+TEST(ParticleAttributeTest, AHeaderTheCheckDoesNotReadLeavesTheParticleUnknown) {
+  // Dense attribute storage (a fractal heap) and a compound attribute are not read by the check:
+  // no H5A function is called, the file is accepted and its particle is unknown.
+  const std::string dense = WriteWithAttributes("dense.h5", true, 0, true, AddManyAttributes);
+  EXPECT_EQ(RootAttributeVerdict(dense), h5::AttributeVerdict::kUnchecked);
+  const std::string compound = WriteWithAttributes("compound.h5", false, 0, false, [](hid_t file) {
+    AddStringAttribute(file, "particle", "Pi0");
+    const hid_t type = H5Tcreate(H5T_COMPOUND, 8);
+    H5Tinsert(type, "a", 0, H5T_NATIVE_FLOAT);
+    H5Tinsert(type, "b", 4, H5T_NATIVE_FLOAT);
+    const float ab[2] = {1, 2};
+    AddAttribute(file, "pair", type, 0, ab);
+    H5Tclose(type);
+  });
+  EXPECT_EQ(RootAttributeVerdict(compound), h5::AttributeVerdict::kUnchecked);
+  for (const std::string& path : {dense, compound}) {
+    absl::StatusOr<DatasetInfo> info = InspectShowerFile(path);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->particle, "");
+  }
+}
+
+TEST(ParticleAttributeTest, OnlyAScalarStringOfAtMost256BytesIsTheParticle) {
+  // H5Aread writes every point: a particle of 4 strings would not fit one string's buffer.
+  const std::string array = WriteWithAttributes("array.h5", false, 0, false, [](hid_t file) {
+    AddStringAttribute(file, "particle", "Pi0", 4);
+  });
+  const std::string long_name = WriteWithAttributes("long.h5", false, 0, false, [](hid_t file) {
+    AddStringAttribute(file, "particle", std::string(300, 'x'));
+  });
+  for (const std::string& path : {array, long_name}) {
+    EXPECT_EQ(RootAttributeVerdict(path), h5::AttributeVerdict::kChecked);
+    absl::StatusOr<DatasetInfo> info = InspectShowerFile(path);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->particle, "");
+  }
 }
 
 TEST(Hdf5IoTest, ParticleFromFileNamePrefix) {

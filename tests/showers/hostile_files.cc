@@ -3,6 +3,7 @@
 #include "tests/showers/hostile_files.h"
 
 #include <hdf5.h>
+#include <zlib.h>
 
 #include <cstdint>
 #include <fstream>
@@ -86,6 +87,57 @@ std::string WithUndefinedHeapAddress(std::string bytes) {
   }
   Check(false, "the root group has a symbol-table message");
   return bytes;
+}
+
+// The same file with its root group's "particle" attribute (a fixed-length string in a version 1
+// attribute message, as WriteShowerFile writes it) claiming a string of `size` bytes, far more
+// than its message holds. libhdf5 1.10.8 copies the claimed bytes from past the end of the
+// object header's buffer when any H5A function decodes the message.
+std::string WithOverrunningAttribute(std::string bytes, uint32_t size) {
+  const size_t name = bytes.find(std::string("particle\0", 9));
+  Check(name != std::string::npos && name >= 8 && bytes[name - 8] == 1, "a version 1 attribute");
+  const size_t type = name + 16;  // the name, padded to 8 bytes
+  Check((bytes[type] & 0x0F) == 3, "a fixed-length string type");
+  for (int i = 0; i < 4; ++i) bytes[type + 4 + i] = static_cast<char>((size >> (8 * i)) & 0xFF);
+  return bytes;
+}
+
+// A 3DGAN file of 2 events whose ECAL is chunked one event per chunk with `filters` (deflate when
+// `deflate`), each chunk written raw through H5Dwrite_chunk as `chunk_bytes` with `mask`.
+void AddRawChunks(const std::string& path, bool deflate, unsigned mask,
+                  const std::string& chunk_bytes) {
+  const hid_t f = Create(path);
+  const hsize_t dims[4] = {2, 25, 25, 25}, chunk[4] = {1, 25, 25, 25};
+  const hid_t space = H5Screate_simple(4, dims, nullptr);
+  const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+  H5Pset_chunk(dcpl, 4, chunk);
+  if (deflate) H5Pset_deflate(dcpl, 6);
+  const hid_t ds = H5Dcreate2(f, "ECAL", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+  Check(ds >= 0, "ECAL");
+  for (hsize_t event = 0; event < 2; ++event) {
+    const hsize_t offset[4] = {event, 0, 0, 0};
+    Check(
+        H5Dwrite_chunk(ds, H5P_DEFAULT, mask, offset, chunk_bytes.size(), chunk_bytes.data()) >= 0,
+        "a raw chunk");
+  }
+  H5Dclose(ds);
+  H5Pclose(dcpl);
+  H5Sclose(space);
+  AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+  H5Fclose(f);
+}
+
+// `n` bytes (a repeating pattern of 251) as the zlib stream HDF5's deflate filter writes.
+std::string Deflated(size_t n) {
+  std::string zeros(n, '\0');
+  for (size_t i = 0; i < n; ++i) zeros[i] = static_cast<char>(i % 251 * 7);
+  uLongf size = compressBound(n);
+  std::string out(size, '\0');
+  Check(compress2(reinterpret_cast<Bytef*>(out.data()), &size,
+                  reinterpret_cast<const Bytef*>(zeros.data()), n, 6) == Z_OK,
+        "deflate");
+  out.resize(size);
+  return out;
 }
 
 void WriteAll(const std::string& path, const std::string& bytes) {
@@ -248,6 +300,48 @@ std::vector<HostileFile> WriteHostileFiles(const std::string& dir) {
                "a valid file whose root group's local heap is at the undefined address",
                "no known layout"),
            WithUndefinedHeapAddress(bytes));
+  WriteAll(add("attribute_overrunning_its_message.h5",
+               "a valid file whose particle attribute claims a 4096-byte string",
+               "attribute 'particle' of the root group claims a value of 4096 bytes"),
+           WithOverrunningAttribute(bytes, 4096));
+  // Chunks are checked when first read: the reader opens these and refuses their first read.
+  constexpr size_t kChunkBytes = 25 * 25 * 25 * 4;
+  AddRawChunks(add("chunk_skipping_its_filters.h5",
+                   "deflated chunks stored raw and short, their filter mask skipping deflate",
+                   "skips some of its filters"),
+               true, 1, std::string(600, '\1'));
+  files.back().refused_when_read = true;
+  AddRawChunks(add("short_deflate_stream.h5", "chunks whose deflate streams hold 1000 bytes",
+                   "inflates to 1000 bytes, not its 62500", absl::StatusCode::kDataLoss),
+               true, 0, Deflated(1000));
+  files.back().refused_when_read = true;
+  AddRawChunks(add("long_deflate_stream.h5", "chunks whose deflate streams hold 2 chunks' bytes",
+                   "inflates to more than", absl::StatusCode::kDataLoss),
+               true, 0, Deflated(2 * kChunkBytes));
+  files.back().refused_when_read = true;
+  AddRawChunks(
+      add("unfiltered_chunk_stored_short.h5", "unfiltered chunks of 600 bytes", "stores 600 bytes"),
+      false, 0, std::string(600, '\1'));
+  files.back().refused_when_read = true;
+  {
+    const hid_t f = Create(add("scaleoffset_filter.h5", "ECAL filtered with scale-offset",
+                               "filtered with HDF5 filter 6"));
+    const hsize_t dims[4] = {2, 25, 25, 25}, chunk[4] = {1, 25, 25, 25};
+    const hid_t space = H5Screate_simple(4, dims, nullptr);
+    const hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    H5Pset_chunk(dcpl, 4, chunk);
+    H5Pset_scaleoffset(dcpl, H5Z_SO_FLOAT_DSCALE, 2);
+    const hid_t ds = H5Dcreate2(f, "ECAL", H5T_IEEE_F32LE, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    Check(ds >= 0, "scale-offset ECAL");
+    const std::vector<float> ones(2 * 25 * 25 * 25, 1.0f);
+    Check(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, ones.data()) >= 0,
+          "scale-offset ECAL");
+    H5Dclose(ds);
+    H5Pclose(dcpl);
+    H5Sclose(space);
+    AddDataset(f, "target", {2, 4}, H5T_IEEE_F32LE, {}, true);
+    H5Fclose(f);
+  }
   WriteAll(add("not_hdf5.h5", "text", "not an HDF5 file"), "just some text\n");
   return files;
 }

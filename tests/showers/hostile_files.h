@@ -19,6 +19,8 @@ struct HostileFile {
   // The status code of InspectShowerFile (the server answers INVALID_ARGUMENT for all of them).
   absl::StatusCode code = absl::StatusCode::kInvalidArgument;
   std::string fragment;  // a part of the message saying what is wrong
+  // The reader opens the file and refuses its first read (chunks are checked when first read).
+  bool refused_when_read = false;
 };
 
 // Writes every hostile file into `dir` (an existing directory). Not thread-safe (HDF5 calls).

@@ -1,0 +1,43 @@
+// CheckAttributeMessages: gantry's own read of an object header's attribute messages, before any
+// H5A function touches them.
+//
+// Why: libhdf5 1.10.8 (Debian 12) decodes an attribute message (H5O_attr_decode) without checking
+// that the attribute's value, its datatype's size times its dataspace's points, lies inside the
+// message. H5Aexists, H5Aopen and H5Aiterate on an object whose header holds such a message copy
+// past the end of the header's buffer (a heap overread, found by hdf5_inspect_fuzzer). So the
+// header's bytes are read here first, through the checked file driver, and an H5A function is
+// called only when every attribute message in the header is one this check reads and holds what
+// it claims.
+#ifndef GANTRY_SHOWERS_ATTRIBUTE_GUARD_H_
+#define GANTRY_SHOWERS_ATTRIBUTE_GUARD_H_
+
+#include <hdf5.h>
+
+#include <string>
+
+namespace gantry::showers::h5 {
+
+enum class AttributeVerdict {
+  // Every attribute message is compact and unshared, of an integer, float or string type (fixed
+  // or variable length) over a scalar, simple or null dataspace, and holds its value.
+  kChecked,
+  // The header holds something this check does not read (dense attribute storage, shared or
+  // compound types, an unknown version...) or could not be read: call no H5A function on it.
+  kUnchecked,
+  // An attribute message claims more bytes than it holds: the file is damaged.
+  kDamaged,
+};
+
+struct AttributeCheck {
+  AttributeVerdict verdict = AttributeVerdict::kUnchecked;
+  std::string detail;  // what was found, for kDamaged a sentence naming the attribute
+  int attributes = 0;  // attribute messages checked
+};
+
+// Checks the attribute messages of `object`'s header (a file id stands for its root group). The
+// file must be open through the checked file driver (else kUnchecked). Call under LibraryLock.
+AttributeCheck CheckAttributeMessages(hid_t object);
+
+}  // namespace gantry::showers::h5
+
+#endif  // GANTRY_SHOWERS_ATTRIBUTE_GUARD_H_
