@@ -92,6 +92,7 @@ absl::StatusOr<std::shared_ptr<ChunkGuard>> ChunkGuard::Create(
 absl::Status ChunkGuard::CheckRows(const std::string& path, hid_t dataset, int64_t first,
                                    int64_t count) {
   if (count <= 0) return absl::OkStatus();
+  std::lock_guard<std::mutex> lock(mu_);
   const size_t rank = dims_.size();
   // Chunk coordinates: along axis 0 those holding the rows, along the others all of them.
   std::vector<hsize_t> lo(rank, 0), hi = along_, at(rank, 0);

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -48,7 +49,8 @@ class ChunkGuard {
   std::vector<hsize_t> dims_, chunk_, along_;  // along_: chunks along each axis
   uint64_t chunk_bytes_ = 0;
   bool filtered_ = false, deflate_ = false, fletcher32_ = false;
-  std::vector<bool> checked_;  // by chunk index, row-major over along_
+  std::mutex mu_;              // readers of one file may call CheckRows from several threads
+  std::vector<bool> checked_;  // by chunk index, row-major over along_; guarded by mu_
 };
 
 }  // namespace gantry::showers::h5

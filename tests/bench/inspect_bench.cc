@@ -1,7 +1,9 @@
 // Benchmark: the latency an upload's sandboxed inspection adds. For toy-MC files of a few sizes,
 // the median and 90th percentile of InspectShowerFile in this process against
 // SandboxedInspector::Inspect (fork + exec of gantry-inspect with its rlimits and network
-// namespace, the file passed as fd 3). Usage: inspect_bench [repeats]
+// namespace, the file passed as fd 3); then what the chunk checks (showers/chunk_guard.h) add to
+// the in-process inspection: opening the file alone against opening it and checking every chunk
+// of its cells. Usage: inspect_bench [repeats]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -9,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "showers/chunk_guard.h"
+#include "showers/hdf5_common.h"
 #include "showers/hdf5_io.h"
 #include "showers/sandboxed_inspector.h"
 #include "showers/toy_mc.h"
@@ -47,6 +51,7 @@ int main(int argc, char** argv) {
   std::printf(
       "| events | file MiB | in-process median / p90 ms | sandboxed median / p90 ms | added "
       "median ms |\n|---|---|---|---|---|\n");
+  std::vector<std::string> chunk_rows;
   for (int events : {10, 1000, 10000}) {
     gantry::showers::ToyMcConfig config;
     config.events = events;
@@ -67,7 +72,28 @@ int main(int argc, char** argv) {
     std::printf("| %d | %.2f | %.2f / %.2f | %.2f / %.2f | %.2f |\n", events, mib, direct.median_ms,
                 direct.p90_ms, sandboxed.median_ms, sandboxed.p90_ms,
                 sandboxed.median_ms - direct.median_ms);
+    namespace h5 = gantry::showers::h5;
+    auto open = [&](bool check_chunks) {
+      h5::LibraryLock lock;
+      absl::StatusOr<h5::ShowerFile> f =
+          h5::OpenShowerFile(h5::FileSource{path, "", {}}, gantry::showers::ShowerFileLimits{});
+      return f.ok() && (!check_chunks ||
+                        (f->cells.chunks != nullptr &&
+                         f->cells.chunks->CheckRows(path, f->cells.id.get(), 0, f->events).ok()));
+    };
+    const Stats opened = Measure(repeats, [&] { return open(false); });
+    const Stats checked = Measure(repeats, [&] { return open(true); });
+    char row[256];
+    std::snprintf(row, sizeof(row), "| %d | %.2f | %.2f | %.2f | %.2f | %.1f%% |\n", events,
+                  opened.median_ms, checked.median_ms, checked.median_ms - opened.median_ms,
+                  direct.median_ms,
+                  100 * (checked.median_ms - opened.median_ms) / direct.median_ms);
+    chunk_rows.push_back(row);
     std::remove(path.c_str());
   }
+  std::printf(
+      "\n| events | open median ms | open + chunk checks median ms | chunk checks ms | whole "
+      "inspection median ms | share |\n|---|---|---|---|---|---|\n");
+  for (const std::string& row : chunk_rows) std::printf("%s", row.c_str());
   return 0;
 }
