@@ -6,7 +6,8 @@
 // "adjoins" the empty accumulator and HDF5 copies from a null buffer (a SEGV in
 // H5F__accum_read, found by fuzzing a symbol-table message). This driver does not advertise
 // H5FD_FEAT_ACCUMULATE_METADATA, so every metadata read reaches its read callback, which refuses
-// undefined, wrapping and out-of-range addresses.
+// undefined, wrapping and out-of-range addresses, and reads reaching more than 64 KiB past the end
+// of the file (a corrupt superblock can ask for gigabytes of zeros there).
 #ifndef GANTRY_SHOWERS_CHECKED_FILE_DRIVER_H_
 #define GANTRY_SHOWERS_CHECKED_FILE_DRIVER_H_
 
