@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,8 @@ constexpr size_t kMaxChunks = 64;
 constexpr uint16_t kAttributeMessage = 0x000C;
 constexpr uint16_t kContinuationMessage = 0x0010;
 constexpr uint16_t kAttributeInfoMessage = 0x0015;
+constexpr uint16_t kSymbolTableMessage = 0x0011;
+constexpr uint64_t kHeapFreeNull = 1;  // H5HL_FREE_NULL: the end of a local heap's free list
 
 AttributeCheck Unchecked(std::string why) { return {AttributeVerdict::kUnchecked, std::move(why)}; }
 
@@ -197,7 +200,39 @@ class HeaderReader {
       AttributeCheck block = CheckBlock(blocks[i], /*continuation=*/i > 0, &blocks);
       if (block.verdict != AttributeVerdict::kChecked) return block;
     }
-    return {AttributeVerdict::kChecked, "", checked_};
+    verdict_.attributes = checked_;
+    return verdict_;
+  }
+
+  // The absolute address of the object's local heap (an old-format group's symbol table), 0 when
+  // Check found none.
+  uint64_t local_heap() const { return local_heap_; }
+
+  // Checks the free list of the local heap at `heap`: "" when it stays inside the heap's data and
+  // ends, else what is wrong. A heap or data segment that cannot be read is left to libhdf5.
+  std::string CheckFreeList(uint64_t heap) {
+    const uint64_t l = sizes_.length, o = sizes_.address;
+    std::string prefix;
+    if (!Read(heap, 8 + 2 * l + o, &prefix) || prefix.compare(0, 4, "HEAP") != 0) return "";
+    const Bytes p(prefix);
+    const uint64_t data_size = p.Le(8, l), head = p.Le(8 + l, l), data = p.Le(8 + 2 * l, o);
+    std::string bytes;
+    if (head == kHeapFreeNull || data > UINT64_MAX - base_ ||
+        !Read(base_ + data, data_size, &bytes)) {
+      return "";
+    }
+    const Bytes d(bytes);
+    // Free blocks hold at least their two fields and do not overlap: no more fit than this.
+    const uint64_t most = data_size / (2 * l);
+    uint64_t offset = head;
+    for (uint64_t blocks = 0; offset != kHeapFreeNull; ++blocks) {
+      if (blocks >= most || !d.Has(offset, 2 * l)) {
+        return absl::StrCat("the root group's name heap has a free list that ",
+                            blocks >= most ? "loops" : "leaves its data");
+      }
+      offset = d.Le(offset, l);
+    }
+    return "";
   }
 
  private:
@@ -205,6 +240,15 @@ class HeaderReader {
     if (n > kMaxChunkBytes) return false;
     out->assign(static_cast<size_t>(n), '\0');
     return n == 0 || ReadCheckedFileBytes(file_, static_cast<haddr_t>(at), n, out->data());
+  }
+
+  // Keeps the first finding that is not kChecked (a damaged attribute over an unread one).
+  void Note(AttributeCheck finding) {
+    if (verdict_.verdict == AttributeVerdict::kChecked ||
+        (finding.verdict == AttributeVerdict::kDamaged &&
+         verdict_.verdict != AttributeVerdict::kDamaged)) {
+      verdict_ = std::move(finding);
+    }
   }
 
   AttributeCheck CheckBlock(const Block& block, bool continuation, std::vector<Block>* blocks) {
@@ -237,23 +281,27 @@ class HeaderReader {
         if (address > UINT64_MAX - base_ - length) return Unchecked("a continuation past the file");
         blocks->push_back({base_ + address, base_ + address + length});
       } else if (type == kAttributeInfoMessage) {
-        if (size < 2 || m.At(data) != 0) {
-          return Unchecked("an attribute info message not read here");
-        }
-        const uint64_t heap_at = data + 2 + ((m.At(data + 1) & 1) != 0 ? 2 : 0);
-        if (heap_at + sizes_.address > data + size) {
-          return Unchecked("a short attribute info message");
-        }
+        const uint64_t heap_at = data + 2 + (size >= 2 && (m.At(data + 1) & 1) != 0 ? 2 : 0);
         const uint64_t undefined =
             sizes_.address == 8 ? UINT64_MAX : (uint64_t{1} << (8 * sizes_.address)) - 1;
-        if (m.Le(heap_at, sizes_.address) != undefined) {
-          return Unchecked("attributes in dense storage");
+        if (size < 2 || m.At(data) != 0 || heap_at + sizes_.address > data + size) {
+          Note(Unchecked("an attribute info message not read here"));
+        } else if (m.Le(heap_at, sizes_.address) != undefined) {
+          Note(Unchecked("attributes in dense storage"));
         }
       } else if (type == kAttributeMessage) {
-        if ((flags & 0x02) != 0) return Unchecked("a shared attribute message");
-        AttributeCheck attribute = CheckAttribute(m, data, size, sizes_);
-        if (attribute.verdict != AttributeVerdict::kChecked) return attribute;
-        ++checked_;
+        if ((flags & 0x02) != 0) {
+          Note(Unchecked("a shared attribute message"));
+        } else {
+          AttributeCheck attribute = CheckAttribute(m, data, size, sizes_);
+          if (attribute.verdict == AttributeVerdict::kChecked)
+            ++checked_;
+          else
+            Note(std::move(attribute));
+        }
+      } else if (type == kSymbolTableMessage && size >= 2 * sizes_.address && local_heap_ == 0) {
+        const uint64_t heap = m.Le(data + sizes_.address, sizes_.address);
+        if (heap <= UINT64_MAX - base_) local_heap_ = base_ + heap;
       }
       at = data + size;
     }
@@ -266,30 +314,53 @@ class HeaderReader {
   int version_ = 1;
   bool creation_order_ = false;
   int checked_ = 0;
+  AttributeCheck verdict_{AttributeVerdict::kChecked, ""};
+  uint64_t local_heap_ = 0;
 };
 
-}  // namespace
-
-AttributeCheck CheckAttributeMessages(hid_t object) {
+// Reads `object`'s header into `reader` (created here); false when it cannot be located.
+bool ReadHeader(hid_t object, Handle* file, std::optional<HeaderReader>* reader,
+                AttributeCheck* result) {
   H5O_info_t info{};
-  Handle file(H5Iget_file_id(object), H5Fclose);
-  Handle fcpl(file.ok() ? H5Fget_create_plist(file.get()) : -1, H5Pclose);
+  *file = Handle(H5Iget_file_id(object), H5Fclose);
+  Handle fcpl(file->ok() ? H5Fget_create_plist(file->get()) : -1, H5Pclose);
   hsize_t user_block = 0;
   size_t address_bytes = 0, length_bytes = 0;
   if (!fcpl.ok() || H5Oget_info2(object, &info, H5O_INFO_BASIC) < 0 ||
       H5Pget_userblock(fcpl.get(), &user_block) < 0 ||
       H5Pget_sizes(fcpl.get(), &address_bytes, &length_bytes) < 0) {
     H5Eclear2(H5E_DEFAULT);
-    return Unchecked("the object's header cannot be located");
+    *result = Unchecked("the object's header cannot be located");
+    return false;
   }
   auto valid = [](size_t n) { return n == 2 || n == 4 || n == 8; };
   if (!valid(address_bytes) || !valid(length_bytes) || info.addr == HADDR_UNDEF ||
       info.addr > UINT64_MAX - user_block) {
-    return Unchecked("the file's address sizes are not read here");
+    *result = Unchecked("the file's address sizes are not read here");
+    return false;
   }
   // Addresses in the file count from its base, the superblock, which follows the user block.
-  HeaderReader reader(file.get(), user_block, FileSizes{address_bytes, length_bytes});
-  return reader.Check(user_block + info.addr);
+  reader->emplace(file->get(), user_block, FileSizes{address_bytes, length_bytes});
+  *result = (*reader)->Check(user_block + info.addr);
+  return true;
+}
+
+}  // namespace
+
+AttributeCheck CheckAttributeMessages(hid_t object) {
+  Handle file;
+  std::optional<HeaderReader> reader;
+  AttributeCheck result;
+  ReadHeader(object, &file, &reader, &result);
+  return result;
+}
+
+std::string CheckLocalHeapFreeList(hid_t object) {
+  Handle file;
+  std::optional<HeaderReader> reader;
+  AttributeCheck header;
+  if (!ReadHeader(object, &file, &reader, &header) || reader->local_heap() == 0) return "";
+  return reader->CheckFreeList(reader->local_heap());
 }
 
 }  // namespace gantry::showers::h5

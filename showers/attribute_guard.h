@@ -38,6 +38,13 @@ struct AttributeCheck {
 // file must be open through the checked file driver (else kUnchecked). Call under LibraryLock.
 AttributeCheck CheckAttributeMessages(hid_t object);
 
+// libhdf5 1.10.8 follows an old-format group's local-heap free list (H5HL__fl_deserialize) with no
+// bound: a list that loops makes every link lookup in the group allocate without end (found by
+// fuzzing: 22 GB in two minutes). Returns "" when `object` has no local heap or its heap's free
+// list stays inside the heap's data and ends; else a sentence saying what is wrong. A header or
+// heap that cannot be read is left to libhdf5 (""). Call under LibraryLock.
+std::string CheckLocalHeapFreeList(hid_t object);
+
 }  // namespace gantry::showers::h5
 
 #endif  // GANTRY_SHOWERS_ATTRIBUTE_GUARD_H_

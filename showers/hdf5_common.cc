@@ -602,6 +602,8 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
   f.file = Handle(H5Fopen(source.path.c_str(), H5F_ACC_RDONLY, fapl.get()), H5Fclose);
   if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
   const hid_t file = f.file.get();
+  // Before any link lookup in the root group (libhdf5 would follow a looping free list forever).
+  if (std::string heap = CheckLocalHeapFreeList(file); !heap.empty()) return Invalid(path, heap);
   ASSIGN_OR_RETURN(const char* cells_name, DetectLayout(path, file, &f));
   ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, limits, file_size, cells_access));
   RETURN_IF_ERROR(CheckCellShape(path, cells_name, limits, &f));

@@ -102,6 +102,22 @@ std::string WithOverrunningAttribute(std::string bytes, uint32_t size) {
   return bytes;
 }
 
+// The same file with its root group's local heap (the link names) given a free list whose one
+// block names itself as the next: libhdf5 1.10.8 follows such a list without end, allocating.
+std::string WithLoopingHeapFreeList(std::string bytes) {
+  const size_t heap = bytes.find("HEAP");
+  Check(heap != std::string::npos && bytes[heap + 4] == 0, "a version 0 local heap");
+  const uint64_t data_size = LoadLe(bytes, heap + 8, 8), data = LoadLe(bytes, heap + 24, 8);
+  Check(data_size >= 32 && data + data_size <= bytes.size(), "a local heap of 32 bytes or more");
+  auto store = [&](size_t at, uint64_t v) {
+    for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+  };
+  store(heap + 16, 16);  // the free list starts at offset 16 of the data...
+  store(data + 16, 16);  // ...whose block's next is itself
+  store(data + 24, 16);  // (16 bytes long)
+  return bytes;
+}
+
 // A 3DGAN file of 2 events whose ECAL is chunked one event per chunk with `filters` (deflate when
 // `deflate`), each chunk written raw through H5Dwrite_chunk as `chunk_bytes` with `mask`.
 void AddRawChunks(const std::string& path, bool deflate, unsigned mask,
@@ -300,6 +316,10 @@ std::vector<HostileFile> WriteHostileFiles(const std::string& dir) {
                "a valid file whose root group's local heap is at the undefined address",
                "no known layout"),
            WithUndefinedHeapAddress(bytes));
+  WriteAll(add("heap_free_list_loop.h5",
+               "a valid file whose root group's name heap has a free list that loops",
+               "free list that loops"),
+           WithLoopingHeapFreeList(bytes));
   WriteAll(add("attribute_overrunning_its_message.h5",
                "a valid file whose particle attribute claims a 4096-byte string",
                "attribute 'particle' of the root group claims a value of 4096 bytes"),
