@@ -21,6 +21,9 @@ namespace {
 // Object header chunks hold a few KB; a larger one, or more of them, is not read here.
 constexpr uint64_t kMaxChunkBytes = uint64_t{1} << 20;
 constexpr size_t kMaxChunks = 64;
+// A local heap holds a group's link names: KBs. One the driver can read (inside the file) up to
+// this size is walked; a larger one is refused (libhdf5 would read it all too).
+constexpr uint64_t kMaxHeapBytes = uint64_t{64} << 20;
 
 constexpr uint16_t kAttributeMessage = 0x000C;
 constexpr uint16_t kContinuationMessage = 0x0010;
@@ -217,8 +220,12 @@ class HeaderReader {
     const Bytes p(prefix);
     const uint64_t data_size = p.Le(8, l), head = p.Le(8 + l, l), data = p.Le(8 + 2 * l, o);
     std::string bytes;
+    if (head != kHeapFreeNull && data_size > kMaxHeapBytes) {
+      return absl::StrCat("the root group's name heap claims ", data_size, " bytes, over the ",
+                          kMaxHeapBytes, " gantry reads");
+    }
     if (head == kHeapFreeNull || data > UINT64_MAX - base_ ||
-        !Read(base_ + data, data_size, &bytes)) {
+        !Read(base_ + data, data_size, &bytes, kMaxHeapBytes)) {
       return "";
     }
     const Bytes d(bytes);
@@ -236,8 +243,8 @@ class HeaderReader {
   }
 
  private:
-  bool Read(uint64_t at, uint64_t n, std::string* out) {
-    if (n > kMaxChunkBytes) return false;
+  bool Read(uint64_t at, uint64_t n, std::string* out, uint64_t most = kMaxChunkBytes) {
+    if (n > most) return false;
     out->assign(static_cast<size_t>(n), '\0');
     return n == 0 || ReadCheckedFileBytes(file_, static_cast<haddr_t>(at), n, out->data());
   }
