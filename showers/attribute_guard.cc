@@ -207,6 +207,23 @@ class HeaderReader {
     return verdict_;
   }
 
+  // The absolute address of the root group's local heap as the superblock (version 0 or 1) caches
+  // it, 0 when it does not.
+  uint64_t SuperblockRootHeap() {
+    const uint64_t o = sizes_.address;
+    std::string sb;
+    if (!Read(base_, 32 + 8 * o + 16, &sb) || sb.compare(0, 8, "\x89HDF\r\n\x1a\n") != 0) return 0;
+    const Bytes b(sb);
+    const unsigned version = b.At(8);
+    if (version > 1) return 0;
+    // Versions, sizes, K values and flags, (v1: indexed-storage K), then 4 addresses.
+    const uint64_t entry = 24 + (version == 1 ? 4 : 0) + 4 * o;
+    const uint64_t cache_type = b.Le(entry + 2 * o, 4);
+    if (cache_type != 1) return 0;
+    const uint64_t heap = b.Le(entry + 2 * o + 8 + o, o);
+    return heap <= UINT64_MAX - base_ ? base_ + heap : 0;
+  }
+
   // The absolute address of the object's local heap (an old-format group's symbol table), 0 when
   // Check found none.
   uint64_t local_heap() const { return local_heap_; }
@@ -366,8 +383,16 @@ std::string CheckLocalHeapFreeList(hid_t object) {
   Handle file;
   std::optional<HeaderReader> reader;
   AttributeCheck header;
-  if (!ReadHeader(object, &file, &reader, &header) || reader->local_heap() == 0) return "";
-  return reader->CheckFreeList(reader->local_heap());
+  if (!ReadHeader(object, &file, &reader, &header)) return "";
+  if (reader->local_heap() != 0) {
+    if (std::string why = reader->CheckFreeList(reader->local_heap()); !why.empty()) return why;
+  }
+  // libhdf5 may take the root group's heap from the superblock instead: superblocks of version 0
+  // and 1 cache it in the root group's symbol-table entry (cache type 1, its scratch pad).
+  if (const uint64_t heap = reader->SuperblockRootHeap(); heap != 0) {
+    return reader->CheckFreeList(heap);
+  }
+  return "";
 }
 
 }  // namespace gantry::showers::h5
