@@ -290,7 +290,7 @@ class HeaderReader {
       }
       at = 4;
     }
-    const uint64_t end = version_ == 2 ? (at == 4 ? bytes.size() - 4 : bytes.size()) : bytes.size();
+    const uint64_t end = bytes.size() - (at == 4 ? 4 : 0);  // a continuation's checksum
     const uint64_t header = version_ == 1 ? 8 : (creation_order_ ? 6 : 4);
     while (m.Has(at, header) && at + header <= end) {
       const uint64_t type = version_ == 1 ? m.Le(at, 2) : m.Le(at, 1);
@@ -379,20 +379,18 @@ AttributeCheck CheckAttributeMessages(hid_t object) {
   return result;
 }
 
-std::string CheckLocalHeapFreeList(hid_t object) {
-  Handle file;
+RootGroupCheck CheckRootGroup(hid_t file) {
+  Handle owner;
   std::optional<HeaderReader> reader;
-  AttributeCheck header;
-  if (!ReadHeader(object, &file, &reader, &header)) return "";
-  if (reader->local_heap() != 0) {
-    if (std::string why = reader->CheckFreeList(reader->local_heap()); !why.empty()) return why;
-  }
+  RootGroupCheck check;
+  if (!ReadHeader(file, &owner, &reader, &check.attributes)) return check;
+  if (reader->local_heap() != 0) check.heap = reader->CheckFreeList(reader->local_heap());
   // libhdf5 may take the root group's heap from the superblock instead: superblocks of version 0
   // and 1 cache it in the root group's symbol-table entry (cache type 1, its scratch pad).
-  if (const uint64_t heap = reader->SuperblockRootHeap(); heap != 0) {
-    return reader->CheckFreeList(heap);
+  if (const uint64_t heap = reader->SuperblockRootHeap(); check.heap.empty() && heap != 0) {
+    check.heap = reader->CheckFreeList(heap);
   }
-  return "";
+  return check;
 }
 
 }  // namespace gantry::showers::h5

@@ -1,5 +1,5 @@
-// CheckAttributeMessages: gantry's own read of an object header's attribute messages, before any
-// H5A function touches them.
+// CheckAttributeMessages and CheckRootGroup: gantry's own read of an object header (its attribute
+// messages; for the root group also its name heap's free list) before libhdf5 decodes them.
 //
 // Why: libhdf5 1.10.8 (Debian 12) decodes an attribute message (H5O_attr_decode) without checking
 // that the attribute's value, its datatype's size times its dataspace's points, lies inside the
@@ -38,12 +38,21 @@ struct AttributeCheck {
 // file must be open through the checked file driver (else kUnchecked). Call under LibraryLock.
 AttributeCheck CheckAttributeMessages(hid_t object);
 
-// libhdf5 1.10.8 follows an old-format group's local-heap free list (H5HL__fl_deserialize) with no
-// bound: a list that loops makes every link lookup in the group allocate without end (found by
-// fuzzing: 22 GB in two minutes). Returns "" when `object` has no local heap or its heap's free
-// list stays inside the heap's data and ends; else a sentence saying what is wrong. A header or
-// heap that cannot be read is left to libhdf5 (""). Call under LibraryLock.
-std::string CheckLocalHeapFreeList(hid_t object);
+// What gantry checks of a file's root group, from one read of its header, before any link lookup
+// or H5A call on it.
+struct RootGroupCheck {
+  AttributeCheck attributes;  // as CheckAttributeMessages
+  // libhdf5 1.10.8 follows an old-format group's local-heap free list (H5HL__fl_deserialize) with
+  // no bound: a list that loops makes every link lookup allocate without end (found by fuzzing:
+  // 22 GB in two minutes). "" when the root group has no local heap, or its heap (the one its
+  // header names and the one the superblock caches) has a free list that stays inside the heap's
+  // data and ends; else a sentence saying what is wrong. A heap that cannot be read is left to
+  // libhdf5 ("").
+  std::string heap;
+};
+
+// Checks the root group of `file`. Call under LibraryLock.
+RootGroupCheck CheckRootGroup(hid_t file);
 
 }  // namespace gantry::showers::h5
 

@@ -25,10 +25,10 @@ std::mutex& LibraryMutex() {
 }
 
 // The root group's "particle" attribute, "" when it has none that is a scalar fixed-length string
-// of at most 256 bytes. libhdf5 decodes attribute messages unchecked: it is asked only when
-// CheckAttributeMessages has read the root group's header first.
-absl::StatusOr<std::string> ReadParticleAttribute(const std::string& path, hid_t file) {
-  const AttributeCheck check = CheckAttributeMessages(file);
+// of at most 256 bytes. libhdf5 decodes attribute messages unchecked: it is asked only when `check`
+// (CheckRootGroup's read of the root group's header) found every attribute message sound.
+absl::StatusOr<std::string> ReadParticleAttribute(const std::string& path, hid_t file,
+                                                  const AttributeCheck& check) {
   if (check.verdict == AttributeVerdict::kDamaged) return Invalid(path, check.detail);
   if (check.verdict == AttributeVerdict::kUnchecked) return std::string();
   if (H5Aexists(file, "particle") <= 0) return std::string();
@@ -603,14 +603,15 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
   if (!f.file.ok()) return Loss(path, "cannot open the HDF5 file (truncated or corrupted?)");
   const hid_t file = f.file.get();
   // Before any link lookup in the root group (libhdf5 would follow a looping free list forever).
-  if (std::string heap = CheckLocalHeapFreeList(file); !heap.empty()) return Invalid(path, heap);
+  const RootGroupCheck root = CheckRootGroup(file);
+  if (!root.heap.empty()) return Invalid(path, root.heap);
   ASSIGN_OR_RETURN(const char* cells_name, DetectLayout(path, file, &f));
   ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, limits, file_size, cells_access));
   RETURN_IF_ERROR(CheckCellShape(path, cells_name, limits, &f));
   RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
   f.events = static_cast<int64_t>(f.cells.dims[0]);
   RETURN_IF_ERROR(ReadConditions(path, file, limits, file_size, &f));
-  ASSIGN_OR_RETURN(f.particle_attribute, ReadParticleAttribute(path, file));
+  ASSIGN_OR_RETURN(f.particle_attribute, ReadParticleAttribute(path, file, root.attributes));
   return f;
 }
 
