@@ -13,7 +13,7 @@
 #include "base/status_macros.h"
 #include "showers/attribute_guard.h"
 #include "showers/checked_file_driver.h"
-#include "showers/chunk_guard.h"
+#include "showers/chunk_reader.h"
 #include "showers/hdf5_io.h"
 
 namespace gantry::showers::h5 {
@@ -313,7 +313,8 @@ absl::Status CheckContiguousStorage(const std::string& path, const std::string& 
 // and that the compression ratio is within limits.
 absl::Status CheckChunkedStorage(const std::string& path, const std::string& quoted,
                                  Dataset* dataset, hid_t dcpl, hid_t space, const Extent& extent,
-                                 uint64_t stored, const ShowerFileLimits& limits) {
+                                 uint64_t stored, const ShowerFileLimits& limits,
+                                 int64_t chunk_cache_bytes) {
   const Dataset& ds = *dataset;
   const int rank = static_cast<int>(ds.dims.size());
   const std::string& shape = extent.shape;
@@ -351,7 +352,8 @@ absl::Status CheckChunkedStorage(const std::string& path, const std::string& quo
                                       limits.max_compression_ratio, " is not accepted"));
   }
   ASSIGN_OR_RETURN(dataset->chunks,
-                   ChunkGuard::Create(path, quoted, dcpl, ds.dims, std::move(chunk), chunk_bytes));
+                   ChunkReader::Create(path, quoted, ds.id.get(), dcpl, ds.dims, std::move(chunk),
+                                       chunk_bytes, chunk_cache_bytes));
   return absl::OkStatus();
 }
 
@@ -359,7 +361,8 @@ absl::Status CheckChunkedStorage(const std::string& path, const std::string& quo
 // list), with the checks of its storage layout.
 absl::Status CheckStored(const std::string& path, const std::string& quoted, Dataset* dataset,
                          hid_t dcpl, hid_t space, const Extent& extent,
-                         const ShowerFileLimits& limits, int64_t file_size) {
+                         const ShowerFileLimits& limits, int64_t file_size,
+                         int64_t chunk_cache_bytes) {
   const Dataset& ds = *dataset;
   if (H5Pget_external_count(dcpl) > 0) {
     return Invalid(path, absl::StrCat(quoted,
@@ -383,8 +386,8 @@ absl::Status CheckStored(const std::string& path, const std::string& quoted, Dat
       RETURN_IF_ERROR(CheckContiguousStorage(path, quoted, ds, extent, stored, missing, file_size));
       break;
     case H5D_CHUNKED:
-      RETURN_IF_ERROR(
-          CheckChunkedStorage(path, quoted, dataset, dcpl, space, extent, stored, limits));
+      RETURN_IF_ERROR(CheckChunkedStorage(path, quoted, dataset, dcpl, space, extent, stored,
+                                          limits, chunk_cache_bytes));
       break;
     default:
       return Invalid(path, absl::StrCat(quoted,
@@ -398,12 +401,12 @@ absl::Status CheckStored(const std::string& path, const std::string& quoted, Dat
 
 absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
                                     const ShowerFileLimits& limits, int64_t file_size,
-                                    hid_t access) {
+                                    int64_t chunk_cache_bytes) {
   const std::string quoted = absl::StrCat("dataset '", name, "'");
   RETURN_IF_ERROR(CheckDatasetLink(path, file, name, quoted));
   Dataset ds;
   ds.name = name;
-  ds.id = Handle(H5Dopen2(file, name, access), H5Dclose);
+  ds.id = Handle(H5Dopen2(file, name, H5P_DEFAULT), H5Dclose);
   if (!ds.id.ok()) return Loss(path, absl::StrCat("cannot open ", quoted));
   Handle type(H5Dget_type(ds.id.get()), H5Tclose);
   Extent extent;
@@ -416,8 +419,8 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
   // could otherwise claim any number of events.
   Handle dcpl(H5Dget_create_plist(ds.id.get()), H5Pclose);
   if (!dcpl.ok()) return Loss(path, absl::StrCat("cannot read the storage of ", quoted));
-  RETURN_IF_ERROR(
-      CheckStored(path, quoted, &ds, dcpl.get(), space.get(), extent, limits, file_size));
+  RETURN_IF_ERROR(CheckStored(path, quoted, &ds, dcpl.get(), space.get(), extent, limits, file_size,
+                              chunk_cache_bytes));
   RETURN_IF_ERROR(CheckChunks(path, ds));
   return ds;
 }
@@ -425,7 +428,7 @@ absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const c
 absl::Status ReadRows(const std::string& path, const Dataset& ds, int64_t first, int64_t count,
                       float* out) {
   if (count == 0) return absl::OkStatus();
-  if (ds.chunks != nullptr) RETURN_IF_ERROR(ds.chunks->CheckRows(path, ds.id.get(), first, count));
+  if (ds.chunks != nullptr) return ds.chunks->ReadRows(path, ds.id.get(), first, count, out);
   Handle file_space(H5Dget_space(ds.id.get()), H5Sclose);
   std::vector<hsize_t> start(ds.dims.size(), 0), extent = ds.dims;
   start[0] = static_cast<hsize_t>(first);
@@ -591,7 +594,7 @@ absl::Status ReadConditions(const std::string& path, hid_t file, const ShowerFil
 }  // namespace
 
 absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const ShowerFileLimits& limits,
-                                          hid_t cells_access) {
+                                          int64_t cells_chunk_cache_bytes) {
   const std::string& path = source.shown();
   int64_t file_size = -1;
   Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
@@ -606,7 +609,8 @@ absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source, const Shower
   const RootGroupCheck root = CheckRootGroup(file);
   if (!root.heap.empty()) return Invalid(path, root.heap);
   ASSIGN_OR_RETURN(const char* cells_name, DetectLayout(path, file, &f));
-  ASSIGN_OR_RETURN(f.cells, OpenDataset(path, file, cells_name, limits, file_size, cells_access));
+  ASSIGN_OR_RETURN(f.cells,
+                   OpenDataset(path, file, cells_name, limits, file_size, cells_chunk_cache_bytes));
   RETURN_IF_ERROR(CheckCellShape(path, cells_name, limits, &f));
   RETURN_IF_ERROR(CheckBackedByStorage(path, f.cells));
   f.events = static_cast<int64_t>(f.cells.dims[0]);

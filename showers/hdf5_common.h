@@ -80,15 +80,18 @@ std::string ShapeText(const std::vector<hsize_t>& dims);
 
 bool HasLink(hid_t file, const char* name);
 
+// Decoded chunks a chunked dataset keeps by default (libhdf5's default chunk cache).
+constexpr int64_t kDefaultChunkCacheBytes = int64_t{1} << 20;
+
 // An opened numeric dataset with its dimensions.
-class ChunkGuard;  // showers/chunk_guard.h
+class ChunkReader;  // showers/chunk_reader.h
 
 struct Dataset {
   Handle id;
   std::string name;
   std::vector<hsize_t> dims;
-  // A chunked dataset's checks of each chunk before libhdf5 reads it (ReadRows runs them).
-  std::shared_ptr<ChunkGuard> chunks;
+  // A chunked dataset's reader (ReadRows reads its chunks through it, not through libhdf5).
+  std::shared_ptr<ChunkReader> chunks;
 };
 
 // Opens the numeric dataset `name` of `file` and checks it before anything is read: a hard or soft
@@ -96,10 +99,11 @@ struct Dataset {
 // elements of 1-8 bytes, rank 1-4, element and byte counts within `limits` (overflow-checked),
 // and its stored bytes present in the file: every chunk of a chunked dataset allocated, a
 // contiguous dataset's bytes inside the file's `file_size` bytes, compression within
-// limits.max_compression_ratio. INVALID_ARGUMENT names the dataset and the problem.
+// limits.max_compression_ratio. INVALID_ARGUMENT names the dataset and the problem. A chunked
+// dataset keeps up to `chunk_cache_bytes` of decoded chunks for its reads.
 absl::StatusOr<Dataset> OpenDataset(const std::string& path, hid_t file, const char* name,
                                     const ShowerFileLimits& limits, int64_t file_size,
-                                    hid_t access = H5P_DEFAULT);
+                                    int64_t chunk_cache_bytes = kDefaultChunkCacheBytes);
 
 // Where a shower file's bytes come from: a path (a real file or /proc/self/fd/N) or an in-memory
 // image (opened with HDF5's core driver, for fuzzing and tests).
@@ -130,12 +134,12 @@ struct ShowerFile {
 };
 
 // Opens `source` read-only, detects its layout and checks shapes, energies and angles within
-// `limits` (see OpenDataset); the cell dataset is opened with the dataset access property list
-// `cells_access`. Messages name source.shown(), never source.path when a display name is given.
+// `limits` (see OpenDataset); the cell dataset keeps up to `cells_chunk_cache_bytes` of decoded
+// chunks. Messages name source.shown(), never source.path when a display name is given.
 // Call under LibraryLock.
-absl::StatusOr<ShowerFile> OpenShowerFile(const FileSource& source,
-                                          const ShowerFileLimits& limits = {},
-                                          hid_t cells_access = H5P_DEFAULT);
+absl::StatusOr<ShowerFile> OpenShowerFile(
+    const FileSource& source, const ShowerFileLimits& limits = {},
+    int64_t cells_chunk_cache_bytes = kDefaultChunkCacheBytes);
 
 // `status` with every occurrence of source.path in its message replaced by source.shown() (HDF5's
 // own error text may quote the path it opened).

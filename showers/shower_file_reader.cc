@@ -1,6 +1,6 @@
-// The reader keeps the file and the cell dataset open (with a chunk cache on its access property
-// list) and reads runs of consecutive events with one hyperslab each. HDF5's own error printing is
-// switched off per thread (the error stack is thread-local in thread-safe builds).
+// The reader keeps the file and the cell dataset open (a chunked one with its cache of decoded
+// chunks, showers/chunk_reader.h) and reads runs of consecutive events at once. HDF5's own error
+// printing is switched off per thread (the error stack is thread-local in thread-safe builds).
 #include "showers/shower_file_reader.h"
 
 #include <hdf5.h>
@@ -20,13 +20,11 @@
 namespace gantry::showers {
 namespace {
 
-using h5::Handle;
 using h5::LibraryLock;
 
 }  // namespace
 
 struct ShowerFileReader::Hdf5 {
-  Handle access;  // dataset access properties (chunk cache)
   h5::ShowerFile shower;
 };
 
@@ -43,16 +41,8 @@ absl::StatusOr<std::unique_ptr<ShowerFileReader>> ShowerFileReader::Open(
   r->path_ = path;
   r->hdf5_ = std::make_unique<Hdf5>();
   Hdf5& h = *r->hdf5_;
-  h.access = Handle(H5Pcreate(H5P_DATASET_ACCESS), H5Pclose);
-  if (h.access.ok() && options.chunk_cache_bytes > 0) {
-    // ~100 hash slots per cached 1 MiB chunk (HDF5's advice), a prime count.
-    const size_t slots = static_cast<size_t>(
-        std::max<int64_t>(521, options.chunk_cache_bytes / (int64_t{1} << 20) * 100) | 1);
-    H5Pset_chunk_cache(h.access.get(), slots, static_cast<size_t>(options.chunk_cache_bytes),
-                       H5D_CHUNK_CACHE_W0_DEFAULT);
-  }
-  ASSIGN_OR_RETURN(h.shower, h5::OpenShowerFile({path, "", {}}, options.limits,
-                                                h.access.ok() ? h.access.get() : H5P_DEFAULT));
+  ASSIGN_OR_RETURN(h.shower,
+                   h5::OpenShowerFile({path, "", {}}, options.limits, options.chunk_cache_bytes));
   r->layout_ = h.shower.layout;
   r->shape_ = h.shower.shape;
   r->to_gev_ = h.shower.to_gev;

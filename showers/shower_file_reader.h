@@ -19,8 +19,8 @@
 namespace gantry::showers {
 
 struct ShowerFileReaderOptions {
-  // HDF5 chunk cache of the cell dataset (chunked/gzip files): random single-event reads hit a
-  // decompressed chunk instead of inflating it again. Ignored for contiguous datasets.
+  // Decoded chunks of the cell dataset kept (chunked/gzip files): random single-event reads hit a
+  // decoded chunk instead of inflating it again. Ignored for contiguous datasets.
   int64_t chunk_cache_bytes = int64_t{64} << 20;
   ShowerFileLimits limits;  // checked when the file is opened
 };
