@@ -245,6 +245,11 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
   if (c.template_learning_rate_scale != 1 && !c.generator_template) {
     return Bad("template_learning_rate_scale needs generator_template=1");
   }
+  if (!c.template_residual_noise && !c.generator_template) {
+    return Bad(
+        "template_residual_noise=0 needs generator_template=1 (its modes and spots give "
+        "each shower's variety)");
+  }
   if (c.template_relative_residual && !c.generator_template) {
     return Bad("template_relative_residual needs generator_template=1 (it scales the template)");
   }
@@ -331,6 +336,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("generator_template", c.generator_template ? "1" : "0");
   put("template_modes", absl::StrCat(c.template_modes));
   put("template_relative_residual", c.template_relative_residual ? "1" : "0");
+  put("template_residual_noise", c.template_residual_noise ? "1" : "0");
   put("template_learning_rate_scale", num(c.template_learning_rate_scale));
   put("discriminator_learning_rate_scale", num(c.discriminator_learning_rate_scale));
   put("template_residual_init", num(c.template_residual_init));
@@ -512,6 +518,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalFlag("generator_template", &c.generator_template, false);
   if (r.Has("template_modes")) r.Int("template_modes", &c.template_modes);
   r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);
+  r.OptionalFlag("template_residual_noise", &c.template_residual_noise, true);
   r.OptionalDouble("template_learning_rate_scale", &c.template_learning_rate_scale);
   r.OptionalDouble("discriminator_learning_rate_scale", &c.discriminator_learning_rate_scale);
   r.OptionalDouble("template_residual_init", &c.template_residual_init);

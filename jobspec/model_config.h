@@ -79,6 +79,11 @@ struct ModelConfig {
   // only where the data's mean shower has some, in proportion to it, and cannot add a haze where
   // it has none (false: added as it is, in preprocessed units).
   bool template_relative_residual = false;
+  // With generator_template: whether the conv stack sees the shower's noise (true, the reference)
+  // or only its energy (false: every input of the dense layer is E / 100, so the network's output
+  // is one correction per energy and each shower's variety is the template modes' and the spots'
+  // alone).
+  bool template_residual_noise = true;
   // With generator_template: the template's learning rate (a, b and the modes) as a multiple of
   // learning_rate (1: the same; 0: frozen at its fit to the training data, and the conv stack alone
   // learns). RMSprop moves each parameter by about its learning rate a step whatever the size of

@@ -110,7 +110,8 @@ TEST(ExportOnnx, DocumentedInterfaceAndDeterministicBytes) {
 }
 
 // A generator with spot sampling exports in no format: the graph would give its expected showers
-// without the spots; nor one with a relative residual, which the graph does not describe.
+// without the spots; nor one with a relative residual or a network without noise, which the graph
+// does not describe.
 TEST(ExportGenerator, SpotSamplingIsRefused) {
   gan::TrainingState state = Fresh("tiny-template", "generator_spots=1");
   state.config.generator_spot_gev = 0.002;
@@ -124,6 +125,11 @@ TEST(ExportGenerator, SpotSamplingIsRefused) {
       ExportGenerator(relative.config, *relative.generator, ExportFormat::kOnnx).status();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
   EXPECT_NE(s.message().find("template_relative_residual"), std::string::npos) << s;
+  gan::TrainingState noiseless = Fresh("tiny-template", "template_residual_noise=0");
+  const absl::Status n =
+      ExportGenerator(noiseless.config, *noiseless.generator, ExportFormat::kOnnx).status();
+  EXPECT_EQ(n.code(), absl::StatusCode::kFailedPrecondition) << n;
+  EXPECT_NE(n.message().find("template_residual_noise"), std::string::npos) << n;
 }
 
 TEST(ExportPytorch, IsAZipArchive) {

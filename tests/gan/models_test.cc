@@ -1295,6 +1295,40 @@ TEST(ModelsTest, RelativeResidualScalesTheNetworkByTheMeanTemplate) {
   EXPECT_TRUE(back->template_relative_residual);
 }
 
+// template_residual_noise=0: the network sees only E, so with no modes two showers of one energy
+// are the same whatever their noise, and showers of two energies differ; with the noise (the
+// reference) they differ. It needs a template, and round-trips.
+TEST(ModelsTest, ResidualWithoutNoiseIsOneShowerPerEnergy) {
+  for (bool noise : {true, false}) {
+    ModelConfig c = Preset("tiny-template");
+    c.template_modes = 0;
+    c.template_residual_noise = noise;
+    auto state = NewTrainingState(c, 5);
+    ASSERT_TRUE(state.ok()) << state.status();
+    state->generator->eval();
+    torch::NoGradGuard no_grad;
+    at::Generator rng = at::make_generator<at::CPUGeneratorImpl>(3);
+    const at::Tensor draws = at::randn({3, c.noise_dim()}, rng, at::kFloat);
+    const at::Tensor energy = at::tensor({1.0f, 1.0f, 0.5f}).reshape({3, 1});
+    const at::Tensor out =
+        state->generator->forward(state->generator->MakeInput(energy, at::Tensor(), draws))
+            .reshape({3, -1});
+    EXPECT_EQ(at::equal(out[0], out[1]), !noise) << "noise " << noise;
+    EXPECT_GT((out[0] - out[2]).abs().max().item<float>(), 1e-6) << "noise " << noise;
+  }
+  ModelConfig plain = Preset("tiny");
+  plain.template_residual_noise = false;
+  EXPECT_EQ(ValidateModelConfig(plain).code(), absl::StatusCode::kInvalidArgument);
+  ModelConfig c = Preset("tiny-spots");
+  c.template_residual_noise = false;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_FALSE(back->template_residual_noise);
+  auto reference = ParseModelConfig(SerializeModelConfig(Preset("tiny-spots")));
+  ASSERT_TRUE(reference.ok());
+  EXPECT_TRUE(reference->template_residual_noise);
+}
+
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
 TEST(ModelsTest, ConfigsAreBoundedBeforeAnyNetworkIsBuilt) {
   auto refused = [](const ModelConfig& c, const std::string& fragment) {

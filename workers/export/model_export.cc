@@ -78,6 +78,11 @@ absl::StatusOr<ExportedModel> ExportGenerator(const gan::ModelConfig& config,
         "a generator with a relative residual (template_relative_residual) cannot be exported "
         "yet: the exported graph adds the residual as it is");
   }
+  if (!config.template_residual_noise) {
+    return absl::FailedPreconditionError(
+        "a generator whose network sees only the energy (template_residual_noise=0) cannot be "
+        "exported yet: the exported graph feeds the noise to the network");
+  }
   if (absl::Status s = jobspec::CheckProfileFormat(profile, ToProto(format)); !s.ok()) return s;
   if (absl::Status s = jobspec::CheckProfileFitsModel(profile, config.variable_angle()); !s.ok()) {
     return s;

@@ -122,9 +122,15 @@ torch::Tensor GeneratorImpl::forward(const torch::Tensor& input) {
     torch::Tensor energy100;
     if (config_.variable_angle()) {
       energy100 = input.narrow(1, 0, 1);
+      if (!config_.template_residual_noise) {  // E/100 and theta, the noise columns at 0
+        dense_input = at::cat(
+            {input.narrow(1, 0, 2), at::zeros_like(input.narrow(1, 2, input.size(1) - 2))}, 1);
+      }
     } else {
-      dense_input = input.narrow(1, 0, config_.latent);
       energy100 = input.narrow(1, config_.latent, 1);
+      // The noise columns are noise x E/100; without noise each is E/100.
+      dense_input = config_.template_residual_noise ? input.narrow(1, 0, config_.latent)
+                                                    : energy100.expand({-1, config_.latent});
     }
     const torch::Tensor t = shower_template_.to(input.scalar_type());
     const torch::Tensor e = energy100.reshape({-1, 1, 1, 1, 1});
