@@ -323,7 +323,9 @@ class HeaderReader {
           else
             Note(std::move(attribute));
         }
-      } else if (type == kSymbolTableMessage && size >= 2 * sizes_.address && local_heap_ == 0) {
+      } else if (type == kSymbolTableMessage && local_heap_ == 0 &&
+                 m.Has(data, 2 * sizes_.address)) {
+        // libhdf5 1.10.8 decodes the two addresses whatever size the message claims (0 included).
         const uint64_t heap = m.Le(data + sizes_.address, sizes_.address);
         if (heap <= UINT64_MAX - base_) local_heap_ = base_ + heap;
       }
