@@ -14,6 +14,9 @@ namespace gantry::showers::h5 {
 namespace {
 
 constexpr uint64_t kChecksumBytes = 4;
+// Decoded chunks kept at most, whatever the cache's bytes: the cache is searched linearly, and a
+// file of many tiny chunks must not make each read a search of thousands.
+constexpr size_t kMostCachedChunks = 128;
 
 // HDF5's Fletcher32 (H5_checksum_fletcher32): 16-bit big-endian words, an odd last byte as the
 // high byte of a word, both sums folded to 16 bits every 360 words.
@@ -196,9 +199,12 @@ absl::StatusOr<ChunkReader::Decoded> ChunkReader::Chunk(const std::string& path,
   ASSIGN_OR_RETURN(Decoded decoded, Decode(path, dataset, offset));
   // Every chunk of a dataset decodes to the same size: the cache holds a number of them.
   const int64_t bytes = static_cast<int64_t>(chunk_elements_ * sizeof(float));
-  const size_t most = static_cast<size_t>(cache_bytes_ / bytes);
+  const size_t most = std::min(static_cast<size_t>(cache_bytes_ / bytes), kMostCachedChunks);
   if (most == 0) return decoded;
   std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [cached, values] : cache_) {
+    if (cached == index) return values;  // another thread decoded it meanwhile
+  }
   cache_.insert(cache_.begin(), {index, decoded});
   if (cache_.size() > most) cache_.resize(most);
   return decoded;

@@ -33,8 +33,8 @@ class ChunkReader {
   // For the chunked dataset `dataset` (`quoted` names it in messages) of `dims`, stored in chunks
   // of `chunk` of `chunk_bytes` uncompressed bytes each: checks its filter pipeline (shuffle of
   // its element size, deflate and fletcher32 only, in that order, each at most once; no unfiltered
-  // edge chunks) and returns its reader, which keeps up to `cache_bytes` of decoded chunks.
-  // INVALID_ARGUMENT names what is not accepted. Call under LibraryLock.
+  // edge chunks) and returns its reader, which keeps up to `cache_bytes` of decoded chunks (128
+  // chunks at most). INVALID_ARGUMENT names what is not accepted. Call under LibraryLock.
   static absl::StatusOr<std::shared_ptr<ChunkReader>> Create(
       const std::string& path, const std::string& quoted, hid_t dataset, hid_t dcpl,
       std::vector<hsize_t> dims, std::vector<hsize_t> chunk, uint64_t chunk_bytes,
