@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <random>
 #include <stdexcept>
@@ -63,11 +64,11 @@ uint64_t LoadLe(const std::string& bytes, size_t at, int width) {
   return v;
 }
 
-// The root group's symbol-table message pointing its local heap at HADDR_UNDEF (all ones). In
-// libhdf5 1.10.8 that address "adjoins" the empty metadata accumulator of sec2 and core files and
-// the lookup copies from a null buffer. Expects the layout WriteShowerFile writes: superblock
-// version 0 (root object header address at byte 64), a version 1 object header.
-std::string WithUndefinedHeapAddress(std::string bytes) {
+// Calls `edit(bytes, at)` on the root group's symbol-table message (`at`: its 8-byte message
+// header; B-tree and local heap addresses follow). Expects the layout WriteShowerFile writes:
+// superblock version 0 (root object header address at byte 64), a version 1 object header.
+std::string EditRootSymbolTable(std::string bytes,
+                                const std::function<void(std::string&, size_t)>& edit) {
   Check(bytes.size() > 96 && bytes[8] == 0, "superblock version 0");
   const size_t header = LoadLe(bytes, 64, 8);
   Check(LoadLe(bytes, header, 1) == 1, "object header version 1");
@@ -77,9 +78,9 @@ std::string WithUndefinedHeapAddress(std::string bytes) {
     for (size_t at = blocks[b].first; at + 8 <= blocks[b].first + blocks[b].second;) {
       const uint64_t type = LoadLe(bytes, at, 2), size = LoadLe(bytes, at + 2, 2);
       if (type == 0x10) blocks.emplace_back(LoadLe(bytes, at + 8, 8), LoadLe(bytes, at + 16, 8));
-      if (type == 0x11) {  // symbol table: B-tree address, then local heap address
+      if (type == 0x11) {
         Check(size >= 16, "a symbol-table message of 16 bytes");
-        bytes.replace(at + 8 + 8, 8, 8, '\xff');
+        edit(bytes, at);
         return bytes;
       }
       at += 8 + size;
@@ -87,6 +88,26 @@ std::string WithUndefinedHeapAddress(std::string bytes) {
   }
   Check(false, "the root group has a symbol-table message");
   return bytes;
+}
+
+// The root group's symbol-table message pointing its local heap at HADDR_UNDEF (all ones). In
+// libhdf5 1.10.8 that address "adjoins" the empty metadata accumulator of sec2 and core files and
+// the lookup copies from a null buffer.
+std::string WithUndefinedHeapAddress(std::string bytes) {
+  return EditRootSymbolTable(
+      std::move(bytes), [](std::string& b, size_t at) { b.replace(at + 8 + 8, 8, 8, '\xff'); });
+}
+
+// The root group's symbol-table message claiming a size of 0 (libhdf5 1.10.8 still decodes its
+// addresses) and the superblock's cached copy of the heap address pointing past the end of the
+// file: only the message leads to the heap (found by hdf5_inspect_fuzzer with a looping heap).
+std::string WithSymbolTableOfSizeZero(std::string bytes) {
+  const uint64_t past_end = bytes.size() + 60000;  // within the 64 KiB the checked driver allows
+  for (int i = 0; i < 8; ++i) bytes[88 + i] = static_cast<char>((past_end >> (8 * i)) & 0xFF);
+  return EditRootSymbolTable(std::move(bytes), [](std::string& b, size_t at) {
+    b[at + 2] = 0;
+    b[at + 3] = 0;
+  });
 }
 
 // The same file with its root group's "particle" attribute (a fixed-length string in a version 1
@@ -320,6 +341,11 @@ std::vector<HostileFile> WriteHostileFiles(const std::string& dir) {
                "a valid file whose root group's name heap has a free list that loops",
                "free list that loops"),
            WithLoopingHeapFreeList(bytes));
+  WriteAll(add("symbol_table_of_size_zero_heap_loop.h5",
+               "a valid file whose root symbol-table message claims size 0, its heap's free list "
+               "looping, the superblock's cached heap address past the end",
+               "free list that loops"),
+           WithSymbolTableOfSizeZero(WithLoopingHeapFreeList(bytes)));
   WriteAll(add("attribute_overrunning_its_message.h5",
                "a valid file whose particle attribute claims a 4096-byte string",
                "attribute 'particle' of the root group claims a value of 4096 bytes"),
