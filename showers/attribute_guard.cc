@@ -389,7 +389,9 @@ RootGroupCheck CheckRootGroup(hid_t file) {
   if (reader->local_heap() != 0) check.heap = reader->CheckFreeList(reader->local_heap());
   // libhdf5 may take the root group's heap from the superblock instead: superblocks of version 0
   // and 1 cache it in the root group's symbol-table entry (cache type 1, its scratch pad).
-  if (const uint64_t heap = reader->SuperblockRootHeap(); check.heap.empty() && heap != 0) {
+  // In files libhdf5 writes both name the same heap: it is walked once.
+  if (const uint64_t heap = reader->SuperblockRootHeap();
+      check.heap.empty() && heap != 0 && heap != reader->local_heap()) {
     check.heap = reader->CheckFreeList(heap);
   }
   return check;

@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
       absl::StatusOr<h5::ShowerFile> f =
           h5::OpenShowerFile(h5::FileSource{path, "", {}}, gantry::showers::ShowerFileLimits{});
       if (!f.ok() || f->cells.chunks == nullptr) return false;
-      cells.resize(static_cast<size_t>(f->events) * 25 * 25 * 25);
+      cells.resize(static_cast<size_t>(f->events * f->shape[0] * f->shape[1] * f->shape[2]));
       if (!libhdf5) return h5::ReadRows(path, f->cells, 0, f->events, cells.data()).ok();
       return H5Dread(f->cells.id.get(), H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,
                      cells.data()) >= 0;

@@ -64,6 +64,12 @@ uint64_t LoadLe(const std::string& bytes, size_t at, int width) {
   return v;
 }
 
+// Stores `v` little-endian in bytes [at, at + width).
+void StoreLe(std::string& bytes, size_t at, uint64_t v, int width) {
+  Check(at + width <= bytes.size(), "a field inside the file");
+  for (int i = 0; i < width; ++i) bytes[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
+}
+
 // Calls `edit(bytes, at)` on the root group's symbol-table message (`at`: its 8-byte message
 // header; B-tree and local heap addresses follow). Expects the layout WriteShowerFile writes:
 // superblock version 0 (root object header address at byte 64), a version 1 object header.
@@ -102,12 +108,10 @@ std::string WithUndefinedHeapAddress(std::string bytes) {
 // addresses) and the superblock's cached copy of the heap address pointing past the end of the
 // file: only the message leads to the heap (found by hdf5_inspect_fuzzer with a looping heap).
 std::string WithSymbolTableOfSizeZero(std::string bytes) {
-  const uint64_t past_end = bytes.size() + 60000;  // within the 64 KiB the checked driver allows
-  for (int i = 0; i < 8; ++i) bytes[88 + i] = static_cast<char>((past_end >> (8 * i)) & 0xFF);
-  return EditRootSymbolTable(std::move(bytes), [](std::string& b, size_t at) {
-    b[at + 2] = 0;
-    b[at + 3] = 0;
-  });
+  // The superblock's cached heap address, within the 64 KiB past the end the checked driver allows.
+  StoreLe(bytes, 88, bytes.size() + 60000, 8);
+  return EditRootSymbolTable(std::move(bytes),
+                             [](std::string& b, size_t at) { StoreLe(b, at + 2, 0, 2); });
 }
 
 // The same file with its root group's "particle" attribute (a fixed-length string in a version 1
@@ -119,7 +123,7 @@ std::string WithOverrunningAttribute(std::string bytes, uint32_t size) {
   Check(name != std::string::npos && name >= 8 && bytes[name - 8] == 1, "a version 1 attribute");
   const size_t type = name + 16;  // the name, padded to 8 bytes
   Check((bytes[type] & 0x0F) == 3, "a fixed-length string type");
-  for (int i = 0; i < 4; ++i) bytes[type + 4 + i] = static_cast<char>((size >> (8 * i)) & 0xFF);
+  StoreLe(bytes, type + 4, size, 4);
   return bytes;
 }
 
@@ -130,12 +134,9 @@ std::string WithLoopingHeapFreeList(std::string bytes) {
   Check(heap != std::string::npos && bytes[heap + 4] == 0, "a version 0 local heap");
   const uint64_t data_size = LoadLe(bytes, heap + 8, 8), data = LoadLe(bytes, heap + 24, 8);
   Check(data_size >= 32 && data + data_size <= bytes.size(), "a local heap of 32 bytes or more");
-  auto store = [&](size_t at, uint64_t v) {
-    for (int i = 0; i < 8; ++i) bytes[at + i] = static_cast<char>((v >> (8 * i)) & 0xFF);
-  };
-  store(heap + 16, 16);  // the free list starts at offset 16 of the data...
-  store(data + 16, 16);  // ...whose block's next is itself
-  store(data + 24, 16);  // (16 bytes long)
+  StoreLe(bytes, heap + 16, 16, 8);  // the free list starts at offset 16 of the data...
+  StoreLe(bytes, data + 16, 16, 8);  // ...whose block's next is itself
+  StoreLe(bytes, data + 24, 16, 8);  // (16 bytes long)
   return bytes;
 }
 
