@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/field_checks.h"
 #include "base/safe_text.h"
 #include "base/status_macros.h"
@@ -231,6 +232,25 @@ absl::Status PlanCheckpoints(const v1::CheckpointPolicy& c, JobPlan* plan) {
   plan->checkpoint_every_minutes = c.every_minutes();
   plan->keep_last = std::max(1, c.keep_last());
   plan->keep_best = c.keep_best();
+  if (!c.best_metric().empty()) {
+    if (!c.keep_best()) {
+      return Invalid(Sub(f, "best_metric"), "is the figure keep_best minimises; set keep_best too");
+    }
+    const auto known = std::find(std::begin(kBestMetrics), std::end(kBestMetrics),
+                                 c.best_metric()) != std::end(kBestMetrics);
+    if (!known) {
+      return Invalid(Sub(f, "best_metric"),
+                     absl::StrCat("is not a validation metric a checkpoint can be chosen by; use "
+                                  "one of ",
+                                  absl::StrJoin(kBestMetrics, ", ")));
+    }
+    plan->best_metric = c.best_metric();
+  }
+  if (c.register_best() && !c.keep_best()) {
+    return Invalid(Sub(f, "register_best"),
+                   "registers the checkpoint keep_best keeps; set keep_best too");
+  }
+  plan->register_best = c.register_best();
   return absl::OkStatus();
 }
 

@@ -60,9 +60,13 @@ struct JobPlan {
   int64_t checkpoint_every_steps = 0;
   double checkpoint_every_minutes = 0;
   int keep_last = 1;  // checkpoint files kept in the rank's work dir
-  // checkpoint_policy.keep_best: rank 0 validates at every periodic checkpoint and uploads the
-  // fom with it (needs validation).
+  // checkpoint_policy.keep_best: rank 0 validates the start (step 0, a fresh start only) and every
+  // checkpoint and uploads `best_metric` of that validation as the checkpoint's fom (needs
+  // validation).
   bool keep_best = false;
+  std::string best_metric = "fom";
+  // checkpoint_policy.register_best: the server registers the lowest-fom checkpoint (keep_best).
+  bool register_best = false;
   bool scale_lr_with_world_size = false;
   int64_t warmup_epochs = 0;
   double lr_decay_to = 1.0;  // gan::TrainerOptions::lr_decay_to
@@ -70,6 +74,11 @@ struct JobPlan {
   // (GPU ranks only).
   bool bf16_autocast = false;
 };
+
+// The validation metrics checkpoint_policy.best_metric may name: each lower-is-better, each in
+// every validation (the field-standard ones unless a worker turns them off).
+inline constexpr const char* kBestMetrics[] = {
+    "fom", "eprof", "pos", "mre_sampling_fraction", "sep_mean", "fpd", "auc_features", "auc_cells"};
 
 // The plan of `spec`, or INVALID_ARGUMENT "<field>: <what to change>" naming the first field of
 // the spec that is missing, out of bounds or inconsistent (spec.model_preset,

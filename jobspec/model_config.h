@@ -1,6 +1,6 @@
 // ModelConfig: every number that defines a 3DGAN variant (architecture, losses, optimiser, data
-// normalisation), with the named presets "3dgan-25", "3dgan-51", "tiny", "tiny-template" and
-// "tiny-spots".
+// normalisation), with the named presets "3dgan-25", "3dgan-51", "tiny", "tiny-template",
+// "tiny-spots" and "tiny-smeared".
 // Torch-free.
 #ifndef GANTRY_WORKERS_GAN_MODEL_CONFIG_H_
 #define GANTRY_WORKERS_GAN_MODEL_CONFIG_H_

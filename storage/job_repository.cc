@@ -308,6 +308,52 @@ absl::StatusOr<bool> JobRepository::HasCheckpoint(const std::string& id,
   return found;
 }
 
+namespace {
+
+// A job_checkpoints row of (sha256, epoch, step, size_bytes, fom).
+gantry::v1::CheckpointSaved CheckpointOfRow(const pqxx::row& row) {
+  gantry::v1::CheckpointSaved c;
+  c.set_sha256(row[0].as<std::string>());
+  c.set_epoch(row[1].as<int>());
+  c.set_step(row[2].as<int64_t>());
+  c.set_size_bytes(row[3].as<int64_t>());
+  if (!row[4].is_null()) c.set_fom(row[4].as<double>());
+  return c;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<gantry::v1::CheckpointSaved>> JobRepository::FindCheckpoint(
+    const std::string& id, const std::string& sha256) {
+  std::optional<gantry::v1::CheckpointSaved> found;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    found.reset();
+    pqxx::result r = tx.Exec("job_find_checkpoint",
+                             "SELECT sha256, epoch, step, size_bytes, fom FROM job_checkpoints "
+                             "WHERE job_id = $1 AND sha256 = $2",
+                             id, sha256);
+    if (!r.empty()) found = CheckpointOfRow(r[0]);
+    return absl::OkStatus();
+  }));
+  return found;
+}
+
+absl::StatusOr<std::optional<gantry::v1::CheckpointSaved>> JobRepository::BestCheckpoint(
+    const std::string& id) {
+  std::optional<gantry::v1::CheckpointSaved> best;
+  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
+    best.reset();
+    pqxx::result r = tx.Exec(
+        "job_best_checkpoint",
+        "SELECT sha256, epoch, step, size_bytes, fom FROM job_checkpoints WHERE job_id = $1 AND "
+        "deleted_at IS NULL AND fom IS NOT NULL ORDER BY fom ASC, step DESC, sha256 ASC LIMIT 1",
+        id);
+    if (!r.empty()) best = CheckpointOfRow(r[0]);
+    return absl::OkStatus();
+  }));
+  return best;
+}
+
 absl::StatusOr<bool> JobRepository::RecordCheckpoint(const std::string& id, int attempt,
                                                      const gantry::v1::CheckpointSaved& saved) {
   bool newest = false;
@@ -360,7 +406,8 @@ absl::StatusOr<std::vector<std::string>> JobRepository::ExpireCheckpoints(const 
         "c.deleted_at IS NULL AND c.step NOT IN (SELECT DISTINCT step FROM job_checkpoints "
         "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC LIMIT $2) "
         "AND NOT ($3 AND c.sha256 IN (SELECT sha256 FROM job_checkpoints WHERE job_id = $1 AND "
-        "  deleted_at IS NULL AND fom IS NOT NULL ORDER BY fom ASC, step DESC LIMIT 1)) "
+        "  deleted_at IS NULL AND fom IS NOT NULL ORDER BY fom ASC, step DESC, sha256 ASC LIMIT "
+        "1)) "
         "RETURNING c.sha256",
         id, std::max(1, keep_last), keep_best);
     for (const pqxx::row& row : r) {

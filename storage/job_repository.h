@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,6 +81,15 @@ class JobRepository {
   // Whether `sha256` is a checkpoint the job uploaded (recorded by RecordCheckpoint; retention may
   // have expired it since).
   absl::StatusOr<bool> HasCheckpoint(const std::string& id, const std::string& sha256);
+
+  // The job's checkpoint `sha256` as RecordCheckpoint stored it (retention may have expired it
+  // since); nullopt when the job uploaded none such.
+  absl::StatusOr<std::optional<gantry::v1::CheckpointSaved>> FindCheckpoint(
+      const std::string& id, const std::string& sha256);
+
+  // The live checkpoint (not expired) with the lowest fom, as ExpireCheckpoints' keep_best keeps it
+  // (ties: the newest step); nullopt when none has a fom.
+  absl::StatusOr<std::optional<gantry::v1::CheckpointSaved>> BestCheckpoint(const std::string& id);
 
   // Retention: marks the job's checkpoints behind its newest `keep_last` steps (at least 1) deleted
   // (with `keep_best`, except the one with the lowest fom: ties go to the newest; checkpoints

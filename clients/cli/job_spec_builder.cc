@@ -61,7 +61,11 @@ std::vector<FlagSpec> JobSpecFlags() {
       {"checkpoint-every-steps", "N", "save a checkpoint every N training steps (0 = off)"},
       {"checkpoint-every-minutes", "X", "save a checkpoint every X minutes of training (0 = off)"},
       {"keep-last", "N", "checkpoints the server keeps per job (0 = 1)"},
-      {"keep-best", "", "also keep the lowest-fom checkpoint (validates at each checkpoint)"},
+      {"keep-best", "",
+       "also keep the lowest-fom checkpoint (validates the start and each checkpoint)"},
+      {"best-metric", "KEY",
+       "the validation metric --keep-best minimises (default fom; e.g. sep_mean)"},
+      {"register-best", "", "register the kept best checkpoint, not the last (needs --keep-best)"},
       {"max-restarts", "N", "restarts from the latest checkpoint after a failure (0..100)"},
       {"no-validation", "", "skip the physics validation at the end"},
       {"leave-out", "C:H",
@@ -209,6 +213,10 @@ absl::Status ApplyCheckpointFlags(const ParsedArgs& args, v1::JobSpec* spec) {
                           [&](int v) { spec->mutable_checkpoint_policy()->set_keep_last(v); }));
   RETURN_IF_ERROR(IntFlag(args, "max-restarts", [&](int v) { spec->set_max_restarts(v); }));
   if (args.Has("keep-best")) spec->mutable_checkpoint_policy()->set_keep_best(true);
+  if (std::optional<std::string> key = args.Get("best-metric"); key.has_value()) {
+    spec->mutable_checkpoint_policy()->set_best_metric(*key);  // the server checks the name
+  }
+  if (args.Has("register-best")) spec->mutable_checkpoint_policy()->set_register_best(true);
   return absl::OkStatus();
 }
 

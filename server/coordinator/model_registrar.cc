@@ -1,5 +1,6 @@
 #include "server/coordinator/model_registrar.h"
 
+#include <iterator>
 #include <map>
 #include <optional>
 
@@ -95,6 +96,39 @@ v1::ModelVersion ModelVersionOf(const std::string& job_id, const std::string& ow
 
 }  // namespace
 
+absl::StatusOr<ModelRegistrar::RegisteredCheckpoint> ModelRegistrar::Choose(
+    const std::string& job_id, const v1::JobSpec& spec, const v1::JobResult& result,
+    const v1::CheckpointSaved& final_checkpoint) {
+  RegisteredCheckpoint chosen{result, final_checkpoint};
+  if (!spec.checkpoint_policy().register_best()) return chosen;
+  // The lowest fom of the checkpoints retention kept; ties go to the newest, so the final
+  // checkpoint stays the model unless an earlier one scored strictly better.
+  ASSIGN_OR_RETURN(std::optional<v1::CheckpointSaved> best, jobs_.BestCheckpoint(job_id));
+  if (!best.has_value() || best->sha256() == final_checkpoint.sha256()) return chosen;
+  // Its validation point has the metrics and histograms the version is registered with (the rank
+  // reports it before the upload that carries the fom).
+  absl::StatusOr<v1::ValidationPoint> point = jobs_.GetValidationPoint(job_id, best->step());
+  if (absl::IsNotFound(point.status())) return chosen;  // a curve point lost: the final one
+  RETURN_IF_ERROR(point.status());
+  v1::JobResult& r = chosen.result;
+  r.set_checkpoint_sha256(best->sha256());
+  r.set_checkpoint_size_bytes(best->size_bytes());
+  // Training figures (data_stall_fraction) stay; every validation figure is the point's.
+  auto* metrics = r.mutable_metrics();
+  for (auto it = metrics->begin(); it != metrics->end();) {
+    it = it->first == "data_stall_fraction" ? std::next(it) : metrics->erase(it);
+  }
+  metrics->insert(point->metrics().begin(), point->metrics().end());
+  *r.mutable_histograms() = point->histograms();
+  // The BF16 check compared the final model's two precisions, not this one's.
+  r.mutable_bf16()->set_state(v1::Bf16Check::STATE_NOT_CHECKED);
+  r.mutable_bf16()->set_reason(
+      absl::StrCat("the BF16 check ran on the final checkpoint (step ", final_checkpoint.step(),
+                   "); checkpoint_policy.register_best registered the one of step ", best->step()));
+  chosen.checkpoint = *best;
+  return chosen;
+}
+
 absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
                                                      const std::string& owner,
                                                      const v1::JobSpec& spec,
@@ -102,19 +136,24 @@ absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
   RETURN_IF_ERROR(ValidateSha256(result.checkpoint_sha256(), "result.checkpoint_sha256"));
   // Only a checkpoint this job uploaded: never another job's (another tenant's) checkpoint or a
   // dataset blob that a worker names.
-  ASSIGN_OR_RETURN(bool own, jobs_.HasCheckpoint(job_id, result.checkpoint_sha256()));
-  if (!own) {
+  ASSIGN_OR_RETURN(std::optional<v1::CheckpointSaved> final_checkpoint,
+                   jobs_.FindCheckpoint(job_id, result.checkpoint_sha256()));
+  if (!final_checkpoint.has_value()) {
     return absl::FailedPreconditionError(
         absl::StrCat("result.checkpoint_sha256: ", result.checkpoint_sha256(),
                      " is not a checkpoint job ", job_id, " uploaded; a job registers its own"));
   }
-  ASSIGN_OR_RETURN(int64_t size, blobs_.Size(result.checkpoint_sha256()));
-  if (size != result.checkpoint_size_bytes()) {
+  ASSIGN_OR_RETURN(RegisteredCheckpoint chosen, Choose(job_id, spec, result, *final_checkpoint));
+  const v1::JobResult& registered = chosen.result;
+  ASSIGN_OR_RETURN(int64_t size, blobs_.Size(registered.checkpoint_sha256()));
+  if (size != registered.checkpoint_size_bytes()) {
     return absl::FailedPreconditionError(
-        absl::StrCat("checkpoint ", result.checkpoint_sha256(), " has ", size,
-                     " bytes stored but the result says ", result.checkpoint_size_bytes()));
+        absl::StrCat("checkpoint ", registered.checkpoint_sha256(), " has ", size,
+                     " bytes stored but the result says ", registered.checkpoint_size_bytes()));
   }
-  v1::ModelVersion version = ModelVersionOf(job_id, owner, spec, result, size);
+  v1::ModelVersion version = ModelVersionOf(job_id, owner, spec, registered, size);
+  version.mutable_lineage()->set_checkpoint_step(chosen.checkpoint.step());
+  version.mutable_lineage()->set_checkpoint_epoch(chosen.checkpoint.epoch());
   // A study's trial job: its study and trial go into the lineage (the labels are the user's to
   // set, so the study's own record of the job decides).
   if (spec.labels().count("study")) {
@@ -130,8 +169,8 @@ absl::StatusOr<std::string> ModelRegistrar::Register(const std::string& job_id,
   RETURN_IF_ERROR(jobs_.SetModelRef(job_id, model_ref));
   v1::JobEvent event;
   event.mutable_model_registered()->set_model_ref(model_ref);
-  event.mutable_model_registered()->mutable_metrics()->insert(result.metrics().begin(),
-                                                              result.metrics().end());
+  event.mutable_model_registered()->mutable_metrics()->insert(registered.metrics().begin(),
+                                                              registered.metrics().end());
   RETURN_IF_ERROR(jobs_.AppendEvent(job_id, event).status());
   return model_ref;
 }

@@ -39,6 +39,8 @@ const std::vector<CalibrationEntry>& CalibrationTable() {
       {"tiny-spots", v1::DEVICE_KIND_CPU, 4.7,
        "as tiny-template: tests/bench/recipe_probe.sh trained both at 11-12 samples/s side by side "
        "(1 thread, batch 16, 2026-12-02)"},
+      {"tiny-smeared", v1::DEVICE_KIND_CPU, 4.7,
+       "as tiny-spots (the same networks; smeared spots, a frozen template and another rate)"},
       {"3dgan-25", v1::DEVICE_KIND_CPU, 2.417,
        "dp_scaling_bench, 1 rank x 1 thread, batch 32, quiet 2-core machine"},
   };

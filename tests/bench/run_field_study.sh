@@ -22,6 +22,9 @@
 #   SHOWERS WORKERS HARD (1: the hard toy MC, for training and every reference) CLASSIFIER_SEEDS
 #   VALIDATION_SEEDS ("reference floor") TEST_SEEDS SEALED OUT_DIR (keeps the samples and reports)
 #   LEAVE_OUT ("centre half_width" in GeV; empty = train on every energy)
+#   BEST_METRIC (a validation metric, e.g. auc_features: the generators validate the start and a
+#   checkpoint every CHECKPOINT_STEPS steps on their hold-out and register the one it scores
+#   lowest, checkpoint_policy.register_best; empty = the last checkpoint) CHECKPOINT_STEPS (50)
 #   PORT_BASE (worker w rendezvous on PORT_BASE + 50 w ... + 49; default 31000) JSON_OUT STACK_KEEP REQUIRE_ALL (1: fail unless every report has every metric of the table)
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/stack.sh"
@@ -46,6 +49,8 @@ classifier_seeds="${CLASSIFIER_SEEDS:-3}"
 read -r validation_ref validation_floor <<<"${VALIDATION_SEEDS:-101 102}"
 read -r test_ref test_floor <<<"${TEST_SEEDS:-901 902}"
 sealed="${SEALED:-0}"
+best_metric="${BEST_METRIC:-}"
+checkpoint_steps="${CHECKPOINT_STEPS:-50}"
 out_dir="${OUT_DIR:-$stack_work/out}"
 mkdir -p "$out_dir"
 read -r leave_centre leave_half <<<"${LEAVE_OUT:-}"
@@ -72,6 +77,11 @@ stack_wait_workers "$workers"
 
 # One job per generator seed and per baseline; all queue at once, WORKERS of them train at a time.
 submit() {  # name preset seed
+  local policy='"checkpointPolicy": {"everySteps": 0, "keepLast": 1},'
+  if [[ -n "$best_metric" && "$2" != baseline-* ]]; then
+    policy="\"checkpointPolicy\": {\"everySteps\": $checkpoint_steps, \"keepLast\": 1, \"keepBest\": true,
+                        \"bestMetric\": \"$best_metric\", \"registerBest\": true},"
+  fi
   cat >"$stack_work/$1.json" <<JSON
 {
   "displayName": "$1",
@@ -82,7 +92,7 @@ submit() {  # name preset seed
   "resourcesPerRank": {"threads": $threads},
   "hyperParameters": {"epochs": $epochs, "batchPerRank": $batch, "learningRate": $lr,
                       "lrDecayTo": $lr_decay_to, "seed": "$3"},
-  "checkpointPolicy": {"everySteps": 0, "keepLast": 1},
+  $policy
   "validation": {"holdoutFraction": $holdout$leave_out_json},
   "modelName": "$1"
 }
@@ -95,11 +105,32 @@ for seed in $seeds; do names+=("gen-s$seed"); jobs["gen-s$seed"]="$(submit "fiel
 for b in $baselines; do names+=("$b"); jobs["$b"]="$(submit "field-$b" "$b" 1)"; done
 t0="$(date +%s)"
 declare -A models
+# The hold-out's validation curve and the checkpoint register_best chose from it (the lowest,
+# ties to the newest; with REQUIRE_ALL=1 anything else fails the study).
+read -r -d '' chosen_py <<'PY' || true
+import json, sys
+job_path, model_path, metric, name, require = sys.argv[1:6]
+curve = json.load(open(job_path)).get("validationCurve", [])
+scored = [(int(p.get("step", 0)), p["metrics"][metric]) for p in curve if metric in p["metrics"]]
+step = int(json.load(open(model_path)).get("lineage", {}).get("checkpointStep", 0))
+print(f"RESULT {name}: hold-out {metric} by step: "
+      + ", ".join(f"{s}: {v:.4g}" for s, v in scored) + f"; registered step {step}")
+if require == "1":
+    best = min(scored, key=lambda sv: (sv[1], -sv[0]))[0] if scored else None
+    if best is None or step != best:
+        sys.exit(f"{name}: registered step {step}, but the curve's lowest {metric} is at {best}")
+PY
 for name in "${names[@]}"; do
   gantry jobs watch "${jobs[$name]}" >"$stack_work/$name.watch.log" 2>&1 || {
     tail -30 "$stack_work/$name.watch.log"; echo "job $name failed" >&2; exit 1; }
   models[$name]="$(gantry jobs get "${jobs[$name]}" --json | json_field modelRef)"
   echo "RESULT $name: model ${models[$name]}, $(( $(date +%s) - t0 )) s after the first submit"
+  if [[ -n "$best_metric" && "$name" != baseline-* ]]; then
+    gantry jobs get "${jobs[$name]}" --json >"$out_dir/$name.job.json"
+    gantry models get "${models[$name]}" --json >"$out_dir/$name.model.json"
+    /usr/bin/python3 -c "$chosen_py" "$out_dir/$name.job.json" "$out_dir/$name.model.json" \
+      "$best_metric" "$name" "${REQUIRE_ALL:-0}"
+  fi
 done
 
 echo "== the Monte Carlo samples"

@@ -102,6 +102,13 @@ TEST(JobSpecBuilderTest, KeepBestSetsTheCheckpointPolicyField) {
   auto plain = Build({"--preset", "tiny", "--keep-last", "2"});
   ASSERT_TRUE(plain.ok()) << plain.status();
   EXPECT_FALSE(plain->checkpoint_policy().keep_best());
+  EXPECT_TRUE(plain->checkpoint_policy().best_metric().empty());
+  EXPECT_FALSE(plain->checkpoint_policy().register_best());
+  auto chosen =
+      Build({"--preset", "tiny", "--keep-best", "--best-metric", "sep_mean", "--register-best"});
+  ASSERT_TRUE(chosen.ok()) << chosen.status();
+  EXPECT_EQ(chosen->checkpoint_policy().best_metric(), "sep_mean");
+  EXPECT_TRUE(chosen->checkpoint_policy().register_best());
 }
 
 TEST(JobSpecBuilderTest, LeaveOutSetsTheBandAndRefusesWhatIsNotOne) {

@@ -1329,6 +1329,26 @@ TEST(ModelsTest, ResidualWithoutNoiseIsOneShowerPerEnergy) {
   EXPECT_TRUE(reference->template_residual_noise);
 }
 
+// tiny-smeared is tiny-spots' networks started at the smeared-spots baseline (docs/MODELS.md).
+TEST(ModelsTest, TinySmearedIsTinySpotsStartedAtTheSmearedBaseline) {
+  const ModelConfig spots = Preset("tiny-spots");
+  const ModelConfig c = Preset("tiny-smeared");
+  EXPECT_EQ(c.preset, "tiny-smeared");
+  EXPECT_TRUE(c.generator_spots);
+  EXPECT_TRUE(c.ecal_loss_batch_mean);
+  EXPECT_EQ(c.generator_spot_shape, 1.0);
+  EXPECT_EQ(c.template_learning_rate_scale, 0.0);
+  EXPECT_EQ(c.template_residual_init, 0.0);
+  EXPECT_EQ(c.discriminator_learning_rate_scale, 4.0);
+  EXPECT_DOUBLE_EQ(c.learning_rate, 7.5e-5);
+  EXPECT_TRUE(ValidateModelConfig(c).ok()) << ValidateModelConfig(c);
+  EXPECT_EQ(TrainableParameters(*Generator(c)), TrainableParameters(*Generator(spots)));
+  EXPECT_EQ(TrainableParameters(*Discriminator(c)), TrainableParameters(*Discriminator(spots)));
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(SerializeModelConfig(*back), SerializeModelConfig(c));
+}
+
 // A config from a job or a checkpoint cannot ask for networks of billions of parameters.
 TEST(ModelsTest, ConfigsAreBoundedBeforeAnyNetworkIsBuilt) {
   auto refused = [](const ModelConfig& c, const std::string& fragment) {

@@ -101,8 +101,7 @@ std::vector<Row> Table() {
       {"a latent wider than a worker builds",
        [](S* s) { s->mutable_model_overrides()->set_latent_size(gan::kMaxLatent + 1); },
        "spec.model_overrides.latent_size"},
-      {"a negative override",
-       [](S* s) { s->mutable_model_overrides()->set_latent_size(-1); },
+      {"a negative override", [](S* s) { s->mutable_model_overrides()->set_latent_size(-1); },
        "spec.model_overrides.latent_size"},
       {"no epochs", [](S* s) { s->mutable_hyper_parameters()->clear_epochs(); },
        "spec.hyper_parameters.epochs"},
@@ -174,6 +173,18 @@ std::vector<Row> Table() {
          s->mutable_checkpoint_policy()->set_keep_best(true);
        },
        "spec.checkpoint_policy.keep_best"},
+      {"a best metric without keep_best",
+       [](S* s) { s->mutable_checkpoint_policy()->set_best_metric("sep_mean"); },
+       "spec.checkpoint_policy.best_metric"},
+      {"a best metric that is no lower-is-better validation metric",
+       [](S* s) {
+         s->mutable_checkpoint_policy()->set_keep_best(true);
+         s->mutable_checkpoint_policy()->set_best_metric("auc_features_spread");
+       },
+       "spec.checkpoint_policy.best_metric"},
+      {"register_best without keep_best",
+       [](S* s) { s->mutable_checkpoint_policy()->set_register_best(true); },
+       "spec.checkpoint_policy.register_best"},
       {"checkpoints kept above the bound",
        [](S* s) { s->mutable_checkpoint_policy()->set_keep_last(jobspec::kMaxKeepLast + 1); },
        "spec.checkpoint_policy.keep_last"},
@@ -188,10 +199,11 @@ std::vector<Row> Table() {
        },
        "spec.data_split.validation_fold"},
       {"prefetching beyond the bound",
-       [](S* s) { s->mutable_data_pipeline()->set_prefetch_batches(jobspec::kMaxPrefetchBatches + 1); },
+       [](S* s) {
+         s->mutable_data_pipeline()->set_prefetch_batches(jobspec::kMaxPrefetchBatches + 1);
+       },
        "spec.data_pipeline.prefetch_batches"},
-      {"negative loader threads",
-       [](S* s) { s->mutable_data_pipeline()->set_loader_threads(-1); },
+      {"negative loader threads", [](S* s) { s->mutable_data_pipeline()->set_loader_threads(-1); },
        "spec.data_pipeline.loader_threads"},
   };
 }
@@ -250,6 +262,19 @@ TEST(JobPlanTest, ThePlanCarriesTheSpec) {
   plan = jobspec::PlanJob(spec);
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_TRUE(plan->bf16_autocast);
+  EXPECT_FALSE(plan->keep_best);
+  EXPECT_EQ(plan->best_metric, "fom");
+  EXPECT_FALSE(plan->register_best);
+  for (const char* metric : jobspec::kBestMetrics) {
+    spec.mutable_checkpoint_policy()->set_keep_best(true);
+    spec.mutable_checkpoint_policy()->set_best_metric(metric);
+    spec.mutable_checkpoint_policy()->set_register_best(true);
+    plan = jobspec::PlanJob(spec);
+    ASSERT_TRUE(plan.ok()) << plan.status();
+    EXPECT_TRUE(plan->keep_best);
+    EXPECT_EQ(plan->best_metric, metric);
+    EXPECT_TRUE(plan->register_best);
+  }
 
   spec = Good();
   spec.set_model_preset("baseline-template");

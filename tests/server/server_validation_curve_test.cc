@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/server/driver_worker.h"
 #include "tests/server/server_fixture.h"
 
@@ -33,13 +34,15 @@ class ServerValidationCurveTest : public ServerFixture {
     std::unique_ptr<DriverWorker> worker;
     v1::Assignment assignment;
   };
-  Running StartRunningJob(const std::string& name, const std::string& model_name) {
+  Running StartRunningJob(const std::string& name, const std::string& model_name,
+                          const v1::CheckpointPolicy& policy = {}) {
     Running r;
     r.worker = std::make_unique<DriverWorker>(channel_, join_, name, 1);
     EXPECT_TRUE(r.worker->status().ok()) << Describe(r.worker->status());
     v1::JobSpec spec = GoodSpec();
     spec.set_world_size(1);
     spec.set_model_name(model_name);
+    *spec.mutable_checkpoint_policy() = policy;
     r.job = SubmitJob(token_, spec);
     std::optional<v1::ServerMessage> m = r.worker->Next();
     EXPECT_TRUE(m && m->has_assignment());
@@ -70,6 +73,44 @@ class ServerValidationCurveTest : public ServerFixture {
       h->add_generated(i + 1);
     }
     return request;
+  }
+
+  // The rank of `r` uploads checkpoints of steps 0, 10, 20, ... scored fom[i] (keep_best), each
+  // after its point (Report: fom, eprof 3 fom, a histogram), then sends its result naming the last
+  // (the final validation's metrics, a training figure, a histogram "final", BF16 available).
+  // Returns the registered version (GetModel) and the checkpoints' sha256 in `shas`.
+  v1::ModelVersion TrainAndRegister(const Running& r, const std::vector<double>& fom,
+                                    std::vector<std::string>* shas) {
+    const std::string id = r.job.id();
+    const std::string rank = r.assignment.rank_credential();
+    for (size_t i = 0; i < fom.size(); ++i) {
+      const int64_t step = 10 * static_cast<int64_t>(i);
+      EXPECT_TRUE(Send(rank, Report(id, step, fom[i])).ok());
+      const std::string bytes = absl::StrCat(id, " weights of step ", step);
+      grpc::Status s = UploadCheckpointAt(channel_, rank, id, bytes, step, 0, fom[i]);
+      EXPECT_TRUE(s.ok()) << Describe(s);
+      shas->push_back(Sha256Hex(bytes));
+    }
+    v1::WorkerMessage message;
+    v1::JobResult* result = message.mutable_result();
+    result->set_success(true);
+    result->set_checkpoint_sha256(shas->back());
+    result->set_checkpoint_size_bytes(
+        static_cast<int64_t>(absl::StrCat(id, " weights of step ", 10 * (fom.size() - 1)).size()));
+    (*result->mutable_metrics())["fom"] = fom.back();
+    (*result->mutable_metrics())["eprof"] = 3 * fom.back();
+    (*result->mutable_metrics())["data_stall_fraction"] = 0.01;
+    result->add_histograms()->set_name("final");
+    result->mutable_bf16()->set_state(v1::Bf16Check::STATE_AVAILABLE);
+    r.worker->Send(id, message);
+    const v1::Job job = WaitForJob(token_, id, v1::JOB_STATE_SUCCEEDED, 10000);
+    EXPECT_EQ(job.state(), v1::JOB_STATE_SUCCEEDED) << job.DebugString();
+    v1::GetModelRequest get;
+    get.set_model(job.model_ref());
+    v1::ModelVersion model;
+    grpc::Status s = catalog_->GetModel(Ctx(token_).get(), get, &model);
+    EXPECT_TRUE(s.ok()) << Describe(s);
+    return model;
   }
 
   grpc::Status Send(const std::string& bearer, const v1::ReportValidationRequest& request) {
@@ -151,6 +192,57 @@ TEST_F(ServerValidationCurveTest, PointsAreStoredShownWatchedAndCarriedToTheMode
   EXPECT_EQ(model.validation_curve(2).step(), 30);
   EXPECT_DOUBLE_EQ(model.validation_curve(2).metrics().at("eprof"), 3 * 0.2);
   r.worker->RankStatus(id, 0, v1::RANK_PHASE_EXITED);
+}
+
+TEST_F(ServerValidationCurveTest, RegisterBestRegistersTheLowestFomCheckpointWithItsPoint) {
+  v1::CheckpointPolicy best_policy;
+  best_policy.set_keep_best(true);
+  best_policy.set_best_metric("sep_mean");
+  best_policy.set_register_best(true);
+  struct Case {
+    const char* name;
+    bool register_best;
+    std::vector<double> fom;
+    size_t registered;  // index of the checkpoint that becomes the model
+  };
+  const Case cases[] = {
+      {"an-earlier-checkpoint", true, {0.6, 0.2, 0.5}, 1},
+      {"the-start", true, {0.1, 0.2, 0.5}, 0},
+      {"the-final-one-best", true, {0.6, 0.2, 0.1}, 2},
+      {"the-final-one-tied", true, {0.6, 0.2, 0.2}, 2},
+      {"keep-best-alone", false, {0.6, 0.2, 0.5}, 2},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    v1::CheckpointPolicy policy = best_policy;
+    policy.set_register_best(c.register_best);
+    Running r = StartRunningJob(c.name, c.name, policy);
+    ASSERT_NE(r.worker, nullptr);
+    std::vector<std::string> shas;
+    const v1::ModelVersion model = TrainAndRegister(r, c.fom, &shas);
+    ASSERT_EQ(shas.size(), 3u);
+    const int64_t step = 10 * static_cast<int64_t>(c.registered);
+    const double fom = c.fom[c.registered];
+    EXPECT_EQ(model.checkpoint_sha256(), shas[c.registered]);
+    EXPECT_EQ(model.lineage().checkpoint_step(), step);
+    EXPECT_EQ(model.lineage().checkpoint_epoch(), static_cast<int>(step / 10));
+    EXPECT_DOUBLE_EQ(model.metrics().at("fom"), fom);
+    EXPECT_DOUBLE_EQ(model.metrics().at("eprof"), 3 * fom);
+    EXPECT_DOUBLE_EQ(model.metrics().at("data_stall_fraction"), 0.01) << "training figures stay";
+    ASSERT_EQ(model.histograms_size(), 1);
+    if (c.registered == 2) {  // the final validation's result, as without register_best
+      EXPECT_EQ(model.histograms(0).name(), "final");
+      EXPECT_EQ(model.bf16().state(), v1::Bf16Check::STATE_AVAILABLE);
+    } else {
+      EXPECT_EQ(model.histograms(0).name(), "longitudinal_profile") << "the point's histograms";
+      EXPECT_EQ(model.histograms(0).generated_size(), 25);
+      EXPECT_EQ(model.bf16().state(), v1::Bf16Check::STATE_NOT_CHECKED);
+      EXPECT_NE(model.bf16().reason().find(absl::StrCat("step ", step)), std::string::npos)
+          << model.bf16().reason();
+    }
+    EXPECT_EQ(model.validation_curve_size(), 3) << "the whole curve, whichever is registered";
+    r.worker->RankStatus(r.job.id(), 0, v1::RANK_PHASE_EXITED);
+  }
 }
 
 TEST_F(ServerValidationCurveTest, AReportIsScopedToTheReportersJobAttempt) {

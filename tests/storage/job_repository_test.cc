@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 #include <optional>
@@ -485,10 +486,47 @@ TEST_F(JobRepositoryTest, KeepBestKeepsTheLowestFomCheckpointBeyondKeepLast) {
     }
   }
   EXPECT_EQ(foms, (std::vector<double>{0.9, 0.2, 0.5}));
+  // The best of the live ones, and any one as recorded (c is expired, still recorded).
+  auto best = jobs.BestCheckpoint(id);
+  ASSERT_TRUE(best.ok()) << best.status();
+  ASSERT_TRUE(best->has_value());
+  EXPECT_EQ((*best)->sha256(), std::string(64, 'b'));
+  EXPECT_EQ((*best)->step(), 20);
+  EXPECT_EQ((*best)->epoch(), 2);
+  EXPECT_EQ((*best)->size_bytes(), 100);
+  EXPECT_DOUBLE_EQ((*best)->fom(), 0.2);
+  auto found = jobs.FindCheckpoint(id, std::string(64, 'c'));
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_EQ((*found)->step(), 30);
+  EXPECT_DOUBLE_EQ((*found)->fom(), 0.5);
+  found = jobs.FindCheckpoint(id, std::string(64, 'd'));
+  ASSERT_TRUE(found.ok() && found->has_value());
+  EXPECT_FALSE((*found)->has_fom());
+  found = jobs.FindCheckpoint(id, std::string(64, 'e'));
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+  // Another job's checkpoints are not this one's.
+  auto other = jobs.Create("alice", Spec("other"), "");
+  ASSERT_TRUE(other.ok());
+  found = jobs.FindCheckpoint(other->id(), std::string(64, 'b'));
+  ASSERT_TRUE(found.ok());
+  EXPECT_FALSE(found->has_value());
+  best = jobs.BestCheckpoint(other->id());
+  ASSERT_TRUE(best.ok());
+  EXPECT_FALSE(best->has_value());
+  // A tie goes to the newest step, as retention keeps it.
+  ASSERT_TRUE(jobs.RecordCheckpoint(id, 0, saved('f', 50, 0.2)).ok());
+  best = jobs.BestCheckpoint(id);
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->sha256(), std::string(64, 'f'));
   // Without keep_best the best one is just older than the newest keep_last.
   expired = jobs.ExpireCheckpoints(id, 1, /*keep_best=*/false);
   ASSERT_TRUE(expired.ok());
-  EXPECT_EQ(*expired, std::vector<std::string>{std::string(64, 'b')});
+  std::sort(expired->begin(), expired->end());
+  EXPECT_EQ(*expired, (std::vector<std::string>{std::string(64, 'b'), std::string(64, 'd')}));
+  best = jobs.BestCheckpoint(id);
+  ASSERT_TRUE(best.ok() && best->has_value());
+  EXPECT_EQ((*best)->sha256(), std::string(64, 'f')) << "expired ones are never the best";
 }
 
 }  // namespace gantry::storage

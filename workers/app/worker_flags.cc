@@ -100,7 +100,8 @@ ABSL_FLAG(std::string, bind_host, "", "rank: this worker's advertise host");
 ABSL_FLAG(int64_t, max_steps_per_epoch, 0, "rank (tests): steps per epoch at most");
 
 // local-train
-ABSL_FLAG(std::string, preset, "tiny", "local-train: 3dgan-25 | 3dgan-51 | tiny | tiny-template | tiny-spots");
+ABSL_FLAG(std::string, preset, "tiny",
+          "local-train: 3dgan-25 | 3dgan-51 | tiny | tiny-template | tiny-spots | tiny-smeared");
 ABSL_FLAG(std::string, data, "", "local-train: toymc:... spec or HDF5 file");
 ABSL_FLAG(std::string, resume, "", "local-train: checkpoint to continue from");
 ABSL_FLAG(int64_t, epochs, 1, "local-train: epochs");

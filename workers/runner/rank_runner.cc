@@ -413,8 +413,9 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
     if (plan_.keep_best && plan_.validation && !CheckpointAndStopRequested() && !StopRequested()) {
       validation = Validate(trainer, &result_, /*final_validation=*/true);
       validated = true;
-      if (validation.ok() && std::isfinite(result_.metrics().at("fom"))) {
-        fom = result_.metrics().at("fom");
+      if (auto it = result_.metrics().find(plan_.best_metric);
+          validation.ok() && it != result_.metrics().end() && std::isfinite(it->second)) {
+        fom = it->second;
       }
     }
     RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true, absl::ZeroDuration(), fom));
@@ -467,6 +468,11 @@ absl::Status RankRunner::TrainLoop(gan::Trainer& trainer) {
                          trainer.state().step,
                          static_cast<double>(trainer.batch_size()) * world_size_);
   const auto start = std::chrono::steady_clock::now();
+  // keep_best: the untrained model (a fresh start's, or a fine-tune's parent) is a candidate too.
+  if (rank_ == 0 && plan_.keep_best && plan_.validation && trainer.state().step == 0 &&
+      trainer.state().epoch < plan_.epochs) {
+    RETURN_IF_ERROR(PeriodicCheckpoint(trainer));
+  }
   while (trainer.state().epoch < plan_.epochs) {
     if (StopRequested()) {
       return absl::CancelledError(
@@ -516,12 +522,13 @@ absl::Status RankRunner::PeriodicCheckpoint(gan::Trainer& trainer) {
   std::optional<v1::ValidationPoint> point;
   if (plan_.validation) point = ValidateCheckpoint(trainer);
   if (plan_.keep_best && point.has_value()) {
-    if (auto it = point->metrics().find("fom"); it != point->metrics().end()) {
+    if (auto it = point->metrics().find(plan_.best_metric); it != point->metrics().end()) {
       fom = it->second;
     } else {
       // Uploaded without a fom: a restart point, never the best.
-      Log("WARNING", absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ",
-                                  trainer.state().step, " has no finite fom; it is not scored"));
+      Log("WARNING",
+          absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ", trainer.state().step,
+                       " has no finite ", plan_.best_metric, "; it is not scored"));
     }
   }
   return SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(), fom,
