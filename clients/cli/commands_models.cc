@@ -179,7 +179,11 @@ absl::Status Get(CommandContext& context) {
       {"Theta [rad]", FormatRange(m.theta_range_rad())},
       {"Left out", LeftOutSummary(m)},
       {"Checkpoint",
-       absl::StrCat(FormatBytes(m.checkpoint_size_bytes()), " sha256 ", m.checkpoint_sha256())},
+       absl::StrCat(FormatBytes(m.checkpoint_size_bytes()), " sha256 ", m.checkpoint_sha256(),
+                    lineage.has_checkpoint_step()
+                        ? absl::StrCat(" (epoch ", lineage.checkpoint_epoch(), ", step ",
+                                       lineage.checkpoint_step(), ")")
+                        : "")},
       {"Metrics", FormatMetrics(OtherThanField(m.metrics()))},
       {"bf16", FormatBf16(m.bf16())},
       {"Job", lineage.job_id()},

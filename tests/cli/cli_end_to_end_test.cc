@@ -532,6 +532,8 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   model.mutable_energy_range_gev()->set_min(10);
   model.mutable_energy_range_gev()->set_max(500);
   model.mutable_lineage()->set_model_preset("3dgan-25");
+  model.mutable_lineage()->set_checkpoint_step(0);  // register_best chose the untrained start
+  model.mutable_lineage()->set_checkpoint_epoch(0);
   (*model.mutable_metrics())["fom"] = 0.0421;
   v1::Histogram* profile = model.add_histograms();
   profile->set_name("longitudinal_profile");
@@ -552,6 +554,10 @@ TEST_F(CliEndToEndTest, ModelsAndGeneration) {
   auto got = ParseJson<v1::ModelVersion>(get.out);
   EXPECT_EQ(got.version(), 1);
   EXPECT_THAT(got.aliases(), ::testing::ElementsAre("champion"));
+  EXPECT_TRUE(got.lineage().has_checkpoint_step()) << "step 0 is recorded, not left out";
+  CommandResult plain = Alice({"models", "get", "ele:1"});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_THAT(plain.out, HasSubstr("(epoch 0, step 0)"));
 
   CommandResult histogram =
       Alice({"models", "get", "ele:1", "--histogram", "longitudinal_profile"});

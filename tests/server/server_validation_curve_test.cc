@@ -224,6 +224,7 @@ TEST_F(ServerValidationCurveTest, RegisterBestRegistersTheLowestFomCheckpointWit
     const int64_t step = 10 * static_cast<int64_t>(c.registered);
     const double fom = c.fom[c.registered];
     EXPECT_EQ(model.checkpoint_sha256(), shas[c.registered]);
+    EXPECT_TRUE(model.lineage().has_checkpoint_step());
     EXPECT_EQ(model.lineage().checkpoint_step(), step);
     EXPECT_EQ(model.lineage().checkpoint_epoch(), static_cast<int>(step / 10));
     EXPECT_DOUBLE_EQ(model.metrics().at("fom"), fom);

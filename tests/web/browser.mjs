@@ -176,6 +176,10 @@ try {
   // The validity domain: the energy range it was trained on, the angle, no left-out band.
   check(pageText.includes("fixed: normal incidence only"), "the angle of a fixed-angle model is not shown");
   check((await texts('[data-fact="left-out"]'))[0] === "—", "a model trained on every energy shows a left-out band");
+  // Which checkpoint of the job the version is (the last one: no register_best).
+  const checkpointFact = (await texts('[data-fact="checkpoint"]'))[0];
+  check(checkpointFact === `epoch ${model.lineage.checkpointEpoch ?? 0}, step ${model.lineage.checkpointStep}` &&
+        Number(model.lineage.checkpointStep) > 0, `the checkpoint fact reads ${checkpointFact}`);
   // The model card: a download of the registry's card, the same JSON GetModel returns.
   const download = await page.$eval('a[data-card="download"]', (a) => ({ name: a.getAttribute("download"), href: a.href }));
   check(download.name === "web-ele-1.card.json" && download.href.startsWith("blob:"), `the model card downloads as ${JSON.stringify(download)}`);

@@ -22,6 +22,8 @@ export interface Lineage {
   codeVersion?: string;
   parentModel?: string;
   modelPreset?: string;
+  checkpointStep?: string|number;
+  checkpointEpoch?: number;
 }
 
 export interface ValidationPoint {
