@@ -295,19 +295,6 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
   return job;
 }
 
-absl::StatusOr<bool> JobRepository::HasCheckpoint(const std::string& id,
-                                                  const std::string& sha256) {
-  bool found = false;
-  RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
-    pqxx::result r = tx.Exec("job_has_checkpoint",
-                             "SELECT 1 FROM job_checkpoints WHERE job_id = $1 AND sha256 = $2",
-                             id, sha256);
-    found = !r.empty();
-    return absl::OkStatus();
-  }));
-  return found;
-}
-
 namespace {
 
 // A job_checkpoints row of (sha256, epoch, step, size_bytes, fom).

@@ -78,10 +78,6 @@ class JobRepository {
   absl::StatusOr<bool> RecordCheckpoint(const std::string& id, int attempt,
                                         const gantry::v1::CheckpointSaved& saved);
 
-  // Whether `sha256` is a checkpoint the job uploaded (recorded by RecordCheckpoint; retention may
-  // have expired it since).
-  absl::StatusOr<bool> HasCheckpoint(const std::string& id, const std::string& sha256);
-
   // The job's checkpoint `sha256` as RecordCheckpoint stored it (retention may have expired it
   // since); nullopt when the job uploaded none such.
   absl::StatusOr<std::optional<gantry::v1::CheckpointSaved>> FindCheckpoint(
