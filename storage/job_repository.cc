@@ -297,6 +297,12 @@ absl::StatusOr<Job> JobRepository::BeginRestart(const std::string& id,
 
 namespace {
 
+// The job's checkpoints keep_best may keep, best first: the lowest fom, ties to the newest step
+// (BestCheckpoint and ExpireCheckpoints agree on it).
+#define BEST_CHECKPOINTS                                                               \
+  "FROM job_checkpoints WHERE job_id = $1 AND deleted_at IS NULL AND fom IS NOT NULL " \
+  "ORDER BY fom ASC, step DESC, sha256 ASC"
+
 // A job_checkpoints row of (sha256, epoch, step, size_bytes, fom).
 gantry::v1::CheckpointSaved CheckpointOfRow(const pqxx::row& row) {
   gantry::v1::CheckpointSaved c;
@@ -330,11 +336,9 @@ absl::StatusOr<std::optional<gantry::v1::CheckpointSaved>> JobRepository::BestCh
   std::optional<gantry::v1::CheckpointSaved> best;
   RETURN_IF_ERROR(db_.Transact([&](Transaction& tx) -> absl::Status {
     best.reset();
-    pqxx::result r = tx.Exec(
-        "job_best_checkpoint",
-        "SELECT sha256, epoch, step, size_bytes, fom FROM job_checkpoints WHERE job_id = $1 AND "
-        "deleted_at IS NULL AND fom IS NOT NULL ORDER BY fom ASC, step DESC, sha256 ASC LIMIT 1",
-        id);
+    pqxx::result r =
+        tx.Exec("job_best_checkpoint",
+                "SELECT sha256, epoch, step, size_bytes, fom " BEST_CHECKPOINTS " LIMIT 1", id);
     if (!r.empty()) best = CheckpointOfRow(r[0]);
     return absl::OkStatus();
   }));
@@ -387,16 +391,15 @@ absl::StatusOr<std::vector<std::string>> JobRepository::ExpireCheckpoints(const 
     // Behind the newest keep_last steps (every checkpoint of a kept step stays: ranks that stop
     // together upload equal states as different files, and any of them may be the latest), and
     // not (keep_best) the lowest fom.
-    pqxx::result r = tx.Exec(
-        "job_checkpoints_expire",
-        "UPDATE job_checkpoints c SET deleted_at = now() WHERE c.job_id = $1 AND "
-        "c.deleted_at IS NULL AND c.step NOT IN (SELECT DISTINCT step FROM job_checkpoints "
-        "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC LIMIT $2) "
-        "AND NOT ($3 AND c.sha256 IN (SELECT sha256 FROM job_checkpoints WHERE job_id = $1 AND "
-        "  deleted_at IS NULL AND fom IS NOT NULL ORDER BY fom ASC, step DESC, sha256 ASC LIMIT "
-        "1)) "
-        "RETURNING c.sha256",
-        id, std::max(1, keep_last), keep_best);
+    pqxx::result r =
+        tx.Exec("job_checkpoints_expire",
+                "UPDATE job_checkpoints c SET deleted_at = now() WHERE c.job_id = $1 AND "
+                "c.deleted_at IS NULL AND c.step NOT IN (SELECT DISTINCT step FROM job_checkpoints "
+                "  WHERE job_id = $1 AND deleted_at IS NULL ORDER BY step DESC LIMIT $2) "
+                "AND NOT ($3 AND c.sha256 IN (SELECT sha256 " BEST_CHECKPOINTS
+                " LIMIT 1)) "
+                "RETURNING c.sha256",
+                id, std::max(1, keep_last), keep_best);
     for (const pqxx::row& row : r) {
       const std::string sha = row[0].as<std::string>();
       // A blob another job's checkpoint, a job's resume point or a registered model uses stays.

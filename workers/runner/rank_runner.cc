@@ -413,10 +413,7 @@ absl::Status RankRunner::FinishJob(gan::Trainer& trainer) {
     if (plan_.keep_best && plan_.validation && !CheckpointAndStopRequested() && !StopRequested()) {
       validation = Validate(trainer, &result_, /*final_validation=*/true);
       validated = true;
-      if (auto it = result_.metrics().find(plan_.best_metric);
-          validation.ok() && it != result_.metrics().end() && std::isfinite(it->second)) {
-        fom = it->second;
-      }
+      if (validation.ok()) fom = BestFigure(result_.metrics());
     }
     RETURN_IF_ERROR(SaveAndUpload(trainer, /*final_checkpoint=*/true, absl::ZeroDuration(), fom));
     final_upload = publisher_->last().upload;
@@ -522,9 +519,8 @@ absl::Status RankRunner::PeriodicCheckpoint(gan::Trainer& trainer) {
   std::optional<v1::ValidationPoint> point;
   if (plan_.validation) point = ValidateCheckpoint(trainer);
   if (plan_.keep_best && point.has_value()) {
-    if (auto it = point->metrics().find(plan_.best_metric); it != point->metrics().end()) {
-      fom = it->second;
-    } else {
+    fom = BestFigure(point->metrics());
+    if (!fom.has_value()) {
       // Uploaded without a fom: a restart point, never the best.
       Log("WARNING",
           absl::StrCat("checkpoint_policy.keep_best: the checkpoint of step ", trainer.state().step,
@@ -533,6 +529,13 @@ absl::Status RankRunner::PeriodicCheckpoint(gan::Trainer& trainer) {
   }
   return SaveAndUpload(trainer, /*final_checkpoint=*/false, absl::ZeroDuration(), fom,
                        std::move(point));
+}
+
+std::optional<double> RankRunner::BestFigure(
+    const google::protobuf::Map<std::string, double>& metrics) const {
+  const auto it = metrics.find(plan_.best_metric);
+  if (it == metrics.end() || !std::isfinite(it->second)) return std::nullopt;
+  return it->second;
 }
 
 absl::StatusOr<bool> RankRunner::AgreeOnCheckpointAndStop() {

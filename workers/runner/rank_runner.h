@@ -73,6 +73,8 @@ class RankRunner {
   // The periodic checkpoint of the step that just ended (rank 0): validated first when the job
   // validates (its point of the curve; its fom with keep_best), then published in the background.
   absl::Status PeriodicCheckpoint(gan::Trainer& trainer);
+  // checkpoint_policy.best_metric of a validation's metrics, when finite: the checkpoint's fom.
+  std::optional<double> BestFigure(const google::protobuf::Map<std::string, double>& metrics) const;
   // Whether a periodic checkpoint is due after the step that just ended.
   bool PeriodicCheckpointDue(const gan::Trainer& trainer, int64_t epoch_before) const;
   // The trainer's checkpoint through publisher_->Publish (CheckpointPublisher says how).

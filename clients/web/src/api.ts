@@ -22,7 +22,7 @@ export interface Lineage {
   codeVersion?: string;
   parentModel?: string;
   modelPreset?: string;
-  checkpointStep?: string|number;
+  checkpointStep?: string | number;
   checkpointEpoch?: number;
 }
 

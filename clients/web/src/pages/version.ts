@@ -96,33 +96,26 @@ function overview(m: ModelVersion): HTMLElement {
   const e = m.energyRangeGev;
   const t = m.thetaRangeRad;
   return h(
-      'section',
-      {'aria-labelledby': 'overview-h'},
-      h('h2', {id: 'overview-h'}, 'Overview'),
-      facts([
-        ['Owner', m.owner ?? '—'],
-        ['Visibility', (m.visibility ?? '').replace('VISIBILITY_', '').toLowerCase() || 'private'],
-        ['Preset', m.lineage?.modelPreset ?? '—'],
-        ['Particle', (m.particle ?? '').replace('PARTICLE_', '').toLowerCase() || '—'],
-        ['Energy range', e ? `${num(e.min)}–${num(e.max)} GeV` : '—'],
-        [
-          'Angle range',
-          t && t.max ? `${num(t.min)}–${num(t.max)} rad` : 'fixed: normal incidence only'
-        ],
-        ['Left out', h('span', {'data-fact': 'left-out'}, leftOutText(m))],
-        ['Tags', Object.entries(m.tags ?? {}).map(([k, v]) => `${k}=${v}`).join(', ') || '—'],
-        ['Created', when(m.createdAt)],
-        [
-          'Checkpoint',
-          h('span', {'data-fact': 'checkpoint'},
-            m.lineage?.checkpointStep !== undefined ?
-                `epoch ${m.lineage?.checkpointEpoch ?? 0}, step ${m.lineage.checkpointStep}` :
-                '—')
-        ],
-        ['Checkpoint size', bytes(m.checkpointSizeBytes)],
-        ['Checkpoint sha256', h('code', {className: 'hash'}, m.checkpointSha256 ?? '—')],
-        ['Code version', m.lineage?.codeVersion ?? '—'],
-      ]),
+    "section",
+    { "aria-labelledby": "overview-h" },
+    h("h2", { id: "overview-h" }, "Overview"),
+    facts([
+      ["Owner", m.owner ?? "—"],
+      ["Visibility", (m.visibility ?? "").replace("VISIBILITY_", "").toLowerCase() || "private"],
+      ["Preset", m.lineage?.modelPreset ?? "—"],
+      ["Particle", (m.particle ?? "").replace("PARTICLE_", "").toLowerCase() || "—"],
+      ["Energy range", e ? `${num(e.min)}–${num(e.max)} GeV` : "—"],
+      ["Angle range", t && t.max ? `${num(t.min)}–${num(t.max)} rad` : "fixed: normal incidence only"],
+      ["Left out", h("span", { "data-fact": "left-out" }, leftOutText(m))],
+      ["Tags", Object.entries(m.tags ?? {}).map(([k, v]) => `${k}=${v}`).join(", ") || "—"],
+      ["Created", when(m.createdAt)],
+      ["Checkpoint", h("span", { "data-fact": "checkpoint" }, m.lineage?.checkpointStep !== undefined
+        ? `epoch ${m.lineage?.checkpointEpoch ?? 0}, step ${m.lineage.checkpointStep}`
+        : "—")],
+      ["Checkpoint size", bytes(m.checkpointSizeBytes)],
+      ["Checkpoint sha256", h("code", { className: "hash" }, m.checkpointSha256 ?? "—")],
+      ["Code version", m.lineage?.codeVersion ?? "—"],
+    ]),
   );
 }
 
