@@ -263,6 +263,15 @@ absl::Status CheckTemplateAndProfile(const ModelConfig& c) {
   if (c.template_learning_rate_scale != 1 && !c.generator_template) {
     return Bad("template_learning_rate_scale needs generator_template=1");
   }
+  if (!(c.template_residual_learning_rate_scale >= 0 &&
+        c.template_residual_learning_rate_scale <= 10)) {
+    return Bad(
+        "template_residual_learning_rate_scale must be in [0, 10] (0: the last conv stays as "
+        "initialised)");
+  }
+  if (c.template_residual_learning_rate_scale != 1 && !c.generator_template) {
+    return Bad("template_residual_learning_rate_scale needs generator_template=1");
+  }
   if (!c.template_residual_noise && !c.generator_template) {
     return Bad(
         "template_residual_noise=0 needs generator_template=1 (its modes and spots give "
@@ -356,6 +365,7 @@ std::string SerializeModelConfig(const ModelConfig& c) {
   put("template_relative_residual", c.template_relative_residual ? "1" : "0");
   put("template_residual_noise", c.template_residual_noise ? "1" : "0");
   put("template_learning_rate_scale", num(c.template_learning_rate_scale));
+  put("template_residual_learning_rate_scale", num(c.template_residual_learning_rate_scale));
   put("discriminator_learning_rate_scale", num(c.discriminator_learning_rate_scale));
   put("template_residual_init", num(c.template_residual_init));
   put("profile_loss_weight", num(c.profile_loss_weight));
@@ -538,6 +548,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view text) {
   r.OptionalFlag("template_relative_residual", &c.template_relative_residual, false);
   r.OptionalFlag("template_residual_noise", &c.template_residual_noise, true);
   r.OptionalDouble("template_learning_rate_scale", &c.template_learning_rate_scale);
+  r.OptionalDouble("template_residual_learning_rate_scale",
+                   &c.template_residual_learning_rate_scale);
   r.OptionalDouble("discriminator_learning_rate_scale", &c.discriminator_learning_rate_scale);
   r.OptionalDouble("template_residual_init", &c.template_residual_init);
   r.OptionalDouble("profile_loss_weight", &c.profile_loss_weight);

@@ -90,6 +90,12 @@ struct ModelConfig {
   // its gradient: at 1 a cell of the template holding a thousandth of the core's energy moves as
   // far as a core cell.
   double template_learning_rate_scale = 1.0;
+  // With generator_template: the last conv's learning rate (its weights and bias: the residual the
+  // network adds to the template) as a multiple of learning_rate; the conv stack below it keeps
+  // the rate. With template_residual_init 0 the last conv is where training first moves a start
+  // that already is the template's showers: RMSprop's first steps move each of its weights by
+  // about lr / sqrt(1 - rms_rho) whatever the gradient, and every cell sums hundreds of them.
+  double template_residual_learning_rate_scale = 1.0;
   // Training only: the discriminator's learning rate as a multiple of the scheduled rate (1: the
   // same as the generator's, the reference). With the base rate it sets the two networks' rates
   // apart (two time-scale updates, Heusel et al. 2017): 4 with lr / 4 keeps the discriminator's

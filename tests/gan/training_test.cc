@@ -505,6 +505,112 @@ TEST(TrainerTest, TemplateLearningRateScalesTheTemplatesSteps) {
       << plain.status();
 }
 
+// template_residual_learning_rate_scale: the generator's last conv (the residual added to the
+// template) is a parameter group of its own whose rate is the scale times the network's, after the
+// template's group when that has one. From a zero-initialised last conv, RMSprop's first step moves
+// each weight by about lr / sqrt(1 - rho) whatever its gradient, so after one trainer step the last
+// conv's largest move at scale 0.5 is about half of that at scale 1, at 0 it stays at zero (and the
+// showers are the template's). A run with both own
+// groups resumes bit for bit; the scale needs a template and stays in [0, 10].
+TEST(TrainerTest, TemplateResidualLearningRateScalesTheLastConvsSteps) {
+  ModelConfig config = *PresetConfig("tiny-template");
+  config.template_residual_init = 0;
+  std::vector<int64_t> rows(static_cast<size_t>(Showers().events()));
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<int64_t>(i);
+  auto sample = SampleConditions(config, Showers(), rows);
+  ASSERT_TRUE(sample.ok()) << sample.status();
+  ASSERT_TRUE(FitConditionsToData(*sample, &config).ok());
+  const std::string last = "stage" + std::to_string(GeneratorStages(config).size() - 1) + ".";
+  auto make = [&](uint64_t seed, double template_scale, double residual_scale) {
+    ModelConfig c = config;
+    c.template_learning_rate_scale = template_scale;
+    c.template_residual_learning_rate_scale = residual_scale;
+    auto trainer = MakeTrainer(seed, c);
+    if (trainer != nullptr) {
+      EXPECT_TRUE(
+          trainer->mutable_state().generator->SetShowerTemplate(sample->shower_template).ok());
+    }
+    return trainer;
+  };
+  auto last_conv = [&](Generator& g) {
+    std::vector<at::Tensor> out;
+    for (const auto& item : g->named_parameters()) {
+      if (item.key().rfind(last, 0) == 0) out.push_back(item.value().detach().clone());
+    }
+    return out;
+  };
+  auto step_once = [&](double scale, double* residual_move, double* dense_move) {
+    auto trainer = make(1, 1.0, scale);
+    ASSERT_NE(trainer, nullptr);
+    Generator g = trainer->mutable_state().generator;
+    const std::vector<at::Tensor> r0 = last_conv(g);
+    ASSERT_FALSE(r0.empty());
+    for (const at::Tensor& t : r0) EXPECT_EQ(t.abs().max().item<double>(), 0);
+    const at::Tensor w0 = g->named_parameters()["dense.weight"].detach().clone();
+    auto report = trainer->Step();
+    ASSERT_TRUE(report.ok()) << report.status();
+    const std::vector<at::Tensor> r1 = last_conv(g);
+    *residual_move = 0;
+    for (size_t i = 0; i < r0.size(); ++i) {
+      *residual_move = std::max(*residual_move, (r1[i] - r0[i]).abs().max().item<double>());
+    }
+    *dense_move = (g->named_parameters()["dense.weight"] - w0).abs().max().item<double>();
+    const auto& groups = trainer->state().generator_optimizer->param_groups();
+    ASSERT_EQ(groups.size(), scale == 1 ? 1u : 2u);
+    if (scale != 1) {
+      EXPECT_EQ(groups[1].params().size(), r0.size());
+      EXPECT_DOUBLE_EQ(static_cast<const torch::optim::RMSpropOptions&>(groups[1].options()).lr(),
+                       report->learning_rate * scale);
+    }
+  };
+  double full = 0, half = 0, frozen = 0, dense_full = 0, dense_half = 0, dense_frozen = 0;
+  step_once(1.0, &full, &dense_full);
+  step_once(0.5, &half, &dense_half);
+  step_once(0.0, &frozen, &dense_frozen);
+  EXPECT_GT(full, 0);
+  EXPECT_NEAR(half / full, 0.5, 0.1) << half << " against " << full;
+  EXPECT_EQ(frozen, 0);
+  // The dense layer learns once the last conv is no longer zero (the trainer step's second
+  // generator update); a last conv frozen at zero passes it no gradient at all.
+  EXPECT_GT(dense_full, 0);
+  EXPECT_GT(dense_half, 0);
+  EXPECT_EQ(dense_frozen, 0);
+
+  // Both own groups: the network, the template, the residual, each at its rate.
+  const std::string path = TempPath("residual-lr");
+  auto straight = make(5, 0.25, 0.5);
+  ASSERT_NE(straight, nullptr);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(straight->Step().ok());
+  const auto& groups = straight->state().generator_optimizer->param_groups();
+  ASSERT_EQ(groups.size(), 3u);
+  const double lr = static_cast<const torch::optim::RMSpropOptions&>(groups[0].options()).lr();
+  EXPECT_DOUBLE_EQ(static_cast<const torch::optim::RMSpropOptions&>(groups[1].options()).lr(),
+                   0.25 * lr);
+  EXPECT_DOUBLE_EQ(static_cast<const torch::optim::RMSpropOptions&>(groups[2].options()).lr(),
+                   0.5 * lr);
+  auto first = make(5, 0.25, 0.5);
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->Step().ok());
+  ASSERT_TRUE(first->SaveCheckpoint(path).ok());
+  auto resumed = Trainer::Resume(path, Showers(), Options(999));
+  std::remove(path.c_str());
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  ASSERT_TRUE((*resumed)->Step().ok());
+  EXPECT_TRUE(BitIdentical(straight->state(), (*resumed)->state()));
+
+  ModelConfig c = config;
+  c.template_residual_learning_rate_scale = 0.1;
+  auto back = ParseModelConfig(SerializeModelConfig(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->template_residual_learning_rate_scale, 0.1);
+  c.template_residual_learning_rate_scale = 11;
+  EXPECT_FALSE(ValidateModelConfig(c).ok());
+  auto plain = OverrideModelConfig(Tiny(), "template_residual_learning_rate_scale=0.1");
+  ASSERT_FALSE(plain.ok());
+  EXPECT_NE(plain.status().message().find("needs generator_template"), std::string::npos)
+      << plain.status();
+}
+
 // discriminator_learning_rate_scale sets the discriminator's rate to the scale times the scheduled
 // rate and leaves the generator's alone: after one step the discriminator's optimizer holds that
 // rate, its largest first move (RMSprop: about lr / sqrt(1 - rho) whatever the gradient) is about

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/atomic_file.h"
@@ -68,32 +69,37 @@ void InitKerasStyle(torch::nn::Module& module, bool is_generator, int64_t last_s
   }
 }
 
+// The generator's parameter groups of GeneratorGroupRateScales: the network, then the template's
+// and the last conv's when their scales are not 1.
 void MakeOptimizers(TrainingState& s) {
-  auto options = [&s]() {
-    return torch::optim::RMSpropOptions(s.config.learning_rate)
-        .alpha(s.config.rms_rho)
-        .eps(s.config.rms_eps);
+  const ModelConfig& c = s.config;
+  auto options = [&c](double rate_scale) {
+    return std::make_unique<torch::optim::RMSpropOptions>(
+        torch::optim::RMSpropOptions(c.learning_rate * rate_scale).alpha(c.rms_rho).eps(c.rms_eps));
   };
-  // With template_learning_rate_scale != 1 the generator's shower template is group
-  // kTemplateParamGroup (Trainer::ApplyLearningRate scales its rate).
-  const double template_scale = s.config.template_learning_rate_scale;
-  if (s.config.generator_template && template_scale != 1.0) {
-    std::vector<at::Tensor> network, shower_template;
-    for (const auto& item : s.generator->named_parameters()) {
-      (item.key() == "shower_template" ? shower_template : network).push_back(item.value());
+  const bool own_template = c.generator_template && c.template_learning_rate_scale != 1.0;
+  const bool own_residual = c.generator_template && c.template_residual_learning_rate_scale != 1.0;
+  const std::string last_stage =
+      absl::StrCat("stage", static_cast<int64_t>(GeneratorStages(c).size()) - 1, ".");
+  std::vector<at::Tensor> network, shower_template, residual;
+  for (const auto& item : s.generator->named_parameters()) {
+    if (own_template && item.key() == "shower_template") {
+      shower_template.push_back(item.value());
+    } else if (own_residual && absl::StartsWith(item.key(), last_stage)) {
+      residual.push_back(item.value());
+    } else {
+      network.push_back(item.value());
     }
-    std::vector<torch::optim::OptimizerParamGroup> groups;
-    groups.emplace_back(network, std::make_unique<torch::optim::RMSpropOptions>(options()));
-    groups.emplace_back(shower_template,
-                        std::make_unique<torch::optim::RMSpropOptions>(
-                            options().lr(s.config.learning_rate * template_scale)));
-    s.generator_optimizer = std::make_unique<torch::optim::RMSprop>(std::move(groups), options());
-  } else {
-    s.generator_optimizer =
-        std::make_unique<torch::optim::RMSprop>(s.generator->parameters(), options());
   }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(network, options(1.0));
+  if (own_template) groups.emplace_back(shower_template, options(c.template_learning_rate_scale));
+  if (own_residual) {
+    groups.emplace_back(residual, options(c.template_residual_learning_rate_scale));
+  }
+  s.generator_optimizer = std::make_unique<torch::optim::RMSprop>(std::move(groups), *options(1.0));
   s.discriminator_optimizer =
-      std::make_unique<torch::optim::RMSprop>(s.discriminator->parameters(), options());
+      std::make_unique<torch::optim::RMSprop>(s.discriminator->parameters(), *options(1.0));
 }
 
 at::Tensor BytesTensor(const std::string& bytes) {
@@ -136,6 +142,18 @@ absl::StatusOr<std::string> SerializePayload(const TrainingState& s) {
 }
 
 }  // namespace
+
+std::vector<double> GeneratorGroupRateScales(const ModelConfig& config) {
+  std::vector<double> scales{1.0};
+  if (!config.generator_template) return scales;
+  if (config.template_learning_rate_scale != 1.0) {
+    scales.push_back(config.template_learning_rate_scale);
+  }
+  if (config.template_residual_learning_rate_scale != 1.0) {
+    scales.push_back(config.template_residual_learning_rate_scale);
+  }
+  return scales;
+}
 
 absl::StatusOr<TrainingState> NewTrainingState(const ModelConfig& config, uint64_t seed) {
   if (absl::Status s = ValidateModelConfig(config); !s.ok()) return s;

@@ -10,20 +10,24 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "jobspec/model_config.h"
 #include "workers/gan/discriminator.h"
 #include "workers/gan/generator.h"
-#include "jobspec/model_config.h"
 
 namespace gantry::gan {
 
 // Everything needed to continue training bit for bit. Built by NewTrainingState or
 // ReadCheckpoint; the Trainer owns one.
-// With ModelConfig::template_learning_rate_scale != 1, the index of the shower template's parameter
-// group in the generator's optimizer (the network is group 0).
-inline constexpr size_t kTemplateParamGroup = 1;
+// The learning rate of each parameter group of the generator's optimizer as a multiple of the
+// scheduled rate, in group order: the network (1); with template_learning_rate_scale != 1 the
+// shower template; with template_residual_learning_rate_scale != 1 the last conv (the residual).
+// A scale of 1 keeps its parameters in the network's group, so checkpoints of runs without these
+// options keep their one-group layout.
+std::vector<double> GeneratorGroupRateScales(const ModelConfig& config);
 
 struct TrainingState {
   ModelConfig config;

@@ -107,9 +107,8 @@ void Trainer::ApplyLearningRate(double lr) {
   const double discriminator_lr = lr * state_.config.discriminator_learning_rate_scale;
   for (auto& group : state_.discriminator_optimizer->param_groups()) set(group, discriminator_lr);
   auto& groups = state_.generator_optimizer->param_groups();
-  for (size_t i = 0; i < groups.size(); ++i) {
-    set(groups[i], i == kTemplateParamGroup ? lr * state_.config.template_learning_rate_scale : lr);
-  }
+  const std::vector<double> scales = GeneratorGroupRateScales(state_.config);
+  for (size_t i = 0; i < groups.size() && i < scales.size(); ++i) set(groups[i], lr * scales[i]);
 }
 
 absl::StatusOr<std::unique_ptr<Trainer>> Trainer::CreateFromTensors(TrainingState state,
